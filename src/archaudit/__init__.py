@@ -1,0 +1,3 @@
+"""archaudit: audit Transformer modifications against seed noise."""
+
+__version__ = "0.1.0"

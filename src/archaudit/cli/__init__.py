@@ -1,0 +1,41 @@
+"""The `archaudit` command line: a thin face over library functions.
+
+Each command group lives in its own module and registers itself on `app`; this file only wires
+them together and turns `ArchauditError` into one line on stderr with exit code 2.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from archaudit.errors import ArchauditError
+
+app = typer.Typer(
+    name="archaudit",
+    help="Audit Transformer modifications: train arms from one shared recipe, evaluate, judge.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """Audit Transformer modifications: train arms from one shared recipe over seeds and
+    scales, evaluate them downstream, and judge every claim against the seed noise floor."""
+
+
+def _register_commands() -> None:
+    # Imported for their side effect of adding commands to `app`.
+    from archaudit.cli import train_cmd  # noqa: F401
+
+
+def main() -> None:
+    _register_commands()
+    try:
+        app()
+    except ArchauditError as err:
+        typer.secho(f"error: {err}", err=True, fg="red")
+        sys.exit(err.exit_code)

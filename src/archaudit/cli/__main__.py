@@ -1,0 +1,3 @@
+from archaudit.cli import main
+
+main()

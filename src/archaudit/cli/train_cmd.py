@@ -1,0 +1,65 @@
+"""`archaudit train`: one model, one recipe, one seed → a run directory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from archaudit.cli import app
+
+
+@app.command()
+def train(
+    out: Path = typer.Option(..., "--out", help="Run directory (created; resumed if it exists)."),
+    config: Path | None = typer.Option(
+        None, "--config", help="TOML file with \\[model] and \\[recipe] tables."
+    ),
+    preset: str | None = typer.Option(
+        None, "--preset", help="Named size: tiny, small, base, medium, large (default tiny)."
+    ),
+    overrides: list[str] = typer.Option(
+        [], "--set", help="Override one value, e.g. --set model.d_model=128 (repeatable)."
+    ),
+    seed: int = typer.Option(
+        0,
+        "--seed",
+        help="Run seed: drives init (and data order if the recipe says vary_data_order).",
+    ),
+    corpus: str | None = typer.Option(
+        None,
+        "--corpus",
+        help="A .txt or .jsonl file to train on (default: the embedded "
+        "synthetic language). Same as --set recipe.corpus=PATH.",
+    ),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON line with the result."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar or log lines."),
+) -> None:
+    """Train one model. Rerunning the same command resumes from the newest valid checkpoint;
+    a finished run is not retrained. A run that diverges (NaN/Inf) ends with status
+    `diverged` and exit code 0."""
+    from archaudit.config import load_config
+    from archaudit.progress import log, set_quiet
+    from archaudit.train import train as run_training
+
+    set_quiet(quiet or json_out)
+    extra = [f"recipe.corpus={corpus}"] if corpus else []
+    model_cfg, recipe = load_config(config, preset=preset, overrides=[*overrides, *extra])
+    result = run_training(model_cfg, recipe, out, seed=seed)
+    summary = {
+        k: getattr(result, k)
+        for k in ("status", "steps", "tokens", "final_loss", "val_loss", "tokens_per_s", "params")
+    }
+    if json_out:
+        typer.echo(json.dumps(summary))
+        return
+    log(
+        f"[bold]{result.status}[/bold]: {result.steps} steps, {result.tokens:,} tokens, "
+        f"{result.params:,} params, loss {_fmt(result.final_loss)}, "
+        f"val {_fmt(result.val_loss)}, {result.tokens_per_s:,.0f} tok/s → {out}"
+    )
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.4f}"

@@ -1,0 +1,1 @@
+"""Tokenizers, corpora, deterministic batching and synthetic probe generators."""

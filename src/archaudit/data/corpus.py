@@ -1,0 +1,135 @@
+"""Corpus → token memmap with a held-out split, cached by content hash.
+
+The cache key covers everything that changes the tokens (corpus content, tokenizer spec,
+generator version, split), so a changed file is re-tokenised and an unchanged one never is.
+Writes are atomic (temp file + rename): concurrent runs sharing a cache cannot see half a file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from archaudit.config import Recipe, canonical_json
+from archaudit.data import synthetic
+from archaudit.data.tokenizers import ByteTokenizer, HFTokenizer, Tokenizer, load_tokenizer
+from archaudit.errors import DataError
+
+
+@dataclass(frozen=True)
+class TokenCorpus:
+    train: np.ndarray
+    val: np.ndarray
+    tokenizer: Tokenizer
+    bytes_per_token: float  # UTF-8 bytes of text per token, to turn nats/token into bits/byte
+    key: str
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("ARCHAUDIT_CACHE", Path.home() / ".cache" / "archaudit"))
+
+
+def read_text(path: str | Path) -> str:
+    """A .txt file as is, or a .jsonl file's `text` fields joined by newlines."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"corpus file {str(path)!r} does not exist (recipe.corpus / --corpus)")
+    if path.suffix == ".jsonl":
+        texts = []
+        for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                texts.append(json.loads(line)["text"])
+            except (json.JSONDecodeError, KeyError, TypeError):
+                raise DataError(
+                    f"{path}:{line_no}: expected a JSON object with a string field 'text'"
+                ) from None
+        return "\n".join(texts)
+    if path.suffix not in (".txt", ".md", ""):
+        raise DataError(f"corpus {path}: unsupported suffix {path.suffix!r}; use .txt or .jsonl")
+    return path.read_text(encoding="utf-8")
+
+
+def corpus_text(recipe: Recipe) -> tuple[str, str]:
+    """(text, content id): the embedded synthetic language or a file."""
+    if recipe.corpus == "synthetic":
+        ident = f"synthetic-v{synthetic.VERSION}-{recipe.data_seed}-{recipe.corpus_chars}"
+        return synthetic.generate(recipe.corpus_chars, recipe.data_seed), ident
+    text = read_text(recipe.corpus)
+    return text, hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def prepare_corpus(recipe: Recipe, cache: Path | None = None) -> TokenCorpus:
+    """Tokenise the recipe's corpus (or load it from the cache) and split off validation."""
+    text, content = corpus_text(recipe)
+    if not text.strip():
+        raise DataError(f"corpus {recipe.corpus!r} is empty")
+    key_fields = {"content": content, "tokenizer": recipe.tokenizer, "val": recipe.val_fraction}
+    key = hashlib.sha256(canonical_json(key_fields).encode()).hexdigest()[:20]
+    folder = (cache or cache_dir()) / "tokens" / key
+    tok_file = folder / "tokenizer.json"
+    spec = f"hf:{tok_file}" if tok_file.is_file() else recipe.tokenizer
+    tokenizer = load_tokenizer(spec, lambda: _chunks(text))
+    meta_file = folder / "meta.json"
+    if not meta_file.is_file():
+        ids = encode(tokenizer, text)
+        dtype = np.uint16 if tokenizer.vocab_size <= 2**16 else np.uint32
+        n_val = max(int(len(ids) * recipe.val_fraction), 1)
+        folder.mkdir(parents=True, exist_ok=True)
+        if isinstance(tokenizer, HFTokenizer):
+            _atomic(tok_file, lambda p: tokenizer.save(p))
+        _atomic(folder / "tokens.bin", lambda p: np.asarray(ids, dtype=dtype).tofile(p))
+        meta = {
+            "n_tokens": len(ids),
+            "n_val": n_val,
+            "dtype": np.dtype(dtype).name,
+            "n_bytes": len(text.encode("utf-8")),
+        }
+        _atomic(meta_file, lambda p: p.write_text(json.dumps(meta)))
+    meta = json.loads(meta_file.read_text())
+    tokens = np.memmap(folder / "tokens.bin", dtype=meta["dtype"], mode="r")
+    split = meta["n_tokens"] - meta["n_val"]
+    return TokenCorpus(
+        train=tokens[:split],
+        val=tokens[split:],
+        tokenizer=tokenizer,
+        bytes_per_token=meta["n_bytes"] / meta["n_tokens"],
+        key=key,
+    )
+
+
+def encode(tokenizer: Tokenizer, text: str) -> list[int] | np.ndarray:
+    if isinstance(tokenizer, ByteTokenizer):
+        return np.frombuffer(text.encode("utf-8"), dtype=np.uint8)  # bytes are the ids
+    if isinstance(tokenizer, HFTokenizer):
+        return [i for ids in tokenizer.encode_batch(list(_chunks(text))) for i in ids]
+    return tokenizer.encode(text)
+
+
+def _chunks(text: str, size: int = 1 << 16) -> Iterator[str]:
+    """Line-aligned pieces of about `size` characters (tokenisers batch over them)."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start + size)
+        end = len(text) if end < 0 else end + 1
+        yield text[start:end]
+        start = end
+
+
+def _atomic(path: Path, write) -> None:  # type: ignore[no-untyped-def]
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

@@ -1,0 +1,88 @@
+"""Feed-forward blocks for the `mlp` slot."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from archaudit.config import ModelConfig
+from archaudit.registry import Registry
+
+MLPS: Registry[type[nn.Module]] = Registry("mlp")
+
+
+def hidden_width(cfg: ModelConfig, gated: bool) -> int:
+    """8/3·d rounded up to a multiple of 16 for gated MLPs (same parameters as a 4·d plain MLP),
+    4·d otherwise; `mlp_hidden` overrides both."""
+    if cfg.mlp_hidden is not None:
+        return cfg.mlp_hidden
+    return -(-(8 * cfg.d_model) // 3 // 16) * 16 if gated else 4 * cfg.d_model
+
+
+class GatedMLP(nn.Module):
+    """(act(x·W1) ⊙ x·W3)·W2 (Shazeer 2020, "GLU Variants Improve Transformer")."""
+
+    act = staticmethod(F.silu)
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        hidden = hidden_width(cfg, gated=True)
+        self.w1 = nn.Linear(cfg.d_model, hidden, bias=False)
+        self.w3 = nn.Linear(cfg.d_model, hidden, bias=False)
+        self.w2 = nn.Linear(hidden, cfg.d_model, bias=False)
+        self.w2.residual_out = True
+
+    def forward(self, x: torch.Tensor, ctx: object = None) -> torch.Tensor:
+        return self.w2(self.act(self.w1(x)) * self.w3(x))
+
+
+@MLPS.register("swiglu")
+class SwiGLU(GatedMLP):
+    """SiLU-gated: the baseline."""
+
+
+@MLPS.register("geglu")
+class GeGLU(GatedMLP):
+    """GELU-gated (Shazeer 2020)."""
+
+    act = staticmethod(F.gelu)
+
+
+@MLPS.register("reglu")
+class ReGLU(GatedMLP):
+    """ReLU-gated (Shazeer 2020)."""
+
+    act = staticmethod(F.relu)
+
+
+class PlainMLP(nn.Module):
+    """act(x·W1)·W2 with hidden 4·d: the 2017/GPT-2 design."""
+
+    act = staticmethod(F.gelu)
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        hidden = hidden_width(cfg, gated=False)
+        self.w1 = nn.Linear(cfg.d_model, hidden, bias=False)
+        self.w2 = nn.Linear(hidden, cfg.d_model, bias=False)
+        self.w2.residual_out = True
+
+    def forward(self, x: torch.Tensor, ctx: object = None) -> torch.Tensor:
+        return self.w2(self.act(self.w1(x)))
+
+
+@MLPS.register("gelu")
+class GeluMLP(PlainMLP):
+    """GELU, not gated (Radford et al. 2019, GPT-2)."""
+
+
+def relu_squared(x: torch.Tensor) -> torch.Tensor:
+    return F.relu(x).square()
+
+
+@MLPS.register("relu2")
+class ReLU2MLP(PlainMLP):
+    """ReLU(x)², not gated (So et al. 2021, Primer, arXiv 2109.08668)."""
+
+    act = staticmethod(relu_squared)

@@ -1,0 +1,120 @@
+"""Positional schemes for the `position` slot.
+
+A scheme may act in three places, each a no-op by default: `embed` adds absolute positions to
+the token embedding, `rotate` transforms queries and keys (RoPE), `bias` adds to the attention
+logits (ALiBi). One instance is shared by all layers.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from archaudit.config import ModelConfig
+from archaudit.registry import Registry
+
+POSITIONS: Registry[type[Position]] = Registry("position")
+
+
+class Position(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:  # x: (B, T, d)
+        return x
+
+    def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return q, k  # (B, h, T, d_h) each
+
+    def bias(self, T: int, device: torch.device) -> torch.Tensor | None:
+        return None  # (h, T, T) added to the logits, or None
+
+
+@POSITIONS.register("rope")
+class RoPE(Position):
+    """Rotary embeddings (Su et al. 2021): rotate pairs of dims by angle pos·θ_i,
+    θ_i = base^(−2i/d_rot). Scores then depend only on relative position. `rope_fraction` < 1
+    rotates only the first fraction of each head's dims (partial RoPE, GPT-NeoX)."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__(cfg)
+        rot = int(cfg.dim_head * cfg.rope_fraction) // 2 * 2
+        self.rot = rot
+        inv_freq = cfg.rope_base ** (-torch.arange(0, rot, 2, dtype=torch.float64) / rot)
+        self.register_buffer("inv_freq", inv_freq.float(), persistent=False)
+        self._cache: tuple[int, torch.Tensor, torch.Tensor] | None = None
+
+    def _cos_sin(self, T: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        if self._cache is None or self._cache[0] < T or self._cache[1].device != device:
+            t = torch.arange(T, device=device, dtype=torch.float32)
+            freqs = torch.outer(t, self.inv_freq.to(device))  # (T, rot/2)
+            self._cache = (T, freqs.cos(), freqs.sin())
+        return self._cache[1][:T], self._cache[2][:T]
+
+    def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.rot == 0:
+            return q, k
+        cos, sin = self._cos_sin(q.shape[-2], q.device)
+        return self._rotate(q, cos, sin), self._rotate(k, cos, sin)
+
+    def _rotate(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        # Rotate-half convention: dims (i, i + rot/2) form a pair.
+        x_rot, x_pass = x[..., : self.rot], x[..., self.rot :]
+        x1, x2 = x_rot.float().chunk(2, dim=-1)
+        rotated = torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1).type_as(x)
+        return torch.cat((rotated, x_pass), dim=-1) if x_pass.shape[-1] else rotated
+
+
+@POSITIONS.register("nope")
+class NoPE(Position):
+    """No positional signal: the causal mask alone breaks symmetry (Kazemnejad et al. 2023)."""
+
+
+@POSITIONS.register("alibi")
+class ALiBi(Position):
+    """z_ij −= m_h·(i − j) with slopes m_h = 2^(−8h/H), h = 1..H; no RoPE (Press et al. 2022)."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__(cfg)
+        self.register_buffer("slopes", alibi_slopes(cfg.n_heads), persistent=False)
+
+    def bias(self, T: int, device: torch.device) -> torch.Tensor:
+        pos = torch.arange(T, device=device)
+        distance = (pos[:, None] - pos[None, :]).clamp(min=0).float()  # (T, T), i − j
+        return -self.slopes.to(device)[:, None, None] * distance  # (h, T, T)
+
+
+def alibi_slopes(n_heads: int) -> torch.Tensor:
+    return torch.tensor([2.0 ** (-8.0 * h / n_heads) for h in range(1, n_heads + 1)])
+
+
+@POSITIONS.register("sinusoidal")
+class Sinusoidal(Position):
+    """Fixed sin/cos absolute positions added to the embedding (Vaswani et al. 2017)."""
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        T, d = x.shape[1], x.shape[2]
+        pos = torch.arange(T, device=x.device, dtype=torch.float32)[:, None]
+        div = torch.exp(torch.arange(0, d, 2, device=x.device) * (-math.log(10000.0) / d))
+        pe = torch.zeros(T, d, device=x.device)
+        pe[:, 0::2] = torch.sin(pos * div)
+        pe[:, 1::2] = torch.cos(pos * div[: d // 2])
+        return x + pe.type_as(x)
+
+
+@POSITIONS.register("learned")
+class Learned(Position):
+    """A learned T×d table of absolute positions (GPT-2); cannot extrapolate past T."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__(cfg)
+        self.table = nn.Embedding(cfg.context_length, cfg.d_model)
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        T = x.shape[1]
+        if self.table.num_embeddings < T:
+            raise ValueError(f"learned positions cover {self.table.num_embeddings} tokens, got {T}")
+        return x + self.table.weight[:T]

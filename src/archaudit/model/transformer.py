@@ -1,0 +1,132 @@
+"""The Transformer: a decoder-only language model whose parts are named slots.
+
+Read top to bottom: `Block` is one layer (attention, then MLP, each joined to the residual
+stream by a connection rule), `Transformer` embeds tokens, runs the blocks through a residual
+stream, normalises and projects to the vocabulary. Every choice a modification can make is a
+string in `ModelConfig` looked up in a registry, so this file never names a modification.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from archaudit.config import ModelConfig
+from archaudit.errors import ConfigError, did_you_mean
+from archaudit.model.attention import ATTENTIONS
+from archaudit.model.context import ForwardContext
+from archaudit.model.heads import HEADS
+from archaudit.model.init import init_weights
+from archaudit.model.mlp import MLPS
+from archaudit.model.norms import NORMS, make_norm
+from archaudit.model.position import POSITIONS
+from archaudit.model.residual import CONNECTIONS, STREAMS
+from archaudit.model.scores import SCORES
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig, layer: int) -> None:
+        super().__init__()
+        attn_rule = CONNECTIONS.get(cfg.residual)
+        mlp_rule = CONNECTIONS.get(cfg.mlp_residual or cfg.residual)
+        self.attn = attn_rule(cfg, ATTENTIONS.get(cfg.attention)(cfg, layer))
+        self.mlp = mlp_rule(cfg, MLPS.get(cfg.mlp)(cfg))
+
+
+class MTPHead(nn.Module):
+    """Predicts token t+1+k from the trunk's last hidden state through its own projection and
+    norm, sharing the output head (Gloeckle et al. 2024, arXiv 2404.19737)."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
+        self.norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return self.norm(self.proj(h))
+
+
+class Transformer(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.position = POSITIONS.get(cfg.position)(cfg)
+        self.blocks = nn.ModuleList(Block(cfg, layer) for layer in range(cfg.n_layers))
+        self.stream = STREAMS.get(cfg.stream)(cfg, 2 * cfg.n_layers)
+        self.norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps)
+        self.head = HEADS.get(cfg.head)(cfg, self.embed)
+        self.mtp = nn.ModuleList(MTPHead(cfg) for _ in range(cfg.mtp_heads))
+        self.drop = nn.Dropout(cfg.dropout)
+        init_weights(self, cfg)
+
+    def connections(self) -> list[nn.Module]:
+        return [c for block in self.blocks for c in (block.attn, block.mlp)]
+
+    def hidden(self, idx: torch.Tensor) -> torch.Tensor:
+        """Token ids (B, T) → final hidden states (B, T, d), normalised."""
+        ctx = ForwardContext(T=idx.shape[1], device=idx.device, position=self.position)
+        x = self.drop(self.position.embed(self.embed(idx)))
+        x = self.stream(x, self.connections(), ctx)
+        return self.norm(x)
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
+        """Token ids (B, T) → next-token logits (B, T, V); with targets (B, T), the training
+        loss instead (so that DDP and torch.compile wrappers see the whole objective)."""
+        if targets is not None:
+            return self.loss(idx, targets)
+        return self.head(self.hidden(idx))
+
+    def loss(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Mean next-token cross-entropy plus the objective's auxiliary terms (z-loss, MTP)."""
+        h = self.hidden(idx)
+        logits = self.head(h).float()  # (B, T, V)
+        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+        if self.cfg.z_loss:
+            # PaLM (Chowdhery et al. 2022): keeps log Z near 0, so logits do not drift.
+            loss = loss + self.cfg.z_loss * torch.logsumexp(logits, dim=-1).square().mean()
+        for k, mtp in enumerate(self.mtp, start=1):
+            # Head k predicts targets shifted by k more: position t → token t + 1 + k.
+            aux = self.head(mtp(h[:, :-k])).float()
+            aux_loss = F.cross_entropy(aux.flatten(0, 1), targets[:, k:].flatten())
+            loss = loss + self.cfg.mtp_weight * aux_loss / len(self.mtp)
+        return loss
+
+
+SLOTS = {
+    "norm": NORMS,
+    "position": POSITIONS,
+    "score": SCORES,
+    "attention": ATTENTIONS,
+    "mlp": MLPS,
+    "residual": CONNECTIONS,
+    "mlp_residual": CONNECTIONS,
+    "stream": STREAMS,
+    "head": HEADS,
+}
+
+
+def build_model(cfg: ModelConfig) -> Transformer:
+    """Check every slot name first, so a typo is reported as the config key it came from."""
+    for key, registry in SLOTS.items():
+        name = getattr(cfg, key)
+        if name is not None and name not in registry:
+            raise ConfigError(
+                f"model.{key} = {name!r} is not a registered {registry.kind}"
+                f"{did_you_mean(name, registry)}"
+            )
+    return Transformer(cfg)
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Trainable parameters, each shared tensor (tied embeddings) counted once."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def training_flops_per_token(cfg: ModelConfig, n_params: int) -> float:
+    """6·N for the matrix multiplies (forward + backward) plus 12·L·T·d_attn for the attention
+    scores and weighted sum (PaLM, Chowdhery et al. 2022, appendix B). Embedding lookups are
+    free but the LM head is a real matmul, so N includes the output projection."""
+    d_attn = cfg.n_heads * cfg.dim_head
+    return 6.0 * n_params + 12.0 * cfg.n_layers * cfg.context_length * d_attn

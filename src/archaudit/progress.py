@@ -1,0 +1,72 @@
+"""The one place that talks to the terminal: progress bars and log lines (on stderr).
+
+Library code reports through `log` and `progress`; whether anything is drawn depends on whether
+stderr is a terminal and on `set_quiet`, so library users and tests get silence by default
+when output is piped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+console = Console(stderr=True)
+_quiet = False
+
+
+def set_quiet(quiet: bool) -> None:
+    global _quiet
+    _quiet = quiet
+
+
+def log(message: str, *, style: str | None = None) -> None:
+    if not _quiet:
+        console.print(message, style=style, highlight=False)
+
+
+def warn(message: str) -> None:
+    console.print(f"warning: {message}", style="yellow", highlight=False)
+
+
+class _Bar:
+    def __init__(self, progress: Progress | None, task: int | None) -> None:
+        self._progress, self._task = progress, task
+
+    def update(self, advance: int = 0, **fields: object) -> None:
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, advance=advance, **fields)
+
+
+@contextmanager
+def progress(
+    description: str, total: int, *, completed: int = 0, stats: str = ""
+) -> Iterator[_Bar]:
+    """A progress bar with ETA; `stats` is a format string over the fields passed to `update`
+    (e.g. "loss {task.fields[loss]:.3f}"). Drawn only on a terminal and when not quiet."""
+    if _quiet or not console.is_terminal:
+        yield _Bar(None, None)
+        return
+    columns = [
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn(stats),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    ]
+    with Progress(*columns, console=console, transient=False) as bar:
+        task = bar.add_task(
+            description, total=total, completed=completed, loss=float("nan"), tps=0.0
+        )
+        yield _Bar(bar, task)

@@ -1,0 +1,41 @@
+"""AdamW with weight decay on matrices only, and the warmup + cosine learning-rate schedule."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from archaudit.config import Recipe
+
+
+def make_optimizer(model: nn.Module, recipe: Recipe) -> torch.optim.AdamW:
+    """Decay applies to ≥2-D weights (matmuls, embeddings); norms, gains, biases and the scalar
+    mixing weights of residual variants are left undecayed, as in nanoGPT and OLMo."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    decay = [p for p in params if p.dim() >= 2]
+    no_decay = [p for p in params if p.dim() < 2]
+    groups = [
+        {"params": decay, "weight_decay": recipe.weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(
+        groups,
+        lr=recipe.lr,
+        betas=(recipe.beta1, recipe.beta2),
+        eps=recipe.adam_eps,
+        foreach=True,
+    )
+
+
+def lr_at(step: int, recipe: Recipe) -> float:
+    """Linear warmup to the peak over `warmup_steps`, then cosine decay to `min_lr_ratio`·peak
+    at the last step. `step` counts from 0."""
+    warmup = recipe.warmup_steps
+    if step < warmup:
+        return recipe.lr * (step + 1) / warmup
+    span = max(recipe.steps - warmup - 1, 1)
+    progress = min((step - warmup) / span, 1.0)
+    floor = recipe.lr * recipe.min_lr_ratio
+    return floor + (recipe.lr - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))

@@ -1,0 +1,73 @@
+import pytest
+import torch
+
+from archaudit.config import ModelConfig
+from archaudit.errors import ConfigError
+from archaudit.model import build_model, count_parameters, training_flops_per_token
+
+TINY = dict(vocab_size=97, d_model=64, n_layers=3, n_heads=4, context_length=32)
+
+
+def test_baseline_parameter_count_matches_its_formula():
+    cfg = ModelConfig(**TINY)
+    d, L, V = cfg.d_model, cfg.n_layers, cfg.vocab_size
+    hidden = 176  # 8/3·64 = 170.7, rounded up to a multiple of 16
+    per_layer = 4 * d * d + 3 * d * hidden + 2 * d  # q,k,v,o + SwiGLU + two RMSNorm gains
+    expected = V * d + L * per_layer + d + d * V  # embedding, layers, final norm, untied head
+    assert count_parameters(build_model(cfg)) == expected
+    tied = build_model(ModelConfig(**TINY, tie_embeddings=True))
+    assert count_parameters(tied) == expected - d * V
+
+
+def test_model_is_causal():
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(**TINY)).eval()
+    x = torch.randint(0, 97, (2, 32))
+    y = x.clone()
+    y[:, 20:] = torch.randint(0, 97, (2, 12))
+    with torch.no_grad():
+        a, b = model(x), model(y)
+    assert a.shape == (2, 32, 97)
+    torch.testing.assert_close(a[:, :20], b[:, :20])
+    assert not torch.allclose(a[:, 20:], b[:, 20:])
+
+
+def test_explicit_softmax_path_matches_fused_attention():
+    # Soft-cap large enough to be the identity forces the explicit-logits path.
+    torch.manual_seed(0)
+    fused = build_model(ModelConfig(**TINY)).eval()
+    torch.manual_seed(0)
+    explicit = build_model(ModelConfig(**TINY, logit_softcap=1e9)).eval()
+    x = torch.randint(0, 97, (2, 32))
+    with torch.no_grad():
+        torch.testing.assert_close(fused(x), explicit(x), atol=1e-5, rtol=1e-5)
+
+
+def test_residual_projections_start_smaller():
+    cfg = ModelConfig(**{**TINY, "d_model": 256})
+    model = build_model(cfg)
+    o_std = model.blocks[0].attn.sublayer.o_proj.weight.std().item()
+    q_std = model.blocks[0].attn.sublayer.q_proj.weight.std().item()
+    assert o_std == pytest.approx(0.02 / (2 * cfg.n_layers) ** 0.5, rel=0.05)
+    assert q_std == pytest.approx(0.02, rel=0.05)
+
+
+def test_training_flops_follow_palm_formula():
+    cfg = ModelConfig(**TINY)
+    n = 1000
+    assert training_flops_per_token(cfg, n) == 6 * n + 12 * 3 * 32 * 64
+
+
+def test_unknown_slot_component_names_the_key():
+    with pytest.raises(ConfigError, match=r"model\.score = 'sofmax'.*did you mean 'softmax'"):
+        build_model(ModelConfig(**TINY, score="sofmax"))
+
+
+def test_loss_is_cross_entropy_of_forward():
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(**TINY)).eval()
+    x = torch.randint(0, 97, (2, 32))
+    y = torch.randint(0, 97, (2, 32))
+    with torch.no_grad():
+        expected = torch.nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten())
+        torch.testing.assert_close(model(x, targets=y), expected)
