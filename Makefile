@@ -1,41 +1,42 @@
 # Every target creates .venv when it is missing. torch is pinned first: an unpinned torch would
 # pull a multi-GB CUDA build, while 2.13.0 is a CPU wheel that satisfies the project's range.
-PY      := .venv/bin/python
-PIP     := $(PY) -m pip
-TORCH   := torch==2.13.0
-EXTRAS  ?= dev
+PY     := .venv/bin/python
+PIP    := $(PY) -m pip -q
+TORCH  := torch==2.13.0
 
-.PHONY: demo test test-slow bench lint venv clean
+.PHONY: demo test test-slow bench lint clean
 
-.venv/.installed-$(EXTRAS): pyproject.toml
+# One stamp per set of extras, remade when pyproject.toml changes.
+.venv/.stamp-%: pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
-	$(PIP) install -q --upgrade pip
-	$(PIP) install -q $(TORCH)
-	$(PIP) install -q -e ".[$(EXTRAS)]"
+	$(PIP) install --upgrade pip
+	$(PIP) install $(TORCH)
+	$(PIP) install -e ".[$(subst +,$(comma),$*)]"
 	touch $@
 
-venv: .venv/.installed-$(EXTRAS)
+comma := ,
+BASE := .venv/.stamp-stats
+TEST := .venv/.stamp-dev+hf
+FULL := .venv/.stamp-dev+hf+lmeval+ray+slurm+tracking
 
-demo: .venv/.installed-$(EXTRAS)
+demo: $(BASE)
 	.venv/bin/archaudit demo
 
-test: .venv/.installed-$(EXTRAS)
+test: $(TEST)
 	$(PY) -m pytest -q
 
-test-slow: EXTRAS = dev,hf,lmeval,ray,slurm
-test-slow: .venv/.installed-$(EXTRAS)
+test-slow: $(FULL)
 	$(PY) -m pytest -q -m slow
 
-bench: EXTRAS = dev,hf,lmeval
-bench: .venv/.installed-$(EXTRAS)
+bench: $(FULL)
 	$(PY) benchmarks/throughput.py
 	$(PY) benchmarks/mods_overhead.py
 	$(PY) benchmarks/stats_speed.py
 	$(PY) benchmarks/eval_speed.py
 
-lint: .venv/.installed-$(EXTRAS)
+lint: $(TEST)
 	$(PY) -m ruff check src tests benchmarks
 	$(PY) -m ruff format --check src tests benchmarks
 
 clean:
-	rm -rf .venv build *.egg-info src/*.egg-info .pytest_cache
+	rm -rf .venv build src/*.egg-info .pytest_cache .ruff_cache

@@ -52,8 +52,19 @@ def test_default_data_order_is_fixed_and_optionally_varies_with_seed():
 
 def test_killed_run_resumes_to_the_uninterrupted_curve(tmp_path):
     steps = 400
-    cmd = [sys.executable, "-m", "archaudit.cli", "train", "--quiet", "--seed", "3",
-           "--set", f"recipe.steps={steps}", "--set", "recipe.checkpoint_every=25"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "archaudit.cli",
+        "train",
+        "--quiet",
+        "--seed",
+        "3",
+        "--set",
+        f"recipe.steps={steps}",
+        "--set",
+        "recipe.checkpoint_every=25",
+    ]
     for o in OVERRIDES:
         cmd += ["--set", o]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -78,9 +89,23 @@ def test_killed_run_resumes_to_the_uninterrupted_curve(tmp_path):
 
 def test_forced_divergence_ends_cleanly_with_its_step(tmp_path):
     out = tmp_path / "div"
-    cmd = [sys.executable, "-m", "archaudit.cli", "train", "--out", str(out), "--json",
-           "--set", "recipe.lr=1e6", "--set", "recipe.warmup_frac=0", "--set", "recipe.steps=40",
-           "--set", "model.scale_residual_init=false"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "archaudit.cli",
+        "train",
+        "--out",
+        str(out),
+        "--json",
+        "--set",
+        "recipe.lr=1e6",
+        "--set",
+        "recipe.warmup_frac=0",
+        "--set",
+        "recipe.steps=40",
+        "--set",
+        "model.scale_residual_init=false",
+    ]
     for o in OVERRIDES:
         cmd += ["--set", o]
     proc = subprocess.run(cmd, capture_output=True, text=True)

@@ -29,7 +29,7 @@ def _root() -> None:
 
 def _register_commands() -> None:
     # Imported for their side effect of adding commands to `app`.
-    from archaudit.cli import train_cmd  # noqa: F401
+    from archaudit.cli import stats_cmd, train_cmd  # noqa: F401
 
 
 def main() -> None:

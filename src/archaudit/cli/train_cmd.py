@@ -36,9 +36,11 @@ def train(
     json_out: bool = typer.Option(False, "--json", help="Print one JSON line with the result."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar or log lines."),
 ) -> None:
-    """Train one model. Rerunning the same command resumes from the newest valid checkpoint;
-    a finished run is not retrained. A run that diverges (NaN/Inf) ends with status
-    `diverged` and exit code 0."""
+    """Train one model under one recipe and seed into a run directory.
+
+    Rerunning the same command resumes from the newest valid checkpoint; a finished run is not
+    retrained. A run that diverges (NaN/Inf) ends with status `diverged` and exit code 0.
+    """
     from archaudit.config import load_config
     from archaudit.progress import log, set_quiet
     from archaudit.train import train as run_training

@@ -25,7 +25,7 @@ def make_optimizer(model: nn.Module, recipe: Recipe) -> torch.optim.AdamW:
         lr=recipe.lr,
         betas=(recipe.beta1, recipe.beta2),
         eps=recipe.adam_eps,
-        foreach=True,
+        fused=True,  # one kernel for the whole update: ~20% of a small model's step otherwise
     )
 
 

@@ -1,0 +1,76 @@
+"""How long `archaudit stats` takes from a 10,000-row CSV to JSON verdicts.
+
+The CSV: 100 arms × 2 scales × 5 seeds × 10 metrics (each arm with a random true effect).
+Times: reading and validating the CSV, one judgement to JSON (what `archaudit stats SOURCE
+--metric M --scale S --json` does after start-up), and all 20 (metric, scale) judgements.
+
+    .venv/bin/python benchmarks/stats_speed.py
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from archaudit.stats import judge, load_table
+
+ARMS, SCALES, SEEDS, METRICS = 100, ("d6", "d12"), 5, 10
+
+
+def write_csv(path: Path, seed: int = 0) -> int:
+    rng = np.random.default_rng(seed)
+    effects = rng.normal(0.0, 1.0, ARMS) * (rng.random(ARMS) < 0.2)
+    rows = 0
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["arm", "scale", "seed", "metric", "value", "family"])
+        for index in range(ARMS):
+            arm = "baseline" if index == 0 else f"arm{index:03d}"
+            for scale in SCALES:
+                for seed in range(SEEDS):
+                    for metric in range(METRICS):
+                        value = 0.5 + 0.01 * (effects[index] + rng.normal())
+                        writer.writerow(
+                            [
+                                arm,
+                                scale,
+                                seed,
+                                f"metric{metric}",
+                                f"{value:.6f}",
+                                ("residual", "norm", "attention-output")[index % 3],
+                            ]
+                        )
+                        rows += 1
+    return rows
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "results.csv"
+        rows = write_csv(path)
+        start = time.perf_counter()
+        table = load_table(path)
+        loaded = time.perf_counter()
+        one = judge(table, "metric0", scale="d6").to_json()
+        judged = time.perf_counter()
+        every = [
+            judge(table, f"metric{m}", scale=scale).to_dict()
+            for m in range(METRICS)
+            for scale in SCALES
+        ]
+        done = time.perf_counter()
+    verdicts = json.loads(one)["arms"]
+    print(f"rows: {rows}, arms judged per metric and scale: {len(verdicts)}")
+    print(f"load + validate CSV:          {loaded - start:.3f} s")
+    print(f"one judgement to JSON:        {judged - loaded:.3f} s")
+    print(f"CSV to JSON verdicts (one):   {judged - start:.3f} s")
+    print(f"all {len(every)} (metric, scale) judgements: {done - judged:.3f} s")
+
+
+if __name__ == "__main__":
+    main()

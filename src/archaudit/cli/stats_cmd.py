@@ -1,0 +1,577 @@
+"""`archaudit stats ...` and `archaudit simulate-null`: the judging half of the protocol.
+
+    archaudit stats SOURCE --metric NAME [...]        verdicts (same as `stats verdicts`)
+    archaudit stats transfer|interactions|scaling|power|decoupling|items ...
+    archaudit simulate-null --arms M --seeds K --audits N [...]
+
+SOURCE is an audit directory (its results.csv) or a long-format CSV. Library imports happen
+inside the commands so that `archaudit --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table as RichTable
+from typer.core import TyperGroup
+
+from archaudit.cli import app
+
+
+class _VerdictsByDefault(TyperGroup):
+    """Reads `stats SOURCE ...` as `stats verdicts SOURCE ...`: a group cannot take a positional
+    argument and sub-commands at once, so the default sub-command is spliced in."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["verdicts", *args]
+        return super().parse_args(ctx, args)
+
+
+stats_app = typer.Typer(
+    cls=_VerdictsByDefault,
+    no_args_is_help=True,
+    help="Judge arms against the seed noise floor. `archaudit stats SOURCE --metric M` prints "
+    "verdicts; the sub-commands run the other analyses of PROTOCOL.md.",
+)
+app.add_typer(stats_app, name="stats")
+
+Source = Annotated[Path, typer.Argument(help="Audit directory (its results.csv) or a CSV.")]
+Metric = Annotated[str, typer.Option("--metric", help="Metric to judge, e.g. val_loss.")]
+Baseline = Annotated[str, typer.Option("--baseline", help="The baseline arm.")]
+LowerIsBetter = Annotated[
+    bool, typer.Option("--lower-is-better", help="Lower values are better (losses).")
+]
+Correction = Annotated[
+    str, typer.Option("--correction", help="holm | bonferroni | bh | none (comparison only).")
+]
+Alpha = Annotated[float, typer.Option("--alpha", help="Family-wise significance level.")]
+Scale = Annotated[
+    str | None, typer.Option("--scale", help="Scale to judge (required with several).")
+]
+Seed = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap / simulation.")]
+Boot = Annotated[int, typer.Option("--n-boot", help="Bootstrap replicates.")]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def _console() -> Console:
+    # Built per use so that COLUMNS set after import (tests, wrappers) is honoured.
+    return Console(highlight=False)
+
+
+@stats_app.command("verdicts")
+def verdicts_command(
+    source: Source,
+    metric: Metric,
+    baseline: Baseline = "baseline",
+    anchor: Annotated[
+        list[str] | None, typer.Option("--anchor", help="Arm pooled into σ (repeatable).")
+    ] = None,
+    lower_is_better: LowerIsBetter = False,
+    correction: Correction = "holm",
+    alpha: Alpha = 0.05,
+    scale: Scale = None,
+    json_: Json = False,
+) -> None:
+    """Verdict of every arm: Δ, z, Welch, corrected p, verdict class, MDE and evidence grade."""
+    from archaudit.stats import judge, load_table
+
+    judgement = judge(
+        load_table(source),
+        metric,
+        baseline=baseline,
+        anchors=anchor or (),
+        lower_is_better=lower_is_better,
+        correction=correction,
+        alpha=alpha,
+        scale=scale,
+    )
+    if _printed_json(judgement, json_):
+        return
+    _console().print(
+        f"{judgement.metric} at scale {judgement.scale}: σ = {_num(judgement.sigma)} from "
+        f"{judgement.sigma_dof} degrees of freedom, baseline mean {_num(judgement.baseline_mean)}"
+        f" ({judgement.baseline_n} seeds); m = {judgement.m}, {judgement.correction} at "
+        f"α = {judgement.alpha}; uncorrected this family would have a "
+        f"{judgement.fwer_uncorrected:.0%} family-wise error rate"
+    )
+    # The arm means are in --json; Δ against the baseline mean above is what the verdict reads.
+    columns = ("arm", "seeds", "Δ", "z", "p", "p_adj", "test", "verdict", "MDE", "grade")
+    rows = [
+        (
+            v.arm + (" (tuned)" if v.tuned else ""),
+            v.n_seeds,
+            v.delta,
+            v.z,
+            v.p,
+            v.p_adj,
+            v.test,
+            v.verdict,
+            v.mde,
+            v.grade,
+        )
+        for v in judgement.arms
+    ]
+    _print_table(None, columns, rows)
+    notes = [
+        "a verdict that is not significant means no effect larger than the arm's MDE "
+        f"(detected with {judgement.power_target:.0%} power) was found, not that there is none",
+        *judgement.notes,
+    ]
+    _print_notes(notes)
+
+
+@stats_app.command("transfer")
+def transfer_command(
+    source: Source,
+    metric: Metric,
+    baseline: Annotated[
+        list[str] | None,
+        typer.Option("--baseline", help="Baseline arm; repeat it to compare baselines."),
+    ] = None,
+    small: Annotated[str | None, typer.Option("--from", help="Smaller scale.")] = None,
+    large: Annotated[str | None, typer.Option("--to", help="Larger scale.")] = None,
+    scale: Scale = None,
+    lower_is_better: LowerIsBetter = False,
+    correction: Correction = "holm",
+    alpha: Alpha = 0.05,
+    n_boot: Boot = 1000,
+    seed: Seed = 0,
+    json_: Json = False,
+) -> None:
+    """Cross-scale transfer (one baseline) or transfer across baselines (several)."""
+    from archaudit.stats import cross_scale_transfer, load_table, transfer_across_baselines
+
+    table = load_table(source)
+    baselines = baseline or ["baseline"]
+    options = dict(lower_is_better=lower_is_better, correction=correction, alpha=alpha)
+    if len(baselines) > 1:
+        across = transfer_across_baselines(table, metric, baselines, scale=scale, **options)
+        if _printed_json(across, json_):
+            return
+        _print_table(
+            f"{metric} at {across.scale}: sign agreement {across.sign_agreement:.0%}",
+            ("arm", *(f"Δ vs {b}" for b in baselines), *(f"verdict vs {b}" for b in baselines)),
+            [(a.arm, *a.deltas.values(), *a.verdicts.values()) for a in across.arms],
+        )
+        _print_notes(
+            [f"verdict flips between baselines: {', '.join(across.flipped)}"]
+            if across.flipped
+            else []
+        )
+        return
+    result = cross_scale_transfer(
+        table,
+        metric,
+        baseline=baselines[0],
+        small=small,
+        large=large,
+        n_boot=n_boot,
+        seed=seed,
+        **options,
+    )
+    if _printed_json(result, json_):
+        return
+    _print_table(
+        f"{metric}: {result.small} → {result.large}, sign kept by {result.sign_preserved:.0%}; "
+        f"Spearman ρ = {_num(result.spearman)} {_interval(result.spearman_interval)}, "
+        f"Kendall τ = {_num(result.kendall)} {_interval(result.kendall_interval)}",
+        (
+            "arm",
+            f"Δ {result.small}",
+            f"Δ {result.large}",
+            "sign kept",
+            "rank",
+            "rank after",
+            "shift",
+            f"verdict {result.large}",
+        ),
+        [
+            (
+                a.arm,
+                a.delta_small,
+                a.delta_large,
+                a.sign_preserved,
+                a.rank_small,
+                a.rank_large,
+                a.rank_shift,
+                a.verdict_large,
+            )
+            for a in result.arms
+        ],
+    )
+    notes = list(result.notes)
+    if result.diverged_only_at_large:
+        notes.append(f"diverged only at {result.large}: {', '.join(result.diverged_only_at_large)}")
+    _print_notes(notes)
+
+
+@stats_app.command("interactions")
+def interactions_command(
+    source: Source,
+    metric: Metric,
+    baseline: Baseline = "baseline",
+    separator: Annotated[str, typer.Option("--sep", help="Joins choices in arm names.")] = "+",
+    lower_is_better: LowerIsBetter = False,
+    scale: Scale = None,
+    json_: Json = False,
+) -> None:
+    """Factorial interactions (observed vs additive) and the harmful-count regression."""
+    from archaudit.stats import interactions, load_table
+
+    result = interactions(
+        load_table(source),
+        metric,
+        baseline=baseline,
+        scale=scale,
+        lower_is_better=lower_is_better,
+        separator=separator,
+    )
+    if _printed_json(result, json_):
+        return
+    _print_table(
+        f"{metric} at {result.scale}: R² additive {_num(result.r2_additive)}, R² harmful count "
+        f"{_num(result.r2_harmful_count)} (harmful: {', '.join(result.harmful) or 'none'})",
+        ("arm", "seeds", "observed", "additive", "interaction", "in σ", "harmful"),
+        [
+            (
+                c.arm,
+                c.n_seeds,
+                c.observed,
+                c.predicted,
+                c.interaction,
+                c.interaction_sigmas,
+                c.harmful_count,
+            )
+            for c in result.combinations
+        ],
+    )
+
+
+@stats_app.command("scaling")
+def scaling_command(
+    source: Source,
+    arm: Annotated[str, typer.Option("--arm", help="Arm whose runs are fitted.")] = "baseline",
+    loss_metric: Annotated[str, typer.Option("--loss-metric")] = "val_loss",
+    params_metric: Annotated[str, typer.Option("--params-metric")] = "n_params",
+    tokens_metric: Annotated[str, typer.Option("--tokens-metric")] = "tokens",
+    budget: Annotated[
+        float | None, typer.Option("--budget", help="FLOPs (C = 6·N·D) for optimal N, D.")
+    ] = None,
+    n_boot: Boot = 200,
+    seed: Seed = 0,
+    json_: Json = False,
+) -> None:
+    """Fit L(N, D) = E + A/N^α + B/D^β with bootstrap intervals; optimal N, D for a budget."""
+    from archaudit.stats import fit_scaling_law, load_table
+
+    fit = fit_scaling_law(
+        load_table(source),
+        arm=arm,
+        loss_metric=loss_metric,
+        params_metric=params_metric,
+        tokens_metric=tokens_metric,
+        budget=budget,
+        n_boot=n_boot,
+        seed=seed,
+    )
+    if _printed_json(fit, json_):
+        return
+    values = fit.surface.to_dict() | {"n_opt": fit.n_opt, "d_opt": fit.d_opt}
+    _print_table(
+        f"{arm}: {fit.loss_metric} over {fit.n_points} runs, {fit.n_boot} bootstrap refits",
+        ("parameter", "estimate", "95% interval"),
+        [(name, values[name], _interval(interval)) for name, interval in fit.intervals.items()],
+    )
+
+
+@stats_app.command("power")
+def power_command(
+    source: Annotated[
+        Path | None, typer.Argument(help="With --metric: per-arm adaptive-seeding advice.")
+    ] = None,
+    metric: Annotated[str | None, typer.Option("--metric")] = None,
+    baseline: Baseline = "baseline",
+    lower_is_better: LowerIsBetter = False,
+    scale: Scale = None,
+    seeds: Annotated[int, typer.Option("--seeds", help="Seeds per arm.")] = 3,
+    baseline_seeds: Annotated[
+        int | None, typer.Option("--baseline-seeds", help="Default: as many as --seeds.")
+    ] = None,
+    arms: Annotated[int, typer.Option("--arms", help="m, arms in the family.")] = 19,
+    effect: Annotated[
+        float | None, typer.Option("--effect", help="Effect in σ: seeds needed to detect it.")
+    ] = None,
+    target: Annotated[float, typer.Option("--target", help="Power to reach.")] = 0.8,
+    correction: Correction = "holm",
+    alpha: Alpha = 0.05,
+    json_: Json = False,
+) -> None:
+    """MDE and seeds needed for a design; with SOURCE, whether another seed can flip a verdict."""
+    from archaudit.stats import (
+        Design,
+        adaptive_seeding,
+        judge,
+        load_table,
+        minimum_detectable_effect,
+        seeds_needed,
+    )
+
+    if source is not None:
+        if metric is None:
+            raise typer.BadParameter("--metric is needed with SOURCE")
+        table = load_table(source)
+        judgement = judge(
+            table,
+            metric,
+            baseline=baseline,
+            lower_is_better=lower_is_better,
+            correction=correction,
+            alpha=alpha,
+            scale=scale,
+        )
+        advice = adaptive_seeding(table, judgement)
+        if _printed_json(advice, json_):
+            return
+        _print_table(
+            f"{metric} at {advice.scale}: could one more seed change the verdict?",
+            ("arm", "seeds", "verdict", "P(change)", "add a seed"),
+            [(a.arm, a.n_seeds, a.verdict, a.p_change, a.add_seed) for a in advice.arms],
+        )
+        return
+    design = Design.balanced(seeds, baseline_seeds, arms=arms, alpha=alpha, correction=correction)
+    result: dict[str, Any] = {
+        "design": design,
+        "target": target,
+        "mde_sigmas": minimum_detectable_effect(design, target),
+    }
+    if effect is not None:
+        result |= {
+            "effect_sigmas": effect,
+            "seeds_needed": seeds_needed(
+                effect,
+                baseline_seeds=baseline_seeds,
+                arms=arms,
+                alpha=alpha,
+                correction=correction,
+                target=target,
+            ),
+        }
+    if _printed_json(result, json_):
+        return
+    _console().print(
+        f"{seeds} seed(s) per arm, {design.baseline_seeds} baseline seeds, m = {arms}, "
+        f"{correction} at α = {alpha}: minimum detectable effect {result['mde_sigmas']:.2f} σ "
+        f"at {target:.0%} power"
+    )
+    if effect is not None:
+        needed = result["seeds_needed"]
+        _console().print(
+            f"to detect {effect} σ: {needed} seeds per arm"
+            if needed is not None
+            else f"{effect} σ is not detectable with up to 1000 seeds per arm "
+            "(effects under 2 σ are within noise by rule)"
+        )
+
+
+@stats_app.command("decoupling")
+def decoupling_command(
+    source: Source,
+    loss_metric: Annotated[str, typer.Option("--loss-metric")] = "val_loss",
+    downstream_metric: Annotated[str, typer.Option("--downstream-metric")] = "downstream_avg",
+    baseline: Baseline = "baseline",
+    threshold: Annotated[
+        float, typer.Option("--threshold", help="|relative loss change| counted as flat.")
+    ] = 0.05,
+    correction: Correction = "holm",
+    alpha: Alpha = 0.05,
+    scale: Scale = None,
+    json_: Json = False,
+) -> None:
+    """Arms whose loss and downstream verdicts disagree, per arm and per family."""
+    from archaudit.stats import decoupling, load_table
+
+    result = decoupling(
+        load_table(source),
+        loss_metric=loss_metric,
+        downstream_metric=downstream_metric,
+        baseline=baseline,
+        threshold=threshold,
+        correction=correction,
+        alpha=alpha,
+        scale=scale,
+    )
+    if _printed_json(result, json_):
+        return
+    _print_table(
+        f"{loss_metric} vs {downstream_metric} at {result.scale} (flat: |r_L| < {threshold})",
+        ("arm", "family", "r_L", f"Δ {downstream_metric}", "z", "verdict", "decoupled"),
+        [
+            (
+                a.arm,
+                a.family,
+                a.loss_change,
+                a.downstream_delta,
+                a.downstream_z,
+                a.downstream_verdict,
+                a.kind or "",
+            )
+            for a in result.arms
+        ],
+    )
+    _print_table(
+        "per family",
+        ("family", "arms", "decoupled", "share", "mean |r_L|", "mean |z downstream|"),
+        [
+            (
+                f.family,
+                f.n_arms,
+                f.n_decoupled,
+                f.share,
+                f.mean_abs_loss_change,
+                f.mean_abs_downstream_z,
+            )
+            for f in result.families
+        ],
+    )
+
+
+@stats_app.command("items")
+def items_command(
+    source: Annotated[Path, typer.Argument(help="Audit directory (its items.csv) or items CSV.")],
+    scale: Annotated[str, typer.Option("--scale", help="Scale of the runs compared.")],
+    baseline: Baseline = "baseline",
+    task: Annotated[str | None, typer.Option("--task", help="One task (default: all).")] = None,
+    n_boot: Boot = 2000,
+    seed: Seed = 0,
+    json_: Json = False,
+) -> None:
+    """Paired item-level tests (bootstrap, McNemar, Wilson); item vs seed uncertainty."""
+    from archaudit.stats import compare_items, load_items
+
+    items = load_items(source)
+    results = [
+        compare_items(items, arm, baseline, scale, task=task, n_boot=n_boot, seed=seed)
+        for arm in items.arms
+        if arm != baseline
+    ]
+    if _printed_json(results, json_):
+        return
+    _print_table(
+        f"paired on items at {scale}" + (f", task {task}" if task else ""),
+        (
+            "arm",
+            "items",
+            "Δ accuracy",
+            "95% interval",
+            "p (bootstrap)",
+            "SE items",
+            "SE seeds",
+            "McNemar p",
+        ),
+        [
+            (
+                r.arm,
+                r.n_items,
+                r.difference.difference,
+                _interval((r.difference.low, r.difference.high)),
+                r.difference.p,
+                r.se_items,
+                r.se_seeds,
+                ", ".join(_num(m.p) for m in r.mcnemar),
+            )
+            for r in results
+        ],
+    )
+
+
+@app.command("simulate-null")
+def simulate_null_command(
+    arms: Annotated[int, typer.Option("--arms", help="Arms per audit (m).")] = 19,
+    seeds: Annotated[int, typer.Option("--seeds", help="Seeds per arm.")] = 3,
+    audits: Annotated[int, typer.Option("--audits", help="Simulated audits.")] = 500,
+    baseline_seeds: Annotated[
+        int | None, typer.Option("--baseline-seeds", help="Default: as many as --seeds.")
+    ] = None,
+    correction: Correction = "holm",
+    alpha: Alpha = 0.05,
+    effect: Annotated[float, typer.Option("--effect", help="Planted effect in σ.")] = 0.0,
+    effect_arms: Annotated[int, typer.Option("--effect-arms", help="Arms with it.")] = 0,
+    seed: Seed = 0,
+    json_: Json = False,
+) -> None:
+    """Simulated audits with no real effect: the verdicts' family-wise false-positive rate."""
+    from archaudit.stats import simulate_null
+
+    result = simulate_null(
+        arms=arms,
+        seeds=seeds,
+        audits=audits,
+        baseline_seeds=baseline_seeds,
+        correction=correction,
+        alpha=alpha,
+        effect=effect,
+        effect_arms=effect_arms,
+        seed=seed,
+    )
+    if _printed_json(result, json_):
+        return
+    _console().print(
+        f"{audits} audits, {arms} arms × {seeds} seeds, baseline {result.baseline_seeds} seeds, "
+        f"{result.test} tests, {correction} at α = {alpha}:\n"
+        f"  family-wise false-positive rate {result.fwer:.3f} ± {result.fwer_se:.3f}\n"
+        f"  uncorrected (any raw p < α)     {result.fwer_uncorrected:.3f} "
+        f"(1 − (1 − α)^m = {result.fwer_uncorrected_formula:.3f} for independent tests)"
+    )
+    if effect_arms:
+        _console().print(
+            f"  planted {effect} σ effects found {result.found_rate:.3f} ± {result.found_se:.3f}"
+            f" (power formula: {result.power_predicted:.3f})"
+        )
+
+
+def _print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence]) -> None:
+    table = RichTable(title=title, title_justify="left", box=None, header_style="bold")
+    for index, column in enumerate(columns):
+        # fold, never truncate: an ellipsis could hide a verdict or a digit.
+        table.add_column(column, justify="left" if index == 0 else "right", overflow="fold")
+    for row in rows:
+        table.add_row(*(_cell(value) for value in row))
+    _console().print(table)
+
+
+def _print_notes(notes: Sequence[str]) -> None:
+    for note in notes:
+        _console().print(f"- {note}")
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return _num(value)
+    return "–" if value is None else str(value)
+
+
+def _num(value: float | None) -> str:
+    return "–" if value is None or math.isnan(value) else f"{value:.3g}"
+
+
+def _interval(bounds: tuple[float, float]) -> str:
+    return f"[{_num(bounds[0])}, {_num(bounds[1])}]"
+
+
+def _printed_json(result: object, json_: bool) -> bool:
+    """Print `result` as JSON when --json was given; say whether it was."""
+    if json_:
+        import json
+
+        from archaudit.stats.serialize import to_jsonable
+
+        typer.echo(json.dumps(to_jsonable(result), indent=2, allow_nan=False))
+    return json_

@@ -1,0 +1,92 @@
+"""Adaptive seeding: per arm, could one more seed still change its verdict?
+
+The next seed of an arm is predicted from its current mean and the noise floor:
+x ~ N(mean, σ²·(1 + 1/n)). For an even grid of that distribution's quantiles the arm is re-judged
+with the extra seed (through the same `compare_arm` + `decide` as `judge`, the other arms held
+fixed). `p_change` is the share of the grid whose verdict differs from today's. Deterministic:
+no random draws.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from archaudit.stats.compare import decide
+from archaudit.stats.distributions import normal_quantile
+from archaudit.stats.judge import Judgement, collect_family
+from archaudit.stats.serialize import JsonResult
+from archaudit.stats.table import Table
+from archaudit.stats.verdicts import INCOMPLETE
+
+
+@dataclass(frozen=True)
+class ArmAdvice(JsonResult):
+    """Whether another seed of this arm is worth running."""
+
+    arm: str
+    verdict: str
+    n_seeds: int
+    p_change: float
+    """Probability that one more seed changes the verdict (NaN when the arm was not tested)."""
+    add_seed: bool
+
+
+@dataclass(frozen=True)
+class SeedingAdvice(JsonResult):
+    """Advice for every arm of one judgement."""
+
+    metric: str
+    scale: str
+    threshold: float
+    arms: tuple[ArmAdvice, ...]
+
+
+def adaptive_seeding(
+    table: Table, judgement: Judgement, *, threshold: float = 0.05, grid: int = 100
+) -> SeedingAdvice:
+    """Advise, per arm, whether another seed could still change `judgement`'s verdict.
+
+    An incomplete arm always gets "add seed" (finish its runs); a diverged one never does.
+    """
+    family = collect_family(
+        table,
+        judgement.metric,
+        baseline=judgement.baseline,
+        anchors=judgement.anchors,
+        lower_is_better=judgement.lower_is_better,
+        scale=judgement.scale,
+        exclude=judgement.excluded,
+    )
+    tested = [sample for sample in family.arms if sample.status == "ok"]
+    tests = [family.compare(sample.values) for sample in tested]
+    sigma = family.noise.sigma
+    quantiles = np.array([normal_quantile((k + 0.5) / grid) for k in range(grid)])
+    change = {}
+    for index, sample in enumerate(tested):
+        current = judgement.arm(sample.arm).verdict
+        spread = sigma * math.sqrt(1.0 + 1.0 / len(sample.values))
+        changed = 0
+        for next_value in sample.mean + spread * quantiles:
+            grown = family.compare(np.append(sample.values, next_value))
+            trial = [*tests[:index], grown, *tests[index + 1 :]]
+            _, verdicts = decide(trial, sigma, judgement.correction, judgement.alpha)
+            changed += verdicts[index] != current
+        change[sample.arm] = changed / grid
+    advice = []
+    for verdict in judgement.arms:
+        p_change = change.get(verdict.arm, math.nan)
+        advice.append(
+            ArmAdvice(
+                arm=verdict.arm,
+                verdict=verdict.verdict,
+                n_seeds=verdict.n_seeds,
+                p_change=p_change,
+                add_seed=verdict.verdict == INCOMPLETE or p_change >= threshold,
+            )
+        )
+    return SeedingAdvice(
+        metric=judgement.metric, scale=judgement.scale, threshold=threshold, arms=tuple(advice)
+    )

@@ -1,0 +1,99 @@
+"""Transfer across baselines: is an arm's effect a property of the arm or of one baseline?
+
+When an audit has several baselines (e.g. two reference architectures), each arm is judged
+against each of them; the other baselines are left out of every family so that m is the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from archaudit.stats.errors import DesignError
+from archaudit.stats.judge import judge
+from archaudit.stats.serialize import JsonResult
+from archaudit.stats.table import Table
+from archaudit.stats.verdicts import DIVERGED, INCOMPLETE
+
+
+@dataclass(frozen=True)
+class ArmAcrossBaselines(JsonResult):
+    """One arm's Δ and verdict against each baseline."""
+
+    arm: str
+    deltas: dict[str, float]
+    verdicts: dict[str, str]
+    sign_agrees: bool
+    verdict_flips: bool
+
+
+@dataclass(frozen=True)
+class BaselineTransfer(JsonResult):
+    """Agreement of the arms' effects between baselines."""
+
+    metric: str
+    scale: str
+    baselines: tuple[str, ...]
+    sign_agreement: float
+    """Share of arms whose Δ has the same sign against every baseline."""
+    flipped: tuple[str, ...]
+    """Arms whose verdict differs between baselines."""
+    arms: tuple[ArmAcrossBaselines, ...]
+
+
+def transfer_across_baselines(
+    table: Table,
+    metric: str,
+    baselines: Sequence[str],
+    *,
+    lower_is_better: bool = False,
+    correction: str = "holm",
+    alpha: float = 0.05,
+    scale: str | None = None,
+) -> BaselineTransfer:
+    """Judge every non-baseline arm against each baseline and compare."""
+    if len(set(baselines)) < 2:
+        raise DesignError(
+            table.source,
+            f"got baselines {list(baselines)}",
+            "name at least two different baselines",
+        )
+    judged = {
+        base: judge(
+            table,
+            metric,
+            baseline=base,
+            lower_is_better=lower_is_better,
+            correction=correction,
+            alpha=alpha,
+            scale=scale,
+            exclude=[other for other in baselines if other != base],
+        )
+        for base in baselines
+    }
+    by_arm = {base: {v.arm: v for v in judgement.arms} for base, judgement in judged.items()}
+    arms = []
+    for arm in by_arm[baselines[0]]:
+        verdicts = [by_arm[base][arm] for base in baselines]
+        if any(v.verdict in (DIVERGED, INCOMPLETE) for v in verdicts):
+            continue
+        signs = {np.sign(v.delta) for v in verdicts}
+        arms.append(
+            ArmAcrossBaselines(
+                arm=arm,
+                deltas={base: v.delta for base, v in zip(baselines, verdicts, strict=True)},
+                verdicts={base: v.verdict for base, v in zip(baselines, verdicts, strict=True)},
+                sign_agrees=len(signs) == 1,
+                verdict_flips=len({v.verdict for v in verdicts}) > 1,
+            )
+        )
+    return BaselineTransfer(
+        metric=metric,
+        scale=judged[baselines[0]].scale,
+        baselines=tuple(baselines),
+        sign_agreement=float(np.mean([a.sign_agrees for a in arms])) if arms else float("nan"),
+        flipped=tuple(a.arm for a in arms if a.verdict_flips),
+        arms=tuple(arms),
+    )

@@ -1,0 +1,57 @@
+"""Multiple-testing corrections over the family of arms compared with one baseline."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from archaudit.errors import ConfigError, did_you_mean
+
+CORRECTIONS = ("holm", "bonferroni", "bh", "none")
+"""`holm` (default: controls the family-wise error, never less powerful than Bonferroni),
+`bonferroni` (the 2026 audit's choice), `bh` (Benjamini–Hochberg: controls the false discovery
+rate instead), `none` (no correction; for comparison only)."""
+
+
+def check_correction(method: str) -> str:
+    """Return `method` if it is a known correction, else raise naming the closest one."""
+    if method not in CORRECTIONS:
+        raise ConfigError(f"unknown correction {method!r}" + did_you_mean(method, CORRECTIONS))
+    return method
+
+
+def adjust_pvalues(p: Sequence[float] | np.ndarray, method: str = "holm") -> np.ndarray:
+    """Adjusted p-values in the input order; reject arm i when p_adj[i] < α."""
+    check_correction(method)
+    p = np.asarray(p, dtype=float)
+    m = len(p)
+    if m == 0 or method == "none":
+        return p.copy()
+    if method == "bonferroni":
+        return np.minimum(1.0, m * p)
+    order = np.argsort(p, kind="stable")
+    ranked = p[order]
+    if method == "holm":
+        # Step-down: the i-th smallest p (0-based) is tested at α/(m − i); keep monotone.
+        stepped = np.maximum.accumulate((m - np.arange(m)) * ranked)
+    else:
+        # BH step-up: the i-th smallest p (1-based) is tested at i·α/m; monotone from the top.
+        stepped = np.minimum.accumulate((m / np.arange(m, 0, -1)) * ranked[::-1])[::-1]
+    adjusted = np.empty(m)
+    adjusted[order] = np.minimum(1.0, stepped)
+    return adjusted
+
+
+def per_test_alpha(alpha: float, m: int, method: str) -> float:
+    """The level one test must meet on its own: α/m for the corrections, α without one.
+
+    For Holm and BH this is the threshold of the most significant arm, so power computed with it
+    is a lower bound (exact for Bonferroni).
+    """
+    return alpha if method == "none" else alpha / max(m, 1)
+
+
+def fwer_uncorrected(alpha: float, m: int) -> float:
+    """The family-wise error rate of m independent uncorrected tests: 1 − (1 − α)^m."""
+    return 1.0 - (1.0 - alpha) ** m

@@ -1,0 +1,189 @@
+"""Strict CSV reading shared by the results table and the items table.
+
+Every problem becomes a `TableError` that names the file, the 1-based line (the header is line
+1), the column, the bad value and what would be right. Blank lines are skipped.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from archaudit.errors import did_you_mean
+from archaudit.stats.errors import (
+    BadValueError,
+    EmptyTableError,
+    MissingColumnError,
+    TableError,
+    UnknownColumnError,
+)
+
+_TRUE = frozenset({"true", "1", "yes"})
+_FALSE = frozenset({"false", "0", "no", ""})
+
+
+@dataclass(frozen=True, slots=True)
+class CsvRow:
+    """One data row: its file, its line and its cells by column name (whitespace stripped)."""
+
+    path: str
+    line: int
+    cells: dict[str, str]
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
+
+    def _bad(self, column: str, problem: str, fix: str) -> BadValueError:
+        value = self.cells.get(column, "")
+        return BadValueError(self.where, f"column {column!r} {problem} (got {value!r})", fix)
+
+    def text(self, column: str) -> str:
+        """A required non-empty string."""
+        value = self.cells.get(column, "")
+        if not value:
+            raise self._bad(column, "is empty", "every row needs a value here")
+        return value
+
+    def number(self, column: str) -> float:
+        """A finite float; an empty cell means "not measured" and reads as NaN."""
+        value = self.cells.get(column, "")
+        if not value:
+            return math.nan
+        try:
+            number = float(value)
+        except ValueError:
+            raise self._bad(column, "is not a number", "write a plain number") from None
+        if not math.isfinite(number):
+            raise self._bad(
+                column,
+                "is not finite",
+                "leave the cell empty for a missing value, and mark a "
+                "run that blew up with status=diverged",
+            )
+        return number
+
+    def optional_text(self, column: str) -> str | None:
+        """A string, or None when the cell is empty or the column absent."""
+        return self.cells.get(column) or None
+
+    def integer(self, column: str) -> int:
+        """A required non-negative whole number."""
+        value = self.cells.get(column, "")
+        if not (value.isascii() and value.isdigit()):
+            raise self._bad(column, "is not a whole number >= 0", "write e.g. 0, 1, 2")
+        return int(value)
+
+    def optional_integer(self, column: str) -> int | None:
+        """A non-negative whole number, or None when the cell is empty."""
+        return self.integer(column) if self.cells.get(column) else None
+
+    def boolean(self, column: str) -> bool:
+        """true/false (also 1/0, yes/no); empty means false."""
+        value = self.cells.get(column, "").lower()
+        if value in _TRUE or value in _FALSE:
+            return value in _TRUE
+        raise self._bad(column, "is not true or false", "write true or false")
+
+    def choice(self, column: str, allowed: Sequence[str], default: str) -> str:
+        """One of `allowed`; empty means `default`."""
+        value = self.cells.get(column, "") or default
+        if value not in allowed:
+            raise self._bad(
+                column,
+                "is not allowed",
+                "use one of " + ", ".join(allowed) + did_you_mean(value, allowed),
+            )
+        return value
+
+
+def resolve_source(source: str | Path, filename: str, fix: str) -> Path:
+    """`source` itself, or `source/filename` when `source` is a directory (an audit)."""
+    path = Path(source)
+    if not path.is_dir():
+        return path
+    if not (path / filename).is_file():
+        raise TableError(str(path), f"has no {filename}", fix)
+    return path / filename
+
+
+def read_rows(path: Path, required: Sequence[str], optional: Sequence[str]) -> Iterator[CsvRow]:
+    """Yield the data rows of `path` after checking its header against the allowed columns."""
+    name = str(path)
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as handle:
+            reader = csv.reader(handle)
+            header = next((row for row in reader if any(cell.strip() for cell in row)), None)
+            if header is None:
+                raise EmptyTableError(
+                    name, "the file is empty", "write a header line: " + ",".join(required)
+                )
+            header = _check_header(header, f"{name}:{reader.line_num}", required, optional)
+            count = 0
+            for fields in reader:
+                if not any(field.strip() for field in fields):
+                    continue
+                where = f"{name}:{reader.line_num}"
+                if any("\x00" in field for field in fields):
+                    raise BadValueError(
+                        where,
+                        "row contains a NUL byte",
+                        "the file looks binary or corrupted; export it again",
+                    )
+                if len(fields) != len(header):
+                    raise BadValueError(
+                        where,
+                        f"row has {len(fields)} fields but the header has {len(header)}",
+                        "quote cells that contain commas and give every row every column",
+                    )
+                count += 1
+                yield CsvRow(
+                    name,
+                    reader.line_num,
+                    dict(zip(header, (f.strip() for f in fields), strict=True)),
+                )
+            if count == 0:
+                raise EmptyTableError(
+                    name,
+                    "the file has a header but no data rows",
+                    "add one row per (arm, scale, seed, metric)",
+                )
+    except UnicodeDecodeError as err:
+        raise TableError(
+            name,
+            f"is not UTF-8 text ({err.reason} at byte {err.start})",
+            "save the file as UTF-8 CSV",
+        ) from None
+    except csv.Error as err:
+        raise TableError(name, f"is not valid CSV ({err})", "save the file as plain CSV") from None
+    except OSError as err:
+        raise TableError(name, f"cannot be read ({err.strerror})", "check the path") from None
+
+
+def _check_header(
+    cells: list[str], where: str, required: Sequence[str], optional: Sequence[str]
+) -> list[str]:
+    header = [cell.strip() for cell in cells]
+    allowed = [*required, *optional]
+    seen: set[str] = set()
+    for column in header:
+        if column in seen:
+            raise UnknownColumnError(where, f"column {column!r} appears twice", "keep one of them")
+        if column not in allowed:
+            raise UnknownColumnError(
+                where,
+                f"unknown column {column!r}",
+                "rename or remove it" + did_you_mean(column, allowed),
+            )
+        seen.add(column)
+    missing = [column for column in required if column not in seen]
+    if missing:
+        raise MissingColumnError(
+            where,
+            f"missing column {missing[0]!r}",
+            "the header needs " + ",".join(required) + " (optional: " + ",".join(optional) + ")",
+        )
+    return header

@@ -1,0 +1,80 @@
+"""Evidence grading (A–D) of a claim about an arm, from the five criteria of PROTOCOL.md.
+
+PROTOCOL.md defines grade A: >= 3 seeds, downstream evaluation, >= 2 scales, a shared recipe
+and a corrected test. Below A we count what is missing: one criterion → B, two → C, more → D.
+A tuned arm lacks "shared recipe", so it can never be graded A.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from archaudit.stats.table import Table
+
+SEEDS = "3+ seeds"
+DOWNSTREAM = "downstream evaluation"
+SCALES = "2+ scales"
+SHARED_RECIPE = "shared recipe"
+CORRECTED = "corrected test"
+CRITERIA = (SEEDS, DOWNSTREAM, SCALES, SHARED_RECIPE, CORRECTED)
+GRADES = "ABCD"
+
+_LOSS_NAME = re.compile(r"loss|ppl|perplexity|bpb|bits_per_byte|nll", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Grade:
+    """The grade and the criteria the claim does not meet."""
+
+    grade: str
+    missing: tuple[str, ...]
+
+
+def grade(*, seeds: int, downstream: bool, scales: int, tuned: bool, corrected: bool) -> Grade:
+    """Grade one claim from its evidence."""
+    met = {
+        SEEDS: seeds >= 3,
+        DOWNSTREAM: downstream,
+        SCALES: scales >= 2,
+        SHARED_RECIPE: not tuned,
+        CORRECTED: corrected,
+    }
+    missing = tuple(name for name in CRITERIA if not met[name])
+    return Grade(grade=GRADES[min(len(missing), len(GRADES) - 1)], missing=missing)
+
+
+def looks_like_loss(metric: str) -> bool:
+    """Whether a metric name reads as a loss (loss, perplexity, bits per byte, NLL)."""
+    return _LOSS_NAME.search(metric) is not None
+
+
+def grade_arm(
+    table: Table,
+    arm: str,
+    *,
+    metric: str,
+    seeds: int,
+    corrected: bool,
+    downstream_metrics: Sequence[str] | None = None,
+) -> Grade:
+    """Grade an arm's claim on `metric` with `seeds` finished seeds at the judged scale.
+
+    Downstream evaluation means a finite value for any of `downstream_metrics`, by default every
+    metric whose name does not read as a loss. Scales count where the arm has a finite `metric`.
+    """
+    downstream_names = set(
+        downstream_metrics
+        if downstream_metrics is not None
+        else (name for name in table.metrics if not looks_like_loss(name))
+    )
+    finite = [row for row in table.rows_of(arm) if row.status == "ok" and not math.isnan(row.value)]
+    return grade(
+        seeds=seeds,
+        downstream=any(row.metric in downstream_names for row in finite),
+        scales=len({row.scale for row in finite if row.metric == metric}),
+        tuned=table.tuned(arm),
+        corrected=corrected,
+    )

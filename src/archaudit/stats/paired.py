@@ -1,0 +1,194 @@
+"""Item-level uncertainty: Wilson intervals, McNemar, the paired bootstrap, and the split of a
+difference's uncertainty into item sampling and seed variation (PROTOCOL.md, Statistics)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from archaudit.stats.distributions import betainc, normal_two_sided_quantile
+from archaudit.stats.errors import DesignError, check_name
+from archaudit.stats.items import ItemKey, ItemTable
+from archaudit.stats.resample import bootstrap_means, percentile_interval
+from archaudit.stats.serialize import JsonResult
+
+
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion; never zero-width at 0 or n."""
+    if n <= 0:
+        raise ValueError("a Wilson interval needs n >= 1")
+    z = normal_two_sided_quantile(1.0 - confidence)
+    rate = successes / n
+    scale = 1.0 + z * z / n
+    center = (rate + z * z / (2 * n)) / scale
+    half = z * math.sqrt(rate * (1.0 - rate) / n + z * z / (4 * n * n)) / scale
+    return max(0.0, center - half), min(1.0, center + half)
+
+
+@dataclass(frozen=True)
+class McNemar(JsonResult):
+    """Exact McNemar test on paired binary outcomes (a binomial test on the discordant pairs)."""
+
+    only_a: int
+    """Items `a` got right and `b` got wrong."""
+    only_b: int
+    p: float
+
+
+def mcnemar(a: np.ndarray, b: np.ndarray) -> McNemar:
+    """Two-sided exact McNemar: p = min(1, 2·P(X <= min(only_a, only_b))), X ~ Bin(n, 1/2)."""
+    a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
+    only_a, only_b = int(np.sum(a & ~b)), int(np.sum(~a & b))
+    n, k = only_a + only_b, min(only_a, only_b)
+    # P(X <= k) = I_{1/2}(n − k, k + 1) for k < n.
+    tail = 1.0 if k == n else betainc(n - k, k + 1, 0.5)
+    return McNemar(only_a=only_a, only_b=only_b, p=min(1.0, 2.0 * tail))
+
+
+@dataclass(frozen=True)
+class PairedBootstrap(JsonResult):
+    """Mean of a − b over items, with a percentile interval from resampling items together."""
+
+    difference: float
+    low: float
+    high: float
+    se: float
+    """Bootstrap standard error: the item-sampling uncertainty of the difference."""
+    p: float
+    """Two-sided bootstrap p-value for "no difference"."""
+    n_items: int
+    n_boot: int
+    seed: int
+
+
+def paired_bootstrap(
+    a: np.ndarray, b: np.ndarray, *, n_boot: int = 2000, seed: int = 0, confidence: float = 0.95
+) -> PairedBootstrap:
+    """Resample items (the same items for both sides) to get the difference's uncertainty."""
+    differences = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    means = bootstrap_means(differences, n_boot, np.random.default_rng(seed))
+    low, high = percentile_interval(means, confidence)
+    # Share of resamples on the far side of zero, doubled; +1 so that p is never exactly 0.
+    beyond = min(np.sum(means <= 0.0), np.sum(means >= 0.0))
+    return PairedBootstrap(
+        difference=float(differences.mean()),
+        low=low,
+        high=high,
+        se=float(np.std(means, ddof=1)),
+        p=min(1.0, 2.0 * float(beyond + 1) / (n_boot + 1)),
+        n_items=len(differences),
+        n_boot=n_boot,
+        seed=seed,
+    )
+
+
+@dataclass(frozen=True)
+class RunAccuracy(JsonResult):
+    """One run's accuracy on the paired items, with its Wilson interval."""
+
+    seed: int
+    correct: int
+    n_items: int
+    accuracy: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class ItemComparison(JsonResult):
+    """An arm against the baseline on the same items, uncertainty split by source."""
+
+    arm: str
+    baseline: str
+    scale: str
+    task: str | None
+    n_items: int
+    arm_runs: tuple[RunAccuracy, ...]
+    baseline_runs: tuple[RunAccuracy, ...]
+    difference: PairedBootstrap
+    """Seed-averaged accuracy of the arm minus the baseline's, bootstrapped over items."""
+    se_items: float
+    """Uncertainty of the difference from the finite benchmark (items resampled)."""
+    se_seeds: float
+    """Uncertainty of the difference from seed variation: √(s_a²/n_a + s_b²/n_b); NaN with one
+    seed on either side."""
+    mcnemar: tuple[McNemar, ...]
+    """One exact McNemar test per pair of runs, paired by seed order."""
+
+
+def compare_items(
+    items: ItemTable,
+    arm: str,
+    baseline: str,
+    scale: str,
+    *,
+    task: str | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> ItemComparison:
+    """Paired comparison of `arm` with `baseline` on the items every run of both answered."""
+    for role, name in (("arm", arm), ("baseline", baseline)):
+        check_name(items.source, "arm", role, name, items.arms)
+    arm_answers = items.answers(arm, scale, task)
+    base_answers = items.answers(baseline, scale, task)
+    runs = [*arm_answers.values(), *base_answers.values()]
+    common = sorted(set.intersection(*(set(run) for run in runs))) if runs else []
+    if not common:
+        raise DesignError(
+            items.source,
+            f"arms {arm!r} and {baseline!r} share no items at scale {scale!r}"
+            + (f" in task {task!r}" if task else ""),
+            "paired tests need both arms evaluated on the same items",
+        )
+    arm_matrix = _correct_matrix(arm_answers, common)
+    base_matrix = _correct_matrix(base_answers, common)
+    difference = paired_bootstrap(
+        arm_matrix.mean(axis=0),
+        base_matrix.mean(axis=0),
+        n_boot=n_boot,
+        seed=seed,
+        confidence=confidence,
+    )
+    return ItemComparison(
+        arm=arm,
+        baseline=baseline,
+        scale=scale,
+        task=task,
+        n_items=len(common),
+        arm_runs=_run_accuracies(arm_answers, arm_matrix, confidence),
+        baseline_runs=_run_accuracies(base_answers, base_matrix, confidence),
+        difference=difference,
+        se_items=difference.se,
+        se_seeds=_seed_se(arm_matrix.mean(axis=1), base_matrix.mean(axis=1)),
+        mcnemar=tuple(mcnemar(a, b) for a, b in zip(arm_matrix, base_matrix, strict=False)),
+    )
+
+
+def _correct_matrix(answers: dict[int, dict[ItemKey, bool]], items: list[ItemKey]) -> np.ndarray:
+    """(runs, items) 0/1 matrix, runs in seed order."""
+    return np.array([[run[item] for item in items] for run in answers.values()], dtype=float)
+
+
+def _run_accuracies(
+    answers: dict[int, dict[ItemKey, bool]], matrix: np.ndarray, confidence: float
+) -> tuple[RunAccuracy, ...]:
+    n = matrix.shape[1]
+    accuracies = []
+    for seed, row in zip(answers, matrix, strict=True):
+        correct = int(row.sum())
+        low, high = wilson_interval(correct, n, confidence)
+        accuracies.append(
+            RunAccuracy(
+                seed=seed, correct=correct, n_items=n, accuracy=correct / n, low=low, high=high
+            )
+        )
+    return tuple(accuracies)
+
+
+def _seed_se(a: np.ndarray, b: np.ndarray) -> float:
+    if len(a) < 2 or len(b) < 2:
+        return math.nan
+    return math.sqrt(float(np.var(a, ddof=1)) / len(a) + float(np.var(b, ddof=1)) / len(b))

@@ -1,0 +1,58 @@
+"""One arm's values of one metric at one scale, with what is missing and what diverged."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from archaudit.stats.table import Run, Table
+
+
+@dataclass(frozen=True, slots=True)
+class ArmSample:
+    """The finished seeds' values and the runs that cannot be judged."""
+
+    arm: str
+    scale: str
+    values: np.ndarray
+    """Values of the runs that finished and measured the metric, in seed order."""
+    n_runs: int
+    """Runs of this arm at this scale with any row, whatever their metric."""
+    diverged: tuple[Run, ...]
+    missing: tuple[int, ...]
+    """Seeds that ran but have no value for the metric (not diverged)."""
+    where: str
+    """The "file:line" of the arm's first run, for error messages."""
+
+    @property
+    def status(self) -> str:
+        """`diverged` when any run diverged, `incomplete` when a value is missing, else `ok`."""
+        if self.diverged:
+            return "diverged"
+        if self.missing or len(self.values) == 0:
+            return "incomplete"
+        return "ok"
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.values)) if len(self.values) else math.nan
+
+
+def sample_arm(table: Table, metric: str, scale: str, arm: str) -> ArmSample:
+    """Collect one arm's metric at one scale from the table."""
+    runs = table.runs(arm, scale)
+    values = {row.seed: row.value for row in table.rows_for(metric, scale, arm)}
+    finished = sorted(seed for seed, run in runs.items() if not run.diverged)
+    measured = [seed for seed in finished if not math.isnan(values.get(seed, math.nan))]
+    first = min(runs.values(), key=lambda run: run.line, default=None)
+    return ArmSample(
+        arm=arm,
+        scale=scale,
+        values=np.array([values[seed] for seed in measured], dtype=float),
+        n_runs=len(runs),
+        diverged=tuple(run for _, run in sorted(runs.items()) if run.diverged),
+        missing=tuple(seed for seed in finished if seed not in measured),
+        where=f"{table.source}:{first.line}" if first and first.line else table.source,
+    )

@@ -1,0 +1,237 @@
+"""The tidy long-format results table every analysis in `archaudit.stats` reads.
+
+One row per (arm, scale, seed, metric). A CSV has the columns
+
+    arm,scale,seed,metric,value[,family,status,step,tuned]
+
+`value` is a finite number, or empty when the run has not (yet) produced that metric: an empty
+value makes the arm `incomplete`, never a silent zero. `status` is `ok` (default) or `diverged`
+(the run blew up; `step` says when). `family` groups arms (attention-output, residual, norm, ...)
+and `tuned` (true/false, default false) marks an arm that broke the shared recipe. Both are
+properties of the arm and must agree on all of its rows.
+
+An audit directory is read through `<audit_dir>/results.csv`, which the audit store exports in
+exactly this format.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from archaudit.stats.csvio import read_rows, resolve_source
+from archaudit.stats.errors import (
+    DuplicateRowError,
+    InconsistentArmError,
+    TableError,
+    UnknownNameError,
+    check_name,
+)
+
+REQUIRED_COLUMNS = ("arm", "scale", "seed", "metric", "value")
+OPTIONAL_COLUMNS = ("family", "status", "step", "tuned")
+STATUSES = ("ok", "diverged")
+RESULTS_FILE = "results.csv"
+
+_SCALE_NUMBER = re.compile(r"(\d+(?:\.\d+)?)\s*([kmbt]?)", re.IGNORECASE)
+_SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One measurement of one metric for one run (arm, scale, seed)."""
+
+    arm: str
+    scale: str
+    seed: int
+    metric: str
+    value: float
+    """NaN when the metric was not measured."""
+    status: str = "ok"
+    step: int | None = None
+    family: str | None = None
+    tuned: bool = False
+    line: int = 0
+    """1-based line in the source file (the header is line 1); 0 for rows built in code."""
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One training run as the table sees it: diverged when any of its rows says so."""
+
+    seed: int
+    diverged: bool
+    step: int | None
+    line: int
+
+
+@dataclass(frozen=True)
+class Table:
+    """Validated rows plus the look-ups the analyses need. Build with `load_table` or directly."""
+
+    rows: tuple[Row, ...]
+    source: str = "<table>"
+
+    def __post_init__(self) -> None:
+        _check_rows(self)
+        _check_arm_properties(self)
+
+    def where(self, row: Row) -> str:
+        """The "file:line" of a row, for error messages."""
+        return f"{self.source}:{row.line}" if row.line else self.source
+
+    @cached_property
+    def arms(self) -> tuple[str, ...]:
+        """Arms in order of first appearance."""
+        return tuple(dict.fromkeys(row.arm for row in self.rows))
+
+    @cached_property
+    def metrics(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(row.metric for row in self.rows))
+
+    @cached_property
+    def scales(self) -> tuple[str, ...]:
+        """Scales from small to large (see `order_scales`)."""
+        return order_scales(dict.fromkeys(row.scale for row in self.rows))
+
+    @cached_property
+    def _by_metric(self) -> dict[tuple[str, str, str], list[Row]]:
+        index: dict[tuple[str, str, str], list[Row]] = defaultdict(list)
+        for row in self.rows:
+            index[(row.metric, row.scale, row.arm)].append(row)
+        return index
+
+    @cached_property
+    def _runs(self) -> dict[tuple[str, str], dict[int, Run]]:
+        runs: dict[tuple[str, str], dict[int, Run]] = defaultdict(dict)
+        for row in self.rows:
+            seen = runs[(row.arm, row.scale)].get(row.seed)
+            if seen is None or (row.status == "diverged" and not seen.diverged):
+                runs[(row.arm, row.scale)][row.seed] = Run(
+                    row.seed, row.status == "diverged", row.step, row.line
+                )
+        return runs
+
+    @cached_property
+    def _by_arm(self) -> dict[str, list[Row]]:
+        index: dict[str, list[Row]] = defaultdict(list)
+        for row in self.rows:
+            index[row.arm].append(row)
+        return index
+
+    def rows_of(self, arm: str) -> list[Row]:
+        """Every row of one arm, all scales and metrics."""
+        return self._by_arm.get(arm, [])
+
+    def rows_for(self, metric: str, scale: str, arm: str) -> list[Row]:
+        """The rows of one arm's metric at one scale, one per seed (may be empty)."""
+        return self._by_metric.get((metric, scale, arm), [])
+
+    def runs(self, arm: str, scale: str) -> dict[int, Run]:
+        """Every run (seed) of an arm at a scale that has any row, whatever its metric."""
+        return self._runs.get((arm, scale), {})
+
+    def arms_at(self, scale: str) -> tuple[str, ...]:
+        return tuple(arm for arm in self.arms if (arm, scale) in self._runs)
+
+    def family(self, arm: str) -> str | None:
+        return self._by_arm[arm][0].family
+
+    def tuned(self, arm: str) -> bool:
+        return self._by_arm[arm][0].tuned
+
+    def check_arm(self, arm: str, role: str = "arm") -> str:
+        """Return `arm` if the table has it, else raise naming the closest arm."""
+        return check_name(self.source, "arm", role, arm, self.arms)
+
+    def check_metric(self, metric: str) -> str:
+        return check_name(self.source, "metric", "metric", metric, self.metrics)
+
+    def resolve_scale(self, scale: str | None) -> str:
+        """The scale to judge: the one given, or the only one in the table."""
+        if scale is not None:
+            return check_name(self.source, "scale", "scale", scale, self.scales)
+        if len(self.scales) > 1:
+            raise UnknownNameError(
+                f"{self.source} (column 'scale')",
+                f"the table has {len(self.scales)} scales ({', '.join(self.scales)})",
+                "pick one with --scale",
+            )
+        return self.scales[0]
+
+
+def load_table(source: str | Path) -> Table:
+    """Read a long-format results CSV, or `<audit_dir>/results.csv` when given a directory."""
+    path = resolve_source(
+        source,
+        RESULTS_FILE,
+        "the audit store writes it as runs finish; or pass a CSV with the columns "
+        + ",".join(REQUIRED_COLUMNS),
+    )
+    rows = tuple(
+        Row(
+            arm=cells.text("arm"),
+            scale=cells.text("scale"),
+            seed=cells.integer("seed"),
+            metric=cells.text("metric"),
+            value=cells.number("value"),
+            status=cells.choice("status", STATUSES, default="ok"),
+            step=cells.optional_integer("step"),
+            family=cells.optional_text("family"),
+            tuned=cells.boolean("tuned"),
+            line=cells.line,
+        )
+        for cells in read_rows(path, REQUIRED_COLUMNS, OPTIONAL_COLUMNS)
+    )
+    return Table(rows, source=str(path))
+
+
+def order_scales(scales: dict[str, None] | tuple[str, ...]) -> tuple[str, ...]:
+    """Small to large: by the number in the name ("d6" < "d12", "125M" < "1.2B"); names without a
+    number keep their order of appearance, after the numbered ones."""
+
+    def key(item: tuple[int, str]) -> tuple[int, float]:
+        index, scale = item
+        match = _SCALE_NUMBER.search(scale)
+        if match is None:
+            return (1, float(index))
+        return (0, float(match.group(1)) * _SUFFIX[match.group(2).lower()])
+
+    return tuple(scale for _, scale in sorted(enumerate(scales), key=key))
+
+
+def _check_rows(table: Table) -> None:
+    seen: dict[tuple[str, str, int, str], Row] = {}
+    for row in table.rows:
+        if not math.isfinite(row.value) and not math.isnan(row.value):
+            raise TableError(
+                table.where(row),
+                f"value {row.value} is not finite",
+                "leave it empty for a missing value",
+            )
+        key = (row.arm, row.scale, row.seed, row.metric)
+        first = seen.setdefault(key, row)
+        if first is not row:
+            raise DuplicateRowError(
+                table.where(row),
+                f"duplicate row for arm={row.arm!r} scale={row.scale!r} seed={row.seed} "
+                f"metric={row.metric!r} (first at line {first.line})",
+                "keep one row per (arm, scale, seed, metric)",
+            )
+
+
+def _check_arm_properties(table: Table) -> None:
+    for row in table.rows:
+        ref = table.rows_of(row.arm)[0]
+        for column in ("family", "tuned"):
+            if getattr(row, column) != getattr(ref, column):
+                raise InconsistentArmError(
+                    table.where(row),
+                    f"arm {row.arm!r} has {column}={getattr(row, column)!r} here but "
+                    f"{getattr(ref, column)!r} at line {ref.line}",
+                    f"give every row of an arm the same {column}",
+                )

@@ -1,0 +1,173 @@
+"""Cross-scale transfer: does an arm's effect at a small scale predict it at a larger one?
+
+PROTOCOL.md, Cross-scale transfer: sign preservation of Δ, Spearman ρ and Kendall τ of the arm
+ranking with bootstrap intervals over seeds, the rank-shift table, and the arms that diverged
+only at the larger scale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from archaudit.stats.errors import DesignError
+from archaudit.stats.judge import Judgement, collect_family, judge
+from archaudit.stats.ranking import kendall_tau_b, rankdata, spearman
+from archaudit.stats.resample import bootstrap_means, percentile_interval
+from archaudit.stats.serialize import JsonResult
+from archaudit.stats.table import Table
+from archaudit.stats.verdicts import DIVERGED, INCOMPLETE
+
+LOW_RHO = 0.5
+"""Below this Spearman ρ the report says the small-scale ranking does not carry over."""
+
+
+@dataclass(frozen=True)
+class ArmTransfer(JsonResult):
+    """One arm at both scales; rank 1 is the best arm."""
+
+    arm: str
+    delta_small: float
+    delta_large: float
+    sign_preserved: bool
+    rank_small: float
+    rank_large: float
+    rank_shift: float
+    """rank_large − rank_small: positive means the arm fell behind at the larger scale."""
+    verdict_small: str
+    verdict_large: str
+
+
+@dataclass(frozen=True)
+class ScaleTransfer(JsonResult):
+    """How well the arm ranking at `small` carries to `large`."""
+
+    metric: str
+    baseline: str
+    small: str
+    large: str
+    n_arms: int
+    sign_preserved: float
+    """Share of arms whose Δ keeps its sign."""
+    spearman: float
+    spearman_interval: tuple[float, float]
+    kendall: float
+    kendall_interval: tuple[float, float]
+    n_boot: int
+    seed: int
+    arms: tuple[ArmTransfer, ...]
+    diverged_only_at_large: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+def cross_scale_transfer(
+    table: Table,
+    metric: str,
+    *,
+    baseline: str = "baseline",
+    small: str | None = None,
+    large: str | None = None,
+    lower_is_better: bool = False,
+    correction: str = "holm",
+    alpha: float = 0.05,
+    anchors: Sequence[str] = (),
+    n_boot: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> ScaleTransfer:
+    """Compare the arms' effects at two scales (default: the smallest and the largest)."""
+    if len(table.scales) < 2:
+        raise DesignError(
+            f"{table.source} (column 'scale')",
+            f"transfer needs two scales, the table has {len(table.scales)}",
+            "train the arms at a second scale",
+        )
+    small = table.resolve_scale(small or table.scales[0])
+    large = table.resolve_scale(large or table.scales[-1])
+    options = dict(baseline=baseline, anchors=anchors, lower_is_better=lower_is_better)
+    judged = {
+        s: judge(table, metric, scale=s, correction=correction, alpha=alpha, **options)
+        for s in (small, large)
+    }
+    verdicts = {s: {v.arm: v for v in judged[s].arms} for s in (small, large)}
+    names = [
+        arm
+        for arm in verdicts[small]
+        if arm in verdicts[large]
+        and all(verdicts[s][arm].verdict not in (DIVERGED, INCOMPLETE) for s in (small, large))
+    ]
+    if len(names) < 3:
+        raise DesignError(
+            table.source,
+            f"only {len(names)} arms finished at both {small!r} and {large!r}",
+            "rank correlations need at least 3",
+        )
+    deltas = {s: np.array([verdicts[s][arm].delta for arm in names]) for s in (small, large)}
+    ranks = {s: rankdata(-deltas[s]) for s in (small, large)}
+    rng = np.random.default_rng(seed)
+    boot = {
+        s: _bootstrap_deltas(table, metric, s, names, options, n_boot, rng) for s in (small, large)
+    }
+    rho_boot = [spearman(a, b) for a, b in zip(boot[small], boot[large], strict=True)]
+    tau_boot = [kendall_tau_b(a, b) for a, b in zip(boot[small], boot[large], strict=True)]
+    rho = spearman(deltas[small], deltas[large])
+    arms = tuple(
+        ArmTransfer(
+            arm=arm,
+            delta_small=float(deltas[small][i]),
+            delta_large=float(deltas[large][i]),
+            sign_preserved=bool(np.sign(deltas[small][i]) == np.sign(deltas[large][i])),
+            rank_small=float(ranks[small][i]),
+            rank_large=float(ranks[large][i]),
+            rank_shift=float(ranks[large][i] - ranks[small][i]),
+            verdict_small=verdicts[small][arm].verdict,
+            verdict_large=verdicts[large][arm].verdict,
+        )
+        for i, arm in enumerate(names)
+    )
+    return ScaleTransfer(
+        metric=metric,
+        baseline=baseline,
+        small=small,
+        large=large,
+        n_arms=len(names),
+        sign_preserved=float(np.mean([arm.sign_preserved for arm in arms])),
+        spearman=rho,
+        spearman_interval=percentile_interval(np.array(rho_boot), confidence),
+        kendall=kendall_tau_b(deltas[small], deltas[large]),
+        kendall_interval=percentile_interval(np.array(tau_boot), confidence),
+        n_boot=n_boot,
+        seed=seed,
+        arms=arms,
+        diverged_only_at_large=_diverged_only_at_large(judged[small], judged[large]),
+        # `not >=` so that an undefined ρ (NaN) is flagged too.
+        notes=(f"Spearman ρ = {rho:.2f}: the ranking at {small} is not a ranking at {large}",)
+        if not rho >= LOW_RHO
+        else (),
+    )
+
+
+def _bootstrap_deltas(
+    table: Table,
+    metric: str,
+    scale: str,
+    names: list[str],
+    options: dict,
+    n_boot: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """(n_boot, arms) matrix of Δ with seeds resampled within every arm and the baseline."""
+    family = collect_family(table, metric, scale=scale, **options)
+    samples = {sample.arm: sample for sample in family.arms}
+    base = bootstrap_means(family.baseline.values, n_boot, rng)
+    return np.stack(
+        [family.sign * (bootstrap_means(samples[arm].values, n_boot, rng) - base) for arm in names],
+        axis=1,
+    )
+
+
+def _diverged_only_at_large(small: Judgement, large: Judgement) -> tuple[str, ...]:
+    stable_small = {v.arm for v in small.arms if v.verdict != DIVERGED}
+    return tuple(v.arm for v in large.arms if v.verdict == DIVERGED and v.arm in stable_small)

@@ -1,0 +1,33 @@
+"""Verdict classes of PROTOCOL.md and the rule that assigns them."""
+
+from __future__ import annotations
+
+WITHIN_NOISE = "within-noise"
+NOMINAL_IMPROVER = "nominal-improver"
+NOMINAL_REGRESSOR = "nominal-regressor"
+IMPROVER = "improver"
+REGRESSOR = "regressor"
+DIVERGED = "diverged"
+INCOMPLETE = "incomplete"
+VERDICTS = (
+    WITHIN_NOISE,
+    NOMINAL_IMPROVER,
+    NOMINAL_REGRESSOR,
+    IMPROVER,
+    REGRESSOR,
+    DIVERGED,
+    INCOMPLETE,
+)
+SIGNIFICANT = (IMPROVER, REGRESSOR)
+
+NOISE_SIGMAS = 2.0
+"""An effect smaller than this many noise floors is within noise, whatever its p-value."""
+
+
+def classify(delta: float, sigma: float, p_adjusted: float, alpha: float) -> str:
+    """The verdict of a finished arm: Δ is "positive = better", p is already corrected."""
+    if abs(delta) < NOISE_SIGMAS * sigma:
+        return WITHIN_NOISE
+    if p_adjusted < alpha:
+        return IMPROVER if delta > 0 else REGRESSOR
+    return NOMINAL_IMPROVER if delta > 0 else NOMINAL_REGRESSOR

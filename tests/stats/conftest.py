@@ -1,0 +1,58 @@
+"""Fixtures for the statistics tests: tables built from a few lines of Python."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from archaudit.stats.table import Row, Table
+
+HEADER = ("arm", "scale", "seed", "metric", "value")
+
+
+def build_table(
+    values: Mapping[str, Sequence[float]],
+    *,
+    metric: str = "acc",
+    scale: str = "s",
+    family: Mapping[str, str] | None = None,
+    tuned: Iterable[str] = (),
+) -> Table:
+    """A table with one row per (arm, seed) value, seeds numbered from 0."""
+    tuned = set(tuned)
+    rows = [
+        Row(
+            arm=arm,
+            scale=scale,
+            seed=seed,
+            metric=metric,
+            value=float(value),
+            family=(family or {}).get(arm),
+            tuned=arm in tuned,
+            line=0,
+        )
+        for arm, arm_values in values.items()
+        for seed, value in enumerate(arm_values)
+    ]
+    return Table(tuple(rows))
+
+
+@pytest.fixture
+def make_table() -> Callable[..., Table]:
+    return build_table
+
+
+@pytest.fixture
+def write_csv(tmp_path: Path) -> Callable[..., Path]:
+    """Write rows (header first) to a CSV in tmp_path and return its path."""
+
+    def write(rows: Sequence[Sequence[object]], name: str = "results.csv") -> Path:
+        path = tmp_path / name
+        with path.open("w", newline="", encoding="utf-8") as handle:
+            csv.writer(handle).writerows(rows)
+        return path
+
+    return write

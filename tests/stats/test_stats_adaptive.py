@@ -1,0 +1,46 @@
+"""Adaptive seeding: would one more seed change a verdict?"""
+
+import math
+
+import numpy as np
+import pytest
+
+from archaudit.stats import adaptive_seeding, judge
+from archaudit.stats.table import Row, Table
+
+
+def test_settled_and_borderline_arms(make_table):
+    # σ = 1. "far" is 10σ above with tight seeds: settled. "edge" sits at the 2σ boundary.
+    values = {"baseline": [-1.0, 0.0, 1.0], "far": [10.0, 10.1, 9.9], "edge": [1.9, 2.1]}
+    table = make_table(values)
+    judgement = judge(table, "acc", correction="none")
+    advice = {a.arm: a for a in adaptive_seeding(table, judgement).arms}
+    assert advice["far"].p_change == 0.0 and not advice["far"].add_seed
+    # Monte Carlo of the same question through judge() on grown tables.
+    rng = np.random.default_rng(0)
+    draws = rng.normal(2.0, math.sqrt(1 + 1 / 2), 400)
+    changed = [
+        judge(make_table({**values, "edge": [1.9, 2.1, x]}), "acc", correction="none")
+        .arm("edge")
+        .verdict
+        != judgement.arm("edge").verdict
+        for x in draws
+    ]
+    assert advice["edge"].p_change == pytest.approx(np.mean(changed), abs=0.08)
+    assert advice["edge"].p_change > 0.4 and advice["edge"].add_seed
+
+
+def test_incomplete_arms_need_their_seeds_and_diverged_ones_do_not():
+    rows = [
+        Row(arm="baseline", scale="s", seed=s, metric="acc", value=v)
+        for s, v in enumerate((0.0, 1.0, -1.0))
+    ]
+    rows += [
+        Row(arm="half", scale="s", seed=0, metric="acc", value=0.5),
+        Row(arm="half", scale="s", seed=1, metric="acc", value=math.nan),
+        Row(arm="boom", scale="s", seed=0, metric="acc", value=math.nan, status="diverged"),
+    ]
+    table = Table(tuple(rows))
+    advice = {a.arm: a for a in adaptive_seeding(table, judge(table, "acc")).arms}
+    assert advice["half"].add_seed and math.isnan(advice["half"].p_change)
+    assert not advice["boom"].add_seed

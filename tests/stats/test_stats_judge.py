@@ -1,0 +1,226 @@
+"""`judge` against an independent re-derivation with scipy/statsmodels, and the verdict rules."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+from archaudit.stats import judge
+from archaudit.stats.power import Design, minimum_detectable_effect
+from archaudit.stats.table import Row, Table
+
+
+def reference(values: dict[str, list[float]], sign: float, alpha: float, method: str) -> dict:
+    """Δ, z, p, p_adj and verdict per arm, straight from PROTOCOL.md with scipy/statsmodels."""
+    base = np.array(values["baseline"])
+    sigma = np.std(base, ddof=1)
+    arms = [arm for arm in values if arm != "baseline"]
+    result = {}
+    for arm in arms:
+        x = np.array(values[arm])
+        delta = sign * (x.mean() - base.mean())
+        p_z = 2 * stats.norm.sf(abs(delta / sigma))
+        p = stats.ttest_ind(x, base, equal_var=False).pvalue if len(x) > 1 else p_z
+        result[arm] = {"delta": delta, "z": delta / sigma, "p": p}
+    adjusted = multipletests([result[a]["p"] for a in arms], method=method)[1]
+    for arm, p_adj in zip(arms, adjusted, strict=True):
+        entry = result[arm]
+        entry["p_adj"] = p_adj
+        if abs(entry["delta"]) < 2 * sigma:
+            entry["verdict"] = "within-noise"
+        elif p_adj < alpha:
+            entry["verdict"] = "improver" if entry["delta"] > 0 else "regressor"
+        else:
+            entry["verdict"] = "nominal-" + ("improver" if entry["delta"] > 0 else "regressor")
+    return result
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("lower_is_better", [False, True])
+def test_judge_matches_reference(make_table, seed, lower_is_better):
+    rng = np.random.default_rng(seed)
+    values = {"baseline": list(rng.normal(0, 1, rng.integers(2, 6)))}
+    for i in range(int(rng.integers(1, 8))):
+        effect = rng.choice([0.0, 1.0, 3.0, -4.0, 8.0])
+        values[f"arm{i}"] = list(rng.normal(effect, 1, rng.integers(1, 5)))
+    method = ["holm", "bonferroni", "fdr_bh"][seed % 3]
+    ours = {"fdr_bh": "bh"}.get(method, method)
+    judgement = judge(make_table(values), "acc", lower_is_better=lower_is_better, correction=ours)
+    expected = reference(values, -1.0 if lower_is_better else 1.0, 0.05, method)
+    assert judgement.m == len(expected)
+    for verdict in judgement.arms:
+        entry = expected[verdict.arm]
+        assert verdict.delta == pytest.approx(entry["delta"], rel=1e-12, abs=1e-12)
+        assert verdict.z == pytest.approx(entry["z"], rel=1e-12, abs=1e-12)
+        assert verdict.p == pytest.approx(entry["p"], rel=1e-8)
+        assert verdict.p_adj == pytest.approx(entry["p_adj"], rel=1e-8)
+        assert verdict.verdict == entry["verdict"]
+        assert verdict.test == ("welch" if verdict.n_seeds > 1 else "z")
+
+
+def test_lower_is_better_flips_the_sign(make_table):
+    values = {"baseline": [3.0, 3.1, 2.9], "lower": [2.0, 2.1, 1.9]}
+    higher = judge(make_table(values, metric="val_loss"), "val_loss").arm("lower")
+    lower = judge(make_table(values, metric="val_loss"), "val_loss", lower_is_better=True)
+    assert higher.delta == pytest.approx(-1.0)
+    assert lower.arm("lower").delta == pytest.approx(1.0)
+    assert lower.arm("lower").t == pytest.approx(-higher.t)
+    assert lower.arm("lower").verdict == "improver"
+    assert higher.verdict == "regressor"
+    assert any(
+        "reads as a loss" in note
+        for note in judge(make_table(values, metric="val_loss"), "val_loss").notes
+    )
+
+
+def test_anchors_pool_the_noise_floor(make_table):
+    values = {"baseline": [1.0, 1.2, 1.1], "anchor": [2.0, 2.6, 2.3, 2.9], "a": [1.5]}
+    judgement = judge(make_table(values), "acc", anchors=["anchor"])
+    ss = sum((len(v) - 1) * np.var(v, ddof=1) for v in (values["baseline"], values["anchor"]))
+    assert judgement.sigma == pytest.approx(np.sqrt(ss / 5))
+    assert judgement.sigma_dof == 5
+    assert judgement.m == 2  # the anchor is an arm of the family too
+    assert judgement.baseline_mean == pytest.approx(1.1)
+
+
+def rows(
+    arm: str,
+    values: list[float | None],
+    status: str = "ok",
+    metric: str = "acc",
+    scale: str = "s",
+    **extra,
+) -> list[Row]:
+    return [
+        Row(
+            arm=arm,
+            scale=scale,
+            seed=seed,
+            metric=metric,
+            value=float("nan") if value is None else value,
+            status=status,
+            **extra,
+        )
+        for seed, value in enumerate(values)
+    ]
+
+
+def test_diverged_and_incomplete_arms_are_not_tested():
+    table = Table(
+        (
+            *rows("baseline", [0.50, 0.51, 0.49]),
+            *rows("blew_up", [0.2], status="diverged", step=700),
+            *rows("blew_up", [0.6, 0.6], scale="s")[1:],
+            *rows("half_done", [0.7, None]),
+            *rows("evals_missing", [0.4], metric="other"),
+            *rows("fine", [0.9, 0.91]),
+        )
+    )
+    judgement = judge(table, "acc")
+    verdicts = {v.arm: v for v in judgement.arms}
+    assert verdicts["blew_up"].verdict == "diverged"
+    assert verdicts["blew_up"].diverged_step == 700
+    assert verdicts["half_done"].verdict == "incomplete"
+    assert verdicts["evals_missing"].verdict == "incomplete"
+    assert verdicts["fine"].verdict == "improver"
+    assert judgement.m == 1
+    assert np.isnan(verdicts["half_done"].p_adj) and verdicts["half_done"].test is None
+
+
+def test_within_noise_wins_over_significance(make_table):
+    # Many tight seeds: Welch is very significant, but |Δ| < 2σ is within noise by rule.
+    rng = np.random.default_rng(0)
+    base = rng.normal(0, 1, 40)
+    arm = rng.normal(0, 0.01, 40) + base.mean() + 1.5 * np.std(base, ddof=1)
+    verdict = judge(make_table({"baseline": base, "arm": arm}), "acc").arm("arm")
+    assert verdict.p_adj < 1e-6
+    assert verdict.verdict == "within-noise"
+
+
+def test_nominal_when_beyond_two_sigma_but_not_significant(make_table):
+    values = {"baseline": [0.0, 1.0, -1.0], "a": [2.4], "b": [0.1], "c": [-0.2], "d": [0.3]}
+    verdict = judge(make_table(values), "acc", correction="bonferroni").arm("a")
+    assert verdict.z == pytest.approx(2.4)
+    assert verdict.p_adj == pytest.approx(min(1.0, 4 * 2 * stats.norm.sf(2.4)))
+    assert verdict.verdict == "nominal-improver"
+
+
+def test_json_has_the_documented_fields(make_table):
+    judgement = judge(make_table({"baseline": [0.0, 1.0, 2.0], "a": [5.0], "b": [1.0, 2.0]}), "acc")
+    data = json.loads(judgement.to_json())
+    for key in ("sigma", "m", "alpha", "correction", "fwer_uncorrected", "arms"):
+        assert key in data
+    assert data["fwer_uncorrected"] == pytest.approx(1 - 0.95**2)
+    for arm in data["arms"]:
+        for key in (
+            "arm",
+            "scale",
+            "n_seeds",
+            "mean",
+            "delta",
+            "z",
+            "p",
+            "p_adj",
+            "test",
+            "verdict",
+        ):
+            assert key in arm
+    assert data["arms"][0]["t"] is None  # NaN becomes null, so the JSON is valid
+
+
+def test_mde_is_the_power_formula_in_metric_units(make_table):
+    judgement = judge(make_table({"baseline": [0.0, 1.0, 2.0], "a": [5.0], "b": [1.0, 2.0]}), "acc")
+    design = Design(arm_seeds=1, baseline_seeds=3, arms=2, alpha=0.05, correction="holm")
+    assert judgement.arm("a").mde == pytest.approx(
+        minimum_detectable_effect(design) * judgement.sigma, rel=1e-4
+    )
+    assert judgement.arm("b").mde != judgement.arm("a").mde
+
+
+def test_grades_and_tuned_arms():
+    table = Table(
+        (
+            *rows("baseline", [0.5, 0.52, 0.48]),
+            *rows("baseline", [0.6, 0.62, 0.58], scale="t"),
+            *rows("solid", [0.7, 0.72, 0.71]),
+            *rows("solid", [0.8, 0.8, 0.81], scale="t"),
+            *rows("solid", [0.3], metric="val_loss"),
+            *rows("tuned", [0.7, 0.72, 0.71], tuned=True),
+            *rows("tuned", [0.8, 0.8, 0.81], scale="t", tuned=True),
+            *rows("tuned", [0.3], metric="val_loss", tuned=True),
+            *rows("single", [0.7]),
+        )
+    )
+    judgement = judge(table, "acc", scale="s")
+    assert judgement.arm("solid").grade == "A"
+    assert judgement.arm("tuned").grade == "B"
+    assert judgement.arm("tuned").grade_missing == ("shared recipe",)
+    assert judgement.arm("tuned").tuned
+    assert set(judgement.arm("single").grade_missing) == {"3+ seeds", "2+ scales"}
+    assert judge(table, "acc", scale="s", correction="none").arm("solid").grade == "B"
+    assert any("R1" in note for note in judgement.notes)
+
+
+def test_several_scales_need_a_choice():
+    table = Table((*rows("baseline", [0.5, 0.6]), *rows("baseline", [0.5, 0.6], scale="t")))
+    with pytest.raises(Exception, match="pick one with --scale"):
+        judge(table, "acc")
+
+
+def test_exclude_leaves_arms_out_of_the_family(make_table):
+    values = {"baseline": [0.0, 1.0, 2.0], "other_base": [1.0, 1.5], "a": [5.0]}
+    judgement = judge(make_table(values), "acc", exclude=["other_base"])
+    assert [v.arm for v in judgement.arms] == ["a"]
+    assert judgement.m == 1
+
+
+def test_paper_mode_and_r6_notes(make_table):
+    values = {"baseline": [0.0, 1.0, 2.0], "attn": [5.0]}
+    table = make_table(values, metric="val_loss", family={"attn": "attention-output"})
+    notes = judge(table, "val_loss", lower_is_better=True).notes
+    assert any(note.startswith("paper-mode") for note in notes)
+    assert any(note.startswith("R6") and "attn" in note for note in notes)

@@ -1,0 +1,86 @@
+"""The power formula against the noncentral t (exact case) and Monte Carlo (Welch case)."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from archaudit.errors import ConfigError
+from archaudit.stats.power import Design, minimum_detectable_effect, power, seeds_needed
+
+
+@pytest.mark.parametrize("baseline_seeds", [2, 3, 10])
+@pytest.mark.parametrize("effect", [0.0, 1.5, 3.0, 6.0])
+@pytest.mark.parametrize(("arms", "correction"), [(19, "bonferroni"), (1, "none")])
+def test_single_seed_power_is_a_noncentral_t_tail(baseline_seeds, effect, arms, correction):
+    # z = Δ/σ̂ with Δ ~ N(effect, 1 + 1/k) and σ̂² ~ χ²_{k−1}/(k−1), so z/√(1 + 1/k) is
+    # noncentral t with k − 1 degrees of freedom; the verdict needs |z| >= max(c, 2).
+    level = 0.05 / arms if correction != "none" else 0.05
+    scale = math.sqrt(1 + 1 / baseline_seeds)
+    threshold = max(stats.norm.isf(level / 2), 2.0) / scale
+    t = stats.nct(baseline_seeds - 1, effect / scale)
+    expected = t.sf(threshold) + t.cdf(-threshold)
+    design = Design(arm_seeds=1, baseline_seeds=baseline_seeds, arms=arms, correction=correction)
+    assert power(effect, design) == pytest.approx(expected, abs=1e-9)
+
+
+def simulated_power(arm_seeds, baseline_seeds, effect, level, n=20_000, seed=0):
+    """Share of draws the verdict rule calls significant: Welch p < level and |Δ| >= 2·s_b."""
+    rng = np.random.default_rng(seed)
+    arm = rng.normal(effect, 1.0, (n, arm_seeds))
+    base = rng.normal(0.0, 1.0, (n, baseline_seeds))
+    p = stats.ttest_ind(arm, base, axis=1, equal_var=False).pvalue
+    delta = arm.mean(axis=1) - base.mean(axis=1)
+    return np.mean((p < level) & (np.abs(delta) >= 2 * base.std(axis=1, ddof=1)))
+
+
+@pytest.mark.parametrize(("arm_seeds", "baseline_seeds"), [(2, 2), (3, 3), (5, 5), (3, 8)])
+@pytest.mark.parametrize("effect", [0.0, 3.0])
+def test_welch_power_matches_simulation(arm_seeds, baseline_seeds, effect):
+    design = Design(
+        arm_seeds=arm_seeds, baseline_seeds=baseline_seeds, arms=5, correction="bonferroni"
+    )
+    simulated = simulated_power(arm_seeds, baseline_seeds, effect, design.level)
+    tolerance = 4 * math.sqrt(max(simulated * (1 - simulated), 1e-4) / 20_000)
+    assert power(effect, design) == pytest.approx(simulated, abs=tolerance)
+
+
+def test_mde_is_where_power_reaches_the_target():
+    design = Design(arm_seeds=3, baseline_seeds=3, arms=19)
+    mde = minimum_detectable_effect(design, 0.8)
+    assert power(mde, design) == pytest.approx(0.8, abs=1e-4)
+    assert power(0.98 * mde, design) < 0.8
+    assert minimum_detectable_effect(Design(arm_seeds=6, baseline_seeds=6, arms=19)) < mde
+
+
+def test_seeds_needed_is_the_smallest_sufficient():
+    k = seeds_needed(3.0, arms=19)
+    assert power(3.0, Design(arm_seeds=k, baseline_seeds=k, arms=19)) >= 0.8
+    assert power(3.0, Design(arm_seeds=k - 1, baseline_seeds=k - 1, arms=19)) < 0.8
+
+
+def test_effects_under_two_sigma_are_never_detected():
+    # |Δ| < 2σ is within noise by rule; as seeds grow, power tends to P(|Δ| >= 2σ) < 1/2.
+    assert seeds_needed(1.5, arms=19, max_seeds=200) is None
+    assert power(1.5, Design(arm_seeds=200, baseline_seeds=200)) < 0.5
+
+
+def test_paper_mode_counts_as_one_seed():
+    k = seeds_needed(3.0, baseline_seeds=40, arms=1, correction="none")
+    assert k == 1
+    assert power(3.0, Design(arm_seeds=1, baseline_seeds=40, correction="none")) >= 0.8
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(arm_seeds=0, baseline_seeds=3),
+        dict(arm_seeds=1, baseline_seeds=1),
+        dict(arm_seeds=1, baseline_seeds=3, alpha=1.5),
+        dict(arm_seeds=1, baseline_seeds=3, correction="sidak"),
+    ],
+)
+def test_bad_designs_are_config_errors(kwargs):
+    with pytest.raises(ConfigError):
+        Design(**kwargs)

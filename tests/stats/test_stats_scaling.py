@@ -1,0 +1,69 @@
+"""Scaling-law fit: recovery of a known surface, the compute-optimal closed form, intervals."""
+
+import math
+
+import numpy as np
+import pytest
+
+from archaudit.stats import fit_loss_surface, fit_scaling_law
+from archaudit.stats.errors import DesignError
+from archaudit.stats.scaling import LossSurface
+from archaudit.stats.table import Row, Table
+
+# Hoffmann et al. (2022)'s published fit, used as ground truth.
+TRUTH = LossSurface(E=1.69, A=406.4, alpha=0.34, B=410.7, beta=0.28, huber_loss=0.0)
+SIZES = np.geomspace(1e7, 1e9, 6)
+TOKENS = np.geomspace(2e9, 2e11, 4)
+
+
+def grid() -> tuple[np.ndarray, np.ndarray]:
+    n, d = np.meshgrid(SIZES, TOKENS)
+    return n.ravel(), d.ravel()
+
+
+def test_recovers_a_noise_free_surface():
+    n, d = grid()
+    fitted = fit_loss_surface(n, d, TRUTH.predict(n, d))
+    for name in ("E", "A", "alpha", "B", "beta"):
+        assert getattr(fitted, name) == pytest.approx(getattr(TRUTH, name), rel=1e-3), name
+
+
+def test_compute_optimal_matches_a_brute_force_search():
+    budget = 1e21
+    n_opt, d_opt = TRUTH.compute_optimal(budget)
+    candidates = np.geomspace(1e6, 1e13, 200_001)
+    losses = TRUTH.predict(candidates, budget / (6 * candidates))
+    assert n_opt == pytest.approx(candidates[np.argmin(losses)], rel=1e-3)
+    assert 6 * n_opt * d_opt == pytest.approx(budget)
+
+
+def scaling_table(noise: float, seed: int = 0) -> Table:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for index, (n, d) in enumerate(zip(*grid(), strict=True)):
+        loss = float(TRUTH.predict(n, d)) * math.exp(rng.normal(0, noise))
+        for metric, value in (("n_params", n), ("tokens", d), ("val_loss", loss)):
+            rows.append(
+                Row(arm="baseline", scale=f"run{index}", seed=0, metric=metric, value=float(value))
+            )
+    return Table(tuple(rows))
+
+
+def test_fit_from_a_table_with_intervals():
+    table = scaling_table(noise=0.002)
+    fit = fit_scaling_law(table, budget=1e21, n_boot=40, seed=1)
+    assert fit.n_points == 24
+    assert fit.surface.alpha == pytest.approx(TRUTH.alpha, abs=0.05)
+    assert fit.surface.beta == pytest.approx(TRUTH.beta, abs=0.05)
+    for name in ("E", "alpha", "beta", "n_opt"):
+        low, high = fit.intervals[name]
+        assert low <= high
+    assert fit.intervals["E"][0] < TRUTH.E * 1.05 and fit.intervals["E"][1] > TRUTH.E * 0.95
+    again = fit_scaling_law(table, budget=1e21, n_boot=40, seed=1)
+    assert again.intervals == fit.intervals
+
+
+def test_too_few_sizes_is_a_design_error():
+    rows = [row for row in scaling_table(0.0).rows if row.scale in {"run0", "run1", "run2"}]
+    with pytest.raises(DesignError, match="fewer than 5 distinct"):
+        fit_scaling_law(Table(tuple(rows)), n_boot=5)

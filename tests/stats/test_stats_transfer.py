@@ -1,0 +1,110 @@
+"""Cross-scale transfer and transfer across baselines on tables with planted effects."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from archaudit.stats import cross_scale_transfer, transfer_across_baselines
+from archaudit.stats.errors import DesignError
+from archaudit.stats.table import Row, Table
+
+NOISE = np.array([-0.01, 0.0, 0.01])
+
+
+def ladder(effects: dict[str, tuple[float, float]], diverged_at_large=()) -> Table:
+    """Baseline plus arms at scales d6 and d12; each arm's effect per scale, 3 seeds each."""
+    rows = []
+    for arm, per_scale in {"baseline": (0.0, 0.0), **effects}.items():
+        for scale, effect in zip(("d6", "d12"), per_scale, strict=True):
+            for seed, noise in enumerate(NOISE * (1 + seed_jitter(arm))):
+                status = "diverged" if scale == "d12" and arm in diverged_at_large else "ok"
+                rows.append(
+                    Row(
+                        arm=arm,
+                        scale=scale,
+                        seed=seed,
+                        metric="acc",
+                        value=0.5 + effect + noise,
+                        status=status,
+                    )
+                )
+    return Table(tuple(rows))
+
+
+def seed_jitter(arm: str) -> float:
+    return (sum(map(ord, arm)) % 7) / 10
+
+
+def test_preserved_ranking():
+    effects = {"a": (0.10, 0.20), "b": (0.05, 0.08), "c": (-0.05, -0.02), "d": (-0.10, -0.30)}
+    result = cross_scale_transfer(ladder(effects), "acc", n_boot=300, seed=1)
+    assert (result.small, result.large) == ("d6", "d12")
+    assert result.spearman == pytest.approx(1.0)
+    assert result.kendall == pytest.approx(1.0)
+    assert result.sign_preserved == 1.0
+    assert all(arm.rank_shift == 0 for arm in result.arms)
+    assert result.spearman_interval[0] <= result.spearman <= result.spearman_interval[1]
+    assert result.notes == ()
+
+
+def test_reversed_ranking_is_flagged_and_matches_scipy():
+    effects = {
+        "a": (0.10, -0.20),
+        "b": (0.05, 0.01),
+        "c": (-0.05, 0.12),
+        "d": (-0.10, 0.30),
+        "e": (0.02, 0.05),
+    }
+    result = cross_scale_transfer(ladder(effects), "acc", n_boot=300, seed=1)
+    small = [arm.delta_small for arm in result.arms]
+    large = [arm.delta_large for arm in result.arms]
+    assert result.spearman == pytest.approx(stats.spearmanr(small, large).statistic)
+    assert result.kendall == pytest.approx(stats.kendalltau(small, large).statistic)
+    assert result.spearman < 0
+    assert "is not a ranking at d12" in result.notes[0]
+    shifts = {arm.arm: arm.rank_shift for arm in result.arms}
+    assert shifts["a"] == 4  # best at d6 (rank 1), worst at d12 (rank 5)
+    assert not next(arm for arm in result.arms if arm.arm == "a").sign_preserved
+
+
+def test_bootstrap_is_reproducible():
+    effects = {"a": (0.01, 0.02), "b": (0.0, 0.01), "c": (-0.01, 0.0), "d": (0.02, -0.01)}
+    table = ladder(effects)
+    first = cross_scale_transfer(table, "acc", n_boot=200, seed=5)
+    assert cross_scale_transfer(table, "acc", n_boot=200, seed=5).to_dict() == first.to_dict()
+    other = cross_scale_transfer(table, "acc", n_boot=200, seed=6)
+    assert other.spearman_interval != first.spearman_interval
+
+
+def test_arms_that_diverged_only_at_the_larger_scale():
+    effects = {"a": (0.1, 0.2), "b": (0.05, 0.1), "c": (-0.05, -0.1), "unstable": (0.2, 0.0)}
+    result = cross_scale_transfer(
+        ladder(effects, diverged_at_large={"unstable"}), "acc", n_boot=100
+    )
+    assert result.diverged_only_at_large == ("unstable",)
+    assert "unstable" not in [arm.arm for arm in result.arms]
+
+
+def test_transfer_needs_two_scales_and_three_arms():
+    table = ladder({"a": (0.1, 0.2), "b": (0.0, 0.1)})
+    with pytest.raises(DesignError, match="at least 3"):
+        cross_scale_transfer(table, "acc")
+    one_scale = Table(tuple(row for row in table.rows if row.scale == "d6"))
+    with pytest.raises(DesignError, match="two scales"):
+        cross_scale_transfer(one_scale, "acc")
+
+
+def test_verdicts_that_flip_between_baselines():
+    rows = []
+    values = {"base_a": 0.50, "base_b": 0.70, "mid": 0.60, "top": 0.90}
+    for arm, level in values.items():
+        for seed, noise in enumerate(NOISE):
+            rows.append(Row(arm=arm, scale="s", seed=seed, metric="acc", value=level + noise))
+    result = transfer_across_baselines(Table(tuple(rows)), "acc", ["base_a", "base_b"])
+    by_arm = {arm.arm: arm for arm in result.arms}
+    assert set(by_arm) == {"mid", "top"}  # neither baseline is judged against the other
+    assert by_arm["mid"].deltas == pytest.approx({"base_a": 0.10, "base_b": -0.10})
+    assert not by_arm["mid"].sign_agrees and by_arm["mid"].verdict_flips
+    assert by_arm["top"].sign_agrees
+    assert result.flipped == ("mid",)
+    assert result.sign_agreement == 0.5
