@@ -1,3 +1,4 @@
+import itertools
 import json
 import math
 import os
@@ -34,7 +35,7 @@ def losses(run) -> list[float]:
 def test_same_seed_is_bit_identical_and_seeds_differ(tmp_path):
     a = train(MODEL, RECIPE, tmp_path / "a", seed=1)
     b = train(MODEL, RECIPE, tmp_path / "b", seed=1)
-    c = train(MODEL, RECIPE, tmp_path / "c", seed=2)
+    train(MODEL, RECIPE, tmp_path / "c", seed=2)
     assert losses(tmp_path / "a") == losses(tmp_path / "b")
     assert losses(tmp_path / "a") != losses(tmp_path / "c")
     assert a.status == "ok" and a.steps == 30 and a.final_loss < math.log(256)
@@ -140,7 +141,7 @@ def test_lr_schedule_warms_up_then_decays_to_floor():
     recipe = Recipe(steps=100, lr=1.0, warmup_frac=0.1, min_lr_ratio=0.1)
     lrs = [lr_at(s, recipe) for s in range(100)]
     assert lrs[9] == pytest.approx(1.0) and lrs[0] == pytest.approx(0.1)
-    assert all(a >= b for a, b in zip(lrs[9:], lrs[10:], strict=False))
+    assert all(a >= b for a, b in itertools.pairwise(lrs[9:]))
     assert lrs[-1] == pytest.approx(0.1)
 
 
