@@ -45,7 +45,7 @@ class ModelConfig:
     head_dim: int | None = None
     """Width of one head. None = d_model // n_heads."""
     mlp_hidden: int | None = None
-    """MLP hidden width. None = 8/3·d rounded up to 64 for gated MLPs, 4·d otherwise."""
+    """MLP hidden width. None = 8/3·d rounded up to 16 for gated MLPs, 4·d otherwise."""
 
     # --- slots: each names a registered component -------------------------------------------
     norm: str = "rmsnorm"

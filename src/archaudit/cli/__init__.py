@@ -22,14 +22,26 @@ app = typer.Typer(
 
 
 @app.callback()
-def _root() -> None:
+def _root(
+    plugin: list[str] = typer.Option(
+        [],
+        "--plugin",
+        metavar="MODULE",
+        help="Import MODULE first so that its @modification entries exist (repeatable); "
+        "modules in the `archaudit.modifications` entry-point group load by themselves.",
+    ),
+) -> None:
     """Audit Transformer modifications: train arms from one shared recipe over seeds and
     scales, evaluate them downstream, and judge every claim against the seed noise floor."""
+    if plugin:
+        from archaudit.mods import load_plugins
+
+        load_plugins(plugin)
 
 
 def _register_commands() -> None:
     # Imported for their side effect of adding commands to `app`.
-    from archaudit.cli import stats_cmd, train_cmd  # noqa: F401
+    from archaudit.cli import mods_cmd, stats_cmd, train_cmd  # noqa: F401
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from archaudit.config import ModelConfig
+from archaudit.errors import ConfigError
 from archaudit.model.context import ForwardContext
 from archaudit.model.norms import RMSNorm
 from archaudit.model.scores import SCORES
@@ -102,7 +103,10 @@ class DifferentialAttention(nn.Module):
     def __init__(self, cfg: ModelConfig, layer: int) -> None:
         super().__init__()
         if cfg.n_heads % 2 or cfg.kv_heads != cfg.n_heads:
-            raise ValueError("differential attention needs an even n_heads and no GQA")
+            raise ConfigError(
+                f"model.attention = 'differential' needs an even model.n_heads (got "
+                f"{cfg.n_heads}) and no grouped K/V heads (model.n_kv_heads = {cfg.n_kv_heads})"
+            )
         self.h, self.d_h = cfg.n_heads // 2, cfg.dim_head
         d_inner = cfg.n_heads * self.d_h
         self.window = layer_window(cfg, layer)

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from archaudit.config import ModelConfig
+from archaudit.errors import ConfigError
 from archaudit.registry import Registry
 
 POSITIONS: Registry[type[Position]] = Registry("position")
@@ -93,10 +94,13 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
 
 @POSITIONS.register("sinusoidal")
 class Sinusoidal(Position):
-    """Fixed sin/cos absolute positions added to the embedding (Vaswani et al. 2017)."""
+    """Fixed sin/cos absolute positions added to the embedding (Vaswani et al. 2017). As in the
+    paper the token embedding is first multiplied by √d: with a 0.02-std init the unit-amplitude
+    table would otherwise drown the tokens."""
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:
         T, d = x.shape[1], x.shape[2]
+        x = x * math.sqrt(d)
         pos = torch.arange(T, device=x.device, dtype=torch.float32)[:, None]
         div = torch.exp(torch.arange(0, d, 2, device=x.device) * (-math.log(10000.0) / d))
         pe = torch.zeros(T, d, device=x.device)
@@ -116,5 +120,8 @@ class Learned(Position):
     def embed(self, x: torch.Tensor) -> torch.Tensor:
         T = x.shape[1]
         if self.table.num_embeddings < T:
-            raise ValueError(f"learned positions cover {self.table.num_embeddings} tokens, got {T}")
+            raise ConfigError(
+                f"learned positions cover model.context_length = {self.table.num_embeddings} "
+                f"tokens; a sequence of {T} cannot be embedded (rope/alibi/nope extrapolate)"
+            )
         return x + self.table.weight[:T]

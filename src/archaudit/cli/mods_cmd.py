@@ -1,0 +1,112 @@
+"""`archaudit mods list` and `archaudit mods show`: the modification catalogue.
+
+`PluginOption` is the `--plugin MODULE` option; every command that resolves arms takes it and
+calls `archaudit.mods.load_plugins` before resolving, so user modifications are known.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from archaudit.cli import app
+from archaudit.config import ModelConfig, apply_overrides, build
+from archaudit.mods import Modification, get_modification, list_modifications, load_plugins
+from archaudit.mods.params import baseline_params
+from archaudit.presets import preset
+
+PluginOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--plugin",
+        metavar="MODULE",
+        help="Import MODULE (e.g. my_mods) so that its @modification entries exist. Repeatable.",
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+
+mods_app = typer.Typer(
+    help="The modification catalogue: what each arm changes, its paper and protocol duties.",
+    no_args_is_help=True,
+)
+app.add_typer(mods_app, name="mods")
+
+
+@mods_app.command("list")
+def list_command(
+    family: Annotated[
+        str | None, typer.Option("--family", metavar="FAMILY", help="Only this family.")
+    ] = None,
+    as_json: JsonOption = False,
+    plugin: PluginOption = None,
+) -> None:
+    """List the modifications: name, family, protocol duties, description."""
+    load_plugins(plugin or ())
+    mods = list_modifications(family)
+    if as_json:
+        typer.echo(json.dumps([mod.describe() for mod in mods], indent=2, ensure_ascii=False))
+        return
+    width = max((len(mod.name) for mod in mods), default=0)
+    for mod in mods:
+        duties = ",".join(_duties(mod)) or "-"
+        typer.echo(f"{mod.name:<{width}}  {mod.family:<16}  {duties:<22}  {mod.description}")
+    typer.echo(f"{len(mods)} modifications. `archaudit mods show NAME` for formula and paper.")
+
+
+@mods_app.command("show")
+def show_command(
+    name: Annotated[str, typer.Argument(help="A modification name, e.g. softpick.")],
+    size: Annotated[
+        str, typer.Option("--preset", help="Model size for the parameter delta.")
+    ] = "base",
+    overrides: Annotated[
+        list[str] | None,
+        typer.Option("--set", metavar="model.KEY=VALUE", help="Adjust the size. Repeatable."),
+    ] = None,
+    as_json: JsonOption = False,
+    plugin: PluginOption = None,
+) -> None:
+    """Show one modification: formula, what it sets, parameter delta at a size, duties, paper."""
+    load_plugins(plugin or ())
+    mod = get_modification(name)
+    tree = apply_overrides(preset(size), overrides or (), sections=("model",))
+    cfg: ModelConfig = build(ModelConfig, tree["model"], section="model")
+    info: dict[str, Any] = {
+        **mod.describe(),
+        "size": {k: getattr(cfg, k) for k in ("d_model", "n_layers", "n_heads", "vocab_size")},
+        "sets": mod.claims(cfg),
+        "recipe": mod.recipe_claims(),
+        "params_delta": mod.params_delta(cfg),
+        "baseline_params": baseline_params(cfg),
+    }
+    if as_json:
+        typer.echo(json.dumps(info, indent=2, ensure_ascii=False))
+        return
+    size_text = ", ".join(f"{k}={v}" for k, v in info["size"].items())
+    delta, total = info["params_delta"], info["baseline_params"]
+    rows = {
+        "formula": mod.formula,
+        "sets": _assignments(info["sets"]) or "nothing (the baseline)",
+        "recipe": f"{_assignments(info['recipe'])}: a recipe arm, trained as `tuned` (R1)"
+        if mod.changes_recipe
+        else "unchanged",
+        "params": f"{delta:+,} ({delta / total:+.2%} of {total:,}) at {size_text}; "
+        f"formula {mod.params_formula}",
+        "duties": "; ".join(_duties(mod)) or "none beyond the shared protocol",
+        "citation": str(mod.citation),
+    }
+    typer.echo(f"{mod.name} ({mod.family}): {mod.description}")
+    for key, value in rows.items():
+        typer.echo(f"  {key:<9} {value}")
+
+
+def _duties(mod: Modification) -> list[str]:
+    duties = ["downstream (R6)"] if mod.requires_downstream else []
+    duties += ["cross-scale (R7)"] if mod.requires_cross_scale else []
+    return duties + (["tuned (R1)"] if mod.changes_recipe else [])
+
+
+def _assignments(delta: dict[str, Any]) -> str:
+    return ", ".join(f"{key} = {value!r}" for key, value in delta.items())

@@ -1,0 +1,72 @@
+"""Normalisation: where the norms sit and which norm it is.
+
+R7 applies to every entry here: train at two or more depths and watch the gradient norm.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from archaudit.config import ModelConfig
+from archaudit.mods import params
+from archaudit.mods.registry import Citation, modification
+
+
+@modification(
+    "post_ln",
+    family="norm",
+    citation=Citation("Xiong et al.", 2020, "ICML, arXiv 2002.04745"),
+    description="Post-LN (the 2017 design): normalise after the residual addition",
+    formula="x ← Norm(x + F(x))",
+)
+def post_ln(cfg: ModelConfig) -> dict[str, Any]:
+    return {"residual": "post", "mlp_residual": None}
+
+
+@modification(
+    "peri_ln",
+    family="norm",
+    params=params.sandwich,
+    aliases=("sandwich_norm",),
+    citation=Citation("Kim et al.", 2025, "Peri-LN, arXiv 2502.02732"),
+    description="a norm on each sublayer's input and output (sandwich norm, CogView 2021)",
+    formula="x ← x + Norm_out(F(Norm_in(x)))",
+)
+def peri_ln(cfg: ModelConfig) -> dict[str, Any]:
+    return {"residual": "sandwich", "mlp_residual": None}
+
+
+@modification(
+    "hybrid_norm",
+    family="norm",
+    params=params.qkv_norm,
+    citation=Citation("Zhuo et al.", 2025, "HybridNorm, arXiv 2503.04598"),
+    description="RMSNorm on Q, K and V inside attention; the MLP sublayer in Post-Norm",
+    formula="attention on (RMSNorm(q), RMSNorm(k), RMSNorm(v)); MLP: x ← Norm(x + F(x))",
+)
+def hybrid_norm(cfg: ModelConfig) -> dict[str, Any]:
+    return {"qkv_norm": True, "residual": "pre", "mlp_residual": "post"}
+
+
+@modification(
+    "deepnorm",
+    family="norm",
+    citation=Citation("Wang et al.", 2022, "DeepNet, arXiv 2203.00555"),
+    description="Post-LN with an up-weighted residual and down-scaled sublayer init",
+    formula="x ← Norm(α·x + F(x)), α = (2L)^{1/4}; W_v, W_O, MLP init ×β, β = (8L)^{−1/4}",
+)
+def deepnorm(cfg: ModelConfig) -> dict[str, Any]:
+    # β replaces the GPT-2 1/√(2L) output scaling: DeepNet derives β for plain init.
+    return {"residual": "deepnorm", "mlp_residual": None, "scale_residual_init": False}
+
+
+@modification(
+    "layernorm",
+    family="norm",
+    params=params.layernorm,
+    citation=Citation("Ba et al.", 2016, "arXiv 1607.06450"),
+    description="LayerNorm (centred, with bias) instead of RMSNorm everywhere",
+    formula="Norm(x) = (x − mean(x)) / √(var(x) + ε)·g + b",
+)
+def layernorm(cfg: ModelConfig) -> dict[str, Any]:
+    return {"norm": "layernorm"}

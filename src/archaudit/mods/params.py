@@ -1,0 +1,159 @@
+"""Closed-form parameter deltas: how many parameters a modification adds to the baseline.
+
+Each formula takes the baseline `ModelConfig` whose sizes it reads and returns an int; its
+docstring's first line is the formula as `archaudit mods show` prints it. The tests check every
+formula against `count_parameters` of real models at several sizes, so a formula here is an
+independent statement about the model, not a copy of its code. Symbols: d = d_model,
+L = n_layers, h = n_heads, d_h = head width, V = vocab_size, T = context_length,
+H = gated MLP hidden width, g = gains per norm (1 for RMSNorm, 2 for LayerNorm).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from archaudit.config import ModelConfig
+
+ParamsFormula = Callable[[ModelConfig], int]
+
+NORM_VECTORS = {"rmsnorm": 1, "layernorm": 2}  # d-wide learned vectors per norm: gain (+ bias)
+
+
+def norm_vectors(cfg: ModelConfig) -> int:
+    return NORM_VECTORS[cfg.norm]
+
+
+def gated_hidden(cfg: ModelConfig) -> int:
+    """8/3·d rounded up to a multiple of 16, i.e. 16·⌈d/6⌉ (the MLP override wins)."""
+    return cfg.mlp_hidden or 16 * -(-cfg.d_model // 6)
+
+
+def baseline_params(cfg: ModelConfig) -> int:
+    """2·V·d + L·(2·d·h·d_h + 2·d·h_kv·d_h + 3·d·H + 2·g·d) + g·d (untied, no biases)."""
+    d, d_h, g = cfg.d_model, cfg.dim_head, norm_vectors(cfg)
+    attention = 2 * d * cfg.n_heads * d_h + 2 * d * cfg.kv_heads * d_h
+    block = attention + 3 * d * gated_hidden(cfg) + 2 * g * d
+    head = 0 if cfg.tie_embeddings else cfg.vocab_size * d
+    return cfg.vocab_size * d + head + cfg.n_layers * block + g * d
+
+
+def none(cfg: ModelConfig) -> int:
+    """0"""
+    return 0
+
+
+def per_head(cfg: ModelConfig) -> int:
+    """h·L (one scalar per head and layer)"""
+    return cfg.n_heads * cfg.n_layers
+
+
+def qk_norm(cfg: ModelConfig) -> int:
+    """2·d_h·L (RMSNorm gains on queries and keys)"""
+    return 2 * cfg.dim_head * cfg.n_layers
+
+
+def qkv_norm(cfg: ModelConfig) -> int:
+    """3·d_h·L (RMSNorm gains on queries, keys and values)"""
+    return 3 * cfg.dim_head * cfg.n_layers
+
+
+def gqa(cfg: ModelConfig) -> int:
+    """−L·d·d_h·h (K and V projections shrink from h to h/2 heads)"""
+    return -cfg.n_layers * cfg.d_model * cfg.dim_head * cfg.n_heads
+
+
+def talking_heads(cfg: ModelConfig) -> int:
+    """2·h²·L (an h×h mixing matrix before and after the softmax)"""
+    return 2 * cfg.n_heads**2 * cfg.n_layers
+
+
+def differential(cfg: ModelConfig) -> int:
+    """6·d_h·L (four λ vectors of d_h and a 2·d_h-wide output RMSNorm per layer)"""
+    return 6 * cfg.dim_head * cfg.n_layers
+
+
+def gate_elementwise(cfg: ModelConfig) -> int:
+    """d·h·d_h·L (gate projection W_g: d → h·d_h)"""
+    return cfg.d_model * cfg.n_heads * cfg.dim_head * cfg.n_layers
+
+
+def gate_headwise(cfg: ModelConfig) -> int:
+    """d·h·L (gate projection W_g: d → h)"""
+    return cfg.d_model * cfg.n_heads * cfg.n_layers
+
+
+def learned_positions(cfg: ModelConfig) -> int:
+    """T·d (a learned position table)"""
+    return cfg.context_length * cfg.d_model
+
+
+def hyper_connections(n: int) -> ParamsFormula:
+    def formula(cfg: ModelConfig) -> int:
+        d = cfg.d_model
+        return 2 * cfg.n_layers * (n * n + 2 * n + 2 + d * (n + 2) + norm_vectors(cfg) * d)
+
+    # Per sublayer: static α and A_r (n·(n + 1)), β (n), dynamic projections (d·(n + 2)),
+    # two scales and one norm.
+    formula.__doc__ = f"2L·(n² + 2n + 2 + d·(n + 2) + g·d), n = {n}"
+    return formula
+
+
+def attn_res(cfg: ModelConfig) -> int:
+    """(2L + 1)·d (one query vector per sublayer and one for the output)"""
+    return (2 * cfg.n_layers + 1) * cfg.d_model
+
+
+def value_residual(cfg: ModelConfig) -> int:
+    """2·(L − 1) (λ1, λ2 in every layer but the first)"""
+    return 2 * (cfg.n_layers - 1)
+
+
+def per_sublayer_vector(cfg: ModelConfig) -> int:
+    """2L·d (one d-vector per sublayer)"""
+    return 2 * cfg.n_layers * cfg.d_model
+
+
+def sandwich(cfg: ModelConfig) -> int:
+    """2L·g·d (an output norm per sublayer)"""
+    return 2 * cfg.n_layers * norm_vectors(cfg) * cfg.d_model
+
+
+def rezero(cfg: ModelConfig) -> int:
+    """2L·(1 − g·d) (each sublayer drops its norm and gains a scalar α)"""
+    return 2 * cfg.n_layers * (1 - norm_vectors(cfg) * cfg.d_model)
+
+
+def layernorm(cfg: ModelConfig) -> int:
+    """(2L + 1)·d (a bias on every RMSNorm turned LayerNorm)"""
+    return (2 * cfg.n_layers + 1) * cfg.d_model
+
+
+def plain_mlp(cfg: ModelConfig) -> int:
+    """L·(8·d² − 3·d·H) (two d×4d matrices instead of three d×H)"""
+    d = cfg.d_model
+    return cfg.n_layers * (8 * d * d - 3 * d * gated_hidden(cfg))
+
+
+def mtp_head(cfg: ModelConfig) -> int:
+    """d² + g·d (one extra projection and norm; the output head is shared)"""
+    return cfg.d_model**2 + norm_vectors(cfg) * cfg.d_model
+
+
+def tied(cfg: ModelConfig) -> int:
+    """−V·d (the output head reuses the input embedding)"""
+    return -cfg.vocab_size * cfg.d_model
+
+
+def mixture_of_softmaxes(cfg: ModelConfig) -> int:
+    """k·d·(d + 1), k = mos_experts (k expert projections d×d and the prior d×k)"""
+    return cfg.mos_experts * cfg.d_model * (cfg.d_model + 1)
+
+
+def reshaped(reshape: Callable[[ModelConfig], ModelConfig]) -> ParamsFormula:
+    """For modifications that resize the baseline: P(reshaped) − P(baseline)."""
+
+    def formula(cfg: ModelConfig) -> int:
+        return baseline_params(reshape(cfg)) - baseline_params(cfg)
+
+    formula.__doc__ = "P(reshaped) − P(baseline), P = the baseline's parameter count"
+    return formula

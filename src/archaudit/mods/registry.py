@@ -1,0 +1,250 @@
+"""The modification registry: a modification is a named, cited delta on `ModelConfig`.
+
+    @modification(
+        "qk_norm", family="attention-logits", params=params.qk_norm,
+        citation=Citation("Henry et al.", 2020, "Findings of EMNLP, arXiv 2010.04245"),
+        description="RMSNorm on queries and keys per head, before RoPE",
+        formula="q ← RMSNorm(q), k ← RMSNorm(k)",
+    )
+    def qk_norm(cfg: ModelConfig) -> dict[str, Any]:
+        return {"qk_norm": True}
+
+The function returns the fields the modification *claims*: the fields it sets and the ones it
+needs left alone (differential attention claims `n_kv_heads = None`, so it refuses GQA). Two
+modifications of one arm that claim a field with different values conflict (`arms.py`).
+A few modifications change the training recipe instead (`recipe={...}`); such an arm is trained
+under another recipe hash, so the audit treats it as `tuned` (R1).
+
+The protocol duties follow from the family, never from a flag a contributor could forget:
+attention-output changes must be evaluated downstream (R6), residual and norm changes at two
+or more scales (R7).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any
+
+from archaudit.config import ModelConfig, Recipe
+from archaudit.errors import ConfigError, did_you_mean
+from archaudit.mods import params as formulas
+from archaudit.registry import Registry
+
+FAMILIES = (
+    "baseline",
+    "structure",
+    "position",
+    "attention-logits",
+    "attention-output",
+    "residual",
+    "norm",
+    "mlp",
+    "objective",
+    "recipe",
+)
+DOWNSTREAM_FAMILIES = frozenset({"attention-output"})  # R6
+CROSS_SCALE_FAMILIES = frozenset({"residual", "norm"})  # R7
+ENTRY_POINT_GROUP = "archaudit.modifications"
+
+Delta = Mapping[str, Any]
+DeltaFunction = Callable[[ModelConfig], Delta]
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+class ModificationError(ConfigError):
+    """A modification is defined wrongly: bad name or family, a name taken twice, a field that
+    `ModelConfig` or `Recipe` does not have. Raised at registration or first use."""
+
+
+@dataclass(frozen=True)
+class Citation:
+    authors: str
+    year: int
+    source: str
+    """arXiv id and/or venue."""
+
+    def __str__(self) -> str:
+        return f"{self.authors} {self.year}, {self.source}"
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Modification:
+    name: str
+    family: str
+    description: str
+    """One line: what changes, in words."""
+    formula: str
+    citation: Citation
+    delta: DeltaFunction
+    params: formulas.ParamsFormula
+    """Parameters added to the baseline at the sizes of the given config."""
+    recipe: Delta = field(default_factory=dict)
+    aliases: tuple[str, ...] = ()
+    rank: int = 0
+    """Registration order; an arm applies its modifications in this order."""
+
+    @property
+    def requires_downstream(self) -> bool:
+        return self.family in DOWNSTREAM_FAMILIES
+
+    @property
+    def requires_cross_scale(self) -> bool:
+        return self.family in CROSS_SCALE_FAMILIES
+
+    @property
+    def changes_recipe(self) -> bool:
+        return bool(self.recipe)
+
+    @property
+    def params_formula(self) -> str:
+        """The first docstring line of `params` (a plugin's lambda has none)."""
+        return ((self.params.__doc__ or "").strip().splitlines() or ["undocumented"])[0]
+
+    def claims(self, cfg: ModelConfig) -> dict[str, Any]:
+        """The fields this modification sets (or pins) on `cfg`, checked against ModelConfig."""
+        delta = dict(self.delta(cfg))
+        _check_fields(self.name, delta, ModelConfig, "model")
+        return delta
+
+    def recipe_claims(self) -> dict[str, Any]:
+        delta = dict(self.recipe)
+        _check_fields(self.name, delta, Recipe, "recipe")
+        return delta
+
+    def params_delta(self, cfg: ModelConfig) -> int:
+        return self.params(cfg)
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-ready summary (the objects of `archaudit mods list --json`)."""
+        return {
+            "name": self.name,
+            "family": self.family,
+            "requires_downstream": self.requires_downstream,
+            "requires_cross_scale": self.requires_cross_scale,
+            "changes_recipe": self.changes_recipe,
+            "citation": dataclasses.asdict(self.citation),
+            "description": self.description,
+            "formula": self.formula,
+            "params_formula": self.params_formula,
+            "aliases": list(self.aliases),
+        }
+
+
+MODIFICATIONS: Registry[Modification] = Registry("modification")
+_ALIASES: dict[str, str] = {}
+
+
+def modification(
+    name: str,
+    *,
+    family: str,
+    citation: Citation,
+    description: str,
+    formula: str,
+    params: formulas.ParamsFormula = formulas.none,
+    recipe: Delta | None = None,
+    aliases: tuple[str, ...] = (),
+) -> Callable[[DeltaFunction], DeltaFunction]:
+    """Register the decorated function `cfg -> {field: value}` as a modification."""
+    for label in (name, *aliases):
+        if not _NAME.fullmatch(label):
+            raise ModificationError(
+                f"modification name {label!r} must be lower_snake_case ('+' joins arms)"
+            )
+    if family not in FAMILIES:
+        raise ModificationError(
+            f"modification {name!r}: unknown family {family!r}{did_you_mean(family, FAMILIES)}"
+        )
+
+    def register(delta: DeltaFunction) -> DeltaFunction:
+        for label in (name, *aliases):
+            if label in MODIFICATIONS or label in _ALIASES:
+                raise ModificationError(f"modification {label!r} is already registered")
+        mod = Modification(
+            name=name,
+            family=family,
+            description=description,
+            formula=formula,
+            citation=citation,
+            delta=delta,
+            params=params,
+            recipe=dict(recipe or {}),
+            aliases=aliases,
+            rank=len(list(MODIFICATIONS)),
+        )
+        mod.recipe_claims()  # a typo in a recipe field fails at import, not in an audit
+        MODIFICATIONS.register(name)(mod)
+        _ALIASES.update(dict.fromkeys(aliases, name))
+        return delta
+
+    return register
+
+
+def get_modification(name: str) -> Modification:
+    """A modification by name or alias; an unknown name fails with did-you-mean."""
+    _load_entry_points()
+    return MODIFICATIONS.get(_ALIASES.get(name, name))
+
+
+def list_modifications(family: str | None = None) -> list[Modification]:
+    """All modifications in catalogue order, optionally of one family."""
+    _load_entry_points()
+    if family is not None and family not in FAMILIES:
+        raise ConfigError(f"unknown family {family!r}{did_you_mean(family, FAMILIES)}")
+    mods = sorted((mod for _, mod in MODIFICATIONS.items()), key=lambda mod: mod.rank)
+    return [mod for mod in mods if family in (None, mod.family)]
+
+
+# ---------------------------------------------------------------------------------------------
+# plugins: a user module registers its own modifications with the same decorator
+
+
+def load_plugins(modules: Iterable[str]) -> None:
+    """Import each module (`--plugin my_mods`) so that its `@modification`s register.
+
+    Like `python -m`, the current directory is importable, so a `my_mods.py` beside the audit
+    file works without installing it. Importing a module twice registers nothing twice.
+    """
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as err:
+            raise ConfigError(f"plugin {module!r}: cannot import it ({err})") from None
+
+
+_entry_points_loaded = False
+
+
+def _load_entry_points() -> None:
+    """Import every module named in the `archaudit.modifications` entry-point group, once."""
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    _entry_points_loaded = True
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            point.load()
+        except ImportError as err:
+            raise ConfigError(
+                f"entry point {point.name!r} = {point.value!r} in group {ENTRY_POINT_GROUP!r} "
+                f"cannot be loaded ({err})"
+            ) from None
+
+
+def _check_fields(name: str, delta: Delta, cls: type, section: str) -> None:
+    fields = {f.name for f in dataclasses.fields(cls)}
+    for key in delta:
+        if key not in fields:
+            raise ModificationError(
+                f"modification {name!r} sets unknown field {section}.{key}"
+                f"{did_you_mean(key, fields)}"
+            )
