@@ -213,8 +213,9 @@ def test_hybrid_norm_normalises_qkv_and_puts_the_mlp_in_post_norm():
     torch.testing.assert_close(attn(x, ctx)[0], torch.cat(heads, -1) @ attn.o_proj.weight.T)
     mlp = block.mlp
     torch.testing.assert_close(mlp(x, ctx), rms(x + mlp.sublayer(x, ctx), mlp.norm.weight))
-    attn_in = rms(x, block.attn.norm.weight)  # the attention sublayer stays pre-norm
-    torch.testing.assert_close(block.attn(x, ctx), x + attn(attn_in, ctx))
+    # No input norm on the attention sublayer: Q, K and V are normalised inside instead.
+    assert not any(name.startswith("norm") for name, _ in block.attn.named_parameters())
+    torch.testing.assert_close(block.attn(x, ctx), x + attn(x, ctx))
 
 
 @formula("gated_attn", "gated_attn_headwise")

@@ -91,13 +91,25 @@ class DeepNorm(Connection):
         return self.norm(self.alpha * x + b)
 
 
-@CONNECTIONS.register("rezero")
-class ReZero(Connection):
-    """x + α·F(x), α a learned scalar starting at 0, no norm (Bachlechner et al. 2020)."""
+@CONNECTIONS.register("unnormed")
+class Unnormed(Connection):
+    """x + F(x) with no norm around the sublayer: HybridNorm's attention sublayer, which
+    normalises Q, K and V inside attention instead (Zhuo et al. 2025, arXiv 2503.04598)."""
 
     def __init__(self, cfg: ModelConfig, sublayer: nn.Module) -> None:
         nn.Module.__init__(self)
         self.sublayer = sublayer
+
+    def branch(self, x, ctx):  # type: ignore[no-untyped-def]
+        return self._call(x, ctx)
+
+
+@CONNECTIONS.register("rezero")
+class ReZero(Unnormed):
+    """x + α·F(x), α a learned scalar starting at 0, no norm (Bachlechner et al. 2020)."""
+
+    def __init__(self, cfg: ModelConfig, sublayer: nn.Module) -> None:
+        super().__init__(cfg, sublayer)
         self.alpha = nn.Parameter(torch.zeros(1))
 
     def branch(self, x, ctx):  # type: ignore[no-untyped-def]

@@ -57,6 +57,11 @@ def qkv_norm(cfg: ModelConfig) -> int:
     return 3 * cfg.dim_head * cfg.n_layers
 
 
+def hybrid_norm(cfg: ModelConfig) -> int:
+    """3·d_h·L − d·L (Q, K, V gains added; the attention input norms removed)"""
+    return (3 * cfg.dim_head - cfg.d_model) * cfg.n_layers
+
+
 def gqa(cfg: ModelConfig) -> int:
     """−L·d·d_h·h (K and V projections shrink from h to h/2 heads)"""
     return -cfg.n_layers * cfg.d_model * cfg.dim_head * cfg.n_heads

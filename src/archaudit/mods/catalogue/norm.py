@@ -39,13 +39,15 @@ def peri_ln(cfg: ModelConfig) -> dict[str, Any]:
 @modification(
     "hybrid_norm",
     family="norm",
-    params=params.qkv_norm,
+    params=params.hybrid_norm,
     citation=Citation("Zhuo et al.", 2025, "HybridNorm, arXiv 2503.04598"),
-    description="RMSNorm on Q, K and V inside attention; the MLP sublayer in Post-Norm",
-    formula="attention on (RMSNorm(q), RMSNorm(k), RMSNorm(v)); MLP: x ← Norm(x + F(x))",
+    description="RMSNorm on Q, K and V inside attention (no input norm); the MLP in Post-Norm",
+    formula="x ← x + Attn(RMSNorm(q), RMSNorm(k), RMSNorm(v)) of x; MLP: x ← Norm(x + F(x))",
 )
 def hybrid_norm(cfg: ModelConfig) -> dict[str, Any]:
-    return {"qkv_norm": True, "residual": "pre", "mlp_residual": "post"}
+    # The reference code (BryceZhuo/HybridNorm) has no attention input norm by default; its
+    # HybridNorm* variant adds one in the first layer only.
+    return {"qkv_norm": True, "residual": "unnormed", "mlp_residual": "post"}
 
 
 @modification(
