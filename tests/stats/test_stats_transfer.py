@@ -108,3 +108,24 @@ def test_verdicts_that_flip_between_baselines():
     assert by_arm["top"].sign_agrees
     assert result.flipped == ("mid",)
     assert result.sign_agreement == 0.5
+
+
+def test_transfer_across_baselines_pairs_audit_style_arm_at_baseline_names():
+    """An audit applies each arm to each baseline (`qk_norm@llama`, `qk_norm@olmo`): each is
+    judged against its own baseline, and the deltas are the per-baseline differences."""
+    from archaudit.stats import transfer_across_baselines
+    from archaudit.stats.table import Row, Table
+
+    means = {"llama": {"baseline": 3.0, "qk_norm": 2.9}, "olmo": {"baseline": 2.0, "qk_norm": 2.2}}
+    rows = []
+    for base, arms in means.items():
+        for arm, mean in arms.items():
+            for seed, jitter in enumerate((-0.01, 0.0, 0.01)):
+                rows.append(Row(f"{arm}@{base}", "s", seed, "val_loss", mean + jitter))
+    result = transfer_across_baselines(
+        Table(tuple(rows)), "val_loss", ["llama", "olmo"], lower_is_better=True
+    )
+    (arm,) = result.arms
+    assert arm.arm == "qk_norm"
+    assert arm.deltas["llama"] == pytest.approx(0.1) and arm.deltas["olmo"] == pytest.approx(-0.2)
+    assert not arm.sign_agrees and result.sign_agreement == 0.0

@@ -18,6 +18,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",  # joins wrapped docstring lines into paragraphs
 )
 
 
@@ -41,7 +42,7 @@ def _root(
 
 def _register_commands() -> None:
     # Imported for their side effect of adding commands to `app`.
-    from archaudit.cli import mods_cmd, stats_cmd, train_cmd  # noqa: F401
+    from archaudit.cli import audit_cmd, mods_cmd, stats_cmd, train_cmd  # noqa: F401
 
 
 def main() -> None:

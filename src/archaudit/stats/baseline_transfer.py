@@ -2,12 +2,17 @@
 
 When an audit has several baselines (e.g. two reference architectures), each arm is judged
 against each of them; the other baselines are left out of every family so that m is the same.
+
+Two layouts are understood. In a table of anybody's runs, the baselines are arms and every other
+arm is compared with each. An archaudit audit instead applies every arm to every baseline and
+names the runs `<arm>@<baseline>` (the baselines themselves `baseline@<name>`): then each arm is
+judged against its own baseline, and `qk_norm@llama` is paired with `qk_norm@olmo`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -16,6 +21,26 @@ from archaudit.stats.judge import judge
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import Table
 from archaudit.stats.verdicts import DIVERGED, INCOMPLETE
+
+AUDIT_BASELINE = "baseline"
+
+
+def _audit_layout(table: Table, baselines: Sequence[str]) -> dict[str, Table]:
+    """Per baseline, its `<arm>@<baseline>` rows with the suffix dropped; empty when the table
+    does not use the audit layout."""
+    if not all(f"{AUDIT_BASELINE}@{base}" in table.arms for base in baselines):
+        return {}
+    return {
+        base: Table(
+            tuple(
+                replace(row, arm=row.arm.removesuffix(f"@{base}"))
+                for row in table.rows
+                if row.arm.endswith(f"@{base}")
+            ),
+            table.source,
+        )
+        for base in baselines
+    }
 
 
 @dataclass(frozen=True)
@@ -60,8 +85,19 @@ def transfer_across_baselines(
             f"got baselines {list(baselines)}",
             "name at least two different baselines",
         )
+    per_baseline = _audit_layout(table, baselines)
     judged = {
         base: judge(
+            per_baseline[base],
+            metric,
+            baseline=AUDIT_BASELINE,
+            lower_is_better=lower_is_better,
+            correction=correction,
+            alpha=alpha,
+            scale=scale,
+        )
+        if per_baseline
+        else judge(
             table,
             metric,
             baseline=base,

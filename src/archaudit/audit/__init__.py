@@ -1,0 +1,44 @@
+"""Audits end to end: an audit file → a plan of runs → resumable runs on any executor → a store
+of run directories with an SQLite index and the results table `archaudit.stats` reads.
+
+    from archaudit.audit import load_audit, make_plan, run_audit
+    outcome = run_audit(make_plan(load_audit("audit.toml")))
+
+See docs/audit.md. Importing this package does not import torch.
+"""
+
+from archaudit.audit.coordinator import AuditOutcome, run_audit
+from archaudit.audit.demo import judge_audit, run_demo, verdict_table
+from archaudit.audit.executors import EXECUTORS, make_executor
+from archaudit.audit.plan import Plan, RunSpec, make_plan
+from archaudit.audit.rerun import RerunReport, rerun
+from archaudit.audit.runner import RunOptions, run_one
+from archaudit.audit.spec import AuditSpec, load_audit
+from archaudit.audit.starter import write_starter
+from archaudit.audit.store import refresh_index, run_status
+from archaudit.audit.trackers import TRACKERS
+from archaudit.audit.tune import tune_baseline
+
+__all__ = [
+    "EXECUTORS",
+    "TRACKERS",
+    "AuditOutcome",
+    "AuditSpec",
+    "Plan",
+    "RerunReport",
+    "RunOptions",
+    "RunSpec",
+    "judge_audit",
+    "load_audit",
+    "make_executor",
+    "make_plan",
+    "refresh_index",
+    "rerun",
+    "run_audit",
+    "run_demo",
+    "run_one",
+    "run_status",
+    "tune_baseline",
+    "verdict_table",
+    "write_starter",
+]

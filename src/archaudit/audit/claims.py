@@ -1,0 +1,147 @@
+"""Claims: a run is executed by at most one worker, even across machines on a shared disk.
+
+A claim is a file `claim.<generation>` in the run directory, created with O_EXCL (atomic on
+local and NFS v3+ file systems) and holding the owner's pid, host and start time. The owner
+touches it every `heartbeat_s` seconds. A claim is stale when its heartbeat is older than
+`stale_after_s`, or at once when its process is gone on this host; a stale claim is taken over
+by creating the next generation, again with O_EXCL, so of two workers racing for the takeover
+exactly one wins. An owner whose claim was taken over (its heartbeat stalled, e.g. a paused
+process) finds a newer generation at its next heartbeat and exits without writing anything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PREFIX = "claim."
+LOST_EXIT_CODE = 75  # EX_TEMPFAIL: the run is someone else's now
+
+
+@dataclass(frozen=True)
+class ClaimInfo:
+    path: Path
+    generation: int
+    pid: int
+    host: str
+    started: float
+    heartbeat: float
+
+    def stale(self, stale_after_s: float, now: float | None = None) -> bool:
+        if self.host == socket.gethostname() and not _alive(self.pid):
+            return True
+        return (now or time.time()) - self.heartbeat > stale_after_s
+
+
+def current_claim(run_dir: Path) -> ClaimInfo | None:
+    """The newest claim on a run, or None."""
+    generations = _generations(run_dir)
+    while generations:
+        gen = generations.pop()
+        path = run_dir / f"{PREFIX}{gen}"
+        try:
+            heartbeat = path.stat().st_mtime
+            owner = json.loads(path.read_text() or "{}")
+        except (FileNotFoundError, json.JSONDecodeError):
+            # released meanwhile, or caught between create and write: treat as fresh and unknown
+            if path.exists():
+                return ClaimInfo(path, gen, -1, "", time.time(), time.time())
+            continue
+        return ClaimInfo(
+            path, gen, owner.get("pid", -1), owner.get("host", ""), owner.get("started", 0.0),
+            heartbeat,
+        )  # fmt: skip
+    return None
+
+
+class Claim:
+    """A held claim; `start_heartbeat` keeps it fresh in a daemon thread until `release`."""
+
+    def __init__(self, path: Path, generation: int) -> None:
+        self.path, self.generation = path, generation
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def still_held(self) -> bool:
+        newest = current_claim(self.path.parent)
+        return newest is not None and newest.generation == self.generation
+
+    def start_heartbeat(self, interval_s: float) -> None:
+        def beat() -> None:
+            while not self._stop.wait(interval_s):
+                if not self.still_held():
+                    os._exit(LOST_EXIT_CODE)  # another worker owns the run: write nothing more
+                with contextlib.suppress(FileNotFoundError):
+                    os.utime(self.path)
+
+        self._thread = threading.Thread(target=beat, name="claim-heartbeat", daemon=True)
+        self._thread.start()
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self.still_held():
+            self.path.unlink(missing_ok=True)
+
+
+def try_claim(run_dir: Path, stale_after_s: float) -> Claim | None:
+    """Claim the run, taking over a stale claim; None when a live worker holds it."""
+    held = current_claim(run_dir)
+    if held is not None and not held.stale(stale_after_s):
+        return None
+    generation = held.generation + 1 if held is not None else 0
+    path = run_dir / f"{PREFIX}{generation}"
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return None
+    owner = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
+    with os.fdopen(fd, "w") as f:
+        json.dump(owner, f)
+    claim = Claim(path, generation)
+    if not claim.still_held():  # a newer generation appeared while we created ours
+        path.unlink(missing_ok=True)
+        return None
+    if held is not None:
+        held.path.unlink(missing_ok=True)
+    return claim
+
+
+def _generations(run_dir: Path) -> list[int]:
+    if not run_dir.is_dir():
+        return []
+    found = []
+    for entry in os.listdir(run_dir):
+        suffix = entry[len(PREFIX) :]
+        if entry.startswith(PREFIX) and suffix.isdigit():
+            found.append(int(suffix))
+    return sorted(found)
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return True  # unknown owner: only the heartbeat can tell
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """A killed worker stays a zombie until it is reaped, which a container's init may take a
+    while to do; it holds its pid but will never heartbeat again (Linux /proc only)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] in ("Z", "X")

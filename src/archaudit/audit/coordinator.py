@@ -1,0 +1,94 @@
+"""`run_audit`: bring every run of a plan to DONE, whatever happened before.
+
+The loop reads the run directories, hands the runs nobody is working on to the executor, waits
+for runs another worker (or another `archaudit run`) holds, and takes over runs whose worker
+died. Run it again after a crash, on another machine, or twice at once: each run is executed
+exactly once, and finished runs are never retrained.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from archaudit.audit import store
+from archaudit.audit.executors import make_executor
+from archaudit.audit.live import AuditMonitor
+from archaudit.audit.plan import Plan
+from archaudit.audit.protocol import warn_notes
+from archaudit.audit.runner import RunOptions
+from archaudit.audit.spec import ExecutorSpec
+from archaudit.audit.trackers import check_tracker
+
+WAIT_S = 1.0
+
+
+@dataclass(frozen=True)
+class AuditOutcome:
+    audit_dir: Path
+    counts: dict[str, int]
+    """Runs per final state (done, diverged, failed)."""
+    failed: dict[str, str]
+    """Run path → what went wrong."""
+    results: Path
+
+
+def run_audit(
+    plan: Plan,
+    *,
+    executor: str | None = None,
+    workers: int | None = None,
+    tracker: str | None = None,
+    live: bool = True,
+) -> AuditOutcome:
+    """Run (or resume) the whole audit; `executor`, `workers` and `tracker` override the file."""
+    settings = plan.spec.executor
+    settings = dataclasses.replace(
+        settings, kind=executor or settings.kind, workers=workers or settings.workers
+    )
+    tracker = plan.spec.tracker if tracker is None else tracker
+    if tracker:
+        check_tracker(tracker)
+    pool = make_executor(settings, plan.audit_dir)  # a bad name fails before anything is written
+    warn_notes(plan.notes)
+    run_dirs = store.materialize(plan)
+    options = RunOptions(
+        threads=pool.threads,
+        ranks=settings.ranks,
+        tracker=tracker,
+        heartbeat_s=settings.heartbeat_s,
+        stale_after_s=settings.stale_after_s,
+    )
+    launches: Counter[Path] = Counter()
+    with AuditMonitor(run_dirs, stale_after_s=settings.stale_after_s, live=live) as monitor:
+        while True:
+            statuses = monitor.snapshot()
+            todo = [s.path for s in statuses if _runnable(s, launches[s.path], settings)]
+            if todo:
+                launches.update(todo)
+                pool.execute(todo, options)
+            elif any(s.state == "running" for s in statuses):
+                time.sleep(WAIT_S)  # another worker holds these runs: wait for it (or its death)
+            else:
+                break
+    planned = set(run_dirs)
+    statuses = [s for s in store.refresh_index(plan.audit_dir) if s.path in planned]
+    finished = ("done", "diverged")
+    failed = {
+        s.spec.path: (s.error or "exited without a result; see run-one.log").splitlines()[0]
+        for s in statuses
+        if s.state not in finished
+    }
+    counts = Counter(s.state if s.state in finished else "failed" for s in statuses)
+    return AuditOutcome(plan.audit_dir, dict(counts), failed, plan.audit_dir / store.RESULTS)
+
+
+def _runnable(status: store.RunStatus, launches: int, settings: ExecutorSpec) -> bool:
+    """Nobody works on it, and this session has launches left for it (a run that failed
+    before this session is retried once; one that failed in it is not)."""
+    if launches >= settings.max_attempts:
+        return False
+    return status.state in ("planned", "stale") or (status.state == "failed" and not launches)

@@ -1,0 +1,106 @@
+"""What an audit looks like while it runs: a per-arm table and an overall progress bar with ETA
+on a terminal, one log line per finished run elsewhere. Everything is read from the run
+directories, so the view is the same whichever executor (or machine) does the work."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+
+from rich.console import Group
+from rich.live import Live
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from archaudit.audit.store import STATES, RunStatus, run_status
+from archaudit.progress import console, log
+
+FINAL = ("done", "diverged", "failed")
+
+
+def arm_table(statuses: Sequence[RunStatus], title: str = "") -> Table:
+    """One row per arm: how many of its runs are in each state, and its mean val_loss so far."""
+    by_arm: dict[str, list[RunStatus]] = defaultdict(list)
+    for status in statuses:
+        by_arm[status.spec.arm].append(status)
+    table = Table(title=title or None)
+    table.add_column("arm")
+    for state in STATES:
+        table.add_column(state, justify="right")
+    table.add_column("val_loss", justify="right")
+    for arm, runs in by_arm.items():
+        counts = Counter(s.state for s in runs)
+        losses = [s.result["metrics"]["val_loss"] for s in runs if s.state == "done"]
+        losses = [v for v in losses if v is not None]
+        mean = f"{sum(losses) / len(losses):.4f}" if losses else "-"
+        table.add_row(arm, *(str(counts[state] or "") for state in STATES), mean)
+    return table
+
+
+def progress_of(statuses: Sequence[RunStatus]) -> tuple[int, int]:
+    """(training steps done, steps planned) over all runs; a finished run counts in full."""
+    done = sum(s.spec.recipe.steps if s.state in FINAL else s.step for s in statuses)
+    return done, sum(s.spec.recipe.steps for s in statuses)
+
+
+class AuditMonitor:
+    """Watch run directories in a background thread while an executor works."""
+
+    def __init__(self, run_dirs: Sequence[Path], *, stale_after_s: float, live: bool) -> None:
+        self.run_dirs, self.stale_after_s = list(run_dirs), stale_after_s
+        self._live = live and console.is_terminal
+        self._stop = threading.Event()
+        self._seen: dict[Path, str] = {}
+        self._bar = Progress(
+            TextColumn("[bold]audit"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("steps  ETA"),
+            TimeRemainingColumn(),
+            console=console,
+        )
+        self._task = self._bar.add_task("audit", total=None)
+        self._thread = threading.Thread(target=self._watch, name="audit-monitor", daemon=True)
+
+    def snapshot(self) -> list[RunStatus]:
+        return [run_status(d, self.stale_after_s) for d in self.run_dirs]
+
+    def render(self) -> Group:
+        statuses = self.snapshot()
+        done, total = progress_of(statuses)
+        self._bar.update(self._task, completed=done, total=total)
+        return Group(arm_table(statuses), self._bar)
+
+    def _watch(self) -> None:
+        if self._live:
+            with Live(get_renderable=self.render, console=console, refresh_per_second=2):
+                self._stop.wait()
+            return
+        self._log_finished()
+        while not self._stop.wait(1.0):
+            self._log_finished()
+
+    def _log_finished(self) -> None:
+        statuses = self.snapshot()
+        for s in statuses:
+            if s.state in FINAL and self._seen.get(s.path) != s.state:
+                self._seen[s.path] = s.state
+                loss = (s.result or {}).get("metrics", {}).get("val_loss")
+                detail = f" val_loss {loss:.4f}" if isinstance(loss, float) else ""
+                log(f"[{len(self._seen)}/{len(statuses)}] {s.spec.path}: {s.state}{detail}")
+
+    def __enter__(self) -> AuditMonitor:
+        self._seen = {s.path: s.state for s in self.snapshot() if s.state in FINAL}
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        self._thread.join()
+        if not self._live:
+            self._log_finished()

@@ -1,0 +1,270 @@
+"""Plan: an `AuditSpec` → the grid of `RunSpec`s (baselines × arms × scales × seeds).
+
+Every run is fully resolved here (model config after the arm, recipe after the scale's token
+budget) and gets a content-hash id over what determines its numbers, so an edited arm is a new
+run, never a silent reuse of an old directory. All checks happen before anything is written:
+names, conflicts, the recipe lock (R1), batch shapes, the model's slot names, and the protocol
+notes (R5–R7).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from archaudit.audit import protocol
+from archaudit.audit.protocol import ProtocolNote
+from archaudit.audit.spec import ArmEntry, AuditSpec, ScaleSpec
+from archaudit.config import ModelConfig, Recipe, build, canonical_json, recipe_hash, to_dict
+from archaudit.errors import ConfigError, did_you_mean
+
+BASELINE = "baseline"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSpec:
+    """One training run of an audit: everything `archaudit run-one` needs, stored as run.json."""
+
+    audit: str
+    arm: str
+    """The name in results: the arm (`qk_norm+geglu`), `@baseline` appended when the audit has
+    several baselines."""
+    mods: str
+    """The resolved arm (`baseline` for a baseline run)."""
+    baseline: str
+    family: str
+    scale: str
+    seed: int
+    tuned: bool = False
+    anchor: bool = False
+    model: ModelConfig
+    recipe: Recipe
+    suite: str = ""
+    eval_limit: int | None = None
+    path: str
+    """The run directory, relative to the audit directory: <arm>/<scale>/seed-<k>."""
+
+    @property
+    def run_id(self) -> str:
+        """sha256 over what determines the run's numbers (operational recipe fields excluded)."""
+        key = {
+            "model": to_dict(self.model),
+            "recipe_hash": recipe_hash(self.recipe),
+            "seed": self.seed,
+            "suite": self.suite,
+            "eval_limit": self.eval_limit,
+        }
+        return hashlib.sha256(canonical_json(key).encode()).hexdigest()[:16]
+
+    def to_json(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out |= {"model": to_dict(self.model), "recipe": to_dict(self.recipe)}
+        return {"id": self.run_id, "recipe_hash": recipe_hash(self.recipe), **out}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunSpec:
+        fields = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in fields}
+        values["model"] = build(ModelConfig, data["model"], section="model")
+        values["recipe"] = build(Recipe, data["recipe"], section="recipe")
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class Plan:
+    spec: AuditSpec
+    runs: tuple[RunSpec, ...]
+    notes: tuple[ProtocolNote, ...]
+
+    @property
+    def audit_dir(self) -> Path:
+        return self.spec.audit_dir
+
+    def run_dir(self, run: RunSpec) -> Path:
+        return self.audit_dir / run.path
+
+
+@dataclass(frozen=True)
+class PlannedArm:
+    """An arm entry after suites are expanded and names resolved."""
+
+    arm: Any  # archaudit.mods.Arm
+    entry: ArmEntry
+    from_suite: bool = False
+
+
+def make_plan(spec: AuditSpec, *, strict: bool = False) -> Plan:
+    """Resolve and check the whole grid; raises ConfigError (naming the file) on any mistake."""
+    try:
+        return _make_plan(spec, strict=strict)
+    except ConfigError as err:
+        raise ConfigError(f"{spec.source}: {err}") from None
+
+
+def _make_plan(spec: AuditSpec, *, strict: bool) -> Plan:
+    from archaudit.mods import load_plugins
+
+    load_plugins(spec.plugins)
+    suite = resolve_eval_suite(spec)
+    arms = expand_arms(spec)
+    scale_names = [s.name for s in spec.scales]
+    runs: list[RunSpec] = []
+    notes = protocol.noise_floor_note(spec.seeds.noise_floor)
+    several = len(spec.baselines) > 1
+    for planned in arms:
+        arm, entry = planned.arm, planned.entry
+        for scale in entry.scales or ():
+            if scale not in scale_names:
+                raise ConfigError(
+                    f"arm {arm.name!r}: unknown scale {scale!r}{did_you_mean(scale, scale_names)}"
+                )
+        scales = [s for s in spec.scales if entry.scales is None or s.name in entry.scales]
+        notes += protocol.downstream_note(arm.name, arm.requires_downstream, suite)
+        notes += protocol.cross_scale_note(
+            arm.name, arm.requires_cross_scale, [s.name for s in scales]
+        )
+        for baseline, delta in spec.baselines.items():
+            name = f"{arm.name}@{baseline}" if several else arm.name
+            for scale in scales:
+                grid = _runs_of(spec, planned, name, baseline, delta, scale, suite)
+                runs += grid
+                notes += _identity_note(spec, grid[0], delta, scale)
+    protocol.enforce(notes, strict=strict)
+    return Plan(spec, tuple(runs), tuple(notes))
+
+
+def _runs_of(
+    spec: AuditSpec,
+    planned: PlannedArm,
+    name: str,
+    baseline: str,
+    delta: dict[str, Any],
+    scale: ScaleSpec,
+    suite: str,
+) -> list[RunSpec]:
+    arm, entry = planned.arm, planned.entry
+    where = f"arm {name!r} at scale {scale.name!r}"
+    try:
+        model = arm.apply(_baseline_model(spec, delta, scale))
+        shared = scale_recipe(spec.recipe, scale)
+        recipe = arm.apply_recipe(shared)
+        if entry.recipe:
+            recipe = build(Recipe, {**to_dict(recipe), **entry.recipe}, section=f"{name}.recipe")
+        # a catalogue recipe arm (long_warmup, ...) declares itself tuned; anything else must say so
+        declared = entry.tuned or arm.changes_recipe
+        differs = protocol.recipe_lock(name, recipe, shared, tuned=declared)
+        recipe.sequences_per_step(model.context_length)
+        check_model(model)
+    except ConfigError as err:
+        raise ConfigError(f"{where}: {err}") from None
+    # the flag follows a real recipe difference; a single arm marked tuned keeps it regardless
+    tuned = differs or (entry.tuned and not planned.from_suite)
+    anchor = arm.name == BASELINE or entry.anchor or arm.name in spec.seeds.anchors
+    seeds = spec.seeds.noise_floor if anchor else entry.seeds or spec.seeds.arms
+    return [
+        RunSpec(
+            audit=spec.name,
+            arm=name,
+            mods=arm.name,
+            baseline=baseline,
+            family=arm.family,
+            scale=scale.name,
+            seed=seed,
+            tuned=tuned,
+            anchor=anchor and arm.name != BASELINE,
+            model=model,
+            recipe=recipe,
+            suite=suite,
+            eval_limit=spec.eval.limit,
+            path=f"{name}/{scale.name}/seed-{seed}",
+        )
+        for seed in range(seeds)
+    ]
+
+
+def expand_arms(spec: AuditSpec) -> list[PlannedArm]:
+    """The baseline first, then every entry with suites expanded; the first mention of an arm
+    wins. Anchors must name arms of the audit."""
+    from archaudit.mods import get_suite, resolve_arm
+
+    baseline = PlannedArm(resolve_arm(BASELINE), ArmEntry(arm=BASELINE))
+    planned: dict[str, PlannedArm] = {BASELINE: baseline}
+    for i, entry in enumerate(spec.arms):
+        try:
+            names = get_suite(entry.suite) if entry.suite is not None else [entry.arm]
+            for name in names:
+                arm = resolve_arm(name)
+                planned.setdefault(arm.name, PlannedArm(arm, entry, entry.suite is not None))
+        except ConfigError as err:
+            raise ConfigError(f"arms[{i}] ({entry.arm!r}): {err}") from None
+    for anchor in spec.seeds.anchors:
+        canonical = resolve_arm(anchor).name
+        if canonical not in planned:
+            raise ConfigError(
+                f"seeds.anchors: {anchor!r} is not an arm of this audit"
+                f"{did_you_mean(anchor, planned)}"
+            )
+    return list(planned.values())
+
+
+def scale_recipe(recipe: Recipe, scale: ScaleSpec) -> Recipe:
+    """The shared recipe at one scale: its token budget sets the steps."""
+    if scale.tokens is None:
+        return recipe
+    steps = scale.tokens // recipe.batch_tokens
+    if steps < 1:
+        raise ConfigError(
+            f"scales.{scale.name}.tokens = {scale.tokens} is less than one step of "
+            f"recipe.batch_tokens = {recipe.batch_tokens}"
+        )
+    return dataclasses.replace(recipe, steps=steps)
+
+
+def _identity_note(
+    spec: AuditSpec, run: RunSpec, delta: dict[str, Any], scale: ScaleSpec
+) -> list[ProtocolNote]:
+    """An arm that trains exactly its baseline (the change is already part of it) is noted."""
+    same_recipe = recipe_hash(run.recipe) == recipe_hash(scale_recipe(spec.recipe, scale))
+    if run.mods == BASELINE or not same_recipe or run.model != _baseline_model(spec, delta, scale):
+        return []
+    message = f"{run.arm} at scale {scale.name} is the baseline {run.baseline!r} itself"
+    return [ProtocolNote("identity", run.arm, message + " (its change is already part of it)")]
+
+
+def _baseline_model(spec: AuditSpec, delta: dict[str, Any], scale: ScaleSpec) -> ModelConfig:
+    return build(ModelConfig, {**scale.model, **delta}, section=f"scales.{scale.name}")
+
+
+def resolve_eval_suite(spec: AuditSpec) -> str:
+    """The suite as stored in every run: a built-in name, an absolute path to a suite file
+    (relative paths are taken from the audit file's folder), or "" for loss only."""
+    from archaudit.evals import builtin_suites, load_suite
+
+    name = spec.eval.suite
+    if not name or name in builtin_suites():
+        return name
+    beside = Path(spec.source).parent / name
+    path = beside if beside.is_file() else Path(name)
+    load_suite(path)  # unknown names fail here with did-you-mean
+    return str(path.resolve())
+
+
+@functools.lru_cache(maxsize=256)
+def _model_params(key: str) -> int:
+    import torch
+
+    from archaudit.model import build_model, count_parameters
+
+    cfg = build(ModelConfig, json.loads(key), section="model")
+    with torch.device("meta"):  # shapes only: no memory, no init
+        return count_parameters(build_model(cfg))
+
+
+def check_model(cfg: ModelConfig) -> int:
+    """Build the model on the meta device (every slot name checked); its parameter count."""
+    return _model_params(canonical_json(to_dict(cfg)))

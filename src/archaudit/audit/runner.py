@@ -1,0 +1,211 @@
+"""One run end to end: claim → train (resuming) → evaluate → DONE. Idempotent and restartable.
+
+Every executor launches exactly this (`archaudit run-one RUN_DIR`), so all state lives in the run
+directory: a finished run is skipped, a killed one resumes from its newest checkpoint, one that
+a live worker holds is left alone. SIGTERM (Slurm preemption, `kill`) saves a checkpoint and
+releases the claim, so a requeued job continues at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from archaudit.audit import store
+from archaudit.audit.claims import try_claim
+from archaudit.audit.plan import RunSpec
+from archaudit.audit.trackers import open_tracker
+from archaudit.progress import log
+
+
+def cli_command(*args: str) -> list[str]:
+    """`archaudit ARGS...` as an argv for this interpreter (executors, torchrun, tests)."""
+    return [sys.executable, "-m", "archaudit.cli", *args]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOptions:
+    """How to run (never what): operational settings an executor passes to `run-one`."""
+
+    threads: int = 0
+    """torch threads (0 = the recipe's, i.e. torch's default)."""
+    device: str = ""
+    """Overrides recipe.device ("" = keep)."""
+    ranks: int = 1
+    """Processes for this run; > 1 launches the training under torchrun."""
+    tracker: str = ""
+    heartbeat_s: float = 15.0
+    stale_after_s: float = 120.0
+
+    def to_args(self) -> list[str]:
+        """The `run-one` options that reproduce these settings in another process."""
+        return [
+            f"--threads={self.threads}",
+            f"--device={self.device}",
+            f"--ranks={self.ranks}",
+            f"--tracker={self.tracker}",
+            f"--heartbeat={self.heartbeat_s}",
+            f"--stale-after={self.stale_after_s}",
+        ]
+
+
+def run_one(run_dir: str | Path, options: RunOptions | None = None) -> str:
+    """Run one audit run to DONE. Returns "done", "skipped" (DONE already) or "busy" (a live
+    worker holds the claim). A failure writes FAILED and re-raises."""
+    run_dir, options = Path(run_dir), options or RunOptions()
+    spec = store.read_spec(run_dir)
+    if (run_dir / store.DONE).exists():
+        return "skipped"
+    claim = try_claim(run_dir, options.stale_after_s)
+    if claim is None:
+        return "busy"
+    try:
+        if (run_dir / store.DONE).exists():  # finished between our check and our claim
+            return "skipped"
+        claim.start_heartbeat(options.heartbeat_s)
+        (run_dir / store.FAILED).unlink(missing_ok=True)
+        with _sigterm_as_interrupt():
+            record = _execute(run_dir, spec, options)
+        store.write_done(run_dir, record)
+        return "done"
+    except KeyboardInterrupt:
+        log(f"{run_dir}: interrupted; a rerun resumes from the newest checkpoint")
+        raise
+    except Exception as err:
+        summary = f"{type(err).__name__}: {err}"
+        store.write_atomic(run_dir / store.FAILED, f"{summary}\n\n{traceback.format_exc()}")
+        raise
+    finally:
+        claim.release()
+
+
+def _execute(run_dir: Path, spec: RunSpec, options: RunOptions) -> dict[str, Any]:
+    from archaudit.train import TrainResult
+
+    recipe = operational_recipe(spec, options)
+    _record_attempt(run_dir, options)
+    if options.ranks > 1 and "WORLD_SIZE" not in os.environ:
+        command = [
+            sys.executable, "-m", "torch.distributed.run", "--standalone",
+            f"--nproc_per_node={options.ranks}", "--no-python",
+            *cli_command("run-one", str(run_dir), "--train-only", *options.to_args()),
+        ]  # fmt: skip
+        subprocess.run(command, check=True)
+        result = TrainResult(**json.loads((run_dir / "train.json").read_text()))
+    else:
+        result = train_only(run_dir, options, recipe=recipe)
+    metrics: dict[str, float | None] = {"val_loss": None}
+    if result.status == "ok":
+        metrics = {"val_loss": result.val_loss, "train_loss": result.final_loss}
+        metrics["params"] = float(result.params)
+        if spec.suite:
+            metrics |= evaluate_run(run_dir, spec, recipe.device)
+    elif spec.suite:
+        metrics["downstream_avg"] = None
+    return {
+        "id": spec.run_id,
+        "arm": spec.arm,
+        "scale": spec.scale,
+        "seed": spec.seed,
+        "family": spec.family,
+        "tuned": spec.tuned,
+        "status": result.status,
+        "diverged_step": result.diverged_step,
+        "metrics": metrics,
+        "train": result.to_json(),
+        "attempts": len((run_dir / store.ATTEMPTS).read_text().splitlines()),
+        "host": socket.gethostname(),
+        "finished": time.time(),
+    }
+
+
+def train_only(run_dir: Path, options: RunOptions, *, recipe: Any = None) -> Any:
+    """Train (or resume) the run in this process; under torchrun every rank calls this."""
+    from archaudit.train import train
+
+    spec = store.read_spec(run_dir)
+    recipe = recipe or operational_recipe(spec, options)
+    with contextlib.ExitStack() as stack:
+        hooks = ()
+        if options.tracker and os.environ.get("RANK", "0") == "0":
+            tracker = open_tracker(options.tracker, run_dir, spec)
+            stack.callback(tracker.close)
+            hooks = (tracker.log,)
+        return train(spec.model, recipe, run_dir, seed=spec.seed, hooks=hooks)
+
+
+def operational_recipe(spec: RunSpec, options: RunOptions) -> Any:
+    """The run's recipe with this launch's threads and device (fields outside the hash)."""
+    changes: dict[str, Any] = {}
+    if options.threads:
+        changes["threads"] = options.threads
+    if options.device:
+        changes["device"] = options.device
+    return dataclasses.replace(spec.recipe, **changes)
+
+
+def evaluate_run(run_dir: Path, spec: RunSpec, device: str) -> dict[str, float]:
+    """Score the run on its suite once: evals.json survives a crash before DONE."""
+    from archaudit.evals import evaluate
+    from archaudit.train.trainer import resolve_device
+
+    path = run_dir / store.EVALS
+    stored = store.read_json(path)
+    if stored is None:
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        evaluate(
+            run_dir,
+            spec.suite,
+            limit=spec.eval_limit,
+            out_path=tmp,
+            device=str(resolve_device(device)),
+        )
+        tmp.replace(path)
+        stored = store.read_json(path)
+    return stored["metrics"]
+
+
+def _record_attempt(run_dir: Path, options: RunOptions) -> None:
+    from archaudit.train.checkpoint import list_checkpoints, verify
+
+    checkpoints = [c for c in list_checkpoints(run_dir / "checkpoint") if verify(c) is None]
+    attempt = {
+        "started": time.time(),
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "resume_step": int(checkpoints[-1].name.split("-")[1]) if checkpoints else 0,
+        "threads": options.threads,
+        "ranks": options.ranks,
+    }
+    with open(run_dir / store.ATTEMPTS, "a") as f:
+        f.write(json.dumps(attempt) + "\n")
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM behaves like Ctrl-C: the trainer checkpoints, the claim is released."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

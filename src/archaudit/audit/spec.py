@@ -1,0 +1,313 @@
+"""`AuditSpec`: one audit file (TOML) as a validated, frozen description of the grid.
+
+    name = "my-audit"
+    arms = ["qk_norm", "softpick", "suite:audit2026", { arm = "qk_norm+geglu", seeds = 3 }]
+
+    [seeds]        # the baseline (and anchors) measure the noise floor: >= 2 seeds, 3 by default
+    noise_floor = 3
+    arms = 1
+    [eval]         # the downstream suite every run is scored on ("" for loss only)
+    suite = "demo"
+    [recipe]       # the shared recipe (R1): archaudit.config.Recipe
+    steps = 300
+    [scales.tiny]  # a named size: ModelConfig fields, an optional preset and a token budget
+    preset = "tiny"
+    tokens = 600_000
+    [baselines.llama]   # optional: several baselines, each a ModelConfig delta
+    [executor]     # local | ray | slurm, workers, GPUs per run, ...
+
+Loading checks structure and types only and names the file and key of every mistake; what
+the names mean (arms, suites, models) is checked when the spec is planned (`plan.py`).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from archaudit.config import (
+    ModelConfig,
+    Recipe,
+    apply_overrides,
+    build,
+    check_sections,
+    load_toml,
+    parse_override,
+)
+from archaudit.errors import ConfigError, did_you_mean
+from archaudit.presets import MODEL_PRESETS
+
+TOP_KEYS = ("name", "arms", "runs_dir", "tracker", "plugins")
+SECTIONS = ("seeds", "eval", "recipe", "scales", "baselines", "executor")
+SUITE_PREFIX = "suite:"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
+"""Audit, scale and baseline names: they become directory names and CSV cells."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SeedSpec:
+    noise_floor: int = 3
+    """Seeds of the baseline and anchor arms (R5: the noise floor needs >= 2, 3 recommended)."""
+    arms: int = 1
+    """Seeds of every other arm (1 = the paper mode of the 2026 audit)."""
+    anchors: Any = ()
+    """Arms that also get `noise_floor` seeds and pool into the noise floor."""
+
+    def __post_init__(self) -> None:
+        if self.noise_floor < 2:
+            raise ConfigError(
+                f"seeds.noise_floor = {self.noise_floor}: the noise floor needs at least 2 "
+                "seeds of the baseline (3 recommended, PROTOCOL.md R5)"
+            )
+        if self.arms < 1:
+            raise ConfigError(f"seeds.arms = {self.arms} must be >= 1")
+        object.__setattr__(self, "anchors", _strings(self.anchors, "seeds.anchors"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvalSpec:
+    suite: str = "demo"
+    """A built-in evaluation suite or a suite TOML file; "" trains and scores loss only."""
+    limit: int | None = None
+    """Items per task (overrides the suite's own limits)."""
+
+    def __post_init__(self) -> None:
+        if self.limit is not None and self.limit < 1:
+            raise ConfigError(f"eval.limit = {self.limit} must be >= 1 (or unset)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExecutorSpec:
+    kind: str = "local"
+    """A registered executor: local | ray | slurm."""
+    workers: int = 0
+    """Runs at the same time; 0 = the CPU cores (local, CPU), the GPUs / gpus_per_run (local,
+    GPU), or 64 for ray and slurm."""
+    threads: int = 0
+    """Torch threads per run; 0 = cores // workers (local), 1 (ray), 4 (slurm)."""
+    gpus_per_run: int = 0
+    ranks_per_run: int = 0
+    """Processes per run, launched with torchrun when > 1; 0 = max(1, gpus_per_run)."""
+    address: str = ""
+    """Ray: the cluster address ("" = start a local Ray instance)."""
+    cluster: str = ""
+    """submitit: "" = Slurm when available, "local" = submitit's local executor (tests)."""
+    partition: str = ""
+    timeout_min: int = 240
+    slurm: Mapping[str, Any] = field(default_factory=dict)
+    """More submitit parameters, passed through (e.g. { mem_gb = 32, slurm_account = "x" })."""
+    heartbeat_s: float = 15.0
+    stale_after_s: float = 120.0
+    """A claim whose heartbeat is older than this (or whose process died) is taken over."""
+    max_attempts: int = 2
+    """Launches of one run within one `archaudit run` before it counts as failed."""
+
+    def __post_init__(self) -> None:
+        from archaudit.audit.executors import EXECUTORS
+
+        EXECUTORS.get(self.kind)  # an unknown name fails with did-you-mean
+        for name in ("workers", "threads", "gpus_per_run", "ranks_per_run"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"executor.{name} = {getattr(self, name)} must be >= 0")
+        if self.timeout_min < 1 or self.max_attempts < 1:
+            raise ConfigError("executor.timeout_min and executor.max_attempts must be >= 1")
+        if not 0 < self.heartbeat_s < self.stale_after_s:
+            raise ConfigError(
+                f"executor.heartbeat_s = {self.heartbeat_s} must be > 0 and below "
+                f"executor.stale_after_s = {self.stale_after_s}"
+            )
+
+    @property
+    def ranks(self) -> int:
+        return self.ranks_per_run or max(1, self.gpus_per_run)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScaleSpec:
+    name: str
+    model: Mapping[str, Any]
+    """ModelConfig fields (a preset's, then the scale's own)."""
+    tokens: int | None = None
+    """Token budget: steps = tokens // recipe.batch_tokens. None = the recipe's steps."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArmEntry:
+    """One entry of `arms`: a modification, a composition `a+b`, or `suite:NAME`."""
+
+    arm: str
+    seeds: int | None = None
+    """None = seeds.arms (or seeds.noise_floor for an anchor)."""
+    tuned: bool = False
+    """Allow a recipe that differs from the shared one (R1); the flag follows every result."""
+    anchor: bool = False
+    scales: Any = None
+    """Scale names to train this arm at (None = all)."""
+    recipe: Mapping[str, Any] = field(default_factory=dict)
+    """Recipe fields this arm trains under instead of the shared ones (needs tuned = true)."""
+
+    @property
+    def suite(self) -> str | None:
+        return self.arm[len(SUITE_PREFIX) :] if self.arm.startswith(SUITE_PREFIX) else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditSpec:
+    name: str
+    recipe: Recipe
+    scales: tuple[ScaleSpec, ...]
+    arms: tuple[ArmEntry, ...]
+    baselines: Mapping[str, Mapping[str, Any]]
+    """Baseline name → ModelConfig delta; every arm is applied to each baseline."""
+    seeds: SeedSpec
+    eval: EvalSpec
+    executor: ExecutorSpec
+    runs_dir: Path
+    tracker: str = ""
+    plugins: tuple[str, ...] = ()
+    source: str = "<audit>"
+    """Where the spec came from, for error messages."""
+
+    @property
+    def audit_dir(self) -> Path:
+        return self.runs_dir / self.name
+
+
+def load_audit(
+    path: str | Path, overrides: Sequence[str] = (), *, runs_dir: str | Path | None = None
+) -> AuditSpec:
+    """Read and check an audit file; `overrides` are `--set key=value` (e.g. `recipe.lr=1e-3`,
+    `executor.workers=2`, `arms=["qk_norm"]`). Every mistake is a ConfigError naming the file."""
+    path = Path(path)
+    tree = load_toml(path)
+    try:
+        spec = parse_audit(
+            apply_audit_overrides(tree, overrides), base_dir=path.parent, source=str(path)
+        )
+    except ConfigError as err:
+        raise ConfigError(f"{path}: {err}") from None
+    return spec if runs_dir is None else dataclasses.replace(spec, runs_dir=Path(runs_dir))
+
+
+def apply_audit_overrides(tree: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """`--set` for audits: top-level keys (`name=x`) as well as `section.key=value`."""
+    result = copy.deepcopy(dict(tree))
+    nested = []
+    for text in overrides:
+        keys, value = parse_override(text)
+        if len(keys) == 1 and keys[0] in TOP_KEYS:
+            result[keys[0]] = value
+        else:
+            nested.append(text)
+    return apply_overrides(result, nested, sections=SECTIONS)
+
+
+def parse_audit(
+    tree: Mapping[str, Any], *, base_dir: Path = Path(), source: str = "<audit>"
+) -> AuditSpec:
+    """An audit from its parsed TOML; a relative `runs_dir` is taken from `base_dir`."""
+    check_sections(tree, (*TOP_KEYS, *SECTIONS), where="audit file")
+    if "name" not in tree:
+        raise ConfigError('the audit needs a name (name = "my-audit" at the top of the file)')
+    name = _name(tree["name"], "name")
+    recipe = build(Recipe, _table(tree, "recipe"), section="recipe")
+    scales = tuple(_scale(key, value) for key, value in _table(tree, "scales").items())
+    if not scales:
+        raise ConfigError("no scale: add at least one [scales.NAME] table (e.g. preset = 'tiny')")
+    baselines = {
+        _name(key, "baselines"): _table(_table(tree, "baselines"), key, f"baselines.{key}")
+        for key in _table(tree, "baselines")
+    } or {"baseline": {}}
+    for key, delta in baselines.items():
+        build(ModelConfig, delta, section=f"baselines.{key}")  # keys and types only
+    arms = tuple(_arm(entry, i) for i, entry in enumerate(_list(tree, "arms")))
+    tracker, runs_dir = tree.get("tracker", ""), tree.get("runs_dir", "runs")
+    if not isinstance(tracker, str) or not isinstance(runs_dir, str):
+        raise ConfigError("tracker and runs_dir must be strings")
+    return AuditSpec(
+        name=name,
+        recipe=recipe,
+        scales=scales,
+        arms=arms,
+        baselines=baselines,
+        seeds=build(SeedSpec, _table(tree, "seeds"), section="seeds"),
+        eval=build(EvalSpec, _table(tree, "eval"), section="eval"),
+        executor=build(ExecutorSpec, _table(tree, "executor"), section="executor"),
+        runs_dir=base_dir / runs_dir,
+        tracker=tracker,
+        plugins=_strings(tree.get("plugins", []), "plugins"),
+        source=source,
+    )
+
+
+def _scale(name: str, table: Any) -> ScaleSpec:
+    where = f"scales.{name}"
+    _name(name, "scales")
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{where} must be a table ([{where}] with model fields)")
+    model = dict(table)
+    preset = model.pop("preset", None)
+    tokens = model.pop("tokens", None)
+    if preset is not None:
+        if preset not in MODEL_PRESETS:
+            raise ConfigError(
+                f"{where}.preset = {preset!r}{did_you_mean(str(preset), MODEL_PRESETS)}"
+            )
+        model = {**MODEL_PRESETS[preset], **model}
+    if tokens is not None and (
+        not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 1
+    ):
+        raise ConfigError(f"{where}.tokens = {tokens!r} must be a whole number of tokens >= 1")
+    build(ModelConfig, model, section=where)  # keys and types; the arm's model is built later
+    return ScaleSpec(name=name, model=model, tokens=tokens)
+
+
+def _arm(entry: Any, index: int) -> ArmEntry:
+    where = f"arms[{index}]"
+    table = {"arm": entry} if isinstance(entry, str) else entry
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{where} = {entry!r} must be an arm name or a table {{ arm = ... }}")
+    arm = build(ArmEntry, table, section=where)
+    if not arm.arm.strip():
+        raise ConfigError(f"{where}: empty arm name")
+    if arm.seeds is not None and arm.seeds < 1:
+        raise ConfigError(f"{where}.seeds = {arm.seeds} must be >= 1")
+    if arm.suite is not None and arm.recipe:
+        raise ConfigError(f"{where}: a suite entry cannot carry a recipe of its own")
+    if arm.scales is None:
+        return arm
+    return dataclasses.replace(arm, scales=_strings(arm.scales, f"{where}.scales"))
+
+
+def _table(tree: Mapping[str, Any], key: str, where: str | None = None) -> dict[str, Any]:
+    value = tree.get(key, {})
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where or key} must be a table, not {value!r}")
+    return dict(value)
+
+
+def _list(tree: Mapping[str, Any], key: str) -> list[Any]:
+    value = tree.get(key, [])
+    if not isinstance(value, list):
+        raise ConfigError(f"{key} = {value!r} must be a list")
+    return value
+
+
+def _strings(value: Any, key: str) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{key} = {value!r} must be a list of strings")
+    return tuple(value)
+
+
+def _name(value: Any, key: str) -> str:
+    if not isinstance(value, str) or not _NAME.fullmatch(value):
+        raise ConfigError(
+            f"{key}: {value!r} is not a usable name (letters, digits, '_', '-', '.'; it "
+            "becomes a directory name)"
+        )
+    return value

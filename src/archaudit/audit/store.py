@@ -1,0 +1,330 @@
+"""The store: run directories are the truth; an SQLite index and two CSV exports are views.
+
+    runs/<audit>/audit.json                   the plan: spec, runs, protocol notes
+    runs/<audit>/<arm>/<scale>/seed-<k>/
+        run.json          the RunSpec (id = content hash)    written when the audit starts
+        claim.<n>         who runs it now (claims.py)
+        attempts.jsonl    one line per start: pid, host, the step it resumed from
+        spec.json env.json metrics.jsonl events.jsonl checkpoint/ train.json   (the trainer)
+        evals.json        the suite's result with per-item outputs
+        DONE              the result record, written last by an atomic link: exists once
+        FAILED            the error of the last failed attempt (a new claim retries)
+    runs/<audit>/index.sqlite   runs and metrics, rebuilt from the directories at will
+    runs/<audit>/results.csv    arm,scale,seed,metric,value,family,status,step,tuned
+    runs/<audit>/items.csv      arm,scale,seed,task,item,correct  (for paired tests)
+
+Top-level folders starting with "_" (`_tune`, `_superseded`) are not part of the audit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import math
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from archaudit.audit.claims import ClaimInfo, current_claim
+from archaudit.audit.plan import Plan, RunSpec
+from archaudit.errors import ConfigError, DataError
+from archaudit.progress import warn
+
+AUDIT_FILE, RUN_FILE, DONE, FAILED = "audit.json", "run.json", "DONE", "FAILED"
+ATTEMPTS, EVALS, METRICS = "attempts.jsonl", "evals.json", "metrics.jsonl"
+INDEX, RESULTS, ITEMS = "index.sqlite", "results.csv", "items.csv"
+TUNE_DIR, SUPERSEDED_DIR = "_tune", "_superseded"
+RESULT_COLUMNS = ("arm", "scale", "seed", "metric", "value", "family", "status", "step", "tuned")
+ITEM_COLUMNS = ("arm", "scale", "seed", "task", "item", "correct")
+STATES = ("planned", "running", "stale", "failed", "done", "diverged")
+
+
+# ---------------------------------------------------------------------------------------------
+# writing
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file and rename: readers see the old or the new file, never half."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def write_json(path: Path, data: Any) -> None:
+    write_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def write_done(run_dir: Path, record: dict[str, Any]) -> None:
+    """Publish the run's result. `os.link` refuses an existing target, so DONE is written
+    exactly once even if two processes got this far (which the claim prevents)."""
+    tmp = run_dir / f".{DONE}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    try:
+        os.link(tmp, run_dir / DONE)
+    except FileExistsError:
+        raise DataError(f"{run_dir} already has a DONE file: another worker finished it") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def materialize(plan: Plan) -> list[Path]:
+    """Create the audit's directories: audit.json, and run.json for every run. A directory that
+    holds a different run (its arm, recipe or scale was edited) moves to `_superseded/`."""
+    audit_dir = plan.audit_dir
+    audit_dir.mkdir(parents=True, exist_ok=True)
+    write_json(
+        audit_dir / AUDIT_FILE,
+        {
+            "name": plan.spec.name,
+            "source": plan.spec.source,
+            "runs": [run.path for run in plan.runs],
+            "notes": [note.to_json() for note in plan.notes],
+            "baselines": list(plan.spec.baselines),
+            "suite": plan.spec.eval.suite,
+        },
+    )
+    dirs = []
+    for run in plan.runs:
+        run_dir = plan.run_dir(run)
+        old = read_json(run_dir / RUN_FILE)
+        if old is not None and old.get("id") != run.run_id:
+            _supersede(run_dir, old.get("id", "unknown"), run.run_id)
+            old = None
+        run_dir.mkdir(parents=True, exist_ok=True)
+        # same id: rewrite only operational changes (e.g. checkpoint cadence), never after DONE
+        if old != run.to_json() and not (run_dir / DONE).exists():
+            write_json(run_dir / RUN_FILE, run.to_json())
+        dirs.append(run_dir)
+    return dirs
+
+
+def _supersede(run_dir: Path, old_id: str, new_id: str) -> None:
+    claim = current_claim(run_dir)
+    if claim is not None and not claim.stale(float("inf")):
+        raise ConfigError(
+            f"{run_dir} holds run {old_id}, which the audit file no longer describes (now "
+            f"{new_id}), and pid {claim.pid} on {claim.host} is running it; wait or stop it"
+        )
+    audit_dir = run_dir.parents[2]
+    dest = audit_dir / SUPERSEDED_DIR / f"{run_dir.relative_to(audit_dir)}-{old_id}"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):  # another process moved it first
+        run_dir.rename(dest)
+        warn(f"{run_dir} held an older version of this run (id {old_id}); moved to {dest}")
+
+
+# ---------------------------------------------------------------------------------------------
+# reading
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except json.JSONDecodeError as err:
+        raise DataError(f"{path} is not valid JSON ({err})") from None
+
+
+def read_spec(run_dir: Path) -> RunSpec:
+    data = read_json(run_dir / RUN_FILE)
+    if data is None:
+        raise DataError(f"{run_dir} is not an audit run directory (no {RUN_FILE})")
+    return RunSpec.from_json(data)
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    path: Path
+    spec: RunSpec
+    state: str
+    """One of STATES."""
+    step: int
+    """Last training step in metrics.jsonl."""
+    result: dict[str, Any] | None
+    """The DONE record."""
+    error: str | None
+    claim: ClaimInfo | None
+
+
+def run_status(run_dir: Path, stale_after_s: float = 120.0) -> RunStatus:
+    spec = read_spec(run_dir)
+    result = read_json(run_dir / DONE)
+    claim = current_claim(run_dir) if result is None else None
+    failed = run_dir / FAILED
+    error = failed.read_text() if failed.is_file() else None
+    if result is not None:
+        state = "diverged" if result.get("status") == "diverged" else "done"
+    elif claim is not None:
+        state = "stale" if claim.stale(stale_after_s) else "running"
+    else:
+        state = "failed" if error is not None else "planned"
+    return RunStatus(run_dir, spec, state, last_step(run_dir / METRICS), result, error, claim)
+
+
+def last_step(metrics: Path) -> int:
+    """The step of the last complete line of metrics.jsonl (read from the end)."""
+    try:
+        with metrics.open("rb") as f:
+            f.seek(max(0, f.seek(0, io.SEEK_END) - 4096))
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return 0
+    for line in reversed(lines):
+        with contextlib.suppress(json.JSONDecodeError, UnicodeDecodeError):
+            return int(json.loads(line).get("step", 0))
+    return 0
+
+
+def audit_run_dirs(audit_dir: Path) -> list[Path]:
+    """Every run directory of an audit (not `_tune` or `_superseded`), sorted."""
+    if not audit_dir.is_dir():
+        raise DataError(f"{audit_dir} does not exist: the audit has not started (archaudit run)")
+    return sorted(
+        p.parent
+        for top in audit_dir.iterdir()
+        if top.is_dir() and not top.name.startswith(("_", "."))
+        for p in top.rglob(RUN_FILE)
+    )
+
+
+def resolve_audit_dir(target: str | Path) -> Path:
+    """An audit directory given itself, or through its audit file (runs/<name> beside it)."""
+    path = Path(target)
+    if path.is_dir():
+        return path
+    from archaudit.audit.spec import load_audit
+
+    return load_audit(path).audit_dir
+
+
+# ---------------------------------------------------------------------------------------------
+# results
+
+
+def result_rows(status: RunStatus) -> Iterator[dict[str, Any]]:
+    """The long-format rows (RESULT_COLUMNS) of one finished run."""
+    if status.result is None:
+        return
+    spec, result = status.spec, status.result
+    common = {
+        "arm": spec.arm,
+        "scale": spec.scale,
+        "seed": spec.seed,
+        "family": spec.family,
+        "status": result["status"],
+        "step": result.get("diverged_step") or "",
+        "tuned": "true" if spec.tuned else "false",
+    }
+    for metric, value in sorted(result["metrics"].items()):
+        finite = value is not None and math.isfinite(value)
+        yield {**common, "metric": metric, "value": repr(float(value)) if finite else ""}
+
+
+def item_rows(status: RunStatus) -> Iterator[dict[str, Any]]:
+    """Per-item correctness (by each task's own metric) of one finished run."""
+    evals = read_json(status.path / EVALS) if status.result is not None else None
+    if not evals:
+        return
+    spec = status.spec
+    for task, result in sorted(evals["tasks"].items()):
+        key = "correct_norm" if result["metric"] == "acc_norm" else "correct"
+        for item in result.get("items", []):
+            yield {
+                "arm": spec.arm,
+                "scale": spec.scale,
+                "seed": spec.seed,
+                "task": task,
+                "item": item["id"],
+                "correct": int(bool(item[key])),
+            }
+
+
+def export(audit_dir: Path, statuses: Iterable[RunStatus] | None = None) -> tuple[Path, Path]:
+    """Write results.csv and items.csv (the `archaudit.stats` input) from the run directories."""
+    if statuses is None:
+        statuses = [run_status(d) for d in audit_run_dirs(audit_dir)]
+    statuses = sorted(statuses, key=lambda s: (s.spec.arm, s.spec.scale, s.spec.seed))
+    results = audit_dir / RESULTS
+    items = audit_dir / ITEMS
+    write_atomic(results, _csv(RESULT_COLUMNS, (r for s in statuses for r in result_rows(s))))
+    write_atomic(items, _csv(ITEM_COLUMNS, (r for s in statuses for r in item_rows(s))))
+    return results, items
+
+
+def _csv(columns: tuple[str, ...], rows: Iterable[dict[str, Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+# ---------------------------------------------------------------------------------------------
+# the SQLite index
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT, path TEXT PRIMARY KEY, arm TEXT, mods TEXT, baseline TEXT, family TEXT,
+    scale TEXT, seed INTEGER, tuned INTEGER, anchor INTEGER, state TEXT, step INTEGER,
+    steps INTEGER, claim_host TEXT, claim_pid INTEGER, heartbeat REAL, error TEXT, updated REAL
+);
+CREATE TABLE IF NOT EXISTS metrics (
+    path TEXT, metric TEXT, value REAL, PRIMARY KEY (path, metric)
+);
+CREATE TABLE IF NOT EXISTS notes (rule TEXT, arm TEXT, message TEXT);
+"""
+
+
+def refresh_index(audit_dir: Path, *, rebuild: bool = False) -> list[RunStatus]:
+    """Scan the run directories into `index.sqlite` (from scratch with `rebuild`) and export
+    results.csv and items.csv. Returns the scanned statuses."""
+    statuses = [run_status(d) for d in audit_run_dirs(audit_dir)]
+    path = audit_dir / INDEX
+    # a rebuild starts from an empty file, so a corrupt index is simply replaced
+    target = path.with_name(f".{INDEX}.{os.getpid()}.tmp") if rebuild else path
+    if rebuild:
+        target.unlink(missing_ok=True)
+    with contextlib.closing(sqlite3.connect(target, timeout=30)) as db, db:
+        db.executescript(_SCHEMA)
+        db.execute("DELETE FROM runs")
+        db.execute("DELETE FROM metrics")
+        db.execute("DELETE FROM notes")
+        db.executemany(
+            "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [_index_row(audit_dir, s) for s in statuses],
+        )
+        db.executemany(
+            "INSERT INTO metrics VALUES (?,?,?)",
+            [
+                (str(s.path.relative_to(audit_dir)), metric, value)
+                for s in statuses
+                if s.result is not None
+                for metric, value in s.result["metrics"].items()
+            ],
+        )
+        notes = (read_json(audit_dir / AUDIT_FILE) or {}).get("notes", [])
+        db.executemany(
+            "INSERT INTO notes VALUES (?,?,?)", [(n["rule"], n["arm"], n["message"]) for n in notes]
+        )
+    if rebuild:
+        os.replace(target, path)
+    export(audit_dir, statuses)
+    return statuses
+
+
+def _index_row(audit_dir: Path, s: RunStatus) -> tuple[Any, ...]:
+    spec, claim = s.spec, s.claim
+    return (
+        spec.run_id, str(s.path.relative_to(audit_dir)), spec.arm, spec.mods, spec.baseline,
+        spec.family, spec.scale, spec.seed, int(spec.tuned), int(spec.anchor), s.state, s.step,
+        spec.recipe.steps, claim.host if claim else None, claim.pid if claim else None,
+        claim.heartbeat if claim else None, s.error, time.time(),
+    )  # fmt: skip

@@ -1,0 +1,60 @@
+"""`init` writes a starter file that plans as written; the demo audit meets the issue's bar."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from archaudit.audit.demo import DEMO_FILE
+from archaudit.audit.plan import make_plan
+from archaudit.audit.spec import load_audit
+from archaudit.cli import app
+from archaudit.errors import ConfigError
+from archaudit.evals import builtin_suites
+from archaudit.mods import get_suite
+
+DEMO_ARMS = {
+    "baseline", "qk_norm", "softpick", "ssmax", "sigmoid_attn", "post_ln", "geglu", "hybrid_norm",
+}  # fmt: skip
+
+
+def test_init_writes_a_commented_file_that_plans(tmp_path: Path):
+    path = tmp_path / "study.toml"
+    result = CliRunner().invoke(app, ["init", str(path)])
+    assert result.exit_code == 0, result.output
+    assert path.read_text().count("#") > 10
+    plan = make_plan(load_audit(path, ['eval.suite=""']))
+    assert plan.spec.name == "study" and len(plan.spec.scales) == 2
+    again = CliRunner().invoke(app, ["init", str(path)])
+    assert isinstance(again.exception, ConfigError) and "--force" in str(again.exception)
+
+
+def test_init_with_a_suite(tmp_path: Path):
+    path = tmp_path / "a.toml"
+    CliRunner().invoke(app, ["init", str(path), "--suite", "olmpool"])
+    assert tomllib.loads(path.read_text())["arms"] == ["suite:olmpool"]
+    plan = make_plan(load_audit(path, ['eval.suite=""']))
+    assert {r.mods for r in plan.runs} == set(get_suite("olmpool")) | {"baseline"}
+    bad = CliRunner().invoke(app, ["init", str(tmp_path / "b.toml"), "--suite", "olmpol"])
+    assert "did you mean 'olmpool'" in str(bad.exception)
+
+
+@pytest.mark.skipif("demo" not in builtin_suites(), reason="the evals `demo` suite is missing")
+def test_the_demo_audit_meets_the_issue():
+    plan = make_plan(load_audit(DEMO_FILE), strict=True)  # no R5-R7 warnings at all
+    assert {r.arm for r in plan.runs} == DEMO_ARMS
+    assert len(plan.spec.scales) == 2 and plan.spec.eval.suite == "demo"
+    seeds = {arm: len({r.seed for r in plan.runs if r.arm == arm}) for arm in DEMO_ARMS}
+    assert seeds.pop("baseline") == 3 and set(seeds.values()) == {1}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif("demo" not in builtin_suites(), reason="the evals `demo` suite is missing")
+def test_the_demo_runs_and_prints_verdicts(tmp_path: Path):
+    result = CliRunner().invoke(app, ["demo", "--runs-dir", str(tmp_path), "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert "val_loss at scale d48" in result.output
+    assert "downstream_avg at scale d64" in result.output

@@ -1,0 +1,132 @@
+"""Planning: the grid, seeds, content-hash ids, the recipe lock (R1) and protocol notes (R5–R7)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from archaudit.audit.plan import make_plan
+from archaudit.audit.spec import load_audit
+from archaudit.cli import app
+from archaudit.errors import ConfigError
+from archaudit.mods import get_suite
+
+
+def plan_of(path: Path, *overrides: str, strict: bool = False):
+    return make_plan(load_audit(path, overrides), strict=strict)
+
+
+def test_grid_is_baselines_arms_scales_seeds(write_audit):
+    scales = {"xs": {"d_model": 32, "n_heads": 2}, "s": {"d_model": 48, "n_heads": 2}}
+    arms = ["qk_norm", {"arm": "geglu", "seeds": 2}, {"arm": "softpick", "anchor": True}]
+    plan = plan_of(write_audit(arms=arms, scales=scales, seeds={"noise_floor": 3}))
+    seeds = {(r.arm, r.scale): 0 for r in plan.runs}
+    for run in plan.runs:
+        seeds[(run.arm, run.scale)] += 1
+    for scale in scales:
+        assert seeds[("baseline", scale)] == 3
+        assert seeds[("softpick", scale)] == 3  # an anchor gets the noise-floor seeds
+        assert seeds[("geglu", scale)] == 2
+        assert seeds[("qk_norm", scale)] == 1
+    assert len(plan.runs) == 2 * (3 + 3 + 2 + 1)
+    assert len({r.path for r in plan.runs}) == len(plan.runs)
+    assert {r.path for r in plan.runs if r.arm == "baseline"} >= {"baseline/xs/seed-2"}
+
+
+def test_a_suite_expands_to_its_arms_once(write_audit):
+    plan = plan_of(write_audit(arms=["suite:audit2026", "qk_norm"]))
+    assert {r.mods for r in plan.runs} == set(get_suite("audit2026"))
+
+
+def test_run_ids_follow_content_not_names(write_audit):
+    base = plan_of(write_audit())
+    ids = {r.path: r.run_id for r in base.runs}
+    assert len(set(ids.values())) == len(ids), "seeds and arms give distinct ids"
+    operational = plan_of(write_audit(), "recipe.checkpoint_every=1", "recipe.threads=3")
+    assert {r.path: r.run_id for r in operational.runs} == ids
+    trained = plan_of(write_audit(), "recipe.lr=1e-3")
+    assert not set(ids.values()) & {r.run_id for r in trained.runs}
+    edited = plan_of(write_audit(), "scales.xs.d_model=64")
+    assert not set(ids.values()) & {r.run_id for r in edited.runs}
+
+
+def test_r1_a_tuned_arm_is_allowed_and_flagged(write_audit):
+    arms = [{"arm": "qk_norm", "recipe": {"lr": 0.01}, "tuned": True}, "geglu"]
+    plan = plan_of(write_audit(arms=arms))
+    tuned = {r.arm for r in plan.runs if r.tuned}
+    assert tuned == {"qk_norm"}
+    assert {r.recipe.lr for r in plan.runs if r.arm == "qk_norm"} == {0.01}
+
+
+def test_r1_refuses_an_untuned_recipe_change(write_audit):
+    path = write_audit(arms=[{"arm": "qk_norm", "recipe": {"warmup_frac": 0.5}}])
+    with pytest.raises(ConfigError, match=r"recipe.warmup_frac 0.05 → 0.5"):
+        plan_of(path)
+
+
+def test_r6_and_r7_warn_and_strict_refuses(write_audit, probe_suite: Path):
+    path = write_audit(arms=["softpick", "post_ln", "qk_norm"], seeds={"noise_floor": 3})
+    notes = {(n.rule, n.arm) for n in plan_of(path).notes}
+    assert notes == {("R6", "softpick"), ("R7", "post_ln")}
+    with pytest.raises(ConfigError, match=r"--strict.*R6.*softpick.*R7.*post_ln"):
+        plan_of(path, strict=True)
+    two_scales = {"xs": {"d_model": 32}, "s": {"d_model": 48}}
+    fixed = plan_of(path, f'eval.suite="{probe_suite}"')
+    assert {n.rule for n in fixed.notes} == {"R7"}
+    assert not make_plan(
+        load_audit(write_audit(arms=["post_ln"], scales=two_scales, seeds={"noise_floor": 3}))
+    ).notes
+
+
+def test_r5_warns_below_three_noise_floor_seeds(write_audit):
+    notes = plan_of(write_audit(arms=[], seeds={"noise_floor": 2})).notes
+    assert [(n.rule, n.arm) for n in notes] == [("R5", "baseline")]
+
+
+def test_several_baselines_apply_every_arm_to_each(write_audit):
+    baselines = {"llama": {}, "olmo": {"qk_norm": True, "residual": "post"}}
+    plan = plan_of(write_audit(arms=["geglu", "qk_norm"], baselines=baselines))
+    arms = {r.arm for r in plan.runs}
+    assert arms == {f"{a}@{b}" for a in ("baseline", "geglu", "qk_norm") for b in baselines}
+    olmo = {r.arm: r.model for r in plan.runs if r.baseline == "olmo"}
+    assert olmo["geglu@olmo"].residual == "post" and olmo["geglu@olmo"].mlp == "geglu"
+    # qk_norm is already part of the OLMo-style baseline: the plan says so
+    assert [(n.rule, n.arm) for n in plan.notes if n.rule == "identity"] == [
+        ("identity", "qk_norm@olmo")
+    ]
+
+
+def test_scale_token_budget_sets_steps(write_audit):
+    plan = plan_of(write_audit(scales={"xs": {"d_model": 32, "n_heads": 2, "tokens": 5120}}))
+    assert {r.recipe.steps for r in plan.runs} == {5120 // 512}
+
+
+def test_plan_json_lists_runs_and_writes_nothing(write_audit, tmp_path: Path):
+    path = write_audit(arms=["qk_norm", "geglu"])
+    result = CliRunner().invoke(app, ["plan", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output.strip().splitlines()[-1])
+    assert summary["total_runs"] == len(summary["runs"]) == 2 + 1 + 1
+    assert all(r["train_seconds"] > 0 and r["params"] > 0 for r in summary["runs"])
+    assert summary["estimated_wall_s"] > 0
+    assert not (tmp_path / "runs").exists()
+
+
+def test_plan_table_shows_the_grid(write_audit):
+    result = CliRunner().invoke(app, ["plan", str(write_audit()), "--no-probe"])
+    assert result.exit_code == 0, result.output
+    assert "2 arms × 1 scales × seeds = 3 runs" in result.output
+
+
+def test_catalogue_recipe_arms_declare_themselves_tuned(write_audit):
+    wide = {"xs": {"d_model": 128, "n_heads": 2}}  # head_width_64 needs d_model % 64 == 0
+    plan = plan_of(write_audit(arms=["suite:foundations"], scales=wide))
+    tuned = {r.arm for r in plan.runs if r.tuned}
+    assert tuned == {"long_warmup", "no_warmup"}
+    marked = plan_of(write_audit(arms=[{"arm": "suite:foundations", "tuned": True}], scales=wide))
+    assert {r.arm for r in marked.runs if r.tuned} == tuned, (
+        "a suite entry flags only its recipe arms"
+    )

@@ -1,0 +1,150 @@
+"""Must-show 1 and 2: `archaudit run` killed with SIGKILL mid-audit and rerun, and two `archaudit
+run` processes on one audit. Every run ends with DONE once, nothing is trained twice, and the
+results equal those of an uninterrupted audit."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from audit_helpers import TINY, archaudit, merged, to_toml
+from typer.testing import CliRunner
+
+from archaudit.audit.plan import make_plan
+from archaudit.audit.runner import RunOptions, cli_command, run_one
+from archaudit.audit.spec import load_audit
+from archaudit.audit.store import ATTEMPTS, DONE, ITEMS, RESULTS, materialize, refresh_index
+from archaudit.cli import app
+
+AUDIT = merged(
+    TINY,
+    {
+        "arms": ["qk_norm", "geglu"],
+        "recipe": {"steps": 60, "checkpoint_every": 5, "eval_every": 20},
+    },
+)
+
+
+@pytest.fixture(scope="module")
+def audit_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("resume")
+    (folder / "probes.toml").write_text(
+        'name = "probes"\n[[tasks]]\nname = "induction"\nformat = "probe"\nlimit = 8\n'
+        'params = { generator = "induction", seed = 0 }\n'
+    )
+    path = folder / "audit.toml"
+    path.write_text(to_toml(merged(AUDIT, {"eval": {"suite": "probes.toml"}})))
+    return path
+
+
+@pytest.fixture(scope="module")
+def reference(audit_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The uninterrupted audit, one run after the other in this process (same torch threads
+    as the executor gives each run)."""
+    plan = make_plan(load_audit(audit_file, runs_dir=tmp_path_factory.mktemp("reference")))
+    threads = torch.get_num_threads()  # a module fixture outlives the per-test restore
+    try:
+        for run_dir in materialize(plan):
+            assert run_one(run_dir, RunOptions(threads=TINY["executor"]["threads"])) == "done"
+    finally:
+        torch.set_num_threads(threads)
+    refresh_index(plan.audit_dir)
+    return plan.audit_dir
+
+
+HALF = AUDIT["recipe"]["steps"] // 2
+
+
+def newest_checkpoint(run_dir: Path) -> int:
+    return max(
+        (int(c.name.split("-")[1]) for c in (run_dir / "checkpoint").glob("step-*")), default=0
+    )
+
+
+def run_dirs(audit_dir: Path) -> list[Path]:
+    return sorted(p.parent for p in audit_dir.glob("*/*/*/run.json"))
+
+
+def attempts(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / ATTEMPTS).read_text().splitlines()]
+
+
+def assert_same_results(audit_dir: Path, reference: Path) -> None:
+    for name in (RESULTS, ITEMS):
+        assert (audit_dir / name).read_text() == (reference / name).read_text(), name
+    assert len((audit_dir / ITEMS).read_text().splitlines()) > 1, "items were exported"
+
+
+def test_sigkill_mid_audit_then_rerun(audit_file: Path, reference: Path, tmp_path: Path):
+    runs = tmp_path / "runs"
+    audit_dir = runs / "tiny"
+    argv = cli_command("run", str(audit_file), "--runs-dir", str(runs), "--quiet")
+    proc = subprocess.Popen(argv)
+    deadline = time.monotonic() + 300
+    while True:
+        assert proc.poll() is None, "the audit finished before it could be killed"
+        assert time.monotonic() < deadline
+        dirs = run_dirs(audit_dir) if audit_dir.is_dir() else []
+        done = [d for d in dirs if (d / DONE).exists()]
+        # cut off mid-training, with half the steps still to go: a wide margin before DONE
+        partial = [d for d in dirs if not (d / DONE).exists() and 0 < newest_checkpoint(d) <= HALF]
+        if done and partial:
+            proc.send_signal(signal.SIGKILL)  # only `archaudit run`: its workers die with it
+            killed_at = time.time()
+            break
+        time.sleep(0.01)
+    proc.wait()
+    time.sleep(0.5)
+    finished = {d: ((d / DONE).read_bytes(), (d / DONE).stat().st_mtime_ns) for d in done}
+    killed = [d for d in partial if not (d / DONE).exists()]
+    late = {d.name: (d / DONE).stat().st_mtime - killed_at for d in partial if d not in killed}
+    assert killed, f"a run was cut off mid-training (DONE seconds after the kill: {late})"
+
+    rerun = archaudit("run", str(audit_file), "--runs-dir", str(runs), "--quiet")
+    assert rerun.returncode == 0, rerun.stderr
+
+    dirs = run_dirs(audit_dir)
+    assert len(dirs) == 4 and all((d / DONE).is_file() for d in dirs)
+    for d, (content, mtime) in finished.items():
+        assert ((d / DONE).read_bytes(), (d / DONE).stat().st_mtime_ns) == (content, mtime)
+        assert len(attempts(d)) == 1, f"{d} was trained again"
+    for d in killed:
+        assert len(attempts(d)) == 2
+        assert attempts(d)[1]["resume_step"] > 0, f"{d} did not resume from its checkpoint"
+    assert not list(audit_dir.glob("*/*/*/claim.*")), "claims are released"
+    assert_same_results(audit_dir, reference)
+
+
+def test_two_run_processes_execute_each_run_once(audit_file: Path, reference: Path, tmp_path: Path):
+    runs = tmp_path / "runs"
+    argv = cli_command("run", str(audit_file), "--runs-dir", str(runs), "--quiet")
+    procs = [subprocess.Popen(argv, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    dirs = run_dirs(runs / "tiny")
+    assert len(dirs) == 4
+    for d in dirs:
+        assert (d / DONE).is_file()
+        assert len(attempts(d)) == 1, f"{d} ran {len(attempts(d))} times"
+    pids = {attempts(d)[0]["pid"] for d in dirs}
+    assert len(pids) == 4  # every run-one is its own process
+    assert_same_results(runs / "tiny", reference)
+
+
+def test_status_and_index_rebuild_read_the_directories(reference: Path):
+    (reference / "index.sqlite").write_bytes(b"not a database")
+    result = CliRunner().invoke(app, ["index", str(reference), "--rebuild"])
+    assert result.exit_code == 0, result.output
+    with sqlite3.connect(reference / "index.sqlite") as db:
+        states = dict(db.execute("SELECT state, COUNT(*) FROM runs GROUP BY state"))
+        metrics = db.execute("SELECT COUNT(DISTINCT path) FROM metrics").fetchone()[0]
+    assert states == {"done": 4} and metrics == 4
+    status = CliRunner().invoke(app, ["status", str(reference), "--json"])
+    assert [json.loads(line)["state"] for line in status.output.splitlines()] == ["done"] * 4

@@ -1,0 +1,96 @@
+"""One run end to end: divergence is a result, a failure is recorded and retried, SIGTERM
+checkpoints and lets go, an edited run gets a fresh directory."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from audit_helpers import archaudit
+
+from archaudit.audit.coordinator import run_audit
+from archaudit.audit.plan import make_plan
+from archaudit.audit.runner import cli_command, run_one
+from archaudit.audit.spec import load_audit
+from archaudit.audit.store import (
+    ATTEMPTS,
+    DONE,
+    FAILED,
+    SUPERSEDED_DIR,
+    audit_run_dirs,
+    materialize,
+    refresh_index,
+    run_status,
+)
+from archaudit.stats import load_table
+
+
+def test_a_diverged_run_is_a_result_with_its_step(write_audit):
+    plan = make_plan(load_audit(write_audit(arms=[]), ["recipe.lr=1e4", "recipe.grad_clip=1e9"]))
+    outcome = run_audit(plan, live=False)
+    assert outcome.counts == {"diverged": 2} and not outcome.failed
+    done = json.loads((plan.run_dir(plan.runs[0]) / DONE).read_text())
+    assert done["status"] == "diverged" and done["diverged_step"] >= 1
+    rows = [r for r in load_table(plan.audit_dir).rows if r.seed == 0]
+    assert {(r.metric, r.status, r.step) for r in rows} == {
+        ("val_loss", "diverged", done["diverged_step"])
+    }
+
+
+def test_a_failed_run_is_recorded_and_retried(write_audit, probe_suite: Path):
+    path = write_audit(arms=[], eval={"suite": str(probe_suite)})
+    plan = make_plan(load_audit(path))
+    text = probe_suite.read_text()
+    probe_suite.write_text(text.replace('format = "probe"', 'format = "probes"'))  # after planning
+    outcome = run_audit(plan, live=False)
+    assert outcome.failed["baseline/xs/seed-0"].startswith("ConfigError: unknown task format")
+    run_dir = plan.run_dir(plan.runs[0])
+    assert run_status(run_dir).state == "failed" and (run_dir / FAILED).is_file()
+
+    probe_suite.write_text(text)
+    assert archaudit("run", str(path), "--quiet").returncode == 0
+    assert run_status(run_dir).state == "done" and not (run_dir / FAILED).exists()
+    attempts = [json.loads(line) for line in (run_dir / ATTEMPTS).read_text().splitlines()]
+    assert len(attempts) == 2 and attempts[1]["resume_step"] == 12, "training was not redone"
+
+
+def test_sigterm_checkpoints_and_releases_the_claim(write_audit):
+    plan = make_plan(load_audit(write_audit(arms=[]), ["recipe.steps=3000"]))
+    run_dir = materialize(plan)[0]
+    proc = subprocess.Popen(cli_command("run-one", str(run_dir), "--threads=1", "--quiet"))
+    while not list((run_dir / "checkpoint").glob("step-*")):
+        assert proc.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) != 0
+    assert not list(run_dir.glob("claim.*")) and not (run_dir / FAILED).exists()
+    assert run_status(run_dir).state == "planned", "free for the next worker at once"
+    assert len((run_dir / ATTEMPTS).read_text().splitlines()) == 1
+
+
+def test_an_edited_arm_moves_the_old_directory_aside(write_audit):
+    first = make_plan(load_audit(write_audit()))
+    materialize(first)
+    old_id = {r.path: r.run_id for r in first.runs}["qk_norm/xs/seed-0"]
+    edited = make_plan(load_audit(write_audit(), ["scales.xs.d_model=48"]))
+    materialize(edited)
+    moved = first.audit_dir / SUPERSEDED_DIR / f"qk_norm/xs/seed-0-{old_id}"
+    assert json.loads((moved / "run.json").read_text())["id"] == old_id
+    now = json.loads((edited.audit_dir / "qk_norm/xs/seed-0/run.json").read_text())
+    assert now["id"] != old_id
+    assert all(SUPERSEDED_DIR not in d.parts for d in audit_run_dirs(edited.audit_dir))
+
+
+def test_the_tuned_flag_follows_the_arm_into_every_result(write_audit):
+    arms = [{"arm": "qk_norm", "recipe": {"lr": 0.01}, "tuned": True}]
+    plan = make_plan(load_audit(write_audit(arms=arms)))
+    run_dir = next(d for d in materialize(plan) if "qk_norm" in d.parts)
+    assert run_one(run_dir) == "done"
+    assert json.loads((run_dir / "run.json").read_text())["tuned"] is True
+    assert json.loads((run_dir / DONE).read_text())["tuned"] is True
+    refresh_index(plan.audit_dir)
+    rows = load_table(plan.audit_dir).rows
+    assert rows and all(r.tuned for r in rows) and {r.arm for r in rows} == {"qk_norm"}
