@@ -92,3 +92,14 @@ def test_gpt2_tokenizer_from_shared_files(shared_data):
     assert tok.vocab_size == 50257
     assert tok.encode("Hello world") == [15496, 995]  # GPT-2's published ids
     assert tok.decode(tok.encode(" Hello, world!")) == " Hello, world!"
+
+
+def test_agreement_pairs_differ_only_in_the_main_verb_number():
+    rng = random.Random(5)
+    for _ in range(100):
+        good, bad = synthetic.agreement_pair(rng)
+        g, b = good.split(), bad.split()
+        assert g[:-1] == b[:-1] and g[-1] != b[-1]
+        assert {g[-1].rstrip("."), b[-1].rstrip(".")} in (
+            {v, v + "s"} for v in synthetic.INTRANSITIVE
+        )

@@ -71,3 +71,12 @@ def test_loss_is_cross_entropy_of_forward():
     with torch.no_grad():
         expected = torch.nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten())
         torch.testing.assert_close(model(x, targets=y), expected)
+
+
+def test_model_trains_after_an_inference_mode_forward():
+    model = build_model(ModelConfig(**TINY))
+    x = torch.randint(0, 97, (2, 32))
+    with torch.inference_mode():
+        model(x)
+    model(x, targets=x).backward()  # the RoPE table is rebuilt outside inference mode
+    assert model.embed.weight.grad is not None

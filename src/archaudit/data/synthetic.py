@@ -71,6 +71,26 @@ def sentence(rng: random.Random) -> str:
     return f"{subject} {predicate}."
 
 
+def agreement_pair(rng: random.Random) -> tuple[str, str]:
+    """A grammatical sentence and the same sentence with its main verb in the wrong number.
+    Between subject and verb sits a phrase or clause whose noun has the other number (an
+    attractor), so only a model that tracks the subject across it prefers the good one.
+    Sentences stay short (< 50 characters) to fit tiny contexts."""
+    plural = rng.random() < 0.5
+
+    def bare(number: bool) -> str:
+        return f"{rng.choice(DETERMINERS[number])} {rng.choice(NOUNS)}{'s' if number else ''}"
+
+    if rng.random() < 0.5:
+        middle = f"{rng.choice(PREPOSITIONS)} {bare(not plural)}"
+    else:
+        middle = f"that {bare(not plural)} {verb(rng, TRANSITIVE, not plural)}"
+    stem = rng.choice(INTRANSITIVE)
+    good, bad = (stem, stem + "s") if plural else (stem + "s", stem)
+    subject = f"{bare(plural)} {middle}"
+    return f"{subject} {good}.", f"{subject} {bad}."
+
+
 def paragraph(rng: random.Random, chars: int) -> str:
     out: list[str] = []
     size = 0

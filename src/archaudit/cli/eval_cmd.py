@@ -1,0 +1,77 @@
+"""`archaudit eval MODEL --suite NAME [--limit N] [--json]`: score a model on a suite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from archaudit.cli import app
+
+
+@app.command("eval")
+def eval_command(
+    model: Annotated[
+        str,
+        typer.Argument(
+            help="Run/checkpoint directory, Hugging Face directory, .gguf file, or KIND:PATH."
+        ),
+    ],
+    suite: Annotated[str, typer.Option(help="Built-in suite name or suite TOML file.")] = "demo",
+    limit: Annotated[int | None, typer.Option(help="Items per task (overrides the suite).")] = None,
+    json_: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    out: Annotated[
+        Path | None, typer.Option(help="Write the full result, per-item outputs included, here.")
+    ] = None,
+    data_root: Annotated[
+        Path | None,
+        typer.Option(help="Benchmark data root [default: $ARCHAUDIT_DATA or ../shared/data]."),
+    ] = None,
+    device: Annotated[str, typer.Option(help="torch device.")] = "cpu",
+    batch_size: Annotated[int, typer.Option(help="Rows per forward pass.")] = 32,
+    groups: Annotated[
+        bool,
+        typer.Option("--groups", help="Also print accuracy per group (paradigm, length × depth)."),
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+) -> None:
+    """Score MODEL on a suite: accuracy with Wilson 95% intervals per task and their macro
+    average (downstream_avg)."""
+    from archaudit.evals import evaluate
+
+    result = evaluate(
+        model,
+        suite,
+        limit=limit,
+        out_path=out,
+        device=device,
+        batch_size=batch_size,
+        data_root=data_root,
+        show_progress=not (quiet or json_),
+    )
+    if json_:
+        typer.echo(result.to_json(include_items=False))
+        return
+    table = Table(title=f"{result.model} on suite {result.suite!r} ({result.seconds:.0f} s)")
+    for column in ("task", "n", "acc [95% CI]", "acc_norm [95% CI]", "metric"):
+        table.add_column(column, justify="left" if column == "task" else "right")
+    for name, task in result.tasks.items():
+        cells = [
+            "-" if a is None else f"{a.value:.3f} [{a.low:.3f}, {a.high:.3f}]"
+            for a in (task.acc, task.acc_norm)
+        ]
+        table.add_row(name, str(task.acc.n), *cells, task.metric)
+    console = Console()
+    console.print(table)
+    for name, task in result.tasks.items() if groups else ():
+        for group, a in task.groups.items():
+            console.print(f"  {name}/{group}: {a.value:.3f} [{a.low:.3f}, {a.high:.3f}] (n={a.n})")
+    console.print(f"downstream_avg = {result.downstream_avg:.4f}")
+    if result.heldout:
+        h = result.heldout
+        console.print(f"held-out: {h.loss:.4f} nats/token, {h.bits_per_byte:.4f} bits/byte")
+    if out:
+        console.print(f"per-item results: {out}")

@@ -1,0 +1,166 @@
+"""An lm-evaluation-harness model `archaudit` backed by this package's scorer (the `lmeval` extra).
+
+lm-eval builds the prompts and tokenises the (context, continuation) pairs itself
+(`TemplateLM._encode_pair`); this adapter only scores token ids, so running a task both ways
+checks our prompt building and metrics against lm-eval's. The harness finds the model once this
+module is imported; the module's command line does that and then hands over to lm-eval's:
+
+    python -m archaudit.evals.lmeval_adapter --model archaudit \\
+        --model_args path=runs/a/baseline/tiny/seed-0 --tasks arc_easy --limit 100
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import lm_eval.models  # noqa: F401  (lm-eval's own models register lazily on this import)
+import torch
+from lm_eval.api.model import TemplateLM
+from lm_eval.api.registry import register_model
+
+from archaudit.evals.models import load_scoring_model
+from archaudit.evals.scoring import ScoringModel, rolling_pairs, score_tokens
+
+
+@register_model("archaudit")
+class ArchauditHarnessLM(TemplateLM):
+    """model_args: `path` (any model `archaudit eval` accepts, or `pretrained`), `device`,
+    `batch_size`. A ready `ScoringModel` may be passed as `model` from Python."""
+
+    def __init__(
+        self,
+        path: str | None = None,
+        pretrained: str | None = None,
+        device: str = "cpu",
+        batch_size: int | str = 32,
+        model: ScoringModel | None = None,
+        **_: Any,
+    ) -> None:
+        super().__init__()
+        self.scorer = model or load_scoring_model(path or pretrained or "", device=device)
+        self._batch_size = int(batch_size) if str(batch_size).isdigit() else 32
+
+    @property
+    def eot_token_id(self) -> int:
+        prefix = self.scorer.prefix_token_id
+        return 0 if prefix is None else prefix
+
+    @property
+    def max_length(self) -> int:
+        return self.scorer.max_length
+
+    def tok_encode(
+        self, string: str, add_special_tokens: bool | None = None, **_: Any
+    ) -> list[int]:
+        return self.scorer.encode(string)
+
+    def tok_decode(self, tokens: list[int], **_: Any) -> str:
+        return self.scorer.decode(tokens)
+
+    def _loglikelihood_tokens(
+        self, requests: list, disable_tqdm: bool = False, **_: Any
+    ) -> list[tuple[float, bool]]:
+        pairs = [(list(context), list(continuation)) for _, context, continuation in requests]
+        scores = score_tokens(
+            self.scorer, pairs, batch_size=self._batch_size, show_progress=not disable_tqdm
+        )
+        return [(s.logprob, s.greedy) for s in scores]
+
+    def loglikelihood_rolling(self, requests: list, disable_tqdm: bool = False) -> list[float]:
+        totals = []
+        for (text,) in (r.args for r in requests):
+            pairs = rolling_pairs(
+                self.scorer.encode(text), self.scorer.prefix_token_id, self.max_length
+            )
+            scores = score_tokens(
+                self.scorer, pairs, batch_size=self._batch_size, show_progress=False
+            )
+            totals.append(sum(s.logprob for s in scores))
+        return totals
+
+    def generate_until(self, requests: list, disable_tqdm: bool = False) -> list[str]:
+        """Greedy decoding until a stop string or `max_gen_toks` tokens (no sampling)."""
+        outputs = []
+        for context, gen_kwargs in (r.args for r in requests):
+            until = gen_kwargs.get("until", [])
+            until = [until] if isinstance(until, str) else list(until)
+            budget = int(gen_kwargs.get("max_gen_toks", 256))
+            ids = self.scorer.encode(context)[-(self.max_length - budget) :]
+            generated: list[int] = []
+            text = ""
+            for _ in range(budget):
+                window = torch.tensor(
+                    [(ids + generated)[-self.max_length :]], device=self.scorer.device
+                )
+                last = torch.tensor([[window.shape[1] - 1]], device=self.scorer.device)
+                with torch.no_grad():
+                    generated.append(int(self.scorer.logits_at(window, last)[0, 0].argmax()))
+                text = self.scorer.decode(generated)
+                if any(stop in text for stop in until):
+                    break
+            for stop in until:
+                text = text.split(stop)[0]
+            outputs.append(text)
+        return outputs
+
+
+TASK_YAML = """\
+task: {name}
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: multiple_choice
+doc_to_text: "{{{{query}}}}{suffix}"
+doc_to_choice: choices
+doc_to_target: gold
+metric_list:
+  - metric: acc
+  - metric: acc_norm
+"""
+
+
+def write_task_yaml(
+    folder: str | Path, name: str, data: str | Path, prompt_suffix: str = ""
+) -> Path:
+    """Write an lm-eval task over a local `multiple_choice` JSONL file ({query, choices, gold}),
+    prompted as `archaudit` prompts it; use the folder as lm-eval's `--include_path`."""
+    suffix = json.dumps(prompt_suffix)[1:-1]  # escaped for a double-quoted YAML string
+    path = Path(folder) / f"{name}.yaml"
+    path.write_text(TASK_YAML.format(name=name, data=Path(data).resolve(), suffix=suffix))
+    return path
+
+
+def run_local_task(
+    model: Any, task: str, folder: str | Path, *, limit: int | None = None, **kwargs: Any
+) -> dict:
+    """lm-eval's `simple_evaluate` on a task defined in `folder` only, offline, samples logged.
+    `model` is an `LM` instance or a registered name (then pass `model_args`)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
+
+    return simple_evaluate(
+        model=model,
+        tasks=[task],
+        task_manager=TaskManager(include_path=str(folder), include_defaults=False),
+        limit=limit,
+        log_samples=True,
+        **kwargs,
+    )
+
+
+def main() -> None:
+    """lm-eval's command line, with the `archaudit` model registered."""
+    from lm_eval.__main__ import cli_evaluate
+
+    cli_evaluate()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,228 @@
+"""Model adapters: anything that can be scored becomes a `ScoringModel`.
+
+Adapters register by name with a test for the paths they recognise (the tests exclude each
+other); `load_scoring_model` takes `kind:path` or detects the kind: a `.gguf` file, a Hugging
+Face directory with `config.json`, else an archaudit run or checkpoint directory. Loaded models
+are cached per (kind, path, modification time, device): a suite, a benchmark or a test loads the
+same model many times.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from archaudit.errors import ArchauditError, DataError
+from archaudit.evals.scoring import ScoringModel
+from archaudit.registry import Registry
+
+
+class ArchauditLM:
+    """An `archaudit.model.Transformer` (anything with `hidden` and `head`) and its tokenizer."""
+
+    tree_attention = False  # the model's forward takes no attention mask
+
+    def __init__(
+        self, model: nn.Module, tokenizer: Any, *, name: str = "archaudit", device: str = "cpu"
+    ) -> None:
+        self.model = model.to(device).eval()
+        self.tokenizer = tokenizer
+        self.name = name
+        self.device = torch.device(device)
+        self.context_length = self.max_length = int(model.cfg.context_length)
+        self.prefix_token_id = tokenizer.eos_id
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids))
+
+    def logits_at(self, ids: torch.Tensor, index: torch.Tensor, **_: Any) -> torch.Tensor:
+        h = self.model.hidden(ids)  # (B, T, d)
+        h = h.gather(1, index[..., None].expand(-1, -1, h.shape[-1]))  # (B, K, d)
+        return self.model.head(h)  # (B, K, V)
+
+    @functools.cached_property
+    def position_limit(self) -> int | None:
+        """Longest input the model runs at all: its context for learned absolute positions,
+        None when positions extrapolate (RoPE, ALiBi, NoPE, sinusoidal). Found by trying."""
+        probe = torch.zeros(1, self.context_length + 1, dtype=torch.long, device=self.device)
+        try:
+            with torch.no_grad():
+                self.model.hidden(probe)
+        except (ArchauditError, ValueError, IndexError, RuntimeError):
+            return self.context_length
+        return None
+
+
+class HFCausalLM:
+    """A Hugging Face causal LM and tokenizer, tokenised as lm-evaluation-harness does."""
+
+    tree_attention = True  # a custom 4D attention mask and position ids pass through
+
+    def __init__(self, model: Any, tokenizer: Any, *, name: str, device: str = "cpu") -> None:
+        self.model = model.to(device).eval()
+        self.tokenizer = tokenizer
+        self.name = name
+        self.device = torch.device(device)
+        config = model.config
+        # lm-eval's resolve_max_length: the first length attribute the config has, else 2048.
+        lengths = (
+            getattr(config, a, None) for a in ("n_positions", "max_position_embeddings", "n_ctx")
+        )
+        self.context_length = self.max_length = next((n for n in lengths if n), 2048)
+        self.prefix_token_id = (
+            tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+        )
+        # Rotary models run past their configured length; absolute-position ones cannot.
+        rotary = hasattr(config, "rope_theta") or getattr(config, "rope_parameters", None)
+        self.position_limit = None if rotary else self.max_length
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), clean_up_tokenization_spaces=False)
+
+    def logits_at(
+        self,
+        ids: torch.Tensor,
+        index: torch.Tensor,
+        *,
+        positions: torch.Tensor | None = None,
+        allowed: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        # The model's own forward (so any logit soft-capping or scaling applies), with the
+        # output head run only at the positions some row needs.
+        mask = None
+        if allowed is not None:  # a custom 4D additive mask, which transformers passes through
+            dtype = next(self.model.parameters()).dtype
+            mask = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)
+            mask.masked_fill_(~allowed, torch.finfo(dtype).min)
+            mask = mask[:, None]  # (B, 1, T, T)
+        keep = torch.unique(index)  # (P,) sorted
+        logits = self.model(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=positions,
+            logits_to_keep=keep,
+            use_cache=False,
+        ).logits  # (B, P, V)
+        column = torch.searchsorted(keep, index)  # (B, K)
+        return logits.gather(1, column[..., None].expand(-1, -1, logits.shape[-1]))
+
+
+# ---------------------------------------------------------------------------------------------
+# registry
+
+
+@dataclass(frozen=True)
+class ModelAdapter:
+    name: str
+    accepts: Callable[[Path], bool]
+    load: Callable[[Path, str], ScoringModel]
+
+
+ADAPTERS: Registry[ModelAdapter] = Registry("model adapter")
+
+
+def model_adapter(name: str, *, accepts: Callable[[Path], bool]) -> Callable[[Callable], Callable]:
+    """Register `load(path, device) -> ScoringModel` for the paths `accepts` recognises.
+    Detection tries adapters in registration order."""
+
+    def register(load: Callable[[Path, str], ScoringModel]) -> Callable[[Path, str], ScoringModel]:
+        ADAPTERS.register(name)(ModelAdapter(name, accepts, load))
+        return load
+
+    return register
+
+
+def _transformers() -> Any:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never download: models are local files
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    try:
+        import transformers
+    except ImportError:
+        raise DataError(
+            "loading Hugging Face or GGUF models needs the `hf` extra: pip install 'archaudit[hf]'"
+        ) from None
+    return transformers
+
+
+def _load_hf(directory: Path, device: str, name: str, **kwargs: Any) -> HFCausalLM:
+    transformers = _transformers()
+    common = dict(local_files_only=True, **kwargs)
+    # transformers' GGUF conversion draws a raw tqdm bar that its logging switch cannot silence.
+    with contextlib.redirect_stderr(io.StringIO()):
+        tokenizer = transformers.AutoTokenizer.from_pretrained(directory, **common)
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            directory, dtype=torch.float32, **common
+        )
+    return HFCausalLM(model, tokenizer, name=name, device=device)
+
+
+@model_adapter("gguf", accepts=lambda p: p.is_file() and p.suffix == ".gguf")
+def load_gguf(path: Path, device: str) -> ScoringModel:
+    """A GGUF file, dequantised to float32 by transformers (needs `gguf` and `accelerate`)."""
+    return _load_hf(path.parent, device, path.name, gguf_file=path.name)
+
+
+@model_adapter("hf", accepts=lambda p: (p / "config.json").is_file())
+def load_hf(path: Path, device: str) -> ScoringModel:
+    """A local Hugging Face causal-LM directory (config.json, weights, tokenizer)."""
+    return _load_hf(path, device, path.name)
+
+
+@model_adapter("archaudit", accepts=lambda p: p.is_dir() and not (p / "config.json").is_file())
+def load_archaudit(path: Path, device: str) -> ScoringModel:
+    """An archaudit run directory or checkpoint directory."""
+    from archaudit.train.checkpoint import load_model  # lazily: evals must not need the trainer
+
+    model, tokenizer = load_model(path)
+    return ArchauditLM(model, tokenizer, name=path.name, device=device)
+
+
+def load_scoring_model(
+    model: str | Path | ScoringModel | tuple[nn.Module, Any], *, device: str = "cpu"
+) -> ScoringModel:
+    """A scoring model from a path (`kind:path` or detected), a (Transformer, tokenizer) pair,
+    or a ready `ScoringModel`."""
+    if isinstance(model, tuple):
+        return ArchauditLM(*model, device=device)
+    if not isinstance(model, str | Path):
+        return model
+    kind, _, rest = str(model).partition(":")
+    if rest and kind in ADAPTERS:
+        path = Path(rest)
+    else:
+        path, kind = Path(model), ""
+    if not path.exists():
+        raise DataError(
+            f"model {str(path)!r} does not exist; pass a run or checkpoint directory, "
+            "a Hugging Face model directory or a .gguf file"
+        )
+    if not kind:
+        kind = next((name for name, a in ADAPTERS.items() if a.accepts(path)), "")
+    if not kind:
+        raise DataError(
+            f"model {str(path)!r}: not a .gguf file, a Hugging Face directory (config.json) or "
+            f"an archaudit run directory; name the kind explicitly as KIND:PATH with KIND one of "
+            f"{', '.join(ADAPTERS)}"
+        )
+    resolved = path.resolve()
+    return _cached_load(kind, resolved, resolved.stat().st_mtime_ns, device)
+
+
+@functools.lru_cache(maxsize=2)
+def _cached_load(kind: str, path: Path, mtime: int, device: str) -> ScoringModel:
+    return ADAPTERS.get(kind).load(path, device)

@@ -1,0 +1,385 @@
+"""The scoring LM: summed log-likelihood of continuations given contexts.
+
+Everything downstream (multiple choice, cloze, minimal pairs, probes, held-out loss, the
+lm-evaluation-harness adapter) reduces to `score_tokens`: for (context_ids, continuation_ids)
+pairs, the summed log-probability of the continuation and whether greedy decoding would have
+produced it. Text pairs are joined exactly as lm-evaluation-harness joins them (`encode_pair`),
+so numbers are comparable with published lm-eval results.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol
+
+import torch
+
+from archaudit.errors import DataError
+from archaudit.progress import progress
+
+
+class ScoringModel(Protocol):
+    """What the scorer needs from a model; adapters in `archaudit.evals.models` provide it."""
+
+    name: str
+    max_length: int
+    """Longest input in tokens; longer inputs lose context from the left."""
+    context_length: int
+    """Training context in tokens: long-context retrieval is measured in multiples of it."""
+    prefix_token_id: int | None
+    """Token that conditions an empty context (BOS/EOS); None when the tokenizer has none."""
+    position_limit: int | None
+    """Longest input the model can run at all (learned absolute positions); None = no limit."""
+    device: torch.device
+
+    def encode(self, text: str) -> list[int]: ...
+
+    def decode(self, ids: Sequence[int]) -> str: ...
+
+    tree_attention: bool
+    """`logits_at` honours `positions` and `allowed`, so choices can share their prefix."""
+
+    def logits_at(
+        self,
+        ids: torch.Tensor,
+        index: torch.Tensor,
+        *,
+        positions: torch.Tensor | None = None,
+        allowed: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Next-token logits of `ids` (B, T) at row indices `index` (B, K) → (B, K, V).
+
+        `positions` (B, T) are position ids and `allowed` (B, T, T) says which keys each query
+        sees; both None means plain causal attention over positions 0..T-1.
+        """
+        ...
+
+
+class Score(NamedTuple):
+    logprob: float
+    """Summed log-probability (nats) of the continuation."""
+    greedy: bool
+    """Every continuation token is the argmax of its prediction."""
+
+
+TokenPair = tuple[list[int], list[int]]
+
+
+def encode_pair(model: ScoringModel, context: str, continuation: str) -> TokenPair:
+    """Tokenise a (context, continuation) text pair the way lm-evaluation-harness does.
+
+    Trailing whitespace of the context moves to the continuation; context and continuation are
+    tokenised together and split at the length of the context's own encoding, so a word-initial
+    space merges into the continuation's first token as it would in running text. An empty
+    context becomes the prefix token (lm-eval's `TemplateLM.loglikelihood`).
+    """
+    return _encode_pair(model.encode, model.prefix_token_id, context, continuation)
+
+
+def encode_pairs(model: ScoringModel, pairs: Sequence[tuple[str, str]]) -> list[TokenPair]:
+    """`encode_pair` over many pairs; a context shared by several choices is encoded once."""
+    cache: dict[str, list[int]] = {}
+
+    def encode(text: str) -> list[int]:
+        if text not in cache:
+            cache[text] = model.encode(text)
+        return cache[text]
+
+    return [_encode_pair(encode, model.prefix_token_id, c, x) for c, x in pairs]
+
+
+def _encode_pair(
+    encode: Callable[[str], list[int]], prefix: int | None, context: str, continuation: str
+) -> TokenPair:
+    if not context:
+        cont = encode(continuation)
+        if prefix is None or cont[:1] == [prefix]:
+            # Nothing to condition on: the first token becomes the context, as lm-eval does
+            # when the continuation already starts with the prefix token.
+            return cont[:1], cont[1:]
+        return [prefix], cont
+    n_spaces = len(context) - len(context.rstrip())
+    if n_spaces:
+        context, continuation = context[:-n_spaces], context[-n_spaces:] + continuation
+    context_ids = encode(context)
+    return context_ids, encode(context + continuation)[len(context_ids) :]
+
+
+Seq = tuple[int, ...]
+
+
+@dataclass(frozen=True, eq=False)  # identity hash: trees key dicts
+class _Tree:
+    """Inputs (none a prefix of another) that share their first `shared` tokens: the shared part
+    once, then each member's own tokens in a branch that sees the shared part and itself."""
+
+    members: tuple[Seq, ...]
+    shared: int
+
+    def __len__(self) -> int:
+        return self.shared + sum(len(m) - self.shared for m in self.members)
+
+    @property
+    def tokens(self) -> list[int]:
+        return list(self.members[0][: self.shared]) + [
+            t for m in self.members for t in m[self.shared :]
+        ]
+
+    @property
+    def branches(self) -> list[int]:
+        """-1 on the shared part, i on member i's own tokens."""
+        return [-1] * self.shared + [
+            i for i, m in enumerate(self.members) for _ in m[self.shared :]
+        ]
+
+    @property
+    def positions(self) -> list[int]:
+        return list(range(self.shared)) + [
+            p for m in self.members for p in range(self.shared, len(m))
+        ]
+
+    def locate(self, member: Seq, position: int) -> int:
+        """Where token `position` of `member` sits in the tree."""
+        if position < self.shared:
+            return position
+        start = self.shared + sum(
+            len(m) - self.shared for m in self.members[: self.members.index(member)]
+        )
+        return start + position - self.shared
+
+
+Line = list[_Tree]
+"""The trees that one row of a batch carries, one after the other."""
+
+
+def score_tokens(
+    model: ScoringModel,
+    pairs: Sequence[TokenPair],
+    *,
+    batch_size: int = 32,
+    max_batch_tokens: int = 32768,
+    max_length: int | None = None,
+    show_progress: bool = True,
+    description: str = "scoring",
+) -> list[Score]:
+    """Summed continuation log-probability and greediness for each token pair, in input order.
+
+    A request's model input is `(context + continuation)[:-1]`, cut from the left to
+    `max_length` (default: the model's), as lm-eval does. Causal logits at a position do not
+    depend on what follows, so an input that is a prefix of another is read from the longer
+    one's row (all single-token choices of a question cost one row). When the model takes an
+    attention mask (`tree_attention`), inputs sharing a long prefix (the choices of a question)
+    form a tree whose prefix is computed once, and short trees share a row instead of padding.
+    Rows are sorted longest first (memory trouble shows at once), batched under `batch_size`
+    rows and `max_batch_tokens` padded tokens, and right-padded: padding after a row's last
+    token cannot change any logit we read.
+    """
+    limit = max_length or model.max_length
+    inputs: list[Seq] = []
+    for context, continuation in pairs:
+        if not continuation:
+            raise DataError("empty continuation: there is nothing to score")
+        if len(continuation) > limit:
+            raise DataError(
+                f"continuation of {len(continuation)} tokens exceeds the model's maximum length "
+                f"{limit}; shorten it or evaluate a model with a longer context"
+            )
+        inputs.append(tuple((context + continuation)[-(limit + 1) : -1]))
+
+    longest = _longest_extension(inputs)
+    tree = model.tree_attention
+    trees = _grow_trees(sorted(set(longest.values())), branch=tree)
+    tree_of = {m: t for t in trees for m in t.members}
+    requests: dict[_Tree, list[int]] = {t: [] for t in trees}
+    for i, seq in enumerate(inputs):
+        requests[tree_of[longest[seq]]].append(i)
+    trees.sort(key=len, reverse=True)
+    lines = _fill_lines(trees) if tree else [[t] for t in trees]
+    lines.sort(key=_width, reverse=True)
+
+    logprob = torch.zeros(len(pairs), dtype=torch.float64)
+    misses = torch.zeros(len(pairs), dtype=torch.long)
+    with progress(description, len(pairs)) if show_progress else nullcontext() as bar:
+        for batch in _batches(lines, batch_size, max_batch_tokens):
+            members, reads = [], []
+            for b, line in enumerate(batch):
+                offset = 0
+                for t in line:
+                    for i in requests[t]:
+                        seq, targets = inputs[i], pairs[i][1]
+                        where = [
+                            offset + t.locate(longest[seq], p)
+                            for p in _read_positions(seq, targets)
+                        ]
+                        reads.append(_Read(b, where, targets))
+                        members.append(i)
+                    offset += len(t)
+            logprob[members], misses[members] = _score_batch(model, batch, reads)
+            if bar:
+                bar.update(advance=len(members))
+    return [Score(float(lp), bool(m == 0)) for lp, m in zip(logprob, misses, strict=True)]
+
+
+def _read_positions(seq: Seq, continuation: list[int]) -> range:
+    """The input positions whose next-token predictions are the continuation's tokens."""
+    return range(len(seq) - len(continuation), len(seq))
+
+
+class _Read(NamedTuple):
+    """One request's continuation: row `row` of the batch, predicted at row `positions`."""
+
+    row: int
+    positions: list[int]
+    targets: list[int]
+
+
+def _longest_extension(inputs: list[Seq]) -> dict[Seq, Seq]:
+    """Map each input to the longest input it is a prefix of (itself when none)."""
+    # In lexicographic order an input's extensions, if any, follow it directly; walking the
+    # sorted list backwards carries the longest extension down each chain of prefixes.
+    longest: dict[Seq, Seq] = {}
+    following: Seq | None = None
+    for seq in sorted(set(inputs), reverse=True):
+        is_prefix = following is not None and following[: len(seq)] == seq
+        longest[seq] = longest[following] if is_prefix else seq  # type: ignore[index]
+        following = seq
+    return longest
+
+
+def _common_prefix(a: Seq, b: Seq) -> int:
+    n = min(len(a), len(b))
+    return next((i for i in range(n) if a[i] != b[i]), n)
+
+
+def _grow_trees(
+    ordered: list[Seq], *, branch: bool, min_shared: int = 8, max_members: int = 16
+) -> list[_Tree]:
+    """Group lexicographically sorted inputs (none a prefix of another) into trees.
+
+    Neighbours join a tree while they share at least `min_shared` tokens with it and the tree
+    stays within twice its longest member (a sorted run's common prefix is that of its ends).
+    """
+    groups: list[list[Seq]] = []
+    for seq in ordered:
+        if branch and groups and len(groups[-1]) < max_members:
+            group = groups[-1] + [seq]
+            shared = _common_prefix(group[0], seq)
+            size = shared + sum(len(m) - shared for m in group)
+            if shared >= min_shared and size <= 2 * max(map(len, group)):
+                groups[-1] = group
+                continue
+        groups.append([seq])
+    return [
+        _Tree(tuple(g), _common_prefix(g[0], g[-1]) if len(g) > 1 else len(g[0])) for g in groups
+    ]
+
+
+def _width(line: Line) -> int:
+    return sum(map(len, line))
+
+
+def _fill_lines(trees: list[_Tree]) -> list[Line]:
+    """Trees (longest first) into rows as wide as the longest tree, best fit decreasing, so a
+    batch of short questions carries little padding."""
+    width = len(trees[0]) if trees else 0
+    lines: list[Line] = []
+    room: list[tuple[int, int]] = []  # (free tokens, line index), sorted
+    for t in trees:
+        k = bisect.bisect_left(room, (len(t), -1))
+        if k == len(room):
+            lines.append([t])
+            bisect.insort(room, (width - len(t), len(lines) - 1))
+        else:
+            free, j = room.pop(k)
+            lines[j].append(t)
+            bisect.insort(room, (free - len(t), j))
+    return lines
+
+
+def _batches(lines: list[Line], batch_size: int, max_batch_tokens: int) -> Iterator[list[Line]]:
+    """Consecutive runs of rows (sorted longest first) within the row and padded-token budgets."""
+    batch: list[Line] = []
+    for line in lines:
+        # rows arrive longest first, so the batch's padded width is its first row's width
+        width = _width(batch[0]) if batch else _width(line)
+        if batch and (len(batch) == batch_size or (len(batch) + 1) * width > max_batch_tokens):
+            yield batch
+            batch = []
+        batch.append(line)
+    if batch:
+        yield batch
+
+
+def _score_batch(
+    model: ScoringModel, batch: list[Line], reads: list[_Read]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Summed log-probabilities and greedy-miss counts of `reads` over the rows `batch`."""
+    width = _width(batch[0])
+    ids = torch.zeros(len(batch), width, dtype=torch.long)  # (B, T), right-padded
+    positions = torch.arange(width).repeat(len(batch), 1)  # (B, T)
+    trees = torch.full((len(batch), width), -1)  # which tree of its row a token is in
+    branches = torch.full((len(batch), width), -2)  # padding: a branch of its own
+    for b, line in enumerate(batch):
+        n = _width(line)
+        ids[b, :n] = torch.tensor([tok for t in line for tok in t.tokens])
+        positions[b, :n] = torch.tensor([p for t in line for p in t.positions])
+        trees[b, :n] = torch.tensor([j for j, t in enumerate(line) for _ in range(len(t))])
+        branches[b, :n] = torch.tensor([br for t in line for br in t.branches])
+    allowed = None
+    if any(len(line) > 1 or len(line[0].members) > 1 for line in batch):
+        causal = torch.ones(width, width, dtype=torch.bool).tril()
+        same_tree = trees[:, None, :] == trees[:, :, None]  # (B, T_query, T_key)
+        visible = (branches[:, None, :] == branches[:, :, None]) | (branches[:, None, :] == -1)
+        allowed = causal & same_tree & visible
+
+    # Only positions some request reads go through the output head: the full (B, T, V) logits
+    # would be mostly waste for long contexts and short answers.
+    needed: list[list[int]] = [
+        sorted({p for r in reads if r.row == b for p in r.positions}) for b in range(len(batch))
+    ]
+    k_max = max(map(len, needed))
+    index = torch.tensor([row + [row[0]] * (k_max - len(row)) for row in needed])  # (B, K)
+    column = [{p: k for k, p in enumerate(row)} for row in needed]
+
+    device = model.device
+    # no_grad, not inference_mode: tensors a model caches here (rotary tables) must stay
+    # usable when the same model object trains on afterwards.
+    with torch.no_grad():
+        logits = model.logits_at(
+            ids.to(device),
+            index.to(device),
+            positions=None if allowed is None else positions.to(device),
+            allowed=None if allowed is None else allowed.to(device),
+        ).float()  # (B, K, V)
+        # log p(target) = logit - logsumexp: no second (B, K, V) tensor, which for a long
+        # held-out window and a large vocabulary would double the memory.
+        log_z = torch.logsumexp(logits, dim=-1)  # (B, K)
+        greedy = logits.argmax(dim=-1)  # (B, K)
+
+        # One entry per continuation token: its row, its column in K, its target, its request.
+        tok_row = torch.tensor([r.row for r in reads for _ in r.targets], device=device)
+        tok_k = torch.tensor([column[r.row][p] for r in reads for p in r.positions], device=device)
+        tok_target = torch.tensor([t for r in reads for t in r.targets], device=device)
+        tok_lp = (logits[tok_row, tok_k, tok_target] - log_z[tok_row, tok_k]).double().cpu()
+        tok_miss = (greedy[tok_row, tok_k] != tok_target).long().cpu()
+    owner = torch.tensor([j for j, r in enumerate(reads) for _ in r.targets])
+    logprob = torch.zeros(len(reads), dtype=torch.float64).index_add_(0, owner, tok_lp)
+    misses = torch.zeros(len(reads), dtype=torch.long).index_add_(0, owner, tok_miss)
+    return logprob, misses
+
+
+def rolling_pairs(ids: Sequence[int], prefix: int | None, max_length: int) -> list[TokenPair]:
+    """Disjoint windows of up to `max_length` predicted tokens that together predict all of `ids`.
+
+    lm-eval's `loglikelihood_rolling` (context_len=1): each window conditions on the one token
+    before it; the first on the prefix token, or, without one, on the first token of `ids`
+    (which then goes unpredicted).
+    """
+    seq = ([] if prefix is None else [prefix]) + list(ids)
+    return [
+        (seq[start - 1 : start], seq[start : start + max_length])
+        for start in range(1, len(seq), max_length)
+    ]

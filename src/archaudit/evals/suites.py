@@ -1,0 +1,194 @@
+"""Suites: a TOML list of tasks with a macro average, and `evaluate`, the one call the runner makes.
+
+A suite file holds `name`, `description`, an optional `[defaults]` table applied to every task,
+`[[tasks]]` tables (`archaudit.evals.tasks.TaskSpec`) and an optional `[heldout]` table (a text
+file scored for loss and bits per byte). Built-in suites live beside this file in `suites/`.
+Benchmark paths are relative to the data root: `--data-root`, else `$ARCHAUDIT_DATA`, else
+`../shared/data` relative to the current directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from archaudit.config import build, load_toml
+from archaudit.errors import ConfigError, did_you_mean
+from archaudit.evals import loaders, longcontext, probes  # noqa: F401  (register task formats)
+from archaudit.evals.heldout import HeldoutLoss, heldout_loss
+from archaudit.evals.models import load_scoring_model
+from archaudit.evals.scoring import ScoringModel
+from archaudit.evals.tasks import (
+    LoadContext,
+    TaskResult,
+    TaskSpec,
+    check_spec,
+    load_items,
+    score_task,
+)
+
+BUILTIN_DIR = Path(__file__).parent / "suites"
+SUITE_KEYS = ("name", "description", "defaults", "tasks", "heldout")
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeldoutSpec:
+    path: str
+    """UTF-8 text file, relative to the data root."""
+    token_budget: int = 16384
+
+
+@dataclass(frozen=True, kw_only=True)
+class Suite:
+    name: str
+    description: str = ""
+    tasks: tuple[TaskSpec, ...]
+    heldout: HeldoutSpec | None = None
+
+
+def builtin_suites() -> dict[str, Path]:
+    return {p.stem: p for p in sorted(BUILTIN_DIR.glob("*.toml"))}
+
+
+def load_suite(suite: str | Path) -> Suite:
+    """A built-in suite by name, or a suite TOML file by path."""
+    builtins = builtin_suites()
+    if str(suite) in builtins:
+        path = builtins[str(suite)]
+    elif Path(suite).is_file():
+        path = Path(suite)
+    else:
+        raise ConfigError(
+            f"unknown suite {str(suite)!r}: neither a built-in suite nor a file"
+            f"{did_you_mean(str(suite), builtins)}"
+        )
+    return parse_suite(load_toml(path), where=str(path))
+
+
+def parse_suite(tree: dict[str, Any], *, where: str) -> Suite:
+    for key in tree:
+        if key not in SUITE_KEYS:
+            raise ConfigError(f"{where}: unknown key {key!r}{did_you_mean(key, SUITE_KEYS)}")
+    defaults = tree.get("defaults", {})
+    tables = tree.get("tasks", [])
+    if not tables:
+        raise ConfigError(f"{where}: a suite needs at least one [[tasks]] table")
+    tasks = []
+    for i, table in enumerate(tables):
+        section = f"{where}: tasks[{i}]"
+        spec = build(TaskSpec, {**defaults, **table}, section=section)
+        check_spec(spec, where=f"{section} ({spec.name!r})")
+        tasks.append(spec)
+    names = [t.name for t in tasks]
+    if len(set(names)) != len(names):
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        raise ConfigError(f"{where}: task names must be unique; repeated: {', '.join(dupes)}")
+    heldout = tree.get("heldout")
+    return Suite(
+        name=tree.get("name", Path(where).stem),
+        description=tree.get("description", ""),
+        tasks=tuple(tasks),
+        heldout=build(HeldoutSpec, heldout, section=f"{where}: heldout") if heldout else None,
+    )
+
+
+def resolve_data_root(override: str | Path | None = None) -> Path:
+    """`override`, else `$ARCHAUDIT_DATA`, else `../shared/data` from the current directory."""
+    return Path(
+        override or os.environ.get("ARCHAUDIT_DATA") or Path.cwd() / ".." / "shared" / "data"
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuiteResult:
+    suite: str
+    model: str
+    tasks: dict[str, TaskResult]
+    heldout: HeldoutLoss | None = None
+    seconds: float = 0.0
+    config: dict[str, Any] = field(default_factory=dict)
+    """How the suite was run (limit, data root, device), for the record."""
+
+    @property
+    def downstream_avg(self) -> float:
+        """Macro average of each task's own metric: every task weighs the same."""
+        return sum(t.score for t in self.tasks.values()) / len(self.tasks)
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        """Flat numbers for the store: downstream_avg, task/acc, task/acc_low, task/acc_high, ..."""
+        out = {"downstream_avg": self.downstream_avg}
+        for name, task in self.tasks.items():
+            out[f"{name}/score"] = task.score
+            for metric in ("acc", "acc_norm"):
+                value = getattr(task, metric)
+                if value is not None:
+                    out[f"{name}/{metric}"] = value.value
+                    out[f"{name}/{metric}_low"] = value.low
+                    out[f"{name}/{metric}_high"] = value.high
+        if self.heldout:
+            out |= {f"heldout/{k}": float(v) for k, v in self.heldout.to_dict().items()}
+        return out
+
+    def to_dict(self, *, include_items: bool = True) -> dict[str, Any]:
+        return {
+            "suite": self.suite,
+            "model": self.model,
+            "seconds": self.seconds,
+            "config": self.config,
+            "metrics": self.metrics,
+            "heldout": self.heldout.to_dict() if self.heldout else None,
+            "tasks": {n: t.to_dict(include_items=include_items) for n, t in self.tasks.items()},
+        }
+
+    def to_json(self, *, include_items: bool = True) -> str:
+        return json.dumps(self.to_dict(include_items=include_items), indent=1)
+
+
+def evaluate(
+    model_or_path: str | Path | ScoringModel | tuple[Any, Any],
+    suite: str | Path | Suite,
+    *,
+    limit: int | None = None,
+    out_path: str | Path | None = None,
+    device: str = "cpu",
+    batch_size: int = 32,
+    data_root: str | Path | None = None,
+    show_progress: bool = True,
+) -> SuiteResult:
+    """Score a model on a suite; `limit` overrides every task's item limit. With `out_path`,
+    the full result (per-item outputs included, for paired tests) is written there as JSON."""
+    start = time.perf_counter()
+    suite = suite if isinstance(suite, Suite) else load_suite(suite)  # check it before a load
+    model = load_scoring_model(model_or_path, device=device)
+    root = resolve_data_root(data_root)
+    results = {}
+    for spec in suite.tasks:
+        context = LoadContext(data_root=root, limit=limit or spec.limit, model=model)
+        items = load_items(spec, context)
+        results[spec.name] = score_task(
+            model, spec, items, batch_size=batch_size, show_progress=show_progress
+        )
+    heldout = None
+    if suite.heldout:
+        heldout = heldout_loss(
+            model,
+            root / suite.heldout.path,
+            token_budget=suite.heldout.token_budget,
+            show_progress=show_progress,
+        )
+    result = SuiteResult(
+        suite=suite.name,
+        model=model.name,
+        tasks=results,
+        heldout=heldout,
+        seconds=time.perf_counter() - start,
+        config={"limit": limit, "data_root": str(root), "device": device},
+    )
+    if out_path is not None:
+        Path(out_path).write_text(result.to_json())
+    return result

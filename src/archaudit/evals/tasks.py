@@ -1,0 +1,283 @@
+"""Tasks: items to score, the registry of task formats, and scoring a task into per-item results.
+
+A task format turns a file (or a generator) into `Item`s; every item is a few (context,
+continuation) requests. Two kinds of scoring cover all benchmarks:
+
+- `choice`: the item is correct when its gold request has the highest log-likelihood (`acc`),
+  or the highest per character of the continuation (`acc_norm`, as lm-evaluation-harness).
+  Multiple choice, schema (Winograd-style partial scoring) and minimal pairs are this kind.
+- `cloze`: one request, correct when greedy decoding produces the continuation (LAMBADA's `acc`,
+  the in-context probes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from archaudit.errors import ConfigError, DataError, did_you_mean
+from archaudit.evals.metrics import Accuracy, accuracy
+from archaudit.evals.scoring import Score, ScoringModel, encode_pairs, score_tokens
+from archaudit.registry import Registry
+
+Kind = Literal["choice", "cloze"]
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One question. Contexts pair with continuations; a single context is shared by all."""
+
+    id: str
+    """Stable across runs (file stem and line, or generator and index): paired tests join on it."""
+    contexts: tuple[str, ...]
+    continuations: tuple[str, ...]
+    gold: int = 0
+    group: str = ""
+    """Sub-task for per-group accuracy: BLiMP paradigm, long-context length and depth."""
+
+    @property
+    def n_choices(self) -> int:
+        return max(len(self.contexts), len(self.continuations))
+
+    def requests(self, prompt_suffix: str, delimiter: str) -> list[tuple[str, str]]:
+        contexts = self.contexts * (self.n_choices // len(self.contexts))
+        continuations = self.continuations * (self.n_choices // len(self.continuations))
+        return [
+            (c + prompt_suffix if c else c, delimiter + x)
+            for c, x in zip(contexts, continuations, strict=True)
+        ]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskSpec:
+    """One task of a suite, as written in its TOML `[[tasks]]` table."""
+
+    name: str
+    format: str
+    """A registered task format (`archaudit.evals.tasks.FORMATS`)."""
+    path: str | None = None
+    """Data file, directory or glob, relative to the data root."""
+    fields: Mapping[str, str] = field(default_factory=dict)
+    """Field mapping {format's field: the file's field} for JSONL files with other names."""
+    limit: int | None = None
+    """Items to score (spread evenly over the files of a multi-file task); None = all."""
+    metric: str = "acc"
+    """The task's number in the suite's macro average: acc | acc_norm."""
+    prompt_suffix: str = ""
+    """Appended to every non-empty context (e.g. "\\nAnswer:" to match lm-eval's ARC prompt)."""
+    target_delimiter: str | None = None
+    """Put before every continuation; None = the format's default (" " for text benchmarks)."""
+    params: Mapping[str, Any] = field(default_factory=dict)
+    """Format-specific parameters (probe generator, lengths, seed, ...)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadContext:
+    """What a loader may need beyond its spec."""
+
+    data_root: Path
+    limit: int | None
+    model: ScoringModel
+    """Generators size their prompts from the model's context length and tokenizer."""
+
+
+Loader = Callable[[TaskSpec, LoadContext], list[Item]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskFormat:
+    name: str
+    kind: Kind
+    load: Loader
+    delimiter: str = " "
+    fields: Mapping[str, str] = field(default_factory=dict)
+    """The format's fields and the names files use for them by default."""
+    metrics: tuple[str, ...] = ("acc",)
+    beyond_context: bool = False
+    """Score inputs longer than the model's `max_length` (up to its `position_limit`)."""
+    generated: bool = False
+    """Items come from a generator configured by `params`, not from a file at `path`."""
+
+
+FORMATS: Registry[TaskFormat] = Registry("task format")
+
+
+def task_format(name: str, *, kind: Kind, **options: Any) -> Callable[[Loader], Loader]:
+    """Register a loader as the task format `name`; `options` are `TaskFormat` fields."""
+
+    def register(load: Loader) -> Loader:
+        FORMATS.register(name)(TaskFormat(name=name, kind=kind, load=load, **options))
+        return load
+
+    return register
+
+
+def check_spec(spec: TaskSpec, *, where: str) -> TaskFormat:
+    """The spec's format, after checking the spec's keys against what the format takes."""
+    fmt = FORMATS.get(spec.format)
+    if spec.metric not in fmt.metrics:
+        raise ConfigError(
+            f"{where}: metric {spec.metric!r} is not reported by format {fmt.name!r}"
+            f"{did_you_mean(spec.metric, fmt.metrics)}"
+        )
+    for key in spec.fields:
+        if key not in fmt.fields:
+            raise ConfigError(
+                f"{where}: format {fmt.name!r} has no field {key!r}{did_you_mean(key, fmt.fields)}"
+            )
+    if fmt.generated and spec.path is not None:
+        raise ConfigError(f"{where}: format {fmt.name!r} generates its items; remove `path`")
+    if spec.params and not fmt.generated:
+        raise ConfigError(f"{where}: format {fmt.name!r} reads a file and takes no `params`")
+    return fmt
+
+
+def load_items(spec: TaskSpec, context: LoadContext) -> list[Item]:
+    items = check_spec(spec, where=f"task {spec.name!r}").load(spec, context)
+    if not items:
+        raise DataError(
+            f"task {spec.name!r} has no items ({spec.path or spec.format}): "
+            "refusing to score an empty task"
+        )
+    return items
+
+
+# ---------------------------------------------------------------------------------------------
+# results
+
+
+@dataclass(frozen=True, slots=True)
+class ItemResult:
+    id: str
+    group: str
+    logprobs: tuple[float, ...]
+    """Summed log-likelihood of each choice (a cloze item has one)."""
+    predicted: int
+    """Argmax choice; for a cloze item 0 when greedy decoding gives the continuation, else -1."""
+    predicted_norm: int | None
+    gold: int
+    correct: bool
+    correct_norm: bool | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskResult:
+    name: str
+    kind: Kind
+    metric: str
+    acc: Accuracy
+    acc_norm: Accuracy | None
+    mean_logprob: float
+    """Mean log-likelihood of the gold continuation (nats)."""
+    groups: dict[str, Accuracy]
+    items: tuple[ItemResult, ...]
+
+    @property
+    def score(self) -> float:
+        """The value that enters the suite's macro average."""
+        return getattr(self, self.metric).value
+
+    def to_dict(self, *, include_items: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "metric": self.metric,
+            "score": self.score,
+            "acc": self.acc.to_dict(),
+            "acc_norm": self.acc_norm.to_dict() if self.acc_norm else None,
+            "mean_logprob": self.mean_logprob,
+            "groups": {g: a.to_dict() for g, a in self.groups.items()},
+        }
+        if include_items:
+            out["items"] = [item.to_dict() for item in self.items]
+        return out
+
+
+def score_task(
+    model: ScoringModel,
+    spec: TaskSpec,
+    items: list[Item],
+    *,
+    batch_size: int = 32,
+    show_progress: bool = True,
+) -> TaskResult:
+    """Score every request of every item in one batched pass, then judge each item."""
+    fmt = check_spec(spec, where=f"task {spec.name!r}")
+    delimiter = fmt.delimiter if spec.target_delimiter is None else spec.target_delimiter
+    requests = [r for item in items for r in item.requests(spec.prompt_suffix, delimiter)]
+    pairs = encode_pairs(model, requests)
+    max_length = None
+    if fmt.beyond_context:
+        max_length = model.position_limit or max(len(c) + len(x) for c, x in pairs)
+    scores = score_tokens(
+        model,
+        pairs,
+        max_length=max_length,
+        batch_size=batch_size,
+        show_progress=show_progress,
+        description=spec.name,
+    )
+    judge = _judge_choice if fmt.kind == "choice" else _judge_cloze
+    normalise = "acc_norm" in fmt.metrics
+    results, start = [], 0
+    for item in items:
+        chunk = scores[start : start + item.n_choices]
+        start += item.n_choices
+        results.append(judge(item, chunk, normalise))
+    groups: dict[str, list[bool]] = {}
+    for r in results:
+        groups.setdefault(r.group, []).append(r.correct)
+    return TaskResult(
+        name=spec.name,
+        kind=fmt.kind,
+        metric=spec.metric,
+        acc=accuracy([r.correct for r in results]),
+        acc_norm=accuracy([bool(r.correct_norm) for r in results]) if normalise else None,
+        mean_logprob=sum(r.logprobs[r.gold] for r in results) / len(results),
+        groups={g: accuracy(flags) for g, flags in sorted(groups.items()) if g},
+        items=tuple(results),
+    )
+
+
+def _argmax(values: list[float]) -> int:
+    return max(range(len(values)), key=values.__getitem__)  # first maximum, as numpy's argmax
+
+
+def _judge_choice(item: Item, scores: list[Score], normalise: bool) -> ItemResult:
+    logprobs = [s.logprob for s in scores]
+    predicted = _argmax(logprobs)
+    predicted_norm = None
+    if normalise:
+        # lm-eval's acc_norm divides by the choice's length in characters, delimiter excluded.
+        chars = item.continuations * (item.n_choices // len(item.continuations))
+        predicted_norm = _argmax(
+            [lp / max(len(c), 1) for lp, c in zip(logprobs, chars, strict=True)]
+        )
+    return ItemResult(
+        id=item.id,
+        group=item.group,
+        logprobs=tuple(logprobs),
+        predicted=predicted,
+        predicted_norm=predicted_norm,
+        gold=item.gold,
+        correct=predicted == item.gold,
+        correct_norm=None if predicted_norm is None else predicted_norm == item.gold,
+    )
+
+
+def _judge_cloze(item: Item, scores: list[Score], normalise: bool) -> ItemResult:
+    (score,) = scores
+    return ItemResult(
+        id=item.id,
+        group=item.group,
+        logprobs=(score.logprob,),
+        predicted=0 if score.greedy else -1,
+        predicted_norm=None,
+        gold=0,
+        correct=score.greedy,
+        correct_norm=None,
+    )
