@@ -16,7 +16,7 @@ TORCH  := torch==2.13.0
 
 comma := ,
 BASE := .venv/.stamp-stats
-TEST := .venv/.stamp-dev+hf
+TEST := .venv/.stamp-dev+hf+lmeval
 FULL := .venv/.stamp-dev+hf+lmeval+ray+slurm+tracking
 
 demo: $(BASE)
