@@ -1,7 +1,7 @@
 """`archaudit demo`: the built-in audit (demo.toml) on the embedded corpus, then its verdicts.
 
 Eight arms (the baseline with three noise-floor seeds, seven modifications with one) at two tiny
-scales, scored on the `demo` probe suite; about ten minutes on two CPU cores.
+scales, scored on the `demo` probe suite; 4–7 minutes on two CPU cores.
 """
 
 from __future__ import annotations

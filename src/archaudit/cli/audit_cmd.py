@@ -268,7 +268,7 @@ def demo(
     quiet: bool = QUIET,
 ) -> None:
     """The built-in audit: baseline + 7 modifications at two tiny scales on the embedded corpus
-    (about ten minutes on two CPU cores), then the verdict table."""
+    (4–7 minutes on two CPU cores), then the verdict table."""
     from archaudit.audit.demo import run_demo, verdict_table
     from archaudit.progress import set_quiet
 
