@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
+from archaudit.stats.paired import wilson_interval
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -19,15 +18,9 @@ class Accuracy:
         return {"value": self.value, "low": self.low, "high": self.high, "n": self.n}
 
 
-def wilson(correct: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval for `correct` successes out of `n` (Wilson 1927)."""
-    if n == 0:
-        return 0.0, 1.0
-    p = correct / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+def wilson(correct: int, n: int) -> tuple[float, float]:
+    """95% Wilson score interval (`archaudit.stats`); (0, 1) for a task with no items."""
+    return (0.0, 1.0) if n == 0 else wilson_interval(correct, n)
 
 
 def accuracy(flags: list[bool]) -> Accuracy:
