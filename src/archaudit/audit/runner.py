@@ -28,6 +28,7 @@ from archaudit.audit import store
 from archaudit.audit.claims import try_claim
 from archaudit.audit.plan import RunSpec
 from archaudit.audit.trackers import open_tracker
+from archaudit.files import atomic_write, atomic_write_text
 from archaudit.progress import log
 
 
@@ -86,7 +87,7 @@ def run_one(run_dir: str | Path, options: RunOptions | None = None) -> str:
         raise
     except Exception as err:
         summary = f"{type(err).__name__}: {err}"
-        store.write_atomic(run_dir / store.FAILED, f"{summary}\n\n{traceback.format_exc()}")
+        atomic_write_text(run_dir / store.FAILED, f"{summary}\n\n{traceback.format_exc()}")
         raise
     finally:
         claim.release()
@@ -165,15 +166,16 @@ def evaluate_run(run_dir: Path, spec: RunSpec, device: str) -> dict[str, float]:
     path = run_dir / store.EVALS
     stored = store.read_json(path)
     if stored is None:
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        evaluate(
-            run_dir,
-            spec.suite,
-            limit=spec.eval_limit,
-            out_path=tmp,
-            device=str(resolve_device(device)),
+        atomic_write(
+            path,
+            lambda tmp: evaluate(
+                run_dir,
+                spec.suite,
+                limit=spec.eval_limit,
+                out_path=tmp,
+                device=str(resolve_device(device)),
+            ),
         )
-        tmp.replace(path)
         stored = store.read_json(path)
     return stored["metrics"]
 

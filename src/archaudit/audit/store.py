@@ -25,7 +25,6 @@ import json
 import math
 import os
 import sqlite3
-import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from typing import Any
 from archaudit.audit.claims import ClaimInfo, current_claim
 from archaudit.audit.plan import Plan, RunSpec
 from archaudit.errors import ConfigError, DataError
+from archaudit.files import atomic_write_text
 from archaudit.progress import warn
 
 AUDIT_FILE, RUN_FILE, DONE, FAILED = "audit.json", "run.json", "DONE", "FAILED"
@@ -50,15 +50,8 @@ STATES = ("planned", "running", "stale", "failed", "done", "diverged")
 # writing
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file and rename: readers see the old or the new file, never half."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-
-
 def write_json(path: Path, data: Any) -> None:
-    write_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+    atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
 def write_done(run_dir: Path, record: dict[str, Any]) -> None:
@@ -254,8 +247,8 @@ def export(audit_dir: Path, statuses: Iterable[RunStatus] | None = None) -> tupl
     statuses = sorted(statuses, key=lambda s: (s.spec.arm, s.spec.scale, s.spec.seed))
     results = audit_dir / RESULTS
     items = audit_dir / ITEMS
-    write_atomic(results, _csv(RESULT_COLUMNS, (r for s in statuses for r in result_rows(s))))
-    write_atomic(items, _csv(ITEM_COLUMNS, (r for s in statuses for r in item_rows(s))))
+    atomic_write_text(results, _csv(RESULT_COLUMNS, (r for s in statuses for r in result_rows(s))))
+    atomic_write_text(items, _csv(ITEM_COLUMNS, (r for s in statuses for r in item_rows(s))))
     return results, items
 
 

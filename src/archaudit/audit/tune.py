@@ -24,9 +24,10 @@ from typing import Any
 from archaudit.audit.coordinator import run_audit
 from archaudit.audit.plan import BASELINE, Plan, RunSpec, check_model, make_plan, scale_recipe
 from archaudit.audit.spec import AuditSpec, load_audit
-from archaudit.audit.store import TUNE_DIR, read_json, write_atomic, write_json
+from archaudit.audit.store import TUNE_DIR, read_json, write_json
 from archaudit.config import ModelConfig, build, load_toml
 from archaudit.errors import ConfigError
+from archaudit.files import atomic_write_text
 
 LR_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
 """Default sweep: the current peak LR times these (two octaves each way)."""
@@ -170,4 +171,4 @@ def set_recipe_values(path: Path, values: dict[str, Any], *, note: str) -> None:
     recipe = tomllib.loads(new).get("recipe", {})
     if any(recipe.get(k) != v for k, v in values.items()):
         raise ConfigError(f"{path}: could not set {values} in [recipe]; edit it by hand")
-    write_atomic(path, new)
+    atomic_write_text(path, new)

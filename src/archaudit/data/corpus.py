@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from archaudit.config import Recipe, canonical_json
 from archaudit.data import synthetic
 from archaudit.data.tokenizers import ByteTokenizer, HFTokenizer, Tokenizer, load_tokenizer
 from archaudit.errors import DataError
+from archaudit.files import atomic_write
 
 
 @dataclass(frozen=True)
@@ -85,15 +85,15 @@ def prepare_corpus(recipe: Recipe, cache: Path | None = None) -> TokenCorpus:
         n_val = max(int(len(ids) * recipe.val_fraction), 1)
         folder.mkdir(parents=True, exist_ok=True)
         if isinstance(tokenizer, HFTokenizer):
-            _atomic(tok_file, lambda p: tokenizer.save(p))
-        _atomic(folder / "tokens.bin", lambda p: np.asarray(ids, dtype=dtype).tofile(p))
+            atomic_write(tok_file, lambda p: tokenizer.save(p))
+        atomic_write(folder / "tokens.bin", lambda p: np.asarray(ids, dtype=dtype).tofile(p))
         meta = {
             "n_tokens": len(ids),
             "n_val": n_val,
             "dtype": np.dtype(dtype).name,
             "n_bytes": len(text.encode("utf-8")),
         }
-        _atomic(meta_file, lambda p: p.write_text(json.dumps(meta)))
+        atomic_write(meta_file, lambda p: p.write_text(json.dumps(meta)))
     meta = json.loads(meta_file.read_text())
     tokens = np.memmap(folder / "tokens.bin", dtype=meta["dtype"], mode="r")
     split = meta["n_tokens"] - meta["n_val"]
@@ -122,14 +122,3 @@ def _chunks(text: str, size: int = 1 << 16) -> Iterator[str]:
         end = len(text) if end < 0 else end + 1
         yield text[start:end]
         start = end
-
-
-def _atomic(path: Path, write) -> None:  # type: ignore[no-untyped-def]
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)

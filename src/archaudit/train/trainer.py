@@ -27,6 +27,7 @@ from archaudit.data.corpus import TokenCorpus, prepare_corpus
 from archaudit.data.sampler import BatchSampler
 from archaudit.data.tokenizers import HFTokenizer
 from archaudit.errors import ConfigError
+from archaudit.files import atomic_write_text
 from archaudit.model import build_model, count_parameters, training_flops_per_token
 from archaudit.progress import progress, warn
 from archaudit.train import checkpoint as ckpt
@@ -250,7 +251,7 @@ def train(
         flops_per_token=flops_per_token,
     )
     if world.is_main:
-        _atomic_write(done, json.dumps(result.to_json(), indent=2))
+        atomic_write_text(done, json.dumps(result.to_json(), indent=2))
     return result
 
 
@@ -278,7 +279,7 @@ def _write_spec(
                 "choose another --out or delete that directory"
             )
     out.mkdir(parents=True, exist_ok=True)
-    _atomic_write(path, json.dumps(spec, indent=2))
+    atomic_write_text(path, json.dumps(spec, indent=2))
     if isinstance(corpus.tokenizer, HFTokenizer):
         corpus.tokenizer.save(out / "tokenizer.json")
 
@@ -304,10 +305,4 @@ def _truncate_jsonl(path: Path, step: int) -> None:
             continue
         if row.get("step", 0) <= step:
             kept.append(line + "\n")
-    _atomic_write(path, "".join(kept))
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    atomic_write_text(path, "".join(kept))

@@ -1,0 +1,29 @@
+"""Atomic file writes: write a temporary file beside the target, then rename it into place.
+
+Readers (a resumed run, a second worker, the index) see the old file or the new one, never half
+of one, also when the writer is killed mid-write. Used for every file archaudit writes that
+another process may read.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+
+def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
+    """Call `write(tmp)` on a fresh temporary path in `path`'s folder, then rename it to `path`."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write(path, lambda tmp: tmp.write_text(text))
