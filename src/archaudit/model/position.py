@@ -49,15 +49,13 @@ class RoPE(Position):
         self._cache: tuple[int, torch.Tensor, torch.Tensor] | None = None
 
     def _cos_sin(self, T: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        stale = self._cache is None or self._cache[0] < T or self._cache[1].device != device
-        # A table built under inference_mode cannot be saved for backward by a later training
-        # forward: rebuild it outside inference mode.
-        if not stale and self._cache[1].is_inference() and not torch.is_inference_mode_enabled():
-            stale = True
-        if stale:
-            t = torch.arange(T, device=device, dtype=torch.float32)
-            freqs = torch.outer(t, self.inv_freq.to(device))  # (T, rot/2)
-            self._cache = (T, freqs.cos(), freqs.sin())
+        if self._cache is None or self._cache[0] < T or self._cache[1].device != device:
+            # Built outside inference_mode even when called inside it: an inference tensor could
+            # not be saved for backward by a later training forward that reuses the cache.
+            with torch.inference_mode(False), torch.no_grad():
+                t = torch.arange(T, device=device, dtype=torch.float32)
+                freqs = torch.outer(t, self.inv_freq.to(device))  # (T, rot/2)
+                self._cache = (T, freqs.cos(), freqs.sin())
         return self._cache[1][:T], self._cache[2][:T]
 
     def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
