@@ -49,10 +49,11 @@ class _Bar:
 
 @contextmanager
 def progress(
-    description: str, total: int, *, completed: int = 0, stats: str = ""
+    description: str, total: int, *, completed: int = 0, stats: str = "", **fields: object
 ) -> Iterator[_Bar]:
-    """A progress bar with ETA; `stats` is a format string over the fields passed to `update`
-    (e.g. "loss {task.fields[loss]:.3f}"). Drawn only on a terminal and when not quiet."""
+    """A progress bar with ETA; `stats` is a format string over `fields` (initial values, e.g.
+    loss=float("nan")) that `update` refreshes, e.g. "loss {task.fields[loss]:.3f}".
+    Drawn only on a terminal and when not quiet."""
     if _quiet or not console.is_terminal:
         yield _Bar(None, None)
         return
@@ -66,7 +67,5 @@ def progress(
         TimeRemainingColumn(),
     ]
     with Progress(*columns, console=console, transient=False) as bar:
-        task = bar.add_task(
-            description, total=total, completed=completed, loss=float("nan"), tps=0.0
-        )
+        task = bar.add_task(description, total=total, completed=completed, **fields)
         yield _Bar(bar, task)

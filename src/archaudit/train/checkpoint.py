@@ -19,6 +19,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from archaudit.config import ModelConfig, build
+from archaudit.data.tokenizers import Tokenizer, load_tokenizer
+from archaudit.errors import DataError
+from archaudit.model import Transformer, build_model
 from archaudit.progress import warn
 
 STATE, CHECKSUM = "state.pt", "state.sha256"
@@ -88,14 +92,11 @@ def verify(ckpt: Path) -> str | None:
     return None
 
 
-def load_model(path: str | Path, device: str | torch.device = "cpu"):  # type: ignore[no-untyped-def]
+def load_model(
+    path: str | Path, device: str | torch.device = "cpu"
+) -> tuple[Transformer, Tokenizer]:
     """Load a trained model for evaluation: `path` is a run directory (its newest valid
     checkpoint) or one `step-*` checkpoint folder. Returns (model in eval mode, tokenizer)."""
-    from archaudit.config import ModelConfig, build
-    from archaudit.data.tokenizers import load_tokenizer
-    from archaudit.errors import DataError
-    from archaudit.model import build_model
-
     path = Path(path)
     run = path.parent.parent if path.name.startswith("step-") else path
     spec_file = run / "spec.json"

@@ -180,7 +180,8 @@ def train(
     session_tokens, session_time = 0, 0.0
     step = start
     stats = "loss {task.fields[loss]:.3f}  {task.fields[tps]:,.0f} tok/s"
-    with progress("train", recipe.steps, completed=start, stats=stats) as bar:
+    bar_fields = {"loss": float("nan"), "tps": 0.0}
+    with progress("train", recipe.steps, completed=start, stats=stats, **bar_fields) as bar:
         try:
             for step in range(start, recipe.steps):
                 t0 = time.perf_counter()
