@@ -24,6 +24,8 @@ from archaudit.audit.spec import ExecutorSpec
 from archaudit.audit.trackers import check_tracker
 
 WAIT_S = 1.0
+SEED_NOTE = "seed"
+"""The rule of the notes that record seeds a sequential audit added (audit/sequential.py)."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ def run_audit(
     if tracker:
         check_tracker(tracker)
     pool = make_executor(settings, plan.audit_dir)  # a bad name fails before anything is written
-    warn_notes(plan.notes)
+    warn_notes([note for note in plan.notes if note.rule != SEED_NOTE])  # seeds: a record
     run_dirs = store.materialize(plan)
     options = RunOptions(
         threads=pool.threads,

@@ -6,6 +6,7 @@
     [seeds]        # the baseline (and anchors) measure the noise floor: >= 2 seeds, 3 by default
     noise_floor = 3
     arms = 1
+    policy = "fixed"   # or "sequential": add seeds until the verdicts settle, at most `max`
     [eval]         # the downstream suite every run is scored on ("" for loss only)
     suite = "demo"
     [recipe]       # the shared recipe (R1): archaudit.config.Recipe
@@ -45,6 +46,7 @@ from archaudit.presets import MODEL_PRESETS
 TOP_KEYS = ("name", "arms", "runs_dir", "tracker", "plugins")
 SECTIONS = ("seeds", "eval", "recipe", "scales", "baselines", "executor")
 SUITE_PREFIX = "suite:"
+SEED_POLICIES = ("fixed", "sequential")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
 """Audit, scale and baseline names: they become directory names and CSV cells."""
 
@@ -57,8 +59,23 @@ class SeedSpec:
     """Seeds of every other arm (1 = the paper mode of the 2026 audit)."""
     anchors: Any = ()
     """Arms that also get `noise_floor` seeds and pool into the noise floor."""
+    policy: str = "fixed"
+    """"fixed" runs exactly these seeds; "sequential" adds seeds round by round until every
+    verdict is settled (docs/sequential.md), as `archaudit run --until-settled` does."""
+    max: int = 5
+    """Sequential: the most seeds one arm may get."""
+    primary: Any = ()
+    """Sequential: the metrics whose verdicts must settle (default: val_loss, and downstream_avg
+    when the audit has an eval suite)."""
 
     def __post_init__(self) -> None:
+        if self.policy not in SEED_POLICIES:
+            raise ConfigError(
+                f"seeds.policy = {self.policy!r}{did_you_mean(str(self.policy), SEED_POLICIES)}"
+            )
+        if self.policy == "sequential" and self.max < self.arms:
+            raise ConfigError(f"seeds.max = {self.max} must be >= seeds.arms = {self.arms}")
+        object.__setattr__(self, "primary", _strings(self.primary, "seeds.primary"))
         if self.noise_floor < 2:
             raise ConfigError(
                 f"seeds.noise_floor = {self.noise_floor}: the noise floor needs at least 2 "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -104,13 +105,21 @@ def run(
     executor: str | None = typer.Option(None, "--executor", help="local | ray | slurm."),
     workers: int | None = typer.Option(None, "--workers", help="Runs at the same time."),
     tracker: str | None = typer.Option(None, "--tracker", help="tensorboard | wandb."),
+    until_settled: bool = typer.Option(
+        False, "--until-settled", help='Add seeds until the verdicts settle (policy "sequential").'
+    ),
+    max_seeds: int | None = typer.Option(None, "--max-seeds", help="Sequential: seeds per arm."),
+    budget_runs: int | None = typer.Option(None, "--budget-runs", help="Sequential: max runs."),
+    budget_hours: float | None = typer.Option(None, "--budget-hours", help="Sequential: hours."),
     overrides: list[str] = OVERRIDES,
     runs_dir: Path | None = RUNS_DIR,
     strict: bool = STRICT,
     quiet: bool = QUIET,
 ) -> None:
     """Run (or resume) every run of the audit. Finished runs are skipped, unfinished ones resume
-    from their checkpoints, runs another worker holds are waited for. Exit 1 if any run failed."""
+    from their checkpoints, runs another worker holds are waited for. With `--until-settled` (or
+    `[seeds] policy = "sequential"`), seeds are added round by round until every primary verdict
+    is settled or the budget is spent. Exit 1 if any run failed."""
     from archaudit.audit.coordinator import run_audit
     from archaudit.audit.plan import make_plan
     from archaudit.audit.spec import load_audit
@@ -118,13 +127,46 @@ def run(
 
     set_quiet(quiet)
     grid = make_plan(load_audit(audit, overrides, runs_dir=runs_dir), strict=strict)
-    outcome = run_audit(grid, executor=executor, workers=workers, tracker=tracker, live=not quiet)
+    if until_settled or grid.spec.seeds.policy == "sequential":
+        from archaudit.audit.sequential import run_until_settled, settle_options
+
+        options = settle_options(
+            grid, max_seeds=max_seeds, budget_runs=budget_runs, budget_hours=budget_hours
+        )
+        settled = run_until_settled(
+            grid, options, executor=executor, workers=workers, tracker=tracker, live=not quiet
+        )
+        for family in settled.families:
+            show(settled_table(family))
+        log(f"{settled.rounds} round(s), {settled.runs} runs: stopped because {settled.stop}")
+        outcome = settled.audit
+    else:
+        outcome = run_audit(
+            grid, executor=executor, workers=workers, tracker=tracker, live=not quiet
+        )
     counts = ", ".join(f"{n} {state}" for state, n in sorted(outcome.counts.items()))
     log(f"{counts} → {outcome.results}")
     for path, error in outcome.failed.items():
         typer.secho(f"failed: {path}: {error}", err=True, fg="red")
     if outcome.failed:
         raise typer.Exit(1)
+
+
+def settled_table(family: Any) -> Table:
+    """One sequential family (archaudit.audit.sequential.FamilyResult): seeds, Δ, the last
+    look's t and p, the verdict and why the arm stopped."""
+    table = Table(
+        title=f"{family.metric} at scale {family.scale} (sequential, Δ > 0 means better): "
+        f"σ = {family.sigma:.4g} (df {family.sigma_dof}), baseline n = {family.baseline_seeds}"
+    )
+    for column in ("arm", "seeds", "Δ", "t", "p", "verdict", "stopped"):
+        table.add_column(column, justify="left" if column in ("arm", "verdict") else "right")
+    for arm in family.arms:
+        table.add_row(
+            arm.arm, str(arm.seeds), f"{arm.delta:+.4g}", f"{arm.t:+.2f}", f"{arm.p:.3g}",
+            arm.verdict, arm.stopped,
+        )  # fmt: skip
+    return table
 
 
 @app.command("run-one")

@@ -1,0 +1,441 @@
+"""`run_until_settled`: the sequential audit loop (`archaudit run --until-settled`,
+`[seeds] policy = "sequential"`; docs/sequential.md).
+
+Round by round: bring every planned run to DONE (`run_audit`, so any executor works), judge every
+primary metric with the group-sequential rule of `archaudit.stats.sequential`, then add one seed
+to each arm whose verdict could still change (ranked by value per run when the budget is short)
+and one to the baseline of their scale, until every verdict is settled or the budget is spent.
+
+State lives on disk only: the run directories and an append-only record, one file per round,
+`runs/<audit>/sequential/round-<k>.json` (published once with an atomic link). Every decision is
+replayed from them, so a coordinator killed mid-round resumes where it was, and two coordinators
+on one audit publish the same round once (the first writer wins; the other follows its record).
+Added seeds are numbered on from the existing ones, and claims already stop a run from being
+executed twice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import numpy as np
+
+from archaudit.audit import store
+from archaudit.audit.coordinator import SEED_NOTE, AuditOutcome, run_audit
+from archaudit.audit.plan import BASELINE, Plan, RunSpec
+from archaudit.audit.protocol import ProtocolNote
+from archaudit.errors import ConfigError, DataError
+from archaudit.files import atomic_write_text
+
+RECORD_DIR = "sequential"
+SUMMARY = "summary.json"
+STOPPED = {"open": "budget", "improver": "settled", "regressor": "settled", "futile": "futile"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SettleOptions:
+    max_seeds: int = 5
+    budget_runs: int | None = None
+    """The most runs of the whole audit (first round included)."""
+    budget_hours: float | None = None
+    """No new round starts after this many hours of this coordinator."""
+    metrics: tuple[str, ...] = ()
+    """Primary metrics ("" = seeds.primary, else val_loss and downstream_avg with a suite)."""
+    alpha: float = 0.05
+
+
+@dataclass(frozen=True)
+class Round:
+    index: int
+    counts: dict[str, int]
+    """"arm/scale" → seeds after this round's additions (every group of the audit)."""
+    added: tuple[dict[str, Any], ...]
+    """{arm, scale, seed, reason} per added run."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"round": self.index, "counts": self.counts, "added": list(self.added)}
+
+
+@dataclass(frozen=True)
+class ArmRow:
+    """One arm of one family after the last look."""
+
+    arm: str
+    seeds: int
+    delta: float
+    t: float
+    p: float
+    verdict: str
+    stopped: str
+    """settled | futile | budget | diverged."""
+
+
+@dataclass(frozen=True)
+class FamilyResult:
+    baseline: str
+    scale: str
+    metric: str
+    sigma: float
+    sigma_dof: int
+    baseline_seeds: int
+    arms: tuple[ArmRow, ...]
+
+
+@dataclass(frozen=True)
+class SettledAudit:
+    audit: AuditOutcome
+    rounds: int
+    runs: int
+    stop: str
+    """settled | budget-runs | budget-hours | failed."""
+    families: tuple[FamilyResult, ...]
+
+
+def key(arm: str, scale: str) -> str:
+    return f"{arm}/{scale}"
+
+
+# ---------------------------------------------------------------------------------------------
+# the record
+
+
+def record_dir(audit_dir: Path) -> Path:
+    return audit_dir / RECORD_DIR
+
+
+def read_rounds(audit_dir: Path) -> list[Round]:
+    """Every published round, in order (round-1, round-2, ...: the record is append-only)."""
+    rounds = []
+    while True:
+        data = store.read_json(record_dir(audit_dir) / f"round-{len(rounds) + 1}.json")
+        if data is None:
+            return rounds
+        added = tuple(data["added"])
+        rounds.append(Round(data["round"], dict(data["counts"]), added))
+
+
+def publish_round(audit_dir: Path, round_: Round) -> Round:
+    """Write the round once (an atomic link refuses an existing file); return what is there."""
+    folder = record_dir(audit_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"round-{round_.index}.json"
+    tmp = folder / f".round-{round_.index}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(round_.to_json(), indent=1, sort_keys=True) + "\n")
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass  # another coordinator published this round first: follow it
+    finally:
+        tmp.unlink(missing_ok=True)
+    return read_rounds(audit_dir)[round_.index - 1]
+
+
+# ---------------------------------------------------------------------------------------------
+# the plan, grown by the record
+
+
+def initial_counts(plan: Plan) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for run in plan.runs:
+        name = key(run.arm, run.scale)
+        counts[name] = max(counts.get(name, 0), run.seed + 1)
+    return counts
+
+
+def extend_plan(plan: Plan, rounds: Sequence[Round]) -> Plan:
+    """The plan with every seed the record added, and one note per added seed."""
+    first = {key(r.arm, r.scale): r for r in plan.runs if r.seed == 0}
+    runs, notes = list(plan.runs), list(plan.notes)
+    for round_ in rounds:
+        for added in round_.added:
+            template = first[key(added["arm"], added["scale"])]
+            runs.append(_seed_run(template, added["seed"]))
+            message = (
+                f"{added['arm']} at {added['scale']}: seed {added['seed']} added in round "
+                f"{round_.index}: {added['reason']}"
+            )
+            notes.append(ProtocolNote(SEED_NOTE, added["arm"], message))
+    return dataclasses.replace(plan, runs=tuple(runs), notes=tuple(notes))
+
+
+def _seed_run(template: RunSpec, seed: int) -> RunSpec:
+    path = PurePosixPath(template.path).parent / f"seed-{seed}"
+    return dataclasses.replace(template, seed=seed, path=str(path))
+
+
+# ---------------------------------------------------------------------------------------------
+# judging every round again from the run directories
+
+
+@dataclass(frozen=True)
+class Family:
+    baseline: str
+    """The baseline's arm name in results."""
+    scale: str
+    metric: str
+    arms: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FamilyState:
+    family: Family
+    state: np.ndarray
+    """(m,) OPEN / IMPROVER / REGRESSOR / FUTILE after the last look."""
+    diverged: np.ndarray
+    tests: Any
+    """archaudit.stats.sequential.PooledTests of the last look (batch of one)."""
+    value: np.ndarray
+    """(m,) value per run of one more seed."""
+
+
+def families(plan: Plan, metrics: Sequence[str]) -> list[Family]:
+    """One family per (baseline, scale, metric): the arms trained against that baseline."""
+    groups: dict[tuple[str, str], list[RunSpec]] = {}
+    for run in plan.runs:
+        if run.seed == 0:
+            groups.setdefault((run.baseline, run.scale), []).append(run)
+    found = []
+    for (_, scale), runs in groups.items():
+        baseline = next(r.arm for r in runs if r.mods == BASELINE)
+        arms = tuple(r.arm for r in runs if r.mods != BASELINE)
+        if arms:
+            found += [Family(baseline, scale, metric, arms) for metric in metrics]
+    return found
+
+
+def primary_metrics(plan: Plan, options: SettleOptions) -> tuple[str, ...]:
+    metrics = options.metrics or plan.spec.seeds.primary
+    if metrics:
+        return tuple(metrics)
+    return ("val_loss", "downstream_avg") if plan.spec.eval.suite else ("val_loss",)
+
+
+def collect(plan: Plan) -> dict[str, dict[int, dict[str, Any]]]:
+    """ "arm/scale" → seed → the DONE record of every finished run of the plan."""
+    results: dict[str, dict[int, dict[str, Any]]] = {}
+    for run in plan.runs:
+        record = store.read_json(plan.run_dir(run) / store.DONE)
+        if record is not None:
+            results.setdefault(key(run.arm, run.scale), {})[run.seed] = record
+    return results
+
+
+def replay(
+    family: Family,
+    history: Sequence[dict[str, int]],
+    results: dict[str, dict[int, dict[str, Any]]],
+    rule: Any,
+) -> FamilyState:
+    """Every look of the family again, in order: look k sees the seeds of history[k]."""
+    from archaudit.stats.grading import looks_like_loss
+    from archaudit.stats.sequential import FUTILE, look, next_seed_value, pooled_tests
+
+    sign = -1.0 if looks_like_loss(family.metric) else 1.0
+    m = len(family.arms)
+    state = np.zeros((1, m), dtype=np.int8)
+    before = np.zeros(m, dtype=int)
+    base_key = key(family.baseline, family.scale)
+    for counts in history:
+        n = np.array([counts[key(arm, family.scale)] for arm in family.arms])
+        baseline, broken = _values(results, base_key, counts[base_key], family.metric)
+        if broken or len(baseline) < 2:
+            raise DataError(
+                f"baseline {family.baseline!r} at {family.scale!r} has a diverged run or no "
+                f"{family.metric!r}: a sequential family needs >= 2 finished baseline seeds"
+            )
+        width = max(int(n.max()), 1)
+        values = np.full((1, m, width), np.nan)
+        diverged = np.zeros(m, dtype=bool)
+        for i, arm in enumerate(family.arms):
+            seeds, diverged[i] = _values(results, key(arm, family.scale), n[i], family.metric)
+            if not diverged[i]:
+                values[0, i, : len(seeds)] = seeds
+        tests = pooled_tests(baseline[None, :], values, sign)
+        tested = ((n > before) & ~diverged)[None, :]
+        state = look(rule, tests, state, tested)
+        state[0, diverged] = FUTILE
+        before = n
+    value = next_seed_value(rule, tests, state)[0]
+    return FamilyState(family, state[0], diverged, tests, np.where(diverged, 0.0, value))
+
+
+def _values(
+    results: dict[str, dict[int, dict[str, Any]]], name: str, n: int, metric: str
+) -> tuple[np.ndarray, bool]:
+    """The metric of seeds 0..n−1, and whether any of them diverged or lacks it."""
+    runs = results.get(name, {})
+    values = []
+    for seed in range(n):
+        record = runs.get(seed)
+        value = None if record is None else record["metrics"].get(metric)
+        if record is None or record["status"] != "ok" or value is None or not math.isfinite(value):
+            return np.array(values), True
+        values.append(float(value))
+    return np.array(values), False
+
+
+# ---------------------------------------------------------------------------------------------
+# the loop
+
+
+def settle_options(
+    plan: Plan,
+    *,
+    max_seeds: int | None = None,
+    budget_runs: int | None = None,
+    budget_hours: float | None = None,
+) -> SettleOptions:
+    """The options of the audit file's [seeds] table, with the command line's overrides."""
+    top = max_seeds or plan.spec.seeds.max
+    if top < 1 or (budget_runs is not None and budget_runs < 1):
+        raise ConfigError(f"--max-seeds ({top}) and --budget-runs must be >= 1")
+    return SettleOptions(max_seeds=top, budget_runs=budget_runs, budget_hours=budget_hours)
+
+
+def run_until_settled(
+    plan: Plan,
+    options: SettleOptions | None = None,
+    *,
+    executor: str | None = None,
+    workers: int | None = None,
+    tracker: str | None = None,
+    live: bool = True,
+) -> SettledAudit:
+    """Run the audit round by round until every primary verdict is settled or the budget is
+    spent; resumable and safe to run twice at once."""
+    from archaudit.stats.sequential import SequentialRule
+
+    options = options or settle_options(plan)
+    start = time.monotonic()
+    metrics = primary_metrics(plan, options)
+    rule = SequentialRule(
+        alpha=options.alpha,
+        max_seeds=options.max_seeds,
+        baseline_seeds=plan.spec.seeds.noise_floor,
+    )
+    first = initial_counts(plan)
+    while True:
+        rounds = read_rounds(plan.audit_dir)
+        current = extend_plan(plan, rounds)
+        outcome = run_audit(current, executor=executor, workers=workers, tracker=tracker, live=live)
+        history = [first, *(r.counts for r in rounds)]
+        if outcome.failed:
+            return _finish(current, outcome, rounds, [], "failed")
+        results = collect(current)
+        states = [replay(f, history, results, rule) for f in families(plan, metrics)]
+        added = next_seeds(states, history[-1], rule)
+        stop = "settled"
+        hours = options.budget_hours
+        if added and hours is not None and time.monotonic() - start >= hours * 3600:
+            added, stop = [], "budget-hours"
+        if added and options.budget_runs is not None:
+            left = options.budget_runs - len(current.runs)
+            if left < len(added):
+                added, stop = added[: max(left, 0)], "budget-runs"
+        if not added:
+            return _finish(current, outcome, rounds, states, stop)
+        counts = dict(history[-1])
+        for item in added:
+            counts[key(item["arm"], item["scale"])] += 1
+        publish_round(plan.audit_dir, Round(len(rounds) + 1, counts, tuple(added)))
+
+
+def next_seeds(
+    states: Sequence[FamilyState], counts: dict[str, int], rule: Any
+) -> list[dict[str, Any]]:
+    """The next round: one seed per arm still open in some family (below its maximum), and one
+    for the baseline of each scale with such arms (below its cap), ranked by value per run (the
+    baselines first: every verdict of their scale depends on them)."""
+    from archaudit.stats.sequential import OPEN
+
+    value: dict[tuple[str, str], float] = {}
+    why: dict[tuple[str, str], str] = {}
+    for fs in states:
+        family, tests = fs.family, fs.tests
+        for i, arm in enumerate(family.arms):
+            name = (arm, family.scale)
+            if fs.state[i] != OPEN or counts[key(*name)] >= rule.max_seeds:
+                continue
+            if fs.value[i] >= value.get(name, -1.0):
+                value[name] = float(fs.value[i])
+                why[name] = (
+                    f"{family.metric} still open (Δ = {tests.delta[0, i]:+.4g}, "
+                    f"p = {tests.p[0, i]:.3g}; P(settled by the next seed) = {fs.value[i]:.2f})"
+                )
+        open_arms = sum(fs.state[i] == OPEN for i in range(len(family.arms)))
+        base = (family.baseline, family.scale)
+        if open_arms and counts[key(*base)] < rule.baseline_cap:
+            value[base] = math.inf
+            why[base] = f"noise floor for {open_arms} open arm(s) on {family.metric}"
+    order = sorted(value, key=lambda name: (-value[name], name))
+    return [
+        {"arm": arm, "scale": scale, "seed": counts[key(arm, scale)], "reason": why[(arm, scale)]}
+        for arm, scale in order
+    ]
+
+
+def _finish(
+    plan: Plan,
+    outcome: AuditOutcome,
+    rounds: Sequence[Round],
+    states: Sequence[FamilyState],
+    stop: str,
+) -> SettledAudit:
+    results = tuple(_family_result(fs) for fs in states)
+    settled = SettledAudit(outcome, len(rounds) + 1, len(plan.runs), stop, results)
+    atomic_write_text(
+        record_dir(plan.audit_dir) / SUMMARY,
+        json.dumps(_jsonable(settled), indent=1, sort_keys=True, allow_nan=True) + "\n",
+    )
+    return settled
+
+
+def _family_result(fs: FamilyState) -> FamilyResult:
+    from archaudit.stats.sequential import STATE_NAMES
+    from archaudit.stats.verdicts import DIVERGED, classify
+
+    tests, family = fs.tests, fs.family
+    sigma = float(tests.sigma[0])
+    rows = []
+    for i, arm in enumerate(family.arms):
+        state = STATE_NAMES[fs.state[i]]
+        delta = float(tests.delta[0, i])
+        if fs.diverged[i]:
+            verdict, stopped = DIVERGED, "diverged"
+        elif state in ("improver", "regressor"):
+            verdict, stopped = state, "settled"
+        else:
+            verdict, stopped = classify(delta, sigma, 1.0, 0.0), STOPPED[state]
+        seeds, t, p = int(tests.n[0, i]), float(tests.t[0, i]), float(tests.p[0, i])
+        rows.append(ArmRow(arm, seeds, delta, t, p, verdict, stopped))
+    return FamilyResult(
+        baseline=family.baseline,
+        scale=family.scale,
+        metric=family.metric,
+        sigma=sigma,
+        sigma_dof=int(tests.df[0]),
+        baseline_seeds=int(tests.n0[0]),
+        arms=tuple(rows),
+    )
+
+
+def _jsonable(settled: SettledAudit) -> dict[str, Any]:
+    return {
+        "rounds": settled.rounds,
+        "runs": settled.runs,
+        "stop": settled.stop,
+        "families": [dataclasses.asdict(f) for f in settled.families],
+    }
+
+
+def read_summary(audit_dir: Path) -> dict[str, Any] | None:
+    """The last finished sequential loop's summary (None before it finished once)."""
+    return store.read_json(record_dir(audit_dir) / SUMMARY)

@@ -1,0 +1,413 @@
+"""Sequential audits: add seeds after looking at the data, with the family-wise error controlled.
+
+The method is a group-sequential design per arm combined with Holm across arms:
+
+- **Per arm, alpha spending** (Lan & DeMets 1983, Biometrika 70:659): arm i is looked at each
+  time it has received a new seed, at information fraction t = n/N (n its seeds, N the most it may
+  get). The two-sided O'Brien–Fleming-type spending function α(t) = 2 − 2Φ(z_{1−α/2}/√t) spends
+  almost nothing early, so the last look's boundary is close to the fixed design's. Boundaries
+  come from the canonical joint distribution of the sequence of z statistics by the recursive
+  numerical integration of Armitage, McPherson & Rowe (1969) (Jennison & Turnbull 2000, ch. 19),
+  and are applied to the calibrated t test as nominal p-value thresholds (the "significance level
+  approach", Jennison & Turnbull 2000, §3.8).
+- **Across arms, Holm** as a graphical sequentially rejective procedure (Maurer & Bretz 2013,
+  Stat. Biopharm. Res. 5:311; Ye, Li, Jiang & Wang 2013, Stat. Med. 32:1112): every open arm is
+  tested at level α/(m − r), r the arms already rejected at any look; a rejection raises the level
+  of the others, which are re-tested at the same look.
+- **Futility is non-binding**: an arm stops when its predictive power (Spiegelhalter, Freedman &
+  Blackburn 1986) to cross its final boundary is below `futility` (from its second seed on), or
+  at its last look.
+  Stopping an arm never rejects it, so futility cannot raise the error rate; it only costs power,
+  which `simulate_sequential` measures next to the fixed design's.
+
+The test is the calibrated one of PROTOCOL.md in one formula for every arm: the pooled-variance
+t, t = Δ / (σ·√(1/n + 1/n₀)) with σ pooled over the baseline and every arm with >= 2 seeds
+(Σ(nᵢ − 1) degrees of freedom); with n = 1 it is the prediction-interval t. An arm is declared an
+improver/regressor only when it crosses its boundary and |Δ| >= 2σ (the within-noise rule). The
+error rate of the whole closed loop (looks, Holm, futility, the schedule) is measured by
+`simulate_sequential` rather than assumed: the t statistics share σ and the baseline, so the
+canonical joint distribution is an approximation.
+
+Everything is vectorised over a leading batch axis (simulated audits); a real audit is a batch of
+one, so the audit loop and the simulation run exactly the same code.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from scipy import optimize, stats
+
+from archaudit.errors import ConfigError
+from archaudit.stats.serialize import JsonResult
+from archaudit.stats.verdicts import NOISE_SIGMAS
+
+OPEN, IMPROVER, REGRESSOR, FUTILE = 0, 1, 2, 3
+"""Per-arm states of a sequential family; IMPROVER and REGRESSOR are settled and final."""
+STATE_NAMES = ("open", "improver", "regressor", "futile")
+_GRID = 401
+"""Points of the numerical integration over the continuation region."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SequentialRule:
+    """The stopping rule of a sequential family of arms compared with one baseline."""
+
+    alpha: float = 0.05
+    max_seeds: int = 5
+    """N: the most seeds one arm may get (its last look)."""
+    baseline_seeds: int = 3
+    """Baseline seeds before the first look."""
+    baseline_max: int = 0
+    """The most baseline seeds (0 = max(max_seeds, baseline_seeds)); the baseline gets one more
+    seed per round while any arm is open."""
+    futility: float = 0.1
+    """Stop an arm when its predictive power to cross its last boundary is below this; 0 turns
+    futility stopping off."""
+    futility_from: int = 2
+    """No futility stop before an arm has this many seeds: at the first look σ rests on the
+    baseline's few seeds alone, and a 3σ arm looks small too often."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.alpha < 1.0 or not 0.0 <= self.futility < 1.0:
+            raise ConfigError(f"alpha {self.alpha} and futility {self.futility} must be in (0, 1)")
+        if self.max_seeds < 1 or self.baseline_seeds < 2:
+            raise ConfigError(
+                f"a sequential design needs max_seeds >= 1 and >= 2 baseline seeds; got "
+                f"{self.max_seeds} and {self.baseline_seeds}"
+            )
+
+    @property
+    def baseline_cap(self) -> int:
+        return self.baseline_max or max(self.max_seeds, self.baseline_seeds)
+
+
+# ---------------------------------------------------------------------------------------------
+# boundaries
+
+
+def obf_spending(t: float | np.ndarray, alpha: float) -> float | np.ndarray:
+    """Lan–DeMets O'Brien–Fleming-type two-sided spending: α(t) = 2 − 2Φ(z_{1−α/2}/√t)."""
+    return 2.0 * stats.norm.sf(stats.norm.isf(alpha / 2.0) / np.sqrt(t))
+
+
+@lru_cache(maxsize=256)
+def nominal_levels(alpha: float, looks: int) -> tuple[float, ...]:
+    """Two-sided nominal p thresholds at looks n = 1..`looks` (t = n/looks) that spend exactly
+    `alpha` under the canonical joint distribution of the z statistics."""
+    times = np.arange(1, looks + 1) / looks
+    spent = obf_spending(times, alpha)
+    bounds = [float(stats.norm.isf(spent[0] / 2.0))]
+    # density of the score S = Z·√t on a grid of the continuation region after look 1
+    grid = np.linspace(-bounds[0], bounds[0], _GRID) * math.sqrt(times[0])
+    density = stats.norm.pdf(grid, scale=math.sqrt(times[0]))
+    for k in range(1, looks):
+        step = math.sqrt(times[k] - times[k - 1])
+        weights = density * _trapezoid_weights(grid)
+        edge = math.sqrt(times[k])
+        args = (edge, grid, step, weights, spent[k] - spent[k - 1])
+        b = optimize.brentq(_excess_exit, 0.1, 60.0, args=args, xtol=1e-10)
+        bounds.append(b)
+        new_grid = np.linspace(-b, b, _GRID) * math.sqrt(times[k])
+        gap = (new_grid[:, None] - grid[None, :]) / step
+        kernel = np.exp(-0.5 * gap**2) / (step * math.sqrt(2.0 * math.pi))
+        grid, density = new_grid, kernel @ weights
+    return tuple(float(2.0 * stats.norm.sf(b)) for b in bounds)
+
+
+def _excess_exit(
+    b: float, edge: float, grid: np.ndarray, step: float, weights: np.ndarray, target: float
+) -> float:
+    """P(the score leaves ±b·√t at this look, having stayed inside before) − what to spend."""
+    crossing = stats.norm.sf((b * edge - grid) / step) + stats.norm.cdf((-b * edge - grid) / step)
+    return float(weights @ crossing) - target
+
+
+def _trapezoid_weights(grid: np.ndarray) -> np.ndarray:
+    weights = np.full(len(grid), grid[1] - grid[0])
+    weights[[0, -1]] /= 2.0
+    return weights
+
+
+@lru_cache(maxsize=64)
+def holm_boundaries(alpha: float, arms: int, looks: int) -> np.ndarray:
+    """Row r: the nominal thresholds per look at Holm's level α/(arms − r)."""
+    return np.array([nominal_levels(alpha / (arms - r), looks) for r in range(arms)])
+
+
+# ---------------------------------------------------------------------------------------------
+# the test
+
+
+@dataclass(frozen=True)
+class PooledTests:
+    """The calibrated test of every arm of a batch of families (leading axis: the batch)."""
+
+    delta: np.ndarray
+    """(B, m) Δ, positive = better."""
+    sigma: np.ndarray
+    """(B,) pooled σ."""
+    df: np.ndarray
+    """(B,) its degrees of freedom."""
+    t: np.ndarray
+    p: np.ndarray
+    n: np.ndarray
+    """(B, m) seeds per arm."""
+    n0: np.ndarray
+    """(B,) baseline seeds."""
+
+
+def pooled_tests(baseline: np.ndarray, arms: np.ndarray, sign: float = 1.0) -> PooledTests:
+    """Test (B, m, K) arm values against (B, K0) baseline values; NaN marks a missing seed.
+
+    σ is pooled over the baseline and every arm (an arm with one seed adds no degrees of freedom).
+    """
+    n0 = np.sum(~np.isnan(baseline), axis=-1)
+    n = np.sum(~np.isnan(arms), axis=-1)
+    mean0 = np.nansum(baseline, axis=-1) / n0
+    mean = np.nansum(arms, axis=-1) / np.maximum(n, 1)
+    squares = np.nansum((baseline - mean0[:, None]) ** 2, axis=-1)
+    squares = squares + np.nansum((arms - mean[..., None]) ** 2, axis=(-2, -1))
+    df = (n0 - 1) + np.sum(np.maximum(n - 1, 0), axis=-1)
+    sigma = np.sqrt(squares / df)
+    delta = sign * (mean - mean0[:, None])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = delta / (sigma[:, None] * np.sqrt(1.0 / n + 1.0 / n0[:, None]))
+    p = 2.0 * stats.t.sf(np.abs(t), df[:, None])
+    return PooledTests(delta, sigma, df, t, p, n, n0)
+
+
+# ---------------------------------------------------------------------------------------------
+# one look
+
+
+def crossing_probability(
+    effect: np.ndarray,
+    n: np.ndarray,
+    n0: np.ndarray | float,
+    n_then: np.ndarray | float,
+    n0_then: np.ndarray | float,
+    threshold: np.ndarray,
+    predictive: bool = False,
+) -> np.ndarray:
+    """P(|Z| at (n_then, n0_then) seeds crosses the nominal two-sided `threshold`), given the
+    score at (n, n0) seeds and a true effect of `effect` σ (the current trend): the Brownian
+    motion of the z statistic on the information scale I = 1/(1/n + 1/n₀). `predictive`
+    averages over the effect's flat-prior posterior N(effect, 1/I) instead (predictive power,
+    Spiegelhalter, Freedman & Blackburn 1986), which is less eager to stop on little data."""
+    info = 1.0 / (1.0 / n + 1.0 / n0)
+    info_then = 1.0 / (1.0 / n_then + 1.0 / n0_then)
+    gain = np.maximum(info_then - info, 1e-12)
+    score = effect * info
+    edge = stats.norm.isf(threshold / 2.0) * np.sqrt(info_then)
+    mean = score + effect * gain
+    spread = np.sqrt(gain + gain**2 / info) if predictive else np.sqrt(gain)
+    return stats.norm.sf((edge - mean) / spread) + stats.norm.cdf((-edge - mean) / spread)
+
+
+def look(
+    rule: SequentialRule,
+    tests: PooledTests,
+    state: np.ndarray,
+    tested: np.ndarray,
+) -> np.ndarray:
+    """The states after one look: `tested` (B, m) arms got a new seed since their last look.
+
+    Holm step by step: arms that cross at the current level are rejected, which raises the level
+    of the rest, until no more cross; then open arms that are futile (or at their last look) stop.
+    """
+    m = state.shape[1]
+    bounds = holm_boundaries(rule.alpha, m, rule.max_seeds)
+    look_index = np.clip(tests.n - 1, 0, rule.max_seeds - 1)
+    state = holm_step_down(state, tests, tested, bounds, look_index)
+    level = np.minimum(np.sum(_significant(state), axis=1), m - 1)
+    final = bounds[level, rule.max_seeds - 1][:, None]
+    power = crossing_probability(
+        tests.delta / tests.sigma[:, None],
+        tests.n,
+        tests.n0[:, None],
+        rule.max_seeds,
+        rule.baseline_cap,
+        final,
+        predictive=True,
+    )
+    futile = (power < rule.futility) & (tests.n >= rule.futility_from)
+    stop = tested & (state == OPEN) & (futile | (tests.n >= rule.max_seeds))
+    state[stop] = FUTILE
+    return state
+
+
+def holm_step_down(
+    state: np.ndarray,
+    tests: PooledTests,
+    tested: np.ndarray,
+    bounds: np.ndarray,
+    look_index: np.ndarray,
+) -> np.ndarray:
+    """Reject every tested open arm beyond 2σ whose p is below its look's threshold at the
+    current Holm level; repeat while rejections raise the level."""
+    state = state.copy()
+    m = state.shape[1]
+    big = np.abs(tests.delta) >= NOISE_SIGMAS * tests.sigma[:, None]
+    while True:
+        level = np.minimum(np.sum(_significant(state), axis=1), m - 1)
+        cross = (state == OPEN) & tested & big & (tests.p <= bounds[level[:, None], look_index])
+        if not cross.any():
+            return state
+        state[cross] = np.where(tests.delta > 0, IMPROVER, REGRESSOR)[cross]
+
+
+def next_seed_value(rule: SequentialRule, tests: PooledTests, state: np.ndarray) -> np.ndarray:
+    """Value per run of one more seed of each open arm: the probability that its next look
+    settles it (crosses its boundary, current trend, Holm level as it stands); 0 for the rest."""
+    m = state.shape[1]
+    bounds = holm_boundaries(rule.alpha, m, rule.max_seeds)
+    level = np.minimum(np.sum(_significant(state), axis=1), m - 1)
+    threshold = bounds[level[:, None], np.clip(tests.n, 0, rule.max_seeds - 1)]
+    n0_then = np.minimum(tests.n0 + 1, rule.baseline_cap)[:, None]
+    value = crossing_probability(
+        tests.delta / tests.sigma[:, None],
+        tests.n,
+        tests.n0[:, None],
+        tests.n + 1,
+        n0_then,
+        threshold,
+    )
+    return np.where(state == OPEN, value, 0.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# simulation of the closed loop
+
+
+@dataclass(frozen=True)
+class SequentialSimulation(JsonResult):
+    """The whole sequential loop under planted effects, next to the fixed design on the same
+    draws (σ = 1; effects in σ)."""
+
+    arms: int
+    max_seeds: int
+    baseline_seeds: int
+    baseline_max: int
+    audits: int
+    alpha: float
+    futility: float
+    effects: tuple[float, ...]
+    """Planted effects of the first arms; the rest are null."""
+    seed: int
+    fwer: float
+    """Share of audits with >= 1 null arm declared improver/regressor."""
+    fwer_se: float
+    power: dict[str, float]
+    """Planted effect (σ) → share of its arms declared improvers."""
+    runs_mean: float
+    """Runs per audit (arms' seeds plus the baseline's)."""
+    runs_max: int
+    fixed_fwer: float
+    fixed_power: dict[str, float]
+    fixed_seeds: int
+    fixed_runs: int
+    """The fixed design: every arm `fixed_seeds` seeds, the baseline as many (>= baseline_seeds)."""
+    stop_reasons: dict[str, float]
+    """Share of arms per final state."""
+    seeds_mean: dict[str, float]
+    """Planted effect (σ, "null" for the rest) → mean seeds per arm."""
+
+
+def simulate_sequential(
+    *,
+    arms: int = 20,
+    rule: SequentialRule | None = None,
+    audits: int = 2000,
+    effects: tuple[float, ...] = (),
+    fixed_seeds: int | None = None,
+    seed: int = 0,
+) -> SequentialSimulation:
+    """Simulate `audits` sequential audits of `arms` arms (reproducible from `seed`), and on the
+    same draws the fixed design of `fixed_seeds` seeds per arm (default: the rule's maximum) with
+    as many baseline seeds (at least the rule's first look's)."""
+    rule = rule or SequentialRule()
+    if arms < 1 or audits < 1 or len(effects) > arms:
+        raise ConfigError(f"need >= 1 arm, >= 1 audit and <= {arms} effects")
+    fixed_seeds = fixed_seeds or rule.max_seeds
+    fixed_baseline = max(fixed_seeds, rule.baseline_seeds)
+    rng = np.random.default_rng(seed)
+    cap, top = rule.baseline_cap, rule.max_seeds
+    baseline = rng.normal(size=(audits, max(cap, fixed_baseline)))
+    values = rng.normal(size=(audits, arms, max(top, fixed_seeds)))
+    shift = np.zeros(arms)
+    shift[: len(effects)] = effects
+    values += shift[None, :, None]
+    state, n, n0 = run_sequential(rule, baseline[:, :cap], values[..., :top])
+    fixed = pooled_tests(baseline[:, :fixed_baseline], values[..., :fixed_seeds])
+    everyone = np.ones((audits, arms), dtype=bool)
+    fixed_state = holm_step_down(
+        np.zeros((audits, arms), dtype=np.int8),
+        fixed,
+        everyone,
+        holm_boundaries(rule.alpha, arms, 1),
+        np.zeros((audits, arms), dtype=int),
+    )
+    planted = len(effects)
+    fwer = float(np.mean(np.any(_significant(state[:, planted:]), axis=1)))
+    groups = {f"{e:g}": np.flatnonzero(shift == e) for e in sorted(set(effects))}
+    return SequentialSimulation(
+        arms=arms,
+        max_seeds=top,
+        baseline_seeds=rule.baseline_seeds,
+        baseline_max=cap,
+        audits=audits,
+        alpha=rule.alpha,
+        futility=rule.futility,
+        effects=tuple(effects),
+        seed=seed,
+        fwer=fwer,
+        fwer_se=math.sqrt(fwer * (1.0 - fwer) / audits),
+        power={k: _found(state[:, idx], k) for k, idx in groups.items()},
+        runs_mean=float(np.mean(n.sum(axis=1) + n0)),
+        runs_max=int(np.max(n.sum(axis=1) + n0)),
+        fixed_fwer=float(np.mean(np.any(_significant(fixed_state[:, planted:]), axis=1))),
+        fixed_power={k: _found(fixed_state[:, idx], k) for k, idx in groups.items()},
+        fixed_seeds=fixed_seeds,
+        fixed_runs=arms * fixed_seeds + fixed_baseline,
+        stop_reasons={name: float(np.mean(state == code)) for code, name in enumerate(STATE_NAMES)},
+        seeds_mean={k: float(np.mean(n[:, idx])) for k, idx in groups.items()}
+        | ({"null": float(np.mean(n[:, planted:]))} if planted < arms else {}),
+    )
+
+
+def run_sequential(
+    rule: SequentialRule, baseline: np.ndarray, values: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The closed loop on pre-drawn seeds: (B, cap) baseline and (B, m, N) arm values, revealed
+    round by round (every open arm and the baseline get one more seed per round). Returns the
+    final states, the seeds each arm got and the baseline's."""
+    batch, m, top = values.shape
+    n = np.ones((batch, m), dtype=int)
+    n0 = np.full(batch, rule.baseline_seeds)
+    state = np.zeros((batch, m), dtype=np.int8)
+    tested = np.ones((batch, m), dtype=bool)
+    seeds = np.arange(top)
+    base_seeds = np.arange(baseline.shape[1])
+    for _ in range(top):
+        shown = np.where(seeds[None, None, :] < n[..., None], values, np.nan)
+        shown0 = np.where(base_seeds[None, :] < n0[:, None], baseline, np.nan)
+        state = look(rule, pooled_tests(shown0, shown), state, tested)
+        tested = (state == OPEN) & (n < top)
+        if not tested.any():
+            break
+        n = n + tested
+        n0 = np.where(tested.any(axis=1), np.minimum(n0 + 1, rule.baseline_cap), n0)
+    return state, n, n0
+
+
+def _significant(state: np.ndarray) -> np.ndarray:
+    return (state == IMPROVER) | (state == REGRESSOR)
+
+
+def _found(state: np.ndarray, effect: str) -> float:
+    wanted = IMPROVER if float(effect) > 0 else REGRESSOR
+    return float(np.mean(state == wanted))
