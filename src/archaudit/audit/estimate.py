@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,3 +103,82 @@ def probe_tokens_per_s(model_cfg: ModelConfig, run: RunSpec, threads: int) -> fl
         if step:  # the first step pays for allocation and kernel selection
             elapsed += time.perf_counter() - start
     return PROBE_STEPS * n_seq * recipe.grad_accumulation * model_cfg.context_length / elapsed
+
+
+def sequential_estimate(
+    plan: Plan,
+    *,
+    effects: Sequence[float] = (),
+    sigma: float | None = None,
+    max_seeds: int | None = None,
+    seconds_per_run: float | None = None,
+    workers: int = 1,
+    audits: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Expected runs (and wall time) of `run --until-settled` next to the fixed design with the
+    same power, from simulations of the closed loop per (baseline, scale) family.
+
+    `effects` are planted on the first arms of each family, in σ (in metric units when `sigma`
+    is given). Without them a pilot (results already in the audit directory) supplies every
+    arm's observed Δ/σ on the first primary metric; with neither, every arm is null.
+    """
+    from archaudit.audit.sequential import families, pilot_effects, primary_metrics, settle_options
+    from archaudit.stats.sequential import SequentialRule, simulate_sequential
+
+    options = settle_options(plan, max_seeds=max_seeds)
+    rule = SequentialRule(max_seeds=options.max_seeds, baseline_seeds=plan.spec.seeds.noise_floor)
+    metric = primary_metrics(plan, options)[0]
+    planted = [e / sigma for e in effects] if sigma else [float(e) for e in effects]
+    pilot = {} if planted else pilot_effects(plan, metric)
+    seq_runs = fixed_runs = rounds = 0.0
+    seq_found = fixed_found = planted_arms = 0.0
+    fixed_seeds = 0
+    for family in families(plan, (metric,)):
+        arms = family.arms
+        if pilot:
+            drawn = tuple(pilot.get((arm, family.scale), 0.0) for arm in arms)
+        else:
+            drawn = tuple(planted[: len(arms)])
+        sims = [
+            simulate_sequential(
+                arms=len(arms), rule=rule, audits=audits, effects=drawn, fixed_seeds=k, seed=seed
+            )
+            for k in range(1, 2 * rule.max_seeds + 1)
+        ]
+        sim = sims[0]
+        # the fixed design with the same power: the fewest seeds per arm that reach it
+        same = next((s for s in sims if s.fixed_power_planted >= sim.power_planted), sims[-1])
+        fixed_seeds = max(fixed_seeds, same.fixed_seeds)
+        seq_runs += sim.runs_mean
+        rounds = max(rounds, sim.rounds_mean)
+        fixed_runs += same.fixed_runs
+        count = sum(1 for e in drawn if e != 0.0)
+        planted_arms += count
+        seq_found += count * (sim.power_planted if count else 0.0)
+        fixed_found += count * (same.fixed_power_planted if count else 0.0)
+
+    def wall(runs: float, rounds: float = 1.0) -> float | None:
+        """Runs spread over the workers; every round is a barrier of at least one run."""
+        if seconds_per_run is None:
+            return None
+        return max(runs / max(workers, 1), rounds) * seconds_per_run
+
+    return {
+        "metric": metric,
+        "effects_from": "pilot" if pilot else ("given" if planted else "null"),
+        "max_seeds": rule.max_seeds,
+        "audits": audits,
+        "sequential": {
+            "expected_runs": seq_runs,
+            "power": seq_found / planted_arms if planted_arms else None,
+            "expected_rounds": rounds,
+            "wall_s": wall(seq_runs, rounds),
+        },
+        "fixed": {
+            "seeds_per_arm": fixed_seeds,
+            "runs": fixed_runs,
+            "power": fixed_found / planted_arms if planted_arms else None,
+            "wall_s": wall(fixed_runs),
+        },
+    }

@@ -282,6 +282,31 @@ def _values(
     return np.array(values), False
 
 
+def pilot_effects(plan: Plan, metric: str) -> dict[tuple[str, str], float]:
+    """(arm, scale) → observed Δ/σ (positive = better) from the finished runs already in the
+    audit directory (a pilot); empty when a family has too few of them."""
+    from archaudit.stats.grading import looks_like_loss
+    from archaudit.stats.sequential import pooled_tests
+
+    if not plan.audit_dir.is_dir():
+        return {}
+    results = collect(extend_plan(plan, read_rounds(plan.audit_dir)))
+    found = {}
+    for family in families(plan, (metric,)):
+        base, _ = _values(results, key(family.baseline, family.scale), 10**6, metric)
+        rows = [_values(results, key(arm, family.scale), 10**6, metric)[0] for arm in family.arms]
+        if len(base) < 2 or not all(len(row) for row in rows):
+            continue
+        values = np.full((1, len(rows), max(len(row) for row in rows)), np.nan)
+        for i, row in enumerate(rows):
+            values[0, i, : len(row)] = row
+        sign = -1.0 if looks_like_loss(metric) else 1.0
+        tests = pooled_tests(base[None, :], values, sign)
+        for i, arm in enumerate(family.arms):
+            found[(arm, family.scale)] = float(tests.delta[0, i] / tests.sigma[0])
+    return found
+
+
 # ---------------------------------------------------------------------------------------------
 # the loop
 

@@ -59,9 +59,18 @@ def plan(
     strict: bool = STRICT,
     probe: bool = typer.Option(True, "--probe/--no-probe", help="Time a few training steps."),
     json_out: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+    until_settled: bool = typer.Option(
+        False, "--until-settled", help="Also estimate the sequential design's runs and time."
+    ),
+    max_seeds: int | None = typer.Option(None, "--max-seeds", help="Sequential: seeds per arm."),
+    sigma: float | None = typer.Option(None, "--sigma", help="Seed σ of the primary metric."),
+    effects: str = typer.Option(
+        "", "--effects", help="Planted effects, e.g. 3,3,8 (in σ; metric units with --sigma)."
+    ),
 ) -> None:
     """Show the grid (arms × scales × seeds), parameters, tokens and estimated training time.
-    Writes nothing."""
+    With `--until-settled`, also the expected runs and time of the sequential design next to
+    the fixed design with the same power. Writes nothing."""
     from archaudit.audit.estimate import plan_summary
     from archaudit.audit.plan import make_plan
     from archaudit.audit.protocol import warn_notes
@@ -69,6 +78,8 @@ def plan(
 
     grid = make_plan(load_audit(audit, overrides, runs_dir=runs_dir), strict=strict)
     summary = plan_summary(grid, probe=probe)
+    if until_settled or grid.spec.seeds.policy == "sequential":
+        summary["sequential"] = _sequential_estimate(grid, summary, max_seeds, sigma, effects)
     if json_out:
         typer.echo(json.dumps(summary))
         return
@@ -97,6 +108,44 @@ def plan(
         minutes = summary["estimated_wall_s"] / 60
         line += f"; about {minutes:.1f} min of training on {summary['workers']} workers"
     Console().print(line + " (evaluation not included)")
+    if "sequential" in summary:
+        Console().print(_sequential_line(summary["sequential"]))
+
+
+def _sequential_estimate(
+    grid: Any, summary: dict, max_seeds: int | None, sigma: float | None, effects: str
+) -> dict:
+    from archaudit.audit.estimate import sequential_estimate
+    from archaudit.errors import ConfigError
+
+    try:
+        planted = [float(e) for e in effects.split(",") if e.strip()]
+    except ValueError:
+        raise ConfigError(f"--effects {effects!r} must be numbers separated by commas") from None
+    seconds = [r["train_seconds"] for r in summary["runs"] if r["train_seconds"] is not None]
+    return sequential_estimate(
+        grid,
+        effects=planted,
+        sigma=sigma,
+        max_seeds=max_seeds,
+        seconds_per_run=sum(seconds) / len(seconds) if seconds else None,
+        workers=summary["workers"],
+    )
+
+
+def _sequential_line(estimate: dict) -> str:
+    def cost(design: dict, runs: float) -> str:
+        minutes = "" if design["wall_s"] is None else f", about {design['wall_s'] / 60:.1f} min"
+        power = "" if design["power"] is None else f", power {design['power']:.2f}"
+        return f"{runs:.0f} runs{power}{minutes}"
+
+    seq, fixed = estimate["sequential"], estimate["fixed"]
+    return (
+        f"--until-settled (≤ {estimate['max_seeds']} seeds per arm, effects: "
+        f"{estimate['effects_from']}): about {cost(seq, seq['expected_runs'])} expected; the "
+        f"fixed design with the same power, {fixed['seeds_per_arm']} seeds per arm: "
+        f"{cost(fixed, fixed['runs'])}"
+    )
 
 
 @app.command()

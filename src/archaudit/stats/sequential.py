@@ -303,11 +303,16 @@ class SequentialSimulation(JsonResult):
     fwer_se: float
     power: dict[str, float]
     """Planted effect (σ) → share of its arms declared improvers."""
+    power_planted: float
+    """Share of all planted arms (nonzero effect) declared in their true direction (NaN: none)."""
     runs_mean: float
     """Runs per audit (arms' seeds plus the baseline's)."""
     runs_max: int
+    rounds_mean: float
+    """Rounds (looks) per audit: each is a barrier, so wall time >= rounds × one run."""
     fixed_fwer: float
     fixed_power: dict[str, float]
+    fixed_power_planted: float
     fixed_seeds: int
     fixed_runs: int
     """The fixed design: every arm `fixed_seeds` seeds, the baseline as many (>= baseline_seeds)."""
@@ -341,7 +346,7 @@ def simulate_sequential(
     shift = np.zeros(arms)
     shift[: len(effects)] = effects
     values += shift[None, :, None]
-    state, n, n0 = run_sequential(rule, baseline[:, :cap], values[..., :top])
+    state, n, n0, rounds = run_sequential(rule, baseline[:, :cap], values[..., :top])
     fixed = pooled_tests(baseline[:, :fixed_baseline], values[..., :fixed_seeds])
     everyone = np.ones((audits, arms), dtype=bool)
     fixed_state = holm_step_down(
@@ -351,9 +356,9 @@ def simulate_sequential(
         holm_boundaries(rule.alpha, arms, 1),
         np.zeros((audits, arms), dtype=int),
     )
-    planted = len(effects)
-    fwer = float(np.mean(np.any(_significant(state[:, planted:]), axis=1)))
-    groups = {f"{e:g}": np.flatnonzero(shift == e) for e in sorted(set(effects))}
+    null = shift == 0.0
+    fwer = float(np.mean(np.any(_significant(state[:, null]), axis=1)))
+    groups = {f"{e:g}": np.flatnonzero(shift == e) for e in sorted(set(effects)) if e != 0.0}
     return SequentialSimulation(
         arms=arms,
         max_seeds=top,
@@ -367,24 +372,27 @@ def simulate_sequential(
         fwer=fwer,
         fwer_se=math.sqrt(fwer * (1.0 - fwer) / audits),
         power={k: _found(state[:, idx], k) for k, idx in groups.items()},
+        power_planted=_found_planted(state, shift),
         runs_mean=float(np.mean(n.sum(axis=1) + n0)),
         runs_max=int(np.max(n.sum(axis=1) + n0)),
-        fixed_fwer=float(np.mean(np.any(_significant(fixed_state[:, planted:]), axis=1))),
+        rounds_mean=float(np.mean(rounds)),
+        fixed_fwer=float(np.mean(np.any(_significant(fixed_state[:, null]), axis=1))),
         fixed_power={k: _found(fixed_state[:, idx], k) for k, idx in groups.items()},
+        fixed_power_planted=_found_planted(fixed_state, shift),
         fixed_seeds=fixed_seeds,
         fixed_runs=arms * fixed_seeds + fixed_baseline,
         stop_reasons={name: float(np.mean(state == code)) for code, name in enumerate(STATE_NAMES)},
         seeds_mean={k: float(np.mean(n[:, idx])) for k, idx in groups.items()}
-        | ({"null": float(np.mean(n[:, planted:]))} if planted < arms else {}),
+        | ({"null": float(np.mean(n[:, null]))} if null.any() else {}),
     )
 
 
 def run_sequential(
     rule: SequentialRule, baseline: np.ndarray, values: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The closed loop on pre-drawn seeds: (B, cap) baseline and (B, m, N) arm values, revealed
     round by round (every open arm and the baseline get one more seed per round). Returns the
-    final states, the seeds each arm got and the baseline's."""
+    final states, the seeds each arm got, the baseline's, and the rounds of each audit."""
     batch, m, top = values.shape
     n = np.ones((batch, m), dtype=int)
     n0 = np.full(batch, rule.baseline_seeds)
@@ -392,6 +400,7 @@ def run_sequential(
     tested = np.ones((batch, m), dtype=bool)
     seeds = np.arange(top)
     base_seeds = np.arange(baseline.shape[1])
+    rounds = np.ones(batch, dtype=int)
     for _ in range(top):
         shown = np.where(seeds[None, None, :] < n[..., None], values, np.nan)
         shown0 = np.where(base_seeds[None, :] < n0[:, None], baseline, np.nan)
@@ -400,12 +409,20 @@ def run_sequential(
         if not tested.any():
             break
         n = n + tested
-        n0 = np.where(tested.any(axis=1), np.minimum(n0 + 1, rule.baseline_cap), n0)
-    return state, n, n0
+        more = tested.any(axis=1)
+        n0 = np.where(more, np.minimum(n0 + 1, rule.baseline_cap), n0)
+        rounds = rounds + more
+    return state, n, n0, rounds
 
 
 def _significant(state: np.ndarray) -> np.ndarray:
     return (state == IMPROVER) | (state == REGRESSOR)
+
+
+def _found_planted(state: np.ndarray, shift: np.ndarray) -> float:
+    wanted = np.where(shift > 0, IMPROVER, REGRESSOR)
+    planted = shift != 0.0
+    return float(np.mean(state[:, planted] == wanted[planted])) if planted.any() else math.nan
 
 
 def _found(state: np.ndarray, effect: str) -> float:
