@@ -504,9 +504,19 @@ def simulate_null_command(
     effect_arms: Annotated[int, typer.Option("--effect-arms", help="Arms with it.")] = 0,
     seed: Seed = 0,
     json_: Json = False,
+    sequential: Annotated[
+        bool, typer.Option("--sequential", help="The `run --until-settled` loop, --seeds at most.")
+    ] = False,
 ) -> None:
     """Simulated audits with no real effect: the verdicts' family-wise false-positive rate."""
     from archaudit.stats import simulate_null
+
+    if sequential:
+        from archaudit.cli.sequential_cmd import simulate_sequential_command
+
+        options = dict(arms=arms, seeds=seeds, audits=audits, baseline_seeds=baseline_seeds)
+        options |= dict(correction=correction, alpha=alpha, effect=effect, seed=seed)
+        return simulate_sequential_command(**options, effect_arms=effect_arms, json_=json_)
 
     result = simulate_null(
         arms=arms,

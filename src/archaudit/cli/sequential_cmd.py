@@ -1,0 +1,55 @@
+"""`archaudit simulate-null --sequential`: the closed loop of `run --until-settled` under the
+null (and planted effects), next to the fixed design on the same draws."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+from rich.console import Console
+
+from archaudit.errors import ConfigError
+
+
+def simulate_sequential_command(
+    *,
+    arms: int,
+    seeds: int,
+    audits: int,
+    baseline_seeds: int | None,
+    correction: str,
+    alpha: float,
+    effect: float,
+    effect_arms: int,
+    seed: int,
+    json_: bool,
+) -> None:
+    """Print `simulate_sequential` for `arms` arms with at most `seeds` seeds each."""
+    from archaudit.stats.sequential import SequentialRule, simulate_sequential
+    from archaudit.stats.serialize import to_jsonable
+
+    if correction != "holm":
+        raise ConfigError(f"--sequential uses Holm across arms; --correction {correction} is not")
+    if effect_arms and effect == 0.0:
+        raise ConfigError("--effect-arms needs a nonzero --effect")
+    rule = SequentialRule(alpha=alpha, max_seeds=seeds, baseline_seeds=baseline_seeds or 3)
+    result = simulate_sequential(
+        arms=arms, rule=rule, audits=audits, effects=(effect,) * effect_arms, seed=seed
+    )
+    if json_:
+        typer.echo(json.dumps(to_jsonable(result), indent=2, allow_nan=False))
+        return
+    lines = [
+        f"{audits} sequential audits, {arms} arms × at most {seeds} seeds, baseline "
+        f"{rule.baseline_seeds} → {rule.baseline_cap} seeds, O'Brien–Fleming spending + Holm "
+        f"at α = {alpha}, futility below {rule.futility} predictive power:",
+        f"  family-wise false-positive rate {result.fwer:.3f} ± {result.fwer_se:.3f}",
+        f"  runs per audit {result.runs_mean:.1f} (at most {result.runs_max}); the fixed "
+        f"{seeds}-seed design: {result.fixed_runs} runs, rate {result.fixed_fwer:.3f}",
+    ]
+    for key, power in result.power.items():
+        lines.append(
+            f"  planted {key} σ effects found {power:.3f} (fixed design: "
+            f"{result.fixed_power[key]:.3f}), {result.seeds_mean[key]:.2f} seeds per arm"
+        )
+    Console().print("\n".join(lines))
