@@ -1,12 +1,16 @@
 """The sequential stopping rule: its boundaries, its test, and the error rate and cost of the
 whole closed loop (issue 10, must-show 1 and 2)."""
 
+import json
 import math
+import shlex
+import sys
 
 import numpy as np
 import pytest
 from scipy import stats
 
+from archaudit.cli import main, stats_cmd  # noqa: F401  (registers the commands)
 from archaudit.errors import ConfigError
 from archaudit.stats.sequential import (
     FUTILE,
@@ -141,3 +145,22 @@ def test_sequential_matches_fixed_5_seed_power_with_40_percent_fewer_runs():
     assert result.power["8"] == 1.0
     assert result.runs_mean <= 0.6 * result.fixed_runs
     assert result.fwer <= 0.05 + 2 * mc_error(0.05, 2000)
+
+
+def test_simulate_null_sequential_command(monkeypatch, capsys):
+    def run(line: str) -> tuple[int, str, str]:
+        monkeypatch.setattr(sys, "argv", ["archaudit", *shlex.split(line)])
+        with pytest.raises(SystemExit) as exit_:
+            main()
+        captured = capsys.readouterr()
+        return exit_.value.code or 0, captured.out, captured.err
+
+    line = "simulate-null --sequential --arms 5 --seeds 3 --audits 200"
+    code, out, _ = run(line + " --json")
+    data = json.loads(out)
+    assert code == 0 and data["arms"] == 5 and data["max_seeds"] == 3
+    assert data["fwer"] <= 0.05 + 2 * mc_error(0.05, 200)
+    code, out, _ = run(line)
+    assert code == 0 and "family-wise false-positive rate" in out
+    code, _, err = run(line + " --correction bh")
+    assert code == 2 and "Holm" in err

@@ -1,0 +1,192 @@
+"""`run --until-settled`: the audit file's [seeds] policy, the round record, and the loop itself
+with a stand-in for training (seed values drawn from a fixed function of arm and seed)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from archaudit.audit import sequential, store
+from archaudit.audit.coordinator import AuditOutcome
+from archaudit.audit.plan import make_plan
+from archaudit.audit.sequential import (
+    Round,
+    SettleOptions,
+    extend_plan,
+    publish_round,
+    read_rounds,
+    run_until_settled,
+)
+from archaudit.audit.spec import load_audit
+from archaudit.cli import app
+from archaudit.errors import ConfigError
+
+ARMS = ["qk_norm", "geglu", "post_ln", "softpick"]
+EFFECT = {"post_ln": 0.5}
+"""val_loss shift per arm (σ = 0.01): post_ln is 50σ worse, the rest are null."""
+
+
+def tiny_plan(write_audit, **seeds):
+    spec = load_audit(write_audit(arms=ARMS, seeds={"noise_floor": 3, "arms": 1, **seeds}))
+    return make_plan(spec)
+
+
+def fake_value(arm: str, seed: int) -> float:
+    rng = np.random.default_rng([sum(map(ord, arm)), seed])
+    return 3.0 + EFFECT.get(arm, 0.0) + 0.01 * float(rng.normal())
+
+
+def fake_run_audit(plan, *, stop_after: int | None = None, **_):
+    """Bring every run of `plan` to DONE with `fake_value`, as an executor would."""
+    store.materialize(plan)
+    finished = 0
+    for run in plan.runs:
+        run_dir = plan.run_dir(run)
+        if (run_dir / store.DONE).exists():
+            continue
+        if stop_after is not None and finished == stop_after:
+            raise KeyboardInterrupt  # the coordinator dies in the middle of a round
+        record = {
+            "id": run.run_id, "arm": run.arm, "scale": run.scale, "seed": run.seed,
+            "status": "ok", "metrics": {"val_loss": fake_value(run.arm, run.seed)},
+        }  # fmt: skip
+        store.write_done(run_dir, record)
+        finished += 1
+    store.refresh_index(plan.audit_dir)
+    counts = {"done": len(plan.runs)}
+    return AuditOutcome(plan.audit_dir, counts, {}, plan.audit_dir / store.RESULTS)
+
+
+@pytest.fixture
+def fake_training(monkeypatch):
+    monkeypatch.setattr(sequential, "run_audit", fake_run_audit)
+
+
+def rounds_of(audit_dir: Path) -> list[dict]:
+    return [r.to_json() for r in read_rounds(audit_dir)]
+
+
+# ---------------------------------------------------------------------------------------------
+# the audit file
+
+
+def test_seeds_policy_is_read_and_checked(write_audit):
+    spec = load_audit(write_audit(seeds={"policy": "sequential", "max": 4, "primary": ["x"]}))
+    assert (spec.seeds.policy, spec.seeds.max, spec.seeds.primary) == ("sequential", 4, ("x",))
+    with pytest.raises(ConfigError, match="did you mean 'sequential'"):
+        load_audit(write_audit(seeds={"policy": "sequentail"}))
+    with pytest.raises(ConfigError, match=r"seeds\.max = 1 must be >= seeds\.arms = 2"):
+        load_audit(write_audit(seeds={"policy": "sequential", "max": 1, "arms": 2}))
+    assert load_audit(write_audit(seeds={"max": 1, "arms": 2})).seeds.policy == "fixed"
+
+
+# ---------------------------------------------------------------------------------------------
+# the record
+
+
+def test_a_round_is_published_once_and_the_first_writer_wins(tmp_path):
+    first = Round(1, {"a/s": 2}, ({"arm": "a", "scale": "s", "seed": 1, "reason": "open"},))
+    other = Round(1, {"a/s": 1}, ())
+    assert publish_round(tmp_path, first) == first
+    assert publish_round(tmp_path, other) == first  # a second coordinator follows the record
+    assert read_rounds(tmp_path) == [first]
+    assert not list((tmp_path / sequential.RECORD_DIR).glob(".*"))
+
+
+def test_added_seeds_are_runs_of_their_own_with_a_note(write_audit):
+    plan = tiny_plan(write_audit)
+    added = {"arm": "geglu", "scale": "xs", "seed": 1, "reason": "val_loss still open"}
+    grown = extend_plan(plan, [Round(1, {}, (added,))])
+    new = grown.runs[-1]
+    old = next(r for r in plan.runs if r.arm == "geglu")
+    assert (new.seed, new.path) == (1, "geglu/xs/seed-1")
+    assert new.run_id != old.run_id and new.model == old.model and new.recipe == old.recipe
+    note = grown.notes[-1]
+    assert note.rule == "seed" and "round 1: val_loss still open" in note.message
+
+
+# ---------------------------------------------------------------------------------------------
+# the loop
+
+
+def test_the_loop_settles_the_regressor_and_stops_the_null_arms(write_audit, fake_training):
+    plan = tiny_plan(write_audit)
+    settled = run_until_settled(plan, SettleOptions(max_seeds=4), live=False)
+    assert settled.stop == "settled"
+    (family,) = settled.families
+    rows = {row.arm: row for row in family.arms}
+    assert (rows["post_ln"].verdict, rows["post_ln"].stopped) == ("regressor", "settled")
+    for arm in ("qk_norm", "geglu", "softpick"):
+        assert rows[arm].stopped == "futile" and rows[arm].verdict not in ("improver", "regressor")
+    rounds = read_rounds(plan.audit_dir)
+    added = [a for r in rounds for a in r.added]
+    assert len(rounds) + 1 == settled.rounds and len(plan.runs) + len(added) == settled.runs
+    assert all(a["reason"] for a in added) and added[0]["arm"] == "baseline"
+    assert rows["post_ln"].seeds == rounds[-1].counts["post_ln/xs"]
+    # every added seed is in the audit's notes and in the index
+    notes = json.loads((plan.audit_dir / store.AUDIT_FILE).read_text())["notes"]
+    assert sum(n["rule"] == "seed" for n in notes) == len(added)
+    with contextlib.closing(sqlite3.connect(plan.audit_dir / store.INDEX)) as db:
+        indexed = db.execute("SELECT count(*) FROM notes WHERE rule = 'seed'").fetchone()[0]
+    assert indexed == len(added)
+    summary = sequential.read_summary(plan.audit_dir)
+    assert summary["stop"] == "settled" and summary["runs"] == settled.runs
+
+
+def test_a_run_budget_stops_the_loop_and_says_so(write_audit, fake_training):
+    plan = tiny_plan(write_audit)
+    budget = len(plan.runs) + 2
+    settled = run_until_settled(plan, SettleOptions(max_seeds=4, budget_runs=budget), live=False)
+    assert settled.stop == "budget-runs" and settled.runs == budget
+    stopped = {row.arm: row.stopped for row in settled.families[0].arms}
+    assert "budget" in stopped.values()
+
+
+def test_a_killed_coordinator_resumes_to_the_same_seeds_and_verdicts(
+    write_audit, fake_training, monkeypatch, tmp_path
+):
+    reference = run_until_settled(tiny_plan(write_audit), SettleOptions(max_seeds=4), live=False)
+    plan = make_plan(load_audit(write_audit("b.toml", arms=ARMS, seeds={"noise_floor": 3},
+                                            runs_dir=str(tmp_path / "b"))))  # fmt: skip
+    calls = iter([None, 2])  # the second round dies after two of its runs
+
+    def dying(plan, **options):
+        return fake_run_audit(plan, stop_after=next(calls, None))
+
+    monkeypatch.setattr(sequential, "run_audit", dying)
+    with pytest.raises(KeyboardInterrupt):
+        run_until_settled(plan, SettleOptions(max_seeds=4), live=False)
+    assert len(read_rounds(plan.audit_dir)) == 1
+    resumed = run_until_settled(plan, SettleOptions(max_seeds=4), live=False)
+    assert rounds_of(plan.audit_dir) == rounds_of(reference.audit.audit_dir)
+    assert resumed.families == reference.families and resumed.runs == reference.runs
+
+
+def test_two_coordinators_share_one_record(write_audit, fake_training):
+    plan = tiny_plan(write_audit)
+    first = run_until_settled(plan, SettleOptions(max_seeds=4), live=False)
+    record = rounds_of(plan.audit_dir)
+    second = run_until_settled(plan, SettleOptions(max_seeds=4), live=False)  # nothing to add
+    assert rounds_of(plan.audit_dir) == record and second.families == first.families
+
+
+# ---------------------------------------------------------------------------------------------
+# the command line
+
+
+def test_plan_until_settled_prints_both_designs(write_audit):
+    path = write_audit(arms=ARMS)
+    result = CliRunner().invoke(
+        app, ["plan", str(path), "--no-probe", "--until-settled", "--effects", "3,8", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    estimate = json.loads(result.output)["sequential"]
+    assert estimate["effects_from"] == "given"
+    assert estimate["sequential"]["expected_runs"] < estimate["fixed"]["runs"]
+    assert estimate["fixed"]["power"] >= estimate["sequential"]["power"]
