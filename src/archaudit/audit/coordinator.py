@@ -45,8 +45,10 @@ def run_audit(
     workers: int | None = None,
     tracker: str | None = None,
     live: bool = True,
+    warn: bool = True,
 ) -> AuditOutcome:
-    """Run (or resume) the whole audit; `executor`, `workers` and `tracker` override the file."""
+    """Run (or resume) the whole audit; `executor`, `workers` and `tracker` override the file.
+    `warn=False` keeps the protocol notes quiet (a later round of a sequential audit)."""
     settings = plan.spec.executor
     settings = dataclasses.replace(
         settings, kind=executor or settings.kind, workers=workers or settings.workers
@@ -55,7 +57,8 @@ def run_audit(
     if tracker:
         check_tracker(tracker)
     pool = make_executor(settings, plan.audit_dir)  # a bad name fails before anything is written
-    warn_notes([note for note in plan.notes if note.rule != SEED_NOTE])  # seeds: a record
+    if warn:
+        warn_notes([note for note in plan.notes if note.rule != SEED_NOTE])  # seeds: a record
     run_dirs = store.materialize(plan)
     options = RunOptions(
         threads=pool.threads,

@@ -17,6 +17,7 @@ executed twice.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 import os
@@ -347,10 +348,11 @@ def run_until_settled(
         baseline_seeds=plan.spec.seeds.noise_floor,
     )
     first = initial_counts(plan)
-    while True:
+    settings = {"executor": executor, "workers": workers, "tracker": tracker, "live": live}
+    for looks in itertools.count():
         rounds = read_rounds(plan.audit_dir)
         current = extend_plan(plan, rounds)
-        outcome = run_audit(current, executor=executor, workers=workers, tracker=tracker, live=live)
+        outcome = run_audit(current, **settings, warn=not looks)
         history = [first, *(r.counts for r in rounds)]
         if outcome.failed:
             return _finish(current, outcome, rounds, [], "failed")

@@ -11,7 +11,7 @@ The method is a group-sequential design per arm combined with Holm across arms:
   and are applied to the calibrated t test as nominal p-value thresholds (the "significance level
   approach", Jennison & Turnbull 2000, §3.8).
 - **Across arms, Holm** as a graphical sequentially rejective procedure (Maurer & Bretz 2013,
-  Stat. Biopharm. Res. 5:311; Ye, Li, Jiang & Wang 2013, Stat. Med. 32:1112): every open arm is
+  Stat. Biopharm. Res. 5:311; Ye, Li, Liu & Yao 2013, Stat. Med. 32:1112): every open arm is
   tested at level α/(m − r), r the arms already rejected at any look; a rejection raises the level
   of the others, which are re-tested at the same look.
 - **Futility is non-binding**: an arm stops when its predictive power (Spiegelhalter, Freedman &
