@@ -137,7 +137,9 @@ def single_seed_ladder(effects: dict[str, tuple[float, float]], baseline_noise=N
     rows = []
     for scale in ("d6", "d12"):
         for seed, noise in enumerate(baseline_noise):
-            rows.append(Row(arm="baseline", scale=scale, seed=seed, metric="acc", value=0.5 + noise))
+            rows.append(
+                Row(arm="baseline", scale=scale, seed=seed, metric="acc", value=0.5 + noise)
+            )
         for arm, per_scale in effects.items():
             value = 0.5 + per_scale[scale == "d12"]
             rows.append(Row(arm=arm, scale=scale, seed=0, metric="acc", value=value))
@@ -186,7 +188,9 @@ def test_an_interval_with_no_variation_is_not_estimable_never_zero_width():
     rows = []
     for scale in ("d6", "d12"):
         for seed, noise in enumerate(NOISE):
-            rows.append(Row(arm="baseline", scale=scale, seed=seed, metric="acc", value=0.5 + noise))
+            rows.append(
+                Row(arm="baseline", scale=scale, seed=seed, metric="acc", value=0.5 + noise)
+            )
             for arm, level in (("a", 0.6), ("b", 0.7), ("c", 0.8)):  # identical seeds per arm
                 rows.append(Row(arm=arm, scale=scale, seed=seed, metric="acc", value=level))
     result = cross_scale_transfer(Table(tuple(rows)), "acc", n_boot=200)
