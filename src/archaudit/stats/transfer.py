@@ -14,7 +14,6 @@ not estimable (NaN, with a note), never as [ρ, ρ].
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,7 +22,7 @@ import numpy as np
 from archaudit.stats.errors import DesignError
 from archaudit.stats.judge import Judgement, collect_family, judge
 from archaudit.stats.ranking import kendall_tau_b, rankdata, spearman
-from archaudit.stats.resample import bootstrap_means, percentile_interval
+from archaudit.stats.resample import bootstrap_means, estimable_interval, varies
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import Table
 from archaudit.stats.verdicts import DIVERGED, INCOMPLETE
@@ -135,7 +134,7 @@ def cross_scale_transfer(
         f"{name} interval not estimable: all {n_boot} bootstrap replicates gave "
         f"{name} = {replicates[0]:.3g}"
         for name, replicates in (("Spearman ρ", rho_boot), ("Kendall τ", tau_boot))
-        if not _varies(replicates)
+        if not varies(replicates)
     ]
     arms = tuple(
         ArmTransfer(
@@ -159,9 +158,9 @@ def cross_scale_transfer(
         n_arms=len(names),
         sign_preserved=float(np.mean([arm.sign_preserved for arm in arms])),
         spearman=rho,
-        spearman_interval=_interval(rho_boot, confidence),
+        spearman_interval=estimable_interval(rho_boot, confidence),
         kendall=kendall_tau_b(deltas[small], deltas[large]),
-        kendall_interval=_interval(tau_boot, confidence),
+        kendall_interval=estimable_interval(tau_boot, confidence),
         n_boot=n_boot,
         seed=seed,
         parametric_arms=tuple(
@@ -198,18 +197,6 @@ def _bootstrap_deltas(
     return np.stack(
         [family.sign * (arm_means(samples[arm].values) - base) for arm in names], axis=1
     )
-
-
-def _varies(replicates: np.ndarray) -> bool:
-    finite = replicates[np.isfinite(replicates)]
-    return len(finite) > 0 and float(np.ptp(finite)) > 0.0
-
-
-def _interval(replicates: np.ndarray, confidence: float) -> tuple[float, float]:
-    """The percentile interval, or (NaN, NaN) when the replicates do not vary."""
-    if not _varies(replicates):
-        return math.nan, math.nan
-    return percentile_interval(replicates, confidence)
 
 
 def _diverged_only_at_large(small: Judgement, large: Judgement) -> tuple[str, ...]:
