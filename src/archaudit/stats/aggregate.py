@@ -167,23 +167,32 @@ def aggregate(
             if arm in aso_arms
             else None
         )
+        replicates = {
+            "mean": macro_mean(boot) if boot is not None else None,
+            "IQM": iqm(boot) if boot is not None else None,
+            "P(arm > baseline)": probability_of_improvement(boot, base_boot)
+            if boot is not None and base_boot is not None
+            else None,
+        }
+        intervals = {name: _interval(r, confidence) for name, r in replicates.items()}
+        notes += [
+            f"{arm}: {name} interval not estimable, all {n_boot} bootstrap replicates gave "
+            f"{float(np.ravel(r)[0]):.3g}"
+            for name, r in replicates.items()
+            if r is not None and math.isnan(intervals[name][0])
+        ]
         arms.append(
             ArmAggregate(
                 arm=arm,
                 n_seeds=len(values),
                 mean=float(macro_mean(values)),
-                mean_interval=_interval(macro_mean(boot) if boot is not None else None, confidence),
+                mean_interval=intervals["mean"],
                 iqm=float(iqm(values)),
-                iqm_interval=_interval(iqm(boot) if boot is not None else None, confidence),
+                iqm_interval=intervals["IQM"],
                 prob_improvement=float(probability_of_improvement(values, base))
                 if compared
                 else math.nan,
-                prob_improvement_interval=_interval(
-                    probability_of_improvement(boot, base_boot)
-                    if boot is not None and base_boot is not None
-                    else None,
-                    confidence,
-                ),
+                prob_improvement_interval=intervals["P(arm > baseline)"],
                 aso_eps_min=order.eps_min if order else math.nan,
                 aso_eps_min_reverse=order.eps_min_reverse if order else math.nan,
                 aso=_aso_call(order, aso_threshold),
