@@ -154,3 +154,37 @@ def test_intervals_agree_with_rliable():
     )
     assert ours_iqm == pytest.approx(tuple(theirs["iqm"].ravel()), abs=2e-3)
     assert ours_poi == pytest.approx(tuple(theirs["poi"].ravel()), abs=1 / 80 + 1e-9)
+
+
+def run_cli(monkeypatch, capsys, command: str) -> tuple[int, str, str]:
+    import shlex
+    import sys
+
+    from archaudit.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["archaudit", *shlex.split(command)])
+    monkeypatch.setenv("COLUMNS", "200")
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    captured = capsys.readouterr()
+    return exit_.value.code or 0, captured.out, captured.err
+
+
+def test_cli_prints_the_library_result(monkeypatch, capsys, write_csv):
+    import json
+
+    from archaudit.stats import load_table
+
+    rows = [("arm", "scale", "seed", "metric", "value")] + [
+        (row.arm, row.scale, row.seed, row.metric, row.value)
+        for row in tasks_table(diverged=()).rows
+    ]
+    path = write_csv(rows)
+    options = "--metric arc/score --metric piqa/score --n-boot 200 --seed 3"
+    code, out, _ = run_cli(monkeypatch, capsys, f"stats aggregate {path} {options} --json")
+    expected = aggregate(load_table(path), metrics=("arc/score", "piqa/score"), n_boot=200, seed=3)
+    assert code == 0 and json.loads(out) == json.loads(expected.to_json())
+    code, text, _ = run_cli(monkeypatch, capsys, f"stats aggregate {path} {options}")
+    assert code == 0 and "IQM" in text and "far" in text and "not estimable" in text
+    code, _, err = run_cli(monkeypatch, capsys, f"stats aggregate {path} --metric arc/scor")
+    assert code == 2 and "did you mean 'arc/score'" in err
