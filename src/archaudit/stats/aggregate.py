@@ -152,10 +152,6 @@ def aggregate(
     aso_arms = [a for a in scores if a != baseline and len(scores[a]) > 1 and len(base) > 1]
     arms = []
     for arm, values in scores.items():
-        boot = stratified_resample(values, n_boot, rng) if len(values) > 1 else None
-        compared = arm != baseline
-        # rliable's StratifiedIndependentBootstrap: the baseline is resampled on its own.
-        base_boot = stratified_resample(base, n_boot, rng) if compared and len(base) > 1 else None
         order = (
             almost_stochastic_order(
                 values.mean(axis=1),
@@ -167,32 +163,13 @@ def aggregate(
             if arm in aso_arms
             else None
         )
-        replicates = {
-            "mean": macro_mean(boot) if boot is not None else None,
-            "IQM": iqm(boot) if boot is not None else None,
-            "P(arm > baseline)": probability_of_improvement(boot, base_boot)
-            if boot is not None and base_boot is not None
-            else None,
-        }
-        intervals = {name: _interval(r, confidence) for name, r in replicates.items()}
-        notes += [
-            f"{arm}: {name} interval not estimable, all {n_boot} bootstrap replicates gave "
-            f"{float(np.ravel(r)[0]):.3g}"
-            for name, r in replicates.items()
-            if r is not None and math.isnan(intervals[name][0])
-        ]
+        summary, arm_notes = _summarize(
+            arm, values, None if arm == baseline else base, n_boot, rng, confidence
+        )
+        notes += arm_notes
         arms.append(
             ArmAggregate(
-                arm=arm,
-                n_seeds=len(values),
-                mean=float(macro_mean(values)),
-                mean_interval=intervals["mean"],
-                iqm=float(iqm(values)),
-                iqm_interval=intervals["IQM"],
-                prob_improvement=float(probability_of_improvement(values, base))
-                if compared
-                else math.nan,
-                prob_improvement_interval=intervals["P(arm > baseline)"],
+                **summary,
                 aso_eps_min=order.eps_min if order else math.nan,
                 aso_eps_min_reverse=order.eps_min_reverse if order else math.nan,
                 aso=_aso_call(order, aso_threshold),
@@ -218,6 +195,50 @@ def aggregate(
         arms=tuple(arms),
         notes=tuple(notes),
     )
+
+
+def _summarize(
+    arm: str,
+    values: np.ndarray,
+    base: np.ndarray | None,
+    n_boot: int,
+    rng: np.random.Generator,
+    confidence: float,
+) -> tuple[dict, list[str]]:
+    """Point estimates and stratified-bootstrap intervals of one arm (`base` None for the
+    baseline itself), with a note for every interval that is not estimable."""
+    boot = stratified_resample(values, n_boot, rng) if len(values) > 1 else None
+    # rliable's StratifiedIndependentBootstrap: the baseline is resampled on its own.
+    base_boot = (
+        stratified_resample(base, n_boot, rng) if base is not None and len(base) > 1 else None
+    )
+    replicates = {
+        "mean": macro_mean(boot) if boot is not None else None,
+        "IQM": iqm(boot) if boot is not None else None,
+        "P(arm > baseline)": probability_of_improvement(boot, base_boot)
+        if boot is not None and base_boot is not None
+        else None,
+    }
+    intervals = {name: _interval(r, confidence) for name, r in replicates.items()}
+    notes = [
+        f"{arm}: {name} interval not estimable, all {n_boot} bootstrap replicates gave "
+        f"{float(np.ravel(r)[0]):.3g}"
+        for name, r in replicates.items()
+        if r is not None and math.isnan(intervals[name][0])
+    ]
+    summary = dict(
+        arm=arm,
+        n_seeds=len(values),
+        mean=float(macro_mean(values)),
+        mean_interval=intervals["mean"],
+        iqm=float(iqm(values)),
+        iqm_interval=intervals["IQM"],
+        prob_improvement=float(probability_of_improvement(values, base))
+        if base is not None
+        else math.nan,
+        prob_improvement_interval=intervals["P(arm > baseline)"],
+    )
+    return summary, notes
 
 
 def _interval(replicates: np.ndarray | None, confidence: float) -> tuple[float, float]:
