@@ -43,8 +43,9 @@ def test_preserved_ranking():
     assert result.kendall == pytest.approx(1.0)
     assert result.sign_preserved == 1.0
     assert all(arm.rank_shift == 0 for arm in result.arms)
-    assert result.spearman_interval[0] <= result.spearman <= result.spearman_interval[1]
-    assert result.notes == ()
+    # Arms 5σ apart keep their order in every replicate: no interval, said so, not [1, 1].
+    assert all(np.isnan(result.spearman_interval))
+    assert all("not estimable" in note for note in result.notes) and len(result.notes) == 2
 
 
 def test_reversed_ranking_is_flagged_and_matches_scipy():
@@ -129,3 +130,71 @@ def test_transfer_across_baselines_pairs_audit_style_arm_at_baseline_names():
     assert arm.arm == "qk_norm"
     assert arm.deltas["llama"] == pytest.approx(0.1) and arm.deltas["olmo"] == pytest.approx(-0.2)
     assert not arm.sign_agrees and result.sign_agreement == 0.0
+
+
+def single_seed_ladder(effects: dict[str, tuple[float, float]], baseline_noise=NOISE) -> Table:
+    """A 3-seed baseline and single-seed arms at d6 and d12 (the published design)."""
+    rows = []
+    for scale in ("d6", "d12"):
+        for seed, noise in enumerate(baseline_noise):
+            rows.append(
+                Row(arm="baseline", scale=scale, seed=seed, metric="acc", value=0.5 + noise)
+            )
+        for arm, per_scale in effects.items():
+            value = 0.5 + per_scale[scale == "d12"]
+            rows.append(Row(arm=arm, scale=scale, seed=0, metric="acc", value=value))
+    return Table(tuple(rows))
+
+
+CLOSE = {
+    "a": (0.03, 0.02),
+    "b": (0.01, 0.025),
+    "c": (-0.01, -0.02),
+    "d": (-0.02, 0.0),
+    "e": (0.0, -0.01),
+}
+
+
+def test_single_seed_arms_get_an_interval_that_reflects_their_seed_noise():
+    """Defect: resampling one seed changes nothing, so the interval used to be [ρ, ρ]."""
+    result = cross_scale_transfer(single_seed_ladder(CLOSE), "acc", n_boot=1000, seed=0)
+    low, high = result.spearman_interval
+    assert low < result.spearman < high
+    tau_low, tau_high = result.kendall_interval
+    assert tau_low < result.kendall < tau_high
+    assert result.parametric_arms == tuple(CLOSE)
+    again = cross_scale_transfer(single_seed_ladder(CLOSE), "acc", n_boot=1000, seed=0)
+    assert again.to_dict() == result.to_dict()
+
+
+def test_more_seed_noise_widens_the_single_seed_interval():
+    quiet = cross_scale_transfer(single_seed_ladder(CLOSE, NOISE / 4), "acc", n_boot=1000)
+    loud = cross_scale_transfer(single_seed_ladder(CLOSE, NOISE * 4), "acc", n_boot=1000)
+    width = [r.spearman_interval[1] - r.spearman_interval[0] for r in (quiet, loud)]
+    assert width[0] < width[1]
+
+
+def test_sigma_uncertainty_widens_the_interval_over_a_known_sigma():
+    """σ from 2 degrees of freedom is drawn from its scaled-inverse-χ², so arms far apart in σ̂
+    units still swap sometimes; the same σ̂ from 29 degrees of freedom swaps them far less."""
+    few = cross_scale_transfer(single_seed_ladder(CLOSE, NOISE / 2), "acc", n_boot=2000)
+    many_noise = np.resize([-1.0, 1.0], 30) * 0.005 * np.sqrt(29 / 30)
+    many = cross_scale_transfer(single_seed_ladder(CLOSE, many_noise), "acc", n_boot=2000)
+    width = [r.spearman_interval[1] - r.spearman_interval[0] for r in (few, many)]
+    assert width[0] > width[1]
+
+
+def test_an_interval_with_no_variation_is_not_estimable_never_zero_width():
+    rows = []
+    for scale in ("d6", "d12"):
+        for seed, noise in enumerate(NOISE):
+            rows.append(
+                Row(arm="baseline", scale=scale, seed=seed, metric="acc", value=0.5 + noise)
+            )
+            for arm, level in (("a", 0.6), ("b", 0.7), ("c", 0.8)):  # identical seeds per arm
+                rows.append(Row(arm=arm, scale=scale, seed=seed, metric="acc", value=level))
+    result = cross_scale_transfer(Table(tuple(rows)), "acc", n_boot=200)
+    assert result.spearman == pytest.approx(1.0)
+    assert all(np.isnan(result.spearman_interval)) and all(np.isnan(result.kendall_interval))
+    assert any("Spearman ρ interval not estimable" in note for note in result.notes)
+    assert result.to_dict()["spearman_interval"] == [None, None]

@@ -1,10 +1,17 @@
 """Loss–downstream decoupling (PROTOCOL.md): arms whose loss and downstream verdicts disagree.
 
-For each arm, r_L = (L − L₀)/L₀ is the relative loss change and the downstream verdict comes
-from `judge` on the downstream metric. The loss "moves" when |r_L| >= threshold (down = better).
-An arm is decoupled when the downstream verdict is significant (improver/regressor) and the loss
-did not move, or moved the other way. A downstream result that is not significant is no
-evidence of decoupling (it may only lack power), so it never counts.
+For each arm, r_L = (L − L₀)/L₀ is the relative loss change and r_D = (D − D₀)/|D₀| the relative
+downstream change; both metrics get their verdict from `judge` (loss lower-is-better). A metric
+is "near baseline" when its verdict is within-noise or nominal (not significant after
+correction) and its relative change is below the threshold; it "moved" when its verdict is
+significant (improver/regressor). An arm is decoupled when
+
+- `loss flat, downstream moved`: the loss is near baseline and the downstream moved, or
+- `downstream flat, loss moved`: the reverse, or
+- `loss and downstream disagree in direction`: both moved, one better and one worse.
+
+A significant loss regression that goes with a significant downstream regression is coupled,
+however small r_L is: the loss verdict, not r_L alone, says whether the loss moved.
 """
 
 from __future__ import annotations
@@ -18,10 +25,20 @@ import numpy as np
 from archaudit.stats.judge import judge
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import Table
-from archaudit.stats.verdicts import IMPROVER, REGRESSOR
+from archaudit.stats.verdicts import (
+    IMPROVER,
+    NOMINAL_IMPROVER,
+    NOMINAL_REGRESSOR,
+    REGRESSOR,
+    WITHIN_NOISE,
+)
 
 LOSS_FLAT = "loss flat, downstream moved"
+DOWNSTREAM_FLAT = "downstream flat, loss moved"
 OPPOSITE = "loss and downstream disagree in direction"
+
+_NOT_SIGNIFICANT = (WITHIN_NOISE, NOMINAL_IMPROVER, NOMINAL_REGRESSOR)
+_DIRECTION = {IMPROVER: 1, REGRESSOR: -1}
 
 
 @dataclass(frozen=True)
@@ -32,6 +49,9 @@ class ArmDecoupling(JsonResult):
     family: str | None
     loss_change: float
     """r_L = (L − L₀)/L₀."""
+    loss_verdict: str
+    downstream_change: float
+    """r_D = (D − D₀)/|D₀|."""
     downstream_delta: float
     downstream_z: float
     """Δ_D in units of the downstream noise floor."""
@@ -84,13 +104,19 @@ def decoupling(
     for verdict in downstream.arms:
         if math.isnan(verdict.delta) or verdict.arm not in loss_by_arm:
             continue
-        change = (loss_by_arm[verdict.arm].mean - loss.baseline_mean) / loss.baseline_mean
-        kind = _kind(change, verdict.verdict, threshold)
+        loss_verdict = loss_by_arm[verdict.arm]
+        loss_change = _relative(loss_verdict.mean, loss.baseline_mean)
+        downstream_change = _relative(verdict.mean, downstream.baseline_mean)
+        kind = _kind(
+            (loss_verdict.verdict, loss_change), (verdict.verdict, downstream_change), threshold
+        )
         arms.append(
             ArmDecoupling(
                 arm=verdict.arm,
                 family=verdict.family,
-                loss_change=change,
+                loss_change=loss_change,
+                loss_verdict=loss_verdict.verdict,
+                downstream_change=downstream_change,
                 downstream_delta=verdict.delta,
                 downstream_z=verdict.z,
                 downstream_verdict=verdict.verdict,
@@ -108,12 +134,24 @@ def decoupling(
     )
 
 
-def _kind(loss_change: float, downstream_verdict: str, threshold: float) -> str | None:
-    loss_direction = 0 if abs(loss_change) < threshold else (1 if loss_change < 0 else -1)
-    downstream_direction = {IMPROVER: 1, REGRESSOR: -1}.get(downstream_verdict, 0)
-    if downstream_direction == 0 or downstream_direction == loss_direction:
-        return None
-    return LOSS_FLAT if loss_direction == 0 else OPPOSITE
+def _relative(value: float, baseline: float) -> float:
+    return (value - baseline) / abs(baseline) if baseline != 0 else math.inf
+
+
+def _kind(loss: tuple[str, float], downstream: tuple[str, float], threshold: float) -> str | None:
+    """Each side is (verdict, relative change); verdicts are oriented so improver = better."""
+
+    def flat(side: tuple[str, float]) -> bool:
+        return side[0] in _NOT_SIGNIFICANT and abs(side[1]) < threshold
+
+    loss_moved, downstream_moved = _DIRECTION.get(loss[0], 0), _DIRECTION.get(downstream[0], 0)
+    if downstream_moved and flat(loss):
+        return LOSS_FLAT
+    if loss_moved and flat(downstream):
+        return DOWNSTREAM_FLAT
+    if loss_moved and downstream_moved and loss_moved != downstream_moved:
+        return OPPOSITE
+    return None
 
 
 def _by_family(arms: list[ArmDecoupling]) -> tuple[FamilyDecoupling, ...]:

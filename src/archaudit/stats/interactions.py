@@ -1,55 +1,88 @@
 """Factorial interactions and the "harmful count" model (OlmPool, 2026; PROTOCOL.md).
 
 An audit is factorial when its arm names are combinations of binary choices joined by a
-separator, e.g. `qk_norm+gqa` (the baseline is the combination with no choice on). The additive
-model predicts each combination's mean from one main effect per choice; the interaction of a
-combination is what it does beyond that prediction. The harmful-count model instead predicts
-the metric from how many harmful choices (those with a worse-than-baseline main effect) are on.
+separator, e.g. `qk_norm+gqa` (the baseline is the combination with no choice on).
+
+The interaction of a combination S of k >= 2 choices is its classical factorial contrast over
+the 2^k cells T ⊆ S (every choice outside S off), in ±1 coding:
+
+    I_S = Σ_{T ⊆ S} (−1)^{k − |T|} · ȳ_T        2×2: I = y₁₁ − y₁₀ − y₀₁ + y₀₀
+
+the sum of the cell means, each signed by the product of its choices' codes (+1 on, −1 off).
+It is what the combination does beyond adding its sub-combinations' effects, oriented so that
+positive = better. Its standard error is σ·√(Σ_T 1/n_T) with σ the seed noise pooled over every
+cell with two or more seeds (the within-cell residual of the cell-means model, df = Σ(n_T − 1)),
+and it is tested with Student's t on those degrees of freedom, Holm-corrected over the
+combinations tested. A combination with a sub-cell that was not run has no contrast (NaN).
+
+The additive model predicts each combination's mean from one main effect per choice (least
+squares on the cell means); the harmful-count model instead predicts the metric from how many
+harmful choices (those with a worse-than-baseline main effect) are on, and its R² is compared
+with the additive model's.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import combinations
+from typing import NamedTuple
 
 import numpy as np
 
+from archaudit.stats.corrections import adjust_pvalues
+from archaudit.stats.distributions import student_t_two_sided_p
 from archaudit.stats.errors import DesignError
 from archaudit.stats.judge import collect_family
+from archaudit.stats.noise import pooled_sd
+from archaudit.stats.samples import ArmSample
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import Table
 
 
 @dataclass(frozen=True)
 class CombinationEffect(JsonResult):
-    """One combination: observed mean, additive prediction and interaction (positive = better
-    than additive)."""
+    """One combination: observed mean, additive prediction and its interaction contrast."""
 
     arm: str
     factors: tuple[str, ...]
     n_seeds: int
     observed: float
     predicted: float
+    """The additive model's mean, in the metric's own units."""
     interaction: float
+    """The classical contrast I_S (positive = better); NaN with fewer than 2 choices or a
+    missing sub-cell."""
     interaction_sigmas: float
-    """Interaction in units of the noise floor σ."""
+    """I_S / σ."""
+    se: float
+    """σ·√(Σ 1/n_T) over the 2^k cells of the contrast."""
+    t: float
+    df: int
+    p: float
+    """Two-sided Student-t p-value of I_S = 0."""
+    p_adj: float
+    """Holm-adjusted over the combinations with a contrast."""
     harmful_count: int
 
 
 @dataclass(frozen=True)
 class Interactions(JsonResult):
-    """Additive fit, interaction terms and the harmful-count regression on arm means."""
+    """Additive fit, interaction contrasts and the harmful-count regression on arm means."""
 
     metric: str
     scale: str
     baseline: str
     sigma: float
+    """Seed noise pooled over every cell with two or more seeds."""
+    sigma_dof: int
     main_effects: dict[str, float]
     """Each choice's additive effect, positive = better."""
     harmful: tuple[str, ...]
     r2_additive: float
     r2_harmful_count: float
     combinations: tuple[CombinationEffect, ...]
+    notes: tuple[str, ...]
 
 
 def interactions(
@@ -61,7 +94,7 @@ def interactions(
     scale: str | None = None,
     separator: str = "+",
 ) -> Interactions:
-    """Fit the additive model over the finished combinations at one scale."""
+    """Interaction contrasts, the additive fit and the harmful-count fit at one scale."""
     family = collect_family(
         table, metric, baseline=baseline, lower_is_better=lower_is_better, scale=scale
     )
@@ -91,12 +124,22 @@ def interactions(
     harmful = tuple(f for f in factors if main_effects[f] < 0)
     counts = np.array([sum(f in combo for f in harmful) for combo in present])
     _, _, r2_count = _least_squares(np.column_stack([np.ones(len(counts)), counts]), better)
-    sigma = family.noise.sigma
+    sigma, dof = pooled_sd([s.values for s in samples if len(s.values) > 1])
+    cells = dict(zip(present, samples, strict=True))
+    contrasts = [_contrast(combo, cells, family.sign, sigma, dof) for combo in present]
+    tested = [i for i, c in enumerate(contrasts) if not math.isnan(c.p)]
+    p_adj = dict(zip(tested, adjust_pvalues([contrasts[i].p for i in tested], "holm"), strict=True))
+    missing = [
+        sample.arm
+        for sample, combo, c in zip(samples, present, contrasts, strict=True)
+        if len(combo) > 1 and math.isnan(c.value)
+    ]
     return Interactions(
         metric=metric,
         scale=family.scale,
         baseline=baseline,
         sigma=sigma,
+        sigma_dof=dof,
         main_effects=main_effects,
         harmful=harmful,
         r2_additive=r2_additive,
@@ -108,13 +151,50 @@ def interactions(
                 n_seeds=len(sample.values),
                 observed=float(means[i]),
                 predicted=float(family.sign * fitted[i]),
-                interaction=float(better[i] - fitted[i]),
-                interaction_sigmas=float((better[i] - fitted[i]) / sigma),
+                interaction=contrasts[i].value,
+                interaction_sigmas=contrasts[i].value / sigma,
+                se=contrasts[i].se,
+                t=contrasts[i].t,
+                df=dof,
+                p=contrasts[i].p,
+                p_adj=float(p_adj.get(i, math.nan)),
                 harmful_count=int(counts[i]),
             )
             for i, (sample, combo) in enumerate(zip(samples, present, strict=True))
         ),
+        notes=(
+            "no interaction contrast where a sub-combination was not run (or did not finish): "
+            + ", ".join(missing),
+        )
+        if missing
+        else (),
     )
+
+
+class _Contrast(NamedTuple):
+    value: float
+    se: float
+    t: float
+    p: float
+
+
+_UNDEFINED = _Contrast(math.nan, math.nan, math.nan, math.nan)
+
+
+def _contrast(
+    combo: frozenset[str],
+    cells: dict[frozenset[str], ArmSample],
+    sign: float,
+    sigma: float,
+    dof: int,
+) -> _Contrast:
+    """I_S with its standard error and t test; undefined below 2 choices or with a missing cell."""
+    subsets = [frozenset(s) for r in range(len(combo) + 1) for s in combinations(sorted(combo), r)]
+    if len(combo) < 2 or any(s not in cells for s in subsets):
+        return _UNDEFINED
+    value = sign * sum((-1) ** (len(combo) - len(s)) * cells[s].mean for s in subsets)
+    se = sigma * math.sqrt(sum(1.0 / len(cells[s].values) for s in subsets))
+    return _Contrast(value, se, value / se, student_t_two_sided_p(value / se, dof))
 
 
 def _least_squares(design: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 _MAX_DRAWS = 2_000_000
@@ -26,3 +28,17 @@ def percentile_interval(samples: np.ndarray, confidence: float = 0.95) -> tuple[
     tail = 100.0 * (1.0 - confidence) / 2.0
     low, high = np.nanpercentile(samples, [tail, 100.0 - tail])
     return float(low), float(high)
+
+
+def varies(replicates: np.ndarray) -> bool:
+    """Whether the finite bootstrap replicates take more than one value."""
+    finite = replicates[np.isfinite(replicates)]
+    return len(finite) > 0 and float(np.ptp(finite)) > 0.0
+
+
+def estimable_interval(replicates: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    """The percentile interval, or (NaN, NaN) when the replicates do not vary: a zero-width
+    interval would claim a certainty the resampling cannot give (nothing was resampled)."""
+    if not varies(replicates):
+        return math.nan, math.nan
+    return percentile_interval(replicates, confidence)

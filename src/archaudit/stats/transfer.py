@@ -3,6 +3,13 @@
 PROTOCOL.md, Cross-scale transfer: sign preservation of Δ, Spearman ρ and Kendall τ of the arm
 ranking with bootstrap intervals over seeds, the rank-shift table, and the arms that diverged
 only at the larger scale.
+
+The bootstrap resamples the seeds of every arm with several. A single-seed arm has nothing to
+resample (and resampling the baseline shifts every Δ alike, leaving the ranking unchanged), so
+its mean is drawn from N(mean, σ*²) instead, with σ*² = σ̂²·ν/χ²_ν drawn once per replicate and
+scale: σ̂ from ν degrees of freedom is itself uncertain, and this scaled-inverse-χ² draw carries
+that uncertainty into the interval. An interval whose replicates are all equal is reported as
+not estimable (NaN, with a note), never as [ρ, ρ].
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import numpy as np
 from archaudit.stats.errors import DesignError
 from archaudit.stats.judge import Judgement, collect_family, judge
 from archaudit.stats.ranking import kendall_tau_b, rankdata, spearman
-from archaudit.stats.resample import bootstrap_means, percentile_interval
+from archaudit.stats.resample import bootstrap_means, estimable_interval, varies
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import Table
 from archaudit.stats.verdicts import DIVERGED, INCOMPLETE
@@ -57,6 +64,8 @@ class ScaleTransfer(JsonResult):
     kendall_interval: tuple[float, float]
     n_boot: int
     seed: int
+    parametric_arms: tuple[str, ...]
+    """Single-seed arms (at either scale) drawn from N(mean, σ*²) in the bootstrap."""
     arms: tuple[ArmTransfer, ...]
     diverged_only_at_large: tuple[str, ...]
     notes: tuple[str, ...]
@@ -110,9 +119,23 @@ def cross_scale_transfer(
     boot = {
         s: _bootstrap_deltas(table, metric, s, names, options, n_boot, rng) for s in (small, large)
     }
-    rho_boot = [spearman(a, b) for a, b in zip(boot[small], boot[large], strict=True)]
-    tau_boot = [kendall_tau_b(a, b) for a, b in zip(boot[small], boot[large], strict=True)]
+    rho_boot = np.array([spearman(a, b) for a, b in zip(boot[small], boot[large], strict=True)])
+    tau_boot = np.array(
+        [kendall_tau_b(a, b) for a, b in zip(boot[small], boot[large], strict=True)]
+    )
     rho = spearman(deltas[small], deltas[large])
+    # `rho >= LOW_RHO` is False for an undefined ρ (NaN), so that is flagged too.
+    notes = (
+        []
+        if rho >= LOW_RHO
+        else [f"Spearman ρ = {rho:.2f}: the ranking at {small} is not a ranking at {large}"]
+    )
+    notes += [
+        f"{name} interval not estimable: all {n_boot} bootstrap replicates gave "
+        f"{name} = {replicates[0]:.3g}"
+        for name, replicates in (("Spearman ρ", rho_boot), ("Kendall τ", tau_boot))
+        if not varies(replicates)
+    ]
     arms = tuple(
         ArmTransfer(
             arm=arm,
@@ -135,17 +158,17 @@ def cross_scale_transfer(
         n_arms=len(names),
         sign_preserved=float(np.mean([arm.sign_preserved for arm in arms])),
         spearman=rho,
-        spearman_interval=percentile_interval(np.array(rho_boot), confidence),
+        spearman_interval=estimable_interval(rho_boot, confidence),
         kendall=kendall_tau_b(deltas[small], deltas[large]),
-        kendall_interval=percentile_interval(np.array(tau_boot), confidence),
+        kendall_interval=estimable_interval(tau_boot, confidence),
         n_boot=n_boot,
         seed=seed,
+        parametric_arms=tuple(
+            arm for arm in names if any(verdicts[s][arm].n_seeds == 1 for s in (small, large))
+        ),
         arms=arms,
         diverged_only_at_large=_diverged_only_at_large(judged[small], judged[large]),
-        # `not >=` so that an undefined ρ (NaN) is flagged too.
-        notes=(f"Spearman ρ = {rho:.2f}: the ranking at {small} is not a ranking at {large}",)
-        if not rho >= LOW_RHO
-        else (),
+        notes=tuple(notes),
     )
 
 
@@ -158,13 +181,21 @@ def _bootstrap_deltas(
     n_boot: int,
     rng: np.random.Generator,
 ) -> np.ndarray:
-    """(n_boot, arms) matrix of Δ with seeds resampled within every arm and the baseline."""
+    """(n_boot, arms) matrix of Δ: seeds resampled within the baseline and every multi-seed arm,
+    single-seed arms drawn from N(value, σ*²) with σ*² = σ̂²·ν/χ²_ν (see the module docstring)."""
     family = collect_family(table, metric, scale=scale, **options)
     samples = {sample.arm: sample for sample in family.arms}
+    dof = family.noise.dof
+    sigma = family.noise.sigma * np.sqrt(dof / rng.chisquare(dof, size=n_boot))
     base = bootstrap_means(family.baseline.values, n_boot, rng)
+
+    def arm_means(values: np.ndarray) -> np.ndarray:
+        if len(values) > 1:
+            return bootstrap_means(values, n_boot, rng)
+        return values[0] + sigma * rng.standard_normal(n_boot)
+
     return np.stack(
-        [family.sign * (bootstrap_means(samples[arm].values, n_boot, rng) - base) for arm in names],
-        axis=1,
+        [family.sign * (arm_means(samples[arm].values) - base) for arm in names], axis=1
     )
 
 

@@ -1,0 +1,104 @@
+"""`archaudit stats aggregate`: rliable's aggregates and deep-significance's ASO over tasks.
+
+archaudit stats aggregate SOURCE [--metric TASK ...] [--scale S] [--json]
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from archaudit.cli.stats_cmd import (
+    Baseline,
+    Boot,
+    Json,
+    LowerIsBetter,
+    Scale,
+    Seed,
+    Source,
+    _interval,
+    _print_notes,
+    _print_table,
+    _printed_json,
+    stats_app,
+)
+
+
+@stats_app.command("aggregate")
+def aggregate_command(
+    source: Source,
+    metric: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metric", help="Task metric, one stratum (repeatable). Default: every <task>/score."
+        ),
+    ] = None,
+    baseline: Baseline = "baseline",
+    scale: Scale = None,
+    lower_is_better: LowerIsBetter = False,
+    n_boot: Boot = 2000,
+    seed: Seed = 0,
+    confidence: Annotated[float, typer.Option("--confidence", help="Interval coverage.")] = 0.95,
+    aso_threshold: Annotated[
+        float, typer.Option("--aso-threshold", help="τ: ε_min below it decides the ASO.")
+    ] = 0.2,
+    json_: Json = False,
+) -> None:
+    """IQM and macro mean with stratified-bootstrap intervals, P(arm > baseline), and almost
+    stochastic order, over tasks × seeds (rliable's and deep-significance's definitions)."""
+    from archaudit.stats import load_table
+    from archaudit.stats.aggregate import aggregate
+
+    result = aggregate(
+        load_table(source),
+        metrics=metric or (),
+        baseline=baseline,
+        scale=scale,
+        lower_is_better=lower_is_better,
+        n_boot=n_boot,
+        seed=seed,
+        confidence=confidence,
+        aso_threshold=aso_threshold,
+    )
+    if _printed_json(result, json_):
+        return
+    level = f"{confidence:.0%}"
+    _print_table(
+        f"{len(result.tasks)} tasks at {result.scale} against {result.baseline}; "
+        f"{level} stratified-bootstrap intervals ({result.n_boot} replicates, seed {result.seed})",
+        (
+            "arm",
+            "seeds",
+            "mean",
+            f"{level} interval",
+            "IQM",
+            f"{level} interval",
+            "P(> baseline)",
+            f"{level} interval",
+            "ASO ε_min",
+            "ASO",
+        ),
+        [
+            (
+                a.arm,
+                a.n_seeds,
+                a.mean,
+                _interval(a.mean_interval),
+                a.iqm,
+                _interval(a.iqm_interval),
+                a.prob_improvement,
+                _interval(a.prob_improvement_interval),
+                a.aso_eps_min,
+                a.aso,
+            )
+            for a in result.arms
+        ],
+    )
+    _print_notes(
+        [
+            f"ASO: ε_min < {result.aso_threshold} means almost stochastically better, on each "
+            f"seed's macro average (Bonferroni over {result.aso_comparisons} comparison(s))",
+            *result.notes,
+        ]
+    )

@@ -1,0 +1,257 @@
+"""Aggregate downstream statistics over tasks × seeds, as rliable defines them.
+
+Agarwal et al., "Deep Reinforcement Learning at the Edge of the Statistical Precipice" (NeurIPS
+2021), library `rliable`; the definitions below follow its `metrics.py` and `library.py` so that
+the numbers agree. An arm's scores form a (seeds × tasks) matrix: one row per finished seed, one
+column per task metric (default: every `<task>/score`, the numbers `downstream_avg` averages).
+
+- mean: the macro average, the mean over tasks of each task's seed mean;
+- IQM: the interquartile mean, the 25 % trimmed mean of all seeds × tasks scores;
+- intervals: stratified bootstrap, the seeds resampled with replacement within every task
+  (the strata) independently, percentile intervals;
+- probability of improvement P(arm > baseline): per task, the Mann–Whitney U of the arm's seeds
+  against the baseline's over n_arm·n_baseline (a tie counts one half), averaged over tasks; its
+  interval resamples the arm's and the baseline's seeds independently within every task;
+- almost stochastic order (`aso.py`) of each seed's macro average against the baseline's.
+
+A single-seed arm has nothing to resample, so its intervals are not estimable (NaN, with a
+note), never zero-width. Higher is better; `lower_is_better` negates the scores. Needs scipy
+(the `stats` extra).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from archaudit.stats.aso import ASO_THRESHOLD, AlmostStochasticOrder, almost_stochastic_order
+from archaudit.stats.errors import DesignError, TooFewSeedsError
+from archaudit.stats.resample import estimable_interval
+from archaudit.stats.samples import sample_arm
+from archaudit.stats.serialize import JsonResult
+from archaudit.stats.table import Table
+
+TASK_SUFFIX = "/score"
+"""Per-task metrics the audit store writes (`<task>/score`); the default strata."""
+IQM_CUT = 0.25
+
+
+def macro_mean(scores: np.ndarray) -> np.ndarray:
+    """Mean over tasks of the per-task seed means; (..., seeds, tasks) → (...)."""
+    return np.mean(np.mean(scores, axis=-2), axis=-1)
+
+
+def iqm(scores: np.ndarray) -> np.ndarray:
+    """The interquartile mean of all seeds × tasks scores; (..., seeds, tasks) → (...)."""
+    from scipy.stats import trim_mean
+
+    flat = np.reshape(scores, (*np.shape(scores)[:-2], -1))
+    return trim_mean(flat, IQM_CUT, axis=-1)
+
+
+def probability_of_improvement(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """P(X > Y) averaged over tasks; x: (..., seeds_x, tasks), y: (..., seeds_y, tasks)."""
+    from scipy.stats import mannwhitneyu
+
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    u = mannwhitneyu(x, y, axis=-2, method="asymptotic").statistic
+    return np.mean(u / (x.shape[-2] * y.shape[-2]), axis=-1)
+
+
+def stratified_resample(scores: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """(n_boot, seeds, tasks) replicates, seeds drawn with replacement within each task."""
+    seeds, tasks = scores.shape
+    rows = rng.integers(0, seeds, size=(n_boot, seeds, tasks))
+    return scores[rows, np.arange(tasks)]
+
+
+@dataclass(frozen=True)
+class ArmAggregate(JsonResult):
+    """One arm's aggregates; intervals are NaN when not estimable (a single seed)."""
+
+    arm: str
+    n_seeds: int
+    mean: float
+    mean_interval: tuple[float, float]
+    iqm: float
+    iqm_interval: tuple[float, float]
+    prob_improvement: float
+    """P(arm > baseline), averaged over tasks; NaN for the baseline."""
+    prob_improvement_interval: tuple[float, float]
+    aso_eps_min: float
+    """ε_min of the arm over the baseline (small = better); NaN below 2 seeds on either side."""
+    aso_eps_min_reverse: float
+    """ε_min of the baseline over the arm (small = worse)."""
+    aso: str | None
+    """"better" or "worse" when ε_min is below the threshold one way, else "undecided"; None
+    when not tested (fewer than 2 seeds on either side)."""
+
+
+@dataclass(frozen=True)
+class Aggregates(JsonResult):
+    """rliable's aggregates and deep-significance's ASO for every finished arm at one scale."""
+
+    source: str
+    scale: str
+    baseline: str
+    tasks: tuple[str, ...]
+    lower_is_better: bool
+    confidence: float
+    n_boot: int
+    seed: int
+    aso_threshold: float
+    aso_comparisons: int
+    arms: tuple[ArmAggregate, ...]
+    notes: tuple[str, ...]
+
+
+def aggregate(
+    table: Table,
+    *,
+    metrics: Sequence[str] = (),
+    baseline: str = "baseline",
+    scale: str | None = None,
+    lower_is_better: bool = False,
+    n_boot: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    aso_threshold: float = ASO_THRESHOLD,
+) -> Aggregates:
+    """IQM, macro mean, P(arm > baseline) and ASO over the task `metrics` at one scale."""
+    tasks = tuple(metrics) or tuple(m for m in table.metrics if m.endswith(TASK_SUFFIX))
+    if not tasks:
+        raise DesignError(
+            f"{table.source} (column 'metric')",
+            f"no per-task metrics named '<task>{TASK_SUFFIX}'",
+            "name the task metrics with --metric (repeatable)",
+        )
+    for metric in tasks:
+        table.check_metric(metric)
+    scale = table.resolve_scale(scale)
+    table.check_arm(baseline, "baseline")
+    sign = -1.0 if lower_is_better else 1.0
+    scores, notes = {}, []
+    for arm in table.arms_at(scale):
+        samples = [sample_arm(table, metric, scale, arm) for metric in tasks]
+        status = next((s.status for s in samples if s.status != "ok"), "ok")
+        if status == "ok":
+            scores[arm] = sign * np.column_stack([s.values for s in samples])
+        else:
+            notes.append(f"{arm} left out: {status}")
+    if baseline not in scores:
+        raise TooFewSeedsError(
+            table.source,
+            f"baseline {baseline!r} has no finished seed with every task at scale {scale!r}",
+            "run it to the end, or name the task metrics it has with --metric",
+        )
+    rng = np.random.default_rng(seed)
+    base = scores[baseline]
+    aso_arms = [a for a in scores if a != baseline and len(scores[a]) > 1 and len(base) > 1]
+    arms = []
+    for arm, values in scores.items():
+        order = (
+            almost_stochastic_order(
+                values.mean(axis=1),
+                base.mean(axis=1),
+                confidence=confidence,
+                comparisons=len(aso_arms),
+                seed=seed,
+            )
+            if arm in aso_arms
+            else None
+        )
+        summary, arm_notes = _summarize(
+            arm, values, None if arm == baseline else base, n_boot, rng, confidence
+        )
+        notes += arm_notes
+        arms.append(
+            ArmAggregate(
+                **summary,
+                aso_eps_min=order.eps_min if order else math.nan,
+                aso_eps_min_reverse=order.eps_min_reverse if order else math.nan,
+                aso=_aso_call(order, aso_threshold),
+            )
+        )
+    single = [a.arm for a in arms if a.n_seeds < 2]
+    if single:
+        notes.append(
+            "intervals not estimable for single-seed arms (no seeds to resample): "
+            + ", ".join(single)
+        )
+    return Aggregates(
+        source=table.source,
+        scale=scale,
+        baseline=baseline,
+        tasks=tasks,
+        lower_is_better=lower_is_better,
+        confidence=confidence,
+        n_boot=n_boot,
+        seed=seed,
+        aso_threshold=aso_threshold,
+        aso_comparisons=len(aso_arms),
+        arms=tuple(arms),
+        notes=tuple(notes),
+    )
+
+
+def _summarize(
+    arm: str,
+    values: np.ndarray,
+    base: np.ndarray | None,
+    n_boot: int,
+    rng: np.random.Generator,
+    confidence: float,
+) -> tuple[dict, list[str]]:
+    """Point estimates and stratified-bootstrap intervals of one arm (`base` None for the
+    baseline itself), with a note for every interval that is not estimable."""
+    boot = stratified_resample(values, n_boot, rng) if len(values) > 1 else None
+    # rliable's StratifiedIndependentBootstrap: the baseline is resampled on its own.
+    base_boot = (
+        stratified_resample(base, n_boot, rng) if base is not None and len(base) > 1 else None
+    )
+    replicates = {
+        "mean": macro_mean(boot) if boot is not None else None,
+        "IQM": iqm(boot) if boot is not None else None,
+        "P(arm > baseline)": probability_of_improvement(boot, base_boot)
+        if boot is not None and base_boot is not None
+        else None,
+    }
+    intervals = {name: _interval(r, confidence) for name, r in replicates.items()}
+    notes = [
+        f"{arm}: {name} interval not estimable, all {n_boot} bootstrap replicates gave "
+        f"{float(np.ravel(r)[0]):.3g}"
+        for name, r in replicates.items()
+        if r is not None and math.isnan(intervals[name][0])
+    ]
+    summary = dict(
+        arm=arm,
+        n_seeds=len(values),
+        mean=float(macro_mean(values)),
+        mean_interval=intervals["mean"],
+        iqm=float(iqm(values)),
+        iqm_interval=intervals["IQM"],
+        prob_improvement=float(probability_of_improvement(values, base))
+        if base is not None
+        else math.nan,
+        prob_improvement_interval=intervals["P(arm > baseline)"],
+    )
+    return summary, notes
+
+
+def _interval(replicates: np.ndarray | None, confidence: float) -> tuple[float, float]:
+    if replicates is None:
+        return math.nan, math.nan
+    return estimable_interval(np.asarray(replicates, dtype=float), confidence)
+
+
+def _aso_call(order: AlmostStochasticOrder | None, threshold: float) -> str | None:
+    if order is None:
+        return None
+    if order.eps_min < threshold:
+        return "better"
+    if order.eps_min_reverse < threshold:
+        return "worse"
+    return "undecided"
