@@ -1,0 +1,1 @@
+"""Tools for working on archaudit itself (the import-structure check)."""

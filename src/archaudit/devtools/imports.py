@@ -1,0 +1,172 @@
+"""The import structure of `src/archaudit`: no cycles, and each package imports only below it.
+
+    python -m archaudit.devtools.imports        # prints what is wrong; exit 1 if anything is
+
+Every `import` statement counts, at any depth: an import inside a function still ties two
+modules together, it only hides the tie from the interpreter until the function runs. The
+check reads the source with `ast` and imports nothing, so it also works on broken code.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]  # src/archaudit
+
+# The floors, lowest first. A module may import its own floor and the floors below it; the
+# top-level modules (config, errors, registry, ...) form floor 0 with the package itself.
+FLOORS: tuple[frozenset[str], ...] = (
+    frozenset({"", "config", "errors", "files", "presets", "progress", "registry"}),
+    frozenset({"model", "data", "stats"}),
+    frozenset({"mods", "evals"}),
+    frozenset({"train"}),
+    frozenset({"audit"}),
+    frozenset({"cli", "devtools"}),
+)
+
+# Packages that must not import these third-party libraries (stats runs without torch).
+FORBIDDEN_LIBRARIES: dict[str, frozenset[str]] = {"stats": frozenset({"torch"})}
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str  # the importing module, e.g. "archaudit.audit.spec"
+    target: str  # the imported module, e.g. "archaudit.audit.executors", or "torch"
+    line: int
+
+
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules(root: Path = ROOT) -> dict[str, Path]:
+    """Every module under `root`, by dotted name."""
+    return {module_name(p, root): p for p in sorted(root.rglob("*.py"))}
+
+
+def imports_of(name: str, path: Path, known: set[str]) -> Iterator[Import]:
+    """The imports in one file, each resolved to the deepest module that exists (`from
+    archaudit.audit import runner` is `archaudit.audit.runner`; `from archaudit.mods import
+    resolve_arm` is the package `archaudit.mods`). Third-party imports keep their top name."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield Import(name, _resolve(alias.name, known), node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                yield Import(name, full if full in known else _resolve(base, known), node.lineno)
+
+
+def _resolve(dotted: str, known: set[str]) -> str:
+    if not dotted.startswith("archaudit"):
+        return dotted.split(".")[0]
+    while dotted not in known and "." in dotted:
+        dotted = dotted.rpartition(".")[0]
+    return dotted
+
+
+def graph(root: Path = ROOT) -> list[Import]:
+    """Every import in the package, internal and third-party, in file and line order."""
+    found = modules(root)
+    known = set(found)
+    return [edge for name, path in found.items() for edge in imports_of(name, path, known)]
+
+
+def cycles(edges: list[Import]) -> list[list[str]]:
+    """The strongly connected components with more than one module (or a self-import), each
+    sorted, in sorted order (Tarjan's algorithm)."""
+    succ: dict[str, set[str]] = {}
+    for e in edges:
+        if e.target.startswith("archaudit"):
+            succ.setdefault(e.source, set()).add(e.target)
+            succ.setdefault(e.target, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(succ[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1 or v in succ[v]:
+                found.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10 * len(succ) + 100))
+    for v in sorted(succ):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def package_of(module: str) -> str:
+    return module.split(".")[1] if "." in module else ""
+
+
+def floor_of(module: str) -> int | None:
+    """The module's floor, or None for a package that FLOORS does not place yet."""
+    return next((i for i, members in enumerate(FLOORS) if package_of(module) in members), None)
+
+
+def upward(edges: list[Import]) -> list[Import]:
+    """Imports from a package into a floor above it, and forbidden third-party imports."""
+    bad = []
+    for e in edges:
+        if e.target.startswith("archaudit"):
+            source, target = floor_of(e.source), floor_of(e.target)
+            if source is not None and target is not None and target > source:
+                bad.append(e)
+        elif e.target in FORBIDDEN_LIBRARIES.get(package_of(e.source), ()):
+            bad.append(e)
+    return bad
+
+
+def problems(root: Path = ROOT) -> list[str]:
+    """One line per cycle and per upward import; empty when the structure holds."""
+    edges = graph(root)
+    unplaced = sorted({package_of(m) for m in modules(root)} - set().union(*FLOORS))
+    lines = [f"no floor: archaudit.{p} (add it to FLOORS in {__name__})" for p in unplaced]
+    lines += [f"cycle: {' ↔ '.join(c)}" for c in cycles(edges)]
+    for e in upward(edges):
+        path = modules(root)[e.source].relative_to(root.parent.parent)
+        lines.append(f"upward: {path}:{e.line}: {e.source} imports {e.target}")
+    return lines
+
+
+def main() -> int:
+    found = problems()
+    for line in found:
+        print(line)
+    n = len(modules())
+    print(f"{n} modules: " + ("structure holds" if not found else f"{len(found)} problem(s)"))
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

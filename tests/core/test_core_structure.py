@@ -1,0 +1,69 @@
+"""The import structure: no cycles in src/archaudit, and evals, stats and model import nothing
+above them (stats not torch either). `python -m archaudit.devtools.imports` prints the same."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from archaudit.devtools import imports
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    assert imports.cycles(imports.graph()) == []
+
+
+def test_no_package_imports_a_floor_above_it() -> None:
+    assert [f"{e.source}:{e.line} → {e.target}" for e in imports.upward(imports.graph())] == []
+
+
+def test_every_package_has_a_floor() -> None:
+    assert all(imports.floor_of(m) is not None for m in imports.modules())
+
+
+def test_evals_stats_and_model_stay_low() -> None:
+    # Pinned separately from FLOORS so that moving a package up there cannot hide a breach.
+    allowed = {"stats": {"errors"}, "model": {"config", "errors", "registry"}}
+    for e in imports.graph():
+        package = imports.package_of(e.source)
+        if package in allowed and e.target.startswith("archaudit."):
+            assert imports.package_of(e.target) in allowed[package] | {package}, e
+        if package == "evals":
+            assert imports.package_of(e.target) not in {"train", "audit", "cli"}, e
+        if package == "stats":
+            assert e.target != "torch", e
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / "archaudit" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root / "archaudit"
+
+
+def test_the_check_sees_imports_inside_functions(tmp_path: Path) -> None:
+    root = _write(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "audit/__init__.py": "",
+            "audit/spec.py": "def f():\n    from archaudit.audit.store import x\n",
+            "audit/store.py": "from archaudit.audit import spec\n",
+            "stats/__init__.py": "def g():\n    import torch\n    from archaudit.train import t\n",
+            "train/__init__.py": "",
+        },
+    )
+    assert imports.cycles(imports.graph(root)) == [["archaudit.audit.spec", "archaudit.audit.store"]]
+    assert imports.problems(root) == [
+        "cycle: archaudit.audit.spec ↔ archaudit.audit.store",
+        "upward: src/archaudit/stats/__init__.py:2: archaudit.stats imports torch",
+        "upward: src/archaudit/stats/__init__.py:3: archaudit.stats imports archaudit.train",
+    ]
+
+
+def test_relative_imports_resolve(tmp_path: Path) -> None:
+    root = _write(
+        tmp_path,
+        {"__init__.py": "", "model/__init__.py": "from . import a\n", "model/a.py": "from .. import model\n"},
+    )
+    assert imports.cycles(imports.graph(root)) == [["archaudit.model", "archaudit.model.a"]]
