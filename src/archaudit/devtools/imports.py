@@ -154,7 +154,7 @@ def problems(root: Path = ROOT) -> list[str]:
     lines = [f"no floor: archaudit.{p} (add it to FLOORS in {__name__})" for p in unplaced]
     lines += [f"cycle: {' ↔ '.join(c)}" for c in cycles(edges)]
     for e in upward(edges):
-        path = modules(root)[e.source].relative_to(root.parent.parent)
+        path = modules(root)[e.source].relative_to(root.parent)
         lines.append(f"upward: {path}:{e.line}: {e.source} imports {e.target}")
     return lines
 
