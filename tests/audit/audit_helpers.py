@@ -9,7 +9,7 @@ import math
 import subprocess
 from typing import Any
 
-from archaudit.audit.runner import cli_command
+from archaudit.audit.launch import cli_command
 
 TINY: dict[str, Any] = {
     "name": "tiny",

@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 
 from archaudit.audit.plan import make_plan
 from archaudit.audit.rerun import RerunReport, rerun
-from archaudit.audit.runner import RunOptions, run_one
+from archaudit.audit.launch import RunOptions
+from archaudit.audit.runner import run_one
 from archaudit.audit.spec import load_audit
 from archaudit.audit.store import materialize
 from archaudit.cli import app

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from audit_helpers import TINY, archaudit, merged, to_toml
 
-from archaudit.audit.runner import cli_command
+from archaudit.audit.launch import cli_command
 from archaudit.audit.sequential import RECORD_DIR, SUMMARY, read_rounds
 from archaudit.audit.store import DONE, RESULTS
 

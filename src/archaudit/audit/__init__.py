@@ -12,7 +12,8 @@ from archaudit.audit.demo import judge_audit, run_demo, verdict_table
 from archaudit.audit.executors import EXECUTORS, make_executor
 from archaudit.audit.plan import Plan, RunSpec, make_plan
 from archaudit.audit.rerun import RerunReport, rerun
-from archaudit.audit.runner import RunOptions, run_one
+from archaudit.audit.launch import RunOptions
+from archaudit.audit.runner import run_one
 from archaudit.audit.spec import AuditSpec, load_audit
 from archaudit.audit.starter import write_starter
 from archaudit.audit.store import refresh_index, run_status

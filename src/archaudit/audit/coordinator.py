@@ -19,7 +19,7 @@ from archaudit.audit.executors import make_executor
 from archaudit.audit.live import AuditMonitor
 from archaudit.audit.plan import Plan
 from archaudit.audit.protocol import warn_notes
-from archaudit.audit.runner import RunOptions
+from archaudit.audit.launch import RunOptions
 from archaudit.audit.spec import ExecutorSpec
 from archaudit.audit.trackers import check_tracker
 

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from archaudit.audit.runner import RunOptions, cli_command
+from archaudit.audit.launch import RunOptions, cli_command
 from archaudit.audit.spec import ExecutorSpec
 from archaudit.errors import ConfigError
 from archaudit.registry import Registry

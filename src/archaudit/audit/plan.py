@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from archaudit.audit import protocol
+from archaudit.audit.executors import EXECUTORS
 from archaudit.audit.protocol import ProtocolNote
 from archaudit.audit.spec import ArmEntry, AuditSpec, ScaleSpec
 from archaudit.config import ModelConfig, Recipe, build, canonical_json, recipe_hash, to_dict
@@ -110,6 +111,7 @@ def _make_plan(spec: AuditSpec, *, strict: bool) -> Plan:
     from archaudit.mods import load_plugins
 
     load_plugins(spec.plugins)
+    EXECUTORS.get(spec.executor.kind)  # an unknown name fails here, with did-you-mean
     suite = resolve_eval_suite(spec)
     arms = expand_arms(spec)
     scale_names = [s.name for s in spec.scales]

@@ -47,7 +47,8 @@ class RerunReport:
 
 
 def rerun(run_dir: str | Path, *, device: str = "") -> RerunReport:
-    from archaudit.audit.runner import RunOptions, evaluate_run, operational_recipe
+    from archaudit.audit.launch import RunOptions
+    from archaudit.audit.runner import evaluate_run, operational_recipe
     from archaudit.train import train
 
     run_dir = Path(run_dir)

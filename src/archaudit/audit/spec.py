@@ -101,7 +101,7 @@ class EvalSpec:
 @dataclass(frozen=True, kw_only=True)
 class ExecutorSpec:
     kind: str = "local"
-    """A registered executor: local | ray | slurm."""
+    """A registered executor: local | ray | slurm (checked by `make_plan`, beside the arms)."""
     workers: int = 0
     """Runs at the same time; 0 = the CPU cores (local, CPU), the GPUs / gpus_per_run (local,
     GPU), or 64 for ray and slurm."""
@@ -125,9 +125,6 @@ class ExecutorSpec:
     """Launches of one run within one `archaudit run` before it counts as failed."""
 
     def __post_init__(self) -> None:
-        from archaudit.audit.executors import EXECUTORS
-
-        EXECUTORS.get(self.kind)  # an unknown name fails with did-you-mean
         for name in ("workers", "threads", "gpus_per_run", "ranks_per_run"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"executor.{name} = {getattr(self, name)} must be >= 0")
@@ -209,6 +206,12 @@ def load_audit(
     except ConfigError as err:
         raise ConfigError(f"{path}: {err}") from None
     return spec if runs_dir is None else dataclasses.replace(spec, runs_dir=Path(runs_dir))
+
+
+def resolve_audit_dir(target: str | Path) -> Path:
+    """An audit directory given itself, or through its audit file (runs/<name> beside it)."""
+    path = Path(target)
+    return path if path.is_dir() else load_audit(path).audit_dir
 
 
 def apply_audit_overrides(tree: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:

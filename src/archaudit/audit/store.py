@@ -188,16 +188,6 @@ def audit_run_dirs(audit_dir: Path) -> list[Path]:
     )
 
 
-def resolve_audit_dir(target: str | Path) -> Path:
-    """An audit directory given itself, or through its audit file (runs/<name> beside it)."""
-    path = Path(target)
-    if path.is_dir():
-        return path
-    from archaudit.audit.spec import load_audit
-
-    return load_audit(path).audit_dir
-
-
 # ---------------------------------------------------------------------------------------------
 # results
 

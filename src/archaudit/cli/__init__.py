@@ -1,7 +1,9 @@
 """The `archaudit` command line: a thin face over library functions.
 
-Each command group lives in its own module and registers itself on `app`; this file only wires
-them together and turns `ArchauditError` into one line on stderr with exit code 2.
+Each command group lives in its own module and registers itself on `app` (cli/app.py); this
+file only wires them together and turns `ArchauditError` into one line on stderr with exit code
+2. Options every command shares (`--json`, `-q`, `--plugin`, `--device`, `--preset`) live in
+cli/options.py.
 """
 
 from __future__ import annotations
@@ -10,44 +12,26 @@ import sys
 
 import typer
 
+from archaudit.cli.app import app
 from archaudit.errors import ArchauditError
 
-app = typer.Typer(
-    name="archaudit",
-    help="Audit Transformer modifications: train arms from one shared recipe, evaluate, judge.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode="markdown",  # joins wrapped docstring lines into paragraphs
-)
+__all__ = ["app", "main", "register_commands"]
 
 
-@app.callback()
-def _root(
-    plugin: list[str] = typer.Option(
-        [],
-        "--plugin",
-        metavar="MODULE",
-        help="Import MODULE first so that its @modification entries exist (repeatable); "
-        "modules in the `archaudit.modifications` entry-point group load by themselves.",
-    ),
-) -> None:
-    """Audit Transformer modifications: train arms from one shared recipe over seeds and
-    scales, evaluate them downstream, and judge every claim against the seed noise floor."""
-    if plugin:
-        from archaudit.mods import load_plugins
-
-        load_plugins(plugin)
-
-
-def _register_commands() -> None:
+def register_commands() -> None:
     # Imported for their side effect of adding commands to `app`.
-    import archaudit.cli.stats_aggregate_cmd  # noqa: F401  (imports stats_cmd too)
-    from archaudit.cli import audit_cmd, eval_cmd, mods_cmd, stats_cmd, train_cmd  # noqa: F401
+    from archaudit.cli import (  # noqa: F401
+        audit_cmd,
+        eval_cmd,
+        mods_cmd,
+        stats_aggregate_cmd,
+        stats_cmd,
+        train_cmd,
+    )
 
 
 def main() -> None:
-    _register_commands()
+    register_commands()
     try:
         app()
     except ArchauditError as err:

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from archaudit.cli import app
+from archaudit.cli.app import app
 
 OVERRIDES = typer.Option(
     [], "--set", help="Override one audit value, e.g. --set recipe.lr=1e-3 (repeatable)."
@@ -256,7 +256,8 @@ def status(
 ) -> None:
     """Where the audit stands: runs per arm and state (refreshes the index and CSV exports)."""
     from archaudit.audit.live import arm_table, progress_of
-    from archaudit.audit.store import refresh_index, resolve_audit_dir
+    from archaudit.audit.spec import resolve_audit_dir
+    from archaudit.audit.store import refresh_index
 
     audit_dir = resolve_audit_dir(audit)
     statuses = refresh_index(audit_dir)
@@ -277,7 +278,8 @@ def index(
     rebuild: bool = typer.Option(False, "--rebuild", help="Start from an empty index file."),
 ) -> None:
     """Rescan the run directories into index.sqlite and export results.csv and items.csv."""
-    from archaudit.audit.store import INDEX, RESULTS, refresh_index, resolve_audit_dir
+    from archaudit.audit.spec import resolve_audit_dir
+    from archaudit.audit.store import INDEX, RESULTS, refresh_index
 
     audit_dir = resolve_audit_dir(audit)
     statuses = refresh_index(audit_dir, rebuild=rebuild)

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from archaudit.cli import app
+from archaudit.cli.app import app
 
 
 @app.command("eval")

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from archaudit.cli import app
+from archaudit.cli.app import app
 from archaudit.config import ModelConfig, apply_overrides, build
 from archaudit.mods import Modification, get_modification, list_modifications, load_plugins
 from archaudit.mods.params import baseline_params

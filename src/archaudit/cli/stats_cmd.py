@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from typer.core import TyperGroup
 
-from archaudit.cli import app
+from archaudit.cli.app import app
 
 
 class _VerdictsByDefault(TyperGroup):

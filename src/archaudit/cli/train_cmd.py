@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from archaudit.cli import app
+from archaudit.cli.app import app
 
 
 @app.command()

@@ -1,0 +1,39 @@
+"""How a run is launched: the `archaudit` command line for this interpreter and the operational
+`RunOptions` every executor passes to `run-one`. Below the runner and the executors, which both
+need them."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+
+def cli_command(*args: str) -> list[str]:
+    """`archaudit ARGS...` as an argv for this interpreter (executors, torchrun, tests)."""
+    return [sys.executable, "-m", "archaudit.cli", *args]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOptions:
+    """How to run (never what): operational settings an executor passes to `run-one`."""
+
+    threads: int = 0
+    """torch threads (0 = the recipe's, i.e. torch's default)."""
+    device: str = ""
+    """Overrides recipe.device ("" = keep)."""
+    ranks: int = 1
+    """Processes for this run; > 1 launches the training under torchrun."""
+    tracker: str = ""
+    heartbeat_s: float = 15.0
+    stale_after_s: float = 120.0
+
+    def to_args(self) -> list[str]:
+        """The `run-one` options that reproduce these settings in another process."""
+        return [
+            f"--threads={self.threads}",
+            f"--device={self.device}",
+            f"--ranks={self.ranks}",
+            f"--tracker={self.tracker}",
+            f"--heartbeat={self.heartbeat_s}",
+            f"--stale-after={self.stale_after_s}",
+        ]

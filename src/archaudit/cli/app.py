@@ -1,0 +1,23 @@
+"""The typer application every command module registers on, and its global options."""
+
+from __future__ import annotations
+
+import typer
+
+from archaudit.cli.options import Plugins, load_plugin_modules
+
+app = typer.Typer(
+    name="archaudit",
+    help="Audit Transformer modifications: train arms from one shared recipe, evaluate, judge.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",  # joins wrapped docstring lines into paragraphs
+)
+
+
+@app.callback()
+def _root(plugin: Plugins = None) -> None:
+    """Audit Transformer modifications: train arms from one shared recipe over seeds and
+    scales, evaluate them downstream, and judge every claim against the seed noise floor."""
+    load_plugin_modules(plugin)
