@@ -11,8 +11,8 @@ import pytest
 
 from archaudit.audit.coordinator import run_audit
 from archaudit.audit.executors import LocalExecutor, cpu_cores, make_executor
-from archaudit.audit.plan import make_plan
 from archaudit.audit.launch import RunOptions
+from archaudit.audit.plan import make_plan
 from archaudit.audit.runner import run_one
 from archaudit.audit.spec import ExecutorSpec, load_audit
 from archaudit.audit.store import ATTEMPTS, DONE, RESULTS, materialize

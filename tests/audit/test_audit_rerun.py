@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from archaudit.audit.launch import RunOptions
 from archaudit.audit.plan import make_plan
 from archaudit.audit.rerun import RerunReport, rerun
-from archaudit.audit.launch import RunOptions
 from archaudit.audit.runner import run_one
 from archaudit.audit.spec import load_audit
 from archaudit.audit.store import materialize

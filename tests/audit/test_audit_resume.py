@@ -16,8 +16,8 @@ import torch
 from audit_helpers import TINY, archaudit, merged, to_toml
 from typer.testing import CliRunner
 
-from archaudit.audit.plan import make_plan
 from archaudit.audit.launch import RunOptions, cli_command
+from archaudit.audit.plan import make_plan
 from archaudit.audit.runner import run_one
 from archaudit.audit.spec import load_audit
 from archaudit.audit.store import ATTEMPTS, DONE, ITEMS, RESULTS, materialize, refresh_index

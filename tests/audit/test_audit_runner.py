@@ -12,8 +12,8 @@ from pathlib import Path
 from audit_helpers import archaudit
 
 from archaudit.audit.coordinator import run_audit
-from archaudit.audit.plan import make_plan
 from archaudit.audit.launch import cli_command
+from archaudit.audit.plan import make_plan
 from archaudit.audit.runner import run_one
 from archaudit.audit.spec import load_audit
 from archaudit.audit.store import (

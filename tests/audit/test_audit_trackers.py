@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from archaudit.audit.plan import RunSpec, make_plan
 from archaudit.audit.launch import RunOptions
+from archaudit.audit.plan import RunSpec, make_plan
 from archaudit.audit.runner import run_one
 from archaudit.audit.spec import load_audit
 from archaudit.audit.store import materialize

@@ -10,9 +10,9 @@ See docs/audit.md. Importing this package does not import torch.
 from archaudit.audit.coordinator import AuditOutcome, run_audit
 from archaudit.audit.demo import judge_audit, run_demo, verdict_table
 from archaudit.audit.executors import EXECUTORS, make_executor
+from archaudit.audit.launch import RunOptions
 from archaudit.audit.plan import Plan, RunSpec, make_plan
 from archaudit.audit.rerun import RerunReport, rerun
-from archaudit.audit.launch import RunOptions
 from archaudit.audit.runner import run_one
 from archaudit.audit.spec import AuditSpec, load_audit
 from archaudit.audit.starter import write_starter

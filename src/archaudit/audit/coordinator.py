@@ -16,10 +16,10 @@ from pathlib import Path
 
 from archaudit.audit import store
 from archaudit.audit.executors import make_executor
+from archaudit.audit.launch import RunOptions
 from archaudit.audit.live import AuditMonitor
 from archaudit.audit.plan import Plan
 from archaudit.audit.protocol import warn_notes
-from archaudit.audit.launch import RunOptions
 from archaudit.audit.spec import ExecutorSpec
 from archaudit.audit.trackers import check_tracker
 
