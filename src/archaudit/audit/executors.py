@@ -18,9 +18,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
+import threading
 from collections.abc import Sequence
 from pathlib import Path
+from queue import SimpleQueue
 from typing import Any, Protocol
 
 from archaudit.audit.launch import RunOptions, cli_command
@@ -29,7 +30,6 @@ from archaudit.errors import ConfigError
 from archaudit.registry import Registry
 
 LOG_FILE = "run-one.log"
-POLL_S = 0.2
 CLUSTER_WORKERS = 64  # default concurrency where the scheduler, not this machine, has the cores
 SLURM_THREADS = 4  # default cpus_per_task: a small model trains well on a few cores
 
@@ -71,6 +71,7 @@ class LocalExecutor:
     def execute(self, run_dirs: Sequence[Path], options: RunOptions) -> dict[Path, int]:
         queue = list(run_dirs)
         running: dict[int, tuple[Path, subprocess.Popen]] = {}  # worker slot → launch
+        exited: SimpleQueue[int] = SimpleQueue()  # slots whose launch has exited
         codes: dict[Path, int] = {}
         try:
             while queue or running:
@@ -78,11 +79,10 @@ class LocalExecutor:
                     if slot not in running and queue:
                         run_dir = queue.pop(0)
                         running[slot] = (run_dir, self._launch(run_dir, slot, options))
-                for slot, (run_dir, proc) in list(running.items()):
-                    if proc.poll() is not None:
-                        codes[run_dir] = proc.returncode
-                        del running[slot]
-                time.sleep(POLL_S)
+                        _notify_on_exit(running[slot][1], slot, exited)
+                slot = exited.get()  # blocks without polling until a launch exits
+                run_dir, proc = running.pop(slot)
+                codes[run_dir] = proc.wait()
         finally:  # interrupted: stop the children, which checkpoint and release their claims
             for _, proc in running.values():
                 with contextlib.suppress(ProcessLookupError):
@@ -103,6 +103,11 @@ class LocalExecutor:
                 env=env,
                 preexec_fn=functools.partial(_die_with_parent, os.getpid()),
             )
+
+
+def _notify_on_exit(proc: subprocess.Popen, slot: int, exited: SimpleQueue[int]) -> None:
+    """Put `slot` on `exited` when `proc` ends; the thread sleeps in waitpid meanwhile."""
+    threading.Thread(target=lambda: (proc.wait(), exited.put(slot)), daemon=True).start()
 
 
 def _gpu_slots(gpus_per_run: int) -> list[str]:

@@ -15,7 +15,8 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from archaudit.audit.store import STATES, RunStatus, run_status
+from archaudit.audit.plan import RunSpec
+from archaudit.audit.store import RUN_FILE, STATES, RunStatus, read_spec, run_status
 from archaudit.progress import console, log
 
 FINAL = ("done", "diverged", "failed")
@@ -46,11 +47,37 @@ def progress_of(statuses: Sequence[RunStatus]) -> tuple[int, int]:
     return done, sum(s.spec.recipe.steps for s in statuses)
 
 
+class StatusReader:
+    """`run_status` for a set of run directories, re-reading only what can have changed:
+    run.json is parsed again only when its modification time or size changes, and a finished
+    run (DONE) is not read again at all. What is left per look is a few small files, so a
+    coordinator that looks every second costs next to nothing while its workers train."""
+
+    def __init__(self, run_dirs: Sequence[Path], stale_after_s: float) -> None:
+        self.run_dirs, self.stale_after_s = list(run_dirs), stale_after_s
+        self._specs: dict[Path, tuple[tuple[int, int], RunSpec]] = {}
+        self._final: dict[Path, RunStatus] = {}
+
+    def read(self) -> list[RunStatus]:
+        return [self._final.get(d) or self._read(d) for d in self.run_dirs]
+
+    def _read(self, run_dir: Path) -> RunStatus:
+        stat = (run_dir / RUN_FILE).stat()
+        signature = (stat.st_mtime_ns, stat.st_size)
+        cached = self._specs.get(run_dir)
+        if cached is None or cached[0] != signature:
+            cached = self._specs[run_dir] = (signature, read_spec(run_dir))
+        status = run_status(run_dir, self.stale_after_s, spec=cached[1])
+        if status.state in ("done", "diverged"):
+            self._final[run_dir] = status
+        return status
+
+
 class AuditMonitor:
     """Watch run directories in a background thread while an executor works."""
 
     def __init__(self, run_dirs: Sequence[Path], *, stale_after_s: float, live: bool) -> None:
-        self.run_dirs, self.stale_after_s = list(run_dirs), stale_after_s
+        self._reader = StatusReader(run_dirs, stale_after_s)
         self._live = live and console.is_terminal
         self._stop = threading.Event()
         self._seen: dict[Path, str] = {}
@@ -66,7 +93,7 @@ class AuditMonitor:
         self._thread = threading.Thread(target=self._watch, name="audit-monitor", daemon=True)
 
     def snapshot(self) -> list[RunStatus]:
-        return [run_status(d, self.stale_after_s) for d in self.run_dirs]
+        return self._reader.read()
 
     def render(self) -> Group:
         statuses = self.snapshot()

@@ -147,8 +147,11 @@ class RunStatus:
     claim: ClaimInfo | None
 
 
-def run_status(run_dir: Path, stale_after_s: float = 120.0) -> RunStatus:
-    spec = read_spec(run_dir)
+def run_status(
+    run_dir: Path, stale_after_s: float = 120.0, *, spec: RunSpec | None = None
+) -> RunStatus:
+    """Where one run stands; `spec` saves re-reading run.json when the caller has it."""
+    spec = spec or read_spec(run_dir)
     result = read_json(run_dir / DONE)
     claim = current_claim(run_dir) if result is None else None
     failed = run_dir / FAILED
