@@ -111,7 +111,7 @@ def test_forced_divergence_ends_cleanly_with_its_step(tmp_path):
         cmd += ["--set", o]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    summary = json.loads(proc.stdout)
     assert summary["status"] == "diverged"
     events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
     diverged = [e for e in events if e["event"] == "diverged"]

@@ -52,14 +52,14 @@ def test_list_text_and_family_filter():
 def test_show_json_gives_the_parameter_delta_at_the_preset_size(name):
     mod = get_modification(name)
     info = json.loads(invoke("show", name, "--json"))
-    base = ModelConfig(**MODEL_PRESETS["base"])
+    base = ModelConfig(**MODEL_PRESETS["tiny"])
     assert info["params_delta"] == mod.params_delta(base)
     assert info["sets"] == json.loads(json.dumps(mod.claims(base)))
     assert info["formula"] == mod.formula and info["family"] == mod.family
     wide = json.loads(invoke("show", name, "--json", "--set", "model.d_model=512"))
     assert wide["size"]["d_model"] == 512
     assert wide["params_delta"] == mod.params_delta(
-        ModelConfig(**{**MODEL_PRESETS["base"], "d_model": 512})
+        ModelConfig(**{**MODEL_PRESETS["tiny"], "d_model": 512})
     )
 
 

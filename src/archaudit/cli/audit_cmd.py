@@ -3,25 +3,42 @@
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import sys
+from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from archaudit.cli.app import app
+from archaudit.cli.options import (
+    Device,
+    Json,
+    Plugins,
+    Quiet,
+    emit,
+    load_plugin_modules,
+    quiet_output,
+)
+
+if TYPE_CHECKING:
+    from archaudit.audit.coordinator import AuditOutcome
+    from archaudit.audit.plan import Plan
+    from archaudit.audit.sequential import FamilyResult
 
 OVERRIDES = typer.Option(
     [], "--set", help="Override one audit value, e.g. --set recipe.lr=1e-3 (repeatable)."
 )
 RUNS_DIR = typer.Option(
-    None, "--runs-dir", help="Where runs/<audit>/ goes [default: runs/ beside the audit file]."
+    None,
+    "--runs-dir",
+    # rich's markup would read "[...]" and "<audit>" as tags: escape the bracket, spell the rest.
+    help="Where runs/\\<audit>/ goes \\[default: runs/ beside the audit file].",
 )
 STRICT = typer.Option(False, "--strict", help="Protocol warnings (R5–R7) become errors.")
-QUIET = typer.Option(False, "--quiet", "-q", help="No live table, progress bars or log lines.")
 
 
 def show(table: Table) -> None:
@@ -43,11 +60,17 @@ def init(
     path: Path = typer.Argument(Path("audit.toml"), help="The audit file to write."),
     suite: str | None = typer.Option(None, "--suite", help="Arms = this modification suite."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
+    json_: Json = False,
+    quiet: Quiet = False,
 ) -> None:
     """Write a commented starter audit file."""
     from archaudit.audit.starter import write_starter
 
+    quiet_output(quiet, json_)
     written = write_starter(path, suite=suite, force=force)
+    if json_:
+        emit({"written": written, "next": f"archaudit plan {written}"})
+        return
     typer.echo(f"wrote {written}; next: archaudit plan {written}")
 
 
@@ -58,7 +81,9 @@ def plan(
     runs_dir: Path | None = RUNS_DIR,
     strict: bool = STRICT,
     probe: bool = typer.Option(True, "--probe/--no-probe", help="Time a few training steps."),
-    json_out: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+    json_: Json = False,
+    quiet: Quiet = False,
+    plugin: Plugins = None,
     until_settled: bool = typer.Option(
         False, "--until-settled", help="Also estimate the sequential design's runs and time."
     ),
@@ -76,12 +101,14 @@ def plan(
     from archaudit.audit.protocol import warn_notes
     from archaudit.audit.spec import load_audit
 
+    quiet_output(quiet, json_)
+    load_plugin_modules(plugin)
     grid = make_plan(load_audit(audit, overrides, runs_dir=runs_dir), strict=strict)
     summary = plan_summary(grid, probe=probe)
     if until_settled or grid.spec.seeds.policy == "sequential":
         summary["sequential"] = _sequential_estimate(grid, summary, max_seeds, sigma, effects)
-    if json_out:
-        typer.echo(json.dumps(summary))
+    if json_:
+        emit(summary)
         return
     warn_notes(grid.notes)
     table = Table(title=f"audit {grid.spec.name!r} → {grid.audit_dir}")
@@ -102,8 +129,8 @@ def plan(
             "-" if seconds is None else f"{seconds * len(runs):,.0f} s",
         )
     show(table)
-    line = f"{len({a for a, _ in groups})} arms × {len(grid.spec.scales)} scales × seeds"
-    line += f" = {summary['total_runs']} runs"
+    line = f"{len({a for a, _ in groups})} arms × {len(grid.spec.scales)} scales × seeds "
+    line += f"({_seed_counts(groups)}) = {summary['total_runs']} runs"
     if summary["estimated_wall_s"] is not None:
         minutes = summary["estimated_wall_s"] / 60
         line += f"; about {minutes:.1f} min of training on {summary['workers']} workers"
@@ -112,8 +139,23 @@ def plan(
         Console().print(_sequential_line(summary["sequential"]))
 
 
+def _seed_counts(groups: dict[tuple[str, str], list[dict]]) -> str:
+    """ "3 for baseline, 1 for 7 arms": the seeds per arm, arms with the same count together."""
+    seeds: dict[str, int] = {}
+    for (arm, _), runs in groups.items():
+        seeds[arm] = max(seeds.get(arm, 0), len(runs))
+    by_count: dict[int, list[str]] = {}
+    for arm, count in seeds.items():
+        by_count.setdefault(count, []).append(arm)
+    parts = [
+        f"{count} for {', '.join(arms) if len(arms) <= 2 else f'{len(arms)} arms'}"
+        for count, arms in sorted(by_count.items(), reverse=True)
+    ]
+    return "; ".join(parts)
+
+
 def _sequential_estimate(
-    grid: Any, summary: dict, max_seeds: int | None, sigma: float | None, effects: str
+    grid: Plan, summary: dict, max_seeds: int | None, sigma: float | None, effects: str
 ) -> dict:
     from archaudit.audit.estimate import sequential_estimate
     from archaudit.errors import ConfigError
@@ -163,7 +205,9 @@ def run(
     overrides: list[str] = OVERRIDES,
     runs_dir: Path | None = RUNS_DIR,
     strict: bool = STRICT,
-    quiet: bool = QUIET,
+    json_: Json = False,
+    quiet: Quiet = False,
+    plugin: Plugins = None,
 ) -> None:
     """Run (or resume) every run of the audit. Finished runs are skipped, unfinished ones resume
     from their checkpoints, runs another worker holds are waited for. With `--until-settled` (or
@@ -172,10 +216,13 @@ def run(
     from archaudit.audit.coordinator import run_audit
     from archaudit.audit.plan import make_plan
     from archaudit.audit.spec import load_audit
-    from archaudit.progress import log, set_quiet
+    from archaudit.progress import log
 
-    set_quiet(quiet)
+    quiet_output(quiet, json_)
+    load_plugin_modules(plugin)
+    live = not (quiet or json_)
     grid = make_plan(load_audit(audit, overrides, runs_dir=runs_dir), strict=strict)
+    document: dict[str, object] = {}
     if until_settled or grid.spec.seeds.policy == "sequential":
         from archaudit.audit.sequential import run_until_settled, settle_options
 
@@ -183,27 +230,44 @@ def run(
             grid, max_seeds=max_seeds, budget_runs=budget_runs, budget_hours=budget_hours
         )
         settled = run_until_settled(
-            grid, options, executor=executor, workers=workers, tracker=tracker, live=not quiet
+            grid, options, executor=executor, workers=workers, tracker=tracker, live=live
         )
-        for family in settled.families:
+        for family in () if json_ else settled.families:
             show(settled_table(family))
         log(f"{settled.rounds} round(s), {settled.runs} runs: stopped because {settled.stop}")
         outcome = settled.audit
+        document["sequential"] = {
+            "rounds": settled.rounds,
+            "runs": settled.runs,
+            "stop": settled.stop,
+            "families": settled.families,
+        }
     else:
-        outcome = run_audit(
-            grid, executor=executor, workers=workers, tracker=tracker, live=not quiet
-        )
-    counts = ", ".join(f"{n} {state}" for state, n in sorted(outcome.counts.items()))
-    log(f"{counts} → {outcome.results}")
-    for path, error in outcome.failed.items():
-        typer.secho(f"failed: {path}: {error}", err=True, fg="red")
+        outcome = run_audit(grid, executor=executor, workers=workers, tracker=tracker, live=live)
+    report_outcome(outcome, json_, document)
+
+
+def report_outcome(outcome: AuditOutcome, json_: bool, extra: dict[str, object]) -> None:
+    """The end of `run` and `demo`: counts and failures as a log line or in the JSON document;
+    exit 1 if any run failed (after the document is printed)."""
+    from archaudit.progress import log
+
+    if json_:
+        emit({"audit_dir": outcome.audit_dir, "counts": outcome.counts} | extra | {
+            "failed": outcome.failed, "results": outcome.results
+        })  # fmt: skip
+    else:
+        counts = ", ".join(f"{n} {state}" for state, n in sorted(outcome.counts.items()))
+        log(f"{counts} → {outcome.results}")
+        for path, error in outcome.failed.items():
+            typer.secho(f"failed: {path}: {error}", err=True, fg="red")
     if outcome.failed:
         raise typer.Exit(1)
 
 
-def settled_table(family: Any) -> Table:
-    """One sequential family (archaudit.audit.sequential.FamilyResult): seeds, Δ, the last
-    look's t and p, the verdict and why the arm stopped."""
+def settled_table(family: FamilyResult) -> Table:
+    """One sequential family: seeds, Δ, the last look's t and p, the verdict and why the arm
+    stopped."""
     table = Table(
         title=f"{family.metric} at scale {family.scale} (sequential, Δ > 0 means better): "
         f"σ = {family.sigma:.4g} (df {family.sigma_dof}), baseline n = {family.baseline_seeds}"
@@ -222,20 +286,24 @@ def settled_table(family: Any) -> Table:
 def run_one(
     run_dir: Path = typer.Argument(..., help="A run directory (with run.json)."),
     threads: int = typer.Option(0, "--threads", help="Torch threads (0 = the recipe's)."),
-    device: str = typer.Option("", "--device", help="Override recipe.device."),
+    device: Device = "",
     ranks: int = typer.Option(1, "--ranks", help="Processes; > 1 trains under torchrun."),
     tracker: str = typer.Option("", "--tracker", help="tensorboard | wandb."),
     heartbeat: float = typer.Option(15.0, "--heartbeat", help="Seconds between heartbeats."),
     stale_after: float = typer.Option(120.0, "--stale-after", help="Take over older claims."),
     train_only: bool = typer.Option(False, "--train-only", help="Internal: one torchrun rank."),
-    quiet: bool = QUIET,
+    json_: Json = False,
+    quiet: Quiet = False,
+    plugin: Plugins = None,
 ) -> None:
     """Run one run end to end (train → evaluate → DONE); what every executor launches."""
     from archaudit.audit import runner
-    from archaudit.progress import log, set_quiet
+    from archaudit.audit.launch import RunOptions
+    from archaudit.progress import log
 
-    set_quiet(quiet)
-    options = runner.RunOptions(
+    quiet_output(quiet, json_)
+    load_plugin_modules(plugin)
+    options = RunOptions(
         threads=threads,
         device=device,
         ranks=ranks,
@@ -245,44 +313,61 @@ def run_one(
     )
     if train_only:
         runner.train_only(run_dir, options)
-        return
-    log(f"{run_dir}: {runner.run_one(run_dir, options)}")
+        state = "trained"
+    else:
+        state = runner.run_one(run_dir, options)
+    if json_:
+        emit({"run_dir": run_dir, "state": state})
+    else:
+        log(f"{run_dir}: {state}")
 
 
 @app.command()
 def status(
     audit: Path = AUDIT_TARGET,
-    json_out: bool = typer.Option(False, "--json", help="One JSON object per run."),
+    json_: Json = False,
+    quiet: Quiet = False,
 ) -> None:
     """Where the audit stands: runs per arm and state (refreshes the index and CSV exports)."""
     from archaudit.audit.live import arm_table, progress_of
     from archaudit.audit.spec import resolve_audit_dir
     from archaudit.audit.store import refresh_index
 
+    quiet_output(quiet, json_)
     audit_dir = resolve_audit_dir(audit)
     statuses = refresh_index(audit_dir)
-    if json_out:
-        for s in statuses:
-            row = {"path": s.spec.path, "id": s.spec.run_id, "state": s.state, "step": s.step}
-            typer.echo(json.dumps(row | {"error": s.error, "result": s.result}))
-        return
     done, total = progress_of(statuses)
-    console = Console()
+    if json_:
+        runs = [
+            {"path": s.spec.path, "id": s.spec.run_id, "state": s.state, "step": s.step}
+            | {"error": s.error, "result": s.result}
+            for s in statuses
+        ]
+        states = Counter(s.state for s in statuses)
+        emit({"audit_dir": audit_dir, "states": states, "steps_done": done, "steps_total": total}
+             | {"runs": runs})  # fmt: skip
+        return
     show(arm_table(statuses, title=str(audit_dir)))
-    console.print(f"{done:,} of {total:,} training steps ({done / max(total, 1):.0%})")
+    Console().print(f"{done:,} of {total:,} training steps ({done / max(total, 1):.0%})")
 
 
 @app.command()
 def index(
     audit: Path = AUDIT_TARGET,
     rebuild: bool = typer.Option(False, "--rebuild", help="Start from an empty index file."),
+    json_: Json = False,
+    quiet: Quiet = False,
 ) -> None:
     """Rescan the run directories into index.sqlite and export results.csv and items.csv."""
     from archaudit.audit.spec import resolve_audit_dir
     from archaudit.audit.store import INDEX, RESULTS, refresh_index
 
+    quiet_output(quiet, json_)
     audit_dir = resolve_audit_dir(audit)
     statuses = refresh_index(audit_dir, rebuild=rebuild)
+    if json_:
+        emit({"runs": len(statuses), "index": audit_dir / INDEX, "results": audit_dir / RESULTS})
+        return
     typer.echo(f"{len(statuses)} runs → {audit_dir / INDEX}, {audit_dir / RESULTS}")
 
 
@@ -297,14 +382,16 @@ def tune_baseline(
     write: bool = typer.Option(True, "--write/--dry-run", help="Write the choice into AUDIT."),
     overrides: list[str] = OVERRIDES,
     runs_dir: Path | None = RUNS_DIR,
-    quiet: bool = QUIET,
+    json_: Json = False,
+    quiet: Quiet = False,
+    plugin: Plugins = None,
 ) -> None:
     """Sweep the baseline's peak LR (and warmup) at the smallest scale; write the best into the
     shared recipe. Arms are never tuned."""
     from archaudit.audit.tune import tune_baseline as sweep
-    from archaudit.progress import set_quiet
 
-    set_quiet(quiet)
+    quiet_output(quiet, json_)
+    load_plugin_modules(plugin)
     outcome = sweep(
         audit,
         lrs=lr,
@@ -315,8 +402,13 @@ def tune_baseline(
         executor=executor,
         workers=workers,
         write=write,
-        live=not quiet,
+        live=not (quiet or json_),
     )
+    if json_:
+        points = [dataclasses.asdict(p) | {"mean": p.mean} for p in outcome.points]
+        emit({"scale": outcome.scale, "best": outcome.best, "points": points}
+             | {"audit_file": outcome.audit_file, "record": outcome.record})  # fmt: skip
+        return
     table = Table(title=f"baseline sweep at scale {outcome.scale}")
     for column in ("lr", "warmup_frac", "val_loss (mean)", ""):
         table.add_column(column, justify="right")
@@ -332,18 +424,20 @@ def tune_baseline(
 @app.command()
 def rerun(
     run_dir: Path = typer.Argument(..., help="A finished run directory."),
-    device: str = typer.Option("", "--device", help="Retrain on this device (default: same)."),
-    json_out: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    device: Device = "",
+    json_: Json = False,
+    quiet: Quiet = False,
+    plugin: Plugins = None,
 ) -> None:
     """Retrain a finished run and compare its loss curve and final metrics with the stored
     ones (max absolute difference; bit-identical when all are 0)."""
     from archaudit.audit.rerun import rerun as retrain
-    from archaudit.progress import set_quiet
 
-    set_quiet(json_out)
+    quiet_output(quiet, json_)
+    load_plugin_modules(plugin)
     report = retrain(run_dir, device=device)
-    if json_out:
-        typer.echo(json.dumps(report.to_json()))
+    if json_:
+        emit(report.to_json())
         return
     console = Console()
     for name, diffs in (("curve", report.curve_max_abs_diff), ("metric", report.metric_abs_diff)):
@@ -358,21 +452,23 @@ def demo(
     runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", help="Where runs/demo/ goes."),
     workers: int | None = typer.Option(None, "--workers", help="Runs at the same time."),
     overrides: list[str] = OVERRIDES,
-    quiet: bool = QUIET,
+    json_: Json = False,
+    quiet: Quiet = False,
+    plugin: Plugins = None,
 ) -> None:
     """The built-in audit: baseline + 7 modifications at two tiny scales on the embedded corpus
     (4–7 minutes on two CPU cores), then the verdict table."""
     from archaudit.audit.demo import run_demo, verdict_table
-    from archaudit.progress import set_quiet
 
-    set_quiet(quiet)
-    outcome = run_demo(runs_dir, workers=workers, overrides=overrides, live=not quiet)
-    console = Console()
-    for judgement in outcome.judgements:
-        show(verdict_table(judgement))
-    console.print(
-        f"demo audit: {len(outcome.judgements)} judgements in {outcome.seconds / 60:.1f} min; "
-        f"results in {outcome.audit.results}"
-    )
-    if outcome.audit.failed:
-        raise typer.Exit(1)
+    quiet_output(quiet, json_)
+    load_plugin_modules(plugin)
+    outcome = run_demo(runs_dir, workers=workers, overrides=overrides, live=not (quiet or json_))
+    if not json_:
+        for judgement in outcome.judgements:
+            show(verdict_table(judgement))
+        Console().print(
+            f"demo audit: {len(outcome.judgements)} judgements in {outcome.seconds / 60:.1f} "
+            f"min; results in {outcome.audit.results}"
+        )
+    extra = {"judgements": outcome.judgements, "seconds": outcome.seconds}
+    report_outcome(outcome.audit, json_, extra)

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from archaudit.cli.app import app
+from archaudit.cli.options import Device, Json, Plugins, Quiet, load_plugin_modules, quiet_output
 
 
 @app.command("eval")
@@ -22,7 +23,7 @@ def eval_command(
     ],
     suite: Annotated[str, typer.Option(help="Built-in suite name or suite TOML file.")] = "demo",
     limit: Annotated[int | None, typer.Option(help="Items per task (overrides the suite).")] = None,
-    json_: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    json_: Json = False,
     out: Annotated[
         Path | None, typer.Option(help="Write the full result, per-item outputs included, here.")
     ] = None,
@@ -30,24 +31,29 @@ def eval_command(
         Path | None,
         typer.Option(help="Benchmark data root [default: $ARCHAUDIT_DATA or ../shared/data]."),
     ] = None,
-    device: Annotated[str, typer.Option(help="torch device.")] = "cpu",
+    device: Device = "",
     batch_size: Annotated[int, typer.Option(help="Rows per forward pass.")] = 32,
     groups: Annotated[
         bool,
         typer.Option("--groups", help="Also print accuracy per group (paradigm, length × depth)."),
     ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    quiet: Quiet = False,
+    plugin: Plugins = None,
 ) -> None:
     """Score MODEL on a suite: accuracy with Wilson 95% intervals per task and their macro
     average (downstream_avg)."""
     from archaudit.evals import evaluate
+    from archaudit.train.trainer import resolve_device
+
+    quiet_output(quiet, json_)
+    load_plugin_modules(plugin)
 
     result = evaluate(
         model,
         suite,
         limit=limit,
         out_path=out,
-        device=device,
+        device=str(resolve_device(device or "auto")),
         batch_size=batch_size,
         data_root=data_root,
         show_progress=not (quiet or json_),

@@ -1,31 +1,26 @@
-"""`archaudit mods list` and `archaudit mods show`: the modification catalogue.
-
-`PluginOption` is the `--plugin MODULE` option; every command that resolves arms takes it and
-calls `archaudit.mods.load_plugins` before resolving, so user modifications are known.
-"""
+"""`archaudit mods list` and `archaudit mods show`: the modification catalogue."""
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 import typer
 
 from archaudit.cli.app import app
+from archaudit.cli.options import (
+    DEFAULT_PRESET,
+    Json,
+    Plugins,
+    Preset,
+    Quiet,
+    emit,
+    load_plugin_modules,
+    quiet_output,
+)
 from archaudit.config import ModelConfig, apply_overrides, build
-from archaudit.mods import Modification, get_modification, list_modifications, load_plugins
+from archaudit.mods import Modification, get_modification, list_modifications
 from archaudit.mods.params import baseline_params
 from archaudit.presets import preset
-
-PluginOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--plugin",
-        metavar="MODULE",
-        help="Import MODULE (e.g. my_mods) so that its @modification entries exist. Repeatable.",
-    ),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
 mods_app = typer.Typer(
     help="The modification catalogue: what each arm changes, its paper and protocol duties.",
@@ -39,14 +34,16 @@ def list_command(
     family: Annotated[
         str | None, typer.Option("--family", metavar="FAMILY", help="Only this family.")
     ] = None,
-    as_json: JsonOption = False,
-    plugin: PluginOption = None,
+    json_: Json = False,
+    quiet: Quiet = False,
+    plugin: Plugins = None,
 ) -> None:
     """List the modifications: name, family, protocol duties, description."""
-    load_plugins(plugin or ())
+    quiet_output(quiet, json_)
+    load_plugin_modules(plugin)
     mods = list_modifications(family)
-    if as_json:
-        typer.echo(json.dumps([mod.describe() for mod in mods], indent=2, ensure_ascii=False))
+    if json_:
+        emit([mod.describe() for mod in mods])
         return
     width = max((len(mod.name) for mod in mods), default=0)
     for mod in mods:
@@ -58,18 +55,18 @@ def list_command(
 @mods_app.command("show")
 def show_command(
     name: Annotated[str, typer.Argument(help="A modification name, e.g. softpick.")],
-    size: Annotated[
-        str, typer.Option("--preset", help="Model size for the parameter delta.")
-    ] = "base",
+    size: Preset = DEFAULT_PRESET,
     overrides: Annotated[
         list[str] | None,
         typer.Option("--set", metavar="model.KEY=VALUE", help="Adjust the size. Repeatable."),
     ] = None,
-    as_json: JsonOption = False,
-    plugin: PluginOption = None,
+    json_: Json = False,
+    quiet: Quiet = False,
+    plugin: Plugins = None,
 ) -> None:
     """Show one modification: formula, what it sets, parameter delta at a size, duties, paper."""
-    load_plugins(plugin or ())
+    quiet_output(quiet, json_)
+    load_plugin_modules(plugin)
     mod = get_modification(name)
     tree = apply_overrides(preset(size), overrides or (), sections=("model",))
     cfg: ModelConfig = build(ModelConfig, tree["model"], section="model")
@@ -81,8 +78,8 @@ def show_command(
         "params_delta": mod.params_delta(cfg),
         "baseline_params": baseline_params(cfg),
     }
-    if as_json:
-        typer.echo(json.dumps(info, indent=2, ensure_ascii=False))
+    if json_:
+        emit(info)
         return
     size_text = ", ".join(f"{k}={v}" for k, v in info["size"].items())
     delta, total = info["params_delta"], info["baseline_params"]

@@ -64,4 +64,8 @@ def emit(document: Any) -> None:
     NaN becomes null, paths become strings."""
     from archaudit.stats.serialize import to_jsonable
 
-    typer.echo(json.dumps(to_jsonable(document), indent=2, allow_nan=False, default=str))
+    typer.echo(
+        json.dumps(
+            to_jsonable(document), indent=2, allow_nan=False, default=str, ensure_ascii=False
+        )
+    )

@@ -9,10 +9,10 @@ from typing import Annotated
 
 import typer
 
+from archaudit.cli.options import Json, Quiet, quiet_output
 from archaudit.cli.stats_cmd import (
     Baseline,
     Boot,
-    Json,
     LowerIsBetter,
     Scale,
     Seed,
@@ -44,9 +44,11 @@ def aggregate_command(
         float, typer.Option("--aso-threshold", help="τ: ε_min below it decides the ASO.")
     ] = 0.2,
     json_: Json = False,
+    quiet: Quiet = False,
 ) -> None:
     """IQM and macro mean with stratified-bootstrap intervals, P(arm > baseline), and almost
     stochastic order, over tasks × seeds (rliable's and deep-significance's definitions)."""
+    quiet_output(quiet, json_)
     from archaudit.stats import load_table
     from archaudit.stats.aggregate import aggregate
 

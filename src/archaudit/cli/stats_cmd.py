@@ -21,6 +21,7 @@ from rich.table import Table as RichTable
 from typer.core import TyperGroup
 
 from archaudit.cli.app import app
+from archaudit.cli.options import Json, Quiet, quiet_output
 
 
 class _VerdictsByDefault(TyperGroup):
@@ -56,7 +57,6 @@ Scale = Annotated[
 ]
 Seed = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap / simulation.")]
 Boot = Annotated[int, typer.Option("--n-boot", help="Bootstrap replicates.")]
-Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
 def _console() -> Console:
@@ -77,8 +77,10 @@ def verdicts_command(
     alpha: Alpha = 0.05,
     scale: Scale = None,
     json_: Json = False,
+    quiet: Quiet = False,
 ) -> None:
     """Verdict of every arm: Δ, z, Welch, corrected p, verdict class, MDE and evidence grade."""
+    quiet_output(quiet, json_)
     from archaudit.stats import judge, load_table
 
     judgement = judge(
@@ -143,8 +145,10 @@ def transfer_command(
     n_boot: Boot = 1000,
     seed: Seed = 0,
     json_: Json = False,
+    quiet: Quiet = False,
 ) -> None:
     """Cross-scale transfer (one baseline) or transfer across baselines (several)."""
+    quiet_output(quiet, json_)
     from archaudit.stats import cross_scale_transfer, load_table, transfer_across_baselines
 
     table = load_table(source)
@@ -220,8 +224,10 @@ def interactions_command(
     lower_is_better: LowerIsBetter = False,
     scale: Scale = None,
     json_: Json = False,
+    quiet: Quiet = False,
 ) -> None:
     """Factorial interactions (observed vs additive) and the harmful-count regression."""
+    quiet_output(quiet, json_)
     from archaudit.stats import interactions, load_table
 
     result = interactions(
@@ -266,8 +272,10 @@ def scaling_command(
     n_boot: Boot = 200,
     seed: Seed = 0,
     json_: Json = False,
+    quiet: Quiet = False,
 ) -> None:
     """Fit L(N, D) = E + A/N^α + B/D^β with bootstrap intervals; optimal N, D for a budget."""
+    quiet_output(quiet, json_)
     from archaudit.stats import fit_scaling_law, load_table
 
     fit = fit_scaling_law(
@@ -311,8 +319,10 @@ def power_command(
     correction: Correction = "holm",
     alpha: Alpha = 0.05,
     json_: Json = False,
+    quiet: Quiet = False,
 ) -> None:
     """MDE and seeds needed for a design; with SOURCE, whether another seed can flip a verdict."""
+    quiet_output(quiet, json_)
     from archaudit.stats import (
         Design,
         adaptive_seeding,
@@ -392,8 +402,10 @@ def decoupling_command(
     alpha: Alpha = 0.05,
     scale: Scale = None,
     json_: Json = False,
+    quiet: Quiet = False,
 ) -> None:
     """Arms whose loss and downstream verdicts disagree, per arm and per family."""
+    quiet_output(quiet, json_)
     from archaudit.stats import decoupling, load_table
 
     result = decoupling(
@@ -450,8 +462,10 @@ def items_command(
     n_boot: Boot = 2000,
     seed: Seed = 0,
     json_: Json = False,
+    quiet: Quiet = False,
 ) -> None:
     """Paired item-level tests (bootstrap, McNemar, Wilson); item vs seed uncertainty."""
+    quiet_output(quiet, json_)
     from archaudit.stats import compare_items, load_items
 
     items = load_items(source)
@@ -504,11 +518,13 @@ def simulate_null_command(
     effect_arms: Annotated[int, typer.Option("--effect-arms", help="Arms with it.")] = 0,
     seed: Seed = 0,
     json_: Json = False,
+    quiet: Quiet = False,
     sequential: Annotated[
         bool, typer.Option("--sequential", help="The `run --until-settled` loop, --seeds at most.")
     ] = False,
 ) -> None:
     """Simulated audits with no real effect: the verdicts' family-wise false-positive rate."""
+    quiet_output(quiet, json_)
     from archaudit.stats import simulate_null
 
     if sequential:

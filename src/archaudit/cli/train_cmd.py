@@ -2,22 +2,40 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 
 from archaudit.cli.app import app
+from archaudit.cli.options import (
+    DEFAULT_PRESET,
+    Device,
+    Json,
+    Plugins,
+    Quiet,
+    emit,
+    load_plugin_modules,
+    quiet_output,
+)
 
 
 @app.command()
 def train(
     out: Path = typer.Option(..., "--out", help="Run directory (created; resumed if it exists)."),
     config: Path | None = typer.Option(
-        None, "--config", help="TOML file with \\[model] and \\[recipe] tables."
+        None, "--config", help="TOML file with \\[model] and \\[recipe] tables (not with --preset)."
     ),
     preset: str | None = typer.Option(
-        None, "--preset", help="Named size: tiny, small, base, medium, large (default tiny)."
+        None,
+        "--preset",
+        help=f"Named size: tiny, small, base, medium, large \\[default: {DEFAULT_PRESET}].",
+    ),
+    arm: str | None = typer.Option(
+        None,
+        "--arm",
+        metavar="NAME",
+        help="Train this catalogue entry or composition (e.g. softpick, qk_norm+geglu) on top "
+        "of the model and recipe; see `archaudit mods list`.",
     ),
     overrides: list[str] = typer.Option(
         [], "--set", help="Override one value, e.g. --set model.d_model=128 (repeatable)."
@@ -33,8 +51,10 @@ def train(
         help="A .txt or .jsonl file to train on (default: the embedded "
         "synthetic language). Same as --set recipe.corpus=PATH.",
     ),
-    json_out: bool = typer.Option(False, "--json", help="Print one JSON line with the result."),
-    quiet: bool = typer.Option(False, "--quiet", help="No progress bar or log lines."),
+    device: Device = "",
+    json_: Json = False,
+    quiet: Quiet = False,
+    plugin: Plugins = None,
 ) -> None:
     """Train one model under one recipe and seed into a run directory.
 
@@ -42,23 +62,29 @@ def train(
     retrained. A run that diverges (NaN/Inf) ends with status `diverged` and exit code 0.
     """
     from archaudit.config import load_config
-    from archaudit.progress import log, set_quiet
+    from archaudit.mods import resolve_arm
+    from archaudit.progress import log
     from archaudit.train import train as run_training
 
-    set_quiet(quiet or json_out)
+    quiet_output(quiet, json_)
+    load_plugin_modules(plugin)
     extra = [f"recipe.corpus={corpus}"] if corpus else []
+    extra += [f"recipe.device={device}"] if device else []
     model_cfg, recipe = load_config(config, preset=preset, overrides=[*overrides, *extra])
+    if arm:
+        chosen = resolve_arm(arm)
+        model_cfg, recipe = chosen.apply(model_cfg), chosen.apply_recipe(recipe)
     result = run_training(model_cfg, recipe, out, seed=seed)
     summary = {
         k: getattr(result, k)
         for k in ("status", "steps", "tokens", "final_loss", "val_loss", "tokens_per_s", "params")
     }
-    if json_out:
-        typer.echo(json.dumps(summary))
+    if json_:
+        emit(summary | {"arm": arm or "baseline", "out": out})
         return
     log(
-        f"[bold]{result.status}[/bold]: {result.steps} steps, {result.tokens:,} tokens, "
-        f"{result.params:,} params, loss {_fmt(result.final_loss)}, "
+        f"[bold]{result.status}[/bold]: {'' if not arm else f'{arm}, '}{result.steps} steps, "
+        f"{result.tokens:,} tokens, {result.params:,} params, loss {_fmt(result.final_loss)}, "
         f"val {_fmt(result.val_loss)}, {result.tokens_per_s:,.0f} tok/s → {out}"
     )
 
