@@ -108,7 +108,7 @@ def test_plan_json_lists_runs_and_writes_nothing(write_audit, tmp_path: Path):
     path = write_audit(arms=["qk_norm", "geglu"])
     result = CliRunner().invoke(app, ["plan", str(path), "--json"])
     assert result.exit_code == 0, result.output
-    summary = json.loads(result.output.strip().splitlines()[-1])
+    summary = json.loads(result.stdout)
     assert summary["total_runs"] == len(summary["runs"]) == 2 + 1 + 1
     assert all(r["train_seconds"] > 0 and r["params"] > 0 for r in summary["runs"])
     assert summary["estimated_wall_s"] > 0
@@ -118,7 +118,7 @@ def test_plan_json_lists_runs_and_writes_nothing(write_audit, tmp_path: Path):
 def test_plan_table_shows_the_grid(write_audit):
     result = CliRunner().invoke(app, ["plan", str(write_audit()), "--no-probe"])
     assert result.exit_code == 0, result.output
-    assert "2 arms × 1 scales × seeds = 3 runs" in result.output
+    assert "2 arms × 1 scales × seeds (2 for baseline; 1 for qk_norm) = 3 runs" in result.output
 
 
 def test_catalogue_recipe_arms_declare_themselves_tuned(write_audit):

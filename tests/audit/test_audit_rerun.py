@@ -29,7 +29,7 @@ def finished_run(write_audit, probe_suite: Path) -> Path:
 def test_rerun_on_the_same_cpu_is_bit_identical(finished_run: Path):
     result = CliRunner().invoke(app, ["rerun", str(finished_run), "--json"])
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output.strip().splitlines()[-1])
+    report = json.loads(result.stdout)
     assert report["bit_identical"] and report["max_abs_diff"] == 0.0
     assert report["steps_compared"] == 12
     assert {"val_loss", "downstream_avg"} <= set(report["metric_abs_diff"])

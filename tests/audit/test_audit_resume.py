@@ -148,4 +148,4 @@ def test_status_and_index_rebuild_read_the_directories(reference: Path):
         metrics = db.execute("SELECT COUNT(DISTINCT path) FROM metrics").fetchone()[0]
     assert states == {"done": 4} and metrics == 4
     status = CliRunner().invoke(app, ["status", str(reference), "--json"])
-    assert [json.loads(line)["state"] for line in status.output.splitlines()] == ["done"] * 4
+    assert [run["state"] for run in json.loads(status.stdout)["runs"]] == ["done"] * 4

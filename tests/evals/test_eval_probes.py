@@ -71,3 +71,22 @@ def test_trained_model_beats_untrained_on_the_probes(trained_run: Path) -> None:
     untrained_correct = sum(i.correct for t in untrained.tasks.values() for i in t.items)
     assert trained_correct > untrained_correct
     assert trained.downstream_avg > untrained.downstream_avg
+
+
+@pytest.mark.parametrize(("limit", "depths"), [(20, [0.0, 0.5, 1.0]), (20, None), (5, None)])
+def test_long_context_limit_is_the_number_of_items(limit: int, depths: list | None) -> None:
+    # 3 lengths × 3 depths = 9 cells: a ceiling per cell gave 27 items for --limit 20.
+    params = {"lengths": [1, 2, 4]} | ({"depths": depths} if depths else {})
+    spec = TaskSpec(name="needle", format="long_context", params=params)
+    items = _items(spec, limit, tiny_archaudit_lm(context_length=16))
+    assert len(items) == limit
+    per_cell = sorted({i.group: sum(j.group == i.group for j in items) for i in items}.values())
+    assert per_cell[-1] - per_cell[0] <= 1, "spread evenly over the cells"
+
+
+def test_every_demo_task_keeps_to_the_limit() -> None:
+    from archaudit.evals import load_suite
+
+    model = tiny_archaudit_lm(context_length=16)
+    for task in load_suite("demo").tasks:
+        assert len(_items(task, 20, model)) <= 20, task.name

@@ -29,6 +29,7 @@ from archaudit.mods import (
     resolve_arm,
 )
 from archaudit.mods import registry as mods_registry
+from archaudit.presets import MODEL_PRESETS
 
 DOCS = Path(__file__).parents[2] / "docs" / "plugins.md"
 TINY = ModelConfig(vocab_size=64, context_length=16, d_model=32, n_layers=2, n_heads=4)
@@ -88,7 +89,8 @@ def test_cli_plugin_option_lists_and_shows_the_plugin(tmp_path, monkeypatch):
     assert listed.exit_code == 0, listed.output
     assert "tempered_softmax" in [entry["name"] for entry in json.loads(listed.output)]
     shown = runner.invoke(app, ["mods", "show", "tempered_softmax", "--plugin", module, "--json"])
-    assert json.loads(shown.output)["params_delta"] == 4 * 4  # h·L at the base preset
+    tiny = MODEL_PRESETS["tiny"]  # the default --preset
+    assert json.loads(shown.stdout)["params_delta"] == tiny["n_heads"] * tiny["n_layers"]  # h·L
 
 
 def test_plugin_errors_are_config_errors(tmp_path, monkeypatch):

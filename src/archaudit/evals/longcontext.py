@@ -17,7 +17,6 @@ start is then lost, which is the point).
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Callable
 
@@ -48,16 +47,22 @@ def long_context(spec: TaskSpec, context: LoadContext) -> list[Item]:
     model = context.model
     unit = int(params.get("context", model.context_length))
     cells = [(m, d) for m in params["lengths"] for d in params["depths"]]
-    per_cell = math.ceil(context.limit / len(cells)) if context.limit else PER_CELL
     source = _haystack_source(params.get("haystack"), context)
     rng = random.Random(params["seed"])
     items = []
-    for multiple, depth in cells:
+    for index, (multiple, depth) in enumerate(cells):
         target = int(multiple * unit)
-        examples = [_retrieval(model, rng, source, target, depth) for _ in range(per_cell)]
+        count = _share(context.limit, len(cells), index) if context.limit else PER_CELL
+        examples = [_retrieval(model, rng, source, target, depth) for _ in range(count)]
         name = cell_name(multiple, depth)
         items += probe_items(examples, tag=f"{spec.name}/{name}", group=name)
     return items
+
+
+def _share(limit: int, cells: int, index: int) -> int:
+    """Cell `index`'s part of `limit` items: equal parts, the first `limit % cells` cells one
+    more, so the task has exactly `limit` items (a ceiling per cell would give more)."""
+    return limit // cells + (index < limit % cells)
 
 
 def _retrieval(
