@@ -11,8 +11,9 @@ import pytest
 import torch
 
 from archaudit.config import ModelConfig, Recipe
-from archaudit.train import load_model, train
-from archaudit.train.checkpoint import list_checkpoints
+from archaudit.model.load import load_model
+from archaudit.rundir import checkpoint_dirs
+from archaudit.train import train
 from archaudit.train.monitor import StabilityMonitor
 from archaudit.train.optim import lr_at
 
@@ -80,7 +81,7 @@ def test_killed_run_resumes_to_the_uninterrupted_curve(tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert not (killed / "train.json").exists(), "the run finished before it could be killed"
-    assert list_checkpoints(killed / "checkpoint"), "no checkpoint was written before the kill"
+    assert checkpoint_dirs(killed), "no checkpoint was written before the kill"
     assert len(losses(killed)) < steps
     subprocess.run([*cmd, "--out", str(killed)], env=env, check=True)
     subprocess.run([*cmd, "--out", str(tmp_path / "whole")], env=env, check=True)
@@ -124,8 +125,8 @@ def test_corrupted_checkpoint_falls_back_to_the_previous_one(tmp_path, capsys):
     out = tmp_path / "run"
     recipe = Recipe(**{**RECIPE.__dict__, "keep_checkpoints": 3})
     train(MODEL, recipe, out, seed=0)
-    newest = list_checkpoints(out / "checkpoint")[-1]
-    state = newest / "state.pt"
+    newest = checkpoint_dirs(out)[-1]
+    state = newest / "model.safetensors"
     state.write_bytes(state.read_bytes()[: state.stat().st_size // 2])  # truncate
     model, tok = load_model(out)
     assert "fails its checksum" in capsys.readouterr().err

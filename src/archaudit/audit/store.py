@@ -1,12 +1,8 @@
 """The store: run directories are the truth; an SQLite index and two CSV exports are views.
 
     runs/<audit>/audit.json                   the plan: spec, runs, protocol notes
-    runs/<audit>/<arm>/<scale>/seed-<k>/
+    runs/<audit>/<arm>/<scale>/seed-<k>/      one run directory (its files: archaudit.rundir)
         run.json          the RunSpec (id = content hash)    written when the audit starts
-        claim.<n>         who runs it now (claims.py)
-        attempts.jsonl    one line per start: pid, host, the step it resumed from
-        spec.json env.json metrics.jsonl events.jsonl checkpoint/ train.json   (the trainer)
-        evals.json        the suite's result with per-item outputs
         DONE              the result record, written last by an atomic link: exists once
         FAILED            the error of the last failed attempt (a new claim retries)
     runs/<audit>/index.sqlite   runs and metrics, rebuilt from the directories at will
@@ -36,10 +32,10 @@ from archaudit.audit.plan import Plan, RunSpec
 from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write_text
 from archaudit.progress import warn
+from archaudit.rundir import ATTEMPTS as ATTEMPTS  # re-exported for the store's readers
+from archaudit.rundir import DONE, EVALS, FAILED, METRICS, RUN_FILE
 
-AUDIT_FILE, RUN_FILE, DONE, FAILED = "audit.json", "run.json", "DONE", "FAILED"
-ATTEMPTS, EVALS, METRICS = "attempts.jsonl", "evals.json", "metrics.jsonl"
-INDEX, RESULTS, ITEMS = "index.sqlite", "results.csv", "items.csv"
+AUDIT_FILE, INDEX, RESULTS, ITEMS = "audit.json", "index.sqlite", "results.csv", "items.csv"
 TUNE_DIR, SUPERSEDED_DIR = "_tune", "_superseded"
 RESULT_COLUMNS = ("arm", "scale", "seed", "metric", "value", "family", "status", "step", "tuned")
 ITEM_COLUMNS = ("arm", "scale", "seed", "task", "item", "correct")
