@@ -228,10 +228,13 @@ def train(
             for hook in hooks:
                 hook(row)
             bar.update(advance=1, loss=loss_value, tps=tokens_per_step / dt)
-            stop = signals.stop_now()
-            if (step + 1) % recipe.checkpoint_every == 0 or step + 1 == recipe.steps or stop:
+            periodic = (step + 1) % recipe.checkpoint_every == 0 or step + 1 == recipe.steps
+            if periodic:
                 save(step + 1)
+            stop = signals.stop_now()  # asked after the save: a signal during it stops here too
             if stop and step + 1 < recipe.steps:
+                if not periodic:
+                    save(step + 1)
                 warn(f"{stop}: saved a checkpoint at step {step + 1}; a rerun resumes there")
                 raise KeyboardInterrupt
 
