@@ -160,3 +160,26 @@ def test_monitor_flags_spikes_and_a_rising_gradient_norm():
     restored.load_state_dict(json.loads(json.dumps(mon.state_dict())))
     assert restored.observe(400, 50.0, 1.0) == mon.observe(400, 50.0, 1.0)
     assert mon.observe(401, float("nan"), 1.0)[0]["event"] == "diverged"
+
+
+def test_a_finished_directory_reports_its_own_run_and_refuses_another(tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "archaudit.cli", "train", "--out", str(out), "--json"]
+    for o in [*OVERRIDES, "recipe.steps=6"]:
+        cmd += ["--set", o]
+    first = subprocess.run(cmd, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    stored = (out / "train.json").read_text()
+
+    again = subprocess.run(cmd, capture_output=True, text=True)
+    assert again.returncode == 0 and again.stdout == first.stdout
+    assert again.stderr.startswith("already finished:")
+
+    for change, named in (
+        (["--set", "model.qk_norm=true"], "model.qk_norm: false → true"),
+        (["--seed", "1", "--set", "recipe.lr=1e-3"], "recipe.lr: 0.003 → 0.001; seed: 0 → 1"),
+    ):
+        other = subprocess.run([*cmd, *change], capture_output=True, text=True)
+        assert other.returncode == 2 and other.stdout == ""
+        assert len(other.stderr.strip().splitlines()) == 1 and named in other.stderr, other.stderr
+    assert (out / "train.json").read_text() == stored
