@@ -145,3 +145,6 @@ def test_a_result_of_another_run_is_refused_not_reported(write_audit):
     shutil.copy(first / DONE, second / DONE)  # e.g. a directory copied by hand
     with pytest.raises(ConfigError, match="holds the result of run"):
         run_one(second)
+    status = run_status(second)
+    assert status.state == "failed" and status.result is None
+    assert "holds the result of run" in status.error

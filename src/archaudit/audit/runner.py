@@ -32,15 +32,7 @@ from archaudit.audit.trackers import open_tracker
 from archaudit.errors import ConfigError
 from archaudit.files import atomic_write, atomic_write_text
 from archaudit.progress import log
-from archaudit.rundir import (
-    ATTEMPTS,
-    DONE,
-    EVALS,
-    FAILED,
-    TRAIN_RESULT,
-    checkpoint_dirs,
-    checkpoint_step,
-)
+from archaudit.rundir import ATTEMPTS, EVALS, FAILED, TRAIN_RESULT, checkpoint_dirs, checkpoint_step
 
 
 def cli_command(*args: str) -> list[str]:
@@ -105,17 +97,11 @@ def run_one(run_dir: str | Path, options: RunOptions | None = None) -> str:
 
 
 def _finished(run_dir: Path, spec: RunSpec) -> bool:
-    """Whether DONE holds this run's result. A DONE of another run (its directory reused by
-    hand) is refused rather than reported as this run's."""
-    done = store.read_json(run_dir / DONE)
-    if done is None:
-        return False
-    if done.get("id") != spec.run_id:
-        raise ConfigError(
-            f"{run_dir} holds the result of run {done.get('id')}, not of run {spec.run_id} that "
-            f"its {store.RUN_FILE} describes; move the directory aside or rerun the audit file"
-        )
-    return True
+    """Whether DONE holds this run's result; a DONE of another run is refused."""
+    done, foreign = store.read_done(run_dir, spec)
+    if foreign:
+        raise ConfigError(f"{foreign}; move that directory aside to run this one")
+    return done is not None
 
 
 def _execute(run_dir: Path, spec: RunSpec, options: RunOptions) -> dict[str, Any]:

@@ -143,12 +143,24 @@ class RunStatus:
     claim: ClaimInfo | None
 
 
+def read_done(run_dir: Path, spec: RunSpec) -> tuple[dict[str, Any] | None, str | None]:
+    """(the DONE record, None), or (None, why) when DONE holds another run's result (a
+    directory copied or reused by hand): that result is never reported as this run's."""
+    done = read_json(run_dir / DONE)
+    if done is not None and done.get("id") != spec.run_id:
+        return None, (
+            f"{run_dir} holds the result of run {done.get('id')} in {DONE}, not of run "
+            f"{spec.run_id} that its {RUN_FILE} describes"
+        )
+    return done, None
+
+
 def run_status(run_dir: Path, stale_after_s: float = 120.0) -> RunStatus:
     spec = read_spec(run_dir)
-    result = read_json(run_dir / DONE)
+    result, foreign = read_done(run_dir, spec)
     claim = current_claim(run_dir) if result is None else None
     failed = run_dir / FAILED
-    error = failed.read_text() if failed.is_file() else None
+    error = foreign or (failed.read_text() if failed.is_file() else None)
     if result is not None:
         state = "diverged" if result.get("status") == "diverged" else "done"
     elif claim is not None:
