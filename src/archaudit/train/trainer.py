@@ -19,8 +19,6 @@ import contextlib
 import dataclasses
 import hashlib
 import json
-import signal
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,7 +38,8 @@ from archaudit.model import build_model, count_parameters, training_flops_per_to
 from archaudit.progress import progress, warn
 from archaudit.rundir import ENV, EVENTS, METRICS, SPEC, TOKENIZER, TRAIN_RESULT
 from archaudit.train import checkpoint as ckpt
-from archaudit.train.distributed import World, barrier, init_world, mean_over_ranks
+from archaudit.train.distributed import World, barrier, init_world
+from archaudit.train.interrupts import SignalsAtStepEnd
 from archaudit.train.monitor import StabilityMonitor
 from archaudit.train.optim import lr_at, make_optimizer
 from archaudit.train.provenance import environment, require_same_run, run_spec
@@ -255,51 +254,6 @@ def train(
     if signals.stop_now():  # it arrived in the last step: the result is stored, now stop
         raise KeyboardInterrupt
     return result
-
-
-class SignalsAtStepEnd:
-    """SIGINT and SIGTERM recorded while training instead of raised mid-step; `stop_now` says at
-    the end of each step whether to save and stop. A second signal raises KeyboardInterrupt at
-    once (nothing saved; a rerun resumes from the newest checkpoint). Handlers exist only in
-    the main thread; elsewhere signals keep their old behaviour."""
-
-    def __init__(self, world: World) -> None:
-        self.world = world
-        self.received: int | None = None
-        self._agreed = False
-        self._previous: dict[int, Any] = {}
-
-    def __enter__(self) -> SignalsAtStepEnd:
-        if threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                self._previous[signum] = signal.signal(signum, self._record)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
-
-    def _record(self, signum: int, frame: Any) -> None:
-        if self.received is not None:
-            raise KeyboardInterrupt
-        self.received = signum
-
-    def mean_loss(self, loss: torch.Tensor) -> float:
-        """The loss averaged over ranks. With several ranks the same all-reduce carries whether
-        any was signalled, so all stop after the same step without a second sync per step."""
-        if self.world.size == 1:
-            return float(loss)
-        flag = loss.new_tensor(float(self.received is not None))
-        reduced = mean_over_ranks(torch.stack((loss, flag)), self.world)
-        self._agreed = bool(reduced[1] > 0)
-        return float(reduced[0])
-
-    def stop_now(self) -> str | None:
-        """The signal's name when this step is the last, else None."""
-        stop = self._agreed if self.world.size > 1 else self.received is not None
-        if not stop:
-            return None
-        return signal.Signals(self.received).name if self.received else "a signal on another rank"
 
 
 def _write_spec(out: Path, spec: dict[str, Any], corpus: TokenCorpus) -> None:
