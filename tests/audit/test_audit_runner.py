@@ -31,7 +31,7 @@ from archaudit.audit.store import (
     run_status,
 )
 from archaudit.errors import ConfigError
-from archaudit.rundir import METRICS, checkpoint_dirs, checkpoint_step
+from archaudit.rundir import METRICS, WEIGHTS, checkpoint_dirs, checkpoint_step
 from archaudit.stats import load_table
 
 
@@ -148,3 +148,20 @@ def test_a_result_of_another_run_is_refused_not_reported(write_audit):
     status = run_status(second)
     assert status.state == "failed" and status.result is None
     assert "holds the result of run" in status.error
+
+
+def test_a_run_json_edited_in_place_is_refused_not_trained_over(write_audit):
+    path = write_audit(arms=[])
+    run_dir = materialize(make_plan(load_audit(path)))[0]
+    assert run_one(run_dir) == "done"
+    (run_dir / DONE).unlink()  # as if it had died before publishing its result
+    checkpoints = sorted((c.name, (c / WEIGHTS).read_bytes()) for c in checkpoint_dirs(run_dir))
+    edited = make_plan(load_audit(path, ["scales.xs.d_model=48"]))
+    (run_dir / "run.json").write_text(json.dumps(edited.runs[0].to_json()))  # not via materialize
+    with pytest.raises(ConfigError, match=r"holds a different run \(model.d_model: 32 → 48"):
+        run_one(run_dir)
+    assert (run_dir / FAILED).is_file()
+    assert (
+        sorted((c.name, (c / WEIGHTS).read_bytes()) for c in checkpoint_dirs(run_dir))
+        == checkpoints
+    )
