@@ -5,7 +5,6 @@ of another run is refused."""
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from archaudit.audit.store import (
     materialize,
     refresh_index,
     run_status,
+    write_done,
 )
 from archaudit.errors import ConfigError
 from archaudit.rundir import METRICS, WEIGHTS, checkpoint_dirs, checkpoint_step
@@ -140,9 +140,9 @@ def test_sigterm_after_the_update_resumes_the_uninterrupted_curve(write_audit, t
 
 def test_a_result_of_another_run_is_refused_not_reported(write_audit):
     plan = make_plan(load_audit(write_audit(arms=[])))
-    first, second = materialize(plan)[:2]
-    assert run_one(first) == "done"
-    shutil.copy(first / DONE, second / DONE)  # e.g. a directory copied by hand
+    second = materialize(plan)[1]
+    done = {"id": plan.runs[0].run_id, "status": "ok", "metrics": {"val_loss": 1.0}}
+    write_done(second, done)  # first's result in second's directory, e.g. copied by hand
     with pytest.raises(ConfigError, match="holds the result of run"):
         run_one(second)
     status = run_status(second)
@@ -151,7 +151,7 @@ def test_a_result_of_another_run_is_refused_not_reported(write_audit):
 
 
 def test_a_run_json_edited_in_place_is_refused_not_trained_over(write_audit):
-    path = write_audit(arms=[])
+    path = write_audit(arms=[], recipe={"steps": 3})
     run_dir = materialize(make_plan(load_audit(path)))[0]
     assert run_one(run_dir) == "done"
     (run_dir / DONE).unlink()  # as if it had died before publishing its result
