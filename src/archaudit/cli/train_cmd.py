@@ -39,16 +39,24 @@ def train(
     """Train one model under one recipe and seed into a run directory.
 
     Rerunning the same command resumes from the newest valid checkpoint; a finished run is not
-    retrained. A run that diverges (NaN/Inf) ends with status `diverged` and exit code 0.
+    retrained but reported. A directory that holds a different run is refused (exit 2). A run
+    that diverges (NaN/Inf) ends with status `diverged` and exit code 0. Ctrl-C or SIGTERM
+    finishes the current step, saves it, and stops.
     """
     from archaudit.config import load_config
     from archaudit.progress import log, set_quiet
+    from archaudit.rundir import TRAIN_RESULT
     from archaudit.train import train as run_training
 
     set_quiet(quiet or json_out)
     extra = [f"recipe.corpus={corpus}"] if corpus else []
     model_cfg, recipe = load_config(config, preset=preset, overrides=[*overrides, *extra])
+    finished_before = (out / TRAIN_RESULT).is_file()
     result = run_training(model_cfg, recipe, out, seed=seed)
+    if finished_before and not quiet:
+        typer.echo(
+            f"already finished: {out} holds this run's result; nothing was trained", err=True
+        )
     summary = {
         k: getattr(result, k)
         for k in ("status", "steps", "tokens", "final_loss", "val_loss", "tokens_per_s", "params")
