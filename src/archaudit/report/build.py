@@ -50,7 +50,7 @@ def build_report(
     return Report(data, tuple(section(data) for section in SECTIONS))
 
 
-def default_output(source: str | Path, data: ReportData) -> Path:
+def default_output(data: ReportData) -> Path:
     """<audit dir>/report.html for an audit, <name>.report.html beside a CSV."""
     path = Path(data.provenance.source)
     return path.parent / REPORT_FILE if data.kind == "audit" else path.with_suffix(".report.html")
@@ -68,15 +68,20 @@ def write_report(
     """Write the HTML report (and, with `markdown`, its Markdown twin with figures in
     `<markdown stem>_files/`); return the HTML path."""
     report = build_report(source, metrics=metrics, baseline=baseline, command=command)
-    html_path = Path(out) if out is not None else default_output(source, report.data)
-    html_path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(html_path, report.html())
+    html_path = write_html(report, Path(out) if out is not None else default_output(report.data))
     if markdown is not None:
         write_markdown(report, Path(markdown))
     return html_path
 
 
+def write_html(report: Report, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, report.html())
+    return path
+
+
 def write_markdown(report: Report, path: Path) -> Path:
+    """The Markdown twin at `path`, its figures as SVG files in `<stem>_files/` beside it."""
     figures_dir = f"{path.stem}_files"
     text, files = report.markdown(figures_dir)
     (path.parent / figures_dir).mkdir(parents=True, exist_ok=True)

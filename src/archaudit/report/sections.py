@@ -128,7 +128,8 @@ def _reference(v: Verdicts) -> str:
 
 def arm_lines(verdicts: Sequence[Verdicts]) -> list[str]:
     """One line per arm across metrics and scales, e.g. "post_ln: regressor on val_loss at both
-    scales; no downstream_avg effect detected (MDE 0.02)"."""
+    scales; no downstream_avg effect detected (MDE 0.02)". A run's state (diverged, incomplete)
+    is said once per arm, not once per metric."""
     scales = list(dict.fromkeys(v.scale for v in verdicts))
     by_arm: dict[str, dict[str, list[tuple[str, ArmRow]]]] = defaultdict(lambda: defaultdict(list))
     for v in verdicts:
@@ -136,22 +137,30 @@ def arm_lines(verdicts: Sequence[Verdicts]) -> list[str]:
             by_arm[arm.arm][v.metric].append((v.scale, arm))
     lines = []
     for arm, metrics in by_arm.items():
+        states: dict[str, dict[str, ArmRow]] = defaultdict(dict)
         parts = []
         for metric, rows in metrics.items():
             groups: dict[str, list[str]] = defaultdict(list)
             quiet = [(scale, row) for scale, row in rows if row.verdict in _NO_EFFECT]
             for scale, row in rows:
-                if row.verdict not in _NO_EFFECT:
+                if row.verdict in _STATES:
+                    states[row.verdict].setdefault(scale, row)
+                elif row.verdict not in _NO_EFFECT:
                     groups[row.verdict].append(scale)
             parts += [f"{verdict} on {metric} {_where(s, scales)}" for verdict, s in groups.items()]
             if quiet:
                 mde = max((row.mde for _, row in quiet if math.isfinite(row.mde)), default=None)
-                where = "" if not groups else " " + _where([s for s, _ in quiet], scales)
+                where = "" if len(quiet) == len(scales) else " " + _where([s for s, _ in quiet], scales)
                 parts.append(f"no {metric} effect detected{where} (MDE {num(mde, 2)})")
+        for state, at in states.items():
+            steps = sorted({row.diverged_step for row in at.values() if row.diverged_step})
+            step = f" (step {', '.join(map(str, steps))})" if steps else ""
+            parts.insert(0, f"{state} {_where(list(at), scales)}{step}")
         lines.append(f"{arm}: " + "; ".join(parts))
     return lines
 
 
+_STATES = (DIVERGED, INCOMPLETE)
 _NO_EFFECT = (WITHIN_NOISE, NOMINAL_IMPROVER, NOMINAL_REGRESSOR)
 
 
