@@ -10,6 +10,7 @@ When the stats API changes, this module is what to adapt.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -31,6 +32,7 @@ from archaudit.stats import (
     power,
     seeds_needed,
 )
+from archaudit.stats.errors import EmptyTableError
 from archaudit.stats.grading import looks_like_loss
 from archaudit.stats.table import RESULTS_FILE, Table
 from archaudit.stats.verdicts import NOISE_SIGMAS
@@ -39,9 +41,9 @@ ENV_FILE = "env.json"
 """Written by the trainer into each run directory (versions, device, source hash)."""
 PRIMARY_METRICS = ("val_loss", "downstream_avg")
 """Judged by default when present: the audit's loss and its downstream macro average."""
-POWER_EFFECTS = (2.5, 3.0, 5.0, 10.0)
+POWER_EFFECTS = (3.0, 5.0, 10.0)
 """Effects (in σ) for which the power section says how many seeds a claim would need."""
-POWER_GRID = tuple(x / 4 for x in range(0, 61))
+POWER_GRID = tuple(x / 2 for x in range(0, 31))
 """Effects (in σ) at which the power curve is drawn."""
 FACTOR_SEPARATOR = "+"
 
@@ -279,7 +281,7 @@ def gather(
     the report shows. Analyses that do not apply are recorded in `absent` with the reason."""
     audit_dir, csv_path = _resolve(Path(source))
     absent: dict[str, str] = {}
-    table = _attempt(lambda: load_table(csv_path), "table", absent)
+    table = _load(csv_path, audit_dir, absent)
     chosen = _choose_metrics(table, metrics) if table else ()
     verdicts = _verdicts(table, chosen, baseline, absent) if table else ()
     runs = _runs(audit_dir) if audit_dir else ()
@@ -312,6 +314,21 @@ def _attempt(compute: Callable[[], T], key: str, absent: dict[str, str]) -> T | 
         return compute()
     except ArchauditError as err:
         absent.setdefault(key, str(err))
+        return None
+
+
+def _load(csv_path: Path, audit_dir: Path | None, absent: dict[str, str]) -> Table | None:
+    """The results table. A running audit may have no finished run yet: then the report is
+    partial. A CSV the user named must be readable: its errors stop the report."""
+    if audit_dir is not None and not csv_path.is_file():
+        absent["table"] = f"{csv_path} does not exist yet: no run of the audit has finished"
+        return None
+    try:
+        return load_table(csv_path)
+    except EmptyTableError as err:
+        if audit_dir is None:
+            raise
+        absent["table"] = f"no run of the audit has finished yet ({err})"
         return None
 
 
@@ -564,16 +581,22 @@ def _power(v: Verdicts) -> PowerCase:
         baseline_seeds=v.baseline_n,
         m=v.m,
         mde_sigmas=mde,
-        curve=tuple((x, power(x, design)) for x in POWER_GRID),
-        seeds_for=tuple(
-            (
-                x,
-                seeds_needed(
-                    x, arms=max(v.m, 1), alpha=v.alpha, correction=v.correction, max_seeds=SEEDS_CAP
-                ),
-            )
-            for x in POWER_EFFECTS
-        ),
+        curve=_power_curve(design),
+        seeds_for=_seeds_for(max(v.m, 1), v.alpha, v.correction),
+    )
+
+
+# Metrics judged at one scale share their design, so each is computed once per report.
+@functools.lru_cache(maxsize=64)
+def _power_curve(design: Design) -> tuple[tuple[float, float], ...]:
+    return tuple((x, power(x, design)) for x in POWER_GRID)
+
+
+@functools.lru_cache(maxsize=64)
+def _seeds_for(m: int, alpha: float, correction: str) -> tuple[tuple[float, int | None], ...]:
+    return tuple(
+        (x, seeds_needed(x, arms=m, alpha=alpha, correction=correction, max_seeds=SEEDS_CAP))
+        for x in POWER_EFFECTS
     )
 
 
@@ -663,12 +686,9 @@ def _scope(table: Table | None, runs: Sequence[_Run], audit_dir: Path | None) ->
             if "steps" in recipe and "batch_tokens" in recipe
             else None
         )
-        arms = table.arms_at(scale) if table else tuple({s["arm"] for s in specs})
-        seeds = (
-            sorted({len(table.runs(arm, scale)) for arm in arms})
-            if table
-            else sorted(Counter(s["arm"] for s in specs if s.get("scale") == scale).values())
-        )
+        planned = Counter(s["arm"] for s in specs if s.get("scale") == scale)
+        arms = table.arms_at(scale) if table else tuple(planned)
+        seeds = sorted({len(table.runs(arm, scale)) if table else planned[arm] for arm in arms})
         out.append(ScaleScope(scale, model, tokens, len(arms), tuple(seeds)))
     shared = next((s.get("recipe", {}) for s in specs if not s.get("tuned")), {})
     tuned = tuple(sorted({s["arm"] for s in specs if s.get("tuned")})) or (

@@ -61,7 +61,7 @@ def styled(draw: Callable[P, Figure]) -> Callable[P, Figure]:
 def render(key: str, fig: MplFigure, alt: str) -> Figure:
     with matplotlib.rc_context({"svg.hashsalt": key}):
         buffer = io.StringIO()
-        fig.savefig(buffer, format="svg", metadata={"Date": None}, bbox_inches="tight")
+        fig.savefig(buffer, format="svg", metadata={"Date": None})
     return Figure(key=key, svg=buffer.getvalue(), alt=alt)
 
 
@@ -133,7 +133,7 @@ def scatter(key: str, panels: Sequence[Scatter]) -> Figure:
         ax.set_xlabel(f"{s.loss_metric} change vs baseline (%)")
         ax.set_ylabel(f"Δ {s.downstream_metric} (positive = better)")
         ax.set_title(f"scale {s.scale}", fontsize=9)
-    _family_legend(axes[-1], colours, loc="best")
+    _family_legend(axes[-1], colours, loc="lower left")
     return render(key, fig, "Loss change against downstream effect per arm")
 
 
