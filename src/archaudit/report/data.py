@@ -282,6 +282,8 @@ def gather(
     audit_dir, csv_path = _resolve(Path(source))
     absent: dict[str, str] = {}
     table = _load(csv_path, audit_dir, absent)
+    if table is not None:
+        table.check_arm(baseline, "baseline")
     chosen = _choose_metrics(table, metrics) if table else ()
     verdicts = _verdicts(table, chosen, baseline, absent) if table else ()
     runs = _runs(audit_dir) if audit_dir else ()
