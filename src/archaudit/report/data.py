@@ -43,8 +43,8 @@ PRIMARY_METRICS = ("val_loss", "downstream_avg")
 """Judged by default when present: the audit's loss and its downstream macro average."""
 POWER_EFFECTS = (3.0, 5.0, 10.0)
 """Effects (in σ) for which the power section says how many seeds a claim would need."""
-POWER_GRID = tuple(x / 2 for x in range(0, 31))
-"""Effects (in σ) at which the power curve is drawn."""
+POWER_STEP, POWER_SPAN = 0.5, 15.0
+"""The power curve is drawn every POWER_STEP σ up to POWER_SPAN σ, or past the MDE."""
 FACTOR_SEPARATOR = "+"
 
 T = TypeVar("T")
@@ -583,15 +583,16 @@ def _power(v: Verdicts) -> PowerCase:
         baseline_seeds=v.baseline_n,
         m=v.m,
         mde_sigmas=mde,
-        curve=_power_curve(design),
+        curve=_power_curve(design, math.ceil(max(POWER_SPAN, 1.3 * (mde or 0.0)))),
         seeds_for=_seeds_for(max(v.m, 1), v.alpha, v.correction),
     )
 
 
 # Metrics judged at one scale share their design, so each is computed once per report.
 @functools.lru_cache(maxsize=64)
-def _power_curve(design: Design) -> tuple[tuple[float, float], ...]:
-    return tuple((x, power(x, design)) for x in POWER_GRID)
+def _power_curve(design: Design, span: int) -> tuple[tuple[float, float], ...]:
+    steps = int(span / POWER_STEP)
+    return tuple((i * POWER_STEP, power(i * POWER_STEP, design)) for i in range(steps + 1))
 
 
 @functools.lru_cache(maxsize=64)

@@ -163,7 +163,7 @@ def curves(key: str, scale: str, runs: Sequence[Curve]) -> Figure:
     grad_ax.set_yscale("log")
     handles = [Line2D([], [], color=colour[a], label=a) for a in arms]
     handles.append(Line2D([], [], marker="x", ls="", color="tab:red", label="diverged"))
-    grad_ax.legend(handles=handles, fontsize=6, frameon=False, loc="upper left", ncols=2)
+    loss_ax.legend(handles=handles, fontsize=6, frameon=False, loc="upper right", ncols=2)
     return render(key, fig, f"Training loss and gradient norm per arm at scale {scale}")
 
 
@@ -176,15 +176,16 @@ def bump(key: str, b: Bump) -> Figure:
         colour = colours[arm.family or NO_FAMILY]
         ax.plot((0, 1), (arm.rank_small, arm.rank_large), "o-", color=colour, lw=1.4)
         ax.annotate(arm.arm, (0, arm.rank_small), xytext=(-6, 0), textcoords="offset points",
-                    ha="right", va="center", fontsize=7)  # fmt: skip
+                    ha="right", va="center", fontsize=8)  # fmt: skip
         ax.annotate(arm.arm, (1, arm.rank_large), xytext=(6, 0), textcoords="offset points",
-                    ha="left", va="center", fontsize=7)  # fmt: skip
+                    ha="left", va="center", fontsize=8)  # fmt: skip
     ax.set_xticks((0, 1), (f"rank at {b.small}", f"rank at {b.large}"))
     ax.set_xlim(-0.6, 1.6)
     ax.set_yticks([])
     ax.invert_yaxis()
     ax.grid(False)
-    ax.spines["left"].set_visible(False)
+    for side in ("left", "bottom"):
+        ax.spines[side].set_visible(False)
     interval = (
         f" [{b.spearman_interval[0]:.2f}, {b.spearman_interval[1]:.2f}]"
         if b.spearman_interval

@@ -20,7 +20,7 @@ h2 { font-size: 1.25rem; border-bottom: 1px solid #ccc; padding-bottom: .2rem; m
 .partial { background: #fff4d6; border-left: 4px solid #d9a400; padding: .5rem .8rem; }
 nav ol { columns: 2; padding-left: 1.2rem; }
 figure { margin: 1rem 0; }
-figure svg { display: block; width: 100%; max-width: 100%; height: auto; }
+figure svg { display: block; max-width: 100%; height: auto; }
 figcaption { font-size: .85rem; color: #555; }
 .scroll { overflow-x: auto; }
 table { border-collapse: collapse; font-size: .82rem; margin: .5rem 0 1rem; }
