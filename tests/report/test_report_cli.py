@@ -92,3 +92,43 @@ def test_report_bytes_do_not_depend_on_the_hash_seed(results_csv: Path, tmp_path
         subprocess.run([*command, "--out", str(out)], check=True, env=env, capture_output=True)
         pages.append(out.read_text().replace(str(out), "OUT"))
     assert pages[0] == pages[1]
+
+
+TINY = """
+name = "tiny"
+arms = ["qk_norm"]
+[seeds]
+noise_floor = 2
+arms = 1
+[eval]
+suite = ""
+[recipe]
+steps = 12
+batch_tokens = 512
+corpus_chars = 100000
+eval_every = 6
+eval_batches = 2
+checkpoint_every = 6
+[scales.xs]
+d_model = 32
+n_layers = 1
+n_heads = 2
+context_length = 32
+[executor]
+workers = 2
+threads = 1
+"""
+
+
+@pytest.mark.slow
+def test_run_ends_by_writing_the_report(tmp_path: Path) -> None:
+    audit = tmp_path / "tiny.toml"
+    audit.write_text(TINY)
+    command = [sys.executable, "-m", "archaudit.cli", "run", str(audit), "--quiet"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = tmp_path / "runs" / "tiny" / "report.html"
+    assert done.stdout.strip().splitlines()[-1] == f"report: {report}"
+    html = report.read_text()
+    assert 'id="curves-xs-' in html  # drawn from the runs' real metrics.jsonl
+    assert "qk_norm: " in html and "the results hold no downstream metric" in html

@@ -145,9 +145,7 @@ def test_partial_report_says_how_far_the_audit_is(tmp_path: Path) -> None:
     assert note.text.startswith("Partial report: 7 of 14 runs finished")
 
 
-def test_markdown_twin_links_figures_written_beside_it(
-    csv_report: Report, tmp_path: Path
-) -> None:
+def test_markdown_twin_links_figures_written_beside_it(csv_report: Report, tmp_path: Path) -> None:
     out = tmp_path / "out"
     html = write_html(csv_report, out / "r.html")
     write_markdown(csv_report, out / "md" / "r.md")

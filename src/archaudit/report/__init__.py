@@ -18,6 +18,6 @@ except ImportError as err:  # pragma: no cover - depends on the installed extras
         "the report needs matplotlib, which is not installed: pip install 'archaudit[report]'"
     ) from err
 
-from archaudit.report.build import Report, build_report, write_report  # noqa: E402
+from archaudit.report.build import Report, build_report, write_report
 
 __all__ = ["Report", "build_report", "write_report"]

@@ -436,8 +436,11 @@ def _scatters(
     loss, downstream = _loss_and_downstream(metrics)
     if loss is None or downstream is None:
         absent["decoupling"] = (
-            "decoupling compares a loss with a downstream metric; the report judged "
-            f"{', '.join(metrics) or 'no metric'} (pass --metric for both)"
+            "decoupling compares a loss with a downstream metric; the report judged only "
+            f"{', '.join(metrics)} (pass --metric for both)"
+            if any(not _lower_is_better(m) for m in table.metrics if m not in metrics)
+            else "the results hold no downstream metric (the audit evaluated no downstream "
+            "suite), so loss and downstream cannot be compared"
         )
         return ()
     out = []

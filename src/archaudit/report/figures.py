@@ -1,4 +1,5 @@
-"""The report's figures, drawn with matplotlib (Agg, no pyplot state) and kept as SVG text.
+"""The report's figures, drawn with matplotlib and kept as SVG text. Figures are built without
+pyplot, so drawing them changes neither the caller's backend nor its open figures.
 
 Every figure is deterministic: a fixed `svg.hashsalt` and no date in the metadata, so the same
 results give the same bytes. Text is drawn as paths (`svg.fonttype = "path"`), so no font is
@@ -16,13 +17,10 @@ from dataclasses import dataclass
 from typing import ParamSpec
 
 import matplotlib
+from matplotlib.figure import Figure as MplFigure
+from matplotlib.lines import Line2D
 
-matplotlib.use("Agg")
-
-from matplotlib.figure import Figure as MplFigure  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-
-from archaudit.report.data import Bump, Curve, Heatmap, PowerCase, Scatter, Verdicts  # noqa: E402
+from archaudit.report.data import Bump, Curve, Heatmap, PowerCase, Scatter, Verdicts
 
 STYLE = {
     "svg.fonttype": "path",

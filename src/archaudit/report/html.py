@@ -54,7 +54,7 @@ def render_html(title: str, subtitle: str, sections: Sequence[Section]) -> str:
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-        f"<header><h1>{escape(title)}</h1><p class=\"meta\">{escape(subtitle)}</p></header>\n"
+        f'<header><h1>{escape(title)}</h1><p class="meta">{escape(subtitle)}</p></header>\n'
         f"<nav><ol>{toc}</ol></nav>\n{body}\n</body>\n</html>\n"
     )
 

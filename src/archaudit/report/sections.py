@@ -150,7 +150,9 @@ def arm_lines(verdicts: Sequence[Verdicts]) -> list[str]:
             parts += [f"{verdict} on {metric} {_where(s, scales)}" for verdict, s in groups.items()]
             if quiet:
                 mde = max((row.mde for _, row in quiet if math.isfinite(row.mde)), default=None)
-                where = "" if len(quiet) == len(scales) else " " + _where([s for s, _ in quiet], scales)
+                where = (
+                    "" if len(quiet) == len(scales) else " " + _where([s for s, _ in quiet], scales)
+                )
                 parts.append(f"no {metric} effect detected{where} (MDE {num(mde, 2)})")
         for state, at in states.items():
             steps = sorted({row.diverged_step for row in at.values() if row.diverged_step})
@@ -583,7 +585,9 @@ def scope(data: ReportData) -> Section:
             )
         )
     if s.tuned_arms:
-        blocks.append(Paragraph("Tuned arms (outside the shared recipe): " + ", ".join(s.tuned_arms)))
+        blocks.append(
+            Paragraph("Tuned arms (outside the shared recipe): " + ", ".join(s.tuned_arms))
+        )
     return Section("scope", title, intro, tuple(blocks))
 
 
