@@ -39,7 +39,8 @@ from archaudit.stats.verdicts import NOISE_SIGMAS
 
 ENV_FILE = "env.json"
 """Written by the trainer into each run directory (versions, device, source hash)."""
-PRIMARY_METRICS = ("val_loss", "downstream_avg")
+DOWNSTREAM_METRIC = "downstream_avg"
+PRIMARY_METRICS = ("val_loss", DOWNSTREAM_METRIC)
 """Judged by default when present: the audit's loss and its downstream macro average."""
 POWER_EFFECTS = (3.0, 5.0, 10.0)
 """Effects (in σ) for which the power section says how many seeds a claim would need."""
@@ -438,8 +439,8 @@ def _scatters(
         absent["decoupling"] = (
             "decoupling compares a loss with a downstream metric; the report judged only "
             f"{', '.join(metrics)} (pass --metric for both)"
-            if any(not _lower_is_better(m) for m in table.metrics if m not in metrics)
-            else "the results hold no downstream metric (the audit evaluated no downstream "
+            if DOWNSTREAM_METRIC in table.metrics
+            else f"the results hold no {DOWNSTREAM_METRIC} (the audit evaluated no downstream "
             "suite), so loss and downstream cannot be compared"
         )
         return ()
