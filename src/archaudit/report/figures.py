@@ -95,11 +95,13 @@ def forest(key: str, panels: Sequence[Verdicts]) -> Figure:
         if v.threshold is not None:
             for sign in (-1, 1):
                 ax.axvline(sign * v.threshold, color="tab:red", ls="--", lw=0.8)
-        for y, arm in enumerate(shown):
-            colour = colours[arm.family or NO_FAMILY]
-            if arm.interval is not None:
-                ax.plot(arm.interval, (y, y), color=colour, lw=1.6)
-            ax.plot(arm.delta, y, "o", color=colour, ms=5)
+        ys = range(len(shown))
+        dots = [colours[a.family or NO_FAMILY] for a in shown]
+        spans = [(y, a.interval, c) for y, a, c in zip(ys, shown, dots, strict=True) if a.interval]
+        if spans:
+            y, interval, colour = zip(*spans, strict=True)
+            ax.hlines(y, [i[0] for i in interval], [i[1] for i in interval], colors=colour, lw=1.6)
+        ax.scatter([a.delta for a in shown], ys, c=dots, s=25, zorder=3)
         ax.set_yticks(range(len(shown)), [a.arm for a in shown], fontsize=7)
         ax.set_ylim(-0.7, max(len(shown), 1) - 0.3)
         ax.set_xlabel(f"Δ {v.metric} (positive = better)")
@@ -116,18 +118,20 @@ def scatter(key: str, panels: Sequence[Scatter]) -> Figure:
     for ax, s in zip(axes, panels, strict=True):
         ax.axvspan(-100 * s.threshold, 100 * s.threshold, color="0.9", zorder=0)
         ax.axhline(0, color="0.3", lw=0.8)
+        for decoupled, marker in ((False, "o"), (True, "D")):
+            points = [p for p in s.points if p.decoupled == decoupled]
+            ax.scatter(
+                [100 * p.loss_change for p in points],
+                [p.downstream_delta for p in points],
+                c=[colours[p.family or NO_FAMILY] for p in points],
+                marker=marker,
+                s=25,
+                zorder=3,
+            )
         for point in s.points:
-            colour = colours[point.family or NO_FAMILY]
-            marker = "D" if point.decoupled else "o"
-            ax.plot(100 * point.loss_change, point.downstream_delta, marker, color=colour, ms=5)
             if point.decoupled:
-                ax.annotate(
-                    point.arm,
-                    (100 * point.loss_change, point.downstream_delta),
-                    xytext=(4, 4),
-                    textcoords="offset points",
-                    fontsize=7,
-                )
+                xy = (100 * point.loss_change, point.downstream_delta)
+                ax.annotate(point.arm, xy, xytext=(4, 4), textcoords="offset points", fontsize=7)
         ax.set_xlabel(f"{s.loss_metric} change vs baseline (%)")
         ax.set_ylabel(f"Δ {s.downstream_metric} (positive = better)")
         ax.set_title(f"scale {s.scale}", fontsize=9)
