@@ -76,9 +76,13 @@ def family_colours(families: Sequence[str | None]) -> dict[str, tuple]:
     return {name: cmap(i % cmap.N) for i, name in enumerate(names)}
 
 
-def _family_legend(ax, colours: dict[str, tuple], **options) -> None:
+def _family_legend(fig: MplFigure, colours: dict[str, tuple]) -> None:
+    """The family colours, in one row below the panels (never over the data)."""
     handles = [Line2D([], [], marker="o", ls="", color=c, label=n) for n, c in colours.items()]
-    ax.legend(handles=handles, fontsize=7, frameon=False, **options)
+    fig.legend(
+        handles=handles, loc="outside lower center", ncols=min(len(handles), 5), fontsize=7,
+        frameon=False,
+    )  # fmt: skip
 
 
 @styled
@@ -106,7 +110,7 @@ def forest(key: str, panels: Sequence[Verdicts]) -> Figure:
         ax.set_ylim(-0.7, max(len(shown), 1) - 0.3)
         ax.set_xlabel(f"Δ {v.metric} (positive = better)")
         ax.set_title(f"{v.metric} at {v.scale} (σ = {v.sigma:.3g})", fontsize=9)
-    _family_legend(axes[-1], colours, loc="lower right")
+    _family_legend(fig, colours)
     return render(key, fig, f"Forest plot of Δ {panels[0].metric} per arm and scale")
 
 
@@ -135,7 +139,7 @@ def scatter(key: str, panels: Sequence[Scatter]) -> Figure:
         ax.set_xlabel(f"{s.loss_metric} change vs baseline (%)")
         ax.set_ylabel(f"Δ {s.downstream_metric} (positive = better)")
         ax.set_title(f"scale {s.scale}", fontsize=9)
-    _family_legend(axes[-1], colours, loc="lower left")
+    _family_legend(fig, colours)
     return render(key, fig, "Loss change against downstream effect per arm")
 
 

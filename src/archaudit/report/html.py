@@ -23,8 +23,8 @@ figure { margin: 1rem 0; }
 figure svg { display: block; max-width: 100%; height: auto; }
 figcaption { font-size: .85rem; color: #555; }
 .scroll { overflow-x: auto; }
-table { border-collapse: collapse; font-size: .82rem; margin: .5rem 0 1rem; }
-caption { text-align: left; font-size: .85rem; color: #444; padding-bottom: .3rem; }
+table { border-collapse: collapse; font-size: .82rem; margin: 0 0 1rem; }
+.caption { font-size: .85rem; color: #444; margin: .8rem 0 .2rem; }
 th, td { border: 1px solid #ddd; padding: .2rem .45rem; text-align: left; vertical-align: top; }
 th { background: #f2f2f2; }
 tbody tr:nth-child(even) { background: #fafafa; }
@@ -38,6 +38,7 @@ tbody tr:nth-child(even) { background: #fafafa; }
   nav { display: none; }
   h2 { break-after: avoid; }
   figure, table, .absent { break-inside: avoid; }
+  .caption { break-after: avoid; }
   .scroll { overflow: visible; }
 }
 """
@@ -78,14 +79,15 @@ def _block(block: Block) -> str:
     if isinstance(block, Bullets):
         return "<ul>" + "".join(f"<li>{escape(item)}</li>" for item in block.items) + "</ul>"
     if isinstance(block, Grid):
-        caption = f"<caption>{escape(block.caption)}</caption>" if block.caption else ""
+        # The caption stays outside the scrolling box, so that a phone shows all of it.
+        caption = f'<p class="caption">{escape(block.caption)}</p>' if block.caption else ""
         head = "".join(f"<th>{escape(c)}</th>" for c in block.columns)
         rows = "".join(
             "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>"
             for row in block.rows
         )
         return (
-            f'<div class="scroll"><table>{caption}<thead><tr>{head}</tr></thead>'
+            f'{caption}<div class="scroll"><table><thead><tr>{head}</tr></thead>'
             f"<tbody>{rows}</tbody></table></div>"
         )
     raise TypeError(f"unknown report block {block!r}")
