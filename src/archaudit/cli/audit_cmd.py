@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from archaudit.cli import app
+from archaudit.cli.report_cmd import report_audit
 
 OVERRIDES = typer.Option(
     [], "--set", help="Override one audit value, e.g. --set recipe.lr=1e-3 (repeatable)."
@@ -197,6 +198,7 @@ def run(
     log(f"{counts} → {outcome.results}")
     for path, error in outcome.failed.items():
         typer.secho(f"failed: {path}: {error}", err=True, fg="red")
+    report_audit(outcome.audit_dir)
     if outcome.failed:
         raise typer.Exit(1)
 
@@ -253,6 +255,7 @@ def run_one(
 def status(
     audit: Path = AUDIT_TARGET,
     json_out: bool = typer.Option(False, "--json", help="One JSON object per run."),
+    report: bool = typer.Option(False, "--report", help="Also write a (partial) report.html."),
 ) -> None:
     """Where the audit stands: runs per arm and state (refreshes the index and CSV exports)."""
     from archaudit.audit.live import arm_table, progress_of
@@ -260,6 +263,8 @@ def status(
 
     audit_dir = resolve_audit_dir(audit)
     statuses = refresh_index(audit_dir)
+    if report:
+        report_audit(audit_dir, err=json_out)
     if json_out:
         for s in statuses:
             row = {"path": s.spec.path, "id": s.spec.run_id, "state": s.state, "step": s.step}
@@ -372,5 +377,6 @@ def demo(
         f"demo audit: {len(outcome.judgements)} judgements in {outcome.seconds / 60:.1f} min; "
         f"results in {outcome.audit.results}"
     )
+    report_audit(outcome.audit.audit_dir)
     if outcome.audit.failed:
         raise typer.Exit(1)
