@@ -43,7 +43,14 @@ def _root(
 def _register_commands() -> None:
     # Imported for their side effect of adding commands to `app`.
     import archaudit.cli.stats_aggregate_cmd  # noqa: F401  (imports stats_cmd too)
-    from archaudit.cli import audit_cmd, eval_cmd, mods_cmd, stats_cmd, train_cmd  # noqa: F401
+    from archaudit.cli import (  # noqa: F401
+        audit_cmd,
+        data_cmd,
+        eval_cmd,
+        mods_cmd,
+        stats_cmd,
+        train_cmd,
+    )
 
 
 def main() -> None:
