@@ -59,8 +59,8 @@ def matmul_peak(device: torch.device, dtype: torch.dtype, n: int) -> float:
 def measure_arm(arm: str, size: dict, device: str, compile_: bool, folder: Path) -> dict:
     model = resolve_arm(arm).apply(ModelConfig(**size["model"]))
     recipe = Recipe(
-        steps=size["steps"], batch_tokens=size["batch_tokens"], device=device,
-        compile=compile_, eval_every=10_000, checkpoint_every=10_000, corpus_chars=size["corpus_chars"],
+        steps=size["steps"], batch_tokens=size["batch_tokens"], corpus_chars=size["corpus_chars"],
+        device=device, compile=compile_, eval_every=10_000, checkpoint_every=10_000,
     )  # fmt: skip
     result = train(model, recipe, folder / arm)
     rows = [json.loads(line) for line in (folder / arm / "metrics.jsonl").read_text().splitlines()]

@@ -10,7 +10,9 @@ import typer
 
 from archaudit.cli import app
 
-data_app = typer.Typer(help="Corpora: tokenize once into sharded token files.", no_args_is_help=True)
+data_app = typer.Typer(
+    help="Corpora: tokenize once into sharded token files.", no_args_is_help=True
+)
 app.add_typer(data_app, name="data")
 
 
@@ -43,7 +45,9 @@ def prepare_command(
     result = prepare(
         source, tokenizer, out, workers=workers, shard_tokens=shard_tokens, text_field=text_field
     )
-    summary = {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(result).items()}
+    summary = {
+        k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(result).items()
+    }
     if json_out:
         typer.echo(json.dumps(summary))
         return

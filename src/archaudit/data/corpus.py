@@ -133,7 +133,9 @@ def _prepared_corpus(recipe: Recipe) -> TokenCorpus:
 
 def _same_tokenizer(a: str, b: str) -> bool:
     (kind_a, _, arg_a), (kind_b, _, arg_b) = a.partition(":"), b.partition(":")
-    same_arg = arg_a == arg_b or (arg_a and arg_b and Path(arg_a).resolve() == Path(arg_b).resolve())
+    same_arg = arg_a == arg_b or (
+        arg_a and arg_b and Path(arg_a).resolve() == Path(arg_b).resolve()
+    )
     return kind_a == kind_b and bool(same_arg)
 
 

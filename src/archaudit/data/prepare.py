@@ -203,7 +203,9 @@ def _hf_texts(name: str, field: str) -> Iterator[str]:
     try:
         import datasets
     except ImportError:
-        raise DataError("Hugging Face datasets need the `hf` extra (pip install datasets)") from None
+        raise DataError(
+            "Hugging Face datasets need the `hf` extra (pip install datasets)"
+        ) from None
     if Path(name).is_dir():
         data = datasets.load_from_disk(name)
         if isinstance(data, datasets.DatasetDict):
@@ -278,9 +280,7 @@ def _encode_task(texts: list[str]) -> tuple[int, np.ndarray]:
     return n_bytes, np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64)
 
 
-def _tokenize(
-    texts: Iterator[str], spec: str, workers: int
-) -> Iterator[tuple[int, np.ndarray]]:
+def _tokenize(texts: Iterator[str], spec: str, workers: int) -> Iterator[tuple[int, np.ndarray]]:
     """Tasks in submission order; at most 2 per worker in flight, so memory stays bounded."""
     with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(spec,)) as pool:
         pending: deque[Future] = deque()
@@ -325,7 +325,7 @@ class _ShardWriter:
         ids = ids.astype(self.dtype, copy=False)
         while len(ids):
             if self._file is None:
-                self._file = open(self._tmp(), "wb")
+                self._file = open(self._tmp(), "wb")  # noqa: SIM115 (spans write calls)
             take = ids[: self.shard_tokens - self._in_shard]
             data = take.tobytes()
             self._file.write(data)
@@ -349,6 +349,7 @@ class _ShardWriter:
         self._file.close()
         name = shard_name(len(self.shards))
         os.replace(self._tmp(), self.out / name)
-        self.shards.append({"file": name, "tokens": self._in_shard, "sha256": self._hash.hexdigest()})
+        self.shards.append(
+            {"file": name, "tokens": self._in_shard, "sha256": self._hash.hexdigest()}
+        )
         self._file, self._hash, self._in_shard = None, hashlib.sha256(), 0
-

@@ -97,7 +97,9 @@ def open_prepared(path: str | Path) -> PreparedCorpus:
     try:
         index = json.loads((folder / INDEX_FILE).read_text())
     except (OSError, json.JSONDecodeError) as err:
-        raise DataError(f"{folder / INDEX_FILE}: not a readable prepared-corpus index ({err})")
+        raise DataError(
+            f"{folder / INDEX_FILE}: not a readable prepared-corpus index ({err})"
+        ) from None
     if index.get("format") != "archaudit-tokens/1" or not index.get("shards"):
         raise DataError(f"{folder}: not a corpus written by `archaudit data prepare`")
     return PreparedCorpus(folder, index)

@@ -47,7 +47,7 @@ def init_world(device_type: str) -> World:
 
 
 def choose_strategy(parallel: str, n_params: int, device: torch.device, world: World) -> str:
-    """"none" on one process; else the recipe's choice, where `auto` shards (FSDP) only when
+    """ "none" on one process; else the recipe's choice, where `auto` shards (FSDP) only when
     replicated training state would fill more than half of a device's memory."""
     if world.size == 1:
         return "none"
