@@ -50,20 +50,22 @@ FILES = (WEIGHTS, TRAIN_STATE, CHECKPOINT_META)
 def write(
     run_dir: Path,
     step: int,
-    model: nn.Module,
+    weights: dict[str, torch.Tensor],
     train_state: dict[str, Any],
     meta: dict[str, Any],
     *,
     keep: int,
 ) -> Path:
-    """Write checkpoint `step` of `run_dir` atomically; keep the newest `keep` checkpoints."""
+    """Write checkpoint `step` of `run_dir` atomically; keep the newest `keep` checkpoints.
+    `weights` names each tensor once (a tied head's second name left out, as safetensors'
+    `save_model` does, so `load_model` reads it back)."""
     folder = run_dir / CHECKPOINTS
     folder.mkdir(parents=True, exist_ok=True)
     final = folder / checkpoint_name(step)
     tmp = folder / f".tmp-{final.name}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    safetensors.torch.save_model(model, str(tmp / WEIGHTS))  # shares tied weights correctly
+    safetensors.torch.save_file({k: v.contiguous() for k, v in weights.items()}, tmp / WEIGHTS)
     torch.save(train_state, tmp / TRAIN_STATE)
     (tmp / CHECKPOINT_META).write_text(json.dumps({"format": FORMAT, "step": step, **meta}))
     sums = "".join(f"{_sha256(tmp / name)}  {name}\n" for name in FILES)
@@ -125,6 +127,14 @@ def read_weights(model: nn.Module, ckpt: Path) -> None:
     except RuntimeError as err:  # load_state_dict's missing/unexpected/shape report
         first = str(err).splitlines()[0]
         raise DataError(f"checkpoint {ckpt} does not fit the run's model config: {first}") from None
+
+
+def read_weight_file(ckpt: Path) -> dict[str, torch.Tensor]:
+    """The checkpoint's tensors by name, on the CPU."""
+    try:
+        return safetensors.torch.load_file(ckpt / WEIGHTS)
+    except SafetensorError as err:
+        raise DataError(f"checkpoint {ckpt}: {WEIGHTS} is not a safetensors file ({err})") from None
 
 
 def read_meta(ckpt: Path) -> dict[str, Any]:

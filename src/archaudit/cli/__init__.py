@@ -45,6 +45,7 @@ def _register_commands() -> None:
     import archaudit.cli.stats_aggregate_cmd  # noqa: F401  (imports stats_cmd too)
     from archaudit.cli import (  # noqa: F401
         audit_cmd,
+        data_cmd,
         eval_cmd,
         mods_cmd,
         report_cmd,

@@ -44,7 +44,7 @@ def train(
     finishes the current step, saves it, and stops.
     """
     from archaudit.config import load_config
-    from archaudit.progress import log, set_quiet
+    from archaudit.progress import is_rank_zero, log, set_quiet
     from archaudit.rundir import TRAIN_RESULT
     from archaudit.train import train as run_training
 
@@ -53,6 +53,8 @@ def train(
     model_cfg, recipe = load_config(config, preset=preset, overrides=[*overrides, *extra])
     finished_before = (out / TRAIN_RESULT).is_file()
     result = run_training(model_cfg, recipe, out, seed=seed)
+    if not is_rank_zero():  # under torchrun, one summary from rank 0
+        return
     if finished_before and not quiet:
         typer.echo(
             f"already finished: {out} holds this run's result; nothing was trained", err=True

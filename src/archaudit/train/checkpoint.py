@@ -15,6 +15,8 @@ import torch
 from torch import nn
 
 from archaudit import checkpoint_io
+from archaudit.errors import DataError
+from archaudit.train.distributed import World, barrier, full_state, load_full_state
 from archaudit.train.monitor import StabilityMonitor
 
 
@@ -27,11 +29,19 @@ class TrainingState:
     monitor: StabilityMonitor
 
 
-def save(run_dir: Path, step: int, state: TrainingState, *, keep: int) -> Path:
-    """Checkpoint `state` as it stands after `step` optimizer updates."""
-    train_state = {"optimizer": state.optimizer.state_dict(), "rng": rng_state()}
-    meta = {"monitor": state.monitor.state_dict()}
-    return checkpoint_io.write(run_dir, step, state.model, train_state, meta, keep=keep)
+def save(run_dir: Path, step: int, state: TrainingState, *, keep: int, world: World) -> None:
+    """Checkpoint `state` as it stands after `step` optimizer updates. Every rank calls this
+    (sharded state is gathered); rank 0 writes full, name-keyed state that any number of
+    ranks can resume from."""
+    weights, optimizer = full_state(state.model, state.optimizer)
+    if world.is_main:
+        for later in tied_names(state.model).values():
+            for name in later:
+                del weights[name]
+        train_state = {"optimizer": optimizer, "rng": rng_state()}
+        meta = {"monitor": state.monitor.state_dict()}
+        checkpoint_io.write(run_dir, step, weights, train_state, meta, keep=keep)
+    barrier(world)
 
 
 def resume(run_dir: Path, state: TrainingState) -> int:
@@ -41,11 +51,30 @@ def resume(run_dir: Path, state: TrainingState) -> int:
         return 0
     meta = checkpoint_io.read_meta(ckpt)
     train_state = checkpoint_io.read_train_state(ckpt)
-    checkpoint_io.read_weights(state.model, ckpt)
-    state.optimizer.load_state_dict(train_state["optimizer"])
+    weights = checkpoint_io.read_weight_file(ckpt)
+    for first, later in tied_names(state.model).items():
+        names = (first, *later)  # the file holds one name of each tied group
+        present = next((n for n in names if n in weights), first)
+        for name in names:
+            if present in weights:
+                weights.setdefault(name, weights[present])
+    try:
+        load_full_state(state.model, state.optimizer, weights, train_state["optimizer"])
+    except (RuntimeError, KeyError, ValueError) as err:
+        first_line = str(err).splitlines()[0] if str(err) else type(err).__name__
+        message = f"checkpoint {ckpt} does not fit the run's model config: {first_line}"
+        raise DataError(message) from None
     state.monitor.load_state_dict(meta["monitor"])
     set_rng_state(train_state["rng"])
     return int(meta["step"])
+
+
+def tied_names(model: nn.Module) -> dict[str, list[str]]:
+    """{first name: later names} of parameters reachable under several names (a tied head)."""
+    groups: dict[int, list[str]] = {}
+    for name, param in model.named_parameters(remove_duplicate=False):
+        groups.setdefault(id(param), []).append(name)
+    return {names[0]: names[1:] for names in groups.values() if len(names) > 1}
 
 
 def rng_state() -> dict[str, Any]:

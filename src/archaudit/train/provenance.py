@@ -59,6 +59,7 @@ def environment(device: torch.device) -> dict[str, Any]:
         "machine": platform.machine(),
         "cpu_count": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),  # "high" = TF32
         "device": str(device),
         "source_hash": source_hash(),
         "git_commit": git_commit(),

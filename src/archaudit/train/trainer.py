@@ -38,7 +38,15 @@ from archaudit.model import build_model, count_parameters, training_flops_per_to
 from archaudit.progress import progress, warn
 from archaudit.rundir import ENV, EVENTS, METRICS, SPEC, TOKENIZER, TRAIN_RESULT
 from archaudit.train import checkpoint as ckpt
-from archaudit.train.distributed import World, barrier, init_world
+from archaudit.train.distributed import (
+    World,
+    checkpoint_activations,
+    choose_strategy,
+    full_norm,
+    gradient_sync,
+    init_world,
+    parallelize,
+)
 from archaudit.train.interrupts import SignalsAtStepEnd
 from archaudit.train.monitor import StabilityMonitor
 from archaudit.train.optim import lr_at, make_optimizer
@@ -121,6 +129,8 @@ def train(
     if world.size > 1 and device.type == "cuda":
         device = torch.device("cuda", world.local_rank)
         torch.cuda.set_device(device)
+    if device.type == "cuda":
+        torch.set_float32_matmul_precision("high")  # TF32 for fp32 matmuls; in env.json
     corpus = prepare_corpus(recipe)
     model_cfg = dataclasses.replace(model_cfg, vocab_size=corpus.tokenizer.vocab_size)
     spec = run_spec(model_cfg, recipe, seed, corpus)
@@ -141,6 +151,12 @@ def train(
     if world.is_main:
         _write_spec(out, spec, corpus)
         (out / ENV).write_text(json.dumps(environment(device), indent=2))
+    if recipe.activation_checkpointing:
+        checkpoint_activations(model)
+    # Shard (FSDP2 replaces parameters in place) before the optimizer is given them.
+    step_model = parallelize(model, choose_strategy(recipe.parallel, params, device, world), device)
+    if recipe.compile:
+        step_model = torch.compile(step_model)
     optimizer = make_optimizer(model, recipe)
     monitor = StabilityMonitor()
     torch.manual_seed(derive_seed(seed, "dropout"))
@@ -156,18 +172,9 @@ def train(
     )
     val_sampler = BatchSampler(corpus.val, model_cfg.context_length, recipe.data_seed + 1)
     micro = n_seq // recipe.grad_accumulation
-    step_model: nn.Module = model
-    if world.size > 1:
-        step_model = nn.parallel.DistributedDataParallel(
-            model, device_ids=[device.index] if device.type == "cuda" else None
-        )
-    if recipe.compile:
-        step_model = torch.compile(step_model)
 
     def save(step: int) -> None:
-        if world.is_main:
-            ckpt.save(out, step, state, keep=recipe.keep_checkpoints)
-        barrier(world)
+        ckpt.save(out, step, state, keep=recipe.keep_checkpoints, world=world)
 
     tokens_per_step = n_seq * model_cfg.context_length
     status, diverged_step, last_loss, last_val = "ok", None, None, None
@@ -186,14 +193,12 @@ def train(
             loss_sum = torch.zeros((), device=device)
             for m in range(recipe.grad_accumulation):
                 x, y = train_sampler.batch((step, m), micro, world.rank, world.size)
-                sync = m == recipe.grad_accumulation - 1 or world.size == 1
-                no_sync = getattr(step_model, "no_sync", contextlib.nullcontext)
-                with contextlib.nullcontext() if sync else no_sync():
+                with gradient_sync(step_model, sync=m == recipe.grad_accumulation - 1):
                     with autocast(device, recipe):
                         loss = step_model(x.to(device), targets=y.to(device))
                     (loss / recipe.grad_accumulation).backward()
                 loss_sum += loss.detach()
-            grad_norm = float(nn.utils.clip_grad_norm_(model.parameters(), recipe.grad_clip))
+            grad_norm = full_norm(nn.utils.clip_grad_norm_(model.parameters(), recipe.grad_clip))
             loss_value = signals.mean_loss(loss_sum / recipe.grad_accumulation)
             events = monitor.observe(step + 1, loss_value, grad_norm)
             _append_jsonl(out / EVENTS, events, world)
