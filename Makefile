@@ -15,9 +15,11 @@ TORCH  := torch==2.13.0
 	touch $@
 
 comma := ,
-BASE := .venv/.stamp-stats
-TEST := .venv/.stamp-dev+hf+lmeval
-FULL := .venv/.stamp-dev+hf+lmeval+ray+slurm+tracking
+BASE := .venv/.stamp-stats+report
+TEST := .venv/.stamp-dev+hf+lmeval+report
+FULL := .venv/.stamp-dev+hf+lmeval+report+ray+slurm+tracking
+# The report's browser test opens the HTML in Debian's chromium; installed here when absent.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 demo: $(BASE)
 	.venv/bin/archaudit demo
@@ -26,6 +28,8 @@ test: $(TEST)
 	$(PY) -m pytest -q
 
 test-slow: $(FULL)
+	command -v chromium >/dev/null || \
+		($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium)
 	$(PY) -m pytest -q -m slow
 
 bench: $(FULL)
@@ -33,6 +37,7 @@ bench: $(FULL)
 	$(PY) benchmarks/mods_overhead.py
 	$(PY) benchmarks/stats_speed.py
 	$(PY) benchmarks/eval_speed.py
+	$(PY) benchmarks/report_speed.py
 
 lint: $(TEST)
 	$(PY) -m ruff check src tests benchmarks

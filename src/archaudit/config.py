@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archaudit.data.shards import corpus_identity
 from archaudit.errors import ConfigError, did_you_mean
 
 Scalar = int | float | str | bool
@@ -183,6 +184,11 @@ class Recipe:
     """CPU threads for torch (0 = leave torch's default)."""
     compile: bool = field(default=False, metadata=_OPERATIONAL)
     """torch.compile the model (faster on GPU; numerics may differ in the last bits)."""
+    parallel: str = field(default="auto", metadata=_OPERATIONAL)
+    """Under torchrun: ddp | fsdp (FSDP2, sharded weights and optimizer state) | auto (FSDP
+    only when replicated training state would fill more than half a device's memory)."""
+    activation_checkpointing: bool = field(default=False, metadata=_OPERATIONAL)
+    """Recompute activations in the backward pass: less memory, about one more forward."""
 
     def __post_init__(self) -> None:
         _positive(self, "steps", "batch_tokens", "grad_accumulation", "eval_batches")
@@ -192,9 +198,13 @@ class Recipe:
         for name in ("min_lr_ratio", "warmup_frac", "val_fraction"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ConfigError(f"recipe.{name} = {getattr(self, name)} must be in [0, 1]")
-        if self.precision not in ("auto", "bf16", "fp32"):
+        if self.precision not in PRECISIONS:
             raise ConfigError(
                 f"recipe.precision = {self.precision!r}{did_you_mean(self.precision, PRECISIONS)}"
+            )
+        if self.parallel not in PARALLEL:
+            raise ConfigError(
+                f"recipe.parallel = {self.parallel!r}{did_you_mean(self.parallel, PARALLEL)}"
             )
 
     def sequences_per_step(self, context_length: int) -> int:
@@ -215,6 +225,7 @@ class Recipe:
 
 
 PRECISIONS = ("auto", "bf16", "fp32")
+PARALLEL = ("auto", "ddp", "fsdp")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -237,6 +248,7 @@ def recipe_hash(recipe: Recipe) -> str:
         for f in dataclasses.fields(recipe)
         if f.metadata.get("hashed", True)
     }
+    hashed["corpus"] = corpus_identity(recipe.corpus)
     return hashlib.sha256(canonical_json(hashed).encode()).hexdigest()
 
 

@@ -7,6 +7,7 @@ when output is piped.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -29,13 +30,19 @@ def set_quiet(quiet: bool) -> None:
     _quiet = quiet
 
 
+def is_rank_zero() -> bool:
+    """False on the other ranks of a torchrun launch: only rank 0 talks to the terminal."""
+    return os.environ.get("RANK", "0") == "0"
+
+
 def log(message: str, *, style: str | None = None) -> None:
-    if not _quiet:
+    if not _quiet and is_rank_zero():
         console.print(message, style=style, highlight=False)
 
 
 def warn(message: str) -> None:
-    console.print(f"warning: {message}", style="yellow", highlight=False)
+    if is_rank_zero():
+        console.print(f"warning: {message}", style="yellow", highlight=False)
 
 
 class _Bar:
@@ -54,7 +61,7 @@ def progress(
     """A progress bar with ETA; `stats` is a format string over `fields` (initial values, e.g.
     loss=float("nan")) that `update` refreshes, e.g. "loss {task.fields[loss]:.3f}".
     Drawn only on a terminal and when not quiet."""
-    if _quiet or not console.is_terminal:
+    if _quiet or not console.is_terminal or not is_rank_zero():
         yield _Bar(None, None)
         return
     columns = [

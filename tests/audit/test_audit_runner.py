@@ -1,18 +1,22 @@
 """One run end to end: divergence is a result, a failure is recorded and retried, SIGTERM
-checkpoints and lets go, an edited run gets a fresh directory."""
+finishes the step, checkpoints it and lets go, an edited run gets a fresh directory, a result
+of another run is refused."""
 
 from __future__ import annotations
 
 import json
 import signal
 import subprocess
+import sys
+import textwrap
 import time
 from pathlib import Path
 
+import pytest
 from audit_helpers import archaudit
 
 from archaudit.audit.coordinator import run_audit
-from archaudit.audit.launch import cli_command
+from archaudit.audit.launch import RunOptions, cli_command
 from archaudit.audit.plan import make_plan
 from archaudit.audit.runner import run_one
 from archaudit.audit.spec import load_audit
@@ -25,7 +29,10 @@ from archaudit.audit.store import (
     materialize,
     refresh_index,
     run_status,
+    write_done,
 )
+from archaudit.errors import ConfigError
+from archaudit.rundir import METRICS, WEIGHTS, checkpoint_dirs, checkpoint_step
 from archaudit.stats import load_table
 
 
@@ -95,3 +102,67 @@ def test_the_tuned_flag_follows_the_arm_into_every_result(write_audit):
     refresh_index(plan.audit_dir)
     rows = load_table(plan.audit_dir).rows
     assert rows and all(r.tuned for r in rows) and {r.arm for r in rows} == {"qk_norm"}
+
+
+def test_sigterm_after_the_update_resumes_the_uninterrupted_curve(write_audit, tmp_path):
+    """SIGTERM during validation (the weights already hold the step's update) through
+    run-one: the step finishes and is saved as itself; the rerun equals an uninterrupted run."""
+    path = write_audit(arms=[])
+    plan = make_plan(load_audit(path, ["recipe.eval_every=4"]))  # validation at 4, 8, 12
+    twin = make_plan(load_audit(path, ["recipe.eval_every=4"], runs_dir=tmp_path / "twin"))
+    run_dir, twin_dir = materialize(plan)[0], materialize(twin)[0]
+    sigterm_in_validation = textwrap.dedent("""
+        import os, signal, sys
+        from archaudit.audit.runner import RunOptions, run_one
+        from archaudit.train import trainer
+        real = trainer.validation_loss
+        def validation(*args, **kwargs):
+            os.kill(os.getpid(), signal.SIGTERM)
+            return real(*args, **kwargs)
+        trainer.validation_loss = validation
+        run_one(sys.argv[1], RunOptions(threads=1))
+    """)
+    proc = subprocess.run([sys.executable, "-c", sigterm_in_validation, str(run_dir)])
+    assert proc.returncode != 0
+    assert [checkpoint_step(c) for c in checkpoint_dirs(run_dir)][-1] == 4
+    assert not list(run_dir.glob("claim.*")) and run_status(run_dir).state == "planned"
+
+    assert run_one(run_dir, RunOptions(threads=1)) == "done"
+    assert run_one(twin_dir, RunOptions(threads=1)) == "done"
+
+    def curve(d: Path) -> list[dict]:
+        rows = [json.loads(line) for line in (d / METRICS).read_text().splitlines()]
+        return [{k: v for k, v in r.items() if k != "tokens_per_s"} for r in rows]
+
+    assert curve(run_dir) == curve(twin_dir)
+    done = [json.loads((d / DONE).read_text())["metrics"] for d in (run_dir, twin_dir)]
+    assert done[0] == done[1]
+
+
+def test_a_result_of_another_run_is_refused_not_reported(write_audit):
+    plan = make_plan(load_audit(write_audit(arms=[])))
+    second = materialize(plan)[1]
+    done = {"id": plan.runs[0].run_id, "status": "ok", "metrics": {"val_loss": 1.0}}
+    write_done(second, done)  # first's result in second's directory, e.g. copied by hand
+    with pytest.raises(ConfigError, match="holds the result of run"):
+        run_one(second)
+    status = run_status(second)
+    assert status.state == "failed" and status.result is None
+    assert "holds the result of run" in status.error
+
+
+def test_a_run_json_edited_in_place_is_refused_not_trained_over(write_audit):
+    path = write_audit(arms=[], recipe={"steps": 3})
+    run_dir = materialize(make_plan(load_audit(path)))[0]
+    assert run_one(run_dir) == "done"
+    (run_dir / DONE).unlink()  # as if it had died before publishing its result
+    checkpoints = sorted((c.name, (c / WEIGHTS).read_bytes()) for c in checkpoint_dirs(run_dir))
+    edited = make_plan(load_audit(path, ["scales.xs.d_model=48"]))
+    (run_dir / "run.json").write_text(json.dumps(edited.runs[0].to_json()))  # not via materialize
+    with pytest.raises(ConfigError, match=r"holds a different run \(model.d_model: 32 → 48"):
+        run_one(run_dir)
+    assert (run_dir / FAILED).is_file()
+    assert (
+        sorted((c.name, (c / WEIGHTS).read_bytes()) for c in checkpoint_dirs(run_dir))
+        == checkpoints
+    )

@@ -11,8 +11,9 @@ import pytest
 import torch
 
 from archaudit.config import ModelConfig, Recipe
-from archaudit.train import load_model, train
-from archaudit.train.checkpoint import list_checkpoints
+from archaudit.model.load import load_model
+from archaudit.rundir import checkpoint_dirs
+from archaudit.train import train
 from archaudit.train.monitor import StabilityMonitor
 from archaudit.train.optim import lr_at
 
@@ -80,7 +81,7 @@ def test_killed_run_resumes_to_the_uninterrupted_curve(tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert not (killed / "train.json").exists(), "the run finished before it could be killed"
-    assert list_checkpoints(killed / "checkpoint"), "no checkpoint was written before the kill"
+    assert checkpoint_dirs(killed), "no checkpoint was written before the kill"
     assert len(losses(killed)) < steps
     subprocess.run([*cmd, "--out", str(killed)], env=env, check=True)
     subprocess.run([*cmd, "--out", str(tmp_path / "whole")], env=env, check=True)
@@ -124,8 +125,8 @@ def test_corrupted_checkpoint_falls_back_to_the_previous_one(tmp_path, capsys):
     out = tmp_path / "run"
     recipe = Recipe(**{**RECIPE.__dict__, "keep_checkpoints": 3})
     train(MODEL, recipe, out, seed=0)
-    newest = list_checkpoints(out / "checkpoint")[-1]
-    state = newest / "state.pt"
+    newest = checkpoint_dirs(out)[-1]
+    state = newest / "model.safetensors"
     state.write_bytes(state.read_bytes()[: state.stat().st_size // 2])  # truncate
     model, tok = load_model(out)
     assert "fails its checksum" in capsys.readouterr().err
@@ -159,3 +160,26 @@ def test_monitor_flags_spikes_and_a_rising_gradient_norm():
     restored.load_state_dict(json.loads(json.dumps(mon.state_dict())))
     assert restored.observe(400, 50.0, 1.0) == mon.observe(400, 50.0, 1.0)
     assert mon.observe(401, float("nan"), 1.0)[0]["event"] == "diverged"
+
+
+def test_a_finished_directory_reports_its_own_run_and_refuses_another(tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "archaudit.cli", "train", "--out", str(out), "--json"]
+    for o in [*OVERRIDES, "recipe.steps=6"]:
+        cmd += ["--set", o]
+    first = subprocess.run(cmd, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    stored = (out / "train.json").read_text()
+
+    again = subprocess.run(cmd, capture_output=True, text=True)
+    assert again.returncode == 0 and again.stdout == first.stdout
+    assert again.stderr.startswith("already finished:")
+
+    for change, named in (
+        (["--set", "model.qk_norm=true"], "model.qk_norm: false → true"),
+        (["--seed", "1", "--set", "recipe.lr=1e-3"], "recipe.lr: 0.003 → 0.001; seed: 0 → 1"),
+    ):
+        other = subprocess.run([*cmd, *change], capture_output=True, text=True)
+        assert other.returncode == 2 and other.stdout == ""
+        assert len(other.stderr.strip().splitlines()) == 1 and named in other.stderr, other.stderr
+    assert (out / "train.json").read_text() == stored

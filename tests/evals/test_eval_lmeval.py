@@ -61,3 +61,35 @@ def test_adapter_rolling_and_greedy_generation() -> None:
     for _ in range(4):  # greedy decoding with the raw module
         expected.append(int(model.model(torch.tensor([expected]))[0, -1].argmax()))
     assert generated == model.decode(expected[3:])
+
+
+@pytest.mark.slow
+def test_the_documented_command_line_runs_on_a_run_directory(tmp_path: Path) -> None:
+    """docs/evals.md's command, batch size in --model_args and no --device: lm-eval's own
+    --batch_size default must not collide with it, and no CUDA is assumed."""
+    import os
+    import subprocess
+    import sys
+
+    adapter = pytest.importorskip("archaudit.evals.lmeval_adapter")
+    from archaudit.config import ModelConfig, Recipe
+    from archaudit.train import train
+
+    run = tmp_path / "run"
+    model = ModelConfig(d_model=32, n_layers=1, n_heads=2, context_length=64)
+    train(model, Recipe(steps=2, batch_tokens=256, corpus_chars=50_000, threads=1), run)
+    rows = [{"query": f"what is {k} plus one?", "choices": [str(k + 1), "x"], "gold": 0}
+            for k in range(4)]  # fmt: skip
+    data = tmp_path / "toy.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in rows))
+    adapter.write_task_yaml(tmp_path / "tasks", "toy_mc", data, "\nAnswer:")
+    cmd = [
+        sys.executable, "-m", "archaudit.evals.lmeval_adapter", "--model", "archaudit",
+        "--model_args", f"path={run},batch_size=8", "--include_path", str(tmp_path / "tasks"),
+        "--tasks", "toy_mc", "--limit", "4", "--output_path", str(tmp_path / "out"),
+    ]  # fmt: skip
+    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = [json.loads(p.read_text()) for p in (tmp_path / "out").rglob("results*.json")]
+    assert results and 0.0 <= results[0]["results"]["toy_mc"]["acc,none"] <= 1.0

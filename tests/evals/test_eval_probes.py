@@ -12,7 +12,7 @@ from archaudit.evals import TaskSpec, evaluate, score_task
 from archaudit.evals.longcontext import cell_name
 from archaudit.evals.tasks import LoadContext, load_items
 from archaudit.model import build_model
-from archaudit.train import load_model
+from archaudit.model.load import load_model
 
 PROBES = ("associative_recall", "noisy_recall", "selective_copy", "induction")
 

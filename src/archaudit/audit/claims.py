@@ -20,7 +20,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-PREFIX = "claim."
+from archaudit.rundir import CLAIM_PREFIX
+
 LOST_EXIT_CODE = 75  # EX_TEMPFAIL: the run is someone else's now
 
 
@@ -44,7 +45,7 @@ def current_claim(run_dir: Path) -> ClaimInfo | None:
     generations = _generations(run_dir)
     while generations:
         gen = generations.pop()
-        path = run_dir / f"{PREFIX}{gen}"
+        path = run_dir / f"{CLAIM_PREFIX}{gen}"
         try:
             heartbeat = path.stat().st_mtime
             owner = json.loads(path.read_text() or "{}")
@@ -97,7 +98,7 @@ def try_claim(run_dir: Path, stale_after_s: float) -> Claim | None:
     if held is not None and not held.stale(stale_after_s):
         return None
     generation = held.generation + 1 if held is not None else 0
-    path = run_dir / f"{PREFIX}{generation}"
+    path = run_dir / f"{CLAIM_PREFIX}{generation}"
     try:
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
@@ -119,8 +120,8 @@ def _generations(run_dir: Path) -> list[int]:
         return []
     found = []
     for entry in os.listdir(run_dir):
-        suffix = entry[len(PREFIX) :]
-        if entry.startswith(PREFIX) and suffix.isdigit():
+        suffix = entry[len(CLAIM_PREFIX) :]
+        if entry.startswith(CLAIM_PREFIX) and suffix.isdigit():
             found.append(int(suffix))
     return sorted(found)
 

@@ -2,8 +2,9 @@
 
 Every executor launches exactly this (`archaudit run-one RUN_DIR`), so all state lives in the run
 directory: a finished run is skipped, a killed one resumes from its newest checkpoint, one that
-a live worker holds is left alone. SIGTERM (Slurm preemption, `kill`) saves a checkpoint and
-releases the claim, so a requeued job continues at once.
+a live worker holds is left alone, and one whose DONE belongs to another run is refused. SIGTERM
+(Slurm preemption, `kill`) lets the training step in progress finish, saves it as a checkpoint
+and releases the claim, so a requeued job continues at once, exactly where it stopped.
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ from archaudit.audit.claims import try_claim
 from archaudit.audit.launch import RunOptions, cli_command
 from archaudit.audit.plan import RunSpec
 from archaudit.audit.trackers import open_tracker
+from archaudit.errors import ConfigError
 from archaudit.files import atomic_write, atomic_write_text
 from archaudit.progress import log
+from archaudit.rundir import ATTEMPTS, EVALS, FAILED, TRAIN_RESULT, checkpoint_dirs, checkpoint_step
 
 
 def run_one(run_dir: str | Path, options: RunOptions | None = None) -> str:
@@ -37,16 +40,16 @@ def run_one(run_dir: str | Path, options: RunOptions | None = None) -> str:
     worker holds the claim). A failure writes FAILED and re-raises."""
     run_dir, options = Path(run_dir), options or RunOptions()
     spec = store.read_spec(run_dir)
-    if (run_dir / store.DONE).exists():
+    if _finished(run_dir, spec):
         return "skipped"
     claim = try_claim(run_dir, options.stale_after_s)
     if claim is None:
         return "busy"
     try:
-        if (run_dir / store.DONE).exists():  # finished between our check and our claim
+        if _finished(run_dir, spec):  # finished between our check and our claim
             return "skipped"
         claim.start_heartbeat(options.heartbeat_s)
-        (run_dir / store.FAILED).unlink(missing_ok=True)
+        (run_dir / FAILED).unlink(missing_ok=True)
         with _sigterm_as_interrupt():
             record = _execute(run_dir, spec, options)
         store.write_done(run_dir, record)
@@ -56,10 +59,18 @@ def run_one(run_dir: str | Path, options: RunOptions | None = None) -> str:
         raise
     except Exception as err:
         summary = f"{type(err).__name__}: {err}"
-        atomic_write_text(run_dir / store.FAILED, f"{summary}\n\n{traceback.format_exc()}")
+        atomic_write_text(run_dir / FAILED, f"{summary}\n\n{traceback.format_exc()}")
         raise
     finally:
         claim.release()
+
+
+def _finished(run_dir: Path, spec: RunSpec) -> bool:
+    """Whether DONE holds this run's result; a DONE of another run is refused."""
+    done, foreign = store.read_done(run_dir, spec)
+    if foreign:
+        raise ConfigError(f"{foreign}; move that directory aside to run this one")
+    return done is not None
 
 
 def _execute(run_dir: Path, spec: RunSpec, options: RunOptions) -> dict[str, Any]:
@@ -74,7 +85,7 @@ def _execute(run_dir: Path, spec: RunSpec, options: RunOptions) -> dict[str, Any
             *cli_command("run-one", str(run_dir), "--train-only", *options.to_args()),
         ]  # fmt: skip
         subprocess.run(command, check=True)
-        result = TrainResult(**json.loads((run_dir / "train.json").read_text()))
+        result = TrainResult(**json.loads((run_dir / TRAIN_RESULT).read_text()))
     else:
         result = train_only(run_dir, options, recipe=recipe)
     metrics: dict[str, float | None] = {"val_loss": None}
@@ -96,7 +107,7 @@ def _execute(run_dir: Path, spec: RunSpec, options: RunOptions) -> dict[str, Any
         "diverged_step": result.diverged_step,
         "metrics": metrics,
         "train": result.to_json(),
-        "attempts": len((run_dir / store.ATTEMPTS).read_text().splitlines()),
+        "attempts": len((run_dir / ATTEMPTS).read_text().splitlines()),
         "host": socket.gethostname(),
         "finished": time.time(),
     }
@@ -132,7 +143,7 @@ def evaluate_run(run_dir: Path, spec: RunSpec, device: str) -> dict[str, float]:
     from archaudit.evals import evaluate
     from archaudit.train.trainer import resolve_device
 
-    path = run_dir / store.EVALS
+    path = run_dir / EVALS
     stored = store.read_json(path)
     if stored is None:
         atomic_write(
@@ -150,18 +161,18 @@ def evaluate_run(run_dir: Path, spec: RunSpec, device: str) -> dict[str, float]:
 
 
 def _record_attempt(run_dir: Path, options: RunOptions) -> None:
-    from archaudit.train.checkpoint import list_checkpoints, verify
+    from archaudit.checkpoint_io import verify
 
-    checkpoints = [c for c in list_checkpoints(run_dir / "checkpoint") if verify(c) is None]
+    checkpoints = [c for c in checkpoint_dirs(run_dir) if verify(c) is None]
     attempt = {
         "started": time.time(),
         "pid": os.getpid(),
         "host": socket.gethostname(),
-        "resume_step": int(checkpoints[-1].name.split("-")[1]) if checkpoints else 0,
+        "resume_step": checkpoint_step(checkpoints[-1]) if checkpoints else 0,
         "threads": options.threads,
         "ranks": options.ranks,
     }
-    with open(run_dir / store.ATTEMPTS, "a") as f:
+    with open(run_dir / ATTEMPTS, "a") as f:
         f.write(json.dumps(attempt) + "\n")
 
 

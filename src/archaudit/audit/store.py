@@ -1,12 +1,8 @@
 """The store: run directories are the truth; an SQLite index and two CSV exports are views.
 
     runs/<audit>/audit.json                   the plan: spec, runs, protocol notes
-    runs/<audit>/<arm>/<scale>/seed-<k>/
+    runs/<audit>/<arm>/<scale>/seed-<k>/      one run directory (its files: archaudit.rundir)
         run.json          the RunSpec (id = content hash)    written when the audit starts
-        claim.<n>         who runs it now (claims.py)
-        attempts.jsonl    one line per start: pid, host, the step it resumed from
-        spec.json env.json metrics.jsonl events.jsonl checkpoint/ train.json   (the trainer)
-        evals.json        the suite's result with per-item outputs
         DONE              the result record, written last by an atomic link: exists once
         FAILED            the error of the last failed attempt (a new claim retries)
     runs/<audit>/index.sqlite   runs and metrics, rebuilt from the directories at will
@@ -36,10 +32,10 @@ from archaudit.audit.plan import Plan, RunSpec
 from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write_text
 from archaudit.progress import warn
+from archaudit.rundir import ATTEMPTS as ATTEMPTS  # re-exported for the store's readers
+from archaudit.rundir import DONE, EVALS, FAILED, METRICS, RUN_FILE
 
-AUDIT_FILE, RUN_FILE, DONE, FAILED = "audit.json", "run.json", "DONE", "FAILED"
-ATTEMPTS, EVALS, METRICS = "attempts.jsonl", "evals.json", "metrics.jsonl"
-INDEX, RESULTS, ITEMS = "index.sqlite", "results.csv", "items.csv"
+AUDIT_FILE, INDEX, RESULTS, ITEMS = "audit.json", "index.sqlite", "results.csv", "items.csv"
 TUNE_DIR, SUPERSEDED_DIR = "_tune", "_superseded"
 RESULT_COLUMNS = ("arm", "scale", "seed", "metric", "value", "family", "status", "step", "tuned")
 ITEM_COLUMNS = ("arm", "scale", "seed", "task", "item", "correct")
@@ -147,15 +143,27 @@ class RunStatus:
     claim: ClaimInfo | None
 
 
+def read_done(run_dir: Path, spec: RunSpec) -> tuple[dict[str, Any] | None, str | None]:
+    """(the DONE record, None), or (None, why) when DONE holds another run's result (a
+    directory copied or reused by hand): that result is never reported as this run's."""
+    done = read_json(run_dir / DONE)
+    if done is not None and done.get("id") != spec.run_id:
+        return None, (
+            f"{run_dir} holds the result of run {done.get('id')} in {DONE}, not of run "
+            f"{spec.run_id} that its {RUN_FILE} describes"
+        )
+    return done, None
+
+
 def run_status(
     run_dir: Path, stale_after_s: float = 120.0, *, spec: RunSpec | None = None
 ) -> RunStatus:
     """Where one run stands; `spec` saves re-reading run.json when the caller has it."""
     spec = spec or read_spec(run_dir)
-    result = read_json(run_dir / DONE)
+    result, foreign = read_done(run_dir, spec)
     claim = current_claim(run_dir) if result is None else None
     failed = run_dir / FAILED
-    error = failed.read_text() if failed.is_file() else None
+    error = foreign or (failed.read_text() if failed.is_file() else None)
     if result is not None:
         state = "diverged" if result.get("status") == "diverged" else "done"
     elif claim is not None:

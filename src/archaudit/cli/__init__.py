@@ -22,8 +22,10 @@ def register_commands() -> None:
     # Imported for their side effect of adding commands to `app`.
     from archaudit.cli import (  # noqa: F401
         audit_cmd,
+        data_cmd,
         eval_cmd,
         mods_cmd,
+        report_cmd,
         stats_aggregate_cmd,
         stats_cmd,
         train_cmd,

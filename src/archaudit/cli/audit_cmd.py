@@ -23,6 +23,7 @@ from archaudit.cli.options import (
     load_plugin_modules,
     quiet_output,
 )
+from archaudit.cli.report_cmd import report_audit
 
 if TYPE_CHECKING:
     from archaudit.audit.coordinator import AuditOutcome
@@ -261,6 +262,7 @@ def report_outcome(outcome: AuditOutcome, json_: bool, extra: dict[str, object])
         log(f"{counts} → {outcome.results}")
         for path, error in outcome.failed.items():
             typer.secho(f"failed: {path}: {error}", err=True, fg="red")
+    report_audit(outcome.audit_dir, err=json_)
     if outcome.failed:
         raise typer.Exit(1)
 
@@ -327,6 +329,7 @@ def status(
     audit: Path = AUDIT_TARGET,
     json_: Json = False,
     quiet: Quiet = False,
+    report: bool = typer.Option(False, "--report", help="Also write a (partial) report.html."),
 ) -> None:
     """Where the audit stands: runs per arm and state (refreshes the index and CSV exports)."""
     from archaudit.audit.live import arm_table, progress_of
@@ -336,6 +339,8 @@ def status(
     quiet_output(quiet, json_)
     audit_dir = resolve_audit_dir(audit)
     statuses = refresh_index(audit_dir)
+    if report:
+        report_audit(audit_dir, err=json_)
     done, total = progress_of(statuses)
     if json_:
         runs = [

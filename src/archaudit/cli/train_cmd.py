@@ -59,11 +59,14 @@ def train(
     """Train one model under one recipe and seed into a run directory.
 
     Rerunning the same command resumes from the newest valid checkpoint; a finished run is not
-    retrained. A run that diverges (NaN/Inf) ends with status `diverged` and exit code 0.
+    retrained but reported. A directory that holds a different run is refused (exit 2). A run
+    that diverges (NaN/Inf) ends with status `diverged` and exit code 0. Ctrl-C or SIGTERM
+    finishes the current step, saves it, and stops.
     """
     from archaudit.config import load_config
     from archaudit.mods import resolve_arm
-    from archaudit.progress import log
+    from archaudit.progress import is_rank_zero, log
+    from archaudit.rundir import TRAIN_RESULT
     from archaudit.train import train as run_training
 
     quiet_output(quiet, json_)
@@ -74,7 +77,14 @@ def train(
     if arm:
         chosen = resolve_arm(arm)
         model_cfg, recipe = chosen.apply(model_cfg), chosen.apply_recipe(recipe)
+    finished_before = (out / TRAIN_RESULT).is_file()
     result = run_training(model_cfg, recipe, out, seed=seed)
+    if not is_rank_zero():  # under torchrun, one summary from rank 0
+        return
+    if finished_before and not quiet:
+        typer.echo(
+            f"already finished: {out} holds this run's result; nothing was trained", err=True
+        )
     summary = {
         k: getattr(result, k)
         for k in ("status", "steps", "tokens", "final_loss", "val_loss", "tokens_per_s", "params")

@@ -18,15 +18,16 @@ import numpy as np
 
 from archaudit.config import Recipe, canonical_json
 from archaudit.data import synthetic
+from archaudit.data.shards import TokenShards, is_prepared, open_prepared
 from archaudit.data.tokenizers import ByteTokenizer, HFTokenizer, Tokenizer, load_tokenizer
-from archaudit.errors import DataError
+from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write
 
 
 @dataclass(frozen=True)
 class TokenCorpus:
-    train: np.ndarray
-    val: np.ndarray
+    train: np.ndarray | TokenShards
+    val: np.ndarray | TokenShards
     tokenizer: Tokenizer
     bytes_per_token: float  # UTF-8 bytes of text per token, to turn nats/token into bits/byte
     key: str
@@ -69,6 +70,8 @@ def corpus_text(recipe: Recipe) -> tuple[str, str]:
 
 def prepare_corpus(recipe: Recipe, cache: Path | None = None) -> TokenCorpus:
     """Tokenise the recipe's corpus (or load it from the cache) and split off validation."""
+    if is_prepared(recipe.corpus):
+        return _prepared_corpus(recipe)
     text, content = corpus_text(recipe)
     if not text.strip():
         raise DataError(f"corpus {recipe.corpus!r} is empty")
@@ -104,6 +107,36 @@ def prepare_corpus(recipe: Recipe, cache: Path | None = None) -> TokenCorpus:
         bytes_per_token=meta["n_bytes"] / meta["n_tokens"],
         key=key,
     )
+
+
+def _prepared_corpus(recipe: Recipe) -> TokenCorpus:
+    """A directory from `archaudit data prepare`: memory-mapped shards, the same split rule."""
+    prepared = open_prepared(recipe.corpus)
+    used = prepared.index["tokenizer"]
+    if not _same_tokenizer(recipe.tokenizer, used):
+        raise ConfigError(
+            f"recipe.tokenizer = {recipe.tokenizer!r}, but corpus {recipe.corpus} was prepared "
+            f"with {used!r}; set recipe.tokenizer = {used!r} or prepare the corpus again"
+        )
+    tokens = prepared.tokens()
+    index = prepared.index
+    n_val = max(int(index["n_tokens"] * recipe.val_fraction), 1)
+    split = index["n_tokens"] - n_val
+    return TokenCorpus(
+        train=tokens[:split],
+        val=tokens[split:],
+        tokenizer=load_tokenizer(prepared.tokenizer_spec()),
+        bytes_per_token=index["n_bytes"] / index["n_tokens"],
+        key=prepared.content_hash[:20],
+    )
+
+
+def _same_tokenizer(a: str, b: str) -> bool:
+    (kind_a, _, arg_a), (kind_b, _, arg_b) = a.partition(":"), b.partition(":")
+    same_arg = arg_a == arg_b or (
+        arg_a and arg_b and Path(arg_a).resolve() == Path(arg_b).resolve()
+    )
+    return kind_a == kind_b and bool(same_arg)
 
 
 def encode(tokenizer: Tokenizer, text: str) -> list[int] | np.ndarray:

@@ -34,14 +34,34 @@ class ArchauditHarnessLM(TemplateLM):
         self,
         path: str | None = None,
         pretrained: str | None = None,
-        device: str = "cpu",
+        device: str | None = None,
         batch_size: int | str = 32,
         model: ScoringModel | None = None,
         **_: Any,
     ) -> None:
         super().__init__()
+        if not device or (device.startswith("cuda") and not torch.cuda.is_available()):
+            # lm-eval's own default is cuda:0, also on a machine without CUDA.
+            device = "cuda" if torch.cuda.is_available() else "cpu"
         self.scorer = model or load_scoring_model(path or pretrained or "", device=device)
         self._batch_size = int(batch_size) if str(batch_size).isdigit() else 32
+
+    @classmethod
+    def create_from_arg_obj(
+        cls, arg_dict: dict[str, Any], additional_config: dict | None = None
+    ) -> ArchauditHarnessLM:
+        """lm-eval passes its own `--batch_size` (default 1) and `--device` beside
+        `--model_args`; a key given in `--model_args` wins instead of colliding."""
+        extra = {k: v for k, v in (additional_config or {}).items() if v is not None}
+        return cls(**{**extra, **arg_dict})
+
+    @classmethod
+    def create_from_arg_string(
+        cls, arg_string: str, additional_config: dict | None = None
+    ) -> ArchauditHarnessLM:
+        from lm_eval.utils import simple_parse_args_string
+
+        return cls.create_from_arg_obj(simple_parse_args_string(arg_string), additional_config)
 
     @property
     def eot_token_id(self) -> int:
@@ -130,6 +150,7 @@ def write_task_yaml(
     """Write an lm-eval task over a local `multiple_choice` JSONL file ({query, choices, gold}),
     prompted as `archaudit` prompts it; use the folder as lm-eval's `--include_path`."""
     suffix = json.dumps(prompt_suffix)[1:-1]  # escaped for a double-quoted YAML string
+    Path(folder).mkdir(parents=True, exist_ok=True)
     path = Path(folder) / f"{name}.yaml"
     path.write_text(TASK_YAML.format(name=name, data=Path(data).resolve(), suffix=suffix))
     return path

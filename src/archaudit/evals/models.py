@@ -186,7 +186,7 @@ def load_hf(path: Path, device: str) -> ScoringModel:
 @model_adapter("archaudit", accepts=lambda p: p.is_dir() and not (p / "config.json").is_file())
 def load_archaudit(path: Path, device: str) -> ScoringModel:
     """An archaudit run directory or checkpoint directory."""
-    from archaudit.train.checkpoint import load_model  # lazily: evals must not need the trainer
+    from archaudit.model.load import load_model  # lazily: tokenizers and safetensors on demand
 
     model, tokenizer = load_model(path)
     return ArchauditLM(model, tokenizer, name=path.name, device=device)

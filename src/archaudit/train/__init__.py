@@ -1,6 +1,5 @@
 """Training: the loop, optimizer and schedule, stability monitor, checkpoints."""
 
-from archaudit.train.checkpoint import load_model
 from archaudit.train.trainer import TrainResult, derive_seed, train
 
-__all__ = ["TrainResult", "derive_seed", "load_model", "train"]
+__all__ = ["TrainResult", "derive_seed", "train"]

@@ -2,9 +2,15 @@
 
 Writes `spec.json` (resolved config, recipe hash, seed), `env.json`, `metrics.jsonl` (one row per
 step), `events.jsonl` (spikes, rising gradient norm, divergence), `checkpoint/` and finally
-`train.json`. Rerunning on the same directory resumes from the newest valid checkpoint and
-reproduces the uninterrupted run exactly: batches are keyed by step, and every RNG state, the
-optimizer and the stability monitor are in the checkpoint.
+`train.json` (names: `archaudit.rundir`). Rerunning on the same directory resumes from the newest
+valid checkpoint and reproduces the uninterrupted run exactly: batches are keyed by step, and
+every RNG state, the optimizer and the stability monitor are in the checkpoint.
+
+Checkpoints are taken only at step boundaries, where the step they record and the weights,
+optimizer, monitor and RNG states agree. SIGINT and SIGTERM are recorded, not raised: the step
+they arrive in finishes, is saved, and then the trainer raises KeyboardInterrupt. An exception
+inside a step (a hook, validation, a second signal) saves nothing, so the partial step is rolled
+back to the newest checkpoint when the run is rerun.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from archaudit.config import ModelConfig, Recipe, recipe_hash, to_dict
+from archaudit.config import ModelConfig, Recipe
 from archaudit.data.corpus import TokenCorpus, prepare_corpus
 from archaudit.data.sampler import BatchSampler
 from archaudit.data.tokenizers import HFTokenizer
@@ -30,11 +36,21 @@ from archaudit.errors import ConfigError
 from archaudit.files import atomic_write_text
 from archaudit.model import build_model, count_parameters, training_flops_per_token
 from archaudit.progress import progress, warn
+from archaudit.rundir import ENV, EVENTS, METRICS, SPEC, TOKENIZER, TRAIN_RESULT
 from archaudit.train import checkpoint as ckpt
-from archaudit.train.distributed import World, barrier, init_world, mean_over_ranks
+from archaudit.train.distributed import (
+    World,
+    checkpoint_activations,
+    choose_strategy,
+    full_norm,
+    gradient_sync,
+    init_world,
+    parallelize,
+)
+from archaudit.train.interrupts import SignalsAtStepEnd
 from archaudit.train.monitor import StabilityMonitor
 from archaudit.train.optim import lr_at, make_optimizer
-from archaudit.train.provenance import environment
+from archaudit.train.provenance import environment, require_same_run, run_spec
 
 MetricsHook = Callable[[dict[str, Any]], None]
 
@@ -103,11 +119,9 @@ def train(
     seed: int = 0,
     hooks: tuple[MetricsHook, ...] = (),
 ) -> TrainResult:
-    """Train (or resume, or return the stored result of) the run in `out_dir`."""
+    """Train (or resume, or return the stored result of) the run in `out_dir`. A directory that
+    holds another run (model, hashed recipe, seed or corpus differ) is refused, naming the keys."""
     out = Path(out_dir)
-    done = out / "train.json"
-    if done.is_file():
-        return TrainResult(**json.loads(done.read_text()))
     if recipe.threads:
         torch.set_num_threads(recipe.threads)
     device = resolve_device(recipe.device)
@@ -115,8 +129,15 @@ def train(
     if world.size > 1 and device.type == "cuda":
         device = torch.device("cuda", world.local_rank)
         torch.cuda.set_device(device)
+    if device.type == "cuda":
+        torch.set_float32_matmul_precision("high")  # TF32 for fp32 matmuls; in env.json
     corpus = prepare_corpus(recipe)
     model_cfg = dataclasses.replace(model_cfg, vocab_size=corpus.tokenizer.vocab_size)
+    spec = run_spec(model_cfg, recipe, seed, corpus)
+    if (out / SPEC).is_file():
+        require_same_run(out, json.loads((out / SPEC).read_text()), spec)
+    if (out / TRAIN_RESULT).is_file():
+        return TrainResult(**json.loads((out / TRAIN_RESULT).read_text()))
     n_seq = recipe.sequences_per_step(model_cfg.context_length)
     if n_seq // recipe.grad_accumulation % world.size:
         raise ConfigError(
@@ -128,116 +149,98 @@ def train(
     params = count_parameters(model)
     flops_per_token = training_flops_per_token(model_cfg, params)
     if world.is_main:
-        _write_spec(out, model_cfg, recipe, seed, corpus)
-        (out / "env.json").write_text(json.dumps(environment(device), indent=2))
+        _write_spec(out, spec, corpus)
+        (out / ENV).write_text(json.dumps(environment(device), indent=2))
+    if recipe.activation_checkpointing:
+        checkpoint_activations(model)
+    # Shard (FSDP2 replaces parameters in place) before the optimizer is given them.
+    step_model = parallelize(model, choose_strategy(recipe.parallel, params, device, world), device)
+    if recipe.compile:
+        step_model = torch.compile(step_model)
     optimizer = make_optimizer(model, recipe)
     monitor = StabilityMonitor()
     torch.manual_seed(derive_seed(seed, "dropout"))
 
-    start = 0
-    state = ckpt.load_latest(out / "checkpoint")
-    if state is not None:
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        monitor.load_state_dict(state["monitor"])
-        ckpt.set_rng_state(state["rng"])
-        start = state["step"]
+    state = ckpt.TrainingState(model, optimizer, monitor)
+    start = ckpt.resume(out, state)
     if world.is_main:
-        _truncate_jsonl(out / "metrics.jsonl", start)
-        _truncate_jsonl(out / "events.jsonl", start)
+        _truncate_jsonl(out / METRICS, start)
+        _truncate_jsonl(out / EVENTS, start)
 
     train_sampler = BatchSampler(
         corpus.train, model_cfg.context_length, data_order_seed(recipe, seed)
     )
     val_sampler = BatchSampler(corpus.val, model_cfg.context_length, recipe.data_seed + 1)
     micro = n_seq // recipe.grad_accumulation
-    step_model: nn.Module = model
-    if world.size > 1:
-        step_model = nn.parallel.DistributedDataParallel(
-            model, device_ids=[device.index] if device.type == "cuda" else None
-        )
-    if recipe.compile:
-        step_model = torch.compile(step_model)
 
     def save(step: int) -> None:
-        if world.is_main:
-            ckpt.save_checkpoint(
-                out / "checkpoint",
-                step,
-                {
-                    "step": step,
-                    "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "monitor": monitor.state_dict(),
-                    "rng": ckpt.rng_state(),
-                },
-                keep=recipe.keep_checkpoints,
-            )
-        barrier(world)
+        ckpt.save(out, step, state, keep=recipe.keep_checkpoints, world=world)
 
     tokens_per_step = n_seq * model_cfg.context_length
     status, diverged_step, last_loss, last_val = "ok", None, None, None
     session_tokens, session_time = 0, 0.0
-    step = start
     stats = "loss {task.fields[loss]:.3f}  {task.fields[tps]:,.0f} tok/s"
     bar_fields = {"loss": float("nan"), "tps": 0.0}
-    with progress("train", recipe.steps, completed=start, stats=stats, **bar_fields) as bar:
-        try:
-            for step in range(start, recipe.steps):
-                t0 = time.perf_counter()
-                lr = lr_at(step, recipe)
-                for group in optimizer.param_groups:
-                    group["lr"] = lr
-                loss_sum = torch.zeros((), device=device)
-                for m in range(recipe.grad_accumulation):
-                    x, y = train_sampler.batch((step, m), micro, world.rank, world.size)
-                    sync = m == recipe.grad_accumulation - 1 or world.size == 1
-                    no_sync = getattr(step_model, "no_sync", contextlib.nullcontext)
-                    with contextlib.nullcontext() if sync else no_sync():
-                        with autocast(device, recipe):
-                            loss = step_model(x.to(device), targets=y.to(device))
-                        (loss / recipe.grad_accumulation).backward()
-                    loss_sum += loss.detach()
-                grad_norm = float(nn.utils.clip_grad_norm_(model.parameters(), recipe.grad_clip))
-                loss_value = float(mean_over_ranks(loss_sum / recipe.grad_accumulation, world))
-                events = monitor.observe(step + 1, loss_value, grad_norm)
-                _append_jsonl(out / "events.jsonl", events, world)
-                if any(e["event"] == "diverged" for e in events):
-                    status, diverged_step = "diverged", step + 1
-                    warn(
-                        f"run diverged at step {step + 1} (loss {loss_value}, "
-                        f"grad norm {grad_norm}); stopping cleanly"
-                    )
-                    break
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
-                if device.type == "cuda":
-                    torch.cuda.synchronize()
-                dt = time.perf_counter() - t0
-                session_tokens += tokens_per_step
-                session_time += dt
-                last_loss = loss_value
-                row: dict[str, Any] = {
-                    "step": step + 1,
-                    "tokens": (step + 1) * tokens_per_step,
-                    "loss": loss_value,
-                    "lr": lr,
-                    "grad_norm": grad_norm,
-                    "tokens_per_s": tokens_per_step / dt,
-                }
-                if (step + 1) % recipe.eval_every == 0 or step + 1 == recipe.steps:
-                    last_val = validation_loss(model, val_sampler, recipe, device, micro)
-                    row["val_loss"] = last_val
-                _append_jsonl(out / "metrics.jsonl", [row], world)
-                for hook in hooks:
-                    hook(row)
-                bar.update(advance=1, loss=loss_value, tps=tokens_per_step / dt)
-                if (step + 1) % recipe.checkpoint_every == 0 or step + 1 == recipe.steps:
+    with (
+        progress("train", recipe.steps, completed=start, stats=stats, **bar_fields) as bar,
+        SignalsAtStepEnd(world) as signals,
+    ):
+        for step in range(start, recipe.steps):
+            t0 = time.perf_counter()
+            lr = lr_at(step, recipe)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            loss_sum = torch.zeros((), device=device)
+            for m in range(recipe.grad_accumulation):
+                x, y = train_sampler.batch((step, m), micro, world.rank, world.size)
+                with gradient_sync(step_model, sync=m == recipe.grad_accumulation - 1):
+                    with autocast(device, recipe):
+                        loss = step_model(x.to(device), targets=y.to(device))
+                    (loss / recipe.grad_accumulation).backward()
+                loss_sum += loss.detach()
+            grad_norm = full_norm(nn.utils.clip_grad_norm_(model.parameters(), recipe.grad_clip))
+            loss_value = signals.mean_loss(loss_sum / recipe.grad_accumulation)
+            events = monitor.observe(step + 1, loss_value, grad_norm)
+            _append_jsonl(out / EVENTS, events, world)
+            if any(e["event"] == "diverged" for e in events):
+                status, diverged_step = "diverged", step + 1
+                warn(
+                    f"run diverged at step {step + 1} (loss {loss_value}, "
+                    f"grad norm {grad_norm}); stopping cleanly"
+                )
+                break
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            dt = time.perf_counter() - t0
+            session_tokens += tokens_per_step
+            session_time += dt
+            last_loss = loss_value
+            row: dict[str, Any] = {
+                "step": step + 1,
+                "tokens": (step + 1) * tokens_per_step,
+                "loss": loss_value,
+                "lr": lr,
+                "grad_norm": grad_norm,
+                "tokens_per_s": tokens_per_step / dt,
+            }
+            if (step + 1) % recipe.eval_every == 0 or step + 1 == recipe.steps:
+                last_val = validation_loss(model, val_sampler, recipe, device, micro)
+                row["val_loss"] = last_val
+            _append_jsonl(out / METRICS, [row], world)
+            for hook in hooks:
+                hook(row)
+            bar.update(advance=1, loss=loss_value, tps=tokens_per_step / dt)
+            periodic = (step + 1) % recipe.checkpoint_every == 0 or step + 1 == recipe.steps
+            if periodic:
+                save(step + 1)
+            stop = signals.stop_now()  # asked after the save: a signal during it stops here too
+            if stop and step + 1 < recipe.steps:
+                if not periodic:
                     save(step + 1)
-        except KeyboardInterrupt:
-            warn(f"interrupted: saving a checkpoint at step {step} so a rerun resumes there")
-            save(step)
-            raise
+                warn(f"{stop}: saved a checkpoint at step {step + 1}; a rerun resumes there")
+                raise KeyboardInterrupt
 
     completed = diverged_step - 1 if diverged_step else recipe.steps
     result = TrainResult(
@@ -252,37 +255,17 @@ def train(
         flops_per_token=flops_per_token,
     )
     if world.is_main:
-        atomic_write_text(done, json.dumps(result.to_json(), indent=2))
+        atomic_write_text(out / TRAIN_RESULT, json.dumps(result.to_json(), indent=2))
+    if signals.stop_now():  # it arrived in the last step: the result is stored, now stop
+        raise KeyboardInterrupt
     return result
 
 
-def _write_spec(
-    out: Path, cfg: ModelConfig, recipe: Recipe, seed: int, corpus: TokenCorpus
-) -> None:
-    spec = {
-        "model": to_dict(cfg),
-        "recipe": to_dict(recipe),
-        "recipe_hash": recipe_hash(recipe),
-        "seed": seed,
-        "tokenizer": recipe.tokenizer,
-        "corpus_key": corpus.key,
-        "bytes_per_token": corpus.bytes_per_token,
-    }
-    path = out / "spec.json"
-    if path.is_file():
-        old = json.loads(path.read_text())
-        differs = [
-            k for k in ("model", "recipe_hash", "seed", "corpus_key") if old.get(k) != spec[k]
-        ]
-        if differs:
-            raise ConfigError(
-                f"{out} already holds a different run (differs in: {', '.join(differs)}); "
-                "choose another --out or delete that directory"
-            )
+def _write_spec(out: Path, spec: dict[str, Any], corpus: TokenCorpus) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps(spec, indent=2))
+    atomic_write_text(out / SPEC, json.dumps(spec, indent=2))
     if isinstance(corpus.tokenizer, HFTokenizer):
-        corpus.tokenizer.save(out / "tokenizer.json")
+        corpus.tokenizer.save(out / TOKENIZER)
 
 
 def _append_jsonl(path: Path, rows: list[dict[str, Any]], world: World) -> None:

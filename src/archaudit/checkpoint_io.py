@@ -1,0 +1,184 @@
+"""The checkpoint format: one folder per saved step, holding nothing that runs code when loaded.
+
+    checkpoint/step-000100/model.safetensors   the weights: safetensors, readable by any tool
+                           train_state.pt      optimizer and RNG state: tensors and plain
+                                               containers, read with torch.load(weights_only=True)
+                           meta.json           format, step, and JSON state (the monitor)
+                           SHA256SUMS          sha256 of the three files (`sha256sum -c` checks it)
+
+A checkpoint is written into a hidden temporary folder and renamed into place, so a crash
+mid-write leaves no half checkpoint under a real name. Reading takes the newest folder whose
+sums verify; a truncated or corrupted one is skipped with a warning. A file that would need
+unpickling (archaudit 0.1's `state.pt`, or a planted payload) is refused: unpickling runs
+whatever code the file names. Below both the trainer and the evaluators, so neither imports
+the other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import safetensors.torch
+import torch
+from safetensors import SafetensorError
+from torch import nn
+
+from archaudit.errors import DataError
+from archaudit.progress import warn
+from archaudit.rundir import (
+    CHECKPOINT_META,
+    CHECKPOINTS,
+    CHECKSUMS,
+    LEGACY_STATE,
+    TRAIN_STATE,
+    WEIGHTS,
+    checkpoint_dirs,
+    checkpoint_name,
+)
+
+FORMAT = 2
+FILES = (WEIGHTS, TRAIN_STATE, CHECKPOINT_META)
+
+
+def write(
+    run_dir: Path,
+    step: int,
+    weights: dict[str, torch.Tensor],
+    train_state: dict[str, Any],
+    meta: dict[str, Any],
+    *,
+    keep: int,
+) -> Path:
+    """Write checkpoint `step` of `run_dir` atomically; keep the newest `keep` checkpoints.
+    `weights` names each tensor once (a tied head's second name left out, as safetensors'
+    `save_model` does, so `load_model` reads it back)."""
+    folder = run_dir / CHECKPOINTS
+    folder.mkdir(parents=True, exist_ok=True)
+    final = folder / checkpoint_name(step)
+    tmp = folder / f".tmp-{final.name}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    safetensors.torch.save_file({k: v.contiguous() for k, v in weights.items()}, tmp / WEIGHTS)
+    torch.save(train_state, tmp / TRAIN_STATE)
+    (tmp / CHECKPOINT_META).write_text(json.dumps({"format": FORMAT, "step": step, **meta}))
+    sums = "".join(f"{_sha256(tmp / name)}  {name}\n" for name in FILES)
+    (tmp / CHECKSUMS).write_text(sums)
+    for name in (*FILES, CHECKSUMS):
+        _fsync(tmp / name)
+    if final.exists():  # a re-save of the same step (e.g. after resume at a checkpoint boundary)
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    for old in checkpoint_dirs(run_dir)[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def verify(ckpt: Path) -> str | None:
+    """None when the checkpoint is whole, else what is wrong with it. A folder in the refused
+    pickled format raises (it is not damaged, and falling back past it would hide it)."""
+    if (ckpt / LEGACY_STATE).exists():
+        raise DataError(
+            f"checkpoint {ckpt} is in archaudit 0.1's pickled format ({LEGACY_STATE}), which can "
+            "run arbitrary code when loaded and is no longer read; retrain the run"
+        )
+    listed = _read_sums(ckpt / CHECKSUMS)
+    if listed is None or sorted(listed) != sorted(FILES):
+        return "is incomplete (no complete checksum list)"
+    if not all((ckpt / name).is_file() for name in FILES):
+        return "is incomplete"
+    if any(_sha256(ckpt / name) != digest for name, digest in listed.items()):
+        return "fails its checksum (truncated or corrupted)"
+    return None
+
+
+def newest(run_dir: Path) -> Path | None:
+    """The newest checkpoint of `run_dir` that verifies, or None. Bad ones are reported and
+    skipped."""
+    for ckpt in reversed(checkpoint_dirs(run_dir)):
+        problem = verify(ckpt)
+        if problem is None:
+            return ckpt
+        warn(f"checkpoint {ckpt} {problem}; falling back to an earlier one")
+    return None
+
+
+def checked(ckpt: Path) -> Path:
+    """`ckpt` itself, or a one-line error saying what is wrong with it."""
+    problem = verify(ckpt)
+    if problem is not None:
+        raise DataError(f"checkpoint {ckpt} {problem}")
+    return ckpt
+
+
+def read_weights(model: nn.Module, ckpt: Path) -> None:
+    """Load the checkpoint's weights into `model` (strict: every tensor must match)."""
+    device = next(model.parameters()).device
+    try:
+        safetensors.torch.load_model(model, ckpt / WEIGHTS, device=str(device))
+    except SafetensorError as err:
+        raise DataError(f"checkpoint {ckpt}: {WEIGHTS} is not a safetensors file ({err})") from None
+    except RuntimeError as err:  # load_state_dict's missing/unexpected/shape report
+        first = str(err).splitlines()[0]
+        raise DataError(f"checkpoint {ckpt} does not fit the run's model config: {first}") from None
+
+
+def read_weight_file(ckpt: Path) -> dict[str, torch.Tensor]:
+    """The checkpoint's tensors by name, on the CPU."""
+    try:
+        return safetensors.torch.load_file(ckpt / WEIGHTS)
+    except SafetensorError as err:
+        raise DataError(f"checkpoint {ckpt}: {WEIGHTS} is not a safetensors file ({err})") from None
+
+
+def read_meta(ckpt: Path) -> dict[str, Any]:
+    meta = json.loads((ckpt / CHECKPOINT_META).read_text())
+    if meta.get("format") != FORMAT:
+        raise DataError(
+            f"checkpoint {ckpt} has format {meta.get('format')!r}; this archaudit reads {FORMAT}"
+        )
+    return meta
+
+
+def read_train_state(ckpt: Path) -> dict[str, Any]:
+    """The optimizer and RNG state, unpickled with torch's allow-list of plain types only."""
+    try:
+        return torch.load(ckpt / TRAIN_STATE, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        named = re.search(r"GLOBAL (\S+)", str(err))
+        what = f"a pickled {named[1]}" if named else "objects that need full unpickling"
+        raise DataError(
+            f"checkpoint {ckpt}: {TRAIN_STATE} holds {what}; loading it could run arbitrary "
+            "code, so it is refused"
+        ) from None
+
+
+def _read_sums(path: Path) -> dict[str, str] | None:
+    """{file name: sha256} from a `sha256sum`-style list, or None when it is missing or torn."""
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        return None
+    pairs = [line.split("  ", 1) for line in lines]
+    if not all(len(pair) == 2 for pair in pairs):
+        return None
+    return {name: digest for digest, name in pairs}
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fsync(path: Path) -> None:
+    with open(path, "rb") as f:
+        os.fsync(f.fileno())

@@ -1,0 +1,65 @@
+"""`archaudit report SOURCE`: the audit report as one self-contained HTML page (and a Markdown
+twin). A thin face over `archaudit.report.write_report`."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import typer
+
+from archaudit.cli.app import app
+from archaudit.errors import ArchauditError
+from archaudit.progress import warn
+
+
+def command_line() -> str:
+    """The command that is running, for the report's provenance."""
+    return shlex.join(["archaudit", *sys.argv[1:]])
+
+
+@app.command()
+def report(
+    source: Path = typer.Argument(..., help="Audit directory, audit file (TOML) or results CSV."),
+    out: Path | None = typer.Option(
+        None, "--out", help="HTML file [default: <audit>/report.html, or <csv>.report.html]."
+    ),
+    markdown: Path | None = typer.Option(
+        None, "--markdown", help="Also write a Markdown twin here (figures in <name>_files/)."
+    ),
+    metric: list[str] = typer.Option(
+        [], "--metric", help="Metric to judge (repeatable) [default: val_loss, downstream_avg]."
+    ),
+    baseline: str = typer.Option("baseline", "--baseline", help="The baseline arm."),
+    json_out: bool = typer.Option(False, "--json", help="Print the paths and sections as JSON."),
+) -> None:
+    """Write the audit report: the answer first, then the plots and tables behind it. One HTML
+    file with everything inline (no script, font or URL), readable printed and on a phone."""
+    from archaudit.report import build_report
+    from archaudit.report.build import default_output, write_html, write_markdown
+
+    built = build_report(source, metrics=metric, baseline=baseline, command=command_line())
+    html_path = write_html(built, out or default_output(built.data))
+    md_path = write_markdown(built, markdown) if markdown is not None else None
+    if json_out:
+        sections = [
+            {"key": s.key, "title": s.title, "present": s.absent is None, "absent": s.absent}
+            for s in built.sections
+        ]
+        paths = {"html": str(html_path), "markdown": str(md_path) if md_path else None}
+        typer.echo(json.dumps(paths | {"sections": sections}))
+        return
+    typer.echo(f"report: {html_path}" + (f" (Markdown: {md_path})" if md_path else ""))
+
+
+def report_audit(audit_dir: Path, *, err: bool = False) -> None:
+    """Write <audit_dir>/report.html and print its path (on stderr with `err`); what `run`,
+    `demo` and `status --report` end with. Without the `report` extra: a hint, not a failure."""
+    try:
+        from archaudit.report import write_report
+    except ArchauditError as err:
+        warn(str(err))
+        return
+    typer.echo(f"report: {write_report(audit_dir, command=command_line())}", err=err)

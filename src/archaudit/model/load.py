@@ -1,0 +1,41 @@
+"""A trained model back from its run directory: the config from spec.json, the weights from a
+checkpoint's safetensors file. Needs nothing from the trainer, so evaluators import only this."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from archaudit import checkpoint_io
+from archaudit.config import ModelConfig, build
+from archaudit.data.tokenizers import Tokenizer, load_tokenizer
+from archaudit.errors import DataError
+from archaudit.model.transformer import Transformer, build_model
+from archaudit.rundir import SPEC, TOKENIZER, checkpoint_step, run_dir_of
+
+
+def load_model(
+    path: str | Path, device: str | torch.device = "cpu"
+) -> tuple[Transformer, Tokenizer]:
+    """Load a trained model for evaluation: `path` is a run directory (its newest valid
+    checkpoint) or one `step-*` checkpoint folder. Returns (model in eval mode, tokenizer)."""
+    path = Path(path)
+    run = run_dir_of(path)
+    spec_file = run / SPEC
+    if not spec_file.is_file():
+        raise DataError(f"{path} is not an archaudit run directory (no {SPEC} in {run})")
+    spec = json.loads(spec_file.read_text())
+    if checkpoint_step(path) is not None:
+        ckpt = checkpoint_io.checked(path)
+    else:
+        ckpt = checkpoint_io.newest(run)
+    if ckpt is None:
+        raise DataError(f"{run} has no valid checkpoint to evaluate")
+    model = build_model(build(ModelConfig, spec["model"], section="model"))
+    checkpoint_io.read_weights(model, ckpt)
+    model.to(device).eval()
+    tok_file = run / TOKENIZER
+    tokenizer = load_tokenizer(f"hf:{tok_file}" if tok_file.is_file() else spec["tokenizer"])
+    return model, tokenizer

@@ -1,0 +1,91 @@
+"""Build the report from a source and write it: `write_report(source) -> Path`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from archaudit.files import atomic_write_text
+from archaudit.report.data import ReportData, gather
+from archaudit.report.html import render_html
+from archaudit.report.markdown import render_markdown
+from archaudit.report.sections import SECTIONS, Section
+
+REPORT_FILE = "report.html"
+
+
+@dataclass(frozen=True)
+class Report:
+    data: ReportData
+    sections: tuple[Section, ...]
+
+    @property
+    def title(self) -> str:
+        return f"archaudit report: {self.data.title}"
+
+    @property
+    def subtitle(self) -> str:
+        p = self.data.progress
+        state = f"; {p.finished} of {p.total} runs finished" if p is not None else ""
+        return f"Source: {self.data.source} ({self.data.kind}){state}."
+
+    def html(self) -> str:
+        return render_html(self.title, self.subtitle, self.sections)
+
+    def markdown(self, figures_dir: str) -> tuple[str, dict[str, str]]:
+        return render_markdown(self.title, self.subtitle, self.sections, figures_dir)
+
+
+def build_report(
+    source: str | Path,
+    *,
+    metrics: Sequence[str] = (),
+    baseline: str = "baseline",
+    command: str | None = None,
+) -> Report:
+    """Gather the results of SOURCE (audit directory, audit file or results CSV) and lay out
+    every section, in order."""
+    data = gather(source, metrics=metrics, baseline=baseline, command=command)
+    return Report(data, tuple(section(data) for section in SECTIONS))
+
+
+def default_output(data: ReportData) -> Path:
+    """<audit dir>/report.html for an audit, <name>.report.html beside a CSV."""
+    path = Path(data.provenance.source)
+    return path.parent / REPORT_FILE if data.kind == "audit" else path.with_suffix(".report.html")
+
+
+def write_report(
+    source: str | Path,
+    out: str | Path | None = None,
+    *,
+    markdown: str | Path | None = None,
+    metrics: Sequence[str] = (),
+    baseline: str = "baseline",
+    command: str | None = None,
+) -> Path:
+    """Write the HTML report (and, with `markdown`, its Markdown twin with figures in
+    `<markdown stem>_files/`); return the HTML path."""
+    report = build_report(source, metrics=metrics, baseline=baseline, command=command)
+    html_path = write_html(report, Path(out) if out is not None else default_output(report.data))
+    if markdown is not None:
+        write_markdown(report, Path(markdown))
+    return html_path
+
+
+def write_html(report: Report, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, report.html())
+    return path
+
+
+def write_markdown(report: Report, path: Path) -> Path:
+    """The Markdown twin at `path`, its figures as SVG files in `<stem>_files/` beside it."""
+    figures_dir = f"{path.stem}_files"
+    text, files = report.markdown(figures_dir)
+    (path.parent / figures_dir).mkdir(parents=True, exist_ok=True)
+    for name, svg in files.items():
+        atomic_write_text(path.parent / figures_dir / name, svg)
+    atomic_write_text(path, text)
+    return path

@@ -1,0 +1,739 @@
+"""Everything the report shows, gathered into plain dataclasses: the ONE place that talks to
+`archaudit.stats` and reads audit directories.
+
+The report never computes a statistic: verdicts, intervals, error rates, decoupling, transfer,
+interactions and power all come from `archaudit.stats`. Fields that a newer stats may add (the
+design's measured error rate, its MDE, an interval for Δ, the corrected threshold, the reference
+distribution) are read with `getattr` and stay None ("not computed") until it provides them.
+When the stats API changes, this module is what to adapt.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from archaudit.audit import store
+from archaudit.errors import ArchauditError, DataError
+from archaudit.stats import (
+    Design,
+    cross_scale_transfer,
+    decoupling,
+    interactions,
+    judge,
+    load_table,
+    power,
+    seeds_needed,
+)
+from archaudit.stats.errors import EmptyTableError
+from archaudit.stats.grading import looks_like_loss
+from archaudit.stats.table import RESULTS_FILE, Table
+from archaudit.stats.verdicts import NOISE_SIGMAS
+
+ENV_FILE = "env.json"
+"""Written by the trainer into each run directory (versions, device, source hash)."""
+DOWNSTREAM_METRIC = "downstream_avg"
+PRIMARY_METRICS = ("val_loss", DOWNSTREAM_METRIC)
+"""Judged by default when present: the audit's loss and its downstream macro average."""
+POWER_EFFECTS = (3.0, 5.0, 10.0)
+"""Effects (in σ) for which the power section says how many seeds a claim would need."""
+POWER_STEP, POWER_SPAN = 0.5, 15.0
+"""The power curve is drawn every POWER_STEP σ up to POWER_SPAN σ, or past the MDE."""
+FACTOR_SEPARATOR = "+"
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ArmRow:
+    """One arm on one metric at one scale. Δ is signed so that positive = better."""
+
+    arm: str
+    family: str | None
+    tuned: bool
+    n_seeds: int
+    n_diverged: int
+    diverged_step: int | None
+    mean: float
+    sd: float
+    delta: float
+    interval: tuple[float, float] | None
+    test: str | None
+    p: float
+    p_adj: float
+    verdict: str
+    mde: float
+    grade: str
+    grade_missing: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """One family judged on one metric at one scale."""
+
+    metric: str
+    scale: str
+    lower_is_better: bool
+    baseline: str
+    baseline_mean: float
+    baseline_n: int
+    sigma: float
+    sigma_dof: int
+    m: int
+    correction: str
+    alpha: float
+    power_target: float
+    fwer_uncorrected: float
+    design_fwer: float | None
+    """The design's family-wise false-positive rate measured by simulation (stats-core)."""
+    design_mde: float | None
+    """The design's minimum detectable effect at the target power, metric units (stats-core)."""
+    threshold: float | None
+    """The smallest |Δ| that survives the correction (stats-core)."""
+    reference: str | None
+    calibrated: bool | None
+    noise_band: float
+    """NOISE_SIGMAS·σ: effects inside it are within noise by rule."""
+    arms: tuple[ArmRow, ...]
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ScatterPoint:
+    arm: str
+    family: str | None
+    loss_change: float
+    downstream_delta: float
+    decoupled: bool
+    kind: str | None
+
+
+@dataclass(frozen=True)
+class Scatter:
+    """Loss change against downstream Δ at one scale (stats.decoupling)."""
+
+    scale: str
+    loss_metric: str
+    downstream_metric: str
+    threshold: float
+    points: tuple[ScatterPoint, ...]
+
+
+@dataclass(frozen=True)
+class BumpArm:
+    arm: str
+    family: str | None
+    rank_small: float
+    rank_large: float
+    verdict_large: str
+
+
+@dataclass(frozen=True)
+class Bump:
+    """Rank of every arm at two scales (stats.cross_scale_transfer)."""
+
+    metric: str
+    small: str
+    large: str
+    spearman: float
+    spearman_interval: tuple[float, float] | None
+    kendall: float
+    sign_preserved: float
+    arms: tuple[BumpArm, ...]
+    diverged_only_at_large: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Combination:
+    arm: str
+    factors: tuple[str, ...]
+    observed: float
+    predicted: float
+    interaction_sigmas: float
+    harmful_count: int
+
+
+@dataclass(frozen=True)
+class Heatmap:
+    """A factorial audit's main effects and interactions in σ (stats.interactions)."""
+
+    metric: str
+    scale: str
+    sigma: float
+    factors: tuple[str, ...]
+    main_sigmas: dict[str, float]
+    combinations: tuple[Combination, ...]
+    harmful: tuple[str, ...]
+    r2_additive: float
+    r2_harmful_count: float
+
+
+@dataclass(frozen=True)
+class PowerCase:
+    """The power of one judged family's typical design (stats.power)."""
+
+    metric: str
+    scale: str
+    sigma: float
+    arm_seeds: int
+    baseline_seeds: int
+    m: int
+    mde_sigmas: float | None
+    curve: tuple[tuple[float, float], ...]
+    """(effect in σ, probability of a verdict)."""
+    seeds_for: tuple[tuple[float, int | None], ...]
+    """(effect in σ, seeds per arm a balanced design needs; None = more than SEEDS_CAP)."""
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One run's training curve (metrics.jsonl) and where it diverged (DONE)."""
+
+    arm: str
+    family: str | None
+    scale: str
+    seed: int
+    steps: tuple[int, ...]
+    loss: tuple[float, ...]
+    grad_norm: tuple[float, ...]
+    diverged_step: int | None
+
+
+@dataclass(frozen=True)
+class ScaleScope:
+    name: str
+    model: dict[str, Any]
+    tokens: int | None
+    arms: int
+    seeds: tuple[int, ...]
+    """Distinct seed counts per arm at this scale."""
+
+
+@dataclass(frozen=True)
+class Scope:
+    scales: tuple[ScaleScope, ...]
+    recipe: dict[str, Any]
+    """The shared recipe (empty for a CSV)."""
+    suite: str | None
+    tuned_arms: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Provenance:
+    source: str
+    source_sha256: str | None
+    """sha256 of the results file the verdicts were read from."""
+    recipe_hashes: tuple[str, ...]
+    environments: tuple[dict[str, Any], ...]
+    """Distinct env.json records of the runs (versions, device, source hash)."""
+    command: str | None
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far a running audit is (a partial report)."""
+
+    finished: int
+    total: int
+    states: dict[str, int]
+
+
+@dataclass(frozen=True)
+class ReportData:
+    source: str
+    kind: str
+    """"audit" or "csv"."""
+    title: str
+    metrics: tuple[str, ...]
+    verdicts: tuple[Verdicts, ...]
+    scatters: tuple[Scatter, ...]
+    bumps: tuple[Bump, ...]
+    heatmaps: tuple[Heatmap, ...]
+    power: tuple[PowerCase, ...]
+    curves: tuple[Curve, ...]
+    scope: Scope
+    provenance: Provenance
+    progress: Progress | None
+    protocol_notes: dict[str, tuple[str, ...]]
+    """Arm → the audit's protocol warnings (R5–R7) stored at plan time."""
+    absent: dict[str, str] = field(default_factory=dict)
+    """Analysis → why it could not be made (the error stats raised, or what is missing)."""
+
+
+SEEDS_CAP = 100
+
+
+def gather(
+    source: str | Path,
+    *,
+    metrics: Sequence[str] = (),
+    baseline: str = "baseline",
+    command: str | None = None,
+) -> ReportData:
+    """Read SOURCE (an audit directory, an audit file or a results CSV) and run every analysis
+    the report shows. Analyses that do not apply are recorded in `absent` with the reason."""
+    audit_dir, csv_path = _resolve(Path(source))
+    absent: dict[str, str] = {}
+    table = _load(csv_path, audit_dir, absent)
+    if table is not None:
+        table.check_arm(baseline, "baseline")
+    chosen = _choose_metrics(table, metrics) if table else ()
+    verdicts = _verdicts(table, chosen, baseline, absent) if table else ()
+    runs = _runs(audit_dir) if audit_dir else ()
+    return ReportData(
+        source=str(source),
+        kind="audit" if audit_dir else "csv",
+        title=_title(audit_dir, csv_path),
+        metrics=chosen,
+        verdicts=verdicts,
+        scatters=_scatters(table, chosen, baseline, absent) if table else (),
+        bumps=_bumps(table, chosen, baseline, absent) if table else (),
+        heatmaps=_heatmaps(table, chosen, baseline, absent) if table else (),
+        power=tuple(_power(v) for v in verdicts if v.baseline_n >= 2),
+        curves=tuple(curve for run in runs if (curve := _curve(run)) is not None),
+        scope=_scope(table, runs, audit_dir),
+        provenance=_provenance(csv_path, runs, command),
+        progress=_progress(runs) if audit_dir else None,
+        protocol_notes=_protocol_notes(audit_dir),
+        absent=absent,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# verdicts and analyses (all computed by archaudit.stats)
+
+
+def _attempt(compute: Callable[[], T], key: str, absent: dict[str, str]) -> T | None:
+    """The analysis' result, or None with the user-facing reason stats gave."""
+    try:
+        return compute()
+    except ArchauditError as err:
+        absent.setdefault(key, str(err))
+        return None
+
+
+def _load(csv_path: Path, audit_dir: Path | None, absent: dict[str, str]) -> Table | None:
+    """The results table. A running audit may have no finished run yet: then the report is
+    partial. A CSV the user named must be readable: its errors stop the report."""
+    if audit_dir is not None and not csv_path.is_file():
+        absent["table"] = f"{csv_path} does not exist yet: no run of the audit has finished"
+        return None
+    try:
+        return load_table(csv_path)
+    except EmptyTableError as err:
+        if audit_dir is None:
+            raise
+        absent["table"] = f"no run of the audit has finished yet ({err})"
+        return None
+
+
+def _choose_metrics(table: Table, metrics: Sequence[str]) -> tuple[str, ...]:
+    for metric in metrics:
+        table.check_metric(metric)
+    if metrics:
+        return tuple(metrics)
+    primary = tuple(m for m in PRIMARY_METRICS if m in table.metrics)
+    return primary or table.metrics
+
+
+def _lower_is_better(metric: str) -> bool:
+    return looks_like_loss(metric)
+
+
+def _verdicts(
+    table: Table, metrics: Sequence[str], baseline: str, absent: dict[str, str]
+) -> tuple[Verdicts, ...]:
+    out = []
+    for metric in metrics:
+        for scale in table.scales:
+            judgement = _attempt(
+                lambda m=metric, s=scale: judge(
+                    table, m, baseline=baseline, lower_is_better=_lower_is_better(m), scale=s
+                ),
+                f"verdicts:{metric}:{scale}",
+                absent,
+            )
+            if judgement is not None:
+                out.append(_from_judgement(judgement))
+    return tuple(out)
+
+
+def _from_judgement(j: Any) -> Verdicts:
+    return Verdicts(
+        metric=j.metric,
+        scale=j.scale,
+        lower_is_better=j.lower_is_better,
+        baseline=j.baseline,
+        baseline_mean=j.baseline_mean,
+        baseline_n=j.baseline_n,
+        sigma=j.sigma,
+        sigma_dof=j.sigma_dof,
+        m=j.m,
+        correction=j.correction,
+        alpha=j.alpha,
+        power_target=j.power_target,
+        fwer_uncorrected=j.fwer_uncorrected,
+        design_fwer=_optional_float(j, "design_fwer"),
+        design_mde=_optional_float(j, "design_mde"),
+        threshold=_optional_float(j, "threshold"),
+        reference=getattr(j, "reference", None),
+        calibrated=getattr(j, "calibrated", None),
+        noise_band=NOISE_SIGMAS * j.sigma,
+        arms=tuple(
+            ArmRow(
+                arm=a.arm,
+                family=a.family,
+                tuned=a.tuned,
+                n_seeds=a.n_seeds,
+                n_diverged=a.n_diverged,
+                diverged_step=a.diverged_step,
+                mean=a.mean,
+                sd=a.sd,
+                delta=a.delta,
+                interval=_optional_interval(a, "interval"),
+                test=a.test,
+                p=a.p,
+                p_adj=a.p_adj,
+                verdict=a.verdict,
+                mde=a.mde,
+                grade=a.grade,
+                grade_missing=tuple(a.grade_missing),
+            )
+            for a in j.arms
+        ),
+        notes=tuple(j.notes),
+    )
+
+
+def _optional_float(obj: Any, name: str) -> float | None:
+    value = getattr(obj, name, None)
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def _optional_interval(obj: Any, name: str) -> tuple[float, float] | None:
+    value = getattr(obj, name, None)
+    if value is None or not all(math.isfinite(v) for v in value):
+        return None
+    return (float(value[0]), float(value[1]))
+
+
+def _loss_and_downstream(metrics: Sequence[str]) -> tuple[str | None, str | None]:
+    loss = next((m for m in metrics if _lower_is_better(m)), None)
+    downstream = next((m for m in metrics if not _lower_is_better(m)), None)
+    return loss, downstream
+
+
+def _scatters(
+    table: Table, metrics: Sequence[str], baseline: str, absent: dict[str, str]
+) -> tuple[Scatter, ...]:
+    loss, downstream = _loss_and_downstream(metrics)
+    if loss is None or downstream is None:
+        absent["decoupling"] = (
+            "decoupling compares a loss with a downstream metric; the report judged only "
+            f"{', '.join(metrics)} (pass --metric for both)"
+            if DOWNSTREAM_METRIC in table.metrics
+            else f"the results hold no {DOWNSTREAM_METRIC} (the audit evaluated no downstream "
+            "suite), so loss and downstream cannot be compared"
+        )
+        return ()
+    out = []
+    for scale in table.scales:
+        result = _attempt(
+            lambda s=scale: decoupling(
+                table, loss_metric=loss, downstream_metric=downstream, baseline=baseline, scale=s
+            ),
+            "decoupling",
+            absent,
+        )
+        if result is not None and result.arms:
+            out.append(
+                Scatter(
+                    scale=result.scale,
+                    loss_metric=result.loss_metric,
+                    downstream_metric=result.downstream_metric,
+                    threshold=result.threshold,
+                    points=tuple(
+                        ScatterPoint(
+                            a.arm, a.family, a.loss_change, a.downstream_delta, a.decoupled, a.kind
+                        )
+                        for a in result.arms
+                    ),
+                )
+            )
+    return tuple(out)
+
+
+def _bumps(
+    table: Table, metrics: Sequence[str], baseline: str, absent: dict[str, str]
+) -> tuple[Bump, ...]:
+    if len(table.scales) < 2:
+        absent["transfer"] = (
+            f"the results hold one scale ({table.scales[0]}); rank shifts need the arms "
+            "trained at two scales"
+        )
+        return ()
+    out = []
+    for metric in metrics:
+        result = _attempt(
+            lambda m=metric: cross_scale_transfer(
+                table, m, baseline=baseline, lower_is_better=_lower_is_better(m)
+            ),
+            "transfer",
+            absent,
+        )
+        if result is None:
+            continue
+        out.append(
+            Bump(
+                metric=result.metric,
+                small=result.small,
+                large=result.large,
+                spearman=result.spearman,
+                spearman_interval=_optional_interval(result, "spearman_interval"),
+                kendall=result.kendall,
+                sign_preserved=result.sign_preserved,
+                arms=tuple(
+                    BumpArm(a.arm, table.family(a.arm), a.rank_small, a.rank_large, a.verdict_large)
+                    for a in result.arms
+                ),
+                diverged_only_at_large=tuple(result.diverged_only_at_large),
+                notes=tuple(result.notes),
+            )
+        )
+    return tuple(out)
+
+
+def _heatmaps(
+    table: Table, metrics: Sequence[str], baseline: str, absent: dict[str, str]
+) -> tuple[Heatmap, ...]:
+    if not any(FACTOR_SEPARATOR in arm for arm in table.arms):
+        absent["interactions"] = (
+            "the audit is not factorial: no arm combines choices (names like "
+            f"qk_norm{FACTOR_SEPARATOR}gqa), so there are no interactions to show"
+        )
+        return ()
+    out = []
+    for metric in metrics:
+        for scale in table.scales:
+            result = _attempt(
+                lambda m=metric, s=scale: interactions(
+                    table,
+                    m,
+                    baseline=baseline,
+                    lower_is_better=_lower_is_better(m),
+                    scale=s,
+                    separator=FACTOR_SEPARATOR,
+                ),
+                "interactions",
+                absent,
+            )
+            if result is None:
+                continue
+            out.append(
+                Heatmap(
+                    metric=result.metric,
+                    scale=result.scale,
+                    sigma=result.sigma,
+                    factors=tuple(result.main_effects),
+                    main_sigmas={f: e / result.sigma for f, e in result.main_effects.items()},
+                    combinations=tuple(
+                        Combination(
+                            c.arm,
+                            tuple(c.factors),
+                            c.observed,
+                            c.predicted,
+                            c.interaction_sigmas,
+                            c.harmful_count,
+                        )
+                        for c in result.combinations
+                    ),
+                    harmful=tuple(result.harmful),
+                    r2_additive=result.r2_additive,
+                    r2_harmful_count=result.r2_harmful_count,
+                )
+            )
+    return tuple(out)
+
+
+def _power(v: Verdicts) -> PowerCase:
+    """Power of the family's most common arm design, and the seeds each effect would need."""
+    tested = [a.n_seeds for a in v.arms if a.test is not None]
+    arm_seeds = Counter(tested).most_common(1)[0][0] if tested else 1
+    design = Design(
+        arm_seeds=arm_seeds,
+        baseline_seeds=v.baseline_n,
+        arms=max(v.m, 1),
+        alpha=v.alpha,
+        correction=v.correction,
+        sigma_dof=v.sigma_dof,
+    )
+    mde = v.design_mde / v.sigma if v.design_mde is not None and v.sigma > 0 else None
+    if mde is None:
+        mdes = [a.mde / v.sigma for a in v.arms if a.n_seeds == arm_seeds and math.isfinite(a.mde)]
+        mde = mdes[0] if mdes and v.sigma > 0 else None
+    return PowerCase(
+        metric=v.metric,
+        scale=v.scale,
+        sigma=v.sigma,
+        arm_seeds=arm_seeds,
+        baseline_seeds=v.baseline_n,
+        m=v.m,
+        mde_sigmas=mde,
+        curve=_power_curve(design, math.ceil(max(POWER_SPAN, 1.3 * (mde or 0.0)))),
+        seeds_for=_seeds_for(max(v.m, 1), v.alpha, v.correction),
+    )
+
+
+# Metrics judged at one scale share their design, so each is computed once per report.
+@functools.lru_cache(maxsize=64)
+def _power_curve(design: Design, span: int) -> tuple[tuple[float, float], ...]:
+    steps = int(span / POWER_STEP)
+    return tuple((i * POWER_STEP, power(i * POWER_STEP, design)) for i in range(steps + 1))
+
+
+@functools.lru_cache(maxsize=64)
+def _seeds_for(m: int, alpha: float, correction: str) -> tuple[tuple[float, int | None], ...]:
+    return tuple(
+        (x, seeds_needed(x, arms=m, alpha=alpha, correction=correction, max_seeds=SEEDS_CAP))
+        for x in POWER_EFFECTS
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# audit directories: runs, curves, scope, provenance
+
+
+@dataclass(frozen=True)
+class _Run:
+    path: Path
+    spec: dict[str, Any]
+    done: dict[str, Any] | None
+    env: dict[str, Any] | None
+
+
+def _resolve(source: Path) -> tuple[Path | None, Path]:
+    """(audit directory or None, results CSV)."""
+    if source.is_dir():
+        return source, source / RESULTS_FILE
+    if source.suffix == ".toml":
+        audit_dir = store.resolve_audit_dir(source)
+        return audit_dir, audit_dir / RESULTS_FILE
+    if not source.is_file():
+        raise DataError(f"{source} does not exist: give an audit directory, file or results CSV")
+    return None, source
+
+
+def _runs(audit_dir: Path) -> tuple[_Run, ...]:
+    return tuple(
+        _Run(
+            path=run_dir,
+            spec=store.read_json(run_dir / store.RUN_FILE) or {},
+            done=store.read_json(run_dir / store.DONE),
+            env=store.read_json(run_dir / ENV_FILE),
+        )
+        for run_dir in store.audit_run_dirs(audit_dir)
+    )
+
+
+def _curve(run: _Run) -> Curve | None:
+    rows = _read_metrics(run.path / store.METRICS)
+    if not rows:
+        return None
+    spec = run.spec
+    return Curve(
+        arm=spec.get("arm", run.path.parts[-3]),
+        family=spec.get("family"),
+        scale=spec.get("scale", run.path.parts[-2]),
+        seed=int(spec.get("seed", 0)),
+        steps=tuple(int(r["step"]) for r in rows),
+        loss=tuple(_number(r.get("loss")) for r in rows),
+        grad_norm=tuple(_number(r.get("grad_norm")) for r in rows),
+        diverged_step=(run.done or {}).get("diverged_step"),
+    )
+
+
+def _read_metrics(path: Path) -> list[dict[str, Any]]:
+    """The complete rows of metrics.jsonl; a running trainer's torn last line is left out."""
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    rows = []
+    for line in lines:
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+    return rows
+
+
+def _number(value: Any) -> float:
+    return math.nan if value is None else float(value)
+
+
+def _scope(table: Table | None, runs: Sequence[_Run], audit_dir: Path | None) -> Scope:
+    audit = (store.read_json(audit_dir / store.AUDIT_FILE) or {}) if audit_dir else {}
+    specs = [run.spec for run in runs if run.spec]
+    scales = table.scales if table else tuple(dict.fromkeys(s.get("scale") for s in specs))
+    out = []
+    for scale in scales:
+        spec = next((s for s in specs if s.get("scale") == scale), None)
+        recipe = spec.get("recipe", {}) if spec else {}
+        model = spec.get("model", {}) if spec else {}
+        tokens = (
+            recipe["steps"] * recipe["batch_tokens"]
+            if "steps" in recipe and "batch_tokens" in recipe
+            else None
+        )
+        planned = Counter(s["arm"] for s in specs if s.get("scale") == scale)
+        arms = table.arms_at(scale) if table else tuple(planned)
+        seeds = sorted({len(table.runs(arm, scale)) if table else planned[arm] for arm in arms})
+        out.append(ScaleScope(scale, model, tokens, len(arms), tuple(seeds)))
+    shared = next((s.get("recipe", {}) for s in specs if not s.get("tuned")), {})
+    tuned = tuple(sorted({s["arm"] for s in specs if s.get("tuned")})) or (
+        tuple(a for a in table.arms if table.tuned(a)) if table else ()
+    )
+    return Scope(tuple(out), shared, audit.get("suite"), tuned)
+
+
+def _provenance(csv_path: Path, runs: Sequence[_Run], command: str | None) -> Provenance:
+    digest = hashlib.sha256(csv_path.read_bytes()).hexdigest() if csv_path.is_file() else None
+    hashes = tuple(sorted({r.spec["recipe_hash"] for r in runs if "recipe_hash" in r.spec}))
+    envs: list[dict[str, Any]] = []
+    for run in runs:
+        # torch_threads and cpu_count vary with the worker, not with the result
+        env = {k: v for k, v in (run.env or {}).items() if k not in ("torch_threads",)}
+        if env and env not in envs:
+            envs.append(env)
+    return Provenance(str(csv_path), digest, hashes, tuple(envs), command)
+
+
+def _progress(runs: Sequence[_Run]) -> Progress:
+    states = Counter(
+        "unfinished" if run.done is None else run.done.get("status", "ok") for run in runs
+    )
+    finished = len(runs) - states["unfinished"]
+    return Progress(finished, len(runs), dict(sorted(states.items())))
+
+
+def _protocol_notes(audit_dir: Path | None) -> dict[str, tuple[str, ...]]:
+    audit = (store.read_json(audit_dir / store.AUDIT_FILE) or {}) if audit_dir else {}
+    notes: dict[str, list[str]] = {}
+    for note in audit.get("notes", []):
+        notes.setdefault(note["arm"], []).append(f"{note['rule']}: {note['message']}")
+    return {arm: tuple(items) for arm, items in notes.items()}
+
+
+def _title(audit_dir: Path | None, csv_path: Path) -> str:
+    if audit_dir is None:
+        return csv_path.name
+    audit = store.read_json(audit_dir / store.AUDIT_FILE) or {}
+    return str(audit.get("name", audit_dir.name))

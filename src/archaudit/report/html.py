@@ -1,0 +1,93 @@
+"""The report as one self-contained HTML page: inline SVG, inline CSS, no script, no font, no
+URL of any kind (the only links are to the page's own sections)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+from archaudit.report.figures import Figure, inline_svg
+from archaudit.report.sections import Block, Bullets, Grid, Paragraph, Section
+
+CSS = """
+:root { color-scheme: light; }
+body { margin: 0 auto; max-width: 72rem; padding: 1rem; line-height: 1.45;
+  font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1b1b1b; }
+h1 { font-size: 1.6rem; margin-bottom: .2rem; }
+h2 { font-size: 1.25rem; border-bottom: 1px solid #ccc; padding-bottom: .2rem; margin-top: 2rem; }
+.meta, .intro { color: #444; }
+.absent { background: #f4f4f4; border-left: 4px solid #999; padding: .5rem .8rem; }
+.partial { background: #fff4d6; border-left: 4px solid #d9a400; padding: .5rem .8rem; }
+nav ol { columns: 2; padding-left: 1.2rem; }
+figure { margin: 1rem 0; }
+figure svg { display: block; max-width: 100%; height: auto; }
+figcaption { font-size: .85rem; color: #555; }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; font-size: .82rem; margin: 0 0 1rem; }
+.caption { font-size: .85rem; color: #444; margin: .8rem 0 .2rem; }
+th, td { border: 1px solid #ddd; padding: .2rem .45rem; text-align: left; vertical-align: top; }
+th { background: #f2f2f2; }
+tbody tr:nth-child(even) { background: #fafafa; }
+@media (max-width: 40rem) {
+  body { padding: .6rem; font-size: .95rem; }
+  nav ol { columns: 1; }
+  table { font-size: .75rem; }
+}
+@media print {
+  body { max-width: none; font-size: 10pt; }
+  nav { display: none; }
+  h2 { break-after: avoid; }
+  figure, table, .absent { break-inside: avoid; }
+  .caption { break-after: avoid; }
+  .scroll { overflow: visible; }
+}
+"""
+
+
+def render_html(title: str, subtitle: str, sections: Sequence[Section]) -> str:
+    toc = "".join(
+        f'<li><a href="#{s.key}">{escape(s.title)}</a>{" (absent)" if s.absent else ""}</li>'
+        for s in sections
+    )
+    body = "\n".join(_section(s) for s in sections)
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
+        f'<header><h1>{escape(title)}</h1><p class="meta">{escape(subtitle)}</p></header>\n'
+        f"<nav><ol>{toc}</ol></nav>\n{body}\n</body>\n</html>\n"
+    )
+
+
+def _section(s: Section) -> str:
+    parts = [f'<section id="{s.key}">', f"<h2>{escape(s.title)}</h2>"]
+    parts.append(f'<p class="intro">{escape(s.intro)}</p>')
+    if s.absent:
+        parts.append(f'<p class="absent">Not shown: {escape(s.absent)}</p>')
+    parts += [_block(b) for b in s.blocks]
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _block(block: Block) -> str:
+    if isinstance(block, Figure):
+        return f"<figure>{inline_svg(block)}<figcaption>{escape(block.alt)}</figcaption></figure>"
+    if isinstance(block, Paragraph):
+        css = ' class="partial"' if block.text.startswith("Partial report") else ""
+        return f"<p{css}>{escape(block.text)}</p>"
+    if isinstance(block, Bullets):
+        return "<ul>" + "".join(f"<li>{escape(item)}</li>" for item in block.items) + "</ul>"
+    if isinstance(block, Grid):
+        # The caption stays outside the scrolling box, so that a phone shows all of it.
+        caption = f'<p class="caption">{escape(block.caption)}</p>' if block.caption else ""
+        head = "".join(f"<th>{escape(c)}</th>" for c in block.columns)
+        rows = "".join(
+            "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>"
+            for row in block.rows
+        )
+        return (
+            f'{caption}<div class="scroll"><table><thead><tr>{head}</tr></thead>'
+            f"<tbody>{rows}</tbody></table></div>"
+        )
+    raise TypeError(f"unknown report block {block!r}")

@@ -1,0 +1,653 @@
+"""The report's sections, in reading order: one function each, returning its content or, when
+the results hold nothing for it, the reason it is absent. Formatting only: every number comes
+from `ReportData`."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from archaudit.report import figures
+from archaudit.report.data import ArmRow, ReportData, Verdicts
+from archaudit.report.figures import Figure
+from archaudit.stats.verdicts import (
+    DIVERGED,
+    IMPROVER,
+    INCOMPLETE,
+    NOMINAL_IMPROVER,
+    NOMINAL_REGRESSOR,
+    REGRESSOR,
+    WITHIN_NOISE,
+)
+
+NOT_COMPUTED = "not computed"
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    text: str
+
+
+@dataclass(frozen=True)
+class Bullets:
+    items: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A table: a caption, column names and rows of already formatted cells."""
+
+    caption: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+Block = Paragraph | Bullets | Grid | Figure
+
+
+@dataclass(frozen=True)
+class Section:
+    key: str
+    title: str
+    intro: str
+    """What the section shows, for a reader who is not a statistician."""
+    blocks: tuple[Block, ...] = ()
+    absent: str | None = None
+    """Why the section has no content (None when it has)."""
+
+
+def _absent(key: str, title: str, intro: str, reason: str) -> Section:
+    return Section(key, title, intro, absent=reason)
+
+
+# ---------------------------------------------------------------------------------------------
+# formatting
+
+
+def num(value: float | None, digits: int = 4) -> str:
+    if value is None or not math.isfinite(value):
+        return "—"
+    return f"{value:.{digits}g}"
+
+
+def signed(value: float | None, digits: int = 3) -> str:
+    if value is None or not math.isfinite(value):
+        return "—"
+    return f"{value:+.{digits}g}"
+
+
+def pvalue(value: float) -> str:
+    if not math.isfinite(value):
+        return "—"
+    return "< 1e-300" if value < 1e-300 else f"{value:.3g}"
+
+
+def slug(text: str) -> str:
+    """A file- and id-safe name."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", text).strip("_") or "x"
+
+
+def _why(data: ReportData, *keys: str) -> str:
+    """The recorded reason for the first analysis among `keys` that could not be made."""
+    for key in keys:
+        for name, reason in data.absent.items():
+            if name == key or name.startswith(key + ":"):
+                return reason
+    return "the results hold no finished runs to judge yet"
+
+
+def _where(scales: Sequence[str], all_scales: Sequence[str]) -> str:
+    if len(scales) == len(all_scales) == 2:
+        return "at both scales"
+    if len(scales) == len(all_scales) > 2:
+        return f"at all {len(scales)} scales"
+    return "at " + ", ".join(scales)
+
+
+def _design_fwer(v: Verdicts) -> str:
+    return NOT_COMPUTED if v.design_fwer is None else f"{v.design_fwer:.3f}"
+
+
+def _design_mde(v: Verdicts) -> str:
+    return NOT_COMPUTED if v.design_mde is None else num(v.design_mde, 3)
+
+
+def _reference(v: Verdicts) -> str:
+    if v.calibrated is False:
+        return f"{v.reference or 'paper mode'} (uncalibrated)"
+    return v.reference or "default"
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. the answer
+
+
+def arm_lines(verdicts: Sequence[Verdicts]) -> list[str]:
+    """One line per arm across metrics and scales, e.g. "post_ln: regressor on val_loss at both
+    scales; no downstream_avg effect detected (MDE 0.02)". A run's state (diverged, incomplete)
+    is said once per arm, not once per metric."""
+    scales = list(dict.fromkeys(v.scale for v in verdicts))
+    by_arm: dict[str, dict[str, list[tuple[str, ArmRow]]]] = defaultdict(lambda: defaultdict(list))
+    for v in verdicts:
+        for arm in v.arms:
+            by_arm[arm.arm][v.metric].append((v.scale, arm))
+    lines = []
+    for arm, metrics in by_arm.items():
+        states: dict[str, dict[str, ArmRow]] = defaultdict(dict)
+        parts = []
+        for metric, rows in metrics.items():
+            groups: dict[str, list[str]] = defaultdict(list)
+            quiet = [(scale, row) for scale, row in rows if row.verdict in _NO_EFFECT]
+            for scale, row in rows:
+                if row.verdict in _STATES:
+                    states[row.verdict].setdefault(scale, row)
+                elif row.verdict not in _NO_EFFECT:
+                    groups[row.verdict].append(scale)
+            parts += [f"{verdict} on {metric} {_where(s, scales)}" for verdict, s in groups.items()]
+            if quiet:
+                mde = max((row.mde for _, row in quiet if math.isfinite(row.mde)), default=None)
+                where = (
+                    "" if len(quiet) == len(scales) else " " + _where([s for s, _ in quiet], scales)
+                )
+                parts.append(f"no {metric} effect detected{where} (MDE {num(mde, 2)})")
+        for state, at in states.items():
+            steps = sorted({row.diverged_step for row in at.values() if row.diverged_step})
+            step = f" (step {', '.join(map(str, steps))})" if steps else ""
+            parts.insert(0, f"{state} {_where(list(at), scales)}{step}")
+        lines.append(f"{arm}: " + "; ".join(parts))
+    return lines
+
+
+_STATES = (DIVERGED, INCOMPLETE)
+_NO_EFFECT = (WITHIN_NOISE, NOMINAL_IMPROVER, NOMINAL_REGRESSOR)
+
+
+def answer(data: ReportData) -> Section:
+    title, intro = (
+        "The answer",
+        "One line per modification (arm): what the audit can claim about it, on each metric and "
+        "scale, after the multiple-testing correction. Δ > 0 always means better than the "
+        "baseline. 'No effect detected' is not 'no effect': the MDE is the smallest true effect "
+        "this design would have caught with the stated power.",
+    )
+    if not data.verdicts:
+        return _absent("answer", title, intro, _why(data, "table", "verdicts"))
+    blocks: list[Block] = []
+    if data.progress is not None and data.progress.finished < data.progress.total:
+        blocks.append(
+            Paragraph(
+                f"Partial report: {data.progress.finished} of {data.progress.total} runs "
+                "finished; verdicts may change as the rest finish."
+            )
+        )
+    blocks.append(Bullets(tuple(arm_lines(data.verdicts))))
+    rows = []
+    for v in data.verdicts:
+        count = {name: sum(a.verdict == name for a in v.arms) for name in _COUNTED}
+        rows.append(
+            (
+                v.metric,
+                v.scale,
+                str(len(v.arms)),
+                str(count[WITHIN_NOISE]),
+                str(count[NOMINAL_IMPROVER] + count[NOMINAL_REGRESSOR]),
+                str(count[IMPROVER] + count[REGRESSOR]),
+                str(count[DIVERGED]),
+                str(count[INCOMPLETE]),
+                _design_fwer(v),
+                _design_mde(v),
+                f"{v.fwer_uncorrected:.0%}",
+                _reference(v),
+            )
+        )
+    blocks.append(
+        Grid(
+            "The funnel: arms → within noise / nominal (significant before the correction only) "
+            "/ surviving the correction / diverged, with the design's measured family-wise "
+            "error rate (FWER) and minimum detectable effect (MDE).",
+            (
+                "metric",
+                "scale",
+                "arms",
+                "within noise",
+                "nominal",
+                "surviving",
+                "diverged",
+                "incomplete",
+                "design FWER",
+                "design MDE",
+                "FWER if uncorrected",
+                "test",
+            ),
+            tuple(rows),
+        )
+    )
+    return Section("answer", title, intro, tuple(blocks))
+
+
+_COUNTED = (
+    WITHIN_NOISE,
+    NOMINAL_IMPROVER,
+    NOMINAL_REGRESSOR,
+    IMPROVER,
+    REGRESSOR,
+    DIVERGED,
+    INCOMPLETE,
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. the noise floor (forest plot)
+
+
+def noise_floor(data: ReportData) -> Section:
+    title, intro = (
+        "Effects against the noise floor",
+        "Each dot is an arm's difference from the baseline (Δ, positive = better), with its "
+        "interval as a line. The grey band is ±2σ, where σ is the seed-to-seed noise of the "
+        "baseline: an effect inside it is within noise by rule. Dashed red lines mark the "
+        "smallest |Δ| that survives the multiple-testing correction.",
+    )
+    if not data.verdicts:
+        return _absent("forest", title, intro, _why(data, "table", "verdicts"))
+    blocks: list[Block] = []
+    for metric in data.metrics:
+        panels = [v for v in data.verdicts if v.metric == metric]
+        if panels and any(a.arms for a in panels):
+            blocks.append(figures.forest(f"forest-{slug(metric)}", panels))
+    missing = []
+    if any(a.interval is None for v in data.verdicts for a in v.arms):
+        missing.append("intervals for Δ")
+    if any(v.threshold is None for v in data.verdicts):
+        missing.append("the corrected threshold")
+    if missing:
+        blocks.append(
+            Paragraph(
+                f"Not drawn: {' and '.join(missing)} ({NOT_COMPUTED} by this version of "
+                "archaudit.stats)."
+            )
+        )
+    left_out = sorted(
+        {f"{a.arm} ({a.verdict})" for v in data.verdicts for a in v.arms if math.isnan(a.delta)}
+    )
+    if left_out:
+        blocks.append(Paragraph("Not shown (no Δ): " + ", ".join(left_out) + "."))
+    return Section("forest", title, intro, tuple(blocks))
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. decoupling
+
+
+def decoupling(data: ReportData) -> Section:
+    title, intro = (
+        "Loss against downstream",
+        "Does a better loss mean better downstream results? Each point is an arm: across, its "
+        "relative loss change (left = lower loss); up, its downstream Δ. Labelled diamonds are "
+        "decoupled arms: their downstream result is significant while the loss did not move, or "
+        "moved the other way. The grey band is the loss change the analysis treats as flat.",
+    )
+    if not data.scatters:
+        return _absent("decoupling", title, intro, _why(data, "decoupling", "table"))
+    decoupled = [
+        f"{p.arm} at {s.scale}: {p.kind}" for s in data.scatters for p in s.points if p.decoupled
+    ]
+    blocks: list[Block] = [figures.scatter("decoupling", data.scatters)]
+    blocks.append(
+        Bullets(tuple(decoupled))
+        if decoupled
+        else Paragraph("No arm is decoupled: loss and downstream agree wherever either moved.")
+    )
+    return Section("decoupling", title, intro, tuple(blocks))
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. training curves
+
+
+def curves(data: ReportData) -> Section:
+    title, intro = (
+        "Training curves",
+        "Training loss and gradient norm per step, one colour per arm, one thin line per seed. "
+        "A red X marks the step where a run diverged (its loss or gradient became infinite).",
+    )
+    if not data.curves:
+        reason = (
+            "a results CSV holds final numbers only, no training curves; run `archaudit report` "
+            "on the audit directory to see them"
+            if data.kind == "csv"
+            else "no run of this audit has written training metrics yet"
+        )
+        return _absent("curves", title, intro, reason)
+    scales = dict.fromkeys(c.scale for c in data.curves)
+    blocks: list[Block] = [
+        figures.curves(f"curves-{slug(scale)}", scale, [c for c in data.curves if c.scale == scale])
+        for scale in scales
+    ]
+    diverged = [
+        f"{c.arm} at {c.scale}, seed {c.seed}: step {c.diverged_step}"
+        for c in data.curves
+        if c.diverged_step is not None
+    ]
+    if diverged:
+        blocks.append(Bullets(tuple(diverged)))
+    return Section("curves", title, intro, tuple(blocks))
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. rank shifts across scales
+
+
+def transfer(data: ReportData) -> Section:
+    title, intro = (
+        "Rank shifts across scales",
+        "Does the ranking of arms at the small scale predict the ranking at the large one? "
+        "Each line joins an arm's rank at both scales (1 = best). Spearman's ρ is 1 when the "
+        "order is kept, 0 when it is unrelated; its interval comes from resampling seeds.",
+    )
+    if not data.bumps:
+        return _absent("transfer", title, intro, _why(data, "transfer", "table"))
+    blocks: list[Block] = []
+    for b in data.bumps:
+        blocks.append(figures.bump(f"bump-{slug(b.metric)}", b))
+        interval = (
+            f" (95% interval {b.spearman_interval[0]:.2f} to {b.spearman_interval[1]:.2f})"
+            if b.spearman_interval
+            else f" (interval {NOT_COMPUTED})"
+        )
+        text = (
+            f"{b.metric}, {b.small} → {b.large}: Spearman ρ = {num(b.spearman, 2)}{interval}, "
+            f"Kendall τ = {num(b.kendall, 2)}; Δ kept its sign for {b.sign_preserved:.0%} of "
+            f"{len(b.arms)} arms."
+        )
+        if b.diverged_only_at_large:
+            text += f" Diverged only at {b.large}: {', '.join(b.diverged_only_at_large)}."
+        blocks.append(Paragraph(text))
+        if b.notes:
+            blocks.append(Bullets(b.notes))
+    return Section("transfer", title, intro, tuple(blocks))
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. interactions
+
+
+def interactions(data: ReportData) -> Section:
+    title, intro = (
+        "Interactions",
+        "In a factorial audit, arms combine choices (a+b). The diagonal shows each choice's own "
+        "effect; off the diagonal, what a pair does beyond the sum of its parts, both in units "
+        "of σ (positive = better). The harmful-count fit asks whether the number of harmful "
+        "choices alone predicts the result.",
+    )
+    if not data.heatmaps:
+        return _absent("interactions", title, intro, _why(data, "interactions", "table"))
+    blocks: list[Block] = []
+    for h in data.heatmaps:
+        blocks.append(figures.heatmap(f"heatmap-{slug(h.metric)}-{slug(h.scale)}", h))
+        blocks.append(
+            Grid(
+                f"{h.metric} at {h.scale}: additive fit R² = {num(h.r2_additive, 3)}, "
+                f"harmful-count fit R² = {num(h.r2_harmful_count, 3)}; harmful choices: "
+                f"{', '.join(h.harmful) or 'none'}.",
+                ("arm", "observed", "additive prediction", "interaction (σ)", "harmful count"),
+                tuple(
+                    (
+                        c.arm,
+                        num(c.observed),
+                        num(c.predicted),
+                        signed(c.interaction_sigmas, 2),
+                        str(c.harmful_count),
+                    )
+                    for c in h.combinations
+                ),
+            )
+        )
+    return Section("interactions", title, intro, tuple(blocks))
+
+
+# ---------------------------------------------------------------------------------------------
+# 7. power
+
+
+def power(data: ReportData) -> Section:
+    title, intro = (
+        "Power: what this audit could have seen",
+        "How likely the audit was to give a verdict to an arm with a given true effect (in "
+        "units of σ). The dotted line is the minimum detectable effect (MDE). The table gives "
+        "the seeds per arm (baseline alike) that a balanced design would need to detect each "
+        "effect with 80% power; effects under 2σ are within noise by rule and never declared.",
+    )
+    if not data.power:
+        return _absent(
+            "power",
+            title,
+            intro,
+            _why(data, "verdicts", "table")
+            if not data.verdicts
+            else "every judged family has fewer than 2 baseline seeds: power needs a noise floor",
+        )
+    blocks: list[Block] = []
+    target = data.verdicts[0].power_target
+    for metric in data.metrics:
+        cases = [c for c in data.power if c.metric == metric]
+        if cases:
+            blocks.append(figures.power_curves(f"power-{slug(metric)}", metric, cases, target))
+    effects = [x for x, _ in data.power[0].seeds_for]
+    blocks.append(
+        Grid(
+            "MDE per metric and scale, and seeds per arm needed for an effect of k·σ.",
+            (
+                "metric",
+                "scale",
+                "σ",
+                "seeds/arm",
+                "baseline seeds",
+                "arms (m)",
+                "MDE (σ)",
+                "MDE (metric units)",
+                *(f"seeds for {x:g}σ" for x in effects),
+            ),
+            tuple(
+                (
+                    c.metric,
+                    c.scale,
+                    num(c.sigma, 3),
+                    str(c.arm_seeds),
+                    str(c.baseline_seeds),
+                    str(c.m),
+                    num(c.mde_sigmas, 3),
+                    num(c.mde_sigmas * c.sigma if c.mde_sigmas is not None else None, 3),
+                    *(str(k) if k is not None else "> 100" for _, k in c.seeds_for),
+                )
+                for c in data.power
+            ),
+        )
+    )
+    return Section("power", title, intro, tuple(blocks))
+
+
+# ---------------------------------------------------------------------------------------------
+# 8. per-arm table
+
+
+def arm_table(data: ReportData) -> Section:
+    title, intro = (
+        "Every arm in detail",
+        "Per metric and scale: the arm's mean ± seed SD, Δ against the baseline (positive = "
+        "better) with its interval, the test used, p before and after the correction, the "
+        "verdict, the evidence grade (A needs 3+ seeds, downstream, 2+ scales, the shared recipe "
+        "and a corrected test) and protocol warnings.",
+    )
+    if not data.verdicts:
+        return _absent("arms", title, intro, _why(data, "table", "verdicts"))
+    blocks: list[Block] = []
+    for v in data.verdicts:
+        blocks.append(
+            Grid(
+                f"{v.metric} at {v.scale} ({'lower' if v.lower_is_better else 'higher'} is "
+                f"better): baseline {num(v.baseline_mean)} from {v.baseline_n} seeds, σ = "
+                f"{num(v.sigma, 3)} ({v.sigma_dof} df), m = {v.m}, {v.correction} at "
+                f"α = {v.alpha}; design FWER {_design_fwer(v)}.",
+                (
+                    "arm",
+                    "family",
+                    "seeds",
+                    "mean ± sd",
+                    "Δ",
+                    "interval",
+                    "test",
+                    "p",
+                    "p_adj",
+                    "verdict",
+                    "grade",
+                    "warnings",
+                ),
+                tuple(_arm_row(a, data.protocol_notes.get(a.arm, ())) for a in v.arms),
+            )
+        )
+        if v.notes:
+            blocks.append(Bullets(v.notes))
+    return Section("arms", title, intro, tuple(blocks))
+
+
+def _arm_row(a: ArmRow, notes: Sequence[str]) -> tuple[str, ...]:
+    warnings = [*(["R1: tuned (broke the shared recipe)"] if a.tuned else []), *notes]
+    if a.n_diverged:
+        warnings.append(f"{a.n_diverged} run(s) diverged (first at step {a.diverged_step})")
+    sd = f" ± {num(a.sd, 3)}" if math.isfinite(a.sd) else ""
+    interval = f"[{signed(a.interval[0])}, {signed(a.interval[1])}]" if a.interval else "—"
+    return (
+        a.arm,
+        a.family or "—",
+        str(a.n_seeds),
+        num(a.mean) + sd,
+        signed(a.delta),
+        interval,
+        a.test or "—",
+        pvalue(a.p),
+        pvalue(a.p_adj),
+        a.verdict,
+        a.grade + (f" (missing: {', '.join(a.grade_missing)})" if a.grade_missing else ""),
+        "; ".join(warnings) or "—",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# 9. scope and 10. provenance
+
+
+def scope(data: ReportData) -> Section:
+    title, intro = (
+        "Scope: what these conclusions hold for",
+        "The verdicts hold for these scales, this data, these token budgets and this recipe. An "
+        "effect at one scale is not a claim about another, and a tuned arm was not compared "
+        "under the shared recipe.",
+    )
+    s = data.scope
+    if not s.scales:
+        return _absent("scope", title, intro, _why(data, "table"))
+    rows = tuple(
+        (
+            sc.name,
+            ", ".join(f"{k}={sc.model[k]}" for k in _MODEL_KEYS if k in sc.model) or "—",
+            f"{sc.tokens:,}" if sc.tokens is not None else "—",
+            str(sc.arms),
+            "/".join(str(n) for n in sc.seeds),
+        )
+        for sc in s.scales
+    )
+    blocks: list[Block] = [
+        Grid(
+            "Scales",
+            ("scale", "model", "training tokens per run", "arms", "seeds per arm"),
+            rows,
+        )
+    ]
+    if s.recipe:
+        shown = {k: s.recipe[k] for k in _RECIPE_KEYS if k in s.recipe}
+        blocks.append(Paragraph("Recipe: " + ", ".join(f"{k} = {v}" for k, v in shown.items())))
+        blocks.append(
+            Paragraph(
+                f"Data: corpus {s.recipe.get('corpus', '—')}, tokenizer "
+                f"{s.recipe.get('tokenizer', '—')}; downstream suite: {s.suite or 'none'}."
+            )
+        )
+    else:
+        blocks.append(
+            Paragraph(
+                "A results CSV records no recipe, data or token budget: the conclusions hold "
+                "for whatever produced it, at the scales above."
+            )
+        )
+    if s.tuned_arms:
+        blocks.append(
+            Paragraph("Tuned arms (outside the shared recipe): " + ", ".join(s.tuned_arms))
+        )
+    return Section("scope", title, intro, tuple(blocks))
+
+
+_MODEL_KEYS = ("d_model", "n_layers", "n_heads", "context_length")
+_RECIPE_KEYS = (
+    "steps",
+    "batch_tokens",
+    "lr",
+    "warmup_frac",
+    "min_lr_ratio",
+    "weight_decay",
+    "grad_clip",
+    "precision",
+    "data_seed",
+)
+
+
+def provenance(data: ReportData) -> Section:
+    title, intro = (
+        "Provenance",
+        "What produced these results, so that anyone can check or repeat them.",
+    )
+    p = data.provenance
+    rows: list[tuple[str, str]] = [
+        ("results", p.source),
+        ("results sha256", p.source_sha256 or "—"),
+        ("recipe hash", ", ".join(p.recipe_hashes) or "not recorded (results CSV)"),
+    ]
+    for i, env in enumerate(p.environments):
+        suffix = f" ({i + 1})" if len(p.environments) > 1 else ""
+        rows += [(f"{key}{suffix}", _text(value)) for key, value in env.items()]
+    if not p.environments:
+        rows.append(("runs' environment", "not recorded (results CSV or no run started)"))
+    rows += [(f"report: {k}", v) for k, v in _generator().items()]
+    rows.append(("command", p.command or "—"))
+    return Section("provenance", title, intro, (Grid("", ("what", "value"), tuple(rows)),))
+
+
+def _text(value: Any) -> str:
+    return "—" if value is None else str(value)
+
+
+def _generator() -> dict[str, str]:
+    import matplotlib
+
+    import archaudit
+
+    return {"archaudit": archaudit.__version__, "matplotlib": matplotlib.__version__}
+
+
+SECTIONS: tuple[Callable[[ReportData], Section], ...] = (
+    answer,
+    noise_floor,
+    decoupling,
+    curves,
+    transfer,
+    interactions,
+    power,
+    arm_table,
+    scope,
+    provenance,
+)
+"""The report's sections in reading order (issue 11)."""

@@ -1,0 +1,165 @@
+"""The report's sections: present with their figures when the results hold data for them, and
+saying why when they do not; from a results CSV, a tiny audit directory and a running audit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from report_helpers import fake_audit, write_results
+
+from archaudit.report import Report, build_report, write_report
+from archaudit.report.build import write_html, write_markdown
+from archaudit.report.figures import Figure
+from archaudit.report.sections import SECTIONS, Bullets, Grid, Paragraph, Section
+
+ORDER = (
+    "answer",
+    "forest",
+    "decoupling",
+    "curves",
+    "transfer",
+    "interactions",
+    "power",
+    "arms",
+    "scope",
+    "provenance",
+)
+WITH_FIGURES = {"forest", "decoupling", "curves", "transfer", "interactions", "power"}
+
+
+def sections_of(source: Path | Report, **options) -> dict[str, Section]:
+    report = source if isinstance(source, Report) else build_report(source, **options)
+    assert tuple(s.key for s in report.sections) == ORDER
+    assert len(SECTIONS) == len(ORDER)
+    return {s.key: s for s in report.sections}
+
+
+def figures_of(section: Section) -> list[Figure]:
+    return [b for b in section.blocks if isinstance(b, Figure)]
+
+
+def check_present(section: Section) -> None:
+    assert section.absent is None, section.absent
+    assert section.blocks
+    if section.key in WITH_FIGURES:
+        assert figures_of(section), f"{section.key} has no figure"
+        for figure in figures_of(section):
+            assert figure.svg.count("<path") > 10, figure.key
+
+
+def check_absent(section: Section, *words: str) -> None:
+    assert section.blocks == ()
+    assert section.absent and all(w in section.absent for w in words), section.absent
+
+
+def test_csv_report_has_every_section_it_has_data_for(csv_report: Report) -> None:
+    sections = sections_of(csv_report)
+    for key in ("answer", "forest", "decoupling", "transfer", "power", "arms", "scope"):
+        check_present(sections[key])
+    check_absent(sections["curves"], "CSV", "training curves")
+    check_absent(sections["interactions"], "not factorial")
+    # one forest, bump and power figure per metric; one decoupling figure with a panel per scale
+    for key in ("forest", "transfer", "power"):
+        assert [f.key.split("-", 1)[1] for f in figures_of(sections[key])] == [
+            "val_loss",
+            "downstream_avg",
+        ]
+
+
+def test_the_answer_names_the_regressor_and_the_funnel_counts_every_arm(
+    csv_report: Report,
+) -> None:
+    answer = sections_of(csv_report)["answer"]
+    lines = next(b for b in answer.blocks if isinstance(b, Bullets)).items
+    assert len(lines) == 4
+    assert any(line.startswith("post_ln: regressor on val_loss at both scales") for line in lines)
+    funnel = next(b for b in answer.blocks if isinstance(b, Grid))
+    counts = funnel.columns.index("within noise"), funnel.columns.index("incomplete")
+    for row in funnel.rows:
+        assert sum(int(cell) for cell in row[counts[0] : counts[1] + 1]) == int(row[2]) == 4
+        assert row[funnel.columns.index("design FWER")] == "not computed"
+
+
+def test_single_scale_says_why_there_is_no_rank_shift(tmp_path: Path) -> None:
+    csv = write_results(tmp_path / "one.csv", {"a": 0.0, "b": 0.05, "c": 0.0}, scales=("d48",))
+    sections = sections_of(csv)
+    check_absent(sections["transfer"], "one scale")
+    check_present(sections["forest"])
+
+
+def test_decoupling_needs_a_loss_and_a_downstream_metric(results_csv: Path) -> None:
+    sections = sections_of(results_csv, metrics=["val_loss"])
+    check_absent(sections["decoupling"], "downstream")
+    assert len(figures_of(sections["forest"])) == 1
+
+
+def test_factorial_csv_gets_an_interaction_heatmap(tmp_path: Path) -> None:
+    effects = {"qk_norm": 0.02, "gqa": 0.03, "qk_norm+gqa": 0.09, "geglu": 0.0}
+    sections = sections_of(write_results(tmp_path / "f.csv", effects, scales=("d48",)))
+    check_present(sections["interactions"])
+    table = next(b for b in sections["interactions"].blocks if isinstance(b, Grid))
+    assert "harmful-count fit R²" in table.caption
+    assert {row[0] for row in table.rows} >= {"qk_norm+gqa", "baseline"}
+
+
+def test_audit_report_has_curves_with_the_divergence(audit_report: Report) -> None:
+    sections = sections_of(audit_report)
+    for key in ("answer", "forest", "decoupling", "curves", "transfer", "power", "arms"):
+        check_present(sections[key])
+    curves = sections["curves"]
+    assert [f.key for f in figures_of(curves)] == ["curves-d32", "curves-d48"]
+    diverged = next(b for b in curves.blocks if isinstance(b, Bullets)).items
+    assert diverged == ("geglu at d48, seed 1: step 12",)
+    lines = next(b for b in sections["answer"].blocks if isinstance(b, Bullets)).items
+    assert any(line.startswith("geglu: diverged at d48 (step 12)") for line in lines)
+
+
+def test_audit_scope_and_provenance_come_from_the_run_directories(
+    audit_report: Report,
+) -> None:
+    sections = sections_of(audit_report)
+    scales = next(b for b in sections["scope"].blocks if isinstance(b, Grid))
+    assert [row[0] for row in scales.rows] == ["d32", "d48"]
+    assert all(row[2] == f"{20 * 512:,}" for row in scales.rows)  # steps × batch_tokens
+    facts = dict(next(b for b in sections["provenance"].blocks if isinstance(b, Grid)).rows)
+    assert len(facts["recipe hash"]) == 64
+    assert facts["torch"] == "2.13.0" and facts["source_hash"] == "0123abcd"
+    assert facts["command"] == "archaudit report runs/fake"
+    assert len(facts["results sha256"]) == 64
+
+
+def test_running_audit_gets_a_partial_report(tmp_path: Path) -> None:
+    audit = fake_audit(tmp_path, {"qk_norm": 0.0, "post_ln": 0.1}, finished=0.0)
+    report = build_report(audit)
+    sections = {s.key: s for s in report.sections}
+    assert "0 of 14 runs finished" in report.subtitle  # (1 + 2 arms) × 2 scales, 3 + 2 + 2 seeds
+    check_absent(sections["answer"], "results.csv")
+    check_present(sections["curves"])
+    check_present(sections["scope"])
+
+
+def test_partial_report_says_how_far_the_audit_is(tmp_path: Path) -> None:
+    audit = fake_audit(tmp_path, {"qk_norm": 0.0, "post_ln": 0.1}, finished=0.5)
+    answer = {s.key: s for s in build_report(audit, metrics=["val_loss"]).sections}["answer"]
+    note = next(b for b in answer.blocks if isinstance(b, Paragraph))
+    assert note.text.startswith("Partial report: 7 of 14 runs finished")
+
+
+def test_markdown_twin_links_figures_written_beside_it(csv_report: Report, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    html = write_html(csv_report, out / "r.html")
+    write_markdown(csv_report, out / "md" / "r.md")
+    text = (out / "md" / "r.md").read_text()
+    links = [line.split("](")[1].rstrip(")") for line in text.splitlines() if line.startswith("![")]
+    assert len(links) == 7  # 2 forest, 1 decoupling, 2 bump, 2 power
+    for link in links:
+        assert (out / "md" / link).read_text().startswith("<?xml")
+    assert "> Not shown: a results CSV holds final numbers only" in text
+    assert html.read_text().count("<figure>") == len(links)
+
+
+def test_same_results_give_the_same_bytes(
+    results_csv: Path, csv_report: Report, tmp_path: Path
+) -> None:
+    again = write_report(results_csv, tmp_path / "again.html").read_text()
+    assert again == csv_report.html()
