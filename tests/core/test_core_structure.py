@@ -21,14 +21,15 @@ def test_every_package_has_a_floor() -> None:
 
 
 def test_evals_stats_and_model_stay_low() -> None:
-    # Pinned separately from FLOORS so that moving a package up there cannot hide a breach.
-    allowed = {"stats": {"errors"}, "model": {"config", "errors", "registry"}}
+    # Pinned separately from FLOORS so that moving a package up there cannot hide a breach:
+    # besides the floor-0 modules (config, errors, ...), stats imports nothing of archaudit,
+    # model only data (tokenizers, to load a checkpoint), evals only data, model and stats.
+    packages = {"stats": set(), "model": {"data"}, "evals": {"data", "model", "stats"}}
     for e in imports.graph():
         package = imports.package_of(e.source)
-        if package in allowed and e.target.startswith("archaudit."):
-            assert imports.package_of(e.target) in allowed[package] | {package}, e
-        if package == "evals":
-            assert imports.package_of(e.target) not in {"train", "audit", "cli"}, e
+        if package in packages and e.target.startswith("archaudit."):
+            target = imports.package_of(e.target)
+            assert target in packages[package] | {package} or imports.floor_of(e.target) == 0, e
         if package == "stats":
             assert e.target != "torch", e
 
