@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from pathlib import Path
 
 import typer
 
 from archaudit.cli.app import app
+from archaudit.cli.options import Json, Quiet, emit, quiet_output
 
 data_app = typer.Typer(
     help="Corpora: tokenize once into sharded token files.", no_args_is_help=True
@@ -30,8 +29,8 @@ def prepare_command(
     workers: int = typer.Option(1, "--workers", help="Tokenizing processes."),
     shard_tokens: int = typer.Option(100_000_000, "--shard-tokens", help="Tokens per shard."),
     text_field: str = typer.Option("text", "--text-field", help="Text column of .jsonl/parquet."),
-    json_out: bool = typer.Option(False, "--json", help="Print one JSON document."),
-    quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress bar or log lines."),
+    json_: Json = False,
+    quiet: Quiet = False,
 ) -> None:
     """Tokenize SOURCE into sharded token files; train on them with `recipe.corpus = OUT`.
 
@@ -39,17 +38,14 @@ def prepare_command(
     holds a few pieces per worker, never the whole corpus.
     """
     from archaudit.data.prepare import prepare
-    from archaudit.progress import log, set_quiet
+    from archaudit.progress import log
 
-    set_quiet(quiet or json_out)
+    quiet_output(quiet, json_)
     result = prepare(
         source, tokenizer, out, workers=workers, shard_tokens=shard_tokens, text_field=text_field
     )
-    summary = {
-        k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(result).items()
-    }
-    if json_out:
-        typer.echo(json.dumps(summary))
+    if json_:
+        emit(result)
         return
     log(
         f"{result.n_tokens:,} tokens in {result.n_shards} shard(s) → {result.out} "

@@ -3,7 +3,6 @@ twin). A thin face over `archaudit.report.write_report`."""
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import typer
 
 from archaudit.cli.app import app
+from archaudit.cli.options import Json, Quiet, emit, quiet_output
 from archaudit.errors import ArchauditError
 from archaudit.progress import warn
 
@@ -33,23 +33,24 @@ def report(
         [], "--metric", help="Metric to judge (repeatable) [default: val_loss, downstream_avg]."
     ),
     baseline: str = typer.Option("baseline", "--baseline", help="The baseline arm."),
-    json_out: bool = typer.Option(False, "--json", help="Print the paths and sections as JSON."),
+    json_: Json = False,
+    quiet: Quiet = False,
 ) -> None:
     """Write the audit report: the answer first, then the plots and tables behind it. One HTML
     file with everything inline (no script, font or URL), readable printed and on a phone."""
     from archaudit.report import build_report
     from archaudit.report.build import default_output, write_html, write_markdown
 
+    quiet_output(quiet, json_)
     built = build_report(source, metrics=metric, baseline=baseline, command=command_line())
     html_path = write_html(built, out or default_output(built.data))
     md_path = write_markdown(built, markdown) if markdown is not None else None
-    if json_out:
+    if json_:
         sections = [
             {"key": s.key, "title": s.title, "present": s.absent is None, "absent": s.absent}
             for s in built.sections
         ]
-        paths = {"html": str(html_path), "markdown": str(md_path) if md_path else None}
-        typer.echo(json.dumps(paths | {"sections": sections}))
+        emit({"html": html_path, "markdown": md_path, "sections": sections})
         return
     typer.echo(f"report: {html_path}" + (f" (Markdown: {md_path})" if md_path else ""))
 
