@@ -28,7 +28,7 @@ Scalar = int | float | str | bool
 
 @dataclass(frozen=True, kw_only=True)
 class ModelConfig:
-    """A decoder-only Transformer. Defaults are the baseline of MODIFICATIONS.md.
+    """A decoder-only Transformer. Defaults are the baseline of docs/modifications.md.
 
     String fields name a component in the model's slot registries (`archaudit.model.slots`);
     they are checked when the model is built, with a did-you-mean on a typo.

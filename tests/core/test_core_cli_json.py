@@ -49,7 +49,7 @@ TINY_RECIPE = ["recipe.steps=2", "recipe.batch_tokens=512", "recipe.corpus_chars
 # The demo judges downstream_avg, which needs models trained far enough to differ across seeds
 # (untrained ones all score the same, and a zero noise floor is an error): its case is slow.
 DEMO = [
-    "arms=[]", "seeds.noise_floor=2", "eval.limit=20", "scales.d48.tokens=153600",
+    "arms=[]", "seeds.noise_floor=3", "eval.limit=30", "scales.d48.tokens=153600",
     "scales.d64.tokens=153600", "recipe.corpus_chars=200000",
 ]  # fmt: skip
 SLOW = {"demo"}

@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
@@ -18,6 +18,9 @@ from archaudit.audit.coordinator import AuditOutcome, run_audit
 from archaudit.audit.plan import make_plan
 from archaudit.audit.spec import load_audit
 from archaudit.audit.store import AUDIT_FILE, read_json
+
+if TYPE_CHECKING:  # scipy loads only when the demo judges
+    from archaudit.stats import Judgement
 
 DEMO_FILE = Path(__file__).with_name("demo.toml")
 VERDICT_METRICS = (("val_loss", True), ("downstream_avg", False))
@@ -27,8 +30,8 @@ VERDICT_METRICS = (("val_loss", True), ("downstream_avg", False))
 @dataclass(frozen=True)
 class DemoOutcome:
     audit: AuditOutcome
-    judgements: list[Any]
-    """archaudit.stats.Judgement, one per (baseline, scale, metric)."""
+    judgements: list[Judgement]
+    """One per (baseline, scale, metric)."""
     seconds: float
 
 
@@ -47,7 +50,7 @@ def run_demo(
 
 def judge_audit(
     audit_dir: Path, metrics: Sequence[tuple[str, bool]] = VERDICT_METRICS
-) -> list[Any]:
+) -> list[Judgement]:
     """Every arm against its baseline, per baseline, scale and metric (with several baselines,
     arms are named `<arm>@<baseline>` and the others' arms are left out of each family)."""
     from archaudit.stats import judge, load_table
@@ -75,7 +78,7 @@ def judge_audit(
     return judgements
 
 
-def verdict_table(judgement: Any) -> Table:
+def verdict_table(judgement: Judgement) -> Table:
     """One judgement as a table: Δ (positive = better), z, p, corrected p and the verdict."""
     table = Table(
         title=f"{judgement.metric} at scale {judgement.scale}: σ = {judgement.sigma:.4g} "

@@ -15,7 +15,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archaudit.audit import protocol
 from archaudit.audit.executors import EXECUTORS
@@ -23,6 +23,9 @@ from archaudit.audit.protocol import ProtocolNote
 from archaudit.audit.spec import ArmEntry, AuditSpec, ScaleSpec
 from archaudit.config import ModelConfig, Recipe, build, canonical_json, recipe_hash, to_dict
 from archaudit.errors import ConfigError, did_you_mean
+
+if TYPE_CHECKING:
+    from archaudit.mods import Arm
 
 BASELINE = "baseline"
 
@@ -94,7 +97,7 @@ class Plan:
 class PlannedArm:
     """An arm entry after suites are expanded and names resolved."""
 
-    arm: Any  # archaudit.mods.Arm
+    arm: Arm
     entry: ArmEntry
     from_suite: bool = False
 

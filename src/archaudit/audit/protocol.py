@@ -1,4 +1,4 @@
-"""Protocol checks at plan time (PROTOCOL.md): the recipe lock (R1) is always enforced; the
+"""Protocol checks at plan time (docs/protocol.md): the recipe lock (R1) is always enforced; the
 noise-floor size (R5), downstream evaluation of attention-output arms (R6) and a second scale
 for residual/norm arms (R7) are warnings that `--strict` turns into errors. Warnings are kept in
 the plan and stored in the audit directory for the report."""
@@ -14,7 +14,7 @@ from archaudit.config import Recipe, recipe_hash
 from archaudit.errors import ConfigError
 from archaudit.progress import warn
 
-RECOMMENDED_NOISE_FLOOR_SEEDS = 3  # PROTOCOL.md R5: k >= 3
+RECOMMENDED_NOISE_FLOOR_SEEDS = 3  # docs/protocol.md R5: k >= 3
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def noise_floor_note(seeds: int) -> list[ProtocolNote]:
         ProtocolNote(
             "R5",
             "baseline",
-            f"the noise floor uses {seeds} baseline seeds; PROTOCOL.md R5 asks for "
+            f"the noise floor uses {seeds} baseline seeds; docs/protocol.md R5 asks for "
             f">= {RECOMMENDED_NOISE_FLOOR_SEEDS}",
         )
     ]

@@ -22,17 +22,21 @@ import time
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archaudit.audit import store
 from archaudit.audit.claims import try_claim
 from archaudit.audit.launch import RunOptions, cli_command
 from archaudit.audit.plan import RunSpec
 from archaudit.audit.trackers import open_tracker
+from archaudit.config import Recipe
 from archaudit.errors import ConfigError
 from archaudit.files import atomic_write, atomic_write_text
 from archaudit.progress import log
 from archaudit.rundir import ATTEMPTS, EVALS, FAILED, TRAIN_RESULT, checkpoint_dirs, checkpoint_step
+
+if TYPE_CHECKING:  # the trainer (and torch) load only when a run trains
+    from archaudit.train import TrainResult
 
 
 def run_one(run_dir: str | Path, options: RunOptions | None = None) -> str:
@@ -113,7 +117,7 @@ def _execute(run_dir: Path, spec: RunSpec, options: RunOptions) -> dict[str, Any
     }
 
 
-def train_only(run_dir: Path, options: RunOptions, *, recipe: Any = None) -> Any:
+def train_only(run_dir: Path, options: RunOptions, *, recipe: Recipe | None = None) -> TrainResult:
     """Train (or resume) the run in this process; under torchrun every rank calls this."""
     from archaudit.train import train
 
@@ -128,7 +132,7 @@ def train_only(run_dir: Path, options: RunOptions, *, recipe: Any = None) -> Any
         return train(spec.model, recipe, run_dir, seed=spec.seed, hooks=hooks)
 
 
-def operational_recipe(spec: RunSpec, options: RunOptions) -> Any:
+def operational_recipe(spec: RunSpec, options: RunOptions) -> Recipe:
     """The run's recipe with this launch's threads and device (fields outside the hash)."""
     changes: dict[str, Any] = {}
     if options.threads:

@@ -25,7 +25,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +35,9 @@ from archaudit.audit.plan import BASELINE, Plan, RunSpec
 from archaudit.audit.protocol import ProtocolNote
 from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write_text
+
+if TYPE_CHECKING:  # imported where used: scipy loads only when an audit is sequential
+    from archaudit.stats.sequential import PooledTests, SequentialRule
 
 RECORD_DIR = "sequential"
 SUMMARY = "summary.json"
@@ -191,8 +194,8 @@ class FamilyState:
     state: np.ndarray
     """(m,) OPEN / IMPROVER / REGRESSOR / FUTILE after the last look."""
     diverged: np.ndarray
-    tests: Any
-    """archaudit.stats.sequential.PooledTests of the last look (batch of one)."""
+    tests: PooledTests
+    """The last look's tests (batch of one)."""
     value: np.ndarray
     """(m,) value per run of one more seed."""
 
@@ -233,7 +236,7 @@ def replay(
     family: Family,
     history: Sequence[dict[str, int]],
     results: dict[str, dict[int, dict[str, Any]]],
-    rule: Any,
+    rule: SequentialRule,
 ) -> FamilyState:
     """Every look of the family again, in order: look k sees the seeds of history[k]."""
     from archaudit.stats.grading import looks_like_loss
@@ -376,7 +379,7 @@ def run_until_settled(
 
 
 def next_seeds(
-    states: Sequence[FamilyState], counts: dict[str, int], rule: Any
+    states: Sequence[FamilyState], counts: dict[str, int], rule: SequentialRule
 ) -> list[dict[str, Any]]:
     """The next round: one seed per arm still open in some family (below its maximum), and one
     for the baseline of each scale with such arms (below its cap), ranked by value per run (the

@@ -57,14 +57,14 @@ class SeedSpec:
     """Seeds of the baseline and anchor arms (R5: the noise floor needs >= 2, 3 recommended)."""
     arms: int = 1
     """Seeds of every other arm (1 = the paper mode of the 2026 audit)."""
-    anchors: Any = ()
+    anchors: tuple[str, ...] = ()
     """Arms that also get `noise_floor` seeds and pool into the noise floor."""
     policy: str = "fixed"
     """"fixed" runs exactly these seeds; "sequential" adds seeds round by round until every
     verdict is settled (docs/sequential.md), as `archaudit run --until-settled` does."""
     max: int = 5
     """Sequential: the most seeds one arm may get."""
-    primary: Any = ()
+    primary: tuple[str, ...] = ()
     """Sequential: the metrics whose verdicts must settle (default: val_loss, and downstream_avg
     when the audit has an eval suite)."""
 
@@ -79,7 +79,7 @@ class SeedSpec:
         if self.noise_floor < 2:
             raise ConfigError(
                 f"seeds.noise_floor = {self.noise_floor}: the noise floor needs at least 2 "
-                "seeds of the baseline (3 recommended, PROTOCOL.md R5)"
+                "seeds of the baseline (3 recommended, docs/protocol.md R5)"
             )
         if self.arms < 1:
             raise ConfigError(f"seeds.arms = {self.arms} must be >= 1")
@@ -160,7 +160,7 @@ class ArmEntry:
     tuned: bool = False
     """Allow a recipe that differs from the shared one (R1); the flag follows every result."""
     anchor: bool = False
-    scales: Any = None
+    scales: tuple[str, ...] | None = None
     """Scale names to train this arm at (None = all)."""
     recipe: Mapping[str, Any] = field(default_factory=dict)
     """Recipe fields this arm trains under instead of the shared ones (needs tuned = true)."""

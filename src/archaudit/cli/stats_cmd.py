@@ -38,7 +38,7 @@ stats_app = typer.Typer(
     cls=_VerdictsByDefault,
     no_args_is_help=True,
     help="Judge arms against the seed noise floor. `archaudit stats SOURCE --metric M` prints "
-    "verdicts; the sub-commands run the other analyses of PROTOCOL.md.",
+    "verdicts; the sub-commands run the other analyses of docs/protocol.md.",
 )
 app.add_typer(stats_app, name="stats")
 

@@ -1,4 +1,4 @@
-"""Accuracy with a Wilson score interval (never zero-width at 0% or 100%, PROTOCOL.md)."""
+"""Accuracy with a Wilson score interval (never zero-width at 0% or 100%, docs/protocol.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Statistics and verdicts: is a modification real progress or seed noise? (PROTOCOL.md)
+"""Statistics and verdicts: is a modification real progress or seed noise? (docs/protocol.md)
 
 Works on a long-format table of (arm, scale, seed, metric, value) rows, from an audit directory
 or from a CSV of anybody's runs. Never imports torch.

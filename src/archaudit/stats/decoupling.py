@@ -1,4 +1,4 @@
-"""Loss–downstream decoupling (PROTOCOL.md): arms whose loss and downstream verdicts disagree.
+"""Loss–downstream decoupling (docs/protocol.md): arms whose loss and downstream verdicts disagree.
 
 For each arm, r_L = (L − L₀)/L₀ is the relative loss change and r_D = (D − D₀)/|D₀| the relative
 downstream change; both metrics get their verdict from `judge` (loss lower-is-better). A metric

@@ -1,6 +1,6 @@
-"""Evidence grading (A–D) of a claim about an arm, from the five criteria of PROTOCOL.md.
+"""Evidence grading (A–D) of a claim about an arm, from the five criteria of docs/protocol.md.
 
-PROTOCOL.md defines grade A: >= 3 seeds, downstream evaluation, >= 2 scales, a shared recipe
+docs/protocol.md defines grade A: >= 3 seeds, downstream evaluation, >= 2 scales, a shared recipe
 and a corrected test. Below A we count what is missing: one criterion → B, two → C, more → D.
 A tuned arm lacks "shared recipe", so it can never be graded A.
 """

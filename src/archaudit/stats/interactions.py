@@ -1,4 +1,4 @@
-"""Factorial interactions and the "harmful count" model (OlmPool, 2026; PROTOCOL.md).
+"""Factorial interactions and the "harmful count" model (OlmPool, 2026; docs/protocol.md).
 
 An audit is factorial when its arm names are combinations of binary choices joined by a
 separator, e.g. `qk_norm+gqa` (the baseline is the combination with no choice on).

@@ -1,5 +1,5 @@
 """Item-level uncertainty: Wilson intervals, McNemar, the paired bootstrap, and the split of a
-difference's uncertainty into item sampling and seed variation (PROTOCOL.md, Statistics)."""
+difference's uncertainty into item sampling and seed variation (docs/protocol.md, Statistics)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ The method is a group-sequential design per arm combined with Holm across arms:
   Stopping an arm never rejects it, so futility cannot raise the error rate; it only costs power,
   which `simulate_sequential` measures next to the fixed design's.
 
-The test is the calibrated one of PROTOCOL.md in one formula for every arm: the pooled-variance
+The test is the calibrated one of docs/protocol.md in one formula for every arm: the pooled-variance
 t, t = Δ / (σ·√(1/n + 1/n₀)) with σ pooled over the baseline and every arm with >= 2 seeds
 (Σ(nᵢ − 1) degrees of freedom); with n = 1 it is the prediction-interval t. An arm is declared an
 improver/regressor only when it crosses its boundary and |Δ| >= 2σ (the within-noise rule). The

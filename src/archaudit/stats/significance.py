@@ -1,4 +1,4 @@
-"""The two per-arm tests of PROTOCOL.md: the paper-mode z-test and Welch's t-test."""
+"""The two per-arm tests of docs/protocol.md: the paper-mode z-test and Welch's t-test."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Cross-scale transfer: does an arm's effect at a small scale predict it at a larger one?
 
-PROTOCOL.md, Cross-scale transfer: sign preservation of Δ, Spearman ρ and Kendall τ of the arm
+docs/protocol.md, Cross-scale transfer: sign preservation of Δ, Spearman ρ and Kendall τ of the arm
 ranking with bootstrap intervals over seeds, the rank-shift table, and the arms that diverged
 only at the larger scale.
 

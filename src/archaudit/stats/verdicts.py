@@ -1,4 +1,4 @@
-"""Verdict classes of PROTOCOL.md and the rule that assigns them."""
+"""Verdict classes of docs/protocol.md and the rule that assigns them."""
 
 from __future__ import annotations
 

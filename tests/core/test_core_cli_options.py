@@ -1,0 +1,126 @@
+"""Options that mean the same on every command: `--plugin` after the subcommand, `train --arm`,
+the shared preset default, the `--runs-dir` help text."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from archaudit.cli import app, register_commands
+from archaudit.config import load_config, to_dict
+from archaudit.mods import registry as mods_registry
+from archaudit.mods import resolve_arm
+from archaudit.rundir import SPEC
+
+PLUGIN = """
+from archaudit.mods import Citation, modification
+
+
+@modification("house_softcap_20", family="attention-logits", citation=Citation("Doe", 2026, "x"),
+              description="soft-cap at 20", formula="z ← 20·tanh(z/20)")
+def house_softcap_20(cfg):
+    return {"logit_softcap": 20.0}
+"""
+
+AUDIT = """
+name = "plug"
+arms = ["house_softcap_20"]
+[seeds]
+noise_floor = 2
+[eval]
+suite = ""
+[recipe]
+steps = 4
+batch_tokens = 512
+[scales.xs]
+d_model = 32
+n_layers = 1
+n_heads = 2
+context_length = 32
+"""
+
+TINY = [
+    "--set",
+    "recipe.steps=2",
+    "--set",
+    "recipe.batch_tokens=512",
+    "--set",
+    "recipe.corpus_chars=50000",
+]
+
+
+@pytest.fixture(autouse=True)
+def _registries(monkeypatch):
+    """Plugins register into copies, so no test leaves one behind for the next."""
+    register_commands()
+    monkeypatch.setattr(
+        mods_registry.MODIFICATIONS, "_items", dict(mods_registry.MODIFICATIONS._items)
+    )
+    monkeypatch.setattr(mods_registry, "_ALIASES", dict(mods_registry._ALIASES))
+
+
+@pytest.fixture
+def plugin(tmp_path: Path, monkeypatch) -> str:
+    (tmp_path / "house_plugin.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "house_plugin", raising=False)
+    return "house_plugin"
+
+
+def plain(config: object) -> dict:
+    return json.loads(json.dumps(to_dict(config)))
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def test_plugin_after_the_subcommand_as_before_it(tmp_path: Path, plugin: str) -> None:
+    audit = tmp_path / "plug.toml"
+    audit.write_text(AUDIT)
+    without = invoke("plan", str(audit), "--no-probe", "--json")
+    assert without.exit_code != 0 and "house_softcap_20" in str(without.exception)
+    for args in (
+        ("plan", str(audit), "--no-probe", "--json", "--plugin", plugin),
+        ("--plugin", plugin, "plan", str(audit), "--no-probe", "--json"),
+    ):
+        result = invoke(*args)
+        assert result.exit_code == 0, result.output
+        arms = {run["arm"] for run in json.loads(result.stdout)["runs"]}
+        assert arms == {"baseline", "house_softcap_20"}, args
+
+
+@pytest.mark.parametrize("arm", ["qk_norm+geglu", "house_softcap_20", "no_warmup"])
+def test_train_arm_applies_the_catalogue_entry(tmp_path: Path, plugin: str, arm: str) -> None:
+    out = tmp_path / "run"
+    result = invoke("train", "--out", str(out), "--arm", arm, *TINY, "--json", "--plugin", plugin)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["arm"] == arm
+    model, recipe = load_config(None, overrides=TINY[1::2])
+    chosen = resolve_arm(arm)
+    expected_model, expected_recipe = chosen.apply(model), chosen.apply_recipe(recipe)
+    stored = json.loads((out / SPEC).read_text())
+    assert stored["model"] == plain(expected_model)
+    assert stored["recipe"] == plain(expected_recipe)
+    assert (stored["model"], stored["recipe"]) != (plain(model), plain(recipe)), "it changed"
+
+
+def test_train_arm_unknown_name_suggests_the_closest(tmp_path: Path) -> None:
+    result = invoke("train", "--out", str(tmp_path / "x"), "--arm", "qk_nrom", *TINY)
+    assert "did you mean 'qk_norm'" in str(result.exception)
+    assert not (tmp_path / "x").exists()
+
+
+def test_mods_show_and_train_share_the_default_preset() -> None:
+    shown = json.loads(invoke("mods", "show", "softpick", "--json").stdout)
+    model, _ = load_config(None)  # what `train` builds without --preset
+    assert shown["size"]["d_model"] == model.d_model and shown["size"]["n_layers"] == model.n_layers
+
+
+def test_runs_dir_help_names_the_audit_folder() -> None:
+    result = CliRunner().invoke(app, ["plan", "--help"], env={"COLUMNS": "200"})
+    assert "runs/<audit>/" in result.stdout and "runs//" not in result.stdout
