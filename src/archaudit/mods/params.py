@@ -95,11 +95,11 @@ def learned_positions(cfg: ModelConfig) -> int:
 def hyper_connections(n: int) -> ParamsFormula:
     def formula(cfg: ModelConfig) -> int:
         d = cfg.d_model
-        return 2 * cfg.n_layers * (n * n + 2 * n + 2 + d * (n + 2) + norm_vectors(cfg) * d)
+        return 2 * cfg.n_layers * (n * n + 2 * n + 2 + d * (n + 4))
 
     # Per sublayer: static α and A_r (n·(n + 1)), β (n), dynamic projections (d·(n + 2)),
-    # two scales and one norm.
-    formula.__doc__ = f"2L·(n² + 2n + 2 + d·(n + 2) + g·d), n = {n}"
+    # two scales and one LayerNorm (2·d, whatever model.norm is).
+    formula.__doc__ = f"2L·(n² + 2n + 2 + d·(n + 4)), n = {n}"
     return formula
 
 

@@ -40,11 +40,22 @@ def ssmax(cfg: ModelConfig) -> dict[str, Any]:
     "sigmoid_attn",
     family="attention-output",
     citation=Citation("Ramapuram et al.", 2024, "arXiv 2409.04431"),
-    description="elementwise sigmoid instead of softmax, bias −log n, no normalisation",
-    formula="w_ij = σ(z_ij − log n_i), n_i = keys visible to query i",
+    description="elementwise sigmoid instead of softmax, one fixed bias −log n, no normalisation",
+    formula="w_ij = σ(z_ij + b), b = −log n, n = the maximum sequence length (model.context_length)",
 )
 def sigmoid_attn(cfg: ModelConfig) -> dict[str, Any]:
     return {"score": "sigmoid"}
+
+
+@modification(
+    "sigmoid_attn_per_position",
+    family="attention-output",
+    citation=Citation("Ramapuram et al.", 2024, "arXiv 2409.04431 (variant: not the paper's bias)"),
+    description="sigmoid attention with a per-query bias −log n_i instead of the paper's fixed one",
+    formula="w_ij = σ(z_ij − log n_i), n_i = keys visible to query i (i + 1 when causal)",
+)
+def sigmoid_attn_per_position(cfg: ModelConfig) -> dict[str, Any]:
+    return {"score": "sigmoid_per_position"}
 
 
 @modification(
@@ -107,8 +118,8 @@ def sink_softmax(cfg: ModelConfig) -> dict[str, Any]:
     "sink_softmax_learned",
     family="attention-output",
     params=params.per_head,
-    citation=Citation("Xiao et al.", 2023, "StreamingLLM, ICLR 2024, arXiv 2309.17453"),
-    description="sink softmax with a learned sink logit per head (gpt-oss style)",
+    citation=Citation("OpenAI", 2025, "gpt-oss-120b & gpt-oss-20b model card, arXiv 2508.10925"),
+    description="sink softmax with a learned sink logit per head (gpt-oss attention sinks)",
     formula="w_j = e^{z_j} / (e^{s_h} + Σ_k e^{z_k}), s_h learned, init 0",
 )
 def sink_softmax_learned(cfg: ModelConfig) -> dict[str, Any]:
