@@ -96,8 +96,8 @@ class ReferenceCheck:
 
     def __str__(self) -> str:
         return (
-            f"{self.variant}; checked against {self.reference}: largest difference "
-            f"≤ {self.max_abs_diff:.0e} in float64 ({self.test})"
+            f"{self.variant}; checked against {self.reference}; largest difference measured "
+            f"≤ {self.max_abs_diff:.1g} in float64 ({self.test})"
         )
 
 

@@ -46,7 +46,7 @@ def ssmax(cfg: ModelConfig) -> dict[str, Any]:
         variant="the paper's form: one fixed bias b = −log n, n the maximum sequence length",
         reference="the paper's SigmoidAttn(X) = σ(QKᵀ/√d + b)V and apple/ml-sigmoid-attention",
         max_abs_diff=0.0,  # measured 0: the same elementwise operations
-        test="tests/mods/test_mods_reference.py",
+        test="tests/mods/test_mods_formulas_reference.py",
     ),
 )
 def sigmoid_attn(cfg: ModelConfig) -> dict[str, Any]:
@@ -63,7 +63,7 @@ def sigmoid_attn(cfg: ModelConfig) -> dict[str, Any]:
         variant="a per-query bias b_i = −log(i + 1), not the paper's fixed one",
         reference="the paper's SigmoidAttn equation with b replaced by b_i",
         max_abs_diff=0.0,  # measured 0
-        test="tests/mods/test_mods_reference.py",
+        test="tests/mods/test_mods_formulas_reference.py",
     ),
 )
 def sigmoid_attn_per_position(cfg: ModelConfig) -> dict[str, Any]:

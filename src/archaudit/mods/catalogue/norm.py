@@ -48,7 +48,7 @@ def peri_ln(cfg: ModelConfig) -> dict[str, Any]:
         variant="HybridNorm: QKV-norm attention, FFN residual from the normalised stream",
         reference="the paper's panel (d) and BryceZhuo/HybridNorm's ffn_residual_after_norm",
         max_abs_diff=5e-16,  # measured 4.4e-16 (one block, random weights and gains)
-        test="tests/mods/test_mods_reference.py",
+        test="tests/mods/test_mods_formulas_reference.py",
     ),
 )
 def hybrid_norm(cfg: ModelConfig) -> dict[str, Any]:
@@ -72,7 +72,7 @@ def hybrid_norm(cfg: ModelConfig) -> dict[str, Any]:
         variant="QKV-norm attention with a textbook Post-Norm FFN (not the reference's rule)",
         reference="the paper's equations with X′ = Norm(Y + FFN(Y)) for the FFN",
         max_abs_diff=9e-16,  # measured 8.9e-16
-        test="tests/mods/test_mods_reference.py",
+        test="tests/mods/test_mods_formulas_reference.py",
     ),
 )
 def hybrid_norm_post(cfg: ModelConfig) -> dict[str, Any]:
