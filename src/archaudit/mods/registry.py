@@ -95,9 +95,10 @@ class ReferenceCheck:
     """The test that measures it (it fails if it measures more than `max_abs_diff`)."""
 
     def __str__(self) -> str:
+        diff = f"≤ {self.max_abs_diff:.1g}" if self.max_abs_diff else "0 (bit-identical)"
         return (
             f"{self.variant}; checked against {self.reference}; largest difference measured "
-            f"≤ {self.max_abs_diff:.1g} in float64 ({self.test})"
+            f"{diff} in float64 ({self.test})"
         )
 
 
