@@ -31,6 +31,7 @@ ROLES = {  # (owning module's class, parameter name) → decayed
     ("Attention", "value_lambdas"): False,
     ("DifferentialAttention", "lambdas"): False,
     ("ScalableSoftmax", "s"): False,
+    ("QKL2Softmax", "g"): False,
     ("LearnedSinkSoftmax", "sink_logit"): False,
     ("TalkingHeads", "pre"): False,
     ("TalkingHeads", "post"): False,

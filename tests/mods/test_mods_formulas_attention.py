@@ -133,6 +133,22 @@ def test_talking_heads_mix_logits_before_and_weights_after_the_softmax():
             expect_row(w[0, g, i], dict(zip(keys, out, strict=True)), rel=1e-3)
 
 
+@formula("qk_l2norm")
+def test_qk_l2norm_is_softmax_of_g_times_cosine_similarity():
+    score = attention("qk_l2norm")[0].score
+    assert score.g.item() == pytest.approx(math.log2(16 * 16 - 16))  # g₀ = log₂(T² − T)
+    with torch.no_grad():
+        score.g.fill_(3.0)
+    q, k, v = torch.randn(1, 4, T, 8) * 5, torch.randn(1, 4, T, 8), torch.randn(1, 4, T, 8)
+    out = score(q, k, v, causal(T))
+    for h, i in itertools.product(range(4), range(T)):
+        cos = {j: (q[0, h, i] @ k[0, h, j] / (q[0, h, i].norm() * k[0, h, j].norm())).item()
+               for j in visible(i)}  # fmt: skip
+        e = {j: math.exp(3.0 * c) for j, c in cos.items()}
+        expected = sum(e[j] / sum(e.values()) * v[0, h, j] for j in e)
+        torch.testing.assert_close(out[0, h, i], expected, rtol=1e-4, atol=1e-5)
+
+
 @formula("logit_softcap")
 def test_logit_softcap_is_c_tanh_z_over_c():
     score = attention("logit_softcap")[0].score

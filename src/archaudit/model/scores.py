@@ -57,6 +57,28 @@ class Softmax(ScoreFunction):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask.additive(q.dtype))
 
 
+@SCORES.register("qk_l2_softmax")
+class QKL2Softmax(Softmax):
+    """softmax(g·q̂·k̂ᵀ), q̂ = q/‖q‖₂ and k̂ = k/‖k‖₂ per head, one learned scalar g per layer in
+    place of 1/√d_h, init g₀ = log₂(T² − T) with T the context length (Henry et al. 2020,
+    "Query-Key Normalization for Transformers", arXiv 2010.04245). Normalising after RoPE is
+    the same as before it: a rotation keeps the norm."""
+
+    decay: ClassVar[dict[str, bool]] = {"g": False}
+
+    def __init__(self, cfg: ModelConfig, n_heads: int) -> None:
+        super().__init__(cfg, n_heads)
+        T = cfg.context_length
+        self.g = nn.Parameter(torch.tensor(math.log2(max(T * T - T, 2))))
+
+    def logits(self, q: torch.Tensor, k: torch.Tensor, mask: AttnMask) -> torch.Tensor:
+        q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
+        return super().logits(q * (self.g * math.sqrt(q.shape[-1])), k, mask)  # base: ÷√d_h
+
+    def forward(self, q, k, v, mask):  # type: ignore[no-untyped-def]
+        return ScoreFunction.forward(self, q, k, v, mask)  # explicit logits: g is a tensor
+
+
 @SCORES.register("softpick")
 class Softpick(ScoreFunction):
     """ReLU(e^z − 1) / Σ_j |e^{z_j} − 1| (Zuhri et al. 2025, arXiv 2504.20966).

@@ -47,6 +47,11 @@ def per_head(cfg: ModelConfig) -> int:
     return cfg.n_heads * cfg.n_layers
 
 
+def per_layer(cfg: ModelConfig) -> int:
+    """L (one scalar per layer)"""
+    return cfg.n_layers
+
+
 def qk_norm(cfg: ModelConfig) -> int:
     """2·d_h·L (RMSNorm gains on queries and keys)"""
     return 2 * cfg.dim_head * cfg.n_layers

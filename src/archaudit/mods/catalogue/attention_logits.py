@@ -31,6 +31,19 @@ def qk_norm(cfg: ModelConfig) -> dict[str, Any]:
 
 
 @modification(
+    "qk_l2norm",
+    family="attention-logits",
+    params=params.per_layer,
+    duties=("cross_scale",),  # claimed as a stability fix
+    citation=Citation("Henry et al.", 2020, "Findings of EMNLP, arXiv 2010.04245"),
+    description="QKNorm: L2-normalised queries and keys, a learned scale g in place of 1/√d_h",
+    formula="z = g·(q/‖q‖₂)·(k/‖k‖₂)ᵀ per head, g one learned scalar per layer, init log₂(T² − T)",
+)
+def qk_l2norm(cfg: ModelConfig) -> dict[str, Any]:
+    return {"score": "qk_l2_softmax"}
+
+
+@modification(
     "logit_softcap",
     family="attention-logits",
     duties=("cross_scale",),  # claimed as a stability fix: R7 checks that claim
