@@ -1,8 +1,8 @@
 """The modification registry: a modification is a named, cited delta on `ModelConfig`.
 
     @modification(
-        "qk_norm", family="attention-logits", params=params.qk_norm,
-        citation=Citation("Henry et al.", 2020, "Findings of EMNLP, arXiv 2010.04245"),
+        "qk_norm", family="attention-logits", params=params.qk_norm, duties=("cross_scale",),
+        citation=Citation("Gemma Team", 2025, "Gemma 3, arXiv 2503.19786"),
         description="RMSNorm on queries and keys per head, before RoPE",
         formula="q ← RMSNorm(q), k ← RMSNorm(k)",
     )
