@@ -68,7 +68,8 @@ def show_command(
     as_json: JsonOption = False,
     plugin: PluginOption = None,
 ) -> None:
-    """Show one modification: formula, what it sets, parameter delta at a size, duties, paper."""
+    """Show one modification: formula, what it sets, parameter delta at a size, duties, paper,
+    and the reference it was checked against with the largest difference measured."""
     load_plugins(plugin or ())
     mod = get_modification(name)
     tree = apply_overrides(preset(size), overrides or (), sections=("model",))
@@ -96,6 +97,7 @@ def show_command(
         f"formula {mod.params_formula}",
         "duties": "; ".join(_duties(mod)) or "none beyond the shared protocol",
         "citation": str(mod.citation),
+        "checked": str(mod.check) if mod.check else "no float64 reference comparison recorded",
     }
     typer.echo(f"{mod.name} ({mod.family}): {mod.description}")
     for key, value in rows.items():
