@@ -42,7 +42,14 @@ def _root(
 
 def _register_commands() -> None:
     # Imported for their side effect of adding commands to `app`.
-    from archaudit.cli import audit_cmd, eval_cmd, mods_cmd, stats_cmd, train_cmd  # noqa: F401
+    from archaudit.cli import (  # noqa: F401
+        audit_cmd,
+        diagnose_cmd,
+        eval_cmd,
+        mods_cmd,
+        stats_cmd,
+        train_cmd,
+    )
 
 
 def main() -> None:
