@@ -128,7 +128,7 @@ class ModelView:
 
             def zero(_m, args, heads=tuple(heads), n_heads=n_heads):  # type: ignore[no-untyped-def]
                 x = args[0]
-                x = x.view(*x.shape[:-1], n_heads, -1).clone()  # (B, T, h, d_h)
+                x = x.reshape(*x.shape[:-1], n_heads, -1).clone()  # (B, T, h, d_h)
                 x[..., list(heads), :] = 0.0
                 return (x.flatten(-2), *args[1:])
 
