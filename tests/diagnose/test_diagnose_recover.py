@@ -23,7 +23,6 @@ def test_full_fine_tuning_lowers_the_loss() -> None:
     assert not view.model.training
 
 
-@pytest.mark.slow  # importing peft (and transformers with it) takes long on a loaded machine
 def test_lora_changes_only_attention_projections() -> None:
     pytest.importorskip("peft")
     view = tiny_view(n_layers=2)
