@@ -46,6 +46,7 @@ def _register_commands() -> None:
     from archaudit.cli import (  # noqa: F401
         audit_cmd,
         data_cmd,
+        diagnose_cmd,
         eval_cmd,
         mods_cmd,
         report_cmd,
