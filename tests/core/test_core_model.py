@@ -80,3 +80,33 @@ def test_model_trains_after_an_inference_mode_forward():
         model(x)
     model(x, targets=x).backward()  # the RoPE table is rebuilt outside inference mode
     assert model.embed.weight.grad is not None
+
+
+@pytest.mark.parametrize("stream", ["hyper", "attn_res"])
+@pytest.mark.parametrize("rule", ["post", "deepnorm", "residual_after_norm"])
+@pytest.mark.parametrize("key", ["residual", "mlp_residual"])
+def test_streams_that_add_branches_themselves_refuse_rules_with_their_own_combine(
+    stream, rule, key
+):
+    # The stream calls only `branch`, so these rules' norms would silently never run.
+    cfg = ModelConfig(**TINY, stream=stream, **{key: rule})
+    with pytest.raises(ConfigError) as err:
+        build_model(cfg)
+    message = str(err.value)
+    assert f"model.stream = {stream!r}" in message and f"model.{key} = {rule!r}" in message
+    assert "\n" not in message
+    build_model(ModelConfig(**TINY, stream=stream, **{key: "sandwich"}))  # adds plainly: fine
+
+
+@pytest.mark.parametrize(
+    ("overrides", "keys"),
+    [
+        ({"position": "alibi"}, ("model.attention", "model.position")),
+        ({"qk_norm": True}, ("model.attention", "model.qk_norm")),
+        ({"value_residual": True}, ("model.attention", "model.value_residual")),
+    ],
+)
+def test_differential_attention_refuses_what_it_does_not_implement(overrides, keys):
+    with pytest.raises(ConfigError) as err:
+        build_model(ModelConfig(**TINY, attention="differential", **overrides))
+    assert all(key in str(err.value) for key in keys)

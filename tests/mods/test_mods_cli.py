@@ -75,3 +75,15 @@ def test_show_unknown_name_suggests_the_closest():
     result = runner.invoke(app, ["mods", "show", "hyper_connection_4"])
     assert isinstance(result.exception, ConfigError)
     assert "did you mean 'hyper_connections_4'" in str(result.exception)
+
+
+@pytest.mark.parametrize("name", ["hybrid_norm", "sigmoid_attn", "sigmoid_attn_per_position"])
+def test_show_states_variant_reference_and_largest_measured_difference(name):
+    check = get_modification(name).check
+    text = invoke("show", name)
+    line = next(row for row in text.splitlines() if row.strip().startswith("checked"))
+    for piece in (check.variant, check.reference, f"{check.max_abs_diff:.1g}", check.test):
+        assert piece in line
+    info = json.loads(invoke("show", name, "--json"))
+    assert info["reference_check"]["max_abs_diff"] == check.max_abs_diff
+    assert "no float64 reference" in invoke("show", "gqa")

@@ -94,18 +94,6 @@ def test_ssmax_is_softmax_of_s_log_n_times_z_per_query(window):
         expect_row(w[0, h, i], {j: v / sum(e.values()) for j, v in e.items()})
 
 
-@formula("sigmoid_attn")
-def test_sigmoid_attention_is_sigmoid_of_z_minus_log_n_unnormalised():
-    score = attention("sigmoid_attn")[0].score
-    z = torch.randn(1, 4, T, T)
-    w = score.weights(z, causal(T))
-    for h, i in itertools.product(range(4), range(T)):
-        bias = -math.log(i + 1)
-        expect_row(
-            w[0, h, i], {j: 1 / (1 + math.exp(-(z[0, h, i, j].item() + bias))) for j in visible(i)}
-        )
-
-
 @formula("sink_softmax", "sink_softmax_learned")
 @pytest.mark.parametrize("spec", ["sink_softmax", "sink_softmax_learned"])
 def test_sink_softmax_adds_a_sink_logit_to_the_normaliser(spec):
@@ -143,6 +131,22 @@ def test_talking_heads_mix_logits_before_and_weights_after_the_softmax():
         for g in range(4):
             out = [sum(Q[h, g].item() * soft[h][n] for h in range(4)) for n in range(len(keys))]
             expect_row(w[0, g, i], dict(zip(keys, out, strict=True)), rel=1e-3)
+
+
+@formula("qk_l2norm")
+def test_qk_l2norm_is_softmax_of_g_times_cosine_similarity():
+    score = attention("qk_l2norm")[0].score
+    assert score.g.item() == pytest.approx(math.log2(16 * 16 - 16))  # g₀ = log₂(T² − T)
+    with torch.no_grad():
+        score.g.fill_(3.0)
+    q, k, v = torch.randn(1, 4, T, 8) * 5, torch.randn(1, 4, T, 8), torch.randn(1, 4, T, 8)
+    out = score(q, k, v, causal(T))
+    for h, i in itertools.product(range(4), range(T)):
+        cos = {j: (q[0, h, i] @ k[0, h, j] / (q[0, h, i].norm() * k[0, h, j].norm())).item()
+               for j in visible(i)}  # fmt: skip
+        e = {j: math.exp(3.0 * c) for j, c in cos.items()}
+        expected = sum(e[j] / sum(e.values()) * v[0, h, j] for j in e)
+        torch.testing.assert_close(out[0, h, i], expected, rtol=1e-4, atol=1e-5)
 
 
 @formula("logit_softcap")
@@ -195,27 +199,6 @@ def test_qk_norm_normalises_queries_and_keys_per_head():
     gq, gk = attn.q_norm.weight, attn.k_norm.weight
     heads = [attend(rms(q[h], gq), rms(k[h], gk), v[h]) for h in range(4)]
     torch.testing.assert_close(attn(x, ctx)[0], torch.cat(heads, -1) @ attn.o_proj.weight.T)
-
-
-@formula("hybrid_norm")
-def test_hybrid_norm_normalises_qkv_and_puts_the_mlp_in_post_norm():
-    model = build("hybrid_norm+nope")
-    ctx = ForwardContext(T=T, device=torch.device("cpu"), position=model.position)
-    block = model.blocks[0]
-    attn = block.attn.sublayer
-    randomize(attn.q_norm.weight, attn.k_norm.weight, attn.v_norm.weight, block.mlp.norm.weight)
-    x = torch.randn(1, T, 32)
-    q, k, v = qkv(attn, x[0])
-    norms = (attn.q_norm.weight, attn.k_norm.weight, attn.v_norm.weight)
-    heads = [
-        attend(*(rms(t[h], g) for t, g in zip((q, k, v), norms, strict=True))) for h in range(4)
-    ]
-    torch.testing.assert_close(attn(x, ctx)[0], torch.cat(heads, -1) @ attn.o_proj.weight.T)
-    mlp = block.mlp
-    torch.testing.assert_close(mlp(x, ctx), rms(x + mlp.sublayer(x, ctx), mlp.norm.weight))
-    # No input norm on the attention sublayer: Q, K and V are normalised inside instead.
-    assert not any(name.startswith("norm") for name, _ in block.attn.named_parameters())
-    torch.testing.assert_close(block.attn(x, ctx), x + attn(x, ctx))
 
 
 @formula("gated_attn", "gated_attn_headwise")

@@ -121,6 +121,11 @@ def test_layernorm_centres_and_adds_a_bias_in_every_norm():
 # streams
 
 
+def layer_norm(x: torch.Tensor, gain: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    mean = x.mean(-1, keepdim=True)
+    return (x - mean) / torch.sqrt(((x - mean) ** 2).mean(-1, keepdim=True) + 1e-5) * gain + bias
+
+
 class Sublayer:
     """A stand-in connection whose branch is tanh(h·W): streams only call `branch`."""
 
@@ -156,7 +161,8 @@ def test_hyper_connections_one_sublayer_update(spec):
     H = [x[0].clone() for _ in range(n)]  # every stream starts as the embedding
     expected = torch.zeros(T, 32)
     for t in range(T):
-        normed = [rms(H[m][t], stream.norms[0].weight) for m in range(n)]
+        norm = stream.norms[0]  # a LayerNorm, as the paper's pseudo-code, whatever model.norm
+        normed = [layer_norm(H[m][t], norm.weight, norm.bias) for m in range(n)]
         alpha = [
             stream.static_alpha[0, m]
             + stream.scale_alpha[0] * torch.tanh(normed[m] @ stream.dynamic_alpha[0])

@@ -18,6 +18,7 @@ from archaudit.cli import app
 from archaudit.config import ModelConfig
 from archaudit.errors import ConfigError
 from archaudit.model import build_model, count_parameters
+from archaudit.model.decay import decay_flags
 from archaudit.model.scores import SCORES
 from archaudit.mods import (
     Citation,
@@ -80,6 +81,7 @@ def test_docs_example_registers_a_working_modification(tmp_path, monkeypatch):
     idx = torch.randint(0, 64, (2, 16))
     model.loss(idx, idx).backward()
     assert model.blocks[0].attn.sublayer.score.log_tau.grad is not None
+    assert decay_flags(model)["blocks.0.attn.sublayer.score.log_tau"] is False  # its declaration
 
 
 def test_cli_plugin_option_lists_and_shows_the_plugin(tmp_path, monkeypatch):

@@ -20,11 +20,13 @@ from archaudit.model import build_model
 from archaudit.mods import (
     FAMILIES,
     SUITES,
+    Citation,
     ConflictError,
     get_modification,
     get_suite,
     list_modifications,
     list_suites,
+    modification,
     resolve_arm,
 )
 from archaudit.mods.suites import AUDIT2026_COMPLETION, AUDIT2026_PUBLIC, OLMPOOL_KNOBS
@@ -90,11 +92,44 @@ def test_every_entry_is_documented_and_cited():
         assert f"`{mod.name}`" in docs, f"{mod.name} missing from docs/modifications.md"
 
 
-def test_protocol_duties_follow_the_family():
+def test_protocol_duties_are_the_familys_plus_the_declared_ones():
     for mod in list_modifications():
-        assert mod.requires_downstream == (mod.family == "attention-output"), mod.name
-        assert mod.requires_cross_scale == (mod.family in ("residual", "norm")), mod.name
+        downstream = mod.family == "attention-output" or "downstream" in mod.duties
+        cross_scale = mod.family in ("residual", "norm") or "cross_scale" in mod.duties
+        assert mod.requires_downstream == downstream, mod.name
+        assert mod.requires_cross_scale == cross_scale, mod.name
         assert mod.changes_recipe == (mod.family == "recipe"), mod.name
+
+
+@pytest.mark.parametrize(
+    ("name", "downstream", "cross_scale"),
+    [
+        ("value_residual", True, True),  # changes what attention returns (R6), a residual (R7)
+        ("qk_norm", False, True),  # claimed as a stability fix: R7 tests the claim
+        ("logit_softcap", False, True),
+        ("softpick", True, False),
+        ("gqa", False, False),
+    ],
+)
+def test_duties_of_entries_that_declare_more_than_their_family(name, downstream, cross_scale):
+    mod = get_modification(name)
+    assert (mod.requires_downstream, mod.requires_cross_scale) == (downstream, cross_scale)
+    arm = resolve_arm(f"{name}+geglu")  # an arm inherits the duties of its entries
+    assert (arm.requires_downstream, arm.requires_cross_scale) == (downstream, cross_scale)
+
+
+def test_an_unknown_duty_is_refused_at_registration():
+    with pytest.raises(
+        ConfigError, match=r"unknown duty 'cross-scale'.*did you mean 'cross_scale'"
+    ):
+        modification(
+            "bad_duty",
+            family="mlp",
+            citation=Citation("A", 2020, "B"),
+            description="d",
+            formula="f",
+            duties=("cross-scale",),
+        )
 
 
 def test_every_modification_has_a_formula_test():
@@ -121,7 +156,8 @@ def test_arm_applies_all_its_modifications_in_catalogue_order():
     cfg = arm.apply(TINY)
     assert (cfg.qk_norm, cfg.mlp) == (True, "geglu")
     assert arm.family == "attention-logits+mlp"
-    assert not (arm.requires_downstream or arm.requires_cross_scale or arm.changes_recipe)
+    assert arm.requires_cross_scale  # qk_norm's own duty
+    assert not (arm.requires_downstream or arm.changes_recipe)
 
 
 def test_arm_duties_are_the_union_of_its_modifications():

@@ -23,6 +23,7 @@ def register_commands() -> None:
     from archaudit.cli import (  # noqa: F401
         audit_cmd,
         data_cmd,
+        diagnose_cmd,
         eval_cmd,
         mods_cmd,
         report_cmd,

@@ -64,7 +64,8 @@ def show_command(
     quiet: Quiet = False,
     plugin: Plugins = None,
 ) -> None:
-    """Show one modification: formula, what it sets, parameter delta at a size, duties, paper."""
+    """Show one modification: formula, what it sets, parameter delta at a size, duties, paper,
+    and the reference it was checked against with the largest difference measured."""
     quiet_output(quiet, json_)
     load_plugin_modules(plugin)
     mod = get_modification(name)
@@ -93,6 +94,7 @@ def show_command(
         f"formula {mod.params_formula}",
         "duties": "; ".join(_duties(mod)) or "none beyond the shared protocol",
         "citation": str(mod.citation),
+        "checked": str(mod.check) if mod.check else "no float64 reference comparison recorded",
     }
     typer.echo(f"{mod.name} ({mod.family}): {mod.description}")
     for key, value in rows.items():

@@ -8,6 +8,7 @@ sliding windows, an output gate and value residual; the score function is its ow
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import torch
 from torch import nn
@@ -31,6 +32,10 @@ def layer_window(cfg: ModelConfig, layer: int) -> int | None:
 
 @ATTENTIONS.register("standard")
 class Attention(nn.Module):
+    takes_logit_bias: ClassVar[bool] = True
+    """Adds a position slot's logit bias (ALiBi) to every head's logits."""
+    decay: ClassVar[dict[str, bool]] = {"value_lambdas": False}
+
     def __init__(self, cfg: ModelConfig, layer: int) -> None:
         super().__init__()
         self.n_heads, self.n_kv, self.d_h = cfg.n_heads, cfg.kv_heads, cfg.dim_head
@@ -98,7 +103,12 @@ class DifferentialAttention(nn.Module):
     Heads are halved to keep the projection sizes: h/2 heads, each with two d_h-wide query/key
     pairs and a 2·d_h-wide value. λ = exp(λq1·λk1) − exp(λq2·λk2) + λ_init; each head's output
     is RMS-normalised and scaled by (1 − λ_init), as in the reference code (microsoft/unilm).
+    A per-head logit bias (ALiBi) has no defined meaning for a head pair, so it is refused, as
+    are the standard module's options this one does not implement.
     """
+
+    takes_logit_bias = False
+    decay: ClassVar[dict[str, bool]] = {"lambdas": False}
 
     def __init__(self, cfg: ModelConfig, layer: int) -> None:
         super().__init__()
@@ -106,6 +116,14 @@ class DifferentialAttention(nn.Module):
             raise ConfigError(
                 f"model.attention = 'differential' needs an even model.n_heads (got "
                 f"{cfg.n_heads}) and no grouped K/V heads (model.n_kv_heads = {cfg.n_kv_heads})"
+            )
+        unsupported = [
+            k for k in ("qk_norm", "qkv_norm", "attn_gate", "value_residual") if getattr(cfg, k)
+        ]
+        if unsupported:
+            raise ConfigError(
+                f"model.attention = 'differential' does not implement model.{unsupported[0]} "
+                f"= {getattr(cfg, unsupported[0])!r}; unset it or use model.attention = 'standard'"
             )
         self.h, self.d_h = cfg.n_heads // 2, cfg.dim_head
         d_inner = cfg.n_heads * self.d_h
@@ -117,10 +135,7 @@ class DifferentialAttention(nn.Module):
         self.o_proj.residual_out = True
         self.score = SCORES.get(cfg.score)(cfg, self.h)
         self.lambda_init = diff_lambda_init(layer)
-        self.lambdas = nn.ParameterList(
-            nn.Parameter(torch.randn(self.d_h) * 0.1)
-            for _ in range(4)  # q1, k1, q2, k2
-        )
+        self.lambdas = nn.Parameter(torch.randn(4, self.d_h) * 0.1)  # rows λq1, λk1, λq2, λk2
         self.out_norm = RMSNorm(2 * self.d_h, cfg.norm_eps)
 
     def lam(self) -> torch.Tensor:

@@ -1,6 +1,8 @@
-"""Normalisation layers for the `norm` slot."""
+"""Normalisation layers for the `norm` slot. Gains and biases are never weight-decayed."""
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -15,6 +17,8 @@ NORMS: Registry[type[nn.Module]] = Registry("norm")
 class RMSNorm(nn.Module):
     """x / rms(x) · g (Zhang & Sennrich 2019): the baseline's norm, no bias, no centring."""
 
+    decay: ClassVar[dict[str, bool]] = {"weight": False}
+
     def __init__(self, dim: int, eps: float = 1e-5) -> None:
         super().__init__()
         self.eps = eps
@@ -27,6 +31,8 @@ class RMSNorm(nn.Module):
 @NORMS.register("layernorm")
 class LayerNorm(nn.Module):
     """(x − mean) / std · g + b (Ba et al. 2016): one extra d-vector (the bias) per norm."""
+
+    decay: ClassVar[dict[str, bool]] = {"weight": False, "bias": False}
 
     def __init__(self, dim: int, eps: float = 1e-5) -> None:
         super().__init__()

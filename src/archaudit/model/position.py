@@ -8,6 +8,7 @@ logits (ALiBi). One instance is shared by all layers.
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import torch
 from torch import nn
@@ -20,6 +21,9 @@ POSITIONS: Registry[type[Position]] = Registry("position")
 
 
 class Position(nn.Module):
+    logit_bias: ClassVar[bool] = False
+    """True when `bias` adds to the logits, which an attention module must then accept."""
+
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.cfg = cfg
@@ -44,30 +48,35 @@ class RoPE(Position):
         super().__init__(cfg)
         rot = int(cfg.dim_head * cfg.rope_fraction) // 2 * 2
         self.rot = rot
-        inv_freq = cfg.rope_base ** (-torch.arange(0, rot, 2, dtype=torch.float64) / rot)
-        self.register_buffer("inv_freq", inv_freq.float(), persistent=False)
+        # Angles in float64 on the CPU (not a buffer, so .to(bf16) cannot round them); the
+        # table is cast once per device and compute dtype (float32, or float64 in the tests).
+        self.inv_freq = cfg.rope_base ** (-torch.arange(0, rot, 2, dtype=torch.float64) / rot)
         self._cache: tuple[int, torch.Tensor, torch.Tensor] | None = None
 
-    def _cos_sin(self, T: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        if self._cache is None or self._cache[0] < T or self._cache[1].device != device:
+    def _cos_sin(
+        self, T: int, device: torch.device, dtype: torch.dtype
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        cache = self._cache
+        if cache is None or cache[0] < T or cache[1].device != device or cache[1].dtype != dtype:
             # Built outside inference_mode even when called inside it: an inference tensor could
             # not be saved for backward by a later training forward that reuses the cache.
             with torch.inference_mode(False), torch.no_grad():
-                t = torch.arange(T, device=device, dtype=torch.float32)
-                freqs = torch.outer(t, self.inv_freq.to(device))  # (T, rot/2)
-                self._cache = (T, freqs.cos(), freqs.sin())
+                freqs = torch.outer(torch.arange(T, dtype=torch.float64), self.inv_freq)
+                cos, sin = (f.to(device=device, dtype=dtype) for f in (freqs.cos(), freqs.sin()))
+                self._cache = (T, cos, sin)  # (T, rot/2) each
         return self._cache[1][:T], self._cache[2][:T]
 
     def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if self.rot == 0:
             return q, k
-        cos, sin = self._cos_sin(q.shape[-2], q.device)
+        dtype = torch.promote_types(q.dtype, torch.float32)  # bf16 rotates in float32
+        cos, sin = self._cos_sin(q.shape[-2], q.device, dtype)
         return self._rotate(q, cos, sin), self._rotate(k, cos, sin)
 
     def _rotate(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         # Rotate-half convention: dims (i, i + rot/2) form a pair.
         x_rot, x_pass = x[..., : self.rot], x[..., self.rot :]
-        x1, x2 = x_rot.float().chunk(2, dim=-1)
+        x1, x2 = x_rot.to(cos.dtype).chunk(2, dim=-1)
         rotated = torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1).type_as(x)
         return torch.cat((rotated, x_pass), dim=-1) if x_pass.shape[-1] else rotated
 
@@ -80,6 +89,8 @@ class NoPE(Position):
 @POSITIONS.register("alibi")
 class ALiBi(Position):
     """z_ij −= m_h·(i − j) with slopes m_h = 2^(−8h/H), h = 1..H; no RoPE (Press et al. 2022)."""
+
+    logit_bias = True
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__(cfg)

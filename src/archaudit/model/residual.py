@@ -3,12 +3,18 @@
 
 A connection rule splits into `branch(x)` — what the sublayer contributes — and `combine(x, b)`
 — how that joins the stream. Plain streams call `forward` = combine(x, branch(x)); streams that
-restructure the residual path (hyper-connections, attention residuals) use `branch` alone.
+restructure the residual path (hyper-connections, attention residuals) use `branch` alone, so
+they only accept rules whose combine is plain addition (`adds_plainly`); `build_model` refuses
+any other pairing.
+
+Every module here lists its own parameters in `decay` (see `model/decay.py`): norm gains, gates
+and mixing weights are never weight-decayed.
 """
 
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -16,7 +22,7 @@ from torch import nn
 
 from archaudit.config import ModelConfig
 from archaudit.model.context import ForwardContext
-from archaudit.model.norms import make_norm
+from archaudit.model.norms import LayerNorm, make_norm
 from archaudit.registry import Registry
 
 CONNECTIONS: Registry[type[Connection]] = Registry("residual rule")
@@ -27,6 +33,8 @@ class Connection(nn.Module):
     """Pre-norm by default: x + F(Norm(x))."""
 
     init_gain = 1.0  # multiplies the init std of the sublayer's weights (DeepNorm's β)
+    adds_plainly: ClassVar[bool] = True
+    """combine(x, b) = x + b: a stream that adds branches itself loses nothing of this rule."""
 
     def __init__(self, cfg: ModelConfig, sublayer: nn.Module) -> None:
         super().__init__()
@@ -55,6 +63,8 @@ class PreNorm(Connection):
 class PostNorm(Connection):
     """Norm(x + F(x)): the 2017 design; unstable when deep (Xiong et al. 2020)."""
 
+    adds_plainly = False
+
     def branch(self, x, ctx):  # type: ignore[no-untyped-def]
         return self._call(x, ctx)
 
@@ -79,6 +89,8 @@ class DeepNorm(Connection):
     """Norm(α·x + F(x)), α = (2N)^{1/4}, sublayer init scaled by β = (8N)^{−1/4}, N layers
     (Wang et al. 2022, arXiv 2203.00555, decoder-only constants)."""
 
+    adds_plainly = False
+
     def __init__(self, cfg: ModelConfig, sublayer: nn.Module) -> None:
         super().__init__(cfg, sublayer)
         self.alpha = (2 * cfg.n_layers) ** 0.25
@@ -89,6 +101,18 @@ class DeepNorm(Connection):
 
     def combine(self, x, b):  # type: ignore[no-untyped-def]
         return self.norm(self.alpha * x + b)
+
+
+@CONNECTIONS.register("residual_after_norm")
+class ResidualAfterNorm(Connection):
+    """Z = Norm(x); Z + F(Z): the residual continues from the normalised stream. HybridNorm's
+    FFN sublayer (Zhuo et al. 2025, arXiv 2503.04598, figure 2(d); reference code flags
+    `ffn_norm = true`, `ffn_residual_after_norm = true`)."""
+
+    adds_plainly = False
+
+    def combine(self, x, b):  # type: ignore[no-untyped-def]
+        return self.norm(x) + b
 
 
 @CONNECTIONS.register("unnormed")
@@ -112,6 +136,8 @@ class ReZero(Unnormed):
         super().__init__(cfg, sublayer)
         self.alpha = nn.Parameter(torch.zeros(1))
 
+    decay: ClassVar[dict[str, bool]] = {"alpha": False}
+
     def branch(self, x, ctx):  # type: ignore[no-untyped-def]
         return self.alpha * self._call(x, ctx)
 
@@ -125,6 +151,8 @@ class LayerScale(Connection):
         super().__init__(cfg, sublayer)
         self.gamma = nn.Parameter(torch.full((cfg.d_model,), cfg.layerscale_init))
 
+    decay: ClassVar[dict[str, bool]] = {"gamma": False}
+
     def branch(self, x, ctx):  # type: ignore[no-untyped-def]
         return self.gamma * self._call(self.norm(x), ctx)
 
@@ -134,6 +162,9 @@ class LayerScale(Connection):
 
 
 class Stream(nn.Module):
+    calls_combine: ClassVar[bool] = True
+    """False for streams that add each branch themselves and never call `combine`."""
+
     def __init__(self, cfg: ModelConfig, n_sublayers: int) -> None:
         super().__init__()
 
@@ -157,8 +188,23 @@ class HyperConnections(Stream):
     Per sublayer: input h = α_mᵀH, update H ← A_rᵀH + β ⊗ F(h). Static α_m, A_r, β plus a dynamic
     part tanh-projected from the normalised streams, scaled by learned s_α, s_β (init 0.01,
     projections init 0, so training starts from the static mixing). Static init: α_m one-hot on
-    stream (l mod n), A_r = I, β = 1 — with n = 1 this is exactly the baseline.
+    stream (l mod n), A_r = I, β = 1 — with n = 1 this is exactly the baseline. The dynamic part
+    reads the streams through a LayerNorm, as the paper's pseudo-code does, whatever model.norm
+    is. All of it is mixing weights: none is weight-decayed.
     """
+
+    calls_combine = False
+    decay: ClassVar[dict[str, bool]] = dict.fromkeys(
+        (
+            "static_alpha",
+            "static_beta",
+            "dynamic_alpha",
+            "dynamic_beta",
+            "scale_alpha",
+            "scale_beta",
+        ),
+        False,
+    )
 
     def __init__(self, cfg: ModelConfig, n_sublayers: int) -> None:
         super().__init__(cfg, n_sublayers)
@@ -174,7 +220,7 @@ class HyperConnections(Stream):
         self.dynamic_beta = nn.Parameter(torch.zeros(n_sublayers, d))
         self.scale_alpha = nn.Parameter(torch.full((n_sublayers,), 0.01))
         self.scale_beta = nn.Parameter(torch.full((n_sublayers,), 0.01))
-        self.norms = nn.ModuleList(make_norm(cfg.norm, d, cfg.norm_eps) for _ in range(n_sublayers))
+        self.norms = nn.ModuleList(LayerNorm(d, cfg.norm_eps) for _ in range(n_sublayers))
 
     def forward(self, x, connections, ctx):  # type: ignore[no-untyped-def]
         H = x.unsqueeze(2).expand(*x.shape[:2], self.n, x.shape[-1])  # (B, T, n, d)
@@ -197,7 +243,11 @@ class HyperConnections(Stream):
 class AttentionResiduals(Stream):
     """x_l = Σ_{i<l} α_{i→l}·v_i with α = softmax_i(w_lᵀ·RMSNorm(v_i)); v_0 is the embedding,
     v_i the earlier sublayer outputs (Kimi Team 2026, arXiv 2603.15031). One query vector w_l
-    per sublayer plus one for the output; w = 0 at init, i.e. a uniform average."""
+    per sublayer plus one for the output; w = 0 at init, i.e. a uniform average. The queries are
+    mixing weights: not weight-decayed."""
+
+    calls_combine = False
+    decay: ClassVar[dict[str, bool]] = {"queries": False}
 
     def __init__(self, cfg: ModelConfig, n_sublayers: int) -> None:
         super().__init__(cfg, n_sublayers)

@@ -108,7 +108,8 @@ SLOTS = {
 
 
 def build_model(cfg: ModelConfig) -> Transformer:
-    """Check every slot name first, so a typo is reported as the config key it came from."""
+    """Check every slot name first, so a typo is reported as the config key it came from, then
+    the combinations of slots that would build but silently drop a component."""
     for key, registry in SLOTS.items():
         name = getattr(cfg, key)
         if name is not None and name not in registry:
@@ -116,7 +117,29 @@ def build_model(cfg: ModelConfig) -> Transformer:
                 f"model.{key} = {name!r} is not a registered {registry.kind}"
                 f"{did_you_mean(name, registry)}"
             )
+    check_slot_combinations(cfg)
     return Transformer(cfg)
+
+
+def check_slot_combinations(cfg: ModelConfig) -> None:
+    """Refuse slot pairs that would train something other than what the config names."""
+    if not STREAMS.get(cfg.stream).calls_combine:
+        for key in ("residual", "mlp_residual"):
+            rule = getattr(cfg, key)
+            if rule is not None and not CONNECTIONS.get(rule).adds_plainly:
+                raise ConfigError(
+                    f"model.stream = {cfg.stream!r} cannot use model.{key} = {rule!r}: the stream "
+                    "adds each sublayer's branch itself and would never apply the rule's norm "
+                    "(use a rule that adds plainly, e.g. 'pre', or model.stream = 'standard')"
+                )
+    if (
+        POSITIONS.get(cfg.position).logit_bias
+        and not ATTENTIONS.get(cfg.attention).takes_logit_bias
+    ):
+        raise ConfigError(
+            f"model.attention = {cfg.attention!r} cannot take the logit bias of model.position = "
+            f"{cfg.position!r} (no per-head bias is defined for it); choose another position"
+        )
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -47,6 +47,11 @@ def per_head(cfg: ModelConfig) -> int:
     return cfg.n_heads * cfg.n_layers
 
 
+def per_layer(cfg: ModelConfig) -> int:
+    """L (one scalar per layer)"""
+    return cfg.n_layers
+
+
 def qk_norm(cfg: ModelConfig) -> int:
     """2·d_h·L (RMSNorm gains on queries and keys)"""
     return 2 * cfg.dim_head * cfg.n_layers
@@ -95,11 +100,11 @@ def learned_positions(cfg: ModelConfig) -> int:
 def hyper_connections(n: int) -> ParamsFormula:
     def formula(cfg: ModelConfig) -> int:
         d = cfg.d_model
-        return 2 * cfg.n_layers * (n * n + 2 * n + 2 + d * (n + 2) + norm_vectors(cfg) * d)
+        return 2 * cfg.n_layers * (n * n + 2 * n + 2 + d * (n + 4))
 
     # Per sublayer: static α and A_r (n·(n + 1)), β (n), dynamic projections (d·(n + 2)),
-    # two scales and one norm.
-    formula.__doc__ = f"2L·(n² + 2n + 2 + d·(n + 2) + g·d), n = {n}"
+    # two scales and one LayerNorm (2·d, whatever model.norm is).
+    formula.__doc__ = f"2L·(n² + 2n + 2 + d·(n + 4)), n = {n}"
     return formula
 
 

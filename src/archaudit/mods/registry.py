@@ -1,8 +1,8 @@
 """The modification registry: a modification is a named, cited delta on `ModelConfig`.
 
     @modification(
-        "qk_norm", family="attention-logits", params=params.qk_norm,
-        citation=Citation("Henry et al.", 2020, "Findings of EMNLP, arXiv 2010.04245"),
+        "qk_norm", family="attention-logits", params=params.qk_norm, duties=("cross_scale",),
+        citation=Citation("Gemma Team", 2025, "Gemma 3, arXiv 2503.19786"),
         description="RMSNorm on queries and keys per head, before RoPE",
         formula="q ← RMSNorm(q), k ← RMSNorm(k)",
     )
@@ -17,7 +17,13 @@ under another recipe hash, so the audit treats it as `tuned` (R1).
 
 The protocol duties follow from the family, never from a flag a contributor could forget:
 attention-output changes must be evaluated downstream (R6), residual and norm changes at two
-or more scales (R7).
+or more scales (R7). An entry may add duties beyond its family's (`duties=("downstream",)`):
+value residual changes what attention returns, QK-norm is claimed as a stability fix. Duties
+are only ever added, never removed.
+
+An entry whose formula was checked numerically against a re-typed reference implementation
+records it in `check` (`ReferenceCheck`): which variant it is, the reference, and a bound on
+the largest difference the formula test measured (the test fails if it measures more).
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ FAMILIES = (
 )
 DOWNSTREAM_FAMILIES = frozenset({"attention-output"})  # R6
 CROSS_SCALE_FAMILIES = frozenset({"residual", "norm"})  # R7
+DUTIES = ("downstream", "cross_scale")  # duties an entry may add beyond its family's
 ENTRY_POINT_GROUP = "archaudit.modifications"
 
 Delta = Mapping[str, Any]
@@ -74,6 +81,27 @@ class Citation:
         return f"{self.authors} {self.year}, {self.source}"
 
 
+@dataclass(frozen=True)
+class ReferenceCheck:
+    """How an entry was checked against the method's reference implementation."""
+
+    variant: str
+    """Which form of the method this entry is, in words."""
+    reference: str
+    """The paper's equations and/or code the formula test re-types."""
+    max_abs_diff: float
+    """Upper bound on the largest |ours − reference| the formula test measures (float64)."""
+    test: str
+    """The test that measures it (it fails if it measures more than `max_abs_diff`)."""
+
+    def __str__(self) -> str:
+        diff = f"≤ {self.max_abs_diff:.1g}" if self.max_abs_diff else "0 (bit-identical)"
+        return (
+            f"{self.variant}; checked against {self.reference}; largest difference measured "
+            f"{diff} in float64 ({self.test})"
+        )
+
+
 @dataclass(frozen=True, eq=False, kw_only=True)
 class Modification:
     name: str
@@ -87,16 +115,19 @@ class Modification:
     """Parameters added to the baseline at the sizes of the given config."""
     recipe: Delta = field(default_factory=dict)
     aliases: tuple[str, ...] = ()
+    duties: tuple[str, ...] = ()
+    """Protocol duties beyond the family's: 'downstream' (R6), 'cross_scale' (R7)."""
+    check: ReferenceCheck | None = None
     rank: int = 0
     """Registration order; an arm applies its modifications in this order."""
 
     @property
     def requires_downstream(self) -> bool:
-        return self.family in DOWNSTREAM_FAMILIES
+        return self.family in DOWNSTREAM_FAMILIES or "downstream" in self.duties
 
     @property
     def requires_cross_scale(self) -> bool:
-        return self.family in CROSS_SCALE_FAMILIES
+        return self.family in CROSS_SCALE_FAMILIES or "cross_scale" in self.duties
 
     @property
     def changes_recipe(self) -> bool:
@@ -134,6 +165,7 @@ class Modification:
             "formula": self.formula,
             "params_formula": self.params_formula,
             "aliases": list(self.aliases),
+            "reference_check": dataclasses.asdict(self.check) if self.check else None,
         }
 
 
@@ -151,6 +183,8 @@ def modification(
     params: formulas.ParamsFormula = formulas.none,
     recipe: Delta | None = None,
     aliases: tuple[str, ...] = (),
+    duties: tuple[str, ...] = (),
+    check: ReferenceCheck | None = None,
 ) -> Callable[[DeltaFunction], DeltaFunction]:
     """Register the decorated function `cfg -> {field: value}` as a modification."""
     for label in (name, *aliases):
@@ -162,6 +196,11 @@ def modification(
         raise ModificationError(
             f"modification {name!r}: unknown family {family!r}{did_you_mean(family, FAMILIES)}"
         )
+    for duty in duties:
+        if duty not in DUTIES:
+            raise ModificationError(
+                f"modification {name!r}: unknown duty {duty!r}{did_you_mean(duty, DUTIES)}"
+            )
 
     def register(delta: DeltaFunction) -> DeltaFunction:
         for label in (name, *aliases):
@@ -177,6 +216,8 @@ def modification(
             params=params,
             recipe=dict(recipe or {}),
             aliases=aliases,
+            duties=tuple(duties),
+            check=check,
             rank=len(list(MODIFICATIONS)),
         )
         mod.recipe_claims()  # a typo in a recipe field fails at import, not in an audit

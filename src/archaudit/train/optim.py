@@ -1,4 +1,4 @@
-"""AdamW with weight decay on matrices only, and the warmup + cosine learning-rate schedule."""
+"""AdamW with weight decay by parameter role, and the warmup + cosine learning-rate schedule."""
 
 from __future__ import annotations
 
@@ -8,14 +8,17 @@ import torch
 from torch import nn
 
 from archaudit.config import Recipe
+from archaudit.model.decay import decay_flags
 
 
 def make_optimizer(model: nn.Module, recipe: Recipe) -> torch.optim.AdamW:
-    """Decay applies to ≥2-D weights (matmuls, embeddings); norms, gains, biases and the scalar
-    mixing weights of residual variants are left undecayed, as in nanoGPT and OLMo."""
-    params = [p for p in model.parameters() if p.requires_grad]
-    decay = [p for p in params if p.dim() >= 2]
-    no_decay = [p for p in params if p.dim() < 2]
+    """Decay applies to the parameters their module declares decayed (projection matrices,
+    embeddings); norm gains, biases, mixing weights (hyper-connections' α, β and W, attention
+    residuals' queries), gates' scalars and λ's are left undecayed whatever their shape."""
+    flags = decay_flags(model)
+    params = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
+    decay = [p for name, p in params if flags[name]]
+    no_decay = [p for name, p in params if not flags[name]]
     groups = [
         {"params": decay, "weight_decay": recipe.weight_decay},
         {"params": no_decay, "weight_decay": 0.0},

@@ -10,7 +10,7 @@ from typing import Any
 from archaudit.config import ModelConfig
 from archaudit.errors import ConfigError
 from archaudit.mods import params
-from archaudit.mods.registry import Citation, modification
+from archaudit.mods.registry import Citation, ReferenceCheck, modification
 
 
 @modification(
@@ -40,11 +40,34 @@ def ssmax(cfg: ModelConfig) -> dict[str, Any]:
     "sigmoid_attn",
     family="attention-output",
     citation=Citation("Ramapuram et al.", 2024, "arXiv 2409.04431"),
-    description="elementwise sigmoid instead of softmax, bias −log n, no normalisation",
-    formula="w_ij = σ(z_ij − log n_i), n_i = keys visible to query i",
+    description="elementwise sigmoid instead of softmax, one fixed bias −log n, no normalisation",
+    formula="w_ij = σ(z_ij + b), b = −log n, n = maximum sequence length (model.context_length)",
+    check=ReferenceCheck(
+        variant="the paper's form: one fixed bias b = −log n, n the maximum sequence length",
+        reference="the paper's SigmoidAttn(X) = σ(QKᵀ/√d + b)V and apple/ml-sigmoid-attention",
+        max_abs_diff=0.0,  # measured 0: the same elementwise operations
+        test="tests/mods/test_mods_formulas_reference.py",
+    ),
 )
 def sigmoid_attn(cfg: ModelConfig) -> dict[str, Any]:
     return {"score": "sigmoid"}
+
+
+@modification(
+    "sigmoid_attn_per_position",
+    family="attention-output",
+    citation=Citation("Ramapuram et al.", 2024, "arXiv 2409.04431 (variant: not the paper's bias)"),
+    description="sigmoid attention with a per-query bias −log n_i instead of the paper's fixed one",
+    formula="w_ij = σ(z_ij − log n_i), n_i = keys visible to query i (i + 1 when causal)",
+    check=ReferenceCheck(
+        variant="a per-query bias b_i = −log(i + 1), not the paper's fixed one",
+        reference="the paper's SigmoidAttn equation with b replaced by b_i",
+        max_abs_diff=0.0,  # measured 0
+        test="tests/mods/test_mods_formulas_reference.py",
+    ),
+)
+def sigmoid_attn_per_position(cfg: ModelConfig) -> dict[str, Any]:
+    return {"score": "sigmoid_per_position"}
 
 
 @modification(
@@ -107,8 +130,8 @@ def sink_softmax(cfg: ModelConfig) -> dict[str, Any]:
     "sink_softmax_learned",
     family="attention-output",
     params=params.per_head,
-    citation=Citation("Xiao et al.", 2023, "StreamingLLM, ICLR 2024, arXiv 2309.17453"),
-    description="sink softmax with a learned sink logit per head (gpt-oss style)",
+    citation=Citation("OpenAI", 2025, "gpt-oss-120b & gpt-oss-20b model card, arXiv 2508.10925"),
+    description="sink softmax with a learned sink logit per head (gpt-oss attention sinks)",
     formula="w_j = e^{z_j} / (e^{s_h} + Σ_k e^{z_k}), s_h learned, init 0",
 )
 def sink_softmax_learned(cfg: ModelConfig) -> dict[str, Any]:

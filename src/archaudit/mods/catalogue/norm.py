@@ -9,7 +9,7 @@ from typing import Any
 
 from archaudit.config import ModelConfig
 from archaudit.mods import params
-from archaudit.mods.registry import Citation, modification
+from archaudit.mods.registry import Citation, ReferenceCheck, modification
 
 
 @modification(
@@ -41,12 +41,41 @@ def peri_ln(cfg: ModelConfig) -> dict[str, Any]:
     family="norm",
     params=params.hybrid_norm,
     citation=Citation("Zhuo et al.", 2025, "HybridNorm, arXiv 2503.04598"),
-    description="RMSNorm on Q, K and V inside attention (no input norm); the MLP in Post-Norm",
-    formula="x ← x + Attn(RMSNorm(q), RMSNorm(k), RMSNorm(v)) of x; MLP: x ← Norm(x + F(x))",
+    description="RMSNorm on Q, K, V per head before RoPE (no attention input norm); the FFN "
+    "residual continues from the normalised stream",
+    formula="Y = X + Attn(RMSNorm(q), RMSNorm(k), RMSNorm(v)); Z = Norm(Y); X′ = Z + FFN(Z)",
+    check=ReferenceCheck(
+        variant="HybridNorm: QKV-norm attention, FFN residual from the normalised stream",
+        reference="the paper's panel (d) and BryceZhuo/HybridNorm's ffn_residual_after_norm",
+        max_abs_diff=5e-16,  # measured 4.4e-16 (one block, random weights and gains)
+        test="tests/mods/test_mods_formulas_reference.py",
+    ),
 )
 def hybrid_norm(cfg: ModelConfig) -> dict[str, Any]:
-    # The reference code (BryceZhuo/HybridNorm) has no attention input norm by default; its
-    # HybridNorm* variant adds one in the first layer only.
+    # The paper's figure 2(d) and its reference code's flags (attn_norm = false, ffn_norm =
+    # true, ffn_residual_after_norm = true): the FFN's residual starts from Norm(Y), not Y. Its
+    # HybridNorm* variant adds an attention input norm in the first layer only (not built here).
+    return {"qkv_norm": True, "residual": "unnormed", "mlp_residual": "residual_after_norm"}
+
+
+@modification(
+    "hybrid_norm_post",
+    family="norm",
+    params=params.hybrid_norm,
+    citation=Citation(
+        "Zhuo et al.", 2025, "HybridNorm, arXiv 2503.04598 (variant: the textbook Post-Norm FFN)"
+    ),
+    description="hybrid_norm with a textbook Post-Norm FFN, Norm(Y + FFN(Y)): the abstract's "
+    "'Post-Norm in the FFN' read literally; not the reference code's rule",
+    formula="Y = X + Attn(RMSNorm(q), RMSNorm(k), RMSNorm(v)); X′ = Norm(Y + FFN(Y))",
+    check=ReferenceCheck(
+        variant="QKV-norm attention with a textbook Post-Norm FFN (not the reference's rule)",
+        reference="the paper's equations with X′ = Norm(Y + FFN(Y)) for the FFN",
+        max_abs_diff=9e-16,  # measured 8.9e-16
+        test="tests/mods/test_mods_formulas_reference.py",
+    ),
+)
+def hybrid_norm_post(cfg: ModelConfig) -> dict[str, Any]:
     return {"qkv_norm": True, "residual": "unnormed", "mlp_residual": "post"}
 
 

@@ -17,7 +17,9 @@ from archaudit.mods.registry import Citation, modification
     formula="z_ij −= m_h·(i − j), m_h = 2^(−8h/H), h = 1..H",
 )
 def alibi(cfg: ModelConfig) -> dict[str, Any]:
-    return {"position": "alibi"}
+    # ALiBi's bias is one slope per head; differential attention's heads are pairs of maps with
+    # no defined slope, so claiming the standard module makes alibi+diff_attn a named conflict.
+    return {"position": "alibi", "attention": "standard"}
 
 
 @modification(

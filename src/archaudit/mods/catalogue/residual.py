@@ -22,7 +22,7 @@ for _n in (2, 4):
         params=params.hyper_connections(_n),
         citation=Citation("Zhu et al.", 2024, "ICLR 2025, arXiv 2409.19606"),
         description=f"{_n} parallel residual streams with learned static + dynamic mixing",
-        formula="h = α_mᵀH; H ← A_rᵀH + β ⊗ F(h); α, A, β static + s·tanh(Norm(H)·W)",
+        formula="h = α_mᵀH; H ← A_rᵀH + β ⊗ F(h); α, A, β static + s·tanh(LayerNorm(H)·W)",
     )(lambda cfg, n=_n: {"stream": "hyper", "hyper_streams": n, **_STREAM_RULE})
 
 
@@ -42,6 +42,7 @@ def attn_res(cfg: ModelConfig) -> dict[str, Any]:
     "value_residual",
     family="residual",
     params=params.value_residual,
+    duties=("downstream",),  # it changes what attention returns: R6 as for attention-output
     citation=Citation("Zhou et al.", 2024, "ResFormer, arXiv 2410.17897"),
     description="every layer's values mixed with the first layer's values",
     formula="V_l ← λ1·V_l + λ2·V_1, λ learned, init 0.5",

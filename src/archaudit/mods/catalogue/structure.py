@@ -82,7 +82,12 @@ def swa(cfg: ModelConfig) -> dict[str, Any]:
 @modification(
     "short_context",
     family="structure",
-    citation=Citation("OlmPool", 2026, "factorial knob; no arXiv id on record"),
+    citation=Citation(
+        "Bertsch et al.",
+        2026,
+        "Cracks in the Foundation: Seemingly Minor Architectural Choices Impact Long Context "
+        "Extension (OlmPool, Ai2; allenai.org/blog/olmpool)",
+    ),
     description="pretraining context halved; tokens per step unchanged (twice the sequences)",
     formula="T ← T/2; recipe.batch_tokens unchanged",
 )

@@ -1,0 +1,348 @@
+"""`archaudit diagnose bottleneck|attention|prune|heads MODEL ...`, `diagnose focus AUDIT_DIR` and
+`diagnose task FILE`: the diagnostics of `archaudit.diagnose`, each writing JSON and a figure."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from archaudit.cli import app
+
+diagnose_app = typer.Typer(
+    no_args_is_help=True,
+    help="Diagnostics on a run, checkpoint, Hugging Face directory or .gguf file: LM-head "
+    "gradient bottleneck, attention sinks, layer pruning × test-time scaling, head masking.",
+)
+app.add_typer(diagnose_app, name="diagnose")
+
+Model = Annotated[
+    str,
+    typer.Argument(
+        help="Run/checkpoint directory, Hugging Face directory, .gguf file, or KIND:PATH."
+    ),
+]
+Data = Annotated[Path, typer.Option("--data", help="UTF-8 text file to measure on.")]
+Tokens = Annotated[int | None, typer.Option("--tokens", help="Predicted tokens to measure on.")]
+Window = Annotated[int, typer.Option("--window", help="Tokens per row (capped by the context).")]
+BatchSize = Annotated[int, typer.Option("--batch-size", help="Rows per forward pass.")]
+Out = Annotated[
+    Path | None,
+    typer.Option(
+        "--out",
+        help="Folder for the JSON and figure [default: <run>/diagnostics, or "
+        "./diagnostics/<model> for HF and GGUF models].",
+    ),
+]
+Device = Annotated[str, typer.Option("--device", help="torch device.")]
+Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")]
+NoFigure = Annotated[bool, typer.Option("--no-figure", help="Write the JSON only.")]
+
+
+def _start(json_out: bool, quiet: bool) -> None:
+    from archaudit.progress import set_quiet
+
+    set_quiet(json_out or quiet)
+
+
+def _finish(result: Any, written: Any, json_out: bool, lines: list[str]) -> None:
+    from archaudit.progress import console
+
+    if json_out:
+        typer.echo(result.to_json())
+        return
+    for line in lines:
+        typer.echo(line)
+    where = f"{written.json}" + (f", {written.figure}" if written.figure else "")
+    console.print(f"wrote {where}", highlight=False)
+
+
+@diagnose_app.command("bottleneck")
+def bottleneck(
+    model: Model,
+    data: Data,
+    tokens: Tokens = None,
+    window: Window = 256,
+    batch_size: BatchSize = 8,
+    out: Out = None,
+    device: Device = "cpu",
+    json_out: Json = False,
+    quiet: Quiet = False,
+    no_figure: NoFigure = False,
+) -> None:
+    """The LM-head gradient bottleneck: the share of ‖softmax(z) − onehot(y)‖² outside the column
+    space of the unembedding (arXiv 2603.10145), per token over --data."""
+    from archaudit.diagnose import diagnose_bottleneck
+
+    _start(json_out, quiet)
+    result, written = diagnose_bottleneck(
+        model,
+        data,
+        tokens=tokens or 4096,
+        window=window,
+        batch_size=batch_size,
+        out=out,
+        device=device,
+        figure=not no_figure,
+    )
+    f, c = result.suppressed_fraction, result.cosine
+    _finish(
+        result,
+        written,
+        json_out,
+        [
+            f"{result.model}: {result.tokens} tokens, V={result.vocab_size}, D={result.d_model}, "
+            f"{'tied' if result.tied else 'untied'} head",
+            f"suppressed fraction  mean {f.mean:.4f}  quartiles {f.q25:.4f} {f.median:.4f} "
+            f"{f.q75:.4f}  (pooled {result.suppressed_fraction_pooled:.4f}; random direction "
+            f"{result.chance_fraction:.4f})",
+            f"cosine(g, Pg)        mean {c.mean:.4f}  quartiles {c.q25:.4f} {c.median:.4f} "
+            f"{c.q75:.4f}",
+        ],
+    )
+
+
+@diagnose_app.command("attention")
+def attention(
+    model: Model,
+    data: Data,
+    tokens: Tokens = None,
+    window: Window = 256,
+    sink_tokens: Annotated[
+        int, typer.Option("--sink-tokens", help="k: the first k positions count as the sink.")
+    ] = 1,
+    batch_size: BatchSize = 4,
+    out: Out = None,
+    device: Device = "cpu",
+    json_out: Json = False,
+    quiet: Quiet = False,
+    no_figure: NoFigure = False,
+) -> None:
+    """Attention focus per layer and head: sink mass on the first k tokens, entropy, and mass by
+    distance, with a heatmap."""
+    from archaudit.diagnose import diagnose_attention
+
+    _start(json_out, quiet)
+    result, written = diagnose_attention(
+        model,
+        data,
+        tokens=tokens or 2048,
+        window=window,
+        sink_tokens=sink_tokens,
+        batch_size=batch_size,
+        out=out,
+        device=device,
+        figure=not no_figure,
+    )
+    per_layer = " ".join(f"{m:.2f}" for m in result.sink_mass_per_layer)
+    _finish(
+        result,
+        written,
+        json_out,
+        [
+            f"{result.model}: {result.tokens} positions, window {result.window}",
+            f"sink mass (first {result.sink_tokens}) per layer: {per_layer}",
+            f"mean over layers and heads: {result.sink_mass_mean:.4f}",
+        ],
+    )
+
+
+@diagnose_app.command("heads")
+def heads(
+    model: Model,
+    data: Data,
+    tokens: Tokens = None,
+    window: Window = 256,
+    batch_size: BatchSize = 8,
+    out: Out = None,
+    device: Device = "cpu",
+    json_out: Json = False,
+    quiet: Quiet = False,
+    no_figure: NoFigure = False,
+) -> None:
+    """Loss increase when each attention head is masked, per layer, with a heatmap."""
+    from archaudit.diagnose import diagnose_heads
+
+    _start(json_out, quiet)
+    result, written = diagnose_heads(
+        model,
+        data,
+        tokens=tokens or 1024,
+        window=window,
+        batch_size=batch_size,
+        out=out,
+        device=device,
+        figure=not no_figure,
+    )
+    per_layer = " ".join(f"{m:+.3f}" for m in result.layer_increase)
+    _finish(
+        result,
+        written,
+        json_out,
+        [
+            f"{result.model}: base loss {result.base_loss:.4f} nats/token over "
+            f"{result.tokens} tokens",
+            f"mean loss increase per layer: {per_layer}",
+        ],
+    )
+
+
+@diagnose_app.command("prune")
+def prune(
+    model: Model,
+    data: Data,
+    method: Annotated[
+        str, typer.Option("--method", help="block-influence | angular | tail | laco.")
+    ] = "block-influence",
+    layers: Annotated[int, typer.Option("--layers", help="K: layers to remove.")] = 1,
+    tokens: Tokens = None,
+    window: Window = 256,
+    batch_size: BatchSize = 8,
+    suite: Annotated[
+        str | None, typer.Option("--suite", help="Also score this eval suite.")
+    ] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="Items per suite task.")] = None,
+    tts: Annotated[
+        bool,
+        typer.Option("--tts", help="Test-time scaling curves on the generated reasoning task."),
+    ] = False,
+    tts_items: Annotated[int, typer.Option("--tts-items", help="Reasoning items.")] = 100,
+    samples: Annotated[int, typer.Option("--samples", help="Largest N (a power of 2).")] = 16,
+    temperature: Annotated[float, typer.Option("--temperature", help="Sampling τ.")] = 1.0,
+    terms: Annotated[int, typer.Option("--terms", help="Terms per reasoning item.")] = 4,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of items and sampling.")] = 0,
+    recover_steps: Annotated[
+        int, typer.Option("--recover-steps", help="Recovery fine-tuning steps on --data (0: none).")
+    ] = 0,
+    recover_lr: Annotated[float, typer.Option("--recover-lr", help="Its learning rate.")] = 1e-3,
+    lora: Annotated[
+        int | None,
+        typer.Option(
+            "--lora",
+            help="Recover with LoRA of this rank (needs peft) instead of full fine-tuning.",
+        ),
+    ] = None,
+    out: Out = None,
+    device: Device = "cpu",
+    json_out: Json = False,
+    quiet: Quiet = False,
+    no_figure: NoFigure = False,
+) -> None:
+    """Score layers, remove K, and re-evaluate: held-out loss, optionally a suite and test-time
+    scaling (best-of-N, majority vote, budget), optionally after recovery fine-tuning."""
+    from archaudit.diagnose import TTSOptions, diagnose_prune
+    from archaudit.errors import ConfigError
+
+    if samples < 1 or samples & (samples - 1):
+        raise ConfigError(f"--samples {samples}: use a power of 2 (1, 2, 4, ..., 16)")
+    _start(json_out, quiet)
+    options = None
+    if tts:
+        ns = tuple(2**i for i in range(samples.bit_length()))
+        options = TTSOptions(
+            items=tts_items, ns=ns, temperature=temperature, terms=terms, seed=seed
+        )
+    result, written = diagnose_prune(
+        model,
+        data,
+        method=method,
+        layers=layers,
+        tokens=tokens or 2048,
+        window=window,
+        batch_size=batch_size,
+        suite=suite,
+        limit=limit,
+        tts=options,
+        recover_steps=recover_steps,
+        recover_lr=recover_lr,
+        lora_rank=lora,
+        out=out,
+        device=device,
+        figure=not no_figure,
+    )
+    lines = [
+        f"{result.model}: {method} removes layers {list(result.plan.removed)}"
+        + (
+            f" (merged into {result.plan.merged_into})"
+            if result.plan.merged_into is not None
+            else ""
+        )
+    ]
+    for state in result.states:
+        line = f"  {state.name:<9} {state.layers} layers  held-out {state.heldout_loss:.4f} nats"
+        if state.downstream_avg is not None:
+            line += f"  downstream_avg {state.downstream_avg:.4f}"
+        lines.append(line)
+        if state.tts is not None:
+            t = state.tts
+            lines.append("    best-of-N " + _pairs(t.ns, t.best_of_n))
+            lines.append("    majority  " + _pairs(t.ns, t.majority_vote))
+            lines.append("    budget    " + _pairs(t.budgets, t.budget_accuracy))
+    _finish(result, written, json_out, lines)
+
+
+def _pairs(xs: list[int], ys: list[float]) -> str:
+    return "  ".join(f"{x}:{y:.3f}" for x, y in zip(xs, ys, strict=True))
+
+
+@diagnose_app.command("focus")
+def focus(
+    audit_dir: Annotated[
+        Path, typer.Argument(help="Audit directory whose runs have diagnostics/attention.json.")
+    ],
+    metric: Annotated[
+        str, typer.Option("--metric", help="Retrieval metric in results.csv.")
+    ] = "needle",
+    baseline: Annotated[str, typer.Option("--baseline", help="The baseline arm.")] = "baseline",
+    scale: Annotated[
+        str | None, typer.Option("--scale", help="Scale (required with several).")
+    ] = None,
+    n_boot: Annotated[int, typer.Option("--n-boot", help="Bootstrap replicates.")] = 2000,
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
+    out: Out = None,
+    json_out: Json = False,
+    no_figure: NoFigure = False,
+) -> None:
+    """Across an audit's arms: Spearman ρ (bootstrap interval) between first-token sink mass and
+    long-context retrieval, and the sink mass of QK-norm arms minus the baseline's."""
+    from archaudit.diagnose import diagnose_focus
+
+    result, written = diagnose_focus(
+        audit_dir,
+        metric=metric,
+        baseline=baseline,
+        scale=scale,
+        n_boot=n_boot,
+        seed=seed,
+        out=out,
+        figure=not no_figure,
+    )
+    low, high = result.spearman_interval
+    lines = [
+        f"{len(result.arms)} arms: Spearman ρ(sink mass, {metric}) = {result.spearman:.3f} "
+        f"[{low:.3f}, {high:.3f}]"
+    ]
+    for c in result.qk_norm_vs_baseline:
+        p = "n/a" if c.p_value is None else f"{c.p_value:.3g}"
+        lines.append(f"  {c.arm}: sink mass {c.difference:+.4f} vs {baseline} (Welch p = {p})")
+    _finish(result, written, json_out, lines)
+
+
+@diagnose_app.command("task")
+def task(
+    out: Annotated[Path, typer.Argument(help="Text file to write.")],
+    chars: Annotated[int, typer.Option("--chars", help="Characters of training text.")] = 1_000_000,
+    terms: Annotated[int, typer.Option("--terms", help="Terms per item.")] = 4,
+    seed: Annotated[int, typer.Option("--seed", help="Seed.")] = 0,
+) -> None:
+    """Write a training corpus of the reasoning task that `prune --tts` measures (train on it
+    with `archaudit train --corpus FILE`; the curves' items come from a different stream)."""
+    from archaudit.diagnose import reasoning_corpus
+    from archaudit.files import atomic_write_text
+
+    text = reasoning_corpus(chars, seed=seed, terms=terms)
+    atomic_write_text(out, text)
+    typer.echo(json.dumps({"path": str(out), "chars": len(text)}))
