@@ -19,10 +19,11 @@ import typer.main
 from typer.testing import CliRunner
 
 from archaudit.cli import app, register_commands
+from archaudit.diagnose import diagnose_attention
 
 AUDIT = """
 name = "tiny"
-arms = ["qk_norm"]
+arms = ["qk_norm", "softpick"]
 [seeds]
 noise_floor = 2
 arms = 1
@@ -37,7 +38,7 @@ eval_batches = 2
 checkpoint_every = 4
 [scales.xs]
 d_model = 32
-n_layers = 1
+n_layers = 2
 n_heads = 2
 context_length = 64
 [executor]
@@ -54,6 +55,7 @@ DEMO = [
 ]  # fmt: skip
 SLOW = {"demo"}
 STATS = ["--metric", "acc", "--scale", "d6"]
+PROBE = ["--data", "{text}", "--tokens", "62", "--window", "31", "--no-figure"]
 
 
 def _sets(overrides: list[str]) -> list[str]:
@@ -86,6 +88,12 @@ ARGS: dict[str, list[str]] = {
     "simulate-null": ["--audits", "20", "--arms", "3"],
     "report": ["{audit_dir}", "--out", "{tmp}/report.html"],
     "data prepare": ["{text}", "--out", "{tmp}/prepared"],
+    "diagnose bottleneck": ["{run_dir}", *PROBE],
+    "diagnose attention": ["{run_dir}", *PROBE],
+    "diagnose heads": ["{run_dir}", *PROBE],
+    "diagnose prune": ["{run_dir}", *PROBE, "--layers", "1"],
+    "diagnose focus": ["{audit_dir}", "--metric", "val_loss", "--n-boot", "50", "--no-figure"],
+    "diagnose task": ["{tmp}/task.txt", "--chars", "500"],
 }
 
 
@@ -141,6 +149,8 @@ def paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         for item in range(30)
     ]
     (tmp / "corpus.txt").write_text("the cat sat on the mat. " * 200)
+    for run in sorted(audit_dir.glob("*/xs/seed-*")):  # what `diagnose focus` reads
+        diagnose_attention(run, tmp / "corpus.txt", tokens=62, window=31, figure=False)
     return {
         "tmp": tmp,
         "audit": audit,

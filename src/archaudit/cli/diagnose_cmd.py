@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from archaudit.cli import app
+from archaudit.cli.app import app
+from archaudit.cli.options import Device, Json, Quiet, emit, quiet_output, torch_device
 
 diagnose_app = typer.Typer(
     no_args_is_help=True,
@@ -36,23 +36,14 @@ Out = Annotated[
         "./diagnostics/<model> for HF and GGUF models].",
     ),
 ]
-Device = Annotated[str, typer.Option("--device", help="torch device.")]
-Json = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")]
 NoFigure = Annotated[bool, typer.Option("--no-figure", help="Write the JSON only.")]
-
-
-def _start(json_out: bool, quiet: bool) -> None:
-    from archaudit.progress import set_quiet
-
-    set_quiet(json_out or quiet)
 
 
 def _finish(result: Any, written: Any, json_out: bool, lines: list[str]) -> None:
     from archaudit.progress import console
 
     if json_out:
-        typer.echo(result.to_json())
+        emit(result)
         return
     for line in lines:
         typer.echo(line)
@@ -68,7 +59,7 @@ def bottleneck(
     window: Window = 256,
     batch_size: BatchSize = 8,
     out: Out = None,
-    device: Device = "cpu",
+    device: Device = "",
     json_out: Json = False,
     quiet: Quiet = False,
     no_figure: NoFigure = False,
@@ -77,7 +68,7 @@ def bottleneck(
     space of the unembedding (arXiv 2603.10145), per token over --data."""
     from archaudit.diagnose import diagnose_bottleneck
 
-    _start(json_out, quiet)
+    quiet_output(quiet, json_out)
     result, written = diagnose_bottleneck(
         model,
         data,
@@ -85,7 +76,7 @@ def bottleneck(
         window=window,
         batch_size=batch_size,
         out=out,
-        device=device,
+        device=torch_device(device),
         figure=not no_figure,
     )
     f, c = result.suppressed_fraction, result.cosine
@@ -116,7 +107,7 @@ def attention(
     ] = 1,
     batch_size: BatchSize = 4,
     out: Out = None,
-    device: Device = "cpu",
+    device: Device = "",
     json_out: Json = False,
     quiet: Quiet = False,
     no_figure: NoFigure = False,
@@ -125,7 +116,7 @@ def attention(
     distance, with a heatmap."""
     from archaudit.diagnose import diagnose_attention
 
-    _start(json_out, quiet)
+    quiet_output(quiet, json_out)
     result, written = diagnose_attention(
         model,
         data,
@@ -134,7 +125,7 @@ def attention(
         sink_tokens=sink_tokens,
         batch_size=batch_size,
         out=out,
-        device=device,
+        device=torch_device(device),
         figure=not no_figure,
     )
     per_layer = " ".join(f"{m:.2f}" for m in result.sink_mass_per_layer)
@@ -158,7 +149,7 @@ def heads(
     window: Window = 256,
     batch_size: BatchSize = 8,
     out: Out = None,
-    device: Device = "cpu",
+    device: Device = "",
     json_out: Json = False,
     quiet: Quiet = False,
     no_figure: NoFigure = False,
@@ -166,7 +157,7 @@ def heads(
     """Loss increase when each attention head is masked, per layer, with a heatmap."""
     from archaudit.diagnose import diagnose_heads
 
-    _start(json_out, quiet)
+    quiet_output(quiet, json_out)
     result, written = diagnose_heads(
         model,
         data,
@@ -174,7 +165,7 @@ def heads(
         window=window,
         batch_size=batch_size,
         out=out,
-        device=device,
+        device=torch_device(device),
         figure=not no_figure,
     )
     per_layer = " ".join(f"{m:+.3f}" for m in result.layer_increase)
@@ -226,7 +217,7 @@ def prune(
         ),
     ] = None,
     out: Out = None,
-    device: Device = "cpu",
+    device: Device = "",
     json_out: Json = False,
     quiet: Quiet = False,
     no_figure: NoFigure = False,
@@ -238,7 +229,7 @@ def prune(
 
     if samples < 1 or samples & (samples - 1):
         raise ConfigError(f"--samples {samples}: use a power of 2 (1, 2, 4, ..., 16)")
-    _start(json_out, quiet)
+    quiet_output(quiet, json_out)
     options = None
     if tts:
         ns = tuple(2**i for i in range(samples.bit_length()))
@@ -260,7 +251,7 @@ def prune(
         recover_lr=recover_lr,
         lora_rank=lora,
         out=out,
-        device=device,
+        device=torch_device(device),
         figure=not no_figure,
     )
     lines = [
@@ -304,12 +295,14 @@ def focus(
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
     out: Out = None,
     json_out: Json = False,
+    quiet: Quiet = False,
     no_figure: NoFigure = False,
 ) -> None:
     """Across an audit's arms: Spearman ρ (bootstrap interval) between first-token sink mass and
     long-context retrieval, and the sink mass of QK-norm arms minus the baseline's."""
     from archaudit.diagnose import diagnose_focus
 
+    quiet_output(quiet, json_out)
     result, written = diagnose_focus(
         audit_dir,
         metric=metric,
@@ -337,12 +330,18 @@ def task(
     chars: Annotated[int, typer.Option("--chars", help="Characters of training text.")] = 1_000_000,
     terms: Annotated[int, typer.Option("--terms", help="Terms per item.")] = 4,
     seed: Annotated[int, typer.Option("--seed", help="Seed.")] = 0,
+    json_out: Json = False,
+    quiet: Quiet = False,
 ) -> None:
     """Write a training corpus of the reasoning task that `prune --tts` measures (train on it
     with `archaudit train --corpus FILE`; the curves' items come from a different stream)."""
     from archaudit.diagnose import reasoning_corpus
     from archaudit.files import atomic_write_text
 
+    quiet_output(quiet, json_out)
     text = reasoning_corpus(chars, seed=seed, terms=terms)
     atomic_write_text(out, text)
-    typer.echo(json.dumps({"path": str(out), "chars": len(text)}))
+    if json_out:
+        emit({"path": out, "chars": len(text)})
+    else:
+        typer.echo(f"wrote {out} ({len(text):,} characters)")

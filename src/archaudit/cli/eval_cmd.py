@@ -10,7 +10,15 @@ from rich.console import Console
 from rich.table import Table
 
 from archaudit.cli.app import app
-from archaudit.cli.options import Device, Json, Plugins, Quiet, load_plugin_modules, quiet_output
+from archaudit.cli.options import (
+    Device,
+    Json,
+    Plugins,
+    Quiet,
+    load_plugin_modules,
+    quiet_output,
+    torch_device,
+)
 
 
 @app.command("eval")
@@ -43,7 +51,6 @@ def eval_command(
     """Score MODEL on a suite: accuracy with Wilson 95% intervals per task and their macro
     average (downstream_avg)."""
     from archaudit.evals import evaluate
-    from archaudit.train.trainer import resolve_device
 
     quiet_output(quiet, json_)
     load_plugin_modules(plugin)
@@ -53,7 +60,7 @@ def eval_command(
         suite,
         limit=limit,
         out_path=out,
-        device=str(resolve_device(device or "auto")),
+        device=torch_device(device),
         batch_size=batch_size,
         data_root=data_root,
         show_progress=not (quiet or json_),

@@ -45,6 +45,14 @@ Device = Annotated[
 ]
 
 
+def torch_device(device: str) -> str:
+    """The torch device a command evaluates on: "" and "auto" mean CUDA when there is one, as
+    `recipe.device = "auto"` does for training."""
+    from archaudit.train.trainer import resolve_device
+
+    return str(resolve_device(device or "auto"))
+
+
 def load_plugin_modules(modules: list[str] | None) -> None:
     if modules:
         from archaudit.mods import load_plugins

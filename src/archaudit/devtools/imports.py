@@ -28,7 +28,7 @@ FLOORS: tuple[frozenset[str], ...] = (
     ),  # hash reads (config.recipe_hash); it imports only errors
     frozenset({"model", "data", "stats"}),
     frozenset({"mods", "evals"}),
-    frozenset({"train"}),
+    frozenset({"train", "diagnose"}),
     frozenset({"audit"}),
     frozenset({"report"}),
     frozenset({"cli", "devtools", "__main__"}),
