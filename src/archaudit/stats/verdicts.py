@@ -24,9 +24,14 @@ NOISE_SIGMAS = 2.0
 """An effect smaller than this many noise floors is within noise, whatever its p-value."""
 
 
+def within_noise(delta, sigma):
+    """|Δ| < 2σ: too small to be called an effect, whatever its p-value (elementwise)."""
+    return abs(delta) < NOISE_SIGMAS * sigma
+
+
 def classify(delta: float, sigma: float, p_adjusted: float, alpha: float) -> str:
     """The verdict of a finished arm: Δ is "positive = better", p is already corrected."""
-    if abs(delta) < NOISE_SIGMAS * sigma:
+    if within_noise(delta, sigma):
         return WITHIN_NOISE
     if p_adjusted < alpha:
         return IMPROVER if delta > 0 else REGRESSOR
