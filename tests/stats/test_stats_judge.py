@@ -106,7 +106,9 @@ def test_loss_like_names_are_lower_is_better_without_a_flag(make_table, metric):
     assert judgement.arm("lower").verdict == "improver"
     assert judgement.direction.startswith("Δ > 0 means better (lower")
     assert not judge(table, metric, lower_is_better=False).lower_is_better
-    assert not judge(make_table({"baseline": [1, 2], "a": [3]}, metric="acc"), "acc").lower_is_better
+    assert not judge(
+        make_table({"baseline": [1, 2], "a": [3]}, metric="acc"), "acc"
+    ).lower_is_better
 
 
 def test_anchors_pool_the_noise_floor(make_table):
@@ -210,9 +212,7 @@ def test_json_has_the_documented_fields(make_table):
 def test_mde_is_the_power_formula_in_metric_units(make_table):
     judgement = judge(make_table({"baseline": [0.0, 1.0, 2.0], "a": [5.0], "b": [1.0, 2.0]}), "acc")
     # σ pools the baseline (2 df) and b (1 df); one seed somewhere: the pooled t for both.
-    design = Design(
-        arm_seeds=1, baseline_seeds=3, arms=2, sigma_dof=3, family_test="pooled-t"
-    )
+    design = Design(arm_seeds=1, baseline_seeds=3, arms=2, sigma_dof=3, family_test="pooled-t")
     assert judgement.arm("a").mde == pytest.approx(
         minimum_detectable_effect(design) * judgement.sigma, rel=1e-4
     )

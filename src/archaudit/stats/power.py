@@ -108,8 +108,11 @@ def power(effect: float, design: Design) -> float:
             threshold = max(sps.norm.isf(design.level / 2), NOISE_SIGMAS) / spread
         else:
             threshold = max(sps.t.isf(design.level / 2, design.dof), NOISE_SIGMAS / spread)
-        shifted = sps.nct(design.dof, effect / spread)
-        return float(shifted.sf(threshold) + shifted.cdf(-threshold))
+        # Both tails as upper tails: scipy's nct.cdf is NaN far out in the lower tail.
+        noncentrality = effect / spread
+        upper = sps.nct.sf(threshold, design.dof, noncentrality)
+        lower = sps.nct.sf(threshold, design.dof, -noncentrality)
+        return float(upper + lower)
     q_a, w_a = chi_square_quadrature(n_a - 1)
     q_b, w_b = chi_square_quadrature(n_b - 1)
     var_a, var_b = q_a[:, None] / n_a, q_b[None, :] / n_b
