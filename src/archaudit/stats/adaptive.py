@@ -13,9 +13,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import ndtri
 
 from archaudit.stats.compare import decide
-from archaudit.stats.distributions import normal_quantile
 from archaudit.stats.judge import Judgement, collect_family
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import Table
@@ -64,7 +64,7 @@ def adaptive_seeding(
         correction=judgement.correction,
     )
     tested = family.tested
-    quantiles = np.array([normal_quantile((k + 0.5) / grid) for k in range(grid)])
+    quantiles = ndtri((np.arange(grid) + 0.5) / grid)
     change = {}
     for index, sample in enumerate(tested):
         current = judgement.arm(sample.arm).verdict

@@ -28,14 +28,11 @@ from typing import Any
 
 import numpy as np
 from scipy import stats as sps
+from scipy.special import ndtr
 
 from archaudit.errors import ConfigError
 from archaudit.stats.corrections import check_correction, per_test_alpha
-from archaudit.stats.distributions import (
-    chi_square_quadrature,
-    normal_cdf,
-    solve_increasing,
-)
+from archaudit.stats.distributions import chi_square_quadrature, solve_increasing
 from archaudit.stats.family_test import POOLED_T, Z, choose_test
 from archaudit.stats.verdicts import NOISE_SIGMAS
 
@@ -121,7 +118,7 @@ def power(effect: float, design: Design) -> float:
     t_critical = _welch_critical(design.level, min(n_a, n_b) - 1, n_a + n_b - 2)
     threshold = np.maximum(t_critical(df) * np.sqrt(se2), NOISE_SIGMAS * np.sqrt(q_b[None, :]))
     weights = w_a[:, None] * w_b[None, :]
-    tails = normal_cdf((effect - threshold) / spread) + normal_cdf((-effect - threshold) / spread)
+    tails = ndtr((effect - threshold) / spread) + ndtr((-effect - threshold) / spread)
     return float(np.sum(weights * tails))
 
 
