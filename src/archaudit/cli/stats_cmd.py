@@ -423,8 +423,8 @@ def power_command(
         _console().print(
             f"to detect {effect} σ: {needed} seeds per arm"
             if needed is not None
-            else f"{effect} σ is not detectable with up to 1000 seeds per arm "
-            "(effects under 2 σ are within noise by rule)"
+            else f"{effect} σ is not detectable with up to 1000 seeds per arm with this baseline "
+            "(effects under 2 σ are within noise by rule; a small baseline limits Welch's test)"
         )
 
 
