@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 WITHIN_NOISE = "within-noise"
 NOMINAL_IMPROVER = "nominal-improver"
 NOMINAL_REGRESSOR = "nominal-regressor"
