@@ -26,7 +26,7 @@ NOISE_SIGMAS = 2.0
 """An effect smaller than this many noise floors is within noise, whatever its p-value."""
 
 
-def within_noise(delta, sigma):
+def within_noise(delta: float | np.ndarray, sigma: float | np.ndarray) -> bool | np.ndarray:
     """|Δ| < 2σ: too small to be called an effect, whatever its p-value (elementwise)."""
     return abs(delta) < NOISE_SIGMAS * sigma
 
