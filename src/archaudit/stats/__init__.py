@@ -15,11 +15,12 @@ from archaudit.stats.decoupling import decoupling
 from archaudit.stats.design import AuditDesign
 from archaudit.stats.design_rate import DesignRate, design_rate
 from archaudit.stats.dunnett import dunnett_stepdown
+from archaudit.stats.family import family_design
 from archaudit.stats.family_test import REFERENCES
 from archaudit.stats.grading import grade
 from archaudit.stats.interactions import interactions
 from archaudit.stats.items import ItemTable, load_items
-from archaudit.stats.judge import ArmVerdict, Judgement, family_design, judge
+from archaudit.stats.judge import ArmVerdict, Judgement, judge
 from archaudit.stats.noise import pooled_sd
 from archaudit.stats.paired import compare_items, mcnemar, paired_bootstrap, wilson_interval
 from archaudit.stats.power import Design, minimum_detectable_effect, power, seeds_needed

@@ -16,7 +16,8 @@ import numpy as np
 from scipy.special import ndtri
 
 from archaudit.stats.compare import decide
-from archaudit.stats.judge import Judgement, collect_family
+from archaudit.stats.family import collect_family
+from archaudit.stats.judge import Judgement
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import Table
 from archaudit.stats.verdicts import INCOMPLETE
