@@ -1,7 +1,9 @@
 """`archaudit demo`: the built-in audit (demo.toml) on the embedded corpus, then its verdicts.
 
-Eight arms (the baseline with three noise-floor seeds, seven modifications with one) at two tiny
-scales, scored on the `demo` probe suite; 4–7 minutes on two CPU cores.
+Five arms (the baseline with three seeds, four modifications with two) at two tiny scales,
+scored on the `demo` probe suite; 5–8 minutes on two CPU cores. The verdicts use the calibrated
+pooled-σ t-test (equal variance declared: every arm trains under one recipe, only the seed
+differs), and each table states the design's measured family-wise error rate and MDE.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from archaudit.audit.spec import load_audit
 from archaudit.audit.store import AUDIT_FILE, read_json
 
 DEMO_FILE = Path(__file__).with_name("demo.toml")
-VERDICT_METRICS = (("val_loss", True), ("downstream_avg", False))
-"""(metric, lower is better): the demo's primary loss and its downstream macro average."""
+VERDICT_METRICS = ("val_loss", "downstream_avg")
+"""The demo's primary loss (lower is better, read from its name) and its downstream average."""
 
 
 @dataclass(frozen=True)
@@ -45,11 +47,10 @@ def run_demo(
     return DemoOutcome(outcome, judge_audit(outcome.audit_dir), time.perf_counter() - start)
 
 
-def judge_audit(
-    audit_dir: Path, metrics: Sequence[tuple[str, bool]] = VERDICT_METRICS
-) -> list[Any]:
+def judge_audit(audit_dir: Path, metrics: Sequence[str] = VERDICT_METRICS) -> list[Any]:
     """Every arm against its baseline, per baseline, scale and metric (with several baselines,
-    arms are named `<arm>@<baseline>` and the others' arms are left out of each family)."""
+    arms are named `<arm>@<baseline>` and the others' arms are left out of each family), by the
+    pooled-σ t-test: the arms share one recipe, so their seed variances are pooled."""
     from archaudit.stats import judge, load_table
 
     table = load_table(audit_dir)
@@ -60,29 +61,27 @@ def judge_audit(
         own = f"@{base}"
         others = [a for a in table.arms if len(baselines) > 1 and not a.endswith(own)]
         for scale in table.scales:
-            for metric, lower in metrics:
+            for metric in metrics:
                 if metric in table.metrics:
                     judgements.append(
                         judge(
                             table,
                             metric,
                             baseline=name,
-                            lower_is_better=lower,
                             scale=scale,
                             exclude=others,
+                            equal_variance=True,
                         )
                     )
     return judgements
 
 
 def verdict_table(judgement: Any) -> Table:
-    """One judgement as a table: Δ (positive = better), z, p, corrected p and the verdict."""
-    table = Table(
-        title=f"{judgement.metric} at scale {judgement.scale}: σ = {judgement.sigma:.4g} "
-        f"(baseline n = {judgement.baseline_n}), m = {judgement.m}, {judgement.correction}, "
-        f"α = {judgement.alpha}, uncorrected FWER {judgement.fwer_uncorrected:.0%}"
-    )
-    for column in ("arm", "seeds", "mean", "Δ", "z", "p", "p_adj", "test", "verdict"):
+    """One judgement as a table under its header (direction, σ, test, the design's measured
+    error rate and MDE): Δ (positive = better), t, p, corrected p and the verdict."""
+    table = Table(title="\n".join(judgement.header()), title_justify="left")
+    statistic = "z" if judgement.test == "z" else "t"
+    for column in ("arm", "seeds", "mean", "Δ", statistic, "p", "p_adj", "verdict"):
         table.add_column(column, justify="left" if column in ("arm", "verdict") else "right")
     for arm in judgement.arms:
         table.add_row(
@@ -90,10 +89,9 @@ def verdict_table(judgement: Any) -> Table:
             str(arm.n_seeds),
             f"{arm.mean:.4f}",
             f"{arm.delta:+.4f}",
-            f"{arm.z:+.2f}",
+            f"{arm.statistic:+.2f}",
             f"{arm.p:.3g}",
             f"{arm.p_adj:.3g}",
-            arm.test or "-",
             arm.verdict,
         )
     return table

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ from archaudit.data import synthetic
 from archaudit.data.shards import TokenShards, is_prepared, open_prepared
 from archaudit.data.tokenizers import ByteTokenizer, HFTokenizer, Tokenizer, load_tokenizer
 from archaudit.errors import ConfigError, DataError
-from archaudit.files import atomic_write
+from archaudit.files import atomic_write, cache_dir
 
 
 @dataclass(frozen=True)
@@ -31,10 +30,6 @@ class TokenCorpus:
     tokenizer: Tokenizer
     bytes_per_token: float  # UTF-8 bytes of text per token, to turn nats/token into bits/byte
     key: str
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("ARCHAUDIT_CACHE", Path.home() / ".cache" / "archaudit"))
 
 
 def read_text(path: str | Path) -> str:
