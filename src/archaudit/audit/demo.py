@@ -1,9 +1,12 @@
 """`archaudit demo`: the built-in audit (demo.toml) on the embedded corpus, then its verdicts.
 
-Five arms (the baseline with three seeds, four modifications with two) at two tiny scales,
-scored on the `demo` probe suite; 5–8 minutes on two CPU cores. The verdicts use the calibrated
-pooled-σ t-test (equal variance declared: every arm trains under one recipe, only the seed
-differs), and each table states the design's measured family-wise error rate and MDE.
+Five arms (the baseline with three seeds, four modifications with one at first) at two tiny
+scales, scored on the `demo` probe suite; about 5 minutes on two CPU cores. Seeds are added round
+by round where a verdict could still change, up to three per arm (`[seeds] policy =
+"sequential"`, `archaudit.audit.sequential`); each table states that sequential design's measured
+family-wise error rate and MDE. An audit file with `policy = "fixed"` is judged by the calibrated
+pooled-σ t-test instead (equal variance declared: every arm trains under one recipe, only the
+seed differs), under the fixed design's measured error rate.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from rich.table import Table
 
 from archaudit.audit.coordinator import AuditOutcome, run_audit
 from archaudit.audit.plan import make_plan
+from archaudit.audit.sequential import SettledAudit, run_until_settled
 from archaudit.audit.spec import load_audit
 from archaudit.audit.store import AUDIT_FILE, read_json
 
@@ -30,8 +34,10 @@ VERDICT_METRICS = ("val_loss", "downstream_avg")
 class DemoOutcome:
     audit: AuditOutcome
     judgements: list[Any]
-    """archaudit.stats.Judgement, one per (baseline, scale, metric)."""
+    """archaudit.stats.Judgement, one per (baseline, scale, metric) (a fixed design)."""
     seconds: float
+    settled: SettledAudit | None = None
+    """The sequential loop's verdicts (a sequential design)."""
 
 
 def run_demo(
@@ -43,6 +49,9 @@ def run_demo(
 ) -> DemoOutcome:
     start = time.perf_counter()
     plan = make_plan(load_audit(DEMO_FILE, overrides, runs_dir=runs_dir))
+    if plan.spec.seeds.policy == "sequential":
+        settled = run_until_settled(plan, workers=workers, live=live)
+        return DemoOutcome(settled.audit, [], time.perf_counter() - start, settled)
     outcome = run_audit(plan, workers=workers, live=live)
     return DemoOutcome(outcome, judge_audit(outcome.audit_dir), time.perf_counter() - start)
 

@@ -187,7 +187,7 @@ def run(
             grid, options, executor=executor, workers=workers, tracker=tracker, live=not quiet
         )
         for family in settled.families:
-            show(settled_table(family))
+            show(settled_table(family, settled.rule))
         log(f"{settled.rounds} round(s), {settled.runs} runs: stopped because {settled.stop}")
         outcome = settled.audit
     else:
@@ -203,12 +203,18 @@ def run(
         raise typer.Exit(1)
 
 
-def settled_table(family: Any) -> Table:
-    """One sequential family (archaudit.audit.sequential.FamilyResult): seeds, Δ, the last
-    look's t and p, the verdict and why the arm stopped."""
+def settled_table(family: Any, rule: Any) -> Table:
+    """One sequential family (archaudit.audit.sequential.FamilyResult) under its design's
+    measured error rate and MDE: seeds, Δ, the last look's t and p, the verdict and why the arm
+    stopped."""
+    from archaudit.stats.sequential import sequential_design_rate
+
+    design = sequential_design_rate(len(family.arms), rule)
     table = Table(
         title=f"{family.metric} at scale {family.scale} (sequential, Δ > 0 means better): "
-        f"σ = {family.sigma:.4g} (df {family.sigma_dof}), baseline n = {family.baseline_seeds}"
+        f"σ = {family.sigma:.4g} (df {family.sigma_dof}), baseline n = {family.baseline_seeds}\n"
+        + design.describe(),
+        title_justify="left",
     )
     for column in ("arm", "seeds", "Δ", "t", "p", "verdict", "stopped"):
         table.add_column(column, justify="left" if column in ("arm", "verdict") else "right")
@@ -363,19 +369,26 @@ def demo(
     overrides: list[str] = OVERRIDES,
     quiet: bool = QUIET,
 ) -> None:
-    """The built-in audit: baseline + 4 modifications (2 seeds each) at two tiny scales on the
-    embedded corpus (5–8 minutes on two CPU cores), then the verdict tables with the design's
-    measured error rate."""
+    """The built-in audit: baseline + 4 modifications at two tiny scales on the embedded corpus,
+    seeds added where a verdict could still change (about 5 minutes on two CPU cores), then the
+    verdict tables under the design's measured error rate."""
     from archaudit.audit.demo import run_demo, verdict_table
     from archaudit.progress import set_quiet
 
     set_quiet(quiet)
     outcome = run_demo(runs_dir, workers=workers, overrides=overrides, live=not quiet)
     console = Console()
-    for judgement in outcome.judgements:
-        show(verdict_table(judgement))
+    settled = outcome.settled
+    tables = (
+        [settled_table(family, settled.rule) for family in settled.families]
+        if settled
+        else [verdict_table(judgement) for judgement in outcome.judgements]
+    )
+    for table in tables:
+        show(table)
+    runs = f"{settled.runs} runs in {settled.rounds} rounds, " if settled else ""
     console.print(
-        f"demo audit: {len(outcome.judgements)} judgements in {outcome.seconds / 60:.1f} min; "
+        f"demo audit: {len(tables)} verdict tables, {runs}{outcome.seconds / 60:.1f} min; "
         f"results in {outcome.audit.results}"
     )
     report_audit(outcome.audit.audit_dir)
