@@ -12,21 +12,17 @@ from pathlib import Path
 
 HASH_SEEDS = ("1", "2", "3")
 
-# Runs in a fresh interpreter: sha256 of the corpus, of its BPE tokens, of each probe generator's examples, and of
-# the items of every generated task format (a byte-level stand-in model sizes the long-context
-# prompts; nothing is scored). Item ids and groups are part of the digest.
+# Runs in a fresh interpreter: sha256 of the corpus, of its BPE tokens, of each probe generator's
+# examples, and of the items of every generated task format (a byte-level stand-in model sizes
+# the long-context prompts; nothing is scored). Item ids and groups are part of the digest.
 DIGESTS = r"""
 import hashlib, json, random
 from pathlib import Path
 from archaudit.data import probes, synthetic
 from archaudit.data.tokenizers import ByteTokenizer, load_tokenizer
 from archaudit.evals import FORMATS, TaskSpec
+from archaudit.evals.suites import TokenizerOnly
 from archaudit.evals.tasks import LoadContext, load_items
-
-class Bytes:
-    name, max_length, context_length, prefix_token_id, position_limit = "bytes", 64, 64, None, None
-    encode = staticmethod(ByteTokenizer().encode)
-    decode = staticmethod(ByteTokenizer().decode)
 
 def sha(obj):
     return hashlib.sha256(json.dumps(obj).encode()).hexdigest()
@@ -38,7 +34,7 @@ out["bpe"] = sha(bpe.encode(text[:20_000]))
 for name in probes.PROBES:
     rng = random.Random(1234)
     out[f"probe/{name}"] = sha([vars(probes.PROBES.get(name)(rng)) for _ in range(300)])
-context = LoadContext(data_root=Path("."), limit=90, model=Bytes())
+context = LoadContext(data_root=Path("."), limit=90, model=TokenizerOnly(ByteTokenizer(), 64))
 for fmt in FORMATS:
     if not FORMATS.get(fmt).generated:
         continue

@@ -18,7 +18,13 @@ import numpy as np
 
 from archaudit.config import Recipe, canonical_json
 from archaudit.data import synthetic
-from archaudit.data.tokenizers import ByteTokenizer, HFTokenizer, Tokenizer, load_tokenizer
+from archaudit.data.tokenizers import (
+    TRAINED,
+    ByteTokenizer,
+    HFTokenizer,
+    Tokenizer,
+    load_tokenizer,
+)
 from archaudit.errors import DataError
 from archaudit.files import atomic_write
 
@@ -104,6 +110,14 @@ def prepare_corpus(recipe: Recipe, cache: Path | None = None) -> TokenCorpus:
         bytes_per_token=meta["n_bytes"] / meta["n_tokens"],
         key=key,
     )
+
+
+def recipe_tokenizer(recipe: Recipe) -> Tokenizer:
+    """The tokenizer runs of `recipe` use. One trained on the corpus (`bpe:<V>`) is prepared as
+    the first run would prepare it, and cached for that run; any other loads by itself."""
+    if recipe.tokenizer.partition(":")[0] in TRAINED:
+        return prepare_corpus(recipe).tokenizer
+    return load_tokenizer(recipe.tokenizer)
 
 
 def encode(tokenizer: Tokenizer, text: str) -> list[int] | np.ndarray:
