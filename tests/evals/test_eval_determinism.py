@@ -48,18 +48,30 @@ print(json.dumps(out))
 """
 
 
-def in_process(code: str, hash_seed: str, *args: str, **env: str) -> str:
-    """Run `code` (or the CLI with `args`) with this source tree and a given hash seed."""
+def in_processes(code: str, *args: str) -> list[str]:
+    """Stdout of `code` (or of the CLI with `args`, where "{seed}" is replaced) run at once in
+    one fresh interpreter per hash seed, with this source tree."""
     src = str(Path(__file__).resolve().parents[2] / "src")
-    environ = {**os.environ, **env, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": src}
-    argv = [sys.executable, "-c", code, *args]
-    done = subprocess.run(argv, capture_output=True, text=True, env=environ, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, *(a.replace("{seed}", seed) for a in args)],
+            env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": src},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for seed in HASH_SEEDS
+    ]
+    outputs = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err[-2000:]
+        outputs.append(out)
+    return outputs
 
 
 def test_corpus_and_generated_items_do_not_depend_on_the_hash_seed():
-    digests = [json.loads(in_process(DIGESTS, seed)) for seed in HASH_SEEDS]
+    digests = [json.loads(out) for out in in_processes(DIGESTS)]
     assert {"corpus", "probe/associative_recall", "items/long_context/"} <= set(digests[0])
     for name in digests[0]:
         values = {d[name] for d in digests}
@@ -72,12 +84,13 @@ CLI = "from archaudit.cli import main; main()"
 def test_evaluation_numbers_do_not_depend_on_the_hash_seed(trained_run: Path, tmp_path: Path):
     """Every task's numbers and every item's log-likelihoods, not only the accuracies (which a
     barely trained model can get equal on different items)."""
+    out = str(tmp_path / "eval-{seed}.json")
+    in_processes(
+        CLI, "eval", str(trained_run), "--suite", "demo", "--limit", "8", "--out", out, "-q"
+    )
     results = []
     for seed in HASH_SEEDS:
-        out = tmp_path / f"eval-{seed}.json"
-        in_process(CLI, seed, "eval", str(trained_run), "--suite", "demo", "--limit", "8",
-                   "--out", str(out), "--quiet")  # fmt: skip
-        result = json.loads(out.read_text())
+        result = json.loads(Path(out.replace("{seed}", seed)).read_text())
         results.append({"metrics": result["metrics"], "tasks": result["tasks"]})
     assert len(results[0]["tasks"]["associative_recall"]["items"]) == 8
     for result in results[1:]:
