@@ -15,24 +15,34 @@ from archaudit.audit.store import ITEMS, RESULTS
 from archaudit.evals import builtin_suites
 
 
-def demo_in_a_fresh_place(folder: Path, hash_seed: str) -> tuple[str, Path]:
-    """The printed tables (the closing line's minutes and path left out) and the audit dir."""
+def start_demo(folder: Path, hash_seed: str) -> subprocess.Popen:
     folder.mkdir()
     env = {**os.environ, "PYTHONHASHSEED": hash_seed, "ARCHAUDIT_CACHE": str(folder / "cache")}
-    done = subprocess.run(
-        cli_command("demo", "--quiet"), cwd=folder, env=env, capture_output=True, text=True
+    return subprocess.Popen(
+        cli_command("demo", "--quiet"),
+        cwd=folder,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    tables = [line for line in done.stdout.splitlines() if not line.startswith("demo audit:")]
-    return "\n".join(tables), folder / "runs" / "demo"
+
+
+def tables(proc: subprocess.Popen) -> str:
+    """The printed tables, the closing line's minutes and path left out."""
+    out, err = proc.communicate(timeout=3600)
+    assert proc.returncode == 0, err[-3000:]
+    return "\n".join(line for line in out.splitlines() if not line.startswith("demo audit:"))
 
 
 @pytest.mark.slow
 @pytest.mark.skipif("demo" not in builtin_suites(), reason="the evals `demo` suite is missing")
 def test_the_demo_prints_the_same_tables_from_fresh_caches_and_hash_seeds(tmp_path: Path):
-    first, first_dir = demo_in_a_fresh_place(tmp_path / "clone-a", "101")
-    second, second_dir = demo_in_a_fresh_place(tmp_path / "clone-b", "202")
+    clones = {tmp_path / "clone-a": "101", tmp_path / "clone-b": "202"}
+    procs = [start_demo(folder, seed) for folder, seed in clones.items()]  # side by side
+    first, second = (tables(proc) for proc in procs)
     assert "downstream_avg at scale d64" in first
     assert first == second
+    first_dir, second_dir = (folder / "runs" / "demo" for folder in clones)
     for name in (RESULTS, ITEMS):
         assert (first_dir / name).read_bytes() == (second_dir / name).read_bytes(), name
