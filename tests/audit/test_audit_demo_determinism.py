@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import archaudit
 from archaudit.audit.runner import cli_command
 from archaudit.audit.store import ITEMS, RESULTS
 from archaudit.evals import builtin_suites
@@ -17,7 +18,13 @@ from archaudit.evals import builtin_suites
 
 def start_demo(folder: Path, hash_seed: str) -> subprocess.Popen:
     folder.mkdir()
-    env = {**os.environ, "PYTHONHASHSEED": hash_seed, "ARCHAUDIT_CACHE": str(folder / "cache")}
+    src = str(Path(archaudit.__file__).resolve().parents[1])  # this tree, from any folder
+    env = {
+        **os.environ,
+        "PYTHONPATH": src,
+        "PYTHONHASHSEED": hash_seed,
+        "ARCHAUDIT_CACHE": str(folder / "cache"),
+    }
     return subprocess.Popen(
         cli_command("demo", "--quiet"),
         cwd=folder,
