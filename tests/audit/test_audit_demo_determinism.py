@@ -43,6 +43,7 @@ def tables(proc: subprocess.Popen) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(7200)  # two demos of 4-7 min each on an idle machine; far more on a busy one
 @pytest.mark.skipif("demo" not in builtin_suites(), reason="the evals `demo` suite is missing")
 def test_the_demo_prints_the_same_tables_from_fresh_caches_and_hash_seeds(tmp_path: Path):
     clones = {tmp_path / "clone-a": "101", tmp_path / "clone-b": "202"}
