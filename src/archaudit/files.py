@@ -13,6 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 
+def cache_dir() -> Path:
+    """Where archaudit keeps what it can rebuild (token caches, design error rates)."""
+    return Path(os.environ.get("ARCHAUDIT_CACHE", Path.home() / ".cache" / "archaudit"))
+
+
 def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
     """Call `write(tmp)` on a fresh temporary path in `path`'s folder, then rename it to `path`."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

@@ -15,10 +15,9 @@ from archaudit.cli import app
 from archaudit.errors import ConfigError
 from archaudit.evals import builtin_suites
 from archaudit.mods import get_suite
+from archaudit.stats.sequential import SequentialRule, sequential_design_rate
 
-DEMO_ARMS = {
-    "baseline", "qk_norm", "softpick", "ssmax", "sigmoid_attn", "post_ln", "geglu", "hybrid_norm",
-}  # fmt: skip
+DEMO_ARMS = {"baseline", "qk_norm", "softpick", "post_ln", "hybrid_norm"}
 
 
 def test_init_writes_a_commented_file_that_plans(tmp_path: Path):
@@ -48,7 +47,21 @@ def test_the_demo_audit_meets_the_issue():
     assert {r.arm for r in plan.runs} == DEMO_ARMS
     assert len(plan.spec.scales) == 2 and plan.spec.eval.suite == "demo"
     seeds = {arm: len({r.seed for r in plan.runs if r.arm == arm}) for arm in DEMO_ARMS}
-    assert seeds.pop("baseline") == 3 and set(seeds.values()) == {1}
+    assert seeds.pop("baseline") == 3 and set(seeds.values()) == {1}  # the first round
+    assert plan.spec.seeds.policy == "sequential" and plan.spec.seeds.max == 3
+
+
+def test_the_demo_design_holds_its_error_rate():
+    # The demo adds seeds sequentially: the closed loop's measured family-wise error rate must
+    # be at most α, and it must be able to see effects of a few σ.
+    plan = make_plan(load_audit(DEMO_FILE))
+    first = plan.runs[0].scale
+    arms = {r.arm for r in plan.runs if r.scale == first} - {"baseline"}
+    rule = SequentialRule(max_seeds=plan.spec.seeds.max, baseline_seeds=plan.spec.seeds.noise_floor)
+    rate = sequential_design_rate(len(arms), rule)
+    assert rate.fwer + 2 * rate.fwer_se <= 0.05
+    assert rate.mde_sigmas < 5.0
+    assert "measured FWER" in rate.describe() and "ABOVE" not in rate.describe()
 
 
 @pytest.mark.slow
@@ -58,3 +71,4 @@ def test_the_demo_runs_and_prints_verdicts(tmp_path: Path):
     assert result.exit_code == 0, result.output
     assert "val_loss at scale d48" in result.output
     assert "downstream_avg at scale d64" in result.output
+    assert "measured FWER" in result.output and "ABOVE" not in result.output

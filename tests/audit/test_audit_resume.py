@@ -1,10 +1,13 @@
 """Must-show 1 and 2: `archaudit run` killed with SIGKILL mid-audit and rerun, and two `archaudit
 run` processes on one audit. Every run ends with DONE once, nothing is trained twice, and the
-results equal those of an uninterrupted audit."""
+results equal those of an uninterrupted audit, downstream numbers included, though the reference
+ran in this process and the others in processes with other string-hash seeds (PYTHONHASHSEED)
+and their own token cache, so that corpus and evaluation items are generated afresh."""
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -35,9 +38,13 @@ AUDIT = merged(
 @pytest.fixture(scope="module")
 def audit_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("resume")
+    # the recall probes draw distinct keys: the generators whose items once followed set order
     (folder / "probes.toml").write_text(
-        'name = "probes"\n[[tasks]]\nname = "induction"\nformat = "probe"\nlimit = 8\n'
-        'params = { generator = "induction", seed = 0 }\n'
+        'name = "probes"\n[defaults]\nlimit = 8\nformat = "probe"\n'
+        + "".join(
+            f'[[tasks]]\nname = "{name}"\nparams = {{ generator = "{name}", seed = 0 }}\n'
+            for name in ("induction", "associative_recall", "noisy_recall")
+        )
     )
     path = folder / "audit.toml"
     path.write_text(to_toml(merged(AUDIT, {"eval": {"suite": "probes.toml"}})))
@@ -62,6 +69,14 @@ def reference(audit_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
 HALF = AUDIT["recipe"]["steps"] // 2
 
 
+def fresh_process_env(tmp_path: Path, *hash_seeds: str) -> list[dict[str, str]]:
+    """Environments for CLI processes: each its own hash seed (none this process's), one fresh
+    token cache for all of them."""
+    assert os.environ.get("PYTHONHASHSEED") not in hash_seeds
+    cache = str(tmp_path / "cache")
+    return [{**os.environ, "PYTHONHASHSEED": s, "ARCHAUDIT_CACHE": cache} for s in hash_seeds]
+
+
 def newest_checkpoint(run_dir: Path) -> int:
     return max(
         (int(c.name.split("-")[1]) for c in (run_dir / "checkpoint").glob("step-*")), default=0
@@ -80,13 +95,16 @@ def assert_same_results(audit_dir: Path, reference: Path) -> None:
     for name in (RESULTS, ITEMS):
         assert (audit_dir / name).read_text() == (reference / name).read_text(), name
     assert len((audit_dir / ITEMS).read_text().splitlines()) > 1, "items were exported"
+    metrics = {row.split(",")[3] for row in (audit_dir / RESULTS).read_text().splitlines()}
+    assert {"downstream_avg", "associative_recall/acc", "noisy_recall/acc"} <= metrics
 
 
 def test_sigkill_mid_audit_then_rerun(audit_file: Path, reference: Path, tmp_path: Path):
     runs = tmp_path / "runs"
     audit_dir = runs / "tiny"
     argv = cli_command("run", str(audit_file), "--runs-dir", str(runs), "--quiet")
-    proc = subprocess.Popen(argv)
+    first_env, rerun_env = fresh_process_env(tmp_path, "11", "12")
+    proc = subprocess.Popen(argv, env=first_env)
     deadline = time.monotonic() + 300
     while True:
         assert proc.poll() is None, "the audit finished before it could be killed"
@@ -107,7 +125,7 @@ def test_sigkill_mid_audit_then_rerun(audit_file: Path, reference: Path, tmp_pat
     late = {d.name: (d / DONE).stat().st_mtime - killed_at for d in partial if d not in killed}
     assert killed, f"a run was cut off mid-training (DONE seconds after the kill: {late})"
 
-    rerun = archaudit("run", str(audit_file), "--runs-dir", str(runs), "--quiet")
+    rerun = archaudit("run", str(audit_file), "--runs-dir", str(runs), "--quiet", env=rerun_env)
     assert rerun.returncode == 0, rerun.stderr
 
     dirs = run_dirs(audit_dir)
@@ -125,7 +143,10 @@ def test_sigkill_mid_audit_then_rerun(audit_file: Path, reference: Path, tmp_pat
 def test_two_run_processes_execute_each_run_once(audit_file: Path, reference: Path, tmp_path: Path):
     runs = tmp_path / "runs"
     argv = cli_command("run", str(audit_file), "--runs-dir", str(runs), "--quiet")
-    procs = [subprocess.Popen(argv, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env)
+        for env in fresh_process_env(tmp_path, "21", "22")
+    ]
     for proc in procs:
         _, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err

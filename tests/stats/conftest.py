@@ -40,6 +40,14 @@ def build_table(
     return Table(tuple(rows))
 
 
+@pytest.fixture(autouse=True)
+def design_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Design error rates are cached on disk: keep the tests' cache out of the user's."""
+    folder = tmp_path_factory.getbasetemp() / "archaudit-cache"
+    monkeypatch.setenv("ARCHAUDIT_CACHE", str(folder))
+    return folder
+
+
 @pytest.fixture
 def make_table() -> Callable[..., Table]:
     return build_table

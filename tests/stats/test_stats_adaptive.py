@@ -10,7 +10,7 @@ from archaudit.stats.table import Row, Table
 
 
 def test_settled_and_borderline_arms(make_table):
-    # σ = 1. "far" is 10σ above with tight seeds: settled. "edge" sits at the 2σ boundary.
+    # "far" is far above with tight seeds: settled. "edge" sits near the 2σ boundary.
     values = {"baseline": [-1.0, 0.0, 1.0], "far": [10.0, 10.1, 9.9], "edge": [1.9, 2.1]}
     table = make_table(values)
     judgement = judge(table, "acc", correction="none")
@@ -18,7 +18,7 @@ def test_settled_and_borderline_arms(make_table):
     assert advice["far"].p_change == 0.0 and not advice["far"].add_seed
     # Monte Carlo of the same question through judge() on grown tables.
     rng = np.random.default_rng(0)
-    draws = rng.normal(2.0, math.sqrt(1 + 1 / 2), 400)
+    draws = rng.normal(2.0, judgement.sigma * math.sqrt(1 + 1 / 2), 400)
     changed = [
         judge(make_table({**values, "edge": [1.9, 2.1, x]}), "acc", correction="none")
         .arm("edge")
@@ -27,7 +27,7 @@ def test_settled_and_borderline_arms(make_table):
         for x in draws
     ]
     assert advice["edge"].p_change == pytest.approx(np.mean(changed), abs=0.08)
-    assert advice["edge"].p_change > 0.4 and advice["edge"].add_seed
+    assert advice["edge"].p_change > 0.15 and advice["edge"].add_seed
 
 
 def test_incomplete_arms_need_their_seeds_and_diverged_ones_do_not():

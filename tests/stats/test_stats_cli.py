@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import sys
+from pathlib import Path
 
 import pytest
 
 from archaudit.cli import main, stats_cmd  # noqa: F401  (registers the commands)
 from archaudit.stats import (
+    AuditDesign,
     Design,
     cross_scale_transfer,
     decoupling,
@@ -28,9 +31,9 @@ LEVELS = {"baseline": 0.50, "qk": 0.56, "gqa": 0.44, "qk+gqa": 0.52, "wide": 0.7
 def cli(monkeypatch, capsys):
     """Run `archaudit <command line>` through main(); return (exit code, stdout, stderr)."""
 
-    def run(command: str) -> tuple[int, str, str]:
+    def run(command: str, columns: int = 200) -> tuple[int, str, str]:
         monkeypatch.setattr(sys, "argv", ["archaudit", *shlex.split(command)])
-        monkeypatch.setenv("COLUMNS", "200")
+        monkeypatch.setenv("COLUMNS", str(columns))
         with pytest.raises(SystemExit) as exit_:
             main()
         captured = capsys.readouterr()
@@ -64,6 +67,9 @@ def test_verdicts_table(cli, results):
     code, out, _ = cli(f"stats --metric val_loss {results} --lower-is-better --scale d12")
     assert code == 0
     assert "improver" in out and "qk+gqa" in out
+    assert "Δ > 0 means better" in out
+    assert "design's measured family-wise error rate" in out and "MDE" in out
+    assert "calibrated" in out and "UNCALIBRATED" not in out
     assert "no effect larger than" in out
     assert "R6" in out  # gqa is an attention-output arm judged on a loss
 
@@ -138,3 +144,89 @@ def test_items(cli, write_csv):
     code, out, _ = cli(f"stats items {path} --scale s --n-boot 100 --json")
     assert code == 0
     assert json.loads(out)[0]["n_items"] == 60
+
+
+PUBLISHED = Path(__file__).with_name("data") / "published_reaudit.csv"
+
+
+def test_paper_mode_is_labelled_uncalibrated_everywhere(cli):
+    options = "--metric val_loss --reference normal --correction bonferroni"
+    code, out, _ = cli(f"stats {PUBLISHED} {options}")
+    assert code == 0
+    assert "UNCALIBRATED" in out and "ABOVE α" in out
+    data = json.loads(cli(f"stats {PUBLISHED} {options} --json")[1])
+    assert data["reference"] == "normal" and data["calibrated"] is False
+    assert data["design_above_alpha"] is True
+
+
+def test_80_column_tables_never_split_a_number(cli):
+    # Defect: rich folded "7.81e-06" into "7.81e-0" / "6" at 80 columns.
+    options = "--metric val_loss --reference normal --correction bonferroni"
+    code, out, _ = cli(f"stats {PUBLISHED} {options}", columns=80)
+    assert code == 0
+    softpick = next(line for line in out.splitlines() if line.startswith("softpick"))
+    assert "7.82e-06" in softpick and "0.000149" in softpick
+    assert "nominal-improver" in out  # verdicts are whole too
+    assert not any(re.search(r"e-0?$", line.rstrip()) for line in out.splitlines())
+
+
+def test_p_below_the_float_range_is_printed_as_a_bound(cli, write_csv):
+    # Defect: a p that underflows to 0 printed as "0".
+    rows = [["arm", "scale", "seed", "metric", "value"]]
+    rows += [["baseline", "s", seed, "acc", 0.5 + 0.001 * (seed - 1)] for seed in range(3)]
+    rows += [["huge", "s", 0, "acc", 50.0]]
+    path = write_csv(rows)
+    code, out, _ = cli(f"stats {path} --metric acc --reference normal")
+    huge = next(line for line in out.splitlines() if line.startswith("huge"))
+    assert code == 0 and huge.count("< 1e-300") == 2
+    assert (
+        json.loads(cli(f"stats {path} --metric acc --reference normal --json")[1])["arms"][0]["p"]
+        == 0.0
+    )
+
+
+def test_simulate_null_with_one_seed_uses_the_baseline_it_says(cli):
+    # Defect: --seeds 1 silently used a 2-seed baseline while the help said "as many as --seeds".
+    code, out, _ = cli("simulate-null --arms 19 --seeds 1 --audits 200 --json")
+    assert code == 0 and json.loads(out)["baseline_seeds"] == 3
+    text = cli("simulate-null --arms 19 --seeds 1 --audits 200")[1]
+    assert "baseline 3 seeds" in text
+    assert "at least 3" in cli("simulate-null --help")[1]
+
+
+def test_simulate_null_paper_mode_and_designs_like_a_file(cli, results):
+    code, out, _ = cli("simulate-null --arms 19 --seeds 1 --baseline-seeds 3 --reference normal")
+    assert code == 0 and "UNCALIBRATED" in out and "ABOVE α" in out
+    data = json.loads(cli(f"simulate-null --like {PUBLISHED} --audits 300 --json")[1])
+    assert data["design"]["arm_seeds"] == [1] * 19 and data["baseline_seeds"] == 3
+    assert data["test"] == "pooled-t"
+    data = json.loads(cli(f"simulate-null --like {results} --scale d6 --audits 300 --json")[1])
+    assert data["design"]["arm_seeds"] == [3] * 4 and data["test"] == "welch"
+    demo = Path(__file__).parents[2] / "src" / "archaudit" / "audit" / "demo.toml"
+    code, out, err = cli(f"simulate-null --like {demo} --equal-variance --audits 300 --json")
+    assert code == 0, err
+    expected = AuditDesign(arm_seeds=(2,) * 4, baseline_seeds=3, equal_variance=True)
+    assert json.loads(out)["design"] == expected.to_dict()
+
+
+def test_every_family_command_takes_exclude_and_arms(cli, results):
+    base = f"{results} --scale d6"
+    verdicts = json.loads(cli(f"stats {base} --metric acc --exclude wide --json")[1])
+    assert {a["arm"] for a in verdicts["arms"]} == {"qk", "gqa", "qk+gqa"}
+    assert verdicts["m"] == 3 and "wide" in verdicts["excluded"]
+    chosen = json.loads(cli(f"stats {base} --metric acc --arms qk,gqa --json")[1])
+    assert [a["arm"] for a in chosen["arms"]] == ["qk", "gqa"]
+    decoupled = json.loads(
+        cli(f"stats decoupling {base} --downstream-metric acc --arms qk --json")[1]
+    )
+    assert [a["arm"] for a in decoupled["arms"]] == ["qk"]
+    inter = json.loads(cli(f"stats interactions {base} --metric acc --exclude wide --json")[1])
+    assert "wide" not in {c["arm"] for c in inter["combinations"]}
+    moved = json.loads(
+        cli(f"stats transfer {results} --metric acc --n-boot 20 --exclude gqa --json")[1]
+    )
+    assert "gqa" not in {a["arm"] for a in moved["arms"]}
+    advice = json.loads(cli(f"stats power {base} --metric acc --arm qk --json")[1])
+    assert [a["arm"] for a in advice["arms"]] == ["qk"]
+    code, _, err = cli(f"stats {base} --metric acc --exclude wdie")
+    assert code == 2 and "did you mean 'wide'" in err

@@ -14,18 +14,29 @@ from archaudit.stats.power import Design, minimum_detectable_effect
 from archaudit.stats.table import Row, Table
 
 
-def reference(values: dict[str, list[float]], sign: float, alpha: float, method: str) -> dict:
+def reference(
+    values: dict[str, list[float]], sign: float, alpha: float, method: str, paper: bool = False
+) -> dict:
     """Δ, z, p, p_adj and verdict per arm, straight from PROTOCOL.md with scipy/statsmodels."""
     base = np.array(values["baseline"])
-    sigma = np.std(base, ddof=1)
     arms = [arm for arm in values if arm != "baseline"]
+    groups = [base, *(np.array(values[a]) for a in arms if len(values[a]) > 1)]
+    dof = sum(len(g) - 1 for g in groups)
+    sigma = np.sqrt(sum((len(g) - 1) * np.var(g, ddof=1) for g in groups) / dof)
+    single = any(len(values[a]) == 1 for a in arms)
     result = {}
     for arm in arms:
         x = np.array(values[arm])
         delta = sign * (x.mean() - base.mean())
         p_z = 2 * stats.norm.sf(abs(delta / sigma))
-        p = stats.ttest_ind(x, base, equal_var=False).pvalue if len(x) > 1 else p_z
-        result[arm] = {"delta": delta, "z": delta / sigma, "p": p}
+        if paper:
+            p, test = p_z, "z"
+        elif single:  # one seed somewhere: every arm gets the shared-σ t (prediction t for n=1)
+            t = delta / (sigma * np.sqrt(1 / len(x) + 1 / len(base)))
+            p, test = 2 * stats.t.sf(abs(t), dof), "pooled-t"
+        else:
+            p, test = stats.ttest_ind(x, base, equal_var=False).pvalue, "welch"
+        result[arm] = {"delta": delta, "z": delta / sigma, "p": p, "test": test}
     adjusted = multipletests([result[a]["p"] for a in arms], method=method)[1]
     for arm, p_adj in zip(arms, adjusted, strict=True):
         entry = result[arm]
@@ -41,17 +52,25 @@ def reference(values: dict[str, list[float]], sign: float, alpha: float, method:
 
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("lower_is_better", [False, True])
-def test_judge_matches_reference(make_table, seed, lower_is_better):
+@pytest.mark.parametrize("paper", [False, True])
+def test_judge_matches_reference(make_table, seed, lower_is_better, paper):
     rng = np.random.default_rng(seed)
     values = {"baseline": list(rng.normal(0, 1, rng.integers(2, 6)))}
     for i in range(int(rng.integers(1, 8))):
         effect = rng.choice([0.0, 1.0, 3.0, -4.0, 8.0])
-        values[f"arm{i}"] = list(rng.normal(effect, 1, rng.integers(1, 5)))
+        values[f"arm{i}"] = list(rng.normal(effect, 1, rng.integers(1 + seed % 2, 5)))
     method = ["holm", "bonferroni", "fdr_bh"][seed % 3]
     ours = {"fdr_bh": "bh"}.get(method, method)
-    judgement = judge(make_table(values), "acc", lower_is_better=lower_is_better, correction=ours)
-    expected = reference(values, -1.0 if lower_is_better else 1.0, 0.05, method)
+    judgement = judge(
+        make_table(values),
+        "acc",
+        lower_is_better=lower_is_better,
+        correction=ours,
+        reference="normal" if paper else "t",
+    )
+    expected = reference(values, -1.0 if lower_is_better else 1.0, 0.05, method, paper)
     assert judgement.m == len(expected)
+    assert judgement.calibrated is not paper
     for verdict in judgement.arms:
         entry = expected[verdict.arm]
         assert verdict.delta == pytest.approx(entry["delta"], rel=1e-12, abs=1e-12)
@@ -59,22 +78,37 @@ def test_judge_matches_reference(make_table, seed, lower_is_better):
         assert verdict.p == pytest.approx(entry["p"], rel=1e-8)
         assert verdict.p_adj == pytest.approx(entry["p_adj"], rel=1e-8)
         assert verdict.verdict == entry["verdict"]
-        assert verdict.test == ("welch" if verdict.n_seeds > 1 else "z")
+        assert verdict.test == entry["test"] == judgement.test
 
 
 def test_lower_is_better_flips_the_sign(make_table):
     values = {"baseline": [3.0, 3.1, 2.9], "lower": [2.0, 2.1, 1.9]}
-    higher = judge(make_table(values, metric="val_loss"), "val_loss").arm("lower")
-    lower = judge(make_table(values, metric="val_loss"), "val_loss", lower_is_better=True)
-    assert higher.delta == pytest.approx(-1.0)
+    table = make_table(values, metric="val_loss")
+    higher = judge(table, "val_loss", lower_is_better=False)
+    lower = judge(table, "val_loss", lower_is_better=True)
+    assert higher.arm("lower").delta == pytest.approx(-1.0)
     assert lower.arm("lower").delta == pytest.approx(1.0)
-    assert lower.arm("lower").t == pytest.approx(-higher.t)
+    assert lower.arm("lower").t == pytest.approx(-higher.arm("lower").t)
     assert lower.arm("lower").verdict == "improver"
-    assert higher.verdict == "regressor"
-    assert any(
-        "reads as a loss" in note
-        for note in judge(make_table(values, metric="val_loss"), "val_loss").notes
-    )
+    assert higher.arm("lower").verdict == "regressor"
+    assert any("reads as a loss" in note for note in higher.notes)
+    assert "Δ > 0 means better" in lower.direction
+
+
+@pytest.mark.parametrize(
+    "metric", ["loss", "val_loss", "ppl", "perplexity", "bpb", "bits_per_byte", "error"]
+)
+def test_loss_like_names_are_lower_is_better_without_a_flag(make_table, metric):
+    table = make_table({"baseline": [3.0, 3.1, 2.9], "lower": [2.0, 2.1, 1.9]}, metric=metric)
+    judgement = judge(table, metric)
+    assert judgement.lower_is_better
+    assert judgement.arm("lower").delta == pytest.approx(1.0)
+    assert judgement.arm("lower").verdict == "improver"
+    assert judgement.direction.startswith("Δ > 0 means better (lower")
+    assert not judge(table, metric, lower_is_better=False).lower_is_better
+    assert not judge(
+        make_table({"baseline": [1, 2], "a": [3]}, metric="acc"), "acc"
+    ).lower_is_better
 
 
 def test_anchors_pool_the_noise_floor(make_table):
@@ -135,7 +169,8 @@ def test_within_noise_wins_over_significance(make_table):
     # Many tight seeds: Welch is very significant, but |Δ| < 2σ is within noise by rule.
     rng = np.random.default_rng(0)
     base = rng.normal(0, 1, 40)
-    arm = rng.normal(0, 0.01, 40) + base.mean() + 1.5 * np.std(base, ddof=1)
+    # σ pools both groups (≈ 0.71·SD of the baseline), so 1.2 baseline SDs is under 2σ.
+    arm = rng.normal(0, 0.01, 40) + base.mean() + 1.2 * np.std(base, ddof=1)
     verdict = judge(make_table({"baseline": base, "arm": arm}), "acc").arm("arm")
     assert verdict.p_adj < 1e-6
     assert verdict.verdict == "within-noise"
@@ -145,7 +180,9 @@ def test_nominal_when_beyond_two_sigma_but_not_significant(make_table):
     values = {"baseline": [0.0, 1.0, -1.0], "a": [2.4], "b": [0.1], "c": [-0.2], "d": [0.3]}
     verdict = judge(make_table(values), "acc", correction="bonferroni").arm("a")
     assert verdict.z == pytest.approx(2.4)
-    assert verdict.p_adj == pytest.approx(min(1.0, 4 * 2 * stats.norm.sf(2.4)))
+    t = 2.4 / np.sqrt(1 + 1 / 3)  # the prediction-interval t, σ from 2 degrees of freedom
+    assert verdict.statistic == pytest.approx(t)
+    assert verdict.p_adj == pytest.approx(min(1.0, 4 * 2 * stats.t.sf(t, 2)))
     assert verdict.verdict == "nominal-improver"
 
 
@@ -174,11 +211,13 @@ def test_json_has_the_documented_fields(make_table):
 
 def test_mde_is_the_power_formula_in_metric_units(make_table):
     judgement = judge(make_table({"baseline": [0.0, 1.0, 2.0], "a": [5.0], "b": [1.0, 2.0]}), "acc")
-    design = Design(arm_seeds=1, baseline_seeds=3, arms=2, alpha=0.05, correction="holm")
+    # σ pools the baseline (2 df) and b (1 df); one seed somewhere: the pooled t for both.
+    design = Design(arm_seeds=1, baseline_seeds=3, arms=2, sigma_dof=3, family_test="pooled-t")
     assert judgement.arm("a").mde == pytest.approx(
         minimum_detectable_effect(design) * judgement.sigma, rel=1e-4
     )
     assert judgement.arm("b").mde != judgement.arm("a").mde
+    assert judgement.design.mde_sigmas == pytest.approx(minimum_detectable_effect(design))
 
 
 def test_grades_and_tuned_arms():
@@ -221,6 +260,9 @@ def test_exclude_leaves_arms_out_of_the_family(make_table):
 def test_paper_mode_and_r6_notes(make_table):
     values = {"baseline": [0.0, 1.0, 2.0], "attn": [5.0]}
     table = make_table(values, metric="val_loss", family={"attn": "attention-output"})
-    notes = judge(table, "val_loss", lower_is_better=True).notes
-    assert any(note.startswith("paper-mode") for note in notes)
+    notes = judge(table, "val_loss").notes
+    assert not any("UNCALIBRATED" in note for note in notes)
     assert any(note.startswith("R6") and "attn" in note for note in notes)
+    paper = judge(table, "val_loss", reference="normal")
+    assert any(note.startswith("UNCALIBRATED") for note in paper.notes)
+    assert paper.reference == "normal" and not paper.calibrated and paper.test == "z"

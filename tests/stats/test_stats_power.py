@@ -13,15 +13,29 @@ from archaudit.stats.power import Design, minimum_detectable_effect, power, seed
 @pytest.mark.parametrize("baseline_seeds", [2, 3, 10])
 @pytest.mark.parametrize("effect", [0.0, 1.5, 3.0, 6.0])
 @pytest.mark.parametrize(("arms", "correction"), [(19, "bonferroni"), (1, "none")])
-def test_single_seed_power_is_a_noncentral_t_tail(baseline_seeds, effect, arms, correction):
-    # z = Δ/σ̂ with Δ ~ N(effect, 1 + 1/k) and σ̂² ~ χ²_{k−1}/(k−1), so z/√(1 + 1/k) is
-    # noncentral t with k − 1 degrees of freedom; the verdict needs |z| >= max(c, 2).
+@pytest.mark.parametrize("reference", ["t", "normal"])
+def test_single_seed_power_is_a_noncentral_t_tail(
+    baseline_seeds, effect, arms, correction, reference
+):
+    # Δ ~ N(effect, 1 + 1/k) and σ̂² ~ χ²_{k−1}/(k−1), so Δ/(σ̂·√(1 + 1/k)) is noncentral t
+    # with k − 1 degrees of freedom. The calibrated test needs it beyond the t quantile, paper
+    # mode needs z = Δ/σ̂ beyond the normal one; both need |Δ| >= 2σ̂.
     level = 0.05 / arms if correction != "none" else 0.05
     scale = math.sqrt(1 + 1 / baseline_seeds)
-    threshold = max(stats.norm.isf(level / 2), 2.0) / scale
-    t = stats.nct(baseline_seeds - 1, effect / scale)
+    df = baseline_seeds - 1
+    if reference == "t":
+        threshold = max(stats.t.isf(level / 2, df), 2.0 / scale)
+    else:
+        threshold = max(stats.norm.isf(level / 2), 2.0) / scale
+    t = stats.nct(df, effect / scale)
     expected = t.sf(threshold) + t.cdf(-threshold)
-    design = Design(arm_seeds=1, baseline_seeds=baseline_seeds, arms=arms, correction=correction)
+    design = Design(
+        arm_seeds=1,
+        baseline_seeds=baseline_seeds,
+        arms=arms,
+        correction=correction,
+        reference=reference,
+    )
     assert power(effect, design) == pytest.approx(expected, abs=1e-9)
 
 

@@ -1,7 +1,12 @@
 """`archaudit demo`: the built-in audit (demo.toml) on the embedded corpus, then its verdicts.
 
-Eight arms (the baseline with three noise-floor seeds, seven modifications with one) at two tiny
-scales, scored on the `demo` probe suite; 4–7 minutes on two CPU cores.
+Five arms (the baseline with three seeds, four modifications with one at first) at two tiny
+scales, scored on the `demo` probe suite; about 5 minutes on two CPU cores. Seeds are added round
+by round where a verdict could still change, up to three per arm (`[seeds] policy =
+"sequential"`, `archaudit.audit.sequential`); each table states that sequential design's measured
+family-wise error rate and MDE. An audit file with `policy = "fixed"` is judged by the calibrated
+pooled-σ t-test instead (equal variance declared: every arm trains under one recipe, only the
+seed differs), under the fixed design's measured error rate.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from rich.table import Table
 
 from archaudit.audit.coordinator import AuditOutcome, run_audit
 from archaudit.audit.plan import make_plan
+from archaudit.audit.sequential import SettledAudit, run_until_settled
 from archaudit.audit.spec import load_audit
 from archaudit.audit.store import AUDIT_FILE, read_json
 
@@ -23,16 +29,18 @@ if TYPE_CHECKING:  # scipy loads only when the demo judges
     from archaudit.stats import Judgement
 
 DEMO_FILE = Path(__file__).with_name("demo.toml")
-VERDICT_METRICS = (("val_loss", True), ("downstream_avg", False))
-"""(metric, lower is better): the demo's primary loss and its downstream macro average."""
+VERDICT_METRICS = ("val_loss", "downstream_avg")
+"""The demo's primary loss (lower is better, read from its name) and its downstream average."""
 
 
 @dataclass(frozen=True)
 class DemoOutcome:
     audit: AuditOutcome
     judgements: list[Judgement]
-    """One per (baseline, scale, metric)."""
+    """One per (baseline, scale, metric) (a fixed design)."""
     seconds: float
+    settled: SettledAudit | None = None
+    """The sequential loop's verdicts (a sequential design)."""
 
 
 def run_demo(
@@ -44,15 +52,17 @@ def run_demo(
 ) -> DemoOutcome:
     start = time.perf_counter()
     plan = make_plan(load_audit(DEMO_FILE, overrides, runs_dir=runs_dir))
+    if plan.spec.seeds.policy == "sequential":
+        settled = run_until_settled(plan, workers=workers, live=live)
+        return DemoOutcome(settled.audit, [], time.perf_counter() - start, settled)
     outcome = run_audit(plan, workers=workers, live=live)
     return DemoOutcome(outcome, judge_audit(outcome.audit_dir), time.perf_counter() - start)
 
 
-def judge_audit(
-    audit_dir: Path, metrics: Sequence[tuple[str, bool]] = VERDICT_METRICS
-) -> list[Judgement]:
+def judge_audit(audit_dir: Path, metrics: Sequence[str] = VERDICT_METRICS) -> list[Judgement]:
     """Every arm against its baseline, per baseline, scale and metric (with several baselines,
-    arms are named `<arm>@<baseline>` and the others' arms are left out of each family)."""
+    arms are named `<arm>@<baseline>` and the others' arms are left out of each family), by the
+    pooled-σ t-test: the arms share one recipe, so their seed variances are pooled."""
     from archaudit.stats import judge, load_table
 
     table = load_table(audit_dir)
@@ -63,29 +73,27 @@ def judge_audit(
         own = f"@{base}"
         others = [a for a in table.arms if len(baselines) > 1 and not a.endswith(own)]
         for scale in table.scales:
-            for metric, lower in metrics:
+            for metric in metrics:
                 if metric in table.metrics:
                     judgements.append(
                         judge(
                             table,
                             metric,
                             baseline=name,
-                            lower_is_better=lower,
                             scale=scale,
                             exclude=others,
+                            equal_variance=True,
                         )
                     )
     return judgements
 
 
 def verdict_table(judgement: Judgement) -> Table:
-    """One judgement as a table: Δ (positive = better), z, p, corrected p and the verdict."""
-    table = Table(
-        title=f"{judgement.metric} at scale {judgement.scale}: σ = {judgement.sigma:.4g} "
-        f"(baseline n = {judgement.baseline_n}), m = {judgement.m}, {judgement.correction}, "
-        f"α = {judgement.alpha}, uncorrected FWER {judgement.fwer_uncorrected:.0%}"
-    )
-    for column in ("arm", "seeds", "mean", "Δ", "z", "p", "p_adj", "test", "verdict"):
+    """One judgement as a table under its header (direction, σ, test, the design's measured
+    error rate and MDE): Δ (positive = better), t, p, corrected p and the verdict."""
+    table = Table(title="\n".join(judgement.header()), title_justify="left")
+    statistic = "z" if judgement.test == "z" else "t"
+    for column in ("arm", "seeds", "mean", "Δ", statistic, "p", "p_adj", "verdict"):
         table.add_column(column, justify="left" if column in ("arm", "verdict") else "right")
     for arm in judgement.arms:
         table.add_row(
@@ -93,10 +101,9 @@ def verdict_table(judgement: Judgement) -> Table:
             str(arm.n_seeds),
             f"{arm.mean:.4f}",
             f"{arm.delta:+.4f}",
-            f"{arm.z:+.2f}",
+            f"{arm.statistic:+.2f}",
             f"{arm.p:.3g}",
             f"{arm.p_adj:.3g}",
-            arm.test or "-",
             arm.verdict,
         )
     return table

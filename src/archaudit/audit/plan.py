@@ -3,8 +3,8 @@
 Every run is fully resolved here (model config after the arm, recipe after the scale's token
 budget) and gets a content-hash id over what determines its numbers, so an edited arm is a new
 run, never a silent reuse of an old directory. All checks happen before anything is written:
-names, conflicts, the recipe lock (R1), batch shapes, the model's slot names, and the protocol
-notes (R5–R7).
+names, conflicts, the recipe lock (R1), batch shapes, the model's slot names, the protocol
+notes (R5–R7), and that every evaluation task fits every scale's context.
 """
 
 from __future__ import annotations
@@ -140,6 +140,7 @@ def _make_plan(spec: AuditSpec, *, strict: bool) -> Plan:
                 runs += grid
                 notes += _identity_note(spec, grid[0], delta, scale)
     protocol.enforce(notes, strict=strict)
+    check_suite_fits(runs)
     return Plan(spec, tuple(runs), tuple(notes))
 
 
@@ -257,6 +258,39 @@ def resolve_eval_suite(spec: AuditSpec) -> str:
     path = beside if beside.is_file() else Path(name)
     load_suite(path)  # unknown names fail here with did-you-mean
     return str(path.resolve())
+
+
+def check_suite_fits(runs: list[RunSpec]) -> None:
+    """Every task of the evaluation suite can be scored at every scale: its longest continuation
+    fits the model's context (a long context is cut from the left, a continuation cannot be).
+    Evaluation comes after training, so without this check every run would train first and
+    then fail. Runs with the same context and tokenizer are checked once."""
+    from archaudit.data.corpus import recipe_tokenizer
+    from archaudit.errors import DataError
+    from archaudit.evals import load_suite
+    from archaudit.evals.suites import TokenizerOnly, longest_continuations
+
+    checked = set()
+    for run in runs:
+        r = run.recipe
+        key = (run.model.context_length, r.tokenizer, r.corpus, r.data_seed, r.corpus_chars)
+        if not run.suite or key in checked:
+            continue
+        checked.add(key)
+        length = run.model.context_length
+        model = TokenizerOnly(recipe_tokenizer(run.recipe), length)
+        try:
+            longest = longest_continuations(load_suite(run.suite), model, limit=run.eval_limit)
+        except DataError as err:
+            raise ConfigError(f"eval suite {run.suite!r} at scale {run.scale!r}: {err}") from None
+        for task, tokens in longest.items():
+            if tokens > length:
+                raise ConfigError(
+                    f"eval suite {run.suite!r}: task {task!r} cannot be scored at scale "
+                    f"{run.scale!r}: its longest continuation is {tokens} tokens, longer than the "
+                    f"context length {length}; set scales.{run.scale}.context_length >= {tokens} "
+                    "or use another suite"
+                )
 
 
 @functools.lru_cache(maxsize=256)

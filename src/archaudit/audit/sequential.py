@@ -35,6 +35,7 @@ from archaudit.audit.plan import BASELINE, Plan, RunSpec
 from archaudit.audit.protocol import ProtocolNote
 from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write_text
+from archaudit.stats.sequential import SequentialRule
 
 if TYPE_CHECKING:  # imported where used: scipy loads only when an audit is sequential
     from archaudit.stats.sequential import PooledTests, SequentialRule
@@ -101,6 +102,8 @@ class SettledAudit:
     stop: str
     """settled | budget-runs | budget-hours | failed."""
     families: tuple[FamilyResult, ...]
+    rule: SequentialRule
+    """The stopping rule the verdicts were reached under (its design error rate: stats)."""
 
 
 def key(arm: str, scale: str) -> str:
@@ -340,8 +343,6 @@ def run_until_settled(
 ) -> SettledAudit:
     """Run the audit round by round until every primary verdict is settled or the budget is
     spent; resumable and safe to run twice at once."""
-    from archaudit.stats.sequential import SequentialRule
-
     options = options or settle_options(plan)
     start = time.monotonic()
     metrics = primary_metrics(plan, options)
@@ -358,7 +359,7 @@ def run_until_settled(
         outcome = run_audit(current, **settings, warn=not looks)
         history = [first, *(r.counts for r in rounds)]
         if outcome.failed:
-            return _finish(current, outcome, rounds, [], "failed")
+            return _finish(current, outcome, rounds, [], "failed", rule)
         results = collect(current)
         states = [replay(f, history, results, rule) for f in families(plan, metrics)]
         added = next_seeds(states, history[-1], rule)
@@ -371,7 +372,7 @@ def run_until_settled(
             if left < len(added):
                 added, stop = added[: max(left, 0)], "budget-runs"
         if not added:
-            return _finish(current, outcome, rounds, states, stop)
+            return _finish(current, outcome, rounds, states, stop, rule)
         counts = dict(history[-1])
         for item in added:
             counts[key(item["arm"], item["scale"])] += 1
@@ -418,9 +419,10 @@ def _finish(
     rounds: Sequence[Round],
     states: Sequence[FamilyState],
     stop: str,
+    rule: SequentialRule,
 ) -> SettledAudit:
     results = tuple(_family_result(fs) for fs in states)
-    settled = SettledAudit(outcome, len(rounds) + 1, len(plan.runs), stop, results)
+    settled = SettledAudit(outcome, len(rounds) + 1, len(plan.runs), stop, results, rule)
     atomic_write_text(
         record_dir(plan.audit_dir) / SUMMARY,
         json.dumps(_jsonable(settled), indent=1, sort_keys=True, allow_nan=True) + "\n",

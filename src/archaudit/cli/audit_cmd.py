@@ -28,7 +28,8 @@ from archaudit.cli.report_cmd import report_audit
 if TYPE_CHECKING:
     from archaudit.audit.coordinator import AuditOutcome
     from archaudit.audit.plan import Plan
-    from archaudit.audit.sequential import FamilyResult
+    from archaudit.audit.sequential import FamilyResult, SettledAudit
+    from archaudit.stats.sequential import SequentialRule
 
 OVERRIDES = typer.Option(
     [], "--set", help="Override one audit value, e.g. --set recipe.lr=1e-3 (repeatable)."
@@ -234,18 +235,23 @@ def run(
             grid, options, executor=executor, workers=workers, tracker=tracker, live=live
         )
         for family in () if json_ else settled.families:
-            show(settled_table(family))
+            show(settled_table(family, settled.rule))
         log(f"{settled.rounds} round(s), {settled.runs} runs: stopped because {settled.stop}")
         outcome = settled.audit
-        document["sequential"] = {
-            "rounds": settled.rounds,
-            "runs": settled.runs,
-            "stop": settled.stop,
-            "families": settled.families,
-        }
+        document["sequential"] = sequential_document(settled)
     else:
         outcome = run_audit(grid, executor=executor, workers=workers, tracker=tracker, live=live)
     report_outcome(outcome, json_, document)
+
+
+def sequential_document(settled: SettledAudit) -> dict[str, object]:
+    """What `--json` says about a sequential audit: rounds, runs, why it stopped, the verdicts."""
+    return {
+        "rounds": settled.rounds,
+        "runs": settled.runs,
+        "stop": settled.stop,
+        "families": settled.families,
+    }
 
 
 def report_outcome(outcome: AuditOutcome, json_: bool, extra: dict[str, object]) -> None:
@@ -267,12 +273,18 @@ def report_outcome(outcome: AuditOutcome, json_: bool, extra: dict[str, object])
         raise typer.Exit(1)
 
 
-def settled_table(family: FamilyResult) -> Table:
-    """One sequential family: seeds, Δ, the last look's t and p, the verdict and why the arm
+def settled_table(family: FamilyResult, rule: SequentialRule) -> Table:
+    """One sequential family under its design's
+    measured error rate and MDE: seeds, Δ, the last look's t and p, the verdict and why the arm
     stopped."""
+    from archaudit.stats.sequential import sequential_design_rate
+
+    design = sequential_design_rate(len(family.arms), rule)
     table = Table(
         title=f"{family.metric} at scale {family.scale} (sequential, Δ > 0 means better): "
-        f"σ = {family.sigma:.4g} (df {family.sigma_dof}), baseline n = {family.baseline_seeds}"
+        f"σ = {family.sigma:.4g} (df {family.sigma_dof}), baseline n = {family.baseline_seeds}\n"
+        + design.describe(),
+        title_justify="left",
     )
     for column in ("arm", "seeds", "Δ", "t", "p", "verdict", "stopped"):
         table.add_column(column, justify="left" if column in ("arm", "verdict") else "right")
@@ -461,19 +473,29 @@ def demo(
     quiet: Quiet = False,
     plugin: Plugins = None,
 ) -> None:
-    """The built-in audit: baseline + 7 modifications at two tiny scales on the embedded corpus
-    (4–7 minutes on two CPU cores), then the verdict table."""
+    """The built-in audit: baseline + 4 modifications at two tiny scales on the embedded corpus,
+    seeds added where a verdict could still change (about 5 minutes on two CPU cores), then the
+    verdict tables under the design's measured error rate."""
     from archaudit.audit.demo import run_demo, verdict_table
 
     quiet_output(quiet, json_)
     load_plugin_modules(plugin)
     outcome = run_demo(runs_dir, workers=workers, overrides=overrides, live=not (quiet or json_))
+    settled = outcome.settled
+    tables = (
+        [settled_table(family, settled.rule) for family in settled.families]
+        if settled
+        else [verdict_table(judgement) for judgement in outcome.judgements]
+    )
     if not json_:
-        for judgement in outcome.judgements:
-            show(verdict_table(judgement))
+        for table in tables:
+            show(table)
+        runs = f"{settled.runs} runs in {settled.rounds} rounds, " if settled else ""
         Console().print(
-            f"demo audit: {len(outcome.judgements)} judgements in {outcome.seconds / 60:.1f} "
-            f"min; results in {outcome.audit.results}"
+            f"demo audit: {len(tables)} verdict tables, {runs}{outcome.seconds / 60:.1f} min; "
+            f"results in {outcome.audit.results}"
         )
-    extra = {"judgements": outcome.judgements, "seconds": outcome.seconds}
+    extra: dict[str, object] = {"judgements": outcome.judgements, "seconds": outcome.seconds}
+    if settled:
+        extra["sequential"] = sequential_document(settled)
     report_outcome(outcome.audit, json_, extra)

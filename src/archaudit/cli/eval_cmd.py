@@ -82,6 +82,9 @@ def eval_command(
     for name, task in result.tasks.items() if groups else ():
         for group, a in task.groups.items():
             console.print(f"  {name}/{group}: {a.value:.3f} [{a.low:.3f}, {a.high:.3f}] (n={a.n})")
+    for name, task in result.tasks.items():
+        if task.truncated_contexts:
+            console.print(f"{name}: {task.truncated_contexts} contexts cut from the left to fit")
     console.print(f"downstream_avg = {result.downstream_avg:.4f}")
     if result.heldout:
         h = result.heldout

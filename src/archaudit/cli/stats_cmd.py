@@ -11,6 +11,7 @@ inside the commands so that `archaudit --help` stays fast.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -46,10 +47,38 @@ Source = Annotated[Path, typer.Argument(help="Audit directory (its results.csv) 
 Metric = Annotated[str, typer.Option("--metric", help="Metric to judge, e.g. val_loss.")]
 Baseline = Annotated[str, typer.Option("--baseline", help="The baseline arm.")]
 LowerIsBetter = Annotated[
-    bool, typer.Option("--lower-is-better", help="Lower values are better (losses).")
+    bool | None,
+    typer.Option(
+        "--lower-is-better/--higher-is-better",
+        help="Direction of the metric. Default: from its name (loss, val_loss, ppl, perplexity, "
+        "bpb, bits_per_byte, error are lower-is-better; anything else higher-is-better).",
+    ),
 ]
 Correction = Annotated[
-    str, typer.Option("--correction", help="holm | bonferroni | bh | none (comparison only).")
+    str,
+    typer.Option("--correction", help="holm | bonferroni | dunnett | bh | none (comparison only)."),
+]
+Reference = Annotated[
+    str,
+    typer.Option(
+        "--reference",
+        help="t (default, calibrated) | normal (paper mode: z-test, UNCALIBRATED, to reproduce "
+        "published tables).",
+    ),
+]
+EqualVariance = Annotated[
+    bool,
+    typer.Option(
+        "--equal-variance", help="Judge multi-seed arms by the pooled-σ t instead of Welch's."
+    ),
+]
+Exclude = Annotated[
+    list[str] | None,
+    typer.Option("--exclude", help="Leave this arm out of the family (repeatable)."),
+]
+Arms = Annotated[
+    list[str] | None,
+    typer.Option("--arms", help="Only these arms (repeatable or comma-separated)."),
 ]
 Alpha = Annotated[float, typer.Option("--alpha", help="Family-wise significance level.")]
 Scale = Annotated[
@@ -72,14 +101,18 @@ def verdicts_command(
     anchor: Annotated[
         list[str] | None, typer.Option("--anchor", help="Arm pooled into σ (repeatable).")
     ] = None,
-    lower_is_better: LowerIsBetter = False,
+    lower_is_better: LowerIsBetter = None,
     correction: Correction = "holm",
     alpha: Alpha = 0.05,
     scale: Scale = None,
+    reference: Reference = "t",
+    equal_variance: EqualVariance = False,
+    exclude: Exclude = None,
+    arms: Arms = None,
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
-    """Verdict of every arm: Δ, z, Welch, corrected p, verdict class, MDE and evidence grade."""
+    """Verdict of every arm: Δ, t, corrected p, verdict, MDE, grade, and the design's error rate."""
     quiet_output(quiet, json_)
     from archaudit.stats import judge, load_table
 
@@ -92,34 +125,33 @@ def verdicts_command(
         correction=correction,
         alpha=alpha,
         scale=scale,
+        reference=reference,
+        equal_variance=equal_variance,
+        exclude=exclude or (),
+        arms=_names(arms),
     )
     if _printed_json(judgement, json_):
         return
-    _console().print(
-        f"{judgement.metric} at scale {judgement.scale}: σ = {_num(judgement.sigma)} from "
-        f"{judgement.sigma_dof} degrees of freedom, baseline mean {_num(judgement.baseline_mean)}"
-        f" ({judgement.baseline_n} seeds); m = {judgement.m}, {judgement.correction} at "
-        f"α = {judgement.alpha}; uncorrected this family would have a "
-        f"{judgement.fwer_uncorrected:.0%} family-wise error rate"
-    )
-    # The arm means are in --json; Δ against the baseline mean above is what the verdict reads.
-    columns = ("arm", "seeds", "Δ", "z", "p", "p_adj", "test", "verdict", "MDE", "grade")
+    _console().print("\n".join(judgement.header()))
+    statistic = "z" if judgement.test == "z" else "t"
+    # One seed count: its MDE is the header's; several: each arm's MDE gets a column.
+    per_arm_mde = len({v.n_seeds for v in judgement.arms}) > 1
+    columns = ("arm", "n", "Δ", statistic, "p", "p_adj", "verdict", "grade")
     rows = [
         (
             v.arm + (" (tuned)" if v.tuned else ""),
             v.n_seeds,
             v.delta,
-            v.z,
-            v.p,
-            v.p_adj,
-            v.test,
+            v.statistic,
+            _p(v.p),
+            _p(v.p_adj),
             v.verdict,
-            v.mde,
             v.grade,
+            *((v.mde,) if per_arm_mde else ()),
         )
         for v in judgement.arms
     ]
-    _print_table(None, columns, rows)
+    _print_table(None, (*columns, *(("MDE",) if per_arm_mde else ())), rows)
     notes = [
         "a verdict that is not significant means no effect larger than the arm's MDE "
         f"(detected with {judgement.power_target:.0%} power) was found, not that there is none",
@@ -139,11 +171,13 @@ def transfer_command(
     small: Annotated[str | None, typer.Option("--from", help="Smaller scale.")] = None,
     large: Annotated[str | None, typer.Option("--to", help="Larger scale.")] = None,
     scale: Scale = None,
-    lower_is_better: LowerIsBetter = False,
+    lower_is_better: LowerIsBetter = None,
     correction: Correction = "holm",
     alpha: Alpha = 0.05,
     n_boot: Boot = 1000,
     seed: Seed = 0,
+    exclude: Exclude = None,
+    arms: Arms = None,
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
@@ -151,8 +185,8 @@ def transfer_command(
     quiet_output(quiet, json_)
     from archaudit.stats import cross_scale_transfer, load_table, transfer_across_baselines
 
-    table = load_table(source)
     baselines = baseline or ["baseline"]
+    table = load_table(source).restricted(_names(arms), exclude or (), keep=baselines)
     options = dict(lower_is_better=lower_is_better, correction=correction, alpha=alpha)
     if len(baselines) > 1:
         across = transfer_across_baselines(table, metric, baselines, scale=scale, **options)
@@ -221,8 +255,10 @@ def interactions_command(
     metric: Metric,
     baseline: Baseline = "baseline",
     separator: Annotated[str, typer.Option("--sep", help="Joins choices in arm names.")] = "+",
-    lower_is_better: LowerIsBetter = False,
+    lower_is_better: LowerIsBetter = None,
     scale: Scale = None,
+    exclude: Exclude = None,
+    arms: Arms = None,
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
@@ -231,7 +267,7 @@ def interactions_command(
     from archaudit.stats import interactions, load_table
 
     result = interactions(
-        load_table(source),
+        load_table(source).restricted(_names(arms), exclude or (), keep=[baseline]),
         metric,
         baseline=baseline,
         scale=scale,
@@ -305,11 +341,18 @@ def power_command(
     ] = None,
     metric: Annotated[str | None, typer.Option("--metric")] = None,
     baseline: Baseline = "baseline",
-    lower_is_better: LowerIsBetter = False,
+    lower_is_better: LowerIsBetter = None,
     scale: Scale = None,
+    exclude: Exclude = None,
+    family_arms: Annotated[
+        list[str] | None,
+        typer.Option("--arm", help="With SOURCE: only these arms (repeatable or comma-separated)."),
+    ] = None,
+    reference: Reference = "t",
     seeds: Annotated[int, typer.Option("--seeds", help="Seeds per arm.")] = 3,
     baseline_seeds: Annotated[
-        int | None, typer.Option("--baseline-seeds", help="Default: as many as --seeds.")
+        int | None,
+        typer.Option("--baseline-seeds", help="Default: as many as --seeds, at least 3."),
     ] = None,
     arms: Annotated[int, typer.Option("--arms", help="m, arms in the family.")] = 19,
     effect: Annotated[
@@ -344,6 +387,9 @@ def power_command(
             correction=correction,
             alpha=alpha,
             scale=scale,
+            reference=reference,
+            exclude=exclude or (),
+            arms=_names(family_arms),
         )
         advice = adaptive_seeding(table, judgement)
         if _printed_json(advice, json_):
@@ -354,7 +400,9 @@ def power_command(
             [(a.arm, a.n_seeds, a.verdict, a.p_change, a.add_seed) for a in advice.arms],
         )
         return
-    design = Design.balanced(seeds, baseline_seeds, arms=arms, alpha=alpha, correction=correction)
+    design = Design.balanced(
+        seeds, baseline_seeds, arms=arms, alpha=alpha, correction=correction, reference=reference
+    )
     result: dict[str, Any] = {
         "design": design,
         "target": target,
@@ -376,7 +424,8 @@ def power_command(
         return
     _console().print(
         f"{seeds} seed(s) per arm, {design.baseline_seeds} baseline seeds, m = {arms}, "
-        f"{correction} at α = {alpha}: minimum detectable effect {result['mde_sigmas']:.2f} σ "
+        f"{design.test} test, {correction} at α = {alpha}: minimum detectable effect "
+        f"{result['mde_sigmas']:.2f} σ "
         f"at {target:.0%} power"
     )
     if effect is not None:
@@ -384,8 +433,8 @@ def power_command(
         _console().print(
             f"to detect {effect} σ: {needed} seeds per arm"
             if needed is not None
-            else f"{effect} σ is not detectable with up to 1000 seeds per arm "
-            "(effects under 2 σ are within noise by rule)"
+            else f"{effect} σ is not detectable with up to 1000 seeds per arm with this baseline "
+            "(effects under 2 σ are within noise by rule; a small baseline limits Welch's test)"
         )
 
 
@@ -401,6 +450,8 @@ def decoupling_command(
     correction: Correction = "holm",
     alpha: Alpha = 0.05,
     scale: Scale = None,
+    exclude: Exclude = None,
+    arms: Arms = None,
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
@@ -409,7 +460,7 @@ def decoupling_command(
     from archaudit.stats import decoupling, load_table
 
     result = decoupling(
-        load_table(source),
+        load_table(source).restricted(_names(arms), exclude or (), keep=[baseline]),
         loss_metric=loss_metric,
         downstream_metric=downstream_metric,
         baseline=baseline,
@@ -508,12 +559,28 @@ def items_command(
 def simulate_null_command(
     arms: Annotated[int, typer.Option("--arms", help="Arms per audit (m).")] = 19,
     seeds: Annotated[int, typer.Option("--seeds", help="Seeds per arm.")] = 3,
-    audits: Annotated[int, typer.Option("--audits", help="Simulated audits.")] = 500,
+    audits: Annotated[int, typer.Option("--audits", help="Simulated audits.")] = 2000,
     baseline_seeds: Annotated[
-        int | None, typer.Option("--baseline-seeds", help="Default: as many as --seeds.")
+        int | None,
+        typer.Option("--baseline-seeds", help="Default: as many as --seeds, at least 3."),
     ] = None,
+    like: Annotated[
+        Path | None,
+        typer.Option(
+            "--like",
+            help="Take the design (arms, seeds per arm, baseline and anchor seeds) from an audit "
+            "file (.toml), a results CSV or an audit directory, instead of --arms/--seeds.",
+        ),
+    ] = None,
+    metric: Annotated[
+        str | None, typer.Option("--metric", help="With --like CSV: the metric (default: first).")
+    ] = None,
+    scale: Scale = None,
+    baseline: Baseline = "baseline",
     correction: Correction = "holm",
     alpha: Alpha = 0.05,
+    reference: Reference = "t",
+    equal_variance: EqualVariance = False,
     effect: Annotated[float, typer.Option("--effect", help="Planted effect in σ.")] = 0.0,
     effect_arms: Annotated[int, typer.Option("--effect-arms", help="Arms with it.")] = 0,
     seed: Seed = 0,
@@ -534,23 +601,30 @@ def simulate_null_command(
         options |= dict(correction=correction, alpha=alpha, effect=effect, seed=seed)
         return simulate_sequential_command(**options, effect_arms=effect_arms, json_=json_)
 
+    options = dict(
+        reference=reference, equal_variance=equal_variance, correction=correction, alpha=alpha
+    )
+    design = _design_like(like, metric, scale, baseline, options) if like else None
     result = simulate_null(
         arms=arms,
         seeds=seeds,
         audits=audits,
         baseline_seeds=baseline_seeds,
-        correction=correction,
-        alpha=alpha,
         effect=effect,
         effect_arms=effect_arms,
         seed=seed,
+        design=design,
+        **options,
     )
     if _printed_json(result, json_):
         return
+    label = "calibrated" if result.calibrated else "UNCALIBRATED paper mode"
     _console().print(
-        f"{audits} audits, {arms} arms × {seeds} seeds, baseline {result.baseline_seeds} seeds, "
-        f"{result.test} tests, {correction} at α = {alpha}:\n"
-        f"  family-wise false-positive rate {result.fwer:.3f} ± {result.fwer_se:.3f}\n"
+        f"{audits} null audits of {result.design.describe()} ({label}):\n"
+        f"  family-wise false-positive rate {result.fwer:.4f} ± {result.fwer_se:.4f}"
+        + ("  ABOVE α" if result.fwer > result.alpha + 2 * result.fwer_se else "")
+        + f"\n  per-arm rate at raw p < α/m      {result.per_arm_rate:.4f} "
+        f"(α/m = {result.alpha / result.arms:.4f})\n"
         f"  uncorrected (any raw p < α)     {result.fwer_uncorrected:.3f} "
         f"(1 − (1 − α)^m = {result.fwer_uncorrected_formula:.3f} for independent tests)"
     )
@@ -561,13 +635,49 @@ def simulate_null_command(
         )
 
 
+def _design_like(
+    path: Path, metric: str | None, scale: str | None, baseline: str, options: dict
+) -> Any:
+    """The design of an audit file (its plan: seeds per arm at the first baseline and scale) or
+    of a results table (the family `archaudit stats` would judge)."""
+    from archaudit.stats import AuditDesign, family_design, load_table
+
+    if path.suffix == ".toml":
+        from archaudit.audit.plan import make_plan
+        from archaudit.audit.spec import load_audit
+
+        runs = make_plan(load_audit(path)).runs
+        first = runs[0]
+        seeds = Counter(
+            r.arm for r in runs if r.baseline == first.baseline and r.scale == first.scale
+        )
+        base = next(arm for arm in seeds if arm.split("@")[0] == "baseline")
+        return AuditDesign(
+            arm_seeds=tuple(n for arm, n in seeds.items() if arm != base),
+            baseline_seeds=seeds[base],
+            **options,
+        )
+    table = load_table(path)
+    return family_design(
+        table, metric or table.metrics[0], baseline=baseline, scale=scale, **options
+    )
+
+
 def _print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence]) -> None:
-    table = RichTable(title=title, title_justify="left", box=None, header_style="bold")
+    cells = [[_cell(value) for value in row] for row in rows]
+    table = RichTable(
+        title=title, title_justify="left", box=None, header_style="bold", pad_edge=False
+    )
     for index, column in enumerate(columns):
-        # fold, never truncate: an ellipsis could hide a verdict or a digit.
-        table.add_column(column, justify="left" if index == 0 else "right", overflow="fold")
-    for row in rows:
-        table.add_row(*(_cell(value) for value in row))
+        # Only the first column (names) may wrap, by folding; numbers and verdicts never
+        # split across lines ("7.81e-0" / "6") and are never truncated.
+        width = max((len(row[index]) for row in cells), default=0)
+        whole = {} if index == 0 else {"no_wrap": True, "min_width": max(width, len(column))}
+        table.add_column(
+            column, justify="left" if index == 0 else "right", overflow="fold", **whole
+        )
+    for row in cells:
+        table.add_row(*row)
     _console().print(table)
 
 
@@ -586,6 +696,18 @@ def _cell(value: object) -> str:
 
 def _num(value: float | None) -> str:
     return "–" if value is None or math.isnan(value) else f"{value:.3g}"
+
+
+def _p(value: float) -> str:
+    """A p-value; one below the float range (it underflows to 0) is "< 1e-300", never 0."""
+    return "< 1e-300" if value < 1e-300 else _num(value)
+
+
+def _names(values: Sequence[str] | None) -> list[str] | None:
+    """Repeatable options that also accept comma-separated lists: --arms a,b --arms c."""
+    if not values:
+        return None
+    return [name for value in values for name in value.split(",") if name]
 
 
 def _interval(bounds: tuple[float, float]) -> str:

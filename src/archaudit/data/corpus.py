@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,9 +18,15 @@ import numpy as np
 from archaudit.config import Recipe, canonical_json
 from archaudit.data import synthetic
 from archaudit.data.shards import TokenShards, is_prepared, open_prepared
-from archaudit.data.tokenizers import ByteTokenizer, HFTokenizer, Tokenizer, load_tokenizer
+from archaudit.data.tokenizers import (
+    TRAINED,
+    ByteTokenizer,
+    HFTokenizer,
+    Tokenizer,
+    load_tokenizer,
+)
 from archaudit.errors import ConfigError, DataError
-from archaudit.files import atomic_write
+from archaudit.files import atomic_write, cache_dir
 
 
 @dataclass(frozen=True)
@@ -31,10 +36,6 @@ class TokenCorpus:
     tokenizer: Tokenizer
     bytes_per_token: float  # UTF-8 bytes of text per token, to turn nats/token into bits/byte
     key: str
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("ARCHAUDIT_CACHE", Path.home() / ".cache" / "archaudit"))
 
 
 def read_text(path: str | Path) -> str:
@@ -133,10 +134,19 @@ def _prepared_corpus(recipe: Recipe) -> TokenCorpus:
 
 def _same_tokenizer(a: str, b: str) -> bool:
     (kind_a, _, arg_a), (kind_b, _, arg_b) = a.partition(":"), b.partition(":")
-    same_arg = arg_a == arg_b or (
+    if kind_a != kind_b:
+        return False
+    return arg_a == arg_b or bool(
         arg_a and arg_b and Path(arg_a).resolve() == Path(arg_b).resolve()
     )
-    return kind_a == kind_b and bool(same_arg)
+
+
+def recipe_tokenizer(recipe: Recipe) -> Tokenizer:
+    """The tokenizer runs of `recipe` use. One trained on the corpus (`bpe:<V>`) or saved with a
+    prepared corpus is loaded as the first run would load it; any other loads by itself."""
+    if recipe.tokenizer.partition(":")[0] in TRAINED or is_prepared(recipe.corpus):
+        return prepare_corpus(recipe).tokenizer
+    return load_tokenizer(recipe.tokenizer)
 
 
 def encode(tokenizer: Tokenizer, text: str) -> list[int] | np.ndarray:

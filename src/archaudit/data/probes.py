@@ -2,7 +2,8 @@
 
 The embedded training corpus (`synthetic.py`) contains complete examples of every format, so a
 model trained on it can learn them in context; evaluation (`archaudit.evals`) scores the answer
-given the prompt. Every generator takes a `random.Random` and is deterministic given its state.
+given the prompt. Every generator takes a `random.Random` and is deterministic given its state and
+nothing else: no set or dict order of strings (PYTHONHASHSEED), clock or thread count.
 Formats are short and byte-level friendly: keys are two letters, values one digit or letter.
 """
 
@@ -29,10 +30,14 @@ PROBES: Registry[Callable[[random.Random], Probe]] = Registry("probe")
 
 
 def _keys(rng: random.Random, n: int) -> list[str]:
-    keys: set[str] = set()
+    """n distinct two-letter keys in the order drawn. A list, never a set: a set of strings
+    iterates in an order that changes with each process's PYTHONHASHSEED."""
+    keys: list[str] = []
     while len(keys) < n:
-        keys.add(rng.choice(LETTERS) + rng.choice(LETTERS))
-    return sorted(keys, key=lambda _: rng.random())
+        key = rng.choice(LETTERS) + rng.choice(LETTERS)
+        if key not in keys:
+            keys.append(key)
+    return keys
 
 
 @PROBES.register("associative_recall")

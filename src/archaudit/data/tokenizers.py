@@ -71,6 +71,8 @@ def _first_id(tok, names: Iterable[str]) -> int | None:  # type: ignore[no-untyp
 
 TextSource = Callable[[], Iterable[str]]
 KINDS: Registry[Callable[[str, TextSource | None], Tokenizer]] = Registry("tokenizer kind")
+TRAINED = ("bpe",)
+"""Kinds trained on the run's corpus: they exist only once the corpus is prepared."""
 
 
 @KINDS.register("byte")

@@ -63,6 +63,8 @@ class Score(NamedTuple):
     """Summed log-probability (nats) of the continuation."""
     greedy: bool
     """Every continuation token is the argmax of its prediction."""
+    truncated: bool = False
+    """The context lost tokens from the left to fit the model's maximum length."""
 
 
 TokenPair = tuple[list[int], list[int]]
@@ -168,7 +170,8 @@ def score_tokens(
     """Summed continuation log-probability and greediness for each token pair, in input order.
 
     A request's model input is `(context + continuation)[:-1]`, cut from the left to
-    `max_length` (default: the model's), as lm-eval does. Causal logits at a position do not
+    `max_length` (default: the model's), as lm-eval does; `Score.truncated` says it was cut.
+    Only a continuation that cannot fit at all is refused. Causal logits at a position do not
     depend on what follows, so an input that is a prefix of another is read from the longer
     one's row (all single-token choices of a question cost one row). When the model takes an
     attention mask (`tree_attention`), inputs sharing a long prefix (the choices of a question)
@@ -179,15 +182,19 @@ def score_tokens(
     """
     limit = max_length or model.max_length
     inputs: list[Seq] = []
+    # lm-eval's rule (lm_eval/models/huggingface.py, HFLM._loglikelihood_tokens, 0.4.x): it
+    # asserts len(continuation_enc) <= max_length, and a longer context + continuation is cut
+    # from the left, `(context_enc + continuation_enc)[-(max_length + 1):][:-1]`, with a warning.
     for context, continuation in pairs:
         if not continuation:
-            raise DataError("empty continuation: there is nothing to score")
+            raise DataError(f"{description}: empty continuation: there is nothing to score")
         if len(continuation) > limit:
             raise DataError(
-                f"continuation of {len(continuation)} tokens exceeds the model's maximum length "
-                f"{limit}; shorten it or evaluate a model with a longer context"
+                f"{description}: continuation of {len(continuation)} tokens exceeds the model's "
+                f"maximum length {limit}; shorten it or evaluate a model with a longer context"
             )
         inputs.append(tuple((context + continuation)[-(limit + 1) : -1]))
+    cut = [len(c) + len(x) > limit + 1 for c, x in pairs]
 
     longest = _longest_extension(inputs)
     tree = model.tree_attention
@@ -220,7 +227,9 @@ def score_tokens(
             logprob[members], misses[members] = _score_batch(model, batch, reads)
             if bar:
                 bar.update(advance=len(members))
-    return [Score(float(lp), bool(m == 0)) for lp, m in zip(logprob, misses, strict=True)]
+    return [
+        Score(float(lp), bool(m == 0), c) for lp, m, c in zip(logprob, misses, cut, strict=True)
+    ]
 
 
 def _read_positions(seq: Seq, continuation: list[int]) -> range:

@@ -12,16 +12,20 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from archaudit.config import build, load_toml
+from archaudit.data.tokenizers import Tokenizer
 from archaudit.errors import ConfigError, did_you_mean
 from archaudit.evals import loaders, longcontext, probes  # noqa: F401  (register task formats)
 from archaudit.evals.heldout import HeldoutLoss, heldout_loss
 from archaudit.evals.models import load_scoring_model
-from archaudit.evals.scoring import ScoringModel
+from archaudit.evals.scoring import ScoringModel, encode_pairs
 from archaudit.evals.tasks import (
     LoadContext,
     TaskResult,
@@ -29,6 +33,7 @@ from archaudit.evals.tasks import (
     check_spec,
     load_items,
     score_task,
+    task_requests,
 )
 
 BUILTIN_DIR = Path(__file__).parent / "suites"
@@ -192,3 +197,51 @@ def evaluate(
     if out_path is not None:
         Path(out_path).write_text(result.to_json())
     return result
+
+
+# ---------------------------------------------------------------------------------------------
+# checking a suite before a model exists
+
+
+class TokenizerOnly:
+    """A model not yet trained, as far as loading and encoding items goes: its tokenizer and
+    context length. Nothing can be scored with it."""
+
+    tree_attention = False
+    position_limit = None
+    device = torch.device("cpu")
+
+    def __init__(self, tokenizer: Tokenizer, context_length: int) -> None:
+        self.tokenizer = tokenizer
+        self.name = f"{getattr(tokenizer, 'spec', 'tokenizer')} at {context_length} tokens"
+        self.context_length = self.max_length = context_length
+        self.prefix_token_id = tokenizer.eos_id  # as `ArchauditLM`
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids))
+
+    def logits_at(self, *args: object, **kwargs: object) -> torch.Tensor:
+        raise TypeError("TokenizerOnly cannot score: it stands for a model not yet trained")
+
+
+def longest_continuations(
+    suite: Suite,
+    model: ScoringModel,
+    *,
+    limit: int | None = None,
+    data_root: str | Path | None = None,
+) -> dict[str, int]:
+    """Each task's longest continuation in the model's tokens: its items are loaded (as
+    `evaluate` would, same limit and data root) and encoded, nothing is scored."""
+    root = resolve_data_root(data_root)
+    longest = {}
+    for spec in suite.tasks:
+        items = load_items(
+            spec, LoadContext(data_root=root, limit=limit or spec.limit, model=model)
+        )
+        pairs = encode_pairs(model, task_requests(spec, items))
+        longest[spec.name] = max(len(continuation) for _, continuation in pairs)
+    return longest

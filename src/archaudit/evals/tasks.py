@@ -144,6 +144,13 @@ def load_items(spec: TaskSpec, context: LoadContext) -> list[Item]:
     return items
 
 
+def task_requests(spec: TaskSpec, items: list[Item]) -> list[tuple[str, str]]:
+    """Every (context, continuation) text pair of the items, in order, as the task scores them."""
+    fmt = FORMATS.get(spec.format)
+    delimiter = fmt.delimiter if spec.target_delimiter is None else spec.target_delimiter
+    return [r for item in items for r in item.requests(spec.prompt_suffix, delimiter)]
+
+
 # ---------------------------------------------------------------------------------------------
 # results
 
@@ -176,6 +183,8 @@ class TaskResult:
     """Mean log-likelihood of the gold continuation (nats)."""
     groups: dict[str, Accuracy]
     items: tuple[ItemResult, ...]
+    truncated_contexts: int = 0
+    """Requests whose context lost tokens from the left to fit the model (lm-eval's rule)."""
 
     @property
     def score(self) -> float:
@@ -190,6 +199,7 @@ class TaskResult:
             "acc": self.acc.to_dict(),
             "acc_norm": self.acc_norm.to_dict() if self.acc_norm else None,
             "mean_logprob": self.mean_logprob,
+            "truncated_contexts": self.truncated_contexts,
             "groups": {g: a.to_dict() for g, a in self.groups.items()},
         }
         if include_items:
@@ -207,9 +217,7 @@ def score_task(
 ) -> TaskResult:
     """Score every request of every item in one batched pass, then judge each item."""
     fmt = check_spec(spec, where=f"task {spec.name!r}")
-    delimiter = fmt.delimiter if spec.target_delimiter is None else spec.target_delimiter
-    requests = [r for item in items for r in item.requests(spec.prompt_suffix, delimiter)]
-    pairs = encode_pairs(model, requests)
+    pairs = encode_pairs(model, task_requests(spec, items))
     max_length = None
     if fmt.beyond_context:
         max_length = model.position_limit or max(len(c) + len(x) for c, x in pairs)
@@ -240,6 +248,7 @@ def score_task(
         mean_logprob=sum(r.logprobs[r.gold] for r in results) / len(results),
         groups={g: accuracy(flags) for g, flags in sorted(groups.items()) if g},
         items=tuple(results),
+        truncated_contexts=sum(s.truncated for s in scores),
     )
 
 

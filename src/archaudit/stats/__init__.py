@@ -1,10 +1,10 @@
 """Statistics and verdicts: is a modification real progress or seed noise? (docs/protocol.md)
 
 Works on a long-format table of (arm, scale, seed, metric, value) rows, from an audit directory
-or from a CSV of anybody's runs. Never imports torch.
+or from a CSV of anybody's runs. Never imports torch (scipy provides the distributions).
 
     from archaudit.stats import load_table, judge
-    judgement = judge(load_table("runs/my-audit"), "val_loss", lower_is_better=True)
+    judgement = judge(load_table("runs/my-audit"), "val_loss")  # a loss: lower is better
     print(judgement.to_json())
 """
 
@@ -12,6 +12,11 @@ from archaudit.stats.adaptive import adaptive_seeding
 from archaudit.stats.baseline_transfer import transfer_across_baselines
 from archaudit.stats.corrections import CORRECTIONS, adjust_pvalues, fwer_uncorrected
 from archaudit.stats.decoupling import decoupling
+from archaudit.stats.design import AuditDesign
+from archaudit.stats.design_rate import DesignRate, design_rate
+from archaudit.stats.dunnett import dunnett_stepdown
+from archaudit.stats.family import family_design
+from archaudit.stats.family_test import REFERENCES
 from archaudit.stats.grading import grade
 from archaudit.stats.interactions import interactions
 from archaudit.stats.items import ItemTable, load_items
@@ -29,9 +34,12 @@ from archaudit.stats.verdicts import VERDICTS
 
 __all__ = [
     "CORRECTIONS",
+    "REFERENCES",
     "VERDICTS",
     "ArmVerdict",
+    "AuditDesign",
     "Design",
+    "DesignRate",
     "ItemTable",
     "Judgement",
     "Row",
@@ -41,6 +49,9 @@ __all__ = [
     "compare_items",
     "cross_scale_transfer",
     "decoupling",
+    "design_rate",
+    "dunnett_stepdown",
+    "family_design",
     "fit_loss_surface",
     "fit_scaling_law",
     "fwer_uncorrected",

@@ -3,8 +3,8 @@
 The next seed of an arm is predicted from its current mean and the noise floor:
 x ~ N(mean, σ²·(1 + 1/n)). For an even grid of that distribution's quantiles the arm is re-judged
 with the extra seed (through the same `compare_arm` + `decide` as `judge`, the other arms held
-fixed). `p_change` is the share of the grid whose verdict differs from today's. Deterministic:
-no random draws.
+fixed; σ and the family's test are recomputed with the extra seed). `p_change` is the share of
+the grid whose verdict differs from today's. Deterministic: no random draws.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import ndtri
 
 from archaudit.stats.compare import decide
-from archaudit.stats.distributions import normal_quantile
-from archaudit.stats.judge import Judgement, collect_family
+from archaudit.stats.family import collect_family
+from archaudit.stats.judge import Judgement
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import Table
 from archaudit.stats.verdicts import INCOMPLETE
@@ -59,20 +60,23 @@ def adaptive_seeding(
         lower_is_better=judgement.lower_is_better,
         scale=judgement.scale,
         exclude=judgement.excluded,
+        reference=judgement.reference,
+        equal_variance=judgement.equal_variance,
+        correction=judgement.correction,
     )
-    tested = [sample for sample in family.arms if sample.status == "ok"]
-    tests = [family.compare(sample.values) for sample in tested]
-    sigma = family.noise.sigma
-    quantiles = np.array([normal_quantile((k + 0.5) / grid) for k in range(grid)])
+    tested = family.tested
+    quantiles = ndtri((np.arange(grid) + 0.5) / grid)
     change = {}
     for index, sample in enumerate(tested):
         current = judgement.arm(sample.arm).verdict
-        spread = sigma * math.sqrt(1.0 + 1.0 / len(sample.values))
+        spread = family.noise.sigma * math.sqrt(1.0 + 1.0 / len(sample.values))
         changed = 0
         for next_value in sample.mean + spread * quantiles:
-            grown = family.compare(np.append(sample.values, next_value))
-            trial = [*tests[:index], grown, *tests[index + 1 :]]
-            _, verdicts = decide(trial, sigma, judgement.correction, judgement.alpha)
+            trial = family.grown(sample.arm, np.append(sample.values, next_value))
+            tests = [trial.compare(s.values) for s in trial.tested]
+            _, verdicts = decide(
+                tests, trial.noise, judgement.baseline_n, judgement.correction, judgement.alpha
+            )
             changed += verdicts[index] != current
         change[sample.arm] = changed / grid
     advice = []

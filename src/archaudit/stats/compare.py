@@ -1,7 +1,8 @@
 """The core of every verdict: test each arm against the baseline, correct, classify.
 
-`judge` (from a table), `simulate_null` (from random draws) and `adaptive_seeding` (from
-hypothetical extra seeds) all go through these two functions, so they cannot disagree.
+`judge` (from a table), `adaptive_seeding` (from hypothetical extra seeds) and, on arrays,
+`simulate_null` go through `family_test.statistics`, the corrections and `verdicts.classify`,
+so they cannot disagree.
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from archaudit.stats.corrections import adjust_pvalues
-from archaudit.stats.significance import Welch, welch_test, z_test
+from archaudit.stats.dunnett import dunnett_stepdown
+from archaudit.stats.family_test import Z, statistics
+from archaudit.stats.noise import NoiseFloor
+from archaudit.stats.significance import Welch, welch_test
 from archaudit.stats.verdicts import classify
 
 
@@ -27,40 +31,64 @@ class ArmTest:
     """Seed standard deviation (NaN with one seed)."""
     delta: float
     z: float
+    """Paper-mode z = Δ/σ, whatever the family's test."""
     p_z: float
     welch: Welch | None
-    """Welch's t-test, present when the arm has >= 2 seeds."""
+    """Welch's t-test, present when the arm has >= 2 seeds, whatever the family's test."""
+    test: str
+    """The family's test: "pooled-t", "welch" or "z" (family_test)."""
+    statistic: float
+    """The family test's statistic (t or z)."""
+    df: float
+    """Its degrees of freedom (infinite for z)."""
+    p: float
+    """Its two-sided p-value: the one the correction uses."""
 
-    @property
-    def test(self) -> str:
-        """Which test drives the verdict: Welch when the arm has >= 2 seeds, else paper-mode z."""
-        return "welch" if self.welch is not None else "z"
 
-    @property
-    def p(self) -> float:
-        return self.welch.p if self.welch is not None else self.p_z
-
-
-def compare_arm(values: np.ndarray, baseline: np.ndarray, sigma: float, sign: float) -> ArmTest:
+def compare_arm(
+    values: np.ndarray, baseline: np.ndarray, noise: NoiseFloor, sign: float, test: str
+) -> ArmTest:
     """Test an arm's seed values against the baseline's; `sign` is −1 when lower is better."""
+    n, n_base = len(values), len(baseline)
     mean = float(np.mean(values))
     delta = sign * (mean - float(np.mean(baseline)))
-    z, p_z = z_test(delta, sigma)
+    z, _, p_z = statistics(Z, delta, n, n_base, noise.sigma, noise.dof)
     welch = None
-    if len(values) >= 2:
+    if n >= 2 and n_base >= 2 and (np.ptp(values) > 0 or np.ptp(baseline) > 0):
         raw = welch_test(values, baseline)
         welch = Welch(t=sign * raw.t, df=raw.df, p=raw.p)
-    sd = float(np.std(values, ddof=1)) if len(values) >= 2 else math.nan
-    return ArmTest(n=len(values), mean=mean, sd=sd, delta=delta, z=z, p_z=p_z, welch=welch)
+    sd = float(np.std(values, ddof=1)) if n >= 2 else math.nan
+    arm_var = sd**2 if n >= 2 else math.nan
+    stat, df, p = statistics(
+        test, delta, n, n_base, noise.sigma, noise.dof, arm_var, float(np.var(baseline, ddof=1))
+    )
+    return ArmTest(
+        n=n,
+        mean=mean,
+        sd=sd,
+        delta=delta,
+        z=float(z),
+        p_z=float(p_z),
+        welch=welch,
+        test=test,
+        statistic=float(stat),
+        df=float(df),
+        p=float(p),
+    )
 
 
 def decide(
-    tests: Sequence[ArmTest], sigma: float, correction: str, alpha: float
+    tests: Sequence[ArmTest], noise: NoiseFloor, n_base: int, correction: str, alpha: float
 ) -> tuple[np.ndarray, list[str]]:
     """Correct the family's p-values together and classify each arm."""
-    p_adjusted = adjust_pvalues([test.p for test in tests], correction)
+    if correction == "dunnett":
+        p_adjusted = dunnett_stepdown(
+            [t.statistic for t in tests], [t.n for t in tests], n_base, noise.dof
+        )
+    else:
+        p_adjusted = adjust_pvalues([test.p for test in tests], correction)
     verdicts = [
-        classify(test.delta, sigma, float(p), alpha)
+        classify(test.delta, noise.sigma, float(p), alpha)
         for test, p in zip(tests, p_adjusted, strict=True)
     ]
     return p_adjusted, verdicts

@@ -22,7 +22,7 @@ CORRECTED = "corrected test"
 CRITERIA = (SEEDS, DOWNSTREAM, SCALES, SHARED_RECIPE, CORRECTED)
 GRADES = "ABCD"
 
-_LOSS_NAME = re.compile(r"loss|ppl|perplexity|bpb|bits_per_byte|nll", re.IGNORECASE)
+_LOSS_NAME = re.compile(r"loss|ppl|perplexity|bpb|bits_per_byte|nll|error", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +47,8 @@ def grade(*, seeds: int, downstream: bool, scales: int, tuned: bool, corrected: 
 
 
 def looks_like_loss(metric: str) -> bool:
-    """Whether a metric name reads as a loss (loss, perplexity, bits per byte, NLL)."""
+    """Whether a metric name reads as a loss (loss, perplexity, bits per byte, NLL, error):
+    lower is better."""
     return _LOSS_NAME.search(metric) is not None
 
 

@@ -29,9 +29,9 @@ from itertools import combinations
 from typing import NamedTuple
 
 import numpy as np
+import scipy.stats
 
 from archaudit.stats.corrections import adjust_pvalues
-from archaudit.stats.distributions import student_t_two_sided_p
 from archaudit.stats.errors import DesignError
 from archaudit.stats.judge import collect_family
 from archaudit.stats.noise import pooled_sd
@@ -194,7 +194,8 @@ def _contrast(
         return _UNDEFINED
     value = sign * sum((-1) ** (len(combo) - len(s)) * cells[s].mean for s in subsets)
     se = sigma * math.sqrt(sum(1.0 / len(cells[s].values) for s in subsets))
-    return _Contrast(value, se, value / se, student_t_two_sided_p(value / se, dof))
+    t = value / se
+    return _Contrast(value, se, t, float(2 * scipy.stats.t.sf(abs(t), dof)))
 
 
 def _least_squares(design: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:

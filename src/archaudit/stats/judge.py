@@ -5,21 +5,22 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-
-import numpy as np
 
 from archaudit.errors import ConfigError
-from archaudit.stats.compare import ArmTest, compare_arm, decide
+from archaudit.stats.compare import decide
 from archaudit.stats.corrections import check_correction, fwer_uncorrected
+from archaudit.stats.design_rate import DesignRate, arm_mde, design_rate
+from archaudit.stats.errors import TableError
+from archaudit.stats.family import Family, collect_family, left_out, resolve_direction
+from archaudit.stats.family_test import Z, check_reference
 from archaudit.stats.grading import grade_arm, looks_like_loss
-from archaudit.stats.noise import NoiseFloor, noise_floor
-from archaudit.stats.power import Design, minimum_detectable_effect, power
-from archaudit.stats.samples import ArmSample, sample_arm
+from archaudit.stats.samples import ArmSample
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import Table
 
 ATTENTION_OUTPUT = "attention-output"
+SIGMA_RATIO_WARNING = 2.0
+"""Warn when σ of one metric differs by more than this factor between scales of one audit."""
 
 
 @dataclass(frozen=True)
@@ -39,14 +40,19 @@ class ArmVerdict(JsonResult):
     sd: float
     delta: float
     z: float
-    """Paper-mode z = Δ/σ."""
+    """Paper-mode z = Δ/σ (shown for comparison; it drives the verdict only in paper mode)."""
     p_z: float
     t: float
     """Welch's t (NaN with one seed)."""
     df: float
     p_welch: float
     test: str | None
-    """Which p drove the verdict, "z" or "welch"; None when the arm was not tested."""
+    """The family's test that drove the verdict ("pooled-t", "welch" or "z"); None when the
+    arm was not tested."""
+    statistic: float
+    """That test's statistic (t, or z in paper mode)."""
+    statistic_df: float
+    """Its degrees of freedom (null in JSON for z: infinite)."""
     p: float
     p_adj: float
     verdict: str
@@ -67,18 +73,62 @@ class Judgement(JsonResult):
     anchors: tuple[str, ...]
     excluded: tuple[str, ...]
     lower_is_better: bool
+    direction: str
+    """E.g. "Δ > 0 means better (lower val_loss is better, from the metric's name)"."""
+    reference: str
+    """"t" (calibrated, the default) or "normal" (paper mode)."""
+    calibrated: bool
+    """False in paper mode: its z-test treats σ as exact."""
+    test: str
+    """The family's one test: "pooled-t", "welch" or "z"."""
+    equal_variance: bool
     correction: str
     alpha: float
     power_target: float
     sigma: float
     sigma_dof: int
+    sigma_interval: tuple[float, float]
+    """95% chi-square interval of the true σ."""
+    sigma_groups: tuple[str, ...]
+    """The arms whose seeds were pooled into σ (baseline, anchors, multi-seed arms)."""
     baseline_mean: float
     baseline_n: int
     m: int
     """Number of arms tested (finished, not the baseline): the size of the corrected family."""
     fwer_uncorrected: float
+    design: DesignRate | None
+    """This design's measured family-wise error rate and MDE (None when no arm was tested)."""
+    design_fwer: float
+    """`design.fwer`, repeated at the top level for readers of the JSON."""
+    design_above_alpha: bool
     arms: tuple[ArmVerdict, ...]
     notes: tuple[str, ...]
+
+    def header(self) -> list[str]:
+        """The lines above a verdict table: direction, σ and its interval, the test, the
+        design's measured error rate and MDE (flagged when above α)."""
+        low, high = self.sigma_interval
+        if self.calibrated:
+            test = f"{self.test} test (calibrated: t with σ's {self.sigma_dof} df)"
+        else:
+            test = "z test, UNCALIBRATED paper mode (σ treated as exact)"
+        groups = self.sigma_groups
+        pooled = ", ".join(groups) if len(groups) <= 3 else f"{len(groups)} groups"
+        lines = [
+            f"{self.metric} at scale {self.scale}: {self.direction}",
+            f"σ = {self.sigma:.3g} (95% [{low:.3g}, {high:.3g}], {self.sigma_dof} df, pooled "
+            f"over {pooled}); baseline mean {self.baseline_mean:.4g} ({self.baseline_n} seeds)",
+            f"{test}; {self.correction} at α = {self.alpha}, m = {self.m}",
+        ]
+        rate = self.design
+        if rate is not None:
+            flag = " — ABOVE α, verdicts do not hold" if rate.above_alpha else ""
+            lines.append(
+                f"design's measured family-wise error rate {rate.fwer:.3f} ± {rate.fwer_se:.3f} "
+                f"({rate.audits} null audits){flag}; MDE {rate.mde_sigmas:.3g} σ = "
+                f"{rate.mde_sigmas * self.sigma:.3g} at {rate.power_target:.0%} power"
+            )
+        return lines
 
     def arm(self, name: str) -> ArmVerdict:
         """The verdict of one arm."""
@@ -88,107 +138,60 @@ class Judgement(JsonResult):
         raise KeyError(name)
 
 
-@dataclass(frozen=True)
-class Family:
-    """What a judgement is computed from: the baseline, the noise floor and each arm's seeds."""
-
-    metric: str
-    scale: str
-    baseline: ArmSample
-    noise: NoiseFloor
-    sign: float
-    """+1 when higher is better, −1 when lower is better."""
-    arms: tuple[ArmSample, ...]
-
-    def compare(self, values: np.ndarray) -> ArmTest:
-        """Test an arm's seed values against the baseline."""
-        return compare_arm(values, self.baseline.values, self.noise.sigma, self.sign)
-
-    def design(self, arm_seeds: int, m: int, alpha: float, correction: str) -> Design:
-        """The power design of an arm with `arm_seeds` seeds in a family of m arms."""
-        return Design(
-            arm_seeds=arm_seeds,
-            baseline_seeds=len(self.baseline.values),
-            arms=max(m, 1),
-            alpha=alpha,
-            correction=correction,
-            sigma_dof=self.noise.dof,
-        )
-
-
-def collect_family(
-    table: Table,
-    metric: str,
-    *,
-    baseline: str = "baseline",
-    anchors: Sequence[str] = (),
-    lower_is_better: bool = False,
-    scale: str | None = None,
-    exclude: Sequence[str] = (),
-) -> Family:
-    """Check the names, then gather the baseline, noise floor and arm samples at one scale."""
-    table.check_metric(metric)
-    scale = table.resolve_scale(scale)
-    table.check_arm(baseline, "baseline")
-    for anchor in anchors:
-        table.check_arm(anchor, "anchor")
-    for arm in exclude:
-        table.check_arm(arm, "excluded arm")
-    floor = [sample_arm(table, metric, scale, arm) for arm in (baseline, *anchors)]
-    arms = tuple(
-        sample_arm(table, metric, scale, arm)
-        for arm in table.arms_at(scale)
-        if arm != baseline and arm not in exclude
-    )
-    return Family(
-        metric=metric,
-        scale=scale,
-        baseline=floor[0],
-        noise=noise_floor(floor, metric),
-        sign=-1.0 if lower_is_better else 1.0,
-        arms=arms,
-    )
-
-
 def judge(
     table: Table,
     metric: str,
     *,
     baseline: str = "baseline",
     anchors: Sequence[str] = (),
-    lower_is_better: bool = False,
+    lower_is_better: bool | None = None,
     correction: str = "holm",
     alpha: float = 0.05,
     scale: str | None = None,
     exclude: Sequence[str] = (),
+    arms: Sequence[str] | None = None,
+    reference: str = "t",
+    equal_variance: bool = False,
     downstream_metrics: Sequence[str] | None = None,
     power_target: float = 0.8,
 ) -> Judgement:
     """Judge every arm at `scale` against `baseline` on `metric` (PROTOCOL.md, Statistics).
 
-    `anchors` pool their seed variance into the noise floor; `exclude` leaves arms out of the
-    family (other baselines, for instance); `downstream_metrics` is for grading (default: every
-    metric whose name does not read as a loss).
+    `anchors` pool their seed variance into the noise floor (so do multi-seed arms); `arms`
+    limits the family to those arms and `exclude` leaves arms out of it (other baselines, or a
+    published family of m = 19 of 20 rows); `lower_is_better=None` reads the direction from the
+    metric's name. `reference="normal"` is paper mode (z against the normal, uncalibrated);
+    `equal_variance` judges multi-seed arms by the pooled t instead of Welch's.
+    `downstream_metrics` is for grading (default: every metric whose name does not read as a loss).
     """
     check_correction(correction)
+    check_reference(reference)
     for name, value in (("alpha", alpha), ("power_target", power_target)):
         if not 0.0 < value < 1.0:
             raise ConfigError(f"{name} must be between 0 and 1, got {value}")
-    family = collect_family(
-        table,
-        metric,
+    lower = resolve_direction(metric, lower_is_better)
+    exclude = left_out(table, scale, baseline, arms, exclude)
+    options = dict(
         baseline=baseline,
         anchors=anchors,
-        lower_is_better=lower_is_better,
-        scale=scale,
+        lower_is_better=lower,
         exclude=exclude,
+        reference=reference,
+        equal_variance=equal_variance,
+        correction=correction,
     )
-    sigma = family.noise.sigma
-    tests = {s.arm: family.compare(s.values) for s in family.arms if s.status == "ok"}
-    p_adjusted, verdicts = decide(list(tests.values()), sigma, correction, alpha)
+    family = collect_family(table, metric, scale=scale, **options)
+    noise = family.noise
+    n_base = len(family.baseline.values)
+    tests = {s.arm: family.compare(s.values) for s in family.tested}
+    p_adjusted, verdicts = decide(list(tests.values()), noise, n_base, correction, alpha)
     p_adj = dict(zip(tests, p_adjusted, strict=True))
     verdict = dict(zip(tests, verdicts, strict=True))
     m = len(tests)
+    design = family.audit_design(
+        reference=reference, equal_variance=equal_variance, correction=correction, alpha=alpha
+    )
+    rate = design_rate(design, power_target=power_target) if design else None
 
     def verdict_of(sample: ArmSample) -> ArmVerdict:
         test = tests.get(sample.arm)
@@ -220,17 +223,21 @@ def judge(
             df=welch.df if welch else math.nan,
             p_welch=welch.p if welch else math.nan,
             test=test.test if test else None,
+            statistic=test.statistic if test else math.nan,
+            statistic_df=test.df if test else math.nan,
             p=test.p if test else math.nan,
             p_adj=float(p_adj.get(sample.arm, math.nan)),
             verdict=verdict.get(sample.arm, sample.status),
-            mde=_mde(family.design(test.n, m, alpha, correction), power_target) * sigma
-            if test
+            mde=arm_mde(design, test.n, power_target) * noise.sigma
+            if test and design
             else math.nan,
             grade=evidence.grade,
             grade_missing=evidence.missing,
         )
 
-    arms = tuple(verdict_of(sample) for sample in family.arms)
+    verdicts_by_arm = tuple(verdict_of(sample) for sample in family.arms)
+    notes = _notes(table, family, verdicts_by_arm, lower_is_better, alpha, rate)
+    notes += _sigma_across_scales(table, metric, family, options)
     return Judgement(
         source=table.source,
         metric=metric,
@@ -238,34 +245,77 @@ def judge(
         baseline=baseline,
         anchors=tuple(anchors),
         excluded=tuple(exclude),
-        lower_is_better=lower_is_better,
+        lower_is_better=lower,
+        direction=_direction(metric, lower, lower_is_better is None),
+        reference=reference,
+        calibrated=family.test != Z,
+        test=family.test,
+        equal_variance=equal_variance,
         correction=correction,
         alpha=alpha,
         power_target=power_target,
-        sigma=sigma,
-        sigma_dof=family.noise.dof,
+        sigma=noise.sigma,
+        sigma_dof=noise.dof,
+        sigma_interval=noise.interval,
+        sigma_groups=noise.arms,
         baseline_mean=family.baseline.mean,
-        baseline_n=len(family.baseline.values),
+        baseline_n=n_base,
         m=m,
         fwer_uncorrected=fwer_uncorrected(alpha, m),
-        arms=arms,
-        notes=_notes(table, family, arms, lower_is_better, alpha, correction, m),
+        design=rate,
+        design_fwer=rate.fwer if rate else math.nan,
+        design_above_alpha=bool(rate and rate.above_alpha),
+        arms=verdicts_by_arm,
+        notes=notes,
     )
 
 
-@lru_cache(maxsize=256)
-def _mde(design: Design, target: float) -> float:
-    return minimum_detectable_effect(design, target)
+def _direction(metric: str, lower: bool, from_name: bool) -> str:
+    source = "from the metric's name" if from_name else "as given"
+    return f"Δ > 0 means better ({'lower' if lower else 'higher'} {metric} is better, {source})"
+
+
+def _sigma_across_scales(
+    table: Table, metric: str, family: Family, options: dict
+) -> tuple[str, ...]:
+    """A note when σ of this metric differs wildly between the scales of the table."""
+    sigmas = {}
+    for scale in table.scales:
+        try:
+            sigmas[scale] = (
+                family.noise
+                if scale == family.scale
+                else collect_family(table, metric, scale=scale, **options).noise
+            )
+        except TableError:
+            continue  # a scale without a judgeable baseline has no σ to compare
+    if len(sigmas) < 2:
+        return ()
+    low = min(sigmas, key=lambda s: sigmas[s].sigma)
+    high = max(sigmas, key=lambda s: sigmas[s].sigma)
+    ratio = sigmas[high].sigma / sigmas[low].sigma
+    if ratio <= SIGMA_RATIO_WARNING:
+        return ()
+
+    def show(scale: str) -> str:
+        noise = sigmas[scale]
+        low_end, high_end = noise.interval
+        return f"{noise.sigma:.3g} at {scale} (95% [{low_end:.3g}, {high_end:.3g}], {noise.dof} df)"
+
+    return (
+        f"σ({metric}) differs {ratio:.1f}× between scales: {show(low)} vs {show(high)}; "
+        "check that the scales share a recipe, and run more baseline seeds: few seeds leave σ "
+        "itself uncertain",
+    )
 
 
 def _notes(
     table: Table,
     family: Family,
     arms: tuple[ArmVerdict, ...],
-    lower_is_better: bool,
+    lower_is_better: bool | None,
     alpha: float,
-    correction: str,
-    m: int,
+    rate: DesignRate | None,
 ) -> tuple[str, ...]:
     """Warnings a reader of the verdicts must see."""
     notes = []
@@ -278,20 +328,21 @@ def _notes(
             f"{len(family.baseline.diverged)} diverged, "
             f"{len(family.baseline.missing)} without {family.metric}"
         )
-    if any(arm.test == "z" for arm in arms):
-        design = family.design(1, m, alpha, correction)
+    if family.test == Z:
         notes.append(
-            f"paper-mode z-tests treat σ as exact; with σ from {family.noise.dof} degrees of "
-            f"freedom a single-seed arm with no effect is called significant with probability "
-            f"{power(0.0, design):.4f}, not {design.level:.4f} (run more seeds per arm)"
+            "UNCALIBRATED paper mode (--reference normal): the z-test treats σ as exact, though "
+            f"it comes from {family.noise.dof} degrees of freedom"
         )
-    if not lower_is_better and looks_like_loss(family.metric):
+    if rate and rate.above_alpha:
         notes.append(
-            f"{family.metric!r} reads as a loss but is judged higher-is-better; "
-            "pass lower_is_better (--lower-is-better) if lower is better"
+            f"this design's measured family-wise error rate is {rate.fwer:.3f} ± "
+            f"{rate.fwer_se:.3f}, above α = {alpha}: its verdicts do not hold at that level "
+            "(use the default calibrated test, more baseline seeds or more seeds per arm)"
         )
+    if lower_is_better is False and looks_like_loss(family.metric):
+        notes.append(f"{family.metric!r} reads as a loss but is judged higher-is-better as asked")
     attention = [arm.arm for arm in arms if arm.family == ATTENTION_OUTPUT]
-    if lower_is_better and attention:
+    if family.sign < 0 and attention:
         notes.append(
             "R6: attention-output arms can look harmless on loss and lose downstream; "
             "do not rank them by this metric: " + ", ".join(attention)

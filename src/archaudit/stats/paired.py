@@ -7,8 +7,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import betainc, ndtri
 
-from archaudit.stats.distributions import betainc, normal_two_sided_quantile
 from archaudit.stats.errors import DesignError, check_name
 from archaudit.stats.items import ItemKey, ItemTable
 from archaudit.stats.resample import bootstrap_means, percentile_interval
@@ -19,7 +19,7 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     """Wilson score interval for a binomial proportion; never zero-width at 0 or n."""
     if n <= 0:
         raise ValueError("a Wilson interval needs n >= 1")
-    z = normal_two_sided_quantile(1.0 - confidence)
+    z = -float(ndtri((1.0 - confidence) / 2.0))
     rate = successes / n
     scale = 1.0 + z * z / n
     center = (rate + z * z / (2 * n)) / scale
@@ -43,7 +43,7 @@ def mcnemar(a: np.ndarray, b: np.ndarray) -> McNemar:
     only_a, only_b = int(np.sum(a & ~b)), int(np.sum(~a & b))
     n, k = only_a + only_b, min(only_a, only_b)
     # P(X <= k) = I_{1/2}(n − k, k + 1) for k < n.
-    tail = 1.0 if k == n else betainc(n - k, k + 1, 0.5)
+    tail = 1.0 if k == n else float(betainc(n - k, k + 1, 0.5))
     return McNemar(only_a=only_a, only_b=only_b, p=min(1.0, 2.0 * tail))
 
 

@@ -4,16 +4,19 @@ Effects are in units of the true seed standard deviation σ. The formula models 
 `judge` does to an arm with `arm_seeds` seeds against a baseline with `baseline_seeds` seeds,
 when seeds are normal with a common σ: an arm is declared an improver/regressor when
 
-- single seed (paper mode): |Δ| >= max(c, 2)·σ̂, with c the two-sided normal quantile at the
-  per-test level and σ̂ the noise floor (χ² with `sigma_dof` degrees of freedom);
-- several seeds (Welch): |Δ| >= max(t(ν̂)·SE, 2·s_b), with SE² = s_a²/n_a + s_b²/n_b, ν̂ the
+- pooled-t (the calibrated default with shared σ; the prediction-interval t for one seed):
+  |Δ| >= max(t_ν·a, 2)·σ̂, a = √(1/n_a + 1/n_b), t_ν the two-sided t quantile at the per-test
+  level with the noise floor's ν degrees of freedom and σ̂² ~ σ²·χ²_ν/ν: the noncentral-t tail
+  P(|T'| >= max(t_ν, 2/a)), T' ~ t'(ν, effect/a);
+- z (paper mode): |Δ| >= max(c, 2)·σ̂, c the two-sided normal quantile;
+- Welch (several seeds per arm): |Δ| >= max(t(ν̂)·SE, 2·s_b), SE² = s_a²/n_a + s_b²/n_b, ν̂ the
   Welch–Satterthwaite degrees of freedom and s_b the baseline's own seed SD;
 
-where Δ ~ N(effect, 1/n_a + 1/n_b) is independent of the variance estimates. Conditional on
-them the rejection probability is two normal tails; the expectation over the χ² variance
-estimates is taken by Gauss–Legendre quadrature. The per-test level is α/m for every correction
-(exact for Bonferroni, a lower bound on power for Holm and BH) and α without one. The single-seed
-case is exact; the Welch case is exact when σ̂ comes from the baseline alone (no anchors).
+where Δ ~ N(effect, a²) is independent of the variance estimates. The pooled-t and z rules are
+noncentral-t tails (scipy.stats.nct), exactly. For Welch, conditional on the variances the
+rejection probability is two normal tails; the expectation over the two χ² variance estimates
+is taken by Gauss–Legendre quadrature. The per-test level is α/m for every correction (exact for
+Bonferroni, a lower bound on power for Holm, Dunnett and BH) and α without one.
 """
 
 from __future__ import annotations
@@ -24,16 +27,13 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+from scipy import stats as sps
+from scipy.special import ndtr
 
 from archaudit.errors import ConfigError
 from archaudit.stats.corrections import check_correction, per_test_alpha
-from archaudit.stats.distributions import (
-    chi_square_quadrature,
-    normal_cdf,
-    normal_two_sided_quantile,
-    solve_increasing,
-    student_t_two_sided_quantile,
-)
+from archaudit.stats.distributions import chi_square_quadrature, solve_increasing
+from archaudit.stats.family_test import POOLED_T, Z, choose_test
 from archaudit.stats.verdicts import NOISE_SIGMAS
 
 _CRITICAL_GRID = 48
@@ -50,7 +50,12 @@ class Design:
     alpha: float = 0.05
     correction: str = "holm"
     sigma_dof: int | None = None
-    """Degrees of freedom of the noise floor; None means baseline_seeds − 1 (no anchors)."""
+    """Degrees of freedom of the noise floor; None pools the baseline and the m arms:
+    (baseline_seeds − 1) + m·(arm_seeds − 1)."""
+    family_test: str | None = None
+    """The family's test ("pooled-t", "welch", "z"); None chooses it from this arm's seeds."""
+    reference: str = "t"
+    """"t" (calibrated) or "normal" (paper mode), used when `family_test` is None."""
 
     def __post_init__(self) -> None:
         check_correction(self.correction)
@@ -64,32 +69,56 @@ class Design:
 
     @classmethod
     def balanced(cls, seeds: int, baseline_seeds: int | None = None, **options: Any) -> Design:
-        """`seeds` per arm; the baseline runs `baseline_seeds`, by default as many (at least 2)."""
-        return cls(arm_seeds=seeds, baseline_seeds=baseline_seeds or max(seeds, 2), **options)
+        """`seeds` per arm; the baseline runs `baseline_seeds`, by default as many, at least 3
+        (the protocol's noise floor)."""
+        return cls(
+            arm_seeds=seeds,
+            baseline_seeds=baseline_seeds or default_baseline_seeds(seeds),
+            **options,
+        )
 
     @property
     def level(self) -> float:
         return per_test_alpha(self.alpha, self.arms, self.correction)
+
+    @property
+    def test(self) -> str:
+        return self.family_test or choose_test(
+            (self.arm_seeds,), reference=self.reference, correction=self.correction
+        )
+
+    @property
+    def dof(self) -> int:
+        if self.sigma_dof is not None:
+            return self.sigma_dof
+        return self.baseline_seeds - 1 + self.arms * (self.arm_seeds - 1)
 
 
 def power(effect: float, design: Design) -> float:
     """P(the arm is declared an improver or regressor) when its true effect is `effect`·σ."""
     n_a, n_b = design.arm_seeds, design.baseline_seeds
     spread = math.sqrt(1.0 / n_a + 1.0 / n_b)
-    if n_a == 1:
-        q, weights = chi_square_quadrature(design.sigma_dof or n_b - 1)
-        critical = max(normal_two_sided_quantile(design.level), NOISE_SIGMAS)
-        threshold = critical * np.sqrt(q)
-    else:
-        q_a, w_a = chi_square_quadrature(n_a - 1)
-        q_b, w_b = chi_square_quadrature(n_b - 1)
-        var_a, var_b = q_a[:, None] / n_a, q_b[None, :] / n_b
-        se2 = var_a + var_b
-        df = se2**2 / (var_a**2 / (n_a - 1) + var_b**2 / (n_b - 1))
-        t_critical = _welch_critical(design.level, min(n_a, n_b) - 1, n_a + n_b - 2)
-        threshold = np.maximum(t_critical(df) * np.sqrt(se2), NOISE_SIGMAS * np.sqrt(q_b[None, :]))
-        weights = w_a[:, None] * w_b[None, :]
-    tails = normal_cdf((effect - threshold) / spread) + normal_cdf((-effect - threshold) / spread)
+    test = design.test
+    if test in (Z, POOLED_T):
+        # Reject when |Δ|/(σ̂·a) >= the threshold below: a noncentral-t tail, exactly.
+        if test == Z:
+            threshold = max(sps.norm.isf(design.level / 2), NOISE_SIGMAS) / spread
+        else:
+            threshold = max(sps.t.isf(design.level / 2, design.dof), NOISE_SIGMAS / spread)
+        # Both tails as upper tails: scipy's nct.cdf is NaN far out in the lower tail.
+        noncentrality = effect / spread
+        upper = sps.nct.sf(threshold, design.dof, noncentrality)
+        lower = sps.nct.sf(threshold, design.dof, -noncentrality)
+        return float(upper + lower)
+    q_a, w_a = chi_square_quadrature(n_a - 1)
+    q_b, w_b = chi_square_quadrature(n_b - 1)
+    var_a, var_b = q_a[:, None] / n_a, q_b[None, :] / n_b
+    se2 = var_a + var_b
+    df = se2**2 / (var_a**2 / (n_a - 1) + var_b**2 / (n_b - 1))
+    t_critical = _welch_critical(design.level, min(n_a, n_b) - 1, n_a + n_b - 2)
+    threshold = np.maximum(t_critical(df) * np.sqrt(se2), NOISE_SIGMAS * np.sqrt(q_b[None, :]))
+    weights = w_a[:, None] * w_b[None, :]
+    tails = ndtr((effect - threshold) / spread) + ndtr((-effect - threshold) / spread)
     return float(np.sum(weights * tails))
 
 
@@ -110,7 +139,7 @@ def seeds_needed(
 ) -> int | None:
     """The fewest seeds per arm that detect `effect`·σ with probability `target`.
 
-    `baseline_seeds=None` means the baseline runs as many seeds as each arm (at least 2).
+    `baseline_seeds=None` means the baseline runs as many seeds as each arm (at least 3).
     None when even `max_seeds` is not enough: effects under 2σ are within noise by rule, so
     they are never declared, however many seeds run.
     """
@@ -119,8 +148,8 @@ def seeds_needed(
         design = Design.balanced(k, baseline_seeds, arms=arms, alpha=alpha, correction=correction)
         return power(effect, design) >= target
 
-    # Paper mode (k = 1) is a different test, so power need not grow from k = 1 to 2; from
-    # k = 2 on it does, and bisection is safe.
+    # k = 1 is judged by the pooled t and k >= 2 by Welch, so power need not grow from k = 1
+    # to 2; from k = 2 on it does, and bisection is safe.
     if baseline_seeds is not None and reaches(1):
         return 1
     if not reaches(max_seeds):
@@ -132,10 +161,15 @@ def seeds_needed(
     return hi
 
 
+def default_baseline_seeds(arm_seeds: int) -> int:
+    """Baseline seeds when none are given: as many as each arm runs, at least 3 (PROTOCOL R5)."""
+    return max(arm_seeds, 3)
+
+
 @lru_cache(maxsize=64)
 def _welch_critical(level: float, df_min: int, df_max: int):
     """t(ν) for ν in [df_min, df_max], interpolated in log–log space between exact quantiles."""
     grid = np.geomspace(df_min, df_max, _CRITICAL_GRID) if df_max > df_min else np.array([df_min])
-    log_t = np.log([student_t_two_sided_quantile(level, float(df)) for df in grid])
+    log_t = np.log(sps.t.isf(level / 2, grid))
     log_df = np.log(grid)
     return lambda df: np.exp(np.interp(np.log(df), log_df, log_t))

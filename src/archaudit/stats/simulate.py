@@ -1,42 +1,51 @@
-"""`simulate_null`: audits in which no arm has an effect, judged by the real verdict code.
+"""`simulate_null`: audits in which no arm has an effect, judged by the verdict arithmetic.
 
-Each simulated audit draws the baseline and every arm from N(0, 1) (σ = 1), optionally adds
-`effect` to the first `effect_arms` arms, and runs the same `compare_arm` + `decide` as `judge`.
-It measures how often an audit wrongly declares at least one null arm an improver or regressor
-(the family-wise error) and how often planted effects are found, next to what the formulas say.
+Each simulated audit draws the baseline, the anchors and every arm from N(0, 1) (σ = 1), adds
+`effect` to the first `effect_arms` arms, pools σ as `judge` does, and runs the same test
+statistics (`family_test.statistics`), corrections and 2σ rule as `judge`, on arrays of thousands
+of audits at once. It measures how often an audit wrongly declares at least one null arm an
+improver or regressor (the family-wise error) and how often planted effects are found, next to
+what the power formula says.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
 from archaudit.errors import ConfigError
-from archaudit.stats.compare import compare_arm, decide
-from archaudit.stats.corrections import fwer_uncorrected
-from archaudit.stats.noise import pooled_sd
-from archaudit.stats.power import Design, power
+from archaudit.stats.corrections import adjust_pvalues, fwer_uncorrected
+from archaudit.stats.design import AuditDesign
+from archaudit.stats.dunnett import critical_value
+from archaudit.stats.family_test import statistics
+from archaudit.stats.power import default_baseline_seeds, power
 from archaudit.stats.serialize import JsonResult
-from archaudit.stats.verdicts import IMPROVER, SIGNIFICANT
+from archaudit.stats.verdicts import within_noise
 
 
 @dataclass(frozen=True)
 class NullSimulation(JsonResult):
     """Empirical error rates of the verdict rule, with their Monte-Carlo standard errors."""
 
+    design: AuditDesign
     arms: int
     seeds: int
+    """Seeds of the smallest arm (all arms, in a balanced design)."""
     baseline_seeds: int
     audits: int
     correction: str
     alpha: float
+    reference: str
+    calibrated: bool
     effect: float
     effect_arms: int
     seed: int
     test: str
-    """The test that drives the verdicts: "z" (one seed per arm) or "welch"."""
+    """The test that drives the verdicts: "pooled-t", "welch" or "z" (paper mode)."""
     fwer: float
     """Share of audits with >= 1 null arm declared improver/regressor (after correction)."""
     fwer_se: float
@@ -44,71 +53,153 @@ class NullSimulation(JsonResult):
     """Share of audits with >= 1 null arm at raw p < α: the uncorrected family of tests."""
     fwer_uncorrected_formula: float
     """1 − (1 − α)^m over the null arms; assumes independent, exact tests."""
+    per_arm_rate: float
+    """Share of null arms at raw p < α/m: the per-test size the corrections assume is α/m."""
     found_rate: float
     """Share of planted effects declared improvers (NaN without planted effects)."""
     found_se: float
     power_predicted: float
-    """`power(effect, design)` for the same design (NaN without planted effects)."""
+    """`power(effect, design)` for the planted arms (NaN without planted effects)."""
 
 
 def simulate_null(
     *,
     arms: int = 19,
     seeds: int = 3,
-    audits: int = 500,
+    audits: int = 2000,
     baseline_seeds: int | None = None,
     correction: str = "holm",
     alpha: float = 0.05,
+    reference: str = "t",
+    equal_variance: bool = False,
     effect: float = 0.0,
     effect_arms: int = 0,
     seed: int = 0,
+    design: AuditDesign | None = None,
 ) -> NullSimulation:
-    """Simulate `audits` audits of `arms` arms with `seeds` seeds (reproducible from `seed`).
+    """Simulate `audits` audits (reproducible from `seed`) of `design`, or of `arms` arms with
+    `seeds` seeds each against `baseline_seeds` (default: as many as `seeds`, at least 3).
 
-    `baseline_seeds` defaults to `seeds` (at least 2). `effect` is in units of σ.
+    `effect` is in units of σ and is added to the first `effect_arms` arms of the design.
     """
-    if arms < 1 or audits < 1:
-        raise ConfigError(f"simulate-null needs >= 1 arm and >= 1 audit; got {arms} and {audits}")
-    if not 0 <= effect_arms <= arms or (effect_arms and effect == 0.0):
-        raise ConfigError(f"effect_arms must be between 0 and {arms} and needs a nonzero effect")
-    design = Design.balanced(seeds, baseline_seeds, arms=arms, alpha=alpha, correction=correction)
-    baseline_seeds = design.baseline_seeds
-    rng = np.random.default_rng(seed)
-    null_arms = arms - effect_arms
-    false_families = uncorrected_families = found = 0
-    for _ in range(audits):
-        baseline = rng.normal(size=baseline_seeds)
-        values = rng.normal(size=(arms, seeds))
-        values[:effect_arms] += effect
-        sigma, _ = pooled_sd([baseline])
-        tests = [compare_arm(row, baseline, sigma, 1.0) for row in values]
-        _, verdicts = decide(tests, sigma, correction, alpha)
-        found += sum(verdict == IMPROVER for verdict in verdicts[:effect_arms])
-        false_families += any(verdict in SIGNIFICANT for verdict in verdicts[effect_arms:])
-        uncorrected_families += any(test.p < alpha for test in tests[effect_arms:])
-    fwer = false_families / audits
+    if design is None:
+        if arms < 1:
+            raise ConfigError(f"simulate-null needs >= 1 arm; got {arms}")
+        design = AuditDesign(
+            arm_seeds=(seeds,) * arms,
+            baseline_seeds=baseline_seeds or default_baseline_seeds(seeds),
+            reference=reference,
+            equal_variance=equal_variance,
+            correction=correction,
+            alpha=alpha,
+        )
+    if audits < 1:
+        raise ConfigError(f"simulate-null needs >= 1 audit; got {audits}")
+    if not 0 <= effect_arms <= design.m or (effect_arms and effect == 0.0):
+        raise ConfigError(
+            f"effect_arms must be between 0 and {design.m} and needs a nonzero effect"
+        )
+    declared, delta, p = _simulate(design, audits, effect, effect_arms, seed)
+    null = slice(effect_arms, None)
+    fwer = float(np.mean(np.any(declared[:, null], axis=1)))
     planted = audits * effect_arms
-    found_rate = found / planted if planted else math.nan
+    found = declared[:, :effect_arms] & (delta[:, :effect_arms] > 0)
+    found_rate = float(np.mean(found)) if planted else math.nan
+    n_arm = design.arm_seeds
     return NullSimulation(
-        arms=arms,
-        seeds=seeds,
-        baseline_seeds=baseline_seeds,
+        design=design,
+        arms=design.m,
+        seeds=min(n_arm),
+        baseline_seeds=design.baseline_seeds,
         audits=audits,
-        correction=correction,
-        alpha=alpha,
+        correction=design.correction,
+        alpha=design.alpha,
+        reference=design.reference,
+        calibrated=design.calibrated,
         effect=effect,
         effect_arms=effect_arms,
         seed=seed,
-        test="welch" if seeds >= 2 else "z",
+        test=design.test,
         fwer=fwer,
-        fwer_se=_binomial_se(fwer, audits),
-        fwer_uncorrected=uncorrected_families / audits,
-        fwer_uncorrected_formula=fwer_uncorrected(alpha, null_arms),
+        fwer_se=binomial_se(fwer, audits),
+        fwer_uncorrected=float(np.mean(np.any(p[:, null] < design.alpha, axis=1))),
+        fwer_uncorrected_formula=fwer_uncorrected(design.alpha, design.m - effect_arms),
+        per_arm_rate=float(np.mean(p[:, null] < design.alpha / design.m))
+        if effect_arms < design.m
+        else math.nan,
         found_rate=found_rate,
-        found_se=_binomial_se(found_rate, planted) if planted else math.nan,
-        power_predicted=power(effect, design) if planted else math.nan,
+        found_se=binomial_se(found_rate, planted) if planted else math.nan,
+        power_predicted=float(np.mean([power(effect, design.arm(n)) for n in n_arm[:effect_arms]]))
+        if planted
+        else math.nan,
     )
 
 
-def _binomial_se(rate: float, n: int) -> float:
+def _simulate(
+    design: AuditDesign, audits: int, effect: float, effect_arms: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(declared, Δ, raw p), each audits × arms, for `audits` simulated audits of `design`."""
+    rng = np.random.default_rng(seed)
+    n_base = design.baseline_seeds
+    base = rng.normal(size=(audits, n_base))
+    base_mean, base_var = base.mean(axis=1), base.var(axis=1, ddof=1)
+    sum_squares = base_var * (n_base - 1)
+    for n in design.anchor_seeds:
+        sum_squares += rng.normal(size=(audits, n)).var(axis=1, ddof=1) * (n - 1)
+    n_arm = np.array(design.arm_seeds)
+    arm_mean = np.empty((audits, design.m))
+    arm_var = np.full((audits, design.m), np.nan)
+    for n, count in sorted(Counter(design.arm_seeds).items()):
+        columns = np.flatnonzero(n_arm == n)
+        draws = rng.normal(size=(audits, count, n))
+        arm_mean[:, columns] = draws.mean(axis=2)
+        if n >= 2:
+            arm_var[:, columns] = draws.var(axis=2, ddof=1)
+            sum_squares += arm_var[:, columns].sum(axis=1) * (n - 1)
+    arm_mean[:, :effect_arms] += effect
+    dof = design.sigma_dof
+    sigma = np.sqrt(sum_squares / dof)[:, None]
+    delta = arm_mean - base_mean[:, None]
+    stat, _, p = statistics(
+        design.test, delta, n_arm, n_base, sigma, dof, arm_var, base_var[:, None]
+    )
+    if design.correction == "dunnett":
+        rejected = _dunnett_rejections(stat, design)
+    else:
+        rejected = adjust_pvalues(p, design.correction) < design.alpha
+    declared = rejected & ~within_noise(delta, sigma)
+    return declared, delta, p
+
+
+def _dunnett_rejections(stat: np.ndarray, design: AuditDesign) -> np.ndarray:
+    """Which arms Dunnett's step-down rejects (p_adj < α), audit by audit.
+
+    Step k rejects the k-th largest |t| when it reaches the critical value of the arms still in
+    play; that value depends only on their seed counts, so it is computed once per multiset.
+    """
+    n_arm = np.array(design.arm_seeds)
+    order = np.argsort(-np.abs(stat), axis=1, kind="stable")
+    rejected = np.zeros(stat.shape, dtype=bool)
+
+    @cache
+    def critical(remaining: tuple[int, ...]) -> float:
+        return critical_value(design.alpha, remaining, design.baseline_seeds, design.sigma_dof)
+
+    active = np.ones(len(stat), dtype=bool)
+    for k in range(design.m):
+        rows = np.flatnonzero(active)
+        if not len(rows):
+            break
+        for row in rows:
+            arm = order[row, k]
+            remaining = tuple(sorted(n_arm[order[row, k:]].tolist()))
+            if abs(stat[row, arm]) >= critical(remaining):
+                rejected[row, arm] = True
+            else:
+                active[row] = False
+    return rejected
+
+
+def binomial_se(rate: float, n: int) -> float:
+    """The Monte-Carlo standard error of a share `rate` measured over n trials."""
     return math.sqrt(rate * (1.0 - rate) / n)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -147,6 +148,19 @@ class Table:
     def check_arm(self, arm: str, role: str = "arm") -> str:
         """Return `arm` if the table has it, else raise naming the closest arm."""
         return check_name(self.source, "arm", role, arm, self.arms)
+
+    def restricted(
+        self,
+        arms: Sequence[str] | None = None,
+        exclude: Sequence[str] = (),
+        keep: Sequence[str] = (),
+    ) -> Table:
+        """The table of one family: only `arms` (all when None), less `exclude`, plus `keep`
+        (the baselines and anchors an analysis needs)."""
+        for arm in (*(arms or ()), *exclude, *keep):
+            self.check_arm(arm, "excluded arm" if arm in exclude else "arm")
+        chosen = set(self.arms if arms is None else arms) - set(exclude) | set(keep)
+        return Table(tuple(row for row in self.rows if row.arm in chosen), self.source)
 
     def check_metric(self, metric: str) -> str:
         return check_name(self.source, "metric", "metric", metric, self.metrics)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 WITHIN_NOISE = "within-noise"
 NOMINAL_IMPROVER = "nominal-improver"
 NOMINAL_REGRESSOR = "nominal-regressor"
@@ -24,9 +26,14 @@ NOISE_SIGMAS = 2.0
 """An effect smaller than this many noise floors is within noise, whatever its p-value."""
 
 
+def within_noise(delta: float | np.ndarray, sigma: float | np.ndarray) -> bool | np.ndarray:
+    """|Δ| < 2σ: too small to be called an effect, whatever its p-value (elementwise)."""
+    return abs(delta) < NOISE_SIGMAS * sigma
+
+
 def classify(delta: float, sigma: float, p_adjusted: float, alpha: float) -> str:
     """The verdict of a finished arm: Δ is "positive = better", p is already corrected."""
-    if abs(delta) < NOISE_SIGMAS * sigma:
+    if within_noise(delta, sigma):
         return WITHIN_NOISE
     if p_adjusted < alpha:
         return IMPROVER if delta > 0 else REGRESSOR

@@ -1,0 +1,194 @@
+"""A family of arms judged against one baseline: its samples, noise floor, test and design.
+
+`collect_family` gathers it from a table; `judge` (verdicts), `adaptive_seeding` (one more seed),
+the analyses (transfer, interactions) and `simulate-null --like` (`family_design`) all start here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from archaudit.errors import ConfigError
+from archaudit.stats.compare import ArmTest, compare_arm
+from archaudit.stats.design import AuditDesign
+from archaudit.stats.family_test import choose_test
+from archaudit.stats.grading import looks_like_loss
+from archaudit.stats.noise import NoiseFloor, noise_floor
+from archaudit.stats.samples import ArmSample, sample_arm
+from archaudit.stats.table import Table
+
+
+@dataclass(frozen=True)
+class Family:
+    """What a judgement is computed from: the baseline, the noise floor and each arm's seeds."""
+
+    metric: str
+    scale: str
+    baseline: ArmSample
+    noise: NoiseFloor
+    sign: float
+    """+1 when higher is better, −1 when lower is better."""
+    arms: tuple[ArmSample, ...]
+    anchors: tuple[ArmSample, ...]
+    test: str
+    """The family's one test (family_test.choose_test)."""
+    options: tuple[str, bool, str]
+    """(reference, equal_variance, correction): what chose the test."""
+
+    @classmethod
+    def build(
+        cls,
+        metric: str,
+        floor: Sequence[ArmSample],
+        arms: tuple[ArmSample, ...],
+        sign: float,
+        options: tuple[str, bool, str],
+    ) -> Family:
+        """σ pooled over the baseline, anchors (`floor`) and tested multi-seed arms; the test."""
+        anchors = {sample.arm for sample in floor}
+        tested = [s for s in arms if s.status == "ok"]
+        reference, equal_variance, correction = options
+        return cls(
+            metric=metric,
+            scale=floor[0].scale,
+            baseline=floor[0],
+            noise=noise_floor(
+                floor, metric, pooled_arms=[s for s in tested if s.arm not in anchors]
+            ),
+            sign=sign,
+            arms=arms,
+            anchors=tuple(floor[1:]),
+            test=choose_test(
+                [len(s.values) for s in tested],
+                reference=reference,
+                equal_variance=equal_variance,
+                correction=correction,
+            ),
+            options=options,
+        )
+
+    def grown(self, arm: str, values: np.ndarray) -> Family:
+        """The same family with `arm`'s seeds replaced by `values` (σ and test recomputed)."""
+        arms = tuple(replace(s, values=values) if s.arm == arm else s for s in self.arms)
+        floor = (self.baseline, *self.anchors)
+        return Family.build(self.metric, floor, arms, self.sign, self.options)
+
+    @property
+    def tested(self) -> tuple[ArmSample, ...]:
+        """The arms that finished every seed: the corrected family."""
+        return tuple(sample for sample in self.arms if sample.status == "ok")
+
+    def compare(self, values: np.ndarray) -> ArmTest:
+        """Test an arm's seed values against the baseline."""
+        return compare_arm(values, self.baseline.values, self.noise, self.sign, self.test)
+
+    def audit_design(
+        self, *, reference: str, equal_variance: bool, correction: str, alpha: float
+    ) -> AuditDesign | None:
+        """The design of the tested family (None when no arm can be tested)."""
+        if not self.tested:
+            return None
+        return AuditDesign(
+            arm_seeds=tuple(len(s.values) for s in self.tested),
+            baseline_seeds=len(self.baseline.values),
+            anchor_seeds=tuple(
+                len(s.values) for s in self.anchors if s.arm not in {t.arm for t in self.tested}
+            ),
+            reference=reference,
+            equal_variance=equal_variance,
+            correction=correction,
+            alpha=alpha,
+        )
+
+
+def collect_family(
+    table: Table,
+    metric: str,
+    *,
+    baseline: str = "baseline",
+    anchors: Sequence[str] = (),
+    lower_is_better: bool | None = None,
+    scale: str | None = None,
+    exclude: Sequence[str] = (),
+    reference: str = "t",
+    equal_variance: bool = False,
+    correction: str = "holm",
+) -> Family:
+    """Check the names, then gather the baseline, noise floor and arm samples at one scale.
+
+    The family is every arm at `scale` but the baseline, less `exclude`.
+    `lower_is_better=None` reads the direction from the metric's name (`lower_is_better`).
+    """
+    table.check_metric(metric)
+    scale = table.resolve_scale(scale)
+    table.check_arm(baseline, "baseline")
+    for anchor in anchors:
+        table.check_arm(anchor, "anchor")
+    for arm in exclude:
+        table.check_arm(arm, "excluded arm")
+    floor = [sample_arm(table, metric, scale, arm) for arm in (baseline, *anchors)]
+    samples = tuple(
+        sample_arm(table, metric, scale, arm)
+        for arm in table.arms_at(scale)
+        if arm != baseline and arm not in exclude
+    )
+    sign = -1.0 if resolve_direction(metric, lower_is_better) else 1.0
+    return Family.build(metric, floor, samples, sign, (reference, equal_variance, correction))
+
+
+def family_design(
+    table: Table,
+    metric: str,
+    *,
+    baseline: str = "baseline",
+    anchors: Sequence[str] = (),
+    scale: str | None = None,
+    exclude: Sequence[str] = (),
+    arms: Sequence[str] | None = None,
+    reference: str = "t",
+    equal_variance: bool = False,
+    correction: str = "holm",
+    alpha: float = 0.05,
+) -> AuditDesign:
+    """The design `judge` would judge this table's family under (for `simulate-null --like`)."""
+    family = collect_family(
+        table,
+        metric,
+        baseline=baseline,
+        anchors=anchors,
+        scale=scale,
+        exclude=left_out(table, scale, baseline, arms, exclude),
+        reference=reference,
+        equal_variance=equal_variance,
+        correction=correction,
+    )
+    design = family.audit_design(
+        reference=reference, equal_variance=equal_variance, correction=correction, alpha=alpha
+    )
+    if design is None:
+        raise ConfigError(f"{table.source}: no arm of {metric!r} finished every seed; no design")
+    return design
+
+
+def left_out(
+    table: Table,
+    scale: str | None,
+    baseline: str,
+    arms: Sequence[str] | None,
+    exclude: Sequence[str],
+) -> tuple[str, ...]:
+    """`exclude`, plus every arm not in `arms` when a family is given by its arms."""
+    if arms is None:
+        return tuple(exclude)
+    for arm in arms:
+        table.check_arm(arm)
+    left_out = (a for a in table.arms_at(table.resolve_scale(scale)) if a not in (*arms, baseline))
+    return (*exclude, *left_out)
+
+
+def resolve_direction(metric: str, lower_is_better: bool | None) -> bool:
+    """Whether lower is better: as given, else from the metric's name (losses, perplexity...)."""
+    return looks_like_loss(metric) if lower_is_better is None else lower_is_better

@@ -1,0 +1,85 @@
+"""Which test judges a family of arms, and its statistics on arrays.
+
+One family, one test (PROTOCOL.md, Statistics), chosen from the design:
+
+- `z` (paper mode, `reference="normal"`): z = Δ/σ against the normal distribution. It treats σ as
+  exact, so it is uncalibrated when σ comes from a few seeds.
+- `pooled-t`: t = Δ / (σ·√(1/n + 1/n₀)) with the noise floor's degrees of freedom. For a
+  single-seed arm this is the prediction-interval t, Δ / (σ·√(1 + 1/n₀)). Used whenever the
+  family has a single-seed arm (it can only be judged against a shared σ), when equal variance is
+  declared, and under Dunnett's correction; so an arm with more seeds and a larger Δ is never
+  weaker than one with fewer seeds and a smaller Δ.
+- `welch`: Welch's t of the arm's seeds against the baseline's, when every arm has >= 2 seeds.
+
+The statistics work elementwise on numpy arrays, so `judge` (one audit) and `simulate_null`
+(thousands of audits at once) run the same arithmetic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from scipy.special import ndtr, stdtr
+
+from archaudit.errors import ConfigError, did_you_mean
+
+REFERENCES = ("t", "normal")
+"""`t` (default, calibrated: σ's own uncertainty is in the reference distribution) and
+`normal` (paper mode: reproduces published z-tables, uncalibrated)."""
+Z, POOLED_T, WELCH = "z", "pooled-t", "welch"
+
+
+def check_reference(reference: str) -> str:
+    if reference not in REFERENCES:
+        raise ConfigError(f"unknown reference {reference!r}" + did_you_mean(reference, REFERENCES))
+    return reference
+
+
+def choose_test(
+    arm_seeds: Sequence[int],
+    *,
+    reference: str = "t",
+    equal_variance: bool = False,
+    correction: str = "holm",
+) -> str:
+    """The one test of a family whose tested arms have `arm_seeds` seeds."""
+    if check_reference(reference) == "normal":
+        return Z
+    if equal_variance or correction == "dunnett" or min(arm_seeds, default=2) < 2:
+        return POOLED_T
+    return WELCH
+
+
+def statistics(
+    test: str,
+    delta: np.ndarray,
+    n_arm: np.ndarray,
+    n_base: int,
+    sigma: np.ndarray,
+    dof: int,
+    arm_var: np.ndarray | None = None,
+    base_var: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(statistic, degrees of freedom, two-sided p), broadcast over the inputs.
+
+    `delta` is signed so that positive = better; `arm_var` and `base_var` (sample variances) are
+    needed by Welch only. Degrees of freedom are infinite for the normal reference.
+    """
+    delta = np.asarray(delta, dtype=float)
+    if test == Z:
+        stat = delta / sigma
+        df = np.full_like(stat, np.inf)
+        return stat, df, 2.0 * ndtr(-np.abs(stat))
+    if test == POOLED_T:
+        stat = delta / (sigma * np.sqrt(1.0 / n_arm + 1.0 / n_base))
+        df = np.full_like(stat, float(dof))
+        return stat, df, 2.0 * stdtr(dof, -np.abs(stat))
+    if test == WELCH:
+        se_arm, se_base = arm_var / n_arm, base_var / n_base
+        se2 = se_arm + se_base
+        with np.errstate(divide="ignore", invalid="ignore"):
+            stat = delta / np.sqrt(se2)
+            df = se2**2 / (se_arm**2 / (n_arm - 1) + se_base**2 / (n_base - 1))
+        return stat, df, 2.0 * stdtr(df, -np.abs(stat))
+    raise ValueError(f"unknown test {test!r}")
