@@ -48,10 +48,10 @@ def aggregate_command(
 ) -> None:
     """IQM and macro mean with stratified-bootstrap intervals, P(arm > baseline), and almost
     stochastic order, over tasks × seeds (rliable's and deep-significance's definitions)."""
-    quiet_output(quiet, json_)
     from archaudit.stats import load_table
     from archaudit.stats.aggregate import aggregate
 
+    quiet_output(quiet, json_)
     result = aggregate(
         load_table(source),
         metrics=metric or (),

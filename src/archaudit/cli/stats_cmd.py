@@ -113,9 +113,9 @@ def verdicts_command(
     quiet: Quiet = False,
 ) -> None:
     """Verdict of every arm: Δ, t, corrected p, verdict, MDE, grade, and the design's error rate."""
-    quiet_output(quiet, json_)
     from archaudit.stats import judge, load_table
 
+    quiet_output(quiet, json_)
     judgement = judge(
         load_table(source),
         metric,
@@ -182,9 +182,9 @@ def transfer_command(
     quiet: Quiet = False,
 ) -> None:
     """Cross-scale transfer (one baseline) or transfer across baselines (several)."""
-    quiet_output(quiet, json_)
     from archaudit.stats import cross_scale_transfer, load_table, transfer_across_baselines
 
+    quiet_output(quiet, json_)
     baselines = baseline or ["baseline"]
     table = load_table(source).restricted(_names(arms), exclude or (), keep=baselines)
     options = dict(lower_is_better=lower_is_better, correction=correction, alpha=alpha)
@@ -263,9 +263,9 @@ def interactions_command(
     quiet: Quiet = False,
 ) -> None:
     """Factorial interactions (observed vs additive) and the harmful-count regression."""
-    quiet_output(quiet, json_)
     from archaudit.stats import interactions, load_table
 
+    quiet_output(quiet, json_)
     result = interactions(
         load_table(source).restricted(_names(arms), exclude or (), keep=[baseline]),
         metric,
@@ -311,9 +311,9 @@ def scaling_command(
     quiet: Quiet = False,
 ) -> None:
     """Fit L(N, D) = E + A/N^α + B/D^β with bootstrap intervals; optimal N, D for a budget."""
-    quiet_output(quiet, json_)
     from archaudit.stats import fit_scaling_law, load_table
 
+    quiet_output(quiet, json_)
     fit = fit_scaling_law(
         load_table(source),
         arm=arm,
@@ -366,40 +366,57 @@ def power_command(
 ) -> None:
     """MDE and seeds needed for a design; with SOURCE, whether another seed can flip a verdict."""
     quiet_output(quiet, json_)
-    from archaudit.stats import (
-        Design,
-        adaptive_seeding,
-        judge,
-        load_table,
-        minimum_detectable_effect,
-        seeds_needed,
-    )
-
     if source is not None:
         if metric is None:
             raise typer.BadParameter("--metric is needed with SOURCE")
-        table = load_table(source)
-        judgement = judge(
-            table,
-            metric,
-            baseline=baseline,
-            lower_is_better=lower_is_better,
-            correction=correction,
-            alpha=alpha,
-            scale=scale,
-            reference=reference,
-            exclude=exclude or (),
-            arms=_names(family_arms),
-        )
-        advice = adaptive_seeding(table, judgement)
-        if _printed_json(advice, json_):
-            return
-        _print_table(
-            f"{metric} at {advice.scale}: could one more seed change the verdict?",
-            ("arm", "seeds", "verdict", "P(change)", "add a seed"),
-            [(a.arm, a.n_seeds, a.verdict, a.p_change, a.add_seed) for a in advice.arms],
-        )
+        family = dict(baseline=baseline, lower_is_better=lower_is_better, scale=scale)
+        family |= dict(exclude=exclude or (), arms=_names(family_arms))
+        test = dict(correction=correction, alpha=alpha, reference=reference)
+        _seeding_advice(source, metric, family | test, json_)
         return
+    _design_power(
+        seeds=seeds,
+        baseline_seeds=baseline_seeds,
+        arms=arms,
+        effect=effect,
+        target=target,
+        correction=correction,
+        alpha=alpha,
+        reference=reference,
+        json_=json_,
+    )
+
+
+def _seeding_advice(source: Path, metric: str, options: dict[str, Any], json_: bool) -> None:
+    """`stats power SOURCE --metric M`: per arm, could one more seed change its verdict?"""
+    from archaudit.stats import adaptive_seeding, judge, load_table
+
+    table = load_table(source)
+    advice = adaptive_seeding(table, judge(table, metric, **options))
+    if _printed_json(advice, json_):
+        return
+    _print_table(
+        f"{metric} at {advice.scale}: could one more seed change the verdict?",
+        ("arm", "seeds", "verdict", "P(change)", "add a seed"),
+        [(a.arm, a.n_seeds, a.verdict, a.p_change, a.add_seed) for a in advice.arms],
+    )
+
+
+def _design_power(
+    *,
+    seeds: int,
+    baseline_seeds: int | None,
+    arms: int,
+    effect: float | None,
+    target: float,
+    correction: str,
+    alpha: float,
+    reference: str,
+    json_: bool,
+) -> None:
+    """`stats power` without SOURCE: the design's MDE, and the seeds `effect` needs."""
+    from archaudit.stats import Design, minimum_detectable_effect, seeds_needed
+
     design = Design.balanced(
         seeds, baseline_seeds, arms=arms, alpha=alpha, correction=correction, reference=reference
     )
@@ -456,9 +473,9 @@ def decoupling_command(
     quiet: Quiet = False,
 ) -> None:
     """Arms whose loss and downstream verdicts disagree, per arm and per family."""
-    quiet_output(quiet, json_)
     from archaudit.stats import decoupling, load_table
 
+    quiet_output(quiet, json_)
     result = decoupling(
         load_table(source).restricted(_names(arms), exclude or (), keep=[baseline]),
         loss_metric=loss_metric,
@@ -516,9 +533,9 @@ def items_command(
     quiet: Quiet = False,
 ) -> None:
     """Paired item-level tests (bootstrap, McNemar, Wilson); item vs seed uncertainty."""
-    quiet_output(quiet, json_)
     from archaudit.stats import compare_items, load_items
 
+    quiet_output(quiet, json_)
     items = load_items(source)
     results = [
         compare_items(items, arm, baseline, scale, task=task, n_boot=n_boot, seed=seed)
@@ -591,9 +608,9 @@ def simulate_null_command(
     ] = False,
 ) -> None:
     """Simulated audits with no real effect: the verdicts' family-wise false-positive rate."""
-    quiet_output(quiet, json_)
     from archaudit.stats import simulate_null
 
+    quiet_output(quiet, json_)
     if sequential:
         from archaudit.cli.sequential_cmd import simulate_sequential_command
 

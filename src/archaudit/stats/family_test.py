@@ -1,6 +1,6 @@
 """Which test judges a family of arms, and its statistics on arrays.
 
-One family, one test (PROTOCOL.md, Statistics), chosen from the design:
+One family, one test (docs/protocol.md, Statistics), chosen from the design:
 
 - `z` (paper mode, `reference="normal"`): z = Δ/σ against the normal distribution. It treats σ as
   exact, so it is uncalibrated when σ comes from a few seeds.

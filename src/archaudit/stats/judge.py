@@ -1,4 +1,4 @@
-"""`judge`: every arm's verdict on one metric at one scale, per PROTOCOL.md."""
+"""`judge`: every arm's verdict on one metric at one scale, per docs/protocol.md."""
 
 from __future__ import annotations
 
@@ -155,7 +155,7 @@ def judge(
     downstream_metrics: Sequence[str] | None = None,
     power_target: float = 0.8,
 ) -> Judgement:
-    """Judge every arm at `scale` against `baseline` on `metric` (PROTOCOL.md, Statistics).
+    """Judge every arm at `scale` against `baseline` on `metric` (docs/protocol.md, Statistics).
 
     `anchors` pool their seed variance into the noise floor (so do multi-seed arms); `arms`
     limits the family to those arms and `exclude` leaves arms out of it (other baselines, or a
