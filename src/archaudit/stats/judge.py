@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from archaudit.errors import ConfigError
-from archaudit.stats.compare import decide
+from archaudit.stats.compare import ArmTest, decide
 from archaudit.stats.corrections import check_correction, fwer_uncorrected
+from archaudit.stats.design import AuditDesign
 from archaudit.stats.design_rate import DesignRate, arm_mde, design_rate
 from archaudit.stats.errors import TableError
 from archaudit.stats.family import Family, collect_family, left_out, resolve_direction
@@ -193,49 +194,19 @@ def judge(
     )
     rate = design_rate(design, power_target=power_target) if design else None
 
-    def verdict_of(sample: ArmSample) -> ArmVerdict:
-        test = tests.get(sample.arm)
-        evidence = grade_arm(
-            table,
-            sample.arm,
-            metric=metric,
-            seeds=len(sample.values),
-            corrected=correction != "none",
-            downstream_metrics=downstream_metrics,
-        )
-        welch = test.welch if test else None
-        return ArmVerdict(
-            arm=sample.arm,
-            scale=family.scale,
-            family=table.family(sample.arm),
-            tuned=table.tuned(sample.arm),
-            n_seeds=len(sample.values),
-            n_diverged=len(sample.diverged),
-            diverged_step=min(
-                (r.step for r in sample.diverged if r.step is not None), default=None
-            ),
-            mean=sample.mean,
-            sd=test.sd if test else math.nan,
-            delta=test.delta if test else math.nan,
-            z=test.z if test else math.nan,
-            p_z=test.p_z if test else math.nan,
-            t=welch.t if welch else math.nan,
-            df=welch.df if welch else math.nan,
-            p_welch=welch.p if welch else math.nan,
-            test=test.test if test else None,
-            statistic=test.statistic if test else math.nan,
-            statistic_df=test.df if test else math.nan,
-            p=test.p if test else math.nan,
+    context = dict(table=table, family=family, metric=metric, design=design)
+    context |= dict(correction=correction, downstream_metrics=downstream_metrics)
+    verdicts_by_arm = tuple(
+        _arm_verdict(
+            sample,
+            tests.get(sample.arm),
             p_adj=float(p_adj.get(sample.arm, math.nan)),
             verdict=verdict.get(sample.arm, sample.status),
-            mde=arm_mde(design, test.n, power_target) * noise.sigma
-            if test and design
-            else math.nan,
-            grade=evidence.grade,
-            grade_missing=evidence.missing,
+            power_target=power_target,
+            **context,
         )
-
-    verdicts_by_arm = tuple(verdict_of(sample) for sample in family.arms)
+        for sample in family.arms
+    )
     notes = _notes(table, family, verdicts_by_arm, lower_is_better, alpha, rate)
     notes += _sigma_across_scales(table, metric, family, options)
     return Judgement(
@@ -267,6 +238,61 @@ def judge(
         design_above_alpha=bool(rate and rate.above_alpha),
         arms=verdicts_by_arm,
         notes=notes,
+    )
+
+
+def _arm_verdict(
+    sample: ArmSample,
+    test: ArmTest | None,
+    *,
+    table: Table,
+    family: Family,
+    metric: str,
+    p_adj: float,
+    verdict: str,
+    design: AuditDesign | None,
+    correction: str,
+    downstream_metrics: Sequence[str] | None,
+    power_target: float,
+) -> ArmVerdict:
+    """One arm's row: its test (None for an arm outside the family, e.g. diverged), its
+    corrected p and verdict, its MDE under the design, and its evidence grade."""
+    evidence = grade_arm(
+        table,
+        sample.arm,
+        metric=metric,
+        seeds=len(sample.values),
+        corrected=correction != "none",
+        downstream_metrics=downstream_metrics,
+    )
+    welch = test.welch if test else None
+    return ArmVerdict(
+        arm=sample.arm,
+        scale=family.scale,
+        family=table.family(sample.arm),
+        tuned=table.tuned(sample.arm),
+        n_seeds=len(sample.values),
+        n_diverged=len(sample.diverged),
+        diverged_step=min((r.step for r in sample.diverged if r.step is not None), default=None),
+        mean=sample.mean,
+        sd=test.sd if test else math.nan,
+        delta=test.delta if test else math.nan,
+        z=test.z if test else math.nan,
+        p_z=test.p_z if test else math.nan,
+        t=welch.t if welch else math.nan,
+        df=welch.df if welch else math.nan,
+        p_welch=welch.p if welch else math.nan,
+        test=test.test if test else None,
+        statistic=test.statistic if test else math.nan,
+        statistic_df=test.df if test else math.nan,
+        p=test.p if test else math.nan,
+        p_adj=p_adj,
+        verdict=verdict,
+        mde=arm_mde(design, test.n, power_target) * family.noise.sigma
+        if test and design
+        else math.nan,
+        grade=evidence.grade,
+        grade_missing=evidence.missing,
     )
 
 
