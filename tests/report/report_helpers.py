@@ -113,7 +113,12 @@ def fake_audit(
         }
         store.write_done(
             run_dir,
-            {"status": "diverged" if stop else "ok", "diverged_step": stop, "metrics": metrics},
+            {
+                "id": run.run_id,
+                "status": "diverged" if stop else "ok",
+                "diverged_step": stop,
+                "metrics": metrics,
+            },
         )
     store.refresh_index(plan.audit_dir)
     return plan.audit_dir

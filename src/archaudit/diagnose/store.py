@@ -10,6 +10,7 @@ from typing import Any
 
 from archaudit.evals.models import ADAPTERS
 from archaudit.files import atomic_write_text
+from archaudit.rundir import SPEC, run_dir_of
 from archaudit.stats.serialize import to_jsonable
 
 FOLDER = "diagnostics"
@@ -20,8 +21,8 @@ def diagnostics_dir(model: str | Path, out: str | Path | None = None) -> Path:
         return Path(out)
     kind, _, rest = str(model).partition(":")
     path = Path(rest) if rest and kind in ADAPTERS else Path(model)
-    run = path.parent.parent if path.name.startswith("step-") else path
-    if (run / "spec.json").is_file():
+    run = run_dir_of(path)
+    if (run / SPEC).is_file():
         return run / FOLDER
     return Path(FOLDER) / path.stem
 

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from archaudit.audit import store
 from archaudit.errors import ArchauditError, DataError
+from archaudit.rundir import ENV
 from archaudit.stats import (
     Design,
     cross_scale_transfer,
@@ -37,7 +38,6 @@ from archaudit.stats.grading import looks_like_loss
 from archaudit.stats.table import RESULTS_FILE, Table
 from archaudit.stats.verdicts import NOISE_SIGMAS
 
-ENV_FILE = "env.json"
 """Written by the trainer into each run directory (versions, device, source hash)."""
 DOWNSTREAM_METRIC = "downstream_avg"
 PRIMARY_METRICS = ("val_loss", DOWNSTREAM_METRIC)
@@ -637,7 +637,7 @@ def _runs(audit_dir: Path) -> tuple[_Run, ...]:
             path=run_dir,
             spec=store.read_json(run_dir / store.RUN_FILE) or {},
             done=store.read_json(run_dir / store.DONE),
-            env=store.read_json(run_dir / ENV_FILE),
+            env=store.read_json(run_dir / ENV),
         )
         for run_dir in store.audit_run_dirs(audit_dir)
     )

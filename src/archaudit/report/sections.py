@@ -21,6 +21,7 @@ from archaudit.stats.verdicts import (
     NOMINAL_IMPROVER,
     NOMINAL_REGRESSOR,
     REGRESSOR,
+    VERDICTS,
     WITHIN_NOISE,
 )
 
@@ -187,7 +188,7 @@ def answer(data: ReportData) -> Section:
     blocks.append(Bullets(tuple(arm_lines(data.verdicts))))
     rows = []
     for v in data.verdicts:
-        count = {name: sum(a.verdict == name for a in v.arms) for name in _COUNTED}
+        count = {name: sum(a.verdict == name for a in v.arms) for name in VERDICTS}
         rows.append(
             (
                 v.metric,
@@ -227,17 +228,6 @@ def answer(data: ReportData) -> Section:
         )
     )
     return Section("answer", title, intro, tuple(blocks))
-
-
-_COUNTED = (
-    WITHIN_NOISE,
-    NOMINAL_IMPROVER,
-    NOMINAL_REGRESSOR,
-    IMPROVER,
-    REGRESSOR,
-    DIVERGED,
-    INCOMPLETE,
-)
 
 
 # ---------------------------------------------------------------------------------------------
