@@ -194,7 +194,7 @@ def test_simulate_null_with_one_seed_uses_the_baseline_it_says(cli):
     assert "at least 3" in cli("simulate-null --help")[1]
 
 
-def test_simulate_null_paper_mode_and_designs_like_a_file(cli, results):
+def test_simulate_null_paper_mode_and_designs_like_a_file(cli, results, tmp_path):
     code, out, _ = cli("simulate-null --arms 19 --seeds 1 --baseline-seeds 3 --reference normal")
     assert code == 0 and "UNCALIBRATED" in out and "ABOVE α" in out
     data = json.loads(cli(f"simulate-null --like {PUBLISHED} --audits 300 --json")[1])
@@ -202,11 +202,22 @@ def test_simulate_null_paper_mode_and_designs_like_a_file(cli, results):
     assert data["test"] == "pooled-t"
     data = json.loads(cli(f"simulate-null --like {results} --scale d6 --audits 300 --json")[1])
     assert data["design"]["arm_seeds"] == [3] * 4 and data["test"] == "welch"
+    fixed = tmp_path / "fixed.toml"
     demo = Path(__file__).parents[2] / "src" / "archaudit" / "audit" / "demo.toml"
-    code, out, err = cli(f"simulate-null --like {demo} --equal-variance --audits 300 --json")
+    text = demo.read_text().replace('policy = "sequential"', 'policy = "fixed"')
+    fixed.write_text(text.replace("arms = 1 ", "arms = 2 "))
+    code, out, err = cli(f"simulate-null --like {fixed} --equal-variance --audits 300 --json")
     assert code == 0, err
     expected = AuditDesign(arm_seeds=(2,) * 4, baseline_seeds=3, equal_variance=True)
     assert json.loads(out)["design"] == expected.to_dict()
+    # The demo itself is sequential: --like simulates its closed loop, not its first round.
+    code, out, err = cli(f"simulate-null --like {demo} --audits 300 --json")
+    looped = json.loads(out)
+    assert code == 0 and (looped["arms"], looped["max_seeds"], looped["baseline_seeds"]) == (
+        4,
+        3,
+        3,
+    )
 
 
 def test_every_family_command_takes_exclude_and_arms(cli, results):

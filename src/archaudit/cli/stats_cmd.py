@@ -611,9 +611,12 @@ def simulate_null_command(
     from archaudit.stats import simulate_null
 
     quiet_output(quiet, json_)
-    if sequential:
+    looped = _sequential_like(like) if like and like.suffix == ".toml" else None
+    if sequential or looped:
         from archaudit.cli.sequential_cmd import simulate_sequential_command
 
+        if looped:  # a sequential audit file: its own loop, not a fixed design of its first round
+            arms, seeds, baseline_seeds = looped
         options = dict(arms=arms, seeds=seeds, audits=audits, baseline_seeds=baseline_seeds)
         options |= dict(correction=correction, alpha=alpha, effect=effect, seed=seed)
         return simulate_sequential_command(**options, effect_arms=effect_arms, json_=json_)
@@ -650,6 +653,21 @@ def simulate_null_command(
             f"  planted {effect} σ effects found {result.found_rate:.3f} ± {result.found_se:.3f}"
             f" (power formula: {result.power_predicted:.3f})"
         )
+
+
+def _sequential_like(path: Path) -> tuple[int, int, int] | None:
+    """(arms, most seeds per arm, baseline seeds) of an audit file with `[seeds] policy =
+    "sequential"`, else None."""
+    from archaudit.audit.plan import make_plan
+    from archaudit.audit.spec import load_audit
+
+    plan = make_plan(load_audit(path))
+    if plan.spec.seeds.policy != "sequential":
+        return None
+    first = plan.runs[0]
+    arms = {r.arm for r in plan.runs if r.baseline == first.baseline and r.scale == first.scale}
+    tested = [arm for arm in arms if arm.split("@")[0] != "baseline"]
+    return len(tested), plan.spec.seeds.max, plan.spec.seeds.noise_floor
 
 
 def _design_like(
