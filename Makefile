@@ -38,6 +38,11 @@ bench: $(FULL)
 	$(PY) benchmarks/stats_speed.py
 	$(PY) benchmarks/eval_speed.py
 	$(PY) benchmarks/report_speed.py
+	$(PY) benchmarks/prepare_speed.py
+	$(PY) benchmarks/sequential_design.py
+	$(PY) benchmarks/coordinator_idle.py
+	$(PY) benchmarks/diagnose_speed.py
+	$(PY) benchmarks/gpu_mfu.py
 
 lint: $(TEST)
 	$(PY) -m ruff check src tests benchmarks
