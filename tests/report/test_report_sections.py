@@ -163,3 +163,31 @@ def test_same_results_give_the_same_bytes(
 ) -> None:
     again = write_report(results_csv, tmp_path / "again.html").read_text()
     assert again == csv_report.html()
+
+
+def test_a_sequential_audit_reports_the_loops_verdicts_and_design(tmp_path: Path) -> None:
+    """The report must say what the sequential loop printed, not a fixed-design re-analysis
+    that ignores the looks: verdicts, p and the loop's measured error rate come from its
+    summary."""
+    import json
+
+    from archaudit.audit import store
+    from archaudit.report.data import gather
+
+    audit = fake_audit(tmp_path, {"qk_norm": 0.0, "geglu": 0.0, "softpick": 0.0})
+    fixed = {(v.metric, v.scale): v for v in gather(audit).verdicts}
+    v = fixed[("val_loss", "d48")]
+    assert {arm.verdict for arm in v.arms} != {"improver"}
+    rows = [{"arm": a.arm, "p": 1e-4, "verdict": "improver"} for a in v.arms]
+    family = {"metric": "val_loss", "scale": "d48", "sigma": 0.02, "sigma_dof": 7, "arms": rows}
+    rule = {"alpha": 0.05, "max_seeds": 3, "baseline_seeds": 3}
+    folder = audit / store.SEQUENTIAL_DIR
+    folder.mkdir()
+    summary = {"rounds": 2, "runs": 14, "stop": "settled", "rule": rule, "families": [family]}
+    (folder / store.SEQUENTIAL_SUMMARY).write_text(json.dumps(summary))
+    looped = {(v.metric, v.scale): v for v in gather(audit).verdicts}
+    seq = looped[("val_loss", "d48")]
+    assert {arm.verdict for arm in seq.arms} == {"improver"}
+    assert {arm.test for arm in seq.arms} == {"sequential"} and seq.sigma == 0.02
+    assert seq.design_fwer is not None and seq.design_fwer <= 0.05
+    assert looped[("val_loss", "d32")] == fixed[("val_loss", "d32")]  # not in the summary

@@ -40,8 +40,7 @@ from archaudit.stats.sequential import SequentialRule
 if TYPE_CHECKING:  # imported where used: scipy loads only when an audit is sequential
     from archaudit.stats.sequential import PooledTests, SequentialRule
 
-RECORD_DIR = "sequential"
-SUMMARY = "summary.json"
+RECORD_DIR, SUMMARY = store.SEQUENTIAL_DIR, store.SEQUENTIAL_SUMMARY
 STOPPED = {"open": "budget", "improver": "settled", "regressor": "settled", "futile": "futile"}
 
 
@@ -464,6 +463,7 @@ def _jsonable(settled: SettledAudit) -> dict[str, Any]:
         "rounds": settled.rounds,
         "runs": settled.runs,
         "stop": settled.stop,
+        "rule": dataclasses.asdict(settled.rule),
         "families": [dataclasses.asdict(f) for f in settled.families],
     }
 

@@ -36,6 +36,8 @@ from archaudit.rundir import ATTEMPTS as ATTEMPTS  # re-exported for the store's
 from archaudit.rundir import DONE, EVALS, FAILED, METRICS, RUN_FILE
 
 AUDIT_FILE, INDEX, RESULTS, ITEMS = "audit.json", "index.sqlite", "results.csv", "items.csv"
+SEQUENTIAL_DIR, SEQUENTIAL_SUMMARY = "sequential", "summary.json"
+"""A sequential audit's round records and the last finished loop's summary (rule, verdicts)."""
 TUNE_DIR, SUPERSEDED_DIR = "_tune", "_superseded"
 RESULT_COLUMNS = ("arm", "scale", "seed", "metric", "value", "family", "status", "step", "tuned")
 ITEM_COLUMNS = ("arm", "scale", "seed", "task", "item", "correct")

@@ -10,6 +10,7 @@ When the stats API changes, this module is what to adapt.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -35,6 +36,7 @@ from archaudit.stats import (
 )
 from archaudit.stats.errors import EmptyTableError
 from archaudit.stats.grading import looks_like_loss
+from archaudit.stats.sequential import SequentialRule, sequential_design_rate
 from archaudit.stats.table import RESULTS_FILE, Table
 from archaudit.stats.verdicts import NOISE_SIGMAS
 
@@ -286,7 +288,7 @@ def gather(
     if table is not None:
         table.check_arm(baseline, "baseline")
     chosen = _choose_metrics(table, metrics) if table else ()
-    verdicts = _verdicts(table, chosen, baseline, absent) if table else ()
+    verdicts = _verdicts(table, chosen, baseline, absent, audit_dir) if table else ()
     runs = _runs(audit_dir) if audit_dir else ()
     return ReportData(
         source=str(source),
@@ -349,21 +351,86 @@ def _lower_is_better(metric: str) -> bool:
 
 
 def _verdicts(
-    table: Table, metrics: Sequence[str], baseline: str, absent: dict[str, str]
+    table: Table,
+    metrics: Sequence[str],
+    baseline: str,
+    absent: dict[str, str],
+    audit_dir: Path | None,
 ) -> tuple[Verdicts, ...]:
+    """Every family judged as `archaudit stats` judges it; an audit's runs share one recipe, so
+    their seed variances pool (equal variance declared, as `archaudit demo` judges). An audit
+    that ran sequentially takes its verdicts from the loop's summary instead: the fixed-design
+    p-values would ignore its looks."""
+    looped = _sequential_summary(audit_dir)
     out = []
     for metric in metrics:
         for scale in table.scales:
             judgement = _attempt(
                 lambda m=metric, s=scale: judge(
-                    table, m, baseline=baseline, lower_is_better=_lower_is_better(m), scale=s
+                    table,
+                    m,
+                    baseline=baseline,
+                    lower_is_better=_lower_is_better(m),
+                    scale=s,
+                    equal_variance=audit_dir is not None,
                 ),
                 f"verdicts:{metric}:{scale}",
                 absent,
             )
             if judgement is not None:
-                out.append(_from_judgement(judgement))
+                verdicts = _from_judgement(judgement)
+                family = looped.get((metric, scale)) if looped else None
+                out.append(_sequential(verdicts, family, looped) if family else verdicts)
     return tuple(out)
+
+
+def _sequential_summary(audit_dir: Path | None) -> dict[Any, Any] | None:
+    """{(metric, scale): family} of a sequential audit's summary, plus its "rule"; else None."""
+    summary = (
+        store.read_json(audit_dir / store.SEQUENTIAL_DIR / store.SEQUENTIAL_SUMMARY)
+        if audit_dir
+        else None
+    )
+    if not summary:
+        return None
+    found: dict[Any, Any] = {(f["metric"], f["scale"]): f for f in summary["families"]}
+    found["rule"] = summary.get("rule")
+    return found
+
+
+def _sequential(verdicts: Verdicts, family: dict[str, Any], looped: dict[Any, Any]) -> Verdicts:
+    """The loop's verdicts, t and p per arm, and its design's measured error rate and MDE."""
+    rows = {row["arm"]: row for row in family["arms"]}
+    arms = tuple(
+        dataclasses.replace(
+            arm,
+            test="sequential",
+            p=rows[arm.arm]["p"],
+            p_adj=math.nan,
+            verdict=rows[arm.arm]["verdict"],
+        )
+        if arm.arm in rows
+        else arm
+        for arm in verdicts.arms
+    )
+    fwer = mde = None
+    if looped.get("rule"):
+        rate = sequential_design_rate(len(rows), SequentialRule(**looped["rule"]))
+        fwer, mde = rate.fwer, rate.mde_sigmas * family["sigma"]
+    note = (
+        "Verdicts from the sequential loop (O'Brien–Fleming alpha spending within each arm, "
+        "Holm across arms); p is the last look's, with no single corrected p."
+    )
+    return dataclasses.replace(
+        verdicts,
+        sigma=family["sigma"],
+        sigma_dof=family["sigma_dof"],
+        noise_band=NOISE_SIGMAS * family["sigma"],
+        design_fwer=fwer,
+        design_mde=mde,
+        arms=arms,
+        notes=(*verdicts.notes, note),
+    )
 
 
 def _from_judgement(j: Any) -> Verdicts:
@@ -382,7 +449,7 @@ def _from_judgement(j: Any) -> Verdicts:
         power_target=j.power_target,
         fwer_uncorrected=j.fwer_uncorrected,
         design_fwer=_optional_float(j, "design_fwer"),
-        design_mde=_optional_float(j, "design_mde"),
+        design_mde=j.design.mde_sigmas * j.sigma if j.design is not None else None,
         threshold=_optional_float(j, "threshold"),
         reference=getattr(j, "reference", None),
         calibrated=getattr(j, "calibrated", None),
