@@ -190,3 +190,12 @@ def test_plan_until_settled_prints_both_designs(write_audit):
     assert estimate["effects_from"] == "given"
     assert estimate["sequential"]["expected_runs"] < estimate["fixed"]["runs"]
     assert estimate["fixed"]["power"] >= estimate["sequential"]["power"]
+
+
+def test_a_loop_settled_by_its_first_round_still_writes_its_summary(write_audit, fake_training):
+    # max one seed per arm: nothing can be added, so no round record (and no folder) exists
+    plan = tiny_plan(write_audit)
+    settled = run_until_settled(plan, SettleOptions(max_seeds=1), live=False)
+    assert settled.rounds == 1 and not read_rounds(plan.audit_dir)
+    summary = sequential.read_summary(plan.audit_dir)
+    assert summary["runs"] == len(plan.runs) and summary["rule"]["max_seeds"] == 1

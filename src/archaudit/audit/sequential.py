@@ -422,8 +422,10 @@ def _finish(
 ) -> SettledAudit:
     results = tuple(_family_result(fs) for fs in states)
     settled = SettledAudit(outcome, len(rounds) + 1, len(plan.runs), stop, results, rule)
+    folder = record_dir(plan.audit_dir)
+    folder.mkdir(parents=True, exist_ok=True)  # absent when the first round settled everything
     atomic_write_text(
-        record_dir(plan.audit_dir) / SUMMARY,
+        folder / SUMMARY,
         json.dumps(_jsonable(settled), indent=1, sort_keys=True, allow_nan=True) + "\n",
     )
     return settled
