@@ -361,7 +361,7 @@ def _verdicts(
     their seed variances pool (equal variance declared, as `archaudit demo` judges). An audit
     that ran sequentially takes its verdicts from the loop's summary instead: the fixed-design
     p-values would ignore its looks."""
-    looped = _sequential_summary(audit_dir)
+    families, rule = _sequential_summary(audit_dir)
     out = []
     for metric in metrics:
         for scale in table.scales:
@@ -379,26 +379,28 @@ def _verdicts(
             )
             if judgement is not None:
                 verdicts = _from_judgement(judgement)
-                family = looped.get((metric, scale)) if looped else None
-                out.append(_sequential(verdicts, family, looped) if family else verdicts)
+                family = families.get((metric, scale))
+                out.append(_sequential(verdicts, family, rule) if family else verdicts)
     return tuple(out)
 
 
-def _sequential_summary(audit_dir: Path | None) -> dict[Any, Any] | None:
-    """{(metric, scale): family} of a sequential audit's summary, plus its "rule"; else None."""
-    summary = (
-        store.read_json(audit_dir / store.SEQUENTIAL_DIR / store.SEQUENTIAL_SUMMARY)
-        if audit_dir
-        else None
-    )
+def _sequential_summary(
+    audit_dir: Path | None,
+) -> tuple[dict[tuple[str, str], dict[str, Any]], SequentialRule | None]:
+    """({(metric, scale): family}, its rule) of a sequential audit's summary; ({}, None) when
+    the audit did not run sequentially (or wrote no rule: a summary of an older loop)."""
+    path = audit_dir / store.SEQUENTIAL_DIR / store.SEQUENTIAL_SUMMARY if audit_dir else None
+    summary = store.read_json(path) if path else None
     if not summary:
-        return None
-    found: dict[Any, Any] = {(f["metric"], f["scale"]): f for f in summary["families"]}
-    found["rule"] = summary.get("rule")
-    return found
+        return {}, None
+    families = {(f["metric"], f["scale"]): f for f in summary["families"]}
+    rule = summary.get("rule")
+    return families, SequentialRule(**rule) if rule else None
 
 
-def _sequential(verdicts: Verdicts, family: dict[str, Any], looped: dict[Any, Any]) -> Verdicts:
+def _sequential(
+    verdicts: Verdicts, family: dict[str, Any], rule: SequentialRule | None
+) -> Verdicts:
     """The loop's verdicts, t and p per arm, and its design's measured error rate and MDE."""
     rows = {row["arm"]: row for row in family["arms"]}
     arms = tuple(
@@ -414,8 +416,8 @@ def _sequential(verdicts: Verdicts, family: dict[str, Any], looped: dict[Any, An
         for arm in verdicts.arms
     )
     fwer = mde = None
-    if looped.get("rule"):
-        rate = sequential_design_rate(len(rows), SequentialRule(**looped["rule"]))
+    if rule is not None:
+        rate = sequential_design_rate(len(rows), rule)
         fwer, mde = rate.fwer, rate.mde_sigmas * family["sigma"]
     note = (
         "Verdicts from the sequential loop (O'Brien–Fleming alpha spending within each arm, "

@@ -53,11 +53,10 @@ def resume(run_dir: Path, state: TrainingState) -> int:
     train_state = checkpoint_io.read_train_state(ckpt)
     weights = checkpoint_io.read_weight_file(ckpt)
     for first, later in tied_names(state.model).items():
-        names = (first, *later)  # the file holds one name of each tied group
-        present = next((n for n in names if n in weights), first)
-        for name in names:
-            if present in weights:
-                weights.setdefault(name, weights[present])
+        group = (first, *later)  # the file holds one name of each tied group
+        kept = [weights[name] for name in group if name in weights]
+        if kept:
+            weights.update(dict.fromkeys(group, kept[0]))
     try:
         load_full_state(state.model, state.optimizer, weights, train_state["optimizer"])
     except (RuntimeError, KeyError, ValueError) as err:
