@@ -21,7 +21,15 @@ from archaudit.audit import protocol
 from archaudit.audit.executors import EXECUTORS
 from archaudit.audit.protocol import ProtocolNote
 from archaudit.audit.spec import ArmEntry, AuditSpec, ScaleSpec
-from archaudit.config import ModelConfig, Recipe, build, canonical_json, recipe_hash, to_dict
+from archaudit.config import (
+    ModelConfig,
+    Recipe,
+    build,
+    canonical_json,
+    merge_tables,
+    recipe_hash,
+    to_dict,
+)
 from archaudit.errors import ConfigError, did_you_mean
 
 if TYPE_CHECKING:
@@ -243,7 +251,7 @@ def _identity_note(
 
 
 def _baseline_model(spec: AuditSpec, delta: dict[str, Any], scale: ScaleSpec) -> ModelConfig:
-    return build(ModelConfig, {**scale.model, **delta}, section=f"scales.{scale.name}")
+    return build(ModelConfig, merge_tables(scale.model, delta), section=f"scales.{scale.name}")
 
 
 def resolve_eval_suite(spec: AuditSpec) -> str:

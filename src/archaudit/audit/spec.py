@@ -38,6 +38,7 @@ from archaudit.config import (
     build,
     check_sections,
     load_toml,
+    merge_tables,
     parse_override,
 )
 from archaudit.errors import ConfigError, did_you_mean
@@ -278,7 +279,7 @@ def _scale(name: str, table: Any) -> ScaleSpec:
             raise ConfigError(
                 f"{where}.preset = {preset!r}{did_you_mean(str(preset), MODEL_PRESETS)}"
             )
-        model = {**MODEL_PRESETS[preset], **model}
+        model = merge_tables(MODEL_PRESETS[preset], model)
     if tokens is not None and (
         not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 1
     ):

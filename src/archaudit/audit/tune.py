@@ -25,7 +25,7 @@ from archaudit.audit.coordinator import run_audit
 from archaudit.audit.plan import BASELINE, Plan, RunSpec, check_model, make_plan, scale_recipe
 from archaudit.audit.spec import AuditSpec, load_audit
 from archaudit.audit.store import DONE, TUNE_DIR, read_json, write_json
-from archaudit.config import ModelConfig, build, load_toml
+from archaudit.config import ModelConfig, build, load_toml, merge_tables
 from archaudit.errors import ConfigError
 from archaudit.files import atomic_write_text
 
@@ -64,7 +64,9 @@ def tune_plan(spec: AuditSpec, lrs: Sequence[float], warmups: Sequence[float], s
     """The sweep as an audit of its own under `runs/<audit>/_tune/`: one arm per point."""
     first_baseline = next(iter(spec.baselines))
     models = {
-        s.name: build(ModelConfig, {**s.model, **spec.baselines[first_baseline]}, section=s.name)
+        s.name: build(
+            ModelConfig, merge_tables(s.model, spec.baselines[first_baseline]), section=s.name
+        )
         for s in spec.scales
     }
     scale = min(spec.scales, key=lambda s: check_model(models[s.name]))

@@ -148,9 +148,10 @@ class ArchauditView(ModelView):
     def __init__(self, scoring: ScoringModel) -> None:
         super().__init__(scoring)
         cfg = self.model.cfg
-        if cfg.stream != "standard":
+        if cfg.stream.name != "standard":
             raise DataError(
-                f"{self.name}: diagnostics need model.stream = 'standard' (got {cfg.stream!r}): "
+                f"{self.name}: diagnostics need model.stream.name = 'standard' (got "
+                f"{cfg.stream.name!r}): "
                 "other streams have no single per-layer residual to hook"
             )
 
@@ -162,9 +163,10 @@ class ArchauditView(ModelView):
 
     def unembedding(self) -> torch.Tensor:
         head = self.model.head
-        if self.model.cfg.head != "linear":
+        head_name = self.model.cfg.head.name
+        if head_name != "linear":
             raise DataError(
-                f"{self.name}: model.head = {self.model.cfg.head!r} is not a linear map to the "
+                f"{self.name}: model.head.name = {head_name!r} is not a linear map to the "
                 "vocabulary, so the gradient bottleneck is not defined for it"
             )
         return head.proj.weight

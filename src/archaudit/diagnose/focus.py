@@ -139,14 +139,14 @@ def collect_runs(audit_dir: Path, metric: str, scale: str | None = None) -> list
             or math.isnan(values[key])
         ):
             continue
-        model = spec.get("model", {})
+        options = spec.get("model", {}).get("attention", {})
         runs.append(
             RunFocus(
                 arm=spec["arm"],
                 seed=int(spec["seed"]),
                 sink_mass=float(json.loads(attention.read_text())["sink_mass_mean"]),
                 retrieval=values[key],
-                qk_norm=bool(model.get("qk_norm") or model.get("qkv_norm")),
+                qk_norm=bool(options.get("qk_norm") or options.get("qkv_norm")),
             )
         )
     return runs

@@ -25,9 +25,10 @@ ATTENTIONS: Registry[type[nn.Module]] = Registry("attention")
 
 def layer_window(cfg: ModelConfig, layer: int) -> int | None:
     """Sliding window of a layer: every `global_every`-th layer keeps full attention."""
-    if cfg.window is None or (layer + 1) % cfg.global_every == 0:
+    options = cfg.attention
+    if options.window is None or (layer + 1) % options.global_every == 0:
         return None
-    return cfg.window
+    return options.window
 
 
 @ATTENTIONS.register("standard")
@@ -45,18 +46,19 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(cfg.d_model, self.n_kv * self.d_h, bias=False)
         self.o_proj = nn.Linear(self.n_heads * self.d_h, cfg.d_model, bias=False)
         self.o_proj.residual_out = True  # init scaled by 1/√(2L)
-        self.score = SCORES.get(cfg.score)(cfg, self.n_heads)
+        self.score = SCORES.get(cfg.attention.score)(cfg, self.n_heads)
         # Optional pieces, each from its own paper; absent ones cost nothing.
-        norm_q, norm_v = cfg.qk_norm or cfg.qkv_norm, cfg.qkv_norm
-        self.q_norm = RMSNorm(self.d_h, cfg.norm_eps) if norm_q else None
-        self.k_norm = RMSNorm(self.d_h, cfg.norm_eps) if norm_q else None
-        self.v_norm = RMSNorm(self.d_h, cfg.norm_eps) if norm_v else None
+        options, eps = cfg.attention, cfg.norm.eps
+        norm_q, norm_v = options.qk_norm or options.qkv_norm, options.qkv_norm
+        self.q_norm = RMSNorm(self.d_h, eps) if norm_q else None
+        self.k_norm = RMSNorm(self.d_h, eps) if norm_q else None
+        self.v_norm = RMSNorm(self.d_h, eps) if norm_v else None
         gate_width = {"elementwise": self.n_heads * self.d_h, "headwise": self.n_heads}
         self.gate = (
-            nn.Linear(cfg.d_model, gate_width[cfg.attn_gate], bias=False) if cfg.attn_gate else None
+            nn.Linear(cfg.d_model, gate_width[options.gate], bias=False) if options.gate else None
         )
         self.value_lambdas = (
-            nn.Parameter(torch.tensor([0.5, 0.5])) if cfg.value_residual and layer > 0 else None
+            nn.Parameter(torch.tensor([0.5, 0.5])) if options.value_residual and layer > 0 else None
         )
 
     def forward(self, x: torch.Tensor, ctx: ForwardContext) -> torch.Tensor:
@@ -114,16 +116,18 @@ class DifferentialAttention(nn.Module):
         super().__init__()
         if cfg.n_heads % 2 or cfg.kv_heads != cfg.n_heads:
             raise ConfigError(
-                f"model.attention = 'differential' needs an even model.n_heads (got "
+                f"model.attention.name = 'differential' needs an even model.n_heads (got "
                 f"{cfg.n_heads}) and no grouped K/V heads (model.n_kv_heads = {cfg.n_kv_heads})"
             )
+        options = cfg.attention
         unsupported = [
-            k for k in ("qk_norm", "qkv_norm", "attn_gate", "value_residual") if getattr(cfg, k)
+            k for k in ("qk_norm", "qkv_norm", "gate", "value_residual") if getattr(options, k)
         ]
         if unsupported:
             raise ConfigError(
-                f"model.attention = 'differential' does not implement model.{unsupported[0]} "
-                f"= {getattr(cfg, unsupported[0])!r}; unset it or use model.attention = 'standard'"
+                f"model.attention.name = 'differential' does not implement "
+                f"model.attention.{unsupported[0]} = {getattr(options, unsupported[0])!r}; unset "
+                "it or use model.attention.name = 'standard'"
             )
         self.h, self.d_h = cfg.n_heads // 2, cfg.dim_head
         d_inner = cfg.n_heads * self.d_h
@@ -133,10 +137,10 @@ class DifferentialAttention(nn.Module):
         self.v_proj = nn.Linear(cfg.d_model, d_inner, bias=False)
         self.o_proj = nn.Linear(d_inner, cfg.d_model, bias=False)
         self.o_proj.residual_out = True
-        self.score = SCORES.get(cfg.score)(cfg, self.h)
+        self.score = SCORES.get(cfg.attention.score)(cfg, self.h)
         self.lambda_init = diff_lambda_init(layer)
         self.lambdas = nn.Parameter(torch.randn(4, self.d_h) * 0.1)  # rows λq1, λk1, λq2, λk2
-        self.out_norm = RMSNorm(2 * self.d_h, cfg.norm_eps)
+        self.out_norm = RMSNorm(2 * self.d_h, cfg.norm.eps)
 
     def lam(self) -> torch.Tensor:
         q1, k1, q2, k2 = self.lambdas

@@ -18,7 +18,7 @@ class LinearHead(nn.Module):
     def __init__(self, cfg: ModelConfig, embedding: nn.Embedding) -> None:
         super().__init__()
         self.proj = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
-        if cfg.tie_embeddings:
+        if cfg.head.tie_embeddings:
             self.proj.weight = embedding.weight
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
@@ -33,11 +33,11 @@ class MixtureOfSoftmaxes(nn.Module):
 
     def __init__(self, cfg: ModelConfig, embedding: nn.Embedding) -> None:
         super().__init__()
-        self.k = cfg.mos_experts
+        self.k = cfg.head.mos_experts
         self.prior = nn.Linear(cfg.d_model, self.k, bias=False)
         self.experts = nn.Linear(cfg.d_model, self.k * cfg.d_model, bias=False)
         self.proj = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
-        if cfg.tie_embeddings:
+        if cfg.head.tie_embeddings:
             self.proj.weight = embedding.weight
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:

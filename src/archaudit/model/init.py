@@ -14,7 +14,7 @@ from archaudit.model.residual import Connection, residual_init_std
 def init_weights(model: nn.Module, cfg: ModelConfig) -> None:
     for module in model.modules():
         if isinstance(module, nn.Linear | nn.Embedding):
-            std = residual_init_std(cfg) if getattr(module, "residual_out", False) else cfg.init_std
+            std = residual_init_std(cfg) if getattr(module, "residual_out", False) else cfg.init.std
             nn.init.normal_(module.weight, mean=0.0, std=std)
     for module in model.modules():
         if isinstance(module, Connection) and module.init_gain != 1.0:

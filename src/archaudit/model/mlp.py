@@ -15,8 +15,8 @@ MLPS: Registry[type[nn.Module]] = Registry("mlp")
 def hidden_width(cfg: ModelConfig, gated: bool) -> int:
     """8/3·d rounded up to a multiple of 16 for gated MLPs (same parameters as a 4·d plain MLP),
     4·d otherwise; `mlp_hidden` overrides both."""
-    if cfg.mlp_hidden is not None:
-        return cfg.mlp_hidden
+    if cfg.mlp.hidden is not None:
+        return cfg.mlp.hidden
     return -(-(8 * cfg.d_model) // 3 // 16) * 16 if gated else 4 * cfg.d_model
 
 

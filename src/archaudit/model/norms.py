@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from archaudit.config import NormConfig
 from archaudit.registry import Registry
 
 NORMS: Registry[type[nn.Module]] = Registry("norm")
@@ -44,5 +45,6 @@ class LayerNorm(nn.Module):
         return F.layer_norm(x, self.weight.shape, self.weight, self.bias, self.eps)
 
 
-def make_norm(name: str, dim: int, eps: float) -> nn.Module:
-    return NORMS.get(name)(dim, eps)
+def make_norm(cfg: NormConfig, dim: int) -> nn.Module:
+    """The `model.norm` layer over `dim` features."""
+    return NORMS.get(cfg.name)(dim, cfg.eps)

@@ -46,11 +46,13 @@ class RoPE(Position):
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__(cfg)
-        rot = int(cfg.dim_head * cfg.rope_fraction) // 2 * 2
+        rot = int(cfg.dim_head * cfg.position.rope_fraction) // 2 * 2
         self.rot = rot
         # Angles in float64 on the CPU (not a buffer, so .to(bf16) cannot round them); the
         # table is cast once per device and compute dtype (float32, or float64 in the tests).
-        self.inv_freq = cfg.rope_base ** (-torch.arange(0, rot, 2, dtype=torch.float64) / rot)
+        self.inv_freq = cfg.position.rope_base ** (
+            -torch.arange(0, rot, 2, dtype=torch.float64) / rot
+        )
         self._cache: tuple[int, torch.Tensor, torch.Tensor] | None = None
 
     def _cos_sin(

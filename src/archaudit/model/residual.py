@@ -39,7 +39,7 @@ class Connection(nn.Module):
     def __init__(self, cfg: ModelConfig, sublayer: nn.Module) -> None:
         super().__init__()
         self.sublayer = sublayer
-        self.norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps)
+        self.norm = make_norm(cfg.norm, cfg.d_model)
 
     def branch(self, x: torch.Tensor, ctx: ForwardContext) -> torch.Tensor:
         return self._call(self.norm(x), ctx)
@@ -78,7 +78,7 @@ class SandwichNorm(Connection):
 
     def __init__(self, cfg: ModelConfig, sublayer: nn.Module) -> None:
         super().__init__(cfg, sublayer)
-        self.norm_out = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps)
+        self.norm_out = make_norm(cfg.norm, cfg.d_model)
 
     def branch(self, x, ctx):  # type: ignore[no-untyped-def]
         return self.norm_out(self._call(self.norm(x), ctx))
@@ -149,7 +149,7 @@ class LayerScale(Connection):
 
     def __init__(self, cfg: ModelConfig, sublayer: nn.Module) -> None:
         super().__init__(cfg, sublayer)
-        self.gamma = nn.Parameter(torch.full((cfg.d_model,), cfg.layerscale_init))
+        self.gamma = nn.Parameter(torch.full((cfg.d_model,), cfg.residual.layerscale_init))
 
     decay: ClassVar[dict[str, bool]] = {"gamma": False}
 
@@ -158,7 +158,7 @@ class LayerScale(Connection):
 
 
 # ---------------------------------------------------------------------------------------------
-# streams: run a list of connections over the embedded input (B, T, d) → (B, T, d)
+# streams: run the blocks over the embedded input (B, T, d) → (B, T, d)
 
 
 class Stream(nn.Module):
@@ -168,17 +168,20 @@ class Stream(nn.Module):
     def __init__(self, cfg: ModelConfig, n_sublayers: int) -> None:
         super().__init__()
 
-    def forward(
-        self, x: torch.Tensor, connections: nn.ModuleList, ctx: ForwardContext
-    ) -> torch.Tensor:
-        for connection in connections:
-            x = connection(x, ctx)
+    def forward(self, x: torch.Tensor, blocks: nn.ModuleList, ctx: ForwardContext) -> torch.Tensor:
+        for block in blocks:
+            x = block(x, ctx)
         return x
 
 
 @STREAMS.register("standard")
 class StandardStream(Stream):
-    """x_l = combine(x_{l−1}, branch(x_{l−1})): one residual stream."""
+    """x_l = Block_l(x_{l−1}): one residual stream, each block calling its own forward."""
+
+
+def sublayers(blocks: nn.ModuleList) -> list[nn.Module]:
+    """The connections of all blocks in call order: attention, MLP, attention, ..."""
+    return [c for block in blocks for c in block.connections()]
 
 
 @STREAMS.register("hyper")
@@ -208,7 +211,7 @@ class HyperConnections(Stream):
 
     def __init__(self, cfg: ModelConfig, n_sublayers: int) -> None:
         super().__init__(cfg, n_sublayers)
-        n, d = cfg.hyper_streams, cfg.d_model
+        n, d = cfg.stream.n_streams, cfg.d_model
         self.n = n
         alpha = torch.zeros(n_sublayers, n, n + 1)  # column 0: α_m, columns 1..n: A_r
         for layer in range(n_sublayers):
@@ -220,11 +223,11 @@ class HyperConnections(Stream):
         self.dynamic_beta = nn.Parameter(torch.zeros(n_sublayers, d))
         self.scale_alpha = nn.Parameter(torch.full((n_sublayers,), 0.01))
         self.scale_beta = nn.Parameter(torch.full((n_sublayers,), 0.01))
-        self.norms = nn.ModuleList(LayerNorm(d, cfg.norm_eps) for _ in range(n_sublayers))
+        self.norms = nn.ModuleList(LayerNorm(d, cfg.norm.eps) for _ in range(n_sublayers))
 
-    def forward(self, x, connections, ctx):  # type: ignore[no-untyped-def]
+    def forward(self, x, blocks, ctx):  # type: ignore[no-untyped-def]
         H = x.unsqueeze(2).expand(*x.shape[:2], self.n, x.shape[-1])  # (B, T, n, d)
-        for i, connection in enumerate(connections):
+        for i, connection in enumerate(sublayers(blocks)):
             Hn = self.norms[i](H)
             alpha = self.static_alpha[i] + self.scale_alpha[i] * torch.tanh(
                 Hn @ self.dynamic_alpha[i]
@@ -252,7 +255,7 @@ class AttentionResiduals(Stream):
     def __init__(self, cfg: ModelConfig, n_sublayers: int) -> None:
         super().__init__(cfg, n_sublayers)
         self.queries = nn.Parameter(torch.zeros(n_sublayers + 1, cfg.d_model))
-        self.eps = cfg.norm_eps
+        self.eps = cfg.norm.eps
 
     def mix(self, values: list[torch.Tensor], query: torch.Tensor) -> torch.Tensor:
         V = torch.stack(values, dim=2)  # (B, T, l, d)
@@ -260,13 +263,15 @@ class AttentionResiduals(Stream):
         alpha = torch.softmax(keys @ query, dim=-1)  # (B, T, l)
         return torch.einsum("btl,btld->btd", alpha, V)
 
-    def forward(self, x, connections, ctx):  # type: ignore[no-untyped-def]
+    def forward(self, x, blocks, ctx):  # type: ignore[no-untyped-def]
         values = [x]
-        for i, connection in enumerate(connections):
+        for i, connection in enumerate(sublayers(blocks)):
             values.append(connection.branch(self.mix(values, self.queries[i]), ctx))
         return self.mix(values, self.queries[-1])
 
 
 def residual_init_std(cfg: ModelConfig) -> float:
-    """Output projections of residual branches: std/√(2L) when `scale_residual_init` (GPT-2)."""
-    return cfg.init_std / math.sqrt(2 * cfg.n_layers) if cfg.scale_residual_init else cfg.init_std
+    """Output projections of residual branches: std/√(2L) when `model.init.scale_residual`
+    (GPT-2)."""
+    init = cfg.init
+    return init.std / math.sqrt(2 * cfg.n_layers) if init.scale_residual else init.std

@@ -24,7 +24,7 @@ SCORES: Registry[type[ScoreFunction]] = Registry("score function")
 class ScoreFunction(nn.Module):
     def __init__(self, cfg: ModelConfig, n_heads: int) -> None:
         super().__init__()
-        self.softcap = cfg.logit_softcap
+        self.softcap = cfg.attention.logit_softcap
 
     def logits(self, q: torch.Tensor, k: torch.Tensor, mask: AttnMask) -> torch.Tensor:
         z = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])  # (B, h, T, T)
@@ -106,7 +106,7 @@ class ScalableSoftmax(ScoreFunction):
 
     def __init__(self, cfg: ModelConfig, n_heads: int) -> None:
         super().__init__(cfg, n_heads)
-        self.s = nn.Parameter(torch.full((n_heads,), float(cfg.extra.get("ssmax_init", 0.43))))
+        self.s = nn.Parameter(torch.full((n_heads,), cfg.attention.ssmax_init))
 
     def weights(self, z: torch.Tensor, mask: AttnMask) -> torch.Tensor:
         scale = self.s[:, None, None] * torch.log(mask.visible)  # (h, T, 1)

@@ -3,7 +3,8 @@
 Read top to bottom: `Block` is one layer (attention, then MLP, each joined to the residual
 stream by a connection rule), `Transformer` embeds tokens, runs the blocks through a residual
 stream, normalises and projects to the vocabulary. Every choice a modification can make is a
-string in `ModelConfig` looked up in a registry, so this file never names a modification.
+`name` in one of `ModelConfig`'s slot tables looked up in a registry, so this file never names
+a modification.
 """
 
 from __future__ import annotations
@@ -21,17 +22,29 @@ from archaudit.model.init import init_weights
 from archaudit.model.mlp import MLPS
 from archaudit.model.norms import NORMS, make_norm
 from archaudit.model.position import POSITIONS
-from archaudit.model.residual import CONNECTIONS, STREAMS
+from archaudit.model.residual import CONNECTIONS, STREAMS, sublayers
 from archaudit.model.scores import SCORES
 
 
 class Block(nn.Module):
+    """One layer: attention, then the MLP, each joined to the stream by its connection rule."""
+
     def __init__(self, cfg: ModelConfig, layer: int) -> None:
         super().__init__()
-        attn_rule = CONNECTIONS.get(cfg.residual)
-        mlp_rule = CONNECTIONS.get(cfg.mlp_residual or cfg.residual)
-        self.attn = attn_rule(cfg, ATTENTIONS.get(cfg.attention)(cfg, layer))
-        self.mlp = mlp_rule(cfg, MLPS.get(cfg.mlp)(cfg))
+        attn_rule = CONNECTIONS.get(cfg.residual.name)
+        mlp_rule = CONNECTIONS.get(cfg.residual.mlp or cfg.residual.name)
+        self.attn = attn_rule(cfg, ATTENTIONS.get(cfg.attention.name)(cfg, layer))
+        self.mlp = mlp_rule(cfg, MLPS.get(cfg.mlp.name)(cfg))
+
+    def forward(self, x: torch.Tensor, ctx: ForwardContext) -> torch.Tensor:
+        """(B, T, d) → (B, T, d). Baseline pre-norm: x + Attn(Norm(x)), then x + MLP(Norm(x))."""
+        x = self.attn(x, ctx)
+        x = self.mlp(x, ctx)
+        return x
+
+    def connections(self) -> tuple[nn.Module, nn.Module]:
+        """The two sublayers with their rules, for streams that mix between sublayers."""
+        return self.attn, self.mlp
 
 
 class MTPHead(nn.Module):
@@ -41,7 +54,7 @@ class MTPHead(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
-        self.norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps)
+        self.norm = make_norm(cfg.norm, cfg.d_model)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         return self.norm(self.proj(h))
@@ -52,23 +65,23 @@ class Transformer(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
-        self.position = POSITIONS.get(cfg.position)(cfg)
+        self.position = POSITIONS.get(cfg.position.name)(cfg)
         self.blocks = nn.ModuleList(Block(cfg, layer) for layer in range(cfg.n_layers))
-        self.stream = STREAMS.get(cfg.stream)(cfg, 2 * cfg.n_layers)
-        self.norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps)
-        self.head = HEADS.get(cfg.head)(cfg, self.embed)
-        self.mtp = nn.ModuleList(MTPHead(cfg) for _ in range(cfg.mtp_heads))
+        self.stream = STREAMS.get(cfg.stream.name)(cfg, 2 * cfg.n_layers)
+        self.norm = make_norm(cfg.norm, cfg.d_model)
+        self.head = HEADS.get(cfg.head.name)(cfg, self.embed)
+        self.mtp = nn.ModuleList(MTPHead(cfg) for _ in range(cfg.objective.mtp_heads))
         self.drop = nn.Dropout(cfg.dropout)
         init_weights(self, cfg)
 
     def connections(self) -> list[nn.Module]:
-        return [c for block in self.blocks for c in (block.attn, block.mlp)]
+        return sublayers(self.blocks)
 
     def hidden(self, idx: torch.Tensor) -> torch.Tensor:
         """Token ids (B, T) → final hidden states (B, T, d), normalised."""
         ctx = ForwardContext(T=idx.shape[1], device=idx.device, position=self.position)
         x = self.drop(self.position.embed(self.embed(idx)))
-        x = self.stream(x, self.connections(), ctx)
+        x = self.stream(x, self.blocks, ctx)
         return self.norm(x)
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
@@ -83,35 +96,37 @@ class Transformer(nn.Module):
         h = self.hidden(idx)
         logits = self.head(h).float()  # (B, T, V)
         loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
-        if self.cfg.z_loss:
+        objective = self.cfg.objective
+        if objective.z_loss:
             # PaLM (Chowdhery et al. 2022): keeps log Z near 0, so logits do not drift.
-            loss = loss + self.cfg.z_loss * torch.logsumexp(logits, dim=-1).square().mean()
+            loss = loss + objective.z_loss * torch.logsumexp(logits, dim=-1).square().mean()
         for k, mtp in enumerate(self.mtp, start=1):
             # Head k predicts targets shifted by k more: position t → token t + 1 + k.
             aux = self.head(mtp(h[:, :-k])).float()
             aux_loss = F.cross_entropy(aux.flatten(0, 1), targets[:, k:].flatten())
-            loss = loss + self.cfg.mtp_weight * aux_loss / len(self.mtp)
+            loss = loss + objective.mtp_weight * aux_loss / len(self.mtp)
         return loss
 
 
 SLOTS = {
-    "norm": NORMS,
-    "position": POSITIONS,
-    "score": SCORES,
-    "attention": ATTENTIONS,
-    "mlp": MLPS,
-    "residual": CONNECTIONS,
-    "mlp_residual": CONNECTIONS,
-    "stream": STREAMS,
-    "head": HEADS,
+    "norm.name": NORMS,
+    "position.name": POSITIONS,
+    "attention.name": ATTENTIONS,
+    "attention.score": SCORES,
+    "mlp.name": MLPS,
+    "residual.name": CONNECTIONS,
+    "residual.mlp": CONNECTIONS,
+    "stream.name": STREAMS,
+    "head.name": HEADS,
 }
+"""Each config key that names a component → the registry it is looked up in."""
 
 
 def build_model(cfg: ModelConfig) -> Transformer:
     """Check every slot name first, so a typo is reported as the config key it came from, then
     the combinations of slots that would build but silently drop a component."""
     for key, registry in SLOTS.items():
-        name = getattr(cfg, key)
+        name = _slot_name(cfg, key)
         if name is not None and name not in registry:
             raise ConfigError(
                 f"model.{key} = {name!r} is not a registered {registry.kind}"
@@ -121,24 +136,30 @@ def build_model(cfg: ModelConfig) -> Transformer:
     return Transformer(cfg)
 
 
+def _slot_name(cfg: ModelConfig, key: str) -> str | None:
+    table, _, field = key.partition(".")
+    return getattr(getattr(cfg, table), field)
+
+
 def check_slot_combinations(cfg: ModelConfig) -> None:
     """Refuse slot pairs that would train something other than what the config names."""
-    if not STREAMS.get(cfg.stream).calls_combine:
-        for key in ("residual", "mlp_residual"):
-            rule = getattr(cfg, key)
+    stream = cfg.stream.name
+    if not STREAMS.get(stream).calls_combine:
+        for key in ("residual.name", "residual.mlp"):
+            rule = _slot_name(cfg, key)
             if rule is not None and not CONNECTIONS.get(rule).adds_plainly:
                 raise ConfigError(
-                    f"model.stream = {cfg.stream!r} cannot use model.{key} = {rule!r}: the stream "
-                    "adds each sublayer's branch itself and would never apply the rule's norm "
-                    "(use a rule that adds plainly, e.g. 'pre', or model.stream = 'standard')"
+                    f"model.stream.name = {stream!r} cannot use model.{key} = {rule!r}: the "
+                    "stream adds each sublayer's branch itself and would never apply the rule's "
+                    "norm (use a rule that adds plainly, e.g. 'pre', or model.stream.name = "
+                    "'standard')"
                 )
-    if (
-        POSITIONS.get(cfg.position).logit_bias
-        and not ATTENTIONS.get(cfg.attention).takes_logit_bias
-    ):
+    attention, position = cfg.attention.name, cfg.position.name
+    if POSITIONS.get(position).logit_bias and not ATTENTIONS.get(attention).takes_logit_bias:
         raise ConfigError(
-            f"model.attention = {cfg.attention!r} cannot take the logit bias of model.position = "
-            f"{cfg.position!r} (no per-head bias is defined for it); choose another position"
+            f"model.attention.name = {attention!r} cannot take the logit bias of "
+            f"model.position.name = {position!r} (no per-head bias is defined for it); choose "
+            "another position"
         )
 
 

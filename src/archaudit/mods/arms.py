@@ -3,18 +3,18 @@
 
 Modifications apply in catalogue order whatever order they are written in, so `a+b` and `b+a`
 are one arm with one name, and a modification that reads a size (GQA reads `n_heads`) sees the
-model after the ones that reshape it (`head_width_32`). Each one claims fields; a field claimed
-twice with different values is a `ConflictError` naming both modifications and the field.
+model after the ones that reshape it (`head_width_32`). Each one claims config keys (dotted
+paths such as `model.attention.score`); a key claimed twice with different values is a
+`ConflictError` naming both modifications and the key.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from archaudit.config import ModelConfig, Recipe
+from archaudit.config import ModelConfig, Recipe, replace_paths
 from archaudit.errors import ConfigError
 from archaudit.mods.registry import Modification, ModificationError, get_modification
 
@@ -71,15 +71,14 @@ class Arm:
     ) -> C:
         claimed: dict[str, tuple[str, Any]] = {}
         for mod in self.mods:
-            delta = claims_of(mod, base)
-            for key, value in _flat(delta, section):
+            delta = claims_of(mod, base)  # {dotted path: value}; plugin `extra` key by key
+            for path, value in delta.items():
+                key = f"{section}.{path}"
                 if key in claimed and claimed[key][1] != value:
                     raise ConflictError(self.name, key, claimed[key], (mod.name, value))
                 claimed[key] = (mod.name, value)
-            if "extra" in delta:  # plugin parameters merge key by key
-                delta["extra"] = {**getattr(base, "extra", {}), **delta["extra"]}
             try:
-                base = dataclasses.replace(base, **delta)
+                base = replace_paths(base, delta, section=section)
             except ConfigError as err:
                 raise ConfigError(f"arm {self.name!r} ({mod.name}): {err}") from None
         return base
@@ -105,14 +104,3 @@ def resolve_arm(spec: str) -> Arm:
     except ConfigError:
         pass  # a size the default model lacks; `apply` judges the real one
     return arm
-
-
-def _flat(delta: dict[str, Any], section: str) -> list[tuple[str, Any]]:
-    """`{"extra": {"k": 1}}` → `[("model.extra.k", 1)]`: extra keys are claimed one by one."""
-    items = []
-    for key, value in delta.items():
-        if key == "extra":
-            items += [(f"{section}.extra.{k}", v) for k, v in value.items()]
-        else:
-            items.append((f"{section}.{key}", value))
-    return items

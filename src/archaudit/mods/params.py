@@ -20,12 +20,12 @@ NORM_VECTORS = {"rmsnorm": 1, "layernorm": 2}  # d-wide learned vectors per norm
 
 
 def norm_vectors(cfg: ModelConfig) -> int:
-    return NORM_VECTORS[cfg.norm]
+    return NORM_VECTORS[cfg.norm.name]
 
 
 def gated_hidden(cfg: ModelConfig) -> int:
     """8/3·d rounded up to a multiple of 16, i.e. 16·⌈d/6⌉ (the MLP override wins)."""
-    return cfg.mlp_hidden or 16 * -(-cfg.d_model // 6)
+    return cfg.mlp.hidden or 16 * -(-cfg.d_model // 6)
 
 
 def baseline_params(cfg: ModelConfig) -> int:
@@ -33,7 +33,7 @@ def baseline_params(cfg: ModelConfig) -> int:
     d, d_h, g = cfg.d_model, cfg.dim_head, norm_vectors(cfg)
     attention = 2 * d * cfg.n_heads * d_h + 2 * d * cfg.kv_heads * d_h
     block = attention + 3 * d * gated_hidden(cfg) + 2 * g * d
-    head = 0 if cfg.tie_embeddings else cfg.vocab_size * d
+    head = 0 if cfg.head.tie_embeddings else cfg.vocab_size * d
     return cfg.vocab_size * d + head + cfg.n_layers * block + g * d
 
 
@@ -155,8 +155,8 @@ def tied(cfg: ModelConfig) -> int:
 
 
 def mixture_of_softmaxes(cfg: ModelConfig) -> int:
-    """k·d·(d + 1), k = mos_experts (k expert projections d×d and the prior d×k)"""
-    return cfg.mos_experts * cfg.d_model * (cfg.d_model + 1)
+    """k·d·(d + 1), k = head.mos_experts (k expert projections d×d and the prior d×k)"""
+    return cfg.head.mos_experts * cfg.d_model * (cfg.d_model + 1)
 
 
 def reshaped(reshape: Callable[[ModelConfig], ModelConfig]) -> ParamsFormula:

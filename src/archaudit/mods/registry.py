@@ -7,11 +7,13 @@
         formula="q ← RMSNorm(q), k ← RMSNorm(k)",
     )
     def qk_norm(cfg: ModelConfig) -> dict[str, Any]:
-        return {"qk_norm": True}
+        return {"attention.qk_norm": True}
 
-The function returns the fields the modification *claims*: the fields it sets and the ones it
-needs left alone (differential attention claims `n_kv_heads = None`, so it refuses GQA). Two
-modifications of one arm that claim a field with different values conflict (`arms.py`).
+The function returns the config keys the modification *claims*, spelled as after `--set model.`
+(`"attention.score"`, `"n_kv_heads"`; a nested `{"attention": {"score": ...}}` means the same):
+the keys it sets and the ones it needs left alone (differential attention claims
+`n_kv_heads = None`, so it refuses GQA). Two modifications of one arm that claim a key with
+different values conflict (`arms.py`).
 A few modifications change the training recipe instead (`recipe={...}`); such an arm is trained
 under another recipe hash, so the audit treats it as `tuned` (R1).
 
@@ -38,7 +40,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
 
-from archaudit.config import ModelConfig, Recipe
+from archaudit.config import ModelConfig, Recipe, flatten
 from archaudit.errors import ConfigError, did_you_mean
 from archaudit.mods import params as formulas
 from archaudit.registry import Registry
@@ -139,15 +141,12 @@ class Modification:
         return ((self.params.__doc__ or "").strip().splitlines() or ["undocumented"])[0]
 
     def claims(self, cfg: ModelConfig) -> dict[str, Any]:
-        """The fields this modification sets (or pins) on `cfg`, checked against ModelConfig."""
-        delta = dict(self.delta(cfg))
-        _check_fields(self.name, delta, ModelConfig, "model")
-        return delta
+        """The keys this modification sets (or pins) on `cfg`, as dotted paths checked against
+        ModelConfig: `{"attention.score": "softpick"}`."""
+        return _checked_paths(self.name, self.delta(cfg), ModelConfig, "model")
 
     def recipe_claims(self) -> dict[str, Any]:
-        delta = dict(self.recipe)
-        _check_fields(self.name, delta, Recipe, "recipe")
-        return delta
+        return _checked_paths(self.name, self.recipe, Recipe, "recipe")
 
     def params_delta(self, cfg: ModelConfig) -> int:
         return self.params(cfg)
@@ -281,11 +280,8 @@ def _load_entry_points() -> None:
             ) from None
 
 
-def _check_fields(name: str, delta: Delta, cls: type, section: str) -> None:
-    fields = {f.name for f in dataclasses.fields(cls)}
-    for key in delta:
-        if key not in fields:
-            raise ModificationError(
-                f"modification {name!r} sets unknown field {section}.{key}"
-                f"{did_you_mean(key, fields)}"
-            )
+def _checked_paths(name: str, delta: Delta, cls: type, section: str) -> dict[str, Any]:
+    try:
+        return flatten(cls, delta, section=section)
+    except ConfigError as err:
+        raise ModificationError(f"modification {name!r} sets {err}") from None

@@ -27,7 +27,7 @@ from archaudit.mods.registry import Citation, modification
     ),
 )
 def qk_norm(cfg: ModelConfig) -> dict[str, Any]:
-    return {"qk_norm": True}
+    return {"attention.qk_norm": True}
 
 
 @modification(
@@ -40,7 +40,7 @@ def qk_norm(cfg: ModelConfig) -> dict[str, Any]:
     formula="z = g·(q/‖q‖₂)·(k/‖k‖₂)ᵀ per head, g one learned scalar per layer, init log₂(T² − T)",
 )
 def qk_l2norm(cfg: ModelConfig) -> dict[str, Any]:
-    return {"score": "qk_l2_softmax"}
+    return {"attention.score": "qk_l2_softmax"}
 
 
 @modification(
@@ -52,4 +52,4 @@ def qk_l2norm(cfg: ModelConfig) -> dict[str, Any]:
     formula="z ← c·tanh(z/c), c = 50",
 )
 def logit_softcap(cfg: ModelConfig) -> dict[str, Any]:
-    return {"logit_softcap": 50.0}
+    return {"attention.logit_softcap": 50.0}

@@ -21,7 +21,7 @@ from archaudit.mods.registry import Citation, ReferenceCheck, modification
     formula="w = ReLU(e^z − 1) / Σ_j |e^{z_j} − 1|, masked keys contribute 0",
 )
 def softpick(cfg: ModelConfig) -> dict[str, Any]:
-    return {"score": "softpick"}
+    return {"attention.score": "softpick"}
 
 
 @modification(
@@ -33,7 +33,7 @@ def softpick(cfg: ModelConfig) -> dict[str, Any]:
     formula="w = softmax((s·log n)·z), n = keys visible to the query, s init 0.43",
 )
 def ssmax(cfg: ModelConfig) -> dict[str, Any]:
-    return {"score": "ssmax"}
+    return {"attention.score": "ssmax"}
 
 
 @modification(
@@ -50,7 +50,7 @@ def ssmax(cfg: ModelConfig) -> dict[str, Any]:
     ),
 )
 def sigmoid_attn(cfg: ModelConfig) -> dict[str, Any]:
-    return {"score": "sigmoid"}
+    return {"attention.score": "sigmoid"}
 
 
 @modification(
@@ -67,7 +67,7 @@ def sigmoid_attn(cfg: ModelConfig) -> dict[str, Any]:
     ),
 )
 def sigmoid_attn_per_position(cfg: ModelConfig) -> dict[str, Any]:
-    return {"score": "sigmoid_per_position"}
+    return {"attention.score": "sigmoid_per_position"}
 
 
 @modification(
@@ -87,12 +87,12 @@ def diff_attn(cfg: ModelConfig) -> dict[str, Any]:
     # The differential module has no GQA, QK(V)-norm, gate or value residual: claiming their
     # baseline values turns a combination that would silently do nothing into a conflict.
     return {
-        "attention": "differential",
+        "attention.name": "differential",
         "n_kv_heads": None,
-        "qk_norm": False,
-        "qkv_norm": False,
-        "attn_gate": None,
-        "value_residual": False,
+        "attention.qk_norm": False,
+        "attention.qkv_norm": False,
+        "attention.gate": None,
+        "attention.value_residual": False,
     }
 
 
@@ -103,7 +103,7 @@ modification(
     citation=Citation("Qiu et al.", 2025, "arXiv 2505.06708"),
     description="a sigmoid gate on every attention output channel, before W_O",
     formula="y = SDPA(Q, K, V) ⊙ σ(x·W_g), W_g: d → h·d_h",
-)(lambda cfg: {"attn_gate": "elementwise"})
+)(lambda cfg: {"attention.gate": "elementwise"})
 
 modification(
     "gated_attn_headwise",
@@ -112,7 +112,7 @@ modification(
     citation=Citation("Qiu et al.", 2025, "arXiv 2505.06708"),
     description="one sigmoid gate per head on the attention output, before W_O",
     formula="y_h = SDPA(Q, K, V)_h · σ(x·W_g)_h, W_g: d → h",
-)(lambda cfg: {"attn_gate": "headwise"})
+)(lambda cfg: {"attention.gate": "headwise"})
 
 
 @modification(
@@ -123,7 +123,7 @@ modification(
     formula="w_j = e^{z_j} / (1 + Σ_k e^{z_k})",
 )
 def sink_softmax(cfg: ModelConfig) -> dict[str, Any]:
-    return {"score": "sink_softmax"}
+    return {"attention.score": "sink_softmax"}
 
 
 @modification(
@@ -135,7 +135,7 @@ def sink_softmax(cfg: ModelConfig) -> dict[str, Any]:
     formula="w_j = e^{z_j} / (e^{s_h} + Σ_k e^{z_k}), s_h learned, init 0",
 )
 def sink_softmax_learned(cfg: ModelConfig) -> dict[str, Any]:
-    return {"score": "sink_softmax_learned"}
+    return {"attention.score": "sink_softmax_learned"}
 
 
 @modification(
@@ -147,4 +147,4 @@ def sink_softmax_learned(cfg: ModelConfig) -> dict[str, Any]:
     formula="z'_g = Σ_h P_hg·z_h; w = softmax(z'); w'_g = Σ_h Q_hg·w_h (P, Q init I)",
 )
 def talking_heads(cfg: ModelConfig) -> dict[str, Any]:
-    return {"score": "talking_heads"}
+    return {"attention.score": "talking_heads"}

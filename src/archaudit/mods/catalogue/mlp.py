@@ -17,7 +17,7 @@ from archaudit.mods.registry import Citation, modification
     formula="(GELU(x·W1) ⊙ x·W3)·W2",
 )
 def geglu(cfg: ModelConfig) -> dict[str, Any]:
-    return {"mlp": "geglu"}
+    return {"mlp.name": "geglu"}
 
 
 @modification(
@@ -28,7 +28,7 @@ def geglu(cfg: ModelConfig) -> dict[str, Any]:
     formula="(ReLU(x·W1) ⊙ x·W3)·W2",
 )
 def reglu(cfg: ModelConfig) -> dict[str, Any]:
-    return {"mlp": "reglu"}
+    return {"mlp.name": "reglu"}
 
 
 @modification(
@@ -40,7 +40,7 @@ def reglu(cfg: ModelConfig) -> dict[str, Any]:
     formula="ReLU(x·W1)²·W2, W1: d → 4d",
 )
 def relu2(cfg: ModelConfig) -> dict[str, Any]:
-    return {"mlp": "relu2"}
+    return {"mlp.name": "relu2"}
 
 
 @modification(
@@ -52,4 +52,4 @@ def relu2(cfg: ModelConfig) -> dict[str, Any]:
     formula="GELU(x·W1)·W2, W1: d → 4d",
 )
 def gelu_mlp(cfg: ModelConfig) -> dict[str, Any]:
-    return {"mlp": "gelu"}
+    return {"mlp.name": "gelu"}

@@ -20,7 +20,7 @@ from archaudit.mods.registry import Citation, ReferenceCheck, modification
     formula="x ← Norm(x + F(x))",
 )
 def post_ln(cfg: ModelConfig) -> dict[str, Any]:
-    return {"residual": "post", "mlp_residual": None}
+    return {"residual.name": "post", "residual.mlp": None}
 
 
 @modification(
@@ -33,7 +33,7 @@ def post_ln(cfg: ModelConfig) -> dict[str, Any]:
     formula="x ← x + Norm_out(F(Norm_in(x)))",
 )
 def peri_ln(cfg: ModelConfig) -> dict[str, Any]:
-    return {"residual": "sandwich", "mlp_residual": None}
+    return {"residual.name": "sandwich", "residual.mlp": None}
 
 
 @modification(
@@ -55,7 +55,11 @@ def hybrid_norm(cfg: ModelConfig) -> dict[str, Any]:
     # The paper's figure 2(d) and its reference code's flags (attn_norm = false, ffn_norm =
     # true, ffn_residual_after_norm = true): the FFN's residual starts from Norm(Y), not Y. Its
     # HybridNorm* variant adds an attention input norm in the first layer only (not built here).
-    return {"qkv_norm": True, "residual": "unnormed", "mlp_residual": "residual_after_norm"}
+    return {
+        "attention.qkv_norm": True,
+        "residual.name": "unnormed",
+        "residual.mlp": "residual_after_norm",
+    }
 
 
 @modification(
@@ -76,7 +80,7 @@ def hybrid_norm(cfg: ModelConfig) -> dict[str, Any]:
     ),
 )
 def hybrid_norm_post(cfg: ModelConfig) -> dict[str, Any]:
-    return {"qkv_norm": True, "residual": "unnormed", "mlp_residual": "post"}
+    return {"attention.qkv_norm": True, "residual.name": "unnormed", "residual.mlp": "post"}
 
 
 @modification(
@@ -88,7 +92,7 @@ def hybrid_norm_post(cfg: ModelConfig) -> dict[str, Any]:
 )
 def deepnorm(cfg: ModelConfig) -> dict[str, Any]:
     # β replaces the GPT-2 1/√(2L) output scaling: DeepNet derives β for plain init.
-    return {"residual": "deepnorm", "mlp_residual": None, "scale_residual_init": False}
+    return {"residual.name": "deepnorm", "residual.mlp": None, "init.scale_residual": False}
 
 
 @modification(
@@ -100,4 +104,4 @@ def deepnorm(cfg: ModelConfig) -> dict[str, Any]:
     formula="Norm(x) = (x − mean(x)) / √(var(x) + ε)·g + b",
 )
 def layernorm(cfg: ModelConfig) -> dict[str, Any]:
-    return {"norm": "layernorm"}
+    return {"norm.name": "layernorm"}

@@ -17,7 +17,7 @@ from archaudit.mods.registry import Citation, modification
     formula="loss += 1e-4·(log Σ_v e^{z_v})², averaged over positions",
 )
 def z_loss(cfg: ModelConfig) -> dict[str, Any]:
-    return {"z_loss": 1e-4}
+    return {"objective.z_loss": 1e-4}
 
 
 @modification(
@@ -29,7 +29,7 @@ def z_loss(cfg: ModelConfig) -> dict[str, Any]:
     formula="loss += 0.3·CE(head(Norm(W·h_t)), x_{t+2})",
 )
 def mtp(cfg: ModelConfig) -> dict[str, Any]:
-    return {"mtp_heads": 1}
+    return {"objective.mtp_heads": 1}
 
 
 @modification(
@@ -41,7 +41,7 @@ def mtp(cfg: ModelConfig) -> dict[str, Any]:
     formula="logits = h·Eᵀ",
 )
 def tied_embeddings(cfg: ModelConfig) -> dict[str, Any]:
-    return {"tie_embeddings": True}
+    return {"head.tie_embeddings": True}
 
 
 @modification(
@@ -53,4 +53,4 @@ def tied_embeddings(cfg: ModelConfig) -> dict[str, Any]:
     formula="p = Σ_k π_k·softmax(tanh(h·W_k)·Eᵀ), π = softmax(h·W_π)",
 )
 def mos(cfg: ModelConfig) -> dict[str, Any]:
-    return {"head": "mos"}
+    return {"head.name": "mos"}

@@ -19,7 +19,7 @@ from archaudit.mods.registry import Citation, modification
 def alibi(cfg: ModelConfig) -> dict[str, Any]:
     # ALiBi's bias is one slope per head; differential attention's heads are pairs of maps with
     # no defined slope, so claiming the standard module makes alibi+diff_attn a named conflict.
-    return {"position": "alibi", "attention": "standard"}
+    return {"position.name": "alibi", "attention.name": "standard"}
 
 
 @modification(
@@ -30,7 +30,7 @@ def alibi(cfg: ModelConfig) -> dict[str, Any]:
     formula="z_ij = q_i·k_j/√d_h (no rotation, no bias, no position embedding)",
 )
 def nope(cfg: ModelConfig) -> dict[str, Any]:
-    return {"position": "nope"}
+    return {"position.name": "nope"}
 
 
 @modification(
@@ -41,7 +41,7 @@ def nope(cfg: ModelConfig) -> dict[str, Any]:
     formula="rotate dims [0, d_h/4) by pos·θ_i, θ_i = base^(−2i/(d_h/4)); the rest pass through",
 )
 def partial_rope(cfg: ModelConfig) -> dict[str, Any]:
-    return {"position": "rope", "rope_fraction": 0.25}
+    return {"position.name": "rope", "position.rope_fraction": 0.25}
 
 
 @modification(
@@ -52,7 +52,7 @@ def partial_rope(cfg: ModelConfig) -> dict[str, Any]:
     formula="θ_i = 500000^(−2i/d_h)",
 )
 def rope_base_500k(cfg: ModelConfig) -> dict[str, Any]:
-    return {"position": "rope", "rope_base": 500_000.0}
+    return {"position.name": "rope", "position.rope_base": 500_000.0}
 
 
 @modification(
@@ -63,7 +63,7 @@ def rope_base_500k(cfg: ModelConfig) -> dict[str, Any]:
     formula="x_t += PE_t, PE_t[2i] = sin(t/10000^(2i/d)), PE_t[2i+1] = cos(t/10000^(2i/d))",
 )
 def sinusoidal(cfg: ModelConfig) -> dict[str, Any]:
-    return {"position": "sinusoidal"}
+    return {"position.name": "sinusoidal"}
 
 
 @modification(
@@ -75,4 +75,4 @@ def sinusoidal(cfg: ModelConfig) -> dict[str, Any]:
     formula="x_t += P_t, P ∈ ℝ^{T×d} learned",
 )
 def learned_pos(cfg: ModelConfig) -> dict[str, Any]:
-    return {"position": "learned"}
+    return {"position.name": "learned"}

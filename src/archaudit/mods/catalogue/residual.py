@@ -13,7 +13,7 @@ from archaudit.mods.registry import Citation, modification
 
 # Hyper-connections and attention residuals call only a connection rule's branch, never its
 # combine step, so they claim the pre-norm rule: post-norm-like rules would silently be ignored.
-_STREAM_RULE = {"residual": "pre", "mlp_residual": None}
+_STREAM_RULE = {"residual.name": "pre", "residual.mlp": None}
 
 for _n in (2, 4):
     modification(
@@ -23,7 +23,7 @@ for _n in (2, 4):
         citation=Citation("Zhu et al.", 2024, "ICLR 2025, arXiv 2409.19606"),
         description=f"{_n} parallel residual streams with learned static + dynamic mixing",
         formula="h = α_mᵀH; H ← A_rᵀH + β ⊗ F(h); α, A, β static + s·tanh(LayerNorm(H)·W)",
-    )(lambda cfg, n=_n: {"stream": "hyper", "hyper_streams": n, **_STREAM_RULE})
+    )(lambda cfg, n=_n: {"stream.name": "hyper", "stream.n_streams": n, **_STREAM_RULE})
 
 
 @modification(
@@ -35,7 +35,7 @@ for _n in (2, 4):
     formula="x_l = Σ_{i<l} α_{i→l}·v_i, α = softmax_i(w_lᵀ·RMSNorm(v_i)), v_0 = embedding",
 )
 def attn_res(cfg: ModelConfig) -> dict[str, Any]:
-    return {"stream": "attn_res", **_STREAM_RULE}
+    return {"stream.name": "attn_res", **_STREAM_RULE}
 
 
 @modification(
@@ -48,7 +48,7 @@ def attn_res(cfg: ModelConfig) -> dict[str, Any]:
     formula="V_l ← λ1·V_l + λ2·V_1, λ learned, init 0.5",
 )
 def value_residual(cfg: ModelConfig) -> dict[str, Any]:
-    return {"value_residual": True}
+    return {"attention.value_residual": True}
 
 
 def cait_init(n_layers: int) -> float:
@@ -66,9 +66,9 @@ def cait_init(n_layers: int) -> float:
 )
 def layerscale(cfg: ModelConfig) -> dict[str, Any]:
     return {
-        "residual": "layerscale",
-        "mlp_residual": None,
-        "layerscale_init": cait_init(cfg.n_layers),
+        "residual.name": "layerscale",
+        "residual.mlp": None,
+        "residual.layerscale_init": cait_init(cfg.n_layers),
     }
 
 
@@ -81,7 +81,7 @@ def layerscale(cfg: ModelConfig) -> dict[str, Any]:
     formula="x ← x + α·F(x), α init 0",
 )
 def rezero(cfg: ModelConfig) -> dict[str, Any]:
-    return {"residual": "rezero", "mlp_residual": None}
+    return {"residual.name": "rezero", "residual.mlp": None}
 
 
 @modification(
@@ -92,4 +92,4 @@ def rezero(cfg: ModelConfig) -> dict[str, Any]:
     formula="W_O, W_2 ~ N(0, σ²) instead of N(0, (σ/√(2L))²)",
 )
 def no_residual_scaling(cfg: ModelConfig) -> dict[str, Any]:
-    return {"scale_residual_init": False}
+    return {"init.scale_residual": False}

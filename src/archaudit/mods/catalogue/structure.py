@@ -5,10 +5,9 @@ These come first in catalogue order, so that later modifications read the reshap
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
-from archaudit.config import ModelConfig
+from archaudit.config import ModelConfig, replace_paths
 from archaudit.errors import ConfigError
 from archaudit.mods import params
 from archaudit.mods.registry import Citation, DeltaFunction, modification
@@ -24,7 +23,7 @@ def _deep_narrow(cfg: ModelConfig) -> dict[str, Any]:
 modification(
     "deep_narrow",
     family="structure",
-    params=params.reshaped(lambda cfg: dataclasses.replace(cfg, **_deep_narrow(cfg))),
+    params=params.reshaped(lambda cfg: replace_paths(cfg, _deep_narrow(cfg), section="model")),
     citation=Citation("Narang et al.", 2021, "EMNLP, arXiv 2102.11972"),
     description="depth at fixed parameters: twice the layers at d/√2 width",
     formula="L ← 2L, d ← 2h·round(d/(√2·2h)); non-embedding parameters ≈ unchanged",
@@ -76,7 +75,7 @@ def gqa(cfg: ModelConfig) -> dict[str, Any]:
 def swa(cfg: ModelConfig) -> dict[str, Any]:
     # Applied before short_context (catalogue order), so the window is the same number of
     # tokens in the long- and short-context cells of a factorial.
-    return {"window": max(1, cfg.context_length // 4), "global_every": 4}
+    return {"attention.window": max(1, cfg.context_length // 4), "attention.global_every": 4}
 
 
 @modification(

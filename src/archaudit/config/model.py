@@ -1,0 +1,241 @@
+"""`ModelConfig`: the model's shape, then one frozen table per slot (OLMo-core's
+config-per-component style). Each table validates its own fields where it is built; the shape
+checks what spans tables (heads dividing the width). A table's `name` picks a registered
+component; names are checked against the registries when the model is built (`model/`), so
+that planning and statistics never import torch.
+
+    [model]
+    d_model = 256
+    [model.attention]
+    score = "softpick"          # or: --set model.attention.score=softpick
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from archaudit.config.tables import positive
+from archaudit.errors import ConfigError
+
+Scalar = int | float | str | bool
+GATES = ("elementwise", "headwise")
+
+
+@dataclass(frozen=True, kw_only=True)
+class NormConfig:
+    SECTION: ClassVar[str] = "model.norm"
+    name: str = "rmsnorm"
+    """Normalisation layer: rmsnorm | layernorm."""
+    eps: float = 1e-5
+
+    def __post_init__(self) -> None:
+        if not self.eps > 0:
+            raise ConfigError(f"{self.SECTION}.eps = {self.eps} must be > 0")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PositionConfig:
+    SECTION: ClassVar[str] = "model.position"
+    name: str = "rope"
+    """Positional scheme: rope | alibi | nope | sinusoidal | learned."""
+    rope_base: float = 10000.0
+    rope_fraction: float = 1.0
+    """Fraction of each head's dimensions that RoPE rotates (partial RoPE < 1)."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.rope_fraction <= 1.0:
+            raise ConfigError(
+                f"{self.SECTION}.rope_fraction = {self.rope_fraction} must be in [0, 1]"
+            )
+        if not self.rope_base > 1.0:
+            raise ConfigError(f"{self.SECTION}.rope_base = {self.rope_base} must be > 1")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttentionConfig:
+    SECTION: ClassVar[str] = "model.attention"
+    name: str = "standard"
+    """Attention module: standard | differential."""
+    score: str = "softmax"
+    """Score function: softmax | softpick | ssmax | sigmoid | sink_softmax | ..."""
+    qk_norm: bool = False
+    qkv_norm: bool = False
+    """RMSNorm on queries, keys and values (HybridNorm)."""
+    logit_softcap: float | None = None
+    gate: str | None = None
+    """Output gate before W_O: None | elementwise | headwise."""
+    value_residual: bool = False
+    window: int | None = None
+    """Sliding-window size for windowed layers; None = full attention everywhere."""
+    global_every: int = 4
+    """With `window`: every `global_every`-th layer keeps full attention (3 of 4 windowed)."""
+    ssmax_init: float = 0.43
+    """Initial scale s of `score = "ssmax"` (Nakanishi 2025)."""
+
+    def __post_init__(self) -> None:
+        positive(self, "global_every")
+        if self.window is not None and self.window < 1:
+            raise ConfigError(f"{self.SECTION}.window = {self.window} must be >= 1 (or unset)")
+        if self.gate not in (None, *GATES):
+            raise ConfigError(f"{self.SECTION}.gate = {self.gate!r}; allowed: {GATES}")
+        if self.logit_softcap is not None and not self.logit_softcap > 0:
+            raise ConfigError(f"{self.SECTION}.logit_softcap = {self.logit_softcap} must be > 0")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MLPConfig:
+    SECTION: ClassVar[str] = "model.mlp"
+    name: str = "swiglu"
+    """MLP: swiglu | geglu | reglu | relu2 | gelu."""
+    hidden: int | None = None
+    """Hidden width. None = 8/3·d rounded up to 16 for gated MLPs, 4·d otherwise."""
+
+    def __post_init__(self) -> None:
+        if self.hidden is not None:
+            positive(self, "hidden")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResidualConfig:
+    SECTION: ClassVar[str] = "model.residual"
+    name: str = "pre"
+    """How a sublayer joins the residual stream: pre | post | sandwich | deepnorm | ..."""
+    mlp: str | None = None
+    """The MLP sublayer's rule when it differs from `name` (HybridNorm: post-norm there)."""
+    layerscale_init: float = 0.1
+    """γ at init for `name = "layerscale"`."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamConfig:
+    SECTION: ClassVar[str] = "model.stream"
+    name: str = "standard"
+    """The residual stream itself: standard | hyper | attn_res."""
+    n_streams: int = 4
+    """Parallel residual streams of `name = "hyper"`."""
+
+    def __post_init__(self) -> None:
+        positive(self, "n_streams")
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeadConfig:
+    SECTION: ClassVar[str] = "model.head"
+    name: str = "linear"
+    """Output head: linear | mos (mixture of softmaxes)."""
+    tie_embeddings: bool = False
+    mos_experts: int = 4
+
+    def __post_init__(self) -> None:
+        positive(self, "mos_experts")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ObjectiveConfig:
+    SECTION: ClassVar[str] = "model.objective"
+    z_loss: float = 0.0
+    """Coefficient of the (log Σ e^z)² auxiliary loss (PaLM uses 1e-4)."""
+    mtp_heads: int = 0
+    """Extra heads predicting tokens t+2, t+3, ... (multi-token prediction)."""
+    mtp_weight: float = 0.3
+
+    def __post_init__(self) -> None:
+        if self.z_loss < 0 or self.mtp_heads < 0 or self.mtp_weight < 0:
+            raise ConfigError(f"{self.SECTION}: z_loss, mtp_heads and mtp_weight must be >= 0")
+
+
+@dataclass(frozen=True, kw_only=True)
+class InitConfig:
+    SECTION: ClassVar[str] = "model.init"
+    std: float = 0.02
+    scale_residual: bool = True
+    """Residual output projections start at std/√(2L) (GPT-2)."""
+
+    def __post_init__(self) -> None:
+        if not self.std > 0:
+            raise ConfigError(f"{self.SECTION}.std = {self.std} must be > 0")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelConfig:
+    """A decoder-only Transformer. Defaults are the baseline of docs/modifications.md."""
+
+    SECTION: ClassVar[str] = "model"
+    MOVED: ClassVar[Mapping[str, str]] = {
+        "norm_eps": "norm.eps",
+        "mlp_residual": "residual.mlp",
+        "layerscale_init": "residual.layerscale_init",
+        "hyper_streams": "stream.n_streams",
+        "score": "attention.score",
+        "qk_norm": "attention.qk_norm",
+        "qkv_norm": "attention.qkv_norm",
+        "logit_softcap": "attention.logit_softcap",
+        "attn_gate": "attention.gate",
+        "value_residual": "attention.value_residual",
+        "window": "attention.window",
+        "global_every": "attention.global_every",
+        "rope_base": "position.rope_base",
+        "rope_fraction": "position.rope_fraction",
+        "mlp_hidden": "mlp.hidden",
+        "tie_embeddings": "head.tie_embeddings",
+        "mos_experts": "head.mos_experts",
+        "z_loss": "objective.z_loss",
+        "mtp_heads": "objective.mtp_heads",
+        "mtp_weight": "objective.mtp_weight",
+        "init_std": "init.std",
+        "scale_residual_init": "init.scale_residual",
+    }
+    """Flat keys of archaudit ≤ 0.1 → their place in the per-slot tables (for the errors)."""
+
+    # --- shape --------------------------------------------------------------------------------
+    vocab_size: int = 256
+    """Tokenizer vocabulary size (256 for the default byte-level tokenizer)."""
+    context_length: int = 256
+    """Training sequence length in tokens."""
+    d_model: int = 256
+    n_layers: int = 4
+    n_heads: int = 4
+    n_kv_heads: int | None = None
+    """Key/value heads; fewer than `n_heads` is grouped-query attention. None = `n_heads`."""
+    head_dim: int | None = None
+    """Width of one head. None = d_model // n_heads."""
+    dropout: float = 0.0
+
+    # --- slots: one table each ----------------------------------------------------------------
+    norm: NormConfig = field(default_factory=NormConfig)
+    position: PositionConfig = field(default_factory=PositionConfig)
+    attention: AttentionConfig = field(default_factory=AttentionConfig)
+    mlp: MLPConfig = field(default_factory=MLPConfig)
+    residual: ResidualConfig = field(default_factory=ResidualConfig)
+    stream: StreamConfig = field(default_factory=StreamConfig)
+    head: HeadConfig = field(default_factory=HeadConfig)
+    objective: ObjectiveConfig = field(default_factory=ObjectiveConfig)
+    init: InitConfig = field(default_factory=InitConfig)
+    extra: Mapping[str, Scalar] = field(default_factory=dict)
+    """Free parameters for user-registered components (plugins)."""
+
+    def __post_init__(self) -> None:
+        positive(self, "vocab_size", "context_length", "d_model", "n_layers", "n_heads")
+        if self.n_kv_heads is not None and (self.n_kv_heads < 1 or self.n_heads % self.n_kv_heads):
+            raise ConfigError(
+                f"model.n_kv_heads = {self.n_kv_heads} must divide model.n_heads = {self.n_heads}"
+            )
+        if self.head_dim is None and self.d_model % self.n_heads:
+            raise ConfigError(
+                f"model.d_model = {self.d_model} is not divisible by model.n_heads = "
+                f"{self.n_heads}; choose another n_heads or set model.head_dim"
+            )
+        if self.head_dim is not None:
+            positive(self, "head_dim")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"model.dropout = {self.dropout} must be in [0, 1)")
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_kv_heads or self.n_heads
+
+    @property
+    def dim_head(self) -> int:
+        return self.head_dim or self.d_model // self.n_heads

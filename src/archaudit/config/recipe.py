@@ -1,0 +1,119 @@
+"""`Recipe`: the shared training recipe, identical for every arm of an audit and hashed
+(`recipe_hash`), so that an audit can refuse arms trained under another recipe (protocol R1)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from archaudit.config.tables import canonical_json, positive, to_dict
+from archaudit.data.shards import corpus_identity
+from archaudit.errors import ConfigError, did_you_mean
+
+_OPERATIONAL = {"hashed": False}  # metadata: does not change what is trained
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recipe:
+    """The shared training recipe (R1): identical for every arm of an audit, and hashed.
+
+    Fields marked operational (logging, checkpoint cadence, device) do not enter the hash.
+    """
+
+    SECTION: ClassVar[str] = "recipe"
+
+    steps: int = 300
+    batch_tokens: int = 4096
+    """Tokens per optimizer step, summed over gradient accumulation and data-parallel ranks.
+    Counted in tokens so that a shorter context (more, shorter sequences) keeps the recipe."""
+    grad_accumulation: int = 1
+    """Micro-steps per optimizer step (the batch is split evenly among them)."""
+    lr: float = 3e-3
+    min_lr_ratio: float = 0.1
+    """Cosine decay ends at lr · min_lr_ratio."""
+    warmup_frac: float = 0.05
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.95
+    adam_eps: float = 1e-8
+    grad_clip: float = 1.0
+    precision: str = "auto"
+    """auto (bf16 autocast on CUDA, fp32 on CPU) | bf16 | fp32. Master weights stay fp32."""
+    tokenizer: str = "byte"
+    """byte | bpe:<vocab_size> | gpt2:<dir with vocab.json and merges.txt> | hf:<dir>."""
+    corpus: str = "synthetic"
+    """synthetic (the embedded default language) or a path to a .txt / .jsonl file."""
+    corpus_chars: int = 2_000_000
+    """Characters of synthetic corpus to generate (ignored for file corpora)."""
+    val_fraction: float = 0.05
+    data_seed: int = 1234
+    vary_data_order: bool = False
+    """False (default): every seed sees the same batches and only init changes; True: the run
+    seed also shuffles the data order."""
+    eval_every: int = field(default=100, metadata=_OPERATIONAL)
+    eval_batches: int = field(default=4, metadata=_OPERATIONAL)
+    checkpoint_every: int = field(default=100, metadata=_OPERATIONAL)
+    keep_checkpoints: int = field(default=2, metadata=_OPERATIONAL)
+    device: str = field(default="auto", metadata=_OPERATIONAL)
+    threads: int = field(default=0, metadata=_OPERATIONAL)
+    """CPU threads for torch (0 = leave torch's default)."""
+    compile: bool = field(default=False, metadata=_OPERATIONAL)
+    """torch.compile the model (faster on GPU; numerics may differ in the last bits)."""
+    parallel: str = field(default="auto", metadata=_OPERATIONAL)
+    """Under torchrun: ddp | fsdp (FSDP2, sharded weights and optimizer state) | auto (FSDP
+    only when replicated training state would fill more than half a device's memory)."""
+    activation_checkpointing: bool = field(default=False, metadata=_OPERATIONAL)
+    """Recompute activations in the backward pass: less memory, about one more forward."""
+
+    def __post_init__(self) -> None:
+        positive(self, "steps", "batch_tokens", "grad_accumulation", "eval_batches")
+        positive(self, "checkpoint_every", "eval_every", "keep_checkpoints")
+        if not self.lr > 0:
+            raise ConfigError(f"recipe.lr = {self.lr} must be > 0")
+        for name in ("min_lr_ratio", "warmup_frac", "val_fraction"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ConfigError(f"recipe.{name} = {getattr(self, name)} must be in [0, 1]")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(
+                f"recipe.precision = {self.precision!r}{did_you_mean(self.precision, PRECISIONS)}"
+            )
+        if self.parallel not in PARALLEL:
+            raise ConfigError(
+                f"recipe.parallel = {self.parallel!r}{did_you_mean(self.parallel, PARALLEL)}"
+            )
+
+    def sequences_per_step(self, context_length: int) -> int:
+        """Sequences per optimizer step for a model of this context length."""
+        n = self.batch_tokens // context_length
+        if n < self.grad_accumulation or n % self.grad_accumulation:
+            raise ConfigError(
+                f"recipe.batch_tokens = {self.batch_tokens} gives {n} sequences of "
+                f"{context_length} tokens, which recipe.grad_accumulation = "
+                f"{self.grad_accumulation} must divide; choose batch_tokens as a multiple of "
+                f"{context_length * self.grad_accumulation}"
+            )
+        return n
+
+    @property
+    def warmup_steps(self) -> int:
+        return max(1, round(self.warmup_frac * self.steps)) if self.warmup_frac > 0 else 0
+
+
+PRECISIONS = ("auto", "bf16", "fp32")
+PARALLEL = ("auto", "ddp", "fsdp")
+
+
+def recipe_hash(recipe: Recipe) -> str:
+    """sha256 of the recipe's canonical JSON, operational fields left out.
+
+    Canonical: sorted keys, no whitespace, floats by repr, so the hash is identical across
+    machines and Python processes (no dependence on hash randomisation or dict order).
+    """
+    values = to_dict(recipe)
+    hashed = {
+        f.name: values[f.name] for f in dataclasses.fields(recipe) if f.metadata.get("hashed", True)
+    }
+    hashed["corpus"] = corpus_identity(recipe.corpus)
+    return hashlib.sha256(canonical_json(hashed).encode()).hexdigest()
