@@ -88,12 +88,16 @@ def test_r5_warns_below_three_noise_floor_seeds(write_audit):
 
 
 def test_several_baselines_apply_every_arm_to_each(write_audit):
-    baselines = {"llama": {}, "olmo": {"qk_norm": True, "residual": "post"}}
+    baselines = {
+        "llama": {},
+        "olmo": {"attention": {"qk_norm": True}, "residual": {"name": "post"}},
+    }
     plan = plan_of(write_audit(arms=["geglu", "qk_norm"], baselines=baselines))
     arms = {r.arm for r in plan.runs}
     assert arms == {f"{a}@{b}" for a in ("baseline", "geglu", "qk_norm") for b in baselines}
     olmo = {r.arm: r.model for r in plan.runs if r.baseline == "olmo"}
-    assert olmo["geglu@olmo"].residual == "post" and olmo["geglu@olmo"].mlp == "geglu"
+    geglu = olmo["geglu@olmo"]
+    assert geglu.residual.name == "post" and geglu.mlp.name == "geglu" and geglu.attention.qk_norm
     # qk_norm is already part of the OLMo-style baseline: the plan says so
     assert [(n.rule, n.arm) for n in plan.notes if n.rule == "identity"] == [
         ("identity", "qk_norm@olmo")

@@ -103,7 +103,7 @@ def bad_scale(draw: st.DrawFn) -> tuple[str, tuple[str, ...]]:
                 {"tokens": -5},
                 {draw(unknown_key): 1},
                 {"context_length": 0},
-                {"norm": "rmsnrom"},  # an unknown slot component
+                {"norm": {"name": "rmsnrom"}},  # an unknown slot component
             ]
         )
     )

@@ -23,7 +23,7 @@ from archaudit.mods import Citation, modification
 @modification("house_softcap_20", family="attention-logits", citation=Citation("Doe", 2026, "x"),
               description="soft-cap at 20", formula="z ← 20·tanh(z/20)")
 def house_softcap_20(cfg):
-    return {"logit_softcap": 20.0}
+    return {"attention.logit_softcap": 20.0}
 """
 
 AUDIT = """

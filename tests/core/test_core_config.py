@@ -49,7 +49,18 @@ def test_unknown_key_suggests_close_match():
         ("model", {"n_layers": 0}, r"model\.n_layers = 0 must be >= 1"),
         ("model", {"n_heads": 3}, r"not divisible"),
         ("model", {"n_kv_heads": 3}, r"must divide model\.n_heads"),
-        ("model", {"qk_norm": 1}, r"must be of type bool"),
+        (
+            "model",
+            {"attention": {"qk_norm": 1}},
+            r"model\.attention\.qk_norm = 1 must be of type bool",
+        ),
+        ("model", {"attention": {"window": 0}}, r"model\.attention\.window = 0 must be >= 1"),
+        (
+            "model",
+            {"position": {"rope_fraction": 2}},
+            r"model\.position\.rope_fraction = 2\.0 must",
+        ),
+        ("model", {"stream": {"n_streams": 0}}, r"model\.stream\.n_streams = 0 must be >= 1"),
         ("recipe", {"lr": -1.0}, r"recipe\.lr = -1\.0 must be > 0"),
         ("recipe", {"precision": "bf61"}, r"did you mean 'bf16'"),
         ("recipe", {"warmup_frac": 2}, r"must be in \[0, 1\]"),
@@ -64,7 +75,10 @@ def test_bad_values_name_key_value_and_rule(section, values, pattern):
 def test_overrides_parse_toml_values_and_keep_paths_as_strings():
     assert parse_override("model.d_model=128") == (["model", "d_model"], 128)
     assert parse_override("recipe.lr=3e-4") == (["recipe", "lr"], 3e-4)
-    assert parse_override("model.qk_norm=true") == (["model", "qk_norm"], True)
+    assert parse_override("model.attention.qk_norm=true") == (
+        ["model", "attention", "qk_norm"],
+        True,
+    )
     assert parse_override("recipe.corpus=data/x.txt") == (["recipe", "corpus"], "data/x.txt")
     with pytest.raises(ConfigError, match="section"):
         apply_overrides({}, ["modle.d_model=3"], sections=("model", "recipe"))
@@ -90,7 +104,9 @@ def test_batch_tokens_must_split_into_sequences():
     ("args", "needle"),
     [
         (["--set", "model.d_modle=3"], "unknown key model.d_modle (did you mean 'd_model'?)"),
-        (["--set", "model.norm=rmsnrm"], "model.norm = 'rmsnrm'"),
+        (["--set", "model.norm.name=rmsnrm"], "model.norm.name = 'rmsnrm'"),
+        (["--set", "model.score=softpick"], "did you mean 'model.attention.score'"),
+        (["--set", "model.attention=differential"], "write model.attention.name = 'differential'"),
         (["--set", "recipe.lr=abc"], "recipe.lr = 'abc' must be of type float"),
         (["--preset", "tinyy"], "unknown preset 'tinyy'"),
     ],

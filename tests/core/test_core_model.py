@@ -1,7 +1,14 @@
 import pytest
 import torch
 
-from archaudit.config import ModelConfig
+from archaudit.config import (
+    AttentionConfig,
+    HeadConfig,
+    ModelConfig,
+    ResidualConfig,
+    StreamConfig,
+    build,
+)
 from archaudit.errors import ConfigError
 from archaudit.model import build_model, count_parameters, training_flops_per_token
 
@@ -15,7 +22,7 @@ def test_baseline_parameter_count_matches_its_formula():
     per_layer = 4 * d * d + 3 * d * hidden + 2 * d  # q,k,v,o + SwiGLU + two RMSNorm gains
     expected = V * d + L * per_layer + d + d * V  # embedding, layers, final norm, untied head
     assert count_parameters(build_model(cfg)) == expected
-    tied = build_model(ModelConfig(**TINY, tie_embeddings=True))
+    tied = build_model(ModelConfig(**TINY, head=HeadConfig(tie_embeddings=True)))
     assert count_parameters(tied) == expected - d * V
 
 
@@ -37,7 +44,7 @@ def test_explicit_softmax_path_matches_fused_attention():
     torch.manual_seed(0)
     fused = build_model(ModelConfig(**TINY)).eval()
     torch.manual_seed(0)
-    explicit = build_model(ModelConfig(**TINY, logit_softcap=1e9)).eval()
+    explicit = build_model(ModelConfig(**TINY, attention=AttentionConfig(logit_softcap=1e9))).eval()
     x = torch.randint(0, 97, (2, 32))
     with torch.no_grad():
         torch.testing.assert_close(fused(x), explicit(x), atol=1e-5, rtol=1e-5)
@@ -59,8 +66,9 @@ def test_training_flops_follow_palm_formula():
 
 
 def test_unknown_slot_component_names_the_key():
-    with pytest.raises(ConfigError, match=r"model\.score = 'sofmax'.*did you mean 'softmax'"):
-        build_model(ModelConfig(**TINY, score="sofmax"))
+    match = r"model\.attention\.score = 'sofmax'.*did you mean 'softmax'"
+    with pytest.raises(ConfigError, match=match):
+        build_model(ModelConfig(**TINY, attention=AttentionConfig(score="sofmax")))
 
 
 def test_loss_is_cross_entropy_of_forward():
@@ -84,29 +92,38 @@ def test_model_trains_after_an_inference_mode_forward():
 
 @pytest.mark.parametrize("stream", ["hyper", "attn_res"])
 @pytest.mark.parametrize("rule", ["post", "deepnorm", "residual_after_norm"])
-@pytest.mark.parametrize("key", ["residual", "mlp_residual"])
+@pytest.mark.parametrize("key", ["name", "mlp"])
 def test_streams_that_add_branches_themselves_refuse_rules_with_their_own_combine(
     stream, rule, key
 ):
     # The stream calls only `branch`, so these rules' norms would silently never run.
-    cfg = ModelConfig(**TINY, stream=stream, **{key: rule})
+    cfg = ModelConfig(
+        **TINY, stream=StreamConfig(name=stream), residual=ResidualConfig(**{key: rule})
+    )
     with pytest.raises(ConfigError) as err:
         build_model(cfg)
     message = str(err.value)
-    assert f"model.stream = {stream!r}" in message and f"model.{key} = {rule!r}" in message
+    assert f"model.stream.name = {stream!r}" in message
+    assert f"model.residual.{key} = {rule!r}" in message
     assert "\n" not in message
-    build_model(ModelConfig(**TINY, stream=stream, **{key: "sandwich"}))  # adds plainly: fine
+    fine = ResidualConfig(**{key: "sandwich"})  # adds plainly
+    build_model(ModelConfig(**TINY, stream=StreamConfig(name=stream), residual=fine))
 
 
 @pytest.mark.parametrize(
     ("overrides", "keys"),
     [
-        ({"position": "alibi"}, ("model.attention", "model.position")),
-        ({"qk_norm": True}, ("model.attention", "model.qk_norm")),
-        ({"value_residual": True}, ("model.attention", "model.value_residual")),
+        ({"position": {"name": "alibi"}}, ("model.attention.name", "model.position.name")),
+        ({"attention": {"qk_norm": True}}, ("model.attention.name", "model.attention.qk_norm")),
+        (
+            {"attention": {"value_residual": True}},
+            ("model.attention.name", "model.attention.value_residual"),
+        ),
     ],
 )
 def test_differential_attention_refuses_what_it_does_not_implement(overrides, keys):
+    tree = {**TINY, **overrides}
+    tree["attention"] = {**tree.get("attention", {}), "name": "differential"}
     with pytest.raises(ConfigError) as err:
-        build_model(ModelConfig(**TINY, attention="differential", **overrides))
+        build_model(build(ModelConfig, tree, section="model"))
     assert all(key in str(err.value) for key in keys)

@@ -106,7 +106,7 @@ def test_forced_divergence_ends_cleanly_with_its_step(tmp_path):
         "--set",
         "recipe.steps=40",
         "--set",
-        "model.scale_residual_init=false",
+        "model.init.scale_residual=false",
     ]
     for o in OVERRIDES:
         cmd += ["--set", o]
@@ -176,7 +176,7 @@ def test_a_finished_directory_reports_its_own_run_and_refuses_another(tmp_path):
     assert again.stderr.startswith("already finished:")
 
     for change, named in (
-        (["--set", "model.qk_norm=true"], "model.qk_norm: false → true"),
+        (["--set", "model.attention.qk_norm=true"], "model.attention.qk_norm: false → true"),
         (["--seed", "1", "--set", "recipe.lr=1e-3"], "recipe.lr: 0.003 → 0.001; seed: 0 → 1"),
     ):
         other = subprocess.run([*cmd, *change], capture_output=True, text=True)

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from archaudit.config import ModelConfig, Recipe
+from archaudit.config import ModelConfig, Recipe, build
 from archaudit.data.tokenizers import ByteTokenizer
 from archaudit.diagnose import view_of
 from archaudit.diagnose.access import ModelView
@@ -21,7 +21,8 @@ SHARED_DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 def tiny_view(seed: int = 0, n_layers: int = 4, **changes: Any) -> ModelView:
     """A randomly initialised archaudit Transformer over bytes."""
     torch.manual_seed(seed)
-    cfg = ModelConfig(d_model=32, n_layers=n_layers, n_heads=2, context_length=64, **changes)
+    shape = dict(d_model=32, n_layers=n_layers, n_heads=2, context_length=64)
+    cfg = build(ModelConfig, {**shape, **changes}, section="model")  # changes: slot tables
     return view_of((build_model(cfg), ByteTokenizer()))
 
 

@@ -73,11 +73,11 @@ def test_model_path_reads_the_models_own_logits_and_head() -> None:
     assert result.suppressed_fraction.mean == pytest.approx(float(lost.mean()), rel=1e-5)
     assert result.cosine.median == pytest.approx(float(cosine.median()), abs=0.02)
     assert (result.vocab_size, result.d_model, result.rank) == (256, 32, 32)
-    assert result.tied == bool(view.model.cfg.tie_embeddings)
+    assert result.tied == bool(view.model.cfg.head.tie_embeddings)
     assert result.chance_fraction == pytest.approx(1 - 32 / 256)
     assert "_per_token" not in result.to_dict()
 
 
 def test_tied_and_untied_heads_are_told_apart() -> None:
-    assert tiny_view(n_layers=1, tie_embeddings=True).tied()
-    assert not tiny_view(n_layers=1, tie_embeddings=False).tied()
+    assert tiny_view(n_layers=1, head={"tie_embeddings": True}).tied()
+    assert not tiny_view(n_layers=1, head={"tie_embeddings": False}).tied()

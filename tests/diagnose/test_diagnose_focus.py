@@ -64,7 +64,12 @@ def test_collect_runs_from_an_audit_directory(tmp_path: Path) -> None:
     for run in _runs(seeds=2):
         folder = tmp_path / run.arm / "d6" / f"seed-{run.seed}"
         (folder / "diagnostics").mkdir(parents=True)
-        spec = {"arm": run.arm, "scale": "d6", "seed": run.seed, "model": {"qk_norm": run.qk_norm}}
+        spec = {
+            "arm": run.arm,
+            "scale": "d6",
+            "seed": run.seed,
+            "model": {"attention": {"qk_norm": run.qk_norm}},
+        }
         (folder / "run.json").write_text(json.dumps(spec))
         (folder / "diagnostics" / "attention.json").write_text(
             json.dumps({"sink_mass_mean": run.sink_mass})

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from archaudit.config import ModelConfig
+from archaudit.config import ModelConfig, build
 from archaudit.data.tokenizers import ByteTokenizer
 from archaudit.evals import ArchauditLM
 from archaudit.model import build_model
@@ -20,7 +20,8 @@ SHARED_DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 def tiny_archaudit_lm(seed: int = 0, context_length: int = 64, **changes: Any) -> ArchauditLM:
     """A randomly initialised archaudit Transformer over bytes."""
     torch.manual_seed(seed)
-    cfg = ModelConfig(d_model=32, n_layers=2, n_heads=2, context_length=context_length, **changes)
+    shape = dict(d_model=32, n_layers=2, n_heads=2, context_length=context_length)
+    cfg = build(ModelConfig, {**shape, **changes}, section="model")  # changes: slot tables
     return ArchauditLM(build_model(cfg), ByteTokenizer())
 
 

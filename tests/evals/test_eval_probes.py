@@ -52,7 +52,7 @@ def test_long_context_cells_have_the_target_lengths() -> None:
 def test_long_context_runs_past_the_training_length_when_positions_allow(
     position: str, scored_in_full: bool
 ) -> None:
-    model = tiny_archaudit_lm(context_length=32, position=position)
+    model = tiny_archaudit_lm(context_length=32, position={"name": position})
     assert (model.position_limit is None) == scored_in_full
     spec = TaskSpec(name="needle", format="long_context", params={"lengths": [4], "depths": [0.5]})
     result = score_task(model, spec, _items(spec, 2, model), show_progress=False)

@@ -3,14 +3,13 @@ update, hyper-connections and attention residuals against naive loops, and the i
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import pytest
 import torch
 from test_mods_support import build_arm, formula, rms
 
-from archaudit.config import ModelConfig
+from archaudit.config import ModelConfig, replace_paths
 from archaudit.model import build_model
 from archaudit.model.context import ForwardContext
 from archaudit.mods import resolve_arm
@@ -66,7 +65,7 @@ def test_rezero_starts_as_the_identity_and_layerscale_small_by_depth():
     x = torch.randn(1, T, 32)
     torch.testing.assert_close(model.blocks[0].attn(x, context(model)), x)
     for depth, gamma in ((2, 0.1), (18, 0.1), (20, 1e-5), (30, 1e-6)):  # CaiT, section 2.1
-        assert config("layerscale", n_layers=depth).layerscale_init == gamma
+        assert config("layerscale", n_layers=depth).residual.layerscale_init == gamma
     assert (build("layerscale").blocks[1].attn.gamma == 0.1).all()
 
 
@@ -136,10 +135,25 @@ class Sublayer:
         return torch.tanh(h @ self.weight)
 
 
+class Blocks(list):
+    """Stand-in blocks of two sublayers each, as a stream receives them."""
+
+    def __init__(self, subs: list[Sublayer]) -> None:
+        super().__init__(_Block(subs[i : i + 2]) for i in range(0, len(subs), 2))
+
+
+class _Block:
+    def __init__(self, subs: list[Sublayer]) -> None:
+        self.subs = subs
+
+    def connections(self) -> list[Sublayer]:
+        return self.subs
+
+
 @formula("hyper_connections_2", "hyper_connections_4")
 @pytest.mark.parametrize("spec", ["hyper_connections_2", "hyper_connections_4"])
 def test_hyper_connections_with_one_stream_and_identity_mixing_are_the_baseline(spec):
-    one_stream = dataclasses.replace(config(spec), hyper_streams=1)
+    one_stream = replace_paths(config(spec), {"stream.n_streams": 1}, section="model")
     torch.manual_seed(0)
     hyper = build_model(one_stream)
     baseline = build("baseline")
@@ -157,7 +171,7 @@ def test_hyper_connections_one_sublayer_update(spec):
     randomize(*stream.parameters())
     f = Sublayer(32)
     x = torch.randn(1, T, 32)
-    out = stream(x, [f], None)
+    out = stream(x, Blocks([f]), None)
     H = [x[0].clone() for _ in range(n)]  # every stream starts as the embedding
     expected = torch.zeros(T, 32)
     for t in range(T):
@@ -186,7 +200,7 @@ def test_attention_residuals_are_softmax_weighted_sums_of_earlier_outputs():
     randomize(stream.queries)
     subs = [Sublayer(32) for _ in range(4)]  # 2 layers = 4 sublayers
     x = torch.randn(1, T, 32)
-    out = stream(x, subs, None)
+    out = stream(x, Blocks(subs), None)
 
     def mix(values, w):
         expected = torch.zeros(T, 32)

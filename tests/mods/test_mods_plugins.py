@@ -41,7 +41,7 @@ from archaudit.mods import Citation, modification
 @modification("demo_softcap_30", family="attention-logits", citation=Citation("Doe", 2026, "demo"),
               description="soft-cap at 30", formula="z ← 30·tanh(z/30)")
 def demo_softcap_30(cfg):
-    return {"logit_softcap": 30.0}
+    return {"attention.logit_softcap": 30.0}
 """
 
 
@@ -104,9 +104,12 @@ def test_plugin_errors_are_config_errors(tmp_path, monkeypatch):
     bad_family = SMALL_PLUGIN.replace("attention-logits", "attention-logit")
     with pytest.raises(ConfigError, match="did you mean 'attention-logits'"):
         load_plugins([write_module(tmp_path, monkeypatch, "bad_family_mods", bad_family)])
-    bad_field = SMALL_PLUGIN.replace('"logit_softcap"', '"logit_softcaps"')
+    bad_field = SMALL_PLUGIN.replace('"attention.logit_softcap"', '"attention.logit_softcaps"')
     load_plugins([write_module(tmp_path, monkeypatch, "bad_field_mods", bad_field)])
-    with pytest.raises(ConfigError, match=r"unknown field model\.logit_softcaps"):
+    with pytest.raises(
+        ConfigError,
+        match=r"unknown key model\.attention\.logit_softcaps.*did you mean 'logit_softcap'",
+    ):
         resolve_arm("demo_softcap_30")
 
 
@@ -124,7 +127,7 @@ def test_entry_point_group_is_loaded_on_first_lookup(tmp_path, monkeypatch):
     install_distribution(tmp_path, monkeypatch, "demo_entry_point_mods")
     write_module(tmp_path, monkeypatch, "demo_entry_point_mods", SMALL_PLUGIN)
     assert "demo_softcap_30" in [mod.name for mod in list_modifications()]
-    assert resolve_arm("demo_softcap_30").apply(TINY).logit_softcap == 30.0
+    assert resolve_arm("demo_softcap_30").apply(TINY).attention.logit_softcap == 30.0
 
 
 def test_broken_entry_point_names_itself(tmp_path, monkeypatch):
@@ -152,7 +155,7 @@ def test_size_errors_wait_for_the_config_the_arm_is_applied_to():
     def needs_width_96(cfg):
         if cfg.d_model != 96:
             raise ConfigError(f"needs_width_96: model.d_model = {cfg.d_model}")
-        return {"position": "nope"}
+        return {"position.name": "nope"}
 
     modification(
         "needs_width_96",
@@ -162,6 +165,6 @@ def test_size_errors_wait_for_the_config_the_arm_is_applied_to():
         formula="-",
     )(needs_width_96)
     arm = resolve_arm("needs_width_96")  # the default d_model = 256 does not stop resolution
-    assert arm.apply(dataclasses.replace(TINY, d_model=96)).position == "nope"
+    assert arm.apply(dataclasses.replace(TINY, d_model=96)).position.name == "nope"
     with pytest.raises(ConfigError, match="d_model = 32"):
         arm.apply(TINY)

@@ -154,7 +154,7 @@ def test_arm_applies_all_its_modifications_in_catalogue_order():
     arm = resolve_arm("geglu+qk_norm")
     assert arm.name == "qk_norm+geglu" == resolve_arm("qk_norm+geglu").name
     cfg = arm.apply(TINY)
-    assert (cfg.qk_norm, cfg.mlp) == (True, "geglu")
+    assert (cfg.attention.qk_norm, cfg.mlp.name) == (True, "geglu")
     assert arm.family == "attention-logits+mlp"
     assert arm.requires_cross_scale  # qk_norm's own duty
     assert not (arm.requires_downstream or arm.changes_recipe)
@@ -173,20 +173,20 @@ def test_later_modifications_read_the_reshaped_model():
     assert (cfg.n_heads, cfg.n_kv_heads) == (8, 4)
     for spec in ("swa+short_context", "short_context+swa"):  # the window stays T/4 of the base
         cfg = resolve_arm(spec).apply(TINY)
-        assert (cfg.window, cfg.context_length) == (4, 8)
+        assert (cfg.attention.window, cfg.context_length) == (4, 8)
 
 
 @pytest.mark.parametrize(
     ("spec", "field"),
     [
-        ("alibi+nope", "model.position"),
-        ("softpick+ssmax", "model.score"),
+        ("alibi+nope", "model.position.name"),
+        ("softpick+ssmax", "model.attention.score"),
         ("diff_attn+gqa", "model.n_kv_heads"),
-        ("diff_attn+qk_norm", "model.qk_norm"),
-        ("gated_attn+gated_attn_headwise", "model.attn_gate"),
-        ("hyper_connections_2+hyper_connections_4", "model.hyper_streams"),
-        ("attn_res+post_ln", "model.residual"),
-        ("partial_rope+sinusoidal", "model.position"),
+        ("diff_attn+qk_norm", "model.attention.qk_norm"),
+        ("gated_attn+gated_attn_headwise", "model.attention.gate"),
+        ("hyper_connections_2+hyper_connections_4", "model.stream.n_streams"),
+        ("attn_res+post_ln", "model.residual.name"),
+        ("partial_rope+sinusoidal", "model.position.name"),
         ("long_warmup+no_warmup", "recipe.warmup_frac"),
     ],
 )
@@ -199,7 +199,7 @@ def test_conflicting_modifications_are_refused_naming_both_and_the_field(spec, f
 
 def test_agreeing_claims_combine():
     cfg = resolve_arm("deepnorm+no_residual_scaling").apply(TINY)
-    assert cfg.residual == "deepnorm" and not cfg.scale_residual_init
+    assert cfg.residual.name == "deepnorm" and not cfg.init.scale_residual
 
 
 @pytest.mark.parametrize(

@@ -159,7 +159,7 @@ class ArchauditView(ModelView):
         return list(self.model.blocks)
 
     def layer_ends(self, layer: nn.Module) -> tuple[nn.Module, nn.Module]:
-        return layer.attn, layer.mlp  # a block is its two connections, called in turn
+        return layer.connections()  # a block is its two connections, called in turn
 
     def unembedding(self) -> torch.Tensor:
         head = self.model.head
