@@ -29,6 +29,7 @@ from archaudit.config import (
     merge_tables,
     recipe_hash,
     to_dict,
+    upgrade_stored,
 )
 from archaudit.errors import ConfigError, did_you_mean
 
@@ -82,7 +83,7 @@ class RunSpec:
     def from_json(cls, data: dict[str, Any]) -> RunSpec:
         fields = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in fields}
-        values["model"] = build(ModelConfig, data["model"], section="model")
+        values["model"] = build(ModelConfig, upgrade_stored(data["model"]), section="model")
         values["recipe"] = build(Recipe, data["recipe"], section="recipe")
         return cls(**values)
 

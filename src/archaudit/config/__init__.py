@@ -23,6 +23,7 @@ from archaudit.config.model import (
     PositionConfig,
     ResidualConfig,
     StreamConfig,
+    upgrade_stored,
 )
 from archaudit.config.recipe import PARALLEL, PRECISIONS, Recipe, recipe_hash
 from archaudit.config.tables import (
@@ -66,6 +67,7 @@ __all__ = [
     "recipe_hash",
     "replace_paths",
     "to_dict",
+    "upgrade_stored",
 ]
 
 TRAIN_SECTIONS = ("model", "recipe")

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 import archaudit
-from archaudit.config import ModelConfig, Recipe, recipe_hash, to_dict
+from archaudit.config import ModelConfig, Recipe, recipe_hash, to_dict, upgrade_stored
 from archaudit.data.corpus import TokenCorpus
 from archaudit.errors import ConfigError
 
@@ -101,7 +101,10 @@ def require_same_run(run_dir: Path, old: dict[str, Any], new: dict[str, Any]) ->
 def _identity(spec: dict[str, Any]) -> dict[str, Any]:
     operational = {f.name for f in dataclasses.fields(Recipe) if not f.metadata.get("hashed", True)}
     recipe = {k: v for k, v in spec.get("recipe", {}).items() if k not in operational}
-    return {**{k: spec.get(k, _ABSENT) for k in IDENTITY}, "recipe": recipe}
+    identity = {k: spec.get(k, _ABSENT) for k in IDENTITY}
+    if isinstance(identity["model"], dict):  # a run from before the per-slot tables resumes
+        identity["model"] = upgrade_stored(identity["model"])
+    return {**identity, "recipe": recipe}
 
 
 def _differences(old: Any, new: Any, prefix: str = "") -> dict[str, tuple[Any, Any]]:
