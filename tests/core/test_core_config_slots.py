@@ -73,7 +73,7 @@ def test_old_flat_keys_are_refused_with_their_new_key(old, new):
 
 
 @pytest.mark.parametrize(
-    "slot", ["norm", "position", "attention", "mlp", "residual", "stream", "head"]
+    "slot", ["norm", "position", "attention", "mlp", "residual", "stream", "head", "block"]
 )
 def test_a_slot_given_as_a_name_says_how_to_write_it(slot):
     with pytest.raises(ConfigError, match=rf"write model\.{slot}\.name = 'x'"):

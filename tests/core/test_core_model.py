@@ -3,6 +3,7 @@ import torch
 
 from archaudit.config import (
     AttentionConfig,
+    BlockConfig,
     HeadConfig,
     ModelConfig,
     ResidualConfig,
@@ -127,3 +128,19 @@ def test_differential_attention_refuses_what_it_does_not_implement(overrides, ke
     with pytest.raises(ConfigError) as err:
         build_model(build(ModelConfig, tree, section="model"))
     assert all(key in str(err.value) for key in keys)
+
+
+@pytest.mark.parametrize("rule", ["post", "deepnorm", "residual_after_norm"])
+def test_a_parallel_block_refuses_rules_with_their_own_combine_and_streams_that_skip_blocks(rule):
+    parallel = BlockConfig(name="parallel")
+    with pytest.raises(
+        ConfigError,
+        match=rf"model\.block\.name = 'parallel' cannot use model\.residual\.name = '{rule}'",
+    ):
+        build_model(ModelConfig(**TINY, block=parallel, residual=ResidualConfig(name=rule)))
+    for stream in ("hyper", "attn_res"):
+        with pytest.raises(
+            ConfigError, match=rf"model\.stream\.name = '{stream}' cannot use model\.block\.name"
+        ):
+            build_model(ModelConfig(**TINY, block=parallel, stream=StreamConfig(name=stream)))
+    build_model(ModelConfig(**TINY, block=parallel, residual=ResidualConfig(name="sandwich")))

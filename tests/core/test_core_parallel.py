@@ -1,5 +1,6 @@
-"""Data parallelism on CPU (gloo): 2 ranks train what 1 process trains, under DDP and FSDP2,
-only rank 0 prints and writes, and a 2-rank checkpoint resumes on 1 rank."""
+"""Data parallelism on CPU (gloo): 2 ranks train what 1 process trains, under DDP and FSDP2
+(also with hyper-connections, whose stream calls a rule's branch rather than the rule), only
+rank 0 prints and writes, and a 2-rank checkpoint resumes on 1 rank."""
 
 import json
 import os
@@ -9,6 +10,7 @@ import sys
 import pytest
 
 from archaudit.config import ModelConfig, Recipe
+from archaudit.mods import resolve_arm
 from archaudit.rundir import CHECKPOINTS, METRICS, TRAIN_RESULT, checkpoint_dirs
 from archaudit.train import train
 
@@ -19,10 +21,10 @@ RECIPE = {
 }  # fmt: skip
 
 
-def _torchrun(out, parallel: str) -> subprocess.CompletedProcess:
+def _torchrun(out, parallel: str, arm: str = "baseline") -> subprocess.CompletedProcess:
     cmd = [
         sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-        "-m", "archaudit", "train", "--json", "--out", str(out),
+        "-m", "archaudit", "train", "--json", "--out", str(out), "--arm", arm,
     ]  # fmt: skip
     sets = {
         **{f"model.{k}": v for k, v in MODEL.items()},
@@ -40,19 +42,27 @@ def _curve(run) -> list[float]:
     return [r["loss"] for r in rows]
 
 
-@pytest.fixture(scope="module")
-def single(tmp_path_factory):
-    out = tmp_path_factory.mktemp("single") / "run"
-    train(ModelConfig(**MODEL), Recipe(**RECIPE), out)
+def _single(out, arm: str = "baseline") -> list[float]:
+    train(resolve_arm(arm).apply(ModelConfig(**MODEL)), Recipe(**RECIPE), out)
     return _curve(out)
 
 
+@pytest.fixture(scope="module")
+def single(tmp_path_factory):
+    return _single(tmp_path_factory.mktemp("single") / "run")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("parallel", ["ddp", "fsdp"])
-def test_two_ranks_train_what_one_process_trains(tmp_path, single, parallel):
-    done = _torchrun(tmp_path / parallel, parallel)
-    summaries = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    assert len(summaries) == 1 and json.loads(summaries[0])["status"] == "ok"  # rank 0 only
+@pytest.mark.parametrize(
+    ("parallel", "arm"),
+    [("ddp", "baseline"), ("fsdp", "baseline"), ("fsdp", "hyper_connections_2")],
+)
+def test_two_ranks_train_what_one_process_trains(tmp_path, single, parallel, arm):
+    if arm != "baseline":
+        single = _single(tmp_path / "single", arm)
+    done = _torchrun(tmp_path / parallel, parallel, arm)
+    # Rank 0 alone prints: stdout is one JSON document (a second rank's would not parse).
+    assert json.loads(done.stdout)["status"] == "ok"
     curve = _curve(tmp_path / parallel)
     assert len(curve) == 12
     assert max(abs(a - b) for a, b in zip(curve, single, strict=True)) < 1e-3

@@ -66,7 +66,12 @@ def test_show_json_gives_the_parameter_delta_at_the_preset_size(name):
 def test_show_text_names_formula_duties_and_paper():
     text = invoke("show", "diff_attn", "--preset", "tiny")
     mod = get_modification("diff_attn")
-    for piece in (mod.formula, str(mod.citation), "downstream (R6)", "attention.name = 'differential'"):
+    for piece in (
+        mod.formula,
+        str(mod.citation),
+        "downstream (R6)",
+        "attention.name = 'differential'",
+    ):
         assert piece in text
     assert "tuned (R1)" in invoke("show", "no_warmup")
 

@@ -60,6 +60,25 @@ def test_connection_rule_matches_its_update(spec):
     torch.testing.assert_close(conn(x, ctx), expected)
 
 
+@formula("parallel_block")
+def test_parallel_block_adds_both_sublayers_of_the_same_input():
+    model, baseline = build("parallel_block"), build("baseline")
+    model.load_state_dict(baseline.state_dict())  # the same parameters, strictly
+    block, ctx = model.blocks[0], context(model)
+    randomize(block.attn.norm.weight, block.mlp.norm.weight)
+    x = torch.randn(1, T, 32)
+    attn, mlp = block.attn, block.mlp
+    expected = (
+        x
+        + attn.sublayer(rms(x, attn.norm.weight), ctx)
+        + mlp.sublayer(rms(x, mlp.norm.weight), ctx)
+    )
+    torch.testing.assert_close(block(x, ctx), expected)
+    sequential = baseline.blocks[0]
+    sequential.load_state_dict(block.state_dict())
+    assert not torch.allclose(sequential(x, context(baseline)), expected)  # not the same layer
+
+
 def test_rezero_starts_as_the_identity_and_layerscale_small_by_depth():
     model = build("rezero")
     x = torch.randn(1, T, 32)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from archaudit.config.model import (
     AttentionConfig,
+    BlockConfig,
     HeadConfig,
     InitConfig,
     MLPConfig,
@@ -45,6 +46,7 @@ __all__ = [
     "PRECISIONS",
     "TRAIN_SECTIONS",
     "AttentionConfig",
+    "BlockConfig",
     "HeadConfig",
     "InitConfig",
     "MLPConfig",

@@ -98,6 +98,13 @@ class MLPConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class BlockConfig:
+    SECTION: ClassVar[str] = "model.block"
+    name: str = "sequential"
+    """How a layer runs its two sublayers: sequential (attention, then MLP) | parallel."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class ResidualConfig:
     SECTION: ClassVar[str] = "model.residual"
     name: str = "pre"
@@ -210,6 +217,7 @@ class ModelConfig:
     position: PositionConfig = field(default_factory=PositionConfig)
     attention: AttentionConfig = field(default_factory=AttentionConfig)
     mlp: MLPConfig = field(default_factory=MLPConfig)
+    block: BlockConfig = field(default_factory=BlockConfig)
     residual: ResidualConfig = field(default_factory=ResidualConfig)
     stream: StreamConfig = field(default_factory=StreamConfig)
     head: HeadConfig = field(default_factory=HeadConfig)

@@ -141,9 +141,10 @@ class ModelView:
 
 
 class ArchauditView(ModelView):
-    """An `archaudit.model.Transformer`: layers are its blocks; the stream must be the standard
-    one, whose sublayers are called in order (hyper-connections and attention residuals mix
-    the stream between sublayers, so a block has no single input and output)."""
+    """An `archaudit.model.Transformer`: layers are its blocks, hooked at the block's forward;
+    the stream must be the standard one, which calls the blocks in turn (hyper-connections and
+    attention residuals mix the stream between sublayers, so a block has no single input and
+    output)."""
 
     def __init__(self, scoring: ScoringModel) -> None:
         super().__init__(scoring)
@@ -151,15 +152,11 @@ class ArchauditView(ModelView):
         if cfg.stream.name != "standard":
             raise DataError(
                 f"{self.name}: diagnostics need model.stream.name = 'standard' (got "
-                f"{cfg.stream.name!r}): "
-                "other streams have no single per-layer residual to hook"
+                f"{cfg.stream.name!r}): other streams have no single per-layer residual to hook"
             )
 
     def layers(self) -> list[nn.Module]:
         return list(self.model.blocks)
-
-    def layer_ends(self, layer: nn.Module) -> tuple[nn.Module, nn.Module]:
-        return layer.connections()  # a block is its two connections, called in turn
 
     def unembedding(self) -> torch.Tensor:
         head = self.model.head

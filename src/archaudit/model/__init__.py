@@ -1,6 +1,7 @@
 """The hand-written Transformer. `build_model(cfg)` makes one; the slot registries
-(`NORMS`, `POSITIONS`, `SCORES`, `ATTENTIONS`, `MLPS`, `CONNECTIONS`, `STREAMS`, `HEADS`) accept
-new components, so a modification that fits a slot never edits the model file."""
+(`NORMS`, `POSITIONS`, `SCORES`, `ATTENTIONS`, `MLPS`, `BLOCKS`, `CONNECTIONS`, `STREAMS`,
+`HEADS`) accept new components, so a modification that fits a slot never edits the model
+file."""
 
 from archaudit.model.attention import ATTENTIONS
 from archaudit.model.heads import HEADS
@@ -10,6 +11,7 @@ from archaudit.model.position import POSITIONS
 from archaudit.model.residual import CONNECTIONS, STREAMS
 from archaudit.model.scores import SCORES
 from archaudit.model.transformer import (
+    BLOCKS,
     SLOTS,
     Transformer,
     build_model,
@@ -19,6 +21,7 @@ from archaudit.model.transformer import (
 
 __all__ = [
     "ATTENTIONS",
+    "BLOCKS",
     "CONNECTIONS",
     "HEADS",
     "MLPS",

@@ -5,7 +5,8 @@ A connection rule splits into `branch(x)` — what the sublayer contributes — 
 — how that joins the stream. Plain streams call `forward` = combine(x, branch(x)); streams that
 restructure the residual path (hyper-connections, attention residuals) use `branch` alone, so
 they only accept rules whose combine is plain addition (`adds_plainly`); `build_model` refuses
-any other pairing.
+any other pairing. The same holds for a block variant that adds the branches itself (the
+parallel block).
 
 Every module here lists its own parameters in `decay` (see `model/decay.py`): norm gains, gates
 and mixing weights are never weight-decayed.
@@ -162,8 +163,9 @@ class LayerScale(Connection):
 
 
 class Stream(nn.Module):
-    calls_combine: ClassVar[bool] = True
-    """False for streams that add each branch themselves and never call `combine`."""
+    calls_blocks: ClassVar[bool] = True
+    """False for streams that run each rule's `branch` themselves: they never call a block's
+    forward (so no block variant) nor a rule's `combine`."""
 
     def __init__(self, cfg: ModelConfig, n_sublayers: int) -> None:
         super().__init__()
@@ -179,7 +181,7 @@ class StandardStream(Stream):
     """x_l = Block_l(x_{l−1}): one residual stream, each block calling its own forward."""
 
 
-def sublayers(blocks: nn.ModuleList) -> list[nn.Module]:
+def connections_of(blocks: nn.ModuleList) -> list[nn.Module]:
     """The connections of all blocks in call order: attention, MLP, attention, ..."""
     return [c for block in blocks for c in block.connections()]
 
@@ -196,7 +198,7 @@ class HyperConnections(Stream):
     is. All of it is mixing weights: none is weight-decayed.
     """
 
-    calls_combine = False
+    calls_blocks = False
     decay: ClassVar[dict[str, bool]] = dict.fromkeys(
         (
             "static_alpha",
@@ -227,7 +229,7 @@ class HyperConnections(Stream):
 
     def forward(self, x, blocks, ctx):  # type: ignore[no-untyped-def]
         H = x.unsqueeze(2).expand(*x.shape[:2], self.n, x.shape[-1])  # (B, T, n, d)
-        for i, connection in enumerate(sublayers(blocks)):
+        for i, connection in enumerate(connections_of(blocks)):
             Hn = self.norms[i](H)
             alpha = self.static_alpha[i] + self.scale_alpha[i] * torch.tanh(
                 Hn @ self.dynamic_alpha[i]
@@ -249,7 +251,7 @@ class AttentionResiduals(Stream):
     per sublayer plus one for the output; w = 0 at init, i.e. a uniform average. The queries are
     mixing weights: not weight-decayed."""
 
-    calls_combine = False
+    calls_blocks = False
     decay: ClassVar[dict[str, bool]] = {"queries": False}
 
     def __init__(self, cfg: ModelConfig, n_sublayers: int) -> None:
@@ -265,7 +267,7 @@ class AttentionResiduals(Stream):
 
     def forward(self, x, blocks, ctx):  # type: ignore[no-untyped-def]
         values = [x]
-        for i, connection in enumerate(sublayers(blocks)):
+        for i, connection in enumerate(connections_of(blocks)):
             values.append(connection.branch(self.mix(values, self.queries[i]), ctx))
         return self.mix(values, self.queries[-1])
 

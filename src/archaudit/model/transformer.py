@@ -9,6 +9,8 @@ a modification.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -22,12 +24,19 @@ from archaudit.model.init import init_weights
 from archaudit.model.mlp import MLPS
 from archaudit.model.norms import NORMS, make_norm
 from archaudit.model.position import POSITIONS
-from archaudit.model.residual import CONNECTIONS, STREAMS, sublayers
+from archaudit.model.residual import CONNECTIONS, STREAMS, connections_of
 from archaudit.model.scores import SCORES
+from archaudit.registry import Registry
+
+BLOCKS: Registry[type[Block]] = Registry("block")
 
 
+@BLOCKS.register("sequential")
 class Block(nn.Module):
     """One layer: attention, then the MLP, each joined to the stream by its connection rule."""
+
+    adds_branches: ClassVar[bool] = False
+    """True for variants that add the rules' branches themselves and never call `combine`."""
 
     def __init__(self, cfg: ModelConfig, layer: int) -> None:
         super().__init__()
@@ -45,6 +54,19 @@ class Block(nn.Module):
     def connections(self) -> tuple[nn.Module, nn.Module]:
         """The two sublayers with their rules, for streams that mix between sublayers."""
         return self.attn, self.mlp
+
+
+@BLOCKS.register("parallel")
+class ParallelBlock(Block):
+    """x + Attn(Norm₁(x)) + MLP(Norm₂(x)): both sublayers read the layer's input, so their
+    input projections can run as one matmul (GPT-J, Wang & Komatsuzaki 2021; PaLM, Chowdhery
+    et al. 2022, arXiv 2204.02311, section 2). Each sublayer keeps its own norm, as GPT-NeoX's
+    `use_parallel_residual` (Black et al. 2022, arXiv 2204.06745); GPT-J shares one."""
+
+    adds_branches = True
+
+    def forward(self, x: torch.Tensor, ctx: ForwardContext) -> torch.Tensor:
+        return x + self.attn.branch(x, ctx) + self.mlp.branch(x, ctx)
 
 
 class MTPHead(nn.Module):
@@ -66,7 +88,8 @@ class Transformer(nn.Module):
         self.cfg = cfg
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.position = POSITIONS.get(cfg.position.name)(cfg)
-        self.blocks = nn.ModuleList(Block(cfg, layer) for layer in range(cfg.n_layers))
+        block = BLOCKS.get(cfg.block.name)
+        self.blocks = nn.ModuleList(block(cfg, layer) for layer in range(cfg.n_layers))
         self.stream = STREAMS.get(cfg.stream.name)(cfg, 2 * cfg.n_layers)
         self.norm = make_norm(cfg.norm, cfg.d_model)
         self.head = HEADS.get(cfg.head.name)(cfg, self.embed)
@@ -74,8 +97,11 @@ class Transformer(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
         init_weights(self, cfg)
 
-    def connections(self) -> list[nn.Module]:
-        return sublayers(self.blocks)
+    def sublayers(self) -> list[nn.Module]:
+        """Every block's attention and MLP modules. Each is called as a module under every
+        stream and block variant (a stream may call a rule's `branch` alone, never a whole
+        block), so FSDP2 units and activation checkpointing wrap these."""
+        return [connection.sublayer for connection in connections_of(self.blocks)]
 
     def hidden(self, idx: torch.Tensor) -> torch.Tensor:
         """Token ids (B, T) → final hidden states (B, T, d), normalised."""
@@ -114,6 +140,7 @@ SLOTS = {
     "attention.name": ATTENTIONS,
     "attention.score": SCORES,
     "mlp.name": MLPS,
+    "block.name": BLOCKS,
     "residual.name": CONNECTIONS,
     "residual.mlp": CONNECTIONS,
     "stream.name": STREAMS,
@@ -143,16 +170,25 @@ def _slot_name(cfg: ModelConfig, key: str) -> str | None:
 
 def check_slot_combinations(cfg: ModelConfig) -> None:
     """Refuse slot pairs that would train something other than what the config names."""
-    stream = cfg.stream.name
-    if not STREAMS.get(stream).calls_combine:
+    stream, block = cfg.stream.name, cfg.block.name
+    stream_adds = not STREAMS.get(stream).calls_blocks
+    if stream_adds and block != "sequential":
+        raise ConfigError(
+            f"model.stream.name = {stream!r} cannot use model.block.name = {block!r}: the stream "
+            "runs each sublayer itself and never calls a block (use model.stream.name = "
+            "'standard' or model.block.name = 'sequential')"
+        )
+    if stream_adds or BLOCKS.get(block).adds_branches:
+        owner = (
+            f"model.stream.name = {stream!r}" if stream_adds else f"model.block.name = {block!r}"
+        )
         for key in ("residual.name", "residual.mlp"):
             rule = _slot_name(cfg, key)
             if rule is not None and not CONNECTIONS.get(rule).adds_plainly:
                 raise ConfigError(
-                    f"model.stream.name = {stream!r} cannot use model.{key} = {rule!r}: the "
-                    "stream adds each sublayer's branch itself and would never apply the rule's "
-                    "norm (use a rule that adds plainly, e.g. 'pre', or model.stream.name = "
-                    "'standard')"
+                    f"{owner} cannot use model.{key} = {rule!r}: it adds each sublayer's branch "
+                    "itself and would never apply the rule's norm (use a rule that adds plainly, "
+                    "e.g. 'pre')"
                 )
     attention, position = cfg.attention.name, cfg.position.name
     if POSITIONS.get(position).logit_bias and not ATTENTIONS.get(attention).takes_logit_bias:

@@ -19,6 +19,8 @@ import torch.distributed as dist
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from archaudit.model import Transformer
+
 # torch.distributed's checkpoint, fsdp and tensor packages take seconds to import on a busy
 # machine; they are imported where first needed, so commands that never train do not pay.
 
@@ -59,17 +61,18 @@ def choose_strategy(parallel: str, n_params: int, device: torch.device, world: W
     return "ddp"
 
 
-def parallelize(model: nn.Module, strategy: str, device: torch.device) -> nn.Module:
-    """The module the training step calls. FSDP2 shards each residual connection (the unit
-    the stream calls) and then the root (embedding, head, final norm), in place."""
+def parallelize(model: Transformer, strategy: str, device: torch.device) -> nn.Module:
+    """The module the training step calls. FSDP2 shards each attention and MLP module (called
+    as modules by every stream, unlike a residual rule whose `branch` a hyper-connection stream
+    calls directly), then the root (embeddings, norms, rule and stream parameters), in place."""
     if strategy == "ddp":
         ids = [device.index] if device.type == "cuda" else None
         return nn.parallel.DistributedDataParallel(model, device_ids=ids)
     if strategy == "fsdp":
         from torch.distributed.fsdp import fully_shard
 
-        for connection in model.connections():  # type: ignore[operator]
-            fully_shard(connection)
+        for sublayer in model.sublayers():
+            fully_shard(sublayer)
         fully_shard(model)
     return model
 
@@ -111,12 +114,11 @@ def load_full_state(
     dcp.set_optimizer_state_dict(model, optimizer, optim_state, options=options)
 
 
-def checkpoint_activations(model: nn.Module) -> None:
-    """Recompute each residual connection's activations in the backward pass instead of
+def checkpoint_activations(model: Transformer) -> None:
+    """Recompute each attention and MLP module's activations in the backward pass instead of
     storing them: less memory for one more forward. Parameter names do not change."""
-    for connection in model.connections():  # type: ignore[operator]
-        inner = connection.forward
-        connection.forward = _recomputed(inner)
+    for sublayer in model.sublayers():
+        sublayer.forward = _recomputed(sublayer.forward)
 
 
 def _recomputed(forward: Any) -> Any:

@@ -93,3 +93,21 @@ def rezero(cfg: ModelConfig) -> dict[str, Any]:
 )
 def no_residual_scaling(cfg: ModelConfig) -> dict[str, Any]:
     return {"init.scale_residual": False}
+
+
+@modification(
+    "parallel_block",
+    family="residual",
+    citation=Citation(
+        "Chowdhery et al.",
+        2022,
+        "PaLM, arXiv 2204.02311, section 2 (after GPT-J, Wang & Komatsuzaki 2021; two norms as "
+        "GPT-NeoX-20B, Black et al. 2022, arXiv 2204.06745)",
+    ),
+    description="attention and MLP read the same layer input and are added in parallel",
+    formula="x ← x + Attn(Norm₁(x)) + MLP(Norm₂(x)) instead of two sequential residual steps",
+)
+def parallel_block(cfg: ModelConfig) -> dict[str, Any]:
+    # The block adds both branches itself, so it claims the pre-norm rule (as the streams do),
+    # and a stream that calls blocks: hyper-connections would never run it.
+    return {"block.name": "parallel", "stream.name": "standard", **_STREAM_RULE}
