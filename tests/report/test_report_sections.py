@@ -58,6 +58,9 @@ def test_csv_report_has_every_section_it_has_data_for(csv_report: Report) -> Non
         check_present(sections[key])
     check_absent(sections["curves"], "CSV", "training curves")
     check_absent(sections["interactions"], "not factorial")
+    # every tested arm's Δ comes with its interval, which contains Δ
+    tested = [a for v in csv_report.data.verdicts for a in v.arms if a.test is not None]
+    assert tested and all(a.interval[0] < a.delta < a.interval[1] for a in tested)
     # one forest, bump and power figure per metric; one decoupling figure with a panel per scale
     for key in ("forest", "transfer", "power"):
         assert [f.key.split("-", 1)[1] for f in figures_of(sections[key])] == [
@@ -189,5 +192,7 @@ def test_a_sequential_audit_reports_the_loops_verdicts_and_design(tmp_path: Path
     seq = looped[("val_loss", "d48")]
     assert {arm.verdict for arm in seq.arms} == {"improver"}
     assert {arm.test for arm in seq.arms} == {"sequential"} and seq.sigma == 0.02
+    assert all(arm.interval is None for arm in seq.arms)  # no fixed-design interval
+    assert all(arm.interval is not None for arm in v.arms if arm.test)
     assert seq.design_fwer is not None and seq.design_fwer <= 0.05
     assert looped[("val_loss", "d32")] == fixed[("val_loss", "d32")]  # not in the summary

@@ -24,6 +24,7 @@ def reference(
     dof = sum(len(g) - 1 for g in groups)
     sigma = np.sqrt(sum((len(g) - 1) * np.var(g, ddof=1) for g in groups) / dof)
     single = any(len(values[a]) == 1 for a in arms)
+    level = 1 - alpha / len(arms)  # Bonferroni-simultaneous intervals
     result = {}
     for arm in arms:
         x = np.array(values[arm])
@@ -31,12 +32,19 @@ def reference(
         p_z = 2 * stats.norm.sf(abs(delta / sigma))
         if paper:
             p, test = p_z, "z"
+            half = stats.norm.ppf(1 - (1 - level) / 2) * sigma
+            interval = (delta - half, delta + half)
         elif single:  # one seed somewhere: every arm gets the shared-σ t (prediction t for n=1)
-            t = delta / (sigma * np.sqrt(1 / len(x) + 1 / len(base)))
-            p, test = 2 * stats.t.sf(abs(t), dof), "pooled-t"
+            se = sigma * np.sqrt(1 / len(x) + 1 / len(base))
+            p, test = 2 * stats.t.sf(abs(delta / se), dof), "pooled-t"
+            interval = stats.t.interval(level, dof, loc=delta, scale=se)
         else:
-            p, test = stats.ttest_ind(x, base, equal_var=False).pvalue, "welch"
+            welch = stats.ttest_ind(x, base, equal_var=False)
+            p, test = welch.pvalue, "welch"
+            low, high = welch.confidence_interval(level)  # for mean(x) − mean(base)
+            interval = (low, high) if sign > 0 else (-high, -low)
         result[arm] = {"delta": delta, "z": delta / sigma, "p": p, "test": test}
+        result[arm]["interval"] = interval
     adjusted = multipletests([result[a]["p"] for a in arms], method=method)[1]
     for arm, p_adj in zip(arms, adjusted, strict=True):
         entry = result[arm]
@@ -79,6 +87,10 @@ def test_judge_matches_reference(make_table, seed, lower_is_better, paper):
         assert verdict.p_adj == pytest.approx(entry["p_adj"], rel=1e-8)
         assert verdict.verdict == entry["verdict"]
         assert verdict.test == entry["test"] == judgement.test
+        assert verdict.interval == pytest.approx(entry["interval"], rel=1e-8, abs=1e-10)
+        # the interval excludes 0 exactly when Bonferroni rejects
+        low, high = verdict.interval
+        assert (low > 0 or high < 0) == (min(1.0, verdict.p * judgement.m) < 0.05)
 
 
 def test_lower_is_better_flips_the_sign(make_table):

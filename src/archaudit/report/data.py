@@ -2,10 +2,10 @@
 `archaudit.stats` and reads audit directories.
 
 The report never computes a statistic: verdicts, intervals, error rates, decoupling, transfer,
-interactions and power all come from `archaudit.stats`. Fields that a newer stats may add (the
-design's measured error rate, its MDE, an interval for Δ, the corrected threshold, the reference
-distribution) are read with `getattr` and stay None ("not computed") until it provides them.
-When the stats API changes, this module is what to adapt.
+interactions and power all come from `archaudit.stats`, typed (`Judgement`, ...). A value stats
+leaves undefined (NaN: no design rate without a tested arm, no interval for an untested arm)
+becomes None here and "not computed" on the page. When the stats API changes, this module is
+what to adapt.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from archaudit.stats import (
 )
 from archaudit.stats.errors import EmptyTableError
 from archaudit.stats.grading import looks_like_loss
+from archaudit.stats.judge import Judgement
 from archaudit.stats.sequential import SequentialRule, sequential_design_rate
 from archaudit.stats.table import RESULTS_FILE, Table
 from archaudit.stats.verdicts import NOISE_SIGMAS
@@ -67,6 +68,8 @@ class ArmRow:
     sd: float
     delta: float
     interval: tuple[float, float] | None
+    """Bonferroni-simultaneous (1 − α) interval for Δ (stats.judge); None when not tested or
+    judged by the sequential loop (its alpha spending has no fixed-design interval)."""
     test: str | None
     p: float
     p_adj: float
@@ -97,8 +100,6 @@ class Verdicts:
     """The design's family-wise false-positive rate measured by simulation (stats-core)."""
     design_mde: float | None
     """The design's minimum detectable effect at the target power, metric units (stats-core)."""
-    threshold: float | None
-    """The smallest |Δ| that survives the correction (stats-core)."""
     reference: str | None
     calibrated: bool | None
     noise_band: float
@@ -407,6 +408,7 @@ def _sequential(
         dataclasses.replace(
             arm,
             test="sequential",
+            interval=None,
             p=rows[arm.arm]["p"],
             p_adj=math.nan,
             verdict=rows[arm.arm]["verdict"],
@@ -435,7 +437,7 @@ def _sequential(
     )
 
 
-def _from_judgement(j: Any) -> Verdicts:
+def _from_judgement(j: Judgement) -> Verdicts:
     return Verdicts(
         metric=j.metric,
         scale=j.scale,
@@ -450,11 +452,10 @@ def _from_judgement(j: Any) -> Verdicts:
         alpha=j.alpha,
         power_target=j.power_target,
         fwer_uncorrected=j.fwer_uncorrected,
-        design_fwer=_optional_float(j, "design_fwer"),
+        design_fwer=j.design_fwer if math.isfinite(j.design_fwer) else None,
         design_mde=j.design.mde_sigmas * j.sigma if j.design is not None else None,
-        threshold=_optional_float(j, "threshold"),
-        reference=getattr(j, "reference", None),
-        calibrated=getattr(j, "calibrated", None),
+        reference=j.reference,
+        calibrated=j.calibrated,
         noise_band=NOISE_SIGMAS * j.sigma,
         arms=tuple(
             ArmRow(
@@ -467,7 +468,7 @@ def _from_judgement(j: Any) -> Verdicts:
                 mean=a.mean,
                 sd=a.sd,
                 delta=a.delta,
-                interval=_optional_interval(a, "interval"),
+                interval=_finite_interval(a.interval),
                 test=a.test,
                 p=a.p,
                 p_adj=a.p_adj,
@@ -482,13 +483,7 @@ def _from_judgement(j: Any) -> Verdicts:
     )
 
 
-def _optional_float(obj: Any, name: str) -> float | None:
-    value = getattr(obj, name, None)
-    return None if value is None or not math.isfinite(value) else float(value)
-
-
-def _optional_interval(obj: Any, name: str) -> tuple[float, float] | None:
-    value = getattr(obj, name, None)
+def _finite_interval(value: Sequence[float] | None) -> tuple[float, float] | None:
     if value is None or not all(math.isfinite(v) for v in value):
         return None
     return (float(value[0]), float(value[1]))
@@ -566,7 +561,7 @@ def _bumps(
                 small=result.small,
                 large=result.large,
                 spearman=result.spearman,
-                spearman_interval=_optional_interval(result, "spearman_interval"),
+                spearman_interval=_finite_interval(result.spearman_interval),
                 kendall=result.kendall,
                 sign_preserved=result.sign_preserved,
                 arms=tuple(

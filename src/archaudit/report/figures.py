@@ -87,8 +87,8 @@ def _family_legend(fig: MplFigure, colours: dict[str, tuple]) -> None:
 
 @styled
 def forest(key: str, panels: Sequence[Verdicts]) -> Figure:
-    """Each arm's Δ (positive = better) with its interval, the ±2σ noise band and the corrected
-    threshold, one panel per scale; arms sorted by Δ and coloured by family."""
+    """Each arm's Δ (positive = better) with its simultaneous interval and the ±2σ noise band,
+    one panel per scale; arms sorted by Δ and coloured by family."""
     colours = family_colours([a.family for v in panels for a in v.arms])
     rows = max(len(v.arms) for v in panels)
     fig, axes = _new(4.2 * len(panels), 1.2 + 0.28 * rows, len(panels))
@@ -96,9 +96,6 @@ def forest(key: str, panels: Sequence[Verdicts]) -> Figure:
         shown = sorted((a for a in v.arms if math.isfinite(a.delta)), key=lambda a: a.delta)
         ax.axvspan(-v.noise_band, v.noise_band, color="0.85", zorder=0, label="±2σ noise")
         ax.axvline(0, color="0.3", lw=0.8)
-        if v.threshold is not None:
-            for sign in (-1, 1):
-                ax.axvline(sign * v.threshold, color="tab:red", ls="--", lw=0.8)
         ys = range(len(shown))
         dots = [colours[a.family or NO_FAMILY] for a in shown]
         spans = [(y, a.interval, c) for y, a, c in zip(ys, shown, dots, strict=True) if a.interval]

@@ -238,9 +238,10 @@ def noise_floor(data: ReportData) -> Section:
     title, intro = (
         "Effects against the noise floor",
         "Each dot is an arm's difference from the baseline (Δ, positive = better), with its "
-        "interval as a line. The grey band is ±2σ, where σ is the seed-to-seed noise of the "
-        "baseline: an effect inside it is within noise by rule. Dashed red lines mark the "
-        "smallest |Δ| that survives the multiple-testing correction.",
+        "simultaneous (1 − α) interval as a line (Bonferroni over the family, in the test's own "
+        "reference): an interval clear of 0 is significant even under Bonferroni, and Holm "
+        "finds at least as much. The grey band is ±2σ, where σ is the seed-to-seed noise of the "
+        "baseline: an effect inside it is within noise by rule.",
     )
     if not data.verdicts:
         return _absent("forest", title, intro, _why(data, "table", "verdicts"))
@@ -249,16 +250,13 @@ def noise_floor(data: ReportData) -> Section:
         panels = [v for v in data.verdicts if v.metric == metric]
         if panels and any(a.arms for a in panels):
             blocks.append(figures.forest(f"forest-{slug(metric)}", panels))
-    missing = []
-    if any(a.interval is None for v in data.verdicts for a in v.arms):
-        missing.append("intervals for Δ")
-    if any(v.threshold is None for v in data.verdicts):
-        missing.append("the corrected threshold")
-    if missing:
+    sequential = sorted({a.arm for v in data.verdicts for a in v.arms if a.test == "sequential"})
+    if sequential:
         blocks.append(
             Paragraph(
-                f"Not drawn: {' and '.join(missing)} ({NOT_COMPUTED} by this version of "
-                "archaudit.stats)."
+                "No interval for the arms the sequential loop judged ("
+                + ", ".join(sequential)
+                + "): its alpha spending over looks has no fixed-design interval."
             )
         )
     left_out = sorted(

@@ -15,7 +15,7 @@ import numpy as np
 
 from archaudit.stats.corrections import adjust_pvalues
 from archaudit.stats.dunnett import dunnett_stepdown
-from archaudit.stats.family_test import Z, statistics
+from archaudit.stats.family_test import Z, standard_error, statistics
 from archaudit.stats.noise import NoiseFloor
 from archaudit.stats.significance import Welch, welch_test
 from archaudit.stats.verdicts import classify
@@ -41,6 +41,8 @@ class ArmTest:
     """The family test's statistic (t or z)."""
     df: float
     """Its degrees of freedom (infinite for z)."""
+    scale: float
+    """What the test divides Δ by (its standard error; σ for z)."""
     p: float
     """Its two-sided p-value: the one the correction uses."""
 
@@ -59,9 +61,9 @@ def compare_arm(
         welch = Welch(t=sign * raw.t, df=raw.df, p=raw.p)
     sd = float(np.std(values, ddof=1)) if n >= 2 else math.nan
     arm_var = sd**2 if n >= 2 else math.nan
-    stat, df, p = statistics(
-        test, delta, n, n_base, noise.sigma, noise.dof, arm_var, float(np.var(baseline, ddof=1))
-    )
+    base_var = float(np.var(baseline, ddof=1))
+    stat, df, p = statistics(test, delta, n, n_base, noise.sigma, noise.dof, arm_var, base_var)
+    scale, _ = standard_error(test, n, n_base, noise.sigma, noise.dof, arm_var, base_var)
     return ArmTest(
         n=n,
         mean=mean,
@@ -73,6 +75,7 @@ def compare_arm(
         test=test,
         statistic=float(stat),
         df=float(df),
+        scale=float(scale),
         p=float(p),
     )
 

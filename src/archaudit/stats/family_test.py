@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.special import ndtr, stdtr
+from scipy.special import ndtr, stdtr, stdtrit
 
 from archaudit.errors import ConfigError, did_you_mean
 
@@ -51,6 +51,32 @@ def choose_test(
     return WELCH
 
 
+def standard_error(
+    test: str,
+    n_arm: np.ndarray,
+    n_base: int,
+    sigma: np.ndarray,
+    dof: int,
+    arm_var: np.ndarray | None = None,
+    base_var: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(the scale Δ is divided by, degrees of freedom) of the family's test, broadcast over the
+    inputs: σ for paper-mode z, σ·√(1/n + 1/n₀) for the pooled t, Welch's SE and df."""
+    if test == Z:
+        scale = np.asarray(sigma, dtype=float) * np.ones_like(np.asarray(n_arm, dtype=float))
+        return scale, np.full_like(scale, np.inf)
+    if test == POOLED_T:
+        scale = sigma * np.sqrt(1.0 / np.asarray(n_arm, dtype=float) + 1.0 / n_base)
+        return scale, np.full_like(scale, float(dof))
+    if test == WELCH:
+        se_arm, se_base = arm_var / n_arm, base_var / n_base
+        se2 = se_arm + se_base
+        with np.errstate(divide="ignore", invalid="ignore"):
+            df = se2**2 / (se_arm**2 / (n_arm - 1) + se_base**2 / (n_base - 1))
+        return np.sqrt(se2), df
+    raise ValueError(f"unknown test {test!r}")
+
+
 def statistics(
     test: str,
     delta: np.ndarray,
@@ -66,20 +92,15 @@ def statistics(
     `delta` is signed so that positive = better; `arm_var` and `base_var` (sample variances) are
     needed by Welch only. Degrees of freedom are infinite for the normal reference.
     """
-    delta = np.asarray(delta, dtype=float)
-    if test == Z:
-        stat = delta / sigma
-        df = np.full_like(stat, np.inf)
-        return stat, df, 2.0 * ndtr(-np.abs(stat))
-    if test == POOLED_T:
-        stat = delta / (sigma * np.sqrt(1.0 / n_arm + 1.0 / n_base))
-        df = np.full_like(stat, float(dof))
-        return stat, df, 2.0 * stdtr(dof, -np.abs(stat))
-    if test == WELCH:
-        se_arm, se_base = arm_var / n_arm, base_var / n_base
-        se2 = se_arm + se_base
-        with np.errstate(divide="ignore", invalid="ignore"):
-            stat = delta / np.sqrt(se2)
-            df = se2**2 / (se_arm**2 / (n_arm - 1) + se_base**2 / (n_base - 1))
-        return stat, df, 2.0 * stdtr(df, -np.abs(stat))
-    raise ValueError(f"unknown test {test!r}")
+    scale, df = standard_error(test, n_arm, n_base, sigma, dof, arm_var, base_var)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stat = np.asarray(delta, dtype=float) / scale
+    return stat, df, 2.0 * (ndtr(-np.abs(stat)) if test == Z else stdtr(df, -np.abs(stat)))
+
+
+def interval(delta: float, scale: float, df: float, alpha: float) -> tuple[float, float]:
+    """Δ ± q·scale, q the two-sided 1 − α quantile of the test's reference (t with df, or the
+    normal for df = ∞): it excludes 0 exactly when the test's p < α. With α/m it is one of m
+    Bonferroni-simultaneous intervals."""
+    q = float(stdtrit(df, 1.0 - alpha / 2))
+    return (delta - q * scale, delta + q * scale)

@@ -13,7 +13,7 @@ from archaudit.stats.design import AuditDesign
 from archaudit.stats.design_rate import DesignRate, arm_mde, design_rate
 from archaudit.stats.errors import TableError
 from archaudit.stats.family import Family, collect_family, left_out, resolve_direction
-from archaudit.stats.family_test import Z, check_reference
+from archaudit.stats.family_test import Z, check_reference, interval
 from archaudit.stats.grading import grade_arm, looks_like_loss
 from archaudit.stats.samples import ArmSample
 from archaudit.stats.serialize import JsonResult
@@ -54,6 +54,10 @@ class ArmVerdict(JsonResult):
     """That test's statistic (t, or z in paper mode)."""
     statistic_df: float
     """Its degrees of freedom (null in JSON for z: infinite)."""
+    interval: tuple[float, float]
+    """Simultaneous (1 − α) interval for Δ: Bonferroni over the m tested arms (α alone when
+    uncorrected), in the test's reference distribution. It excludes 0 exactly when Bonferroni
+    rejects; Holm, Hochberg, BH and Dunnett reject at least as much. NaN when not tested."""
     p: float
     p_adj: float
     verdict: str
@@ -202,6 +206,7 @@ def judge(
             tests.get(sample.arm),
             p_adj=float(p_adj.get(sample.arm, math.nan)),
             verdict=verdict.get(sample.arm, sample.status),
+            alpha_each=alpha / (1 if correction == "none" else max(m, 1)),
             power_target=power_target,
             **context,
         )
@@ -254,6 +259,7 @@ def _arm_verdict(
     correction: str,
     downstream_metrics: Sequence[str] | None,
     power_target: float,
+    alpha_each: float,
 ) -> ArmVerdict:
     """One arm's row: its test (None for an arm outside the family, e.g. diverged), its
     corrected p and verdict, its MDE under the design, and its evidence grade."""
@@ -285,6 +291,9 @@ def _arm_verdict(
         test=test.test if test else None,
         statistic=test.statistic if test else math.nan,
         statistic_df=test.df if test else math.nan,
+        interval=interval(test.delta, test.scale, test.df, alpha_each)
+        if test
+        else (math.nan, math.nan),
         p=test.p if test else math.nan,
         p_adj=p_adj,
         verdict=verdict,
