@@ -18,12 +18,24 @@ def cache_dir() -> Path:
     return Path(os.environ.get("ARCHAUDIT_CACHE", Path.home() / ".cache" / "archaudit"))
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_FILE_MODE = 0o666 & ~_umask()  # what open() would give; read once, at import
+
+
 def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
-    """Call `write(tmp)` on a fresh temporary path in `path`'s folder, then rename it to `path`."""
+    """Call `write(tmp)` on a fresh temporary path in `path`'s folder, then rename it to `path`.
+    The file gets the mode a plain `open()` would give it, not mkstemp's private 0600, so that
+    the other members of a shared results folder can read it."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
         write(Path(tmp))
+        os.chmod(tmp, _FILE_MODE)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
