@@ -3,6 +3,8 @@
 import os
 import stat
 
+import pytest
+
 from archaudit.files import atomic_write, atomic_write_text
 
 
@@ -23,9 +25,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
         tmp.write_text("half")
         raise RuntimeError("killed")
 
-    try:
+    with pytest.raises(RuntimeError, match="killed"):
         atomic_write(target, fail)
-    except RuntimeError:
-        pass
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["f.json"]
