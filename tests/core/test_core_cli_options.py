@@ -1,13 +1,16 @@
 """Options that mean the same on every command: `--plugin` after the subcommand, `train --arm`,
-the shared preset default, the `--runs-dir` help text."""
+the shared preset default, placeholders in help texts."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
+import click
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from archaudit.cli import app, register_commands
@@ -121,6 +124,27 @@ def test_mods_show_and_train_share_the_default_preset() -> None:
     assert shown["size"]["d_model"] == model.d_model and shown["size"]["n_layers"] == model.n_layers
 
 
-def test_runs_dir_help_names_the_audit_folder() -> None:
-    result = CliRunner().invoke(app, ["plan", "--help"], env={"COLUMNS": "200"})
-    assert "runs/<audit>/" in result.stdout and "runs//" not in result.stdout
+def _commands(group: click.Group, path: tuple[str, ...] = ()):
+    for name, command in sorted(group.commands.items()):
+        if isinstance(command, click.Group):
+            yield from _commands(command, (*path, name))
+        else:
+            yield (*path, name), command
+
+
+def test_placeholders_in_help_survive_rendering() -> None:
+    """Markdown help drops `<audit>` as an HTML tag unless escaped: every `<name>` written in a
+    help text must show on the rendered --help (the `runs//` the issue reported)."""
+    root = typer.main.get_command(app)
+    checked = 0
+    for path, command in _commands(root):
+        texts = [command.help or "", *(getattr(p, "help", None) or "" for p in command.params)]
+        wanted = {m for t in texts for m in re.findall(r"<[^<>\s]+>", t.replace("\\", ""))}
+        if not wanted:
+            continue
+        result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "250"})
+        shown = " ".join(result.stdout.split())
+        for placeholder in wanted:
+            assert placeholder in shown, f"archaudit {' '.join(path)} --help drops {placeholder}"
+            checked += 1
+    assert checked >= 8  # runs/<audit>, <dir>, <run>, <csv>, ...

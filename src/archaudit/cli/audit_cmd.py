@@ -54,7 +54,7 @@ def show(table: Table) -> None:
 
 
 AUDIT_FILE = typer.Argument(..., help="The audit file (TOML).")
-AUDIT_TARGET = typer.Argument(..., help="The audit file or its directory (runs/<audit>).")
+AUDIT_TARGET = typer.Argument(..., help="The audit file or its directory (runs/\\<audit>).")
 
 
 @app.command()

@@ -23,7 +23,9 @@ def prepare_command(
         "`save_to_disk` dataset folder, or hf:NAME[:SPLIT] (the `hf` extra).",
     ),
     tokenizer: str = typer.Option(
-        "byte", "--tokenizer", help="byte | bpe:<V> | gpt2:<dir> | hf:<dir> (as recipe.tokenizer)."
+        "byte",
+        "--tokenizer",
+        help="byte | bpe:\\<V> | gpt2:\\<dir> | hf:\\<dir> (as recipe.tokenizer).",
     ),
     out: Path = typer.Option(..., "--out", help="Folder for shard-*.bin and index.json."),
     workers: int = typer.Option(1, "--workers", help="Tokenizing processes."),

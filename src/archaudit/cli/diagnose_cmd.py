@@ -32,8 +32,8 @@ Out = Annotated[
     Path | None,
     typer.Option(
         "--out",
-        help="Folder for the JSON and figure [default: <run>/diagnostics, or "
-        "./diagnostics/<model> for HF and GGUF models].",
+        help="Folder for the JSON and figure [default: \\<run>/diagnostics, or "
+        "./diagnostics/\\<model> for HF and GGUF models].",
     ),
 ]
 NoFigure = Annotated[bool, typer.Option("--no-figure", help="Write the JSON only.")]

@@ -24,10 +24,10 @@ def command_line() -> str:
 def report(
     source: Path = typer.Argument(..., help="Audit directory, audit file (TOML) or results CSV."),
     out: Path | None = typer.Option(
-        None, "--out", help="HTML file [default: <audit>/report.html, or <csv>.report.html]."
+        None, "--out", help="HTML file [default: \\<audit>/report.html, or \\<csv>.report.html]."
     ),
     markdown: Path | None = typer.Option(
-        None, "--markdown", help="Also write a Markdown twin here (figures in <name>_files/)."
+        None, "--markdown", help="Also write a Markdown twin here (figures in \\<name>_files/)."
     ),
     metric: list[str] = typer.Option(
         [], "--metric", help="Metric to judge (repeatable) [default: val_loss, downstream_avg]."

@@ -31,7 +31,7 @@ def aggregate_command(
     metric: Annotated[
         list[str] | None,
         typer.Option(
-            "--metric", help="Task metric, one stratum (repeatable). Default: every <task>/score."
+            "--metric", help="Task metric, one stratum (repeatable). Default: every \\<task>/score."
         ),
     ] = None,
     baseline: Baseline = "baseline",
