@@ -92,8 +92,13 @@ def flatten(cls: type, tree: Mapping[str, Any], *, section: str) -> dict[str, An
 
 
 def replace_paths(cfg: Any, changes: Mapping[str, Any], *, section: str) -> Any:
-    """`cfg` with the dotted paths of `changes` set (values checked against the field types);
-    every config on the way is rebuilt, so each validates itself again."""
+    """`cfg` with `changes` set: dotted paths or nested tables, as `flatten` reads them, each
+    value checked against its field's type. Every config on the way is rebuilt, so each
+    validates itself again."""
+    return _replace(cfg, flatten(type(cfg), changes, section=section), section)
+
+
+def _replace(cfg: Any, changes: Mapping[str, Any], section: str) -> Any:
     grouped: dict[str, dict[str, Any]] = {}
     for path, value in changes.items():
         head, _, rest = path.partition(".")
@@ -103,7 +108,7 @@ def replace_paths(cfg: Any, changes: Mapping[str, Any], *, section: str) -> Any:
     for head, items in grouped.items():
         current, key = getattr(cfg, head), f"{section}.{head}"
         if _is_config(hints[head]):
-            updates[head] = replace_paths(current, items, section=key)
+            updates[head] = _replace(current, items, key)
         elif isinstance(current, Mapping):
             updates[head] = {**current, **items}
         else:
