@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from report_helpers import fake_audit, write_results
 
 from archaudit.report import Report, build_report, write_report
@@ -196,3 +197,13 @@ def test_a_sequential_audit_reports_the_loops_verdicts_and_design(tmp_path: Path
     assert all(arm.interval is not None for arm in v.arms if arm.test)
     assert seq.design_fwer is not None and seq.design_fwer <= 0.05
     assert looped[("val_loss", "d32")] == fixed[("val_loss", "d32")]  # not in the summary
+
+
+def test_forest_range_holds_every_delta_and_the_band_and_cuts_only_far_intervals() -> None:
+    from archaudit.report.figures import forest_range
+
+    low, high = forest_range([-0.05, 0.02], band=0.03)
+    assert (low, high) == pytest.approx((-0.13, 0.11))  # the span, 0.08, again on each side
+    assert forest_range([0.5], band=0.1) == pytest.approx((-0.7, 1.1))
+    assert forest_range([], band=0.1) == pytest.approx((-0.3, 0.3))  # no arm with a Δ yet
+    assert forest_range([], band=float("nan")) == (-3.0, 3.0)

@@ -85,6 +85,16 @@ def _family_legend(fig: MplFigure, colours: dict[str, tuple]) -> None:
     )  # fmt: skip
 
 
+def forest_range(deltas: Sequence[float], band: float) -> tuple[float, float]:
+    """The x-range of a forest panel: every Δ and the noise band, with room for intervals up to
+    that span again on each side. A wider interval (one arm with few degrees of freedom) is cut
+    at the edge and marked, so it cannot squash every other arm into a dot."""
+    values = [x for x in (-band, band, *deltas) if math.isfinite(x)] or [-1.0, 1.0]
+    low, high = min(values), max(values)
+    span = (high - low) or 1.0
+    return low - span, high + span
+
+
 @styled
 def forest(key: str, panels: Sequence[Verdicts]) -> Figure:
     """Each arm's Δ (positive = better) with its simultaneous interval and the ±2σ noise band,
@@ -98,10 +108,19 @@ def forest(key: str, panels: Sequence[Verdicts]) -> Figure:
         ax.axvline(0, color="0.3", lw=0.8)
         ys = range(len(shown))
         dots = [colours[a.family or NO_FAMILY] for a in shown]
-        spans = [(y, a.interval, c) for y, a, c in zip(ys, shown, dots, strict=True) if a.interval]
-        if spans:
-            y, interval, colour = zip(*spans, strict=True)
-            ax.hlines(y, [i[0] for i in interval], [i[1] for i in interval], colors=colour, lw=1.6)
+        low, high = forest_range([a.delta for a in shown], v.noise_band)
+        for y, a, colour in zip(ys, shown, dots, strict=True):
+            if a.interval is None:
+                continue
+            start, end = max(a.interval[0], low), min(a.interval[1], high)
+            ax.hlines(y, start, end, colors=colour, lw=1.6)
+            for edge, cut, marker in (
+                (low, a.interval[0] < low, "<"),
+                (high, a.interval[1] > high, ">"),
+            ):
+                if cut:  # the interval runs on past the axis
+                    ax.plot(edge, y, marker=marker, color=colour, ms=5, clip_on=False)
+        ax.set_xlim(low, high)
         ax.scatter([a.delta for a in shown], ys, c=dots, s=25, zorder=3)
         ax.set_yticks(range(len(shown)), [a.arm for a in shown], fontsize=7)
         ax.set_ylim(-0.7, max(len(shown), 1) - 0.3)
