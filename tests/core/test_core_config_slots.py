@@ -69,7 +69,8 @@ def test_old_flat_keys_are_refused_with_their_new_key(old, new):
         build(ModelConfig, {old: value}, section="model")
     with pytest.raises(ConfigError, match=rf"did you mean 'model\.{new}'"):
         load_config(overrides=[f"model.{old}=1"])
-    assert replace_paths(ModelConfig(), {new: value}, section="model") is not None
+    # the new key is a real path (replace_paths refuses unknown ones) and holds what is set
+    assert _value_at(replace_paths(ModelConfig(), {new: value}, section="model"), new) == value
 
 
 @pytest.mark.parametrize(

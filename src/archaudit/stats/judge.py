@@ -200,13 +200,13 @@ def judge(
 
     context = dict(table=table, family=family, metric=metric, design=design)
     context |= dict(correction=correction, downstream_metrics=downstream_metrics)
+    context |= dict(alpha_each=alpha / (1 if correction == "none" else max(m, 1)))  # Bonferroni
     verdicts_by_arm = tuple(
         _arm_verdict(
             sample,
             tests.get(sample.arm),
             p_adj=float(p_adj.get(sample.arm, math.nan)),
             verdict=verdict.get(sample.arm, sample.status),
-            alpha_each=alpha / (1 if correction == "none" else max(m, 1)),
             power_target=power_target,
             **context,
         )
