@@ -25,6 +25,7 @@ def register_commands() -> None:
         data_cmd,
         diagnose_cmd,
         eval_cmd,
+        export_cmd,
         mods_cmd,
         report_cmd,
         stats_aggregate_cmd,

@@ -27,7 +27,7 @@ FLOORS: tuple[frozenset[str], ...] = (
         | {"checkpoint_io", "data.shards"}  # data.shards: the prepared-corpus index the recipe
     ),  # hash reads (config.recipe_hash); it imports only errors
     frozenset({"model", "data", "stats"}),
-    frozenset({"mods", "evals"}),
+    frozenset({"mods", "evals", "export"}),
     frozenset({"train", "diagnose"}),
     frozenset({"audit"}),
     frozenset({"report"}),

@@ -1,0 +1,292 @@
+"""Stock transformers classes that compute exactly what some archaudit configurations compute.
+
+Each `StockClass` lists the slot values it accepts (a slot it does not list must keep the
+baseline's value), the config fields it needs beyond the common ones, and where each of our
+weights goes. `pick` takes the first class that accepts every slot, or refuses in one line that
+names the slot no stock class (or no single one) expresses. Read against transformers 5.x:
+`LlamaConfig`, `Qwen3Config` (per-head RMSNorm on q and k before RoPE), `SmolLM3Config`
+(`no_rope_layers`, `layer_types`), `ArceeConfig` (a non-gated MLP), `StableLmConfig`
+(LayerNorm with bias, `partial_rotary_factor`), `Phi3Config` (fused projections, partial RoPE).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from archaudit.config import ModelConfig
+from archaudit.errors import ConfigError
+
+SLOTS = (
+    "norm.name",
+    "position.name",
+    "position.rope_fraction",
+    "attention.name",
+    "attention.score",
+    "attention.qk_norm",
+    "attention.qkv_norm",
+    "attention.logit_softcap",
+    "attention.gate",
+    "attention.value_residual",
+    "attention.window",
+    "mlp.name",
+    "block.name",
+    "residual.name",
+    "residual.mlp",
+    "stream.name",
+    "head.name",
+)
+"""The config keys that change what a trained model computes at inference. Shape, RoPE base,
+tied embeddings, init and the auxiliary objective (z-loss; MTP heads are dropped, they never
+feed the next-token logits) export to every class."""
+
+GATED_ACT = {"swiglu": "silu", "geglu": "gelu", "reglu": "relu"}
+PLAIN_ACT = {"gelu": "gelu", "relu2": "relu2"}
+WINDOW = (None, int)  # None or any window size
+FRACTION = (float,)  # any RoPE fraction
+
+
+def slot_value(cfg: ModelConfig, key: str) -> Any:
+    table, _, name = key.partition(".")
+    return getattr(getattr(cfg, table), name)
+
+
+def _accepted(value: Any, allowed: tuple) -> bool:
+    return any(
+        isinstance(value, a) and not isinstance(value, bool) if isinstance(a, type) else value == a
+        for a in allowed
+    )
+
+
+@dataclass(frozen=True)
+class StockClass:
+    model_type: str
+    architecture: str
+    accepts: Mapping[str, tuple]
+    """Slot key → allowed values (a type allows any value of it); unlisted keys: baseline."""
+    fields: Callable[[ModelConfig], dict[str, Any]]
+    renames: tuple[tuple[str, str], ...]
+    """(our weight name pattern, theirs), regular expressions applied in order."""
+    fuse: Callable[[ModelConfig, dict[str, torch.Tensor]], dict[str, torch.Tensor]] = field(
+        default=lambda cfg, state: state
+    )
+
+    def blocker(self, cfg: ModelConfig) -> str | None:
+        """The first slot key whose value this class cannot express, or None."""
+        base = ModelConfig()
+        for key in SLOTS:
+            allowed = self.accepts.get(key, (slot_value(base, key),))
+            if not _accepted(slot_value(cfg, key), allowed):
+                return key
+        return None
+
+    def weights(self, cfg: ModelConfig, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Our state dict under this class's names (tied heads and MTP heads left out)."""
+        out = {}
+        for name, tensor in state.items():
+            if name.startswith("mtp.") or (cfg.head.tie_embeddings and name == "head.proj.weight"):
+                continue
+            for pattern, replacement in self.renames:
+                name = re.sub(pattern, replacement, name)
+            out[name] = tensor
+        return self.fuse(cfg, out)
+
+
+STOCK: list[StockClass] = []
+"""Tried in order: the first that accepts a configuration exports it."""
+
+
+def pick(cfg: ModelConfig) -> StockClass:
+    """The stock class that computes `cfg` exactly, or a one-line refusal naming the slot."""
+    blockers = [(stock, stock.blocker(cfg)) for stock in STOCK]
+    for stock, blocker in blockers:
+        if blocker is None:
+            return stock
+    for key in SLOTS:
+        value = slot_value(cfg, key)
+        if not any(
+            _accepted(value, s.accepts.get(key, (slot_value(ModelConfig(), key),))) for s in STOCK
+        ):
+            raise ConfigError(
+                f"model.{key} = {value!r}: no stock transformers class computes it, so this run "
+                "cannot be exported to a Hugging Face directory without custom code"
+            )
+    stock, key = blockers[0]
+    raise ConfigError(
+        f"model.{key} = {slot_value(cfg, key)!r}: no single stock transformers class combines "
+        f"it with this run's other slots ({', '.join(s.model_type for s, _ in blockers)} each "
+        "lack one)"
+    )
+
+
+def stock_class(stock: StockClass) -> StockClass:
+    STOCK.append(stock)
+    return stock
+
+
+def _rope(cfg: ModelConfig) -> dict[str, Any]:
+    return {"rope_parameters": {"rope_type": "default", "rope_theta": cfg.position.rope_base}}
+
+
+def _shape(cfg: ModelConfig, gated: bool = True) -> dict[str, Any]:
+    from archaudit.model.mlp import hidden_width
+
+    act = GATED_ACT if gated else PLAIN_ACT
+    return {
+        "vocab_size": cfg.vocab_size,
+        "hidden_size": cfg.d_model,
+        "intermediate_size": hidden_width(cfg, gated=gated),
+        "num_hidden_layers": cfg.n_layers,
+        "num_attention_heads": cfg.n_heads,
+        "num_key_value_heads": cfg.kv_heads,
+        "head_dim": cfg.dim_head,
+        "hidden_act": act[cfg.mlp.name],
+        "max_position_embeddings": cfg.context_length,
+        "tie_word_embeddings": cfg.head.tie_embeddings,
+        **_rope(cfg),
+    }
+
+
+def _rms(cfg: ModelConfig, gated: bool = True) -> dict[str, Any]:
+    return {**_shape(cfg, gated), "rms_norm_eps": cfg.norm.eps}
+
+
+def _windows(cfg: ModelConfig) -> dict[str, Any]:
+    """Sliding windows per layer as `layer_types` (HF masks key j from query i when
+    i − j ≥ window, as `ForwardContext.mask` does)."""
+    from archaudit.model.attention import layer_window
+
+    if cfg.attention.window is None:
+        return {}
+    kinds = [
+        "full_attention" if layer_window(cfg, n) is None else "sliding_attention"
+        for n in range(cfg.n_layers)
+    ]
+    return {
+        "use_sliding_window": True,
+        "sliding_window": cfg.attention.window,
+        "layer_types": kinds,
+    }
+
+
+LAYER = r"^blocks\.(\d+)\."
+LLAMA_NAMES = (
+    (r"^embed\.", "model.embed_tokens."),
+    (LAYER + r"attn\.norm\.", r"model.layers.\1.input_layernorm."),
+    (LAYER + r"attn\.sublayer\.", r"model.layers.\1.self_attn."),
+    (LAYER + r"mlp\.norm\.", r"model.layers.\1.post_attention_layernorm."),
+    (LAYER + r"mlp\.sublayer\.w1\.", r"model.layers.\1.mlp.gate_proj."),
+    (LAYER + r"mlp\.sublayer\.w3\.", r"model.layers.\1.mlp.up_proj."),
+    (LAYER + r"mlp\.sublayer\.w2\.", r"model.layers.\1.mlp.down_proj."),
+    (r"^norm\.", "model.norm."),
+    (r"^head\.proj\.", "lm_head."),
+)
+"""Our names → Llama's; Qwen3, SmolLM3 and StableLM name their weights the same way."""
+PLAIN_MLP_NAMES = tuple(
+    (ours, theirs.replace("gate_proj", "up_proj")) if "w1" in ours else (ours, theirs)
+    for ours, theirs in LLAMA_NAMES
+)
+"""A non-gated MLP: W1 is the up projection (Arcee's `up_proj`, `down_proj`)."""
+
+LLAMA = stock_class(
+    StockClass(
+        "llama",
+        "LlamaForCausalLM",
+        {"mlp.name": tuple(GATED_ACT)},
+        lambda cfg: _rms(cfg),
+        LLAMA_NAMES,
+    )
+)
+QWEN3 = stock_class(
+    StockClass(
+        "qwen3",
+        "Qwen3ForCausalLM",
+        {"attention.qk_norm": (True,), "attention.window": WINDOW, "mlp.name": tuple(GATED_ACT)},
+        lambda cfg: {**_rms(cfg), **_windows(cfg)},
+        LLAMA_NAMES,
+    )
+)
+SMOLLM3 = stock_class(
+    StockClass(
+        "smollm3",
+        "SmolLM3ForCausalLM",
+        {
+            "position.name": ("rope", "nope"),
+            "attention.window": WINDOW,
+            "mlp.name": tuple(GATED_ACT),
+        },
+        lambda cfg: {
+            **_rms(cfg),
+            **_windows(cfg),
+            "no_rope_layers": [int(cfg.position.name == "rope")] * cfg.n_layers,
+        },
+        LLAMA_NAMES,
+    )
+)
+ARCEE = stock_class(
+    StockClass(
+        "arcee",
+        "ArceeForCausalLM",
+        {"mlp.name": tuple(PLAIN_ACT)},
+        lambda cfg: _rms(cfg, gated=False),
+        PLAIN_MLP_NAMES,
+    )
+)
+STABLELM = stock_class(
+    StockClass(
+        "stablelm",
+        "StableLmForCausalLM",
+        {
+            "norm.name": ("layernorm",),
+            "position.rope_fraction": FRACTION,
+            "mlp.name": tuple(GATED_ACT),
+        },
+        lambda cfg: {**_shape(cfg), **_partial(cfg), "layer_norm_eps": cfg.norm.eps},
+        LLAMA_NAMES,
+    )
+)
+
+
+def _partial(cfg: ModelConfig) -> dict[str, Any]:
+    """RoPE on the first `rot` dims of each head: HF rotates int(head_dim · factor) dims."""
+    rot = int(cfg.dim_head * cfg.position.rope_fraction) // 2 * 2
+    factor = rot / cfg.dim_head
+    if int(cfg.dim_head * factor) != rot:
+        raise ConfigError(
+            f"model.position.rope_fraction = {cfg.position.rope_fraction}: the "
+            f"{rot} rotated dims are not a fraction transformers reproduces"
+        )
+    rope = _rope(cfg)["rope_parameters"]
+    return {"rope_parameters": {**rope, "partial_rotary_factor": factor}}
+
+
+def _fuse_phi3(cfg: ModelConfig, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Phi-3 runs q, k, v as one `qkv_proj` and gate, up as one `gate_up_proj` (gate first)."""
+    out = dict(state)
+    for n in range(cfg.n_layers):
+        at, mlp = f"model.layers.{n}.self_attn.", f"model.layers.{n}.mlp."
+        parts = [out.pop(f"{at}{p}_proj.weight") for p in "qkv"]
+        out[f"{at}qkv_proj.weight"] = torch.cat(parts)
+        gate, up = out.pop(f"{mlp}gate_proj.weight"), out.pop(f"{mlp}up_proj.weight")
+        out[f"{mlp}gate_up_proj.weight"] = torch.cat([gate, up])
+    return out
+
+
+PHI3 = stock_class(
+    StockClass(
+        "phi3",
+        "Phi3ForCausalLM",
+        {"position.rope_fraction": FRACTION, "mlp.name": tuple(GATED_ACT)},
+        lambda cfg: {
+            **_rms(cfg),
+            **_partial(cfg),
+            "original_max_position_embeddings": cfg.context_length,
+        },
+        LLAMA_NAMES,
+        _fuse_phi3,
+    )
+)

@@ -1,0 +1,160 @@
+"""`archaudit export hf`: stock transformers classes load the export with no custom code and
+compute the run's logits; what no stock class computes is refused by its slot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from archaudit.config import ModelConfig, Recipe
+from archaudit.mods import resolve_arm
+
+transformers = pytest.importorskip("transformers")
+
+TINY = ModelConfig(d_model=32, n_layers=4, n_heads=4, context_length=32)
+STEPS = Recipe(
+    steps=3,
+    batch_tokens=256,
+    lr=3e-2,
+    corpus_chars=20_000,
+    device="cpu",
+    eval_every=3,
+    checkpoint_every=3,
+)
+SLOW = pytest.mark.slow
+EXPORTED = {
+    "baseline": "LlamaForCausalLM",
+    "gqa": "LlamaForCausalLM",
+    "tied_embeddings": "LlamaForCausalLM",
+    "geglu": "LlamaForCausalLM",
+    "qk_norm": "Qwen3ForCausalLM",
+    "nope": "SmolLM3ForCausalLM",
+    "swa": "SmolLM3ForCausalLM",
+    "gelu_mlp": "ArceeForCausalLM",
+    "relu2": "ArceeForCausalLM",
+    "layernorm": "StableLmForCausalLM",
+    "partial_rope": "Phi3ForCausalLM",
+}
+
+
+def _run(root: Path, arm: str, tokenizer: str = "byte", context: int = 32) -> Path:
+    from archaudit.train import train
+
+    run = root / arm
+    recipe = Recipe(**{**STEPS.__dict__, "tokenizer": tokenizer})
+    vocab = {"vocab_size": 300} if tokenizer != "byte" else {}
+    cfg = ModelConfig(**{**TINY.__dict__, **vocab, "context_length": context})
+    assert train(resolve_arm(arm).apply(cfg), recipe, run, seed=0).status == "ok"
+    return run
+
+
+FAST = ("baseline", "qk_norm", "gelu_mlp", "layernorm")
+
+
+@pytest.mark.parametrize(
+    "arm", [a if a in FAST else pytest.param(a, marks=SLOW) for a in sorted(EXPORTED)]
+)
+def test_stock_class_computes_the_runs_logits(arm: str, tmp_path: Path) -> None:
+    from archaudit.export import export_hf
+    from archaudit.model.load import load_model
+
+    run = _run(tmp_path, arm)
+    result = export_hf(run, tmp_path / "hf")
+    assert result.architecture == EXPORTED[arm]
+    # Read back independently of the exporter's own check, on other tokens.
+    loaded = transformers.AutoModelForCausalLM.from_pretrained(
+        tmp_path / "hf", dtype=torch.float32, local_files_only=True
+    )
+    assert type(loaded).__name__ == EXPORTED[arm]
+    assert json.loads((tmp_path / "hf" / "config.json").read_text())["architectures"] == [
+        EXPORTED[arm]
+    ]
+    ours, _ = load_model(run)
+    ids = torch.randint(0, 256, (3, 32), generator=torch.Generator().manual_seed(7))
+    with torch.no_grad():
+        diff = (ours(ids) - loaded(input_ids=ids).logits).abs().max().item()
+    assert diff <= 1e-4
+    assert ours(ids).abs().max().item() > 1e-2  # logits that a wrong mapping would change
+
+
+@pytest.mark.parametrize(
+    ("arm", "slot"),
+    [
+        ("softpick", "model.attention.score = 'softpick'"),
+        ("parallel_block", "model.block.name = 'parallel'"),
+        ("mos", "model.head.name = 'mos'"),
+    ],
+)
+def test_refusal_names_the_slot(arm: str, slot: str) -> None:
+    from archaudit.errors import ConfigError
+    from archaudit.export import pick
+
+    with pytest.raises(ConfigError, match="no stock transformers class") as err:
+        pick(resolve_arm(arm).apply(TINY))
+    assert str(err.value).startswith(slot) and "\n" not in str(err.value)
+
+
+def test_a_combination_no_single_class_holds_names_a_slot() -> None:
+    from archaudit.errors import ConfigError
+    from archaudit.export import pick
+
+    both = resolve_arm("qk_norm").apply(resolve_arm("layernorm").apply(TINY))
+    with pytest.raises(ConfigError, match="no single stock transformers class") as err:
+        pick(both)
+    assert str(err.value).startswith("model.")
+
+
+@pytest.mark.parametrize("tokenizer", ["byte", "bpe:300"])
+def test_exported_tokenizer_tokenizes_as_ours(tokenizer: str, tmp_path: Path) -> None:
+    from archaudit.export import export_hf
+    from archaudit.model.load import load_model
+
+    run = _run(tmp_path, "baseline", tokenizer)
+    export_hf(run, tmp_path / "hf")
+    theirs = transformers.AutoTokenizer.from_pretrained(tmp_path / "hf", local_files_only=True)
+    _, ours = load_model(run)
+    text = "Héllo, wörld!\n\tThe quick brown fox — 3.14 ≈ π 😀 <|endoftext|>"
+    assert theirs.encode(text, add_special_tokens=False) == ours.encode(text)
+    assert theirs.decode(ours.encode(text)) == ours.decode(ours.encode(text))
+    assert theirs.eos_token_id == ours.eos_id
+
+
+def test_eval_and_diagnose_read_the_export(tmp_path: Path) -> None:
+    from archaudit.diagnose import diagnose_bottleneck
+    from archaudit.evals import evaluate
+    from archaudit.export import export_hf
+
+    run = _run(tmp_path, "baseline", context=128)
+    export_hf(run, tmp_path / "hf")
+    suite, data = "demo", tmp_path / "text.txt"
+    data.write_text("the cat sat on the mat and the dog ran far away. " * 20)
+    ran = evaluate(str(run), suite, limit=4, show_progress=False)
+    exported = evaluate(str(tmp_path / "hf"), suite, limit=4, show_progress=False)
+    for task, result in ran.tasks.items():
+        mine = [item.logprobs for item in result.items]
+        theirs = [item.logprobs for item in exported.tasks[task].items]
+        assert torch.tensor(theirs).sub(torch.tensor(mine)).abs().max() <= 1e-4, task
+    common = dict(tokens=256, window=32, figure=False)
+    a, _ = diagnose_bottleneck(str(run), data, out=tmp_path / "d1", **common)
+    b, _ = diagnose_bottleneck(str(tmp_path / "hf"), data, out=tmp_path / "d2", **common)
+    assert b.suppressed_fraction.mean == pytest.approx(a.suppressed_fraction.mean, abs=1e-4)
+
+
+def test_cli_refusal_is_one_line(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from archaudit.cli import app, register_commands
+    from archaudit.errors import ConfigError
+
+    register_commands()
+    run = _run(tmp_path, "softpick")
+    done = CliRunner().invoke(app, ["export", "hf", str(run), "--out", str(tmp_path / "o")])
+    assert isinstance(done.exception, ConfigError)  # main() prints it as one line, exit 2
+    assert str(done.exception) == (
+        "model.attention.score = 'softpick': no stock transformers class computes it, so "
+        "this run cannot be exported to a Hugging Face directory without custom code"
+    )
+    assert not (tmp_path / "o").exists()  # refused before anything is written
