@@ -8,6 +8,7 @@
     runs/<audit>/index.sqlite   runs and metrics, rebuilt from the directories at will
     runs/<audit>/results.csv    arm,scale,seed,metric,value,family,status,step,tuned
     runs/<audit>/items.csv      arm,scale,seed,task,item,correct  (for paired tests)
+    runs/<audit>/results.parquet, items.parquet   the same tables (with pandas + pyarrow)
 
 Top-level folders starting with "_" (`_tune`, `_superseded`) are not part of the audit.
 """
@@ -34,6 +35,9 @@ from archaudit.files import atomic_write_text
 from archaudit.progress import warn
 from archaudit.rundir import ATTEMPTS as ATTEMPTS  # re-exported for the store's readers
 from archaudit.rundir import DONE, EVALS, FAILED, METRICS, RUN_FILE
+from archaudit.stats.frames import parquet_twin
+from archaudit.stats.items import load_items
+from archaudit.stats.table import load_table
 
 AUDIT_FILE, INDEX, RESULTS, ITEMS = "audit.json", "index.sqlite", "results.csv", "items.csv"
 SEQUENTIAL_DIR, SEQUENTIAL_SUMMARY = "sequential", "summary.json"
@@ -252,6 +256,8 @@ def export(audit_dir: Path, statuses: Iterable[RunStatus] | None = None) -> tupl
     items = audit_dir / ITEMS
     atomic_write_text(results, _csv(RESULT_COLUMNS, (r for s in statuses for r in result_rows(s))))
     atomic_write_text(items, _csv(ITEM_COLUMNS, (r for s in statuses for r in item_rows(s))))
+    parquet_twin(results, load_table)  # results.parquet, items.parquet: the `frames` extra
+    parquet_twin(items, load_items)
     return results, items
 
 

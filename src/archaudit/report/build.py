@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from archaudit.files import atomic_write_text
 from archaudit.report.data import ReportData, gather
 from archaudit.report.html import render_html
 from archaudit.report.markdown import render_markdown
 from archaudit.report.sections import SECTIONS, Section
+from archaudit.stats.table import RESULTS_FILE, load_table
 
 REPORT_FILE = "report.html"
 
@@ -36,17 +39,34 @@ class Report:
     def markdown(self, figures_dir: str) -> tuple[str, dict[str, str]]:
         return render_markdown(self.title, self.subtitle, self.sections, figures_dir)
 
+    def _repr_html_(self) -> str:
+        """Jupyter shows the report inline (the page is self-contained: no script, no URL)."""
+        return self.html()
+
+
+def frame_source(source: str | Path | Any, path: Path | None = None) -> str | Path:
+    """A DataFrame (long shape) or `Table` as the results CSV the report reads: written to
+    `path` (in a fresh temporary folder by default) after the same checks `judge` applies."""
+    if isinstance(source, str | Path):
+        return source
+    table = load_table(source)  # the checks first: a bad frame fails before anything is written
+    if path is None:
+        path = Path(tempfile.mkdtemp(prefix="archaudit-frame-")) / RESULTS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, table.to_frame().to_csv(index=False, lineterminator="\n"))
+    return path
+
 
 def build_report(
-    source: str | Path,
+    source: str | Path | Any,
     *,
     metrics: Sequence[str] = (),
     baseline: str = "baseline",
     command: str | None = None,
 ) -> Report:
-    """Gather the results of SOURCE (audit directory, audit file or results CSV) and lay out
-    every section, in order."""
-    data = gather(source, metrics=metrics, baseline=baseline, command=command)
+    """Gather the results of SOURCE (audit directory, audit file, results CSV, or a pandas
+    DataFrame in the long shape) and lay out every section, in order."""
+    data = gather(frame_source(source), metrics=metrics, baseline=baseline, command=command)
     return Report(data, tuple(section(data) for section in SECTIONS))
 
 
@@ -57,7 +77,7 @@ def default_output(data: ReportData) -> Path:
 
 
 def write_report(
-    source: str | Path,
+    source: str | Path | Any,
     out: str | Path | None = None,
     *,
     markdown: str | Path | None = None,
@@ -67,6 +87,8 @@ def write_report(
 ) -> Path:
     """Write the HTML report (and, with `markdown`, its Markdown twin with figures in
     `<markdown stem>_files/`); return the HTML path."""
+    # A DataFrame's rows are kept as the CSV beside the report (report.html → report.csv).
+    source = frame_source(source, Path(out).with_suffix(".csv") if out is not None else None)
     report = build_report(source, metrics=metrics, baseline=baseline, command=command)
     html_path = write_html(report, Path(out) if out is not None else default_output(report.data))
     if markdown is not None:

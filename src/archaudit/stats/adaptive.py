@@ -19,7 +19,7 @@ from archaudit.stats.compare import decide
 from archaudit.stats.family import collect_family
 from archaudit.stats.judge import Judgement
 from archaudit.stats.serialize import JsonResult
-from archaudit.stats.table import Table
+from archaudit.stats.table import TableLike, load_table
 from archaudit.stats.verdicts import INCOMPLETE
 
 
@@ -46,12 +46,13 @@ class SeedingAdvice(JsonResult):
 
 
 def adaptive_seeding(
-    table: Table, judgement: Judgement, *, threshold: float = 0.05, grid: int = 100
+    table: TableLike, judgement: Judgement, *, threshold: float = 0.05, grid: int = 100
 ) -> SeedingAdvice:
     """Advise, per arm, whether another seed could still change `judgement`'s verdict.
 
     An incomplete arm always gets "add seed" (finish its runs); a diverged one never does.
     """
+    table = load_table(table)
     family = collect_family(
         table,
         judgement.metric,

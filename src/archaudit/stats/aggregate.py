@@ -32,7 +32,7 @@ from archaudit.stats.errors import DesignError, TooFewSeedsError
 from archaudit.stats.resample import estimable_interval
 from archaudit.stats.samples import sample_arm
 from archaudit.stats.serialize import JsonResult
-from archaudit.stats.table import Table
+from archaudit.stats.table import TableLike, load_table
 
 TASK_SUFFIX = "/score"
 """Per-task metrics the audit store writes (`<task>/score`); the default strata."""
@@ -109,7 +109,7 @@ class Aggregates(JsonResult):
 
 
 def aggregate(
-    table: Table,
+    table: TableLike,
     *,
     metrics: Sequence[str] = (),
     baseline: str = "baseline",
@@ -121,6 +121,7 @@ def aggregate(
     aso_threshold: float = ASO_THRESHOLD,
 ) -> Aggregates:
     """IQM, macro mean, P(arm > baseline) and ASO over the task `metrics` at one scale."""
+    table = load_table(table)
     tasks = tuple(metrics) or tuple(m for m in table.metrics if m.endswith(TASK_SUFFIX))
     if not tasks:
         raise DesignError(

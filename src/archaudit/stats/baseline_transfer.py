@@ -19,7 +19,7 @@ import numpy as np
 from archaudit.stats.errors import DesignError
 from archaudit.stats.judge import judge
 from archaudit.stats.serialize import JsonResult
-from archaudit.stats.table import Table
+from archaudit.stats.table import Table, TableLike, load_table
 from archaudit.stats.verdicts import DIVERGED, INCOMPLETE
 
 AUDIT_BASELINE = "baseline"
@@ -69,7 +69,7 @@ class BaselineTransfer(JsonResult):
 
 
 def transfer_across_baselines(
-    table: Table,
+    table: TableLike,
     metric: str,
     baselines: Sequence[str],
     *,
@@ -79,6 +79,7 @@ def transfer_across_baselines(
     scale: str | None = None,
 ) -> BaselineTransfer:
     """Judge every non-baseline arm against each baseline and compare."""
+    table = load_table(table)
     if len(set(baselines)) < 2:
         raise DesignError(
             table.source,

@@ -121,7 +121,7 @@ def read_rows(path: Path, required: Sequence[str], optional: Sequence[str]) -> I
                 raise EmptyTableError(
                     name, "the file is empty", "write a header line: " + ",".join(required)
                 )
-            header = _check_header(header, f"{name}:{reader.line_num}", required, optional)
+            header = check_header(header, f"{name}:{reader.line_num}", required, optional)
             count = 0
             for fields in reader:
                 if not any(field.strip() for field in fields):
@@ -163,7 +163,7 @@ def read_rows(path: Path, required: Sequence[str], optional: Sequence[str]) -> I
         raise TableError(name, f"cannot be read ({err.strerror})", "check the path") from None
 
 
-def _check_header(
+def check_header(
     cells: list[str], where: str, required: Sequence[str], optional: Sequence[str]
 ) -> list[str]:
     header = [cell.strip() for cell in cells]

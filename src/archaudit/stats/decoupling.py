@@ -24,7 +24,7 @@ import numpy as np
 
 from archaudit.stats.judge import judge
 from archaudit.stats.serialize import JsonResult
-from archaudit.stats.table import Table
+from archaudit.stats.table import TableLike, load_table
 from archaudit.stats.verdicts import (
     IMPROVER,
     NOMINAL_IMPROVER,
@@ -85,7 +85,7 @@ class Decoupling(JsonResult):
 
 
 def decoupling(
-    table: Table,
+    table: TableLike,
     *,
     loss_metric: str = "val_loss",
     downstream_metric: str = "downstream_avg",
@@ -96,6 +96,7 @@ def decoupling(
     scale: str | None = None,
 ) -> Decoupling:
     """Find arms whose loss says "near baseline" while downstream says otherwise (or reverse)."""
+    table = load_table(table)
     options = dict(baseline=baseline, correction=correction, alpha=alpha, scale=scale)
     loss = judge(table, loss_metric, lower_is_better=True, **options)
     downstream = judge(table, downstream_metric, **options)

@@ -37,7 +37,7 @@ from archaudit.stats.judge import collect_family
 from archaudit.stats.noise import pooled_sd
 from archaudit.stats.samples import ArmSample
 from archaudit.stats.serialize import JsonResult
-from archaudit.stats.table import Table
+from archaudit.stats.table import TableLike, load_table
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ class Interactions(JsonResult):
 
 
 def interactions(
-    table: Table,
+    table: TableLike,
     metric: str,
     *,
     baseline: str = "baseline",
@@ -95,6 +95,7 @@ def interactions(
     separator: str = "+",
 ) -> Interactions:
     """Interaction contrasts, the additive fit and the harmful-count fit at one scale."""
+    table = load_table(table)
     family = collect_family(
         table, metric, baseline=baseline, lower_is_better=lower_is_better, scale=scale
     )

@@ -10,8 +10,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
-from archaudit.stats.csvio import read_rows, resolve_source
 from archaudit.stats.errors import DuplicateRowError
 
 ITEM_COLUMNS = ("arm", "scale", "seed", "task", "item", "correct")
@@ -65,6 +65,16 @@ class ItemTable:
             )
         return runs
 
+    def to_frame(self) -> Any:
+        """One row per (arm, scale, seed, task, item) with `correct` as 0/1."""
+        from archaudit.stats.frames import records_frame
+
+        records = [
+            {c: getattr(r, c) for c in ITEM_COLUMNS[:-1]} | {"correct": int(r.correct)}
+            for r in self.results
+        ]
+        return records_frame(records, ITEM_COLUMNS)
+
     @cached_property
     def arms(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(result.arm for result in self.results))
@@ -80,9 +90,14 @@ class ItemTable:
         }
 
 
-def load_items(source: str | Path) -> ItemTable:
-    """Read an items CSV, or `<audit_dir>/items.csv` when given a directory."""
-    path = resolve_source(source, ITEMS_FILE, "paired tests need per-item results; pass --items")
+def load_items(source: str | Path | Any) -> ItemTable:
+    """Read an items CSV or Parquet file, `<audit_dir>/items.csv` when given a directory, or a
+    pandas DataFrame with the same columns."""
+    if isinstance(source, ItemTable):
+        return source
+    from archaudit.stats.table import source_rows
+
+    cells, name = source_rows(source, ITEMS_FILE, ITEM_COLUMNS, ())
     results = tuple(
         ItemResult(
             arm=cells.text("arm"),
@@ -93,6 +108,6 @@ def load_items(source: str | Path) -> ItemTable:
             correct=cells.choice("correct", ("0", "1"), default="") == "1",
             line=cells.line,
         )
-        for cells in read_rows(path, ITEM_COLUMNS, ())
+        for cells in cells
     )
-    return ItemTable(results, source=str(path))
+    return ItemTable(results, source=name)

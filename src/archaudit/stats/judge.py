@@ -17,7 +17,7 @@ from archaudit.stats.family_test import Z, check_reference, interval
 from archaudit.stats.grading import grade_arm, looks_like_loss
 from archaudit.stats.samples import ArmSample
 from archaudit.stats.serialize import JsonResult
-from archaudit.stats.table import Table
+from archaudit.stats.table import Table, TableLike, load_table
 
 ATTENTION_OUTPUT = "attention-output"
 SIGMA_RATIO_WARNING = 2.0
@@ -144,7 +144,7 @@ class Judgement(JsonResult):
 
 
 def judge(
-    table: Table,
+    table: TableLike,
     metric: str,
     *,
     baseline: str = "baseline",
@@ -169,6 +169,7 @@ def judge(
     `equal_variance` judges multi-seed arms by the pooled t instead of Welch's.
     `downstream_metrics` is for grading (default: every metric whose name does not read as a loss).
     """
+    table = load_table(table)
     check_correction(correction)
     check_reference(reference)
     for name, value in (("alpha", alpha), ("power_target", power_target)):

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.special import betainc, ndtri
 
 from archaudit.stats.errors import DesignError, check_name
-from archaudit.stats.items import ItemKey, ItemTable
+from archaudit.stats.items import ItemKey, ItemTable, load_items
 from archaudit.stats.resample import bootstrap_means, percentile_interval
 from archaudit.stats.serialize import JsonResult
 
@@ -119,7 +120,7 @@ class ItemComparison(JsonResult):
 
 
 def compare_items(
-    items: ItemTable,
+    items: ItemTable | Any,
     arm: str,
     baseline: str,
     scale: str,
@@ -129,7 +130,9 @@ def compare_items(
     seed: int = 0,
     confidence: float = 0.95,
 ) -> ItemComparison:
-    """Paired comparison of `arm` with `baseline` on the items every run of both answered."""
+    """Paired comparison of `arm` with `baseline` on the items every run of both answered.
+    `items` is an `ItemTable`, an items CSV/Parquet file, an audit directory or a DataFrame."""
+    items = load_items(items)
     for role, name in (("arm", arm), ("baseline", baseline)):
         check_name(items.source, "arm", role, name, items.arms)
     arm_answers = items.answers(arm, scale, task)

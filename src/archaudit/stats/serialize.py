@@ -37,3 +37,15 @@ class JsonResult:
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    def to_frame(self) -> Any:
+        """A pandas DataFrame (the `frames` extra): one row per record of the result's first
+        field that holds records (a judgement's arms, ...), else one row of the whole result;
+        nested fields become dotted columns."""
+        from archaudit.stats.frames import records_frame
+
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if isinstance(value, tuple) and value and dataclasses.is_dataclass(value[0]):
+                return records_frame([to_jsonable(v) for v in value], ())
+        return records_frame([self.to_dict()], ())

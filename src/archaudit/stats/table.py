@@ -19,12 +19,13 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
-from archaudit.stats.csvio import read_rows, resolve_source
+from archaudit.stats.csvio import CsvRow, read_rows, resolve_source
 from archaudit.stats.errors import (
     DuplicateRowError,
     InconsistentArmError,
@@ -32,6 +33,7 @@ from archaudit.stats.errors import (
     UnknownNameError,
     check_name,
 )
+from archaudit.stats.frames import FRAME_SOURCE, frame_rows, is_frame, read_parquet, records_frame
 
 REQUIRED_COLUMNS = ("arm", "scale", "seed", "metric", "value")
 OPTIONAL_COLUMNS = ("family", "status", "step", "tuned")
@@ -40,6 +42,11 @@ RESULTS_FILE = "results.csv"
 
 _SCALE_NUMBER = re.compile(r"(\d+(?:\.\d+)?)\s*([kmbt]?)", re.IGNORECASE)
 _SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
+
+
+TableLike = Any
+"""What every analysis reads: a `Table`, a results CSV or Parquet file, an audit directory, or
+a pandas DataFrame in the long shape (each goes through `load_table`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +87,12 @@ class Table:
     def __post_init__(self) -> None:
         _check_rows(self)
         _check_arm_properties(self)
+
+    def to_frame(self) -> Any:
+        """The rows as a long pandas DataFrame (NaN where a value was not measured)."""
+        columns = (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)
+        records = [{c: getattr(row, c) for c in columns} for row in self.rows]
+        return records_frame(records, columns)
 
     def where(self, row: Row) -> str:
         """The "file:line" of a row, for error messages."""
@@ -178,14 +191,12 @@ class Table:
         return self.scales[0]
 
 
-def load_table(source: str | Path) -> Table:
-    """Read a long-format results CSV, or `<audit_dir>/results.csv` when given a directory."""
-    path = resolve_source(
-        source,
-        RESULTS_FILE,
-        "the audit store writes it as runs finish; or pass a CSV with the columns "
-        + ",".join(REQUIRED_COLUMNS),
-    )
+def load_table(source: str | Path | Any) -> Table:
+    """Read a long-format results CSV or Parquet file, `<audit_dir>/results.csv` when given a
+    directory, or a pandas DataFrame with the same columns (checked the same way)."""
+    if isinstance(source, Table):
+        return source
+    cells, name = source_rows(source, RESULTS_FILE, REQUIRED_COLUMNS, OPTIONAL_COLUMNS)
     rows = tuple(
         Row(
             arm=cells.text("arm"),
@@ -199,9 +210,26 @@ def load_table(source: str | Path) -> Table:
             tuned=cells.boolean("tuned"),
             line=cells.line,
         )
-        for cells in read_rows(path, REQUIRED_COLUMNS, OPTIONAL_COLUMNS)
+        for cells in cells
     )
-    return Table(rows, source=str(path))
+    return Table(rows, source=name)
+
+
+def source_rows(
+    source: str | Path | Any, filename: str, required: Sequence[str], optional: Sequence[str]
+) -> tuple[Iterator[CsvRow], str]:
+    """The checked rows of a DataFrame, a Parquet file, a CSV, or `source/filename`."""
+    if is_frame(source):
+        return frame_rows(source, required, optional), FRAME_SOURCE
+    path = resolve_source(
+        source,
+        filename,
+        "the audit store writes it as runs finish; or pass a CSV with the columns "
+        + ",".join(required),
+    )
+    if path.suffix == ".parquet":
+        return frame_rows(read_parquet(path), required, optional, str(path)), str(path)
+    return read_rows(path, required, optional), str(path)
 
 
 def order_scales(scales: dict[str, None] | tuple[str, ...]) -> tuple[str, ...]:

@@ -24,7 +24,7 @@ from archaudit.stats.judge import Judgement, collect_family, judge
 from archaudit.stats.ranking import kendall_tau_b, rankdata, spearman
 from archaudit.stats.resample import bootstrap_means, estimable_interval, varies
 from archaudit.stats.serialize import JsonResult
-from archaudit.stats.table import Table
+from archaudit.stats.table import Table, TableLike, load_table
 from archaudit.stats.verdicts import DIVERGED, INCOMPLETE
 
 LOW_RHO = 0.5
@@ -72,7 +72,7 @@ class ScaleTransfer(JsonResult):
 
 
 def cross_scale_transfer(
-    table: Table,
+    table: TableLike,
     metric: str,
     *,
     baseline: str = "baseline",
@@ -87,6 +87,7 @@ def cross_scale_transfer(
     confidence: float = 0.95,
 ) -> ScaleTransfer:
     """Compare the arms' effects at two scales (default: the smallest and the largest)."""
+    table = load_table(table)
     if len(table.scales) < 2:
         raise DesignError(
             f"{table.source} (column 'scale')",

@@ -1,0 +1,106 @@
+"""pandas DataFrames in and out of `archaudit.stats` (the `frames` extra: pandas, pyarrow).
+
+A DataFrame in the long shape (arm, scale, seed, metric, value[, family, status, step, tuned])
+goes through the very checks a CSV does: each row becomes the CSV row it would have been
+(`CsvRow`, numbered as if the header were line 1), so a bad cell is reported the same way and
+`judge(df)` equals `judge` on the same CSV. pandas is imported only here, inside functions:
+the statistics need none of it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from archaudit.errors import DataError
+from archaudit.stats.csvio import CsvRow, check_header
+from archaudit.stats.errors import EmptyTableError
+
+FRAME_SOURCE = "<DataFrame>"
+
+
+def is_frame(value: object) -> bool:
+    """A pandas DataFrame, recognised without importing pandas."""
+    return type(value).__name__ == "DataFrame" and hasattr(value, "itertuples")
+
+
+def pandas() -> Any:
+    try:
+        import pandas
+    except ImportError:
+        raise DataError(
+            "DataFrames need the `frames` extra: pip install 'archaudit[frames]'"
+        ) from None
+    return pandas
+
+
+def frame_rows(
+    frame: Any, required: Sequence[str], optional: Sequence[str], name: str = FRAME_SOURCE
+) -> Iterator[CsvRow]:
+    """The rows of `frame` as the CSV rows they would be, after the same header check."""
+    header = check_header([str(c) for c in frame.columns], f"{name}:1", required, optional)
+    if len(frame) == 0:
+        raise EmptyTableError(name, "the DataFrame has no rows", "add one row per run and metric")
+    for line, values in enumerate(frame.itertuples(index=False, name=None), start=2):
+        yield CsvRow(name, line, dict(zip(header, map(cell_text, values), strict=True)))
+
+
+def cell_text(value: Any) -> str:
+    """A cell as a CSV would hold it: missing values empty, numbers exactly (repr)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if type(value).__name__ in ("NAType", "NaTType"):
+        return ""
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return "true" if value else "false"
+    if hasattr(value, "item"):  # numpy scalars
+        return cell_text(value.item())
+    if isinstance(value, float):
+        return repr(value)
+    return str(value).strip()
+
+
+def read_parquet(path: Path) -> Any:
+    pd = pandas()
+    try:
+        return pd.read_parquet(path)
+    except ImportError:
+        raise DataError(f"{path}: reading Parquet needs pyarrow (the `frames` extra)") from None
+    except (OSError, ValueError) as err:
+        raise DataError(f"{path}: not a readable Parquet file ({err})") from None
+
+
+def records_frame(records: Sequence[dict[str, Any]], columns: Sequence[str]) -> Any:
+    """A DataFrame of plain records with nested dicts spread into dotted columns."""
+    pd = pandas()
+    if not records:
+        return pd.DataFrame(columns=list(columns))
+    return pd.json_normalize(list(records))
+
+
+def parquet_twin(csv_path: Path, load: Callable[[Path], Any]) -> Path | None:
+    """`<name>.parquet` beside a results or items CSV, read back through `load` (so the
+    Parquet holds exactly what the CSV's checks accept). Nothing without pandas and pyarrow;
+    a CSV with no rows leaves no Parquet (a stale one is removed)."""
+    path = csv_path.with_suffix(".parquet")
+    try:
+        import pandas  # noqa: F401
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return None
+    try:
+        frame = load(csv_path).to_frame()
+    except EmptyTableError:
+        path.unlink(missing_ok=True)
+        return None
+    return write_parquet(frame, path)
+
+
+def write_parquet(frame: Any, path: Path) -> Path:
+    """Write `frame` to `path` atomically (a reader never sees half a file)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    frame.to_parquet(tmp, index=False)
+    tmp.replace(path)
+    return path

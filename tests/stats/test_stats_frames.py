@@ -1,0 +1,136 @@
+"""DataFrames in and out: the same checks and the same verdicts as the CSV; Parquet round-trips;
+the notebook quick start of docs/notebook.md runs as written."""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+pd = pytest.importorskip("pandas")
+
+from archaudit.stats import compare_items, judge, load_items, load_table  # noqa: E402
+from archaudit.stats.errors import TableError  # noqa: E402
+from archaudit.stats.frames import parquet_twin  # noqa: E402
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "notebook.md"
+
+
+def _frame(scales: tuple[str, ...] = ("s",)) -> pd.DataFrame:
+    rng = random.Random(0)
+    rows = [
+        {
+            "arm": arm,
+            "scale": scale,
+            "seed": seed,
+            "metric": "val_loss",
+            "value": 3.0 + shift + rng.gauss(0, 0.02),
+            "family": family,
+        }
+        for arm, shift, family in (
+            ("baseline", 0, None),
+            ("qk_norm", -0.06, "attention-logits"),
+            ("swa", 0.0, "structure"),
+        )
+        for scale in scales
+        for seed in range(4)
+    ]
+    rows.append(
+        {
+            "arm": "swa",
+            "scale": scales[-1],
+            "seed": 4,
+            "metric": "val_loss",
+            "value": math.nan,
+            "family": "structure",
+        }
+    )  # not measured → incomplete
+    return pd.DataFrame(rows)
+
+
+def _items() -> pd.DataFrame:
+    rng = random.Random(1)
+    return pd.DataFrame(
+        {
+            "arm": arm,
+            "scale": "s",
+            "seed": seed,
+            "task": "t",
+            "item": str(i),
+            "correct": int(rng.random() < p),
+        }
+        for arm, p in (("baseline", 0.5), ("qk_norm", 0.8))
+        for seed in range(2)
+        for i in range(60)
+    )
+
+
+def _without_source(result) -> dict:  # type: ignore[no-untyped-def]
+    document = result.to_dict()
+    document.pop("source")
+    return document
+
+
+def test_judge_of_a_dataframe_equals_judge_of_the_same_csv(tmp_path: Path) -> None:
+    df = _frame(("s", "m"))
+    df.to_csv(tmp_path / "results.csv", index=False)
+    for scale in ("s", "m"):
+        ours = judge(df, "val_loss", scale=scale)
+        from_csv = judge(tmp_path / "results.csv", "val_loss", scale=scale)
+        assert _without_source(ours) == _without_source(from_csv)
+    assert judge(df, "val_loss", scale="s").arm("qk_norm").verdict == "improver"
+    frame = judge(df, "val_loss", scale="s").to_frame()
+    assert list(frame["arm"]) == ["qk_norm", "swa"] and "design.fwer" not in frame.columns
+
+
+def test_a_bad_cell_is_named_by_its_row() -> None:
+    df = _frame()
+    df["seed"] = df["seed"].astype(object)
+    df.loc[3, "seed"] = "three"
+    with pytest.raises(TableError, match=r"<DataFrame>:5.*seed"):
+        judge(df, "val_loss")
+    with pytest.raises(TableError, match="unknown column 'vlaue'"):
+        judge(df.rename(columns={"value": "vlaue"}), "val_loss")
+
+
+def test_parquet_round_trips_results_and_items(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    df, items = _frame(), _items()
+    df.to_csv(tmp_path / "results.csv", index=False)
+    items.to_csv(tmp_path / "items.csv", index=False)
+    results_parquet = parquet_twin(tmp_path / "results.csv", load_table)
+    items_parquet = parquet_twin(tmp_path / "items.csv", load_items)
+    assert results_parquet == tmp_path / "results.parquet"
+    assert load_table(results_parquet).rows == load_table(df).rows  # lines: header = line 1
+    assert _without_source(judge(results_parquet, "val_loss")) == _without_source(
+        judge(df, "val_loss")
+    )
+    back = load_items(items_parquet)
+    assert back.results == load_items(items).results
+    assert load_table(df).to_frame().equals(pd.read_parquet(results_parquet))
+    paired = compare_items(items_parquet, "qk_norm", "baseline", "s")
+    assert (
+        paired.to_dict()
+        == compare_items(tmp_path / "items.csv", "qk_norm", "baseline", "s").to_dict()
+    )
+
+
+def test_notebook_quick_start_runs_as_written(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("matplotlib")
+    block = re.search(r"## Quick start\n\n```python\n(.*?)```", DOCS.read_text(), re.S)
+    assert block is not None and len(block[1].strip().splitlines()) <= 10
+    _frame().to_csv(tmp_path / "results.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    shown: list = []
+    namespace: dict = {}
+    lines = block[1].strip().splitlines()
+    # A notebook displays each cell's last expression: run the lines, keep the last value.
+    exec("\n".join(lines[:-1]), namespace)
+    shown.append(eval(lines[-1].split("#")[0], namespace))
+    verdict_table = eval(lines[-2].split("#")[0], namespace)
+    assert list(verdict_table["verdict"]) == ["improver", "incomplete"]
+    html = shown[0]._repr_html_()
+    assert html.startswith("<!DOCTYPE html>") and "qk_norm" in html
