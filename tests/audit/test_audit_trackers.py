@@ -1,43 +1,82 @@
-"""Trackers: optional mirrors of the metrics rows; a missing extra is a clear error."""
+"""Trackers: optional mirrors of the metrics rows, the evals and the verdicts; a missing extra
+is a clear error. The W&B (offline) and MLflow (file store) tests read back what they wrote."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from archaudit.audit.coordinator import _track_verdicts, run_audit
 from archaudit.audit.launch import RunOptions
-from archaudit.audit.plan import RunSpec, make_plan
-from archaudit.audit.runner import run_one
+from archaudit.audit.plan import make_plan
+from archaudit.audit.runner import run_one, train_tracked
 from archaudit.audit.spec import load_audit
 from archaudit.audit.store import materialize
-from archaudit.audit.trackers import TRACKERS, check_tracker
+from archaudit.audit.trackers import TRACKERS, TrackedRun, check_tracker
+from archaudit.config import ModelConfig, Recipe
 from archaudit.errors import ConfigError
 
-ROWS: list[dict[str, Any]] = []
+EVENTS: list[tuple[str, Any]] = []
 
 
 @TRACKERS.register("test-memory")
 class MemoryTracker:
-    def __init__(self, run_dir: Path, run: RunSpec) -> None:
-        self.closed = False
+    def __init__(self, run: TrackedRun) -> None:
+        EVENTS.append(("open", run))
 
     def log(self, row: dict[str, Any]) -> None:
-        ROWS.append(row)
+        EVENTS.append(("log", row))
+
+    def summary(self, values: Mapping[str, float | None]) -> None:
+        EVENTS.append(("summary", dict(values)))
+
+    def table(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        EVENTS.append(("table", list(rows)))
 
     def close(self) -> None:
-        ROWS.append({"closed": True})
+        EVENTS.append(("close", None))
 
 
-def test_a_tracker_sees_every_metrics_row_and_is_closed(write_audit):
-    ROWS.clear()
-    run_dir = materialize(make_plan(load_audit(write_audit(arms=[]))))[0]
+def _events(kind: str) -> list[Any]:
+    return [value for k, value in EVENTS if k == kind]
+
+
+def test_a_tracker_sees_every_row_then_the_evals_and_is_closed(write_audit, probe_suite):
+    EVENTS.clear()
+    audit = write_audit(arms=[], eval={"suite": str(probe_suite)})
+    run_dir = materialize(make_plan(load_audit(audit)))[0]
     assert run_one(run_dir, RunOptions(tracker="test-memory")) == "done"
-    steps = [row["step"] for row in ROWS[:-1]]
-    assert steps == list(range(1, 13)) and ROWS[-1] == {"closed": True}
-    assert any("val_loss" in row for row in ROWS)
+    (opened,) = _events("open")
+    assert (opened.group, opened.tags["seed"]) == ("baseline/xs", "0")
+    assert [row["step"] for row in _events("log")] == list(range(1, 13))
+    (summary,) = _events("summary")
+    assert {"val_loss", "downstream_avg", "induction/acc"} <= set(summary)
+    done = json.loads((run_dir / "DONE").read_text())
+    assert summary == done["metrics"]
+    assert EVENTS[-1] == ("close", None)
+
+
+def test_the_audits_verdicts_go_to_the_tracker(write_audit):
+    EVENTS.clear()
+    plan = make_plan(load_audit(write_audit(seeds={"noise_floor": 2, "arms": 2})))
+    run_audit(plan, workers=1, live=False)  # runs in worker processes: no test tracker there
+    _track_verdicts("test-memory", plan)  # what run_audit(tracker=...) ends with
+    (rows,) = _events("table")
+    assert {(r["metric"], r["arm"]) for r in rows} == {("val_loss", "qk_norm")}
+    assert rows[0]["verdict"] in (
+        "within-noise",
+        "improver",
+        "regressor",
+        "nominal-improver",
+        "nominal-regressor",
+    )
+    verdict_summary = _events("summary")[-1]
+    assert verdict_summary["delta/val_loss/qk_norm/xs"] == rows[0]["delta"]
 
 
 def test_an_unknown_tracker_is_named():
@@ -45,18 +84,83 @@ def test_an_unknown_tracker_is_named():
         check_tracker("tensorbord")
 
 
-@pytest.mark.parametrize("name", ["tensorboard", "wandb"])
+@pytest.mark.parametrize("name", ["tensorboard", "wandb", "mlflow"])
 def test_a_missing_extra_says_how_to_install_it(name: str):
     if importlib.util.find_spec(name) is not None:
         pytest.skip(f"{name} is installed")
-    with pytest.raises(ConfigError, match=r"archaudit\[tracking\]"):
+    with pytest.raises(ConfigError, match=rf"archaudit\[{name}\]"):
         check_tracker(name)
 
 
-@pytest.mark.parametrize("name", ["tensorboard", "wandb"])
-def test_real_trackers_write_their_files(write_audit, monkeypatch, name: str):
-    pytest.importorskip(name, reason="the tracking extra is not installed")
+TINY_MODEL = ModelConfig(d_model=32, n_layers=1, n_heads=2, context_length=32)
+TINY_RECIPE = Recipe(
+    steps=6, batch_tokens=512, corpus_chars=50_000, eval_every=3, eval_batches=2,
+    checkpoint_every=6, device="cpu",
+)  # fmt: skip
+
+
+def _train(out: Path, tracker: str, probe_suite: Path) -> dict[str, float | None]:
+    _, metrics = train_tracked(
+        TINY_MODEL, TINY_RECIPE, out, seed=3, arm="qk_norm", scale="xs",
+        tracker=tracker, suite=str(probe_suite),
+    )  # fmt: skip
+    assert {"val_loss", "downstream_avg", "induction/acc"} <= set(metrics)
+    return metrics
+
+
+def _wandb_records(path: Path) -> Iterator[Any]:
+    """The records of an offline run's `.wandb` file: a LevelDB-style log (7-byte file header,
+    32 KiB blocks of checksum, length, kind, data) of protobuf `Record`s. wandb 0.31 ships no
+    Python reader for it (its core is in Go); the format is its `store` package's."""
+    from wandb.proto import wandb_internal_pb2
+
+    data, block, pos, pending = path.read_bytes(), 32768, 7, b""
+    while pos + 7 <= len(data):
+        room = block - pos % block
+        if room < 7:  # a block's tail too short for a header is padding
+            pos += room
+            continue
+        length, kind = int.from_bytes(data[pos + 4 : pos + 6], "little"), data[pos + 6]
+        pending += data[pos + 7 : pos + 7 + length]
+        pos += 7 + length
+        if kind in (1, 4):  # a full record, or the last piece of one
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(pending)
+            pending = b""
+            yield record
+
+
+def test_train_tracker_wandb_offline_holds_the_eval_metrics(tmp_path, monkeypatch, probe_suite):
+    pytest.importorskip("wandb")
     monkeypatch.setenv("WANDB_MODE", "offline")
-    run_dir = materialize(make_plan(load_audit(write_audit(arms=[]))))[0]
-    assert run_one(run_dir, RunOptions(tracker=name)) == "done"
-    assert any((run_dir / name).iterdir())
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    metrics = _train(tmp_path / "run", "wandb", probe_suite)
+    (log,) = (tmp_path / "run" / "wandb").glob("offline-run-*/run-*.wandb")
+    records = list(_wandb_records(log))
+    (run,) = [r.run for r in records if r.WhichOneof("record_type") == "run"]
+    assert (run.run_group, list(run.tags)) == ("qk_norm/xs", ["arm:qk_norm", "scale:xs", "seed:3"])
+    summary = {
+        item.key or "/".join(item.nested_key): json.loads(item.value_json)
+        for r in records
+        if r.WhichOneof("record_type") == "summary"
+        for item in r.summary.update
+    }
+    for key in ("val_loss", "downstream_avg", "induction/acc"):
+        assert summary[key] == pytest.approx(metrics[key]), sorted(summary)
+
+
+def test_train_tracker_mlflow_file_store_holds_the_eval_metrics(tmp_path, monkeypatch, probe_suite):
+    pytest.importorskip("mlflow")
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    metrics = _train(tmp_path / "run", "mlflow", probe_suite)
+    client = MlflowClient(tracking_uri=(tmp_path / "run" / "mlruns").as_uri())
+    experiment = client.get_experiment_by_name("archaudit-train")
+    (run,) = client.search_runs([experiment.experiment_id])
+    for key in ("val_loss", "downstream_avg", "induction/acc"):
+        assert run.data.metrics[key] == pytest.approx(metrics[key])
+    assert (run.data.tags["arm"], run.data.tags["scale"], run.data.tags["seed"]) == (
+        "qk_norm", "xs", "3",
+    )  # fmt: skip
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "loss")] == list(range(1, 7))

@@ -8,7 +8,7 @@ See docs/audit.md. Importing this package does not import torch.
 """
 
 from archaudit.audit.coordinator import AuditOutcome, run_audit
-from archaudit.audit.demo import judge_audit, run_demo, verdict_table
+from archaudit.audit.demo import run_demo, verdict_table
 from archaudit.audit.executors import EXECUTORS, make_executor
 from archaudit.audit.launch import RunOptions
 from archaudit.audit.plan import Plan, RunSpec, make_plan
@@ -19,6 +19,7 @@ from archaudit.audit.starter import write_starter
 from archaudit.audit.store import refresh_index, run_status
 from archaudit.audit.trackers import TRACKERS
 from archaudit.audit.tune import tune_baseline
+from archaudit.audit.verdicts import judge_audit
 
 __all__ = [
     "EXECUTORS",

@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from archaudit import progress
 from archaudit.audit import store
 from archaudit.audit.executors import make_executor
 from archaudit.audit.launch import RunOptions
@@ -21,7 +22,9 @@ from archaudit.audit.live import AuditMonitor
 from archaudit.audit.plan import Plan
 from archaudit.audit.protocol import warn_notes
 from archaudit.audit.spec import ExecutorSpec
-from archaudit.audit.trackers import check_tracker
+from archaudit.audit.trackers import check_tracker, log_verdicts
+from archaudit.audit.verdicts import judge_audit, verdict_rows
+from archaudit.errors import ArchauditError
 
 WAIT_S = 1.0
 SEED_NOTE = "seed"
@@ -88,7 +91,20 @@ def run_audit(
         if s.state not in finished
     }
     counts = Counter(s.state if s.state in finished else "failed" for s in statuses)
+    if tracker:
+        _track_verdicts(tracker, plan)
     return AuditOutcome(plan.audit_dir, dict(counts), failed, plan.audit_dir / store.RESULTS)
+
+
+def _track_verdicts(tracker: str, plan: Plan) -> None:
+    """The verdict table as the audit's own tracker run; an audit too small to judge yet
+    (one baseline seed, no finished run) is a warning, not a failure."""
+    try:
+        rows = verdict_rows(judge_audit(plan.audit_dir))
+    except ArchauditError as err:
+        progress.warn(f"verdicts not sent to the {tracker} tracker: {err}")
+        return
+    log_verdicts(tracker, plan.spec.name, plan.audit_dir, rows)
 
 
 def _runnable(status: store.RunStatus, launches: int, settings: ExecutorSpec) -> bool:

@@ -23,14 +23,12 @@ from archaudit.audit.coordinator import AuditOutcome, run_audit
 from archaudit.audit.plan import make_plan
 from archaudit.audit.sequential import SettledAudit, run_until_settled
 from archaudit.audit.spec import load_audit
-from archaudit.audit.store import AUDIT_FILE, read_json
+from archaudit.audit.verdicts import judge_audit
 
 if TYPE_CHECKING:  # scipy loads only when the demo judges
     from archaudit.stats import Judgement
 
 DEMO_FILE = Path(__file__).with_name("demo.toml")
-VERDICT_METRICS = ("val_loss", "downstream_avg")
-"""The demo's primary loss (lower is better, read from its name) and its downstream average."""
 
 
 @dataclass(frozen=True)
@@ -57,35 +55,6 @@ def run_demo(
         return DemoOutcome(settled.audit, [], time.perf_counter() - start, settled)
     outcome = run_audit(plan, workers=workers, live=live)
     return DemoOutcome(outcome, judge_audit(outcome.audit_dir), time.perf_counter() - start)
-
-
-def judge_audit(audit_dir: Path, metrics: Sequence[str] = VERDICT_METRICS) -> list[Judgement]:
-    """Every arm against its baseline, per baseline, scale and metric (with several baselines,
-    arms are named `<arm>@<baseline>` and the others' arms are left out of each family), by the
-    pooled-σ t-test: the arms share one recipe, so their seed variances are pooled."""
-    from archaudit.stats import judge, load_table
-
-    table = load_table(audit_dir)
-    baselines = (read_json(audit_dir / AUDIT_FILE) or {}).get("baselines", ["baseline"])
-    names = {b: f"baseline@{b}" if len(baselines) > 1 else "baseline" for b in baselines}
-    judgements = []
-    for base, name in names.items():
-        own = f"@{base}"
-        others = [a for a in table.arms if len(baselines) > 1 and not a.endswith(own)]
-        for scale in table.scales:
-            for metric in metrics:
-                if metric in table.metrics:
-                    judgements.append(
-                        judge(
-                            table,
-                            metric,
-                            baseline=name,
-                            scale=scale,
-                            exclude=others,
-                            equal_variance=True,
-                        )
-                    )
-    return judgements
 
 
 def verdict_table(judgement: Judgement) -> Table:

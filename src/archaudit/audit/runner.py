@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,12 +28,20 @@ from archaudit.audit import store
 from archaudit.audit.claims import try_claim
 from archaudit.audit.launch import RunOptions, cli_command
 from archaudit.audit.plan import RunSpec
-from archaudit.audit.trackers import open_tracker
-from archaudit.config import Recipe
+from archaudit.audit.trackers import TrackedRun, Tracker, check_tracker, tracked_run, tracking
+from archaudit.config import ModelConfig, Recipe, to_dict
 from archaudit.errors import ConfigError
 from archaudit.files import atomic_write, atomic_write_text
 from archaudit.progress import log
-from archaudit.rundir import ATTEMPTS, EVALS, FAILED, TRAIN_RESULT, checkpoint_dirs, checkpoint_step
+from archaudit.rundir import (
+    ATTEMPTS,
+    EVALS,
+    FAILED,
+    METRICS,
+    TRAIN_RESULT,
+    checkpoint_dirs,
+    checkpoint_step,
+)
 
 if TYPE_CHECKING:  # the trainer (and torch) load only when a run trains
     from archaudit.train import TrainResult
@@ -78,28 +86,21 @@ def _finished(run_dir: Path, spec: RunSpec) -> bool:
 
 
 def _execute(run_dir: Path, spec: RunSpec, options: RunOptions) -> dict[str, Any]:
-    from archaudit.train import TrainResult
-
     recipe = operational_recipe(spec, options)
     _record_attempt(run_dir, options)
-    if options.ranks > 1 and "WORLD_SIZE" not in os.environ:
-        command = [
-            sys.executable, "-m", "torch.distributed.run", "--standalone",
-            f"--nproc_per_node={options.ranks}", "--no-python",
-            *cli_command("run-one", str(run_dir), "--train-only", *options.to_args()),
-        ]  # fmt: skip
-        subprocess.run(command, check=True)
-        result = TrainResult(**json.loads((run_dir / TRAIN_RESULT).read_text()))
-    else:
-        result = train_only(run_dir, options, recipe=recipe)
-    metrics: dict[str, float | None] = {"val_loss": None}
-    if result.status == "ok":
-        metrics = {"val_loss": result.val_loss, "train_loss": result.final_loss}
-        metrics["params"] = float(result.params)
-        if spec.suite:
-            metrics |= evaluate_run(run_dir, spec, recipe.device)
-    elif spec.suite:
-        metrics["downstream_avg"] = None
+    tracker_name = options.tracker if os.environ.get("RANK", "0") == "0" else ""
+    with tracking(tracker_name, tracked_run(run_dir, spec)) as tracker:
+        result = _train(run_dir, spec, options, recipe, tracker)
+        metrics: dict[str, float | None] = {"val_loss": None}
+        if result.status == "ok":
+            metrics = {"val_loss": result.val_loss, "train_loss": result.final_loss}
+            metrics["params"] = float(result.params)
+            if spec.suite:
+                metrics |= evaluate_run(run_dir, spec, recipe.device)
+        elif spec.suite:
+            metrics["downstream_avg"] = None
+        if tracker is not None:
+            tracker.summary(metrics)  # the evals beside the training curves
     return {
         "id": spec.run_id,
         "arm": spec.arm,
@@ -117,19 +118,42 @@ def _execute(run_dir: Path, spec: RunSpec, options: RunOptions) -> dict[str, Any
     }
 
 
-def train_only(run_dir: Path, options: RunOptions, *, recipe: Recipe | None = None) -> TrainResult:
+def _train(
+    run_dir: Path, spec: RunSpec, options: RunOptions, recipe: Recipe, tracker: Tracker | None
+) -> TrainResult:
+    """Train here, or under torchrun over `options.ranks` processes; the tracker sees every
+    metrics row either way (read back from metrics.jsonl after the ranks finish)."""
+    from archaudit.train import TrainResult
+
+    if options.ranks > 1 and "WORLD_SIZE" not in os.environ:
+        ranks = dataclasses.replace(options, tracker="")
+        command = [
+            sys.executable, "-m", "torch.distributed.run", "--standalone",
+            f"--nproc_per_node={options.ranks}", "--no-python",
+            *cli_command("run-one", str(run_dir), "--train-only", *ranks.to_args()),
+        ]  # fmt: skip
+        subprocess.run(command, check=True)
+        if tracker is not None:
+            for line in (run_dir / METRICS).read_text().splitlines():
+                tracker.log(json.loads(line))
+        return TrainResult(**json.loads((run_dir / TRAIN_RESULT).read_text()))
+    hooks = () if tracker is None else (tracker.log,)
+    return train_only(run_dir, options, recipe=recipe, hooks=hooks)
+
+
+def train_only(
+    run_dir: Path,
+    options: RunOptions,
+    *,
+    recipe: Recipe | None = None,
+    hooks: tuple[Callable[[dict[str, Any]], None], ...] = (),
+) -> TrainResult:
     """Train (or resume) the run in this process; under torchrun every rank calls this."""
     from archaudit.train import train
 
     spec = store.read_spec(run_dir)
     recipe = recipe or operational_recipe(spec, options)
-    with contextlib.ExitStack() as stack:
-        hooks = ()
-        if options.tracker and os.environ.get("RANK", "0") == "0":
-            tracker = open_tracker(options.tracker, run_dir, spec)
-            stack.callback(tracker.close)
-            hooks = (tracker.log,)
-        return train(spec.model, recipe, run_dir, seed=spec.seed, hooks=hooks)
+    return train(spec.model, recipe, run_dir, seed=spec.seed, hooks=hooks)
 
 
 def operational_recipe(spec: RunSpec, options: RunOptions) -> Recipe:
@@ -195,3 +219,38 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def train_tracked(
+    model: ModelConfig,
+    recipe: Recipe,
+    out: Path,
+    *,
+    seed: int = 0,
+    arm: str = "baseline",
+    scale: str = "custom",
+    tracker: str = "",
+    suite: str = "",
+    limit: int | None = None,
+) -> tuple[TrainResult, dict[str, float | None]]:
+    """`archaudit train`: one run outside an audit, evaluated on `suite` when given (into
+    evals.json), mirrored to `tracker` (its summary: validation loss and every eval metric).
+    Under torchrun only rank 0 tracks and evaluates."""
+    from archaudit.evals import evaluate
+    from archaudit.train import train
+
+    if tracker:
+        check_tracker(tracker)
+    rank0 = os.environ.get("RANK", "0") == "0"
+    config = {"model": to_dict(model), "recipe": to_dict(recipe), "seed": seed}
+    run = TrackedRun("archaudit-train", out.name, arm, scale, seed, out, config)
+    with tracking(tracker if rank0 else "", run) as tracked:
+        hooks = () if tracked is None else (tracked.log,)
+        result = train(model, recipe, out, seed=seed, hooks=hooks)
+        metrics: dict[str, float | None] = {"val_loss": result.val_loss}
+        metrics["train_loss"] = result.final_loss
+        if suite and rank0 and result.status == "ok":
+            metrics |= evaluate(out, suite, limit=limit, out_path=out / EVALS).metrics
+        if tracked is not None:
+            tracked.summary(metrics)
+    return result, metrics

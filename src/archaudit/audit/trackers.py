@@ -1,15 +1,22 @@
-"""Trackers mirror a run's metrics rows to TensorBoard or Weights & Biases (`tracking` extra).
+"""Trackers mirror a run to TensorBoard, Weights & Biases or MLflow (one extra each:
+`tensorboard`, `wandb`, `mlflow`; `tracking` installs all three).
 
-A tracker is a registered factory `(run_dir, run) -> Tracker`; the runner hands `Tracker.log` to
-the trainer as a metrics hook and closes it when the run ends. Trackers are never required: the
-run directory holds every number they show.
+A tracker is a registered factory `(TrackedRun) -> Tracker`. It receives every metrics row
+while the run trains (`log`), then the run's final numbers — validation loss and every eval
+metric — as its summary (`summary`); the audit's verdict table goes to one more tracker run
+per audit (`log_verdicts`). W&B groups runs by (arm, scale) with the seed as a tag, so its
+group view shows the spread across seeds. Trackers are never required: the run directory holds
+every number they show.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -17,14 +24,49 @@ from archaudit.audit.plan import RunSpec
 from archaudit.errors import ConfigError
 from archaudit.registry import Registry
 
+VERDICT_COLUMNS = ("metric", "arm", "scale", "verdict", "delta", "p_adj", "n_seeds")
+
+
+@dataclass(frozen=True)
+class TrackedRun:
+    """What a tracker names, groups and files a run by."""
+
+    project: str
+    name: str
+    arm: str
+    scale: str
+    seed: int | None
+    folder: Path
+    """Where file-based stores go (W&B's offline files, tensorboard/, mlruns/)."""
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def group(self) -> str:
+        return f"{self.arm}/{self.scale}"
+
+    @property
+    def tags(self) -> dict[str, str]:
+        seed = {} if self.seed is None else {"seed": str(self.seed)}
+        return {"arm": self.arm, "scale": self.scale, **seed}
+
+
+def tracked_run(run_dir: Path, run: RunSpec) -> TrackedRun:
+    """An audit run as its tracker sees it (file stores in the audit directory)."""
+    audit_dir = run_dir.parents[2]  # <audit>/<arm>/<scale>/seed-<k>
+    return TrackedRun(run.audit, run.path, run.arm, run.scale, run.seed, audit_dir, run.to_json())
+
 
 class Tracker(Protocol):
     def log(self, row: dict[str, Any]) -> None: ...
 
+    def summary(self, values: Mapping[str, float | None]) -> None: ...
+
+    def table(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None: ...
+
     def close(self) -> None: ...
 
 
-TrackerFactory = Callable[[Path, RunSpec], Tracker]
+TrackerFactory = Callable[[TrackedRun], Tracker]
 TRACKERS: Registry[TrackerFactory] = Registry("tracker")
 
 
@@ -35,36 +77,86 @@ def check_tracker(name: str) -> None:
         raise _missing(name)
 
 
-def open_tracker(name: str, run_dir: Path, run: RunSpec) -> Tracker:
-    return TRACKERS.get(name)(run_dir, run)
+def open_tracker(name: str, run: TrackedRun) -> Tracker:
+    return TRACKERS.get(name)(run)
+
+
+@contextmanager
+def tracking(name: str, run: TrackedRun) -> Iterator[Tracker | None]:
+    """The open tracker (None when `name` is empty), closed however the block ends."""
+    if not name:
+        yield None
+        return
+    tracker = open_tracker(name, run)
+    try:
+        yield tracker
+    finally:
+        tracker.close()
+
+
+def log_verdicts(name: str, audit: str, folder: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+    """The audit's verdict table as one tracker run (`<audit>/verdicts`): the table itself,
+    and `verdict/<metric>/<arm>` with Δ and adjusted p in its summary."""
+    run = TrackedRun(audit, f"{audit}/verdicts", "verdicts", "all", None, folder)
+    with tracking(name, run) as tracker:
+        if tracker is None:
+            return
+        tracker.table("verdicts", rows)
+        summary: dict[str, float | None] = {}
+        for row in rows:
+            key = f"{row['metric']}/{row['arm']}/{row['scale']}"
+            summary[f"delta/{key}"] = row["delta"]
+            summary[f"p_adj/{key}"] = row["p_adj"]
+        tracker.summary(summary)
 
 
 def _missing(name: str) -> ConfigError:
     return ConfigError(
-        f"the {name} tracker needs the tracking extra: pip install 'archaudit[tracking]'"
+        f"the {name} tracker needs its extra: pip install 'archaudit[{name}]' "
+        "(or 'archaudit[tracking]' for all trackers)"
     )
 
 
-def _scalars(row: dict[str, Any]) -> dict[str, float]:
-    return {k: float(v) for k, v in row.items() if k != "step" and isinstance(v, int | float)}
+def _scalars(row: Mapping[str, Any]) -> dict[str, float]:
+    return {
+        k: float(v)
+        for k, v in row.items()
+        if k != "step" and isinstance(v, int | float) and not isinstance(v, bool)
+    }
+
+
+def _markdown(rows: Sequence[Mapping[str, Any]]) -> str:
+    columns = list(rows[0]) if rows else list(VERDICT_COLUMNS)
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(str(row.get(c, "")) for c in columns) + " |" for row in rows]
+    return "\n".join(lines)
 
 
 @TRACKERS.register("tensorboard")
 class TensorBoardTracker:
-    """Event files in `<run_dir>/tensorboard/`: `tensorboard --logdir runs/<audit>`."""
+    """Event files in `<folder>/tensorboard/<run>`: `tensorboard --logdir runs/<audit>`."""
 
     package = "tensorboard"
 
-    def __init__(self, run_dir: Path, run: RunSpec) -> None:
+    def __init__(self, run: TrackedRun) -> None:
         try:
             from torch.utils.tensorboard import SummaryWriter
         except ImportError:
             raise _missing("tensorboard") from None
-        self._writer = SummaryWriter(log_dir=str(run_dir / "tensorboard"))
+        self._writer = SummaryWriter(log_dir=str(run.folder / "tensorboard" / run.name))
+        self._step = 0
 
     def log(self, row: dict[str, Any]) -> None:
+        self._step = row["step"]
         for key, value in _scalars(row).items():
             self._writer.add_scalar(key, value, global_step=row["step"])
+
+    def summary(self, values: Mapping[str, float | None]) -> None:
+        for key, value in _scalars(values).items():
+            self._writer.add_scalar(f"summary/{key}", value, global_step=self._step)
+
+    def table(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        self._writer.add_text(name, _markdown(rows), global_step=self._step)
 
     def close(self) -> None:
         self._writer.close()
@@ -72,27 +164,99 @@ class TensorBoardTracker:
 
 @TRACKERS.register("wandb")
 class WandbTracker:
-    """One W&B run per audit run, grouped by arm; offline unless WANDB_MODE says otherwise."""
+    """One W&B run per audit run, grouped by (arm, scale), tagged with its seed. Online when
+    W&B has an API key (WANDB_API_KEY or `wandb login`), else offline files to `wandb sync`
+    later; WANDB_MODE overrides both."""
 
     package = "wandb"
 
-    def __init__(self, run_dir: Path, run: RunSpec) -> None:
+    def __init__(self, run: TrackedRun) -> None:
         try:
             import wandb
         except ImportError:
             raise _missing("wandb") from None
         self._run = wandb.init(
-            project=run.audit,
-            group=run.arm,
-            name=run.path,
-            dir=str(run_dir),
-            config=run.to_json(),
-            mode=os.environ.get("WANDB_MODE", "offline"),
-            reinit=True,
+            project=run.project,
+            group=run.group,
+            job_type=run.arm,
+            name=run.name,
+            tags=[f"{k}:{v}" for k, v in run.tags.items()],
+            dir=str(run.folder),
+            config={**run.config, **run.tags},
+            mode=os.environ.get("WANDB_MODE") or ("online" if _wandb_key() else "offline"),
+            reinit="create_new",
         )
+        self._wandb = wandb
 
     def log(self, row: dict[str, Any]) -> None:
         self._run.log(_scalars(row), step=row["step"])
 
+    def summary(self, values: Mapping[str, float | None]) -> None:
+        self._run.summary.update({k: v for k, v in values.items() if v is not None})
+
+    def table(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        columns = list(rows[0]) if rows else list(VERDICT_COLUMNS)
+        data = [[row.get(c) for c in columns] for row in rows]
+        self._run.log({name: self._wandb.Table(columns=columns, data=data)})
+
     def close(self) -> None:
         self._run.finish()
+
+
+def _wandb_key() -> bool:
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    netrc = Path(os.environ.get("NETRC", Path.home() / ".netrc"))
+    return netrc.is_file() and "api.wandb.ai" in netrc.read_text(errors="replace")
+
+
+@TRACKERS.register("mlflow")
+class MlflowTracker:
+    """One MLflow run per audit run in the experiment named after the audit, tagged with arm,
+    scale and seed. The store is MLFLOW_TRACKING_URI, else a file store `<folder>/mlruns`
+    (`mlflow ui --backend-store-uri runs/<audit>/mlruns`)."""
+
+    package = "mlflow"
+
+    def __init__(self, run: TrackedRun) -> None:
+        try:
+            from mlflow.tracking import MlflowClient
+        except ImportError:
+            raise _missing("mlflow") from None
+        uri = os.environ.get("MLFLOW_TRACKING_URI") or (run.folder / "mlruns").resolve().as_uri()
+        self._client = MlflowClient(tracking_uri=uri)
+        experiment = self._client.get_experiment_by_name(run.project)
+        experiment_id = (
+            experiment.experiment_id if experiment else self._client.create_experiment(run.project)
+        )
+        tags = {**run.tags, "group": run.group, "mlflow.runName": run.name}
+        self._run_id = self._client.create_run(experiment_id, tags=tags).info.run_id
+        self._step = 0
+        self._client.log_dict(self._run_id, _jsonable(run.config), "config.json")
+
+    def log(self, row: dict[str, Any]) -> None:
+        self._step = row["step"]
+        for key, value in _scalars(row).items():
+            self._client.log_metric(self._run_id, _mlflow_key(key), value, step=row["step"])
+
+    def summary(self, values: Mapping[str, float | None]) -> None:
+        for key, value in _scalars(values).items():
+            self._client.log_metric(self._run_id, _mlflow_key(key), value, step=self._step)
+
+    def table(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        self._client.log_dict(self._run_id, _jsonable(list(rows)), f"{name}.json")
+        for row in rows:
+            key = _mlflow_key(f"verdict/{row['metric']}/{row['arm']}/{row['scale']}")
+            self._client.set_tag(self._run_id, key, str(row["verdict"]))
+
+    def close(self) -> None:
+        self._client.set_terminated(self._run_id)
+
+
+def _mlflow_key(key: str) -> str:
+    """MLflow keys allow letters, digits, `_-. /` only; `@` (several baselines) becomes `_`."""
+    return "".join(c if c.isalnum() or c in "_-. /" else "_" for c in key)
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))

@@ -26,6 +26,7 @@ def register_commands() -> None:
         diagnose_cmd,
         eval_cmd,
         export_cmd,
+        import_cmd,
         mods_cmd,
         report_cmd,
         stats_aggregate_cmd,

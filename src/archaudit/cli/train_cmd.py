@@ -51,6 +51,15 @@ def train(
         help="A .txt or .jsonl file to train on (default: the embedded "
         "synthetic language). Same as --set recipe.corpus=PATH.",
     ),
+    tracker: str = typer.Option(
+        "", "--tracker", help="Mirror the run to tensorboard | wandb | mlflow (its own extra)."
+    ),
+    suite: str = typer.Option(
+        "",
+        "--suite",
+        help="Evaluate on this suite after training (evals.json; the tracker's summary).",
+    ),
+    limit: int | None = typer.Option(None, "--limit", help="Items per task of --suite."),
     device: Device = "",
     json_: Json = False,
     quiet: Quiet = False,
@@ -63,11 +72,11 @@ def train(
     that diverges (NaN/Inf) ends with status `diverged` and exit code 0. Ctrl-C or SIGTERM
     finishes the current step, saves it, and stops.
     """
+    from archaudit.audit.runner import train_tracked
     from archaudit.config import load_config
     from archaudit.mods import resolve_arm
     from archaudit.progress import is_rank_zero, log
     from archaudit.rundir import TRAIN_RESULT
-    from archaudit.train import train as run_training
 
     quiet_output(quiet, json_)
     load_plugin_modules(plugin)
@@ -78,7 +87,17 @@ def train(
         chosen = resolve_arm(arm)
         model_cfg, recipe = chosen.apply(model_cfg), chosen.apply_recipe(recipe)
     finished_before = (out / TRAIN_RESULT).is_file()
-    result = run_training(model_cfg, recipe, out, seed=seed)
+    result, metrics = train_tracked(
+        model_cfg,
+        recipe,
+        out,
+        seed=seed,
+        arm=arm or "baseline",
+        scale=preset or DEFAULT_PRESET,
+        tracker=tracker,
+        suite=suite,
+        limit=limit,
+    )
     if not is_rank_zero():  # under torchrun, one summary from rank 0
         return
     if finished_before and not quiet:
@@ -90,7 +109,7 @@ def train(
         for k in ("status", "steps", "tokens", "final_loss", "val_loss", "tokens_per_s", "params")
     }
     if json_:
-        emit(summary | {"arm": arm or "baseline", "out": out})
+        emit(summary | {"arm": arm or "baseline", "out": out, "metrics": metrics})
         return
     log(
         f"[bold]{result.status}[/bold]: {'' if not arm else f'{arm}, '}{result.steps} steps, "

@@ -1,0 +1,62 @@
+"""An audit's verdicts: every arm against its baseline, per baseline, scale and metric, and the
+same as plain rows for trackers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from archaudit.audit.store import AUDIT_FILE, read_json
+
+if TYPE_CHECKING:  # scipy loads only when an audit is judged
+    from archaudit.stats import Judgement
+
+VERDICT_METRICS = ("val_loss", "downstream_avg")
+"""The primary loss (lower is better, read from its name) and the downstream average."""
+
+
+def judge_audit(audit_dir: Path, metrics: Sequence[str] = VERDICT_METRICS) -> list[Judgement]:
+    """Every arm against its baseline, per baseline, scale and metric (with several baselines,
+    arms are named `<arm>@<baseline>` and the others' arms are left out of each family), by the
+    pooled-σ t-test: the arms share one recipe, so their seed variances are pooled."""
+    from archaudit.stats import judge, load_table
+
+    table = load_table(audit_dir)
+    baselines = (read_json(audit_dir / AUDIT_FILE) or {}).get("baselines", ["baseline"])
+    names = {b: f"baseline@{b}" if len(baselines) > 1 else "baseline" for b in baselines}
+    judgements = []
+    for base, name in names.items():
+        own = f"@{base}"
+        others = [a for a in table.arms if len(baselines) > 1 and not a.endswith(own)]
+        for scale in table.scales:
+            for metric in metrics:
+                if metric in table.metrics:
+                    judgements.append(
+                        judge(
+                            table,
+                            metric,
+                            baseline=name,
+                            scale=scale,
+                            exclude=others,
+                            equal_variance=True,
+                        )
+                    )
+    return judgements
+
+
+def verdict_rows(judgements: Sequence[Judgement]) -> list[dict[str, Any]]:
+    """One row per (metric, arm, scale): the verdict, Δ (positive = better), adjusted p."""
+    return [
+        {
+            "metric": j.metric,
+            "arm": arm.arm,
+            "scale": arm.scale,
+            "verdict": arm.verdict,
+            "delta": arm.delta,
+            "p_adj": arm.p_adj,
+            "n_seeds": arm.n_seeds,
+        }
+        for j in judgements
+        for arm in j.arms
+    ]

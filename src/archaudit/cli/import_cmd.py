@@ -1,0 +1,58 @@
+"""`archaudit import lm-eval RESULTS_DIR... --out DIR`: lm-eval output → results.csv and
+items.csv for `archaudit stats`. A thin face over `archaudit.evals.lmeval_results`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from archaudit.cli.app import app
+from archaudit.cli.options import Json, Quiet, emit, quiet_output
+
+import_app = typer.Typer(
+    help="Bring other tools' results in, to judge them here.", no_args_is_help=True
+)
+app.add_typer(import_app, name="import")
+
+
+@import_app.command("lm-eval")
+def import_lmeval_command(
+    results: list[Path] = typer.Argument(
+        ..., help="lm-eval --output_path folders (or results_*.json files); searched recursively."
+    ),
+    out: Path = typer.Option(..., "--out", help="Folder for results.csv and items.csv."),
+    arm_from: str = typer.Option(
+        "dir",
+        "--arm-from",
+        help="Where a run's arm comes from: dir | parent | model | fewshot | seed | params | "
+        "regex:PATTERN (one group, on the results file's path).",
+    ),
+    seed_from: str = typer.Option(
+        "seed", "--seed-from", help="Where its seed comes from (as --arm-from)."
+    ),
+    scale_from: str = typer.Option(
+        "params", "--scale-from", help="Where its scale comes from (as --arm-from)."
+    ),
+    json_: Json = False,
+    quiet: Quiet = False,
+) -> None:
+    """Read lm-eval results (and the per-item samples of --log_samples) into OUT/results.csv
+    (task/metric, task/score and downstream_avg per run) and OUT/items.csv (each item's 0/1
+    by the task's first metric), so that `archaudit stats OUT` judges the runs and
+    `archaudit stats items OUT` pairs them item by item."""
+    from archaudit.evals.lmeval_results import import_lmeval
+
+    quiet_output(quiet, json_)
+    result = import_lmeval(
+        results, out, arm_from=arm_from, seed_from=seed_from, scale_from=scale_from
+    )
+    if json_:
+        emit(result)
+        return
+    for run in result.runs:
+        typer.echo(
+            f"{run.arm} / {run.scale} / seed {run.seed}: {', '.join(run.tasks)} "
+            f"({run.items} items) ← {run.path}"
+        )
+    typer.echo(f"wrote {result.results}" + (f" and {result.items}" if result.items else ""))
