@@ -168,3 +168,47 @@ def test_a_200_mb_corpus_is_prepared_in_under_1_gb_of_memory(tmp_path):
     result = json.loads(out.stdout)
     assert result["tokens"] == (tmp_path / "big.txt").stat().st_size
     assert max(result["kb"]) < 1024 * 1024, result
+
+
+def test_nanogpt_train_val_pair_keeps_its_split_and_records_no_bytes(tmp_path):
+    rng = np.random.default_rng(1)
+    train_ids = rng.integers(0, 256, size=4_000, dtype=np.uint16)
+    val_ids = rng.integers(0, 256, size=700, dtype=np.uint16)
+    (tmp_path / "nano").mkdir()
+    val_ids.tofile(tmp_path / "nano" / "val.bin")
+    train_ids.tofile(tmp_path / "nano" / "train.bin")
+    prepare(tmp_path / "nano", "byte", tmp_path / "out", shard_tokens=1_500)
+    index = open_prepared(tmp_path / "out").index
+    assert (index["n_tokens"], index["n_val"]) == (4_700, 700) and "n_bytes" not in index
+    corpus = prepare_corpus(Recipe(corpus=str(tmp_path / "out"), val_fraction=0.5))
+    assert np.array_equal(_all(corpus.val), val_ids)
+    assert np.array_equal(_all(corpus.train), train_ids)
+    assert corpus.bytes_per_token is None
+
+
+def test_a_bin_or_a_folder_as_recipe_corpus_is_prepared_once(tmp_path, monkeypatch):
+    ids = np.random.default_rng(2).integers(0, 256, size=3_000, dtype=np.uint16)
+    ids.tofile(tmp_path / "train.bin")
+    cache = tmp_path / "cache"
+    first = prepare_corpus(Recipe(corpus=str(tmp_path / "train.bin")), cache)
+    assert np.array_equal(_all(first.train), ids[: len(first.train)])
+    (folder,) = (cache / "prepared").iterdir()
+    calls = []
+    monkeypatch.setattr("archaudit.data.prepare.prepare", lambda *a, **k: calls.append(a))
+    again = prepare_corpus(Recipe(corpus=str(tmp_path / "train.bin")), cache)
+    assert calls == [] and again.key == first.key  # cached by content: not prepared again
+    monkeypatch.undo()
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_text("some text for a folder corpus\n" * 50)
+    texts = prepare_corpus(Recipe(corpus=str(tmp_path / "docs")), cache)
+    assert texts.bytes_per_token == 1.0  # a text source records its bytes truly
+
+
+def test_an_unreadable_corpus_names_the_prepare_command(tmp_path):
+    (tmp_path / "c.parquet").write_bytes(b"PAR1")
+    with pytest.raises(DataError, match=r"archaudit data prepare .*c\.parquet --out DIR"):
+        prepare_corpus(Recipe(corpus=str(tmp_path / "c.parquet")))
+
+
+def _all(tokens) -> np.ndarray:  # type: ignore[no-untyped-def]
+    return np.asarray(tokens[np.arange(len(tokens))])

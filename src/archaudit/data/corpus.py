@@ -7,8 +7,11 @@ Writes are atomic (temp file + rename): concurrent runs sharing a cache cannot s
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +30,7 @@ from archaudit.data.tokenizers import (
 )
 from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write, cache_dir
+from archaudit.progress import log
 
 
 @dataclass(frozen=True)
@@ -34,7 +38,8 @@ class TokenCorpus:
     train: np.ndarray | TokenShards
     val: np.ndarray | TokenShards
     tokenizer: Tokenizer
-    bytes_per_token: float  # UTF-8 bytes of text per token, to turn nats/token into bits/byte
+    bytes_per_token: float | None
+    """UTF-8 bytes of text per token (nats/token → bits/byte); None for token-file corpora."""
     key: str
 
 
@@ -56,7 +61,10 @@ def read_text(path: str | Path) -> str:
                 ) from None
         return "\n".join(texts)
     if path.suffix not in (".txt", ".md", ""):
-        raise DataError(f"corpus {path}: unsupported suffix {path.suffix!r}; use .txt or .jsonl")
+        raise DataError(
+            f"corpus {path}: unsupported suffix {path.suffix!r}; use .txt or .jsonl, a nanoGPT "
+            f".bin, a folder, or `archaudit data prepare {path} --out DIR` and recipe.corpus = DIR"
+        )
     return path.read_text(encoding="utf-8")
 
 
@@ -72,7 +80,9 @@ def corpus_text(recipe: Recipe) -> tuple[str, str]:
 def prepare_corpus(recipe: Recipe, cache: Path | None = None) -> TokenCorpus:
     """Tokenise the recipe's corpus (or load it from the cache) and split off validation."""
     if is_prepared(recipe.corpus):
-        return _prepared_corpus(recipe)
+        return _prepared_corpus(recipe, recipe.corpus)
+    if needs_preparing(recipe.corpus):
+        return _prepared_corpus(recipe, prepare_cached(recipe.corpus, recipe.tokenizer, cache))
     text, content = corpus_text(recipe)
     if not text.strip():
         raise DataError(f"corpus {recipe.corpus!r} is empty")
@@ -110,9 +120,10 @@ def prepare_corpus(recipe: Recipe, cache: Path | None = None) -> TokenCorpus:
     )
 
 
-def _prepared_corpus(recipe: Recipe) -> TokenCorpus:
-    """A directory from `archaudit data prepare`: memory-mapped shards, the same split rule."""
-    prepared = open_prepared(recipe.corpus)
+def _prepared_corpus(recipe: Recipe, folder: str | Path) -> TokenCorpus:
+    """A directory from `archaudit data prepare`: memory-mapped shards, the same split rule,
+    or the split the source brought (nanoGPT's val.bin, recorded as `n_val`)."""
+    prepared = open_prepared(folder)
     used = prepared.index["tokenizer"]
     if not _same_tokenizer(recipe.tokenizer, used):
         raise ConfigError(
@@ -121,15 +132,55 @@ def _prepared_corpus(recipe: Recipe) -> TokenCorpus:
         )
     tokens = prepared.tokens()
     index = prepared.index
-    n_val = max(int(index["n_tokens"] * recipe.val_fraction), 1)
+    n_val = index.get("n_val") or max(int(index["n_tokens"] * recipe.val_fraction), 1)
     split = index["n_tokens"] - n_val
+    n_bytes = index.get("n_bytes")  # absent for token files: they hold no text
     return TokenCorpus(
         train=tokens[:split],
         val=tokens[split:],
         tokenizer=load_tokenizer(prepared.tokenizer_spec()),
-        bytes_per_token=index["n_bytes"] / index["n_tokens"],
+        bytes_per_token=n_bytes / index["n_tokens"] if n_bytes else None,
         key=prepared.content_hash[:20],
     )
+
+
+def needs_preparing(corpus: str) -> bool:
+    """A nanoGPT `.bin` token file or a folder (of text files, of `.bin` files, or a
+    `save_to_disk` dataset): sources only `data prepare` reads."""
+    path = Path(corpus)
+    return (path.is_file() and path.suffix == ".bin") or (path.is_dir() and not is_prepared(path))
+
+
+def prepare_cached(source: str, tokenizer: str, cache: Path | None = None) -> Path:
+    """`archaudit data prepare SOURCE` run once into the cache, keyed by the source's content
+    and the tokenizer; later runs (any process) reuse it. Prepared into a private folder and
+    renamed into place, so concurrent runs never read half a corpus."""
+    from archaudit.data.prepare import prepare
+
+    files = [source] if Path(source).is_file() else sorted(str(p) for p in Path(source).rglob("*"))
+    digest = hashlib.sha256(canonical_json({"tokenizer": tokenizer}).encode())
+    for name in files:
+        if Path(name).is_file():
+            digest.update(Path(name).relative_to(Path(source).parent).as_posix().encode())
+            digest.update(file_digest(Path(name)).encode())
+    folder = (cache or cache_dir()) / "prepared" / digest.hexdigest()[:20]
+    if not is_prepared(folder):
+        log(f"preparing corpus {source} once (cached in {folder})")
+        private = folder.with_name(f".{folder.name}.{os.getpid()}")
+        shutil.rmtree(private, ignore_errors=True)
+        prepare(source, tokenizer, private)
+        with contextlib.suppress(OSError):  # another process may have won: use its copy
+            private.rename(folder)
+        shutil.rmtree(private, ignore_errors=True)
+    return folder
+
+
+def file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _same_tokenizer(a: str, b: str) -> bool:
@@ -144,7 +195,12 @@ def _same_tokenizer(a: str, b: str) -> bool:
 def recipe_tokenizer(recipe: Recipe) -> Tokenizer:
     """The tokenizer runs of `recipe` use. One trained on the corpus (`bpe:<V>`) or saved with a
     prepared corpus is loaded as the first run would load it; any other loads by itself."""
-    if recipe.tokenizer.partition(":")[0] in TRAINED or is_prepared(recipe.corpus):
+    corpus = recipe.corpus
+    if (
+        recipe.tokenizer.partition(":")[0] in TRAINED
+        or is_prepared(corpus)
+        or needs_preparing(corpus)
+    ):
         return prepare_corpus(recipe).tokenizer
     return load_tokenizer(recipe.tokenizer)
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -68,14 +68,10 @@ def prepare(
     dtype = np.dtype(np.uint16 if tok.vocab_size <= 2**16 else np.uint32)
     writer = _ShardWriter(out, dtype, shard_tokens)
     total = _source_size(src, bins)
-    n_bytes = 0
+    n_bytes, n_train = 0, None
     with progress("prepare", total, stats="{task.fields[tokens]:,} tokens", tokens=0) as bar:
         if bins:
-            for path in bins:
-                ids = np.memmap(path, dtype=np.uint16, mode="r")
-                for start in range(0, len(ids), 1 << 24):
-                    writer.write(np.asarray(ids[start : start + (1 << 24)]))
-                bar.update(advance=path.stat().st_size, tokens=writer.n_tokens)
+            n_train = _copy_bins(bins, writer, bar)
         else:
             spec = _worker_spec(tok, out)
             for n_in, ids in _tokenize(pieces(text_stream(src, text_field)), spec, workers):
@@ -94,7 +90,9 @@ def prepare(
         "vocab_size": tok.vocab_size,
         "dtype": dtype.name,
         "n_tokens": writer.n_tokens,
-        "n_bytes": n_bytes or writer.n_tokens,  # .bin sources: bytes unknown, count tokens
+        # UTF-8 bytes of the text; token files carry no text, so they record none
+        **({"n_bytes": n_bytes} if not bins else {}),
+        **({"n_val": writer.n_tokens - n_train} if n_train is not None else {}),
         "content_hash": content,
         "source": Path(src).name if not src.startswith("hf:") else src,
         "shards": shards,
@@ -220,16 +218,40 @@ def _hf_texts(name: str, field: str) -> Iterator[str]:
         yield row[field]
 
 
+VAL_STEMS = ("val", "valid", "validation")
+"""nanoGPT's prepare scripts write train.bin and val.bin: a file with one of these names is
+the validation split, written after the others and recorded as `n_val` in index.json."""
+
+
 def _token_bins(source: str) -> list[Path]:
-    """nanoGPT-style uint16 token files: a .bin file, or a folder holding only .bin files."""
+    """nanoGPT-style uint16 token files: a .bin file, or a folder holding only .bin files
+    (validation files last)."""
     path = Path(source)
     if path.is_file() and path.suffix == ".bin":
         return [path]
     if path.is_dir() and not _is_hf_folder(path):
         files = sorted(p for p in path.rglob("*") if p.is_file())
         if files and all(p.suffix == ".bin" for p in files):
-            return files
+            return sorted(files, key=lambda p: (_is_val(p), str(p)))
     return []
+
+
+def _is_val(path: Path) -> bool:
+    return path.stem.lower() in VAL_STEMS
+
+
+def _copy_bins(bins: list[Path], writer: _ShardWriter, bar: Any) -> int | None:
+    """Copy the token files in order; the tokens before the first validation file (None when
+    there is no train/val pair)."""
+    n_train = None
+    for path in bins:
+        if _is_val(path) and n_train is None and writer.n_tokens:
+            n_train = writer.n_tokens
+        ids = np.memmap(path, dtype=np.uint16, mode="r")
+        for start in range(0, len(ids), 1 << 24):
+            writer.write(np.asarray(ids[start : start + (1 << 24)]))
+        bar.update(advance=path.stat().st_size, tokens=writer.n_tokens)
+    return n_train
 
 
 def _source_size(source: str, bins: list[Path]) -> int:
