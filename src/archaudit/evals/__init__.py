@@ -5,6 +5,7 @@ The audit runner calls `evaluate(model_or_path, suite)` after training; everythi
 reachable from a notebook too.
 """
 
+from archaudit.evals import lmeval_tasks  # noqa: F401  (registers the `lm_eval` task format)
 from archaudit.evals.heldout import HeldoutLoss, heldout_loss
 from archaudit.evals.metrics import Accuracy, wilson
 from archaudit.evals.models import ArchauditLM, HFCausalLM, load_scoring_model

@@ -58,11 +58,19 @@ def _parent(run: HarnessRun) -> str:
 
 @LABELS.register("model")
 def _model(run: HarnessRun) -> str:
-    """The model lm-eval loaded: the last part of `pretrained` (or of `path`)."""
-    args = run.document.get("config", {}).get("model_args") or {}
+    """The model lm-eval loaded: the last part of `pretrained` (or of `path`; of the model's
+    name when a Python caller passed a model object)."""
+    config = run.document.get("config", {})
+    args = config.get("model_args") or {}
     if isinstance(args, str):
         args = dict(kv.split("=", 1) for kv in args.split(",") if "=" in kv)
-    name = args.get("pretrained") or args.get("path") or run.document.get("model_name") or ""
+    name = (
+        args.get("pretrained")
+        or args.get("path")
+        or run.document.get("model_name")
+        or config.get("model")
+        or ""
+    )
     return Path(str(name)).name
 
 

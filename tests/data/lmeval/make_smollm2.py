@@ -2,7 +2,8 @@
 SmolLM2-135M-Instruct (the 4-bit GGUF in ../shared/data, dequantised to float32 by
 transformers) on the first items of ARC-Easy from the local MosaicML ICL file, through
 lm-eval's own `hf` model, `simple_evaluate` and `EvaluationTracker` (what `lm_eval ...
---output_path OUT --log_samples` runs). One process loads the model once for all runs:
+--output_path OUT --log_samples` runs). One process loads the model once for all runs (a run whose folder exists is skipped, so an
+interrupted call is finished by calling it again):
 
     PYTHONPATH=src python tests/data/lmeval/make_smollm2.py ../shared/data tests/data/lmeval/smollm2
 
@@ -49,6 +50,8 @@ def main(data: Path, out: Path) -> None:
         batch_size=8,
     )
     for arm, shots, limit, seed in RUNS:
+        if (out / arm / f"seed-{seed}").is_dir():
+            continue  # made by an earlier, interrupted call
         results = simple_evaluate(
             model=lm,
             tasks=["arc_easy_local"],

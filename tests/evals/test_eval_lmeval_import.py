@@ -1,0 +1,98 @@
+"""`archaudit import lm-eval`: real lm-eval output (SmolLM2-135M on ARC-Easy items, made by
+tests/data/lmeval/make_smollm2.py) into results.csv and items.csv, then verdicts and a paired
+item test on them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from archaudit.errors import ConfigError
+from archaudit.evals.lmeval_results import import_lmeval
+from archaudit.stats import VERDICTS, compare_items, judge, load_items, load_table
+
+FIXTURES = Path(__file__).resolve().parents[1] / "data" / "lmeval" / "smollm2"
+RUNS = sorted(FIXTURES.glob("*/seed-*"))
+TASK = "arc_easy_local"
+
+
+def _samples(run: Path) -> dict[str, float]:
+    (path,) = run.rglob(f"samples_{TASK}_*.jsonl")
+    return {str(s["doc_id"]): s["acc"] for s in map(json.loads, path.read_text().splitlines())}
+
+
+def test_import_reads_what_lmeval_wrote(tmp_path: Path) -> None:
+    result = import_lmeval(RUNS, tmp_path, arm_from="parent")
+    assert [(r.arm, r.scale, r.seed, r.items) for r in result.runs] == [
+        ("baseline", "135M", 0, 24), ("baseline", "135M", 1, 24), ("baseline", "135M", 2, 24),
+        ("zero_shot", "135M", 0, 32),
+    ]  # fmt: skip
+    table = load_table(tmp_path)
+    for run in RUNS:
+        (results,) = run.rglob("results_*.json")
+        reported = json.loads(results.read_text())["results"][TASK]
+        arm, seed = run.parent.name, int(run.name.removeprefix("seed-"))
+        rows = {r.metric: r.value for r in table.rows if (r.arm, r.seed) == (arm, seed)}
+        assert rows[f"{TASK}/acc"] == reported["acc,none"]
+        assert rows[f"{TASK}/acc_norm"] == reported["acc_norm,none"]
+        assert rows["downstream_avg"] == rows[f"{TASK}/score"] == reported["acc,none"]
+        items = load_items(tmp_path).answers(arm, "135M", TASK)[seed]
+        assert {item: float(ok) for (_, item), ok in items.items()} == _samples(run)
+
+
+def test_verdicts_and_a_paired_item_test_on_imported_runs(tmp_path: Path) -> None:
+    import_lmeval(RUNS, tmp_path, arm_from="parent")
+    judgement = judge(tmp_path, f"{TASK}/acc", baseline="baseline")
+    (arm,) = judgement.arms
+    assert arm.arm == "zero_shot" and arm.verdict in VERDICTS and judgement.baseline_n == 3
+    paired = compare_items(tmp_path, "zero_shot", "baseline", "135M", task=TASK)
+    # --limit 24 (baseline) against --limit 32: the paired test uses the 24 items both answered
+    assert paired.n_items == 24
+    base = [_samples(r) for r in RUNS if r.parent.name == "baseline"]
+    zero = _samples(FIXTURES / "zero_shot" / "seed-0")
+    common = sorted(base[0])
+    expected = sum(zero[i] - sum(b[i] for b in base) / 3 for i in common) / len(common)
+    assert paired.difference.difference == pytest.approx(expected)
+
+
+def test_runs_that_land_on_one_arm_and_seed_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"both arm='seed-0'.*--arm-from"):
+        import_lmeval(RUNS, tmp_path, arm_from="dir")
+    with pytest.raises(ConfigError, match=r"--seed-from 'model' gives 'smollm2-135m-instruct-q4'"):
+        import_lmeval(RUNS[:1], tmp_path, seed_from="model")
+    with pytest.raises(ConfigError, match=r"did you mean 'parent'"):
+        import_lmeval(RUNS[:1], tmp_path, arm_from="parnt")
+
+
+def test_regex_labels_and_results_without_samples(tmp_path: Path) -> None:
+    for run in RUNS[:2]:
+        shutil.copytree(run, tmp_path / "in" / f"shots1-s{run.name[-1]}")
+    for path in (tmp_path / "in").rglob("samples_*.jsonl"):
+        path.unlink()
+    result = import_lmeval(
+        [tmp_path / "in"], tmp_path / "out", arm_from=r"regex:(shots\d)", seed_from=r"regex:-s(\d)"
+    )
+    assert [(r.arm, r.seed) for r in result.runs] == [("shots1", 0), ("shots1", 1)]
+    assert result.items is None and not (tmp_path / "out" / "items.csv").exists()
+
+
+def test_cli_import_then_stats(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from archaudit.cli import app, register_commands
+
+    register_commands()
+    runner = CliRunner()
+    done = runner.invoke(
+        app, ["import", "lm-eval", *map(str, RUNS), "--arm-from", "parent", "--out", str(tmp_path)]
+    )
+    assert done.exit_code == 0, done.output
+    assert "zero_shot / 135M / seed 0: arc_easy_local (32 items)" in done.output
+    stats = runner.invoke(
+        app, ["stats", "items", str(tmp_path), "--scale", "135M", "--json", "--quiet"]
+    )
+    assert stats.exit_code == 0, stats.output
+    assert json.loads(stats.output)[0]["n_items"] == 24
