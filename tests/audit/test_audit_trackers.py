@@ -131,10 +131,11 @@ def _wandb_records(path: Path) -> Iterator[Any]:
 
 
 def test_train_tracker_wandb_offline_holds_the_eval_metrics(tmp_path, monkeypatch, probe_suite):
-    pytest.importorskip("wandb")
+    wandb = pytest.importorskip("wandb")
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
     metrics = _train(tmp_path / "run", "wandb", probe_suite)
+    wandb.teardown()  # the service writes the run file: wait for it to finish
     (log,) = (tmp_path / "run" / "wandb").glob("offline-run-*/run-*.wandb")
     records = list(_wandb_records(log))
     (run,) = [r.run for r in records if r.WhichOneof("record_type") == "run"]
@@ -154,6 +155,7 @@ def test_train_tracker_mlflow_file_store_holds_the_eval_metrics(tmp_path, monkey
     from mlflow.tracking import MlflowClient
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
     metrics = _train(tmp_path / "run", "mlflow", probe_suite)
     client = MlflowClient(tracking_uri=(tmp_path / "run" / "mlruns").as_uri())
     experiment = client.get_experiment_by_name("archaudit-train")

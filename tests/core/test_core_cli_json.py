@@ -58,6 +58,9 @@ STATS = ["--metric", "acc", "--scale", "d6"]
 PROBE = ["--data", "{text}", "--tokens", "62", "--window", "31", "--no-figure"]
 
 
+LMEVAL = Path(__file__).resolve().parents[1] / "data" / "lmeval" / "smollm2"
+
+
 def _sets(overrides: list[str]) -> list[str]:
     return [arg for value in overrides for arg in ("--set", value)]
 
@@ -88,6 +91,8 @@ ARGS: dict[str, list[str]] = {
     "simulate-null": ["--audits", "20", "--arms", "3"],
     "report": ["{audit_dir}", "--out", "{tmp}/report.html"],
     "data prepare": ["{text}", "--out", "{tmp}/prepared"],
+    "export hf": ["{run_dir}", "--out", "{tmp}/hf"],
+    "import lm-eval": [str(LMEVAL), "--arm-from", "parent", "--out", "{tmp}/imported"],
     "diagnose bottleneck": ["{run_dir}", *PROBE],
     "diagnose attention": ["{run_dir}", *PROBE],
     "diagnose heads": ["{run_dir}", *PROBE],

@@ -64,6 +64,8 @@ def test_stock_class_computes_the_runs_logits(arm: str, tmp_path: Path) -> None:
     run = _run(tmp_path, arm)
     result = export_hf(run, tmp_path / "hf")
     assert result.architecture == EXPORTED[arm]
+    files = {p.name for p in (tmp_path / "hf").iterdir()}
+    assert {"config.json", "model.safetensors", "generation_config.json", "tokenizer.json"} <= files
     # Read back independently of the exporter's own check, on other tokens.
     loaded = transformers.AutoModelForCausalLM.from_pretrained(
         tmp_path / "hf", dtype=torch.float32, local_files_only=True

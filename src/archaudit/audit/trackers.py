@@ -223,7 +223,10 @@ class MlflowTracker:
             from mlflow.tracking import MlflowClient
         except ImportError:
             raise _missing("mlflow") from None
-        uri = os.environ.get("MLFLOW_TRACKING_URI") or (run.folder / "mlruns").resolve().as_uri()
+        uri = os.environ.get("MLFLOW_TRACKING_URI")
+        if not uri:  # MLflow 3 keeps its file store behind this opt-in (a database needs more)
+            uri = (run.folder / "mlruns").resolve().as_uri()
+            os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
         self._client = MlflowClient(tracking_uri=uri)
         experiment = self._client.get_experiment_by_name(run.project)
         experiment_id = (

@@ -25,8 +25,8 @@ def import_lmeval_command(
     arm_from: str = typer.Option(
         "dir",
         "--arm-from",
-        help="Where a run's arm comes from: dir | parent | model | fewshot | seed | params | "
-        "regex:PATTERN (one group, on the results file's path).",
+        help="Where a run's arm comes from: dir (its output folder's name) | parent | model | "
+        "fewshot | seed | params | regex:PATTERN (one group, on the results file's path).",
     ),
     seed_from: str = typer.Option(
         "seed", "--seed-from", help="Where its seed comes from (as --arm-from)."

@@ -31,9 +31,15 @@ class HarnessRun:
     """One lm-eval results file and what it says."""
 
     path: Path
-    root: Path
-    """The RESULTS_DIR it was found under."""
     document: dict[str, Any]
+
+    @property
+    def folder(self) -> Path:
+        """lm-eval's --output_path of this run: the results file's folder, or the one above it
+        when that is lm-eval's per-model subfolder (`<output_path>/<model>/results_*.json`)."""
+        sanitized = self.document.get("model_name_sanitized")
+        parent = self.path.parent
+        return parent.parent if sanitized and parent.name == sanitized else parent
 
     def samples_file(self, task: str) -> Path | None:
         stamp = self.path.stem.removeprefix("results_")
@@ -46,14 +52,14 @@ LABELS: Registry[Callable[[HarnessRun], str]] = Registry("label source")
 
 @LABELS.register("dir")
 def _dir(run: HarnessRun) -> str:
-    """The name of the RESULTS_DIR given on the command line."""
-    return run.root.name
+    """The name of the run's output folder (lm-eval's --output_path)."""
+    return run.folder.name
 
 
 @LABELS.register("parent")
 def _parent(run: HarnessRun) -> str:
-    """The name of the folder above RESULTS_DIR (`baseline/seed-0` → baseline)."""
-    return run.root.parent.name
+    """The name of the folder above the output folder (`baseline/seed-0` → baseline)."""
+    return run.folder.parent.name
 
 
 @LABELS.register("model")
@@ -152,7 +158,7 @@ def find_runs(roots: Sequence[str | Path]) -> list[HarnessRun]:
                 raise DataError(f"{path}: not a readable lm-eval results file ({err})") from None
             if not isinstance(document, dict) or "results" not in document:
                 raise DataError(f"{path}: no 'results' table; is it an lm-eval results file?")
-            runs.append(HarnessRun(path, root if root.is_dir() else root.parent, document))
+            runs.append(HarnessRun(path, document))
     return runs
 
 

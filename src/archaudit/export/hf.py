@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from archaudit.config import ModelConfig
 from archaudit.errors import ArchauditError, DataError
 from archaudit.export.stock import StockClass, pick
 from archaudit.export.tokenizer import save_tokenizer
@@ -63,8 +64,9 @@ def export_hf(run: str | Path, out: str | Path) -> ExportResult:
 
 
 def _stock_model(
-    transformers: Any, stock: StockClass, cfg: Any, state: dict, eos_id: int | None
+    transformers: Any, stock: StockClass, cfg: ModelConfig, state: dict, eos_id: int | None
 ) -> Any:
+    """The stock model built by transformers from the class's config, holding our weights."""
     config = transformers.AutoConfig.for_model(
         stock.model_type,
         architectures=[stock.architecture],
