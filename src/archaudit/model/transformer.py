@@ -15,10 +15,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+import archaudit.model.latent  # noqa: F401  (registers the "latent" attention)
 from archaudit.config import ModelConfig
 from archaudit.errors import ConfigError, did_you_mean
 from archaudit.model.attention import ATTENTIONS
-import archaudit.model.latent  # noqa: F401  (registers the "latent" attention)
 from archaudit.model.context import ForwardContext
 from archaudit.model.heads import HEADS
 from archaudit.model.init import init_weights
@@ -243,8 +243,9 @@ def count_parameters(model: nn.Module) -> int:
 
 
 def training_flops_per_token(cfg: ModelConfig, n_params: int) -> float:
-    """N: the model's active parameters (`Transformer.active_parameters`). 6·N for the matrix multiplies (forward + backward) plus 12·L·T·d_attn for the attention
-    scores and weighted sum (PaLM, Chowdhery et al. 2022, appendix B). Embedding lookups are
-    free but the LM head is a real matmul, so N includes the output projection."""
+    """6·N for the matrix multiplies (forward + backward) plus 12·L·T·d_attn for the attention
+    scores and weighted sum (PaLM, Chowdhery et al. 2022, appendix B), N the active parameters
+    (`Transformer.active_parameters`: k of E experts, a shared block once per use). Embedding
+    lookups are free but the LM head is a real matmul, so N includes the output projection."""
     d_attn = cfg.n_heads * cfg.dim_head
     return 6.0 * n_params + 12.0 * cfg.n_layers * cfg.context_length * d_attn
