@@ -166,10 +166,10 @@ class SharingConfig:
 
     SECTION: ClassVar[str] = "model.sharing"
     blocks: int | None = None
-    """Distinct blocks; None = one per layer (no sharing). Must divide model.n_layers."""
+    """Distinct blocks U ≤ model.n_layers; None = one per layer (no sharing)."""
     order: str = "cycle"
     """cycle: layer l runs block l mod U (ALBERT with U = 1, universal transformers);
-    immediate: each block runs L/U times in a row (MobileLLM's block-wise repeat)."""
+    immediate: layer l runs block ⌊l·U/L⌋, each about L/U times in a row (MobileLLM)."""
 
     def __post_init__(self) -> None:
         if self.blocks is not None:
@@ -326,9 +326,9 @@ class ModelConfig:
         if self.head_dim is not None:
             positive(self, "head_dim")
         blocks = self.sharing.blocks
-        if blocks is not None and self.n_layers % blocks:
+        if blocks is not None and blocks > self.n_layers:
             raise ConfigError(
-                f"model.sharing.blocks = {blocks} must divide model.n_layers = {self.n_layers}"
+                f"model.sharing.blocks = {blocks} exceeds model.n_layers = {self.n_layers}"
             )
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"model.dropout = {self.dropout} must be in [0, 1)")

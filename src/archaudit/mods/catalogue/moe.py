@@ -19,7 +19,7 @@ from archaudit.mods import params
 from archaudit.mods.registry import Citation, DeltaFunction, ReferenceCheck, modification
 
 DUTIES = ("downstream", "cross_scale")
-TEST = "tests/mods/test_mods_reference_hf.py"
+TEST = "tests/mods/test_mods_formulas_hf.py"
 
 
 def _claims(options: MoEConfig) -> DeltaFunction:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from archaudit.config import ModelConfig
-from archaudit.errors import ConfigError
 from archaudit.mods import params
 from archaudit.mods.registry import Citation, modification
 
@@ -34,16 +33,15 @@ def albert_sharing(cfg: ModelConfig) -> dict[str, Any]:
     "repeat_block",
     family="sharing",
     duties=("cross_scale",),
-    params=params.shared_blocks(lambda cfg: cfg.n_layers // 2),
+    params=params.shared_blocks(lambda cfg: -(-cfg.n_layers // 2)),
     active_params=params.none,
     citation=Citation("Liu et al.", 2024, "MobileLLM, ICML, arXiv 2402.14905"),
-    description="block-wise repeat: L/2 distinct blocks, each run twice in a row",
-    formula="x ← Block_i(Block_i(x)) for i = 1..L/2 (MobileLLM's immediate block-wise sharing)",
+    description="block-wise repeat: ⌈L/2⌉ distinct blocks, each run twice in a row",
+    formula="x ← Block_i(Block_i(x)) for i = 1..L/2, layer l runs block ⌊l·U/L⌋, U = ⌈L/2⌉ "
+    "(MobileLLM's immediate block-wise sharing)",
 )
 def repeat_block(cfg: ModelConfig) -> dict[str, Any]:
-    if cfg.n_layers % 2:
-        raise ConfigError(f"repeat_block pairs layers: model.n_layers = {cfg.n_layers} is odd")
-    return {"sharing.blocks": cfg.n_layers // 2, "sharing.order": "immediate"}
+    return {"sharing.blocks": -(-cfg.n_layers // 2), "sharing.order": "immediate"}
 
 
 @modification(

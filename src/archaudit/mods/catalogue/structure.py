@@ -110,7 +110,7 @@ def short_context(cfg: ModelConfig) -> dict[str, Any]:
         "latent_q_rank, also checked); rotate-half RoPE pairs",
         reference="transformers' DeepseekV3Attention (rope_interleave=False, eager attention)",
         max_abs_diff=1e-12,
-        test="tests/mods/test_mods_reference_hf.py",
+        test="tests/mods/test_mods_formulas_hf.py",
     ),
 )
 def mla(cfg: ModelConfig) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from unittest import mock
 import pytest
 import torch
 import torch.nn.functional as F
+from test_mods_support import formula
 
 from archaudit.config import ModelConfig
 from archaudit.model.context import ForwardContext
@@ -29,7 +30,7 @@ from archaudit.model.moe import MoE
 from archaudit.model.position import RoPE
 from archaudit.mods import get_modification, resolve_arm
 
-transformers = pytest.importorskip("transformers")
+pytest.importorskip("transformers")
 
 D, B, T = 16, 2, 12
 BOUND = 1e-10  # relative, where the math is the same
@@ -236,6 +237,7 @@ CASES = {
 }
 
 
+@formula(*CASES)
 @pytest.mark.parametrize("name", list(CASES))
 def test_moe_entry_matches_transformers_block(name):
     options, reference, extra = CASES[name]
@@ -372,6 +374,7 @@ def float64_rotary(config):
     return emb.cos(), emb.sin()
 
 
+@formula("mla")
 @pytest.mark.parametrize("q_rank", [None, 12])
 def test_mla_matches_deepseek_v3_attention(q_rank):
     cfg, ours, theirs, rotary = mla_pair(q_rank)
