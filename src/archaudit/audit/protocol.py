@@ -82,8 +82,9 @@ def cross_scale_note(
         ProtocolNote(
             "R7",
             arm,
-            f"{arm} touches the residual path or normalisation but is trained at one scale "
-            f"({', '.join(scales)}); R7 asks for >= 2 scales to see instability",
+            f"{arm} has a cross-scale duty (it touches the residual path or normalisation, or "
+            f"declares one) but is trained at one scale ({', '.join(scales)}); R7 asks for >= 2 "
+            "scales to see instability",
         )
     ]
 

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from archaudit.audit import store
 from archaudit.errors import ArchauditError, DataError
-from archaudit.rundir import ENV
+from archaudit.rundir import ENV, EVENTS
 from archaudit.stats import (
     Design,
     cross_scale_transfer,
@@ -211,6 +211,22 @@ class Curve:
 
 
 @dataclass(frozen=True)
+class Routing:
+    """One MoE run's routing at its last logged step (metrics.jsonl) and its collapse events."""
+
+    arm: str
+    scale: str
+    seed: int
+    step: int
+    load: tuple[tuple[float, ...], ...]
+    """Per MoE layer: each expert's share of the chosen assignments (sums to 1)."""
+    dropped: float
+    entropy: float
+    collapses: tuple[tuple[int, int], ...]
+    """(step, layer) of every router_collapse event in events.jsonl."""
+
+
+@dataclass(frozen=True)
 class ScaleScope:
     name: str
     model: dict[str, Any]
@@ -267,6 +283,8 @@ class ReportData:
     progress: Progress | None
     protocol_notes: dict[str, tuple[str, ...]]
     """Arm → the audit's protocol warnings (R5–R7) stored at plan time."""
+    routing: tuple[Routing, ...] = ()
+    """Runs with mixture-of-experts layers: their final expert load, drops and collapses."""
     absent: dict[str, str] = field(default_factory=dict)
     """Analysis → why it could not be made (the error stats raised, or what is missing)."""
 
@@ -306,6 +324,7 @@ def gather(
         provenance=_provenance(csv_path, runs, command),
         progress=_progress(runs) if audit_dir else None,
         protocol_notes=_protocol_notes(audit_dir),
+        routing=tuple(r for run in runs if (r := _routing(run)) is not None),
         absent=absent,
     )
 
@@ -721,6 +740,26 @@ def _curve(run: _Run) -> Curve | None:
         loss=tuple(_number(r.get("loss")) for r in rows),
         grad_norm=tuple(_number(r.get("grad_norm")) for r in rows),
         diverged_step=(run.done or {}).get("diverged_step"),
+    )
+
+
+def _routing(run: _Run) -> Routing | None:
+    rows = [r for r in _read_metrics(run.path / store.METRICS) if "moe_load" in r]
+    if not rows:
+        return None
+    last, spec = rows[-1], run.spec
+    events = _read_metrics(run.path / EVENTS)
+    return Routing(
+        arm=spec.get("arm", run.path.parts[-3]),
+        scale=spec.get("scale", run.path.parts[-2]),
+        seed=int(spec.get("seed", 0)),
+        step=int(last["step"]),
+        load=tuple(tuple(float(v) for v in layer) for layer in last["moe_load"]),
+        dropped=_number(last.get("moe_dropped")),
+        entropy=_number(last.get("moe_router_entropy")),
+        collapses=tuple(
+            (int(e["step"]), int(e["layer"])) for e in events if e.get("event") == "router_collapse"
+        ),
     )
 
 
