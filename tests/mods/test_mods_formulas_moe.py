@@ -13,6 +13,7 @@ import torch
 from test_mods_support import build_arm, formula
 
 from archaudit.config import ModelConfig, MoEConfig, build
+from archaudit.errors import ConfigError
 from archaudit.model import build_model, count_parameters
 from archaudit.model.context import ForwardContext
 from archaudit.model.moe import MoE, expert_choice_routing, routing_metrics, top_k_routing
@@ -182,3 +183,28 @@ def test_shared_model_equals_its_unshared_copy_and_sums_gradients(name, order):
             )
             torch.testing.assert_close(p.grad, summed, rtol=0, atol=1e-12)
     assert copy.deepcopy(model).order == order
+
+
+@pytest.mark.parametrize(
+    ("tree", "message"),
+    [
+        ({"moe": {"top_k": 9}}, r"model.moe.top_k = 9 exceeds model.moe.experts = 8"),
+        ({"moe": {"capacity_factor": 0.0}}, r"model.moe.capacity_factor = 0.0 must be > 0"),
+        ({"sharing": {"blocks": 3}}, r"model.sharing.blocks = 3 exceeds model.n_layers = 2"),
+        ({"sharing": {"order": "cycl"}}, r"model.sharing.order = 'cycl'.*did you mean 'cycle'"),
+        ({"attention": {"latent_rope_dim": 3}}, r"latent_rope_dim = 3 must be even"),
+    ],
+)
+def test_moe_and_sharing_options_are_checked_where_built(tree, message):
+    with pytest.raises(ConfigError, match=message):
+        build(ModelConfig, {**TINY, **tree}, section="model")
+
+
+def test_unknown_routing_and_latent_options_fail_at_build_naming_the_key():
+    cfg = build(ModelConfig, {**TINY, "mlp": {"name": "moe"}, "moe": {"routing": "topk"}},
+                section="model")  # fmt: skip
+    with pytest.raises(ConfigError, match=r"model.moe.routing = 'topk'.*did you mean 'top_k'"):
+        build_model(cfg)
+    latent = {**TINY, "attention": {"name": "latent", "gate": "headwise"}}
+    with pytest.raises(ConfigError, match=r"'latent' does not implement model.attention.gate"):
+        build_model(build(ModelConfig, latent, section="model"))

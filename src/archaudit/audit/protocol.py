@@ -67,8 +67,9 @@ def downstream_note(arm: str, requires_downstream: bool, suite: str) -> list[Pro
         ProtocolNote(
             "R6",
             arm,
-            f"{arm} changes what attention outputs but the audit has no downstream suite "
-            "(eval.suite): its loss can hide downstream losses",
+            f"{arm} has a downstream duty (it changes what attention outputs, or declares one) "
+            "but the audit has no downstream suite (eval.suite): its loss can hide downstream "
+            "losses",
         )
     ]
 
