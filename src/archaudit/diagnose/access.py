@@ -156,7 +156,7 @@ class ArchauditView(ModelView):
             )
 
     def layers(self) -> list[nn.Module]:
-        return list(self.model.blocks)
+        return self.model.layers()  # in call order: a shared block once per layer that runs it
 
     def unembedding(self) -> torch.Tensor:
         head = self.model.head
@@ -196,8 +196,9 @@ class ArchauditView(ModelView):
 
     def rebuilt(self, plan: LayerPlan) -> ModelView:
         model = copy.deepcopy(self.model)
-        own = list(model.blocks)
+        own = model.layers()
         model.blocks = nn.ModuleList(own[p] if isinstance(p, int) else p for p in plan)
+        model.order = list(range(len(model.blocks)))
         return ArchauditView(
             ArchauditLM(model, self.scoring.tokenizer, name=self.name, device=str(self.device))
         )
