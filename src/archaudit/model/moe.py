@@ -140,12 +140,7 @@ class MoE(nn.Module):
         dtype = torch.promote_types(logits.dtype, torch.float32)  # route in fp32 under bf16
         probs = torch.softmax(logits.to(dtype), dim=-1)
         dispatch = self.route(probs, self.options)
-        out = torch.zeros_like(flat)
-        for e, expert in enumerate(self.experts):
-            picked = dispatch.expert == e
-            tokens = dispatch.token[picked]
-            y = expert(flat[tokens]) * dispatch.weight[picked, None]
-            out = out.index_add(0, tokens, y.to(out.dtype))
+        out = self.combine(flat, dispatch)
         if self.shared is not None:
             shared = self.shared(flat)
             if self.shared_gate is not None:
@@ -155,6 +150,19 @@ class MoE(nn.Module):
             ctx.aux_losses.append(self.aux_loss(logits.to(dtype), probs, dispatch))
             self.stats = routing_stats(probs, dispatch, self.options.top_k)
         return out.view(shape)
+
+    def combine(self, flat: torch.Tensor, dispatch: Dispatch) -> torch.Tensor:
+        """Σ over kept assignments of gate·Expert_e(x_token), each expert run once on its
+        tokens (grouped by a stable sort). An expert with no token still runs, on zero rows:
+        every parameter gets a gradient each step, as DDP's all-reduce and AdamW expect."""
+        order = dispatch.expert.argsort(stable=True)
+        counts = torch.bincount(dispatch.expert, minlength=len(self.experts)).tolist()
+        tokens, weights = dispatch.token[order].split(counts), dispatch.weight[order].split(counts)
+        out = torch.zeros_like(flat)
+        for expert, token, weight in zip(self.experts, tokens, weights, strict=True):
+            y = expert(flat[token]) * weight[:, None]
+            out = out.index_add(0, token, y.to(out.dtype))
+        return out
 
     def aux_loss(self, logits: torch.Tensor, probs: torch.Tensor, d: Dispatch) -> torch.Tensor:
         """α·E·Σ_e f_e·P_e + β·mean (log Σ_e e^{z_e})². f_e = assignments chosen for e per token
