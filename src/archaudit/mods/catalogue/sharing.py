@@ -12,7 +12,15 @@ from typing import Any
 
 from archaudit.config import ModelConfig
 from archaudit.mods import params
-from archaudit.mods.registry import Citation, modification
+from archaudit.mods.registry import Citation, ReferenceCheck, modification
+
+CHECK = ReferenceCheck(
+    variant="one module per distinct block, run once per layer that uses it",
+    reference="the unshared model with every layer's block a copy of the shared weights "
+    "(outputs equal; a shared gradient equals the sum of the copies')",
+    max_abs_diff=1e-12,
+    test="tests/mods/test_mods_formulas_moe.py",
+)
 
 
 @modification(
@@ -21,6 +29,7 @@ from archaudit.mods.registry import Citation, modification
     duties=("cross_scale",),
     params=params.shared_blocks(lambda cfg: 1),
     active_params=params.none,
+    check=CHECK,
     citation=Citation("Lan et al.", 2020, "ALBERT, ICLR, arXiv 1909.11942"),
     description="cross-layer sharing: all L layers run one block (ALBERT's all-shared)",
     formula="x_l = Block_θ(x_{l−1}) for every l: one θ, L applications",
@@ -35,6 +44,7 @@ def albert_sharing(cfg: ModelConfig) -> dict[str, Any]:
     duties=("cross_scale",),
     params=params.shared_blocks(lambda cfg: -(-cfg.n_layers // 2)),
     active_params=params.none,
+    check=CHECK,
     citation=Citation("Liu et al.", 2024, "MobileLLM, ICML, arXiv 2402.14905"),
     description="block-wise repeat: ⌈L/2⌉ distinct blocks, each run twice in a row",
     formula="x ← Block_i(Block_i(x)) for i = 1..L/2, layer l runs block ⌊l·U/L⌋, U = ⌈L/2⌉ "
@@ -49,6 +59,7 @@ def repeat_block(cfg: ModelConfig) -> dict[str, Any]:
     family="sharing",
     duties=("cross_scale",),
     active_params=params.recurrent_depth_active,
+    check=CHECK,
     citation=Citation("Dehghani et al.", 2019, "Universal Transformers, ICLR, arXiv 1807.03819"),
     description="depth recurrence: the L blocks run as a loop twice (2L layers, same parameters)",
     formula="x ← Block_L(…Block_1(x)…) applied twice: 2L layers over L distinct blocks",
