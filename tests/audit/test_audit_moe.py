@@ -47,6 +47,12 @@ def test_an_moe_audit_trains_and_reports_routing(write_audit):
     dropped = [r.value for r in table.rows if r.metric == "moe_dropped"]
     assert {r.arm: r.value for r in table.rows if r.metric == "moe_dropped"}["mixtral_moe"] == 0.0
     assert all(0 <= d < 1 for d in dropped)  # switch drops at capacity 1.25 (may be 0 by chance)
-    section = next(s for s in build_report(plan.audit_dir).sections if s.key == "routing")
-    assert section.absent is None
-    assert sorted(row[0] for row in section.blocks[0].rows) == ["mixtral_moe", "switch_moe"]
+    sections = {s.key: s for s in build_report(plan.audit_dir).sections}
+    assert sections["routing"].absent is None
+    assert sorted(row[0] for row in sections["routing"].blocks[0].rows) == [
+        "mixtral_moe",
+        "switch_moe",
+    ]
+    counts = sections["scope"].blocks[-1]
+    assert counts.columns == ("arm", "scale", "total", "active")
+    assert {row[0] for row in counts.rows} == {"baseline", "switch_moe", "mixtral_moe"}

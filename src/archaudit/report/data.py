@@ -243,6 +243,8 @@ class Scope:
     """The shared recipe (empty for a CSV)."""
     suite: str | None
     tuned_arms: tuple[str, ...]
+    params: tuple[tuple[str, str, int, int], ...] = ()
+    """(arm, scale, total, active) parameters, the mean over seeds of each run's count."""
 
 
 @dataclass(frozen=True)
@@ -804,7 +806,25 @@ def _scope(table: Table | None, runs: Sequence[_Run], audit_dir: Path | None) ->
     tuned = tuple(sorted({s["arm"] for s in specs if s.get("tuned")})) or (
         tuple(a for a in table.arms if table.tuned(a)) if table else ()
     )
-    return Scope(tuple(out), shared, audit.get("suite"), tuned)
+    return Scope(tuple(out), shared, audit.get("suite"), tuned, _param_counts(table))
+
+
+def _param_counts(table: Table | None) -> tuple[tuple[str, str, int, int], ...]:
+    """Total and active parameters per arm and scale (active = total for runs from before
+    active counts were recorded)."""
+    values: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for row in table.rows if table else ():
+        if row.metric in ("params", "active_params") and math.isfinite(row.value):
+            values.setdefault((row.arm, row.scale), {}).setdefault(row.metric, []).append(row.value)
+    out = []
+    for (arm, scale), counts in values.items():
+        total = counts.get("params")
+        if total:
+            active = counts.get("active_params", total)
+            out.append(
+                (arm, scale, round(sum(total) / len(total)), round(sum(active) / len(active)))
+            )
+    return tuple(out)
 
 
 def _provenance(csv_path: Path, runs: Sequence[_Run], command: str | None) -> Provenance:

@@ -605,6 +605,15 @@ def scope(data: ReportData) -> Section:
         blocks.append(
             Paragraph("Tuned arms (outside the shared recipe): " + ", ".join(s.tuned_arms))
         )
+    if any(total != active for _, _, total, active in s.params):
+        blocks.append(
+            Grid(
+                "Parameters: total, and active (what one token multiplies by: k of E experts, a "
+                "shared block once per layer; FLOPs per token use it)",
+                ("arm", "scale", "total", "active"),
+                tuple((a, sc, f"{t:,}", f"{act:,}") for a, sc, t, act in s.params),
+            )
+        )
     return Section("scope", title, intro, tuple(blocks))
 
 
