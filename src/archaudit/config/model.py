@@ -44,8 +44,13 @@ class PositionConfig:
     rope_base: float = 10000.0
     rope_fraction: float = 1.0
     """Fraction of each head's dimensions that RoPE rotates (partial RoPE < 1)."""
+    nope_every: int | None = None
+    """Every `nope_every`-th layer ((l + 1) mod n = 0) attends without RoPE (Llama 4's
+    interleaved NoPE layers); None = RoPE in every layer."""
 
     def __post_init__(self) -> None:
+        if self.nope_every is not None:
+            positive(self, "nope_every")
         if not 0.0 <= self.rope_fraction <= 1.0:
             raise ConfigError(
                 f"{self.SECTION}.rope_fraction = {self.rope_fraction} must be in [0, 1]"

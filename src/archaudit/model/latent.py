@@ -18,6 +18,7 @@ from archaudit.errors import ConfigError
 from archaudit.model.attention import ATTENTIONS, layer_window
 from archaudit.model.context import ForwardContext
 from archaudit.model.norms import RMSNorm
+from archaudit.model.position import rotates
 from archaudit.model.scores import SCORES
 
 UNSUPPORTED = ("qk_norm", "qkv_norm", "gate", "value_residual")
@@ -67,6 +68,7 @@ class LatentAttention(nn.Module):
         self.o_proj.residual_out = True
         self.score = SCORES.get(options.score)(cfg, h)
         self.window = layer_window(cfg, layer)
+        self.rotates = rotates(cfg, layer)
 
     def forward(self, x: torch.Tensor, ctx: ForwardContext) -> torch.Tensor:
         B, T, _ = x.shape
@@ -77,7 +79,9 @@ class LatentAttention(nn.Module):
         )  # (B, T, r), (B, T, d_R)
         kv = self.kv_b(self.kv_norm(latent)).view(B, T, self.h, 2 * self.d_h).transpose(1, 2)
         k_content, v = kv.split([self.d_h, self.d_h], dim=-1)  # (B, h, T, d_h) each
-        q_rope, k_rope = ctx.position.rotate(q_rope, k_rope.unsqueeze(1))  # k_R: one head
+        k_rope = k_rope.unsqueeze(1)  # one RoPE key for all heads: (B, 1, T, d_R)
+        if self.rotates:
+            q_rope, k_rope = ctx.position.rotate(q_rope, k_rope)
         q = torch.cat((q_content, q_rope), dim=-1)
         k = torch.cat((k_content, k_rope.expand(B, self.h, T, self.d_rope)), dim=-1)
         y = self.score(q, k, v, ctx.mask(self.window))  # (B, h, T, d_h)

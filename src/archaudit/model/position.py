@@ -38,6 +38,13 @@ class Position(nn.Module):
         return None  # (h, T, T) added to the logits, or None
 
 
+def rotates(cfg: ModelConfig, layer: int) -> bool:
+    """Whether attention in `layer` (0-based) asks the position slot to rotate: all layers but
+    every `position.nope_every`-th (Llama 4's NoPE layers, transformers' `no_rope_layers`)."""
+    every = cfg.position.nope_every
+    return every is None or (layer + 1) % every != 0
+
+
 @POSITIONS.register("rope")
 class RoPE(Position):
     """Rotary embeddings (Su et al. 2021): rotate pairs of dims by angle pos·θ_i,
