@@ -243,7 +243,8 @@ def test_suite_sizes_and_composition():
     assert len(olmpool) == 16 and cells == subsets and olmpool[0] == "baseline"
     assert len(get_suite("narang2021")) == 11 and len(get_suite("foundations")) == 9
     families = {get_modification(arm).family for arm in get_suite("modern")[1:]}
-    assert len(get_suite("modern")) == 10 and families == {"moe", "structure", "sharing"}
+    assert len(get_suite("modern")) == 11
+    assert families == {"moe", "structure", "position", "sharing"}
 
 
 SUITE_ARMS = sorted({arm for name in SUITES for arm in get_suite(name)})

@@ -180,6 +180,11 @@ class ArchauditView(ModelView):
         # module; differential attention calls its score twice, and both maps are kept.
         maps: dict[int, list[torch.Tensor]] = {}
         handles = []
+        if len({id(block) for block in self.layers()}) < len(self.layers()):
+            raise DataError(
+                f"{self.name}: shared layers (model.sharing) run one attention module in several "
+                "layers, so its maps cannot be told apart per layer"
+            )
         for i, block in enumerate(self.layers()):
             score = getattr(block.attn.sublayer, "score", None)
             if score is None:

@@ -81,7 +81,8 @@ SUITES: dict[str, tuple[str, ...]] = {
     ),
     # The families today's open models are built from: routed experts (Switch, Mixtral, ST-MoE,
     # DeepSeekMoE, Qwen2-MoE; all at the baseline's active parameters), multi-head latent
-    # attention, and shared layers (fewer parameters, or the same ones run twice).
+    # attention, Llama 4's interleaved NoPE layers, and shared layers (fewer parameters, or the
+    # same ones run twice).
     "modern": (
         "baseline",
         "switch_moe",
@@ -90,6 +91,7 @@ SUITES: dict[str, tuple[str, ...]] = {
         "deepseek_moe",
         "qwen_moe",
         "mla",
+        "irope",
         "albert_sharing",
         "repeat_block",
         "depth_recurrence",
