@@ -36,7 +36,7 @@ def aggregate_command(
     ] = None,
     baseline: Baseline = "baseline",
     scale: Scale = None,
-    lower_is_better: LowerIsBetter = False,
+    lower_is_better: LowerIsBetter = None,
     n_boot: Boot = 2000,
     seed: Seed = 0,
     confidence: Annotated[float, typer.Option("--confidence", help="Interval coverage.")] = 0.95,

@@ -78,7 +78,7 @@ def cross_scale_transfer(
     baseline: str = "baseline",
     small: str | None = None,
     large: str | None = None,
-    lower_is_better: bool = False,
+    lower_is_better: bool | None = None,
     correction: str = "holm",
     alpha: float = 0.05,
     anchors: Sequence[str] = (),
