@@ -80,7 +80,12 @@ Arms = Annotated[
     list[str] | None,
     typer.Option("--arms", help="Only these arms (repeatable or comma-separated)."),
 ]
-Alpha = Annotated[float, typer.Option("--alpha", help="Family-wise significance level.")]
+Alpha = Annotated[
+    float,
+    typer.Option(
+        "--alpha", help="Significance level: of the family-wise rate (of the FDR with bh)."
+    ),
+]
 Scale = Annotated[
     str | None, typer.Option("--scale", help="Scale to judge (required with several).")
 ]
