@@ -383,7 +383,8 @@ def _notes(
         )
     if rate and rate.above_alpha:
         notes.append(
-            f"this design's measured {ERROR_RATE_NAMES[error_rate(correction)]} is {rate.fwer:.3f} ± "
+            f"this design's measured {ERROR_RATE_NAMES[error_rate(correction)]} is "
+            f"{rate.fwer:.3f} ± "
             f"{rate.fwer_se:.3f}, above α = {alpha}: its verdicts do not hold at that level "
             "(use the default calibrated test, more baseline seeds or more seeds per arm)"
         )
