@@ -466,9 +466,14 @@ def decoupling_command(
     loss_metric: Annotated[str, typer.Option("--loss-metric")] = "val_loss",
     downstream_metric: Annotated[str, typer.Option("--downstream-metric")] = "downstream_avg",
     baseline: Baseline = "baseline",
-    threshold: Annotated[
-        float, typer.Option("--threshold", help="|relative loss change| counted as flat.")
-    ] = 0.05,
+    margin: Annotated[
+        float | None,
+        typer.Option(
+            "--margin",
+            help="Equivalence margin in noise floors σ: a metric is flat when its interval "
+            "lies within ±margin (TOST). Default: each arm's MDE.",
+        ),
+    ] = None,
     correction: Correction = "holm",
     alpha: Alpha = 0.05,
     scale: Scale = None,
@@ -486,7 +491,7 @@ def decoupling_command(
         loss_metric=loss_metric,
         downstream_metric=downstream_metric,
         baseline=baseline,
-        threshold=threshold,
+        margin=margin,
         correction=correction,
         alpha=alpha,
         scale=scale,
@@ -494,16 +499,19 @@ def decoupling_command(
     if _printed_json(result, json_):
         return
     _print_table(
-        f"{loss_metric} vs {downstream_metric} at {result.scale} (flat: |r_L| < {threshold})",
-        ("arm", "family", "r_L", f"Δ {downstream_metric}", "z", "verdict", "decoupled"),
+        f"{loss_metric} vs {downstream_metric} at {result.scale} (flat: equivalent within "
+        + ("each arm's MDE" if margin is None else f"±{margin} σ")
+        + " by TOST; not significant alone is not flat)",
+        ("arm", "family", "r_L", "loss", f"Δ {downstream_metric}", "z", "downstream", "decoupled"),
         [
             (
                 a.arm,
                 a.family,
                 a.loss_change,
+                _side(a.loss_verdict, a.loss_flat),
                 a.downstream_delta,
                 a.downstream_z,
-                a.downstream_verdict,
+                _side(a.downstream_verdict, a.downstream_flat),
                 a.kind or "",
             )
             for a in result.arms
@@ -524,6 +532,10 @@ def decoupling_command(
             for f in result.families
         ],
     )
+
+
+def _side(verdict: str, flat: bool) -> str:
+    return f"{verdict}, flat" if flat else verdict
 
 
 @stats_app.command("items")

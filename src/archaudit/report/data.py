@@ -125,7 +125,8 @@ class Scatter:
     scale: str
     loss_metric: str
     downstream_metric: str
-    threshold: float
+    loss_band: float
+    """|r_L| a loss can be flat within (the widest arm's equivalence margin, relative)."""
     points: tuple[ScatterPoint, ...]
 
 
@@ -523,7 +524,7 @@ def _scatters(
                     scale=result.scale,
                     loss_metric=result.loss_metric,
                     downstream_metric=result.downstream_metric,
-                    threshold=result.threshold,
+                    loss_band=result.loss_band,
                     points=tuple(
                         ScatterPoint(
                             a.arm, a.family, a.loss_change, a.downstream_delta, a.decoupled, a.kind
