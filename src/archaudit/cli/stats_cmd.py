@@ -179,8 +179,10 @@ def transfer_command(
     lower_is_better: LowerIsBetter = None,
     correction: Correction = "holm",
     alpha: Alpha = 0.05,
-    n_boot: Boot = 1000,
-    seed: Seed = 0,
+    confidence: Annotated[
+        float,
+        typer.Option("--confidence", help="Coverage of the intervals for ρ and τ (simultaneous)."),
+    ] = 0.95,
     exclude: Exclude = None,
     arms: Arms = None,
     json_: Json = False,
@@ -214,8 +216,7 @@ def transfer_command(
         baseline=baselines[0],
         small=small,
         large=large,
-        n_boot=n_boot,
-        seed=seed,
+        confidence=confidence,
         **options,
     )
     if _printed_json(result, json_):
