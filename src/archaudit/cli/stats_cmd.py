@@ -321,6 +321,7 @@ def transfer_command(
             "rank",
             "rank after",
             "shift",
+            "could be",
             f"verdict {result.large}",
         ),
         [
@@ -332,6 +333,7 @@ def transfer_command(
                 a.rank_small,
                 a.rank_large,
                 a.rank_shift,
+                "{}–{} → {}–{}".format(*a.rank_small_range, *a.rank_large_range),
                 a.verdict_large,
             )
             for a in result.arms

@@ -340,7 +340,8 @@ def transfer(data: ReportData) -> Section:
         "Rank shifts across scales",
         "Does the ranking of arms at the small scale predict the ranking at the large one? "
         "Each line joins an arm's rank at both scales (1 = best). Spearman's ρ is 1 when the "
-        "order is kept, 0 when it is unrelated; its interval comes from resampling seeds.",
+        "order is kept, 0 when it is unrelated; its interval holds the true effects' ρ with 95% "
+        "probability, or the ranking is not estimable when the arms are within noise.",
     )
     if not data.bumps:
         return _absent("transfer", title, intro, _why(data, "transfer", "table"))
