@@ -25,8 +25,8 @@ def design(correction: str) -> AuditDesign:
 
 def test_bh_lets_null_arms_through_once_some_arms_are_real_but_keeps_its_fdr():
     bh = fdr_simulation(design("bh"), **PARTLY_REAL)
-    assert bh.fwer_null > ALPHA + 2 * bh.fwer_null_se  # measured 0.109: not FWER control
-    assert bh.fdr <= ALPHA  # measured 0.013
+    assert bh.fwer_null > ALPHA + 2 * bh.fwer_null_se  # measured 0.114: not FWER control
+    assert bh.fdr <= ALPHA  # measured 0.014
     assert bh.found_rate > 0.99
     holm = fdr_simulation(design("holm"), **PARTLY_REAL)
     assert holm.fwer_null <= ALPHA + 2 * holm.fwer_null_se

@@ -35,7 +35,7 @@ from archaudit.stats import (
     seeds_needed,
 )
 from archaudit.stats.errors import EmptyTableError
-from archaudit.stats.grading import looks_like_loss
+from archaudit.stats.family import resolve_direction
 from archaudit.stats.judge import Judgement
 from archaudit.stats.sequential import SequentialRule, sequential_design_rate
 from archaudit.stats.table import RESULTS_FILE, Table
@@ -349,7 +349,7 @@ def _choose_metrics(table: Table, metrics: Sequence[str]) -> tuple[str, ...]:
 
 
 def _lower_is_better(metric: str) -> bool:
-    return looks_like_loss(metric)
+    return resolve_direction(metric, None)
 
 
 def _verdicts(

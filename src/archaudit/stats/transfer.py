@@ -26,7 +26,7 @@ import numpy as np
 from scipy.special import stdtrit
 
 from archaudit.stats.errors import DesignError
-from archaudit.stats.judge import Judgement, collect_family, judge
+from archaudit.stats.judge import ArmVerdict, Judgement, collect_family, judge
 from archaudit.stats.ranking import (
     interval_order,
     kendall_bounds,
@@ -126,30 +126,13 @@ def cross_scale_transfer(
             "rank correlations need at least 3",
         )
     deltas = {s: np.array([verdicts[s][arm].delta for arm in names]) for s in (small, large)}
-    ranks = {s: rankdata(-deltas[s]) for s in (small, large)}
     level = (1.0 - confidence) / (2 * len(names))  # Bonferroni over both scales' intervals
     orders = {s: _order(table, metric, s, names, options, level) for s in (small, large)}
-    ranges = {s: rank_ranges(orders[s]) for s in (small, large)}
     rho = spearman(deltas[small], deltas[large])
     rho_interval = _estimable(spearman_bounds(orders[small], orders[large]))
     tau_interval = _estimable(kendall_bounds(orders[small], orders[large]))
     notes = _notes(rho, rho_interval, small, large, confidence)
-    arms = tuple(
-        ArmTransfer(
-            arm=arm,
-            delta_small=float(deltas[small][i]),
-            delta_large=float(deltas[large][i]),
-            sign_preserved=bool(np.sign(deltas[small][i]) == np.sign(deltas[large][i])),
-            rank_small=float(ranks[small][i]),
-            rank_large=float(ranks[large][i]),
-            rank_shift=float(ranks[large][i] - ranks[small][i]),
-            rank_small_range=(int(ranges[small][0][i]), int(ranges[small][1][i])),
-            rank_large_range=(int(ranges[large][0][i]), int(ranges[large][1][i])),
-            verdict_small=verdicts[small][arm].verdict,
-            verdict_large=verdicts[large][arm].verdict,
-        )
-        for i, arm in enumerate(names)
-    )
+    arms = _arm_rows(names, deltas, orders, verdicts, (small, large))
     return ScaleTransfer(
         metric=metric,
         baseline=baseline,
@@ -165,6 +148,35 @@ def cross_scale_transfer(
         arms=arms,
         diverged_only_at_large=_diverged_only_at_large(judged[small], judged[large]),
         notes=tuple(notes),
+    )
+
+
+def _arm_rows(
+    names: list[str],
+    deltas: dict[str, np.ndarray],
+    orders: dict[str, np.ndarray],
+    verdicts: dict[str, dict[str, ArmVerdict]],
+    scales: tuple[str, str],
+) -> tuple[ArmTransfer, ...]:
+    """Each arm's Δ, rank (1 = best) and possible ranks at both scales."""
+    small, large = scales
+    ranks = {s: rankdata(-deltas[s]) for s in scales}
+    ranges = {s: rank_ranges(orders[s]) for s in scales}
+    return tuple(
+        ArmTransfer(
+            arm=arm,
+            delta_small=float(deltas[small][i]),
+            delta_large=float(deltas[large][i]),
+            sign_preserved=bool(np.sign(deltas[small][i]) == np.sign(deltas[large][i])),
+            rank_small=float(ranks[small][i]),
+            rank_large=float(ranks[large][i]),
+            rank_shift=float(ranks[large][i] - ranks[small][i]),
+            rank_small_range=(int(ranges[small][0][i]), int(ranges[small][1][i])),
+            rank_large_range=(int(ranges[large][0][i]), int(ranges[large][1][i])),
+            verdict_small=verdicts[small][arm].verdict,
+            verdict_large=verdicts[large][arm].verdict,
+        )
+        for i, arm in enumerate(names)
     )
 
 
