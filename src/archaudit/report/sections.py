@@ -351,7 +351,7 @@ def transfer(data: ReportData) -> Section:
         interval = (
             f" (95% interval {b.spearman_interval[0]:.2f} to {b.spearman_interval[1]:.2f})"
             if b.spearman_interval
-            else f" (interval {NOT_COMPUTED})"
+            else " (not estimable: the arms are too close to rank at 95%)"
         )
         text = (
             f"{b.metric}, {b.small} → {b.large}: Spearman ρ = {num(b.spearman, 2)}{interval}, "
