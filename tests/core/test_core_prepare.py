@@ -192,7 +192,7 @@ def test_a_bin_or_a_folder_as_recipe_corpus_is_prepared_once(tmp_path, monkeypat
     cache = tmp_path / "cache"
     first = prepare_corpus(Recipe(corpus=str(tmp_path / "train.bin")), cache)
     assert np.array_equal(_all(first.train), ids[: len(first.train)])
-    (folder,) = (cache / "prepared").iterdir()
+    assert len(list((cache / "prepared").iterdir())) == 1
     calls = []
     monkeypatch.setattr("archaudit.data.prepare.prepare", lambda *a, **k: calls.append(a))
     again = prepare_corpus(Recipe(corpus=str(tmp_path / "train.bin")), cache)

@@ -2,8 +2,8 @@
 SmolLM2-135M-Instruct (the 4-bit GGUF in ../shared/data, dequantised to float32 by
 transformers) on the first items of ARC-Easy from the local MosaicML ICL file, through
 lm-eval's own `hf` model, `simple_evaluate` and `EvaluationTracker` (what `lm_eval ...
---output_path OUT --log_samples` runs). One process loads the model once for all runs (a run whose folder exists is skipped, so an
-interrupted call is finished by calling it again):
+--output_path OUT --log_samples` runs). One process loads the model once for all runs (a run
+whose folder exists is skipped, so an interrupted call is finished by calling it again):
 
     PYTHONPATH=src python tests/data/lmeval/make_smollm2.py ../shared/data tests/data/lmeval/smollm2
 
