@@ -33,6 +33,7 @@ EXPORTED = {
     "qk_norm": "Qwen3ForCausalLM",
     "nope": "SmolLM3ForCausalLM",
     "swa": "SmolLM3ForCausalLM",
+    "irope": "SmolLM3ForCausalLM",
     "gelu_mlp": "ArceeForCausalLM",
     "relu2": "ArceeForCausalLM",
     "layernorm": "StableLmForCausalLM",
@@ -88,6 +89,9 @@ def test_stock_class_computes_the_runs_logits(arm: str, tmp_path: Path) -> None:
         ("softpick", "model.attention.score = 'softpick'"),
         ("parallel_block", "model.block.name = 'parallel'"),
         ("mos", "model.head.name = 'mos'"),
+        ("mla", "model.attention.name = 'latent'"),
+        ("switch_moe", "model.mlp.name = 'moe'"),
+        ("albert_sharing", "model.sharing.blocks = 1"),
     ],
 )
 def test_refusal_names_the_slot(arm: str, slot: str) -> None:

@@ -25,6 +25,7 @@ SLOTS = (
     "norm.name",
     "position.name",
     "position.rope_fraction",
+    "position.nope_every",
     "attention.name",
     "attention.score",
     "attention.qk_norm",
@@ -39,6 +40,7 @@ SLOTS = (
     "residual.mlp",
     "stream.name",
     "head.name",
+    "sharing.blocks",
 )
 """The config keys that change what a trained model computes at inference. Shape, RoPE base,
 tied embeddings, init and the auxiliary objective (z-loss; MTP heads are dropped, they never
@@ -155,6 +157,14 @@ def _rms(cfg: ModelConfig, gated: bool = True) -> dict[str, Any]:
     return {**_shape(cfg, gated), "rms_norm_eps": cfg.norm.eps}
 
 
+def _rope_layers(cfg: ModelConfig) -> list[int]:
+    """SmolLM3's `no_rope_layers`: 1 where a layer rotates (NoPE everywhere, or every
+    `nope_every`-th layer without RoPE as Llama 4's iRoPE)."""
+    from archaudit.model.position import rotates
+
+    return [int(cfg.position.name == "rope" and rotates(cfg, n)) for n in range(cfg.n_layers)]
+
+
 def _windows(cfg: ModelConfig) -> dict[str, Any]:
     """Sliding windows per layer as `layer_types` (HF masks key j from query i when
     i − j ≥ window, as `ForwardContext.mask` does)."""
@@ -216,14 +226,11 @@ SMOLLM3 = stock_class(
         "SmolLM3ForCausalLM",
         {
             "position.name": ("rope", "nope"),
+            "position.nope_every": WINDOW,  # None or any interval
             "attention.window": WINDOW,
             "mlp.name": tuple(GATED_ACT),
         },
-        lambda cfg: {
-            **_rms(cfg),
-            **_windows(cfg),
-            "no_rope_layers": [int(cfg.position.name == "rope")] * cfg.n_layers,
-        },
+        lambda cfg: {**_rms(cfg), **_windows(cfg), "no_rope_layers": _rope_layers(cfg)},
         LLAMA_NAMES,
     )
 )
