@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from archaudit.audit.coordinator import _track_verdicts, run_audit
+from archaudit.audit.coordinator import _track_verdicts
 from archaudit.audit.launch import RunOptions
 from archaudit.audit.plan import make_plan
 from archaudit.audit.runner import run_one, train_tracked
@@ -63,20 +63,20 @@ def test_a_tracker_sees_every_row_then_the_evals_and_is_closed(write_audit, prob
 
 def test_the_audits_verdicts_go_to_the_tracker(write_audit):
     EVENTS.clear()
-    plan = make_plan(load_audit(write_audit(seeds={"noise_floor": 2, "arms": 2})))
-    run_audit(plan, workers=1, live=False)  # runs in worker processes: no test tracker there
-    _track_verdicts("test-memory", plan)  # what run_audit(tracker=...) ends with
-    (rows,) = _events("table")
-    assert {(r["metric"], r["arm"]) for r in rows} == {("val_loss", "qk_norm")}
-    assert rows[0]["verdict"] in (
-        "within-noise",
-        "improver",
-        "regressor",
-        "nominal-improver",
-        "nominal-regressor",
-    )
-    verdict_summary = _events("summary")[-1]
-    assert verdict_summary["delta/val_loss/qk_norm/xs"] == rows[0]["delta"]
+    plan = make_plan(load_audit(write_audit()))
+    plan.audit_dir.mkdir(parents=True)
+    rows = [("baseline", k, 3.0 + 0.01 * k) for k in range(3)] + [("qk_norm", 0, 2.9)]
+    (plan.audit_dir / "results.csv").write_text(
+        "arm,scale,seed,metric,value\n"
+        + "".join(f"{arm},xs,{seed},val_loss,{value}\n" for arm, seed, value in rows)
+    )  # what run_audit exports before it ends with the verdicts
+    _track_verdicts("test-memory", plan)
+    (table,) = _events("table")
+    assert [(r["metric"], r["arm"], r["scale"]) for r in table] == [("val_loss", "qk_norm", "xs")]
+    assert table[0]["verdict"] == "improver" and table[0]["delta"] == pytest.approx(0.11)
+    (summary,) = _events("summary")
+    assert summary["delta/val_loss/qk_norm/xs"] == table[0]["delta"]
+    assert _events("open")[0].name == "tiny/verdicts"
 
 
 def test_an_unknown_tracker_is_named():
