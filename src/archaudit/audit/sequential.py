@@ -168,7 +168,7 @@ def extend_plan(plan: Plan, rounds: Sequence[Round]) -> Plan:
                 f"{added['arm']} at {added['scale']}: seed {added['seed']} added in round "
                 f"{round_.index}: {added['reason']}"
             )
-            notes.append(ProtocolNote(SEED_NOTE, added["arm"], message))
+            notes.append(ProtocolNote(SEED_NOTE, added["arm"], message, added["scale"]))
     return dataclasses.replace(plan, runs=tuple(runs), notes=tuple(notes))
 
 
