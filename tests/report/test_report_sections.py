@@ -195,8 +195,7 @@ def test_a_sequential_audit_reports_the_loops_verdicts_and_design(tmp_path: Path
     v = fixed[("val_loss", "d48")]
     assert {arm.verdict for arm in v.arms} != {"improver"}
     rows = [
-        {"arm": a.arm, "p": 1e-4, "verdict": "improver", "seeds": 2, "delta": 0.05}
-        for a in v.arms
+        {"arm": a.arm, "p": 1e-4, "verdict": "improver", "seeds": 2, "delta": 0.05} for a in v.arms
     ]
     family = {
         "metric": "val_loss",

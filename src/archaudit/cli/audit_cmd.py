@@ -226,7 +226,7 @@ def run(
     grid = make_plan(load_audit(audit, overrides, runs_dir=runs_dir), strict=strict)
     document: dict[str, object] = {}
     if until_settled or grid.spec.seeds.policy == "sequential":
-        from archaudit.audit.sequential import run_until_settled, settle_options
+        from archaudit.audit.sequential import describe_stop, run_until_settled, settle_options
 
         options = settle_options(
             grid, max_seeds=max_seeds, budget_runs=budget_runs, budget_hours=budget_hours
@@ -236,7 +236,8 @@ def run(
         )
         for family in () if json_ else settled.families:
             show(settled_table(family, settled.rule))
-        log(f"{settled.rounds} round(s), {settled.runs} runs: stopped because {settled.stop}")
+        stop = describe_stop(settled)
+        log(f"{settled.rounds} round(s), {settled.runs} runs: stopped because {stop}")
         outcome = settled.audit
         document["sequential"] = sequential_document(settled)
     else:
