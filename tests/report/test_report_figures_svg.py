@@ -17,14 +17,22 @@ from archaudit.audit import store
 from archaudit.report import Report, build_report
 from archaudit.report.data import gather
 from archaudit.report.figures import Figure
+from archaudit.report.sections import Row
 
 GROUP = re.compile(r'<g id="arm--(?P<arm>[^"]+?)--(?P<what>[^"]*)">(?P<body>.*?)</g>', re.S)
 COLOUR = re.compile(r"(?:stroke|fill): (#[0-9a-f]{6})")
 PATH = re.compile(r'<g id="(?P<gid>[^"]+)">\s*<path d="(?P<d>[^"]+)"', re.S)
 
 
+def figures_in(blocks) -> list[Figure]:
+    found = []
+    for block in blocks:
+        found += block.figures if isinstance(block, Row) else [block]
+    return [b for b in found if isinstance(b, Figure)]
+
+
 def page_figures(report: Report) -> list[Figure]:
-    return [b for s in report.sections for b in s.blocks if isinstance(b, Figure)]
+    return [f for s in report.sections for f in figures_in(s.blocks)]
 
 
 def arm_colours_in(svg: str) -> dict[str, set[str]]:
@@ -79,7 +87,7 @@ def test_the_power_figures_mde_line_meets_the_curve_at_the_stated_power(
     audit_report: Report,
 ) -> None:
     power = next(s for s in audit_report.sections if s.key == "power")
-    figures = [b for b in power.blocks if isinstance(b, Figure)]
+    figures = figures_in(power.blocks)
     assert figures
     for case in audit_report.data.power:
         figure = next(f for f in figures if f.key == f"power-{case.metric}")

@@ -11,7 +11,7 @@ from report_helpers import fake_audit, write_results
 from archaudit.report import Report, build_report, write_report
 from archaudit.report.build import write_html, write_markdown
 from archaudit.report.figures import Figure
-from archaudit.report.sections import SECTIONS, Bullets, Grid, Paragraph, Section
+from archaudit.report.sections import SECTIONS, Bullets, Grid, Paragraph, Row, Section
 
 ORDER = (
     "answer",
@@ -36,7 +36,11 @@ def sections_of(source: Path | Report, **options) -> dict[str, Section]:
 
 
 def figures_of(section: Section) -> list[Figure]:
-    return [b for b in section.blocks if isinstance(b, Figure)]
+    """The section's figures, those in rows included."""
+    found = []
+    for block in section.blocks:
+        found += block.figures if isinstance(block, Row) else [block]
+    return [b for b in found if isinstance(b, Figure)]
 
 
 def check_present(section: Section) -> None:

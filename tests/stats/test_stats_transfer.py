@@ -198,3 +198,14 @@ def test_an_interval_with_no_variation_is_not_estimable_never_zero_width():
     assert all(np.isnan(result.spearman_interval)) and all(np.isnan(result.kendall_interval))
     assert any("Spearman ρ interval not estimable" in note for note in result.notes)
     assert result.to_dict()["spearman_interval"] == [None, None]
+
+
+def test_a_ranking_of_within_noise_arms_is_not_claimed_to_change():
+    """Issue 22: "ρ = −0.63: the ranking at d48 is not a ranking at d64" was said of arms that
+    were all within noise. Their order is noise: the note says the ranking is not estimable."""
+    effects = {"a": (0.001, -0.001), "b": (-0.001, 0.001), "c": (0.0005, -0.0005)}
+    result = cross_scale_transfer(ladder(effects), "acc", n_boot=300, seed=1)
+    assert result.spearman < 0.5
+    assert {arm.verdict_small for arm in result.arms} == {"within-noise"}
+    assert result.notes[0].startswith("ranking not estimable: every arm is within noise")
+    assert not any("is not a ranking" in note for note in result.notes)

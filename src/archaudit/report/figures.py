@@ -43,7 +43,7 @@ STYLE = {
 }
 P = ParamSpec("P")
 Colours = Mapping[str, Colour]
-SEED_ALPHA = 0.55
+SEED_ALPHA = 0.7
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ def _forest_arm(ax, y: int, a: ArmRow, colour: str, edges: tuple[float, float], 
         seeds = ax.scatter(
             [min(max(d, low), high) for d in a.seed_deltas],
             [y + 0.18] * len(a.seed_deltas),
-            color=colour, s=9, alpha=SEED_ALPHA, zorder=2, linewidths=0,
+            color=colour, s=14, alpha=SEED_ALPHA, zorder=2, linewidths=0,
         )  # fmt: skip
         seeds.set_gid(arm_gid(a.arm, "seeds", scale))
     dot = ax.scatter([a.delta], [y], color=colour, s=30, zorder=3)

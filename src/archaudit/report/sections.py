@@ -47,7 +47,15 @@ class Grid:
     rows: tuple[tuple[str, ...], ...]
 
 
-Block = Paragraph | Bullets | Grid | Figure
+@dataclass(frozen=True)
+class Row:
+    """Figures side by side where the page is wide enough, stacked on a phone (each at a
+    legible size instead of shrunk into one wide figure)."""
+
+    figures: tuple[Figure, ...]
+
+
+Block = Paragraph | Bullets | Grid | Figure | Row
 
 
 @dataclass(frozen=True)
@@ -288,10 +296,14 @@ def noise_floor(data: ReportData) -> Section:
     if not data.verdicts:
         return _absent("forest", title, intro, _why(data, "table", "verdicts"))
     blocks: list[Block] = [
-        figures.forest(f"forest-{slug(v.metric)}-{slug(v.scale)}", v, data.colours)
+        Row(
+            tuple(
+                figures.forest(f"forest-{slug(v.metric)}-{slug(v.scale)}", v, data.colours)
+                for v in data.verdicts
+                if v.metric == metric and v.arms
+            )
+        )
         for metric in data.metrics
-        for v in data.verdicts
-        if v.metric == metric and v.arms
     ]
     kinds = dict.fromkeys(v.interval_kind for v in data.verdicts)
     blocks.append(Paragraph("Intervals: " + "; ".join(kinds) + "."))
@@ -324,7 +336,12 @@ def decoupling(data: ReportData) -> Section:
         f"{p.arm} at {s.scale}: {p.kind}" for s in data.scatters for p in s.points if p.decoupled
     ]
     blocks: list[Block] = [
-        figures.scatter(f"decoupling-{slug(s.scale)}", s, data.colours) for s in data.scatters
+        Row(
+            tuple(
+                figures.scatter(f"decoupling-{slug(s.scale)}", s, data.colours)
+                for s in data.scatters
+            )
+        )
     ]
     blocks.append(
         Bullets(tuple(decoupled))
@@ -357,7 +374,7 @@ def curves(data: ReportData) -> Section:
         return _absent("curves", title, intro, reason)
     blocks: list[Block] = []
     for scale in dict.fromkeys(c.scale for c in data.curves):
-        blocks += _scale_curves(data, scale)
+        blocks.append(Row(tuple(_scale_curves(data, scale))))
     diverged = [
         f"{c.arm} at {c.scale}, seed {c.seed}: step {c.diverged_step}"
         for c in data.curves
@@ -368,7 +385,7 @@ def curves(data: ReportData) -> Section:
     return Section("curves", title, intro, tuple(blocks))
 
 
-def _scale_curves(data: ReportData, scale: str) -> list[Block]:
+def _scale_curves(data: ReportData, scale: str) -> list[Figure]:
     key, out = slug(scale), []
     panels = (
         ("val", f"curves-{key}-val", f"validation loss at {scale}", "validation loss"),
@@ -479,11 +496,12 @@ def power(data: ReportData) -> Section:
             if not data.verdicts
             else "no judged family has 2 baseline seeds and a tested arm: power needs both",
         )
-    blocks: list[Block] = []
-    for metric in data.metrics:
-        cases = [c for c in data.power if c.metric == metric]
-        if cases:
-            blocks.append(figures.power_curves(f"power-{slug(metric)}", metric, cases))
+    drawn = tuple(
+        figures.power_curves(f"power-{slug(metric)}", metric, cases)
+        for metric in data.metrics
+        if (cases := [c for c in data.power if c.metric == metric])
+    )
+    blocks: list[Block] = [Row(drawn)]
     methods = dict.fromkeys(f"{c.scale}: {c.curve.method}" for c in data.power)
     blocks.append(Bullets(tuple(methods)))
     effects = [x for x, _ in data.power[0].seeds_for]

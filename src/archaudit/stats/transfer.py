@@ -25,7 +25,7 @@ from archaudit.stats.ranking import kendall_tau_b, rankdata, spearman
 from archaudit.stats.resample import bootstrap_means, estimable_interval, varies
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import Table
-from archaudit.stats.verdicts import DIVERGED, INCOMPLETE
+from archaudit.stats.verdicts import DIVERGED, INCOMPLETE, WITHIN_NOISE
 
 LOW_RHO = 0.5
 """Below this Spearman ρ the report says the small-scale ranking does not carry over."""
@@ -124,12 +124,8 @@ def cross_scale_transfer(
         [kendall_tau_b(a, b) for a, b in zip(boot[small], boot[large], strict=True)]
     )
     rho = spearman(deltas[small], deltas[large])
-    # `rho >= LOW_RHO` is False for an undefined ρ (NaN), so that is flagged too.
-    notes = (
-        []
-        if rho >= LOW_RHO
-        else [f"Spearman ρ = {rho:.2f}: the ranking at {small} is not a ranking at {large}"]
-    )
+    quiet = all(verdicts[s][arm].verdict == WITHIN_NOISE for s in (small, large) for arm in names)
+    notes = _rank_notes(rho, estimable_interval(rho_boot, confidence), quiet, small, large)
     notes += [
         f"{name} interval not estimable: all {n_boot} bootstrap replicates gave "
         f"{name} = {replicates[0]:.3g}"
@@ -170,6 +166,31 @@ def cross_scale_transfer(
         diverged_only_at_large=_diverged_only_at_large(judged[small], judged[large]),
         notes=tuple(notes),
     )
+
+
+def _rank_notes(
+    rho: float, interval: tuple[float, float], quiet: bool, small: str, large: str
+) -> list[str]:
+    """A rank change is claimed only when ρ's interval lies below LOW_RHO; when every arm is
+    within noise at both scales, their order is noise and the ranking is not estimable."""
+    if quiet:
+        return [
+            f"ranking not estimable: every arm is within noise at {small} and at {large}, so "
+            f"their order (Spearman ρ = {rho:.2f}) is the order of noise"
+        ]
+    # an interval not estimable because every replicate gave the same ρ: ρ is that sure
+    upper = interval[1] if np.isfinite(interval[1]) else rho
+    if upper < LOW_RHO:
+        return [
+            f"Spearman ρ = {rho:.2f} (upper bound {upper:.2f}): the ranking at {small} is not "
+            f"a ranking at {large}"
+        ]
+    if not rho >= LOW_RHO:  # low or undefined, but the interval does not exclude a kept order
+        return [
+            f"Spearman ρ = {rho:.2f}, but its interval reaches {LOW_RHO}: the data do not show "
+            f"that the ranking changed from {small} to {large}"
+        ]
+    return []
 
 
 def _bootstrap_deltas(
