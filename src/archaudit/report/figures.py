@@ -163,14 +163,18 @@ def scatter(key: str, s: Scatter, colours: Colours) -> Figure:
     fig, (ax,) = _new(5.0, 3.8)
     ax.axvspan(-100 * s.threshold, 100 * s.threshold, color="0.9", zorder=0)
     ax.axhline(0, color="0.3", lw=0.8)
-    for point in s.points:
+    xs, ys = [100 * p.loss_change for p in s.points], [p.downstream_delta for p in s.points]
+    nudge = 0.04 * ((max(xs) - min(xs)) or 1.0)
+    labels = spread(ys, 0.07 * ((max(ys) - min(ys)) or 1.0))  # close arms: labels apart
+    for point, label_y in zip(s.points, labels, strict=True):
         xy = (100 * point.loss_change, point.downstream_delta)
         colour = _hex(colours, point.arm)
         mark = ax.scatter(*([c] for c in xy), color=colour, marker="D" if point.decoupled else "o",
                           s=30, zorder=3)  # fmt: skip
         mark.set_gid(arm_gid(point.arm, "point", s.scale))
-        ax.annotate(point.arm, xy, xytext=(5, 3), textcoords="offset points", fontsize=7,
-                    color=colour)  # fmt: skip
+        ax.annotate(point.arm, xy, xytext=(xy[0] + nudge, label_y), textcoords="data", fontsize=7,
+                    color=colour, ha="left", va="center",
+                    arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.5})  # fmt: skip
     ax.margins(0.25)
     ax.set_xlabel(f"{s.loss_metric} change vs baseline (%)")
     ax.set_ylabel(f"Δ {s.downstream_metric} (positive = better)")
