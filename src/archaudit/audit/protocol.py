@@ -84,8 +84,9 @@ def cross_scale_note(
         ProtocolNote(
             "R7",
             arm,
-            f"{arm} touches the residual path or normalisation but is trained at one scale "
-            f"({', '.join(scales)}); R7 asks for >= 2 scales to see instability",
+            f"{arm} can change training stability (its family or its entry asks for R7) "
+            f"but is trained at one scale ({', '.join(scales)}); R7 asks for >= 2 scales, "
+            "where instability shows",
         )
     ]
 

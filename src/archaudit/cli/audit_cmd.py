@@ -134,7 +134,14 @@ def plan(
             "-" if seconds is None else f"{seconds * len(runs):,.0f} s",
         )
     show(table)
-    line = f"{len({a for a, _ in groups})} arms × {len(grid.spec.scales)} scales × seeds "
+    from archaudit.audit.plan import BASELINE
+
+    baselines = {run.arm for run in grid.runs if run.mods == BASELINE}
+    arms = {arm for arm, _ in groups} - baselines
+    base = "baseline" if len(baselines) == 1 else f"{len(baselines)} baselines"
+    scales = len(grid.spec.scales)
+    line = f"{base} + {len(arms)} arm{'s' * (len(arms) != 1)} × {scales} scale{'s' * (scales != 1)}"
+    line += " × seeds "
     line += f"({_seed_counts(groups)}) = {summary['total_runs']} runs"
     if summary["estimated_wall_s"] is not None:
         minutes = summary["estimated_wall_s"] / 60
