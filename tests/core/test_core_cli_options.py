@@ -148,3 +148,14 @@ def test_placeholders_in_help_survive_rendering() -> None:
             assert placeholder in shown, f"archaudit {' '.join(path)} --help drops {placeholder}"
             checked += 1
     assert checked >= 8  # runs/<audit>, <dir>, <run>, <csv>, ...
+
+
+def test_flags_show_no_value_type_in_help() -> None:
+    """Issue 22: every flag showed a `<bool>` metavar, as if it took a value."""
+    root = typer.main.get_command(app)
+    for path, command in _commands(root):
+        flags = [p for p in command.params if getattr(p, "is_flag", False)]
+        if not flags:
+            continue
+        result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "250"})
+        assert "<bool>" not in result.stdout, f"archaudit {' '.join(path)} --help"
