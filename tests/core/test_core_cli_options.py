@@ -159,3 +159,17 @@ def test_flags_show_no_value_type_in_help() -> None:
             continue
         result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "250"})
         assert "<bool>" not in result.stdout, f"archaudit {' '.join(path)} --help"
+
+
+def test_init_suite_help_lists_the_suites_and_a_bad_name_lists_them_too() -> None:
+    from archaudit.cli.audit_cmd import SUITE_NAMES
+    from archaudit.mods.suites import list_suites
+
+    assert list(SUITE_NAMES) == list_suites()  # --help spells them without the catalogue
+    shown = " ".join(
+        CliRunner().invoke(app, ["init", "--help"], env={"COLUMNS": "250"}).stdout.split()
+    )
+    assert all(name in shown for name in SUITE_NAMES)
+    result = CliRunner().invoke(app, ["init", "x.toml", "--suite", "audit2025"])
+    assert result.exit_code != 0
+    assert "suites: " + ", ".join(SUITE_NAMES) in str(result.exception)

@@ -57,13 +57,18 @@ def show(table: Table) -> None:
 
 
 AUDIT_FILE = typer.Argument(..., help="The audit file (TOML).")
+SUITE_NAMES = ("audit2026", "foundations", "narang2021", "olmpool")
+"""The suites of mods/suites.py, spelled here so that --help needs no import of the catalogue
+(a test checks that they agree)."""
 AUDIT_TARGET = typer.Argument(..., help="The audit file or its directory (runs/\\<audit>).")
 
 
 @app.command()
 def init(
     path: Path = typer.Argument(Path("audit.toml"), help="The audit file to write."),
-    suite: str | None = typer.Option(None, "--suite", help="Arms = this modification suite."),
+    suite: str | None = typer.Option(
+        None, "--suite", help=f"Arms = this modification suite: {', '.join(SUITE_NAMES)}."
+    ),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
     json_: Json = False,
     quiet: Quiet = False,
