@@ -29,6 +29,7 @@ import numpy as np
 
 from archaudit.stats.aso import ASO_THRESHOLD, AlmostStochasticOrder, almost_stochastic_order
 from archaudit.stats.errors import DesignError, TooFewSeedsError
+from archaudit.stats.grading import looks_like_loss
 from archaudit.stats.resample import estimable_interval
 from archaudit.stats.samples import sample_arm
 from archaudit.stats.serialize import JsonResult
@@ -108,6 +109,28 @@ class Aggregates(JsonResult):
     notes: tuple[str, ...]
 
 
+FALLBACK_METRICS = ("downstream_avg", "val_loss")
+"""Aggregated, as one stratum, when the results hold no per-task metrics."""
+
+
+def _strata(table: Table, metrics: Sequence[str]) -> tuple[tuple[str, ...], str | None]:
+    """The task metrics, or the first fallback metric the table has with a note saying so."""
+    tasks = tuple(metrics) or tuple(m for m in table.metrics if m.endswith(TASK_SUFFIX))
+    if tasks:
+        return tasks, None
+    for metric in FALLBACK_METRICS:
+        if metric in table.metrics:
+            return (metric,), (
+                f"no per-task metrics named '<task>{TASK_SUFFIX}': aggregated over {metric} "
+                "alone (one stratum; name task metrics with --metric)"
+            )
+    raise DesignError(
+        f"{table.source} (column 'metric')",
+        f"no per-task metrics named '<task>{TASK_SUFFIX}' and none of {list(FALLBACK_METRICS)}",
+        "name the task metrics with --metric (repeatable)",
+    )
+
+
 def aggregate(
     table: Table,
     *,
@@ -121,19 +144,16 @@ def aggregate(
     aso_threshold: float = ASO_THRESHOLD,
 ) -> Aggregates:
     """IQM, macro mean, P(arm > baseline) and ASO over the task `metrics` at one scale."""
-    tasks = tuple(metrics) or tuple(m for m in table.metrics if m.endswith(TASK_SUFFIX))
-    if not tasks:
-        raise DesignError(
-            f"{table.source} (column 'metric')",
-            f"no per-task metrics named '<task>{TASK_SUFFIX}'",
-            "name the task metrics with --metric (repeatable)",
-        )
+    tasks, fallback = _strata(table, metrics)
+    notes = [fallback] if fallback else []
+    if fallback and looks_like_loss(tasks[0]):
+        lower_is_better = True
     for metric in tasks:
         table.check_metric(metric)
     scale = table.resolve_scale(scale)
     table.check_arm(baseline, "baseline")
     sign = -1.0 if lower_is_better else 1.0
-    scores, notes = {}, []
+    scores = {}
     for arm in table.arms_at(scale):
         samples = [sample_arm(table, metric, scale, arm) for metric in tasks]
         status = next((s.status for s in samples if s.status != "ok"), "ok")
