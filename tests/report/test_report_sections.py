@@ -17,6 +17,7 @@ ORDER = (
     "answer",
     "forest",
     "decoupling",
+    "aggregates",
     "curves",
     "transfer",
     "interactions",
@@ -25,7 +26,7 @@ ORDER = (
     "scope",
     "provenance",
 )
-WITH_FIGURES = {"forest", "decoupling", "curves", "transfer", "interactions", "power"}
+WITH_FIGURES = {"forest", "decoupling", "aggregates", "curves", "transfer", "interactions", "power"}
 
 
 def sections_of(source: Path | Report, **options) -> dict[str, Section]:

@@ -34,6 +34,7 @@ from archaudit.stats import (
     load_table,
     seeds_needed,
 )
+from archaudit.stats.aggregate import TASK_SUFFIX, aggregate
 from archaudit.stats.errors import EmptyTableError
 from archaudit.stats.grading import looks_like_loss
 from archaudit.stats.judge import Judgement
@@ -169,6 +170,29 @@ class Bump:
     arms: tuple[BumpArm, ...]
     diverged_only_at_large: tuple[str, ...]
     notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TaskAggregate:
+    """One arm's aggregate over the suite's tasks × seeds (stats.aggregate, rliable's)."""
+
+    arm: str
+    n_seeds: int
+    iqm: float
+    iqm_interval: tuple[float, float] | None
+    prob_improvement: float
+    prob_interval: tuple[float, float] | None
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """rliable's aggregates at one scale: IQM and P(arm > baseline) with stratified-bootstrap
+    intervals over the per-task scores."""
+
+    scale: str
+    tasks: int
+    confidence: float
+    arms: tuple[TaskAggregate, ...]
 
 
 @dataclass(frozen=True)
@@ -331,6 +355,7 @@ class ReportData:
     scatters: tuple[Scatter, ...]
     bumps: tuple[Bump, ...]
     heatmaps: tuple[Heatmap, ...]
+    aggregates: tuple[Aggregate, ...]
     power: tuple[PowerCase, ...]
     curves: tuple[Curve, ...]
     scope: Scope
@@ -378,6 +403,7 @@ def gather(
         scatters=_scatters(table, chosen, baseline, absent) if table else (),
         bumps=_bumps(table, chosen, baseline, absent) if table else (),
         heatmaps=_heatmaps(table, chosen, baseline, absent) if table else (),
+        aggregates=_aggregates(table, baseline, absent) if table else (),
         power=power,
         curves=curves,
         scope=_scope(table, runs, audit_dir),
@@ -679,6 +705,36 @@ def _bumps(
                 notes=tuple(result.notes),
             )
         )
+    return tuple(out)
+
+
+def _aggregates(table: Table, baseline: str, absent: dict[str, str]) -> tuple[Aggregate, ...]:
+    """IQM and probability of improvement over the per-task scores, per scale, when the results
+    have them (an audit with a downstream suite)."""
+    if sum(m.endswith(TASK_SUFFIX) for m in table.metrics) < 2:
+        absent["aggregates"] = (
+            f"the results hold fewer than 2 per-task metrics ('<task>{TASK_SUFFIX}'): the audit "
+            "scored no multi-task downstream suite"
+        )
+        return ()
+    out = []
+    for scale in table.scales:
+        result = _attempt(
+            lambda s=scale: aggregate(table, baseline=baseline, scale=s), "aggregates", absent
+        )
+        if result is not None:
+            arms = tuple(
+                TaskAggregate(
+                    a.arm,
+                    a.n_seeds,
+                    a.iqm,
+                    _finite_interval(a.iqm_interval),
+                    a.prob_improvement,
+                    _finite_interval(a.prob_improvement_interval),
+                )
+                for a in result.arms
+            )
+            out.append(Aggregate(result.scale, len(result.tasks), result.confidence, arms))
     return tuple(out)
 
 

@@ -21,6 +21,7 @@ from matplotlib.figure import Figure as MplFigure
 from matplotlib.lines import Line2D
 
 from archaudit.report.data import (
+    Aggregate,
     ArmRow,
     Band,
     Bump,
@@ -299,6 +300,40 @@ def heatmap(key: str, h: Heatmap) -> Figure:
     fig.colorbar(image, ax=ax, label="σ (positive = better)")
     ax.set_title(f"{h.metric} at {h.scale}", fontsize=9)
     return render(key, fig, f"Interaction heatmap of {h.metric} at {h.scale}")
+
+
+@styled
+def task_aggregate(key: str, agg: Aggregate, colours: Colours) -> Figure:
+    """rliable's two panels at one scale: each arm's IQM over tasks × seeds and its probability
+    of improvement over the baseline, with stratified-bootstrap intervals."""
+    fig, (iqm_ax, prob_ax) = _new(5.0, 1.6 + 0.3 * len(agg.arms), 2)
+    shown = sorted(agg.arms, key=lambda a: a.iqm)
+    for y, a in enumerate(shown):
+        colour = _hex(colours, a.arm)
+        for ax, value, interval, what in (
+            (iqm_ax, a.iqm, a.iqm_interval, "iqm"),
+            (prob_ax, a.prob_improvement, a.prob_interval, "improvement"),
+        ):
+            if not math.isfinite(value):
+                continue  # the baseline has no P(improvement) over itself
+            if interval is not None:
+                ax.hlines(y, *interval, colors=colour, lw=1.6).set_gid(
+                    arm_gid(a.arm, what, "interval", agg.scale)
+                )
+            ax.scatter([value], [y], color=colour, s=30, zorder=3).set_gid(
+                arm_gid(a.arm, what, agg.scale)
+            )
+    iqm_ax.set_yticks(range(len(shown)), [a.arm for a in shown], fontsize=8)
+    for label, a in zip(iqm_ax.get_yticklabels(), shown, strict=True):
+        label.set_color(_hex(colours, a.arm))
+    prob_ax.set_yticks(range(len(shown)), [""] * len(shown))
+    prob_ax.axvline(0.5, color="0.4", ls="--", lw=0.8)
+    prob_ax.set_xlim(0, 1)
+    iqm_ax.set(xlabel="IQM of task scores", title=f"IQM at {agg.scale}")
+    prob_ax.set(xlabel="P(arm > baseline)", title="probability of improvement")
+    return render(
+        key, fig, f"IQM and probability of improvement over {agg.tasks} tasks at {agg.scale}"
+    )
 
 
 SCALE_STYLES = (("#222222", "-"), ("#666666", "--"), ("#999999", "-."), ("#444444", ":"))

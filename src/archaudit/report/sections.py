@@ -351,6 +351,29 @@ def decoupling(data: ReportData) -> Section:
     return Section("decoupling", title, intro, tuple(blocks))
 
 
+def aggregates(data: ReportData) -> Section:
+    title, intro = (
+        "Across tasks (rliable's aggregates)",
+        "The field's habit for a claim over many tasks (Agarwal et al. 2021, rliable): per "
+        "scale, each arm's interquartile mean (IQM) of its task scores over every seed and "
+        "task, and the probability that a run of the arm beats a run of the baseline on a task, "
+        "both with stratified-bootstrap intervals (tasks kept, seeds resampled within each). "
+        "A probability interval clear of 0.5 says the arm is better (or worse) on most tasks.",
+    )
+    if not data.aggregates:
+        return _absent("aggregates", title, intro, _why(data, "aggregates", "table"))
+    drawn = tuple(
+        figures.task_aggregate(f"aggregate-{slug(a.scale)}", a, data.colours)
+        for a in data.aggregates
+    )
+    level = f"{data.aggregates[0].confidence:.0%}"
+    note = Paragraph(
+        f"Intervals: {level} stratified bootstrap (stats.aggregate); an arm with one seed has "
+        "none. `archaudit stats aggregate` prints the numbers and the almost-stochastic order."
+    )
+    return Section("aggregates", title, intro, (Row(drawn), note))
+
+
 # ---------------------------------------------------------------------------------------------
 # 4. training curves
 
@@ -717,6 +740,7 @@ SECTIONS: tuple[Callable[[ReportData], Section], ...] = (
     answer,
     noise_floor,
     decoupling,
+    aggregates,
     curves,
     transfer,
     interactions,
