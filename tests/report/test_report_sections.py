@@ -238,3 +238,31 @@ def test_forest_range_holds_every_delta_and_the_band_and_cuts_only_far_intervals
     assert forest_range([0.5], band=0.1) == pytest.approx((-0.7, 1.1))
     assert forest_range([], band=0.1) == pytest.approx((-0.3, 0.3))  # no arm with a Δ yet
     assert forest_range([], band=float("nan")) == (-3.0, 3.0)
+
+
+def test_the_answer_says_nominal_results_orders_by_importance_and_names_each_mdes_scale(
+    csv_report: Report,
+) -> None:
+    """Issue 22: softpick (Δ −0.049, p 0.03, nominal-regressor) read "no val_loss effect
+    detected"; the MDE quoted named no scale."""
+    import dataclasses
+
+    from archaudit.report.sections import arm_lines
+
+    def nominal(v):
+        arms = tuple(
+            dataclasses.replace(a, verdict="nominal-regressor", p=0.03)
+            if a.arm == "softpick" and v.metric == "val_loss" and v.scale == "d48"
+            else a
+            for a in v.arms
+        )
+        return dataclasses.replace(v, arms=arms)
+
+    lines = arm_lines([nominal(v) for v in csv_report.data.verdicts])
+    assert lines[0].startswith("post_ln: regressor")  # a verdict first
+    softpick = next(line for line in lines if line.startswith("softpick"))
+    assert "nominal-regressor on val_loss at d48" in softpick
+    assert "significant before the correction only" in softpick
+    assert lines.index(softpick) == 1  # nominal next, before the arms with nothing
+    quiet = next(line for line in lines if line.startswith("geglu"))
+    assert " at d48" in quiet.split("MDE", 1)[1] and " at d64" in quiet.split("MDE", 1)[1]
