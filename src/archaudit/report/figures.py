@@ -162,7 +162,7 @@ def scatter(key: str, s: Scatter, colours: Colours) -> Figure:
     """One scale: relative loss change against downstream Δ, every arm labelled in its colour;
     decoupled arms as diamonds."""
     fig, (ax,) = _new(5.0, 3.8)
-    ax.axvspan(-100 * s.threshold, 100 * s.threshold, color="0.9", zorder=0)
+    ax.axvspan(-100 * s.loss_band, 100 * s.loss_band, color="0.9", zorder=0)
     ax.axhline(0, color="0.3", lw=0.8)
     xs, ys = [100 * p.loss_change for p in s.points], [p.downstream_delta for p in s.points]
     nudge = 0.04 * ((max(xs) - min(xs)) or 1.0)

@@ -15,8 +15,8 @@ column per task metric (default: every `<task>/score`, the numbers `downstream_a
 - almost stochastic order (`aso.py`) of each seed's macro average against the baseline's.
 
 A single-seed arm has nothing to resample, so its intervals are not estimable (NaN, with a
-note), never zero-width. Higher is better; `lower_is_better` negates the scores. Needs scipy
-(the `stats` extra).
+note), never zero-width. The direction comes from the task names unless `lower_is_better` is
+given (lower is better negates the scores). Needs scipy (the `stats` extra).
 """
 
 from __future__ import annotations
@@ -27,9 +27,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from archaudit.errors import ConfigError
 from archaudit.stats.aso import ASO_THRESHOLD, AlmostStochasticOrder, almost_stochastic_order
 from archaudit.stats.errors import DesignError, TooFewSeedsError
-from archaudit.stats.grading import looks_like_loss
+from archaudit.stats.family import resolve_direction
 from archaudit.stats.resample import estimable_interval
 from archaudit.stats.samples import sample_arm
 from archaudit.stats.serialize import JsonResult
@@ -137,7 +138,7 @@ def aggregate(
     metrics: Sequence[str] = (),
     baseline: str = "baseline",
     scale: str | None = None,
-    lower_is_better: bool = False,
+    lower_is_better: bool | None = None,
     n_boot: int = 2000,
     seed: int = 0,
     confidence: float = 0.95,
@@ -146,13 +147,12 @@ def aggregate(
     """IQM, macro mean, P(arm > baseline) and ASO over the task `metrics` at one scale."""
     tasks, fallback = _strata(table, metrics)
     notes = [fallback] if fallback else []
-    if fallback and looks_like_loss(tasks[0]):
-        lower_is_better = True
     for metric in tasks:
         table.check_metric(metric)
     scale = table.resolve_scale(scale)
     table.check_arm(baseline, "baseline")
-    sign = -1.0 if lower_is_better else 1.0
+    lower = _direction(tasks, lower_is_better)
+    sign = -1.0 if lower else 1.0
     scores = {}
     for arm in table.arms_at(scale):
         samples = [sample_arm(table, metric, scale, arm) for metric in tasks]
@@ -206,7 +206,7 @@ def aggregate(
         scale=scale,
         baseline=baseline,
         tasks=tasks,
-        lower_is_better=lower_is_better,
+        lower_is_better=lower,
         confidence=confidence,
         n_boot=n_boot,
         seed=seed,
@@ -215,6 +215,17 @@ def aggregate(
         arms=tuple(arms),
         notes=tuple(notes),
     )
+
+
+def _direction(tasks: Sequence[str], lower_is_better: bool | None) -> bool:
+    """One direction for every task: as given, else from the names, which must agree."""
+    lower = {resolve_direction(task, lower_is_better) for task in tasks}
+    if len(lower) > 1:
+        raise ConfigError(
+            f"tasks {list(tasks)} mix losses and scores: pass lower_is_better "
+            "(--lower-is-better/--higher-is-better) or name tasks of one direction"
+        )
+    return lower.pop()
 
 
 def _summarize(
