@@ -202,3 +202,21 @@ def test_cli_prints_the_library_result(monkeypatch, capsys, write_csv):
     assert code == 0 and "IQM" in text and "far" in text and "not estimable" in text
     code, _, err = run_cli(monkeypatch, capsys, f"stats aggregate {path} --metric arc/scor")
     assert code == 2 and "did you mean 'arc/score'" in err
+
+
+def test_performance_profiles_are_the_share_of_scores_above_each_threshold():
+    from archaudit.stats.aggregate import performance_profile
+
+    scores = np.array([[0.1, 0.5], [0.3, 0.9]])
+    assert performance_profile(scores, np.array([0.0, 0.2, 0.5, 1.0])).tolist() == [
+        1.0,
+        0.75,
+        0.25,  # only 0.9 is above 0.5 (strictly)
+        0.0,
+    ]
+    result = aggregate(tasks_table())
+    assert set(result.profiles) == {a.arm for a in result.arms}
+    far, base = result.profiles["far"], result.profiles["baseline"]
+    assert len(far) == len(result.profile_taus) and all(
+        f >= b for f, b in zip(far, base, strict=True)
+    )

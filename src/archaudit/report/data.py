@@ -194,6 +194,9 @@ class Aggregate:
     tasks: int
     confidence: float
     arms: tuple[TaskAggregate, ...]
+    taus: tuple[float, ...]
+    profiles: dict[str, tuple[float, ...]]
+    """Arm → its performance profile over `taus` (share of seeds × tasks scores above τ)."""
 
 
 @dataclass(frozen=True)
@@ -735,7 +738,16 @@ def _aggregates(table: Table, baseline: str, absent: dict[str, str]) -> tuple[Ag
                 )
                 for a in result.arms
             )
-            out.append(Aggregate(result.scale, len(result.tasks), result.confidence, arms))
+            out.append(
+                Aggregate(
+                    result.scale,
+                    len(result.tasks),
+                    result.confidence,
+                    arms,
+                    result.profile_taus,
+                    result.profiles or {},
+                )
+            )
     return tuple(out)
 
 

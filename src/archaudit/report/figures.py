@@ -336,6 +336,20 @@ def task_aggregate(key: str, agg: Aggregate, colours: Colours) -> Figure:
     )
 
 
+@styled
+def performance_profiles(key: str, agg: Aggregate, colours: Colours) -> Figure:
+    """rliable's performance profiles at one scale: per arm, the share of its seeds × tasks
+    scores above each threshold τ (a curve further right is better)."""
+    fig, (ax,) = _new(5.0, 3.4)
+    for arm, profile in agg.profiles.items():
+        (line,) = ax.step(agg.taus, profile, where="post", color=_hex(colours, arm), lw=1.3)
+        line.set_gid(arm_gid(arm, "profile", agg.scale))
+    ax.set(xlabel="task score τ", ylabel="share of runs × tasks with score > τ", ylim=(0, 1.02))
+    ax.set_title(f"performance profiles at {agg.scale}", fontsize=9)
+    _arm_legend(fig, list(agg.profiles), colours)
+    return render(key, fig, f"Performance profiles over {agg.tasks} tasks at {agg.scale}")
+
+
 SCALE_STYLES = (("#222222", "-"), ("#666666", "--"), ("#999999", "-."), ("#444444", ":"))
 """Scales in the power figure: greys and dashes, so that no scale borrows an arm's colour."""
 

@@ -362,13 +362,20 @@ def aggregates(data: ReportData) -> Section:
         "The field's habit for a claim over many tasks (Agarwal et al. 2021, rliable): per "
         "scale, each arm's interquartile mean (IQM) of its task scores over every seed and "
         "task, and the probability that a run of the arm beats a run of the baseline on a task, "
-        "both with stratified-bootstrap intervals (tasks kept, seeds resampled within each). "
-        "A probability interval clear of 0.5 says the arm is better (or worse) on most tasks.",
+        "both with stratified-bootstrap intervals (tasks kept, seeds resampled within each), "
+        "and its performance profile: the share of its runs × tasks scoring above each "
+        "threshold. A probability interval clear of 0.5 says the arm is better (or worse) on "
+        "most tasks.",
     )
     if not data.aggregates:
         return _absent("aggregates", title, intro, _why(data, "aggregates", "table"))
-    drawn = tuple(
-        figures.task_aggregate(f"aggregate-{slug(a.scale)}", a, data.colours)
+    rows = tuple(
+        Row(
+            (
+                figures.task_aggregate(f"aggregate-{slug(a.scale)}", a, data.colours),
+                figures.performance_profiles(f"profile-{slug(a.scale)}", a, data.colours),
+            )
+        )
         for a in data.aggregates
     )
     level = f"{data.aggregates[0].confidence:.0%}"
@@ -376,7 +383,7 @@ def aggregates(data: ReportData) -> Section:
         f"Intervals: {level} stratified bootstrap (stats.aggregate); an arm with one seed has "
         "none. `archaudit stats aggregate` prints the numbers and the almost-stochastic order."
     )
-    return Section("aggregates", title, intro, (Row(drawn), note))
+    return Section("aggregates", title, intro, (*rows, note))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -41,6 +41,15 @@ TASK_SUFFIX = "/score"
 IQM_CUT = 0.25
 
 
+PROFILE_POINTS = 41
+
+
+def performance_profile(scores: np.ndarray, taus: np.ndarray) -> np.ndarray:
+    """rliable's score distribution (Agarwal et al. 2021, fig. 5): for each τ the share of all
+    seeds × tasks scores above it; (seeds, tasks), (T,) → (T,)."""
+    return np.mean(np.ravel(scores)[None, :] > np.asarray(taus)[:, None], axis=1)
+
+
 def macro_mean(scores: np.ndarray) -> np.ndarray:
     """Mean over tasks of the per-task seed means; (..., seeds, tasks) → (...)."""
     return np.mean(np.mean(scores, axis=-2), axis=-1)
@@ -108,6 +117,10 @@ class Aggregates(JsonResult):
     aso_comparisons: int
     arms: tuple[ArmAggregate, ...]
     notes: tuple[str, ...]
+    profile_taus: tuple[float, ...] = ()
+    """The thresholds τ of the performance profiles (scores, negated for lower-is-better)."""
+    profiles: dict[str, tuple[float, ...]] | None = None
+    """Arm → its performance profile: the share of its seeds × tasks scores above each τ."""
 
 
 FALLBACK_METRICS = ("downstream_avg", "val_loss")
@@ -201,6 +214,8 @@ def aggregate(
             "intervals not estimable for single-seed arms (no seeds to resample): "
             + ", ".join(single)
         )
+    everything = np.concatenate([v.ravel() for v in scores.values()])
+    taus = np.linspace(everything.min(), everything.max(), PROFILE_POINTS)
     return Aggregates(
         source=table.source,
         scale=scale,
@@ -214,6 +229,10 @@ def aggregate(
         aso_comparisons=len(aso_arms),
         arms=tuple(arms),
         notes=tuple(notes),
+        profile_taus=tuple(float(t) for t in taus),
+        profiles={
+            arm: tuple(map(float, performance_profile(v, taus))) for arm, v in scores.items()
+        },
     )
 
 
