@@ -19,6 +19,7 @@ ORDER = (
     "decoupling",
     "aggregates",
     "curves",
+    "routing",
     "transfer",
     "interactions",
     "power",
