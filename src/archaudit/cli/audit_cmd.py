@@ -57,7 +57,7 @@ def show(table: Table) -> None:
 
 
 AUDIT_FILE = typer.Argument(..., help="The audit file (TOML).")
-SUITE_NAMES = ("audit2026", "foundations", "narang2021", "olmpool")
+SUITE_NAMES = ("audit2026", "foundations", "modern", "narang2021", "olmpool")
 """The suites of mods/suites.py, spelled here so that --help needs no import of the catalogue
 (a test checks that they agree)."""
 AUDIT_TARGET = typer.Argument(..., help="The audit file or its directory (runs/\\<audit>).")
