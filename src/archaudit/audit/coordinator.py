@@ -16,8 +16,8 @@ from pathlib import Path
 
 from archaudit import progress
 from archaudit.audit import store
-from archaudit.audit.executors import make_executor
-from archaudit.audit.launch import RunOptions
+from archaudit.audit.executors import Interrupted, make_executor
+from archaudit.audit.launch import RunOptions, sigterm_as_interrupt
 from archaudit.audit.live import AuditMonitor
 from archaudit.audit.plan import Plan
 from archaudit.audit.protocol import warn_notes
@@ -25,6 +25,7 @@ from archaudit.audit.spec import ExecutorSpec
 from archaudit.audit.trackers import check_tracker, log_verdicts
 from archaudit.audit.verdicts import judge_audit, verdict_rows
 from archaudit.errors import ArchauditError
+from archaudit.rundir import checkpoint_dirs, checkpoint_step
 
 WAIT_S = 1.0
 SEED_NOTE = "seed"
@@ -71,17 +72,24 @@ def run_audit(
         stale_after_s=settings.stale_after_s,
     )
     launches: Counter[Path] = Counter()
-    with AuditMonitor(run_dirs, stale_after_s=settings.stale_after_s, live=live) as monitor:
-        while True:
-            statuses = monitor.snapshot()
-            todo = [s.path for s in statuses if _runnable(s, launches[s.path], settings)]
-            if todo:
-                launches.update(todo)
-                pool.execute(todo, options)
-            elif any(s.state == "running" for s in statuses):
-                time.sleep(WAIT_S)  # another worker holds these runs: wait for it (or its death)
-            else:
-                break
+    try:
+        with (
+            sigterm_as_interrupt(),
+            AuditMonitor(run_dirs, stale_after_s=settings.stale_after_s, live=live) as monitor,
+        ):
+            while True:
+                statuses = monitor.snapshot()
+                todo = [s.path for s in statuses if _runnable(s, launches[s.path], settings)]
+                if todo:
+                    launches.update(todo)
+                    pool.execute(todo, options)
+                elif any(s.state == "running" for s in statuses):
+                    time.sleep(WAIT_S)  # another worker holds these runs: wait for it
+                else:
+                    break
+    except Interrupted as stop:
+        say_what_was_saved(stop, plan.audit_dir)
+        raise
     planned = set(run_dirs)
     statuses = [s for s in store.refresh_index(plan.audit_dir) if s.path in planned]
     finished = ("done", "diverged")
@@ -105,6 +113,22 @@ def _track_verdicts(tracker: str, plan: Plan) -> None:
         progress.warn(f"verdicts not sent to the {tracker} tracker: {err}")
         return
     log_verdicts(tracker, plan.spec.name, plan.audit_dir, rows)
+
+
+def say_what_was_saved(stop: Interrupted, audit_dir: Path) -> None:
+    """One line per run that was stopped: the step its checkpoint holds, where a rerun goes on."""
+    from archaudit.progress import log, warn
+
+    how = "Ctrl-C" if stop.signal_name == "SIGINT" else stop.signal_name
+    if stop.aborted:
+        warn(f"{how}, then a second interrupt: the workers were killed before saving")
+    else:
+        log(f"{how}: every running worker saved its current step")
+    for run_dir in stop.stopped:
+        checkpoints = checkpoint_dirs(run_dir)
+        step = checkpoint_step(checkpoints[-1]) if checkpoints else None
+        where = f"saved at step {step}" if step else "no checkpoint yet: restarts at step 0"
+        log(f"  {run_dir.relative_to(audit_dir)}: {where}")
 
 
 def _runnable(status: store.RunStatus, launches: int, settings: ExecutorSpec) -> bool:
