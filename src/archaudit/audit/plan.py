@@ -39,6 +39,13 @@ if TYPE_CHECKING:
 BASELINE = "baseline"
 
 
+MAX_RUNS = 10_000
+"""Grids past these bounds are refused at plan time, in one line, instead of being listed,
+probed or simulated for minutes: no real audit comes near them, a typo's extra zeros do."""
+MAX_SHAPE = {"n_layers": 1_024, "d_model": 65_536, "n_heads": 4_096, "context_length": 1 << 20}
+MAX_PARAMS = 10**12
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunSpec:
     """One training run of an audit: everything `archaudit run-one` needs, stored as run.json."""
@@ -147,6 +154,7 @@ def _make_plan(spec: AuditSpec, *, strict: bool) -> Plan:
             for scale in scales:
                 grid = _runs_of(spec, planned, name, baseline, delta, scale, suite)
                 runs += grid
+                check_grid_size(len(runs))
                 notes += _identity_note(spec, grid[0], delta, scale)
     protocol.enforce(notes, strict=strict)
     check_suite_fits(runs)
@@ -181,6 +189,7 @@ def _runs_of(
     tuned = differs or (entry.tuned and not planned.from_suite)
     anchor = arm.name == BASELINE or entry.anchor or arm.name in spec.seeds.anchors
     seeds = spec.seeds.noise_floor if anchor else entry.seeds or spec.seeds.arms
+    check_grid_size(seeds)
     return [
         RunSpec(
             audit=spec.name,
@@ -314,5 +323,30 @@ def _model_params(key: str) -> int:
 
 
 def check_model(cfg: ModelConfig) -> int:
-    """Build the model on the meta device (every slot name checked); its parameter count."""
+    """Build the model on the meta device (every slot name checked); its parameter count.
+    A model past the size bounds is refused first: building it would take minutes."""
+    check_size(cfg)
     return _model_params(canonical_json(to_dict(cfg)))
+
+
+def check_size(cfg: ModelConfig) -> None:
+    """Refuse absurd shapes (a typo's extra zeros) before anything is built or probed."""
+    for name, bound in MAX_SHAPE.items():
+        if getattr(cfg, name) > bound:
+            raise ConfigError(
+                f"model.{name} = {getattr(cfg, name):,} is past archaudit's bound of {bound:,}"
+            )
+    rough = 12 * cfg.n_layers * cfg.d_model**2  # the blocks' weights, to the first digit
+    if rough > MAX_PARAMS:
+        raise ConfigError(
+            f"model.n_layers = {cfg.n_layers} × model.d_model = {cfg.d_model} makes about "
+            f"{rough:.1e} parameters, past archaudit's bound of {MAX_PARAMS:.0e}"
+        )
+
+
+def check_grid_size(count: int) -> None:
+    if count > MAX_RUNS:
+        raise ConfigError(
+            f"the grid has more than {MAX_RUNS:,} runs (arms × baselines × scales × seeds); "
+            "lower seeds.arms / seeds.noise_floor or split the audit"
+        )

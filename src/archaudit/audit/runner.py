@@ -78,7 +78,7 @@ def _finished(run_dir: Path, spec: RunSpec) -> bool:
 
 
 def _execute(run_dir: Path, spec: RunSpec, options: RunOptions) -> dict[str, Any]:
-    from archaudit.train import TrainResult
+    from archaudit.train.trainer import stored_result
 
     recipe = operational_recipe(spec, options)
     _record_attempt(run_dir, options)
@@ -89,7 +89,7 @@ def _execute(run_dir: Path, spec: RunSpec, options: RunOptions) -> dict[str, Any
             *cli_command("run-one", str(run_dir), "--train-only", *options.to_args()),
         ]  # fmt: skip
         subprocess.run(command, check=True)
-        result = TrainResult(**json.loads((run_dir / TRAIN_RESULT).read_text()))
+        result = stored_result(run_dir)
     else:
         result = train_only(run_dir, options, recipe=recipe)
     metrics: dict[str, float | None] = {"val_loss": None}

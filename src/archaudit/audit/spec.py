@@ -43,6 +43,7 @@ from archaudit.config import (
 )
 from archaudit.errors import ConfigError, did_you_mean
 from archaudit.presets import MODEL_PRESETS
+from archaudit.rundir import check_audit_dir
 
 TOP_KEYS = ("name", "arms", "runs_dir", "tracker", "plugins")
 SECTIONS = ("seeds", "eval", "recipe", "scales", "baselines", "executor")
@@ -210,9 +211,10 @@ def load_audit(
 
 
 def resolve_audit_dir(target: str | Path) -> Path:
-    """An audit directory given itself, or through its audit file (runs/<name> beside it)."""
+    """An audit directory given itself, or through its audit file (runs/<name> beside it).
+    A folder that is not an audit directory of this tool is refused."""
     path = Path(target)
-    return path if path.is_dir() else load_audit(path).audit_dir
+    return check_audit_dir(path) if path.is_dir() else load_audit(path).audit_dir
 
 
 def apply_audit_overrides(tree: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:

@@ -31,11 +31,12 @@ from archaudit.audit.claims import ClaimInfo, current_claim
 from archaudit.audit.plan import Plan, RunSpec
 from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write_text
+from archaudit.files import read_json_object as read_json
 from archaudit.progress import warn
 from archaudit.rundir import ATTEMPTS as ATTEMPTS  # re-exported for the store's readers
-from archaudit.rundir import DONE, EVALS, FAILED, METRICS, RUN_FILE
+from archaudit.rundir import AUDIT_FILE, DONE, EVALS, FAILED, METRICS, RUN_FILE
 
-AUDIT_FILE, INDEX, RESULTS, ITEMS = "audit.json", "index.sqlite", "results.csv", "items.csv"
+INDEX, RESULTS, ITEMS = "index.sqlite", "results.csv", "items.csv"
 SEQUENTIAL_DIR, SEQUENTIAL_SUMMARY = "sequential", "summary.json"
 """A sequential audit's round records and the last finished loop's summary (rule, verdicts)."""
 TUNE_DIR, SUPERSEDED_DIR = "_tune", "_superseded"
@@ -115,20 +116,14 @@ def _supersede(run_dir: Path, old_id: str, new_id: str) -> None:
 # reading
 
 
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        return None
-    except json.JSONDecodeError as err:
-        raise DataError(f"{path} is not valid JSON ({err})") from None
-
-
 def read_spec(run_dir: Path) -> RunSpec:
     data = read_json(run_dir / RUN_FILE)
     if data is None:
         raise DataError(f"{run_dir} is not an audit run directory (no {RUN_FILE})")
-    return RunSpec.from_json(data)
+    try:
+        return RunSpec.from_json(data)
+    except (KeyError, TypeError, ConfigError) as err:  # edited by hand, or another version's
+        raise DataError(f"{run_dir / RUN_FILE} is not a run spec ({type(err).__name__}: {err})")
 
 
 @dataclass(frozen=True)

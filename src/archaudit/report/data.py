@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from archaudit.audit import store
+from archaudit.audit.spec import resolve_audit_dir
 from archaudit.errors import ArchauditError, DataError
 from archaudit.rundir import ENV
 from archaudit.stats import (
@@ -688,7 +689,7 @@ def _resolve(source: Path) -> tuple[Path | None, Path]:
     if source.is_dir():
         return source, source / RESULTS_FILE
     if source.suffix == ".toml":
-        audit_dir = store.resolve_audit_dir(source)
+        audit_dir = resolve_audit_dir(source)
         return audit_dir, audit_dir / RESULTS_FILE
     if not source.is_file():
         raise DataError(f"{source} does not exist: give an audit directory, file or results CSV")
