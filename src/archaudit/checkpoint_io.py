@@ -206,9 +206,12 @@ def read_train_state(ckpt: Path) -> dict[str, Any]:
         ) from None
     except (RuntimeError, EOFError, ValueError, OSError) as err:  # not a torch.save file
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise DataError(f"checkpoint {ckpt}: {TRAIN_STATE} is not a training state ({first})")
+        raise DataError(
+            f"checkpoint {ckpt}: {TRAIN_STATE} is not a training state ({first})"
+        ) from None
     if not isinstance(state, dict):
-        raise DataError(f"checkpoint {ckpt}: {TRAIN_STATE} holds {type(state).__name__}, not a dict")
+        kind = type(state).__name__
+        raise DataError(f"checkpoint {ckpt}: {TRAIN_STATE} holds a {kind}, not a dict")
     return state
 
 

@@ -33,7 +33,7 @@ from archaudit.config import Recipe
 from archaudit.errors import ConfigError
 from archaudit.files import atomic_write, atomic_write_text
 from archaudit.progress import log
-from archaudit.rundir import ATTEMPTS, EVALS, FAILED, TRAIN_RESULT, checkpoint_dirs, checkpoint_step
+from archaudit.rundir import ATTEMPTS, EVALS, FAILED, checkpoint_dirs, checkpoint_step
 
 if TYPE_CHECKING:  # the trainer (and torch) load only when a run trains
     from archaudit.train import TrainResult

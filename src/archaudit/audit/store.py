@@ -123,7 +123,9 @@ def read_spec(run_dir: Path) -> RunSpec:
     try:
         return RunSpec.from_json(data)
     except (KeyError, TypeError, ConfigError) as err:  # edited by hand, or another version's
-        raise DataError(f"{run_dir / RUN_FILE} is not a run spec ({type(err).__name__}: {err})")
+        raise DataError(
+            f"{run_dir / RUN_FILE} is not a run spec ({type(err).__name__}: {err})"
+        ) from None
 
 
 @dataclass(frozen=True)

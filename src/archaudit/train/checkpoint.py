@@ -71,7 +71,9 @@ def resume(run_dir: Path, state: TrainingState) -> int:
         state.monitor.load_state_dict(meta["monitor"])
         set_rng_state(train_state["rng"])
     except (KeyError, TypeError, ValueError, RuntimeError) as err:
-        raise DataError(f"checkpoint {ckpt}: its monitor or RNG state is unreadable ({err!r})")
+        raise DataError(
+            f"checkpoint {ckpt}: its monitor or RNG state is unreadable ({err!r})"
+        ) from None
     return step
 
 
