@@ -44,6 +44,7 @@ MAX_RUNS = 10_000
 probed or simulated for minutes: no real audit comes near them, a typo's extra zeros do."""
 MAX_SHAPE = {"n_layers": 1_024, "d_model": 65_536, "n_heads": 4_096, "context_length": 1 << 20}
 MAX_PARAMS = 10**12
+MAX_ARM_ENTRIES = 1_000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -218,7 +219,13 @@ def expand_arms(spec: AuditSpec) -> list[PlannedArm]:
 
     baseline = PlannedArm(resolve_arm(BASELINE), ArmEntry(arm=BASELINE))
     planned: dict[str, PlannedArm] = {BASELINE: baseline}
+    if len(spec.arms) > MAX_ARM_ENTRIES:
+        raise ConfigError(f"arms has {len(spec.arms):,} entries; at most {MAX_ARM_ENTRIES:,}")
+    seen: set[str] = set()
     for i, entry in enumerate(spec.arms):
+        if entry.arm in seen:  # a repeated spelling: the first mention won already
+            continue
+        seen.add(entry.arm)
         try:
             names = get_suite(entry.suite) if entry.suite is not None else [entry.arm]
             for name in names:

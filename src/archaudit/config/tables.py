@@ -10,6 +10,7 @@ recurses into its own class), every value against the field's type hint, and a m
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import tomllib
 import types
@@ -25,7 +26,7 @@ def build(cls: type, values: Mapping[str, Any], *, section: str) -> Any:
     """Construct `cls` from a mapping, checking every key and type; errors name `section.key`.
     A field whose type is itself a config class takes a table, built the same way."""
     names = {f.name for f in dataclasses.fields(cls)}
-    hints = typing.get_type_hints(cls)
+    hints = type_hints(cls)
     kwargs: dict[str, Any] = {}
     for key, raw in values.items():
         if key not in names:
@@ -41,6 +42,13 @@ def build(cls: type, values: Mapping[str, Any], *, section: str) -> Any:
         return cls(**kwargs)
     except TypeError as err:  # pragma: no cover - all keys were checked above
         raise ConfigError(f"{section}: {err}") from None
+
+
+@functools.cache
+def type_hints(cls: type) -> dict[str, Any]:
+    """`typing.get_type_hints`, once per class: it evaluates every annotation anew on each
+    call, and configs are built thousands of times when a plan resolves many arms."""
+    return typing.get_type_hints(cls)
 
 
 def unknown_key(cls: type, key: str, section: str) -> ConfigError:
@@ -103,7 +111,7 @@ def _replace(cfg: Any, changes: Mapping[str, Any], section: str) -> Any:
     for path, value in changes.items():
         head, _, rest = path.partition(".")
         grouped.setdefault(head, {})[rest] = value
-    hints = typing.get_type_hints(type(cfg))
+    hints = type_hints(type(cfg))
     updates: dict[str, Any] = {}
     for head, items in grouped.items():
         current, key = getattr(cfg, head), f"{section}.{head}"
@@ -128,7 +136,7 @@ def _flatten_into(
     where = ".".join((section, *path))
     if head not in {f.name for f in dataclasses.fields(cls)}:
         raise unknown_key(cls, head, where)
-    hint, path = typing.get_type_hints(cls)[head], (*path, head)
+    hint, path = type_hints(cls)[head], (*path, head)
     key = ".".join((section, *path))
     if _is_config(hint) and rest:
         _flatten_into(hint, rest, value, section, out, path)

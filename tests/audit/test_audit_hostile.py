@@ -1,0 +1,102 @@
+"""Issue 23: `index`/`status` never rewrite a folder that is not an audit directory, a torn
+claim goes stale by its file time instead of blocking `run` forever, and `plan` refuses
+absurd grids in one line instead of listing or probing them for minutes."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from archaudit.audit.claims import current_claim
+from archaudit.audit.plan import make_plan
+from archaudit.audit.runner import run_one
+from archaudit.audit.spec import load_audit
+from archaudit.audit.store import materialize, run_status
+from archaudit.cli import main
+from archaudit.errors import ConfigError
+from archaudit.rundir import DONE
+
+
+def cli(monkeypatch, capsys, *argv: str) -> tuple[int, str, str]:
+    monkeypatch.setattr(sys, "argv", ["archaudit", *argv])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    captured = capsys.readouterr()
+    return exit_.value.code or 0, captured.out, captured.err
+
+
+@pytest.mark.parametrize("command", ["index", "status"])
+def test_index_and_status_refuse_a_folder_that_is_not_an_audit(
+    monkeypatch, capsys, tmp_path: Path, command: str
+):
+    folder = tmp_path / "d"
+    folder.mkdir()
+    results = "arm,scale,seed,metric,value\nbaseline,s,0,val_loss,1\n"
+    (folder / "results.csv").write_text(results)
+    code, _, err = cli(monkeypatch, capsys, command, str(folder))
+    assert code == 2 and err.startswith(f"error: {folder} is not an audit directory"), err
+    assert len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in folder.iterdir()) == ["results.csv"]
+    assert (folder / "results.csv").read_text() == results
+
+
+def torn_claim(run_dir: Path, age_s: float) -> Path:
+    path = run_dir / "claim.0"
+    path.write_text('{"pid": 12')
+    os.utime(path, (time.time() - age_s, time.time() - age_s))
+    return path
+
+
+def test_a_torn_claim_is_stale_by_its_file_time(tmp_path: Path):
+    torn_claim(tmp_path, age_s=2 * 3600)
+    claim = current_claim(tmp_path)
+    assert claim is not None and claim.stale(120.0), "two hours without a heartbeat"
+    torn_claim(tmp_path, age_s=0)
+    assert not current_claim(tmp_path).stale(120.0), "a claim being written is live"
+
+
+def test_run_takes_over_a_torn_old_claim_instead_of_waiting(write_audit):
+    plan = make_plan(load_audit(write_audit(arms=[]), ["recipe.steps=2", "seeds.noise_floor=2"]))
+    run_dir = materialize(plan)[0]
+    torn_claim(run_dir, age_s=2 * 3600)
+    assert run_status(run_dir).state == "stale"
+    assert run_one(run_dir) == "done"
+    assert (run_dir / DONE).is_file() and not list(run_dir.glob("claim.*"))
+
+
+ABSURD = {
+    "10^8 seeds per arm": (["seeds.arms=100000000"], r"more than 10,000 runs"),
+    "10^5 noise-floor seeds": (["seeds.noise_floor=100000"], r"more than 10,000 runs"),
+    "10,000 duplicate arms": (
+        ["arms=[" + ", ".join(['"qk_norm"'] * 10_000) + "]"],
+        r"arms has 10,000 entries",
+    ),
+    "10^5 layers": (["scales.xs.n_layers=100000"], r"model.n_layers = 100,000 is past"),
+    "a trillion-parameter block": (
+        ["scales.xs.d_model=60000", "scales.xs.n_heads=2", "scales.xs.n_layers=1000"],
+        r"about 4.3e\+13 parameters",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", ABSURD)
+def test_plan_refuses_an_absurd_grid_in_one_line_and_fast(write_audit, case: str):
+    overrides, message = ABSURD[case]
+    path = write_audit()
+    start = time.perf_counter()
+    with pytest.raises(ConfigError, match=message):
+        make_plan(load_audit(path, overrides))
+    assert time.perf_counter() - start < 10, "refused before anything was built or listed"
+
+
+def test_repeated_arms_resolve_once(write_audit):
+    path = write_audit()
+    arms = "arms=[" + ", ".join(['"qk_norm"'] * 1000) + "]"
+    start = time.perf_counter()
+    plan = make_plan(load_audit(path, [arms]))
+    assert time.perf_counter() - start < 10
+    assert sorted({r.arm for r in plan.runs}) == ["baseline", "qk_norm"]
