@@ -159,7 +159,30 @@ def _make_plan(spec: AuditSpec, *, strict: bool) -> Plan:
                 notes += _identity_note(spec, grid[0], delta, scale)
     protocol.enforce(notes, strict=strict)
     check_suite_fits(runs)
+    check_launchable(spec, suite)
     return Plan(spec, tuple(runs), tuple(notes))
+
+
+def check_launchable(spec: AuditSpec, suite: str) -> None:
+    """What `run` would otherwise find only when it starts or after the first run trained:
+    the tracker, the device (the local executor trains on this machine) and the suite's
+    held-out text. A clean plan means the run will start."""
+    from archaudit.audit.trackers import check_tracker
+    from archaudit.evals import load_suite
+    from archaudit.evals.suites import resolve_data_root
+
+    if spec.tracker:
+        check_tracker(spec.tracker)
+    if spec.executor.kind == "local":
+        from archaudit.train.trainer import resolve_device
+
+        resolve_device(spec.recipe.device)
+    heldout = load_suite(suite).heldout if suite else None
+    if heldout is not None and not (resolve_data_root() / heldout.path).is_file():
+        raise ConfigError(
+            f"eval suite {suite!r}: [heldout] path {heldout.path!r} is not a file under the data "
+            f"root {resolve_data_root()}; set ARCHAUDIT_DATA or fix the path"
+        )
 
 
 def _runs_of(

@@ -25,6 +25,8 @@ from archaudit.errors import ConfigError, did_you_mean
 def build(cls: type, values: Mapping[str, Any], *, section: str) -> Any:
     """Construct `cls` from a mapping, checking every key and type; errors name `section.key`.
     A field whose type is itself a config class takes a table, built the same way."""
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"{section} = {values!r} must be a table ([{section}] with its keys)")
     names = {f.name for f in dataclasses.fields(cls)}
     hints = type_hints(cls)
     kwargs: dict[str, Any] = {}
@@ -193,9 +195,15 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist")
     try:
-        return tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{path}: malformed TOML: {err}") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte {err.start}); TOML files are UTF-8"
+        ) from None
+    except RecursionError:
+        raise ConfigError(f"{path}: arrays or tables nested too deep to read") from None
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
@@ -209,7 +217,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         raise ConfigError(f"override {text!r} has an empty key")
     try:
         value = tomllib.loads(f"v = {raw.strip()}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         value = raw.strip()
     return path, value
 
@@ -227,11 +235,11 @@ def apply_overrides(
                 f"override {text!r}: the key must start with a section "
                 f"({', '.join(sections)}){did_you_mean(head, sections) if head else ''}"
             )
-        node = result.setdefault(path[0], {})
-        for depth, part in enumerate(path[1:-1], start=1):
+        node = result
+        for depth, part in enumerate(path[:-1], start=1):
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
-                where = ".".join(path[: depth + 1])
+                where = ".".join(path[:depth])
                 raise ConfigError(f"override {text!r}: {where} is a value, not a table")
         node[path[-1]] = value
     return result

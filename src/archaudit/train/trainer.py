@@ -92,9 +92,22 @@ def data_order_seed(recipe: Recipe, seed: int) -> int:
 
 
 def resolve_device(name: str) -> torch.device:
+    """The torch device `name` means here; a device this machine lacks is a ConfigError."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise ConfigError(f"device {name!r} is not a torch device (e.g. cpu, cuda:0)") from None
+    if device.type == "cpu":
+        return device
+    backend = getattr(torch, device.type, None)
+    if not (backend and backend.is_available()):
+        raise ConfigError(f"device {name!r}: this machine has no {device.type} device")
+    if device.index is not None and device.index >= backend.device_count():
+        count = backend.device_count()
+        raise ConfigError(f"device {name!r}: this machine has {count} {device.type} device(s)")
+    return device
 
 
 def autocast(device: torch.device, recipe: Recipe) -> contextlib.AbstractContextManager:
