@@ -17,8 +17,8 @@ from archaudit.config import ModelConfig, Recipe
 from archaudit.errors import DataError
 from archaudit.rundir import (
     CHECKPOINT_META,
-    CHECKSUMS,
     CHECKPOINTS,
+    CHECKSUMS,
     ENV,
     METRICS,
     TRAIN_STATE,
