@@ -108,6 +108,8 @@ def check_train_target(out: Path) -> None:
         )
     for name in LAYOUT:
         inside(out, out / name)
+    if (out / CHECKPOINTS).exists() and not (out / CHECKPOINTS).is_dir():
+        raise DataError(f"{out / CHECKPOINTS} is a file where the run keeps its checkpoints")
 
 
 def check_audit_dir(path: Path) -> Path:

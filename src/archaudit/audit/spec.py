@@ -298,7 +298,7 @@ def _scale(name: str, table: Any) -> ScaleSpec:
     preset = model.pop("preset", None)
     tokens = model.pop("tokens", None)
     if preset is not None:
-        if preset not in MODEL_PRESETS:
+        if not isinstance(preset, str) or preset not in MODEL_PRESETS:
             raise ConfigError(
                 f"{where}.preset = {preset!r}{did_you_mean(str(preset), MODEL_PRESETS)}"
             )

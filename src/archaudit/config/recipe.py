@@ -75,9 +75,11 @@ class Recipe:
         for name in ("lr", "adam_eps", "grad_clip"):
             if not 0 < getattr(self, name) < math.inf:
                 raise ConfigError(f"recipe.{name} = {getattr(self, name)} must be finite and > 0")
-        for name in ("weight_decay", "beta1", "beta2"):
-            if not 0 <= getattr(self, name) < math.inf:
-                raise ConfigError(f"recipe.{name} = {getattr(self, name)} must be finite and >= 0")
+        if not 0 <= self.weight_decay < math.inf:
+            raise ConfigError(f"recipe.weight_decay = {self.weight_decay} must be finite and >= 0")
+        for name in ("beta1", "beta2"):
+            if not 0 <= getattr(self, name) < 1:
+                raise ConfigError(f"recipe.{name} = {getattr(self, name)} must be in [0, 1)")
         if not DEVICE.fullmatch(self.device):
             raise ConfigError(
                 f"recipe.device = {self.device!r} is not a device: auto, cpu, cuda, cuda:N, mps"

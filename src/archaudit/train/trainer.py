@@ -320,7 +320,7 @@ def _logged_step(line: str) -> float:
     """The step of one log line; a line that is not a step's record sorts last (dropped)."""
     try:
         row = json.loads(line)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return float("inf")
     logged = row.get("step", 0) if isinstance(row, dict) else None
     return logged if type(logged) is int else float("inf")
