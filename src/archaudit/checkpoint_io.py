@@ -17,6 +17,7 @@ the other.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import pickle
@@ -31,7 +32,7 @@ from safetensors import SafetensorError
 from torch import nn
 
 from archaudit.errors import DataError
-from archaudit.files import FILE_MODE, read_json_object
+from archaudit.files import read_json_object
 from archaudit.progress import warn
 from archaudit.rundir import (
     CHECKPOINT_META,
@@ -90,11 +91,15 @@ def _write_files(
     meta: dict[str, Any],
 ) -> None:
     """The checkpoint's files in `tmp`, with their sums, flushed to disk. Every file gets the
-    mode a plain open() gives (safetensors writes its file private, 0600)."""
+    mode a plain open() gives (safetensors' save_file would make the weights private, 0600)."""
     tmp.mkdir()
-    safetensors.torch.save_file({k: v.contiguous() for k, v in weights.items()}, tmp / WEIGHTS)
-    os.chmod(tmp / WEIGHTS, FILE_MODE)
-    torch.save(train_state, tmp / TRAIN_STATE)
+    # serialised in memory, written by plain writes: a full disk is then an OSError naming the
+    # file, not safetensors' or torch's own report of a short write ("unexpected pos ...")
+    tensors = {k: v.contiguous() for k, v in weights.items()}
+    (tmp / WEIGHTS).write_bytes(safetensors.torch.save(tensors))
+    state = io.BytesIO()
+    torch.save(train_state, state)
+    (tmp / TRAIN_STATE).write_bytes(state.getvalue())
     (tmp / CHECKPOINT_META).write_text(json.dumps({"format": FORMAT, "step": step, **meta}))
     sums = "".join(f"{_sha256(tmp / name)}  {name}\n" for name in FILES)
     (tmp / CHECKSUMS).write_text(sums)

@@ -74,9 +74,9 @@ class Recipe:
         positive(self, "checkpoint_every", "eval_every", "keep_checkpoints")
         for name in ("lr", "adam_eps", "grad_clip"):
             if not 0 < getattr(self, name) < math.inf:
-                raise ConfigError(f"recipe.{name} = {getattr(self, name)} must be finite and > 0")
+                raise ConfigError(f"recipe.{name} = {getattr(self, name)} must be > 0 and finite")
         if not 0 <= self.weight_decay < math.inf:
-            raise ConfigError(f"recipe.weight_decay = {self.weight_decay} must be finite and >= 0")
+            raise ConfigError(f"recipe.weight_decay = {self.weight_decay} must be >= 0 and finite")
         for name in ("beta1", "beta2"):
             if not 0 <= getattr(self, name) < 1:
                 raise ConfigError(f"recipe.{name} = {getattr(self, name)} must be in [0, 1)")
