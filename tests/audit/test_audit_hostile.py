@@ -100,3 +100,91 @@ def test_repeated_arms_resolve_once(write_audit):
     plan = make_plan(load_audit(path, [arms]))
     assert time.perf_counter() - start < 10
     assert sorted({r.arm for r in plan.runs}) == ["baseline", "qk_norm"]
+
+
+@pytest.fixture
+def finished_audit(write_audit) -> Path:
+    """A finished two-run audit (the baseline's seeds, two steps each)."""
+    from archaudit.audit.coordinator import run_audit
+
+    plan = make_plan(load_audit(write_audit(arms=[]), ["recipe.steps=2"]))
+    run_audit(plan, live=False)
+    return plan.audit_dir
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "wrong schema", "a folder"])
+def test_a_damaged_index_points_at_rebuild_which_repairs_it(
+    monkeypatch, capsys, finished_audit: Path, damage: str
+):
+    capsys.readouterr()  # the fixture's own log lines
+    index = finished_audit / "index.sqlite"
+    results = (finished_audit / "results.csv").read_text()
+    if damage == "a folder":
+        index.unlink()
+        (index / "inside").mkdir(parents=True)
+    elif damage == "wrong schema":
+        import sqlite3
+
+        index.unlink()
+        with sqlite3.connect(index) as db:
+            db.execute("CREATE TABLE runs (x)")
+    else:
+        data = b"\x00garbage" * 100 if damage == "garbage" else index.read_bytes()[:700]
+        index.write_bytes(data)
+    code, _, err = cli(monkeypatch, capsys, "status", str(finished_audit), "--json")
+    assert code == 2 and "index --rebuild" in err.splitlines()[0], err
+    code, _, err = cli(monkeypatch, capsys, "index", "--rebuild", str(finished_audit), "--json")
+    assert code == 0, err
+    assert index.is_file() and (finished_audit / "results.csv").read_text() == results
+    assert cli(monkeypatch, capsys, "status", str(finished_audit), "--json")[0] == 0
+
+
+HEAVY = "1" + "0" * 308
+SUITE = b'name = "s"\n[[tasks]]\nname = "i"\nformat = "probe"\nlimit = 4\n'
+SUITE += b'params = { generator = "induction", seed = 0 }\n'
+CLI_REFUSALS = {
+    "non-UTF-8 audit": ("audit", b'name = "\xff\xfe"\n', (), r"audit.toml: not UTF-8"),
+    "deep arrays": ("audit", b"x = " + b"[" * 3000 + b"]" * 3000, (), r"nested too deep"),
+    "lr = inf": ("audit", None, ("recipe.lr=inf",), r"recipe.lr = inf must be > 0 and finite"),
+    "a typo'd scale": ("audit", None, ("scales.tnyi.d_model=64",), r"no scales.tnyi"),
+    "unknown device": ("audit", None, ("recipe.device=quantum",), r"recipe.device = 'quantum'"),
+    "absent device": ("audit", None, ("recipe.device=cuda:7",), r"device 'cuda:7'"),
+    "unknown tracker": ("audit", None, ('tracker="myspace"',), r"unknown tracker 'myspace'"),
+    "a 300-char name": ("audit", None, (f'name="{"a" * 300}"',), r"300 bytes"),
+    "a 300-char scale": (
+        "audit", None, (f"scales.{'s' * 300}={{ preset = 'tiny' }}",), r"300 bytes",
+    ),
+    "heldout missing": (
+        "suite", SUITE + b'[heldout]\npath = "no.txt"\n', (), r"\[heldout\] path 'no.txt'",
+    ),
+    "suite tasks = 3": ("suite", b'name = "s"\ntasks = 3\n', (), r"tasks = 3 must be \[\[tas"),
+    "1e308 in a CSV": ("csv", f"baseline,s,0,val_loss,{HEAVY}\n".encode(), (), r"beyond ±1e\+1"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", CLI_REFUSALS)
+def test_hostile_values_are_refused_in_one_line(
+    monkeypatch, capsys, write_audit, tmp_path: Path, case: str
+):
+    import re
+
+    kind, content, overrides, message = CLI_REFUSALS[case]
+    monkeypatch.setenv("ARCHAUDIT_DATA", str(tmp_path))
+    if kind == "csv":
+        path = tmp_path / "results.csv"
+        rows = "".join(
+            f"{a},s,{k},val_loss,{3 + k / 100}\n" for a in ("baseline", "x") for k in (0, 1, 2)
+        )
+        path.write_bytes(b"arm,scale,seed,metric,value\n" + rows.encode() + content)
+        argv = ["stats", str(path), "--metric", "val_loss", "--json"]
+    else:
+        path = write_audit()
+        if kind == "audit" and content is not None:
+            path.write_bytes(content)
+        if kind == "suite":
+            (tmp_path / "suite.toml").write_bytes(content)
+            path = write_audit(eval={"suite": "suite.toml"}, scales={"xs": {"preset": "tiny"}})
+        argv = ["plan", str(path), "--no-probe", "--json", *(f"--set={o}" for o in overrides)]
+    code, _, err = cli(monkeypatch, capsys, *argv)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert re.search(message, err), err

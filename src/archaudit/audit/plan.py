@@ -45,6 +45,8 @@ probed or simulated for minutes: no real audit comes near them, a typo's extra z
 MAX_SHAPE = {"n_layers": 1_024, "d_model": 65_536, "n_heads": 4_096, "context_length": 1 << 20}
 MAX_PARAMS = 10**12
 MAX_ARM_ENTRIES = 1_000
+MAX_NAME_BYTES = 200  # of NAME_MAX = 255: room for "-<run id>" and ".tmp" names made from it
+MAX_PATH_BYTES = 3_800  # of PATH_MAX = 4096: room for checkpoint/step-.../model.safetensors
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -160,19 +162,36 @@ def _make_plan(spec: AuditSpec, *, strict: bool) -> Plan:
     protocol.enforce(notes, strict=strict)
     check_suite_fits(runs)
     check_launchable(spec, suite)
+    check_path_lengths(spec, runs)
     return Plan(spec, tuple(runs), tuple(notes))
 
 
+def check_path_lengths(spec: AuditSpec, runs: list[RunSpec]) -> None:
+    """Every run directory is a path the file system takes (a name of at most 255 bytes, minus
+    room for the temporary and `_superseded` names made from it), so that a long audit, arm or
+    scale name fails here and not as ENAMETOOLONG once `run` has started."""
+    for run in runs:
+        for part in (spec.name, *Path(run.path).parts):
+            if len(part.encode()) > MAX_NAME_BYTES:
+                raise ConfigError(
+                    f"the name {part[:40]!r}... is {len(part.encode())} bytes; names that become "
+                    f"folders (audit, arm, scale) may have at most {MAX_NAME_BYTES}"
+                )
+        full = len(str((spec.audit_dir / run.path).absolute()).encode())
+        if full > MAX_PATH_BYTES:
+            raise ConfigError(
+                f"the run folder {run.path!r} makes a path of {full} bytes under "
+                f"{spec.runs_dir}; at most {MAX_PATH_BYTES} (shorten a name or the runs_dir)"
+            )
+
+
 def check_launchable(spec: AuditSpec, suite: str) -> None:
-    """What `run` would otherwise find only when it starts or after the first run trained:
-    the tracker, the device (the local executor trains on this machine) and the suite's
-    held-out text. A clean plan means the run will start."""
-    from archaudit.audit.trackers import check_tracker
+    """What `run` would otherwise find only after the first run trained: the device (the
+    local executor trains on this machine) and the suite's held-out text. With the tracker,
+    which `plan_summary` checks, a clean plan means the run will start."""
     from archaudit.evals import load_suite
     from archaudit.evals.suites import resolve_data_root
 
-    if spec.tracker:
-        check_tracker(spec.tracker)
     if spec.executor.kind == "local":
         from archaudit.train.trainer import resolve_device
 

@@ -136,7 +136,7 @@ def read_spec(run_dir: Path) -> RunSpec:
 
 _SPEC_TYPES = {"arm": str, "mods": str, "baseline": str, "family": str, "scale": str}
 _SPEC_TYPES |= {"seed": int, "path": str, "suite": str, "model": dict, "recipe": dict}
-"""run.json's fields that the store sorts, groups and exports by."""
+"""The RunSpec fields that the store sorts, groups and exports by."""
 
 
 @dataclass(frozen=True)
@@ -331,7 +331,7 @@ _REBUILD = "rebuild it from the run directories with: archaudit index --rebuild"
 
 def _index_error(path: Path, audit_dir: Path, err: sqlite3.DatabaseError) -> DataError:
     """A damaged index points at --rebuild; a full disk or a read-only folder says so."""
-    if isinstance(err, sqlite3.OperationalError) and not str(err).startswith("no such"):
+    if any(word in str(err) for word in ("full", "readonly", "unable to open", "I/O")):
         return DataError(f"{path}: cannot write the index ({err}); free space or fix permissions")
     return DataError(f"{path} is damaged ({err}); {_REBUILD} {audit_dir}")
 
