@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from archaudit.config import ModelConfig, Recipe
-from archaudit.errors import DataError
+from archaudit.errors import ConfigError, DataError
 from archaudit.rundir import (
     CHECKPOINT_META,
     CHECKPOINTS,
@@ -178,3 +178,19 @@ def test_checkpoint_files_get_the_mode_of_a_plain_open(half_run: Path):
     os.umask(umask)
     assert modes[WEIGHTS] == 0o666 & ~umask, modes
     assert len(set(modes.values())) == 1, modes
+
+
+GARBLED = [
+    ("train.json", b"\xff\xfe", DataError, "train.json is not valid JSON"),
+    ("train.json", b"[" * 100_000, DataError, "train.json is not valid JSON"),
+    ("train.json", b'{"status": 3}', DataError, "train.json is not a training result"),
+    ("spec.json", b"[]", DataError, "spec.json holds list"),
+    ("spec.json", b'{"recipe": 3}', ConfigError, "holds a different run"),
+]
+
+
+@pytest.mark.parametrize(("name", "garbage", "error", "message"), GARBLED)
+def test_garbled_run_records_are_one_named_error(half_run: Path, name, garbage, error, message):
+    (half_run / name).write_bytes(garbage)
+    with pytest.raises(error, match=message):
+        train(MODEL, RECIPE, half_run)
