@@ -63,7 +63,8 @@ def run_one(run_dir: str | Path, options: RunOptions | None = None) -> str:
         raise
     except Exception as err:
         summary = f"{type(err).__name__}: {err}"
-        atomic_write_text(run_dir / FAILED, f"{summary}\n\n{traceback.format_exc()}")
+        with contextlib.suppress(OSError):  # a full disk: the error itself is what to report
+            atomic_write_text(run_dir / FAILED, f"{summary}\n\n{traceback.format_exc()}")
         raise
     finally:
         claim.release()
