@@ -5,11 +5,13 @@ absurd grids in one line instead of listing or probing them for minutes."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from audit_helpers import TINY, merged, to_toml
 
 from archaudit.audit.claims import current_claim
 from archaudit.audit.plan import make_plan
@@ -102,14 +104,21 @@ def test_repeated_arms_resolve_once(write_audit):
     assert sorted({r.arm for r in plan.runs}) == ["baseline", "qk_norm"]
 
 
-@pytest.fixture
-def finished_audit(write_audit) -> Path:
-    """A finished two-run audit (the baseline's seeds, two steps each)."""
+@pytest.fixture(scope="module")
+def _finished_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from archaudit.audit.coordinator import run_audit
 
-    plan = make_plan(load_audit(write_audit(arms=[]), ["recipe.steps=2"]))
+    path = tmp_path_factory.mktemp("finished") / "audit.toml"
+    path.write_text(to_toml(merged(TINY, {"arms": []})))
+    plan = make_plan(load_audit(path, ["recipe.steps=2"]))
     run_audit(plan, live=False)
     return plan.audit_dir
+
+
+@pytest.fixture
+def finished_audit(_finished_once: Path, tmp_path: Path) -> Path:
+    """A copy of a finished two-run audit (the baseline's seeds, two steps each)."""
+    return Path(shutil.copytree(_finished_once, tmp_path / "runs" / _finished_once.name))
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "wrong schema", "a folder"])
