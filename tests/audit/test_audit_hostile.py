@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -197,3 +198,25 @@ def test_hostile_values_are_refused_in_one_line(
     code, _, err = cli(monkeypatch, capsys, *argv)
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert re.search(message, err), err
+
+
+@pytest.fixture
+def read_only(finished_audit: Path):
+    """The finished audit's runs directory, bind-mounted read-only (root only: root ignores
+    permission bits, so a chmod would not stop its writes)."""
+    if os.geteuid() != 0:
+        pytest.skip("a read-only bind mount needs root")
+    runs = finished_audit.parent
+    if subprocess.run(["mount", "--bind", str(runs), str(runs)]).returncode:
+        pytest.skip("cannot bind-mount here")
+    subprocess.run(["mount", "-o", "remount,ro,bind", str(runs)], check=True)
+    yield finished_audit
+    subprocess.run(["umount", "-l", str(runs)], check=True)
+
+
+@pytest.mark.parametrize("command", ["status", "index", "report"])
+def test_a_read_only_runs_directory_is_one_line(monkeypatch, capsys, read_only: Path, command):
+    capsys.readouterr()
+    code, _, err = cli(monkeypatch, capsys, command, str(read_only))
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "Read-only file system" in err or "readonly" in err, err
