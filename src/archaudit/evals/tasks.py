@@ -32,6 +32,8 @@ from archaudit.evals.scoring import Score, ScoringModel, encode_pairs, score_tok
 from archaudit.registry import Registry
 
 Kind = Literal["choice", "cloze"]
+CHANCE_TOLERANCE = 1e-9
+"""A Wilson interval's lower end at 0 correct is 0 only up to rounding (3e-18)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +238,7 @@ class TaskResult:
     @property
     def at_chance(self) -> bool:
         """The score's 95% interval reaches chance (or the floor): it says nothing here."""
-        return self._scored.low <= self.chance
+        return self._scored.low <= self.chance + CHANCE_TOLERANCE
 
     @property
     def bpb(self) -> float:
