@@ -103,6 +103,10 @@ def test_sliding_windows_predict_each_token_once_with_context(stride: int) -> No
     ids = list(range(10, 33))
     pairs = rolling_pairs(ids, 7, 5, stride)
     assert [t for _, c in pairs for t in c] == ids
+    # a stride is lm-eval's own rolling window with context_len = length - stride + 1
+    utils = pytest.importorskip("lm_eval.utils")
+    theirs = utils.get_rolling_token_windows(ids, 7, 5, 5 - stride + 1)
+    assert pairs == [utils.make_disjoint_window(w) for w in theirs]
     for context, continuation in pairs[1:]:
         assert len(context) + len(continuation) == 6  # the model sees a full window
         assert len(continuation) <= stride
