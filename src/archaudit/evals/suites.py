@@ -29,7 +29,12 @@ import torch
 from archaudit.config import build, load_toml
 from archaudit.data.tokenizers import Tokenizer
 from archaudit.errors import ConfigError, DataError, did_you_mean
-from archaudit.evals import loaders, longcontext, probes  # noqa: F401  (register task formats)
+from archaudit.evals import (  # noqa: F401  (register task formats)
+    loaders,
+    longcontext,
+    probes,
+    retrieval,
+)
 from archaudit.evals.heldout import HeldoutLoss, heldout_loss
 from archaudit.evals.models import load_scoring_model
 from archaudit.evals.scoring import ScoringModel, encode_pairs

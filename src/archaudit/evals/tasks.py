@@ -8,6 +8,8 @@ continuation) requests. Two kinds of scoring cover all benchmarks:
   Multiple choice, schema (Winograd-style partial scoring) and minimal pairs are this kind.
 - `cloze`: one request, correct when greedy decoding produces the continuation (LAMBADA's `acc`,
   the in-context probes).
+- `generate`: one request scored like cloze, but correct when the model's free greedy output
+  matches the continuation by the format's `match` (key-value retrieval: a substring).
 
 A choice item may have several true answers (TruthfulQA's `mc2_targets`): it is correct when the
 argmax is one of them, and `mc2` is the normalised probability mass on the true answers (lm-eval's
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,7 +33,7 @@ from archaudit.evals.metrics import Accuracy, accuracy, mean_interval
 from archaudit.evals.scoring import Score, ScoringModel, encode_pairs, score_tokens
 from archaudit.registry import Registry
 
-Kind = Literal["choice", "cloze"]
+Kind = Literal["choice", "cloze", "generate"]
 CHANCE_TOLERANCE = 1e-9
 """A Wilson interval's lower end at 0 correct is 0 only up to rounding (3e-18)."""
 
@@ -123,6 +125,10 @@ class TaskFormat:
     """Score inputs longer than the model's `max_length` (up to its `position_limit`)."""
     generated: bool = False
     """Items come from a generator configured by `params`, not from a file at `path`."""
+    params: tuple[str, ...] = ()
+    """The `params` a file format takes (a generated one checks its own)."""
+    match: Callable[[TaskSpec, str, str], bool] | None = None
+    """`generate` kind: whether (spec, output, gold continuation) counts as correct."""
 
 
 FORMATS: Registry[TaskFormat] = Registry("task format")
@@ -153,7 +159,7 @@ def check_spec(spec: TaskSpec, *, where: str) -> TaskFormat:
             )
     if fmt.generated and spec.path is not None:
         raise ConfigError(f"{where}: format {fmt.name!r} generates its items; remove `path`")
-    if spec.params and not fmt.generated:
+    if spec.params and not (fmt.generated or fmt.params):
         raise ConfigError(f"{where}: format {fmt.name!r} reads a file and takes no `params`")
     if fmt.generated and (spec.prompt is not None or spec.labels is not None):
         raise ConfigError(
@@ -203,6 +209,8 @@ class ItemResult:
     """Log-probability of the best true choice minus the best wrong one (None for cloze)."""
     mc2: float | None = None
     """Normalised probability mass on the true choices (lm-eval's MC2), for choice items."""
+    output: str | None = None
+    """The greedy output of a `generate` item."""
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -303,6 +311,8 @@ def score_task(
         texts = [continuation for _, continuation in requests[start:end]]
         results.append(judge(item, scores[start:end], texts, normalise))
         start = end
+    if fmt.match is not None:
+        results = _judge_generated(model, spec, fmt, pairs, items, results)
     return _task_result(spec, fmt, items, results, truncated=sum(s.truncated for s in scores))
 
 
@@ -334,6 +344,27 @@ def _task_result(
         truncated_contexts=truncated,
         chance=chance,
     )
+
+
+def _judge_generated(
+    model: ScoringModel,
+    spec: TaskSpec,
+    fmt: TaskFormat,
+    pairs: list[tuple[list[int], list[int]]],
+    items: list[Item],
+    results: list[ItemResult],
+) -> list[ItemResult]:
+    """Correct when the greedy output, at most twice the gold's tokens (or
+    `params.max_new_tokens`), matches the gold continuation by the format's rule."""
+    from archaudit.evals.generation import greedy_text
+
+    judged = []
+    for (context, gold_ids), item, result in zip(pairs, items, results, strict=True):
+        budget = int(spec.params.get("max_new_tokens", 2 * len(gold_ids) + 2))
+        output = greedy_text(model, context, max_new_tokens=budget)
+        hit = fmt.match(spec, output, item.continuations[0].strip())  # type: ignore[misc]
+        judged.append(replace(result, correct=hit, predicted=0 if hit else -1, output=output))
+    return judged
 
 
 def _argmax(values: Sequence[float]) -> int:
