@@ -38,6 +38,7 @@ from archaudit.stats.errors import EmptyTableError
 from archaudit.stats.grading import looks_like_loss
 from archaudit.stats.judge import Judgement
 from archaudit.stats.sequential import SequentialRule, sequential_design_rate
+from archaudit.stats.snr import SignalToNoise, signal_to_noise
 from archaudit.stats.table import RESULTS_FILE, Table
 from archaudit.stats.verdicts import NOISE_SIGMAS
 
@@ -269,6 +270,8 @@ class ReportData:
     """Arm → the audit's protocol warnings (R5–R7) stored at plan time."""
     absent: dict[str, str] = field(default_factory=dict)
     """Analysis → why it could not be made (the error stats raised, or what is missing)."""
+    signal: SignalToNoise | None = None
+    """Seed σ, spread and SNR per metric (`archaudit.stats.snr`)."""
 
 
 SEEDS_CAP = 100
@@ -307,6 +310,9 @@ def gather(
         progress=_progress(runs) if audit_dir else None,
         protocol_notes=_protocol_notes(audit_dir),
         absent=absent,
+        signal=_attempt(lambda: signal_to_noise(table, baseline=baseline), "snr", absent)
+        if table
+        else None,
     )
 
 

@@ -459,6 +459,40 @@ def power(data: ReportData) -> Section:
     return Section("power", title, intro, tuple(blocks))
 
 
+SIGNAL_ROWS = 15
+
+
+def signal_noise(data: ReportData) -> Section:
+    title, intro = (
+        "Signal and noise per metric",
+        "Which numbers can decide anything at this scale: each metric's seed σ, the spread of "
+        "the arm means, their ratio (SNR) beside what seed noise alone gives (1/√seeds), and "
+        "the seeds per arm the median arm's effect would need. Choosing the primary metric "
+        "after seeing this is selection: declare primaries in the audit file before the run.",
+    )
+    if data.signal is None:
+        return _absent("signal", title, intro, _why(data, "snr", "table"))
+    rows = data.signal.metrics[:SIGNAL_ROWS]
+    grid = Grid(
+        f"The {len(rows)} most informative of {len(data.signal.metrics)} metric × scale rows.",
+        ("metric", "scale", "σ", "spread", "SNR", "noise-only SNR", "median |Δ|/σ", "seeds"),
+        tuple(
+            (
+                m.metric,
+                m.scale,
+                num(m.sigma, 3),
+                num(m.spread, 3),
+                num(m.snr, 3),
+                num(m.null_snr, 3),
+                num(m.median_effect, 3),
+                str(m.seeds_for_median_effect) if m.seeds_for_median_effect else "never (< 2σ)",
+            )
+            for m in rows
+        ),
+    )
+    return Section("signal", title, intro, (grid,))
+
+
 # ---------------------------------------------------------------------------------------------
 # 8. per-arm table
 
@@ -634,6 +668,7 @@ SECTIONS: tuple[Callable[[ReportData], Section], ...] = (
     transfer,
     interactions,
     power,
+    signal_noise,
     arm_table,
     scope,
     provenance,
