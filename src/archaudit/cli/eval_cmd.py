@@ -48,8 +48,9 @@ def eval_command(
     quiet: Quiet = False,
     plugin: Plugins = None,
 ) -> None:
-    """Score MODEL on a suite: accuracy with Wilson 95% intervals per task and their macro
-    average (downstream_avg)."""
+    """Score MODEL on a suite: accuracy with Wilson 95% intervals and gold bits per byte per
+    task, their macro averages (downstream_avg, leaving out tasks at chance; downstream_bpb),
+    and the held-out loss with its window, stride and context."""
     from archaudit.evals import evaluate
 
     quiet_output(quiet, json_)
@@ -69,14 +70,16 @@ def eval_command(
         typer.echo(result.to_json(include_items=False))
         return
     table = Table(title=f"{result.model} on suite {result.suite!r} ({result.seconds:.0f} s)")
-    for column in ("task", "n", "acc [95% CI]", "acc_norm [95% CI]", "metric"):
+    columns = ("task", "n", "acc [95% CI]", "acc_norm [95% CI]", "metric", "bpb", "at chance")
+    for column in columns:
         table.add_column(column, justify="left" if column == "task" else "right")
     for name, task in result.tasks.items():
         cells = [
             "-" if a is None else f"{a.value:.3f} [{a.low:.3f}, {a.high:.3f}]"
             for a in (task.acc, task.acc_norm)
         ]
-        table.add_row(name, str(task.acc.n), *cells, task.metric)
+        chance = f"yes ({task.chance:.2f})" if task.at_chance else "no"
+        table.add_row(name, str(task.acc.n), *cells, task.metric, f"{task.bpb:.3f}", chance)
     console = Console()
     console.print(table)
     for name, task in result.tasks.items() if groups else ():
@@ -85,9 +88,16 @@ def eval_command(
     for name, task in result.tasks.items():
         if task.truncated_contexts:
             console.print(f"{name}: {task.truncated_contexts} contexts cut from the left to fit")
-    console.print(f"downstream_avg = {result.downstream_avg:.4f}")
+    if result.tasks:
+        left_out = [n for n, t in result.tasks.items() if t.at_chance]
+        note = f" (leaves out, at chance: {', '.join(left_out)})" if left_out else ""
+        console.print(f"downstream_avg = {result.downstream_avg:.4f}{note}")
+        console.print(f"downstream_bpb = {result.downstream_bpb:.4f} (gold bits per byte)")
     if result.heldout:
         h = result.heldout
-        console.print(f"held-out: {h.loss:.4f} nats/token, {h.bits_per_byte:.4f} bits/byte")
+        console.print(
+            f"held-out: {h.loss:.4f} nats/token, {h.bits_per_byte:.4f} bits/byte "
+            f"(window {h.window}, stride {h.stride}, context {h.context}, {h.windows} windows)"
+        )
     if out:
         console.print(f"per-item results: {out}")
