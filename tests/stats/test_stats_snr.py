@@ -44,10 +44,12 @@ def test_snr_is_the_spread_of_arm_means_over_seed_sigma():
     assert clear.snr == pytest.approx(3.0) and clear.range == pytest.approx(6.0)
     assert clear.null_snr == pytest.approx(1 / math.sqrt(3))
     assert clear.effects == pytest.approx({"a": 3.0, "b": 6.0})
-    assert clear.seeds_for_median_effect == seeds_needed(4.5, arms=2)
+    assert clear.seeds_needed == {"a": seeds_needed(3.0, arms=2), "b": seeds_needed(6.0, arms=2)}
+    assert clear.median_effect == pytest.approx(4.5) and clear.largest_effect == pytest.approx(6.0)
+    assert clear.seeds_for_largest_effect == seeds_needed(6.0, arms=2)
     noisy = next(m for m in result.metrics if m.metric == "noisy")
     assert noisy.sigma == pytest.approx(3.0) and noisy.snr < noisy.null_snr
-    assert noisy.seeds_for_median_effect is None  # 1/6 σ: never declared (under 2σ)
+    assert noisy.seeds_for_largest_effect is None  # 1/3 σ: never declared (under 2σ)
     assert [m.metric for m in result.metrics] == ["clear", "noisy"]  # most informative first
     assert result.warning == SELECTION_WARNING
 
@@ -84,3 +86,11 @@ def test_snr_command(tmp_path: Path, monkeypatch, capsys):
     assert code == 0 and json.loads(out)["metrics"][0]["snr"] == pytest.approx(3.0)
     code, _, err = run(f"stats snr {path} --metric clearr")
     assert code == 2 and "clear" in err and "Traceback" not in err
+
+
+def test_snr_leaves_out_tasks_without_signal_as_verdicts_do():
+    from test_stats_signal import _audit
+
+    result = signal_to_noise(_audit(recall_at_chance=True), metrics=None)
+    assert "recall/score" not in {m.metric for m in result.metrics}
+    assert any("recall" in note for note in result.notes)

@@ -48,9 +48,9 @@ def eval_command(
     quiet: Quiet = False,
     plugin: Plugins = None,
 ) -> None:
-    """Score MODEL on a suite: accuracy with Wilson 95% intervals and gold bits per byte per
-    task, their macro averages (downstream_avg, leaving out tasks at chance; downstream_bpb),
-    and the held-out loss with its window, stride and context."""
+    """Score MODEL on a suite: accuracy with Wilson 95% intervals per task, the macro averages
+    (downstream_avg, leaving out tasks at chance; downstream_bpb), and the held-out loss with
+    its window, stride and context."""
     from archaudit.evals import evaluate
 
     quiet_output(quiet, json_)
@@ -70,16 +70,15 @@ def eval_command(
         typer.echo(result.to_json(include_items=False))
         return
     table = Table(title=f"{result.model} on suite {result.suite!r} ({result.seconds:.0f} s)")
-    columns = ("task", "n", "acc [95% CI]", "acc_norm [95% CI]", "metric", "bpb", "at chance")
-    for column in columns:
+    for column in ("task", "n", "acc [95% CI]", "acc_norm [95% CI]", "metric"):
         table.add_column(column, justify="left" if column == "task" else "right")
     for name, task in result.tasks.items():
         cells = [
             "-" if a is None else f"{a.value:.3f} [{a.low:.3f}, {a.high:.3f}]"
             for a in (task.acc, task.acc_norm)
         ]
-        chance = f"yes ({task.chance:.2f})" if task.at_chance else "no"
-        table.add_row(name, str(task.acc.n), *cells, task.metric, f"{task.bpb:.3f}", chance)
+        metric = task.metric + ("*" if task.at_chance else "")  # * at chance: left out
+        table.add_row(name, str(task.acc.n), *cells, metric)
     console = Console()
     console.print(table)
     for name, task in result.tasks.items() if groups else ():
@@ -90,7 +89,7 @@ def eval_command(
             console.print(f"{name}: {task.truncated_contexts} contexts cut from the left to fit")
     if result.tasks:
         left_out = [n for n, t in result.tasks.items() if t.at_chance]
-        note = f" (leaves out, at chance: {', '.join(left_out)})" if left_out else ""
+        note = f" (leaves out the tasks at chance*: {', '.join(left_out)})" if left_out else ""
         console.print(f"downstream_avg = {result.downstream_avg:.4f}{note}")
         console.print(f"downstream_bpb = {result.downstream_bpb:.4f} (gold bits per byte)")
     if result.heldout:

@@ -41,33 +41,22 @@ def snr_command(
     if _printed_json(result, json_):
         return
     _print_table(
-        f"signal and noise per metric, most informative first (against {result.baseline})",
-        (
-            "metric",
-            "scale",
-            "arms",
-            "seeds",
-            "σ",
-            "spread",
-            "SNR",
-            "noise-only SNR",
-            "median |Δ|/σ",
-            "seeds needed",
-        ),
+        f"signal and noise per metric, most informative first (against {result.baseline}; "
+        "null SNR = what seed noise alone gives)",
+        ("metric", "scale", "seeds", "σ", "spread", "SNR", "null SNR", "max |Δ|/σ", "seeds for it"),
         [
             (
                 m.metric,
                 m.scale,
-                m.arms,
                 m.seeds,
                 m.sigma,
                 m.spread,
                 m.snr,
                 m.null_snr,
-                m.median_effect,
-                m.seeds_for_median_effect,
+                m.largest_effect,
+                m.seeds_for_largest_effect or ("never (< 2σ)" if m.effects else None),
             )
             for m in result.metrics
         ],
     )
-    _print_notes([result.warning])
+    _print_notes([*result.notes, result.warning])

@@ -467,7 +467,7 @@ def signal_noise(data: ReportData) -> Section:
         "Signal and noise per metric",
         "Which numbers can decide anything at this scale: each metric's seed σ, the spread of "
         "the arm means, their ratio (SNR) beside what seed noise alone gives (1/√seeds), and "
-        "the seeds per arm the median arm's effect would need. Choosing the primary metric "
+        "the seeds per arm the largest arm effect would need. Choosing the primary metric "
         "after seeing this is selection: declare primaries in the audit file before the run.",
     )
     if data.signal is None:
@@ -475,7 +475,7 @@ def signal_noise(data: ReportData) -> Section:
     rows = data.signal.metrics[:SIGNAL_ROWS]
     grid = Grid(
         f"The {len(rows)} most informative of {len(data.signal.metrics)} metric × scale rows.",
-        ("metric", "scale", "σ", "spread", "SNR", "noise-only SNR", "median |Δ|/σ", "seeds"),
+        ("metric", "scale", "σ", "spread", "SNR", "noise-only SNR", "max |Δ|/σ", "seeds for it"),
         tuple(
             (
                 m.metric,
@@ -484,8 +484,8 @@ def signal_noise(data: ReportData) -> Section:
                 num(m.spread, 3),
                 num(m.snr, 3),
                 num(m.null_snr, 3),
-                num(m.median_effect, 3),
-                str(m.seeds_for_median_effect) if m.seeds_for_median_effect else "never (< 2σ)",
+                num(m.largest_effect, 3),
+                str(m.seeds_for_largest_effect) if m.seeds_for_largest_effect else "never (< 2σ)",
             )
             for m in rows
         ),

@@ -10,7 +10,10 @@ metric at every scale of a results table:
 - SNR = signal / σ, beside the SNR pure seed noise gives (1/√seeds: arm means of equal arms
   still differ by σ/√n), so an SNR near it means the arms do not differ on this metric;
 - each arm's |Δ| from the baseline in σ, and the seeds per arm the design would need to declare
-  the median arm's effect (`power.seeds_needed`; None below 2σ, which is never declared).
+  it (`power.seeds_needed`, Holm over the arms; None below 2σ, which is never declared).
+
+Downstream tasks without signal in the audit are left out first, as every verdict leaves them
+out (`archaudit.stats.signal`), so `downstream_avg` here is the one judged.
 
 Choosing the primary metric after looking at arm results is selection: the audit file declares
 its primaries before the run, and this table is for planning the next audit.
@@ -30,11 +33,12 @@ from archaudit.stats.grading import NOT_DOWNSTREAM
 from archaudit.stats.noise import pooled_sd
 from archaudit.stats.power import seeds_needed
 from archaudit.stats.serialize import JsonResult
+from archaudit.stats.signal import check_signal
 from archaudit.stats.table import Table
 
 SELECTION_WARNING = (
     "picking the primary metric after looking at these arm results is selection: declare the "
-    "primaries in the audit file before the run ([seeds] primary), and use this table to plan "
+    "primaries in the audit file before the run (seeds.primary), and use this table to plan "
     "the next audit"
 )
 
@@ -58,9 +62,12 @@ class MetricSignal(JsonResult):
     """The SNR seed noise alone gives: 1/√seeds."""
     effects: dict[str, float]
     """|arm mean − baseline mean| / σ per arm."""
+    seeds_needed: dict[str, int | None]
+    """Seeds per arm to declare each arm's effect at 80% power (None below 2σ: never)."""
     median_effect: float
-    seeds_for_median_effect: int | None
-    """Seeds per arm to declare the median arm's effect at 80% power (None below 2σ)."""
+    largest_effect: float
+    seeds_for_largest_effect: int | None
+    """Seeds per arm to declare the largest arm effect (None: never, or no arm)."""
     scale_spread: float = math.nan
     """Standard deviation of the baseline's mean across the table's scales (same for all)."""
 
@@ -70,6 +77,8 @@ class SignalToNoise(JsonResult):
     source: str
     baseline: str
     metrics: tuple[MetricSignal, ...]
+    notes: tuple[str, ...] = ()
+    """Downstream tasks left out for carrying no signal (`archaudit.stats.signal`)."""
     warning: str = SELECTION_WARNING
 
 
@@ -82,6 +91,8 @@ def signal_to_noise(
 ) -> SignalToNoise:
     """SNR of every metric (or `metrics`) at every scale, most informative first."""
     table.check_arm(baseline, "baseline")
+    signal = check_signal(table)
+    table = signal.table
     names = list(metrics) if metrics else [m for m in table.metrics if _is_measurement(m)]
     for name in names:
         table.check_metric(name)
@@ -99,7 +110,9 @@ def signal_to_noise(
             "SNR needs seed noise (>= 2 seeds of an arm) and arms to compare",
         )
     rows.sort(key=lambda r: (-r.snr if math.isfinite(r.snr) else math.inf, r.metric, r.scale))
-    return SignalToNoise(source=table.source, baseline=baseline, metrics=tuple(rows))
+    return SignalToNoise(
+        source=table.source, baseline=baseline, metrics=tuple(rows), notes=signal.notes
+    )
 
 
 def _is_measurement(metric: str) -> bool:
@@ -134,10 +147,10 @@ def _metric_signal(
     effects = {}
     if baseline in means and sigma > 0:
         effects = {a: abs(m - means[baseline]) / sigma for a, m in means.items() if a != baseline}
-    median = statistics.median(effects.values()) if effects else math.nan
-    needed = None
-    if effects and median > 0:
-        needed = seeds_needed(median, arms=len(effects), alpha=alpha)
+    needed = {
+        arm: seeds_needed(effect, arms=len(effects), alpha=alpha) if effect > 0 else None
+        for arm, effect in effects.items()
+    }
     return MetricSignal(
         metric=metric,
         scale=scale,
@@ -147,11 +160,13 @@ def _metric_signal(
         sigma_dof=dof,
         spread=spread,
         range=max(means.values()) - min(means.values()),
-        snr=spread / sigma if sigma > 0 else math.inf,
+        snr=spread / sigma if sigma > 0 else (math.inf if spread > 0 else math.nan),
         null_snr=1 / math.sqrt(seeds),
         effects=effects,
-        median_effect=median,
-        seeds_for_median_effect=needed,
+        seeds_needed=needed,
+        median_effect=statistics.median(effects.values()) if effects else math.nan,
+        largest_effect=max(effects.values(), default=math.nan),
+        seeds_for_largest_effect=needed[max(effects, key=effects.__getitem__)] if effects else None,
     )
 
 
