@@ -59,6 +59,7 @@ def _published(names: list[str], limit: int) -> Suite:
     return Suite(name="published", tasks=tuple(replace(t, limit=limit) for t in tasks))
 
 
+@pytest.mark.timeout(1800)  # two model loads and lm-eval's unshared prefixes on a 2-core CPU
 def test_piqa_from_its_release_agrees_with_lm_eval_item_for_item(smollm, tmp_path: Path):
     from archaudit.evals.lmeval_adapter import run_local_task
 
@@ -98,6 +99,7 @@ def test_piqa_from_its_release_agrees_with_lm_eval_item_for_item(smollm, tmp_pat
     assert max(gaps) < 5e-3
 
 
+@pytest.mark.timeout(1800)  # 50 questions × ~17 choices behind a 6-shot primer, twice
 def test_truthfulqa_mc1_and_mc2_agree_with_lm_eval_per_question(smollm, tmp_path: Path):
     """lm-eval's task logic (its prompt, choices and process_results_mc2), scored through the
     `archaudit` adapter so both sides read the same log-likelihoods for their own requests."""
@@ -144,6 +146,7 @@ def test_truthfulqa_mc1_and_mc2_agree_with_lm_eval_per_question(smollm, tmp_path
         assert mine.score == pytest.approx(score, abs=1e-5)
 
 
+@pytest.mark.timeout(1800)
 def test_heldout_loss_equals_lm_eval_loglikelihood_rolling(smollm, tmp_path: Path):
     """A 256-token window (so the text spans several, and the last one is partial), on both
     sides: lm-eval's `hf` model with max_length=256 and ours at the same length."""

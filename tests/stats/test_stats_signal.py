@@ -91,3 +91,10 @@ def test_an_informative_task_satisfies_the_grade():
 def test_a_table_without_task_rows_passes_through():
     table = Table(tuple(r for r in _audit(True).rows if r.metric == "val_loss"))
     assert check_signal(table).table is table
+
+
+def test_a_downstream_bpb_judgement_is_no_loss_for_r6():
+    judged = judge(_audit(recall_at_chance=True), "recall/bpb", scale="s")
+    assert judged.lower_is_better
+    assert not any(n.startswith("R6") for n in judged.notes)
+    assert any(n.startswith("R6") for n in judge(_audit(True), "val_loss", scale="s").notes)

@@ -17,7 +17,7 @@ from archaudit.stats.family_test import Z, check_reference, interval
 from archaudit.stats.grading import grade_arm, looks_like_loss
 from archaudit.stats.samples import ArmSample
 from archaudit.stats.serialize import JsonResult
-from archaudit.stats.signal import AVERAGE, check_signal
+from archaudit.stats.signal import AVERAGE, check_signal, is_downstream
 from archaudit.stats.table import Table
 
 ATTENTION_OUTPUT = "attention-output"
@@ -385,7 +385,7 @@ def _notes(
     if lower_is_better is False and looks_like_loss(family.metric):
         notes.append(f"{family.metric!r} reads as a loss but is judged higher-is-better as asked")
     attention = [arm.arm for arm in arms if arm.family == ATTENTION_OUTPUT]
-    if family.sign < 0 and attention:
+    if family.sign < 0 and attention and not is_downstream(family.metric):
         notes.append(
             "R6: attention-output arms can look harmless on loss and lose downstream; "
             "do not rank them by this metric: " + ", ".join(attention)

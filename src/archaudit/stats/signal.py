@@ -66,6 +66,12 @@ class SignalCheck:
         )
 
 
+def is_downstream(metric: str) -> bool:
+    """A downstream number (an aggregate or a task's), whichever its direction:
+    `downstream_bpb` and `<task>/bpb` are lower-is-better yet no training loss."""
+    return metric.startswith("downstream_") or ("/" in metric and not metric.startswith("heldout/"))
+
+
 def check_signal(table: Table) -> SignalCheck:
     """Decide which downstream tasks carry signal and rebuild the table accordingly."""
     tasks = [m[: -len(SCORE)] for m in table.metrics if m.endswith(SCORE)]
