@@ -8,7 +8,13 @@ from dataclasses import dataclass
 
 from archaudit.errors import ConfigError
 from archaudit.stats.compare import ArmTest, decide
-from archaudit.stats.corrections import check_correction, fwer_uncorrected
+from archaudit.stats.corrections import (
+    ERROR_RATE_NAMES,
+    FDR,
+    check_correction,
+    error_rate,
+    fwer_uncorrected,
+)
 from archaudit.stats.design import AuditDesign
 from archaudit.stats.design_rate import DesignRate, arm_mde, design_rate
 from archaudit.stats.errors import TableError
@@ -102,10 +108,13 @@ class Judgement(JsonResult):
     m: int
     """Number of arms tested (finished, not the baseline): the size of the corrected family."""
     fwer_uncorrected: float
+    error_rate: str
+    """What the correction controls and `design_fwer` measures: "FWER", or "FDR" for BH."""
     design: DesignRate | None
     """This design's measured family-wise error rate and MDE (None when no arm was tested)."""
     design_fwer: float
-    """`design.fwer`, repeated at the top level for readers of the JSON."""
+    """`design.fwer`, repeated at the top level for readers of the JSON. Measured with every
+    arm null, where it is the FWER and, for BH, also its FDR (at its largest there)."""
     design_above_alpha: bool
     arms: tuple[ArmVerdict, ...]
     notes: tuple[str, ...]
@@ -124,15 +133,17 @@ class Judgement(JsonResult):
             f"{self.metric} at scale {self.scale}: {self.direction}",
             f"σ = {self.sigma:.3g} (95% [{low:.3g}, {high:.3g}], {self.sigma_dof} df, pooled "
             f"over {pooled}); baseline mean {self.baseline_mean:.4g} ({self.baseline_n} seeds)",
-            f"{test}; {self.correction} at α = {self.alpha}, m = {self.m}",
+            f"{test}; {self.correction} at α = {self.alpha}, m = {self.m}"
+            + (" (controls the FDR, not the family-wise rate)" if self.error_rate == FDR else ""),
         ]
         rate = self.design
         if rate is not None:
             flag = " — ABOVE α, verdicts do not hold" if rate.above_alpha else ""
             lines.append(
-                f"design's measured family-wise error rate {rate.fwer:.3f} ± {rate.fwer_se:.3f} "
-                f"({rate.audits} null audits){flag}; MDE {rate.mde_sigmas:.3g} σ = "
-                f"{rate.mde_sigmas * self.sigma:.3g} at {rate.power_target:.0%} power"
+                f"design's measured {ERROR_RATE_NAMES[self.error_rate]} {rate.fwer:.3f} ± "
+                f"{rate.fwer_se:.3f} ({rate.audits} null audits){flag}; MDE "
+                f"{rate.mde_sigmas:.3g} σ = {rate.mde_sigmas * self.sigma:.3g} at "
+                f"{rate.power_target:.0%} power"
             )
         return lines
 
@@ -217,7 +228,7 @@ def judge(
         )
         for sample in family.arms
     )
-    notes = _notes(table, family, verdicts_by_arm, lower_is_better, alpha, rate)
+    notes = _notes(table, family, verdicts_by_arm, lower_is_better, (alpha, correction), rate)
     notes += _sigma_across_scales(table, metric, family, options)
     notes += (signal.notes if metric == AVERAGE else ()) + signal.r6_notes(
         [arm.arm for arm in verdicts_by_arm if arm.family == ATTENTION_OUTPUT]
@@ -246,6 +257,7 @@ def judge(
         baseline_n=n_base,
         m=m,
         fwer_uncorrected=fwer_uncorrected(alpha, m),
+        error_rate=error_rate(correction),
         design=rate,
         design_fwer=rate.fwer if rate else math.nan,
         design_above_alpha=bool(rate and rate.above_alpha),
@@ -357,10 +369,11 @@ def _notes(
     family: Family,
     arms: tuple[ArmVerdict, ...],
     lower_is_better: bool | None,
-    alpha: float,
+    level: tuple[float, str],
     rate: DesignRate | None,
 ) -> tuple[str, ...]:
-    """Warnings a reader of the verdicts must see."""
+    """Warnings a reader of the verdicts must see; `level` is (α, correction)."""
+    alpha, correction = level
     notes = []
     n_base = len(family.baseline.values)
     if n_base < 3:
@@ -378,7 +391,8 @@ def _notes(
         )
     if rate and rate.above_alpha:
         notes.append(
-            f"this design's measured family-wise error rate is {rate.fwer:.3f} ± "
+            f"this design's measured {ERROR_RATE_NAMES[error_rate(correction)]} is "
+            f"{rate.fwer:.3f} ± "
             f"{rate.fwer_se:.3f}, above α = {alpha}: its verdicts do not hold at that level "
             "(use the default calibrated test, more baseline seeds or more seeds per arm)"
         )
