@@ -202,6 +202,10 @@ def test_a_task_at_chance_is_flagged_and_left_out_of_downstream_avg(tmp_path: Pa
         (result.tasks["pairs"].bpb + result.tasks["cloze"].bpb) / 2
     )
     assert json.loads(result.to_json())["excluded"] == {"cloze": 0.0}
+    alone = _suite(tmp_path, suite.read_text().split("[[tasks]]")[-1].join(["[[tasks]]", ""]), "c")
+    floor = evaluate(tiny_archaudit_lm(), alone, data_root=tmp_path, show_progress=False)
+    assert floor.metrics["downstream_tasks"] == 0.0  # every task at chance: all averaged
+    assert floor.downstream_avg == floor.tasks["cloze"].score == 0.0
 
 
 def test_data_is_checked_before_the_model_loads(tmp_path: Path) -> None:

@@ -90,6 +90,8 @@ def eval_command(
     if result.tasks:
         left_out = [n for n, t in result.tasks.items() if t.at_chance]
         note = f" (leaves out the tasks at chance*: {', '.join(left_out)})" if left_out else ""
+        if not result.informative:
+            note = " (every task at chance*: their plain average, which carries no signal)"
         console.print(f"downstream_avg = {result.downstream_avg:.4f}{note}")
         console.print(f"downstream_bpb = {result.downstream_bpb:.4f} (gold bits per byte)")
     if result.heldout:

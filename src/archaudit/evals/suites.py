@@ -7,8 +7,9 @@ this file in `suites/`. Every file a suite reads is checked (its items loaded) b
 loads, so a wrong path fails in a second, not after the load.
 
 `downstream_avg` is the macro average of the tasks' scores, leaving out a task flagged
-`at_chance` (its 95% interval reaches chance or the floor: it says nothing in this run), with
-`downstream_avg_all` beside it; `downstream_bpb` is the macro average of the tasks' gold
+`at_chance` (its 95% interval reaches chance or the floor: it says nothing in this run; when
+every task does, all are averaged and `downstream_tasks` is 0), with `downstream_avg_all` beside
+it; `downstream_bpb` is the macro average of the tasks' gold
 bits per byte (lower is better), continuous and far less noisy at small scale.
 Benchmark paths are relative to the data root: `--data-root`, else `$ARCHAUDIT_DATA`, else
 `../shared/data` relative to the current directory.
@@ -143,9 +144,10 @@ class SuiteResult:
     @property
     def downstream_avg(self) -> float:
         """Macro average of each informative task's own metric: every task weighs the same.
-        NaN when every task sits at chance (no number here can tell arms apart)."""
-        scores = [t.score for t in self.informative.values()]
-        return sum(scores) / len(scores) if scores else float("nan")
+        When every task sits at chance it averages them all (`downstream_tasks` = 0 says so), so
+        a run's record stays complete; an audit's statistics then drop it (`stats.signal`)."""
+        tasks = self.informative or self.tasks
+        return sum(t.score for t in tasks.values()) / len(tasks)
 
     @property
     def downstream_bpb(self) -> float:
