@@ -13,20 +13,17 @@ import contextlib
 import dataclasses
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import traceback
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archaudit.audit import store
 from archaudit.audit.claims import try_claim
-from archaudit.audit.launch import RunOptions, cli_command
+from archaudit.audit.launch import RunOptions, cli_command, sigterm_as_interrupt
 from archaudit.audit.plan import RunSpec
 from archaudit.audit.trackers import open_tracker
 from archaudit.config import Recipe
@@ -74,7 +71,7 @@ def run_one(run_dir: str | Path, options: RunOptions | None = None) -> str:
             return "skipped"
         claim.start_heartbeat(options.heartbeat_s)
         (run_dir / FAILED).unlink(missing_ok=True)
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             record = _execute(run_dir, spec, options)
         store.write_done(run_dir, record)
         return "done"
@@ -200,20 +197,3 @@ def _record_attempt(run_dir: Path, options: RunOptions) -> None:
     }
     with open(run_dir / ATTEMPTS, "a") as f:
         f.write(json.dumps(attempt) + "\n")
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM behaves like Ctrl-C: the trainer checkpoints, the claim is released."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
