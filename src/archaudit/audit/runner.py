@@ -9,6 +9,7 @@ and releases the claim, so a requeued job continues at once, exactly where it st
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -30,15 +31,7 @@ from archaudit.config import ModelConfig, Recipe, to_dict
 from archaudit.errors import ConfigError
 from archaudit.files import atomic_write, atomic_write_text
 from archaudit.progress import log
-from archaudit.rundir import (
-    ATTEMPTS,
-    EVALS,
-    FAILED,
-    METRICS,
-    TRAIN_RESULT,
-    checkpoint_dirs,
-    checkpoint_step,
-)
+from archaudit.rundir import ATTEMPTS, EVALS, FAILED, METRICS, checkpoint_dirs, checkpoint_step
 
 ROUTING_METRICS = ("moe_dropped", "moe_router_entropy")
 
@@ -88,7 +81,8 @@ def run_one(run_dir: str | Path, options: RunOptions | None = None) -> str:
         raise
     except Exception as err:
         summary = f"{type(err).__name__}: {err}"
-        atomic_write_text(run_dir / FAILED, f"{summary}\n\n{traceback.format_exc()}")
+        with contextlib.suppress(OSError):  # a full disk: the error itself is what to report
+            atomic_write_text(run_dir / FAILED, f"{summary}\n\n{traceback.format_exc()}")
         raise
     finally:
         claim.release()
@@ -108,16 +102,7 @@ def _execute(run_dir: Path, spec: RunSpec, options: RunOptions) -> dict[str, Any
     tracker_name = options.tracker if os.environ.get("RANK", "0") == "0" else ""
     with tracking(tracker_name, tracked_run(run_dir, spec)) as tracker:
         result = _train(run_dir, spec, options, recipe, tracker)
-        metrics: dict[str, float | None] = {"val_loss": None}
-        if result.status == "ok":
-            metrics = {"val_loss": result.val_loss, "train_loss": result.final_loss}
-            metrics["params"] = float(result.params)
-            metrics["active_params"] = float(result.active_params or result.params)
-            metrics |= routing_summary(run_dir)
-            if spec.suite:
-                metrics |= evaluate_run(run_dir, spec, recipe.device)
-        elif spec.suite:
-            metrics["downstream_avg"] = None
+        metrics = run_metrics(run_dir, spec, result, recipe.device)
         if tracker is not None:
             tracker.summary(metrics)  # the evals beside the training curves
     return {
@@ -142,7 +127,7 @@ def _train(
 ) -> TrainResult:
     """Train here, or under torchrun over `options.ranks` processes; the tracker sees every
     metrics row either way (read back from metrics.jsonl after the ranks finish)."""
-    from archaudit.train import TrainResult
+    from archaudit.train.trainer import stored_result
 
     if options.ranks > 1 and "WORLD_SIZE" not in os.environ:
         ranks = dataclasses.replace(options, tracker="")
@@ -155,9 +140,28 @@ def _train(
         if tracker is not None:
             for line in (run_dir / METRICS).read_text().splitlines():
                 tracker.log(json.loads(line))
-        return TrainResult(**json.loads((run_dir / TRAIN_RESULT).read_text()))
+        return stored_result(run_dir)
     hooks = () if tracker is None else (tracker.log,)
     return train_only(run_dir, options, recipe=recipe, hooks=hooks)
+
+
+def run_metrics(
+    run_dir: Path, spec: RunSpec, result: TrainResult, device: str
+) -> dict[str, float | None]:
+    """A trained run's metrics as DONE records them (and `rerun` compares them): losses,
+    total and active parameters, MoE routing, and the suite's scores when it has one."""
+    if result.status != "ok":
+        return {"val_loss": None} | ({"downstream_avg": None} if spec.suite else {})
+    metrics: dict[str, float | None] = {
+        "val_loss": result.val_loss,
+        "train_loss": result.final_loss,
+        "params": float(result.params),
+        "active_params": float(result.active_params or result.params),
+    }
+    metrics |= routing_summary(run_dir)
+    if spec.suite:
+        metrics |= evaluate_run(run_dir, spec, device)
+    return metrics
 
 
 def train_only(

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from archaudit.audit import store
+from archaudit.audit.spec import resolve_audit_dir
 from archaudit.errors import ArchauditError, DataError
 from archaudit.report.palette import Colour, arm_colours
 from archaudit.rundir import ENV, EVENTS
@@ -45,6 +46,7 @@ from archaudit.stats.sequential import (
     sequential_design_rate,
     sequential_power_curve,
 )
+from archaudit.stats.snr import SignalToNoise, signal_to_noise
 from archaudit.stats.table import RESULTS_FILE, Table
 from archaudit.stats.verdicts import NOISE_SIGMAS
 
@@ -392,6 +394,8 @@ class ReportData:
     """Analysis → why it could not be made (the error stats raised, or what is missing)."""
     colours: dict[str, Colour] = field(default_factory=dict)
     """Arm → its one colour on every figure of the page (report.palette)."""
+    signal: SignalToNoise | None = None
+    """Seed σ, spread and SNR per metric (`archaudit.stats.snr`)."""
 
 
 SEEDS_CAP = 100
@@ -437,6 +441,9 @@ def gather(
         routing=tuple(r for run in runs if (r := _routing(run)) is not None),
         absent=absent,
         colours=arm_colours(arms, baseline),
+        signal=_attempt(lambda: signal_to_noise(table, baseline=baseline), "snr", absent)
+        if table
+        else None,
     )
 
 
@@ -891,7 +898,7 @@ def _resolve(source: Path) -> tuple[Path | None, Path]:
     if source.is_dir():
         return source, source / RESULTS_FILE
     if source.suffix == ".toml":
-        audit_dir = store.resolve_audit_dir(source)
+        audit_dir = resolve_audit_dir(source)
         return audit_dir, audit_dir / RESULTS_FILE
     if not source.is_file():
         raise DataError(f"{source} does not exist: give an audit directory, file or results CSV")
