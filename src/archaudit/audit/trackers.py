@@ -81,13 +81,42 @@ def open_tracker(name: str, run: TrackedRun) -> Tracker:
     return TRACKERS.get(name)(run)
 
 
+class LazyTracker:
+    """Opens the tracker at its first use, not before: W&B and MLflow write their files into
+    the run's folder, which must hold the run (spec.json) by then, not be made by them."""
+
+    def __init__(self, name: str, run: TrackedRun) -> None:
+        check_tracker(name)
+        self._name, self._run = name, run
+        self._tracker: Tracker | None = None
+
+    def _open(self) -> Tracker:
+        if self._tracker is None:
+            self._tracker = open_tracker(self._name, self._run)
+        return self._tracker
+
+    def log(self, row: dict[str, Any]) -> None:
+        self._open().log(row)
+
+    def summary(self, values: Mapping[str, float | None]) -> None:
+        self._open().summary(values)
+
+    def table(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        self._open().table(name, rows)
+
+    def close(self) -> None:
+        if self._tracker is not None:
+            self._tracker.close()
+
+
 @contextmanager
 def tracking(name: str, run: TrackedRun) -> Iterator[Tracker | None]:
-    """The open tracker (None when `name` is empty), closed however the block ends."""
+    """The tracker (None when `name` is empty), opened at first use and closed however the
+    block ends."""
     if not name:
         yield None
         return
-    tracker = open_tracker(name, run)
+    tracker = LazyTracker(name, run)
     try:
         yield tracker
     finally:
