@@ -7,6 +7,10 @@ whose folder exists is skipped, so an interrupted call is finished by calling it
 
     PYTHONPATH=src python tests/data/lmeval/make_smollm2.py ../shared/data tests/data/lmeval/smollm2
 
+The samples files are then stripped of the benchmark's text (`doc` and `arguments`: the
+questions and answers of ARC, which the project must not copy); lm-eval's own `doc_hash` and
+`prompt_hash` stay, with every number the import reads.
+
 Runs (arm = folder, lm-eval seed = --seed, which also draws the few-shot example):
     baseline/seed-{0,1,2}   --num_fewshot 1 --limit 24 --seed K
     zero_shot/seed-0        --num_fewshot 0 --limit 32 --seed 0
@@ -14,6 +18,7 @@ Runs (arm = folder, lm-eval seed = --seed, which also draws the few-shot example
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -70,6 +75,17 @@ def main(data: Path, out: Path) -> None:
         tracker.save_results_aggregated(results=results, samples=samples)
         for task in results["configs"]:
             tracker.save_results_samples(task_name=task, samples=samples[task])
+    strip_benchmark_text(out)
+
+
+def strip_benchmark_text(out: Path) -> None:
+    """Drop the logged questions and choices from every samples file under `out`."""
+    for path in sorted(out.rglob("samples_*.jsonl")):
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        for row in rows:
+            row.pop("doc", None)
+            row.pop("arguments", None)
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
 
 
 if __name__ == "__main__":
