@@ -13,7 +13,8 @@ from archaudit.stats.design import AuditDesign
 from archaudit.stats.design_rate import DesignRate, arm_mde, design_rate
 from archaudit.stats.errors import TableError
 from archaudit.stats.family import Family, collect_family, left_out, resolve_direction
-from archaudit.stats.family_test import Z, check_reference, interval
+from archaudit.stats.family_test import POOLED_T, ROBUST, Z, check_reference, interval
+from archaudit.stats.noise_models import WIDEST_FACTOR
 from archaudit.stats.grading import grade_arm, looks_like_loss
 from archaudit.stats.samples import ArmSample
 from archaudit.stats.serialize import JsonResult
@@ -106,6 +107,8 @@ class Judgement(JsonResult):
     design_fwer: float
     """`design.fwer`, repeated at the top level for readers of the JSON."""
     design_above_alpha: bool
+    design_panel_worst: float
+    """The noise panel's worst measured rate for this design (NaN when not simulated)."""
     arms: tuple[ArmVerdict, ...]
     notes: tuple[str, ...]
 
@@ -127,12 +130,25 @@ class Judgement(JsonResult):
         ]
         rate = self.design
         if rate is not None:
-            flag = " — ABOVE α, verdicts do not hold" if rate.above_alpha else ""
+            lines.append(f"design's measured family-wise error rate: {rate.describe_rates()}")
             lines.append(
-                f"design's measured family-wise error rate {rate.fwer:.3f} ± {rate.fwer_se:.3f} "
-                f"({rate.audits} null audits){flag}; MDE {rate.mde_sigmas:.3g} σ = "
-                f"{rate.mde_sigmas * self.sigma:.3g} at {rate.power_target:.0%} power"
+                f"MDE {rate.mde_sigmas:.3g} σ = {rate.mde_sigmas * self.sigma:.3g} at "
+                f"{rate.power_target:.0%} power"
             )
+        lines += self.assumptions()
+        return lines
+
+    def assumptions(self) -> list[str]:
+        """What the verdicts assume beyond the seeds themselves (labelled, never silent)."""
+        lines = []
+        if self.test == ROBUST:
+            lines.append(
+                f"single-seed arms are judged as if their seed σ were {WIDEST_FACTOR:g}× the "
+                "pooled σ (the noise panel's widest): one seed cannot show its own spread; "
+                "below that bound they are at most candidates"
+            )
+        if self.test == POOLED_T:
+            lines.append("ASSUMED by the user: every arm's seed σ equals the baseline's")
         return lines
 
     def arm(self, name: str) -> ArmVerdict:
@@ -241,6 +257,7 @@ def judge(
         design=rate,
         design_fwer=rate.fwer if rate else math.nan,
         design_above_alpha=bool(rate and rate.above_alpha),
+        design_panel_worst=rate.panel_worst.fwer if rate and rate.panel_worst else math.nan,
         arms=verdicts_by_arm,
         notes=notes,
     )
@@ -370,9 +387,9 @@ def _notes(
         )
     if rate and rate.above_alpha:
         notes.append(
-            f"this design's measured family-wise error rate is {rate.fwer:.3f} ± "
-            f"{rate.fwer_se:.3f}, above α = {alpha}: its verdicts do not hold at that level "
-            "(use the default calibrated test, more baseline seeds or more seeds per arm)"
+            f"this design's measured family-wise error rate ({rate.describe_rates()}) is above "
+            f"α = {alpha}: its verdicts do not hold at that level (use the default test without "
+            "--equal-variance or --reference normal, or more seeds per arm)"
         )
     if lower_is_better is False and looks_like_loss(family.metric):
         notes.append(f"{family.metric!r} reads as a loss but is judged higher-is-better as asked")
