@@ -38,7 +38,7 @@ from archaudit.files import atomic_write_text
 from archaudit.stats.sequential import SequentialRule
 
 if TYPE_CHECKING:  # imported where used: scipy loads only when an audit is sequential
-    from archaudit.stats.sequential import PooledTests, SequentialRule
+    from archaudit.stats.sequential import ArmTests, SequentialRule
 
 RECORD_DIR, SUMMARY = store.SEQUENTIAL_DIR, store.SEQUENTIAL_SUMMARY
 STOPPED = {"open": "budget", "improver": "settled", "regressor": "settled", "futile": "futile"}
@@ -196,7 +196,7 @@ class FamilyState:
     state: np.ndarray
     """(m,) OPEN / IMPROVER / REGRESSOR / FUTILE after the last look."""
     diverged: np.ndarray
-    tests: PooledTests
+    tests: ArmTests
     """The last look's tests (batch of one)."""
     value: np.ndarray
     """(m,) value per run of one more seed."""
@@ -242,7 +242,7 @@ def replay(
 ) -> FamilyState:
     """Every look of the family again, in order: look k sees the seeds of history[k]."""
     from archaudit.stats.grading import looks_like_loss
-    from archaudit.stats.sequential import FUTILE, look, next_seed_value, pooled_tests
+    from archaudit.stats.sequential import FUTILE, look, next_seed_value, arm_tests
 
     sign = -1.0 if looks_like_loss(family.metric) else 1.0
     m = len(family.arms)
@@ -264,7 +264,7 @@ def replay(
             seeds, diverged[i] = _values(results, key(arm, family.scale), n[i], family.metric)
             if not diverged[i]:
                 values[0, i, : len(seeds)] = seeds
-        tests = pooled_tests(baseline[None, :], values, sign)
+        tests = arm_tests(baseline[None, :], values, sign)
         tested = ((n > before) & ~diverged)[None, :]
         state = look(rule, tests, state, tested)
         state[0, diverged] = FUTILE
@@ -292,7 +292,7 @@ def pilot_effects(plan: Plan, metric: str) -> dict[tuple[str, str], float]:
     """(arm, scale) → observed Δ/σ (positive = better) from the finished runs already in the
     audit directory (a pilot); empty when a family has too few of them."""
     from archaudit.stats.grading import looks_like_loss
-    from archaudit.stats.sequential import pooled_tests
+    from archaudit.stats.sequential import arm_tests
 
     if not plan.audit_dir.is_dir():
         return {}
@@ -307,7 +307,7 @@ def pilot_effects(plan: Plan, metric: str) -> dict[tuple[str, str], float]:
         for i, row in enumerate(rows):
             values[0, i, : len(row)] = row
         sign = -1.0 if looks_like_loss(metric) else 1.0
-        tests = pooled_tests(base[None, :], values, sign)
+        tests = arm_tests(base[None, :], values, sign)
         for i, arm in enumerate(family.arms):
             found[(arm, family.scale)] = float(tests.delta[0, i] / tests.sigma[0])
     return found

@@ -78,7 +78,7 @@ def standard_error(
         welch = standard_error(WELCH, np.maximum(n, 2), n_base, sigma, dof, arm_var, base_var)
         bound = np.asarray(sigma, dtype=float) * np.sqrt(WIDEST_FACTOR**2 + 1.0 / n_base)
         single = n < 2
-        return np.where(single, bound, welch[0]), np.where(single, float(dof), welch[1])
+        return np.where(single, bound, welch[0]), np.where(single, np.asarray(dof, float), welch[1])
     if test == Z:
         scale = np.asarray(sigma, dtype=float) * np.ones_like(np.asarray(n_arm, dtype=float))
         return scale, np.full_like(scale, np.inf)
@@ -115,9 +115,7 @@ def statistics(
     return stat, df, 2.0 * (ndtr(-np.abs(stat)) if test == Z else stdtr(df, -np.abs(stat)))
 
 
-def dunnett_statistics(
-    test: str, stat: np.ndarray, p: np.ndarray, dof: int
-) -> np.ndarray:
+def dunnett_statistics(test: str, stat: np.ndarray, p: np.ndarray, dof: int) -> np.ndarray:
     """The statistics Dunnett's step-down ranks and bounds: the pooled t itself, else each arm's
     p-value read as the pooled t with σ's `dof` that has the same p (so Welch's and the
     single-seed bound's own variances and df enter Dunnett's shared-baseline correlation)."""

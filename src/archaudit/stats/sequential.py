@@ -20,13 +20,16 @@ The method is a group-sequential design per arm combined with Holm across arms:
   Stopping an arm never rejects it, so futility cannot raise the error rate; it only costs power,
   which `simulate_sequential` measures next to the fixed design's.
 
-The test is the calibrated one of docs/protocol.md in one formula for every arm: the pooled-variance
-t, t = Δ / (σ·√(1/n + 1/n₀)) with σ pooled over the baseline and every arm with >= 2 seeds
-(Σ(nᵢ − 1) degrees of freedom); with n = 1 it is the prediction-interval t. An arm is declared an
-improver/regressor only when it crosses its boundary and |Δ| >= 2σ (the within-noise rule). The
-error rate of the whole closed loop (looks, Holm, futility, the schedule) is measured by
-`simulate_sequential` rather than assumed: the t statistics share σ and the baseline, so the
-canonical joint distribution is an approximation.
+The test is the robust default of docs/verdicts.md, measured over the noise panel
+(stats/noise_models.py): an arm with >= 2 seeds is tested by Welch's t of its own seeds against
+the baseline's (its own variance enters its test); an arm with one seed cannot show its spread,
+so its p is that of the prediction-interval t with its seed σ bounded at 6× the pooled σ, and it
+is never declared before a **confirmation seed** (`CONFIRMATION_SEEDS`): a first-round arm that
+looks significant is a candidate that gets its second seed. σ, pooled over the baseline and every
+arm with >= 2 seeds (Σ(nᵢ − 1) degrees of freedom), scales the within-noise rule (an arm is
+declared only when |Δ| >= 2σ) and the futility and next-seed predictions. The error rate of the
+whole closed loop (looks, Holm, futility, the schedule) is measured by `simulate_sequential`
+under every model of the noise panel rather than assumed.
 
 Everything is vectorised over a leading batch axis (simulated audits); a real audit is a batch of
 one, so the audit loop and the simulation run exactly the same code.
@@ -42,6 +45,7 @@ import numpy as np
 from scipy import optimize, stats
 
 from archaudit.errors import ConfigError
+from archaudit.stats.family_test import ROBUST, statistics
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.verdicts import NOISE_SIGMAS
 
@@ -142,9 +146,13 @@ def holm_boundaries(alpha: float, arms: int, looks: int) -> np.ndarray:
 # the test
 
 
+CONFIRMATION_SEEDS = 2
+"""No arm is declared before it has this many seeds: its own spread must have been seen."""
+
+
 @dataclass(frozen=True)
-class PooledTests:
-    """The calibrated test of every arm of a batch of families (leading axis: the batch)."""
+class ArmTests:
+    """The robust test of every arm of a batch of families (leading axis: the batch)."""
 
     delta: np.ndarray
     """(B, m) Δ, positive = better."""
@@ -153,6 +161,7 @@ class PooledTests:
     df: np.ndarray
     """(B,) its degrees of freedom."""
     t: np.ndarray
+    """(B, m) Welch's t (n >= 2), else Δ over the single seed's 6σ-bounded scale."""
     p: np.ndarray
     n: np.ndarray
     """(B, m) seeds per arm."""
@@ -160,24 +169,30 @@ class PooledTests:
     """(B,) baseline seeds."""
 
 
-def pooled_tests(baseline: np.ndarray, arms: np.ndarray, sign: float = 1.0) -> PooledTests:
-    """Test (B, m, K) arm values against (B, K0) baseline values; NaN marks a missing seed.
-
-    σ is pooled over the baseline and every arm (an arm with one seed adds no degrees of freedom).
-    """
+def arm_tests(baseline: np.ndarray, arms: np.ndarray, sign: float = 1.0) -> ArmTests:
+    """Test (B, m, K) arm values against (B, K0) baseline values; NaN marks a missing seed."""
     n0 = np.sum(~np.isnan(baseline), axis=-1)
     n = np.sum(~np.isnan(arms), axis=-1)
     mean0 = np.nansum(baseline, axis=-1) / n0
     mean = np.nansum(arms, axis=-1) / np.maximum(n, 1)
-    squares = np.nansum((baseline - mean0[:, None]) ** 2, axis=-1)
-    squares = squares + np.nansum((arms - mean[..., None]) ** 2, axis=(-2, -1))
+    squares0 = np.nansum((baseline - mean0[:, None]) ** 2, axis=-1)
+    arm_squares = np.nansum((arms - mean[..., None]) ** 2, axis=-1)
     df = (n0 - 1) + np.sum(np.maximum(n - 1, 0), axis=-1)
-    sigma = np.sqrt(squares / df)
+    sigma = np.sqrt((squares0 + arm_squares.sum(axis=-1)) / df)
     delta = sign * (mean - mean0[:, None])
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = delta / (sigma[:, None] * np.sqrt(1.0 / n + 1.0 / n0[:, None]))
-    p = 2.0 * stats.t.sf(np.abs(t), df[:, None])
-    return PooledTests(delta, sigma, df, t, p, n, n0)
+        arm_var = arm_squares / (n - 1)
+        stat, _, p = statistics(
+            ROBUST,
+            delta,
+            n,
+            n0[:, None],
+            sigma[:, None],
+            df[:, None],
+            arm_var,
+            (squares0 / (n0 - 1))[:, None],
+        )
+    return ArmTests(delta, sigma, df, stat, p, n, n0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,7 +225,7 @@ def crossing_probability(
 
 def look(
     rule: SequentialRule,
-    tests: PooledTests,
+    tests: ArmTests,
     state: np.ndarray,
     tested: np.ndarray,
 ) -> np.ndarray:
@@ -222,7 +237,9 @@ def look(
     m = state.shape[1]
     bounds = holm_boundaries(rule.alpha, m, rule.max_seeds)
     look_index = np.clip(tests.n - 1, 0, rule.max_seeds - 1)
-    state = holm_step_down(state, tests, tested, bounds, look_index)
+    state = holm_step_down(
+        state, tests, tested & (tests.n >= CONFIRMATION_SEEDS), bounds, look_index
+    )
     level = np.minimum(np.sum(_significant(state), axis=1), m - 1)
     final = bounds[level, rule.max_seeds - 1][:, None]
     power = crossing_probability(
@@ -242,7 +259,7 @@ def look(
 
 def holm_step_down(
     state: np.ndarray,
-    tests: PooledTests,
+    tests: ArmTests,
     tested: np.ndarray,
     bounds: np.ndarray,
     look_index: np.ndarray,
@@ -260,7 +277,7 @@ def holm_step_down(
         state[cross] = np.where(tests.delta > 0, IMPROVER, REGRESSOR)[cross]
 
 
-def next_seed_value(rule: SequentialRule, tests: PooledTests, state: np.ndarray) -> np.ndarray:
+def next_seed_value(rule: SequentialRule, tests: ArmTests, state: np.ndarray) -> np.ndarray:
     """Value per run of one more seed of each open arm: the probability that its next look
     settles it (crosses its boundary, current trend, Holm level as it stands); 0 for the rest."""
     m = state.shape[1]
@@ -347,7 +364,7 @@ def simulate_sequential(
     shift[: len(effects)] = effects
     values += shift[None, :, None]
     state, n, n0, rounds = run_sequential(rule, baseline[:, :cap], values[..., :top])
-    fixed = pooled_tests(baseline[:, :fixed_baseline], values[..., :fixed_seeds])
+    fixed = arm_tests(baseline[:, :fixed_baseline], values[..., :fixed_seeds])
     everyone = np.ones((audits, arms), dtype=bool)
     fixed_state = holm_step_down(
         np.zeros((audits, arms), dtype=np.int8),
@@ -404,7 +421,7 @@ def run_sequential(
     for _ in range(top):
         shown = np.where(seeds[None, None, :] < n[..., None], values, np.nan)
         shown0 = np.where(base_seeds[None, :] < n0[:, None], baseline, np.nan)
-        state = look(rule, pooled_tests(shown0, shown), state, tested)
+        state = look(rule, arm_tests(shown0, shown), state, tested)
         tested = (state == OPEN) & (n < top)
         if not tested.any():
             break

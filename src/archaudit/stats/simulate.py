@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -231,26 +232,52 @@ def _simulate_chunk(
     rng: np.random.Generator,
     noise: NoiseModel,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    n_base = design.baseline_seeds
-    base = noise.draw(rng, (audits, n_base))
-    base_mean, base_var = base.mean(axis=1), base.var(axis=1, ddof=1)
-    sum_squares = base_var * (n_base - 1)
-    for n in design.anchor_seeds:
-        sum_squares += noise.draw(rng, (audits, n)).var(axis=1, ddof=1) * (n - 1)
-    n_arm = np.array(design.arm_seeds)
+    base = noise.draw(rng, (audits, design.baseline_seeds))
+    anchors = [noise.draw(rng, (audits, n)) for n in design.anchor_seeds]
     # the wide arms of `hetero` are the first null arms: the fewest seeds, the hardest case
     sigmas = np.ones(design.m)
     sigmas[effect_arms:] = noise.arm_sigmas(design.m - effect_arms)[::-1]
-    arm_mean = np.empty((audits, design.m))
-    arm_var = np.full((audits, design.m), np.nan)
+    shift = np.zeros(design.m)
+    shift[:effect_arms] = effect
+    n_arm = np.array(design.arm_seeds)
+    groups = []
     for n, count in sorted(Counter(design.arm_seeds).items()):
         columns = np.flatnonzero(n_arm == n)
         draws = noise.draw(rng, (audits, count, n)) * sigmas[columns][None, :, None]
-        arm_mean[:, columns] = draws.mean(axis=2)
-        if n >= 2:
-            arm_var[:, columns] = draws.var(axis=2, ddof=1)
-            sum_squares += arm_var[:, columns].sum(axis=1) * (n - 1)
-    arm_mean[:, :effect_arms] += effect
+        groups.append(draws + shift[columns][None, :, None])
+    return family_decisions(design, base, anchors, groups)
+
+
+def family_decisions(
+    design: AuditDesign,
+    base: np.ndarray,
+    anchors: Sequence[np.ndarray],
+    groups: Sequence[np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(declared, Δ, raw p), each audits × arms, of the verdict rule on given seed values:
+    (B, n₀) baseline, (B, nₐ) per anchor, and per distinct seed count n of the design's arms
+    (ascending) a (B, arms with n seeds, n) array. Positive Δ = better."""
+    n_base = design.baseline_seeds
+    base_mean, base_var = base.mean(axis=1), base.var(axis=1, ddof=1)
+    sum_squares = base_var * (n_base - 1)
+    for values in anchors:
+        sum_squares = sum_squares + values.var(axis=1, ddof=1) * (values.shape[1] - 1)
+    arm_mean = np.concatenate([values.mean(axis=2) for values in groups], axis=1)
+    arm_var = np.concatenate(
+        [
+            values.var(axis=2, ddof=1)
+            if values.shape[2] >= 2
+            else np.full(values.shape[:2], np.nan)
+            for values in groups
+        ],
+        axis=1,
+    )
+    for values in groups:
+        if values.shape[2] >= 2:
+            sum_squares = sum_squares + values.var(axis=2, ddof=1).sum(axis=1) * (
+                values.shape[2] - 1
+            )
+    n_arm = np.array(design.arm_seeds)
     dof = design.sigma_dof
     sigma = np.sqrt(sum_squares / dof)[:, None]
     delta = arm_mean - base_mean[:, None]
