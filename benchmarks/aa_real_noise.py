@@ -7,7 +7,7 @@ seeds at random into a baseline and pseudo-arms many times and judges each split
 rule of every design that fits N seeds: the false-positive rate of verdicts on noise that is
 real, not simulated, with the seeds' skew and kurtosis.
 
-    PYTHONPATH=src python benchmarks/aa_real_noise.py --seeds 16 --steps 100
+    PYTHONPATH=src python benchmarks/aa_real_noise.py --seeds 16 --steps 200 --out /tmp/aa
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ def train_seed(out: Path, seed: int, steps: int, corpus: Path) -> tuple[float, f
     start = time.perf_counter()
     command = [sys.executable, "-m", "archaudit.cli", "train", "--preset", "tiny"]
     command += ["--corpus", str(corpus), "--set", f"recipe.steps={steps}", "--seed", str(seed)]
+    command += ["--set", "recipe.threads=1"]  # two threads on a shared, loaded CPU crawl
     command += ["--out", str(out / f"seed-{seed}"), "--json", "-q", "--device", "cpu"]
     done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=3600)
     return float(json.loads(done.stdout)["val_loss"]), time.perf_counter() - start

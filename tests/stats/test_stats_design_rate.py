@@ -30,8 +30,9 @@ def test_json_states_the_design_and_its_measured_rate(make_table):
     assert data["design"]["design"]["arm_seeds"] == [1, 1, 2]
     assert data["design_above_alpha"] is False
     worst = data["design"]["panel_worst"]
-    assert worst["noise"] in PANEL and data["design_panel_worst"] == worst["fwer"] <= 0.05 + 2 * (
-        worst["fwer_se"]
+    assert (
+        worst["noise"] in PANEL
+        and data["design_panel_worst"] == worst["fwer"] <= 0.05 + 2 * (worst["fwer_se"])
     )
     assert "Δ > 0 means better" in data["direction"]
     paper = json.loads(judge(make_table(VALUES), "acc", reference="normal").to_json())

@@ -45,9 +45,7 @@ def test_single_seed_power_is_a_noncentral_t_tail(
             arm_seeds=1, baseline_seeds=baseline_seeds, arms=arms, correction=correction
         )
         assert robust.test == "robust"
-        assert power(effect, robust) == pytest.approx(
-            t.sf(threshold) + t.cdf(-threshold), abs=1e-9
-        )
+        assert power(effect, robust) == pytest.approx(t.sf(threshold) + t.cdf(-threshold), abs=1e-9)
 
 
 def simulated_power(arm_seeds, baseline_seeds, effect, level, n=20_000, seed=0):

@@ -242,7 +242,7 @@ def replay(
 ) -> FamilyState:
     """Every look of the family again, in order: look k sees the seeds of history[k]."""
     from archaudit.stats.grading import looks_like_loss
-    from archaudit.stats.sequential import FUTILE, look, next_seed_value, arm_tests
+    from archaudit.stats.sequential import FUTILE, arm_tests, look, next_seed_value
 
     sign = -1.0 if looks_like_loss(family.metric) else 1.0
     m = len(family.arms)
@@ -331,6 +331,17 @@ def settle_options(
     return SettleOptions(max_seeds=top, budget_runs=budget_runs, budget_hours=budget_hours)
 
 
+def sequential_rule(plan: Plan, options: SettleOptions, primaries: int) -> SequentialRule:
+    """The stopping rule of every family of the audit: α is split evenly (Bonferroni) across
+    the `primaries` primary metrics, so the audit as a whole, not each metric, errs at most α
+    (measured: docs/sequential.md)."""
+    return SequentialRule(
+        alpha=options.alpha / max(primaries, 1),
+        max_seeds=options.max_seeds,
+        baseline_seeds=plan.spec.seeds.noise_floor,
+    )
+
+
 def run_until_settled(
     plan: Plan,
     options: SettleOptions | None = None,
@@ -345,11 +356,7 @@ def run_until_settled(
     options = options or settle_options(plan)
     start = time.monotonic()
     metrics = primary_metrics(plan, options)
-    rule = SequentialRule(
-        alpha=options.alpha,
-        max_seeds=options.max_seeds,
-        baseline_seeds=plan.spec.seeds.noise_floor,
-    )
+    rule = sequential_rule(plan, options, len(metrics))
     first = initial_counts(plan)
     settings = {"executor": executor, "workers": workers, "tracker": tracker, "live": live}
     for looks in itertools.count():

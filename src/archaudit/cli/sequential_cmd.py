@@ -8,6 +8,7 @@ import json
 import typer
 from rich.console import Console
 
+from archaudit.cli.stats_cmd import print_panel
 from archaudit.errors import ConfigError
 
 
@@ -23,6 +24,7 @@ def simulate_sequential_command(
     effect_arms: int,
     seed: int,
     json_: bool,
+    noise: str = "normal",
 ) -> None:
     """Print `simulate_sequential` for `arms` arms with at most `seeds` seeds each."""
     from archaudit.stats.sequential import SequentialRule, simulate_sequential
@@ -34,7 +36,12 @@ def simulate_sequential_command(
         raise ConfigError("--effect-arms needs a nonzero --effect")
     rule = SequentialRule(alpha=alpha, max_seeds=seeds, baseline_seeds=baseline_seeds or 3)
     result = simulate_sequential(
-        arms=arms, rule=rule, audits=audits, effects=(effect,) * effect_arms, seed=seed
+        arms=arms,
+        rule=rule,
+        audits=audits,
+        effects=(effect,) * effect_arms,
+        seed=seed,
+        noise=noise,
     )
     if json_:
         typer.echo(json.dumps(to_jsonable(result), indent=2, allow_nan=False))
@@ -42,7 +49,9 @@ def simulate_sequential_command(
     lines = [
         f"{audits} sequential audits, {arms} arms × at most {seeds} seeds, baseline "
         f"{rule.baseline_seeds} → {rule.baseline_cap} seeds, O'Brien–Fleming spending + Holm "
-        f"at α = {alpha}, futility below {rule.futility} predictive power:",
+        f"at α = {alpha}, futility below {rule.futility} predictive power; robust tests (Welch "
+        f"from 2 seeds, a confirmation seed before any verdict), "
+        f"{'normal' if noise == 'panel' else noise} noise:",
         f"  family-wise false-positive rate {result.fwer:.3f} ± {result.fwer_se:.3f}",
         f"  runs per audit {result.runs_mean:.1f} (at most {result.runs_max}); the fixed "
         f"{seeds}-seed design: {result.fixed_runs} runs, rate {result.fixed_fwer:.3f}",
@@ -53,3 +62,4 @@ def simulate_sequential_command(
             f"{result.fixed_power[key]:.3f}), {result.seeds_mean[key]:.2f} seeds per arm"
         )
     Console().print("\n".join(lines))
+    print_panel(result.panel, result.panel_worst)

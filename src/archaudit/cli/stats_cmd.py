@@ -139,7 +139,7 @@ def verdicts_command(
     columns = ("arm", "n", "Δ", statistic, "p", "p_adj", "verdict", "grade")
     rows = [
         (
-            v.arm + (" (tuned)" if v.tuned else ""),
+            v.arm + (" (tuned)" if v.tuned else "") + _outlier_mark(v.outliers),
             v.n_seeds,
             v.delta,
             v.statistic,
@@ -158,6 +158,14 @@ def verdicts_command(
         *judgement.notes,
     ]
     _print_notes(notes)
+
+
+def _outlier_mark(outliers: Sequence[Any]) -> str:
+    """ " (outlier seed 3)" for seeds far outside the rest (stats/outliers.py); "" otherwise."""
+    if not outliers:
+        return ""
+    seeds = ", ".join(str(o.seed) for o in outliers)
+    return f" (outlier seed{'s' * (len(outliers) > 1)} {seeds})"
 
 
 @stats_app.command("transfer")
@@ -606,6 +614,15 @@ def simulate_null_command(
     sequential: Annotated[
         bool, typer.Option("--sequential", help="The `run --until-settled` loop, --seeds at most.")
     ] = False,
+    noise: Annotated[
+        str,
+        typer.Option(
+            "--noise",
+            metavar="MODEL",
+            help="Seed noise: normal, t3, lognormal:S, hetero:F[:K] (K arms with seed σ × F), "
+            "or panel (all eight; prints each rate and the worst).",
+        ),
+    ] = "normal",
 ) -> None:
     """Simulated audits with no real effect: the verdicts' family-wise false-positive rate."""
     from archaudit.stats import simulate_null
@@ -619,7 +636,9 @@ def simulate_null_command(
             arms, seeds, baseline_seeds = looped
         options = dict(arms=arms, seeds=seeds, audits=audits, baseline_seeds=baseline_seeds)
         options |= dict(correction=correction, alpha=alpha, effect=effect, seed=seed)
-        return simulate_sequential_command(**options, effect_arms=effect_arms, json_=json_)
+        return simulate_sequential_command(
+            **options, effect_arms=effect_arms, json_=json_, noise=noise
+        )
 
     options = dict(
         reference=reference, equal_variance=equal_variance, correction=correction, alpha=alpha
@@ -634,13 +653,17 @@ def simulate_null_command(
         effect_arms=effect_arms,
         seed=seed,
         design=design,
+        noise=noise,
         **options,
     )
     if _printed_json(result, json_):
         return
     label = "calibrated" if result.calibrated else "UNCALIBRATED paper mode"
+    assumed = result.design.equal_variance or not result.calibrated
     _console().print(
-        f"{audits} null audits of {result.design.describe()} ({label}):\n"
+        f"{audits} null audits of {result.design.describe()} ({label}"
+        + (", ASSUMES every arm's seed σ is the baseline's" if assumed else "")
+        + f"), {result.noise if result.noise != 'panel' else 'normal'} noise:\n"
         f"  family-wise false-positive rate {result.fwer:.4f} ± {result.fwer_se:.4f}"
         + ("  ABOVE α" if result.fwer > result.alpha + 2 * result.fwer_se else "")
         + f"\n  per-arm rate at raw p < α/m      {result.per_arm_rate:.4f} "
@@ -653,6 +676,19 @@ def simulate_null_command(
             f"  planted {effect} σ effects found {result.found_rate:.3f} ± {result.found_se:.3f}"
             f" (power formula: {result.power_predicted:.3f})"
         )
+    print_panel(result.panel, result.panel_worst)
+
+
+def print_panel(panel: Sequence[Any], worst: Any) -> None:
+    """The noise panel's rates (`PanelRate`s), each with its MC s.e., and the worst."""
+    if not panel:
+        return
+    lines = ["  noise panel (family-wise false-positive rate ± MC s.e.):"]
+    for rate in panel:
+        flag = "  ABOVE α" if rate.above_alpha else ""
+        lines.append(f"    {rate.noise:<14} {rate.fwer:.4f} ± {rate.fwer_se:.4f}{flag}")
+    lines.append(f"  worst: {worst.noise} {worst.fwer:.4f} ± {worst.fwer_se:.4f}")
+    _console().print("\n".join(lines))
 
 
 def _sequential_like(path: Path) -> tuple[int, int, int] | None:

@@ -14,8 +14,9 @@ from archaudit.stats.design_rate import DesignRate, arm_mde, design_rate
 from archaudit.stats.errors import TableError
 from archaudit.stats.family import Family, collect_family, left_out, resolve_direction
 from archaudit.stats.family_test import POOLED_T, ROBUST, Z, check_reference, interval
-from archaudit.stats.noise_models import WIDEST_FACTOR
 from archaudit.stats.grading import grade_arm, looks_like_loss
+from archaudit.stats.noise_models import WIDEST_FACTOR
+from archaudit.stats.outliers import OUTLIER_MADS, OutlierSeed, family_scale, outlier_seeds
 from archaudit.stats.samples import ArmSample
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import Table
@@ -66,6 +67,8 @@ class ArmVerdict(JsonResult):
     """Smallest true effect (metric units) this design detects with the target power."""
     grade: str
     grade_missing: tuple[str, ...]
+    outliers: tuple[OutlierSeed, ...] = ()
+    """Seeds beyond k robust σ from the arm's other seeds (stats/outliers.py): heavy tails."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,7 @@ class Judgement(JsonResult):
     """The noise panel's worst measured rate for this design (NaN when not simulated)."""
     arms: tuple[ArmVerdict, ...]
     notes: tuple[str, ...]
+    baseline_outliers: tuple[OutlierSeed, ...] = ()
 
     def header(self) -> list[str]:
         """The lines above a verdict table: direction, σ and its interval, the test, the
@@ -217,6 +221,10 @@ def judge(
     context = dict(table=table, family=family, metric=metric, design=design)
     context |= dict(correction=correction, downstream_metrics=downstream_metrics)
     context |= dict(alpha_each=alpha / (1 if correction == "none" else max(m, 1)))  # Bonferroni
+    scale_robust = family_scale(
+        [s.values for s in (family.baseline, *family.anchors, *family.arms)]
+    )
+    context |= dict(robust_scale=scale_robust)
     verdicts_by_arm = tuple(
         _arm_verdict(
             sample,
@@ -228,7 +236,9 @@ def judge(
         )
         for sample in family.arms
     )
+    base_outliers = outlier_seeds(family.baseline.values, family.baseline.seeds, scale_robust)
     notes = _notes(table, family, verdicts_by_arm, lower_is_better, alpha, rate)
+    notes += _outlier_notes(family.baseline.arm, base_outliers, verdicts_by_arm)
     notes += _sigma_across_scales(table, metric, family, options)
     return Judgement(
         source=table.source,
@@ -260,6 +270,7 @@ def judge(
         design_panel_worst=rate.panel_worst.fwer if rate and rate.panel_worst else math.nan,
         arms=verdicts_by_arm,
         notes=notes,
+        baseline_outliers=base_outliers,
     )
 
 
@@ -277,6 +288,7 @@ def _arm_verdict(
     downstream_metrics: Sequence[str] | None,
     power_target: float,
     alpha_each: float,
+    robust_scale: float,
 ) -> ArmVerdict:
     """One arm's row: its test (None for an arm outside the family, e.g. diverged), its
     corrected p and verdict, its MDE under the design, and its evidence grade."""
@@ -319,6 +331,24 @@ def _arm_verdict(
         else math.nan,
         grade=evidence.grade,
         grade_missing=evidence.missing,
+        outliers=outlier_seeds(sample.values, sample.seeds, robust_scale),
+    )
+
+
+def _outlier_notes(
+    baseline: str, base: tuple[OutlierSeed, ...], arms: tuple[ArmVerdict, ...]
+) -> tuple[str, ...]:
+    """One note naming every seed far outside the rest (heavy tails), if any."""
+    found = [(baseline, o) for o in base] + [(a.arm, o) for a in arms for o in a.outliers]
+    if not found:
+        return ()
+    seeds = "; ".join(
+        f"{arm} seed {o.seed} ({o.value:.4g}, {o.distance:.1f} robust σ from its other seeds)"
+        for arm, o in found
+    )
+    return (
+        f"heavy tail: seeds beyond {OUTLIER_MADS:g} robust σ (1.4826·MAD of the family) from "
+        f"the rest: {seeds}; check those runs before trusting a verdict that rests on them",
     )
 
 

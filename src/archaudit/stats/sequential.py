@@ -37,6 +37,9 @@ one, so the audit loop and the simulation run exactly the same code.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -45,14 +48,18 @@ import numpy as np
 from scipy import optimize, stats
 
 from archaudit.errors import ConfigError
+from archaudit.files import atomic_write_text, cache_dir
 from archaudit.stats.family_test import ROBUST, statistics
+from archaudit.stats.noise_models import PANEL, NoiseModel, parse_noise, parse_one
 from archaudit.stats.serialize import JsonResult
+from archaudit.stats.simulate import PanelRate, panel_rate, worst
 from archaudit.stats.verdicts import NOISE_SIGMAS
 
 OPEN, IMPROVER, REGRESSOR, FUTILE = 0, 1, 2, 3
 """Per-arm states of a sequential family; IMPROVER and REGRESSOR are settled and final."""
 STATE_NAMES = ("open", "improver", "regressor", "futile")
 _GRID = 401
+NORMAL_SPEC = "normal"
 """Points of the numerical integration over the continuation region."""
 
 
@@ -337,6 +344,11 @@ class SequentialSimulation(JsonResult):
     """Share of arms per final state."""
     seeds_mean: dict[str, float]
     """Planted effect (σ, "null" for the rest) → mean seeds per arm."""
+    noise: str = "normal"
+    """The noise model of `fwer` (stats/noise_models.py); `panel` runs all of them."""
+    panel: tuple[PanelRate, ...] = ()
+    """With `noise="panel"`: the null family-wise rate under each model of the panel."""
+    panel_worst: PanelRate | None = None
 
 
 def simulate_sequential(
@@ -347,22 +359,23 @@ def simulate_sequential(
     effects: tuple[float, ...] = (),
     fixed_seeds: int | None = None,
     seed: int = 0,
+    noise: str = "normal",
 ) -> SequentialSimulation:
     """Simulate `audits` sequential audits of `arms` arms (reproducible from `seed`), and on the
     same draws the fixed design of `fixed_seeds` seeds per arm (default: the rule's maximum) with
-    as many baseline seeds (at least the rule's first look's)."""
+    as many baseline seeds (at least the rule's first look's). `noise` names the seed-noise
+    model (stats/noise_models.py), or `panel`: then `fwer` is the normal model's and `panel`
+    holds every model's null rate."""
     rule = rule or SequentialRule()
     if arms < 1 or audits < 1 or len(effects) > arms:
         raise ConfigError(f"need >= 1 arm, >= 1 audit and <= {arms} effects")
+    models = parse_noise(noise)
     fixed_seeds = fixed_seeds or rule.max_seeds
     fixed_baseline = max(fixed_seeds, rule.baseline_seeds)
-    rng = np.random.default_rng(seed)
     cap, top = rule.baseline_cap, rule.max_seeds
-    baseline = rng.normal(size=(audits, max(cap, fixed_baseline)))
-    values = rng.normal(size=(audits, arms, max(top, fixed_seeds)))
-    shift = np.zeros(arms)
-    shift[: len(effects)] = effects
-    values += shift[None, :, None]
+    baseline, values, shift = _draw_sequential(
+        arms, audits, effects, max(cap, fixed_baseline), max(top, fixed_seeds), seed, models[0]
+    )
     state, n, n0, rounds = run_sequential(rule, baseline[:, :cap], values[..., :top])
     fixed = arm_tests(baseline[:, :fixed_baseline], values[..., :fixed_seeds])
     everyone = np.ones((audits, arms), dtype=bool)
@@ -401,7 +414,58 @@ def simulate_sequential(
         stop_reasons={name: float(np.mean(state == code)) for code, name in enumerate(STATE_NAMES)},
         seeds_mean={k: float(np.mean(n[:, idx])) for k, idx in groups.items()}
         | ({"null": float(np.mean(n[:, null]))} if null.any() else {}),
+        noise=noise,
+        panel=(panel := _panel(arms, rule, audits, seed, models, fwer)),
+        panel_worst=worst(panel),
     )
+
+
+def _panel(
+    arms: int,
+    rule: SequentialRule,
+    audits: int,
+    seed: int,
+    models: tuple[NoiseModel, ...],
+    first: float,
+) -> tuple[PanelRate, ...]:
+    if len(models) < 2:
+        return ()
+    rates = [first] + [sequential_null_fwer(arms, rule, audits, seed, m) for m in models[1:]]
+    return tuple(
+        panel_rate(r, audits, rule.alpha, m.spec) for r, m in zip(rates, models, strict=True)
+    )
+
+
+def sequential_null_fwer(
+    arms: int, rule: SequentialRule, audits: int, seed: int, noise: NoiseModel
+) -> float:
+    """Share of `audits` null sequential audits with >= 1 arm declared, under `noise`."""
+    baseline, values, _ = _draw_sequential(
+        arms, audits, (), rule.baseline_cap, rule.max_seeds, seed, noise
+    )
+    state, _, _, _ = run_sequential(rule, baseline, values)
+    return float(np.mean(np.any(_significant(state), axis=1)))
+
+
+def _draw_sequential(
+    arms: int,
+    audits: int,
+    effects: tuple[float, ...],
+    baseline_seeds: int,
+    seeds: int,
+    seed: int,
+    noise: NoiseModel,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(B, baseline_seeds) baseline and (B, arms, seeds) arm values with `effects` planted on the
+    first arms; `hetero`'s wide arms are the first null ones."""
+    rng = np.random.default_rng(seed)
+    baseline = noise.draw(rng, (audits, baseline_seeds))
+    values = noise.draw(rng, (audits, arms, seeds))
+    shift = np.zeros(arms)
+    shift[: len(effects)] = effects
+    sigmas = np.ones(arms)
+    sigmas[len(effects) :] = noise.arm_sigmas(arms - len(effects))[::-1]
+    return baseline, values * sigmas[None, :, None] + shift[None, :, None], shift
 
 
 def run_sequential(
@@ -447,10 +511,16 @@ def _found(state: np.ndarray, effect: str) -> float:
     return float(np.mean(state == wanted))
 
 
+SEQUENTIAL_PANEL_AUDITS = 1000
+"""Null audits per panel model in a sequential design's rate (s.e. 0.007 at 0.05)."""
+SEQUENTIAL_RATE_VERSION = 2
+
+
 @dataclass(frozen=True)
 class SequentialDesignRate:
     """What a sequential family's table states: the measured family-wise error rate of exactly
-    that design (arms, rule) under the null, and its minimum detectable effect at 80% power."""
+    that design (arms, rule) under the null, normal and over the noise panel, and its minimum
+    detectable effect at 80% power."""
 
     arms: int
     rule: SequentialRule
@@ -459,14 +529,28 @@ class SequentialDesignRate:
     fwer_se: float
     mde_sigmas: float
     """The smallest effect (σ) one planted arm is declared in ≥ 80% of audits (bisection)."""
+    panel_worst: PanelRate | None = None
+
+    @property
+    def above_alpha(self) -> bool:
+        worst_above = self.panel_worst is not None and self.panel_worst.above_alpha
+        return self.fwer > self.rule.alpha + 2 * self.fwer_se or worst_above
 
     def describe(self) -> str:
-        flag = "  ABOVE α" if self.fwer - 2 * self.fwer_se > self.rule.alpha else ""
+        worst_rate = self.panel_worst
+        panel = (
+            f", noise panel's worst {worst_rate.fwer:.3f} ± {worst_rate.fwer_se:.3f} "
+            f"({worst_rate.noise}, {worst_rate.audits:,} audits each)"
+            if worst_rate
+            else ""
+        )
+        flag = " — ABOVE α, verdicts do not hold" if self.above_alpha else ""
         return (
             f"design: {self.arms} arms, ≤ {self.rule.max_seeds} seeds each, baseline "
-            f"{self.rule.baseline_seeds}+; O'Brien–Fleming spending + Holm, α = {self.rule.alpha}; "
-            f"measured FWER {self.fwer:.3f} ± {self.fwer_se:.3f} ({self.audits:,} null audits)"
-            f"{flag}; MDE {self.mde_sigmas:.1f}σ at 80% power"
+            f"{self.rule.baseline_seeds}+; robust tests (Welch from 2 seeds, a confirmation seed "
+            f"before any verdict), O'Brien–Fleming spending + Holm, α = {self.rule.alpha}; "
+            f"measured FWER: normal noise {self.fwer:.3f} ± {self.fwer_se:.3f} "
+            f"({self.audits:,} null audits){panel}{flag}; MDE {self.mde_sigmas:.1f}σ at 80% power"
         )
 
 
@@ -474,12 +558,53 @@ class SequentialDesignRate:
 def sequential_design_rate(
     arms: int, rule: SequentialRule, audits: int = 2000
 ) -> SequentialDesignRate:
-    """Simulate the closed loop of this design under the null (seed 0), and bisect the planted
-    effect that reaches 80% power; cached per design in this process."""
-    null = simulate_sequential(arms=arms, rule=rule, audits=audits)
+    """Simulate the closed loop of this design under the null (seed 0), normal and over the
+    noise panel, and bisect the planted effect that reaches 80% power; cached per design in
+    this process and on disk (like `design_rate`)."""
+    key = json.dumps(
+        {"arms": arms, "rule": dataclasses.asdict(rule), "audits": audits, "panel": PANEL}
+        | {"panel_audits": SEQUENTIAL_PANEL_AUDITS, "v": SEQUENTIAL_RATE_VERSION},
+        sort_keys=True,
+    )
+    path = cache_dir() / "stats" / f"sequential-{hashlib.sha256(key.encode()).hexdigest()[:24]}"
+    try:
+        cached = json.loads(path.with_suffix(".json").read_text())
+        if cached.get("key") == key:
+            fwer, mde, rates = cached["fwer"], cached["mde"], cached["panel"]
+            return _sequential_rate(arms, rule, audits, fwer, mde, rates)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    fwer = simulate_sequential(arms=arms, rule=rule, audits=audits).fwer
+    rates = {NORMAL_SPEC: fwer} | {
+        name: sequential_null_fwer(arms, rule, SEQUENTIAL_PANEL_AUDITS, 0, parse_one(name))
+        for name in PANEL
+        if name != NORMAL_SPEC
+    }
     low, high = 0.0, 64.0
     for _ in range(12):
         mid = (low + high) / 2
         found = simulate_sequential(arms=arms, rule=rule, audits=audits // 4, effects=(mid,))
         low, high = (low, mid) if found.power_planted >= 0.8 else (mid, high)
-    return SequentialDesignRate(arms, rule, audits, null.fwer, null.fwer_se, high)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        record = {"key": key, "fwer": fwer, "mde": high, "panel": rates}
+        atomic_write_text(path.with_suffix(".json"), json.dumps(record))
+    except OSError:
+        pass  # a read-only cache only costs the simulation next time
+    return _sequential_rate(arms, rule, audits, fwer, high, rates)
+
+
+def _sequential_rate(
+    arms: int, rule: SequentialRule, audits: int, fwer: float, mde: float, rates: dict
+) -> SequentialDesignRate:
+    panel = tuple(
+        panel_rate(
+            rates[name],
+            audits if name == NORMAL_SPEC else SEQUENTIAL_PANEL_AUDITS,
+            rule.alpha,
+            name,
+        )
+        for name in PANEL
+    )
+    se = math.sqrt(fwer * (1.0 - fwer) / audits)
+    return SequentialDesignRate(arms, rule, audits, fwer, se, mde, worst(panel))
