@@ -18,12 +18,12 @@ from archaudit.stats.sequential import (
     OPEN,
     REGRESSOR,
     SequentialRule,
+    arm_tests,
     crossing_probability,
     holm_boundaries,
     look,
     nominal_levels,
     obf_spending,
-    arm_tests,
     run_sequential,
     simulate_sequential,
 )

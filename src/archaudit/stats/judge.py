@@ -343,7 +343,7 @@ def _outlier_notes(
     if not found:
         return ()
     seeds = "; ".join(
-        f"{arm} seed {o.seed} ({o.value:.4g}, {o.distance:.1f} robust σ from its other seeds)"
+        f"{arm} seed {o.seed} ({o.value:.4g}, {o.distance:.1f} robust σ from its arm's median)"
         for arm, o in found
     )
     return (

@@ -1,9 +1,10 @@
 """Seeds far outside the rest: the heavy tails a verdict table must show, not hide.
 
 A seed is flagged when it lies more than `OUTLIER_MADS` robust standard deviations from the
-median of its arm's other seeds, the robust σ being 1.4826 × the median absolute deviation of
-every seed of the family from its own arm's median (the family's seeds, not the arm's two or
-three, so one wild seed cannot hide itself by inflating its own scale). Arms need >= 3 seeds:
+median of its arm's seeds (with three or more, one wild seed cannot move it), the robust σ
+being 1.4826 × the median absolute deviation of every seed of the family from its own arm's
+median (the family's seeds, not the arm's two or three, so one wild seed cannot hide itself by
+inflating its own scale). Arms need >= 3 seeds:
 with two, either could be the odd one. The flag is a warning for the reader; the tests are left
 as they are (their error rate is measured over the noise panel, heavy tails included).
 """
@@ -26,7 +27,7 @@ class OutlierSeed:
     seed: int
     value: float
     distance: float
-    """|value − median of the arm's other seeds| in robust σ of the family."""
+    """|value − median of the arm's seeds| in robust σ of the family."""
 
 
 def family_scale(groups: Sequence[np.ndarray]) -> float:
@@ -39,13 +40,13 @@ def family_scale(groups: Sequence[np.ndarray]) -> float:
 def outlier_seeds(
     values: np.ndarray, seeds: Sequence[int], scale: float, k: float = OUTLIER_MADS
 ) -> tuple[OutlierSeed, ...]:
-    """The seeds of one arm beyond k robust σ (`scale`) from the median of the others."""
+    """The seeds of one arm beyond k robust σ (`scale`) from the arm's median."""
     if len(values) < 3 or not scale > 0:
         return ()
-    found = []
-    for index, (seed, value) in enumerate(zip(seeds, values, strict=True)):
-        rest = np.delete(values, index)
-        distance = abs(float(value) - float(np.median(rest))) / scale
-        if distance > k:
-            found.append(OutlierSeed(int(seed), float(value), distance))
-    return tuple(found)
+    centre = float(np.median(values))
+    distances = np.abs(np.asarray(values, dtype=float) - centre) / scale
+    return tuple(
+        OutlierSeed(int(seed), float(value), float(distance))
+        for seed, value, distance in zip(seeds, values, distances, strict=True)
+        if distance > k
+    )
