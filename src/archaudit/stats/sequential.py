@@ -328,7 +328,10 @@ class SequentialSimulation(JsonResult):
     power: dict[str, float]
     """Planted effect (σ) → share of its arms declared improvers."""
     power_planted: float
-    """Share of all planted arms (nonzero effect) declared in their true direction (NaN: none)."""
+    """Per planted arm: share of all planted arms (nonzero effect) declared in their true
+    direction (NaN: none)."""
+    all_found: float
+    """Per audit: share of audits in which every planted arm is declared in its true direction."""
     runs_mean: float
     """Runs per audit (arms' seeds plus the baseline's)."""
     runs_max: int
@@ -337,6 +340,7 @@ class SequentialSimulation(JsonResult):
     fixed_fwer: float
     fixed_power: dict[str, float]
     fixed_power_planted: float
+    fixed_all_found: float
     fixed_seeds: int
     fixed_runs: int
     """The fixed design: every arm `fixed_seeds` seeds, the baseline as many (>= baseline_seeds)."""
@@ -403,12 +407,14 @@ def simulate_sequential(
         fwer_se=math.sqrt(fwer * (1.0 - fwer) / audits),
         power={k: _found(state[:, idx], k) for k, idx in groups.items()},
         power_planted=_found_planted(state, shift),
+        all_found=_all_found(state, shift),
         runs_mean=float(np.mean(n.sum(axis=1) + n0)),
         runs_max=int(np.max(n.sum(axis=1) + n0)),
         rounds_mean=float(np.mean(rounds)),
         fixed_fwer=float(np.mean(np.any(_significant(fixed_state[:, null]), axis=1))),
         fixed_power={k: _found(fixed_state[:, idx], k) for k, idx in groups.items()},
         fixed_power_planted=_found_planted(fixed_state, shift),
+        fixed_all_found=_all_found(fixed_state, shift),
         fixed_seeds=fixed_seeds,
         fixed_runs=arms * fixed_seeds + fixed_baseline,
         stop_reasons={name: float(np.mean(state == code)) for code, name in enumerate(STATE_NAMES)},
@@ -504,6 +510,13 @@ def _found_planted(state: np.ndarray, shift: np.ndarray) -> float:
     wanted = np.where(shift > 0, IMPROVER, REGRESSOR)
     planted = shift != 0.0
     return float(np.mean(state[:, planted] == wanted[planted])) if planted.any() else math.nan
+
+
+def _all_found(state: np.ndarray, shift: np.ndarray) -> float:
+    wanted = np.where(shift > 0, IMPROVER, REGRESSOR)
+    planted = shift != 0.0
+    hits = state[:, planted] == wanted[planted]
+    return float(np.mean(np.all(hits, axis=1))) if planted.any() else math.nan
 
 
 def _found(state: np.ndarray, effect: str) -> float:
