@@ -106,6 +106,8 @@ class Verdicts:
     """NOISE_SIGMAS·σ: effects inside it are within noise by rule."""
     arms: tuple[ArmRow, ...]
     notes: tuple[str, ...]
+    design_panel_worst: float | None = None
+    """The noise panel's worst measured family-wise rate for this design (stats-core)."""
 
 
 @dataclass(frozen=True)
@@ -417,10 +419,11 @@ def _sequential(
         else arm
         for arm in verdicts.arms
     )
-    fwer = mde = None
+    fwer = mde = worst = None
     if rule is not None:
         rate = sequential_design_rate(len(rows), rule)
         fwer, mde = rate.fwer, rate.mde_sigmas * family["sigma"]
+        worst = rate.panel_worst.fwer if rate.panel_worst else None
     note = (
         "Verdicts from the sequential loop (O'Brien–Fleming alpha spending within each arm, "
         "Holm across arms); p is the last look's, with no single corrected p."
@@ -432,6 +435,7 @@ def _sequential(
         noise_band=NOISE_SIGMAS * family["sigma"],
         design_fwer=fwer,
         design_mde=mde,
+        design_panel_worst=worst,
         arms=arms,
         notes=(*verdicts.notes, note),
     )
@@ -453,6 +457,7 @@ def _from_judgement(j: Judgement) -> Verdicts:
         power_target=j.power_target,
         fwer_uncorrected=j.fwer_uncorrected,
         design_fwer=j.design_fwer if math.isfinite(j.design_fwer) else None,
+        design_panel_worst=j.design_panel_worst if math.isfinite(j.design_panel_worst) else None,
         design_mde=j.design.mde_sigmas * j.sigma if j.design is not None else None,
         reference=j.reference,
         calibrated=j.calibrated,

@@ -113,6 +113,11 @@ def _design_fwer(v: Verdicts) -> str:
     return NOT_COMPUTED if v.design_fwer is None else f"{v.design_fwer:.3f}"
 
 
+def _panel_worst(v: Verdicts) -> str:
+    """The noise panel's worst measured rate (stats/noise_models.py)."""
+    return NOT_COMPUTED if v.design_panel_worst is None else f"{v.design_panel_worst:.3f}"
+
+
 def _design_mde(v: Verdicts) -> str:
     return NOT_COMPUTED if v.design_mde is None else num(v.design_mde, 3)
 
@@ -200,6 +205,7 @@ def answer(data: ReportData) -> Section:
                 str(count[DIVERGED]),
                 str(count[INCOMPLETE]),
                 _design_fwer(v),
+                _panel_worst(v),
                 _design_mde(v),
                 f"{v.fwer_uncorrected:.0%}",
                 _reference(v),
@@ -209,7 +215,8 @@ def answer(data: ReportData) -> Section:
         Grid(
             "The funnel: arms → within noise / nominal (significant before the correction only) "
             "/ surviving the correction / diverged, with the design's measured family-wise "
-            "error rate (FWER) and minimum detectable effect (MDE).",
+            "error rate (FWER: normal seed noise, and the worst over the noise panel of heavy "
+            "tails, skew and unequal arm variances) and minimum detectable effect (MDE).",
             (
                 "metric",
                 "scale",
@@ -220,6 +227,7 @@ def answer(data: ReportData) -> Section:
                 "diverged",
                 "incomplete",
                 "design FWER",
+                "noise panel's worst FWER",
                 "design MDE",
                 "FWER if uncorrected",
                 "test",
@@ -480,7 +488,8 @@ def arm_table(data: ReportData) -> Section:
                 f"{v.metric} at {v.scale} ({'lower' if v.lower_is_better else 'higher'} is "
                 f"better): baseline {num(v.baseline_mean)} from {v.baseline_n} seeds, σ = "
                 f"{num(v.sigma, 3)} ({v.sigma_dof} df), m = {v.m}, {v.correction} at "
-                f"α = {v.alpha}; design FWER {_design_fwer(v)}.",
+                f"α = {v.alpha}; design FWER {_design_fwer(v)} (noise panel's worst "
+                f"{_panel_worst(v)}).",
                 (
                     "arm",
                     "family",
