@@ -360,10 +360,10 @@ def _verdicts(
     absent: dict[str, str],
     audit_dir: Path | None,
 ) -> tuple[Verdicts, ...]:
-    """Every family judged as `archaudit stats` judges it; an audit's runs share one recipe, so
-    their seed variances pool (equal variance declared, as `archaudit demo` judges). An audit
-    that ran sequentially takes its verdicts from the loop's summary instead: the fixed-design
-    p-values would ignore its looks."""
+    """Every family judged as `archaudit stats` judges it (the default tests: one recipe does
+    not make the arms' seed variances equal, docs/verdicts.md). An audit that ran sequentially
+    takes its verdicts from the loop's summary instead: the fixed-design p-values would ignore
+    its looks."""
     families, rule = _sequential_summary(audit_dir)
     out = []
     for metric in metrics:
@@ -375,7 +375,6 @@ def _verdicts(
                     baseline=baseline,
                     lower_is_better=_lower_is_better(m),
                     scale=s,
-                    equal_variance=audit_dir is not None,
                 ),
                 f"verdicts:{metric}:{scale}",
                 absent,
