@@ -181,3 +181,28 @@ def test_aa_benchmark_retrains_the_seeds(shared_data, tmp_path):
     command += ["--corpus", str(shared_data / "corpora" / "tinyshakespeare" / "input.txt")]
     subprocess.run(command, check=True, timeout=7200)
     assert json.loads(out.read_text())["values"] == pytest.approx(record["values"], rel=1e-6)
+
+
+def test_simulate_null_noise_option(monkeypatch, capsys):
+    from archaudit.cli import main, stats_cmd  # noqa: F401  (registers the commands)
+
+    def run(line: str) -> tuple[int, str, str]:
+        monkeypatch.setattr(sys, "argv", ["archaudit", *line.split()])
+        with pytest.raises(SystemExit) as exit_:
+            main()
+        captured = capsys.readouterr()
+        return exit_.value.code or 0, captured.out, captured.err
+
+    code, out, _ = run(
+        "simulate-null --arms 19 --seeds 1 --baseline-seeds 10 --audits 300 --noise panel"
+    )
+    assert code == 0 and "worst:" in out and "hetero:6:3" in out
+    code, out, _ = run("simulate-null --arms 19 --seeds 1 --audits 300 --noise hetero:6 --json")
+    data = json.loads(out)
+    assert code == 0 and data["noise"] == "hetero:6" and data["panel"] == []
+    code, out, _ = run(
+        "simulate-null --sequential --arms 4 --seeds 3 --audits 200 --noise t3 --json"
+    )
+    assert code == 0 and json.loads(out)["noise"] == "t3"
+    code, _, err = run("simulate-null --noise hetro:6")
+    assert code == 2 and "did you mean 'hetero'" in err
