@@ -4,11 +4,12 @@ null (and planted effects), next to the fixed design on the same draws."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from typing import Any
 
 import typer
 from rich.console import Console
 
-from archaudit.cli.stats_cmd import print_panel
 from archaudit.errors import ConfigError
 
 
@@ -63,3 +64,15 @@ def simulate_sequential_command(
         )
     Console().print("\n".join(lines))
     print_panel(result.panel, result.panel_worst)
+
+
+def print_panel(panel: Sequence[Any], worst: Any) -> None:
+    """The noise panel's rates (`PanelRate`s), each with its MC s.e., and the worst."""
+    if not panel:
+        return
+    lines = ["  noise panel (family-wise false-positive rate ± MC s.e.):"]
+    for rate in panel:
+        flag = "  ABOVE α" if rate.above_alpha else ""
+        lines.append(f"    {rate.noise:<14} {rate.fwer:.4f} ± {rate.fwer_se:.4f}{flag}")
+    lines.append(f"  worst: {worst.noise} {worst.fwer:.4f} ± {worst.fwer_se:.4f}")
+    Console().print("\n".join(lines))

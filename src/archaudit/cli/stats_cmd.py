@@ -676,19 +676,9 @@ def simulate_null_command(
             f"  planted {effect} σ effects found {result.found_rate:.3f} ± {result.found_se:.3f}"
             f" (power formula: {result.power_predicted:.3f})"
         )
+    from archaudit.cli.sequential_cmd import print_panel
+
     print_panel(result.panel, result.panel_worst)
-
-
-def print_panel(panel: Sequence[Any], worst: Any) -> None:
-    """The noise panel's rates (`PanelRate`s), each with its MC s.e., and the worst."""
-    if not panel:
-        return
-    lines = ["  noise panel (family-wise false-positive rate ± MC s.e.):"]
-    for rate in panel:
-        flag = "  ABOVE α" if rate.above_alpha else ""
-        lines.append(f"    {rate.noise:<14} {rate.fwer:.4f} ± {rate.fwer_se:.4f}{flag}")
-    lines.append(f"  worst: {worst.noise} {worst.fwer:.4f} ± {worst.fwer_se:.4f}")
-    _console().print("\n".join(lines))
 
 
 def _sequential_like(path: Path) -> tuple[int, int, int] | None:
