@@ -80,9 +80,32 @@ _DRAWS: dict[str, Callable[[np.random.Generator, tuple[int, ...], float], np.nda
     "lognormal": _lognormal,
     "hetero": _normal,
 }
-FORMS = ("normal", "t3", "lognormal:S", "hetero:F[:K]", "panel")
+FORMS = {
+    "normal": "normal",
+    "t3": "t3",
+    "lognormal": "lognormal:S (S > 0, e.g. lognormal:1)",
+    "hetero": "hetero:F[:K] (K >= 1 arms, default 1, with seed σ × F > 0, e.g. hetero:6:3)",
+}
 
 
+def _plain(spec: str, kind: str, numbers: list[float]) -> NoiseModel | None:
+    return NoiseModel(spec, kind) if not numbers else None
+
+
+def _skewed(spec: str, kind: str, numbers: list[float]) -> NoiseModel | None:
+    if len(numbers) == 1 and numbers[0] > 0:
+        return NoiseModel(spec, kind, shape=numbers[0])
+    return None
+
+
+def _wide(spec: str, kind: str, numbers: list[float]) -> NoiseModel | None:
+    factor, arms = [*numbers, 1.0][:2] if 1 <= len(numbers) <= 2 else (0.0, 0.0)
+    if factor > 0 and arms >= 1 and arms.is_integer():
+        return NoiseModel(spec, kind, factor=factor, wide_arms=int(arms))
+    return None
+
+
+_PARSERS = {"normal": _plain, "t3": _plain, "lognormal": _skewed, "hetero": _wide}
 NORMAL = NoiseModel("normal", "normal")
 
 
@@ -94,24 +117,15 @@ def parse_noise(spec: str) -> tuple[NoiseModel, ...]:
 
 
 def parse_one(spec: str) -> NoiseModel:
+    """One model from its spec, e.g. "hetero:6:3"; a bad spec names the form to write."""
     kind, *args = spec.split(":")
-    if kind not in _DRAWS:
-        raise ConfigError(
-            f"unknown noise {spec!r}{did_you_mean(kind, _DRAWS)}; use one of {', '.join(FORMS)}"
-        )
+    if kind not in _PARSERS:
+        forms = ", ".join([*(f.split(" ")[0] for f in FORMS.values()), "panel"])
+        raise ConfigError(f"unknown noise {spec!r}{did_you_mean(kind, _PARSERS)}; forms: {forms}")
     try:
-        numbers = [float(a) for a in args]
+        model = _PARSERS[kind](spec, kind, [float(a) for a in args])
     except ValueError:
-        numbers = []
-        args = ["?"] * 3  # forces the error below
-    if kind in ("normal", "t3") and not args:
-        return NoiseModel(spec, kind)
-    if kind == "lognormal" and len(numbers) == 1 and numbers[0] > 0:
-        return NoiseModel(spec, kind, shape=numbers[0])
-    if kind == "hetero" and 1 <= len(numbers) <= 2 and numbers[0] > 0:
-        arms = numbers[1] if len(numbers) == 2 else 1.0
-        if arms >= 1 and arms.is_integer():
-            return NoiseModel(spec, kind, factor=numbers[0], wide_arms=int(arms))
-    forms = {"normal": "normal", "t3": "t3", "lognormal": "lognormal:S (S > 0, e.g. lognormal:1)"}
-    forms["hetero"] = "hetero:F[:K] (σ × F > 0 for K >= 1 arms, e.g. hetero:6 or hetero:6:3)"
-    raise ConfigError(f"bad noise {spec!r}: write {forms[kind]}")
+        model = None
+    if model is None:
+        raise ConfigError(f"bad noise {spec!r}: write {FORMS[kind]}")
+    return model
