@@ -15,6 +15,8 @@ from archaudit.report import figures
 from archaudit.report.data import ArmRow, ReportData, Verdicts
 from archaudit.report.figures import Figure
 from archaudit.stats.verdicts import (
+    CANDIDATE_IMPROVER,
+    CANDIDATE_REGRESSOR,
     DIVERGED,
     IMPROVER,
     INCOMPLETE,
@@ -170,6 +172,9 @@ def arm_lines(verdicts: Sequence[Verdicts]) -> list[str]:
 
 _STATES = (DIVERGED, INCOMPLETE)
 _NO_EFFECT = (WITHIN_NOISE, NOMINAL_IMPROVER, NOMINAL_REGRESSOR)
+_NOT_SURVIVING = (NOMINAL_IMPROVER, NOMINAL_REGRESSOR, CANDIDATE_IMPROVER, CANDIDATE_REGRESSOR)
+"""The funnel's "nominal" column: beyond 2σ, significant before the correction or the single
+seed's 6σ bound only."""
 
 
 def answer(data: ReportData) -> Section:
@@ -200,7 +205,7 @@ def answer(data: ReportData) -> Section:
                 v.scale,
                 str(len(v.arms)),
                 str(count[WITHIN_NOISE]),
-                str(count[NOMINAL_IMPROVER] + count[NOMINAL_REGRESSOR]),
+                str(sum(count[name] for name in _NOT_SURVIVING)),
                 str(count[IMPROVER] + count[REGRESSOR]),
                 str(count[DIVERGED]),
                 str(count[INCOMPLETE]),
