@@ -78,7 +78,7 @@ ARGS: dict[str, list[str]] = {
     "mods list": [],
     "mods show": ["softpick"],
     "stats verdicts": ["{results}", *STATS],
-    "stats transfer": ["{results}", "--metric", "acc", "--n-boot", "50"],
+    "stats transfer": ["{results}", "--metric", "acc", "--confidence", "0.9"],
     "stats interactions": ["{results}", *STATS],
     "stats scaling": ["{scaling}", "--n-boot", "10"],
     "stats power": ["{results}", *STATS],

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import shlex
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -64,3 +66,19 @@ def write_csv(tmp_path: Path) -> Callable[..., Path]:
         return path
 
     return write
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> Callable[..., tuple]:
+    """Run `archaudit <command line>` through main(); return (exit code, stdout, stderr)."""
+    from archaudit.cli import main, stats_cmd  # noqa: F401  (registers the commands)
+
+    def run(command: str, columns: int = 200) -> tuple[int, str, str]:
+        monkeypatch.setattr(sys, "argv", ["archaudit", *shlex.split(command)])
+        monkeypatch.setenv("COLUMNS", str(columns))
+        with pytest.raises(SystemExit) as exit_:
+            main()
+        captured = capsys.readouterr()
+        return exit_.value.code or 0, captured.out, captured.err
+
+    return run

@@ -109,7 +109,7 @@ def test_power(cli, results):
 def test_other_analyses_print_the_library_results(cli, results):
     table = load_table(results)
     cases = [
-        ("transfer --metric acc --n-boot 50", cross_scale_transfer(table, "acc", n_boot=50)),
+        ("transfer --metric acc", cross_scale_transfer(table, "acc")),
         ("interactions --metric acc --scale d6", interactions(table, "acc", scale="d6")),
         (
             "decoupling --downstream-metric acc --scale d6",
@@ -233,9 +233,7 @@ def test_every_family_command_takes_exclude_and_arms(cli, results):
     assert [a["arm"] for a in decoupled["arms"]] == ["qk"]
     inter = json.loads(cli(f"stats interactions {base} --metric acc --exclude wide --json")[1])
     assert "wide" not in {c["arm"] for c in inter["combinations"]}
-    moved = json.loads(
-        cli(f"stats transfer {results} --metric acc --n-boot 20 --exclude gqa --json")[1]
-    )
+    moved = json.loads(cli(f"stats transfer {results} --metric acc --exclude gqa --json")[1])
     assert "gqa" not in {a["arm"] for a in moved["arms"]}
     advice = json.loads(cli(f"stats power {base} --metric acc --arm qk --json")[1])
     assert [a["arm"] for a in advice["arms"]] == ["qk"]

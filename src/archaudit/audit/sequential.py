@@ -480,3 +480,29 @@ def _jsonable(settled: SettledAudit) -> dict[str, Any]:
 def read_summary(audit_dir: Path) -> dict[str, Any] | None:
     """The last finished sequential loop's summary (None before it finished once)."""
     return store.read_json(record_dir(audit_dir) / SUMMARY)
+
+
+@dataclass(frozen=True)
+class LoopSummary:
+    """The verdicts of the last finished loop as its summary keeps them: what `run` printed
+    and what the report shows."""
+
+    rounds: int
+    runs: int
+    stop: str
+    families: tuple[FamilyResult, ...]
+    rule: SequentialRule
+
+
+def read_loop_summary(audit_dir: Path) -> LoopSummary | None:
+    """The summary as records (None before the loop finished once, or for a summary of a loop
+    too old to have written its rule)."""
+    summary = read_summary(audit_dir)
+    if not summary or "rule" not in summary:
+        return None
+    families = tuple(
+        FamilyResult(**{**f, "arms": tuple(ArmRow(**arm) for arm in f["arms"])})
+        for f in summary["families"]
+    )
+    rule = SequentialRule(**summary["rule"])
+    return LoopSummary(summary["rounds"], summary["runs"], summary["stop"], families, rule)

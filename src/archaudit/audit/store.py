@@ -255,6 +255,20 @@ def export(audit_dir: Path, statuses: Iterable[RunStatus] | None = None) -> tupl
     return results, items
 
 
+FINISHED_STATES = ("done", "diverged")
+
+
+def refresh_export(audit_dir: Path) -> dict[str, int]:
+    """Export results.csv and items.csv from the run directories now (a running coordinator
+    exports only as its runs finish) and count the runs in each state (sorted by state)."""
+    statuses = [run_status(d) for d in audit_run_dirs(audit_dir)]
+    export(audit_dir, statuses)
+    counts: dict[str, int] = {}
+    for status in statuses:
+        counts[status.state] = counts.get(status.state, 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def _csv(columns: tuple[str, ...], rows: Iterable[dict[str, Any]]) -> str:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")

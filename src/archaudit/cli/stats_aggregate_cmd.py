@@ -18,6 +18,7 @@ from archaudit.cli.stats_cmd import (
     Seed,
     Source,
     _interval,
+    _load,
     _print_notes,
     _print_table,
     _printed_json,
@@ -36,7 +37,7 @@ def aggregate_command(
     ] = None,
     baseline: Baseline = "baseline",
     scale: Scale = None,
-    lower_is_better: LowerIsBetter = False,
+    lower_is_better: LowerIsBetter = None,
     n_boot: Boot = 2000,
     seed: Seed = 0,
     confidence: Annotated[float, typer.Option("--confidence", help="Interval coverage.")] = 0.95,
@@ -48,12 +49,11 @@ def aggregate_command(
 ) -> None:
     """IQM and macro mean with stratified-bootstrap intervals, P(arm > baseline), and almost
     stochastic order, over tasks × seeds (rliable's and deep-significance's definitions)."""
-    from archaudit.stats import load_table
     from archaudit.stats.aggregate import aggregate
 
     quiet_output(quiet, json_)
     result = aggregate(
-        load_table(source),
+        _load(source)[0],
         metrics=metric or (),
         baseline=baseline,
         scale=scale,

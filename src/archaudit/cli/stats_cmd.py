@@ -10,6 +10,7 @@ inside the commands so that `archaudit --help` stays fast.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -22,7 +23,7 @@ from rich.table import Table as RichTable
 from typer.core import TyperGroup
 
 from archaudit.cli.app import app
-from archaudit.cli.options import Json, Quiet, quiet_output
+from archaudit.cli.options import Json, Quiet, emit, quiet_output
 
 
 class _VerdictsByDefault(TyperGroup):
@@ -80,7 +81,12 @@ Arms = Annotated[
     list[str] | None,
     typer.Option("--arms", help="Only these arms (repeatable or comma-separated)."),
 ]
-Alpha = Annotated[float, typer.Option("--alpha", help="Family-wise significance level.")]
+Alpha = Annotated[
+    float,
+    typer.Option(
+        "--alpha", help="Significance level: of the family-wise rate (of the FDR with bh)."
+    ),
+]
 Scale = Annotated[
     str | None, typer.Option("--scale", help="Scale to judge (required with several).")
 ]
@@ -91,6 +97,16 @@ Boot = Annotated[int, typer.Option("--n-boot", help="Bootstrap replicates.")]
 def _console() -> Console:
     # Built per use so that COLUMNS set after import (tests, wrappers) is honoured.
     return Console(highlight=False)
+
+
+FixedDesign = Annotated[
+    bool,
+    typer.Option(
+        "--fixed-design",
+        help="On a sequential audit, also print the fixed-design re-analysis: descriptive only, "
+        "it ignores the loop's looks and its seeds chosen after looking.",
+    ),
+]
 
 
 @stats_app.command("verdicts")
@@ -109,29 +125,103 @@ def verdicts_command(
     equal_variance: EqualVariance = False,
     exclude: Exclude = None,
     arms: Arms = None,
+    fixed_design: FixedDesign = False,
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
-    """Verdict of every arm: Δ, t, corrected p, verdict, MDE, grade, and the design's error rate."""
-    from archaudit.stats import judge, load_table
+    """Verdict of every arm: Δ, t, corrected p, verdict, MDE, grade, and the design's error rate.
+    On a sequential audit: the loop's verdicts, as `run` printed them and the report shows."""
+    from archaudit.stats import judge
 
     quiet_output(quiet, json_)
-    judgement = judge(
-        load_table(source),
-        metric,
-        baseline=baseline,
-        anchors=anchor or (),
-        lower_is_better=lower_is_better,
-        correction=correction,
-        alpha=alpha,
-        scale=scale,
-        reference=reference,
-        equal_variance=equal_variance,
-        exclude=exclude or (),
-        arms=_names(arms),
-    )
+    table, notes = _load(source)
+    options = dict(baseline=baseline, anchors=anchor or (), lower_is_better=lower_is_better)
+    options |= dict(correction=correction, alpha=alpha, scale=scale, reference=reference)
+    options |= dict(equal_variance=equal_variance, exclude=exclude or (), arms=_names(arms))
+    loop, loop_notes = _loop_families(source, metric, scale)
+    if loop is not None:
+        descriptive = judge(table, metric, **options) if fixed_design else None
+        return _print_loop(loop, descriptive, notes, json_)
+    judgement = judge(table, metric, **options)
     if _printed_json(judgement, json_):
         return
+    _print_judgement(judgement, [*loop_notes, *notes])
+
+
+def _load(source: Path) -> tuple[Any, list[str]]:
+    """SOURCE's table. An audit directory's export is refreshed first (a running coordinator
+    writes it only as runs finish), with a note on the runs that have not finished."""
+    from archaudit.audit import store
+    from archaudit.errors import DataError
+    from archaudit.stats import load_table
+
+    if not (source / store.AUDIT_FILE).is_file():
+        return load_table(source), []
+    counts = store.refresh_export(source)
+    finished = sum(counts.get(state, 0) for state in store.FINISHED_STATES)
+    open_runs = {state: n for state, n in counts.items() if state not in store.FINISHED_STATES}
+    states = ", ".join(f"{n} {state}" for state, n in open_runs.items())
+    if not finished:
+        raise DataError(
+            f"{source}: no run of the audit has finished yet ({states}); "
+            f"`archaudit status {source}` shows how far they are"
+        )
+    total = sum(counts.values())
+    note = (
+        f"{total - finished} of {total} runs unfinished ({states}): the verdicts cover the "
+        f"{finished} finished runs only, and arms without a finished run are missing"
+    )
+    return load_table(source), [note] if open_runs else []
+
+
+def _loop_families(source: Path, metric: str, scale: str | None) -> tuple[Any, list[str]]:
+    """(the sequential loop's summary narrowed to `metric` at `scale`, notes): None when
+    SOURCE is no sequential audit or its loop did not judge `metric` (then a note says so)."""
+    from archaudit.audit import sequential
+
+    if not (source / sequential.RECORD_DIR).is_dir():
+        return None, []
+    summary = sequential.read_loop_summary(source)
+    if summary is None:
+        return None, [
+            "the sequential loop has not finished: these fixed-design verdicts ignore its looks "
+            "and are descriptive only"
+        ]
+    families = [f for f in summary.families if f.metric == metric and scale in (None, f.scale)]
+    if not families:
+        judged = sorted({f"{f.metric} at {f.scale}" for f in summary.families})
+        return None, [
+            f"{metric} was not judged by the sequential loop ({', '.join(judged)}): these are "
+            "fixed-design verdicts on the seeds the loop chose"
+        ]
+    return dataclasses.replace(summary, families=tuple(families)), []
+
+
+def _print_loop(loop: Any, descriptive: Any, notes: list[str], json_: bool) -> None:
+    """The loop's verdict tables, then (under --fixed-design) the descriptive re-analysis."""
+    from archaudit.cli.audit_cmd import settled_table, show
+
+    if json_:
+        emit({"sequential": loop, "descriptive": descriptive, "notes": notes})
+        return
+    for family in loop.families:
+        show(settled_table(family, loop.rule))
+    _console().print(
+        f"verdicts of the sequential loop ({loop.rounds} rounds, {loop.runs} runs, stopped: "
+        f"{loop.stop}), the same as `archaudit run` printed and the report shows"
+    )
+    if descriptive is None:
+        notes = [*notes, "--fixed-design adds a fixed-design re-analysis (descriptive only)"]
+    else:
+        _console().print(
+            "\ndescriptive fixed-design re-analysis (NOT the verdicts: it ignores the loop's "
+            "looks and its seeds chosen after looking):"
+        )
+        _print_judgement(descriptive, [])
+    _print_notes(notes)
+
+
+def _print_judgement(judgement: Any, notes: list[str]) -> None:
     _console().print("\n".join(judgement.header()))
     statistic = "z" if judgement.test == "z" else "t"
     # One seed count: its MDE is the header's; several: each arm's MDE gets a column.
@@ -152,12 +242,15 @@ def verdicts_command(
         for v in judgement.arms
     ]
     _print_table(None, (*columns, *(("MDE",) if per_arm_mde else ())), rows)
-    notes = [
-        "a verdict that is not significant means no effect larger than the arm's MDE "
-        f"(detected with {judgement.power_target:.0%} power) was found, not that there is none",
-        *judgement.notes,
-    ]
-    _print_notes(notes)
+    _print_notes(
+        [
+            "a verdict that is not significant means no effect larger than the arm's MDE "
+            f"(detected with {judgement.power_target:.0%} power) was found, not that there is "
+            "none",
+            *judgement.notes,
+            *notes,
+        ]
+    )
 
 
 def _outlier_mark(outliers: Sequence[Any]) -> str:
@@ -182,19 +275,21 @@ def transfer_command(
     lower_is_better: LowerIsBetter = None,
     correction: Correction = "holm",
     alpha: Alpha = 0.05,
-    n_boot: Boot = 1000,
-    seed: Seed = 0,
+    confidence: Annotated[
+        float,
+        typer.Option("--confidence", help="Coverage of the intervals for ρ and τ (simultaneous)."),
+    ] = 0.95,
     exclude: Exclude = None,
     arms: Arms = None,
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
     """Cross-scale transfer (one baseline) or transfer across baselines (several)."""
-    from archaudit.stats import cross_scale_transfer, load_table, transfer_across_baselines
+    from archaudit.stats import cross_scale_transfer, transfer_across_baselines
 
     quiet_output(quiet, json_)
     baselines = baseline or ["baseline"]
-    table = load_table(source).restricted(_names(arms), exclude or (), keep=baselines)
+    table = _load(source)[0].restricted(_names(arms), exclude or (), keep=baselines)
     options = dict(lower_is_better=lower_is_better, correction=correction, alpha=alpha)
     if len(baselines) > 1:
         across = transfer_across_baselines(table, metric, baselines, scale=scale, **options)
@@ -217,8 +312,7 @@ def transfer_command(
         baseline=baselines[0],
         small=small,
         large=large,
-        n_boot=n_boot,
-        seed=seed,
+        confidence=confidence,
         **options,
     )
     if _printed_json(result, json_):
@@ -235,6 +329,7 @@ def transfer_command(
             "rank",
             "rank after",
             "shift",
+            "could be",
             f"verdict {result.large}",
         ),
         [
@@ -246,6 +341,7 @@ def transfer_command(
                 a.rank_small,
                 a.rank_large,
                 a.rank_shift,
+                "{}–{} → {}–{}".format(*a.rank_small_range, *a.rank_large_range),
                 a.verdict_large,
             )
             for a in result.arms
@@ -271,11 +367,11 @@ def interactions_command(
     quiet: Quiet = False,
 ) -> None:
     """Factorial interactions (observed vs additive) and the harmful-count regression."""
-    from archaudit.stats import interactions, load_table
+    from archaudit.stats import interactions
 
     quiet_output(quiet, json_)
     result = interactions(
-        load_table(source).restricted(_names(arms), exclude or (), keep=[baseline]),
+        _load(source)[0].restricted(_names(arms), exclude or (), keep=[baseline]),
         metric,
         baseline=baseline,
         scale=scale,
@@ -319,11 +415,11 @@ def scaling_command(
     quiet: Quiet = False,
 ) -> None:
     """Fit L(N, D) = E + A/N^α + B/D^β with bootstrap intervals; optimal N, D for a budget."""
-    from archaudit.stats import fit_scaling_law, load_table
+    from archaudit.stats import fit_scaling_law
 
     quiet_output(quiet, json_)
     fit = fit_scaling_law(
-        load_table(source),
+        _load(source)[0],
         arm=arm,
         loss_metric=loss_metric,
         params_metric=params_metric,
@@ -397,9 +493,9 @@ def power_command(
 
 def _seeding_advice(source: Path, metric: str, options: dict[str, Any], json_: bool) -> None:
     """`stats power SOURCE --metric M`: per arm, could one more seed change its verdict?"""
-    from archaudit.stats import adaptive_seeding, judge, load_table
+    from archaudit.stats import adaptive_seeding, judge
 
-    table = load_table(source)
+    table = _load(source)[0]
     advice = adaptive_seeding(table, judge(table, metric, **options))
     if _printed_json(advice, json_):
         return
@@ -469,9 +565,14 @@ def decoupling_command(
     loss_metric: Annotated[str, typer.Option("--loss-metric")] = "val_loss",
     downstream_metric: Annotated[str, typer.Option("--downstream-metric")] = "downstream_avg",
     baseline: Baseline = "baseline",
-    threshold: Annotated[
-        float, typer.Option("--threshold", help="|relative loss change| counted as flat.")
-    ] = 0.05,
+    margin: Annotated[
+        float | None,
+        typer.Option(
+            "--margin",
+            help="Equivalence margin in noise floors σ: a metric is flat when its interval "
+            "lies within ±margin (TOST). Default: each arm's MDE.",
+        ),
+    ] = None,
     correction: Correction = "holm",
     alpha: Alpha = 0.05,
     scale: Scale = None,
@@ -481,15 +582,15 @@ def decoupling_command(
     quiet: Quiet = False,
 ) -> None:
     """Arms whose loss and downstream verdicts disagree, per arm and per family."""
-    from archaudit.stats import decoupling, load_table
+    from archaudit.stats import decoupling
 
     quiet_output(quiet, json_)
     result = decoupling(
-        load_table(source).restricted(_names(arms), exclude or (), keep=[baseline]),
+        _load(source)[0].restricted(_names(arms), exclude or (), keep=[baseline]),
         loss_metric=loss_metric,
         downstream_metric=downstream_metric,
         baseline=baseline,
-        threshold=threshold,
+        margin=margin,
         correction=correction,
         alpha=alpha,
         scale=scale,
@@ -497,16 +598,19 @@ def decoupling_command(
     if _printed_json(result, json_):
         return
     _print_table(
-        f"{loss_metric} vs {downstream_metric} at {result.scale} (flat: |r_L| < {threshold})",
-        ("arm", "family", "r_L", f"Δ {downstream_metric}", "z", "verdict", "decoupled"),
+        f"{loss_metric} vs {downstream_metric} at {result.scale} (flat: equivalent within "
+        + ("each arm's MDE" if margin is None else f"±{margin} σ")
+        + " by TOST; not significant alone is not flat)",
+        ("arm", "family", "r_L", "loss", f"Δ {downstream_metric}", "z", "downstream", "decoupled"),
         [
             (
                 a.arm,
                 a.family,
                 a.loss_change,
+                _side(a.loss_verdict, a.loss_flat),
                 a.downstream_delta,
                 a.downstream_z,
-                a.downstream_verdict,
+                _side(a.downstream_verdict, a.downstream_flat),
                 a.kind or "",
             )
             for a in result.arms
@@ -527,6 +631,10 @@ def decoupling_command(
             for f in result.families
         ],
     )
+
+
+def _side(verdict: str, flat: bool) -> str:
+    return f"{verdict}, flat" if flat else verdict
 
 
 @stats_app.command("items")

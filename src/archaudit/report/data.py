@@ -35,7 +35,7 @@ from archaudit.stats import (
     seeds_needed,
 )
 from archaudit.stats.errors import EmptyTableError
-from archaudit.stats.grading import looks_like_loss
+from archaudit.stats.family import resolve_direction
 from archaudit.stats.judge import Judgement
 from archaudit.stats.sequential import SequentialRule, sequential_design_rate
 from archaudit.stats.table import RESULTS_FILE, Table
@@ -127,7 +127,8 @@ class Scatter:
     scale: str
     loss_metric: str
     downstream_metric: str
-    threshold: float
+    loss_band: float
+    """|r_L| a loss can be flat within (the widest arm's equivalence margin, relative)."""
     points: tuple[ScatterPoint, ...]
 
 
@@ -350,7 +351,7 @@ def _choose_metrics(table: Table, metrics: Sequence[str]) -> tuple[str, ...]:
 
 
 def _lower_is_better(metric: str) -> bool:
-    return looks_like_loss(metric)
+    return resolve_direction(metric, None)
 
 
 def _verdicts(
@@ -527,7 +528,7 @@ def _scatters(
                     scale=result.scale,
                     loss_metric=result.loss_metric,
                     downstream_metric=result.downstream_metric,
-                    threshold=result.threshold,
+                    loss_band=result.loss_band,
                     points=tuple(
                         ScatterPoint(
                             a.arm, a.family, a.loss_change, a.downstream_delta, a.decoupled, a.kind

@@ -136,7 +136,7 @@ def scatter(key: str, panels: Sequence[Scatter]) -> Figure:
     colours = family_colours([p.family for s in panels for p in s.points])
     fig, axes = _new(4.2 * len(panels), 3.6, len(panels))
     for ax, s in zip(axes, panels, strict=True):
-        ax.axvspan(-100 * s.threshold, 100 * s.threshold, color="0.9", zorder=0)
+        ax.axvspan(-100 * s.loss_band, 100 * s.loss_band, color="0.9", zorder=0)
         ax.axhline(0, color="0.3", lw=0.8)
         for decoupled, marker in ((False, "o"), (True, "D")):
             points = [p for p in s.points if p.decoupled == decoupled]

@@ -14,6 +14,7 @@ from typing import Any
 from archaudit.report import figures
 from archaudit.report.data import ArmRow, ReportData, Verdicts
 from archaudit.report.figures import Figure
+from archaudit.stats.corrections import error_rate
 from archaudit.stats.verdicts import (
     CANDIDATE_IMPROVER,
     CANDIDATE_REGRESSOR,
@@ -112,7 +113,10 @@ def _where(scales: Sequence[str], all_scales: Sequence[str]) -> str:
 
 
 def _design_fwer(v: Verdicts) -> str:
-    return NOT_COMPUTED if v.design_fwer is None else f"{v.design_fwer:.3f}"
+    """The design's measured rate, named for what the correction controls (BH: the FDR)."""
+    if v.design_fwer is None:
+        return NOT_COMPUTED
+    return f"{v.design_fwer:.3f} ({error_rate(v.correction)})"
 
 
 def _panel_worst(v: Verdicts) -> str:
@@ -220,8 +224,9 @@ def answer(data: ReportData) -> Section:
         Grid(
             "The funnel: arms → within noise / nominal (significant before the correction only) "
             "/ surviving the correction / diverged, with the design's measured family-wise "
-            "error rate (FWER: normal seed noise, and the worst over the noise panel of heavy "
-            "tails, skew and unequal arm variances) and minimum detectable effect (MDE).",
+            "error rate (FWER; the false discovery rate, FDR, under BH: normal seed noise, and the "
+            "worst over the noise panel of heavy tails, skew and unequal arm variances) and "
+            "minimum detectable effect (MDE).",
             (
                 "metric",
                 "scale",
@@ -231,8 +236,8 @@ def answer(data: ReportData) -> Section:
                 "surviving",
                 "diverged",
                 "incomplete",
-                "design FWER",
-                "noise panel's worst FWER",
+                "design error rate",
+                "noise panel's worst",
                 "design MDE",
                 "FWER if uncorrected",
                 "test",
@@ -348,7 +353,8 @@ def transfer(data: ReportData) -> Section:
         "Rank shifts across scales",
         "Does the ranking of arms at the small scale predict the ranking at the large one? "
         "Each line joins an arm's rank at both scales (1 = best). Spearman's ρ is 1 when the "
-        "order is kept, 0 when it is unrelated; its interval comes from resampling seeds.",
+        "order is kept, 0 when it is unrelated; its interval holds the true effects' ρ with 95% "
+        "probability, or the ranking is not estimable when the arms are within noise.",
     )
     if not data.bumps:
         return _absent("transfer", title, intro, _why(data, "transfer", "table"))
@@ -358,7 +364,7 @@ def transfer(data: ReportData) -> Section:
         interval = (
             f" (95% interval {b.spearman_interval[0]:.2f} to {b.spearman_interval[1]:.2f})"
             if b.spearman_interval
-            else f" (interval {NOT_COMPUTED})"
+            else " (not estimable: the arms are too close to rank at 95%)"
         )
         text = (
             f"{b.metric}, {b.small} → {b.large}: Spearman ρ = {num(b.spearman, 2)}{interval}, "
@@ -493,7 +499,7 @@ def arm_table(data: ReportData) -> Section:
                 f"{v.metric} at {v.scale} ({'lower' if v.lower_is_better else 'higher'} is "
                 f"better): baseline {num(v.baseline_mean)} from {v.baseline_n} seeds, σ = "
                 f"{num(v.sigma, 3)} ({v.sigma_dof} df), m = {v.m}, {v.correction} at "
-                f"α = {v.alpha}; design FWER {_design_fwer(v)} (noise panel's worst "
+                f"α = {v.alpha}; design error rate {_design_fwer(v)} (noise panel's worst "
                 f"{_panel_worst(v)}).",
                 (
                     "arm",

@@ -15,7 +15,7 @@ from archaudit.stats.decoupling import decoupling
 from archaudit.stats.design import AuditDesign
 from archaudit.stats.design_rate import DesignRate, design_rate
 from archaudit.stats.dunnett import dunnett_stepdown
-from archaudit.stats.family import family_design
+from archaudit.stats.family import family_design, resolve_direction
 from archaudit.stats.family_test import REFERENCES
 from archaudit.stats.grading import grade
 from archaudit.stats.interactions import interactions
@@ -66,6 +66,7 @@ __all__ = [
     "paired_bootstrap",
     "pooled_sd",
     "power",
+    "resolve_direction",
     "seeds_needed",
     "simulate_null",
     "spearman",

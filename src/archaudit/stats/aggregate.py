@@ -15,8 +15,8 @@ column per task metric (default: every `<task>/score`, the numbers `downstream_a
 - almost stochastic order (`aso.py`) of each seed's macro average against the baseline's.
 
 A single-seed arm has nothing to resample, so its intervals are not estimable (NaN, with a
-note), never zero-width. Higher is better; `lower_is_better` negates the scores. Needs scipy
-(the `stats` extra).
+note), never zero-width. The direction comes from the task names unless `lower_is_better` is
+given (lower is better negates the scores). Needs scipy (the `stats` extra).
 """
 
 from __future__ import annotations
@@ -27,8 +27,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from archaudit.errors import ConfigError
 from archaudit.stats.aso import ASO_THRESHOLD, AlmostStochasticOrder, almost_stochastic_order
 from archaudit.stats.errors import DesignError, TooFewSeedsError
+from archaudit.stats.family import resolve_direction
 from archaudit.stats.resample import estimable_interval
 from archaudit.stats.samples import sample_arm
 from archaudit.stats.serialize import JsonResult
@@ -114,7 +116,7 @@ def aggregate(
     metrics: Sequence[str] = (),
     baseline: str = "baseline",
     scale: str | None = None,
-    lower_is_better: bool = False,
+    lower_is_better: bool | None = None,
     n_boot: int = 2000,
     seed: int = 0,
     confidence: float = 0.95,
@@ -132,7 +134,8 @@ def aggregate(
         table.check_metric(metric)
     scale = table.resolve_scale(scale)
     table.check_arm(baseline, "baseline")
-    sign = -1.0 if lower_is_better else 1.0
+    lower = _direction(tasks, lower_is_better)
+    sign = -1.0 if lower else 1.0
     scores, notes = {}, []
     for arm in table.arms_at(scale):
         samples = [sample_arm(table, metric, scale, arm) for metric in tasks]
@@ -186,7 +189,7 @@ def aggregate(
         scale=scale,
         baseline=baseline,
         tasks=tasks,
-        lower_is_better=lower_is_better,
+        lower_is_better=lower,
         confidence=confidence,
         n_boot=n_boot,
         seed=seed,
@@ -195,6 +198,17 @@ def aggregate(
         arms=tuple(arms),
         notes=tuple(notes),
     )
+
+
+def _direction(tasks: Sequence[str], lower_is_better: bool | None) -> bool:
+    """One direction for every task: as given, else from the names, which must agree."""
+    lower = {resolve_direction(task, lower_is_better) for task in tasks}
+    if len(lower) > 1:
+        raise ConfigError(
+            f"tasks {list(tasks)} mix losses and scores: pass lower_is_better "
+            "(--lower-is-better/--higher-is-better) or name tasks of one direction"
+        )
+    return lower.pop()
 
 
 def _summarize(

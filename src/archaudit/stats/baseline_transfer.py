@@ -73,7 +73,7 @@ def transfer_across_baselines(
     metric: str,
     baselines: Sequence[str],
     *,
-    lower_is_better: bool = False,
+    lower_is_better: bool | None = None,
     correction: str = "holm",
     alpha: float = 0.05,
     scale: str | None = None,

@@ -16,6 +16,19 @@ the positive correlation through the shared baseline, so slightly more powerful 
 instead), `none` (no correction; for comparison only)."""
 
 
+FDR, FWER = "FDR", "FWER"
+ERROR_RATES = {"bh": FDR}
+"""What a correction controls (and so what a design's measured rate is called): the false
+discovery rate for BH, the family-wise error rate for the others (`none` controls nothing; its
+measured rate is still the family-wise one)."""
+ERROR_RATE_NAMES = {FDR: "false discovery rate", FWER: "family-wise error rate"}
+
+
+def error_rate(correction: str) -> str:
+    """ "FDR" for BH, "FWER" otherwise: the error rate `correction` controls."""
+    return ERROR_RATES.get(check_correction(correction), FWER)
+
+
 def check_correction(method: str) -> str:
     """Return `method` if it is a known correction, else raise naming the closest one."""
     if method not in CORRECTIONS:

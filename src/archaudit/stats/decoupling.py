@@ -2,9 +2,13 @@
 
 For each arm, r_L = (L − L₀)/L₀ is the relative loss change and r_D = (D − D₀)/|D₀| the relative
 downstream change; both metrics get their verdict from `judge` (loss lower-is-better). A metric
-is "near baseline" when its verdict is within-noise or nominal (not significant after
-correction) and its relative change is below the threshold; it "moved" when its verdict is
-significant (improver/regressor). An arm is decoupled when
+"moved" when its verdict is significant (improver/regressor). It is "flat" only when it is shown
+equivalent to the baseline within a margin: its simultaneous (1 − α) interval for Δ (`judge`'s,
+Bonferroni over the m arms) lies inside ±margin, a two one-sided tests (TOST) equivalence test at
+level α/(2m) per arm. The margin is the arm's MDE by default (the smallest effect the design
+would detect: an effect the audit could not see is no evidence of "no effect"), or `margin` noise
+floors σ of that metric. A significant verdict is never flat; one that is merely not
+significant is neither moved nor flat, so it cannot make an arm decoupled. An arm is decoupled when
 
 - `loss flat, downstream moved`: the loss is near baseline and the downstream moved, or
 - `downstream flat, loss moved`: the reverse, or
@@ -22,22 +26,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from archaudit.stats.judge import judge
+from archaudit.errors import ConfigError
+from archaudit.stats.family_test import ROBUST
+from archaudit.stats.judge import ArmVerdict, judge
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import Table
-from archaudit.stats.verdicts import (
-    IMPROVER,
-    NOMINAL_IMPROVER,
-    NOMINAL_REGRESSOR,
-    REGRESSOR,
-    WITHIN_NOISE,
-)
+from archaudit.stats.verdicts import IMPROVER, REGRESSOR
 
 LOSS_FLAT = "loss flat, downstream moved"
 DOWNSTREAM_FLAT = "downstream flat, loss moved"
 OPPOSITE = "loss and downstream disagree in direction"
 
-_NOT_SIGNIFICANT = (WITHIN_NOISE, NOMINAL_IMPROVER, NOMINAL_REGRESSOR)
 _DIRECTION = {IMPROVER: 1, REGRESSOR: -1}
 
 
@@ -50,12 +49,18 @@ class ArmDecoupling(JsonResult):
     loss_change: float
     """r_L = (L − L₀)/L₀."""
     loss_verdict: str
+    loss_flat: bool
+    """The loss is equivalent to the baseline's within `loss_margin` (TOST)."""
+    loss_margin: float
+    """The equivalence margin of the loss, in its units."""
     downstream_change: float
     """r_D = (D − D₀)/|D₀|."""
     downstream_delta: float
     downstream_z: float
     """Δ_D in units of the downstream noise floor."""
     downstream_verdict: str
+    downstream_flat: bool
+    downstream_margin: float
     decoupled: bool
     kind: str | None
 
@@ -78,7 +83,11 @@ class Decoupling(JsonResult):
 
     loss_metric: str
     downstream_metric: str
-    threshold: float
+    margin: float | None
+    """The equivalence margin in noise floors σ; None: each arm's MDE."""
+    loss_band: float
+    """The widest arm's loss margin relative to the baseline loss (for figures: |r_L| inside
+    it can be flat)."""
     scale: str
     arms: tuple[ArmDecoupling, ...]
     families: tuple[FamilyDecoupling, ...]
@@ -90,12 +99,14 @@ def decoupling(
     loss_metric: str = "val_loss",
     downstream_metric: str = "downstream_avg",
     baseline: str = "baseline",
-    threshold: float = 0.05,
+    margin: float | None = None,
     correction: str = "holm",
     alpha: float = 0.05,
     scale: str | None = None,
 ) -> Decoupling:
-    """Find arms whose loss says "near baseline" while downstream says otherwise (or reverse)."""
+    """Find arms whose loss is flat while downstream moved (or the reverse, or opposite moves)."""
+    if margin is not None and not margin > 0:
+        raise ConfigError(f"margin must be a positive number of noise floors σ, got {margin}")
     options = dict(baseline=baseline, correction=correction, alpha=alpha, scale=scale)
     loss = judge(table, loss_metric, lower_is_better=True, **options)
     downstream = judge(table, downstream_metric, **options)
@@ -105,49 +116,65 @@ def decoupling(
         if math.isnan(verdict.delta) or verdict.arm not in loss_by_arm:
             continue
         loss_verdict = loss_by_arm[verdict.arm]
-        loss_change = _relative(loss_verdict.mean, loss.baseline_mean)
-        downstream_change = _relative(verdict.mean, downstream.baseline_mean)
-        kind = _kind(
-            (loss_verdict.verdict, loss_change), (verdict.verdict, downstream_change), threshold
-        )
+        loss_margin = _margin(loss_verdict, loss.sigma, margin)
+        downstream_margin = _margin(verdict, downstream.sigma, margin)
+        flat = _equivalent(loss_verdict, loss_margin), _equivalent(verdict, downstream_margin)
+        kind = _kind((loss_verdict.verdict, flat[0]), (verdict.verdict, flat[1]))
         arms.append(
             ArmDecoupling(
                 arm=verdict.arm,
                 family=verdict.family,
-                loss_change=loss_change,
+                loss_change=_relative(loss_verdict.mean, loss.baseline_mean),
                 loss_verdict=loss_verdict.verdict,
-                downstream_change=downstream_change,
+                loss_flat=flat[0],
+                loss_margin=loss_margin,
+                downstream_change=_relative(verdict.mean, downstream.baseline_mean),
                 downstream_delta=verdict.delta,
                 downstream_z=verdict.z,
                 downstream_verdict=verdict.verdict,
+                downstream_flat=flat[1],
+                downstream_margin=downstream_margin,
                 decoupled=kind is not None,
                 kind=kind,
             )
         )
+    widest = max((arm.loss_margin for arm in arms), default=math.nan)
     return Decoupling(
         loss_metric=loss_metric,
         downstream_metric=downstream_metric,
-        threshold=threshold,
+        margin=margin,
+        loss_band=abs(_relative(loss.baseline_mean + widest, loss.baseline_mean)),
         scale=downstream.scale,
         arms=tuple(arms),
         families=_by_family(arms),
     )
 
 
+def _margin(verdict: ArmVerdict, sigma: float, margin: float | None) -> float:
+    """The equivalence margin in the metric's units: `margin` σ, else the arm's MDE."""
+    return verdict.mde if margin is None else margin * sigma
+
+
+def _equivalent(verdict: ArmVerdict, margin: float) -> bool:
+    """Not significant, and TOST: the arm's simultaneous interval for Δ lies inside ±margin. A
+    single seed judged by the robust test is never flat: its own spread is unseen, so it can no
+    more show equivalence than an effect (docs/verdicts.md)."""
+    if verdict.test == ROBUST and verdict.n_seeds < 2:
+        return False
+    low, high = verdict.interval
+    return verdict.verdict not in _DIRECTION and bool(-margin < low and high < margin)
+
+
 def _relative(value: float, baseline: float) -> float:
     return (value - baseline) / abs(baseline) if baseline != 0 else math.inf
 
 
-def _kind(loss: tuple[str, float], downstream: tuple[str, float], threshold: float) -> str | None:
-    """Each side is (verdict, relative change); verdicts are oriented so improver = better."""
-
-    def flat(side: tuple[str, float]) -> bool:
-        return side[0] in _NOT_SIGNIFICANT and abs(side[1]) < threshold
-
+def _kind(loss: tuple[str, bool], downstream: tuple[str, bool]) -> str | None:
+    """Each side is (verdict, shown equivalent); verdicts are oriented so improver = better."""
     loss_moved, downstream_moved = _DIRECTION.get(loss[0], 0), _DIRECTION.get(downstream[0], 0)
-    if downstream_moved and flat(loss):
+    if downstream_moved and loss[1]:
         return LOSS_FLAT
-    if loss_moved and flat(downstream):
+    if loss_moved and downstream[1]:
         return DOWNSTREAM_FLAT
     if loss_moved and downstream_moved and loss_moved != downstream_moved:
         return OPPOSITE

@@ -90,7 +90,7 @@ def interactions(
     metric: str,
     *,
     baseline: str = "baseline",
-    lower_is_better: bool = False,
+    lower_is_better: bool | None = None,
     scale: str | None = None,
     separator: str = "+",
 ) -> Interactions:

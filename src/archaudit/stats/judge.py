@@ -8,7 +8,13 @@ from dataclasses import dataclass
 
 from archaudit.errors import ConfigError
 from archaudit.stats.compare import ArmTest, decide
-from archaudit.stats.corrections import check_correction, fwer_uncorrected
+from archaudit.stats.corrections import (
+    ERROR_RATE_NAMES,
+    FDR,
+    check_correction,
+    error_rate,
+    fwer_uncorrected,
+)
 from archaudit.stats.design import AuditDesign
 from archaudit.stats.design_rate import DesignRate, arm_mde, design_rate
 from archaudit.stats.errors import TableError
@@ -105,10 +111,13 @@ class Judgement(JsonResult):
     m: int
     """Number of arms tested (finished, not the baseline): the size of the corrected family."""
     fwer_uncorrected: float
+    error_rate: str
+    """What the correction controls and `design_fwer` measures: "FWER", or "FDR" for BH."""
     design: DesignRate | None
     """This design's measured family-wise error rate and MDE (None when no arm was tested)."""
     design_fwer: float
-    """`design.fwer`, repeated at the top level for readers of the JSON."""
+    """`design.fwer`, repeated at the top level for readers of the JSON. Measured with every
+    arm null, where it is the FWER and, for BH, also its FDR (at its largest there)."""
     design_above_alpha: bool
     design_panel_worst: float
     """The noise panel's worst measured rate for this design (NaN when not simulated)."""
@@ -130,11 +139,13 @@ class Judgement(JsonResult):
             f"{self.metric} at scale {self.scale}: {self.direction}",
             f"σ = {self.sigma:.3g} (95% [{low:.3g}, {high:.3g}], {self.sigma_dof} df, pooled "
             f"over {pooled}); baseline mean {self.baseline_mean:.4g} ({self.baseline_n} seeds)",
-            f"{test}; {self.correction} at α = {self.alpha}, m = {self.m}",
+            f"{test}; {self.correction} at α = {self.alpha}, m = {self.m}"
+            + (" (controls the FDR, not the family-wise rate)" if self.error_rate == FDR else ""),
         ]
         rate = self.design
         if rate is not None:
-            lines.append(f"design's measured family-wise error rate: {rate.describe_rates()}")
+            name = ERROR_RATE_NAMES[self.error_rate]
+            lines.append(f"design's measured {name}: {rate.describe_rates()}")
             lines.append(
                 f"MDE {rate.mde_sigmas:.3g} σ = {rate.mde_sigmas * self.sigma:.3g} at "
                 f"{rate.power_target:.0%} power"
@@ -237,7 +248,7 @@ def judge(
         for sample in family.arms
     )
     base_outliers = outlier_seeds(family.baseline.values, family.baseline.seeds, scale_robust)
-    notes = _notes(table, family, verdicts_by_arm, lower_is_better, alpha, rate)
+    notes = _notes(table, family, verdicts_by_arm, lower_is_better, (alpha, correction), rate)
     notes += _outlier_notes(family.baseline.arm, base_outliers, verdicts_by_arm)
     notes += _sigma_across_scales(table, metric, family, options)
     return Judgement(
@@ -264,6 +275,7 @@ def judge(
         baseline_n=n_base,
         m=m,
         fwer_uncorrected=fwer_uncorrected(alpha, m),
+        error_rate=error_rate(correction),
         design=rate,
         design_fwer=rate.fwer if rate else math.nan,
         design_above_alpha=bool(rate and rate.above_alpha),
@@ -396,10 +408,11 @@ def _notes(
     family: Family,
     arms: tuple[ArmVerdict, ...],
     lower_is_better: bool | None,
-    alpha: float,
+    level: tuple[float, str],
     rate: DesignRate | None,
 ) -> tuple[str, ...]:
-    """Warnings a reader of the verdicts must see."""
+    """Warnings a reader of the verdicts must see; `level` is (α, correction)."""
+    alpha, correction = level
     notes = []
     n_base = len(family.baseline.values)
     if n_base < 3:
@@ -417,9 +430,10 @@ def _notes(
         )
     if rate and rate.above_alpha:
         notes.append(
-            f"this design's measured family-wise error rate ({rate.describe_rates()}) is above "
-            f"α = {alpha}: its verdicts do not hold at that level (use the default test without "
-            "--equal-variance or --reference normal, or more seeds per arm)"
+            f"this design's measured {ERROR_RATE_NAMES[error_rate(correction)]} "
+            f"({rate.describe_rates()}) is above α = {alpha}: its verdicts do not hold at that "
+            "level (use the default test without --equal-variance or --reference normal, or "
+            "more seeds per arm)"
         )
     if lower_is_better is False and looks_like_loss(family.metric):
         notes.append(f"{family.metric!r} reads as a loss but is judged higher-is-better as asked")

@@ -1,28 +1,41 @@
 """Cross-scale transfer: does an arm's effect at a small scale predict it at a larger one?
 
 docs/protocol.md, Cross-scale transfer: sign preservation of Δ, Spearman ρ and Kendall τ of the arm
-ranking with bootstrap intervals over seeds, the rank-shift table, and the arms that diverged
-only at the larger scale.
+ranking with their intervals, the rank-shift table, and the arms that diverged only at the
+larger scale.
 
-The bootstrap resamples the seeds of every arm with several. A single-seed arm has nothing to
-resample (and resampling the baseline shifts every Δ alike, leaving the ranking unchanged), so
-its mean is drawn from N(mean, σ*²) instead, with σ*² = σ̂²·ν/χ²_ν drawn once per replicate and
-scale: σ̂ from ν degrees of freedom is itself uncertain, and this scaled-inverse-χ² draw carries
-that uncertainty into the interval. An interval whose replicates are all equal is reported as
-not estimable (NaN, with a note), never as [ρ, ρ].
+The intervals are for the rank correlation of the arms' true effects. A bootstrap of ρ̂ cannot
+give them: noise only ever shuffles a ranking, so ρ̂ and its resamples sit below a true ρ of 1
+(such intervals held a perfect transfer's ρ in 0% of audits). Instead, each arm's mean at each
+scale gets a simultaneous interval, mean ± q·σ̂/√n with the scale's noise floor σ̂ and its t
+quantile, Bonferroni over the 2k intervals, so all of them hold the true means with probability
+>= `confidence`. Whenever they do, the true ranking at each scale is one that the intervals
+allow, and ρ and τ lie between their smallest and largest values over those rankings
+(`ranking.spearman_bounds`, `ranking.kendall_bounds`): a conservative interval with at least the
+stated coverage. Arms whose intervals overlap can be ranked either way; when nothing is fixed
+(the interval is all of [−1, 1]) the correlation is reported as not estimable (NaN, with a note).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import stdtrit
 
 from archaudit.stats.errors import DesignError
-from archaudit.stats.judge import Judgement, collect_family, judge
-from archaudit.stats.ranking import kendall_tau_b, rankdata, spearman
-from archaudit.stats.resample import bootstrap_means, estimable_interval, varies
+from archaudit.stats.judge import ArmVerdict, Judgement, collect_family, judge
+from archaudit.stats.ranking import (
+    interval_order,
+    kendall_bounds,
+    kendall_tau_b,
+    rank_ranges,
+    rankdata,
+    spearman,
+    spearman_bounds,
+)
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import Table
 from archaudit.stats.verdicts import DIVERGED, INCOMPLETE
@@ -43,6 +56,9 @@ class ArmTransfer(JsonResult):
     rank_large: float
     rank_shift: float
     """rank_large − rank_small: positive means the arm fell behind at the larger scale."""
+    rank_small_range: tuple[int, int]
+    """(best, worst) rank the simultaneous intervals allow at the small scale."""
+    rank_large_range: tuple[int, int]
     verdict_small: str
     verdict_large: str
 
@@ -60,12 +76,10 @@ class ScaleTransfer(JsonResult):
     """Share of arms whose Δ keeps its sign."""
     spearman: float
     spearman_interval: tuple[float, float]
+    """Holds the true effects' ρ with probability >= `confidence`; NaN when not estimable."""
     kendall: float
     kendall_interval: tuple[float, float]
-    n_boot: int
-    seed: int
-    parametric_arms: tuple[str, ...]
-    """Single-seed arms (at either scale) drawn from N(mean, σ*²) in the bootstrap."""
+    confidence: float
     arms: tuple[ArmTransfer, ...]
     diverged_only_at_large: tuple[str, ...]
     notes: tuple[str, ...]
@@ -78,12 +92,10 @@ def cross_scale_transfer(
     baseline: str = "baseline",
     small: str | None = None,
     large: str | None = None,
-    lower_is_better: bool = False,
+    lower_is_better: bool | None = None,
     correction: str = "holm",
     alpha: float = 0.05,
     anchors: Sequence[str] = (),
-    n_boot: int = 1000,
-    seed: int = 0,
     confidence: float = 0.95,
 ) -> ScaleTransfer:
     """Compare the arms' effects at two scales (default: the smallest and the largest)."""
@@ -114,42 +126,13 @@ def cross_scale_transfer(
             "rank correlations need at least 3",
         )
     deltas = {s: np.array([verdicts[s][arm].delta for arm in names]) for s in (small, large)}
-    ranks = {s: rankdata(-deltas[s]) for s in (small, large)}
-    rng = np.random.default_rng(seed)
-    boot = {
-        s: _bootstrap_deltas(table, metric, s, names, options, n_boot, rng) for s in (small, large)
-    }
-    rho_boot = np.array([spearman(a, b) for a, b in zip(boot[small], boot[large], strict=True)])
-    tau_boot = np.array(
-        [kendall_tau_b(a, b) for a, b in zip(boot[small], boot[large], strict=True)]
-    )
+    level = (1.0 - confidence) / (2 * len(names))  # Bonferroni over both scales' intervals
+    orders = {s: _order(table, metric, s, names, options, level) for s in (small, large)}
     rho = spearman(deltas[small], deltas[large])
-    # `rho >= LOW_RHO` is False for an undefined ρ (NaN), so that is flagged too.
-    notes = (
-        []
-        if rho >= LOW_RHO
-        else [f"Spearman ρ = {rho:.2f}: the ranking at {small} is not a ranking at {large}"]
-    )
-    notes += [
-        f"{name} interval not estimable: all {n_boot} bootstrap replicates gave "
-        f"{name} = {replicates[0]:.3g}"
-        for name, replicates in (("Spearman ρ", rho_boot), ("Kendall τ", tau_boot))
-        if not varies(replicates)
-    ]
-    arms = tuple(
-        ArmTransfer(
-            arm=arm,
-            delta_small=float(deltas[small][i]),
-            delta_large=float(deltas[large][i]),
-            sign_preserved=bool(np.sign(deltas[small][i]) == np.sign(deltas[large][i])),
-            rank_small=float(ranks[small][i]),
-            rank_large=float(ranks[large][i]),
-            rank_shift=float(ranks[large][i] - ranks[small][i]),
-            verdict_small=verdicts[small][arm].verdict,
-            verdict_large=verdicts[large][arm].verdict,
-        )
-        for i, arm in enumerate(names)
-    )
+    rho_interval = _estimable(spearman_bounds(orders[small], orders[large]))
+    tau_interval = _estimable(kendall_bounds(orders[small], orders[large]))
+    notes = _notes(rho, rho_interval, small, large, confidence)
+    arms = _arm_rows(names, deltas, orders, verdicts, (small, large))
     return ScaleTransfer(
         metric=metric,
         baseline=baseline,
@@ -158,45 +141,87 @@ def cross_scale_transfer(
         n_arms=len(names),
         sign_preserved=float(np.mean([arm.sign_preserved for arm in arms])),
         spearman=rho,
-        spearman_interval=estimable_interval(rho_boot, confidence),
+        spearman_interval=rho_interval,
         kendall=kendall_tau_b(deltas[small], deltas[large]),
-        kendall_interval=estimable_interval(tau_boot, confidence),
-        n_boot=n_boot,
-        seed=seed,
-        parametric_arms=tuple(
-            arm for arm in names if any(verdicts[s][arm].n_seeds == 1 for s in (small, large))
-        ),
+        kendall_interval=tau_interval,
+        confidence=confidence,
         arms=arms,
         diverged_only_at_large=_diverged_only_at_large(judged[small], judged[large]),
         notes=tuple(notes),
     )
 
 
-def _bootstrap_deltas(
-    table: Table,
-    metric: str,
-    scale: str,
+def _arm_rows(
     names: list[str],
-    options: dict,
-    n_boot: int,
-    rng: np.random.Generator,
+    deltas: dict[str, np.ndarray],
+    orders: dict[str, np.ndarray],
+    verdicts: dict[str, dict[str, ArmVerdict]],
+    scales: tuple[str, str],
+) -> tuple[ArmTransfer, ...]:
+    """Each arm's Δ, rank (1 = best) and possible ranks at both scales."""
+    small, large = scales
+    ranks = {s: rankdata(-deltas[s]) for s in scales}
+    ranges = {s: rank_ranges(orders[s]) for s in scales}
+    return tuple(
+        ArmTransfer(
+            arm=arm,
+            delta_small=float(deltas[small][i]),
+            delta_large=float(deltas[large][i]),
+            sign_preserved=bool(np.sign(deltas[small][i]) == np.sign(deltas[large][i])),
+            rank_small=float(ranks[small][i]),
+            rank_large=float(ranks[large][i]),
+            rank_shift=float(ranks[large][i] - ranks[small][i]),
+            rank_small_range=(int(ranges[small][0][i]), int(ranges[small][1][i])),
+            rank_large_range=(int(ranges[large][0][i]), int(ranges[large][1][i])),
+            verdict_small=verdicts[small][arm].verdict,
+            verdict_large=verdicts[large][arm].verdict,
+        )
+        for i, arm in enumerate(names)
+    )
+
+
+def _order(
+    table: Table, metric: str, scale: str, names: list[str], options: dict, level: float
 ) -> np.ndarray:
-    """(n_boot, arms) matrix of Δ: seeds resampled within the baseline and every multi-seed arm,
-    single-seed arms drawn from N(value, σ*²) with σ*² = σ̂²·ν/χ²_ν (see the module docstring)."""
+    """The order of the arms' true means that their simultaneous intervals fix at `scale`
+    (`ranking.interval_order`, positive = better): mean ± q·σ̂/√n, q the two-sided 1 − `level`
+    quantile of t with the noise floor's degrees of freedom."""
     family = collect_family(table, metric, scale=scale, **options)
     samples = {sample.arm: sample for sample in family.arms}
-    dof = family.noise.dof
-    sigma = family.noise.sigma * np.sqrt(dof / rng.chisquare(dof, size=n_boot))
-    base = bootstrap_means(family.baseline.values, n_boot, rng)
+    means = np.array([family.sign * samples[arm].mean for arm in names])
+    seeds = np.array([len(samples[arm].values) for arm in names])
+    half = float(stdtrit(family.noise.dof, 1.0 - level / 2)) * family.noise.sigma / np.sqrt(seeds)
+    return interval_order(means - half, means + half)
 
-    def arm_means(values: np.ndarray) -> np.ndarray:
-        if len(values) > 1:
-            return bootstrap_means(values, n_boot, rng)
-        return values[0] + sigma * rng.standard_normal(n_boot)
 
-    return np.stack(
-        [family.sign * (arm_means(samples[arm].values) - base) for arm in names], axis=1
-    )
+def _estimable(bounds: tuple[float, float]) -> tuple[float, float]:
+    """The bounds, or NaN when they are all of [−1, 1]: the intervals fix no pair of arms."""
+    low, high = bounds
+    return (math.nan, math.nan) if low <= -1.0 and high >= 1.0 else (low, high)
+
+
+def _notes(
+    rho: float, interval: tuple[float, float], small: str, large: str, confidence: float
+) -> list[str]:
+    """A ranking change is claimed only when the interval says so."""
+    low, high = interval
+    if math.isnan(low):
+        return [
+            f"Spearman ρ not estimable: at {confidence:.0%} simultaneous confidence too few arms "
+            f"are apart from each other at {small} and {large} to bound it (arms within noise "
+            "of each other can be ranked either way)"
+        ]
+    if high < LOW_RHO:
+        return [
+            f"Spearman ρ = {rho:.2f} ({confidence:.0%} interval [{low:.2f}, {high:.2f}]): the "
+            f"ranking at {small} is not a ranking at {large}"
+        ]
+    if not rho >= LOW_RHO:  # also a NaN ρ̂ (a constant side)
+        return [
+            f"Spearman ρ = {rho:.2f}, but its {confidence:.0%} interval [{low:.2f}, {high:.2f}] "
+            f"reaches {LOW_RHO}: these arms cannot tell whether the ranking carries over"
+        ]
+    return []
 
 
 def _diverged_only_at_large(small: Judgement, large: Judgement) -> tuple[str, ...]:
