@@ -135,3 +135,23 @@ def test_catalogue_recipe_arms_declare_themselves_tuned(write_audit):
     assert {r.arm for r in marked.runs if r.tuned} == tuned, (
         "a suite entry flags only its recipe arms"
     )
+
+
+def test_match_params_notes_arms_off_the_matched_count(write_audit):
+    """MoE entries keep active parameters (each expert H/k wide) and grow the total; depth
+    recurrence keeps the total and doubles the active. recipe.match_params says which count the
+    audit holds fixed; --strict refuses an arm off it."""
+    arms = ["mixtral_moe", "depth_recurrence"]
+    path = write_audit(arms=arms, seeds={"noise_floor": 3}, scales={"xs": {"n_layers": 2}})
+    assert not {n.rule for n in plan_of(path).notes} & {"params"}  # unset: not matched
+    active = {
+        n.arm for n in plan_of(path, 'recipe.match_params="active"').notes if n.rule == "params"
+    }
+    total = {
+        n.arm for n in plan_of(path, 'recipe.match_params="total"').notes if n.rule == "params"
+    }
+    assert (active, total) == ({"depth_recurrence"}, {"mixtral_moe"})
+    with pytest.raises(ConfigError, match=r"params: mixtral_moe has .*× the baseline's total"):
+        plan_of(path, 'recipe.match_params="total"', strict=True)
+    with pytest.raises(ConfigError, match=r"recipe.match_params = 'activ'.*did you mean 'active'"):
+        plan_of(path, 'recipe.match_params="activ"')

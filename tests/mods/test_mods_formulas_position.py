@@ -97,3 +97,23 @@ def test_learned_positions_add_row_t_of_a_t_by_d_table():
     assert table.shape == (TINY["context_length"], 64) and table.requires_grad
     x = torch.randn(1, T, 64)
     torch.testing.assert_close(position.embed(x), x + table[:T])
+
+
+@formula("irope")
+def test_irope_skips_rope_in_every_fourth_layer_as_llama4():
+    from archaudit.model.context import ForwardContext
+    from archaudit.model.position import NoPE, rotates
+
+    model = build("irope", n_layers=8)
+    cfg = model.cfg
+    pattern = [int(rotates(cfg, layer)) for layer in range(8)]
+    assert pattern == [1, 1, 1, 0, 1, 1, 1, 0]
+    llama4 = pytest.importorskip("transformers").Llama4TextConfig
+    assert pattern == llama4(num_hidden_layers=8, no_rope_layer_interval=4).no_rope_layers
+    x = torch.randn(2, 8, 64)
+    for layer, block in enumerate(model.blocks):
+        attention = block.attn.sublayer
+        with_rope = attention(x, ForwardContext(T=8, device=x.device, position=model.position))
+        without = attention(x, ForwardContext(T=8, device=x.device, position=NoPE(cfg)))
+        assert torch.equal(with_rope, without) == (not pattern[layer]), layer
+    assert [rotates(build("irope", n_layers=2).cfg, layer) for layer in range(2)] == [True, False]

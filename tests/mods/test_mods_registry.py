@@ -232,7 +232,7 @@ def test_size_errors_name_the_arm():
 
 
 def test_suite_sizes_and_composition():
-    assert sorted(list_suites()) == ["audit2026", "foundations", "narang2021", "olmpool"]
+    assert sorted(list_suites()) == ["audit2026", "foundations", "modern", "narang2021", "olmpool"]
     audit = get_suite("audit2026")
     assert audit == ["baseline", *AUDIT2026_PUBLIC, *AUDIT2026_COMPLETION]
     assert len(audit) == 21 and len(set(audit)) == 21  # the baseline and twenty arms
@@ -242,6 +242,9 @@ def test_suite_sizes_and_composition():
     subsets = {frozenset(c) for r in range(5) for c in itertools.combinations(OLMPOOL_KNOBS, r)}
     assert len(olmpool) == 16 and cells == subsets and olmpool[0] == "baseline"
     assert len(get_suite("narang2021")) == 11 and len(get_suite("foundations")) == 9
+    families = {get_modification(arm).family for arm in get_suite("modern")[1:]}
+    assert len(get_suite("modern")) == 11
+    assert families == {"moe", "structure", "position", "sharing"}
 
 
 SUITE_ARMS = sorted({arm for name in SUITES for arm in get_suite(name)})

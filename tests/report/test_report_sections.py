@@ -18,6 +18,7 @@ ORDER = (
     "forest",
     "decoupling",
     "curves",
+    "routing",
     "transfer",
     "interactions",
     "power",

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from archaudit.audit.plan import Plan, RunSpec, check_model
+from archaudit.audit.plan import Plan, RunSpec, model_sizes
 from archaudit.config import ModelConfig
 
 PROBE_STEPS = 2
@@ -22,6 +22,8 @@ PROBE_STEPS = 2
 @dataclass(frozen=True)
 class RunCost:
     params: int
+    active_params: int
+    """What a token's forward multiplies by (MoE: k of E experts): FLOPs per token use it."""
     tokens: int
     flops_per_token: float
     train_seconds: float | None
@@ -44,13 +46,13 @@ def estimate(plan: Plan, *, probe: bool = True, threads: int = 0) -> dict[str, R
     costs = {}
     for run in plan.runs:
         model = dataclasses.replace(run.model, vocab_size=vocab)
-        params = check_model(model)
-        flops = training_flops_per_token(model, params)
+        params, active = model_sizes(model)
+        flops = training_flops_per_token(model, active)
         if probe and run.scale not in speed:
             speed[run.scale] = flops * probe_tokens_per_s(model, run, threads)
         tokens = run.recipe.steps * run.recipe.batch_tokens
         seconds = tokens * flops / speed[run.scale] if probe else None
-        costs[run.path] = RunCost(params, tokens, flops, seconds)
+        costs[run.path] = RunCost(params, active, tokens, flops, seconds)
     return costs
 
 

@@ -13,6 +13,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,7 @@ from archaudit.config import (
     to_dict,
     upgrade_stored,
 )
+from archaudit.config.recipe import MATCH_PARAMS
 from archaudit.errors import ConfigError, did_you_mean
 
 if TYPE_CHECKING:
@@ -148,6 +150,7 @@ def _make_plan(spec: AuditSpec, *, strict: bool) -> Plan:
                 grid = _runs_of(spec, planned, name, baseline, delta, scale, suite)
                 runs += grid
                 notes += _identity_note(spec, grid[0], delta, scale)
+    notes += params_match_notes(runs)
     protocol.enforce(notes, strict=strict)
     check_suite_fits(runs)
     return Plan(spec, tuple(runs), tuple(notes))
@@ -303,16 +306,44 @@ def check_suite_fits(runs: list[RunSpec]) -> None:
 
 
 @functools.lru_cache(maxsize=256)
-def _model_params(key: str) -> int:
+def _model_sizes(key: str) -> tuple[int, int]:
     import torch
 
     from archaudit.model import build_model, count_parameters
 
     cfg = build(ModelConfig, json.loads(key), section="model")
     with torch.device("meta"):  # shapes only: no memory, no init
-        return count_parameters(build_model(cfg))
+        model = build_model(cfg)
+        return count_parameters(model), model.active_parameters()
+
+
+def model_sizes(cfg: ModelConfig) -> tuple[int, int]:
+    """(total, active) parameters of the model built on the meta device (every slot checked)."""
+    return _model_sizes(canonical_json(to_dict(cfg)))
 
 
 def check_model(cfg: ModelConfig) -> int:
     """Build the model on the meta device (every slot name checked); its parameter count."""
-    return _model_params(canonical_json(to_dict(cfg)))
+    return model_sizes(cfg)[0]
+
+
+def params_match_notes(runs: Sequence[RunSpec]) -> list[ProtocolNote]:
+    """`recipe.match_params`: an arm whose total or active parameters differ from its
+    baseline's at the same scale by more than `recipe.match_tolerance`, once per arm."""
+    sizes = {(r.baseline, r.scale): model_sizes(r.model) for r in runs if r.mods == BASELINE}
+    notes: dict[str, ProtocolNote] = {}
+    for run in runs:
+        match, reference = run.recipe.match_params, sizes.get((run.baseline, run.scale))
+        if match is None or reference is None or run.arm in notes:
+            continue
+        which = MATCH_PARAMS.index(match)
+        ours, theirs = model_sizes(run.model)[which], reference[which]
+        if abs(ours / theirs - 1.0) > run.recipe.match_tolerance:
+            notes[run.arm] = ProtocolNote(
+                "params",
+                run.arm,
+                f"{run.arm} has {ours / theirs:.2f}× the baseline's {match} parameters at scale "
+                f"{run.scale!r} ({ours:,} vs {theirs:,}); recipe.match_params = {match!r} "
+                f"allows ±{run.recipe.match_tolerance:.0%}",
+            )
+    return list(notes.values())

@@ -67,8 +67,9 @@ def downstream_note(arm: str, requires_downstream: bool, suite: str) -> list[Pro
         ProtocolNote(
             "R6",
             arm,
-            f"{arm} changes what attention outputs but the audit has no downstream suite "
-            "(eval.suite): its loss can hide downstream losses",
+            f"{arm} has a downstream duty (it changes what attention outputs, or declares one) "
+            "but the audit has no downstream suite (eval.suite): its loss can hide downstream "
+            "losses",
         )
     ]
 
@@ -82,8 +83,9 @@ def cross_scale_note(
         ProtocolNote(
             "R7",
             arm,
-            f"{arm} touches the residual path or normalisation but is trained at one scale "
-            f"({', '.join(scales)}); R7 asks for >= 2 scales to see instability",
+            f"{arm} has a cross-scale duty (it touches the residual path or normalisation, or "
+            f"declares one) but is trained at one scale ({', '.join(scales)}); R7 asks for >= 2 "
+            "scales to see instability",
         )
     ]
 

@@ -35,6 +35,26 @@ from archaudit.files import atomic_write, atomic_write_text
 from archaudit.progress import log
 from archaudit.rundir import ATTEMPTS, EVALS, FAILED, TRAIN_RESULT, checkpoint_dirs, checkpoint_step
 
+ROUTING_METRICS = ("moe_dropped", "moe_router_entropy")
+
+
+def routing_summary(run_dir: Path) -> dict[str, float]:
+    """An MoE run's routing at its last step, as run metrics (none without MoE layers): dropped
+    fraction, router entropy, and `moe_load_imbalance` = max over layers and experts of
+    E·load (1 = perfectly balanced, E = every assignment to one expert)."""
+    lines = (
+        (run_dir / store.METRICS).read_text().splitlines()
+        if (run_dir / store.METRICS).is_file()
+        else []
+    )
+    last = json.loads(lines[-1]) if lines else {}
+    if "moe_load" not in last:
+        return {}
+    summary = {key: float(last[key]) for key in ROUTING_METRICS}
+    summary["moe_load_imbalance"] = max(len(load) * max(load) for load in last["moe_load"])
+    return summary
+
+
 if TYPE_CHECKING:  # the trainer (and torch) load only when a run trains
     from archaudit.train import TrainResult
 
@@ -96,6 +116,8 @@ def _execute(run_dir: Path, spec: RunSpec, options: RunOptions) -> dict[str, Any
     if result.status == "ok":
         metrics = {"val_loss": result.val_loss, "train_loss": result.final_loss}
         metrics["params"] = float(result.params)
+        metrics["active_params"] = float(result.active_params or result.params)
+        metrics |= routing_summary(run_dir)
         if spec.suite:
             metrics |= evaluate_run(run_dir, spec, recipe.device)
     elif spec.suite:

@@ -126,7 +126,7 @@ def plan(
             runs[0]["family"],
             scale,
             str(len(runs)),
-            f"{runs[0]['params']:,}",
+            _params_cell(runs[0]),
             f"{runs[0]['tokens']:,}",
             "-" if seconds is None else f"{seconds * len(runs):,.0f} s",
         )
@@ -139,6 +139,12 @@ def plan(
     Console().print(line + " (evaluation not included)")
     if "sequential" in summary:
         Console().print(_sequential_line(summary["sequential"]))
+
+
+def _params_cell(run: dict) -> str:
+    """Total parameters, and the active ones beside them where they differ (MoE, sharing)."""
+    total, active = run["params"], run["active_params"]
+    return f"{total:,}" if total == active else f"{total:,} ({active:,} active)"
 
 
 def _seed_counts(groups: dict[tuple[str, str], list[dict]]) -> str:

@@ -77,6 +77,7 @@ def show_command(
         "sets": mod.claims(cfg),
         "recipe": mod.recipe_claims(),
         "params_delta": mod.params_delta(cfg),
+        "active_params_delta": mod.active_params_delta(cfg),
         "baseline_params": baseline_params(cfg),
     }
     if json_:
@@ -92,6 +93,7 @@ def show_command(
         else "unchanged",
         "params": f"{delta:+,} ({delta / total:+.2%} of {total:,}) at {size_text}; "
         f"formula {mod.params_formula}",
+        "active": _active_row(mod, info["active_params_delta"], total),
         "duties": "; ".join(_duties(mod)) or "none beyond the shared protocol",
         "citation": str(mod.citation),
         "checked": str(mod.check) if mod.check else "no float64 reference comparison recorded",
@@ -99,6 +101,13 @@ def show_command(
     typer.echo(f"{mod.name} ({mod.family}): {mod.description}")
     for key, value in rows.items():
         typer.echo(f"  {key:<9} {value}")
+
+
+def _active_row(mod: Modification, delta: int, total: int) -> str:
+    """Active parameters (what a token's forward multiplies by, what FLOPs use)."""
+    if mod.active_params is None:
+        return "as total (every parameter is used by every token, once)"
+    return f"{delta:+,} ({delta / total:+.2%}); formula {mod.active_params_formula}"
 
 
 def _duties(mod: Modification) -> list[str]:

@@ -87,14 +87,27 @@ def train(
         )
     summary = {
         k: getattr(result, k)
-        for k in ("status", "steps", "tokens", "final_loss", "val_loss", "tokens_per_s", "params")
+        for k in (
+            "status",
+            "steps",
+            "tokens",
+            "final_loss",
+            "val_loss",
+            "tokens_per_s",
+            "params",
+            "active_params",
+        )
     }
     if json_:
         emit(summary | {"arm": arm or "baseline", "out": out})
         return
+    active = result.active_params
+    params = f"{result.params:,} params" + (
+        f" ({active:,} active)" if active and active != result.params else ""
+    )
     log(
         f"[bold]{result.status}[/bold]: {'' if not arm else f'{arm}, '}{result.steps} steps, "
-        f"{result.tokens:,} tokens, {result.params:,} params, loss {_fmt(result.final_loss)}, "
+        f"{result.tokens:,} tokens, {params}, loss {_fmt(result.final_loss)}, "
         f"val {_fmt(result.val_loss)}, {result.tokens_per_s:,.0f} tok/s → {out}"
     )
 

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from archaudit.config.tables import merge_tables, positive
-from archaudit.errors import ConfigError
+from archaudit.errors import ConfigError, did_you_mean
 
 Scalar = int | float | str | bool
 GATES = ("elementwise", "headwise")
+SHARING_ORDERS = ("cycle", "immediate")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,8 +44,13 @@ class PositionConfig:
     rope_base: float = 10000.0
     rope_fraction: float = 1.0
     """Fraction of each head's dimensions that RoPE rotates (partial RoPE < 1)."""
+    nope_every: int | None = None
+    """Every `nope_every`-th layer ((l + 1) mod n = 0) attends without RoPE (Llama 4's
+    interleaved NoPE layers); None = RoPE in every layer."""
 
     def __post_init__(self) -> None:
+        if self.nope_every is not None:
+            positive(self, "nope_every")
         if not 0.0 <= self.rope_fraction <= 1.0:
             raise ConfigError(
                 f"{self.SECTION}.rope_fraction = {self.rope_fraction} must be in [0, 1]"
@@ -73,9 +79,24 @@ class AttentionConfig:
     """With `window`: every `global_every`-th layer keeps full attention (3 of 4 windowed)."""
     ssmax_init: float = 0.43
     """Initial scale s of `score = "ssmax"` (Nakanishi 2025)."""
+    latent_rank: int | None = None
+    """`name = "latent"` (MLA): width of the joint K/V latent. None = 4·d_h (DeepSeek-V2-Lite)."""
+    latent_q_rank: int | None = None
+    """MLA: width of the query latent; None = queries projected directly (DeepSeek-V2-Lite)."""
+    latent_rope_dim: int | None = None
+    """MLA: width of the decoupled RoPE part of queries and the shared RoPE key. None = d_h/2."""
 
     def __post_init__(self) -> None:
         positive(self, "global_every")
+        for key in ("latent_rank", "latent_q_rank"):
+            if getattr(self, key) is not None:
+                positive(self, key)
+        if self.latent_rope_dim is not None and (
+            self.latent_rope_dim < 2 or self.latent_rope_dim % 2
+        ):
+            raise ConfigError(
+                f"{self.SECTION}.latent_rope_dim = {self.latent_rope_dim} must be even and >= 2"
+            )
         if self.window is not None and self.window < 1:
             raise ConfigError(f"{self.SECTION}.window = {self.window} must be >= 1 (or unset)")
         if self.gate not in (None, *GATES):
@@ -88,13 +109,81 @@ class AttentionConfig:
 class MLPConfig:
     SECTION: ClassVar[str] = "model.mlp"
     name: str = "swiglu"
-    """MLP: swiglu | geglu | reglu | relu2 | gelu."""
+    """MLP: swiglu | geglu | reglu | relu2 | gelu | moe (its options: `model.moe`)."""
     hidden: int | None = None
     """Hidden width. None = 8/3·d rounded up to 16 for gated MLPs, 4·d otherwise."""
 
     def __post_init__(self) -> None:
         if self.hidden is not None:
             positive(self, "hidden")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MoEConfig:
+    """The mixture of experts of `model.mlp.name = "moe"`: E SwiGLU experts, a linear router."""
+
+    SECTION: ClassVar[str] = "model.moe"
+    experts: int = 8
+    """Routed experts per MoE layer."""
+    top_k: int = 2
+    """Experts each token is sent to (Switch: 1, Mixtral: 2); with expert choice, the average."""
+    shared_experts: int = 0
+    """Experts every token passes through (DeepSeekMoE), run as one MLP of their total width."""
+    shared_gate: bool = False
+    """Scale the shared experts by σ(x·w) (Qwen2-MoE's shared-expert gate)."""
+    expert_hidden: int | None = None
+    """Hidden width of one expert. None = ⌈H/(top_k + shared_experts)⌉, H the dense MLP's width,
+    so a token's active MLP parameters match the dense MLP's (fine-grained experts)."""
+    routing: str = "top_k"
+    """top_k (tokens choose experts) | expert_choice (experts choose tokens, Zhou et al. 2022)."""
+    normalize_top_k: bool = True
+    """Renormalise the k chosen gate probabilities to sum to 1 (Mixtral); Switch/DeepSeek: no."""
+    capacity_factor: float | None = None
+    """Expert capacity = ⌈factor·N·k/E⌉ assignments per batch of N tokens; the rest are dropped
+    (the token keeps its residual). None = dropless (every assignment is computed)."""
+    balance_loss: float = 0.01
+    """Coefficient of the load-balancing loss E·Σ_e f_e·P_e (Switch/GShard; Fedus et al. 2021)."""
+    router_z_loss: float = 0.0
+    """Coefficient of the router z-loss mean (log Σ_e e^{z_e})² (ST-MoE uses 1e-3)."""
+
+    def __post_init__(self) -> None:
+        positive(self, "experts", "top_k")
+        if self.top_k > self.experts:
+            raise ConfigError(
+                f"{self.SECTION}.top_k = {self.top_k} exceeds {self.SECTION}.experts = "
+                f"{self.experts}"
+            )
+        if self.shared_experts < 0 or self.balance_loss < 0 or self.router_z_loss < 0:
+            raise ConfigError(
+                f"{self.SECTION}: shared_experts, balance_loss and router_z_loss must be >= 0"
+            )
+        if self.expert_hidden is not None:
+            positive(self, "expert_hidden")
+        if self.capacity_factor is not None and not self.capacity_factor > 0:
+            raise ConfigError(
+                f"{self.SECTION}.capacity_factor = {self.capacity_factor} must be > 0 (or unset)"
+            )
+
+
+@dataclass(frozen=True, kw_only=True)
+class SharingConfig:
+    """Cross-layer parameter sharing: `n_layers` layers run over `blocks` distinct blocks."""
+
+    SECTION: ClassVar[str] = "model.sharing"
+    blocks: int | None = None
+    """Distinct blocks U ≤ model.n_layers; None = one per layer (no sharing)."""
+    order: str = "cycle"
+    """cycle: layer l runs block l mod U (ALBERT with U = 1, universal transformers);
+    immediate: layer l runs block ⌊l·U/L⌋, each about L/U times in a row (MobileLLM)."""
+
+    def __post_init__(self) -> None:
+        if self.blocks is not None:
+            positive(self, "blocks")
+        if self.order not in SHARING_ORDERS:
+            raise ConfigError(
+                f"{self.SECTION}.order = {self.order!r}; allowed: {SHARING_ORDERS}"
+                f"{did_you_mean(self.order, SHARING_ORDERS)}"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -217,6 +306,8 @@ class ModelConfig:
     position: PositionConfig = field(default_factory=PositionConfig)
     attention: AttentionConfig = field(default_factory=AttentionConfig)
     mlp: MLPConfig = field(default_factory=MLPConfig)
+    moe: MoEConfig = field(default_factory=MoEConfig)
+    sharing: SharingConfig = field(default_factory=SharingConfig)
     block: BlockConfig = field(default_factory=BlockConfig)
     residual: ResidualConfig = field(default_factory=ResidualConfig)
     stream: StreamConfig = field(default_factory=StreamConfig)
@@ -239,6 +330,11 @@ class ModelConfig:
             )
         if self.head_dim is not None:
             positive(self, "head_dim")
+        blocks = self.sharing.blocks
+        if blocks is not None and blocks > self.n_layers:
+            raise ConfigError(
+                f"model.sharing.blocks = {blocks} exceeds model.n_layers = {self.n_layers}"
+            )
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"model.dropout = {self.dropout} must be in [0, 1)")
         for key, new in self.MOVED_FROM_EXTRA.items():

@@ -66,6 +66,11 @@ class Recipe:
     only when replicated training state would fill more than half a device's memory)."""
     activation_checkpointing: bool = field(default=False, metadata=_OPERATIONAL)
     """Recompute activations in the backward pass: less memory, about one more forward."""
+    match_params: str | None = field(default=None, metadata=_OPERATIONAL)
+    """total | active: the plan notes (and `--strict` refuses) every arm whose total or active
+    parameters (MoE: k of E experts; shared blocks once per use) differ from its baseline's by
+    more than `match_tolerance`. None: not matched; the plan shows both counts."""
+    match_tolerance: float = field(default=0.05, metadata=_OPERATIONAL)
 
     def __post_init__(self) -> None:
         positive(self, "steps", "batch_tokens", "grad_accumulation", "eval_batches")
@@ -79,6 +84,13 @@ class Recipe:
             raise ConfigError(
                 f"recipe.precision = {self.precision!r}{did_you_mean(self.precision, PRECISIONS)}"
             )
+        if self.match_params not in (None, *MATCH_PARAMS):
+            raise ConfigError(
+                f"recipe.match_params = {self.match_params!r}; allowed: {MATCH_PARAMS}"
+                f"{did_you_mean(self.match_params, MATCH_PARAMS)}"
+            )
+        if not self.match_tolerance >= 0:
+            raise ConfigError(f"recipe.match_tolerance = {self.match_tolerance} must be >= 0")
         if self.parallel not in PARALLEL:
             raise ConfigError(
                 f"recipe.parallel = {self.parallel!r}{did_you_mean(self.parallel, PARALLEL)}"
@@ -103,6 +115,7 @@ class Recipe:
 
 PRECISIONS = ("auto", "bf16", "fp32")
 PARALLEL = ("auto", "ddp", "fsdp")
+MATCH_PARAMS = ("total", "active")
 
 
 def recipe_hash(recipe: Recipe) -> str:

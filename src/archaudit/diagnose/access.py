@@ -156,7 +156,7 @@ class ArchauditView(ModelView):
             )
 
     def layers(self) -> list[nn.Module]:
-        return list(self.model.blocks)
+        return self.model.layers()  # in call order: a shared block once per layer that runs it
 
     def unembedding(self) -> torch.Tensor:
         head = self.model.head
@@ -180,6 +180,11 @@ class ArchauditView(ModelView):
         # module; differential attention calls its score twice, and both maps are kept.
         maps: dict[int, list[torch.Tensor]] = {}
         handles = []
+        if len({id(block) for block in self.layers()}) < len(self.layers()):
+            raise DataError(
+                f"{self.name}: shared layers (model.sharing) run one attention module in several "
+                "layers, so its maps cannot be told apart per layer"
+            )
         for i, block in enumerate(self.layers()):
             score = getattr(block.attn.sublayer, "score", None)
             if score is None:
@@ -196,8 +201,9 @@ class ArchauditView(ModelView):
 
     def rebuilt(self, plan: LayerPlan) -> ModelView:
         model = copy.deepcopy(self.model)
-        own = list(model.blocks)
+        own = model.layers()
         model.blocks = nn.ModuleList(own[p] if isinstance(p, int) else p for p in plan)
+        model.order = list(range(len(model.blocks)))
         return ArchauditView(
             ArchauditLM(model, self.scoring.tokenizer, name=self.name, device=str(self.device))
         )

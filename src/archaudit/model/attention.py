@@ -17,6 +17,7 @@ from archaudit.config import ModelConfig
 from archaudit.errors import ConfigError
 from archaudit.model.context import ForwardContext
 from archaudit.model.norms import RMSNorm
+from archaudit.model.position import rotates
 from archaudit.model.scores import SCORES
 from archaudit.registry import Registry
 
@@ -41,6 +42,7 @@ class Attention(nn.Module):
         super().__init__()
         self.n_heads, self.n_kv, self.d_h = cfg.n_heads, cfg.kv_heads, cfg.dim_head
         self.window = layer_window(cfg, layer)
+        self.rotates = rotates(cfg, layer)
         self.q_proj = nn.Linear(cfg.d_model, self.n_heads * self.d_h, bias=False)
         self.k_proj = nn.Linear(cfg.d_model, self.n_kv * self.d_h, bias=False)
         self.v_proj = nn.Linear(cfg.d_model, self.n_kv * self.d_h, bias=False)
@@ -86,7 +88,8 @@ class Attention(nn.Module):
         elif self.value_lambdas is not None:
             # ResFormer (Zhou et al. 2024, arXiv 2410.17897): V_l ← λ1·V_l + λ2·V_1.
             v = self.value_lambdas[0] * v + self.value_lambdas[1] * ctx.v_first
-        q, k = ctx.position.rotate(q, k)
+        if self.rotates:
+            q, k = ctx.position.rotate(q, k)
         if self.n_kv != self.n_heads:
             k = k.repeat_interleave(self.n_heads // self.n_kv, dim=1)
             v = v.repeat_interleave(self.n_heads // self.n_kv, dim=1)
@@ -132,6 +135,7 @@ class DifferentialAttention(nn.Module):
         self.h, self.d_h = cfg.n_heads // 2, cfg.dim_head
         d_inner = cfg.n_heads * self.d_h
         self.window = layer_window(cfg, layer)
+        self.rotates = rotates(cfg, layer)
         self.q_proj = nn.Linear(cfg.d_model, d_inner, bias=False)
         self.k_proj = nn.Linear(cfg.d_model, d_inner, bias=False)
         self.v_proj = nn.Linear(cfg.d_model, d_inner, bias=False)
@@ -151,7 +155,8 @@ class DifferentialAttention(nn.Module):
         q = self.q_proj(x).view(B, T, 2 * self.h, self.d_h).transpose(1, 2)  # (B, 2h', T, d_h)
         k = self.k_proj(x).view(B, T, 2 * self.h, self.d_h).transpose(1, 2)
         v = self.v_proj(x).view(B, T, self.h, 2 * self.d_h).transpose(1, 2)  # (B, h', T, 2d_h)
-        q, k = ctx.position.rotate(q, k)
+        if self.rotates:
+            q, k = ctx.position.rotate(q, k)
         mask = ctx.mask(self.window)
         # Heads (2i, 2i+1) form pair i: the map of the odd one is subtracted.
         y1 = self.score(q[:, 0::2], k[:, 0::2], v, mask)

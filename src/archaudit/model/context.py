@@ -1,4 +1,5 @@
-"""What every layer of one forward pass shares: masks, the positional scheme, first-layer values.
+"""What every layer of one forward pass shares: masks, the positional scheme, first-layer values,
+and the auxiliary losses sublayers add to the objective (MoE routers).
 
 Built once per forward by the model, so masks and biases are computed once, not per layer.
 """
@@ -38,6 +39,7 @@ class ForwardContext:
     device: torch.device
     position: Position
     v_first: torch.Tensor | None = None  # first layer's values, for value residual
+    aux_losses: list[torch.Tensor] = field(default_factory=list)  # MoE routers' terms
     _masks: dict[int | None, AttnMask] = field(default_factory=dict)
 
     def mask(self, window: int | None) -> AttnMask:

@@ -38,6 +38,13 @@ class Position(nn.Module):
         return None  # (h, T, T) added to the logits, or None
 
 
+def rotates(cfg: ModelConfig, layer: int) -> bool:
+    """Whether attention in `layer` (0-based) asks the position slot to rotate: all layers but
+    every `position.nope_every`-th (Llama 4's NoPE layers, transformers' `no_rope_layers`)."""
+    every = cfg.position.nope_every
+    return every is None or (layer + 1) % every != 0
+
+
 @POSITIONS.register("rope")
 class RoPE(Position):
     """Rotary embeddings (Su et al. 2021): rotate pairs of dims by angle pos·θ_i,
@@ -46,38 +53,44 @@ class RoPE(Position):
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__(cfg)
-        rot = int(cfg.dim_head * cfg.position.rope_fraction) // 2 * 2
-        self.rot = rot
-        # Angles in float64 on the CPU (not a buffer, so .to(bf16) cannot round them); the
-        # table is cast once per device and compute dtype (float32, or float64 in the tests).
-        self.inv_freq = cfg.position.rope_base ** (
-            -torch.arange(0, rot, 2, dtype=torch.float64) / rot
-        )
-        self._cache: tuple[int, torch.Tensor, torch.Tensor] | None = None
+        # Tables per rotated width (latent attention rotates a narrower part than d_h), device
+        # and compute dtype; angles computed in float64 on the CPU, so .to(bf16) cannot round
+        # them (they are not buffers).
+        self._cache: dict[tuple[int, torch.device, torch.dtype], tuple[torch.Tensor, ...]] = {}
+
+    def rotated(self, width: int) -> int:
+        """How many of a head's `width` dims rotate: the even part of width·rope_fraction."""
+        return int(width * self.cfg.position.rope_fraction) // 2 * 2
 
     def _cos_sin(
-        self, T: int, device: torch.device, dtype: torch.dtype
+        self, T: int, rot: int, device: torch.device, dtype: torch.dtype
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        cache = self._cache
-        if cache is None or cache[0] < T or cache[1].device != device or cache[1].dtype != dtype:
+        key = (rot, device, dtype)
+        cached = self._cache.get(key)
+        if cached is None or cached[0].shape[0] < T:
             # Built outside inference_mode even when called inside it: an inference tensor could
             # not be saved for backward by a later training forward that reuses the cache.
             with torch.inference_mode(False), torch.no_grad():
-                freqs = torch.outer(torch.arange(T, dtype=torch.float64), self.inv_freq)
-                cos, sin = (f.to(device=device, dtype=dtype) for f in (freqs.cos(), freqs.sin()))
-                self._cache = (T, cos, sin)  # (T, rot/2) each
-        return self._cache[1][:T], self._cache[2][:T]
+                base = self.cfg.position.rope_base
+                inv_freq = base ** (-torch.arange(0, rot, 2, dtype=torch.float64) / rot)
+                freqs = torch.outer(torch.arange(T, dtype=torch.float64), inv_freq)
+                cached = tuple(f.to(device=device, dtype=dtype) for f in (freqs.cos(), freqs.sin()))
+                self._cache[key] = cached  # (T, rot/2) each
+        return cached[0][:T], cached[1][:T]
 
     def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.rot == 0:
+        """Rotate the leading rotated(width) dims of q and k, whatever their head width."""
+        rot = self.rotated(q.shape[-1])
+        if rot == 0:
             return q, k
         dtype = torch.promote_types(q.dtype, torch.float32)  # bf16 rotates in float32
-        cos, sin = self._cos_sin(q.shape[-2], q.device, dtype)
+        cos, sin = self._cos_sin(q.shape[-2], rot, q.device, dtype)
         return self._rotate(q, cos, sin), self._rotate(k, cos, sin)
 
     def _rotate(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         # Rotate-half convention: dims (i, i + rot/2) form a pair.
-        x_rot, x_pass = x[..., : self.rot], x[..., self.rot :]
+        rot = 2 * cos.shape[-1]
+        x_rot, x_pass = x[..., :rot], x[..., rot:]
         x1, x2 = x_rot.to(cos.dtype).chunk(2, dim=-1)
         rotated = torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1).type_as(x)
         return torch.cat((rotated, x_pass), dim=-1) if x_pass.shape[-1] else rotated

@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+import archaudit.model.latent  # noqa: F401  (registers the "latent" attention)
 from archaudit.config import ModelConfig
 from archaudit.errors import ConfigError, did_you_mean
 from archaudit.model.attention import ATTENTIONS
@@ -22,6 +23,7 @@ from archaudit.model.context import ForwardContext
 from archaudit.model.heads import HEADS
 from archaudit.model.init import init_weights
 from archaudit.model.mlp import MLPS
+from archaudit.model.moe import ROUTINGS, MoE
 from archaudit.model.norms import NORMS, make_norm
 from archaudit.model.position import POSITIONS
 from archaudit.model.residual import CONNECTIONS, STREAMS, connections_of
@@ -89,7 +91,9 @@ class Transformer(nn.Module):
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.position = POSITIONS.get(cfg.position.name)(cfg)
         block = BLOCKS.get(cfg.block.name)
-        self.blocks = nn.ModuleList(block(cfg, layer) for layer in range(cfg.n_layers))
+        self.order = layer_order(cfg)
+        first_use = [self.order.index(b) for b in range(max(self.order) + 1)]
+        self.blocks = nn.ModuleList(block(cfg, layer) for layer in first_use)
         self.stream = STREAMS.get(cfg.stream.name)(cfg, 2 * cfg.n_layers)
         self.norm = make_norm(cfg.norm, cfg.d_model)
         self.head = HEADS.get(cfg.head.name)(cfg, self.embed)
@@ -103,12 +107,27 @@ class Transformer(nn.Module):
         block), so FSDP2 units and activation checkpointing wrap these."""
         return [connection.sublayer for connection in connections_of(self.blocks)]
 
+    def layers(self) -> list[nn.Module]:
+        """The blocks in call order: a shared block appears once per layer that runs it."""
+        return [self.blocks[b] for b in self.order]
+
     def hidden(self, idx: torch.Tensor) -> torch.Tensor:
         """Token ids (B, T) → final hidden states (B, T, d), normalised."""
+        return self._trunk(idx)[0]
+
+    def _trunk(self, idx: torch.Tensor) -> tuple[torch.Tensor, ForwardContext]:
         ctx = ForwardContext(T=idx.shape[1], device=idx.device, position=self.position)
         x = self.drop(self.position.embed(self.embed(idx)))
-        x = self.stream(x, self.blocks, ctx)
-        return self.norm(x)
+        x = self.stream(x, self.layers(), ctx)
+        return self.norm(x), ctx
+
+    def active_parameters(self) -> int:
+        """Parameters one token's forward pass multiplies by: a shared block counted once per
+        layer that runs it, an MoE layer's routed experts k of E (what FLOPs per token and
+        active-parameter matching use). Equal to `count_parameters` for the baseline."""
+        per_block = [count_parameters(b) - _inactive(b) for b in self.blocks]
+        unique = sum(count_parameters(b) for b in self.blocks)
+        return count_parameters(self) - unique + sum(per_block[b] for b in self.order)
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
         """Token ids (B, T) → next-token logits (B, T, V); with targets (B, T), the training
@@ -118,8 +137,9 @@ class Transformer(nn.Module):
         return self.head(self.hidden(idx))
 
     def loss(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """Mean next-token cross-entropy plus the objective's auxiliary terms (z-loss, MTP)."""
-        h = self.hidden(idx)
+        """Mean next-token cross-entropy plus the objective's auxiliary terms (z-loss, MTP, the
+        MoE routers' load-balancing and z-losses)."""
+        h, ctx = self._trunk(idx)
         logits = self.head(h).float()  # (B, T, V)
         loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
         objective = self.cfg.objective
@@ -131,7 +151,24 @@ class Transformer(nn.Module):
             aux = self.head(mtp(h[:, :-k])).float()
             aux_loss = F.cross_entropy(aux.flatten(0, 1), targets[:, k:].flatten())
             loss = loss + objective.mtp_weight * aux_loss / len(self.mtp)
+        if ctx.aux_losses:
+            # Averaged over MoE layer calls, so a coefficient means the same at any depth.
+            loss = loss + torch.stack(ctx.aux_losses).mean()
         return loss
+
+
+def layer_order(cfg: ModelConfig) -> list[int]:
+    """Which distinct block each layer runs (`model.sharing`): cycle → l mod U, immediate →
+    ⌊l·U/L⌋; without sharing, block l."""
+    L = cfg.n_layers
+    U = cfg.sharing.blocks or L
+    if cfg.sharing.order == "immediate":
+        return [layer * U // L for layer in range(L)]
+    return [layer % U for layer in range(L)]
+
+
+def _inactive(module: nn.Module) -> int:
+    return sum(m.inactive_parameters() for m in module.modules() if isinstance(m, MoE))
 
 
 SLOTS = {
@@ -140,6 +177,7 @@ SLOTS = {
     "attention.name": ATTENTIONS,
     "attention.score": SCORES,
     "mlp.name": MLPS,
+    "moe.routing": ROUTINGS,
     "block.name": BLOCKS,
     "residual.name": CONNECTIONS,
     "residual.mlp": CONNECTIONS,
@@ -206,7 +244,8 @@ def count_parameters(model: nn.Module) -> int:
 
 def training_flops_per_token(cfg: ModelConfig, n_params: int) -> float:
     """6·N for the matrix multiplies (forward + backward) plus 12·L·T·d_attn for the attention
-    scores and weighted sum (PaLM, Chowdhery et al. 2022, appendix B). Embedding lookups are
-    free but the LM head is a real matmul, so N includes the output projection."""
+    scores and weighted sum (PaLM, Chowdhery et al. 2022, appendix B), N the active parameters
+    (`Transformer.active_parameters`: k of E experts, a shared block once per use). Embedding
+    lookups are free but the LM head is a real matmul, so N includes the output projection."""
     d_attn = cfg.n_heads * cfg.dim_head
     return 6.0 * n_params + 12.0 * cfg.n_layers * cfg.context_length * d_attn

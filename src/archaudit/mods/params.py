@@ -28,13 +28,18 @@ def gated_hidden(cfg: ModelConfig) -> int:
     return cfg.mlp.hidden or 16 * -(-cfg.d_model // 6)
 
 
-def baseline_params(cfg: ModelConfig) -> int:
-    """2·V·d + L·(2·d·h·d_h + 2·d·h_kv·d_h + 3·d·H + 2·g·d) + g·d (untied, no biases)."""
+def block_params(cfg: ModelConfig) -> int:
+    """2·d·h·d_h + 2·d·h_kv·d_h + 3·d·H + 2·g·d: one baseline layer."""
     d, d_h, g = cfg.d_model, cfg.dim_head, norm_vectors(cfg)
     attention = 2 * d * cfg.n_heads * d_h + 2 * d * cfg.kv_heads * d_h
-    block = attention + 3 * d * gated_hidden(cfg) + 2 * g * d
+    return attention + 3 * d * gated_hidden(cfg) + 2 * g * d
+
+
+def baseline_params(cfg: ModelConfig) -> int:
+    """2·V·d + L·(2·d·h·d_h + 2·d·h_kv·d_h + 3·d·H + 2·g·d) + g·d (untied, no biases)."""
+    d = cfg.d_model
     head = 0 if cfg.head.tie_embeddings else cfg.vocab_size * d
-    return cfg.vocab_size * d + head + cfg.n_layers * block + g * d
+    return cfg.vocab_size * d + head + cfg.n_layers * block_params(cfg) + norm_vectors(cfg) * d
 
 
 def none(cfg: ModelConfig) -> int:
@@ -167,3 +172,55 @@ def reshaped(reshape: Callable[[ModelConfig], ModelConfig]) -> ParamsFormula:
 
     formula.__doc__ = "P(reshaped) − P(baseline), P = the baseline's parameter count"
     return formula
+
+
+def expert_hidden(cfg: ModelConfig) -> int:
+    """H_e = ⌈H/(k + s)⌉ unless `moe.expert_hidden` is set (k = top_k, s = shared experts)."""
+    moe = cfg.moe
+    return moe.expert_hidden or -(-gated_hidden(cfg) // (moe.top_k + moe.shared_experts))
+
+
+def moe_layer(cfg: ModelConfig, experts_used: int) -> int:
+    """One MoE layer with `experts_used` routed experts counted: router d·E, experts 3·d·H_e
+    each, shared experts 3·d·s·H_e, the shared gate d."""
+    moe, d = cfg.moe, cfg.d_model
+    gate = d if moe.shared_experts and moe.shared_gate else 0
+    experts = (experts_used + moe.shared_experts) * 3 * d * expert_hidden(cfg)
+    return d * moe.experts + experts + gate
+
+
+def moe(arm: Callable[[ModelConfig], ModelConfig], *, active: bool) -> ParamsFormula:
+    """The MoE MLP of `arm(cfg)` in place of the dense one, all experts or the k a token uses."""
+
+    def formula(cfg: ModelConfig) -> int:
+        moe_cfg = arm(cfg)
+        used = moe_cfg.moe.top_k if active else moe_cfg.moe.experts
+        return cfg.n_layers * (moe_layer(moe_cfg, used) - 3 * cfg.d_model * gated_hidden(cfg))
+
+    used = "k" if active else "E"
+    formula.__doc__ = f"L·(d·E + ({used} + s)·3·d·H_e [+ d] − 3·d·H), H_e = ⌈H/(k + s)⌉"
+    return formula
+
+
+def latent_attention(cfg: ModelConfig) -> int:
+    """L·(d·h·(d_h + d_R) + d·(r + d_R) + r + 2·r·h·d_h − 3·d·h·d_h), r = 4·d_h, d_R = d_h/2
+    (replaces the Q, K, V projections; W_O unchanged)"""
+    d, h, d_h = cfg.d_model, cfg.n_heads, cfg.dim_head
+    r, d_r = 4 * d_h, max(2, d_h // 2 // 2 * 2)
+    latent = d * h * (d_h + d_r) + d * (r + d_r) + r + 2 * r * h * d_h
+    return cfg.n_layers * (latent - d * h * d_h - 2 * d * cfg.kv_heads * d_h)
+
+
+def shared_blocks(blocks: Callable[[ModelConfig], int]) -> ParamsFormula:
+    """(U − L)·P_block: L layers run U distinct blocks."""
+
+    def formula(cfg: ModelConfig) -> int:
+        return (blocks(cfg) - cfg.n_layers) * block_params(cfg)
+
+    formula.__doc__ = "(U − L)·P_block, P_block = one baseline layer's parameters"
+    return formula
+
+
+def recurrent_depth_active(cfg: ModelConfig) -> int:
+    """L·P_block (every block runs twice)"""
+    return cfg.n_layers * block_params(cfg)

@@ -55,6 +55,8 @@ FAMILIES = (
     "norm",
     "mlp",
     "objective",
+    "moe",
+    "sharing",
     "recipe",
 )
 DOWNSTREAM_FAMILIES = frozenset({"attention-output"})  # R6
@@ -115,6 +117,9 @@ class Modification:
     delta: DeltaFunction
     params: formulas.ParamsFormula
     """Parameters added to the baseline at the sizes of the given config."""
+    active_params: formulas.ParamsFormula | None = None
+    """Active parameters added (what one token multiplies by: k of E experts, a shared block
+    once per use); None = the same as `params`."""
     recipe: Delta = field(default_factory=dict)
     aliases: tuple[str, ...] = ()
     duties: tuple[str, ...] = ()
@@ -138,7 +143,11 @@ class Modification:
     @property
     def params_formula(self) -> str:
         """The first docstring line of `params` (a plugin's lambda has none)."""
-        return ((self.params.__doc__ or "").strip().splitlines() or ["undocumented"])[0]
+        return _first_line(self.params)
+
+    @property
+    def active_params_formula(self) -> str:
+        return _first_line(self.active_params or self.params)
 
     def claims(self, cfg: ModelConfig) -> dict[str, Any]:
         """The keys this modification sets (or pins) on `cfg`, as dotted paths checked against
@@ -150,6 +159,9 @@ class Modification:
 
     def params_delta(self, cfg: ModelConfig) -> int:
         return self.params(cfg)
+
+    def active_params_delta(self, cfg: ModelConfig) -> int:
+        return (self.active_params or self.params)(cfg)
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready summary (the objects of `archaudit mods list --json`)."""
@@ -163,6 +175,7 @@ class Modification:
             "description": self.description,
             "formula": self.formula,
             "params_formula": self.params_formula,
+            "active_params_formula": self.active_params_formula,
             "aliases": list(self.aliases),
             "reference_check": dataclasses.asdict(self.check) if self.check else None,
         }
@@ -180,6 +193,7 @@ def modification(
     description: str,
     formula: str,
     params: formulas.ParamsFormula = formulas.none,
+    active_params: formulas.ParamsFormula | None = None,
     recipe: Delta | None = None,
     aliases: tuple[str, ...] = (),
     duties: tuple[str, ...] = (),
@@ -213,6 +227,7 @@ def modification(
             citation=citation,
             delta=delta,
             params=params,
+            active_params=active_params,
             recipe=dict(recipe or {}),
             aliases=aliases,
             duties=tuple(duties),
@@ -225,6 +240,10 @@ def modification(
         return delta
 
     return register
+
+
+def _first_line(formula: Callable[..., Any]) -> str:
+    return ((formula.__doc__ or "").strip().splitlines() or ["undocumented"])[0]
 
 
 def get_modification(name: str) -> Modification:

@@ -79,6 +79,23 @@ SUITES: dict[str, tuple[str, ...]] = {
         "long_warmup",
         "no_warmup",
     ),
+    # The families today's open models are built from: routed experts (Switch, Mixtral, ST-MoE,
+    # DeepSeekMoE, Qwen2-MoE; all at the baseline's active parameters), multi-head latent
+    # attention, Llama 4's interleaved NoPE layers, and shared layers (fewer parameters, or the
+    # same ones run twice).
+    "modern": (
+        "baseline",
+        "switch_moe",
+        "mixtral_moe",
+        "st_moe",
+        "deepseek_moe",
+        "qwen_moe",
+        "mla",
+        "irope",
+        "albert_sharing",
+        "repeat_block",
+        "depth_recurrence",
+    ),
 }
 
 

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from archaudit.audit import store
 from archaudit.errors import ArchauditError, DataError
-from archaudit.rundir import ENV
+from archaudit.rundir import ENV, EVENTS
 from archaudit.stats import (
     Design,
     cross_scale_transfer,
@@ -214,6 +214,22 @@ class Curve:
 
 
 @dataclass(frozen=True)
+class Routing:
+    """One MoE run's routing at its last logged step (metrics.jsonl) and its collapse events."""
+
+    arm: str
+    scale: str
+    seed: int
+    step: int
+    load: tuple[tuple[float, ...], ...]
+    """Per MoE layer: each expert's share of the chosen assignments (sums to 1)."""
+    dropped: float
+    entropy: float
+    collapses: tuple[tuple[int, int], ...]
+    """(step, layer) of every router_collapse event in events.jsonl."""
+
+
+@dataclass(frozen=True)
 class ScaleScope:
     name: str
     model: dict[str, Any]
@@ -230,6 +246,8 @@ class Scope:
     """The shared recipe (empty for a CSV)."""
     suite: str | None
     tuned_arms: tuple[str, ...]
+    params: tuple[tuple[str, str, int, int], ...] = ()
+    """(arm, scale, total, active) parameters, the mean over seeds of each run's count."""
 
 
 @dataclass(frozen=True)
@@ -270,6 +288,8 @@ class ReportData:
     progress: Progress | None
     protocol_notes: dict[str, tuple[str, ...]]
     """Arm → the audit's protocol warnings (R5–R7) stored at plan time."""
+    routing: tuple[Routing, ...] = ()
+    """Runs with mixture-of-experts layers: their final expert load, drops and collapses."""
     absent: dict[str, str] = field(default_factory=dict)
     """Analysis → why it could not be made (the error stats raised, or what is missing)."""
 
@@ -309,6 +329,7 @@ def gather(
         provenance=_provenance(csv_path, runs, command),
         progress=_progress(runs) if audit_dir else None,
         protocol_notes=_protocol_notes(audit_dir),
+        routing=tuple(r for run in runs if (r := _routing(run)) is not None),
         absent=absent,
     )
 
@@ -729,6 +750,26 @@ def _curve(run: _Run) -> Curve | None:
     )
 
 
+def _routing(run: _Run) -> Routing | None:
+    rows = [r for r in _read_metrics(run.path / store.METRICS) if "moe_load" in r]
+    if not rows:
+        return None
+    last, spec = rows[-1], run.spec
+    events = _read_metrics(run.path / EVENTS)
+    return Routing(
+        arm=spec.get("arm", run.path.parts[-3]),
+        scale=spec.get("scale", run.path.parts[-2]),
+        seed=int(spec.get("seed", 0)),
+        step=int(last["step"]),
+        load=tuple(tuple(float(v) for v in layer) for layer in last["moe_load"]),
+        dropped=_number(last.get("moe_dropped")),
+        entropy=_number(last.get("moe_router_entropy")),
+        collapses=tuple(
+            (int(e["step"]), int(e["layer"])) for e in events if e.get("event") == "router_collapse"
+        ),
+    )
+
+
 def _read_metrics(path: Path) -> list[dict[str, Any]]:
     """The complete rows of metrics.jsonl; a running trainer's torn last line is left out."""
     try:
@@ -770,7 +811,25 @@ def _scope(table: Table | None, runs: Sequence[_Run], audit_dir: Path | None) ->
     tuned = tuple(sorted({s["arm"] for s in specs if s.get("tuned")})) or (
         tuple(a for a in table.arms if table.tuned(a)) if table else ()
     )
-    return Scope(tuple(out), shared, audit.get("suite"), tuned)
+    return Scope(tuple(out), shared, audit.get("suite"), tuned, _param_counts(table))
+
+
+def _param_counts(table: Table | None) -> tuple[tuple[str, str, int, int], ...]:
+    """Total and active parameters per arm and scale (active = total for runs from before
+    active counts were recorded)."""
+    values: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for row in table.rows if table else ():
+        if row.metric in ("params", "active_params") and math.isfinite(row.value):
+            values.setdefault((row.arm, row.scale), {}).setdefault(row.metric, []).append(row.value)
+    out = []
+    for (arm, scale), counts in values.items():
+        total = counts.get("params")
+        if total:
+            active = counts.get("active_params", total)
+            out.append(
+                (arm, scale, round(sum(total) / len(total)), round(sum(active) / len(active)))
+            )
+    return tuple(out)
 
 
 def _provenance(csv_path: Path, runs: Sequence[_Run], command: str | None) -> Provenance:

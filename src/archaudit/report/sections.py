@@ -344,6 +344,35 @@ def curves(data: ReportData) -> Section:
     return Section("curves", title, intro, tuple(blocks))
 
 
+def routing(data: ReportData) -> Section:
+    title, intro = (
+        "Mixture-of-experts routing",
+        "For every run with MoE layers, at its last training step: each layer's expert load as "
+        "E × the busiest and the idlest expert's share of assignments (1 = balanced), the "
+        "fraction of assignments dropped for capacity, the router's mean entropy (log E = "
+        "uniform) and the steps where a layer's router collapsed (one expert chosen by >= 90% "
+        "of the tokens, events.jsonl).",
+    )
+    if not data.routing:
+        return _absent("routing", title, intro, "no run of this source has MoE layers")
+    rows = tuple(
+        (
+            r.arm,
+            r.scale,
+            str(r.seed),
+            str(r.step),
+            "; ".join(f"{len(ld) * max(ld):.2f} / {len(ld) * min(ld):.2f}" for ld in r.load),
+            f"{r.dropped:.1%}",
+            f"{r.entropy:.2f} of {math.log(len(r.load[0])):.2f}" if r.load else num(r.entropy),
+            ", ".join(f"step {s} (layer {layer})" for s, layer in r.collapses) or "none",
+        )
+        for r in data.routing
+    )
+    columns = ("arm", "scale", "seed", "step", "load max / min per layer", "dropped", "entropy")
+    grid = Grid("Routing at the last step of each MoE run.", (*columns, "collapses"), rows)
+    return Section("routing", title, intro, (grid,))
+
+
 # ---------------------------------------------------------------------------------------------
 # 5. rank shifts across scales
 
@@ -596,6 +625,15 @@ def scope(data: ReportData) -> Section:
         blocks.append(
             Paragraph("Tuned arms (outside the shared recipe): " + ", ".join(s.tuned_arms))
         )
+    if any(total != active for _, _, total, active in s.params):
+        blocks.append(
+            Grid(
+                "Parameters: total, and active (what one token multiplies by: k of E experts, a "
+                "shared block once per layer; FLOPs per token use it)",
+                ("arm", "scale", "total", "active"),
+                tuple((a, sc, f"{t:,}", f"{act:,}") for a, sc, t, act in s.params),
+            )
+        )
     return Section("scope", title, intro, tuple(blocks))
 
 
@@ -651,6 +689,7 @@ SECTIONS: tuple[Callable[[ReportData], Section], ...] = (
     noise_floor,
     decoupling,
     curves,
+    routing,
     transfer,
     interactions,
     power,

@@ -5,6 +5,8 @@
 - Rising gradient norm: its exponential moving average grew at ≥ 90% of the last `rise_window`
   steps and by ≥ 50% overall — the early sign of divergence (R7). Reported once per episode.
 - Divergence: a NaN or Inf loss or gradient norm; the trainer then stops the run cleanly.
+- Router collapse (MoE): one expert is chosen by ≥ `collapse_share` of a layer's tokens (90%:
+  the layer has become one dense MLP with idle experts). Reported when a layer enters it.
 The state is a plain dict saved in every checkpoint, so a resumed run flags exactly what the
 uninterrupted one would have.
 """
@@ -29,6 +31,8 @@ class StabilityMonitor:
     rises: deque[int] = field(default_factory=deque)
     ema_start: deque[float] = field(default_factory=deque)
     rising: bool = False
+    collapse_share: float = 0.9
+    collapsed: list[int] = field(default_factory=list)
 
     def observe(self, step: int, loss: float, grad_norm: float) -> list[dict[str, Any]]:
         """Record one step; return the events it raised (each a JSON-ready dict)."""
@@ -47,6 +51,23 @@ class StabilityMonitor:
             if (stats := self._spike(name, value))
         ]
         events += self._rise(step, grad_norm)
+        return events
+
+    def observe_routing(self, step: int, top_shares: list[float]) -> list[dict[str, Any]]:
+        """One step's share of tokens choosing each MoE layer's most chosen expert."""
+        now = [layer for layer, share in enumerate(top_shares) if share >= self.collapse_share]
+        events = [
+            {
+                "step": step,
+                "event": "router_collapse",
+                "layer": layer,
+                "top_expert_share": top_shares[layer],
+                "threshold": self.collapse_share,
+            }
+            for layer in now
+            if layer not in self.collapsed
+        ]
+        self.collapsed = now
         return events
 
     def _spike(self, name: str, value: float) -> dict[str, float] | None:
@@ -97,6 +118,7 @@ class StabilityMonitor:
             "rises": list(self.rises),
             "ema_start": list(self.ema_start),
             "rising": self.rising,
+            "collapsed": list(self.collapsed),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -105,6 +127,7 @@ class StabilityMonitor:
         self.rises = deque(state["rises"])
         self.ema_start = deque(state["ema_start"])
         self.rising = state["rising"]
+        self.collapsed = list(state.get("collapsed", []))  # absent in checkpoints before MoE
 
 
 def _num(x: float) -> float | str:

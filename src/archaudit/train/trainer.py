@@ -35,6 +35,7 @@ from archaudit.data.tokenizers import HFTokenizer
 from archaudit.errors import ConfigError
 from archaudit.files import atomic_write_text
 from archaudit.model import build_model, count_parameters, training_flops_per_token
+from archaudit.model.moe import routing_metrics
 from archaudit.progress import progress, warn
 from archaudit.rundir import ENV, EVENTS, METRICS, SPEC, TOKENIZER, TRAIN_RESULT
 from archaudit.train import checkpoint as ckpt
@@ -66,6 +67,8 @@ class TrainResult:
     params: int
     diverged_step: int | None = None
     flops_per_token: float = 0.0
+    active_params: int = 0
+    """Parameters a token's forward multiplies by (MoE: k of E experts); 0 in older results."""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -146,8 +149,8 @@ def train(
         )
     torch.manual_seed(derive_seed(seed, "init"))
     model = build_model(model_cfg).to(device)
-    params = count_parameters(model)
-    flops_per_token = training_flops_per_token(model_cfg, params)
+    params, active_params = count_parameters(model), model.active_parameters()
+    flops_per_token = training_flops_per_token(model_cfg, active_params)
     if world.is_main:
         _write_spec(out, spec, corpus)
         (out / ENV).write_text(json.dumps(environment(device), indent=2))
@@ -201,6 +204,8 @@ def train(
             grad_norm = full_norm(nn.utils.clip_grad_norm_(model.parameters(), recipe.grad_clip))
             loss_value = signals.mean_loss(loss_sum / recipe.grad_accumulation)
             events = monitor.observe(step + 1, loss_value, grad_norm)
+            routing = routing_metrics(model)  # {} without MoE layers
+            events += monitor.observe_routing(step + 1, routing.get("moe_top_share", []))
             _append_jsonl(out / EVENTS, events, world)
             if any(e["event"] == "diverged" for e in events):
                 status, diverged_step = "diverged", step + 1
@@ -224,6 +229,7 @@ def train(
                 "lr": lr,
                 "grad_norm": grad_norm,
                 "tokens_per_s": tokens_per_step / dt,
+                **routing,
             }
             if (step + 1) % recipe.eval_every == 0 or step + 1 == recipe.steps:
                 last_val = validation_loss(model, val_sampler, recipe, device, micro)
@@ -253,6 +259,7 @@ def train(
         params=params,
         diverged_step=diverged_step,
         flops_per_token=flops_per_token,
+        active_params=active_params,
     )
     if world.is_main:
         atomic_write_text(out / TRAIN_RESULT, json.dumps(result.to_json(), indent=2))

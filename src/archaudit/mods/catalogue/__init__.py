@@ -16,6 +16,8 @@ ORDER = (
     "residual",
     "norm",
     "mlp",
+    "moe",
+    "sharing",
     "objective",
     "recipe",
 )

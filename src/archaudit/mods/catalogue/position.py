@@ -34,6 +34,24 @@ def nope(cfg: ModelConfig) -> dict[str, Any]:
 
 
 @modification(
+    "irope",
+    family="position",
+    duties=("downstream",),
+    citation=Citation(
+        "Meta AI",
+        2025,
+        "The Llama 4 herd (ai.meta.com/blog/llama-4-multimodal-intelligence); transformers' "
+        "Llama4TextConfig.no_rope_layers",
+    ),
+    description="interleaved NoPE layers: every 4th layer attends without RoPE (Llama 4)",
+    formula="layer l rotates q, k iff (l + 1) mod n ≠ 0, n = min(4, L); other layers z = q·kᵀ/√d_h",
+)
+def irope(cfg: ModelConfig) -> dict[str, Any]:
+    # n = L for models under 4 layers, so that at least the last layer is a NoPE layer.
+    return {"position.name": "rope", "position.nope_every": min(4, cfg.n_layers)}
+
+
+@modification(
     "partial_rope",
     family="position",
     citation=Citation("Black et al.", 2022, "GPT-NeoX-20B, arXiv 2204.06745"),

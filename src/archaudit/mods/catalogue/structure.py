@@ -10,7 +10,7 @@ from typing import Any
 from archaudit.config import ModelConfig, replace_paths
 from archaudit.errors import ConfigError
 from archaudit.mods import params
-from archaudit.mods.registry import Citation, DeltaFunction, modification
+from archaudit.mods.registry import Citation, DeltaFunction, ReferenceCheck, modification
 
 
 def _deep_narrow(cfg: ModelConfig) -> dict[str, Any]:
@@ -92,3 +92,35 @@ def swa(cfg: ModelConfig) -> dict[str, Any]:
 )
 def short_context(cfg: ModelConfig) -> dict[str, Any]:
     return {"context_length": max(1, cfg.context_length // 2)}
+
+
+@modification(
+    "mla",
+    family="structure",
+    duties=("downstream",),
+    params=params.latent_attention,
+    citation=Citation("DeepSeek-AI", 2024, "DeepSeek-V2, arXiv 2405.04434"),
+    description="multi-head latent attention: K/V from a 4·d_h-wide latent, decoupled RoPE keys",
+    formula=(
+        "c = RMSNorm(x·W_DKV) (r = 4·d_h); [k_C; v] = c·W_UKV per head; k_R = RoPE(x·W_KR) shared "
+        "by all heads; q = [q_C; RoPE(q_R)]; softmax([q_C; q_R]·[k_C; k_R]ᵀ/√(d_h + d_R))·v"
+    ),
+    check=ReferenceCheck(
+        variant="DeepSeek-V2-Lite's form: no query latent (a query latent is model.attention."
+        "latent_q_rank, also checked); rotate-half RoPE pairs",
+        reference="transformers' DeepseekV3Attention (rope_interleave=False, eager attention)",
+        max_abs_diff=1e-12,
+        test="tests/mods/test_mods_formulas_hf.py",
+    ),
+)
+def mla(cfg: ModelConfig) -> dict[str, Any]:
+    # The latent module has no GQA, QK(V)-norm, gate or value residual (what the cache stores
+    # is the latent): claiming their baseline values makes such a pair a named conflict.
+    return {
+        "attention.name": "latent",
+        "n_kv_heads": None,
+        "attention.qk_norm": False,
+        "attention.qkv_norm": False,
+        "attention.gate": None,
+        "attention.value_residual": False,
+    }
