@@ -741,7 +741,8 @@ def simulate_null_command(
         from archaudit.cli.sequential_cmd import simulate_sequential_command
 
         if looped:  # a sequential audit file: its own loop, not a fixed design of its first round
-            arms, seeds, baseline_seeds = looped
+            arms, seeds, baseline_seeds, primaries = looped
+            alpha /= primaries  # the loop splits α across its primary metrics
         options = dict(arms=arms, seeds=seeds, audits=audits, baseline_seeds=baseline_seeds)
         options |= dict(correction=correction, alpha=alpha, effect=effect, seed=seed)
         return simulate_sequential_command(
@@ -789,10 +790,11 @@ def simulate_null_command(
     print_panel(result.panel, result.panel_worst)
 
 
-def _sequential_like(path: Path) -> tuple[int, int, int] | None:
-    """(arms, most seeds per arm, baseline seeds) of an audit file with `[seeds] policy =
-    "sequential"`, else None."""
+def _sequential_like(path: Path) -> tuple[int, int, int, int] | None:
+    """(arms, most seeds per arm, baseline seeds, primary metrics) of an audit file with
+    `[seeds] policy = "sequential"`, else None."""
     from archaudit.audit.plan import make_plan
+    from archaudit.audit.sequential import SettleOptions, primary_metrics
     from archaudit.audit.spec import load_audit
 
     plan = make_plan(load_audit(path))
@@ -801,7 +803,8 @@ def _sequential_like(path: Path) -> tuple[int, int, int] | None:
     first = plan.runs[0]
     arms = {r.arm for r in plan.runs if r.baseline == first.baseline and r.scale == first.scale}
     tested = [arm for arm in arms if arm.split("@")[0] != "baseline"]
-    return len(tested), plan.spec.seeds.max, plan.spec.seeds.noise_floor
+    primaries = len(primary_metrics(plan, SettleOptions()))
+    return len(tested), plan.spec.seeds.max, plan.spec.seeds.noise_floor, primaries
 
 
 def _design_like(
