@@ -33,3 +33,15 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
         return f" (did you mean {close[0]!r}?)"
     shown = ", ".join(options[:12]) + (", ..." if len(options) > 12 else "")
     return f" (allowed: {shown})"
+
+
+def os_error_line(err: OSError) -> str:
+    """One line for a failed file operation: the file, what the system said, and the usual fix
+    (a full disk, a read-only folder), e.g. `cannot write runs/x/results.csv: No space left on
+    device (errno 28): free some space, then rerun: finished runs are kept`."""
+    where = " → ".join(str(f) for f in (err.filename, err.filename2) if f is not None)
+    reason = f"{err.strerror or err} (errno {err.errno})" if err.errno else str(err)
+    fixes = {28: "free some space, then rerun: finished runs are kept", 30: "the folder is "
+             "read-only: give a writable one", 13: "check the folder's permissions"}  # fmt: skip
+    fix = fixes.get(err.errno or 0, "")
+    return f"cannot use {where or 'a file'}: {reason}" + (f"; {fix}" if fix else "")

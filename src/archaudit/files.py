@@ -7,10 +7,14 @@ another process may read.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from archaudit.errors import DataError
 
 
 def cache_dir() -> Path:
@@ -24,7 +28,7 @@ def _umask() -> int:
     return mask
 
 
-_FILE_MODE = 0o666 & ~_umask()  # what open() would give; read once, at import
+FILE_MODE = 0o666 & ~_umask()  # what open() would give; read once, at import
 
 
 def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
@@ -35,7 +39,7 @@ def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
     os.close(fd)
     try:
         write(Path(tmp))
-        os.chmod(tmp, _FILE_MODE)
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -44,3 +48,24 @@ def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
 
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write(path, lambda tmp: tmp.write_text(text))
+
+
+def read_json(path: Path) -> Any:
+    """The JSON value in `path`, None when there is no such file; a file that is not UTF-8
+    JSON (torn, edited, binary) is a one-line DataError naming it."""
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:
+        raise DataError(f"{path} is not valid JSON ({str(err).splitlines()[0]})") from None
+    except IsADirectoryError:
+        raise DataError(f"{path} is a folder, where archaudit expects a JSON file") from None
+
+
+def read_json_object(path: Path) -> dict[str, Any] | None:
+    """`read_json` for files that hold one JSON object (records, specs, metadata)."""
+    value = read_json(path)
+    if value is not None and not isinstance(value, dict):
+        raise DataError(f"{path} holds {type(value).__name__} where a JSON object belongs")
+    return value

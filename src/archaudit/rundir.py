@@ -14,13 +14,23 @@
           DONE               the audit's result record, written last                  (audit)
           FAILED             the error of the last failed attempt                     (audit)
 
+    <audit>/audit.json       the plan; marks a folder as an audit directory (audit/store.py)
+
+A folder is a run of this tool when it holds spec.json (the trainer's) or run.json (the
+audit's); `train` and `index` refuse any other non-empty folder rather than write into it. No
+name of the layout may be a link that leads out of the run: deleting old checkpoints or
+appending to a log through one would change files the run does not own.
+
 Other modules ask this one rather than spelling names, so the layout changes in one place.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
+
+from archaudit.errors import DataError
 
 SPEC = "spec.json"
 ENV = "env.json"
@@ -35,6 +45,9 @@ ATTEMPTS = "attempts.jsonl"
 EVALS = "evals.json"
 DONE = "DONE"
 FAILED = "FAILED"
+AUDIT_FILE = "audit.json"
+LAYOUT = (SPEC, ENV, METRICS, EVENTS, TOKENIZER, TRAIN_RESULT, CHECKPOINTS, RUN_FILE, ATTEMPTS)
+LAYOUT += (EVALS, DONE, FAILED)
 
 # inside one checkpoint folder (the format: checkpoint_io.py)
 WEIGHTS = "model.safetensors"
@@ -58,11 +71,12 @@ def checkpoint_step(path: str | Path) -> int | None:
 
 
 def checkpoint_dirs(run_dir: Path) -> list[Path]:
-    """A run's checkpoint folders, oldest step first (temporary folders left out)."""
-    folder = run_dir / CHECKPOINTS
+    """A run's checkpoint folders, oldest step first (temporary folders left out). A link
+    out of the run is refused, naming it."""
+    folder = inside(run_dir, run_dir / CHECKPOINTS)
     if not folder.is_dir():
         return []
-    steps = {p: checkpoint_step(p) for p in folder.iterdir() if p.is_dir()}
+    steps = {inside(run_dir, p): checkpoint_step(p) for p in folder.iterdir() if p.is_dir()}
     found = sorted((step, p) for p, step in steps.items() if step is not None)
     return [p for _, p in found]
 
@@ -70,3 +84,52 @@ def checkpoint_dirs(run_dir: Path) -> list[Path]:
 def run_dir_of(path: Path) -> Path:
     """The run directory of `path`, which is a run directory or one of its checkpoint folders."""
     return path.parent.parent if checkpoint_step(path) is not None else path
+
+
+def is_run_dir(path: Path) -> bool:
+    """Whether `path` holds a run of this tool (the trainer's spec.json or the audit's run.json)."""
+    return (path / SPEC).is_file() or (path / RUN_FILE).is_file()
+
+
+def is_audit_dir(path: Path) -> bool:
+    return (path / AUDIT_FILE).is_file()
+
+
+def check_train_target(out: Path) -> None:
+    """Refuse to train into `out` when it is a file, or a non-empty folder that is not a run
+    of this tool (its files would be overwritten, appended to or pruned as old checkpoints);
+    refuse a name of the layout that links out of the run."""
+    if out.exists() and not out.is_dir():
+        raise DataError(f"{out} is a file, not a run directory: give --out a new or run folder")
+    if out.is_dir() and not is_run_dir(out) and any(out.iterdir()):
+        raise DataError(
+            f"{out} is a non-empty folder that is not a run of archaudit (no {SPEC} or "
+            f"{RUN_FILE}); give --out a new or empty folder, or the run's own directory"
+        )
+    for name in LAYOUT:
+        inside(out, out / name)
+    if (out / CHECKPOINTS).exists() and not (out / CHECKPOINTS).is_dir():
+        raise DataError(f"{out / CHECKPOINTS} is a file where the run keeps its checkpoints")
+
+
+def check_audit_dir(path: Path) -> Path:
+    """`path` when it is an audit directory of this tool, else a one-line refusal (`index`
+    rewrites results.csv and items.csv there)."""
+    if not is_audit_dir(path):
+        raise DataError(
+            f"{path} is not an audit directory of archaudit (no {AUDIT_FILE}); give the audit "
+            "file or its runs/<audit> folder"
+        )
+    return path
+
+
+def inside(run_dir: Path, path: Path) -> Path:
+    """`path` when it does not lead out of `run_dir` through a link, else a refusal naming it."""
+    if os.path.islink(path) and not Path(os.path.realpath(path)).is_relative_to(
+        os.path.realpath(run_dir)
+    ):
+        raise DataError(
+            f"{path} is a link to {os.path.realpath(path)}, outside the run {run_dir}; archaudit "
+            "never writes or deletes through a link out of a run (replace it with a folder)"
+        )
+    return path

@@ -123,7 +123,10 @@ def test_plan_json_lists_runs_and_writes_nothing(write_audit, tmp_path: Path):
 def test_plan_table_shows_the_grid(write_audit):
     result = CliRunner().invoke(app, ["plan", str(write_audit()), "--no-probe"])
     assert result.exit_code == 0, result.output
-    assert "2 arms × 1 scales × seeds (2 for baseline; 1 for qk_norm) = 3 runs" in result.output
+    # the baseline is not counted as an arm (it was: "2 arms × 1 scales")
+    assert "baseline + 1 arm × 1 scale × seeds (2 for baseline; 1 for qk_norm) = 3 runs" in (
+        result.output
+    )
 
 
 def test_catalogue_recipe_arms_declare_themselves_tuned(write_audit):

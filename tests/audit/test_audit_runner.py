@@ -54,7 +54,9 @@ def test_a_failed_run_is_recorded_and_retried(write_audit, probe_suite: Path):
     text = probe_suite.read_text()
     probe_suite.write_text(text.replace('format = "probe"', 'format = "probes"'))  # after planning
     outcome = run_audit(plan, live=False)
-    assert outcome.failed["baseline/xs/seed-0"].startswith("ConfigError: unknown task format")
+    error = outcome.failed["baseline/xs/seed-0"]
+    assert error.startswith("ConfigError: ") and "probes.toml" in error  # names the suite file
+    assert "unknown task format" in error
     run_dir = plan.run_dir(plan.runs[0])
     assert run_status(run_dir).state == "failed" and (run_dir / FAILED).is_file()
 

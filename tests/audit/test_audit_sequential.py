@@ -118,12 +118,17 @@ def test_added_seeds_are_runs_of_their_own_with_a_note(write_audit):
 def test_the_loop_settles_the_regressor_and_stops_the_null_arms(write_audit, fake_training):
     plan = tiny_plan(write_audit)
     settled = run_until_settled(plan, SettleOptions(max_seeds=4), live=False)
-    assert settled.stop == "settled"
+    # post_ln settled, the null arms stopped: the loop does not call that "settled"
+    assert settled.stop == "all-stopped"
     (family,) = settled.families
     rows = {row.arm: row for row in family.arms}
     assert (rows["post_ln"].verdict, rows["post_ln"].stopped) == ("regressor", "settled")
     for arm in ("qk_norm", "geglu", "softpick"):
-        assert rows[arm].stopped == "futile" and rows[arm].verdict not in ("improver", "regressor")
+        assert rows[arm].verdict not in ("improver", "regressor")
+        # an arm at its last seed stopped for that, not for futility
+        expected = "max-seeds" if rows[arm].seeds == 4 else "futile"
+        assert rows[arm].stopped == expected, (arm, rows[arm])
+    assert sequential.describe_stop(settled).startswith("no arm is open any more (1 settled")
     rounds = read_rounds(plan.audit_dir)
     added = [a for r in rounds for a in r.added]
     assert len(rounds) + 1 == settled.rounds and len(plan.runs) + len(added) == settled.runs
@@ -136,7 +141,10 @@ def test_the_loop_settles_the_regressor_and_stops_the_null_arms(write_audit, fak
         indexed = db.execute("SELECT count(*) FROM notes WHERE rule = 'seed'").fetchone()[0]
     assert indexed == len(added)
     summary = sequential.read_summary(plan.audit_dir)
-    assert summary["stop"] == "settled" and summary["runs"] == settled.runs
+    assert summary["stop"] == "all-stopped" and summary["runs"] == settled.runs
+    # no arm's last seed was spent when it could not settle it
+    worthless = "P(settled by the next seed) = 0.00"
+    assert not [a for a in added if worthless in a["reason"] and a["seed"] == 3]
 
 
 def test_a_run_budget_stops_the_loop_and_says_so(write_audit, fake_training):
@@ -199,3 +207,42 @@ def test_a_loop_settled_by_its_first_round_still_writes_its_summary(write_audit,
     assert settled.rounds == 1 and not read_rounds(plan.audit_dir)
     summary = sequential.read_summary(plan.audit_dir)
     assert summary["runs"] == len(plan.runs) and summary["rule"]["max_seeds"] == 1
+
+
+@pytest.mark.parametrize("change", ["drop", "add"])
+def test_arms_can_be_dropped_or_added_after_rounds_exist(write_audit, fake_training, change):
+    """Issue 22: dropping an arm after a sequential run crashed with KeyError 'softpick/xs' in
+    `extend_plan`. The dropped arm's runs stay on disk, out of the verdicts; an added arm joins
+    the loop at its first look."""
+    plan = tiny_plan(write_audit)
+    first = run_until_settled(plan, SettleOptions(max_seeds=4), live=False)
+    assert any(a["arm"] == "softpick" for r in read_rounds(plan.audit_dir) for a in r.added)
+    arms = [a for a in ARMS if a != "softpick"] if change == "drop" else [*ARMS, "gqa"]
+    spec = load_audit(write_audit(arms=arms, seeds={"noise_floor": 3, "arms": 1}))
+    changed = make_plan(spec)
+    assert changed.audit_dir == plan.audit_dir
+    again = run_until_settled(changed, SettleOptions(max_seeds=4), live=False)
+    judged = {row.arm for row in again.families[0].arms}
+    assert judged == set(arms)
+    kept = {row.arm: row for row in again.families[0].arms}
+    for row in first.families[0].arms:
+        if row.arm in kept and change == "drop":
+            assert kept[row.arm].verdict == row.verdict
+    assert (plan.audit_dir / "softpick" / "xs" / "seed-0" / store.DONE).is_file()
+
+
+def test_a_last_seed_that_cannot_settle_its_arm_is_not_scheduled():
+    """Issue 22: the loop spent a seed on post_ln for "downstream_avg still open ... P(settled
+    by the next seed) = 0.00". A last seed worth nothing is not run (the arm stops as futile);
+    an earlier one is left to the futility rule, which looks ahead to the last seed."""
+    from archaudit.stats.sequential import OPEN, SequentialRule, pooled_tests
+
+    rule = SequentialRule(max_seeds=3, baseline_seeds=3)
+    tests = pooled_tests(np.array([[0.0, 1.0, -1.0]]), np.array([[[0.1, np.nan], [0.2, 0.3]]]))
+    family = sequential.Family("baseline", "xs", "val_loss", ("a", "b"))
+    state = sequential.FamilyState(
+        family, np.array([OPEN, OPEN]), np.zeros(2, bool), tests, np.array([0.0, 0.0])
+    )
+    counts = {"baseline/xs": 3, "a/xs": 1, "b/xs": 2}
+    added = sequential.next_seeds([state], counts, rule)
+    assert [a["arm"] for a in added] == ["a"]  # b's next seed would be its last (baseline: at cap)

@@ -148,3 +148,28 @@ def test_placeholders_in_help_survive_rendering() -> None:
             assert placeholder in shown, f"archaudit {' '.join(path)} --help drops {placeholder}"
             checked += 1
     assert checked >= 8  # runs/<audit>, <dir>, <run>, <csv>, ...
+
+
+def test_flags_show_no_value_type_in_help() -> None:
+    """Issue 22: every flag showed a `<bool>` metavar, as if it took a value."""
+    root = typer.main.get_command(app)
+    for path, command in _commands(root):
+        flags = [p for p in command.params if getattr(p, "is_flag", False)]
+        if not flags:
+            continue
+        result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "250"})
+        assert "<bool>" not in result.stdout, f"archaudit {' '.join(path)} --help"
+
+
+def test_init_suite_help_lists_the_suites_and_a_bad_name_lists_them_too() -> None:
+    from archaudit.cli.audit_cmd import SUITE_NAMES
+    from archaudit.mods.suites import list_suites
+
+    assert list(SUITE_NAMES) == list_suites()  # --help spells them without the catalogue
+    shown = " ".join(
+        CliRunner().invoke(app, ["init", "--help"], env={"COLUMNS": "250"}).stdout.split()
+    )
+    assert all(name in shown for name in SUITE_NAMES)
+    result = CliRunner().invoke(app, ["init", "x.toml", "--suite", "audit2025"])
+    assert result.exit_code != 0
+    assert "suites: " + ", ".join(SUITE_NAMES) in str(result.exception)

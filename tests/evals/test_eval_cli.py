@@ -56,3 +56,23 @@ def test_user_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
     assert len(missing.stderr.strip().splitlines()) == 1
     bad_suite = _cli("eval", str(tmp_path), "--suite", "dmeo")
     assert bad_suite.returncode == 2 and "did you mean 'demo'" in bad_suite.stderr
+
+
+def test_an_unfinished_run_is_scored_with_a_warning(trained_run: Path, tmp_path, monkeypatch):
+    """Issue 22: `eval` on a run interrupted at step 11 of 300 scored it without a word."""
+    import shutil
+
+    from archaudit.model import load
+
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run)
+    spec = json.loads((run / "spec.json").read_text())
+    said: list[str] = []
+    monkeypatch.setattr(load, "warn", said.append)
+    load.load_model(run)
+    assert said == []  # finished: nothing to say
+    steps = spec["recipe"]["steps"]
+    spec["recipe"]["steps"] = 300  # as if it had been interrupted at its last checkpoint
+    (run / "spec.json").write_text(json.dumps(spec))
+    load.load_model(run)
+    assert len(said) == 1 and f"stopped at step {steps} of 300" in said[0]

@@ -102,7 +102,10 @@ def fake_audit(
         rows = []
         for step in range(1, (stop or 21)):
             loss = 3.0 + effect + 2.0 / step + rng.gauss(0.0, 0.01)
-            rows.append({"step": step, "loss": loss, "grad_norm": 1.0 / step + 0.1, "lr": 1e-3})
+            row = {"step": step, "loss": loss, "grad_norm": 1.0 / step + 0.1, "lr": 1e-3}
+            if step % 5 == 0:  # the trainer's eval_every
+                row["val_loss"] = loss + 0.05
+            rows.append(row)
         (run_dir / store.METRICS).write_text("".join(json.dumps(r) + "\n" for r in rows))
         (run_dir / "env.json").write_text(json.dumps(ENV))
         if i >= finished * len(plan.runs):

@@ -11,12 +11,13 @@ from report_helpers import fake_audit, write_results
 from archaudit.report import Report, build_report, write_report
 from archaudit.report.build import write_html, write_markdown
 from archaudit.report.figures import Figure
-from archaudit.report.sections import SECTIONS, Bullets, Grid, Paragraph, Section
+from archaudit.report.sections import SECTIONS, Bullets, Grid, Paragraph, Row, Section
 
 ORDER = (
     "answer",
     "forest",
     "decoupling",
+    "aggregates",
     "curves",
     "routing",
     "transfer",
@@ -26,7 +27,7 @@ ORDER = (
     "scope",
     "provenance",
 )
-WITH_FIGURES = {"forest", "decoupling", "curves", "transfer", "interactions", "power"}
+WITH_FIGURES = {"forest", "decoupling", "aggregates", "curves", "transfer", "interactions", "power"}
 
 
 def sections_of(source: Path | Report, **options) -> dict[str, Section]:
@@ -37,7 +38,11 @@ def sections_of(source: Path | Report, **options) -> dict[str, Section]:
 
 
 def figures_of(section: Section) -> list[Figure]:
-    return [b for b in section.blocks if isinstance(b, Figure)]
+    """The section's figures, those in rows included."""
+    found = []
+    for block in section.blocks:
+        found += block.figures if isinstance(block, Row) else [block]
+    return [b for b in found if isinstance(b, Figure)]
 
 
 def check_present(section: Section) -> None:
@@ -63,12 +68,20 @@ def test_csv_report_has_every_section_it_has_data_for(csv_report: Report) -> Non
     # every tested arm's Δ comes with its interval, which contains Δ
     tested = [a for v in csv_report.data.verdicts for a in v.arms if a.test is not None]
     assert tested and all(a.interval[0] < a.delta < a.interval[1] for a in tested)
-    # one forest, bump and power figure per metric; one decoupling figure with a panel per scale
-    for key in ("forest", "transfer", "power"):
+    # one bump and power figure per metric; a forest per metric and scale (they stack on a
+    # phone), a decoupling figure per scale
+    for key in ("transfer", "power"):
         assert [f.key.split("-", 1)[1] for f in figures_of(sections[key])] == [
             "val_loss",
             "downstream_avg",
         ]
+    assert [f.key for f in figures_of(sections["forest"])] == [
+        f"forest-{m}-{s}" for m in ("val_loss", "downstream_avg") for s in ("d48", "d64")
+    ]
+    assert [f.key for f in figures_of(sections["decoupling"])] == [
+        "decoupling-d48",
+        "decoupling-d64",
+    ]
 
 
 def test_the_answer_names_the_regressor_and_the_funnel_counts_every_arm(
@@ -97,7 +110,7 @@ def test_single_scale_says_why_there_is_no_rank_shift(tmp_path: Path) -> None:
 def test_decoupling_needs_a_loss_and_a_downstream_metric(results_csv: Path) -> None:
     sections = sections_of(results_csv, metrics=["val_loss"])
     check_absent(sections["decoupling"], "downstream")
-    assert len(figures_of(sections["forest"])) == 1
+    assert len(figures_of(sections["forest"])) == 2  # one per scale
 
 
 def test_factorial_csv_gets_an_interaction_heatmap(tmp_path: Path) -> None:
@@ -114,7 +127,9 @@ def test_audit_report_has_curves_with_the_divergence(audit_report: Report) -> No
     for key in ("answer", "forest", "decoupling", "curves", "transfer", "power", "arms"):
         check_present(sections[key])
     curves = sections["curves"]
-    assert [f.key for f in figures_of(curves)] == ["curves-d32", "curves-d48"]
+    assert [f.key for f in figures_of(curves)] == [
+        f"curves-{s}-{kind}" for s in ("d32", "d48") for kind in ("val", "loss", "grad")
+    ]
     diverged = next(b for b in curves.blocks if isinstance(b, Bullets)).items
     assert diverged == ("geglu at d48, seed 1: step 12",)
     lines = next(b for b in sections["answer"].blocks if isinstance(b, Bullets)).items
@@ -158,7 +173,7 @@ def test_markdown_twin_links_figures_written_beside_it(csv_report: Report, tmp_p
     write_markdown(csv_report, out / "md" / "r.md")
     text = (out / "md" / "r.md").read_text()
     links = [line.split("](")[1].rstrip(")") for line in text.splitlines() if line.startswith("![")]
-    assert len(links) == 7  # 2 forest, 1 decoupling, 2 bump, 2 power
+    assert len(links) == 10  # 4 forest, 2 decoupling, 2 bump, 2 power
     for link in links:
         assert (out / "md" / link).read_text().startswith("<?xml")
     assert "> Not shown: a results CSV holds final numbers only" in text
@@ -178,6 +193,8 @@ def test_a_sequential_audit_reports_the_loops_verdicts_and_design(tmp_path: Path
     summary."""
     import json
 
+    from scipy.stats import t as scipy_t
+
     from archaudit.audit import store
     from archaudit.report.data import gather
 
@@ -185,8 +202,17 @@ def test_a_sequential_audit_reports_the_loops_verdicts_and_design(tmp_path: Path
     fixed = {(v.metric, v.scale): v for v in gather(audit).verdicts}
     v = fixed[("val_loss", "d48")]
     assert {arm.verdict for arm in v.arms} != {"improver"}
-    rows = [{"arm": a.arm, "p": 1e-4, "verdict": "improver"} for a in v.arms]
-    family = {"metric": "val_loss", "scale": "d48", "sigma": 0.02, "sigma_dof": 7, "arms": rows}
+    rows = [
+        {"arm": a.arm, "p": 1e-4, "verdict": "improver", "seeds": 2, "delta": 0.05} for a in v.arms
+    ]
+    family = {
+        "metric": "val_loss",
+        "scale": "d48",
+        "sigma": 0.02,
+        "sigma_dof": 7,
+        "baseline_seeds": 3,
+        "arms": rows,
+    }
     rule = {"alpha": 0.05, "max_seeds": 3, "baseline_seeds": 3}
     folder = audit / store.SEQUENTIAL_DIR
     folder.mkdir()
@@ -196,7 +222,12 @@ def test_a_sequential_audit_reports_the_loops_verdicts_and_design(tmp_path: Path
     seq = looped[("val_loss", "d48")]
     assert {arm.verdict for arm in seq.arms} == {"improver"}
     assert {arm.test for arm in seq.arms} == {"sequential"} and seq.sigma == 0.02
-    assert all(arm.interval is None for arm in seq.arms)  # no fixed-design interval
+    # the repeated confidence interval of the loop's design at the last look: around Δ, and
+    # wider than the fixed design's Bonferroni t interval of the same numbers
+    fixed_half = 0.02 * (1 / 2 + 1 / 3) ** 0.5 * scipy_t.isf(0.05 / 3 / 2, 7)
+    for arm in seq.arms:
+        low, high = arm.interval
+        assert low < 0.05 < high and (high - low) / 2 > fixed_half
     assert all(arm.interval is not None for arm in v.arms if arm.test)
     assert seq.design_fwer is not None and seq.design_fwer <= 0.05
     assert looped[("val_loss", "d32")] == fixed[("val_loss", "d32")]  # not in the summary
@@ -210,3 +241,31 @@ def test_forest_range_holds_every_delta_and_the_band_and_cuts_only_far_intervals
     assert forest_range([0.5], band=0.1) == pytest.approx((-0.7, 1.1))
     assert forest_range([], band=0.1) == pytest.approx((-0.3, 0.3))  # no arm with a Δ yet
     assert forest_range([], band=float("nan")) == (-3.0, 3.0)
+
+
+def test_the_answer_says_nominal_results_orders_by_importance_and_names_each_mdes_scale(
+    csv_report: Report,
+) -> None:
+    """Issue 22: softpick (Δ −0.049, p 0.03, nominal-regressor) read "no val_loss effect
+    detected"; the MDE quoted named no scale."""
+    import dataclasses
+
+    from archaudit.report.sections import arm_lines
+
+    def nominal(v):
+        arms = tuple(
+            dataclasses.replace(a, verdict="nominal-regressor", p=0.03)
+            if a.arm == "softpick" and v.metric == "val_loss" and v.scale == "d48"
+            else a
+            for a in v.arms
+        )
+        return dataclasses.replace(v, arms=arms)
+
+    lines = arm_lines([nominal(v) for v in csv_report.data.verdicts])
+    assert lines[0].startswith("post_ln: regressor")  # a verdict first
+    softpick = next(line for line in lines if line.startswith("softpick"))
+    assert "nominal-regressor on val_loss at d48" in softpick
+    assert "significant before the correction only" in softpick
+    assert lines.index(softpick) == 1  # nominal next, before the arms with nothing
+    quiet = next(line for line in lines if line.startswith("geglu"))
+    assert " at d48" in quiet.split("MDE", 1)[1] and " at d64" in quiet.split("MDE", 1)[1]

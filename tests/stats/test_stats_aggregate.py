@@ -112,8 +112,22 @@ def test_stratified_resample_keeps_each_task_column_within_its_task():
     assert np.all(replicates % 4 == np.arange(4))
 
 
-def test_no_task_metrics_is_a_design_error():
-    table = Table(tuple(r for r in tasks_table().rows if r.metric == "val_loss"))
+def test_without_task_metrics_it_falls_back_to_the_loss_and_says_so():
+    """Issue 22: `stats aggregate` failed with "no per-task metrics named '<task>/score'" on an
+    audit without a suite; it aggregates val_loss (lower is better) as one stratum instead."""
+    rows = [r for r in tasks_table().rows if r.metric == "val_loss"]
+    rows = [Row(r.arm, r.scale, r.seed, r.metric, r.value - 0.1 * (r.arm == "far"), r.status)
+            for r in rows]  # fmt: skip
+    result = aggregate(Table(tuple(rows)))
+    assert result.tasks == ("val_loss",)
+    assert "aggregated over val_loss alone" in result.notes[0]
+    far = next(a for a in result.arms if a.arm == "far")
+    assert far.prob_improvement == 1.0  # a lower loss is better
+
+
+def test_no_usable_metric_is_a_design_error():
+    table = Table(tuple(r for r in tasks_table().rows if r.metric == "hellaswag/score"))
+    table = Table(tuple(Row(r.arm, r.scale, r.seed, "acc", r.value) for r in table.rows))
     with pytest.raises(DesignError, match="--metric"):
         aggregate(table)
 
@@ -188,3 +202,21 @@ def test_cli_prints_the_library_result(monkeypatch, capsys, write_csv):
     assert code == 0 and "IQM" in text and "far" in text and "not estimable" in text
     code, _, err = run_cli(monkeypatch, capsys, f"stats aggregate {path} --metric arc/scor")
     assert code == 2 and "did you mean 'arc/score'" in err
+
+
+def test_performance_profiles_are_the_share_of_scores_above_each_threshold():
+    from archaudit.stats.aggregate import performance_profile
+
+    scores = np.array([[0.1, 0.5], [0.3, 0.9]])
+    assert performance_profile(scores, np.array([0.0, 0.2, 0.5, 1.0])).tolist() == [
+        1.0,
+        0.75,
+        0.25,  # only 0.9 is above 0.5 (strictly)
+        0.0,
+    ]
+    result = aggregate(tasks_table())
+    assert set(result.profiles) == {a.arm for a in result.arms}
+    far, base = result.profiles["far"], result.profiles["baseline"]
+    assert len(far) == len(result.profile_taus) and all(
+        f >= b for f, b in zip(far, base, strict=True)
+    )

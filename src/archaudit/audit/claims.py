@@ -48,17 +48,36 @@ def current_claim(run_dir: Path) -> ClaimInfo | None:
         path = run_dir / f"{CLAIM_PREFIX}{gen}"
         try:
             heartbeat = path.stat().st_mtime
-            owner = json.loads(path.read_text() or "{}")
-        except (FileNotFoundError, json.JSONDecodeError):
-            # released meanwhile, or caught between create and write: treat as fresh and unknown
-            if path.exists():
-                return ClaimInfo(path, gen, -1, "", time.time(), time.time())
+            owner = _owner(path.read_bytes())
+        except FileNotFoundError:  # released meanwhile
             continue
-        return ClaimInfo(
-            path, gen, owner.get("pid", -1), owner.get("host", ""), owner.get("started", 0.0),
-            heartbeat,
-        )  # fmt: skip
+        return ClaimInfo(path, gen, owner.pid, owner.host, owner.started, heartbeat)
     return None
+
+
+@dataclass(frozen=True)
+class _Owner:
+    pid: int = -1
+    host: str = ""
+    started: float = 0.0
+
+
+def _owner(text: bytes) -> _Owner:
+    """Who a claim file names. A file caught between create and write, torn or garbled names
+    nobody: it is then judged by its file time alone (a fresh one is live, an old one stale),
+    never treated as fresh forever."""
+    try:
+        owner = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return _Owner()
+    if not isinstance(owner, dict):
+        return _Owner()
+    pid, host, started = owner.get("pid"), owner.get("host"), owner.get("started")
+    return _Owner(
+        pid if type(pid) is int else -1,
+        host if isinstance(host, str) else "",
+        float(started) if type(started) in (int, float) else 0.0,
+    )
 
 
 class Claim:

@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from archaudit.audit import store
-from archaudit.audit.executors import make_executor
-from archaudit.audit.launch import RunOptions
+from archaudit.audit.executors import Interrupted, make_executor
+from archaudit.audit.launch import RunOptions, sigterm_as_interrupt
 from archaudit.audit.live import AuditMonitor
 from archaudit.audit.plan import Plan
 from archaudit.audit.protocol import warn_notes
 from archaudit.audit.spec import ExecutorSpec
 from archaudit.audit.trackers import check_tracker
+from archaudit.rundir import checkpoint_dirs, checkpoint_step
 
 WAIT_S = 1.0
 SEED_NOTE = "seed"
@@ -68,17 +69,24 @@ def run_audit(
         stale_after_s=settings.stale_after_s,
     )
     launches: Counter[Path] = Counter()
-    with AuditMonitor(run_dirs, stale_after_s=settings.stale_after_s, live=live) as monitor:
-        while True:
-            statuses = monitor.snapshot()
-            todo = [s.path for s in statuses if _runnable(s, launches[s.path], settings)]
-            if todo:
-                launches.update(todo)
-                pool.execute(todo, options)
-            elif any(s.state == "running" for s in statuses):
-                time.sleep(WAIT_S)  # another worker holds these runs: wait for it (or its death)
-            else:
-                break
+    try:
+        with (
+            sigterm_as_interrupt(),
+            AuditMonitor(run_dirs, stale_after_s=settings.stale_after_s, live=live) as monitor,
+        ):
+            while True:
+                statuses = monitor.snapshot()
+                todo = [s.path for s in statuses if _runnable(s, launches[s.path], settings)]
+                if todo:
+                    launches.update(todo)
+                    pool.execute(todo, options)
+                elif any(s.state == "running" for s in statuses):
+                    time.sleep(WAIT_S)  # another worker holds these runs: wait for it
+                else:
+                    break
+    except Interrupted as stop:
+        say_what_was_saved(stop, plan.audit_dir)
+        raise
     planned = set(run_dirs)
     statuses = [s for s in store.refresh_index(plan.audit_dir) if s.path in planned]
     finished = ("done", "diverged")
@@ -89,6 +97,22 @@ def run_audit(
     }
     counts = Counter(s.state if s.state in finished else "failed" for s in statuses)
     return AuditOutcome(plan.audit_dir, dict(counts), failed, plan.audit_dir / store.RESULTS)
+
+
+def say_what_was_saved(stop: Interrupted, audit_dir: Path) -> None:
+    """One line per run that was stopped: the step its checkpoint holds, where a rerun goes on."""
+    from archaudit.progress import log, warn
+
+    how = "Ctrl-C" if stop.signal_name == "SIGINT" else stop.signal_name
+    if stop.aborted:
+        warn(f"{how}, then a second interrupt: the workers were killed before saving")
+    else:
+        log(f"{how}: every running worker saved its current step")
+    for run_dir in stop.stopped:
+        checkpoints = checkpoint_dirs(run_dir)
+        step = checkpoint_step(checkpoints[-1]) if checkpoints else None
+        where = f"saved at step {step}" if step else "no checkpoint yet: restarts at step 0"
+        log(f"  {run_dir.relative_to(audit_dir)}: {where}")
 
 
 def _runnable(status: store.RunStatus, launches: int, settings: ExecutorSpec) -> bool:

@@ -60,7 +60,10 @@ def plan_summary(plan: Plan, *, probe: bool = True) -> dict[str, Any]:
     """The plan for machines (`archaudit plan --json`): every run with its cost, the workers
     of the audit's executor and the estimated wall time of training."""
     from archaudit.audit.executors import make_executor
+    from archaudit.audit.trackers import check_tracker
 
+    if plan.spec.tracker:  # as `run` checks it, before anything starts
+        check_tracker(plan.spec.tracker)
     pool = make_executor(plan.spec.executor, plan.audit_dir)
     costs = estimate(plan, probe=probe, threads=pool.threads)
     seconds = [c.train_seconds for c in costs.values() if c.train_seconds is not None]

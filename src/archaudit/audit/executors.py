@@ -83,12 +83,12 @@ class LocalExecutor:
                 slot = exited.get()  # blocks without polling until a launch exits
                 run_dir, proc = running.pop(slot)
                 codes[run_dir] = proc.wait()
-        finally:  # interrupted: stop the children, which checkpoint and release their claims
-            for _, proc in running.values():
-                with contextlib.suppress(ProcessLookupError):
-                    proc.send_signal(signal.SIGTERM)
-            for _, proc in running.values():
-                proc.wait()
+        except BaseException as err:  # stop the children, which save their step and exit
+            aborted = stop_workers([proc for _, proc in running.values()])
+            if isinstance(err, KeyboardInterrupt):
+                stopped = tuple(run_dir for run_dir, _ in running.values())
+                raise Interrupted(str(err) or "SIGINT", stopped, aborted) from None
+            raise
         return codes
 
     def _launch(self, run_dir: Path, slot: int, options: RunOptions) -> subprocess.Popen:
@@ -96,13 +96,54 @@ class LocalExecutor:
         if self.gpu_slots:
             env["CUDA_VISIBLE_DEVICES"] = self.gpu_slots[slot]
         with open(run_dir / LOG_FILE, "a") as out:
+            # A process group of its own: a terminal's Ctrl-C reaches the coordinator only,
+            # which then sends each worker exactly one SIGTERM (a second signal would abort
+            # the worker's save).
             return subprocess.Popen(
                 run_one_argv(run_dir, options),
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env=env,
+                process_group=0,
                 preexec_fn=functools.partial(_die_with_parent, os.getpid()),
             )
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped the executor: `stopped` are the runs that were running and
+    were told to save their current step; `aborted` when a second interrupt killed them."""
+
+    def __init__(self, signal_name: str, stopped: tuple[Path, ...], aborted: bool) -> None:
+        super().__init__(signal_name)
+        self.signal_name, self.stopped, self.aborted = signal_name, stopped, aborted
+
+
+def stop_workers(procs: Sequence[subprocess.Popen]) -> bool:
+    """One SIGTERM to each worker (it finishes its step, saves it and exits), then wait for
+    them. A second Ctrl-C while waiting kills them unsaved: True then."""
+    from archaudit.progress import log, warn
+
+    alive = [proc for proc in procs if proc.poll() is None]
+    if alive:
+        log(f"stopping {len(alive)} worker(s): each saves its current step (Ctrl-C again aborts)")
+    for proc in alive:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+    try:
+        for proc in alive:
+            proc.wait()
+    except KeyboardInterrupt:
+        warn(
+            "second interrupt: killing the workers unsaved; a rerun resumes from their "
+            "last checkpoints"
+        )
+        for proc in alive:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+        for proc in alive:
+            proc.wait()
+        return True
+    return False
 
 
 def _notify_on_exit(proc: subprocess.Popen, slot: int, exited: SimpleQueue[int]) -> None:

@@ -4,8 +4,13 @@ need them."""
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 
 def cli_command(*args: str) -> list[str]:
@@ -37,3 +42,22 @@ class RunOptions:
             f"--heartbeat={self.heartbeat_s}",
             f"--stale-after={self.stale_after_s}",
         ]
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM behaves like Ctrl-C (KeyboardInterrupt("SIGTERM")): a worker checkpoints and
+    releases its claim, a coordinator stops its workers the same way, also when it runs in the
+    background with SIGINT ignored. Only the main thread can install the handler."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

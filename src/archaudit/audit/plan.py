@@ -41,6 +41,16 @@ if TYPE_CHECKING:
 BASELINE = "baseline"
 
 
+MAX_RUNS = 10_000
+"""Grids past these bounds are refused at plan time, in one line, instead of being listed,
+probed or simulated for minutes: no real audit comes near them, a typo's extra zeros do."""
+MAX_SHAPE = {"n_layers": 1_024, "d_model": 65_536, "n_heads": 4_096, "context_length": 1 << 20}
+MAX_PARAMS = 10**12
+MAX_ARM_ENTRIES = 1_000
+MAX_NAME_BYTES = 200  # of NAME_MAX = 255: room for "-<run id>" and ".tmp" names made from it
+MAX_PATH_BYTES = 3_800  # of PATH_MAX = 4096: room for checkpoint/step-.../model.safetensors
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunSpec:
     """One training run of an audit: everything `archaudit run-one` needs, stored as run.json."""
@@ -149,11 +159,52 @@ def _make_plan(spec: AuditSpec, *, strict: bool) -> Plan:
             for scale in scales:
                 grid = _runs_of(spec, planned, name, baseline, delta, scale, suite)
                 runs += grid
+                check_grid_size(len(runs))
                 notes += _identity_note(spec, grid[0], delta, scale)
     notes += params_match_notes(runs)
     protocol.enforce(notes, strict=strict)
     check_suite_fits(runs)
+    check_launchable(spec, suite)
+    check_path_lengths(spec, runs)
     return Plan(spec, tuple(runs), tuple(notes))
+
+
+def check_path_lengths(spec: AuditSpec, runs: list[RunSpec]) -> None:
+    """Every run directory is a path the file system takes (a name of at most 255 bytes, minus
+    room for the temporary and `_superseded` names made from it), so that a long audit, arm or
+    scale name fails here and not as ENAMETOOLONG once `run` has started."""
+    for run in runs:
+        for part in (spec.name, *Path(run.path).parts):
+            if len(part.encode()) > MAX_NAME_BYTES:
+                raise ConfigError(
+                    f"the name {part[:40]!r}... is {len(part.encode())} bytes; names that become "
+                    f"folders (audit, arm, scale) may have at most {MAX_NAME_BYTES}"
+                )
+        full = len(str((spec.audit_dir / run.path).absolute()).encode())
+        if full > MAX_PATH_BYTES:
+            raise ConfigError(
+                f"the run folder {run.path!r} makes a path of {full} bytes under "
+                f"{spec.runs_dir}; at most {MAX_PATH_BYTES} (shorten a name or the runs_dir)"
+            )
+
+
+def check_launchable(spec: AuditSpec, suite: str) -> None:
+    """What `run` would otherwise find only after the first run trained: the device (the
+    local executor trains on this machine) and the suite's held-out text. With the tracker,
+    which `plan_summary` checks, a clean plan means the run will start."""
+    from archaudit.evals import load_suite
+    from archaudit.evals.suites import resolve_data_root
+
+    if spec.executor.kind == "local":
+        from archaudit.train.trainer import resolve_device
+
+        resolve_device(spec.recipe.device)
+    heldout = load_suite(suite).heldout if suite else None
+    if heldout is not None and not (resolve_data_root() / heldout.path).is_file():
+        raise ConfigError(
+            f"eval suite {suite!r}: [heldout] path {heldout.path!r} is not a file under the data "
+            f"root {resolve_data_root()}; set ARCHAUDIT_DATA or fix the path"
+        )
 
 
 def _runs_of(
@@ -184,6 +235,7 @@ def _runs_of(
     tuned = differs or (entry.tuned and not planned.from_suite)
     anchor = arm.name == BASELINE or entry.anchor or arm.name in spec.seeds.anchors
     seeds = spec.seeds.noise_floor if anchor else entry.seeds or spec.seeds.arms
+    check_grid_size(seeds)
     return [
         RunSpec(
             audit=spec.name,
@@ -212,7 +264,13 @@ def expand_arms(spec: AuditSpec) -> list[PlannedArm]:
 
     baseline = PlannedArm(resolve_arm(BASELINE), ArmEntry(arm=BASELINE))
     planned: dict[str, PlannedArm] = {BASELINE: baseline}
+    if len(spec.arms) > MAX_ARM_ENTRIES:
+        raise ConfigError(f"arms has {len(spec.arms):,} entries; at most {MAX_ARM_ENTRIES:,}")
+    seen: set[str] = set()
     for i, entry in enumerate(spec.arms):
+        if entry.arm in seen:  # a repeated spelling: the first mention won already
+            continue
+        seen.add(entry.arm)
         try:
             names = get_suite(entry.suite) if entry.suite is not None else [entry.arm]
             for name in names:
@@ -318,7 +376,9 @@ def _model_sizes(key: str) -> tuple[int, int]:
 
 
 def model_sizes(cfg: ModelConfig) -> tuple[int, int]:
-    """(total, active) parameters of the model built on the meta device (every slot checked)."""
+    """(total, active) parameters of the model built on the meta device (every slot checked).
+    A model past the size bounds is refused first: building it would take minutes."""
+    check_size(cfg)
     return _model_sizes(canonical_json(to_dict(cfg)))
 
 
@@ -347,3 +407,26 @@ def params_match_notes(runs: Sequence[RunSpec]) -> list[ProtocolNote]:
                 f"allows ±{run.recipe.match_tolerance:.0%}",
             )
     return list(notes.values())
+
+
+def check_size(cfg: ModelConfig) -> None:
+    """Refuse absurd shapes (a typo's extra zeros) before anything is built or probed."""
+    for name, bound in MAX_SHAPE.items():
+        if getattr(cfg, name) > bound:
+            raise ConfigError(
+                f"model.{name} = {getattr(cfg, name):,} is past archaudit's bound of {bound:,}"
+            )
+    rough = 12 * cfg.n_layers * cfg.d_model**2  # the blocks' weights, to the first digit
+    if rough > MAX_PARAMS:
+        raise ConfigError(
+            f"model.n_layers = {cfg.n_layers} × model.d_model = {cfg.d_model} makes about "
+            f"{rough:.1e} parameters, past archaudit's bound of {MAX_PARAMS:.0e}"
+        )
+
+
+def check_grid_size(count: int) -> None:
+    if count > MAX_RUNS:
+        raise ConfigError(
+            f"the grid has more than {MAX_RUNS:,} runs (arms × baselines × scales × seeds); "
+            "lower seeds.arms / seeds.noise_floor or split the audit"
+        )

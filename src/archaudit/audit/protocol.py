@@ -23,6 +23,8 @@ class ProtocolNote:
     """R5 | R6 | R7 | identity"""
     arm: str
     message: str
+    scale: str | None = None
+    """The one scale the note concerns (a seed the sequential loop added); None: every scale."""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -13,27 +13,24 @@ import contextlib
 import dataclasses
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import traceback
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archaudit.audit import store
 from archaudit.audit.claims import try_claim
-from archaudit.audit.launch import RunOptions, cli_command
+from archaudit.audit.launch import RunOptions, cli_command, sigterm_as_interrupt
 from archaudit.audit.plan import RunSpec
 from archaudit.audit.trackers import open_tracker
 from archaudit.config import Recipe
 from archaudit.errors import ConfigError
 from archaudit.files import atomic_write, atomic_write_text
 from archaudit.progress import log
-from archaudit.rundir import ATTEMPTS, EVALS, FAILED, TRAIN_RESULT, checkpoint_dirs, checkpoint_step
+from archaudit.rundir import ATTEMPTS, EVALS, FAILED, checkpoint_dirs, checkpoint_step
 
 ROUTING_METRICS = ("moe_dropped", "moe_router_entropy")
 
@@ -74,7 +71,7 @@ def run_one(run_dir: str | Path, options: RunOptions | None = None) -> str:
             return "skipped"
         claim.start_heartbeat(options.heartbeat_s)
         (run_dir / FAILED).unlink(missing_ok=True)
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             record = _execute(run_dir, spec, options)
         store.write_done(run_dir, record)
         return "done"
@@ -83,7 +80,8 @@ def run_one(run_dir: str | Path, options: RunOptions | None = None) -> str:
         raise
     except Exception as err:
         summary = f"{type(err).__name__}: {err}"
-        atomic_write_text(run_dir / FAILED, f"{summary}\n\n{traceback.format_exc()}")
+        with contextlib.suppress(OSError):  # a full disk: the error itself is what to report
+            atomic_write_text(run_dir / FAILED, f"{summary}\n\n{traceback.format_exc()}")
         raise
     finally:
         claim.release()
@@ -98,7 +96,7 @@ def _finished(run_dir: Path, spec: RunSpec) -> bool:
 
 
 def _execute(run_dir: Path, spec: RunSpec, options: RunOptions) -> dict[str, Any]:
-    from archaudit.train import TrainResult
+    from archaudit.train.trainer import stored_result
 
     recipe = operational_recipe(spec, options)
     _record_attempt(run_dir, options)
@@ -109,7 +107,7 @@ def _execute(run_dir: Path, spec: RunSpec, options: RunOptions) -> dict[str, Any
             *cli_command("run-one", str(run_dir), "--train-only", *options.to_args()),
         ]  # fmt: skip
         subprocess.run(command, check=True)
-        result = TrainResult(**json.loads((run_dir / TRAIN_RESULT).read_text()))
+        result = stored_result(run_dir)
     else:
         result = train_only(run_dir, options, recipe=recipe)
     metrics: dict[str, float | None] = {"val_loss": None}
@@ -200,20 +198,3 @@ def _record_attempt(run_dir: Path, options: RunOptions) -> None:
     }
     with open(run_dir / ATTEMPTS, "a") as f:
         f.write(json.dumps(attempt) + "\n")
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM behaves like Ctrl-C: the trainer checkpoints, the claim is released."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

@@ -22,6 +22,7 @@ import json
 import math
 import os
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -41,7 +42,21 @@ if TYPE_CHECKING:  # imported where used: scipy loads only when an audit is sequ
     from archaudit.stats.sequential import ArmTests, SequentialRule
 
 RECORD_DIR, SUMMARY = store.SEQUENTIAL_DIR, store.SEQUENTIAL_SUMMARY
-STOPPED = {"open": "budget", "improver": "settled", "regressor": "settled", "futile": "futile"}
+ARM_STOPS = {
+    "settled": "crossed its boundary: improver or regressor",
+    "futile": "too unlikely to cross its boundary by its last seed, or by its next one",
+    "max-seeds": "reached the most seeds an arm may get without crossing",
+    "budget": "still open when the run or hour budget was spent",
+    "diverged": "a run diverged",
+}
+"""Why an arm stopped: the one list of names the summary, the table and the docs use."""
+SETTLED, ALL_STOPPED = "settled", "all-stopped"
+"""Why the loop stopped when no budget ran out: every arm settled, or every arm stopped with
+some of them futile, at their maximum or diverged (`describe_stop` counts them)."""
+VALUELESS = 0.005
+"""An arm's last seed is not run when its probability to settle the arm is below this (it
+prints as 0.00): it would spend a run on nothing. Earlier seeds are left to the futility rule,
+which looks ahead to the last seed."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,7 +94,7 @@ class ArmRow:
     p: float
     verdict: str
     stopped: str
-    """settled | futile | budget | diverged."""
+    """One of ARM_STOPS."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +114,7 @@ class SettledAudit:
     rounds: int
     runs: int
     stop: str
-    """settled | budget-runs | budget-hours | failed."""
+    """settled | all-stopped | budget-runs | budget-hours | failed."""
     families: tuple[FamilyResult, ...]
     rule: SequentialRule
     """The stopping rule the verdicts were reached under (its design error rate: stats)."""
@@ -162,13 +177,15 @@ def extend_plan(plan: Plan, rounds: Sequence[Round]) -> Plan:
     runs, notes = list(plan.runs), list(plan.notes)
     for round_ in rounds:
         for added in round_.added:
-            template = first[key(added["arm"], added["scale"])]
+            template = first.get(key(added["arm"], added["scale"]))
+            if template is None:  # an arm (or scale) taken out of the audit: its runs stay
+                continue  # on disk, out of the plan and the verdicts
             runs.append(_seed_run(template, added["seed"]))
             message = (
                 f"{added['arm']} at {added['scale']}: seed {added['seed']} added in round "
                 f"{round_.index}: {added['reason']}"
             )
-            notes.append(ProtocolNote(SEED_NOTE, added["arm"], message))
+            notes.append(ProtocolNote(SEED_NOTE, added["arm"], message, added["scale"]))
     return dataclasses.replace(plan, runs=tuple(runs), notes=tuple(notes))
 
 
@@ -363,7 +380,8 @@ def run_until_settled(
         rounds = read_rounds(plan.audit_dir)
         current = extend_plan(plan, rounds)
         outcome = run_audit(current, **settings, warn=not looks)
-        history = [first, *(r.counts for r in rounds)]
+        # an arm added to the audit after rounds exist starts from its planned seeds
+        history = [first, *({**first, **r.counts} for r in rounds)]
         if outcome.failed:
             return _finish(current, outcome, rounds, [], "failed", rule)
         results = collect(current)
@@ -391,15 +409,13 @@ def next_seeds(
     """The next round: one seed per arm still open in some family (below its maximum), and one
     for the baseline of each scale with such arms (below its cap), ranked by value per run (the
     baselines first: every verdict of their scale depends on them)."""
-    from archaudit.stats.sequential import OPEN
-
     value: dict[tuple[str, str], float] = {}
     why: dict[tuple[str, str], str] = {}
     for fs in states:
         family, tests = fs.family, fs.tests
         for i, arm in enumerate(family.arms):
             name = (arm, family.scale)
-            if fs.state[i] != OPEN or counts[key(*name)] >= rule.max_seeds:
+            if not _worth_a_seed(fs, i, counts[key(*name)], rule):
                 continue
             if fs.value[i] >= value.get(name, -1.0):
                 value[name] = float(fs.value[i])
@@ -407,7 +423,10 @@ def next_seeds(
                     f"{family.metric} still open (Δ = {tests.delta[0, i]:+.4g}, "
                     f"p = {tests.p[0, i]:.3g}; P(settled by the next seed) = {fs.value[i]:.2f})"
                 )
-        open_arms = sum(fs.state[i] == OPEN for i in range(len(family.arms)))
+        open_arms = sum(
+            _worth_a_seed(fs, i, counts[key(arm, family.scale)], rule)
+            for i, arm in enumerate(family.arms)
+        )
         base = (family.baseline, family.scale)
         if open_arms and counts[key(*base)] < rule.baseline_cap:
             value[base] = math.inf
@@ -419,6 +438,15 @@ def next_seeds(
     ]
 
 
+def _worth_a_seed(fs: FamilyState, i: int, seeds: int, rule: SequentialRule) -> bool:
+    """Arm i is open, below its maximum, and its next seed is not a last one worth nothing."""
+    from archaudit.stats.sequential import OPEN
+
+    if fs.state[i] != OPEN or seeds >= rule.max_seeds:
+        return False
+    return seeds + 1 < rule.max_seeds or fs.value[i] >= VALUELESS
+
+
 def _finish(
     plan: Plan,
     outcome: AuditOutcome,
@@ -427,7 +455,10 @@ def _finish(
     stop: str,
     rule: SequentialRule,
 ) -> SettledAudit:
-    results = tuple(_family_result(fs) for fs in states)
+    budget = stop.startswith("budget")
+    results = tuple(_family_result(fs, rule, budget) for fs in states)
+    if stop == SETTLED and any(a.stopped != SETTLED for f in results for a in f.arms):
+        stop = ALL_STOPPED
     settled = SettledAudit(outcome, len(rounds) + 1, len(plan.runs), stop, results, rule)
     folder = record_dir(plan.audit_dir)
     folder.mkdir(parents=True, exist_ok=True)  # absent when the first round settled everything
@@ -438,7 +469,7 @@ def _finish(
     return settled
 
 
-def _family_result(fs: FamilyState) -> FamilyResult:
+def _family_result(fs: FamilyState, rule: SequentialRule, budget: bool) -> FamilyResult:
     from archaudit.stats.sequential import STATE_NAMES
     from archaudit.stats.verdicts import DIVERGED, classify
 
@@ -448,13 +479,14 @@ def _family_result(fs: FamilyState) -> FamilyResult:
     for i, arm in enumerate(family.arms):
         state = STATE_NAMES[fs.state[i]]
         delta = float(tests.delta[0, i])
+        seeds, t, p = int(tests.n[0, i]), float(tests.t[0, i]), float(tests.p[0, i])
         if fs.diverged[i]:
             verdict, stopped = DIVERGED, "diverged"
         elif state in ("improver", "regressor"):
-            verdict, stopped = state, "settled"
+            verdict, stopped = state, SETTLED
         else:
-            verdict, stopped = classify(delta, sigma, 1.0, 0.0), STOPPED[state]
-        seeds, t, p = int(tests.n[0, i]), float(tests.t[0, i]), float(tests.p[0, i])
+            verdict = classify(delta, sigma, 1.0, 0.0)
+            stopped = _arm_stop(state, seeds, rule, budget)
         rows.append(ArmRow(arm, seeds, delta, t, p, verdict, stopped))
     return FamilyResult(
         baseline=family.baseline,
@@ -465,6 +497,29 @@ def _family_result(fs: FamilyState) -> FamilyResult:
         baseline_seeds=int(tests.n0[0]),
         arms=tuple(rows),
     )
+
+
+def _arm_stop(state: str, seeds: int, rule: SequentialRule, budget: bool) -> str:
+    """Why an arm that did not settle stopped (one of ARM_STOPS)."""
+    if seeds >= rule.max_seeds:
+        return "max-seeds"
+    if state == "open" and budget:
+        return "budget"
+    return "futile"  # stopped for futility, or open with a next seed worth nothing
+
+
+def describe_stop(settled: SettledAudit) -> str:
+    """E.g. "every arm stopped: 1 settled, 3 futile" or "the run budget was spent"."""
+    counts = Counter(a.stopped for f in settled.families for a in f.arms)
+    arms = ", ".join(f"{counts[name]} {name}" for name in ARM_STOPS if counts[name])
+    said = {
+        SETTLED: "every arm settled",
+        ALL_STOPPED: "no arm is open any more",
+        "budget-runs": "the run budget was spent",
+        "budget-hours": "the hour budget was spent",
+        "failed": "runs failed",
+    }
+    return f"{said.get(settled.stop, settled.stop)}" + (f" ({arms})" if arms else "")
 
 
 def _jsonable(settled: SettledAudit) -> dict[str, Any]:

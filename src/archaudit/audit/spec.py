@@ -43,11 +43,14 @@ from archaudit.config import (
 )
 from archaudit.errors import ConfigError, did_you_mean
 from archaudit.presets import MODEL_PRESETS
+from archaudit.rundir import check_audit_dir
 
 TOP_KEYS = ("name", "arms", "runs_dir", "tracker", "plugins")
 SECTIONS = ("seeds", "eval", "recipe", "scales", "baselines", "executor")
 SUITE_PREFIX = "suite:"
 SEED_POLICIES = ("fixed", "sequential")
+NAMED_TABLES = ("scales", "baselines")
+"""Sections whose keys are names the user chooses (a scale, a baseline), not fields."""
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
 """Audit, scale and baseline names: they become directory names and CSV cells."""
 
@@ -210,22 +213,42 @@ def load_audit(
 
 
 def resolve_audit_dir(target: str | Path) -> Path:
-    """An audit directory given itself, or through its audit file (runs/<name> beside it)."""
+    """An audit directory given itself, or through its audit file (runs/<name> beside it).
+    A folder that is not an audit directory of this tool is refused."""
     path = Path(target)
-    return path if path.is_dir() else load_audit(path).audit_dir
+    return check_audit_dir(path) if path.is_dir() else load_audit(path).audit_dir
 
 
 def apply_audit_overrides(tree: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
     """`--set` for audits: top-level keys (`name=x`) as well as `section.key=value`."""
     result = copy.deepcopy(dict(tree))
     nested = []
+    named = {section: set(_table(tree, section)) for section in NAMED_TABLES}
     for text in overrides:
         keys, value = parse_override(text)
         if len(keys) == 1 and keys[0] in TOP_KEYS:
             result[keys[0]] = value
         else:
+            _check_named(text, keys, named)
             nested.append(text)
     return apply_overrides(result, nested, sections=SECTIONS)
+
+
+def _check_named(text: str, keys: list[str], named: dict[str, set[str]]) -> None:
+    """`--set scales.tnyi.d_model=64` must not add a scale (and double the runs) by a typo: a
+    key inside a scale or baseline the file lacks is refused with a did-you-mean. A new one is
+    added explicitly, as a whole table: `--set 'scales.big={ preset = "small" }'`."""
+    if len(keys) < 2 or keys[0] not in named:
+        return
+    section, name = keys[0], keys[1]
+    if len(keys) == 2:
+        named[section].add(name)
+    elif name not in named[section]:
+        raise ConfigError(
+            f"override {text!r}: there is no {section}.{name}{did_you_mean(name, named[section])}; "
+            f"a new one is added as a whole table, e.g. --set '{section}.{name}={{ preset = "
+            '"tiny" }\''
+        )
 
 
 def parse_audit(
@@ -275,7 +298,7 @@ def _scale(name: str, table: Any) -> ScaleSpec:
     preset = model.pop("preset", None)
     tokens = model.pop("tokens", None)
     if preset is not None:
-        if preset not in MODEL_PRESETS:
+        if not isinstance(preset, str) or preset not in MODEL_PRESETS:
             raise ConfigError(
                 f"{where}.preset = {preset!r}{did_you_mean(str(preset), MODEL_PRESETS)}"
             )

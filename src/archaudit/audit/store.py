@@ -20,6 +20,7 @@ import io
 import json
 import math
 import os
+import shutil
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
@@ -31,11 +32,12 @@ from archaudit.audit.claims import ClaimInfo, current_claim
 from archaudit.audit.plan import Plan, RunSpec
 from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write_text
+from archaudit.files import read_json_object as read_json
 from archaudit.progress import warn
 from archaudit.rundir import ATTEMPTS as ATTEMPTS  # re-exported for the store's readers
-from archaudit.rundir import DONE, EVALS, FAILED, METRICS, RUN_FILE
+from archaudit.rundir import AUDIT_FILE, DONE, EVALS, FAILED, METRICS, RUN_FILE
 
-AUDIT_FILE, INDEX, RESULTS, ITEMS = "audit.json", "index.sqlite", "results.csv", "items.csv"
+INDEX, RESULTS, ITEMS = "index.sqlite", "results.csv", "items.csv"
 SEQUENTIAL_DIR, SEQUENTIAL_SUMMARY = "sequential", "summary.json"
 """A sequential audit's round records and the last finished loop's summary (rule, verdicts)."""
 TUNE_DIR, SUPERSEDED_DIR = "_tune", "_superseded"
@@ -115,20 +117,26 @@ def _supersede(run_dir: Path, old_id: str, new_id: str) -> None:
 # reading
 
 
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        return None
-    except json.JSONDecodeError as err:
-        raise DataError(f"{path} is not valid JSON ({err})") from None
-
-
 def read_spec(run_dir: Path) -> RunSpec:
     data = read_json(run_dir / RUN_FILE)
     if data is None:
         raise DataError(f"{run_dir} is not an audit run directory (no {RUN_FILE})")
-    return RunSpec.from_json(data)
+    for key, kind in _SPEC_TYPES.items():
+        if not isinstance(data.get(key), kind) or (kind is int and isinstance(data[key], bool)):
+            raise DataError(
+                f"{run_dir / RUN_FILE}: {key} = {data.get(key)!r} is not a {kind.__name__}"
+            )
+    try:
+        return RunSpec.from_json(data)
+    except (KeyError, TypeError, ConfigError) as err:  # edited by hand, or another version's
+        raise DataError(
+            f"{run_dir / RUN_FILE} is not a run spec ({type(err).__name__}: {err})"
+        ) from None
+
+
+_SPEC_TYPES = {"arm": str, "mods": str, "baseline": str, "family": str, "scale": str}
+_SPEC_TYPES |= {"seed": int, "path": str, "suite": str, "model": dict, "recipe": dict}
+"""The RunSpec fields that the store sorts, groups and exports by."""
 
 
 @dataclass(frozen=True)
@@ -154,7 +162,20 @@ def read_done(run_dir: Path, spec: RunSpec) -> tuple[dict[str, Any] | None, str 
             f"{run_dir} holds the result of run {done.get('id')} in {DONE}, not of run "
             f"{spec.run_id} that its {RUN_FILE} describes"
         )
+    if done is not None and not _is_result(done):
+        return None, f"{run_dir / DONE} is not a result record (status or metrics garbled)"
     return done, None
+
+
+def _is_result(done: dict[str, Any]) -> bool:
+    """A DONE record the exports can read: a status and numeric (or missing) metrics."""
+    metrics, step = done.get("metrics"), done.get("diverged_step")
+    return (
+        done.get("status") in ("ok", "diverged")
+        and isinstance(metrics, dict)
+        and all(v is None or type(v) in (int, float) for v in metrics.values())
+        and (step is None or type(step) is int)
+    )
 
 
 def run_status(
@@ -165,7 +186,7 @@ def run_status(
     result, foreign = read_done(run_dir, spec)
     claim = current_claim(run_dir) if result is None else None
     failed = run_dir / FAILED
-    error = foreign or (failed.read_text() if failed.is_file() else None)
+    error = foreign or (failed.read_text(errors="replace") if failed.is_file() else None)
     if result is not None:
         state = "diverged" if result.get("status") == "diverged" else "done"
     elif claim is not None:
@@ -184,8 +205,8 @@ def last_step(metrics: Path) -> int:
     except FileNotFoundError:
         return 0
     for line in reversed(lines):
-        with contextlib.suppress(json.JSONDecodeError, UnicodeDecodeError):
-            return int(json.loads(line).get("step", 0))
+        with contextlib.suppress(ValueError, RecursionError, AttributeError, TypeError):
+            return int(json.loads(line).get("step", 0))  # a torn or garbled line is skipped
     return 0
 
 
@@ -298,10 +319,38 @@ def refresh_index(audit_dir: Path, *, rebuild: bool = False) -> list[RunStatus]:
     results.csv and items.csv. Returns the scanned statuses."""
     statuses = [run_status(d) for d in audit_run_dirs(audit_dir)]
     path = audit_dir / INDEX
-    # a rebuild starts from an empty file, so a corrupt index is simply replaced
+    # a rebuild starts from an empty file, so a corrupt index (or a folder in its place) is
+    # simply replaced
     target = path.with_name(f".{INDEX}.{os.getpid()}.tmp") if rebuild else path
     if rebuild:
         target.unlink(missing_ok=True)
+    elif path.is_dir():
+        raise DataError(f"{path} is a folder, not an index; {_REBUILD} {audit_dir}")
+    try:
+        _write_index(target, audit_dir, statuses)
+    except sqlite3.DatabaseError as err:
+        if rebuild:
+            target.unlink(missing_ok=True)
+        raise _index_error(path, audit_dir, err) from None
+    if rebuild:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        os.replace(target, path)
+    export(audit_dir, statuses)
+    return statuses
+
+
+_REBUILD = "rebuild it from the run directories with: archaudit index --rebuild"
+
+
+def _index_error(path: Path, audit_dir: Path, err: sqlite3.DatabaseError) -> DataError:
+    """A damaged index points at --rebuild; a full disk or a read-only folder says so."""
+    if any(word in str(err) for word in ("full", "readonly", "unable to open", "I/O")):
+        return DataError(f"{path}: cannot write the index ({err}); free space or fix permissions")
+    return DataError(f"{path} is damaged ({err}); {_REBUILD} {audit_dir}")
+
+
+def _write_index(target: Path, audit_dir: Path, statuses: list[RunStatus]) -> None:
     with contextlib.closing(sqlite3.connect(target, timeout=30)) as db, db:
         db.executescript(_SCHEMA)
         db.execute("DELETE FROM runs")
@@ -320,14 +369,19 @@ def refresh_index(audit_dir: Path, *, rebuild: bool = False) -> list[RunStatus]:
                 for metric, value in s.result["metrics"].items()
             ],
         )
-        notes = (read_json(audit_dir / AUDIT_FILE) or {}).get("notes", [])
-        db.executemany(
-            "INSERT INTO notes VALUES (?,?,?)", [(n["rule"], n["arm"], n["message"]) for n in notes]
-        )
-    if rebuild:
-        os.replace(target, path)
-    export(audit_dir, statuses)
-    return statuses
+        db.executemany("INSERT INTO notes VALUES (?,?,?)", _notes(audit_dir))
+
+
+def _notes(audit_dir: Path) -> list[tuple[str, str, str]]:
+    """The protocol notes audit.json keeps, as (rule, arm, message)."""
+    path = audit_dir / AUDIT_FILE
+    notes = (read_json(path) or {}).get("notes", [])
+    keys = ("rule", "arm", "message")
+    if not isinstance(notes, list) or not all(
+        isinstance(n, dict) and all(isinstance(n.get(k), str) for k in keys) for n in notes
+    ):
+        raise DataError(f"{path}: notes is not a list of {{rule, arm, message}} records")
+    return [tuple(n[k] for k in keys) for n in notes]
 
 
 def _index_row(audit_dir: Path, s: RunStatus) -> tuple[Any, ...]:

@@ -13,7 +13,7 @@ import sys
 import typer
 
 from archaudit.cli.app import app
-from archaudit.errors import ArchauditError
+from archaudit.errors import ArchauditError, os_error_line
 
 __all__ = ["app", "main", "register_commands"]
 
@@ -40,3 +40,6 @@ def main() -> None:
     except ArchauditError as err:
         typer.secho(f"error: {err}", err=True, fg="red")
         sys.exit(err.exit_code)
+    except OSError as err:  # the machine's, not the input's: a full disk, a read-only folder
+        typer.secho(f"error: {os_error_line(err)}", err=True, fg="red")
+        sys.exit(2)

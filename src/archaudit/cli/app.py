@@ -3,8 +3,19 @@
 from __future__ import annotations
 
 import typer
+import typer.core
 
 from archaudit.cli.options import Plugins, load_plugin_modules
+
+_option_type = typer.core.TyperOption.display_type_rich
+
+
+def _flag_type(self: typer.core.TyperOption, ctx: typer.Context) -> str | None:
+    """A flag takes no value, so --help shows no type for it (typer 0.2x writes `<bool>`)."""
+    return None if self.is_flag else _option_type(self, ctx)
+
+
+typer.core.TyperOption.display_type_rich = _flag_type  # the one patch of typer, for --help
 
 app = typer.Typer(
     name="archaudit",

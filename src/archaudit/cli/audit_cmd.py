@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import shlex
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,13 +57,18 @@ def show(table: Table) -> None:
 
 
 AUDIT_FILE = typer.Argument(..., help="The audit file (TOML).")
+SUITE_NAMES = ("audit2026", "foundations", "modern", "narang2021", "olmpool")
+"""The suites of mods/suites.py, spelled here so that --help needs no import of the catalogue
+(a test checks that they agree)."""
 AUDIT_TARGET = typer.Argument(..., help="The audit file or its directory (runs/\\<audit>).")
 
 
 @app.command()
 def init(
     path: Path = typer.Argument(Path("audit.toml"), help="The audit file to write."),
-    suite: str | None = typer.Option(None, "--suite", help="Arms = this modification suite."),
+    suite: str | None = typer.Option(
+        None, "--suite", help=f"Arms = this modification suite: {', '.join(SUITE_NAMES)}."
+    ),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
     json_: Json = False,
     quiet: Quiet = False,
@@ -131,7 +139,14 @@ def plan(
             "-" if seconds is None else f"{seconds * len(runs):,.0f} s",
         )
     show(table)
-    line = f"{len({a for a, _ in groups})} arms × {len(grid.spec.scales)} scales × seeds "
+    from archaudit.audit.plan import BASELINE
+
+    baselines = {run.arm for run in grid.runs if run.mods == BASELINE}
+    arms = {arm for arm, _ in groups} - baselines
+    base = "baseline" if len(baselines) == 1 else f"{len(baselines)} baselines"
+    scales = len(grid.spec.scales)
+    line = f"{base} + {len(arms)} arm{'s' * (len(arms) != 1)} × {scales} scale{'s' * (scales != 1)}"
+    line += " × seeds "
     line += f"({_seed_counts(groups)}) = {summary['total_runs']} runs"
     if summary["estimated_wall_s"] is not None:
         minutes = summary["estimated_wall_s"] / 60
@@ -230,24 +245,41 @@ def run(
     load_plugin_modules(plugin)
     live = not (quiet or json_)
     grid = make_plan(load_audit(audit, overrides, runs_dir=runs_dir), strict=strict)
-    document: dict[str, object] = {}
-    if until_settled or grid.spec.seeds.policy == "sequential":
-        from archaudit.audit.sequential import run_until_settled, settle_options
+    with resume_hint():
+        document: dict[str, object] = {}
+        if until_settled or grid.spec.seeds.policy == "sequential":
+            from archaudit.audit.sequential import describe_stop, run_until_settled, settle_options
 
-        options = settle_options(
-            grid, max_seeds=max_seeds, budget_runs=budget_runs, budget_hours=budget_hours
-        )
-        settled = run_until_settled(
-            grid, options, executor=executor, workers=workers, tracker=tracker, live=live
-        )
-        for family in () if json_ else settled.families:
-            show(settled_table(family, settled.rule))
-        log(f"{settled.rounds} round(s), {settled.runs} runs: stopped because {settled.stop}")
-        outcome = settled.audit
-        document["sequential"] = sequential_document(settled)
-    else:
-        outcome = run_audit(grid, executor=executor, workers=workers, tracker=tracker, live=live)
-    report_outcome(outcome, json_, document)
+            options = settle_options(
+                grid, max_seeds=max_seeds, budget_runs=budget_runs, budget_hours=budget_hours
+            )
+            settled = run_until_settled(
+                grid, options, executor=executor, workers=workers, tracker=tracker, live=live
+            )
+            for family in () if json_ else settled.families:
+                show(settled_table(family, settled.rule))
+            stop = describe_stop(settled)
+            log(f"{settled.rounds} round(s), {settled.runs} runs: stopped because {stop}")
+            outcome = settled.audit
+            document["sequential"] = sequential_document(settled)
+        else:
+            outcome = run_audit(
+                grid, executor=executor, workers=workers, tracker=tracker, live=live
+            )
+        report_outcome(outcome, json_, document)
+
+
+@contextlib.contextmanager
+def resume_hint() -> Iterator[None]:
+    """Ctrl-C or SIGTERM: once the workers saved their steps (the coordinator says which),
+    print the command that resumes and exit 130, as a shell does for SIGINT."""
+    from archaudit.progress import log
+
+    try:
+        yield
+    except KeyboardInterrupt:
+        log(f"resume with: {shlex.join(['archaudit', *sys.argv[1:]])}")
+        raise typer.Exit(130) from None
 
 
 def sequential_document(settled: SettledAudit) -> dict[str, object]:
@@ -486,7 +518,10 @@ def demo(
 
     quiet_output(quiet, json_)
     load_plugin_modules(plugin)
-    outcome = run_demo(runs_dir, workers=workers, overrides=overrides, live=not (quiet or json_))
+    with resume_hint():
+        outcome = run_demo(
+            runs_dir, workers=workers, overrides=overrides, live=not (quiet or json_)
+        )
     settled = outcome.settled
     tables = (
         [settled_table(family, settled.rule) for family in settled.families]

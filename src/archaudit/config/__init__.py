@@ -94,7 +94,10 @@ def load_config(
     tree = load_toml(path) if path is not None else named_preset(preset or "tiny")
     where = str(path) if path is not None else f"preset {preset or 'tiny'!r}"
     check_sections(tree, TRAIN_SECTIONS, where=where)
-    tree = apply_overrides(tree, overrides, sections=TRAIN_SECTIONS)
-    model = build(ModelConfig, tree.get("model", {}), section="model")
-    recipe = build(Recipe, tree.get("recipe", {}), section="recipe")
+    try:
+        tree = apply_overrides(tree, overrides, sections=TRAIN_SECTIONS)
+        model = build(ModelConfig, tree.get("model", {}), section="model")
+        recipe = build(Recipe, tree.get("recipe", {}), section="recipe")
+    except ConfigError as err:
+        raise ConfigError(f"{where}: {err}") from None
     return model, recipe

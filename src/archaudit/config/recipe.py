@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
+import re
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -75,8 +77,18 @@ class Recipe:
     def __post_init__(self) -> None:
         positive(self, "steps", "batch_tokens", "grad_accumulation", "eval_batches")
         positive(self, "checkpoint_every", "eval_every", "keep_checkpoints")
-        if not self.lr > 0:
-            raise ConfigError(f"recipe.lr = {self.lr} must be > 0")
+        for name in ("lr", "adam_eps", "grad_clip"):
+            if not 0 < getattr(self, name) < math.inf:
+                raise ConfigError(f"recipe.{name} = {getattr(self, name)} must be > 0 and finite")
+        if not 0 <= self.weight_decay < math.inf:
+            raise ConfigError(f"recipe.weight_decay = {self.weight_decay} must be >= 0 and finite")
+        for name in ("beta1", "beta2"):
+            if not 0 <= getattr(self, name) < 1:
+                raise ConfigError(f"recipe.{name} = {getattr(self, name)} must be in [0, 1)")
+        if not DEVICE.fullmatch(self.device):
+            raise ConfigError(
+                f"recipe.device = {self.device!r} is not a device: auto, cpu, cuda, cuda:N, mps"
+            )
         for name in ("min_lr_ratio", "warmup_frac", "val_fraction"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ConfigError(f"recipe.{name} = {getattr(self, name)} must be in [0, 1]")
@@ -114,6 +126,9 @@ class Recipe:
 
 
 PRECISIONS = ("auto", "bf16", "fp32")
+DEVICE = re.compile(r"auto|cpu|mps|(cuda|xpu)(:\d{1,3})?")
+"""The devices a run can name; whether this machine has one is checked when it trains (and by
+`plan` for the local executor)."""
 PARALLEL = ("auto", "ddp", "fsdp")
 MATCH_PARAMS = ("total", "active")
 

@@ -10,6 +10,7 @@ recurses into its own class), every value against the field's type hint, and a m
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import tomllib
 import types
@@ -24,8 +25,10 @@ from archaudit.errors import ConfigError, did_you_mean
 def build(cls: type, values: Mapping[str, Any], *, section: str) -> Any:
     """Construct `cls` from a mapping, checking every key and type; errors name `section.key`.
     A field whose type is itself a config class takes a table, built the same way."""
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"{section} = {values!r} must be a table ([{section}] with its keys)")
     names = {f.name for f in dataclasses.fields(cls)}
-    hints = typing.get_type_hints(cls)
+    hints = type_hints(cls)
     kwargs: dict[str, Any] = {}
     for key, raw in values.items():
         if key not in names:
@@ -41,6 +44,13 @@ def build(cls: type, values: Mapping[str, Any], *, section: str) -> Any:
         return cls(**kwargs)
     except TypeError as err:  # pragma: no cover - all keys were checked above
         raise ConfigError(f"{section}: {err}") from None
+
+
+@functools.cache
+def type_hints(cls: type) -> dict[str, Any]:
+    """`typing.get_type_hints`, once per class: it evaluates every annotation anew on each
+    call, and configs are built thousands of times when a plan resolves many arms."""
+    return typing.get_type_hints(cls)
 
 
 def unknown_key(cls: type, key: str, section: str) -> ConfigError:
@@ -103,7 +113,7 @@ def _replace(cfg: Any, changes: Mapping[str, Any], section: str) -> Any:
     for path, value in changes.items():
         head, _, rest = path.partition(".")
         grouped.setdefault(head, {})[rest] = value
-    hints = typing.get_type_hints(type(cfg))
+    hints = type_hints(type(cfg))
     updates: dict[str, Any] = {}
     for head, items in grouped.items():
         current, key = getattr(cfg, head), f"{section}.{head}"
@@ -128,7 +138,7 @@ def _flatten_into(
     where = ".".join((section, *path))
     if head not in {f.name for f in dataclasses.fields(cls)}:
         raise unknown_key(cls, head, where)
-    hint, path = typing.get_type_hints(cls)[head], (*path, head)
+    hint, path = type_hints(cls)[head], (*path, head)
     key = ".".join((section, *path))
     if _is_config(hint) and rest:
         _flatten_into(hint, rest, value, section, out, path)
@@ -185,9 +195,15 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist")
     try:
-        return tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{path}: malformed TOML: {err}") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte {err.start}); TOML files are UTF-8"
+        ) from None
+    except RecursionError:
+        raise ConfigError(f"{path}: arrays or tables nested too deep to read") from None
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
@@ -201,7 +217,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         raise ConfigError(f"override {text!r} has an empty key")
     try:
         value = tomllib.loads(f"v = {raw.strip()}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         value = raw.strip()
     return path, value
 
@@ -219,11 +235,11 @@ def apply_overrides(
                 f"override {text!r}: the key must start with a section "
                 f"({', '.join(sections)}){did_you_mean(head, sections) if head else ''}"
             )
-        node = result.setdefault(path[0], {})
-        for depth, part in enumerate(path[1:-1], start=1):
+        node = result
+        for depth, part in enumerate(path[:-1], start=1):
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
-                where = ".".join(path[: depth + 1])
+                where = ".".join(path[:depth])
                 raise ConfigError(f"override {text!r}: {where} is a value, not a table")
         node[path[-1]] = value
     return result

@@ -42,7 +42,12 @@ def read_text(path: str | Path) -> str:
     """A .txt file as is, or a .jsonl file's `text` fields joined by newlines."""
     path = Path(path)
     if not path.is_file():
-        raise DataError(f"corpus file {str(path)!r} does not exist (recipe.corpus / --corpus)")
+        where = (
+            "" if path.is_absolute() else f", read from the current directory as {path.absolute()}"
+        )
+        raise DataError(
+            f"corpus file {str(path)!r} does not exist (recipe.corpus / --corpus{where})"
+        )
     if path.suffix == ".jsonl":
         texts = []
         for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):

@@ -102,9 +102,11 @@ class Row:
 
 def read_jsonl(path: Path, limit: int | None) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for the non-blank lines of a JSONL file, at most `limit` of them."""
-    with path.open(encoding="utf-8") as f:
+    with path.open(encoding="utf-8", errors="surrogateescape") as f:
         count = 0
         for number, line in enumerate(f, start=1):
+            if any("\udc80" <= c <= "\udcff" for c in line):  # a byte that is not UTF-8
+                raise DataError(f"{path}:{number}: not UTF-8 text; save the file as UTF-8 JSONL")
             if limit is not None and count >= limit:
                 return
             if not line.strip():
@@ -116,6 +118,8 @@ def read_jsonl(path: Path, limit: int | None) -> Iterator[tuple[int, dict[str, A
                     f"{path}:{number}: bad JSON ({err.msg}, column {err.colno}); "
                     "each line must hold one JSON object"
                 ) from None
+            except RecursionError:
+                raise DataError(f"{path}:{number}: JSON nested too deep to read") from None
             if not isinstance(data, dict):
                 raise DataError(
                     f"{path}:{number}: expected a JSON object, got {type(data).__name__}"

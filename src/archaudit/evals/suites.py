@@ -80,6 +80,10 @@ def parse_suite(tree: dict[str, Any], *, where: str) -> Suite:
             raise ConfigError(f"{where}: unknown key {key!r}{did_you_mean(key, SUITE_KEYS)}")
     defaults = tree.get("defaults", {})
     tables = tree.get("tasks", [])
+    if not isinstance(defaults, dict):
+        raise ConfigError(f"{where}: defaults = {defaults!r} must be a table ([defaults])")
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise ConfigError(f"{where}: tasks = {tables!r} must be [[tasks]] tables")
     if not tables:
         raise ConfigError(f"{where}: a suite needs at least one [[tasks]] table")
     tasks = []
@@ -93,6 +97,8 @@ def parse_suite(tree: dict[str, Any], *, where: str) -> Suite:
         dupes = sorted({n for n in names if names.count(n) > 1})
         raise ConfigError(f"{where}: task names must be unique; repeated: {', '.join(dupes)}")
     heldout = tree.get("heldout")
+    if heldout is not None and not isinstance(heldout, dict):
+        raise ConfigError(f"{where}: heldout = {heldout!r} must be a table ([heldout])")
     return Suite(
         name=tree.get("name", Path(where).stem),
         description=tree.get("description", ""),

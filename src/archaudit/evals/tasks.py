@@ -116,7 +116,10 @@ def task_format(name: str, *, kind: Kind, **options: Any) -> Callable[[Loader], 
 
 def check_spec(spec: TaskSpec, *, where: str) -> TaskFormat:
     """The spec's format, after checking the spec's keys against what the format takes."""
-    fmt = FORMATS.get(spec.format)
+    try:
+        fmt = FORMATS.get(spec.format)
+    except ConfigError as err:
+        raise ConfigError(f"{where}: {err}") from None
     if spec.metric not in fmt.metrics:
         raise ConfigError(
             f"{where}: metric {spec.metric!r} is not reported by format {fmt.name!r}"

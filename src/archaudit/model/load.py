@@ -13,6 +13,7 @@ from archaudit.config import ModelConfig, build, upgrade_stored
 from archaudit.data.tokenizers import Tokenizer, load_tokenizer
 from archaudit.errors import DataError
 from archaudit.model.transformer import Transformer, build_model
+from archaudit.progress import warn
 from archaudit.rundir import SPEC, TOKENIZER, checkpoint_step, run_dir_of
 
 
@@ -33,9 +34,21 @@ def load_model(
         ckpt = checkpoint_io.newest(run)
     if ckpt is None:
         raise DataError(f"{run} has no valid checkpoint to evaluate")
+    _warn_if_unfinished(run, ckpt, spec)
     model = build_model(build(ModelConfig, upgrade_stored(spec["model"]), section="model"))
     checkpoint_io.read_weights(model, ckpt)
     model.to(device).eval()
     tok_file = run / TOKENIZER
     tokenizer = load_tokenizer(f"hf:{tok_file}" if tok_file.is_file() else spec["tokenizer"])
     return model, tokenizer
+
+
+def _warn_if_unfinished(run: Path, ckpt: Path, spec: dict) -> None:
+    """A run stopped before its last step (interrupted, still training) is scored as it is,
+    but not silently: its numbers are not those of the trained model."""
+    step, total = checkpoint_step(ckpt), spec.get("recipe", {}).get("steps")
+    if step is not None and total and step < total:
+        warn(
+            f"{run} stopped at step {step} of {total} (interrupted or still training): scoring "
+            "that checkpoint; rerun the training to finish it first"
+        )

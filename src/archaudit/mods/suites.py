@@ -102,7 +102,10 @@ SUITES: dict[str, tuple[str, ...]] = {
 def get_suite(name: str) -> list[str]:
     """The arms of a suite, by their canonical names (as `resolve_arm(...).name` spells them)."""
     if name not in SUITES:
-        raise ConfigError(f"unknown suite {name!r}{did_you_mean(name, SUITES)}")
+        raise ConfigError(
+            f"unknown suite {name!r}{did_you_mean(name, SUITES)}; "
+            f"suites: {', '.join(sorted(SUITES))}"
+        )
     return [resolve_arm(arm).name for arm in SUITES[name]]
 
 

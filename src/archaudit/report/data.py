@@ -22,22 +22,30 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from archaudit.audit import store
+from archaudit.audit.spec import resolve_audit_dir
 from archaudit.errors import ArchauditError, DataError
+from archaudit.report.palette import Colour, arm_colours
 from archaudit.rundir import ENV, EVENTS
 from archaudit.stats import (
-    Design,
+    AuditDesign,
     cross_scale_transfer,
     decoupling,
     interactions,
     judge,
     load_table,
-    power,
     seeds_needed,
 )
+from archaudit.stats.aggregate import TASK_SUFFIX, aggregate
 from archaudit.stats.errors import EmptyTableError
 from archaudit.stats.family import resolve_direction
 from archaudit.stats.judge import Judgement
-from archaudit.stats.sequential import SequentialRule, sequential_design_rate
+from archaudit.stats.power import PowerCurve, power_curve
+from archaudit.stats.sequential import (
+    SequentialRule,
+    repeated_interval,
+    sequential_design_rate,
+    sequential_power_curve,
+)
 from archaudit.stats.table import RESULTS_FILE, Table
 from archaudit.stats.verdicts import NOISE_SIGMAS
 
@@ -47,8 +55,11 @@ PRIMARY_METRICS = ("val_loss", DOWNSTREAM_METRIC)
 """Judged by default when present: the audit's loss and its downstream macro average."""
 POWER_EFFECTS = (3.0, 5.0, 10.0)
 """Effects (in σ) for which the power section says how many seeds a claim would need."""
-POWER_STEP, POWER_SPAN = 0.5, 15.0
-"""The power curve is drawn every POWER_STEP σ up to POWER_SPAN σ, or past the MDE."""
+FIXED_INTERVAL = "Bonferroni-simultaneous (1 − α) interval of the fixed design"
+REPEATED_INTERVAL = (
+    "repeated confidence interval of the sequential design at its last look (O'Brien–Fleming "
+    "boundary at α/m: simultaneous over looks and arms)"
+)
 FACTOR_SEPARATOR = "+"
 
 T = TypeVar("T")
@@ -68,8 +79,11 @@ class ArmRow:
     sd: float
     delta: float
     interval: tuple[float, float] | None
-    """Bonferroni-simultaneous (1 − α) interval for Δ (stats.judge); None when not tested or
-    judged by the sequential loop (its alpha spending has no fixed-design interval)."""
+    """Bonferroni-simultaneous (1 − α) interval for Δ (stats.judge), or for an arm the
+    sequential loop judged its repeated confidence interval (stats.sequential); None when not
+    tested. `Verdicts.interval_kind` says which."""
+    seed_deltas: tuple[float, ...]
+    """Each finished seed's value minus the baseline mean, signed like Δ (the forest's dots)."""
     test: str | None
     p: float
     p_adj: float
@@ -106,6 +120,11 @@ class Verdicts:
     """NOISE_SIGMAS·σ: effects inside it are within noise by rule."""
     arms: tuple[ArmRow, ...]
     notes: tuple[str, ...]
+    interval_kind: str = FIXED_INTERVAL
+    audit_design: AuditDesign | None = None
+    """The design judged (None when no arm was tested): what the power curve is computed for."""
+    rule: SequentialRule | None = None
+    """The sequential loop's stopping rule, when the loop judged this family."""
     design_panel_worst: float | None = None
     """The noise panel's worst measured family-wise rate for this design (stats-core)."""
 
@@ -158,6 +177,32 @@ class Bump:
 
 
 @dataclass(frozen=True)
+class TaskAggregate:
+    """One arm's aggregate over the suite's tasks × seeds (stats.aggregate, rliable's)."""
+
+    arm: str
+    n_seeds: int
+    iqm: float
+    iqm_interval: tuple[float, float] | None
+    prob_improvement: float
+    prob_interval: tuple[float, float] | None
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """rliable's aggregates at one scale: IQM and P(arm > baseline) with stratified-bootstrap
+    intervals over the per-task scores."""
+
+    scale: str
+    tasks: int
+    confidence: float
+    arms: tuple[TaskAggregate, ...]
+    taus: tuple[float, ...]
+    profiles: dict[str, tuple[float, ...]]
+    """Arm → its performance profile over `taus` (share of seeds × tasks scores above τ)."""
+
+
+@dataclass(frozen=True)
 class Combination:
     arm: str
     factors: tuple[str, ...]
@@ -184,17 +229,17 @@ class Heatmap:
 
 @dataclass(frozen=True)
 class PowerCase:
-    """The power of one judged family's typical design (stats.power)."""
+    """The power of one judged family's design as it ran (stats.power, or the sequential
+    loop's simulated power): the curve, its MDE and the table's MDE are one record."""
 
     metric: str
     scale: str
     sigma: float
-    arm_seeds: int
+    arm_seeds: tuple[int, ...]
+    """Distinct seeds per tested arm."""
     baseline_seeds: int
     m: int
-    mde_sigmas: float | None
-    curve: tuple[tuple[float, float], ...]
-    """(effect in σ, probability of a verdict)."""
+    curve: PowerCurve
     seeds_for: tuple[tuple[float, int | None], ...]
     """(effect in σ, seeds per arm a balanced design needs; None = more than SEEDS_CAP)."""
 
@@ -211,6 +256,60 @@ class Curve:
     loss: tuple[float, ...]
     grad_norm: tuple[float, ...]
     diverged_step: int | None
+    val_steps: tuple[int, ...] = ()
+    val_loss: tuple[float, ...] = ()
+    """The validation loss the trainer recorded every `eval_every` steps."""
+
+
+@dataclass(frozen=True)
+class Band:
+    """One arm's curve at one scale over its seeds: the mean per step and the seeds' range."""
+
+    arm: str
+    scale: str
+    seeds: int
+    steps: tuple[int, ...]
+    mean: tuple[float, ...]
+    low: tuple[float, ...]
+    high: tuple[float, ...]
+
+
+TRAIN_ZOOM = 2 / 3
+"""The training-loss panel starts here (share of the run): the early drop from ~5.5 would
+squeeze the differences at the end into a hair-thin band."""
+
+
+def bands(curves: Sequence[Curve], scale: str, kind: str) -> tuple[Band, ...]:
+    """Per arm at `scale`, the seeds that did not diverge, on the steps they all recorded:
+    `kind` "val" is the recorded validation loss, "train" the last third of the training loss."""
+    runs: dict[str, list[dict[int, float]]] = {}
+    for c in curves:
+        if c.scale != scale or c.diverged_step is not None:
+            continue
+        if kind == "val":
+            points = dict(zip(c.val_steps, c.val_loss, strict=True))
+        else:
+            first = TRAIN_ZOOM * max(c.steps, default=0)
+            points = {t: v for t, v in zip(c.steps, c.loss, strict=True) if t >= first}
+        if points:
+            runs.setdefault(c.arm, []).append(points)
+    out = []
+    for arm, seeds in runs.items():
+        steps = sorted(set.intersection(*(set(p) for p in seeds)))
+        if steps:
+            values = [[p[t] for p in seeds] for t in steps]
+            out.append(
+                Band(
+                    arm=arm,
+                    scale=scale,
+                    seeds=len(seeds),
+                    steps=tuple(steps),
+                    mean=tuple(sum(v) / len(v) for v in values),
+                    low=tuple(min(v) for v in values),
+                    high=tuple(max(v) for v in values),
+                )
+            )
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -281,17 +380,21 @@ class ReportData:
     scatters: tuple[Scatter, ...]
     bumps: tuple[Bump, ...]
     heatmaps: tuple[Heatmap, ...]
+    aggregates: tuple[Aggregate, ...]
     power: tuple[PowerCase, ...]
     curves: tuple[Curve, ...]
     scope: Scope
     provenance: Provenance
     progress: Progress | None
-    protocol_notes: dict[str, tuple[str, ...]]
-    """Arm → the audit's protocol warnings (R5–R7) stored at plan time."""
+    protocol_notes: dict[str, tuple[tuple[str | None, str], ...]]
+    """Arm → (the scale it concerns or None for every scale, the warning): the audit's
+    protocol warnings (R5–R7) and the seeds the sequential loop added, stored at plan time."""
     routing: tuple[Routing, ...] = ()
     """Runs with mixture-of-experts layers: their final expert load, drops and collapses."""
     absent: dict[str, str] = field(default_factory=dict)
     """Analysis → why it could not be made (the error stats raised, or what is missing)."""
+    colours: dict[str, Colour] = field(default_factory=dict)
+    """Arm → its one colour on every figure of the page (report.palette)."""
 
 
 SEEDS_CAP = 100
@@ -312,8 +415,12 @@ def gather(
     if table is not None:
         table.check_arm(baseline, "baseline")
     chosen = _choose_metrics(table, metrics) if table else ()
-    verdicts = _verdicts(table, chosen, baseline, absent, audit_dir) if table else ()
+    judged = _verdicts(table, chosen, baseline, absent, audit_dir) if table else ()
+    power = tuple(case for v in judged if (case := _power(v)) is not None)
+    verdicts = _with_power_mde(judged, power)
     runs = _runs(audit_dir) if audit_dir else ()
+    curves = tuple(curve for run in runs if (curve := _curve(run)) is not None)
+    arms = (*(table.arms if table else ()), *(c.arm for c in curves))
     return ReportData(
         source=str(source),
         kind="audit" if audit_dir else "csv",
@@ -323,14 +430,16 @@ def gather(
         scatters=_scatters(table, chosen, baseline, absent) if table else (),
         bumps=_bumps(table, chosen, baseline, absent) if table else (),
         heatmaps=_heatmaps(table, chosen, baseline, absent) if table else (),
-        power=tuple(_power(v) for v in verdicts if v.baseline_n >= 2),
-        curves=tuple(curve for run in runs if (curve := _curve(run)) is not None),
+        aggregates=_aggregates(table, baseline, absent) if table else (),
+        power=power,
+        curves=curves,
         scope=_scope(table, runs, audit_dir),
         provenance=_provenance(csv_path, runs, command),
         progress=_progress(runs) if audit_dir else None,
         protocol_notes=_protocol_notes(audit_dir),
         routing=tuple(r for run in runs if (r := _routing(run)) is not None),
         absent=absent,
+        colours=arm_colours(arms, baseline),
     )
 
 
@@ -402,7 +511,7 @@ def _verdicts(
                 absent,
             )
             if judgement is not None:
-                verdicts = _from_judgement(judgement)
+                verdicts = _from_judgement(judgement, table)
                 family = families.get((metric, scale))
                 out.append(_sequential(verdicts, family, rule) if family else verdicts)
     return tuple(out)
@@ -431,7 +540,7 @@ def _sequential(
         dataclasses.replace(
             arm,
             test="sequential",
-            interval=None,
+            interval=_repeated_interval(rows[arm.arm], family, len(rows), rule),
             p=rows[arm.arm]["p"],
             p_adj=math.nan,
             verdict=rows[arm.arm]["verdict"],
@@ -459,10 +568,36 @@ def _sequential(
         design_panel_worst=worst,
         arms=arms,
         notes=(*verdicts.notes, note),
+        interval_kind=REPEATED_INTERVAL,
+        rule=rule,
     )
 
 
-def _from_judgement(j: Judgement) -> Verdicts:
+def _repeated_interval(
+    row: dict[str, Any], family: dict[str, Any], arms: int, rule: SequentialRule | None
+) -> tuple[float, float] | None:
+    if rule is None or row["seeds"] < 1 or not math.isfinite(row["delta"]):
+        return None
+    return _finite_interval(
+        repeated_interval(
+            row["delta"],
+            family["sigma"],
+            family["sigma_dof"],
+            row["seeds"],
+            family["baseline_seeds"],
+            arms,
+            rule,
+        )
+    )
+
+
+def _seed_deltas(j: Judgement, table: Table, arm: str) -> tuple[float, ...]:
+    sign = -1.0 if j.lower_is_better else 1.0
+    values = (row.value for row in table.rows_for(j.metric, j.scale, arm))
+    return tuple(sign * (v - j.baseline_mean) for v in values if math.isfinite(v))
+
+
+def _from_judgement(j: Judgement, table: Table) -> Verdicts:
     return Verdicts(
         metric=j.metric,
         scale=j.scale,
@@ -495,6 +630,7 @@ def _from_judgement(j: Judgement) -> Verdicts:
                 sd=a.sd,
                 delta=a.delta,
                 interval=_finite_interval(a.interval),
+                seed_deltas=_seed_deltas(j, table, a.arm),
                 test=a.test,
                 p=a.p,
                 p_adj=a.p_adj,
@@ -506,6 +642,7 @@ def _from_judgement(j: Judgement) -> Verdicts:
             for a in j.arms
         ),
         notes=tuple(j.notes),
+        audit_design=j.design.design if j.design is not None else None,
     )
 
 
@@ -601,6 +738,45 @@ def _bumps(
     return tuple(out)
 
 
+def _aggregates(table: Table, baseline: str, absent: dict[str, str]) -> tuple[Aggregate, ...]:
+    """IQM and probability of improvement over the per-task scores, per scale, when the results
+    have them (an audit with a downstream suite)."""
+    if sum(m.endswith(TASK_SUFFIX) for m in table.metrics) < 2:
+        absent["aggregates"] = (
+            f"the results hold fewer than 2 per-task metrics ('<task>{TASK_SUFFIX}'): the audit "
+            "scored no multi-task downstream suite"
+        )
+        return ()
+    out = []
+    for scale in table.scales:
+        result = _attempt(
+            lambda s=scale: aggregate(table, baseline=baseline, scale=s), "aggregates", absent
+        )
+        if result is not None:
+            arms = tuple(
+                TaskAggregate(
+                    a.arm,
+                    a.n_seeds,
+                    a.iqm,
+                    _finite_interval(a.iqm_interval),
+                    a.prob_improvement,
+                    _finite_interval(a.prob_improvement_interval),
+                )
+                for a in result.arms
+            )
+            out.append(
+                Aggregate(
+                    result.scale,
+                    len(result.tasks),
+                    result.confidence,
+                    arms,
+                    result.profile_taus,
+                    result.profiles or {},
+                )
+            )
+    return tuple(out)
+
+
 def _heatmaps(
     table: Table, metrics: Sequence[str], baseline: str, absent: dict[str, str]
 ) -> tuple[Heatmap, ...]:
@@ -653,40 +829,46 @@ def _heatmaps(
     return tuple(out)
 
 
-def _power(v: Verdicts) -> PowerCase:
-    """Power of the family's most common arm design, and the seeds each effect would need."""
-    tested = [a.n_seeds for a in v.arms if a.test is not None]
-    arm_seeds = Counter(tested).most_common(1)[0][0] if tested else 1
-    design = Design(
-        arm_seeds=arm_seeds,
-        baseline_seeds=v.baseline_n,
-        arms=max(v.m, 1),
-        alpha=v.alpha,
-        correction=v.correction,
-        sigma_dof=v.sigma_dof,
-    )
-    mde = v.design_mde / v.sigma if v.design_mde is not None and v.sigma > 0 else None
-    if mde is None:
-        mdes = [a.mde / v.sigma for a in v.arms if a.n_seeds == arm_seeds and math.isfinite(a.mde)]
-        mde = mdes[0] if mdes and v.sigma > 0 else None
+def _power(v: Verdicts) -> PowerCase | None:
+    """The family's power as it ran: the sequential loop's (simulated) when the loop judged
+    it, else the fixed design's with each tested arm's own seeds; None without a noise floor
+    or a tested arm."""
+    if v.baseline_n < 2 or v.audit_design is None:
+        return None
+    design = v.audit_design
+    if v.rule is not None:
+        curve = sequential_power_curve(design.m, v.rule)
+    else:
+        curve = _fixed_curve(design, v.power_target)
     return PowerCase(
         metric=v.metric,
         scale=v.scale,
         sigma=v.sigma,
-        arm_seeds=arm_seeds,
+        arm_seeds=tuple(sorted(set(design.arm_seeds))),
         baseline_seeds=v.baseline_n,
         m=v.m,
-        mde_sigmas=mde,
-        curve=_power_curve(design, math.ceil(max(POWER_SPAN, 1.3 * (mde or 0.0)))),
+        curve=curve,
         seeds_for=_seeds_for(max(v.m, 1), v.alpha, v.correction),
     )
 
 
 # Metrics judged at one scale share their design, so each is computed once per report.
 @functools.lru_cache(maxsize=64)
-def _power_curve(design: Design, span: int) -> tuple[tuple[float, float], ...]:
-    steps = int(span / POWER_STEP)
-    return tuple((i * POWER_STEP, power(i * POWER_STEP, design)) for i in range(steps + 1))
+def _fixed_curve(design: AuditDesign, target: float) -> PowerCurve:
+    return power_curve([design.arm(n) for n in design.arm_seeds], target)
+
+
+def _with_power_mde(
+    verdicts: Sequence[Verdicts], power: Sequence[PowerCase]
+) -> tuple[Verdicts, ...]:
+    """Each family's design MDE is its power curve's, so the page states one MDE per design."""
+    mde = {(c.metric, c.scale): c.curve.mde_sigmas for c in power}
+    return tuple(
+        dataclasses.replace(v, design_mde=(mde[key] or math.nan) * v.sigma)
+        if (key := (v.metric, v.scale)) in mde
+        else v
+        for v in verdicts
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -714,7 +896,7 @@ def _resolve(source: Path) -> tuple[Path | None, Path]:
     if source.is_dir():
         return source, source / RESULTS_FILE
     if source.suffix == ".toml":
-        audit_dir = store.resolve_audit_dir(source)
+        audit_dir = resolve_audit_dir(source)
         return audit_dir, audit_dir / RESULTS_FILE
     if not source.is_file():
         raise DataError(f"{source} does not exist: give an audit directory, file or results CSV")
@@ -747,6 +929,8 @@ def _curve(run: _Run) -> Curve | None:
         loss=tuple(_number(r.get("loss")) for r in rows),
         grad_norm=tuple(_number(r.get("grad_norm")) for r in rows),
         diverged_step=(run.done or {}).get("diverged_step"),
+        val_steps=tuple(int(r["step"]) for r in rows if r.get("val_loss") is not None),
+        val_loss=tuple(float(r["val_loss"]) for r in rows if r.get("val_loss") is not None),
     )
 
 
@@ -852,11 +1036,12 @@ def _progress(runs: Sequence[_Run]) -> Progress:
     return Progress(finished, len(runs), dict(sorted(states.items())))
 
 
-def _protocol_notes(audit_dir: Path | None) -> dict[str, tuple[str, ...]]:
+def _protocol_notes(audit_dir: Path | None) -> dict[str, tuple[tuple[str | None, str], ...]]:
     audit = (store.read_json(audit_dir / store.AUDIT_FILE) or {}) if audit_dir else {}
-    notes: dict[str, list[str]] = {}
+    notes: dict[str, list[tuple[str | None, str]]] = {}
     for note in audit.get("notes", []):
-        notes.setdefault(note["arm"], []).append(f"{note['rule']}: {note['message']}")
+        text = f"{note['rule']}: {note['message']}"
+        notes.setdefault(note["arm"], []).append((note.get("scale"), text))
     return {arm: tuple(items) for arm, items in notes.items()}
 
 

@@ -12,7 +12,7 @@ import functools
 import io
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ParamSpec
 
@@ -20,7 +20,18 @@ import matplotlib
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.lines import Line2D
 
-from archaudit.report.data import Bump, Curve, Heatmap, PowerCase, Scatter, Verdicts
+from archaudit.report.data import (
+    Aggregate,
+    ArmRow,
+    Band,
+    Bump,
+    Curve,
+    Heatmap,
+    PowerCase,
+    Scatter,
+    Verdicts,
+)
+from archaudit.report.palette import DIVERGED_COLOUR, Colour, arm_gid
 
 STYLE = {
     "svg.fonttype": "path",
@@ -31,9 +42,9 @@ STYLE = {
     "grid.alpha": 0.3,
     "figure.dpi": 100,
 }
-PALETTE = "tab10"
-NO_FAMILY = "no family"
 P = ParamSpec("P")
+Colours = Mapping[str, Colour]
+SEED_ALPHA = 0.7
 
 
 @dataclass(frozen=True)
@@ -68,19 +79,14 @@ def _new(width: float, height: float, panels: int = 1) -> tuple[MplFigure, list]
     return fig, list(fig.subplots(1, panels, squeeze=False)[0])
 
 
-def family_colours(families: Sequence[str | None]) -> dict[str, tuple]:
-    """One colour per family, by sorted name, so the same family has the same colour in every
-    figure of a report."""
-    cmap = matplotlib.colormaps[PALETTE]
-    names = sorted({f or NO_FAMILY for f in families})
-    return {name: cmap(i % cmap.N) for i, name in enumerate(names)}
+def _hex(colours: Colours, arm: str) -> str:
+    return colours[arm].hex
 
 
-def _family_legend(fig: MplFigure, colours: dict[str, tuple]) -> None:
-    """The family colours, in one row below the panels (never over the data)."""
-    handles = [Line2D([], [], marker="o", ls="", color=c, label=n) for n, c in colours.items()]
+def _legend_below(fig: MplFigure, handles: Sequence[Line2D]) -> None:
+    """A legend in rows below the panel (never over the data)."""
     fig.legend(
-        handles=handles, loc="outside lower center", ncols=min(len(handles), 5), fontsize=7,
+        handles=handles, loc="outside lower center", ncols=min(len(handles), 3), fontsize=7,
         frameon=False,
     )  # fmt: skip
 
@@ -96,113 +102,153 @@ def forest_range(deltas: Sequence[float], band: float) -> tuple[float, float]:
 
 
 @styled
-def forest(key: str, panels: Sequence[Verdicts]) -> Figure:
-    """Each arm's Δ (positive = better) with its simultaneous interval and the ±2σ noise band,
-    one panel per scale; arms sorted by Δ and coloured by family."""
-    colours = family_colours([a.family for v in panels for a in v.arms])
-    rows = max(len(v.arms) for v in panels)
-    fig, axes = _new(4.2 * len(panels), 1.2 + 0.28 * rows, len(panels))
-    for ax, v in zip(axes, panels, strict=True):
-        shown = sorted((a for a in v.arms if math.isfinite(a.delta)), key=lambda a: a.delta)
-        ax.axvspan(-v.noise_band, v.noise_band, color="0.85", zorder=0, label="±2σ noise")
-        ax.axvline(0, color="0.3", lw=0.8)
-        ys = range(len(shown))
-        dots = [colours[a.family or NO_FAMILY] for a in shown]
-        low, high = forest_range([a.delta for a in shown], v.noise_band)
-        for y, a, colour in zip(ys, shown, dots, strict=True):
-            if a.interval is None:
-                continue
-            start, end = max(a.interval[0], low), min(a.interval[1], high)
-            ax.hlines(y, start, end, colors=colour, lw=1.6)
-            for edge, cut, marker in (
-                (low, a.interval[0] < low, "<"),
-                (high, a.interval[1] > high, ">"),
-            ):
-                if cut:  # the interval runs on past the axis
-                    ax.plot(edge, y, marker=marker, color=colour, ms=5, clip_on=False)
-        ax.set_xlim(low, high)
-        ax.scatter([a.delta for a in shown], ys, c=dots, s=25, zorder=3)
-        ax.set_yticks(range(len(shown)), [a.arm for a in shown], fontsize=7)
-        ax.set_ylim(-0.7, max(len(shown), 1) - 0.3)
-        ax.set_xlabel(f"Δ {v.metric} (positive = better)")
-        ax.set_title(f"{v.metric} at {v.scale} (σ = {v.sigma:.3g})", fontsize=9)
-    _family_legend(fig, colours)
-    return render(key, fig, f"Forest plot of Δ {panels[0].metric} per arm and scale")
+def forest(key: str, v: Verdicts, colours: Colours) -> Figure:
+    """One scale's arms: Δ (positive = better) as a dot, each seed as a small dot, the interval
+    `v.interval_kind` names as a line, and the ±2σ noise band; sorted by Δ, one colour per arm."""
+    shown = sorted((a for a in v.arms if math.isfinite(a.delta)), key=lambda a: a.delta)
+    fig, (ax,) = _new(5.0, 1.5 + 0.3 * max(len(shown), 1))
+    ax.axvspan(-v.noise_band, v.noise_band, color="0.87", zorder=0)
+    ax.axvline(0, color="0.3", lw=0.8)
+    low, high = forest_range([a.delta for a in shown], v.noise_band)
+    for y, a in enumerate(shown):
+        _forest_arm(ax, y, a, _hex(colours, a.arm), (low, high), v.scale)
+    ax.set_xlim(low, high)
+    ax.set_yticks(range(len(shown)), [a.arm for a in shown], fontsize=8)
+    for label, a in zip(ax.get_yticklabels(), shown, strict=True):
+        label.set_color(_hex(colours, a.arm))
+    ax.set_ylim(-0.7, max(len(shown), 1) - 0.3)
+    ax.set_xlabel(f"Δ {v.metric} (positive = better)")
+    ax.set_title(f"{v.metric} at {v.scale} (σ = {v.sigma:.3g})", fontsize=9)
+    kind = "repeated (sequential)" if v.rule is not None else "simultaneous (fixed design)"
+    _legend_below(
+        fig,
+        [
+            Line2D([], [], marker="o", ls="", color="0.2", label="Δ (mean of seeds)"),
+            Line2D(
+                [], [], marker="o", ls="", ms=3, color="0.2", alpha=SEED_ALPHA, label="one seed"
+            ),
+            Line2D([], [], color="0.2", lw=1.6, label=f"{1 - v.alpha:.0%} interval, {kind}"),
+            Line2D([], [], color="0.87", lw=6, label="±2σ noise band"),
+        ],
+    )
+    return render(key, fig, f"Forest plot of Δ {v.metric} per arm at {v.scale}")
+
+
+def _forest_arm(ax, y: int, a: ArmRow, colour: str, edges: tuple[float, float], scale: str):
+    low, high = edges
+    if a.interval is not None:
+        start, end = max(a.interval[0], low), min(a.interval[1], high)
+        line = ax.hlines(y, start, end, colors=colour, lw=1.6)
+        line.set_gid(arm_gid(a.arm, "interval", scale))
+        for edge, cut, marker in (
+            (low, a.interval[0] < low, "<"),
+            (high, a.interval[1] > high, ">"),
+        ):
+            if cut:  # the interval runs on past the axis
+                ax.plot(edge, y, marker=marker, color=colour, ms=5, clip_on=False)
+    if a.seed_deltas:
+        seeds = ax.scatter(
+            [min(max(d, low), high) for d in a.seed_deltas],
+            [y + 0.18] * len(a.seed_deltas),
+            color=colour, s=14, alpha=SEED_ALPHA, zorder=2, linewidths=0,
+        )  # fmt: skip
+        seeds.set_gid(arm_gid(a.arm, "seeds", scale))
+    dot = ax.scatter([a.delta], [y], color=colour, s=30, zorder=3)
+    dot.set_gid(arm_gid(a.arm, "delta", scale))
 
 
 @styled
-def scatter(key: str, panels: Sequence[Scatter]) -> Figure:
-    """Relative loss change against downstream Δ; decoupled arms labelled."""
-    colours = family_colours([p.family for s in panels for p in s.points])
-    fig, axes = _new(4.2 * len(panels), 3.6, len(panels))
-    for ax, s in zip(axes, panels, strict=True):
-        ax.axvspan(-100 * s.loss_band, 100 * s.loss_band, color="0.9", zorder=0)
-        ax.axhline(0, color="0.3", lw=0.8)
-        for decoupled, marker in ((False, "o"), (True, "D")):
-            points = [p for p in s.points if p.decoupled == decoupled]
-            ax.scatter(
-                [100 * p.loss_change for p in points],
-                [p.downstream_delta for p in points],
-                c=[colours[p.family or NO_FAMILY] for p in points],
-                marker=marker,
-                s=25,
-                zorder=3,
-            )
-        for point in s.points:
-            if point.decoupled:
-                xy = (100 * point.loss_change, point.downstream_delta)
-                ax.annotate(point.arm, xy, xytext=(4, 4), textcoords="offset points", fontsize=7)
-        ax.set_xlabel(f"{s.loss_metric} change vs baseline (%)")
-        ax.set_ylabel(f"Δ {s.downstream_metric} (positive = better)")
-        ax.set_title(f"scale {s.scale}", fontsize=9)
-    _family_legend(fig, colours)
-    return render(key, fig, "Loss change against downstream effect per arm")
+def scatter(key: str, s: Scatter, colours: Colours) -> Figure:
+    """One scale: relative loss change against downstream Δ, every arm labelled in its colour;
+    decoupled arms as diamonds."""
+    fig, (ax,) = _new(5.0, 3.8)
+    ax.axvspan(-100 * s.loss_band, 100 * s.loss_band, color="0.9", zorder=0)
+    ax.axhline(0, color="0.3", lw=0.8)
+    xs, ys = [100 * p.loss_change for p in s.points], [p.downstream_delta for p in s.points]
+    nudge = 0.04 * ((max(xs) - min(xs)) or 1.0)
+    labels = spread(ys, 0.07 * ((max(ys) - min(ys)) or 1.0))  # close arms: labels apart
+    for point, label_y in zip(s.points, labels, strict=True):
+        xy = (100 * point.loss_change, point.downstream_delta)
+        colour = _hex(colours, point.arm)
+        mark = ax.scatter(*([c] for c in xy), color=colour, marker="D" if point.decoupled else "o",
+                          s=30, zorder=3)  # fmt: skip
+        mark.set_gid(arm_gid(point.arm, "point", s.scale))
+        ax.annotate(point.arm, xy, xytext=(xy[0] + nudge, label_y), textcoords="data", fontsize=7,
+                    color=colour, ha="left", va="center",
+                    arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.5})  # fmt: skip
+    ax.margins(0.25)
+    ax.set_xlabel(f"{s.loss_metric} change vs baseline (%)")
+    ax.set_ylabel(f"Δ {s.downstream_metric} (positive = better)")
+    ax.set_title(f"scale {s.scale}", fontsize=9)
+    _legend_below(
+        fig,
+        [
+            Line2D([], [], marker="o", ls="", color="0.3", label="loss and downstream agree"),
+            Line2D([], [], marker="D", ls="", color="0.3", label="decoupled"),
+        ],
+    )
+    return render(key, fig, f"Loss change against downstream effect per arm at {s.scale}")
 
 
 @styled
-def curves(key: str, scale: str, runs: Sequence[Curve]) -> Figure:
-    """Loss and gradient norm per step at one scale: one colour per arm, each seed a thin line,
-    an X where a run diverged."""
-    arms = list(dict.fromkeys(c.arm for c in runs))
-    cmap = matplotlib.colormaps["tab20"]
-    colour = {arm: cmap(i % cmap.N) for i, arm in enumerate(arms)}
-    fig, (loss_ax, grad_ax) = _new(9.0, 3.6, 2)
+def loss_bands(
+    key: str, title: str, ylabel: str, bands: Sequence[Band], colours: Colours
+) -> Figure:
+    """Per arm, the mean over seeds as a line and the seeds' range as a band."""
+    fig, (ax,) = _new(5.0, 3.4)
+    for band in bands:
+        colour = _hex(colours, band.arm)
+        (line,) = ax.plot(band.steps, band.mean, color=colour, lw=1.3)
+        line.set_gid(arm_gid(band.arm, "mean", key))
+        if band.seeds > 1:
+            fill = ax.fill_between(band.steps, band.low, band.high, color=colour, alpha=0.2, lw=0)
+            fill.set_gid(arm_gid(band.arm, "band", key))
+    ax.set(xlabel="step", ylabel=ylabel, title=title)
+    _arm_legend(fig, [b.arm for b in bands], colours)
+    return render(key, fig, title)
+
+
+def _arm_legend(fig: MplFigure, arms: Sequence[str], colours: Colours, extra=()) -> None:
+    handles = [Line2D([], [], color=_hex(colours, a), lw=2, label=a) for a in dict.fromkeys(arms)]
+    _legend_below(fig, [*handles, *extra])
+
+
+@styled
+def grad_norms(key: str, scale: str, runs: Sequence[Curve], colours: Colours) -> Figure:
+    """Gradient norm per step (log axis): one thin line per seed, an X where a run diverged."""
+    fig, (ax,) = _new(5.0, 3.4)
     for run in runs:
-        for ax, values in ((loss_ax, run.loss), (grad_ax, run.grad_norm)):
-            ax.plot(run.steps, values, color=colour[run.arm], lw=0.8, alpha=0.8)
-            if run.diverged_step is not None:
-                finite = [v for v in values if math.isfinite(v)]
-                ax.plot(
-                    run.diverged_step,
-                    finite[-1] if finite else 0.0,
-                    "x",
-                    color="tab:red",
-                    ms=9,
-                    mew=2,
-                )
-    loss_ax.set(xlabel="step", ylabel="training loss", title=f"loss at {scale}")
-    grad_ax.set(xlabel="step", ylabel="gradient norm", title=f"gradient norm at {scale}")
-    grad_ax.set_yscale("log")
-    handles = [Line2D([], [], color=colour[a], label=a) for a in arms]
-    handles.append(Line2D([], [], marker="x", ls="", color="tab:red", label="diverged"))
-    loss_ax.legend(handles=handles, fontsize=6, frameon=False, loc="upper right", ncols=2)
-    return render(key, fig, f"Training loss and gradient norm per arm at scale {scale}")
+        colour = _hex(colours, run.arm)
+        (line,) = ax.plot(run.steps, run.grad_norm, color=colour, lw=0.8, alpha=0.8)
+        line.set_gid(arm_gid(run.arm, "grad", scale, str(run.seed)))
+        if run.diverged_step is not None:
+            finite = [g for g in run.grad_norm if math.isfinite(g)]
+            ax.plot(run.diverged_step, finite[-1] if finite else 1.0, "x",
+                    color=DIVERGED_COLOUR.hex, ms=9, mew=2)  # fmt: skip
+    ax.set(xlabel="step", ylabel="gradient norm", title=f"gradient norm at {scale}")
+    ax.set_yscale("log")
+    diverged = Line2D([], [], marker="x", ls="", color=DIVERGED_COLOUR.hex, label="diverged")
+    _arm_legend(fig, [r.arm for r in runs], colours, (diverged,))
+    return render(key, fig, f"Gradient norm per seed at scale {scale}")
 
 
 @styled
-def bump(key: str, b: Bump) -> Figure:
-    """Each arm's rank at the small and the large scale (1 = best)."""
-    colours = family_colours([a.family for a in b.arms])
-    fig, (ax,) = _new(5.0, 1.2 + 0.3 * len(b.arms))
-    for arm in b.arms:
-        colour = colours[arm.family or NO_FAMILY]
-        ax.plot((0, 1), (arm.rank_small, arm.rank_large), "o-", color=colour, lw=1.4)
-        ax.annotate(arm.arm, (0, arm.rank_small), xytext=(-6, 0), textcoords="offset points",
-                    ha="right", va="center", fontsize=8)  # fmt: skip
-        ax.annotate(arm.arm, (1, arm.rank_large), xytext=(6, 0), textcoords="offset points",
-                    ha="left", va="center", fontsize=8)  # fmt: skip
+def bump(key: str, b: Bump, colours: Colours) -> Figure:
+    """Each arm's rank at the small and the large scale (1 = best); labels spread apart so that
+    tied ranks do not print over each other."""
+    fig, (ax,) = _new(5.0, 1.4 + 0.34 * len(b.arms))
+    left = spread([a.rank_small for a in b.arms], 0.55)
+    right = spread([a.rank_large for a in b.arms], 0.55)
+    for arm, y_left, y_right in zip(b.arms, left, right, strict=True):
+        colour = _hex(colours, arm.arm)
+        (line,) = ax.plot((0, 1), (arm.rank_small, arm.rank_large), "o-", color=colour, lw=1.4)
+        line.set_gid(arm_gid(arm.arm, "rank"))
+        ax.annotate(arm.arm, (0, arm.rank_small), xytext=(-0.06, y_left), textcoords="data",
+                    ha="right", va="center", fontsize=8, color=colour)  # fmt: skip
+        ax.annotate(arm.arm, (1, arm.rank_large), xytext=(1.06, y_right), textcoords="data",
+                    ha="left", va="center", fontsize=8, color=colour)  # fmt: skip
     ax.set_xticks((0, 1), (f"rank at {b.small}", f"rank at {b.large}"))
-    ax.set_xlim(-0.6, 1.6)
+    ax.set_xlim(-0.8, 1.8)
     ax.set_yticks([])
     ax.invert_yaxis()
     ax.grid(False)
@@ -215,6 +261,17 @@ def bump(key: str, b: Bump) -> Figure:
     )
     ax.set_title(f"{b.metric}: Spearman ρ = {b.spearman:.2f}{interval}", fontsize=9)
     return render(key, fig, f"Rank of each arm at {b.small} and {b.large} on {b.metric}")
+
+
+def spread(values: Sequence[float], gap: float) -> list[float]:
+    """Label positions as close to `values` as possible, at least `gap` apart, order kept."""
+    order = sorted(range(len(values)), key=lambda i: (values[i], i))
+    placed = [0.0] * len(values)
+    for rank, i in enumerate(order):
+        below = placed[order[rank - 1]] + gap if rank else -math.inf
+        placed[i] = max(values[i], below)
+    centre = sum(values) / len(values) - sum(placed) / len(placed) if values else 0.0
+    return [p + centre for p in placed]
 
 
 @styled
@@ -246,19 +303,83 @@ def heatmap(key: str, h: Heatmap) -> Figure:
 
 
 @styled
-def power_curves(key: str, metric: str, cases: Sequence[PowerCase], target: float) -> Figure:
-    """Probability that an arm gets a verdict against its true effect, per scale's design."""
-    fig, (ax,) = _new(5.0, 3.2)
-    for case in cases:
-        effects, probabilities = zip(*case.curve, strict=True)
-        label = f"{case.scale}: {case.arm_seeds} seed(s)/arm, {case.baseline_seeds} baseline"
-        (line,) = ax.plot(effects, probabilities, lw=1.4, label=label)
-        if case.mde_sigmas is not None:
-            ax.axvline(case.mde_sigmas, color=line.get_color(), ls=":", lw=1)
-    ax.axhline(target, color="0.4", ls="--", lw=0.8)
+def task_aggregate(key: str, agg: Aggregate, colours: Colours) -> Figure:
+    """rliable's two panels at one scale: each arm's IQM over tasks × seeds and its probability
+    of improvement over the baseline, with stratified-bootstrap intervals."""
+    fig, (iqm_ax, prob_ax) = _new(5.0, 1.6 + 0.3 * len(agg.arms), 2)
+    shown = sorted(agg.arms, key=lambda a: a.iqm)
+    for y, a in enumerate(shown):
+        colour = _hex(colours, a.arm)
+        for ax, value, interval, what in (
+            (iqm_ax, a.iqm, a.iqm_interval, "iqm"),
+            (prob_ax, a.prob_improvement, a.prob_interval, "improvement"),
+        ):
+            if not math.isfinite(value):
+                continue  # the baseline has no P(improvement) over itself
+            if interval is not None:
+                ax.hlines(y, *interval, colors=colour, lw=1.6).set_gid(
+                    arm_gid(a.arm, what, "interval", agg.scale)
+                )
+            ax.scatter([value], [y], color=colour, s=30, zorder=3).set_gid(
+                arm_gid(a.arm, what, agg.scale)
+            )
+    iqm_ax.set_yticks(range(len(shown)), [a.arm for a in shown], fontsize=8)
+    for label, a in zip(iqm_ax.get_yticklabels(), shown, strict=True):
+        label.set_color(_hex(colours, a.arm))
+    prob_ax.set_yticks(range(len(shown)), [""] * len(shown))
+    prob_ax.axvline(0.5, color="0.4", ls="--", lw=0.8)
+    prob_ax.set_xlim(0, 1)
+    iqm_ax.set(xlabel="IQM of task scores", title=f"IQM at {agg.scale}")
+    prob_ax.set(xlabel="P(arm > baseline)", title="probability of improvement")
+    return render(
+        key, fig, f"IQM and probability of improvement over {agg.tasks} tasks at {agg.scale}"
+    )
+
+
+@styled
+def performance_profiles(key: str, agg: Aggregate, colours: Colours) -> Figure:
+    """rliable's performance profiles at one scale: per arm, the share of its seeds × tasks
+    scores above each threshold τ (a curve further right is better)."""
+    fig, (ax,) = _new(5.0, 3.4)
+    for arm, profile in agg.profiles.items():
+        (line,) = ax.step(agg.taus, profile, where="post", color=_hex(colours, arm), lw=1.3)
+        line.set_gid(arm_gid(arm, "profile", agg.scale))
+    ax.set(xlabel="task score τ", ylabel="share of runs × tasks with score > τ", ylim=(0, 1.02))
+    ax.set_title(f"performance profiles at {agg.scale}", fontsize=9)
+    _arm_legend(fig, list(agg.profiles), colours)
+    return render(key, fig, f"Performance profiles over {agg.tasks} tasks at {agg.scale}")
+
+
+SCALE_STYLES = (("#222222", "-"), ("#666666", "--"), ("#999999", "-."), ("#444444", ":"))
+"""Scales in the power figure: greys and dashes, so that no scale borrows an arm's colour."""
+
+
+@styled
+def power_curves(key: str, metric: str, cases: Sequence[PowerCase]) -> Figure:
+    """Probability of a verdict against the true effect, per scale's design as it ran; the MDE
+    rises from the axis to the curve at the target power."""
+    fig, (ax,) = _new(5.0, 3.6)
+    target = cases[0].curve.target
+    for i, case in enumerate(cases):
+        colour, dashes = SCALE_STYLES[i % len(SCALE_STYLES)]
+        effects, probabilities = zip(*case.curve.points, strict=True)
+        seeds = "/".join(map(str, case.arm_seeds))
+        kind = "sequential loop" if case.curve.method.startswith("sequential") else "fixed design"
+        label = (
+            f"{case.scale}: {kind}, {case.m} arms × {seeds} seeds, baseline {case.baseline_seeds}"
+        )
+        (line,) = ax.plot(effects, probabilities, color=colour, ls=dashes, lw=1.5, label=label)
+        line.set_gid(f"power--{case.scale}--curve")
+        mde = case.curve.mde_sigmas
+        if mde is not None:
+            rise = ax.vlines(mde, 0.0, target, colors=colour, linestyles=":", lw=1.2)
+            rise.set_gid(f"power--{case.scale}--mde")
+            ax.annotate(f"MDE {mde:.2f}σ", (mde, 0.04), xytext=(3, 0), textcoords="offset points",
+                        fontsize=7, color=colour)  # fmt: skip
+    ax.axhline(target, color="0.5", ls="--", lw=0.8).set_gid("power--target")
     ax.set(xlabel="true effect (in σ)", ylabel="probability of a verdict", ylim=(0, 1.02))
-    ax.set_title(f"power on {metric}", fontsize=9)
-    ax.legend(fontsize=7, frameon=False, loc="lower right")
+    ax.set_title(f"power on {metric} (target {target:.0%})", fontsize=9)
+    fig.legend(loc="outside lower center", fontsize=7, frameon=False, ncols=1)
     return render(key, fig, f"Power against true effect for {metric}")
 
 

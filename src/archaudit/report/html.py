@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from html import escape
 
 from archaudit.report.figures import Figure, inline_svg
-from archaudit.report.sections import Block, Bullets, Grid, Paragraph, Section
+from archaudit.report.sections import Block, Bullets, Grid, Paragraph, Row, Section
 
 CSS = """
 :root { color-scheme: light; }
@@ -20,6 +20,8 @@ h2 { font-size: 1.25rem; border-bottom: 1px solid #ccc; padding-bottom: .2rem; m
 .partial { background: #fff4d6; border-left: 4px solid #d9a400; padding: .5rem .8rem; }
 nav ol { columns: 2; padding-left: 1.2rem; }
 figure { margin: 1rem 0; }
+.figures { display: flex; flex-wrap: wrap; gap: 0 1.2rem; }
+.figures figure { flex: 1 1 22rem; min-width: 0; }
 figure svg { display: block; max-width: 100%; height: auto; }
 figcaption { font-size: .85rem; color: #555; }
 .scroll { overflow-x: auto; }
@@ -73,6 +75,8 @@ def _section(s: Section) -> str:
 def _block(block: Block) -> str:
     if isinstance(block, Figure):
         return f"<figure>{inline_svg(block)}<figcaption>{escape(block.alt)}</figcaption></figure>"
+    if isinstance(block, Row):
+        return '<div class="figures">' + "".join(_block(f) for f in block.figures) + "</div>"
     if isinstance(block, Paragraph):
         css = ' class="partial"' if block.text.startswith("Partial report") else ""
         return f"<p{css}>{escape(block.text)}</p>"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from archaudit.report.figures import Figure
-from archaudit.report.sections import Block, Bullets, Grid, Paragraph, Section
+from archaudit.report.sections import Block, Bullets, Grid, Paragraph, Row, Section
 
 
 def render_markdown(
@@ -29,6 +29,11 @@ def _block(block: Block, figures_dir: str, files: dict[str, str]) -> list[str]:
         name = f"{block.key}.svg"
         files[name] = block.svg
         return [f"![{block.alt}]({figures_dir}/{name})"]
+    if isinstance(block, Row):
+        lines: list[str] = []
+        for figure in block.figures:
+            lines += [*_block(figure, figures_dir, files), ""]
+        return lines[:-1]
     if isinstance(block, Paragraph):
         return [block.text]
     if isinstance(block, Bullets):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from archaudit.report import figures
-from archaudit.report.data import ArmRow, ReportData, Verdicts
+from archaudit.report.data import ArmRow, PowerCase, ReportData, Verdicts, bands
 from archaudit.report.figures import Figure
 from archaudit.stats.corrections import error_rate
 from archaudit.stats.verdicts import (
@@ -50,7 +50,15 @@ class Grid:
     rows: tuple[tuple[str, ...], ...]
 
 
-Block = Paragraph | Bullets | Grid | Figure
+@dataclass(frozen=True)
+class Row:
+    """Figures side by side where the page is wide enough, stacked on a phone (each at a
+    legible size instead of shrunk into one wide figure)."""
+
+    figures: tuple[Figure, ...]
+
+
+Block = Paragraph | Bullets | Grid | Figure | Row
 
 
 @dataclass(frozen=True)
@@ -140,32 +148,20 @@ def _reference(v: Verdicts) -> str:
 
 def arm_lines(verdicts: Sequence[Verdicts]) -> list[str]:
     """One line per arm across metrics and scales, e.g. "post_ln: regressor on val_loss at both
-    scales; no downstream_avg effect detected (MDE 0.02)". A run's state (diverged, incomplete)
-    is said once per arm, not once per metric."""
+    scales; no downstream_avg effect detected (MDE 0.02 at d48)". A run's state (diverged,
+    incomplete) is said once per arm, not once per metric; arms with verdicts come first, then
+    nominal ones, then by their largest |Δ| in σ."""
     scales = list(dict.fromkeys(v.scale for v in verdicts))
     by_arm: dict[str, dict[str, list[tuple[str, ArmRow]]]] = defaultdict(lambda: defaultdict(list))
     for v in verdicts:
         for arm in v.arms:
             by_arm[arm.arm][v.metric].append((v.scale, arm))
     lines = []
-    for arm, metrics in by_arm.items():
+    for arm, metrics in sorted(by_arm.items(), key=lambda item: _importance(item[1], verdicts)):
         states: dict[str, dict[str, ArmRow]] = defaultdict(dict)
         parts = []
         for metric, rows in metrics.items():
-            groups: dict[str, list[str]] = defaultdict(list)
-            quiet = [(scale, row) for scale, row in rows if row.verdict in _NO_EFFECT]
-            for scale, row in rows:
-                if row.verdict in _STATES:
-                    states[row.verdict].setdefault(scale, row)
-                elif row.verdict not in _NO_EFFECT:
-                    groups[row.verdict].append(scale)
-            parts += [f"{verdict} on {metric} {_where(s, scales)}" for verdict, s in groups.items()]
-            if quiet:
-                mde = max((row.mde for _, row in quiet if math.isfinite(row.mde)), default=None)
-                where = (
-                    "" if len(quiet) == len(scales) else " " + _where([s for s, _ in quiet], scales)
-                )
-                parts.append(f"no {metric} effect detected{where} (MDE {num(mde, 2)})")
+            parts += _metric_parts(metric, rows, scales, states)
         for state, at in states.items():
             steps = sorted({row.diverged_step for row in at.values() if row.diverged_step})
             step = f" (step {', '.join(map(str, steps))})" if steps else ""
@@ -174,11 +170,58 @@ def arm_lines(verdicts: Sequence[Verdicts]) -> list[str]:
     return lines
 
 
+def _metric_parts(
+    metric: str,
+    rows: Sequence[tuple[str, ArmRow]],
+    scales: Sequence[str],
+    states: dict[str, dict[str, ArmRow]],
+) -> list[str]:
+    """What one arm's line says about one metric: verdicts, nominal results (as nominal), then
+    where no effect was detected with the MDE of each scale; run states go to `states`."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    nominal = []
+    for scale, row in rows:
+        if row.verdict in _STATES:
+            states[row.verdict].setdefault(scale, row)
+        elif row.verdict in _NOMINAL:
+            nominal.append(
+                f"{row.verdict} on {metric} at {scale} (Δ {signed(row.delta)}, p "
+                f"{pvalue(row.p)}: significant before the correction only)"
+            )
+        elif row.verdict != WITHIN_NOISE:
+            groups[row.verdict].append(scale)
+    parts = [f"{verdict} on {metric} {_where(s, scales)}" for verdict, s in groups.items()]
+    parts += nominal
+    quiet = [(scale, row) for scale, row in rows if row.verdict == WITHIN_NOISE]
+    if quiet:
+        mdes = ", ".join(f"{num(row.mde, 2)} at {scale}" for scale, row in quiet)
+        where = "" if len(quiet) == len(scales) else " " + _where([s for s, _ in quiet], scales)
+        parts.append(f"no {metric} effect detected{where} (MDE {mdes})")
+    return parts
+
+
 _STATES = (DIVERGED, INCOMPLETE)
-_NO_EFFECT = (WITHIN_NOISE, NOMINAL_IMPROVER, NOMINAL_REGRESSOR)
 _NOT_SURVIVING = (NOMINAL_IMPROVER, NOMINAL_REGRESSOR, CANDIDATE_IMPROVER, CANDIDATE_REGRESSOR)
 """The funnel's "nominal" column: beyond 2σ, significant before the correction or the single
 seed's 6σ bound only."""
+_NOMINAL = (NOMINAL_IMPROVER, NOMINAL_REGRESSOR)
+
+
+def _importance(
+    metrics: dict[str, list[tuple[str, ArmRow]]], verdicts: Sequence[Verdicts]
+) -> tuple[int, float]:
+    """Sort key of an arm's line: verdicts first, then nominal results, then the largest |Δ|
+    in σ of its family."""
+    sigma = {(v.metric, v.scale): v.sigma for v in verdicts}
+    rows = [(metric, scale, row) for metric, items in metrics.items() for scale, row in items]
+    said = {row.verdict for _, _, row in rows}
+    rank = 0 if said & {IMPROVER, REGRESSOR} else 1 if said & set(_NOMINAL) else 2
+    sizes = [
+        abs(row.delta) / sigma[(metric, scale)]
+        for metric, scale, row in rows
+        if math.isfinite(row.delta) and sigma[(metric, scale)] > 0
+    ]
+    return rank, -max(sizes, default=0.0)
 
 
 def answer(data: ReportData) -> Section:
@@ -245,7 +288,14 @@ def answer(data: ReportData) -> Section:
             tuple(rows),
         )
     )
+    blocks.append(colour_key(data))
     return Section("answer", title, intro, tuple(blocks))
+
+
+def colour_key(data: ReportData) -> Paragraph:
+    """The arms' colours in words: the same in every figure of the page and of its twin."""
+    named = ", ".join(f"{arm} {colour.name}" for arm, colour in data.colours.items())
+    return Paragraph(f"Colours, the same in every figure: {named}.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -255,28 +305,29 @@ def answer(data: ReportData) -> Section:
 def noise_floor(data: ReportData) -> Section:
     title, intro = (
         "Effects against the noise floor",
-        "Each dot is an arm's difference from the baseline (Δ, positive = better), with its "
-        "simultaneous (1 − α) interval as a line (Bonferroni over the family, in the test's own "
-        "reference): an interval clear of 0 is significant even under Bonferroni, and Holm "
-        "finds at least as much. The grey band is ±2σ, where σ is the seed-to-seed noise of the "
+        "Each large dot is an arm's difference from the baseline (Δ, positive = better), each "
+        "small dot one of its seeds, and the line its (1 − α) interval, simultaneous over the "
+        "family: an interval clear of 0 is significant even under Bonferroni, and Holm finds at "
+        "least as much. The grey band is ±2σ, where σ is the seed-to-seed noise of the "
         "baseline: an effect inside it is within noise by rule.",
     )
     if not data.verdicts:
         return _absent("forest", title, intro, _why(data, "table", "verdicts"))
-    blocks: list[Block] = []
-    for metric in data.metrics:
-        panels = [v for v in data.verdicts if v.metric == metric]
-        if panels and any(a.arms for a in panels):
-            blocks.append(figures.forest(f"forest-{slug(metric)}", panels))
-    sequential = sorted({a.arm for v in data.verdicts for a in v.arms if a.test == "sequential"})
-    if sequential:
-        blocks.append(
-            Paragraph(
-                "No interval for the arms the sequential loop judged ("
-                + ", ".join(sequential)
-                + "): its alpha spending over looks has no fixed-design interval."
+    blocks: list[Block] = [
+        Row(
+            tuple(
+                figures.forest(f"forest-{slug(v.metric)}-{slug(v.scale)}", v, data.colours)
+                for v in data.verdicts
+                if v.metric == metric and v.arms
             )
         )
+        for metric in data.metrics
+    ]
+    kinds = dict.fromkeys(v.interval_kind for v in data.verdicts)
+    blocks.append(Paragraph("Intervals: " + "; ".join(kinds) + "."))
+    untested = sorted({a.arm for v in data.verdicts for a in v.arms if a.interval is None})
+    if untested:
+        blocks.append(Paragraph("No interval (not tested): " + ", ".join(untested) + "."))
     left_out = sorted(
         {f"{a.arm} ({a.verdict})" for v in data.verdicts for a in v.arms if math.isnan(a.delta)}
     )
@@ -302,13 +353,50 @@ def decoupling(data: ReportData) -> Section:
     decoupled = [
         f"{p.arm} at {s.scale}: {p.kind}" for s in data.scatters for p in s.points if p.decoupled
     ]
-    blocks: list[Block] = [figures.scatter("decoupling", data.scatters)]
+    blocks: list[Block] = [
+        Row(
+            tuple(
+                figures.scatter(f"decoupling-{slug(s.scale)}", s, data.colours)
+                for s in data.scatters
+            )
+        )
+    ]
     blocks.append(
         Bullets(tuple(decoupled))
         if decoupled
         else Paragraph("No arm is decoupled: loss and downstream agree wherever either moved.")
     )
     return Section("decoupling", title, intro, tuple(blocks))
+
+
+def aggregates(data: ReportData) -> Section:
+    title, intro = (
+        "Across tasks (rliable's aggregates)",
+        "The field's habit for a claim over many tasks (Agarwal et al. 2021, rliable): per "
+        "scale, each arm's interquartile mean (IQM) of its task scores over every seed and "
+        "task, and the probability that a run of the arm beats a run of the baseline on a task, "
+        "both with stratified-bootstrap intervals (tasks kept, seeds resampled within each), "
+        "and its performance profile: the share of its runs × tasks scoring above each "
+        "threshold. A probability interval clear of 0.5 says the arm is better (or worse) on "
+        "most tasks.",
+    )
+    if not data.aggregates:
+        return _absent("aggregates", title, intro, _why(data, "aggregates", "table"))
+    rows = tuple(
+        Row(
+            (
+                figures.task_aggregate(f"aggregate-{slug(a.scale)}", a, data.colours),
+                figures.performance_profiles(f"profile-{slug(a.scale)}", a, data.colours),
+            )
+        )
+        for a in data.aggregates
+    )
+    level = f"{data.aggregates[0].confidence:.0%}"
+    note = Paragraph(
+        f"Intervals: {level} stratified bootstrap (stats.aggregate); an arm with one seed has "
+        "none. `archaudit stats aggregate` prints the numbers and the almost-stochastic order."
+    )
+    return Section("aggregates", title, intro, (*rows, note))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -318,8 +406,11 @@ def decoupling(data: ReportData) -> Section:
 def curves(data: ReportData) -> Section:
     title, intro = (
         "Training curves",
-        "Training loss and gradient norm per step, one colour per arm, one thin line per seed. "
-        "A red X marks the step where a run diverged (its loss or gradient became infinite).",
+        "Per scale: the validation loss the trainer recorded, the training loss over the last "
+        "third of the run (zoomed: the early drop would hide the differences at the end), each "
+        "as the arm's mean over seeds with the seeds' range as a band, and the gradient norm of "
+        "every seed. A red X marks the step where a run diverged (its loss or gradient became "
+        "infinite); diverged runs are left out of the bands.",
     )
     if not data.curves:
         reason = (
@@ -329,11 +420,9 @@ def curves(data: ReportData) -> Section:
             else "no run of this audit has written training metrics yet"
         )
         return _absent("curves", title, intro, reason)
-    scales = dict.fromkeys(c.scale for c in data.curves)
-    blocks: list[Block] = [
-        figures.curves(f"curves-{slug(scale)}", scale, [c for c in data.curves if c.scale == scale])
-        for scale in scales
-    ]
+    blocks: list[Block] = []
+    for scale in dict.fromkeys(c.scale for c in data.curves):
+        blocks.append(Row(tuple(_scale_curves(data, scale))))
     diverged = [
         f"{c.arm} at {c.scale}, seed {c.seed}: step {c.diverged_step}"
         for c in data.curves
@@ -342,6 +431,21 @@ def curves(data: ReportData) -> Section:
     if diverged:
         blocks.append(Bullets(tuple(diverged)))
     return Section("curves", title, intro, tuple(blocks))
+
+
+def _scale_curves(data: ReportData, scale: str) -> list[Figure]:
+    key, out = slug(scale), []
+    panels = (
+        ("val", f"curves-{key}-val", f"validation loss at {scale}", "validation loss"),
+        ("train", f"curves-{key}-loss", f"training loss at {scale}, last third", "training loss"),
+    )
+    for kind, name, title, label in panels:
+        drawn = bands(data.curves, scale, kind)
+        if drawn:
+            out.append(figures.loss_bands(name, title, label, drawn, data.colours))
+    runs = [c for c in data.curves if c.scale == scale]
+    out.append(figures.grad_norms(f"curves-{key}-grad", scale, runs, data.colours))
+    return out
 
 
 def routing(data: ReportData) -> Section:
@@ -389,7 +493,7 @@ def transfer(data: ReportData) -> Section:
         return _absent("transfer", title, intro, _why(data, "transfer", "table"))
     blocks: list[Block] = []
     for b in data.bumps:
-        blocks.append(figures.bump(f"bump-{slug(b.metric)}", b))
+        blocks.append(figures.bump(f"bump-{slug(b.metric)}", b, data.colours))
         interval = (
             f" (95% interval {b.spearman_interval[0]:.2f} to {b.spearman_interval[1]:.2f})"
             if b.spearman_interval
@@ -454,9 +558,12 @@ def power(data: ReportData) -> Section:
     title, intro = (
         "Power: what this audit could have seen",
         "How likely the audit was to give a verdict to an arm with a given true effect (in "
-        "units of σ). The dotted line is the minimum detectable effect (MDE). The table gives "
-        "the seeds per arm (baseline alike) that a balanced design would need to detect each "
-        "effect with 80% power; effects under 2σ are within noise by rule and never declared.",
+        "units of σ), for the design that ran: its arms' own seed counts, its test and "
+        "correction, or the sequential loop's stopping rule (then simulated). The dotted line "
+        "rises at the minimum detectable effect (MDE) to the target power; the MDE in the table "
+        "is the same number. The last columns give the seeds per arm (baseline alike) that a "
+        "balanced fixed design would need for each effect; effects under 2σ are within noise "
+        "by rule and never declared.",
     )
     if not data.power:
         return _absent(
@@ -465,18 +572,21 @@ def power(data: ReportData) -> Section:
             intro,
             _why(data, "verdicts", "table")
             if not data.verdicts
-            else "every judged family has fewer than 2 baseline seeds: power needs a noise floor",
+            else "no judged family has 2 baseline seeds and a tested arm: power needs both",
         )
-    blocks: list[Block] = []
-    target = data.verdicts[0].power_target
-    for metric in data.metrics:
-        cases = [c for c in data.power if c.metric == metric]
-        if cases:
-            blocks.append(figures.power_curves(f"power-{slug(metric)}", metric, cases, target))
+    drawn = tuple(
+        figures.power_curves(f"power-{slug(metric)}", metric, cases)
+        for metric in data.metrics
+        if (cases := [c for c in data.power if c.metric == metric])
+    )
+    blocks: list[Block] = [Row(drawn)]
+    methods = dict.fromkeys(f"{c.scale}: {c.curve.method}" for c in data.power)
+    blocks.append(Bullets(tuple(methods)))
     effects = [x for x, _ in data.power[0].seeds_for]
     blocks.append(
         Grid(
-            "MDE per metric and scale, and seeds per arm needed for an effect of k·σ.",
+            f"MDE at {data.power[0].curve.target:.0%} power per metric and scale, and seeds per "
+            "arm a balanced design needs for an effect of k·σ.",
             (
                 "metric",
                 "scale",
@@ -488,23 +598,25 @@ def power(data: ReportData) -> Section:
                 "MDE (metric units)",
                 *(f"seeds for {x:g}σ" for x in effects),
             ),
-            tuple(
-                (
-                    c.metric,
-                    c.scale,
-                    num(c.sigma, 3),
-                    str(c.arm_seeds),
-                    str(c.baseline_seeds),
-                    str(c.m),
-                    num(c.mde_sigmas, 3),
-                    num(c.mde_sigmas * c.sigma if c.mde_sigmas is not None else None, 3),
-                    *(str(k) if k is not None else "> 100" for _, k in c.seeds_for),
-                )
-                for c in data.power
-            ),
+            tuple(_power_row(c) for c in data.power),
         )
     )
     return Section("power", title, intro, tuple(blocks))
+
+
+def _power_row(c: PowerCase) -> tuple[str, ...]:
+    mde = c.curve.mde_sigmas
+    return (
+        c.metric,
+        c.scale,
+        num(c.sigma, 3),
+        "/".join(map(str, c.arm_seeds)),
+        str(c.baseline_seeds),
+        str(c.m),
+        num(mde, 3),
+        num(mde * c.sigma if mde is not None else None, 3),
+        *(str(k) if k is not None else "> 100" for _, k in c.seeds_for),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -544,12 +656,17 @@ def arm_table(data: ReportData) -> Section:
                     "grade",
                     "warnings",
                 ),
-                tuple(_arm_row(a, data.protocol_notes.get(a.arm, ())) for a in v.arms),
+                tuple(_arm_row(a, _notes_at(data, a.arm, v.scale)) for a in v.arms),
             )
         )
         if v.notes:
             blocks.append(Bullets(v.notes))
     return Section("arms", title, intro, tuple(blocks))
+
+
+def _notes_at(data: ReportData, arm: str, scale: str) -> list[str]:
+    """The arm's warnings that concern this row's scale (or every scale)."""
+    return [text for at, text in data.protocol_notes.get(arm, ()) if at in (None, scale)]
 
 
 def _arm_row(a: ArmRow, notes: Sequence[str]) -> tuple[str, ...]:
@@ -688,6 +805,7 @@ SECTIONS: tuple[Callable[[ReportData], Section], ...] = (
     answer,
     noise_floor,
     decoupling,
+    aggregates,
     curves,
     routing,
     transfer,

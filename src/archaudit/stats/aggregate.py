@@ -41,6 +41,15 @@ TASK_SUFFIX = "/score"
 IQM_CUT = 0.25
 
 
+PROFILE_POINTS = 41
+
+
+def performance_profile(scores: np.ndarray, taus: np.ndarray) -> np.ndarray:
+    """rliable's score distribution (Agarwal et al. 2021, fig. 5): for each τ the share of all
+    seeds × tasks scores above it; (seeds, tasks), (T,) → (T,)."""
+    return np.mean(np.ravel(scores)[None, :] > np.asarray(taus)[:, None], axis=1)
+
+
 def macro_mean(scores: np.ndarray) -> np.ndarray:
     """Mean over tasks of the per-task seed means; (..., seeds, tasks) → (...)."""
     return np.mean(np.mean(scores, axis=-2), axis=-1)
@@ -108,6 +117,32 @@ class Aggregates(JsonResult):
     aso_comparisons: int
     arms: tuple[ArmAggregate, ...]
     notes: tuple[str, ...]
+    profile_taus: tuple[float, ...] = ()
+    """The thresholds τ of the performance profiles (scores, negated for lower-is-better)."""
+    profiles: dict[str, tuple[float, ...]] | None = None
+    """Arm → its performance profile: the share of its seeds × tasks scores above each τ."""
+
+
+FALLBACK_METRICS = ("downstream_avg", "val_loss")
+"""Aggregated, as one stratum, when the results hold no per-task metrics."""
+
+
+def _strata(table: Table, metrics: Sequence[str]) -> tuple[tuple[str, ...], str | None]:
+    """The task metrics, or the first fallback metric the table has with a note saying so."""
+    tasks = tuple(metrics) or tuple(m for m in table.metrics if m.endswith(TASK_SUFFIX))
+    if tasks:
+        return tasks, None
+    for metric in FALLBACK_METRICS:
+        if metric in table.metrics:
+            return (metric,), (
+                f"no per-task metrics named '<task>{TASK_SUFFIX}': aggregated over {metric} "
+                "alone (one stratum; name task metrics with --metric)"
+            )
+    raise DesignError(
+        f"{table.source} (column 'metric')",
+        f"no per-task metrics named '<task>{TASK_SUFFIX}' and none of {list(FALLBACK_METRICS)}",
+        "name the task metrics with --metric (repeatable)",
+    )
 
 
 def aggregate(
@@ -123,20 +158,15 @@ def aggregate(
     aso_threshold: float = ASO_THRESHOLD,
 ) -> Aggregates:
     """IQM, macro mean, P(arm > baseline) and ASO over the task `metrics` at one scale."""
-    tasks = tuple(metrics) or tuple(m for m in table.metrics if m.endswith(TASK_SUFFIX))
-    if not tasks:
-        raise DesignError(
-            f"{table.source} (column 'metric')",
-            f"no per-task metrics named '<task>{TASK_SUFFIX}'",
-            "name the task metrics with --metric (repeatable)",
-        )
+    tasks, fallback = _strata(table, metrics)
+    notes = [fallback] if fallback else []
     for metric in tasks:
         table.check_metric(metric)
     scale = table.resolve_scale(scale)
     table.check_arm(baseline, "baseline")
     lower = _direction(tasks, lower_is_better)
     sign = -1.0 if lower else 1.0
-    scores, notes = {}, []
+    scores = {}
     for arm in table.arms_at(scale):
         samples = [sample_arm(table, metric, scale, arm) for metric in tasks]
         status = next((s.status for s in samples if s.status != "ok"), "ok")
@@ -184,6 +214,8 @@ def aggregate(
             "intervals not estimable for single-seed arms (no seeds to resample): "
             + ", ".join(single)
         )
+    everything = np.concatenate([v.ravel() for v in scores.values()])
+    taus = np.linspace(everything.min(), everything.max(), PROFILE_POINTS)
     return Aggregates(
         source=table.source,
         scale=scale,
@@ -197,6 +229,10 @@ def aggregate(
         aso_comparisons=len(aso_arms),
         arms=tuple(arms),
         notes=tuple(notes),
+        profile_taus=tuple(float(t) for t in taus),
+        profiles={
+            arm: tuple(map(float, performance_profile(v, taus))) for arm, v in scores.items()
+        },
     )
 
 

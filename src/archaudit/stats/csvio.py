@@ -21,6 +21,9 @@ from archaudit.stats.errors import (
     UnknownColumnError,
 )
 
+MAX_MAGNITUDE = 1e100
+"""Larger values are refused: their squares (variances, sums of squares) overflow to inf and a
+σ = inf would judge every arm "within noise"."""
 _TRUE = frozenset({"true", "1", "yes"})
 _FALSE = frozenset({"false", "0", "no", ""})
 
@@ -64,6 +67,13 @@ class CsvRow:
                 "leave the cell empty for a missing value, and mark a "
                 "run that blew up with status=diverged",
             )
+        if abs(number) > MAX_MAGNITUDE:
+            raise self._bad(
+                column,
+                f"is beyond ±{MAX_MAGNITUDE:g}",
+                "no metric is this large: a unit or export mistake; the statistics would "
+                "overflow to inf (write the value in sensible units)",
+            )
         return number
 
     def optional_text(self, column: str) -> str | None:
@@ -73,7 +83,7 @@ class CsvRow:
     def integer(self, column: str) -> int:
         """A required non-negative whole number."""
         value = self.cells.get(column, "")
-        if not (value.isascii() and value.isdigit()):
+        if not (value.isascii() and value.isdigit()) or len(value) > 18:
             raise self._bad(column, "is not a whole number >= 0", "write e.g. 0, 1, 2")
         return int(value)
 

@@ -24,6 +24,8 @@ Bonferroni, a lower bound on power for Holm, Dunnett and BH) and α without one.
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -37,9 +39,12 @@ from archaudit.stats.corrections import check_correction, per_test_alpha
 from archaudit.stats.distributions import chi_square_quadrature, solve_increasing
 from archaudit.stats.family_test import POOLED_T, ROBUST, Z, choose_test
 from archaudit.stats.noise_models import WIDEST_FACTOR
+from archaudit.stats.serialize import JsonResult
 from archaudit.stats.verdicts import NOISE_SIGMAS
 
 _CRITICAL_GRID = 48
+CURVE_STEP, CURVE_SPAN = 0.5, 15.0
+"""A power curve is computed every CURVE_STEP σ up to CURVE_SPAN σ, or past the MDE."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +136,75 @@ def power(effect: float, design: Design) -> float:
 def minimum_detectable_effect(design: Design, target: float = 0.8) -> float:
     """The smallest true effect (in σ) declared significant with probability `target`."""
     return solve_increasing(lambda effect: power(effect, design), target, tol=1e-5)
+
+
+@dataclass(frozen=True)
+class PowerCurve(JsonResult):
+    """P(verdict) against the true effect (σ) of one family's design, with the MDE on it: the
+    figure's curve, its MDE line and the MDE in a table all come from this one record."""
+
+    method: str
+    """How the probabilities were computed, for the figure to say."""
+    target: float
+    mde_sigmas: float | None
+    """The effect where the curve reaches `target` (None: not within the computed span)."""
+    points: tuple[tuple[float, float], ...]
+    """(effect in σ, probability), increasing in effect; the MDE is one of the points."""
+
+
+def power_curve(
+    designs: Sequence[Design],
+    target: float = 0.8,
+    *,
+    step: float = CURVE_STEP,
+    span: float = CURVE_SPAN,
+) -> PowerCurve:
+    """The family's power: the expected share of its arms given a verdict when every arm's true
+    effect is x·σ, each arm with its own seeds (`designs`, one per tested arm, so a family that
+    mixes 2- and 3-seed arms is averaged as it ran)."""
+    weights = Counter(designs)
+    total = sum(weights.values())
+
+    def family_power(effect: float) -> float:
+        return sum(n * power(effect, d) for d, n in weights.items()) / total
+
+    mde = curve_mde(family_power, target)
+    return curve_points(family_power, target, mde, _method(weights), step=step, span=span)
+
+
+def curve_mde(probability: Callable[[float], float], target: float) -> float | None:
+    """Where an increasing power function reaches `target` (None when it never does)."""
+    try:
+        return solve_increasing(probability, target, tol=1e-5)
+    except ArithmeticError:
+        return None
+
+
+def curve_points(
+    probability: Callable[[float], float],
+    target: float,
+    mde: float | None,
+    method: str,
+    *,
+    step: float = CURVE_STEP,
+    span: float = CURVE_SPAN,
+) -> PowerCurve:
+    """The curve on a grid to `span` (or 1.3 × the MDE), the MDE included as a point."""
+    top = max(span, 1.3 * mde) if mde is not None else span
+    grid = [i * step for i in range(math.ceil(top / step) + 1)]
+    effects = sorted({*grid, *([mde] if mde is not None else [])})
+    points = tuple((x, probability(x)) for x in effects)
+    return PowerCurve(method=method, target=target, mde_sigmas=mde, points=points)
+
+
+def _method(weights: Counter[Design]) -> str:
+    first = next(iter(weights))
+    seeds = sorted({d.arm_seeds for d in weights})
+    arms = "/".join(map(str, seeds))
+    return (
+        f"fixed design, computed: {first.test} test, {first.correction} over {first.arms} "
+        f"arm(s) of {arms} seed(s), {first.baseline_seeds} baseline seeds"
+    )
 
 
 def seeds_needed(

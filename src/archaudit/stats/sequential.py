@@ -51,6 +51,7 @@ from archaudit.errors import ConfigError
 from archaudit.files import atomic_write_text, cache_dir
 from archaudit.stats.family_test import ROBUST, statistics
 from archaudit.stats.noise_models import PANEL, NoiseModel, parse_noise, parse_one
+from archaudit.stats.power import PowerCurve, curve_points
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.simulate import PanelRate, panel_rate, worst
 from archaudit.stats.verdicts import NOISE_SIGMAS
@@ -529,6 +530,18 @@ SEQUENTIAL_PANEL_AUDITS = 1000
 SEQUENTIAL_RATE_VERSION = 2
 
 
+def repeated_interval(
+    delta: float, sigma: float, df: int, n: int, n0: int, arms: int, rule: SequentialRule
+) -> tuple[float, float]:
+    """The repeated confidence interval of an arm at its look with `n` seeds (Jennison &
+    Turnbull 2000, ch. 9): Δ ± t_ν(p_n/2)·σ·√(1/n + 1/n₀), p_n that look's nominal threshold at
+    Bonferroni's α/m, so the intervals of all arms at all looks cover together with 1 − α (the
+    sequential analogue of the fixed design's simultaneous interval)."""
+    level = nominal_levels(rule.alpha / arms, rule.max_seeds)[min(n, rule.max_seeds) - 1]
+    half = float(stats.t.isf(level / 2.0, df)) * sigma * math.sqrt(1.0 / n + 1.0 / n0)
+    return (delta - half, delta + half)
+
+
 @dataclass(frozen=True)
 class SequentialDesignRate:
     """What a sequential family's table states: the measured family-wise error rate of exactly
@@ -596,8 +609,8 @@ def sequential_design_rate(
     low, high = 0.0, 64.0
     for _ in range(12):
         mid = (low + high) / 2
-        found = simulate_sequential(arms=arms, rule=rule, audits=audits // 4, effects=(mid,))
-        low, high = (low, mid) if found.power_planted >= 0.8 else (mid, high)
+        found = planted_power(arms, rule, mid, audits // 4)
+        low, high = (low, mid) if found >= 0.8 else (mid, high)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         record = {"key": key, "fwer": fwer, "mde": high, "panel": rates}
@@ -621,3 +634,26 @@ def _sequential_rate(
     )
     se = math.sqrt(fwer * (1.0 - fwer) / audits)
     return SequentialDesignRate(arms, rule, audits, fwer, se, mde, worst(panel))
+
+
+@lru_cache(maxsize=1024)
+def planted_power(arms: int, rule: SequentialRule, effect: float, audits: int) -> float:
+    """The loop's power: the share of `audits` simulated audits (seed 0, so every effect sees
+    the same draws) in which one arm with a true effect of `effect`·σ, the others null, is
+    declared an improver; at effect 0, the share of null arms given any verdict."""
+    if effect == 0.0:
+        null = simulate_sequential(arms=arms, rule=rule, audits=audits).stop_reasons
+        return null["improver"] + null["regressor"]
+    return simulate_sequential(arms=arms, rule=rule, audits=audits, effects=(effect,)).power_planted
+
+
+@lru_cache(maxsize=64)
+def sequential_power_curve(arms: int, rule: SequentialRule, audits: int = 2000) -> PowerCurve:
+    """The loop's power curve, on the draws `sequential_design_rate` bisects its MDE on, so the
+    curve passes through that MDE at 80%."""
+    mde = sequential_design_rate(arms, rule, audits).mde_sigmas
+    method = (
+        f"sequential loop, simulated ({audits // 4:,} audits per effect): {arms} arm(s), "
+        f"<= {rule.max_seeds} seeds each, baseline {rule.baseline_seeds}+, O'Brien–Fleming + Holm"
+    )
+    return curve_points(lambda x: planted_power(arms, rule, x, audits // 4), 0.8, mde, method)

@@ -16,6 +16,7 @@ from torch import nn
 
 from archaudit import checkpoint_io
 from archaudit.errors import DataError
+from archaudit.rundir import TRAIN_STATE, checkpoint_step
 from archaudit.train.distributed import World, barrier, full_state, load_full_state
 from archaudit.train.monitor import StabilityMonitor
 
@@ -38,19 +39,22 @@ def save(run_dir: Path, step: int, state: TrainingState, *, keep: int, world: Wo
         for later in tied_names(state.model).values():
             for name in later:
                 del weights[name]
-        train_state = {"optimizer": optimizer, "rng": rng_state()}
+        train_state = {"step": step, "optimizer": optimizer, "rng": rng_state()}
         meta = {"monitor": state.monitor.state_dict()}
         checkpoint_io.write(run_dir, step, weights, train_state, meta, keep=keep)
     barrier(world)
 
 
 def resume(run_dir: Path, state: TrainingState) -> int:
-    """Restore `state` from the run's newest valid checkpoint; the step it holds (0: none)."""
+    """Restore `state` from the run's newest valid checkpoint; the step it holds (0: none).
+    The step is the folder's, and meta.json and the train state must say the same."""
+    checkpoint_io.remove_partial(run_dir)
     ckpt = checkpoint_io.newest(run_dir)
     if ckpt is None:
         return 0
     meta = checkpoint_io.read_meta(ckpt)
     train_state = checkpoint_io.read_train_state(ckpt)
+    step = _checked_train_state(ckpt, train_state)
     weights = checkpoint_io.read_weight_file(ckpt)
     for first, later in tied_names(state.model).items():
         group = (first, *later)  # the file holds one name of each tied group
@@ -63,9 +67,24 @@ def resume(run_dir: Path, state: TrainingState) -> int:
         first_line = str(err).splitlines()[0] if str(err) else type(err).__name__
         message = f"checkpoint {ckpt} does not fit the run's model config: {first_line}"
         raise DataError(message) from None
-    state.monitor.load_state_dict(meta["monitor"])
-    set_rng_state(train_state["rng"])
-    return int(meta["step"])
+    try:
+        state.monitor.load_state_dict(meta["monitor"])
+        set_rng_state(train_state["rng"])
+    except (KeyError, TypeError, ValueError, RuntimeError) as err:
+        raise DataError(
+            f"checkpoint {ckpt}: its monitor or RNG state is unreadable ({err!r})"
+        ) from None
+    return step
+
+
+def _checked_train_state(ckpt: Path, train_state: dict[str, Any]) -> int:
+    """The step the train state records, which must be the folder's; a checkpoint written
+    before the train state carried its step is taken at its (already checked) folder name."""
+    missing = [key for key in ("optimizer", "rng") if key not in train_state]
+    if missing:
+        raise DataError(f"checkpoint {ckpt}: {TRAIN_STATE} lacks {', '.join(missing)}")
+    step = train_state.get("step", checkpoint_step(ckpt))
+    return checkpoint_io.check_step(ckpt, TRAIN_STATE, step)
 
 
 def tied_names(model: nn.Module) -> dict[str, list[str]]:

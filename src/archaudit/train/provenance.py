@@ -100,7 +100,12 @@ def require_same_run(run_dir: Path, old: dict[str, Any], new: dict[str, Any]) ->
 
 def _identity(spec: dict[str, Any]) -> dict[str, Any]:
     operational = {f.name for f in dataclasses.fields(Recipe) if not f.metadata.get("hashed", True)}
-    recipe = {k: v for k, v in spec.get("recipe", {}).items() if k not in operational}
+    stored = spec.get("recipe", {})  # a garbled spec.json differs in every key, never crashes
+    recipe = (
+        {k: v for k, v in stored.items() if k not in operational}
+        if isinstance(stored, dict)
+        else stored
+    )
     identity = {k: spec.get(k, _ABSENT) for k in IDENTITY}
     if isinstance(identity["model"], dict):  # a run from before the per-slot tables resumes
         identity["model"] = upgrade_stored(identity["model"])

@@ -32,12 +32,20 @@ from archaudit.config import ModelConfig, Recipe
 from archaudit.data.corpus import TokenCorpus, prepare_corpus
 from archaudit.data.sampler import BatchSampler
 from archaudit.data.tokenizers import HFTokenizer
-from archaudit.errors import ConfigError
-from archaudit.files import atomic_write_text
+from archaudit.errors import ConfigError, DataError
+from archaudit.files import atomic_write_text, read_json_object
 from archaudit.model import build_model, count_parameters, training_flops_per_token
 from archaudit.model.moe import routing_metrics
 from archaudit.progress import progress, warn
-from archaudit.rundir import ENV, EVENTS, METRICS, SPEC, TOKENIZER, TRAIN_RESULT
+from archaudit.rundir import (
+    ENV,
+    EVENTS,
+    METRICS,
+    SPEC,
+    TOKENIZER,
+    TRAIN_RESULT,
+    check_train_target,
+)
 from archaudit.train import checkpoint as ckpt
 from archaudit.train.distributed import (
     World,
@@ -87,9 +95,22 @@ def data_order_seed(recipe: Recipe, seed: int) -> int:
 
 
 def resolve_device(name: str) -> torch.device:
+    """The torch device `name` means here; a device this machine lacks is a ConfigError."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise ConfigError(f"device {name!r} is not a torch device (e.g. cpu, cuda:0)") from None
+    if device.type == "cpu":
+        return device
+    backend = getattr(torch, device.type, None)
+    if not (backend and backend.is_available()):
+        raise ConfigError(f"device {name!r}: this machine has no {device.type} device")
+    if device.index is not None and device.index >= backend.device_count():
+        count = backend.device_count()
+        raise ConfigError(f"device {name!r}: this machine has {count} {device.type} device(s)")
+    return device
 
 
 def autocast(device: torch.device, recipe: Recipe) -> contextlib.AbstractContextManager:
@@ -125,6 +146,7 @@ def train(
     """Train (or resume, or return the stored result of) the run in `out_dir`. A directory that
     holds another run (model, hashed recipe, seed or corpus differ) is refused, naming the keys."""
     out = Path(out_dir)
+    check_train_target(out)
     if recipe.threads:
         torch.set_num_threads(recipe.threads)
     device = resolve_device(recipe.device)
@@ -138,9 +160,9 @@ def train(
     model_cfg = dataclasses.replace(model_cfg, vocab_size=corpus.tokenizer.vocab_size)
     spec = run_spec(model_cfg, recipe, seed, corpus)
     if (out / SPEC).is_file():
-        require_same_run(out, json.loads((out / SPEC).read_text()), spec)
+        require_same_run(out, read_json_object(out / SPEC), spec)
     if (out / TRAIN_RESULT).is_file():
-        return TrainResult(**json.loads((out / TRAIN_RESULT).read_text()))
+        return stored_result(out)
     n_seq = recipe.sequences_per_step(model_cfg.context_length)
     if n_seq // recipe.grad_accumulation % world.size:
         raise ConfigError(
@@ -268,6 +290,15 @@ def train(
     return result
 
 
+def stored_result(out: Path) -> TrainResult:
+    """The result a finished run stored in train.json (a garbled one is refused, naming it)."""
+    path = out / TRAIN_RESULT
+    try:
+        return TrainResult(**read_json_object(path))
+    except TypeError as err:
+        raise DataError(f"{path} is not a training result ({err})") from None
+
+
 def _write_spec(out: Path, spec: dict[str, Any], corpus: TokenCorpus) -> None:
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / SPEC, json.dumps(spec, indent=2))
@@ -288,12 +319,15 @@ def _truncate_jsonl(path: Path, step: int) -> None:
     have. A torn last line (killed mid-write) is dropped too."""
     if not path.is_file():
         return
-    kept = []
-    for line in path.read_text().splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if row.get("step", 0) <= step:
-            kept.append(line + "\n")
-    atomic_write_text(path, "".join(kept))
+    kept = [line + "\n" for line in path.read_text(errors="replace").splitlines()]
+    atomic_write_text(path, "".join(line for line in kept if _logged_step(line) <= step))
+
+
+def _logged_step(line: str) -> float:
+    """The step of one log line; a line that is not a step's record sorts last (dropped)."""
+    try:
+        row = json.loads(line)
+    except (json.JSONDecodeError, RecursionError):
+        return float("inf")
+    logged = row.get("step", 0) if isinstance(row, dict) else None
+    return logged if type(logged) is int else float("inf")
