@@ -55,3 +55,41 @@ def test_trained_tiny_model_scales_with_samples(tmp_path: Path) -> None:
     assert 0.0 < curves.best_of_n[0] < 1.0
     assert curves.best_of_n[0] < curves.best_of_n[1] < curves.best_of_n[2]
     assert math.isfinite(sum(curves.budget_accuracy))
+
+
+class _Uncached:
+    """The same view with its KV cache switched off: the reference generation."""
+
+    def __init__(self, view) -> None:  # type: ignore[no-untyped-def]
+        self.view = view
+        self.calls = 0
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self.view, name)
+
+    def next_logits(self, ids, cache=None):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        return self.view.logits(ids[:, -self.view.context_length :])[:, -1], None
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_kv_cached_generation_equals_uncached_token_for_token(temperature: float) -> None:
+    import torch
+
+    from archaudit.diagnose.tts import generate
+
+    pytest.importorskip("transformers")
+    from diagnose_helpers import tiny_hf_view
+
+    view = tiny_hf_view(seed=3)
+    prompt = view.encode("12+7=")
+    runs = []
+    for model in (view, _Uncached(view)):
+        generator = torch.Generator().manual_seed(11)
+        runs.append(
+            generate(model, prompt, n=3, max_new=12, temperature=temperature, generator=generator)
+        )
+    assert runs[0] == runs[1]
+    assert all(runs[0])
+    _, cache = view.next_logits(torch.tensor([prompt]))
+    assert cache is not None and cache.get_seq_length() == len(prompt)

@@ -50,9 +50,12 @@ def test_adapter_rolling_and_greedy_generation() -> None:
     text = "a rolling window text that is longer than sixteen bytes"
     (total,) = harness.loglikelihood_rolling([SimpleNamespace(args=(text,))])
     ids = model.encode(text)
-    # Disjoint windows of 16 predicted bytes, each conditioned on the byte before it; the
-    # byte tokenizer has no prefix token, so the first byte is context only.
-    windows = [(ids[k - 1 : k], ids[k : k + 16]) for k in range(1, len(ids), 16)]
+    # lm-eval's own windows; the byte tokenizer has no prefix token, so the first byte
+    # conditions the first window (lm-eval's prefix slot) and is context only.
+    from lm_eval.utils import get_rolling_token_windows, make_disjoint_window
+
+    rolling = get_rolling_token_windows(ids[1:], ids[0], 16, 1)
+    windows = [make_disjoint_window(w) for w in rolling]
     assert total == pytest.approx(sum(reference_logprob(model, *w)[0] for w in windows), abs=1e-4)
 
     context = "abc"

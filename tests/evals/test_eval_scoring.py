@@ -82,8 +82,34 @@ def test_rolling_windows_predict_every_token_once() -> None:
     ids = list(range(10, 33))
     pairs = rolling_pairs(ids, prefix=7, max_length=5)
     assert [t for _, cont in pairs for t in cont] == ids
-    assert pairs[0][0] == [7] and all(len(c) <= 5 and len(x) == 1 for x, c in pairs)
+    assert pairs[0][0] == [7] and all(len(c) <= 5 and len(x) == 1 for x, c in pairs[:-1])
+    assert len(pairs[-1][0]) + len(pairs[-1][1]) == 6  # the partial last window: full context
     assert [t for _, c in rolling_pairs(ids, None, 5) for t in c] == ids[1:]
+
+
+@pytest.mark.parametrize("n", [1, 4, 5, 6, 23, 40])
+@pytest.mark.parametrize("length", [1, 5, 8])
+def test_rolling_windows_are_lm_eval_windows(n: int, length: int) -> None:
+    """Token for token the windows of lm-eval's loglikelihood_rolling: the last, partial
+    window conditions on a full-length context, not on one token."""
+    utils = pytest.importorskip("lm_eval.utils")
+    ids = list(range(10, 10 + n))
+    theirs = utils.get_rolling_token_windows(ids, 7, length, 1)
+    assert rolling_pairs(ids, 7, length) == [utils.make_disjoint_window(w) for w in theirs]
+
+
+@pytest.mark.parametrize("stride", [1, 2, 3, 5])
+def test_sliding_windows_predict_each_token_once_with_context(stride: int) -> None:
+    ids = list(range(10, 33))
+    pairs = rolling_pairs(ids, 7, 5, stride)
+    assert [t for _, c in pairs for t in c] == ids
+    # a stride is lm-eval's own rolling window with context_len = length - stride + 1
+    utils = pytest.importorskip("lm_eval.utils")
+    theirs = utils.get_rolling_token_windows(ids, 7, 5, 5 - stride + 1)
+    assert pairs == [utils.make_disjoint_window(w) for w in theirs]
+    for context, continuation in pairs[1:]:
+        assert len(context) + len(continuation) == 6  # the model sees a full window
+        assert len(continuation) <= stride
 
 
 class _WordTokenizer:

@@ -75,7 +75,13 @@ def test_macro_average_and_per_item_outputs(tmp_path: Path) -> None:
         assert (task[task["metric"]]["low"], task[task["metric"]]["high"]) == pytest.approx(
             wilson(sum(flags), len(flags))
         )
-    assert saved["metrics"]["downstream_avg"] == pytest.approx(sum(per_task.values()) / 3)
+    assert saved["metrics"]["downstream_avg_all"] == pytest.approx(sum(per_task.values()) / 3)
+    informative = [per_task[n] for n, t in saved["tasks"].items() if not t["at_chance"]]
+    informative = informative or list(per_task.values())  # all at chance: all averaged
+    assert saved["metrics"]["downstream_avg"] == pytest.approx(sum(informative) / len(informative))
+    assert saved["excluded"] == {
+        n: per_task[n] for n, t in saved["tasks"].items() if t["at_chance"]
+    }
     assert result.metrics["downstream_avg"] == pytest.approx(saved["metrics"]["downstream_avg"])
     mc_items = saved["tasks"]["mc"]["items"]
     assert [i["id"] for i in mc_items] == [f"mc:{k}" for k in range(1, 10)]

@@ -23,6 +23,7 @@ ORDER = (
     "transfer",
     "interactions",
     "power",
+    "signal",
     "arms",
     "scope",
     "provenance",
@@ -61,8 +62,10 @@ def check_absent(section: Section, *words: str) -> None:
 
 def test_csv_report_has_every_section_it_has_data_for(csv_report: Report) -> None:
     sections = sections_of(csv_report)
-    for key in ("answer", "forest", "decoupling", "transfer", "power", "arms", "scope"):
+    for key in ("answer", "forest", "decoupling", "transfer", "power", "signal", "arms", "scope"):
         check_present(sections[key])
+    (signal,) = sections["signal"].blocks  # one row per metric × scale, with a seed σ
+    assert {row[0] for row in signal.rows} >= {"val_loss", "downstream_avg"}
     check_absent(sections["curves"], "CSV", "training curves")
     check_absent(sections["interactions"], "not factorial")
     # every tested arm's Δ comes with its interval, which contains Δ

@@ -48,7 +48,7 @@ class RerunReport:
 
 def rerun(run_dir: str | Path, *, device: str = "") -> RerunReport:
     from archaudit.audit.launch import RunOptions
-    from archaudit.audit.runner import evaluate_run, operational_recipe
+    from archaudit.audit.runner import operational_recipe, run_metrics
     from archaudit.train import train
 
     run_dir = Path(run_dir)
@@ -62,10 +62,7 @@ def rerun(run_dir: str | Path, *, device: str = "") -> RerunReport:
     reruns = run_dir / "reruns"
     target = reruns / str(len(list(reruns.glob("*"))) if reruns.is_dir() else 0)
     result = train(spec.model, recipe, target, seed=spec.seed)
-    metrics: dict[str, Any] = {"val_loss": result.val_loss, "train_loss": result.final_loss}
-    metrics["params"] = float(result.params)
-    if result.status == "ok" and spec.suite:
-        metrics |= evaluate_run(target, spec, recipe.device)
+    metrics = run_metrics(target, spec, result, recipe.device)
     old_curve, new_curve = _curve(run_dir), _curve(target)
     common = sorted(set(old_curve) & set(new_curve))
     report = RerunReport(

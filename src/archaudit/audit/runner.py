@@ -110,16 +110,7 @@ def _execute(run_dir: Path, spec: RunSpec, options: RunOptions) -> dict[str, Any
         result = stored_result(run_dir)
     else:
         result = train_only(run_dir, options, recipe=recipe)
-    metrics: dict[str, float | None] = {"val_loss": None}
-    if result.status == "ok":
-        metrics = {"val_loss": result.val_loss, "train_loss": result.final_loss}
-        metrics["params"] = float(result.params)
-        metrics["active_params"] = float(result.active_params or result.params)
-        metrics |= routing_summary(run_dir)
-        if spec.suite:
-            metrics |= evaluate_run(run_dir, spec, recipe.device)
-    elif spec.suite:
-        metrics["downstream_avg"] = None
+    metrics = run_metrics(run_dir, spec, result, recipe.device)
     return {
         "id": spec.run_id,
         "arm": spec.arm,
@@ -135,6 +126,25 @@ def _execute(run_dir: Path, spec: RunSpec, options: RunOptions) -> dict[str, Any
         "host": socket.gethostname(),
         "finished": time.time(),
     }
+
+
+def run_metrics(
+    run_dir: Path, spec: RunSpec, result: TrainResult, device: str
+) -> dict[str, float | None]:
+    """A trained run's metrics as DONE records them (and `rerun` compares them): losses,
+    total and active parameters, MoE routing, and the suite's scores when it has one."""
+    if result.status != "ok":
+        return {"val_loss": None} | ({"downstream_avg": None} if spec.suite else {})
+    metrics: dict[str, float | None] = {
+        "val_loss": result.val_loss,
+        "train_loss": result.final_loss,
+        "params": float(result.params),
+        "active_params": float(result.active_params or result.params),
+    }
+    metrics |= routing_summary(run_dir)
+    if spec.suite:
+        metrics |= evaluate_run(run_dir, spec, device)
+    return metrics
 
 
 def train_only(run_dir: Path, options: RunOptions, *, recipe: Recipe | None = None) -> TrainResult:

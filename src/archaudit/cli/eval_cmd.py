@@ -48,8 +48,9 @@ def eval_command(
     quiet: Quiet = False,
     plugin: Plugins = None,
 ) -> None:
-    """Score MODEL on a suite: accuracy with Wilson 95% intervals per task and their macro
-    average (downstream_avg)."""
+    """Score MODEL on a suite: accuracy with Wilson 95% intervals per task, the macro averages
+    (downstream_avg, leaving out tasks at chance; downstream_bpb), and the held-out loss with
+    its window, stride and context."""
     from archaudit.evals import evaluate
 
     quiet_output(quiet, json_)
@@ -76,7 +77,8 @@ def eval_command(
             "-" if a is None else f"{a.value:.3f} [{a.low:.3f}, {a.high:.3f}]"
             for a in (task.acc, task.acc_norm)
         ]
-        table.add_row(name, str(task.acc.n), *cells, task.metric)
+        metric = task.metric + ("*" if task.at_chance else "")  # * at chance: left out
+        table.add_row(name, str(task.acc.n), *cells, metric)
     console = Console()
     console.print(table)
     for name, task in result.tasks.items() if groups else ():
@@ -85,9 +87,18 @@ def eval_command(
     for name, task in result.tasks.items():
         if task.truncated_contexts:
             console.print(f"{name}: {task.truncated_contexts} contexts cut from the left to fit")
-    console.print(f"downstream_avg = {result.downstream_avg:.4f}")
+    if result.tasks:
+        left_out = [n for n, t in result.tasks.items() if t.at_chance]
+        note = f" (leaves out the tasks at chance*: {', '.join(left_out)})" if left_out else ""
+        if not result.informative:
+            note = " (every task at chance*: their plain average, which carries no signal)"
+        console.print(f"downstream_avg = {result.downstream_avg:.4f}{note}")
+        console.print(f"downstream_bpb = {result.downstream_bpb:.4f} (gold bits per byte)")
     if result.heldout:
         h = result.heldout
-        console.print(f"held-out: {h.loss:.4f} nats/token, {h.bits_per_byte:.4f} bits/byte")
+        console.print(
+            f"held-out: {h.loss:.4f} nats/token, {h.bits_per_byte:.4f} bits/byte "
+            f"(window {h.window}, stride {h.stride}, context {h.context}, {h.windows} windows)"
+        )
     if out:
         console.print(f"per-item results: {out}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import inspect
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -96,6 +97,12 @@ class ModelView:
     def logits(self, ids: torch.Tensor) -> torch.Tensor:
         """Token ids (B, T) → next-token logits (B, T, V) in float32."""
         return self._logits(ids.to(self.device)).float()
+
+    def next_logits(self, ids: torch.Tensor, cache: Any = None) -> tuple[torch.Tensor, Any]:
+        """Logits (B, V) of the token after `ids` (B, T), and the cache for the next call, which
+        passes `ids` grown by new tokens. This default keeps none: a forward pass over the last
+        `context_length` tokens per call (the small models diagnosed here)."""
+        return self.logits(ids[:, -self.context_length :])[:, -1], None
 
     def layer_io(self, ids: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """Per layer, its input and output residual stream (B, T, D) on one forward pass."""
@@ -279,6 +286,19 @@ class HFView(ModelView):
 
     def _logits(self, ids: torch.Tensor) -> torch.Tensor:
         return self.model(input_ids=ids, use_cache=False).logits
+
+    def next_logits(self, ids: torch.Tensor, cache: Any = None) -> tuple[torch.Tensor, Any]:
+        """With a KV cache (transformers' own): after the prompt, one token per call costs one
+        token's forward pass, so models of SmolLM2's size generate in reasonable time. Past
+        the context length it falls back to the uncached sliding window."""
+        if ids.shape[1] > self.context_length:
+            return super().next_logits(ids)
+        seen = 0 if cache is None else cache.get_seq_length()
+        # transformers 5 names the cache `cache`; 4.x named it `past_key_values`
+        name = "cache" if "cache" in inspect.signature(self.model.forward).parameters else None
+        name = name or "past_key_values"
+        out = self.model(input_ids=ids[:, seen:].to(self.device), use_cache=True, **{name: cache})
+        return out.logits[:, -1].float(), getattr(out, name)
 
 
 VIEWS: dict[type, Callable[[ScoringModel], ModelView]] = {

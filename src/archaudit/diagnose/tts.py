@@ -37,13 +37,15 @@ def generate(
     generator: torch.Generator | None = None,
 ) -> list[str]:
     """`n` continuations of `prompt` (token ids), each at most `max_new` tokens, decoded; rows
-    stop at the end of the line. Temperature 0 is greedy. No KV cache: the models diagnosed here
-    are small or the prompts short."""
+    stop at the end of the line. Temperature 0 is greedy. The view's KV cache, where it has one
+    (`ModelView.next_logits`), carries the prompt from step to step."""
     ids = torch.tensor([list(prompt)] * n, dtype=torch.long)
     start = ids.shape[1]
     texts = [""] * n
+    cache = None
     for _ in range(max_new):
-        logits = view.logits(ids[:, -view.context_length :])[:, -1].cpu()  # (n, V)
+        logits, cache = view.next_logits(ids, cache)
+        logits = logits.cpu()  # (n, V)
         if temperature == 0:
             nxt = logits.argmax(-1, keepdim=True)
         else:

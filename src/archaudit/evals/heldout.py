@@ -22,6 +22,14 @@ class HeldoutLoss:
     """Total negative log-likelihood in bits over the UTF-8 bytes of the predicted text."""
     tokens: int
     bytes: int
+    window: int
+    """Tokens of model input per window (the model's maximum length)."""
+    stride: int
+    """Tokens predicted per window after the first (= window: lm-eval's rolling loss)."""
+    context: int
+    """Tokens of context each full window after the first conditions on (window - stride + 1;
+    the last, partial window gets more, as in lm-eval)."""
+    windows: int
 
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -32,20 +40,24 @@ def heldout_loss(
     text: str | Path,
     *,
     token_budget: int = 65536,
+    stride: int | None = None,
     batch_size: int = 16,
     show_progress: bool = True,
 ) -> HeldoutLoss:
     """Score the first `token_budget` tokens of `text` (a string or a UTF-8 file path).
 
-    Windows of the model's maximum length each condition on the token before them, as in
-    lm-eval's rolling log-likelihood.
+    Windows as lm-eval's `loglikelihood_rolling` (`rolling_pairs`): the first predicts from the
+    prefix token, each later full window conditions on the one token before it, the last,
+    partial window on enough tokens to fill the model's length. `stride` < the model's length
+    slides the window instead, so every prediction sees at least `length - stride` tokens.
     """
     if isinstance(text, Path):
         if not text.is_file():
             raise DataError(f"held-out text {text} not found; pass an existing UTF-8 text file")
         text = text.read_text(encoding="utf-8")
     ids = _first_tokens(model, text, token_budget)
-    pairs = rolling_pairs(ids, model.prefix_token_id, model.max_length)
+    stride = stride or model.max_length
+    pairs = rolling_pairs(ids, model.prefix_token_id, model.max_length, stride)
     if not pairs:
         raise DataError("held-out text is too short to score: it needs at least two tokens")
     scores = score_tokens(
@@ -59,6 +71,10 @@ def heldout_loss(
         bits_per_byte=nats / math.log(2) / n_bytes,
         tokens=len(predicted),
         bytes=n_bytes,
+        window=model.max_length,
+        stride=stride,
+        context=model.max_length - stride + 1,
+        windows=len(pairs),
     )
 
 

@@ -380,15 +380,32 @@ def _score_batch(
     return logprob, misses
 
 
-def rolling_pairs(ids: Sequence[int], prefix: int | None, max_length: int) -> list[TokenPair]:
-    """Disjoint windows of up to `max_length` predicted tokens that together predict all of `ids`.
+def rolling_pairs(
+    ids: Sequence[int], prefix: int | None, max_length: int, stride: int | None = None
+) -> list[TokenPair]:
+    """Disjoint (context, continuation) windows that together predict every token of `ids`.
 
-    lm-eval's `loglikelihood_rolling` (context_len=1): each window conditions on the one token
-    before it; the first on the prefix token, or, without one, on the first token of `ids`
-    (which then goes unpredicted).
+    lm-eval's `loglikelihood_rolling` (`get_rolling_token_windows` with context_len=1 and
+    `make_disjoint_window`, lm_eval/utils.py) when `stride` is None: the first window predicts
+    up to `max_length` tokens from the prefix token; every later window predicts the next
+    `stride` (default `max_length`) tokens and takes as context the tokens before them that fill
+    the model's input to `max_length`: one token for a full window, more for the last, partial
+    one. A smaller `stride` is a sliding window: each prediction sees at least
+    `max_length - stride` tokens. Without a prefix token the first token of `ids` conditions the
+    first window (and goes unpredicted).
     """
+    stride = stride or max_length
+    if not 1 <= stride <= max_length:
+        raise DataError(f"stride {stride} must be between 1 and the window length {max_length}")
     seq = ([] if prefix is None else [prefix]) + list(ids)
-    return [
-        (seq[start - 1 : start], seq[start : start + max_length])
-        for start in range(1, len(seq), max_length)
-    ]
+    n = len(seq) - 1  # tokens to predict
+    if n <= 0:
+        return []
+    done = min(max_length, n)
+    pairs = [(seq[:1], seq[1 : done + 1])]
+    while done < n:
+        width = min(n - done, stride)
+        end = done + width  # predicted tokens so far, after this window
+        pairs.append((seq[end - max_length : end - width + 1], seq[end - width + 1 : end + 1]))
+        done = end
+    return pairs

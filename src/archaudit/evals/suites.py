@@ -2,7 +2,15 @@
 
 A suite file holds `name`, `description`, an optional `[defaults]` table applied to every task,
 `[[tasks]]` tables (`archaudit.evals.tasks.TaskSpec`) and an optional `[heldout]` table (a text
-file scored for loss and bits per byte). Built-in suites live beside this file in `suites/`.
+file scored for loss and bits per byte); one of the two at least. Built-in suites live beside
+this file in `suites/`. Every file a suite reads is checked (its items loaded) before the model
+loads, so a wrong path fails in a second, not after the load.
+
+`downstream_avg` is the macro average of the tasks' scores, leaving out a task flagged
+`at_chance` (its 95% interval reaches chance or the floor: it says nothing in this run; when
+every task does, all are averaged and `downstream_tasks` is 0), with `downstream_avg_all` beside
+it; `downstream_bpb` is the macro average of the tasks' gold
+bits per byte (lower is better), continuous and far less noisy at small scale.
 Benchmark paths are relative to the data root: `--data-root`, else `$ARCHAUDIT_DATA`, else
 `../shared/data` relative to the current directory.
 """
@@ -21,12 +29,19 @@ import torch
 
 from archaudit.config import build, load_toml
 from archaudit.data.tokenizers import Tokenizer
-from archaudit.errors import ConfigError, did_you_mean
-from archaudit.evals import loaders, longcontext, probes  # noqa: F401  (register task formats)
+from archaudit.errors import ConfigError, DataError, did_you_mean
+from archaudit.evals import (  # noqa: F401  (register task formats)
+    loaders,
+    longcontext,
+    probes,
+    retrieval,
+)
 from archaudit.evals.heldout import HeldoutLoss, heldout_loss
 from archaudit.evals.models import load_scoring_model
 from archaudit.evals.scoring import ScoringModel, encode_pairs
 from archaudit.evals.tasks import (
+    FORMATS,
+    Item,
     LoadContext,
     TaskResult,
     TaskSpec,
@@ -45,6 +60,9 @@ class HeldoutSpec:
     path: str
     """UTF-8 text file, relative to the data root."""
     token_budget: int = 16384
+    stride: int | None = None
+    """Tokens predicted per window after the first; None = the window length (lm-eval's
+    `loglikelihood_rolling`). Smaller strides give every prediction more context."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,8 +102,8 @@ def parse_suite(tree: dict[str, Any], *, where: str) -> Suite:
         raise ConfigError(f"{where}: defaults = {defaults!r} must be a table ([defaults])")
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
         raise ConfigError(f"{where}: tasks = {tables!r} must be [[tasks]] tables")
-    if not tables:
-        raise ConfigError(f"{where}: a suite needs at least one [[tasks]] table")
+    if not tables and not tree.get("heldout"):
+        raise ConfigError(f"{where}: a suite needs at least one [[tasks]] table or a [heldout]")
     tasks = []
     for i, table in enumerate(tables):
         section = f"{where}: tasks[{i}]"
@@ -125,17 +143,40 @@ class SuiteResult:
     """How the suite was run (limit, data root, device), for the record."""
 
     @property
+    def informative(self) -> dict[str, TaskResult]:
+        """The tasks the macro average counts: those not flagged `at_chance`."""
+        return {n: t for n, t in self.tasks.items() if not t.at_chance}
+
+    @property
     def downstream_avg(self) -> float:
-        """Macro average of each task's own metric: every task weighs the same."""
-        return sum(t.score for t in self.tasks.values()) / len(self.tasks)
+        """Macro average of each informative task's own metric: every task weighs the same.
+        When every task sits at chance it averages them all (`downstream_tasks` = 0 says so), so
+        a run's record stays complete; an audit's statistics then drop it (`stats.signal`)."""
+        tasks = self.informative or self.tasks
+        return sum(t.score for t in tasks.values()) / len(tasks)
+
+    @property
+    def downstream_bpb(self) -> float:
+        """Macro average of the tasks' gold bits per byte (lower is better)."""
+        return sum(t.bpb for t in self.tasks.values()) / len(self.tasks)
 
     @property
     def metrics(self) -> dict[str, float]:
         """Flat numbers for the store: downstream_avg, task/acc, task/acc_low, task/acc_high, ..."""
-        out = {"downstream_avg": self.downstream_avg}
+        out: dict[str, float] = {}
+        if self.tasks:
+            out["downstream_avg"] = self.downstream_avg
+            out["downstream_avg_all"] = sum(t.score for t in self.tasks.values()) / len(self.tasks)
+            out["downstream_tasks"] = float(len(self.informative))
+            out["downstream_bpb"] = self.downstream_bpb
         for name, task in self.tasks.items():
             out[f"{name}/score"] = task.score
-            for metric in ("acc", "acc_norm"):
+            out[f"{name}/at_chance"] = float(task.at_chance)
+            out[f"{name}/chance"] = task.chance
+            out[f"{name}/bpb"] = task.bpb
+            if task.margin is not None:
+                out[f"{name}/margin"] = task.margin
+            for metric in ("acc", "acc_norm", "mc2"):
                 value = getattr(task, metric)
                 if value is not None:
                     out[f"{name}/{metric}"] = value.value
@@ -152,6 +193,7 @@ class SuiteResult:
             "seconds": self.seconds,
             "config": self.config,
             "metrics": self.metrics,
+            "excluded": {n: t.score for n, t in self.tasks.items() if t.at_chance},
             "heldout": self.heldout.to_dict() if self.heldout else None,
             "tasks": {n: t.to_dict(include_items=include_items) for n, t in self.tasks.items()},
         }
@@ -175,14 +217,16 @@ def evaluate(
     the full result (per-item outputs included, for paired tests) is written there as JSON."""
     start = time.perf_counter()
     suite = suite if isinstance(suite, Suite) else load_suite(suite)  # check it before a load
-    model = load_scoring_model(model_or_path, device=device)
     root = resolve_data_root(data_root)
+    items = file_items(suite, root, limit)  # every data file checked before the model loads
+    model = load_scoring_model(model_or_path, device=device)
     results = {}
     for spec in suite.tasks:
-        context = LoadContext(data_root=root, limit=limit or spec.limit, model=model)
-        items = load_items(spec, context)
+        if spec.name not in items:  # generated: its prompts are sized for the model
+            context = LoadContext(data_root=root, limit=limit or spec.limit, model=model)
+            items[spec.name] = load_items(spec, context)
         results[spec.name] = score_task(
-            model, spec, items, batch_size=batch_size, show_progress=show_progress
+            model, spec, items[spec.name], batch_size=batch_size, show_progress=show_progress
         )
     heldout = None
     if suite.heldout:
@@ -190,6 +234,7 @@ def evaluate(
             model,
             root / suite.heldout.path,
             token_budget=suite.heldout.token_budget,
+            stride=suite.heldout.stride,
             show_progress=show_progress,
         )
     result = SuiteResult(
@@ -203,6 +248,24 @@ def evaluate(
     if out_path is not None:
         Path(out_path).write_text(result.to_json())
     return result
+
+
+def file_items(suite: Suite, root: Path, limit: int | None = None) -> dict[str, list[Item]]:
+    """The items of every task read from files (no model needed), and the held-out file
+    checked: a wrong path or a malformed row fails before any model loads."""
+    items = {
+        spec.name: load_items(
+            spec, LoadContext(data_root=root, limit=limit or spec.limit, model=None)
+        )
+        for spec in suite.tasks
+        if not FORMATS.get(spec.format).generated
+    }
+    if suite.heldout and not (root / suite.heldout.path).is_file():
+        raise DataError(
+            f"held-out text {root / suite.heldout.path} not found (heldout.path = "
+            f"{suite.heldout.path!r}, data root {root}); set ARCHAUDIT_DATA or --data-root"
+        )
+    return items
 
 
 # ---------------------------------------------------------------------------------------------

@@ -46,6 +46,7 @@ from archaudit.stats.sequential import (
     sequential_design_rate,
     sequential_power_curve,
 )
+from archaudit.stats.snr import SignalToNoise, signal_to_noise
 from archaudit.stats.table import RESULTS_FILE, Table
 from archaudit.stats.verdicts import NOISE_SIGMAS
 
@@ -395,6 +396,8 @@ class ReportData:
     """Analysis → why it could not be made (the error stats raised, or what is missing)."""
     colours: dict[str, Colour] = field(default_factory=dict)
     """Arm → its one colour on every figure of the page (report.palette)."""
+    signal: SignalToNoise | None = None
+    """Seed σ, spread and SNR per metric (`archaudit.stats.snr`)."""
 
 
 SEEDS_CAP = 100
@@ -440,6 +443,9 @@ def gather(
         routing=tuple(r for run in runs if (r := _routing(run)) is not None),
         absent=absent,
         colours=arm_colours(arms, baseline),
+        signal=_attempt(lambda: signal_to_noise(table, baseline=baseline), "snr", absent)
+        if table
+        else None,
     )
 
 

@@ -619,6 +619,40 @@ def _power_row(c: PowerCase) -> tuple[str, ...]:
     )
 
 
+SIGNAL_ROWS = 15
+
+
+def signal_noise(data: ReportData) -> Section:
+    title, intro = (
+        "Signal and noise per metric",
+        "Which numbers can decide anything at this scale: each metric's seed σ, the spread of "
+        "the arm means, their ratio (SNR) beside what seed noise alone gives (1/√seeds), and "
+        "the seeds per arm the largest arm effect would need. Choosing the primary metric "
+        "after seeing this is selection: declare primaries in the audit file before the run.",
+    )
+    if data.signal is None:
+        return _absent("signal", title, intro, _why(data, "snr", "table"))
+    rows = data.signal.metrics[:SIGNAL_ROWS]
+    grid = Grid(
+        f"The {len(rows)} most informative of {len(data.signal.metrics)} metric × scale rows.",
+        ("metric", "scale", "σ", "spread", "SNR", "noise-only SNR", "max |Δ|/σ", "seeds for it"),
+        tuple(
+            (
+                m.metric,
+                m.scale,
+                num(m.sigma, 3),
+                num(m.spread, 3),
+                num(m.snr, 3),
+                num(m.null_snr, 3),
+                num(m.largest_effect, 3),
+                str(m.seeds_for_largest_effect) if m.seeds_for_largest_effect else "never (< 2σ)",
+            )
+            for m in rows
+        ),
+    )
+    return Section("signal", title, intro, (grid,))
+
+
 # ---------------------------------------------------------------------------------------------
 # 8. per-arm table
 
@@ -811,6 +845,7 @@ SECTIONS: tuple[Callable[[ReportData], Section], ...] = (
     transfer,
     interactions,
     power,
+    signal_noise,
     arm_table,
     scope,
     provenance,

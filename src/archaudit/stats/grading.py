@@ -52,6 +52,14 @@ def looks_like_loss(metric: str) -> bool:
     return _LOSS_NAME.search(metric) is not None
 
 
+NOT_DOWNSTREAM = re.compile(r"^(params|downstream_tasks|heldout/.*|.*/(at_)?chance)$")
+"""Non-loss numbers the audit store writes that are no downstream evaluation."""
+
+
+def _reads_as_downstream(metric: str) -> bool:
+    return not looks_like_loss(metric) and NOT_DOWNSTREAM.match(metric) is None
+
+
 def grade_arm(
     table: Table,
     arm: str,
@@ -64,12 +72,14 @@ def grade_arm(
     """Grade an arm's claim on `metric` with `seeds` finished seeds at the judged scale.
 
     Downstream evaluation means a finite value for any of `downstream_metrics`, by default every
-    metric whose name does not read as a loss. Scales count where the arm has a finite `metric`.
+    metric whose name does not read as a loss, nor as a count or flag (`NOT_DOWNSTREAM`). Tasks
+    without signal are out of the table by then (`archaudit.stats.signal`). Scales count where
+    the arm has a finite `metric`.
     """
     downstream_names = set(
         downstream_metrics
         if downstream_metrics is not None
-        else (name for name in table.metrics if not looks_like_loss(name))
+        else (name for name in table.metrics if _reads_as_downstream(name))
     )
     finite = [row for row in table.rows_of(arm) if row.status == "ok" and not math.isnan(row.value)]
     return grade(

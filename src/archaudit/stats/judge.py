@@ -25,6 +25,7 @@ from archaudit.stats.noise_models import WIDEST_FACTOR
 from archaudit.stats.outliers import OUTLIER_MADS, OutlierSeed, family_scale, outlier_seeds
 from archaudit.stats.samples import ArmSample
 from archaudit.stats.serialize import JsonResult
+from archaudit.stats.signal import AVERAGE, check_signal, is_downstream
 from archaudit.stats.table import Table
 
 ATTENTION_OUTPUT = "attention-output"
@@ -202,6 +203,10 @@ def judge(
     """
     check_correction(correction)
     check_reference(reference)
+    signal = check_signal(table)  # tasks at chance or constant leave downstream_avg
+    if metric == AVERAGE and metric in table.metrics and metric not in signal.table.metrics:
+        raise signal.missing_average()
+    table = signal.table
     for name, value in (("alpha", alpha), ("power_target", power_target)):
         if not 0.0 < value < 1.0:
             raise ConfigError(f"{name} must be between 0 and 1, got {value}")
@@ -251,6 +256,9 @@ def judge(
     notes = _notes(table, family, verdicts_by_arm, lower_is_better, (alpha, correction), rate)
     notes += _outlier_notes(family.baseline.arm, base_outliers, verdicts_by_arm)
     notes += _sigma_across_scales(table, metric, family, options)
+    notes += (signal.notes if metric == AVERAGE else ()) + signal.r6_notes(
+        [arm.arm for arm in verdicts_by_arm if arm.family == ATTENTION_OUTPUT]
+    )
     return Judgement(
         source=table.source,
         metric=metric,
@@ -438,7 +446,7 @@ def _notes(
     if lower_is_better is False and looks_like_loss(family.metric):
         notes.append(f"{family.metric!r} reads as a loss but is judged higher-is-better as asked")
     attention = [arm.arm for arm in arms if arm.family == ATTENTION_OUTPUT]
-    if family.sign < 0 and attention:
+    if family.sign < 0 and attention and not is_downstream(family.metric):
         notes.append(
             "R6: attention-output arms can look harmless on loss and lose downstream; "
             "do not rank them by this metric: " + ", ".join(attention)

@@ -1,0 +1,62 @@
+"""`archaudit stats snr`: each metric's seed noise against the spread between arms.
+
+archaudit stats snr SOURCE [--metric NAME ...] [--baseline B] [--json]
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from archaudit.cli.options import Json, Quiet, quiet_output
+from archaudit.cli.stats_cmd import (
+    Baseline,
+    Source,
+    _print_notes,
+    _print_table,
+    _printed_json,
+    stats_app,
+)
+
+
+@stats_app.command("snr")
+def snr_command(
+    source: Source,
+    metric: Annotated[
+        list[str] | None,
+        typer.Option("--metric", help="Metric to measure (repeatable). Default: every one."),
+    ] = None,
+    baseline: Baseline = "baseline",
+    json_: Json = False,
+    quiet: Quiet = False,
+) -> None:
+    """Signal-to-noise per metric and scale: seed σ, the spread of the arm means, their ratio
+    beside what seed noise alone gives, and the seeds per arm the median effect would need."""
+    from archaudit.stats import load_table
+    from archaudit.stats.snr import signal_to_noise
+
+    quiet_output(quiet, json_)
+    result = signal_to_noise(load_table(source), baseline=baseline, metrics=metric)
+    if _printed_json(result, json_):
+        return
+    _print_table(
+        f"signal and noise per metric, most informative first (against {result.baseline}; "
+        "null SNR = what seed noise alone gives)",
+        ("metric", "scale", "seeds", "σ", "spread", "SNR", "null SNR", "max |Δ|/σ", "seeds for it"),
+        [
+            (
+                m.metric,
+                m.scale,
+                m.seeds,
+                m.sigma,
+                m.spread,
+                m.snr,
+                m.null_snr,
+                m.largest_effect,
+                m.seeds_for_largest_effect or ("never (< 2σ)" if m.effects else None),
+            )
+            for m in result.metrics
+        ],
+    )
+    _print_notes([*result.notes, result.warning])

@@ -1,0 +1,115 @@
+"""Downstream tasks that carry no signal in an audit, decided once for every analysis.
+
+The eval side flags a task in each run (`<task>/at_chance` = 1 when its score's 95% interval
+reaches chance or the floor, `archaudit.evals.tasks`). Here the audit decides: a task is
+uninformative when every run that scored it flags it, or when its score is the same in every
+run (agreement exactly 0.43 everywhere). An uninformative task
+
+- leaves `downstream_avg`, which is recomputed for every run over the informative tasks alike
+  (a run's own average left out only the tasks that run flagged, so runs would not compare);
+  when no task is left, `downstream_avg` is dropped and judging it says why;
+- loses its accuracy rows, so it cannot count toward the grade's downstream criterion;
+- cannot satisfy R6: attention-output arms get a note when no downstream task is informative.
+
+Its gold bits per byte (`<task>/bpb`, continuous) stays: it carries signal where accuracy
+cannot. A table without per-task rows (a CSV from elsewhere) passes through unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from archaudit.stats.errors import TableError
+from archaudit.stats.table import Row, Table
+
+SCORE, FLAG, KEPT = "/score", "/at_chance", ("/bpb",)
+AVERAGE = "downstream_avg"
+ALWAYS_AT_CHANCE = "at chance or at the floor in every run"
+
+
+@dataclass(frozen=True)
+class SignalCheck:
+    table: Table
+    """The table to judge: downstream_avg over informative tasks, uninformative rows dropped."""
+    uninformative: dict[str, str]
+    """{task: why}, e.g. "at chance or at the floor in every run"."""
+    informative: tuple[str, ...]
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        if not self.uninformative:
+            return ()
+        listed = "; ".join(f"{task} ({why})" for task, why in self.uninformative.items())
+        kept = ", ".join(self.informative) or "none"
+        return (
+            f"{AVERAGE} leaves out tasks that carry no signal in this audit: {listed}; "
+            f"it averages {kept}",
+        )
+
+    def r6_notes(self, attention_arms: list[str]) -> tuple[str, ...]:
+        """R6 cannot be met by tasks that carry no signal."""
+        if self.informative or not self.uninformative or not attention_arms:
+            return ()
+        return (
+            "R6 not met: no downstream task carries signal in this audit (every one at chance, "
+            "at the floor or constant), so attention-output arms have no downstream evidence: "
+            + ", ".join(attention_arms),
+        )
+
+    def missing_average(self) -> TableError:
+        return TableError(
+            self.table.source,
+            f"{AVERAGE} has no informative task to average ({'; '.join(self.uninformative)} "
+            "carry no signal: at chance, at the floor or constant in every run)",
+            "judge downstream_bpb or a per-task bpb, or train longer or larger",
+        )
+
+
+def is_downstream(metric: str) -> bool:
+    """A downstream number (an aggregate or a task's), whichever its direction:
+    `downstream_bpb` and `<task>/bpb` are lower-is-better yet no training loss."""
+    return metric.startswith("downstream_") or ("/" in metric and not metric.startswith("heldout/"))
+
+
+def check_signal(table: Table) -> SignalCheck:
+    """Decide which downstream tasks carry signal and rebuild the table accordingly."""
+    tasks = [m[: -len(SCORE)] for m in table.metrics if m.endswith(SCORE)]
+    uninformative = {t: why for t in tasks if (why := _uninformative(table, t))}
+    informative = tuple(t for t in tasks if t not in uninformative)
+    if not tasks:
+        return SignalCheck(table, {}, ())
+    rows = [r for r in table.rows if r.metric != AVERAGE and not _dropped(r, uninformative)]
+    if informative:
+        rows += _averages(table, informative)
+    return SignalCheck(Table(tuple(rows), table.source), uninformative, informative)
+
+
+def _uninformative(table: Table, task: str) -> str:
+    scores = [r.value for r in table.rows if r.metric == task + SCORE and r.status == "ok"]
+    scores = [v for v in scores if math.isfinite(v)]
+    flags = [r.value for r in table.rows if r.metric == task + FLAG and math.isfinite(r.value)]
+    if flags and all(flag >= 0.5 for flag in flags):
+        return ALWAYS_AT_CHANCE
+    if len(scores) >= 2 and max(scores) - min(scores) <= 1e-12:
+        return f"the same score {scores[0]:.4g} in every run"
+    return ""
+
+
+def _dropped(row: Row, uninformative: dict[str, str]) -> bool:
+    task, _, _ = row.metric.rpartition("/")
+    return task in uninformative and not row.metric.endswith(KEPT)
+
+
+def _averages(table: Table, tasks: tuple[str, ...]) -> list[Row]:
+    """One downstream_avg row per run: the mean of its informative tasks' scores."""
+    scores: dict[tuple[str, str, int], dict[str, Row]] = {}
+    for row in table.rows:
+        if row.metric.endswith(SCORE) and row.metric[: -len(SCORE)] in tasks:
+            scores.setdefault((row.arm, row.scale, row.seed), {})[row.metric] = row
+    rows = []
+    for by_task in scores.values():
+        first = next(iter(by_task.values()))
+        values = [by_task[t + SCORE].value if t + SCORE in by_task else math.nan for t in tasks]
+        rows.append(replace(first, metric=AVERAGE, value=sum(values) / len(values), line=0))
+    return rows
