@@ -40,6 +40,7 @@ bench: $(FULL)
 	$(PY) benchmarks/report_speed.py
 	$(PY) benchmarks/prepare_speed.py
 	$(PY) benchmarks/sequential_design.py
+	$(PY) benchmarks/noise_panel.py
 	$(PY) benchmarks/coordinator_idle.py
 	$(PY) benchmarks/diagnose_speed.py
 	$(PY) benchmarks/gpu_mfu.py

@@ -47,11 +47,13 @@ def test_paper_mode_in_the_published_design_flags_half_of_null_audits():
 
 
 def test_the_prediction_t_is_exact_per_arm():
-    # Under the null a single-seed arm's t has exactly the t distribution with the noise floor's
-    # df, so its raw size is α; the z-test's is several times larger.
+    # Under the null (equal variances, as assumed) a single-seed arm's prediction t has exactly
+    # the t distribution with the noise floor's df, so its raw size is α; the z-test's is several
+    # times larger; the default (σ bounded at 6×) is far below α.
     one_arm = {"arms": 1, "seeds": 1, "baseline_seeds": 3, "audits": 4000, "seed": 12}
-    calibrated = simulate_null(**one_arm, correction="none")
+    calibrated = simulate_null(**one_arm, correction="none", equal_variance=True)
     assert calibrated.fwer_uncorrected == pytest.approx(0.05, abs=3 * math.sqrt(0.05 * 0.95 / 4000))
+    assert simulate_null(**one_arm, correction="none").fwer_uncorrected < 0.01
     paper = simulate_null(**one_arm, correction="none", reference="normal")
     assert paper.fwer_uncorrected > 0.15
 
@@ -70,8 +72,8 @@ def noncentral_t_power(effect: float, design: AuditDesign) -> float:
 @pytest.mark.parametrize(
     "design",
     [
-        AuditDesign((1,) * 19, 3, correction="bonferroni"),  # power 0.05 and 0.18
-        AuditDesign((1,) * 19, 5, correction="bonferroni"),  # power 0.26 and 0.87
+        AuditDesign((1,) * 19, 3, correction="bonferroni", equal_variance=True),  # 0.05, 0.18
+        AuditDesign((1,) * 19, 5, correction="bonferroni", equal_variance=True),  # 0.26, 0.87
     ],
 )
 def test_planted_effects_are_found_at_the_noncentral_t_power(design, effect):

@@ -199,7 +199,7 @@ def test_simulate_null_paper_mode_and_designs_like_a_file(cli, results, tmp_path
     assert code == 0 and "UNCALIBRATED" in out and "ABOVE α" in out
     data = json.loads(cli(f"simulate-null --like {PUBLISHED} --audits 300 --json")[1])
     assert data["design"]["arm_seeds"] == [1] * 19 and data["baseline_seeds"] == 3
-    assert data["test"] == "pooled-t"
+    assert data["test"] == "robust"
     data = json.loads(cli(f"simulate-null --like {results} --scale d6 --audits 300 --json")[1])
     assert data["design"]["arm_seeds"] == [3] * 4 and data["test"] == "welch"
     fixed = tmp_path / "fixed.toml"

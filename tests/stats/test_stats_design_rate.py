@@ -9,6 +9,7 @@ import pytest
 
 from archaudit.stats import AuditDesign, design_rate, judge, simulate_null
 from archaudit.stats.design_rate import DESIGN_AUDITS, DESIGN_SEED, arm_mde
+from archaudit.stats.noise_models import PANEL
 
 # The module, not the function `archaudit.stats.design_rate` that shadows it.
 design_rate_module = importlib.import_module("archaudit.stats.design_rate")
@@ -19,7 +20,7 @@ VALUES = {"baseline": [0.0, 1.0, 2.0], "a": [5.0], "b": [1.0, 2.0], "c": [0.5]}
 def test_json_states_the_design_and_its_measured_rate(make_table):
     data = json.loads(judge(make_table(VALUES), "acc").to_json())
     assert data["reference"] == "t" and data["calibrated"] is True
-    assert data["test"] == "pooled-t"
+    assert data["test"] == "robust"
     design = AuditDesign(arm_seeds=(1, 2, 1), baseline_seeds=3)
     expected = simulate_null(design=design, audits=DESIGN_AUDITS, seed=DESIGN_SEED)
     assert DESIGN_AUDITS >= 2000
@@ -28,6 +29,11 @@ def test_json_states_the_design_and_its_measured_rate(make_table):
     assert data["design"]["mde_sigmas"] == pytest.approx(arm_mde(design, 1))
     assert data["design"]["design"]["arm_seeds"] == [1, 1, 2]
     assert data["design_above_alpha"] is False
+    worst = data["design"]["panel_worst"]
+    assert (
+        worst["noise"] in PANEL
+        and data["design_panel_worst"] == worst["fwer"] <= 0.05 + 2 * (worst["fwer_se"])
+    )
     assert "Δ > 0 means better" in data["direction"]
     paper = json.loads(judge(make_table(VALUES), "acc", reference="normal").to_json())
     assert paper["reference"] == "normal" and paper["calibrated"] is False
@@ -47,9 +53,10 @@ def test_rates_are_cached_in_process_and_on_disk(design_cache, monkeypatch):
     first = design_rate(design)
     assert list((design_cache / "stats").glob("design-*.json"))
 
-    def no_simulation(**_):
+    def no_simulation(*_, **__):
         raise AssertionError("the cached rate was simulated again")
 
-    monkeypatch.setattr(design_rate_module, "simulate_null", no_simulation)
-    design_rate_module._fwer.cache_clear()  # a fresh process: only the disk cache is left
-    assert design_rate(design).fwer == first.fwer
+    monkeypatch.setattr(design_rate_module, "null_fwer", no_simulation)
+    design_rate_module._rates.cache_clear()  # a fresh process: only the disk cache is left
+    again = design_rate(design)
+    assert again.fwer == first.fwer and again.panel_worst == first.panel_worst

@@ -34,19 +34,22 @@ def reference(
             p, test = p_z, "z"
             half = stats.norm.ppf(1 - (1 - level) / 2) * sigma
             interval = (delta - half, delta + half)
-        elif single:  # one seed somewhere: every arm gets the shared-σ t (prediction t for n=1)
-            se = sigma * np.sqrt(1 / len(x) + 1 / len(base))
-            p, test = 2 * stats.t.sf(abs(delta / se), dof), "pooled-t"
+        elif len(x) == 1:  # its seed σ bounded at 6× the pooled σ (the noise panel's widest)
+            se = sigma * np.sqrt(6.0**2 + 1 / len(base))
+            p, test = 2 * stats.t.sf(abs(delta / se), dof), "robust"
             interval = stats.t.interval(level, dof, loc=delta, scale=se)
         else:
             welch = stats.ttest_ind(x, base, equal_var=False)
-            p, test = welch.pvalue, "welch"
+            p, test = welch.pvalue, "robust" if single else "welch"
             low, high = welch.confidence_interval(level)  # for mean(x) − mean(base)
             interval = (low, high) if sign > 0 else (-high, -low)
+        plain = 2 * stats.t.sf(abs(delta / (sigma * np.sqrt(1 + 1 / len(base)))), dof)
         result[arm] = {"delta": delta, "z": delta / sigma, "p": p, "test": test}
+        result[arm]["plain"] = plain if len(x) == 1 and not paper else p
         result[arm]["interval"] = interval
     adjusted = multipletests([result[a]["p"] for a in arms], method=method)[1]
-    for arm, p_adj in zip(arms, adjusted, strict=True):
+    plain = multipletests([result[a]["plain"] for a in arms], method=method)[1]
+    for arm, p_adj, p_plain in zip(arms, adjusted, plain, strict=True):
         entry = result[arm]
         entry["p_adj"] = p_adj
         if abs(entry["delta"]) < 2 * sigma:
@@ -54,7 +57,8 @@ def reference(
         elif p_adj < alpha:
             entry["verdict"] = "improver" if entry["delta"] > 0 else "regressor"
         else:
-            entry["verdict"] = "nominal-" + ("improver" if entry["delta"] > 0 else "regressor")
+            level_name = "candidate-" if p_plain < alpha else "nominal-"
+            entry["verdict"] = level_name + ("improver" if entry["delta"] > 0 else "regressor")
     return result
 
 
@@ -190,7 +194,9 @@ def test_within_noise_wins_over_significance(make_table):
 
 def test_nominal_when_beyond_two_sigma_but_not_significant(make_table):
     values = {"baseline": [0.0, 1.0, -1.0], "a": [2.4], "b": [0.1], "c": [-0.2], "d": [0.3]}
-    verdict = judge(make_table(values), "acc", correction="bonferroni").arm("a")
+    # equal variance declared: the prediction-interval t of a single seed
+    verdict = judge(make_table(values), "acc", correction="bonferroni", equal_variance=True)
+    verdict = verdict.arm("a")
     assert verdict.z == pytest.approx(2.4)
     t = 2.4 / np.sqrt(1 + 1 / 3)  # the prediction-interval t, σ from 2 degrees of freedom
     assert verdict.statistic == pytest.approx(t)
@@ -223,8 +229,9 @@ def test_json_has_the_documented_fields(make_table):
 
 def test_mde_is_the_power_formula_in_metric_units(make_table):
     judgement = judge(make_table({"baseline": [0.0, 1.0, 2.0], "a": [5.0], "b": [1.0, 2.0]}), "acc")
-    # σ pools the baseline (2 df) and b (1 df); one seed somewhere: the pooled t for both.
-    design = Design(arm_seeds=1, baseline_seeds=3, arms=2, sigma_dof=3, family_test="pooled-t")
+    # σ pools the baseline (2 df) and b (1 df); one seed somewhere: the robust test, whose
+    # single-seed arm a is bounded at 6σ.
+    design = Design(arm_seeds=1, baseline_seeds=3, arms=2, sigma_dof=3, family_test="robust")
     assert judgement.arm("a").mde == pytest.approx(
         minimum_detectable_effect(design) * judgement.sigma, rel=1e-4
     )

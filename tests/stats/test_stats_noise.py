@@ -43,11 +43,12 @@ def test_identical_baseline_seeds_are_fine_when_anchors_supply_the_variance(make
 
 def test_one_test_per_family_when_seeds_per_arm_differ(make_table):
     # Defect: a 2-seed arm with a larger Δ came out weaker than a 1-seed arm with a smaller one
-    # (Welch on 2 seeds against the z-test on 1). One family, one test: the pooled-σ t.
+    # (Welch on 2 seeds against the z-test on 1). One family, one test: `robust` (Welch on the
+    # 2 seeds, the 6σ-bounded prediction t on the single one).
     values = {"baseline": [0.0, 1.0, 2.0], "one": [4.0], "two": [4.5, 5.5]}
     judgement = judge(make_table(values), "acc", correction="none")
     one, two = judgement.arm("one"), judgement.arm("two")
-    assert one.test == two.test == judgement.test == "pooled-t"
+    assert one.test == two.test == judgement.test == "robust"
     assert two.delta > one.delta
     assert two.p < one.p
     assert two.statistic > one.statistic

@@ -22,8 +22,10 @@ def test_corrected_family_wise_rate_is_controlled(correction):
 
 def test_uncorrected_rate_is_the_independent_tests_formula_when_tests_are_independent():
     # One seed per arm against 200 baseline seeds: σ̂ ≈ σ and the arms barely share noise, so
-    # the 19 z-tests are nearly independent and exact.
-    result = simulate_null(arms=19, seeds=1, baseline_seeds=200, audits=500, seed=2)
+    # the 19 pooled t-tests (equal variance declared) are nearly independent and exact.
+    result = simulate_null(
+        arms=19, seeds=1, baseline_seeds=200, audits=500, seed=2, equal_variance=True
+    )
     assert result.fwer_uncorrected_formula == pytest.approx(1 - 0.95**19)
     assert result.fwer_uncorrected == pytest.approx(
         result.fwer_uncorrected_formula, abs=3 * mc_error(result.fwer_uncorrected_formula, 500)

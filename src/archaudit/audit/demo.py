@@ -3,10 +3,11 @@
 Five arms (the baseline with three seeds, four modifications with one at first) at two tiny
 scales, scored on the `demo` probe suite; about 5 minutes on two CPU cores. Seeds are added round
 by round where a verdict could still change, up to three per arm (`[seeds] policy =
-"sequential"`, `archaudit.audit.sequential`); each table states that sequential design's measured
-family-wise error rate and MDE. An audit file with `policy = "fixed"` is judged by the calibrated
-pooled-σ t-test instead (equal variance declared: every arm trains under one recipe, only the
-seed differs), under the fixed design's measured error rate.
+"sequential"`, `archaudit.audit.sequential`), judged by the robust rule (Welch from two seeds, a
+confirmation seed before any verdict); each table states that sequential design's measured
+family-wise error rate under normal noise and the noise panel's worst, and its MDE. An audit
+file with `policy = "fixed"` is judged by the default fixed-design tests instead (Welch, or the
+6σ bound for single-seed arms), under the fixed design's measured error rates.
 """
 
 from __future__ import annotations

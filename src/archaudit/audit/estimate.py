@@ -128,12 +128,19 @@ def sequential_estimate(
     is given). Without them a pilot (results already in the audit directory) supplies every
     arm's observed Δ/σ on the first primary metric; with neither, every arm is null.
     """
-    from archaudit.audit.sequential import families, pilot_effects, primary_metrics, settle_options
-    from archaudit.stats.sequential import SequentialRule, simulate_sequential
+    from archaudit.audit.sequential import (
+        families,
+        pilot_effects,
+        primary_metrics,
+        sequential_rule,
+        settle_options,
+    )
+    from archaudit.stats.sequential import simulate_sequential
 
     options = settle_options(plan, max_seeds=max_seeds)
-    rule = SequentialRule(max_seeds=options.max_seeds, baseline_seeds=plan.spec.seeds.noise_floor)
-    metric = primary_metrics(plan, options)[0]
+    primaries = primary_metrics(plan, options)
+    rule = sequential_rule(plan, options, len(primaries))
+    metric = primaries[0]
     planted = [e / sigma for e in effects] if sigma else [float(e) for e in effects]
     pilot = {} if planted else pilot_effects(plan, metric)
     seq_runs = fixed_runs = rounds = 0.0

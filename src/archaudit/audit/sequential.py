@@ -39,7 +39,7 @@ from archaudit.files import atomic_write_text
 from archaudit.stats.sequential import SequentialRule
 
 if TYPE_CHECKING:  # imported where used: scipy loads only when an audit is sequential
-    from archaudit.stats.sequential import PooledTests, SequentialRule
+    from archaudit.stats.sequential import ArmTests, SequentialRule
 
 RECORD_DIR, SUMMARY = store.SEQUENTIAL_DIR, store.SEQUENTIAL_SUMMARY
 ARM_STOPS = {
@@ -213,7 +213,7 @@ class FamilyState:
     state: np.ndarray
     """(m,) OPEN / IMPROVER / REGRESSOR / FUTILE after the last look."""
     diverged: np.ndarray
-    tests: PooledTests
+    tests: ArmTests
     """The last look's tests (batch of one)."""
     value: np.ndarray
     """(m,) value per run of one more seed."""
@@ -259,7 +259,7 @@ def replay(
 ) -> FamilyState:
     """Every look of the family again, in order: look k sees the seeds of history[k]."""
     from archaudit.stats.grading import looks_like_loss
-    from archaudit.stats.sequential import FUTILE, look, next_seed_value, pooled_tests
+    from archaudit.stats.sequential import FUTILE, arm_tests, look, next_seed_value
 
     sign = -1.0 if looks_like_loss(family.metric) else 1.0
     m = len(family.arms)
@@ -281,7 +281,7 @@ def replay(
             seeds, diverged[i] = _values(results, key(arm, family.scale), n[i], family.metric)
             if not diverged[i]:
                 values[0, i, : len(seeds)] = seeds
-        tests = pooled_tests(baseline[None, :], values, sign)
+        tests = arm_tests(baseline[None, :], values, sign)
         tested = ((n > before) & ~diverged)[None, :]
         state = look(rule, tests, state, tested)
         state[0, diverged] = FUTILE
@@ -309,7 +309,7 @@ def pilot_effects(plan: Plan, metric: str) -> dict[tuple[str, str], float]:
     """(arm, scale) → observed Δ/σ (positive = better) from the finished runs already in the
     audit directory (a pilot); empty when a family has too few of them."""
     from archaudit.stats.grading import looks_like_loss
-    from archaudit.stats.sequential import pooled_tests
+    from archaudit.stats.sequential import arm_tests
 
     if not plan.audit_dir.is_dir():
         return {}
@@ -324,7 +324,7 @@ def pilot_effects(plan: Plan, metric: str) -> dict[tuple[str, str], float]:
         for i, row in enumerate(rows):
             values[0, i, : len(row)] = row
         sign = -1.0 if looks_like_loss(metric) else 1.0
-        tests = pooled_tests(base[None, :], values, sign)
+        tests = arm_tests(base[None, :], values, sign)
         for i, arm in enumerate(family.arms):
             found[(arm, family.scale)] = float(tests.delta[0, i] / tests.sigma[0])
     return found
@@ -348,6 +348,17 @@ def settle_options(
     return SettleOptions(max_seeds=top, budget_runs=budget_runs, budget_hours=budget_hours)
 
 
+def sequential_rule(plan: Plan, options: SettleOptions, primaries: int) -> SequentialRule:
+    """The stopping rule of every family of the audit: α is split evenly (Bonferroni) across
+    the `primaries` primary metrics, so the audit as a whole, not each metric, errs at most α
+    (measured: docs/sequential.md)."""
+    return SequentialRule(
+        alpha=options.alpha / max(primaries, 1),
+        max_seeds=options.max_seeds,
+        baseline_seeds=plan.spec.seeds.noise_floor,
+    )
+
+
 def run_until_settled(
     plan: Plan,
     options: SettleOptions | None = None,
@@ -362,11 +373,7 @@ def run_until_settled(
     options = options or settle_options(plan)
     start = time.monotonic()
     metrics = primary_metrics(plan, options)
-    rule = SequentialRule(
-        alpha=options.alpha,
-        max_seeds=options.max_seeds,
-        baseline_seeds=plan.spec.seeds.noise_floor,
-    )
+    rule = sequential_rule(plan, options, len(metrics))
     first = initial_counts(plan)
     settings = {"executor": executor, "workers": workers, "tracker": tracker, "live": live}
     for looks in itertools.count():

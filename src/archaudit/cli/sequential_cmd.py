@@ -4,6 +4,8 @@ null (and planted effects), next to the fixed design on the same draws."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -23,6 +25,7 @@ def simulate_sequential_command(
     effect_arms: int,
     seed: int,
     json_: bool,
+    noise: str = "normal",
 ) -> None:
     """Print `simulate_sequential` for `arms` arms with at most `seeds` seeds each."""
     from archaudit.stats.sequential import SequentialRule, simulate_sequential
@@ -34,7 +37,12 @@ def simulate_sequential_command(
         raise ConfigError("--effect-arms needs a nonzero --effect")
     rule = SequentialRule(alpha=alpha, max_seeds=seeds, baseline_seeds=baseline_seeds or 3)
     result = simulate_sequential(
-        arms=arms, rule=rule, audits=audits, effects=(effect,) * effect_arms, seed=seed
+        arms=arms,
+        rule=rule,
+        audits=audits,
+        effects=(effect,) * effect_arms,
+        seed=seed,
+        noise=noise,
     )
     if json_:
         typer.echo(json.dumps(to_jsonable(result), indent=2, allow_nan=False))
@@ -42,7 +50,9 @@ def simulate_sequential_command(
     lines = [
         f"{audits} sequential audits, {arms} arms × at most {seeds} seeds, baseline "
         f"{rule.baseline_seeds} → {rule.baseline_cap} seeds, O'Brien–Fleming spending + Holm "
-        f"at α = {alpha}, futility below {rule.futility} predictive power:",
+        f"at α = {alpha}, futility below {rule.futility} predictive power; robust tests (Welch "
+        f"from 2 seeds, a confirmation seed before any verdict), "
+        f"{'normal' if noise == 'panel' else noise} noise:",
         f"  family-wise false-positive rate {result.fwer:.3f} ± {result.fwer_se:.3f}",
         f"  runs per audit {result.runs_mean:.1f} (at most {result.runs_max}); the fixed "
         f"{seeds}-seed design: {result.fixed_runs} runs, rate {result.fixed_fwer:.3f}",
@@ -52,4 +62,17 @@ def simulate_sequential_command(
             f"  planted {key} σ effects found {power:.3f} (fixed design: "
             f"{result.fixed_power[key]:.3f}), {result.seeds_mean[key]:.2f} seeds per arm"
         )
+    Console().print("\n".join(lines))
+    print_panel(result.panel, result.panel_worst)
+
+
+def print_panel(panel: Sequence[Any], worst: Any) -> None:
+    """The noise panel's rates (`PanelRate`s), each with its MC s.e., and the worst."""
+    if not panel:
+        return
+    lines = ["  noise panel (family-wise false-positive rate ± MC s.e.):"]
+    for rate in panel:
+        flag = "  ABOVE α" if rate.above_alpha else ""
+        lines.append(f"    {rate.noise:<14} {rate.fwer:.4f} ± {rate.fwer_se:.4f}{flag}")
+    lines.append(f"  worst: {worst.noise} {worst.fwer:.4f} ± {worst.fwer_se:.4f}")
     Console().print("\n".join(lines))

@@ -229,7 +229,7 @@ def _print_judgement(judgement: Any, notes: list[str]) -> None:
     columns = ("arm", "n", "Δ", statistic, "p", "p_adj", "verdict", "grade")
     rows = [
         (
-            v.arm + (" (tuned)" if v.tuned else ""),
+            v.arm + (" (tuned)" if v.tuned else "") + _outlier_mark(v.outliers),
             v.n_seeds,
             v.delta,
             v.statistic,
@@ -251,6 +251,14 @@ def _print_judgement(judgement: Any, notes: list[str]) -> None:
             *notes,
         ]
     )
+
+
+def _outlier_mark(outliers: Sequence[Any]) -> str:
+    """ " (outlier seed 3)" for seeds far outside the rest (stats/outliers.py); "" otherwise."""
+    if not outliers:
+        return ""
+    seeds = ", ".join(str(o.seed) for o in outliers)
+    return f" (outlier seed{'s' * (len(outliers) > 1)} {seeds})"
 
 
 @stats_app.command("transfer")
@@ -714,6 +722,15 @@ def simulate_null_command(
     sequential: Annotated[
         bool, typer.Option("--sequential", help="The `run --until-settled` loop, --seeds at most.")
     ] = False,
+    noise: Annotated[
+        str,
+        typer.Option(
+            "--noise",
+            metavar="MODEL",
+            help="Seed noise: normal, t3, lognormal:S, hetero:F[:K] (K arms with seed σ × F), "
+            "or panel (all eight; prints each rate and the worst).",
+        ),
+    ] = "normal",
 ) -> None:
     """Simulated audits with no real effect: the verdicts' family-wise false-positive rate."""
     from archaudit.stats import simulate_null
@@ -724,10 +741,13 @@ def simulate_null_command(
         from archaudit.cli.sequential_cmd import simulate_sequential_command
 
         if looped:  # a sequential audit file: its own loop, not a fixed design of its first round
-            arms, seeds, baseline_seeds = looped
+            arms, seeds, baseline_seeds, primaries = looped
+            alpha /= primaries  # the loop splits α across its primary metrics
         options = dict(arms=arms, seeds=seeds, audits=audits, baseline_seeds=baseline_seeds)
         options |= dict(correction=correction, alpha=alpha, effect=effect, seed=seed)
-        return simulate_sequential_command(**options, effect_arms=effect_arms, json_=json_)
+        return simulate_sequential_command(
+            **options, effect_arms=effect_arms, json_=json_, noise=noise
+        )
 
     options = dict(
         reference=reference, equal_variance=equal_variance, correction=correction, alpha=alpha
@@ -742,13 +762,17 @@ def simulate_null_command(
         effect_arms=effect_arms,
         seed=seed,
         design=design,
+        noise=noise,
         **options,
     )
     if _printed_json(result, json_):
         return
     label = "calibrated" if result.calibrated else "UNCALIBRATED paper mode"
+    assumed = result.design.equal_variance or not result.calibrated
     _console().print(
-        f"{audits} null audits of {result.design.describe()} ({label}):\n"
+        f"{audits} null audits of {result.design.describe()} ({label}"
+        + (", ASSUMES every arm's seed σ is the baseline's" if assumed else "")
+        + f"), {result.noise if result.noise != 'panel' else 'normal'} noise:\n"
         f"  family-wise false-positive rate {result.fwer:.4f} ± {result.fwer_se:.4f}"
         + ("  ABOVE α" if result.fwer > result.alpha + 2 * result.fwer_se else "")
         + f"\n  per-arm rate at raw p < α/m      {result.per_arm_rate:.4f} "
@@ -761,12 +785,16 @@ def simulate_null_command(
             f"  planted {effect} σ effects found {result.found_rate:.3f} ± {result.found_se:.3f}"
             f" (power formula: {result.power_predicted:.3f})"
         )
+    from archaudit.cli.sequential_cmd import print_panel
+
+    print_panel(result.panel, result.panel_worst)
 
 
-def _sequential_like(path: Path) -> tuple[int, int, int] | None:
-    """(arms, most seeds per arm, baseline seeds) of an audit file with `[seeds] policy =
-    "sequential"`, else None."""
+def _sequential_like(path: Path) -> tuple[int, int, int, int] | None:
+    """(arms, most seeds per arm, baseline seeds, primary metrics) of an audit file with
+    `[seeds] policy = "sequential"`, else None."""
     from archaudit.audit.plan import make_plan
+    from archaudit.audit.sequential import SettleOptions, primary_metrics
     from archaudit.audit.spec import load_audit
 
     plan = make_plan(load_audit(path))
@@ -775,7 +803,8 @@ def _sequential_like(path: Path) -> tuple[int, int, int] | None:
     first = plan.runs[0]
     arms = {r.arm for r in plan.runs if r.baseline == first.baseline and r.scale == first.scale}
     tested = [arm for arm in arms if arm.split("@")[0] != "baseline"]
-    return len(tested), plan.spec.seeds.max, plan.spec.seeds.noise_floor
+    primaries = len(primary_metrics(plan, SettleOptions()))
+    return len(tested), plan.spec.seeds.max, plan.spec.seeds.noise_floor, primaries
 
 
 def _design_like(

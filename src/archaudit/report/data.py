@@ -126,6 +126,8 @@ class Verdicts:
     """The design judged (None when no arm was tested): what the power curve is computed for."""
     rule: SequentialRule | None = None
     """The sequential loop's stopping rule, when the loop judged this family."""
+    design_panel_worst: float | None = None
+    """The noise panel's worst measured family-wise rate for this design (stats-core)."""
 
 
 @dataclass(frozen=True)
@@ -495,10 +497,10 @@ def _verdicts(
     absent: dict[str, str],
     audit_dir: Path | None,
 ) -> tuple[Verdicts, ...]:
-    """Every family judged as `archaudit stats` judges it; an audit's runs share one recipe, so
-    their seed variances pool (equal variance declared, as `archaudit demo` judges). An audit
-    that ran sequentially takes its verdicts from the loop's summary instead: the fixed-design
-    p-values would ignore its looks."""
+    """Every family judged as `archaudit stats` judges it (the default tests: one recipe does
+    not make the arms' seed variances equal, docs/verdicts.md). An audit that ran sequentially
+    takes its verdicts from the loop's summary instead: the fixed-design p-values would ignore
+    its looks."""
     families, rule = _sequential_summary(audit_dir)
     out = []
     for metric in metrics:
@@ -510,7 +512,6 @@ def _verdicts(
                     baseline=baseline,
                     lower_is_better=_lower_is_better(m),
                     scale=s,
-                    equal_variance=audit_dir is not None,
                 ),
                 f"verdicts:{metric}:{scale}",
                 absent,
@@ -554,10 +555,11 @@ def _sequential(
         else arm
         for arm in verdicts.arms
     )
-    fwer = mde = None
+    fwer = mde = worst = None
     if rule is not None:
         rate = sequential_design_rate(len(rows), rule)
         fwer, mde = rate.fwer, rate.mde_sigmas * family["sigma"]
+        worst = rate.panel_worst.fwer if rate.panel_worst else None
     note = (
         "Verdicts from the sequential loop (O'Brien–Fleming alpha spending within each arm, "
         "Holm across arms); p is the last look's, with no single corrected p."
@@ -569,6 +571,7 @@ def _sequential(
         noise_band=NOISE_SIGMAS * family["sigma"],
         design_fwer=fwer,
         design_mde=mde,
+        design_panel_worst=worst,
         arms=arms,
         notes=(*verdicts.notes, note),
         interval_kind=REPEATED_INTERVAL,
@@ -616,6 +619,7 @@ def _from_judgement(j: Judgement, table: Table) -> Verdicts:
         power_target=j.power_target,
         fwer_uncorrected=j.fwer_uncorrected,
         design_fwer=j.design_fwer if math.isfinite(j.design_fwer) else None,
+        design_panel_worst=j.design_panel_worst if math.isfinite(j.design_panel_worst) else None,
         design_mde=j.design.mde_sigmas * j.sigma if j.design is not None else None,
         reference=j.reference,
         calibrated=j.calibrated,

@@ -16,6 +16,8 @@ from archaudit.report.data import ArmRow, PowerCase, ReportData, Verdicts, bands
 from archaudit.report.figures import Figure
 from archaudit.stats.corrections import error_rate
 from archaudit.stats.verdicts import (
+    CANDIDATE_IMPROVER,
+    CANDIDATE_REGRESSOR,
     DIVERGED,
     IMPROVER,
     INCOMPLETE,
@@ -125,6 +127,11 @@ def _design_fwer(v: Verdicts) -> str:
     return f"{v.design_fwer:.3f} ({error_rate(v.correction)})"
 
 
+def _panel_worst(v: Verdicts) -> str:
+    """The noise panel's worst measured rate (stats/noise_models.py)."""
+    return NOT_COMPUTED if v.design_panel_worst is None else f"{v.design_panel_worst:.3f}"
+
+
 def _design_mde(v: Verdicts) -> str:
     return NOT_COMPUTED if v.design_mde is None else num(v.design_mde, 3)
 
@@ -194,6 +201,9 @@ def _metric_parts(
 
 
 _STATES = (DIVERGED, INCOMPLETE)
+_NOT_SURVIVING = (NOMINAL_IMPROVER, NOMINAL_REGRESSOR, CANDIDATE_IMPROVER, CANDIDATE_REGRESSOR)
+"""The funnel's "nominal" column: beyond 2σ, significant before the correction or the single
+seed's 6σ bound only."""
 _NOMINAL = (NOMINAL_IMPROVER, NOMINAL_REGRESSOR)
 
 
@@ -242,11 +252,12 @@ def answer(data: ReportData) -> Section:
                 v.scale,
                 str(len(v.arms)),
                 str(count[WITHIN_NOISE]),
-                str(count[NOMINAL_IMPROVER] + count[NOMINAL_REGRESSOR]),
+                str(sum(count[name] for name in _NOT_SURVIVING)),
                 str(count[IMPROVER] + count[REGRESSOR]),
                 str(count[DIVERGED]),
                 str(count[INCOMPLETE]),
                 _design_fwer(v),
+                _panel_worst(v),
                 _design_mde(v),
                 f"{v.fwer_uncorrected:.0%}",
                 _reference(v),
@@ -256,8 +267,9 @@ def answer(data: ReportData) -> Section:
         Grid(
             "The funnel: arms → within noise / nominal (significant before the correction only) "
             "/ surviving the correction / diverged, with the design's measured family-wise "
-            "error rate (FWER; the false discovery rate, FDR, under BH) and minimum detectable "
-            "effect (MDE).",
+            "error rate (FWER; the false discovery rate, FDR, under BH: normal seed noise, and the "
+            "worst over the noise panel of heavy tails, skew and unequal arm variances) and "
+            "minimum detectable effect (MDE).",
             (
                 "metric",
                 "scale",
@@ -268,6 +280,7 @@ def answer(data: ReportData) -> Section:
                 "diverged",
                 "incomplete",
                 "design error rate",
+                "noise panel's worst",
                 "design MDE",
                 "FWER if uncorrected",
                 "test",
@@ -661,7 +674,8 @@ def arm_table(data: ReportData) -> Section:
                 f"{v.metric} at {v.scale} ({'lower' if v.lower_is_better else 'higher'} is "
                 f"better): baseline {num(v.baseline_mean)} from {v.baseline_n} seeds, σ = "
                 f"{num(v.sigma, 3)} ({v.sigma_dof} df), m = {v.m}, {v.correction} at "
-                f"α = {v.alpha}; design error rate {_design_fwer(v)}.",
+                f"α = {v.alpha}; design error rate {_design_fwer(v)} (noise panel's worst "
+                f"{_panel_worst(v)}).",
                 (
                     "arm",
                     "family",

@@ -15,10 +15,17 @@ import numpy as np
 
 from archaudit.stats.corrections import adjust_pvalues
 from archaudit.stats.dunnett import dunnett_stepdown
-from archaudit.stats.family_test import Z, standard_error, statistics
+from archaudit.stats.family_test import (
+    POOLED_T,
+    ROBUST,
+    Z,
+    dunnett_statistics,
+    standard_error,
+    statistics,
+)
 from archaudit.stats.noise import NoiseFloor
 from archaudit.stats.significance import Welch, welch_test
-from archaudit.stats.verdicts import classify
+from archaudit.stats.verdicts import candidate, classify
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +52,9 @@ class ArmTest:
     """What the test divides Δ by (its standard error; σ for z)."""
     p: float
     """Its two-sided p-value: the one the correction uses."""
+    p_pooled: float
+    """The pooled-σ t-test's p (the prediction-interval t for one seed): with the `robust`
+    test, a single-seed arm that is significant by it alone is a candidate."""
 
 
 def compare_arm(
@@ -64,6 +74,7 @@ def compare_arm(
     base_var = float(np.var(baseline, ddof=1))
     stat, df, p = statistics(test, delta, n, n_base, noise.sigma, noise.dof, arm_var, base_var)
     scale, _ = standard_error(test, n, n_base, noise.sigma, noise.dof, arm_var, base_var)
+    _, _, p_pooled = statistics(POOLED_T, delta, n, n_base, noise.sigma, noise.dof)
     return ArmTest(
         n=n,
         mean=mean,
@@ -77,21 +88,40 @@ def compare_arm(
         df=float(df),
         scale=float(scale),
         p=float(p),
+        p_pooled=float(p_pooled),
     )
 
 
 def decide(
     tests: Sequence[ArmTest], noise: NoiseFloor, n_base: int, correction: str, alpha: float
 ) -> tuple[np.ndarray, list[str]]:
-    """Correct the family's p-values together and classify each arm."""
-    if correction == "dunnett":
-        p_adjusted = dunnett_stepdown(
-            [t.statistic for t in tests], [t.n for t in tests], n_base, noise.dof
-        )
-    else:
-        p_adjusted = adjust_pvalues([test.p for test in tests], correction)
+    """Correct the family's p-values together and classify each arm; with the `robust` test, a
+    single-seed arm that only the pooled t (its own spread assumed equal to σ) finds is a
+    candidate."""
+    p_adjusted = _corrected(tests, [t.p for t in tests], noise, n_base, correction)
     verdicts = [
         classify(test.delta, noise.sigma, float(p), alpha)
         for test, p in zip(tests, p_adjusted, strict=True)
     ]
+    if any(t.test == ROBUST and t.n < 2 for t in tests):
+        plain = [t.p_pooled if t.n < 2 else t.p for t in tests]
+        p_plain = _corrected(tests, plain, noise, n_base, correction)
+        verdicts = [
+            candidate(verdict) if test.n < 2 and plain_p < alpha else verdict
+            for test, verdict, plain_p in zip(tests, verdicts, p_plain, strict=True)
+        ]
     return p_adjusted, verdicts
+
+
+def _corrected(
+    tests: Sequence[ArmTest], p: Sequence[float], noise: NoiseFloor, n_base: int, correction: str
+) -> np.ndarray:
+    if correction != "dunnett":
+        return adjust_pvalues(p, correction)
+    statistic = dunnett_statistics(
+        tests[0].test if tests else POOLED_T,
+        np.array([t.statistic for t in tests]),
+        np.asarray(p, dtype=float),
+        noise.dof,
+    )
+    return dunnett_stepdown(statistic, [t.n for t in tests], n_base, noise.dof)

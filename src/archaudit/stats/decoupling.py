@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from archaudit.errors import ConfigError
+from archaudit.stats.family_test import ROBUST
 from archaudit.stats.judge import ArmVerdict, judge
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import TableLike, load_table
@@ -156,7 +157,11 @@ def _margin(verdict: ArmVerdict, sigma: float, margin: float | None) -> float:
 
 
 def _equivalent(verdict: ArmVerdict, margin: float) -> bool:
-    """Not significant, and TOST: the arm's simultaneous interval for Δ lies inside ±margin."""
+    """Not significant, and TOST: the arm's simultaneous interval for Δ lies inside ±margin. A
+    single seed judged by the robust test is never flat: its own spread is unseen, so it can no
+    more show equivalence than an effect (docs/verdicts.md)."""
+    if verdict.test == ROBUST and verdict.n_seeds < 2:
+        return False
     low, high = verdict.interval
     return verdict.verdict not in _DIRECTION and bool(-margin < low and high < margin)
 

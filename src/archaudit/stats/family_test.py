@@ -10,6 +10,14 @@ One family, one test (docs/protocol.md, Statistics), chosen from the design:
   declared, and under Dunnett's correction; so an arm with more seeds and a larger Δ is never
   weaker than one with fewer seeds and a smaller Δ.
 - `welch`: Welch's t of the arm's seeds against the baseline's, when every arm has >= 2 seeds.
+- `robust` (the default when an arm has one seed): Welch for every arm with >= 2 seeds; a
+  single-seed arm cannot show its own spread, so it is tested as if its seed σ were the noise
+  panel's widest, `WIDEST_FACTOR` (6) times the pooled σ: t = Δ / (σ·√(6² + 1/n₀)) with σ's df.
+  An arm that clears the ordinary prediction-interval t but not that bound is a *candidate*.
+
+Measured over the noise panel (stats/noise_models.py, docs/verdicts.md), only tests in which an
+arm's own variance enters hold α when arms' seed variances differ; `pooled-t` (declared equal
+variance, `--equal-variance`) and `z` (paper mode) are labelled assumptions of the user.
 
 The statistics work elementwise on numpy arrays, so `judge` (one audit) and `simulate_null`
 (thousands of audits at once) run the same arithmetic.
@@ -23,11 +31,12 @@ import numpy as np
 from scipy.special import ndtr, stdtr, stdtrit
 
 from archaudit.errors import ConfigError, did_you_mean
+from archaudit.stats.noise_models import WIDEST_FACTOR
 
 REFERENCES = ("t", "normal")
 """`t` (default, calibrated: σ's own uncertainty is in the reference distribution) and
 `normal` (paper mode: reproduces published z-tables, uncalibrated)."""
-Z, POOLED_T, WELCH = "z", "pooled-t", "welch"
+Z, POOLED_T, WELCH, ROBUST = "z", "pooled-t", "welch", "robust"
 
 
 def check_reference(reference: str) -> str:
@@ -43,12 +52,13 @@ def choose_test(
     equal_variance: bool = False,
     correction: str = "holm",
 ) -> str:
-    """The one test of a family whose tested arms have `arm_seeds` seeds."""
+    """The one test of a family whose tested arms have `arm_seeds` seeds (Dunnett runs on the
+    same tests, through their p-values: `dunnett_statistics`)."""
     if check_reference(reference) == "normal":
         return Z
-    if equal_variance or correction == "dunnett" or min(arm_seeds, default=2) < 2:
+    if equal_variance:
         return POOLED_T
-    return WELCH
+    return ROBUST if min(arm_seeds, default=2) < 2 else WELCH
 
 
 def standard_error(
@@ -61,7 +71,14 @@ def standard_error(
     base_var: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(the scale Δ is divided by, degrees of freedom) of the family's test, broadcast over the
-    inputs: σ for paper-mode z, σ·√(1/n + 1/n₀) for the pooled t, Welch's SE and df."""
+    inputs: σ for paper-mode z, σ·√(1/n + 1/n₀) for the pooled t, Welch's SE and df, and for
+    `robust` Welch's where n >= 2 and σ·√(6² + 1/n₀) with σ's df where n = 1."""
+    if test == ROBUST:
+        n = np.asarray(n_arm)
+        welch = standard_error(WELCH, np.maximum(n, 2), n_base, sigma, dof, arm_var, base_var)
+        bound = np.asarray(sigma, dtype=float) * np.sqrt(WIDEST_FACTOR**2 + 1.0 / n_base)
+        single = n < 2
+        return np.where(single, bound, welch[0]), np.where(single, np.asarray(dof, float), welch[1])
     if test == Z:
         scale = np.asarray(sigma, dtype=float) * np.ones_like(np.asarray(n_arm, dtype=float))
         return scale, np.full_like(scale, np.inf)
@@ -96,6 +113,15 @@ def statistics(
     with np.errstate(divide="ignore", invalid="ignore"):
         stat = np.asarray(delta, dtype=float) / scale
     return stat, df, 2.0 * (ndtr(-np.abs(stat)) if test == Z else stdtr(df, -np.abs(stat)))
+
+
+def dunnett_statistics(test: str, stat: np.ndarray, p: np.ndarray, dof: int) -> np.ndarray:
+    """The statistics Dunnett's step-down ranks and bounds: the pooled t itself, else each arm's
+    p-value read as the pooled t with σ's `dof` that has the same p (so Welch's and the
+    single-seed bound's own variances and df enter Dunnett's shared-baseline correlation)."""
+    if test == POOLED_T:
+        return np.asarray(stat, dtype=float)
+    return -np.sign(stat) * stdtrit(float(dof), np.asarray(p, dtype=float) / 2.0)
 
 
 def interval(delta: float, scale: float, df: float, alpha: float) -> tuple[float, float]:

@@ -19,8 +19,10 @@ from archaudit.stats.design import AuditDesign
 from archaudit.stats.design_rate import DesignRate, arm_mde, design_rate
 from archaudit.stats.errors import TableError
 from archaudit.stats.family import Family, collect_family, left_out, resolve_direction
-from archaudit.stats.family_test import Z, check_reference, interval
+from archaudit.stats.family_test import POOLED_T, ROBUST, Z, check_reference, interval
 from archaudit.stats.grading import grade_arm, looks_like_loss
+from archaudit.stats.noise_models import WIDEST_FACTOR
+from archaudit.stats.outliers import OUTLIER_MADS, OutlierSeed, family_scale, outlier_seeds
 from archaudit.stats.samples import ArmSample
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.signal import AVERAGE, check_signal, is_downstream
@@ -72,6 +74,8 @@ class ArmVerdict(JsonResult):
     """Smallest true effect (metric units) this design detects with the target power."""
     grade: str
     grade_missing: tuple[str, ...]
+    outliers: tuple[OutlierSeed, ...] = ()
+    """Seeds beyond k robust σ from the arm's other seeds (stats/outliers.py): heavy tails."""
 
 
 @dataclass(frozen=True)
@@ -116,8 +120,11 @@ class Judgement(JsonResult):
     """`design.fwer`, repeated at the top level for readers of the JSON. Measured with every
     arm null, where it is the FWER and, for BH, also its FDR (at its largest there)."""
     design_above_alpha: bool
+    design_panel_worst: float
+    """The noise panel's worst measured rate for this design (NaN when not simulated)."""
     arms: tuple[ArmVerdict, ...]
     notes: tuple[str, ...]
+    baseline_outliers: tuple[OutlierSeed, ...] = ()
 
     def header(self) -> list[str]:
         """The lines above a verdict table: direction, σ and its interval, the test, the
@@ -138,13 +145,26 @@ class Judgement(JsonResult):
         ]
         rate = self.design
         if rate is not None:
-            flag = " — ABOVE α, verdicts do not hold" if rate.above_alpha else ""
+            name = ERROR_RATE_NAMES[self.error_rate]
+            lines.append(f"design's measured {name}: {rate.describe_rates()}")
             lines.append(
-                f"design's measured {ERROR_RATE_NAMES[self.error_rate]} {rate.fwer:.3f} ± "
-                f"{rate.fwer_se:.3f} ({rate.audits} null audits){flag}; MDE "
-                f"{rate.mde_sigmas:.3g} σ = {rate.mde_sigmas * self.sigma:.3g} at "
+                f"MDE {rate.mde_sigmas:.3g} σ = {rate.mde_sigmas * self.sigma:.3g} at "
                 f"{rate.power_target:.0%} power"
             )
+        lines += self.assumptions()
+        return lines
+
+    def assumptions(self) -> list[str]:
+        """What the verdicts assume beyond the seeds themselves (labelled, never silent)."""
+        lines = []
+        if self.test == ROBUST:
+            lines.append(
+                f"single-seed arms are judged as if their seed σ were {WIDEST_FACTOR:g}× the "
+                "pooled σ (the noise panel's widest): one seed cannot show its own spread; "
+                "below that bound they are at most candidates"
+            )
+        if self.test == POOLED_T:
+            lines.append("ASSUMED by the user: every arm's seed σ equals the baseline's")
         return lines
 
     def arm(self, name: str) -> ArmVerdict:
@@ -218,6 +238,10 @@ def judge(
     context = dict(table=table, family=family, metric=metric, design=design)
     context |= dict(correction=correction, downstream_metrics=downstream_metrics)
     context |= dict(alpha_each=alpha / (1 if correction == "none" else max(m, 1)))  # Bonferroni
+    scale_robust = family_scale(
+        [s.values for s in (family.baseline, *family.anchors, *family.arms)]
+    )
+    context |= dict(robust_scale=scale_robust)
     verdicts_by_arm = tuple(
         _arm_verdict(
             sample,
@@ -229,7 +253,9 @@ def judge(
         )
         for sample in family.arms
     )
+    base_outliers = outlier_seeds(family.baseline.values, family.baseline.seeds, scale_robust)
     notes = _notes(table, family, verdicts_by_arm, lower_is_better, (alpha, correction), rate)
+    notes += _outlier_notes(family.baseline.arm, base_outliers, verdicts_by_arm)
     notes += _sigma_across_scales(table, metric, family, options)
     notes += (signal.notes if metric == AVERAGE else ()) + signal.r6_notes(
         [arm.arm for arm in verdicts_by_arm if arm.family == ATTENTION_OUTPUT]
@@ -262,8 +288,10 @@ def judge(
         design=rate,
         design_fwer=rate.fwer if rate else math.nan,
         design_above_alpha=bool(rate and rate.above_alpha),
+        design_panel_worst=rate.panel_worst.fwer if rate and rate.panel_worst else math.nan,
         arms=verdicts_by_arm,
         notes=notes,
+        baseline_outliers=base_outliers,
     )
 
 
@@ -281,6 +309,7 @@ def _arm_verdict(
     downstream_metrics: Sequence[str] | None,
     power_target: float,
     alpha_each: float,
+    robust_scale: float,
 ) -> ArmVerdict:
     """One arm's row: its test (None for an arm outside the family, e.g. diverged), its
     corrected p and verdict, its MDE under the design, and its evidence grade."""
@@ -323,6 +352,24 @@ def _arm_verdict(
         else math.nan,
         grade=evidence.grade,
         grade_missing=evidence.missing,
+        outliers=outlier_seeds(sample.values, sample.seeds, robust_scale),
+    )
+
+
+def _outlier_notes(
+    baseline: str, base: tuple[OutlierSeed, ...], arms: tuple[ArmVerdict, ...]
+) -> tuple[str, ...]:
+    """One note naming every seed far outside the rest (heavy tails), if any."""
+    found = [(baseline, o) for o in base] + [(a.arm, o) for a in arms for o in a.outliers]
+    if not found:
+        return ()
+    seeds = "; ".join(
+        f"{arm} seed {o.seed} ({o.value:.4g}, {o.distance:.1f} robust σ from its arm's median)"
+        for arm, o in found
+    )
+    return (
+        f"heavy tail: seeds beyond {OUTLIER_MADS:g} robust σ (1.4826·MAD of the family) from "
+        f"the rest: {seeds}; check those runs before trusting a verdict that rests on them",
     )
 
 
@@ -392,10 +439,10 @@ def _notes(
         )
     if rate and rate.above_alpha:
         notes.append(
-            f"this design's measured {ERROR_RATE_NAMES[error_rate(correction)]} is "
-            f"{rate.fwer:.3f} ± "
-            f"{rate.fwer_se:.3f}, above α = {alpha}: its verdicts do not hold at that level "
-            "(use the default calibrated test, more baseline seeds or more seeds per arm)"
+            f"this design's measured {ERROR_RATE_NAMES[error_rate(correction)]} "
+            f"({rate.describe_rates()}) is above α = {alpha}: its verdicts do not hold at that "
+            "level (use the default test without --equal-variance or --reference normal, or "
+            "more seeds per arm)"
         )
     if lower_is_better is False and looks_like_loss(family.metric):
         notes.append(f"{family.metric!r} reads as a loss but is judged higher-is-better as asked")

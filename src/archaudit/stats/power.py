@@ -8,6 +8,8 @@ when seeds are normal with a common σ: an arm is declared an improver/regressor
   |Δ| >= max(t_ν·a, 2)·σ̂, a = √(1/n_a + 1/n_b), t_ν the two-sided t quantile at the per-test
   level with the noise floor's ν degrees of freedom and σ̂² ~ σ²·χ²_ν/ν: the noncentral-t tail
   P(|T'| >= max(t_ν, 2/a)), T' ~ t'(ν, effect/a);
+- robust, single-seed arm: the pooled-t rule with a = √(6² + 1/n_b) in the threshold (the arm's
+  seed σ bounded at the noise panel's widest) while Δ still spreads as √(1 + 1/n_b)·σ;
 - z (paper mode): |Δ| >= max(c, 2)·σ̂, c the two-sided normal quantile;
 - Welch (several seeds per arm): |Δ| >= max(t(ν̂)·SE, 2·s_b), SE² = s_a²/n_a + s_b²/n_b, ν̂ the
   Welch–Satterthwaite degrees of freedom and s_b the baseline's own seed SD;
@@ -35,7 +37,8 @@ from scipy.special import ndtr
 from archaudit.errors import ConfigError
 from archaudit.stats.corrections import check_correction, per_test_alpha
 from archaudit.stats.distributions import chi_square_quadrature, solve_increasing
-from archaudit.stats.family_test import POOLED_T, Z, choose_test
+from archaudit.stats.family_test import POOLED_T, ROBUST, Z, choose_test
+from archaudit.stats.noise_models import WIDEST_FACTOR
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.verdicts import NOISE_SIGMAS
 
@@ -104,12 +107,15 @@ def power(effect: float, design: Design) -> float:
     n_a, n_b = design.arm_seeds, design.baseline_seeds
     spread = math.sqrt(1.0 / n_a + 1.0 / n_b)
     test = design.test
-    if test in (Z, POOLED_T):
+    single_bound = test == ROBUST and n_a < 2
+    if test in (Z, POOLED_T) or single_bound:
         # Reject when |Δ|/(σ̂·a) >= the threshold below: a noncentral-t tail, exactly.
         if test == Z:
             threshold = max(sps.norm.isf(design.level / 2), NOISE_SIGMAS) / spread
         else:
-            threshold = max(sps.t.isf(design.level / 2, design.dof), NOISE_SIGMAS / spread)
+            bound = math.sqrt(WIDEST_FACTOR**2 + 1.0 / n_b) if single_bound else spread
+            quantile = sps.t.isf(design.level / 2, design.dof)
+            threshold = max(quantile * bound, NOISE_SIGMAS) / spread
         # Both tails as upper tails: scipy's nct.cdf is NaN far out in the lower tail.
         noncentrality = effect / spread
         upper = sps.nct.sf(threshold, design.dof, noncentrality)
@@ -222,8 +228,8 @@ def seeds_needed(
         design = Design.balanced(k, baseline_seeds, arms=arms, alpha=alpha, correction=correction)
         return power(effect, design) >= target
 
-    # k = 1 is judged by the pooled t and k >= 2 by Welch, so power need not grow from k = 1
-    # to 2; from k = 2 on it does, and bisection is safe.
+    # k = 1 is judged against the 6σ bound and k >= 2 by Welch, so power need not grow from
+    # k = 1 to 2; from k = 2 on it does, and bisection is safe.
     if baseline_seeds is not None and reaches(1):
         return 1
     if not reaches(max_seeds):

@@ -25,6 +25,8 @@ class ArmSample:
     """Seeds that ran but have no value for the metric (not diverged)."""
     where: str
     """The "file:line" of the arm's first run, for error messages."""
+    seeds: tuple[int, ...] = ()
+    """The seed number of each value, in the order of `values`."""
 
     @property
     def status(self) -> str:
@@ -55,4 +57,5 @@ def sample_arm(table: Table, metric: str, scale: str, arm: str) -> ArmSample:
         diverged=tuple(run for _, run in sorted(runs.items()) if run.diverged),
         missing=tuple(seed for seed in finished if seed not in measured),
         where=f"{table.source}:{first.line}" if first and first.line else table.source,
+        seeds=tuple(measured),
     )

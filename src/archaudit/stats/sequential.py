@@ -20,13 +20,16 @@ The method is a group-sequential design per arm combined with Holm across arms:
   Stopping an arm never rejects it, so futility cannot raise the error rate; it only costs power,
   which `simulate_sequential` measures next to the fixed design's.
 
-The test is the calibrated one of docs/protocol.md in one formula for every arm: the pooled-variance
-t, t = Δ / (σ·√(1/n + 1/n₀)) with σ pooled over the baseline and every arm with >= 2 seeds
-(Σ(nᵢ − 1) degrees of freedom); with n = 1 it is the prediction-interval t. An arm is declared an
-improver/regressor only when it crosses its boundary and |Δ| >= 2σ (the within-noise rule). The
-error rate of the whole closed loop (looks, Holm, futility, the schedule) is measured by
-`simulate_sequential` rather than assumed: the t statistics share σ and the baseline, so the
-canonical joint distribution is an approximation.
+The test is the robust default of docs/verdicts.md, measured over the noise panel
+(stats/noise_models.py): an arm with >= 2 seeds is tested by Welch's t of its own seeds against
+the baseline's (its own variance enters its test); an arm with one seed cannot show its spread,
+so its p is that of the prediction-interval t with its seed σ bounded at 6× the pooled σ, and it
+is never declared before a **confirmation seed** (`CONFIRMATION_SEEDS`): a first-round arm that
+looks significant is a candidate that gets its second seed. σ, pooled over the baseline and every
+arm with >= 2 seeds (Σ(nᵢ − 1) degrees of freedom), scales the within-noise rule (an arm is
+declared only when |Δ| >= 2σ) and the futility and next-seed predictions. The error rate of the
+whole closed loop (looks, Holm, futility, the schedule) is measured by `simulate_sequential`
+under every model of the noise panel rather than assumed.
 
 Everything is vectorised over a leading batch axis (simulated audits); a real audit is a batch of
 one, so the audit loop and the simulation run exactly the same code.
@@ -34,6 +37,9 @@ one, so the audit loop and the simulation run exactly the same code.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -42,14 +48,19 @@ import numpy as np
 from scipy import optimize, stats
 
 from archaudit.errors import ConfigError
+from archaudit.files import atomic_write_text, cache_dir
+from archaudit.stats.family_test import ROBUST, statistics
+from archaudit.stats.noise_models import PANEL, NoiseModel, parse_noise, parse_one
 from archaudit.stats.power import PowerCurve, curve_points
 from archaudit.stats.serialize import JsonResult
+from archaudit.stats.simulate import PanelRate, panel_rate, worst
 from archaudit.stats.verdicts import NOISE_SIGMAS
 
 OPEN, IMPROVER, REGRESSOR, FUTILE = 0, 1, 2, 3
 """Per-arm states of a sequential family; IMPROVER and REGRESSOR are settled and final."""
 STATE_NAMES = ("open", "improver", "regressor", "futile")
 _GRID = 401
+NORMAL_SPEC = "normal"
 """Points of the numerical integration over the continuation region."""
 
 
@@ -143,9 +154,13 @@ def holm_boundaries(alpha: float, arms: int, looks: int) -> np.ndarray:
 # the test
 
 
+CONFIRMATION_SEEDS = 2
+"""No arm is declared before it has this many seeds: its own spread must have been seen."""
+
+
 @dataclass(frozen=True)
-class PooledTests:
-    """The calibrated test of every arm of a batch of families (leading axis: the batch)."""
+class ArmTests:
+    """The robust test of every arm of a batch of families (leading axis: the batch)."""
 
     delta: np.ndarray
     """(B, m) Δ, positive = better."""
@@ -154,6 +169,7 @@ class PooledTests:
     df: np.ndarray
     """(B,) its degrees of freedom."""
     t: np.ndarray
+    """(B, m) Welch's t (n >= 2), else Δ over the single seed's 6σ-bounded scale."""
     p: np.ndarray
     n: np.ndarray
     """(B, m) seeds per arm."""
@@ -161,24 +177,30 @@ class PooledTests:
     """(B,) baseline seeds."""
 
 
-def pooled_tests(baseline: np.ndarray, arms: np.ndarray, sign: float = 1.0) -> PooledTests:
-    """Test (B, m, K) arm values against (B, K0) baseline values; NaN marks a missing seed.
-
-    σ is pooled over the baseline and every arm (an arm with one seed adds no degrees of freedom).
-    """
+def arm_tests(baseline: np.ndarray, arms: np.ndarray, sign: float = 1.0) -> ArmTests:
+    """Test (B, m, K) arm values against (B, K0) baseline values; NaN marks a missing seed."""
     n0 = np.sum(~np.isnan(baseline), axis=-1)
     n = np.sum(~np.isnan(arms), axis=-1)
     mean0 = np.nansum(baseline, axis=-1) / n0
     mean = np.nansum(arms, axis=-1) / np.maximum(n, 1)
-    squares = np.nansum((baseline - mean0[:, None]) ** 2, axis=-1)
-    squares = squares + np.nansum((arms - mean[..., None]) ** 2, axis=(-2, -1))
+    squares0 = np.nansum((baseline - mean0[:, None]) ** 2, axis=-1)
+    arm_squares = np.nansum((arms - mean[..., None]) ** 2, axis=-1)
     df = (n0 - 1) + np.sum(np.maximum(n - 1, 0), axis=-1)
-    sigma = np.sqrt(squares / df)
+    sigma = np.sqrt((squares0 + arm_squares.sum(axis=-1)) / df)
     delta = sign * (mean - mean0[:, None])
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = delta / (sigma[:, None] * np.sqrt(1.0 / n + 1.0 / n0[:, None]))
-    p = 2.0 * stats.t.sf(np.abs(t), df[:, None])
-    return PooledTests(delta, sigma, df, t, p, n, n0)
+        arm_var = arm_squares / (n - 1)
+        stat, _, p = statistics(
+            ROBUST,
+            delta,
+            n,
+            n0[:, None],
+            sigma[:, None],
+            df[:, None],
+            arm_var,
+            (squares0 / (n0 - 1))[:, None],
+        )
+    return ArmTests(delta, sigma, df, stat, p, n, n0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -211,7 +233,7 @@ def crossing_probability(
 
 def look(
     rule: SequentialRule,
-    tests: PooledTests,
+    tests: ArmTests,
     state: np.ndarray,
     tested: np.ndarray,
 ) -> np.ndarray:
@@ -223,7 +245,9 @@ def look(
     m = state.shape[1]
     bounds = holm_boundaries(rule.alpha, m, rule.max_seeds)
     look_index = np.clip(tests.n - 1, 0, rule.max_seeds - 1)
-    state = holm_step_down(state, tests, tested, bounds, look_index)
+    state = holm_step_down(
+        state, tests, tested & (tests.n >= CONFIRMATION_SEEDS), bounds, look_index
+    )
     level = np.minimum(np.sum(_significant(state), axis=1), m - 1)
     final = bounds[level, rule.max_seeds - 1][:, None]
     power = crossing_probability(
@@ -243,7 +267,7 @@ def look(
 
 def holm_step_down(
     state: np.ndarray,
-    tests: PooledTests,
+    tests: ArmTests,
     tested: np.ndarray,
     bounds: np.ndarray,
     look_index: np.ndarray,
@@ -261,7 +285,7 @@ def holm_step_down(
         state[cross] = np.where(tests.delta > 0, IMPROVER, REGRESSOR)[cross]
 
 
-def next_seed_value(rule: SequentialRule, tests: PooledTests, state: np.ndarray) -> np.ndarray:
+def next_seed_value(rule: SequentialRule, tests: ArmTests, state: np.ndarray) -> np.ndarray:
     """Value per run of one more seed of each open arm: the probability that its next look
     settles it (crosses its boundary, current trend, Holm level as it stands); 0 for the rest."""
     m = state.shape[1]
@@ -305,7 +329,10 @@ class SequentialSimulation(JsonResult):
     power: dict[str, float]
     """Planted effect (σ) → share of its arms declared improvers."""
     power_planted: float
-    """Share of all planted arms (nonzero effect) declared in their true direction (NaN: none)."""
+    """Per planted arm: share of all planted arms (nonzero effect) declared in their true
+    direction (NaN: none)."""
+    all_found: float
+    """Per audit: share of audits in which every planted arm is declared in its true direction."""
     runs_mean: float
     """Runs per audit (arms' seeds plus the baseline's)."""
     runs_max: int
@@ -314,6 +341,7 @@ class SequentialSimulation(JsonResult):
     fixed_fwer: float
     fixed_power: dict[str, float]
     fixed_power_planted: float
+    fixed_all_found: float
     fixed_seeds: int
     fixed_runs: int
     """The fixed design: every arm `fixed_seeds` seeds, the baseline as many (>= baseline_seeds)."""
@@ -321,6 +349,11 @@ class SequentialSimulation(JsonResult):
     """Share of arms per final state."""
     seeds_mean: dict[str, float]
     """Planted effect (σ, "null" for the rest) → mean seeds per arm."""
+    noise: str = "normal"
+    """The noise model of `fwer` (stats/noise_models.py); `panel` runs all of them."""
+    panel: tuple[PanelRate, ...] = ()
+    """With `noise="panel"`: the null family-wise rate under each model of the panel."""
+    panel_worst: PanelRate | None = None
 
 
 def simulate_sequential(
@@ -331,24 +364,25 @@ def simulate_sequential(
     effects: tuple[float, ...] = (),
     fixed_seeds: int | None = None,
     seed: int = 0,
+    noise: str = "normal",
 ) -> SequentialSimulation:
     """Simulate `audits` sequential audits of `arms` arms (reproducible from `seed`), and on the
     same draws the fixed design of `fixed_seeds` seeds per arm (default: the rule's maximum) with
-    as many baseline seeds (at least the rule's first look's)."""
+    as many baseline seeds (at least the rule's first look's). `noise` names the seed-noise
+    model (stats/noise_models.py), or `panel`: then `fwer` is the normal model's and `panel`
+    holds every model's null rate."""
     rule = rule or SequentialRule()
     if arms < 1 or audits < 1 or len(effects) > arms:
         raise ConfigError(f"need >= 1 arm, >= 1 audit and <= {arms} effects")
+    models = parse_noise(noise)
     fixed_seeds = fixed_seeds or rule.max_seeds
     fixed_baseline = max(fixed_seeds, rule.baseline_seeds)
-    rng = np.random.default_rng(seed)
     cap, top = rule.baseline_cap, rule.max_seeds
-    baseline = rng.normal(size=(audits, max(cap, fixed_baseline)))
-    values = rng.normal(size=(audits, arms, max(top, fixed_seeds)))
-    shift = np.zeros(arms)
-    shift[: len(effects)] = effects
-    values += shift[None, :, None]
+    baseline, values, shift = _draw_sequential(
+        arms, audits, effects, max(cap, fixed_baseline), max(top, fixed_seeds), seed, models[0]
+    )
     state, n, n0, rounds = run_sequential(rule, baseline[:, :cap], values[..., :top])
-    fixed = pooled_tests(baseline[:, :fixed_baseline], values[..., :fixed_seeds])
+    fixed = arm_tests(baseline[:, :fixed_baseline], values[..., :fixed_seeds])
     everyone = np.ones((audits, arms), dtype=bool)
     fixed_state = holm_step_down(
         np.zeros((audits, arms), dtype=np.int8),
@@ -374,18 +408,71 @@ def simulate_sequential(
         fwer_se=math.sqrt(fwer * (1.0 - fwer) / audits),
         power={k: _found(state[:, idx], k) for k, idx in groups.items()},
         power_planted=_found_planted(state, shift),
+        all_found=_all_found(state, shift),
         runs_mean=float(np.mean(n.sum(axis=1) + n0)),
         runs_max=int(np.max(n.sum(axis=1) + n0)),
         rounds_mean=float(np.mean(rounds)),
         fixed_fwer=float(np.mean(np.any(_significant(fixed_state[:, null]), axis=1))),
         fixed_power={k: _found(fixed_state[:, idx], k) for k, idx in groups.items()},
         fixed_power_planted=_found_planted(fixed_state, shift),
+        fixed_all_found=_all_found(fixed_state, shift),
         fixed_seeds=fixed_seeds,
         fixed_runs=arms * fixed_seeds + fixed_baseline,
         stop_reasons={name: float(np.mean(state == code)) for code, name in enumerate(STATE_NAMES)},
         seeds_mean={k: float(np.mean(n[:, idx])) for k, idx in groups.items()}
         | ({"null": float(np.mean(n[:, null]))} if null.any() else {}),
+        noise=noise,
+        panel=(panel := _panel(arms, rule, audits, seed, models, fwer)),
+        panel_worst=worst(panel),
     )
+
+
+def _panel(
+    arms: int,
+    rule: SequentialRule,
+    audits: int,
+    seed: int,
+    models: tuple[NoiseModel, ...],
+    first: float,
+) -> tuple[PanelRate, ...]:
+    if len(models) < 2:
+        return ()
+    rates = [first] + [sequential_null_fwer(arms, rule, audits, seed, m) for m in models[1:]]
+    return tuple(
+        panel_rate(r, audits, rule.alpha, m.spec) for r, m in zip(rates, models, strict=True)
+    )
+
+
+def sequential_null_fwer(
+    arms: int, rule: SequentialRule, audits: int, seed: int, noise: NoiseModel
+) -> float:
+    """Share of `audits` null sequential audits with >= 1 arm declared, under `noise`."""
+    baseline, values, _ = _draw_sequential(
+        arms, audits, (), rule.baseline_cap, rule.max_seeds, seed, noise
+    )
+    state, _, _, _ = run_sequential(rule, baseline, values)
+    return float(np.mean(np.any(_significant(state), axis=1)))
+
+
+def _draw_sequential(
+    arms: int,
+    audits: int,
+    effects: tuple[float, ...],
+    baseline_seeds: int,
+    seeds: int,
+    seed: int,
+    noise: NoiseModel,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(B, baseline_seeds) baseline and (B, arms, seeds) arm values with `effects` planted on the
+    first arms; `hetero`'s wide arms are the first null ones."""
+    rng = np.random.default_rng(seed)
+    baseline = noise.draw(rng, (audits, baseline_seeds))
+    values = noise.draw(rng, (audits, arms, seeds))
+    shift = np.zeros(arms)
+    shift[: len(effects)] = effects
+    sigmas = np.ones(arms)
+    sigmas[len(effects) :] = noise.arm_sigmas(arms - len(effects))[::-1]
+    return baseline, values * sigmas[None, :, None] + shift[None, :, None], shift
 
 
 def run_sequential(
@@ -405,7 +492,7 @@ def run_sequential(
     for _ in range(top):
         shown = np.where(seeds[None, None, :] < n[..., None], values, np.nan)
         shown0 = np.where(base_seeds[None, :] < n0[:, None], baseline, np.nan)
-        state = look(rule, pooled_tests(shown0, shown), state, tested)
+        state = look(rule, arm_tests(shown0, shown), state, tested)
         tested = (state == OPEN) & (n < top)
         if not tested.any():
             break
@@ -426,9 +513,21 @@ def _found_planted(state: np.ndarray, shift: np.ndarray) -> float:
     return float(np.mean(state[:, planted] == wanted[planted])) if planted.any() else math.nan
 
 
+def _all_found(state: np.ndarray, shift: np.ndarray) -> float:
+    wanted = np.where(shift > 0, IMPROVER, REGRESSOR)
+    planted = shift != 0.0
+    hits = state[:, planted] == wanted[planted]
+    return float(np.mean(np.all(hits, axis=1))) if planted.any() else math.nan
+
+
 def _found(state: np.ndarray, effect: str) -> float:
     wanted = IMPROVER if float(effect) > 0 else REGRESSOR
     return float(np.mean(state == wanted))
+
+
+SEQUENTIAL_PANEL_AUDITS = 1000
+"""Null audits per panel model in a sequential design's rate (s.e. 0.007 at 0.05)."""
+SEQUENTIAL_RATE_VERSION = 2
 
 
 def repeated_interval(
@@ -446,7 +545,8 @@ def repeated_interval(
 @dataclass(frozen=True)
 class SequentialDesignRate:
     """What a sequential family's table states: the measured family-wise error rate of exactly
-    that design (arms, rule) under the null, and its minimum detectable effect at 80% power."""
+    that design (arms, rule) under the null, normal and over the noise panel, and its minimum
+    detectable effect at 80% power."""
 
     arms: int
     rule: SequentialRule
@@ -455,14 +555,28 @@ class SequentialDesignRate:
     fwer_se: float
     mde_sigmas: float
     """The smallest effect (σ) one planted arm is declared in ≥ 80% of audits (bisection)."""
+    panel_worst: PanelRate | None = None
+
+    @property
+    def above_alpha(self) -> bool:
+        worst_above = self.panel_worst is not None and self.panel_worst.above_alpha
+        return self.fwer > self.rule.alpha + 2 * self.fwer_se or worst_above
 
     def describe(self) -> str:
-        flag = "  ABOVE α" if self.fwer - 2 * self.fwer_se > self.rule.alpha else ""
+        worst_rate = self.panel_worst
+        panel = (
+            f", noise panel's worst {worst_rate.fwer:.3f} ± {worst_rate.fwer_se:.3f} "
+            f"({worst_rate.noise}, {worst_rate.audits:,} audits each)"
+            if worst_rate
+            else ""
+        )
+        flag = " — ABOVE α, verdicts do not hold" if self.above_alpha else ""
         return (
             f"design: {self.arms} arms, ≤ {self.rule.max_seeds} seeds each, baseline "
-            f"{self.rule.baseline_seeds}+; O'Brien–Fleming spending + Holm, α = {self.rule.alpha}; "
-            f"measured FWER {self.fwer:.3f} ± {self.fwer_se:.3f} ({self.audits:,} null audits)"
-            f"{flag}; MDE {self.mde_sigmas:.1f}σ at 80% power"
+            f"{self.rule.baseline_seeds}+; robust tests (Welch from 2 seeds, a confirmation seed "
+            f"before any verdict), O'Brien–Fleming spending + Holm, α = {self.rule.alpha}; "
+            f"measured FWER: normal noise {self.fwer:.3f} ± {self.fwer_se:.3f} "
+            f"({self.audits:,} null audits){panel}{flag}; MDE {self.mde_sigmas:.1f}σ at 80% power"
         )
 
 
@@ -470,15 +584,56 @@ class SequentialDesignRate:
 def sequential_design_rate(
     arms: int, rule: SequentialRule, audits: int = 2000
 ) -> SequentialDesignRate:
-    """Simulate the closed loop of this design under the null (seed 0), and bisect the planted
-    effect that reaches 80% power; cached per design in this process."""
-    null = simulate_sequential(arms=arms, rule=rule, audits=audits)
+    """Simulate the closed loop of this design under the null (seed 0), normal and over the
+    noise panel, and bisect the planted effect that reaches 80% power; cached per design in
+    this process and on disk (like `design_rate`)."""
+    key = json.dumps(
+        {"arms": arms, "rule": dataclasses.asdict(rule), "audits": audits, "panel": PANEL}
+        | {"panel_audits": SEQUENTIAL_PANEL_AUDITS, "v": SEQUENTIAL_RATE_VERSION},
+        sort_keys=True,
+    )
+    path = cache_dir() / "stats" / f"sequential-{hashlib.sha256(key.encode()).hexdigest()[:24]}"
+    try:
+        cached = json.loads(path.with_suffix(".json").read_text())
+        if cached.get("key") == key:
+            fwer, mde, rates = cached["fwer"], cached["mde"], cached["panel"]
+            return _sequential_rate(arms, rule, audits, fwer, mde, rates)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    fwer = simulate_sequential(arms=arms, rule=rule, audits=audits).fwer
+    rates = {NORMAL_SPEC: fwer} | {
+        name: sequential_null_fwer(arms, rule, SEQUENTIAL_PANEL_AUDITS, 0, parse_one(name))
+        for name in PANEL
+        if name != NORMAL_SPEC
+    }
     low, high = 0.0, 64.0
     for _ in range(12):
         mid = (low + high) / 2
         found = planted_power(arms, rule, mid, audits // 4)
         low, high = (low, mid) if found >= 0.8 else (mid, high)
-    return SequentialDesignRate(arms, rule, audits, null.fwer, null.fwer_se, high)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        record = {"key": key, "fwer": fwer, "mde": high, "panel": rates}
+        atomic_write_text(path.with_suffix(".json"), json.dumps(record))
+    except OSError:
+        pass  # a read-only cache only costs the simulation next time
+    return _sequential_rate(arms, rule, audits, fwer, high, rates)
+
+
+def _sequential_rate(
+    arms: int, rule: SequentialRule, audits: int, fwer: float, mde: float, rates: dict
+) -> SequentialDesignRate:
+    panel = tuple(
+        panel_rate(
+            rates[name],
+            audits if name == NORMAL_SPEC else SEQUENTIAL_PANEL_AUDITS,
+            rule.alpha,
+            name,
+        )
+        for name in PANEL
+    )
+    se = math.sqrt(fwer * (1.0 - fwer) / audits)
+    return SequentialDesignRate(arms, rule, audits, fwer, se, mde, worst(panel))
 
 
 @lru_cache(maxsize=1024)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -21,7 +22,8 @@ from archaudit.errors import ConfigError
 from archaudit.stats.corrections import adjust_pvalues, fwer_uncorrected
 from archaudit.stats.design import AuditDesign
 from archaudit.stats.dunnett import critical_value
-from archaudit.stats.family_test import statistics
+from archaudit.stats.family_test import dunnett_statistics, statistics
+from archaudit.stats.noise_models import NORMAL, NoiseModel, parse_noise
 from archaudit.stats.power import default_baseline_seeds, power
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.verdicts import within_noise
@@ -60,6 +62,33 @@ class NullSimulation(JsonResult):
     found_se: float
     power_predicted: float
     """`power(effect, design)` for the planted arms (NaN without planted effects)."""
+    noise: str = "normal"
+    """The noise model of `fwer` (stats/noise_models.py); `panel` runs all of them."""
+    panel: tuple[PanelRate, ...] = ()
+    """With `noise="panel"`: the family-wise rate under each model of the panel."""
+    panel_worst: PanelRate | None = None
+
+
+@dataclass(frozen=True)
+class PanelRate(JsonResult):
+    """A design's family-wise error rate under one noise model."""
+
+    noise: str
+    fwer: float
+    fwer_se: float
+    audits: int
+    above_alpha: bool
+    """Above α by more than two Monte-Carlo standard errors."""
+
+
+def panel_rate(rate: float, audits: int, alpha: float, noise: str) -> PanelRate:
+    se = binomial_se(rate, audits)
+    return PanelRate(noise, rate, se, audits, rate > alpha + 2.0 * se)
+
+
+def worst(rates: tuple[PanelRate, ...]) -> PanelRate | None:
+    """The highest rate (the first of equals, in panel order)."""
+    return max(rates, key=lambda r: r.fwer) if rates else None
 
 
 def simulate_null(
@@ -76,12 +105,16 @@ def simulate_null(
     effect_arms: int = 0,
     seed: int = 0,
     design: AuditDesign | None = None,
+    noise: str = "normal",
 ) -> NullSimulation:
     """Simulate `audits` audits (reproducible from `seed`) of `design`, or of `arms` arms with
     `seeds` seeds each against `baseline_seeds` (default: as many as `seeds`, at least 3).
 
-    `effect` is in units of σ and is added to the first `effect_arms` arms of the design.
+    `effect` is in units of σ and is added to the first `effect_arms` arms of the design;
+    `noise` names the seed-noise model (stats/noise_models.py), or `panel` for all of them
+    (then `fwer` is the normal model's and `panel` holds every model's rate).
     """
+    models = parse_noise(noise)
     if design is None:
         if arms < 1:
             raise ConfigError(f"simulate-null needs >= 1 arm; got {arms}")
@@ -99,9 +132,20 @@ def simulate_null(
         raise ConfigError(
             f"effect_arms must be between 0 and {design.m} and needs a nonzero effect"
         )
-    declared, delta, p = _simulate(design, audits, effect, effect_arms, seed)
+    declared, delta, p = _simulate(design, audits, effect, effect_arms, seed, models[0])
     null = slice(effect_arms, None)
     fwer = float(np.mean(np.any(declared[:, null], axis=1)))
+    panel = tuple(
+        panel_rate(
+            fwer
+            if model is models[0]
+            else null_fwer(design, audits, seed, model, effect=effect, effect_arms=effect_arms),
+            audits,
+            design.alpha,
+            model.spec,
+        )
+        for model in (models if len(models) > 1 else ())
+    )
     planted = audits * effect_arms
     found = declared[:, :effect_arms] & (delta[:, :effect_arms] > 0)
     found_rate = float(np.mean(found)) if planted else math.nan
@@ -132,31 +176,108 @@ def simulate_null(
         power_predicted=float(np.mean([power(effect, design.arm(n)) for n in n_arm[:effect_arms]]))
         if planted
         else math.nan,
+        noise=noise,
+        panel=panel,
+        panel_worst=worst(panel),
     )
 
 
+def null_fwer(
+    design: AuditDesign,
+    audits: int,
+    seed: int,
+    noise: NoiseModel,
+    *,
+    effect: float = 0.0,
+    effect_arms: int = 0,
+) -> float:
+    """Share of `audits` simulated audits with >= 1 null arm declared, under `noise`."""
+    declared, _, _ = _simulate(design, audits, effect, effect_arms, seed, noise)
+    return float(np.mean(np.any(declared[:, effect_arms:], axis=1)))
+
+
+CHUNK_DRAWS = 2**21
+"""Draws held in memory at once (16 MiB): audits are simulated in chunks of this size, so a
+design of 1000 arms × 1000 seeds costs time, not 30 GiB."""
+
+
+def draws_per_audit(design: AuditDesign) -> int:
+    return design.baseline_seeds + sum(design.anchor_seeds) + sum(design.arm_seeds)
+
+
 def _simulate(
-    design: AuditDesign, audits: int, effect: float, effect_arms: int, seed: int
+    design: AuditDesign,
+    audits: int,
+    effect: float,
+    effect_arms: int,
+    seed: int,
+    noise: NoiseModel = NORMAL,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(declared, Δ, raw p), each audits × arms, for `audits` simulated audits of `design`."""
+    """(declared, Δ, raw p), each audits × arms, for `audits` simulated audits of `design`
+    under `noise`, drawn in chunks of at most `CHUNK_DRAWS` values."""
     rng = np.random.default_rng(seed)
-    n_base = design.baseline_seeds
-    base = rng.normal(size=(audits, n_base))
-    base_mean, base_var = base.mean(axis=1), base.var(axis=1, ddof=1)
-    sum_squares = base_var * (n_base - 1)
-    for n in design.anchor_seeds:
-        sum_squares += rng.normal(size=(audits, n)).var(axis=1, ddof=1) * (n - 1)
+    chunk = max(1, CHUNK_DRAWS // draws_per_audit(design))
+    parts = [
+        _simulate_chunk(design, min(chunk, audits - start), effect, effect_arms, rng, noise)
+        for start in range(0, audits, chunk)
+    ]
+    return tuple(np.concatenate(arrays) for arrays in zip(*parts, strict=True))
+
+
+def _simulate_chunk(
+    design: AuditDesign,
+    audits: int,
+    effect: float,
+    effect_arms: int,
+    rng: np.random.Generator,
+    noise: NoiseModel,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    base = noise.draw(rng, (audits, design.baseline_seeds))
+    anchors = [noise.draw(rng, (audits, n)) for n in design.anchor_seeds]
+    # the wide arms of `hetero` are the first null arms: the fewest seeds, the hardest case
+    sigmas = np.ones(design.m)
+    sigmas[effect_arms:] = noise.arm_sigmas(design.m - effect_arms)[::-1]
+    shift = np.zeros(design.m)
+    shift[:effect_arms] = effect
     n_arm = np.array(design.arm_seeds)
-    arm_mean = np.empty((audits, design.m))
-    arm_var = np.full((audits, design.m), np.nan)
+    groups = []
     for n, count in sorted(Counter(design.arm_seeds).items()):
         columns = np.flatnonzero(n_arm == n)
-        draws = rng.normal(size=(audits, count, n))
-        arm_mean[:, columns] = draws.mean(axis=2)
-        if n >= 2:
-            arm_var[:, columns] = draws.var(axis=2, ddof=1)
-            sum_squares += arm_var[:, columns].sum(axis=1) * (n - 1)
-    arm_mean[:, :effect_arms] += effect
+        draws = noise.draw(rng, (audits, count, n)) * sigmas[columns][None, :, None]
+        groups.append(draws + shift[columns][None, :, None])
+    return family_decisions(design, base, anchors, groups)
+
+
+def family_decisions(
+    design: AuditDesign,
+    base: np.ndarray,
+    anchors: Sequence[np.ndarray],
+    groups: Sequence[np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(declared, Δ, raw p), each audits × arms, of the verdict rule on given seed values:
+    (B, n₀) baseline, (B, nₐ) per anchor, and per distinct seed count n of the design's arms
+    (ascending) a (B, arms with n seeds, n) array. Positive Δ = better."""
+    n_base = design.baseline_seeds
+    base_mean, base_var = base.mean(axis=1), base.var(axis=1, ddof=1)
+    sum_squares = base_var * (n_base - 1)
+    for values in anchors:
+        sum_squares = sum_squares + values.var(axis=1, ddof=1) * (values.shape[1] - 1)
+    arm_mean = np.concatenate([values.mean(axis=2) for values in groups], axis=1)
+    arm_var = np.concatenate(
+        [
+            values.var(axis=2, ddof=1)
+            if values.shape[2] >= 2
+            else np.full(values.shape[:2], np.nan)
+            for values in groups
+        ],
+        axis=1,
+    )
+    for values in groups:
+        if values.shape[2] >= 2:
+            sum_squares = sum_squares + values.var(axis=2, ddof=1).sum(axis=1) * (
+                values.shape[2] - 1
+            )
+    n_arm = np.array(design.arm_seeds)
     dof = design.sigma_dof
     sigma = np.sqrt(sum_squares / dof)[:, None]
     delta = arm_mean - base_mean[:, None]
@@ -164,7 +285,7 @@ def _simulate(
         design.test, delta, n_arm, n_base, sigma, dof, arm_var, base_var[:, None]
     )
     if design.correction == "dunnett":
-        rejected = _dunnett_rejections(stat, design)
+        rejected = _dunnett_rejections(dunnett_statistics(design.test, stat, p, dof), design)
     else:
         rejected = adjust_pvalues(p, design.correction) < design.alpha
     declared = rejected & ~within_noise(delta, sigma)

@@ -7,6 +7,10 @@ import numpy as np
 WITHIN_NOISE = "within-noise"
 NOMINAL_IMPROVER = "nominal-improver"
 NOMINAL_REGRESSOR = "nominal-regressor"
+CANDIDATE_IMPROVER = "candidate-improver"
+CANDIDATE_REGRESSOR = "candidate-regressor"
+"""A single-seed arm significant only if its own seed σ equals the pool's: one more seed (its
+own spread) decides (docs/verdicts.md)."""
 IMPROVER = "improver"
 REGRESSOR = "regressor"
 DIVERGED = "diverged"
@@ -15,6 +19,8 @@ VERDICTS = (
     WITHIN_NOISE,
     NOMINAL_IMPROVER,
     NOMINAL_REGRESSOR,
+    CANDIDATE_IMPROVER,
+    CANDIDATE_REGRESSOR,
     IMPROVER,
     REGRESSOR,
     DIVERGED,
@@ -38,3 +44,10 @@ def classify(delta: float, sigma: float, p_adjusted: float, alpha: float) -> str
     if p_adjusted < alpha:
         return IMPROVER if delta > 0 else REGRESSOR
     return NOMINAL_IMPROVER if delta > 0 else NOMINAL_REGRESSOR
+
+
+def candidate(verdict: str) -> str:
+    """A nominal verdict raised to a candidate (a within-noise one stays within noise)."""
+    return {NOMINAL_IMPROVER: CANDIDATE_IMPROVER, NOMINAL_REGRESSOR: CANDIDATE_REGRESSOR}.get(
+        verdict, verdict
+    )
