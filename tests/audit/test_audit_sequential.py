@@ -30,6 +30,8 @@ from archaudit.errors import ConfigError
 ARMS = ["qk_norm", "geglu", "post_ln", "softpick"]
 EFFECT = {"post_ln": 0.5}
 """val_loss shift per arm (σ = 0.01): post_ln is 50σ worse, the rest are null."""
+SPREAD: dict[str, float] = {}
+"""Seed SD per arm in units of 0.01 (1 when absent): a test may give an arm a wider spread."""
 
 
 def tiny_plan(write_audit, **seeds):
@@ -39,7 +41,7 @@ def tiny_plan(write_audit, **seeds):
 
 def fake_value(arm: str, seed: int) -> float:
     rng = np.random.default_rng([sum(map(ord, arm)), seed])
-    return 3.0 + EFFECT.get(arm, 0.0) + 0.01 * float(rng.normal())
+    return 3.0 + EFFECT.get(arm, 0.0) + 0.01 * SPREAD.get(arm, 1.0) * float(rng.normal())
 
 
 def fake_run_audit(plan, *, stop_after: int | None = None, **_):
@@ -246,3 +248,38 @@ def test_a_last_seed_that_cannot_settle_its_arm_is_not_scheduled():
     counts = {"baseline/xs": 3, "a/xs": 1, "b/xs": 2}
     added = sequential.next_seeds([state], counts, rule)
     assert [a["arm"] for a in added] == ["a"]  # b's next seed would be its last (baseline: at cap)
+
+
+def test_each_arms_interval_is_the_dual_of_the_loops_last_test(
+    write_audit, fake_training, monkeypatch
+):
+    """Issue 22: the forest plot's interval of a sequential arm is Welch's interval of its own
+    seeds (scipy's, independently) at its last look's threshold, so it excludes 0 exactly when
+    the loop's test crosses — not a pooled-σ interval that ignores unequal seed variances."""
+    from scipy import stats
+
+    from archaudit.report.data import _repeated_interval
+
+    monkeypatch.setitem(SPREAD, "geglu", 6.0)
+    monkeypatch.setitem(EFFECT, "geglu", -0.08)  # better, but with six times the spread
+    monkeypatch.setitem(EFFECT, "qk_norm", -0.03)
+    plan = tiny_plan(write_audit)
+    run_until_settled(plan, SettleOptions(max_seeds=4), live=False)
+    (family,) = sequential.read_summary(plan.audit_dir)["families"]
+    base = [fake_value("baseline", s) for s in range(family["baseline_seeds"])]
+    crossed = []
+    for row in family["arms"]:
+        seeds = [fake_value(row["arm"], s) for s in range(row["seeds"])]
+        welch = stats.ttest_ind(base, seeds, equal_var=False)  # Δ = baseline − arm: loss
+        assert row["seeds"] >= 2 and welch.df == pytest.approx(row["df"], rel=1e-9)
+        assert welch.pvalue == pytest.approx(row["p"], rel=1e-9)
+        expected = welch.confidence_interval(confidence_level=1 - row["threshold"])
+        low, high = _repeated_interval(row)
+        assert (low, high) == pytest.approx((expected.low, expected.high), rel=1e-9)
+        assert (low > 0 or high < 0) == (row["p"] <= row["threshold"])
+        if row["stopped"] == "settled":
+            assert low > 0 or high < 0, row
+        crossed.append(row["p"] <= row["threshold"])
+    assert any(crossed) and not all(crossed)
+    dfs = sorted(row["df"] for row in family["arms"])
+    assert dfs[0] < family["sigma_dof"] - 1  # the wide arm's Welch df is not the pooled σ's

@@ -122,6 +122,9 @@ def sequential_audit(root: Path) -> Path:
                 "p": a.p,
                 "verdict": a.verdict,
                 "stopped": "max-seeds",
+                "se": v.sigma * (1 / a.n_seeds + 1 / v.baseline_n) ** 0.5,
+                "df": v.sigma_dof,
+                "threshold": 0.01,
             }
             for a in v.arms
             if a.test

@@ -205,8 +205,10 @@ def test_a_sequential_audit_reports_the_loops_verdicts_and_design(tmp_path: Path
     fixed = {(v.metric, v.scale): v for v in gather(audit).verdicts}
     v = fixed[("val_loss", "d48")]
     assert {arm.verdict for arm in v.arms} != {"improver"}
+    test = {"se": 0.005, "df": 3.5, "threshold": 0.003}  # Welch's SE and df, its look's level
     rows = [
-        {"arm": a.arm, "p": 1e-4, "verdict": "improver", "seeds": 2, "delta": 0.05} for a in v.arms
+        {"arm": a.arm, "p": 1e-4, "verdict": "improver", "seeds": 2, "delta": 0.05} | test
+        for a in v.arms
     ]
     family = {
         "metric": "val_loss",
@@ -225,12 +227,11 @@ def test_a_sequential_audit_reports_the_loops_verdicts_and_design(tmp_path: Path
     seq = looped[("val_loss", "d48")]
     assert {arm.verdict for arm in seq.arms} == {"improver"}
     assert {arm.test for arm in seq.arms} == {"sequential"} and seq.sigma == 0.02
-    # the repeated confidence interval of the loop's design at the last look: around Δ, and
-    # wider than the fixed design's Bonferroni t interval of the same numbers
-    fixed_half = 0.02 * (1 / 2 + 1 / 3) ** 0.5 * scipy_t.isf(0.05 / 3 / 2, 7)
+    # the interval dual to the loop's last test: its SE and df at its look's threshold (not
+    # the pooled σ's), clear of 0 as the p below that threshold says
+    half = 0.005 * scipy_t.isf(0.003 / 2, 3.5)
     for arm in seq.arms:
-        low, high = arm.interval
-        assert low < 0.05 < high and (high - low) / 2 > fixed_half
+        assert arm.interval == pytest.approx((0.05 - half, 0.05 + half)) and half < 0.05
     assert all(arm.interval is not None for arm in v.arms if arm.test)
     assert seq.design_fwer is not None and seq.design_fwer <= 0.05
     assert looped[("val_loss", "d32")] == fixed[("val_loss", "d32")]  # not in the summary

@@ -95,6 +95,13 @@ class ArmRow:
     verdict: str
     stopped: str
     """One of ARM_STOPS."""
+    se: float = math.nan
+    """The standard error of its last test (Welch's, or the 6σ bound for one seed); NaN in the
+    summary of an older loop."""
+    df: float = math.nan
+    """That test's degrees of freedom."""
+    threshold: float = math.nan
+    """Its last look's nominal p threshold at the family's final Holm level (its interval's)."""
 
 
 @dataclass(frozen=True)
@@ -470,11 +477,12 @@ def _finish(
 
 
 def _family_result(fs: FamilyState, rule: SequentialRule, budget: bool) -> FamilyResult:
-    from archaudit.stats.sequential import STATE_NAMES
+    from archaudit.stats.sequential import STATE_NAMES, final_thresholds
     from archaudit.stats.verdicts import DIVERGED, classify
 
     tests, family = fs.tests, fs.family
     sigma = float(tests.sigma[0])
+    thresholds = final_thresholds(rule, tests, fs.state[None, :])[0]
     rows = []
     for i, arm in enumerate(family.arms):
         state = STATE_NAMES[fs.state[i]]
@@ -487,7 +495,9 @@ def _family_result(fs: FamilyState, rule: SequentialRule, budget: bool) -> Famil
         else:
             verdict = classify(delta, sigma, 1.0, 0.0)
             stopped = _arm_stop(state, seeds, rule, budget)
-        rows.append(ArmRow(arm, seeds, delta, t, p, verdict, stopped))
+        se, df = float(tests.scale[0, i]), float(tests.arm_df[0, i])
+        row = ArmRow(arm, seeds, delta, t, p, verdict, stopped, se, df, float(thresholds[i]))
+        rows.append(row)
     return FamilyResult(
         baseline=family.baseline,
         scale=family.scale,

@@ -58,8 +58,9 @@ POWER_EFFECTS = (3.0, 5.0, 10.0)
 """Effects (in σ) for which the power section says how many seeds a claim would need."""
 FIXED_INTERVAL = "Bonferroni-simultaneous (1 − α) interval of the fixed design"
 REPEATED_INTERVAL = (
-    "repeated confidence interval of the sequential design at its last look (O'Brien–Fleming "
-    "boundary at α/m: simultaneous over looks and arms)"
+    "repeated confidence interval of the sequential loop's last test of each arm (its Welch SE "
+    "and df, or the 6σ bound for one seed, at its last look's O'Brien–Fleming boundary and Holm "
+    "level): it excludes 0 exactly when that test crosses its boundary"
 )
 FACTOR_SEPARATOR = "+"
 
@@ -546,7 +547,7 @@ def _sequential(
         dataclasses.replace(
             arm,
             test="sequential",
-            interval=_repeated_interval(rows[arm.arm], family, len(rows), rule),
+            interval=_repeated_interval(rows[arm.arm]),
             p=rows[arm.arm]["p"],
             p_adj=math.nan,
             verdict=rows[arm.arm]["verdict"],
@@ -579,22 +580,14 @@ def _sequential(
     )
 
 
-def _repeated_interval(
-    row: dict[str, Any], family: dict[str, Any], arms: int, rule: SequentialRule | None
-) -> tuple[float, float] | None:
-    if rule is None or row["seeds"] < 1 or not math.isfinite(row["delta"]):
+def _repeated_interval(row: dict[str, Any]) -> tuple[float, float] | None:
+    """The interval dual to the loop's last test of the arm; None for a summary of an older
+    loop (no SE stored) or an arm without a finite test."""
+    needed = (row.get(k, math.nan) for k in ("delta", "se", "df", "threshold"))
+    delta, se, df, threshold = (float(v) for v in needed)
+    if row["seeds"] < 1 or not all(map(math.isfinite, (delta, se, df, threshold))):
         return None
-    return _finite_interval(
-        repeated_interval(
-            row["delta"],
-            family["sigma"],
-            family["sigma_dof"],
-            row["seeds"],
-            family["baseline_seeds"],
-            arms,
-            rule,
-        )
-    )
+    return _finite_interval(repeated_interval(delta, se, df, threshold))
 
 
 def _seed_deltas(j: Judgement, table: Table, arm: str) -> tuple[float, ...]:

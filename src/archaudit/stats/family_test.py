@@ -110,6 +110,13 @@ def statistics(
     needed by Welch only. Degrees of freedom are infinite for the normal reference.
     """
     scale, df = standard_error(test, n_arm, n_base, sigma, dof, arm_var, base_var)
+    return scaled_statistics(test, delta, scale, df)
+
+
+def scaled_statistics(
+    test: str, delta: np.ndarray, scale: np.ndarray, df: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(statistic, df, two-sided p) of Δ over the test's `scale` (from `standard_error`)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         stat = np.asarray(delta, dtype=float) / scale
     return stat, df, 2.0 * (ndtr(-np.abs(stat)) if test == Z else stdtr(df, -np.abs(stat)))

@@ -49,7 +49,7 @@ from scipy import optimize, stats
 
 from archaudit.errors import ConfigError
 from archaudit.files import atomic_write_text, cache_dir
-from archaudit.stats.family_test import ROBUST, statistics
+from archaudit.stats.family_test import ROBUST, interval, scaled_statistics, standard_error
 from archaudit.stats.noise_models import PANEL, NoiseModel, parse_noise, parse_one
 from archaudit.stats.power import PowerCurve, curve_points
 from archaudit.stats.serialize import JsonResult
@@ -175,6 +175,10 @@ class ArmTests:
     """(B, m) seeds per arm."""
     n0: np.ndarray
     """(B,) baseline seeds."""
+    scale: np.ndarray
+    """(B, m) the scale Δ is divided by in `t` (its standard error)."""
+    arm_df: np.ndarray
+    """(B, m) the degrees of freedom of each arm's test (Welch's, or σ's for one seed)."""
 
 
 def arm_tests(baseline: np.ndarray, arms: np.ndarray, sign: float = 1.0) -> ArmTests:
@@ -190,9 +194,8 @@ def arm_tests(baseline: np.ndarray, arms: np.ndarray, sign: float = 1.0) -> ArmT
     delta = sign * (mean - mean0[:, None])
     with np.errstate(divide="ignore", invalid="ignore"):
         arm_var = arm_squares / (n - 1)
-        stat, _, p = statistics(
+        scale, arm_df = standard_error(
             ROBUST,
-            delta,
             n,
             n0[:, None],
             sigma[:, None],
@@ -200,7 +203,8 @@ def arm_tests(baseline: np.ndarray, arms: np.ndarray, sign: float = 1.0) -> ArmT
             arm_var,
             (squares0 / (n0 - 1))[:, None],
         )
-    return ArmTests(delta, sigma, df, stat, p, n, n0)
+        stat, _, p = scaled_statistics(ROBUST, delta, scale, arm_df)
+    return ArmTests(delta, sigma, df, stat, p, n, n0, scale, arm_df)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -530,16 +534,22 @@ SEQUENTIAL_PANEL_AUDITS = 1000
 SEQUENTIAL_RATE_VERSION = 2
 
 
-def repeated_interval(
-    delta: float, sigma: float, df: int, n: int, n0: int, arms: int, rule: SequentialRule
-) -> tuple[float, float]:
-    """The repeated confidence interval of an arm at its look with `n` seeds (Jennison &
-    Turnbull 2000, ch. 9): Δ ± t_ν(p_n/2)·σ·√(1/n + 1/n₀), p_n that look's nominal threshold at
-    Bonferroni's α/m, so the intervals of all arms at all looks cover together with 1 − α (the
-    sequential analogue of the fixed design's simultaneous interval)."""
-    level = nominal_levels(rule.alpha / arms, rule.max_seeds)[min(n, rule.max_seeds) - 1]
-    half = float(stats.t.isf(level / 2.0, df)) * sigma * math.sqrt(1.0 / n + 1.0 / n0)
-    return (delta - half, delta + half)
+def final_thresholds(rule: SequentialRule, tests: ArmTests, state: np.ndarray) -> np.ndarray:
+    """(B, m) the nominal two-sided p threshold of each arm's last look (its seeds' look) at the
+    family's final Holm level: the level its final test is judged at."""
+    m = state.shape[1]
+    bounds = holm_boundaries(rule.alpha, m, rule.max_seeds)
+    level = np.minimum(np.sum(_significant(state), axis=1), m - 1)
+    return bounds[level[:, None], np.clip(tests.n - 1, 0, rule.max_seeds - 1)]
+
+
+def repeated_interval(delta: float, scale: float, df: float, threshold: float) -> tuple[float, float]:
+    """The repeated confidence interval of an arm at its last look (Jennison & Turnbull 2000,
+    ch. 9), dual to the loop's own test: Δ ± t_df(threshold/2)·SE with the SE and df of the
+    arm's robust test (Welch's from two seeds, the 6σ bound for one) and `threshold` that look's
+    nominal level at the Holm level it was judged under (`final_thresholds`); so it excludes 0
+    exactly when the arm's p is below its boundary."""
+    return interval(delta, scale, df, threshold)
 
 
 @dataclass(frozen=True)
