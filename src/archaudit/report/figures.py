@@ -119,7 +119,9 @@ def forest(key: str, v: Verdicts, colours: Colours) -> Figure:
     ax.set_ylim(-0.7, max(len(shown), 1) - 0.3)
     ax.set_xlabel(f"Δ {v.metric} (positive = better)")
     ax.set_title(f"{v.metric} at {v.scale} (σ = {v.sigma:.3g})", fontsize=9)
-    kind = "repeated, dual to the loop's test" if v.rule is not None else "simultaneous (fixed design)"
+    kind = (
+        "repeated, dual to the loop's test" if v.rule is not None else "simultaneous (fixed design)"
+    )
     _legend_below(
         fig,
         [

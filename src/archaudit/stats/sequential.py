@@ -543,7 +543,9 @@ def final_thresholds(rule: SequentialRule, tests: ArmTests, state: np.ndarray) -
     return bounds[level[:, None], np.clip(tests.n - 1, 0, rule.max_seeds - 1)]
 
 
-def repeated_interval(delta: float, scale: float, df: float, threshold: float) -> tuple[float, float]:
+def repeated_interval(
+    delta: float, scale: float, df: float, threshold: float
+) -> tuple[float, float]:
     """The repeated confidence interval of an arm at its last look (Jennison & Turnbull 2000,
     ch. 9), dual to the loop's own test: Δ ± t_df(threshold/2)·SE with the SE and df of the
     arm's robust test (Welch's from two seeds, the 6σ bound for one) and `threshold` that look's
