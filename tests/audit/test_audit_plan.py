@@ -158,3 +158,32 @@ def test_match_params_notes_arms_off_the_matched_count(write_audit):
         plan_of(path, 'recipe.match_params="total"', strict=True)
     with pytest.raises(ConfigError, match=r"recipe.match_params = 'activ'.*did you mean 'active'"):
         plan_of(path, 'recipe.match_params="activ"')
+
+
+def test_a_relative_corpus_is_read_from_the_audit_files_folder(write_audit, tmp_path, monkeypatch):
+    """Issue 22: a relative recipe.corpus resolved against the current directory, unlike
+    runs_dir and suites. It is read from the audit file's folder, and the recipe hash keeps the
+    name as written, so planning from two working directories gives the same runs."""
+    from archaudit.config import recipe_hash
+    from archaudit.data.corpus import corpus_text
+    from archaudit.errors import DataError
+
+    corpus = tmp_path / "data" / "c.txt"
+    corpus.parent.mkdir()
+    corpus.write_text("the audit's own corpus\n" * 20)
+    path = write_audit(recipe={"corpus": "data/c.txt"})
+    elsewhere = tmp_path / "elsewhere" / "deeper"
+    elsewhere.mkdir(parents=True)
+    planned = []
+    for cwd, name in ((tmp_path, "audit.toml"), (elsewhere, str(path))):
+        monkeypatch.chdir(cwd)
+        plan = make_plan(load_audit(name))
+        planned.append(plan)
+        assert corpus_text(plan.runs[0].recipe)[0] == corpus.read_text()
+    hashes = [{recipe_hash(run.recipe) for run in plan.runs} for plan in planned]
+    assert hashes[0] == hashes[1] and len(hashes[0]) == 1
+    assert [r.run_id for r in planned[0].runs] == [r.run_id for r in planned[1].runs]
+    assert planned[1].runs[0].recipe.corpus == "data/c.txt"  # the name as written is hashed
+    corpus.unlink()
+    with pytest.raises(DataError, match=f"'{corpus}' does not exist"):
+        corpus_text(planned[1].runs[0].recipe)

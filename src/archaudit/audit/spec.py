@@ -260,6 +260,8 @@ def parse_audit(
         raise ConfigError('the audit needs a name (name = "my-audit" at the top of the file)')
     name = _name(tree["name"], "name")
     recipe = build(Recipe, _table(tree, "recipe"), section="recipe")
+    # a relative corpus is read from the audit file's folder, like runs_dir and suite files
+    recipe = dataclasses.replace(recipe, corpus_root=str(base_dir.absolute()))
     scales = tuple(_scale(key, value) for key, value in _table(tree, "scales").items())
     if not scales:
         raise ConfigError("no scale: add at least one [scales.NAME] table (e.g. preset = 'tiny')")

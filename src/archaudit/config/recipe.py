@@ -8,6 +8,7 @@ import hashlib
 import math
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import ClassVar
 
 from archaudit.config.tables import canonical_json, positive, to_dict
@@ -47,6 +48,9 @@ class Recipe:
     """byte | bpe:<vocab_size> | gpt2:<dir with vocab.json and merges.txt> | hf:<dir>."""
     corpus: str = "synthetic"
     """synthetic (the embedded default language) or a path to a .txt / .jsonl file."""
+    corpus_root: str = field(default="", metadata=_OPERATIONAL)
+    """The folder a relative `corpus` is read from ("" = the current directory): an audit sets
+    its file's folder. Not hashed, so the recipe hash is the same wherever it is planned."""
     corpus_chars: int = 2_000_000
     """Characters of synthetic corpus to generate (ignored for file corpora)."""
     val_fraction: float = 0.05
@@ -121,6 +125,13 @@ class Recipe:
         return n
 
     @property
+    def corpus_path(self) -> str:
+        """Where the corpus is opened: `corpus` under `corpus_root` when it is relative."""
+        if self.corpus == "synthetic" or not self.corpus_root:
+            return self.corpus
+        return str(Path(self.corpus_root) / self.corpus)
+
+    @property
     def warmup_steps(self) -> int:
         return max(1, round(self.warmup_frac * self.steps)) if self.warmup_frac > 0 else 0
 
@@ -143,5 +154,5 @@ def recipe_hash(recipe: Recipe) -> str:
     hashed = {
         f.name: values[f.name] for f in dataclasses.fields(recipe) if f.metadata.get("hashed", True)
     }
-    hashed["corpus"] = corpus_identity(recipe.corpus)
+    hashed["corpus"] = corpus_identity(recipe.corpus_path, recipe.corpus)
     return hashlib.sha256(canonical_json(hashed).encode()).hexdigest()

@@ -78,16 +78,17 @@ def corpus_text(recipe: Recipe) -> tuple[str, str]:
     if recipe.corpus == "synthetic":
         ident = f"synthetic-v{synthetic.VERSION}-{recipe.data_seed}-{recipe.corpus_chars}"
         return synthetic.generate(recipe.corpus_chars, recipe.data_seed), ident
-    text = read_text(recipe.corpus)
+    text = read_text(recipe.corpus_path)
     return text, hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def prepare_corpus(recipe: Recipe, cache: Path | None = None) -> TokenCorpus:
     """Tokenise the recipe's corpus (or load it from the cache) and split off validation."""
-    if is_prepared(recipe.corpus):
-        return _prepared_corpus(recipe, recipe.corpus)
-    if needs_preparing(recipe.corpus):
-        return _prepared_corpus(recipe, prepare_cached(recipe.corpus, recipe.tokenizer, cache))
+    path = recipe.corpus_path
+    if is_prepared(path):
+        return _prepared_corpus(recipe, path)
+    if needs_preparing(path):
+        return _prepared_corpus(recipe, prepare_cached(path, recipe.tokenizer, cache))
     text, content = corpus_text(recipe)
     if not text.strip():
         raise DataError(f"corpus {recipe.corpus!r} is empty")
@@ -200,7 +201,7 @@ def _same_tokenizer(a: str, b: str) -> bool:
 def recipe_tokenizer(recipe: Recipe) -> Tokenizer:
     """The tokenizer runs of `recipe` use. One trained on the corpus (`bpe:<V>`) or saved with a
     prepared corpus is loaded as the first run would load it; any other loads by itself."""
-    corpus = recipe.corpus
+    corpus = recipe.corpus_path
     if (
         recipe.tokenizer.partition(":")[0] in TRAINED
         or is_prepared(corpus)

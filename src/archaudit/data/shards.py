@@ -84,12 +84,13 @@ class PreparedCorpus:
         return f"hf:{saved}" if saved.is_file() else self.index["tokenizer"]
 
 
-def corpus_identity(corpus: str) -> str:
-    """What the recipe hash records for `recipe.corpus`: a prepared directory by its content
-    hash (the same data hashes alike wherever it lies), anything else by its name."""
-    if is_prepared(corpus):
-        return f"prepared:{open_prepared(corpus).content_hash}"
-    return corpus
+def corpus_identity(path: str, name: str) -> str:
+    """What the recipe hash records for a corpus opened at `path` and written as `name`: a
+    prepared directory by its content hash (the same data hashes alike wherever it lies),
+    anything else by its name as written (relative to the audit file, never made absolute)."""
+    if is_prepared(path):
+        return f"prepared:{open_prepared(path).content_hash}"
+    return name
 
 
 def open_prepared(path: str | Path) -> PreparedCorpus:
