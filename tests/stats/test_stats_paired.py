@@ -164,3 +164,18 @@ def test_old_items_csv_loads_without_measures(items_csv):
     with pytest.raises(DataError, match=r"items\.csv: no column 'bpb'") as err:
         compare_item_measure(items, "better", "baseline", "d6", "bpb")
     assert "\n" not in str(err.value)
+
+
+def test_parquet_twin_keeps_the_measures(measured_csv):
+    pytest.importorskip("pyarrow")
+    from archaudit.stats.frames import parquet_twin
+
+    parquet = parquet_twin(measured_csv, load_items)
+    back = load_items(parquet)
+    assert back.measures == ("bpb", "margin")
+    assert [r.bpb for r in back.results] == [r.bpb for r in load_items(measured_csv).results]
+    args = ("wide", "baseline", "d6", "margin")
+    assert (
+        compare_item_measure(parquet, *args).to_dict()
+        == compare_item_measure(measured_csv, *args).to_dict()
+    )
