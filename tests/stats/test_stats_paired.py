@@ -18,6 +18,7 @@ from archaudit.stats import (
     wilson_interval,
 )
 from archaudit.stats.errors import DesignError, DuplicateRowError, UnknownNameError
+from archaudit.stats.paired import paired_t_test, signed_rank_test
 
 
 @given(n=st.integers(1, 500), data=st.data())
@@ -179,3 +180,9 @@ def test_parquet_twin_keeps_the_measures(measured_csv):
         compare_item_measure(parquet, *args).to_dict()
         == compare_item_measure(measured_csv, *args).to_dict()
     )
+
+
+def test_identical_arms_give_p_one():
+    a = np.array([1.0, 0.5, 0.25, 2.0])
+    assert paired_t_test(a, a.copy()).p == 1.0
+    assert signed_rank_test(a, a.copy()).p == 1.0

@@ -107,8 +107,9 @@ class ItemTable:
         """Per seed, each item's `measure` (NaN where not recorded); one task when given."""
         if measure != "correct" and measure not in self.measures:
             raise DataError(
-                f"{self.source}: no column {measure!r} (an items.csv from before per-item "
-                "measures); re-export it with `archaudit index AUDIT_DIR`, or use --measure correct"
+                f"{self.source}: no column {measure!r} (item files from before per-item measures, "
+                "and lm-eval imports, have none); re-export an audit with `archaudit index "
+                "AUDIT_DIR`, or use --measure correct"
             )
         runs = self._by_run.get((arm, scale), {})
         return {
