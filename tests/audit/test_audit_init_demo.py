@@ -60,7 +60,10 @@ def test_the_demo_design_holds_its_error_rate():
     rule = SequentialRule(max_seeds=plan.spec.seeds.max, baseline_seeds=plan.spec.seeds.noise_floor)
     rate = sequential_design_rate(len(arms), rule)
     assert rate.fwer + 2 * rate.fwer_se <= 0.05
-    assert rate.mde_sigmas < 5.0
+    assert rate.panel_worst.fwer + 2 * rate.panel_worst.fwer_se <= 0.05
+    # Welch from two seeds and a confirmation seed cost power: 3.6σ under the pooled rule,
+    # 6–8σ now (the price of holding α when one arm spreads 6× wider); still a few σ.
+    assert rate.mde_sigmas < 8.0
     assert "measured FWER" in rate.describe() and "ABOVE" not in rate.describe()
 
 

@@ -6,6 +6,7 @@ and their own token cache, so that corpus and evaluation items are generated afr
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -25,6 +26,7 @@ from archaudit.audit.runner import run_one
 from archaudit.audit.spec import load_audit
 from archaudit.audit.store import ATTEMPTS, DONE, ITEMS, RESULTS, materialize, refresh_index
 from archaudit.cli import app
+from archaudit.stats import compare_item_measure, load_items
 
 AUDIT = merged(
     TINY,
@@ -170,3 +172,16 @@ def test_status_and_index_rebuild_read_the_directories(reference: Path):
     assert states == {"done": 4} and metrics == 4
     status = CliRunner().invoke(app, ["status", str(reference), "--json"])
     assert [run["state"] for run in json.loads(status.stdout)["runs"]] == ["done"] * 4
+
+
+def test_items_csv_carries_each_items_bpb_and_margin(reference: Path):
+    """Per-item bits per byte (and margin, empty for these cloze probes) reach items.csv, so the
+    paired item tests run on them; the Parquet twin holds the same values."""
+    rows = list(csv.DictReader((reference / ITEMS).open()))
+    assert rows and {"bpb", "margin"} <= set(rows[0])
+    assert all(float(row["bpb"]) > 0 for row in rows)
+    assert all(row["margin"] == "" for row in rows)  # probes are cloze: no wrong choices
+    items = load_items(reference)
+    assert items.measures == ("bpb", "margin")
+    paired = compare_item_measure(items, "qk_norm", "baseline", "xs", "bpb", n_boot=100)
+    assert paired.n_items == len({(row["task"], row["item"]) for row in rows})

@@ -65,7 +65,9 @@ def test_the_audits_verdicts_go_to_the_tracker(write_audit):
     EVENTS.clear()
     plan = make_plan(load_audit(write_audit()))
     plan.audit_dir.mkdir(parents=True)
-    rows = [("baseline", k, 3.0 + 0.01 * k) for k in range(3)] + [("qk_norm", 0, 2.9)]
+    # two seeds: a single-seed arm is at most a candidate under the default (robust) test
+    rows = [("baseline", k, 3.0 + 0.01 * k) for k in range(3)]
+    rows += [("qk_norm", 0, 2.895), ("qk_norm", 1, 2.905)]
     (plan.audit_dir / "results.csv").write_text(
         "arm,scale,seed,metric,value\n"
         + "".join(f"{arm},xs,{seed},val_loss,{value}\n" for arm, seed, value in rows)

@@ -88,6 +88,7 @@ ARGS: dict[str, list[str]] = {
     "stats decoupling": ["{results}", "--downstream-metric", "acc", "--scale", "d6"],
     "stats items": ["{items}", "--scale", "s", "--n-boot", "50"],
     "stats aggregate": ["{results}", *STATS, "--n-boot", "50"],
+    "stats snr": ["{results}"],
     "simulate-null": ["--audits", "20", "--arms", "3"],
     "report": ["{audit_dir}", "--out", "{tmp}/report.html"],
     "data prepare": ["{text}", "--out", "{tmp}/prepared"],

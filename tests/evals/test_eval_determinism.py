@@ -36,8 +36,8 @@ for name in probes.PROBES:
     out[f"probe/{name}"] = sha([vars(probes.PROBES.get(name)(rng)) for _ in range(300)])
 context = LoadContext(data_root=Path("."), limit=90, model=TokenizerOnly(ByteTokenizer(), 64))
 for fmt in FORMATS:
-    if not FORMATS.get(fmt).generated:
-        continue
+    if not FORMATS.get(fmt).generated or fmt == "lm_eval":
+        continue  # lm_eval's items are lm-eval's task over a data file, not a seeded generator
     generators = probes.PROBES if fmt == "probe" else [None]
     for g in generators:
         p = {"seed": 5} if g is None else {"generator": g, "seed": 5}

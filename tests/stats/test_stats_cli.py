@@ -144,6 +144,26 @@ def test_items(cli, write_csv):
     code, out, _ = cli(f"stats items {path} --scale s --n-boot 100 --json")
     assert code == 0
     assert json.loads(out)[0]["n_items"] == 60
+    # an items.csv without the measure columns: one line naming the missing one, exit 2
+    code, out, err = cli(f"stats items {path} --scale s --measure bpb")
+    assert code == 2 and "no column 'bpb'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_items_on_bpb(cli, write_csv):
+    rows = [["arm", "scale", "seed", "task", "item", "correct", "bpb", "margin"]]
+    rows += [
+        [arm, "s", seed, "t", item, 1, 1.0 + (item % 7) / 10 - 0.05 * (arm == "x"), ""]
+        for arm in ("baseline", "x")
+        for seed in range(2)
+        for item in range(30)
+    ]
+    path = write_csv(rows, name="items.csv")
+    code, out, _ = cli(f"stats items {path} --scale s --measure bpb --n-boot 100 --json")
+    assert code == 0
+    (result,) = json.loads(out)
+    assert result["measure"] == "bpb" and result["improvement"] == pytest.approx(0.05)
+    code, out, _ = cli(f"stats items {path} --scale s --measure bpb --n-boot 100")
+    assert code == 0 and "lower is better" in out
 
 
 PUBLISHED = Path(__file__).with_name("data") / "published_reaudit.csv"

@@ -4,11 +4,21 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats as scipy_stats
 from statsmodels.stats.contingency_tables import mcnemar as statsmodels_mcnemar
 from statsmodels.stats.proportion import proportion_confint
 
-from archaudit.stats import compare_items, load_items, mcnemar, paired_bootstrap, wilson_interval
+from archaudit.errors import DataError
+from archaudit.stats import (
+    compare_item_measure,
+    compare_items,
+    load_items,
+    mcnemar,
+    paired_bootstrap,
+    wilson_interval,
+)
 from archaudit.stats.errors import DesignError, DuplicateRowError, UnknownNameError
+from archaudit.stats.paired import paired_t_test, signed_rank_test
 
 
 @given(n=st.integers(1, 500), data=st.data())
@@ -96,3 +106,83 @@ def test_item_errors(items_csv, write_csv):
         load_items(duplicate)
     with pytest.raises(Exception, match=r"bad\.csv:2: column 'correct'"):
         load_items(write_csv([header, ["a", "s", 0, "t", 1, "yes"]], name="bad.csv"))
+
+
+# Two arms, two seeds each, six items of a choice task and two of a cloze task (no margin).
+BPB = {
+    ("baseline", 0): [1.10, 0.92, 1.31, 0.85, 1.02, 1.20, 0.70, 0.80],
+    ("baseline", 1): [1.06, 0.96, 1.27, 0.91, 1.00, 1.24, 0.72, 0.78],
+    ("wide", 0): [1.01, 0.90, 1.18, 0.86, 0.95, 1.09, 0.69, 0.75],
+    ("wide", 1): [1.03, 0.85, 1.22, 0.80, 0.97, 1.11, 0.71, 0.77],
+}
+MARGIN = {key: [round(2.0 - v, 2) for v in values[:6]] + ["", ""] for key, values in BPB.items()}
+
+
+@pytest.fixture
+def measured_csv(write_csv):
+    rows = [["arm", "scale", "seed", "task", "item", "correct", "bpb", "margin"]]
+    for (arm, seed), values in BPB.items():
+        for index, bpb in enumerate(values):
+            task = "choice" if index < 6 else "cloze"
+            rows.append([arm, "d6", seed, task, index, int(bpb < 1), bpb, MARGIN[arm, seed][index]])
+    return write_csv(rows, name="items.csv")
+
+
+def _seed_mean(table, arm, items):
+    return np.mean([np.array(table[arm, seed][items], dtype=float) for seed in (0, 1)], axis=0)
+
+
+def test_paired_tests_on_bpb_equal_scipy(measured_csv):
+    result = compare_item_measure(measured_csv, "wide", "baseline", "d6", "bpb", n_boot=200)
+    a, b = _seed_mean(BPB, "wide", slice(None)), _seed_mean(BPB, "baseline", slice(None))
+    assert result.n_items == 8
+    assert result.arm_mean == pytest.approx(a.mean()) and result.baseline_mean == b.mean()
+    assert result.difference.difference == pytest.approx((a - b).mean())
+    t = scipy_stats.ttest_rel(a, b)
+    assert (result.t_test.statistic, result.t_test.p) == pytest.approx((t.statistic, t.pvalue))
+    w = scipy_stats.wilcoxon(a, b)
+    assert (result.wilcoxon.statistic, result.wilcoxon.p) == pytest.approx((w.statistic, w.pvalue))
+    # lower bpb is better: the arm's fewer bits are an improvement
+    assert result.difference.difference < 0 < result.improvement
+    assert not result.higher_is_better
+
+
+def test_margin_is_higher_better_and_skips_cloze_items(measured_csv):
+    result = compare_item_measure(measured_csv, "wide", "baseline", "d6", "margin", n_boot=200)
+    a, b = _seed_mean(MARGIN, "wide", slice(0, 6)), _seed_mean(MARGIN, "baseline", slice(0, 6))
+    assert result.n_items == 6  # the cloze items have no margin
+    assert result.t_test.p == pytest.approx(scipy_stats.ttest_rel(a, b).pvalue)
+    assert result.improvement == result.difference.difference > 0
+    with pytest.raises(DesignError, match="share no items with a margin"):
+        compare_item_measure(measured_csv, "wide", "baseline", "d6", "margin", task="cloze")
+    with pytest.raises(UnknownNameError, match="did you mean 'bpb'"):
+        compare_item_measure(measured_csv, "wide", "baseline", "d6", "bbp")
+
+
+def test_old_items_csv_loads_without_measures(items_csv):
+    items = load_items(items_csv)
+    assert items.measures == () and compare_items(items, "better", "baseline", "d6", n_boot=50)
+    with pytest.raises(DataError, match=r"items\.csv: no column 'bpb'") as err:
+        compare_item_measure(items, "better", "baseline", "d6", "bpb")
+    assert "\n" not in str(err.value)
+
+
+def test_parquet_twin_keeps_the_measures(measured_csv):
+    pytest.importorskip("pyarrow")
+    from archaudit.stats.frames import parquet_twin
+
+    parquet = parquet_twin(measured_csv, load_items)
+    back = load_items(parquet)
+    assert back.measures == ("bpb", "margin")
+    assert [r.bpb for r in back.results] == [r.bpb for r in load_items(measured_csv).results]
+    args = ("wide", "baseline", "d6", "margin")
+    assert (
+        compare_item_measure(parquet, *args).to_dict()
+        == compare_item_measure(measured_csv, *args).to_dict()
+    )
+
+
+def test_identical_arms_give_p_one():
+    a = np.array([1.0, 0.5, 0.25, 2.0])
+    assert paired_t_test(a, a.copy()).p == 1.0
+    assert signed_rank_test(a, a.copy()).p == 1.0

@@ -38,7 +38,8 @@ from archaudit.progress import warn
 from archaudit.rundir import ATTEMPTS as ATTEMPTS  # re-exported for the store's readers
 from archaudit.rundir import AUDIT_FILE, DONE, EVALS, FAILED, METRICS, RUN_FILE
 from archaudit.stats.frames import parquet_twin
-from archaudit.stats.items import load_items
+from archaudit.stats.items import ITEM_COLUMNS as ITEM_KEYS
+from archaudit.stats.items import ITEM_MEASURES, load_items
 from archaudit.stats.table import load_table
 
 INDEX, RESULTS, ITEMS = "index.sqlite", "results.csv", "items.csv"
@@ -46,7 +47,7 @@ SEQUENTIAL_DIR, SEQUENTIAL_SUMMARY = "sequential", "summary.json"
 """A sequential audit's round records and the last finished loop's summary (rule, verdicts)."""
 TUNE_DIR, SUPERSEDED_DIR = "_tune", "_superseded"
 RESULT_COLUMNS = ("arm", "scale", "seed", "metric", "value", "family", "status", "step", "tuned")
-ITEM_COLUMNS = ("arm", "scale", "seed", "task", "item", "correct")
+ITEM_COLUMNS = (*ITEM_KEYS, *ITEM_MEASURES)
 STATES = ("planned", "running", "stale", "failed", "done", "diverged")
 
 
@@ -250,7 +251,8 @@ def result_rows(status: RunStatus) -> Iterator[dict[str, Any]]:
 
 
 def item_rows(status: RunStatus) -> Iterator[dict[str, Any]]:
-    """Per-item correctness (by each task's own metric) of one finished run."""
+    """Per-item correctness (by each task's own metric), gold bits per byte and choice margin
+    of one finished run (empty where a task, or an evals.json from before them, has none)."""
     evals = read_json(status.path / EVALS) if status.result is not None else None
     if not evals:
         return
@@ -265,7 +267,14 @@ def item_rows(status: RunStatus) -> Iterator[dict[str, Any]]:
                 "task": task,
                 "item": item["id"],
                 "correct": int(bool(item[key])),
+                "bpb": _cell(item.get("gold_bpb")),
+                "margin": _cell(item.get("margin")),
             }
+
+
+def _cell(value: float | None) -> str:
+    """A measure as items.csv holds it: exact, and empty when absent or not finite."""
+    return repr(float(value)) if value is not None and math.isfinite(value) else ""
 
 
 def export(audit_dir: Path, statuses: Iterable[RunStatus] | None = None) -> tuple[Path, Path]:

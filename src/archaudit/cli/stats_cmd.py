@@ -643,25 +643,49 @@ def items_command(
     scale: Annotated[str, typer.Option("--scale", help="Scale of the runs compared.")],
     baseline: Baseline = "baseline",
     task: Annotated[str | None, typer.Option("--task", help="One task (default: all).")] = None,
+    measure: Annotated[
+        str,
+        typer.Option(
+            "--measure",
+            metavar="correct|bpb|margin",
+            help="What is paired per item: correctness (bootstrap, McNemar), or the gold "
+            "continuation's bits per byte (lower is better) or the choice margin (higher is "
+            "better), by a paired t-test and a Wilcoxon signed-rank test.",
+        ),
+    ] = "correct",
     n_boot: Boot = 2000,
     seed: Seed = 0,
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
-    """Paired item-level tests (bootstrap, McNemar, Wilson); item vs seed uncertainty."""
-    from archaudit.stats import compare_items, load_items
+    """Paired item-level tests (bootstrap, McNemar, Wilson; t and Wilcoxon on bpb or margin);
+    item vs seed uncertainty."""
+    from archaudit.stats import compare_item_measure, compare_items, load_items
 
     quiet_output(quiet, json_)
     items = load_items(source)
-    results = [
-        compare_items(items, arm, baseline, scale, task=task, n_boot=n_boot, seed=seed)
-        for arm in items.arms
-        if arm != baseline
-    ]
+    arms = [arm for arm in items.arms if arm != baseline]
+    if measure == "correct":
+        results = [
+            compare_items(items, arm, baseline, scale, task=task, n_boot=n_boot, seed=seed)
+            for arm in arms
+        ]
+    else:
+        results = [
+            compare_item_measure(
+                items, arm, baseline, scale, measure, task=task, n_boot=n_boot, seed=seed
+            )
+            for arm in arms
+        ]
     if _printed_json(results, json_):
         return
+    title = f"paired on items at {scale}" + (f", task {task}" if task else "")
+    (_print_item_accuracy if measure == "correct" else _print_item_measure)(title, results)
+
+
+def _print_item_accuracy(title: str, results: list) -> None:
     _print_table(
-        f"paired on items at {scale}" + (f", task {task}" if task else ""),
+        title,
         (
             "arm",
             "items",
@@ -682,6 +706,37 @@ def items_command(
                 r.se_items,
                 r.se_seeds,
                 ", ".join(_num(m.p) for m in r.mcnemar),
+            )
+            for r in results
+        ],
+    )
+
+
+def _print_item_measure(title: str, results: list) -> None:
+    measure = results[0].measure if results else ""
+    better = "higher" if results and results[0].higher_is_better else "lower"
+    _print_table(
+        f"{title}, {measure} ({better} is better)",
+        (
+            "arm",
+            "items",
+            f"Δ {measure}",
+            "95% interval",
+            "favours",
+            "t-test p",
+            "Wilcoxon p",
+            "SE seeds",
+        ),
+        [
+            (
+                r.arm,
+                r.n_items,
+                r.difference.difference,
+                _interval((r.difference.low, r.difference.high)),
+                "arm" if r.improvement > 0 else "baseline" if r.improvement < 0 else "neither",
+                r.t_test.p,
+                r.wilcoxon.p,
+                r.se_seeds,
             )
             for r in results
         ],

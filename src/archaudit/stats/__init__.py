@@ -22,7 +22,13 @@ from archaudit.stats.interactions import interactions
 from archaudit.stats.items import ItemTable, load_items
 from archaudit.stats.judge import ArmVerdict, Judgement, judge
 from archaudit.stats.noise import pooled_sd
-from archaudit.stats.paired import compare_items, mcnemar, paired_bootstrap, wilson_interval
+from archaudit.stats.paired import (
+    compare_item_measure,
+    compare_items,
+    mcnemar,
+    paired_bootstrap,
+    wilson_interval,
+)
 from archaudit.stats.power import Design, minimum_detectable_effect, power, seeds_needed
 from archaudit.stats.ranking import kendall_tau_b, spearman
 from archaudit.stats.scaling import fit_loss_surface, fit_scaling_law
@@ -46,6 +52,7 @@ __all__ = [
     "Table",
     "adaptive_seeding",
     "adjust_pvalues",
+    "compare_item_measure",
     "compare_items",
     "cross_scale_transfer",
     "decoupling",

@@ -1,20 +1,26 @@
 """Item-level results: which benchmark items each run got right, for paired comparisons.
 
 A CSV with the columns `arm,scale,seed,task,item,correct` (`correct` is 0 or 1), one row per
-run and item. An audit directory is read through `<audit_dir>/items.csv`.
+run and item, and optionally the continuous measures `bpb` (bits per byte of the gold
+continuation) and `margin` (log-probability of the best true choice minus the best wrong one),
+empty where a task has none (cloze items have no margin; files from before these columns load
+without them). An audit directory is read through `<audit_dir>/items.csv`.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from archaudit.stats.errors import DuplicateRowError
+from archaudit.stats.errors import DataError, DuplicateRowError
 
 ITEM_COLUMNS = ("arm", "scale", "seed", "task", "item", "correct")
+ITEM_MEASURES = ("bpb", "margin")
+"""Optional per-item continuous columns (NaN where a task has none)."""
 ITEMS_FILE = "items.csv"
 
 ItemKey = tuple[str, str]
@@ -32,6 +38,12 @@ class ItemResult:
     item: str
     correct: bool
     line: int = 0
+    bpb: float = math.nan
+    margin: float = math.nan
+
+    def measure(self, name: str) -> float:
+        """`correct` as 0/1, or a continuous measure (NaN when not recorded)."""
+        return float(getattr(self, name))
 
 
 @dataclass(frozen=True)
@@ -40,6 +52,8 @@ class ItemTable:
 
     results: tuple[ItemResult, ...]
     source: str = "<items>"
+    measures: tuple[str, ...] = ITEM_MEASURES
+    """The optional measure columns the source has (an old items.csv has none)."""
 
     def __post_init__(self) -> None:
         seen: dict[tuple[str, str, int, str, str], ItemResult] = {}
@@ -55,25 +69,24 @@ class ItemTable:
                 )
 
     @cached_property
-    def _by_run(self) -> dict[tuple[str, str], dict[int, dict[ItemKey, bool]]]:
-        runs: dict[tuple[str, str], dict[int, dict[ItemKey, bool]]] = defaultdict(
+    def _by_run(self) -> dict[tuple[str, str], dict[int, dict[ItemKey, ItemResult]]]:
+        runs: dict[tuple[str, str], dict[int, dict[ItemKey, ItemResult]]] = defaultdict(
             lambda: defaultdict(dict)
         )
         for result in self.results:
-            runs[(result.arm, result.scale)][result.seed][(result.task, result.item)] = (
-                result.correct
-            )
+            runs[(result.arm, result.scale)][result.seed][(result.task, result.item)] = result
         return runs
 
     def to_frame(self) -> Any:
-        """One row per (arm, scale, seed, task, item) with `correct` as 0/1."""
+        """One row per (arm, scale, seed, task, item) with `correct` as 0/1 and the measure
+        columns the source has (NaN where an item has none)."""
         from archaudit.stats.frames import records_frame
 
+        columns = (*ITEM_COLUMNS, *self.measures)
         records = [
-            {c: getattr(r, c) for c in ITEM_COLUMNS[:-1]} | {"correct": int(r.correct)}
-            for r in self.results
+            {c: getattr(r, c) for c in columns} | {"correct": int(r.correct)} for r in self.results
         ]
-        return records_frame(records, ITEM_COLUMNS)
+        return records_frame(records, columns)
 
     @cached_property
     def arms(self) -> tuple[str, ...]:
@@ -83,9 +96,28 @@ class ItemTable:
         self, arm: str, scale: str, task: str | None = None
     ) -> dict[int, dict[ItemKey, bool]]:
         """Per seed, each item's correctness; restricted to one task when given."""
+        return {
+            seed: {key: bool(value) for key, value in items.items()}
+            for seed, items in self.values(arm, scale, "correct", task).items()
+        }
+
+    def values(
+        self, arm: str, scale: str, measure: str, task: str | None = None
+    ) -> dict[int, dict[ItemKey, float]]:
+        """Per seed, each item's `measure` (NaN where not recorded); one task when given."""
+        if measure != "correct" and measure not in self.measures:
+            raise DataError(
+                f"{self.source}: no column {measure!r} (item files from before per-item measures, "
+                "and lm-eval imports, have none); re-export an audit with `archaudit index "
+                "AUDIT_DIR`, or use --measure correct"
+            )
         runs = self._by_run.get((arm, scale), {})
         return {
-            seed: {key: ok for key, ok in items.items() if task is None or key[0] == task}
+            seed: {
+                key: result.measure(measure)
+                for key, result in items.items()
+                if task is None or key[0] == task
+            }
             for seed, items in sorted(runs.items())
         }
 
@@ -97,17 +129,21 @@ def load_items(source: str | Path | Any) -> ItemTable:
         return source
     from archaudit.stats.table import source_rows
 
-    cells, name = source_rows(source, ITEMS_FILE, ITEM_COLUMNS, ())
-    results = tuple(
-        ItemResult(
-            arm=cells.text("arm"),
-            scale=cells.text("scale"),
-            seed=cells.integer("seed"),
-            task=cells.text("task"),
-            item=cells.text("item"),
-            correct=cells.choice("correct", ("0", "1"), default="") == "1",
-            line=cells.line,
+    rows, name = source_rows(source, ITEMS_FILE, ITEM_COLUMNS, ITEM_MEASURES)
+    results, measures = [], ITEM_MEASURES
+    for cells in rows:
+        measures = tuple(m for m in ITEM_MEASURES if m in cells.cells)
+        results.append(
+            ItemResult(
+                arm=cells.text("arm"),
+                scale=cells.text("scale"),
+                seed=cells.integer("seed"),
+                task=cells.text("task"),
+                item=cells.text("item"),
+                correct=cells.choice("correct", ("0", "1"), default="") == "1",
+                line=cells.line,
+                bpb=cells.number("bpb"),
+                margin=cells.number("margin"),
+            )
         )
-        for cells in cells
-    )
-    return ItemTable(results, source=name)
+    return ItemTable(tuple(results), source=name, measures=measures)

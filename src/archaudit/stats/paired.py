@@ -1,5 +1,7 @@
 """Item-level uncertainty: Wilson intervals, McNemar, the paired bootstrap, and the split of a
-difference's uncertainty into item sampling and seed variation (docs/protocol.md, Statistics)."""
+difference's uncertainty into item sampling and seed variation (docs/protocol.md, Statistics);
+for the continuous per-item measures (bpb, margin), a paired t-test and a Wilcoxon signed-rank
+test on the seed-averaged per-item differences."""
 
 from __future__ import annotations
 
@@ -8,9 +10,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy import stats as scipy_stats
 from scipy.special import betainc, ndtri
 
-from archaudit.stats.errors import DesignError, check_name
+from archaudit.errors import did_you_mean
+from archaudit.stats.errors import DesignError, UnknownNameError, check_name
 from archaudit.stats.items import ItemKey, ItemTable, load_items
 from archaudit.stats.resample import bootstrap_means, percentile_interval
 from archaudit.stats.serialize import JsonResult
@@ -146,8 +150,8 @@ def compare_items(
             + (f" in task {task!r}" if task else ""),
             "paired tests need both arms evaluated on the same items",
         )
-    arm_matrix = _correct_matrix(arm_answers, common)
-    base_matrix = _correct_matrix(base_answers, common)
+    arm_matrix = _run_matrix(arm_answers, common)
+    base_matrix = _run_matrix(base_answers, common)
     difference = paired_bootstrap(
         arm_matrix.mean(axis=0),
         base_matrix.mean(axis=0),
@@ -170,8 +174,10 @@ def compare_items(
     )
 
 
-def _correct_matrix(answers: dict[int, dict[ItemKey, bool]], items: list[ItemKey]) -> np.ndarray:
-    """(runs, items) 0/1 matrix, runs in seed order."""
+def _run_matrix(
+    answers: dict[int, dict[ItemKey, bool]] | dict[int, dict[ItemKey, float]], items: list[ItemKey]
+) -> np.ndarray:
+    """(runs, items) matrix of 0/1 answers or of a measure, runs in seed order."""
     return np.array([[run[item] for item in items] for run in answers.values()], dtype=float)
 
 
@@ -195,3 +201,125 @@ def _seed_se(a: np.ndarray, b: np.ndarray) -> float:
     if len(a) < 2 or len(b) < 2:
         return math.nan
     return math.sqrt(float(np.var(a, ddof=1)) / len(a) + float(np.var(b, ddof=1)) / len(b))
+
+
+HIGHER_IS_BETTER = {"bpb": False, "margin": True}
+"""The continuous item measures and their direction: fewer bits per byte, a wider margin."""
+MEASURES = ("correct", *HIGHER_IS_BETTER)
+
+
+@dataclass(frozen=True)
+class PairedTest(JsonResult):
+    """A paired test on per-item differences (a − b)."""
+
+    statistic: float
+    p: float
+
+
+@dataclass(frozen=True)
+class MeasureComparison(JsonResult):
+    """An arm against the baseline on a continuous per-item measure, items paired."""
+
+    arm: str
+    baseline: str
+    scale: str
+    task: str | None
+    measure: str
+    higher_is_better: bool
+    n_items: int
+    """Items every run of both arms has the measure for (cloze items have no margin)."""
+    arm_mean: float
+    baseline_mean: float
+    difference: PairedBootstrap
+    """Seed-averaged measure of the arm minus the baseline's, bootstrapped over items."""
+    improvement: float
+    """The difference signed so that > 0 means the arm is better (−Δ for bpb)."""
+    t_test: PairedTest
+    """scipy's `ttest_rel` on the seed-averaged per-item values, two-sided."""
+    wilcoxon: PairedTest
+    """scipy's `wilcoxon` signed-rank test on the same differences, two-sided."""
+    se_items: float
+    se_seeds: float
+
+
+def compare_item_measure(
+    items: ItemTable | Any,
+    arm: str,
+    baseline: str,
+    scale: str,
+    measure: str,
+    *,
+    task: str | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> MeasureComparison:
+    """Paired comparison of `arm` with `baseline` on `measure` ("bpb" or "margin"), each item's
+    value averaged over each arm's seeds, on the items every run of both has the measure for."""
+    items = load_items(items)
+    if measure not in HIGHER_IS_BETTER:
+        raise UnknownNameError(
+            "measure",
+            f"{measure!r} is not a continuous item measure",
+            "pass bpb or margin" + did_you_mean(measure, HIGHER_IS_BETTER),
+        )
+    for role, name in (("arm", arm), ("baseline", baseline)):
+        check_name(items.source, "arm", role, name, items.arms)
+    arm_values = items.values(arm, scale, measure, task)
+    base_values = items.values(baseline, scale, measure, task)
+    common = _measured_items([*arm_values.values(), *base_values.values()])
+    if not common:
+        raise DesignError(
+            items.source,
+            f"arms {arm!r} and {baseline!r} share no items with a {measure} at scale {scale!r}"
+            + (f" in task {task!r}" if task else ""),
+            "paired tests need both arms measured on the same items (cloze items have no margin)",
+        )
+    arm_matrix = _run_matrix(arm_values, common)
+    base_matrix = _run_matrix(base_values, common)
+    a, b = arm_matrix.mean(axis=0), base_matrix.mean(axis=0)
+    difference = paired_bootstrap(a, b, n_boot=n_boot, seed=seed, confidence=confidence)
+    higher = HIGHER_IS_BETTER[measure]
+    return MeasureComparison(
+        arm=arm,
+        baseline=baseline,
+        scale=scale,
+        task=task,
+        measure=measure,
+        higher_is_better=higher,
+        n_items=len(common),
+        arm_mean=float(a.mean()),
+        baseline_mean=float(b.mean()),
+        difference=difference,
+        improvement=difference.difference if higher else -difference.difference,
+        t_test=paired_t_test(a, b),
+        wilcoxon=signed_rank_test(a, b),
+        se_items=difference.se,
+        se_seeds=_seed_se(arm_matrix.mean(axis=1), base_matrix.mean(axis=1)),
+    )
+
+
+def paired_t_test(a: np.ndarray, b: np.ndarray) -> PairedTest:
+    """Two-sided paired t-test; p = 1 when every difference is the same (no spread to test)."""
+    differences = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if len(differences) < 2 or np.ptp(differences) == 0.0:
+        return PairedTest(statistic=math.nan, p=1.0 if not differences.any() else math.nan)
+    result = scipy_stats.ttest_rel(a, b)
+    return PairedTest(statistic=float(result.statistic), p=float(result.pvalue))
+
+
+def signed_rank_test(a: np.ndarray, b: np.ndarray) -> PairedTest:
+    """Two-sided Wilcoxon signed-rank test (zero differences dropped); p = 1 when all are 0."""
+    differences = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if not differences.any():
+        return PairedTest(statistic=0.0, p=1.0)
+    result = scipy_stats.wilcoxon(a, b)
+    return PairedTest(statistic=float(result.statistic), p=float(result.pvalue))
+
+
+def _measured_items(runs: list[dict[ItemKey, float]]) -> list[ItemKey]:
+    """Items every run has, and has a finite value for, in (task, item) order."""
+    if not runs:
+        return []
+    common = set.intersection(*(set(run) for run in runs))
+    return sorted(key for key in common if all(not math.isnan(run[key]) for run in runs))
