@@ -7,7 +7,8 @@ whose folder exists is skipped, so an interrupted call is finished by calling it
 
     PYTHONPATH=src python tests/data/lmeval/make_smollm2.py ../shared/data tests/data/lmeval/smollm2
 
-The samples files are then stripped of the benchmark's text (`doc` and `arguments`: the
+Absolute paths in the results files become ../shared/... and <tasks>/... . The samples files
+are then stripped of the benchmark's text (`doc` and `arguments`: the
 questions and answers of ARC, which the project must not copy); lm-eval's own `doc_hash` and
 `prompt_hash` stay, with every number the import reads.
 
@@ -76,6 +77,16 @@ def main(data: Path, out: Path) -> None:
         for task in results["configs"]:
             tracker.save_results_samples(task_name=task, samples=samples[task])
     strip_benchmark_text(out)
+    relative_paths(out, data, tasks)
+
+
+def relative_paths(out: Path, data: Path, tasks: Path) -> None:
+    """Write the results files' paths as the repository sees them: the data under ../shared
+    and the task YAML folder (a temporary one) as <tasks>, not this machine's absolute paths."""
+    for path in sorted(out.rglob("results_*.json")):
+        text = path.read_text()
+        text = text.replace(str(data.resolve().parent), "../shared")
+        path.write_text(text.replace(str(tasks), "<tasks>"))
 
 
 def strip_benchmark_text(out: Path) -> None:
