@@ -137,19 +137,15 @@ def compare_items(
     """Paired comparison of `arm` with `baseline` on the items every run of both answered.
     `items` is an `ItemTable`, an items CSV/Parquet file, an audit directory or a DataFrame."""
     items = load_items(items)
-    for role, name in (("arm", arm), ("baseline", baseline)):
-        check_name(items.source, "arm", role, name, items.arms)
+    _check_arms(items, arm, baseline)
     arm_answers = items.answers(arm, scale, task)
     base_answers = items.answers(baseline, scale, task)
-    runs = [*arm_answers.values(), *base_answers.values()]
-    common = sorted(set.intersection(*(set(run) for run in runs))) if runs else []
-    if not common:
-        raise DesignError(
-            items.source,
-            f"arms {arm!r} and {baseline!r} share no items at scale {scale!r}"
-            + (f" in task {task!r}" if task else ""),
-            "paired tests need both arms evaluated on the same items",
-        )
+    common = _shared_items(
+        items.source,
+        [*arm_answers.values(), *base_answers.values()],
+        f"arms {arm!r} and {baseline!r} share no items at scale {scale!r}" + _in_task(task),
+        "paired tests need both arms evaluated on the same items",
+    )
     arm_matrix = _run_matrix(arm_answers, common)
     base_matrix = _run_matrix(base_answers, common)
     difference = paired_bootstrap(
@@ -263,18 +259,16 @@ def compare_item_measure(
             f"{measure!r} is not a continuous item measure",
             "pass bpb or margin" + did_you_mean(measure, HIGHER_IS_BETTER),
         )
-    for role, name in (("arm", arm), ("baseline", baseline)):
-        check_name(items.source, "arm", role, name, items.arms)
+    _check_arms(items, arm, baseline)
     arm_values = items.values(arm, scale, measure, task)
     base_values = items.values(baseline, scale, measure, task)
-    common = _measured_items([*arm_values.values(), *base_values.values()])
-    if not common:
-        raise DesignError(
-            items.source,
-            f"arms {arm!r} and {baseline!r} share no items with a {measure} at scale {scale!r}"
-            + (f" in task {task!r}" if task else ""),
-            "paired tests need both arms measured on the same items (cloze items have no margin)",
-        )
+    common = _shared_items(
+        items.source,
+        [*arm_values.values(), *base_values.values()],
+        f"arms {arm!r} and {baseline!r} share no items with a {measure} at scale {scale!r}"
+        + _in_task(task),
+        "paired tests need both arms measured on the same items (cloze items have no margin)",
+    )
     arm_matrix = _run_matrix(arm_values, common)
     base_matrix = _run_matrix(base_values, common)
     a, b = arm_matrix.mean(axis=0), base_matrix.mean(axis=0)
@@ -317,9 +311,25 @@ def signed_rank_test(a: np.ndarray, b: np.ndarray) -> PairedTest:
     return PairedTest(statistic=float(result.statistic), p=float(result.pvalue))
 
 
-def _measured_items(runs: list[dict[ItemKey, float]]) -> list[ItemKey]:
-    """Items every run has, and has a finite value for, in (task, item) order."""
-    if not runs:
-        return []
-    common = set.intersection(*(set(run) for run in runs))
-    return sorted(key for key in common if all(not math.isnan(run[key]) for run in runs))
+def _check_arms(items: ItemTable, arm: str, baseline: str) -> None:
+    for role, name in (("arm", arm), ("baseline", baseline)):
+        check_name(items.source, "arm", role, name, items.arms)
+
+
+def _in_task(task: str | None) -> str:
+    return f" in task {task!r}" if task else ""
+
+
+def _shared_items(
+    source: str,
+    runs: list[dict[ItemKey, bool]] | list[dict[ItemKey, float]],
+    problem: str,
+    fix: str,
+) -> list[ItemKey]:
+    """Items every run has a value for (a 0/1 answer, or a finite measure), in (task, item)
+    order; a `DesignError` saying `problem` and `fix` when there are none."""
+    common = set.intersection(*(set(run) for run in runs)) if runs else set()
+    shared = sorted(key for key in common if all(not math.isnan(run[key]) for run in runs))
+    if not shared:
+        raise DesignError(source, problem, fix)
+    return shared
