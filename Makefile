@@ -48,6 +48,7 @@ bench: $(FULL)
 lint: $(TEST)
 	$(PY) -m ruff check src tests benchmarks
 	$(PY) -m ruff format --check src tests benchmarks
+	$(PY) -m mypy
 
 clean:
-	rm -rf .venv build src/*.egg-info .pytest_cache .ruff_cache
+	rm -rf .venv build src/*.egg-info .pytest_cache .ruff_cache .mypy_cache

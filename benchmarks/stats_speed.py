@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from archaudit.stats import judge, load_table
+from archaudit.stats.options import JudgeOptions
 
 ARMS, SCALES, SEEDS, METRICS = 100, ("d6", "d12"), 5, 10
 
@@ -60,12 +61,12 @@ def main() -> None:
         start = time.perf_counter()
         table = load_table(path)
         loaded = time.perf_counter()
-        cold = judge(table, "metric0", scale="d6").to_json()
+        cold = judge(table, "metric0", JudgeOptions(scale="d6")).to_json()
         judged = time.perf_counter()
-        warm = judge(load_table(path), "metric1", scale="d6").to_json()
+        warm = judge(load_table(path), "metric1", JudgeOptions(scale="d6")).to_json()
         cached = time.perf_counter()
         every = [
-            judge(table, f"metric{m}", scale=scale).to_dict()
+            judge(table, f"metric{m}", JudgeOptions(scale=scale)).to_dict()
             for m in range(METRICS)
             for scale in SCALES
         ]

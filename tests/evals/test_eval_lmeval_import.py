@@ -13,6 +13,7 @@ import pytest
 from archaudit.errors import ConfigError
 from archaudit.evals.lmeval_results import import_lmeval
 from archaudit.stats import VERDICTS, compare_items, judge, load_items, load_table
+from archaudit.stats.options import JudgeOptions
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "lmeval" / "smollm2"
 RUNS = sorted(FIXTURES.glob("*/seed-*"))
@@ -45,7 +46,7 @@ def test_import_reads_what_lmeval_wrote(tmp_path: Path) -> None:
 
 def test_verdicts_and_a_paired_item_test_on_imported_runs(tmp_path: Path) -> None:
     import_lmeval(RUNS, tmp_path, arm_from="parent")
-    judgement = judge(tmp_path, f"{TASK}/acc", baseline="baseline")
+    judgement = judge(tmp_path, f"{TASK}/acc", JudgeOptions(baseline="baseline"))
     (arm,) = judgement.arms
     assert arm.arm == "zero_shot" and arm.verdict in VERDICTS and judgement.baseline_n == 3
     paired = compare_items(tmp_path, "zero_shot", "baseline", "135M", task=TASK)

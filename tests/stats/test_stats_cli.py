@@ -22,6 +22,7 @@ from archaudit.stats import (
     minimum_detectable_effect,
     simulate_null,
 )
+from archaudit.stats.options import JudgeOptions
 
 HEADER = ["arm", "scale", "seed", "metric", "value", "family"]
 LEVELS = {"baseline": 0.50, "qk": 0.56, "gqa": 0.44, "qk+gqa": 0.52, "wide": 0.70}
@@ -58,7 +59,7 @@ def test_verdicts_json_is_the_library_judgement(cli, results):
     options = "--metric acc --scale d6 --correction bonferroni --json"
     code, out, _ = cli(f"stats {results} {options}")
     assert code == 0
-    expected = judge(load_table(results), "acc", scale="d6", correction="bonferroni")
+    expected = judge(load_table(results), "acc", JudgeOptions(scale="d6", correction="bonferroni"))
     assert json.loads(out) == json.loads(expected.to_json())
     assert cli(f"stats verdicts {results} {options}")[1] == out
 

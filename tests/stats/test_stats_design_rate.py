@@ -10,6 +10,7 @@ import pytest
 from archaudit.stats import AuditDesign, design_rate, judge, simulate_null
 from archaudit.stats.design_rate import DESIGN_AUDITS, DESIGN_SEED, arm_mde
 from archaudit.stats.noise_models import PANEL
+from archaudit.stats.options import JudgeOptions
 
 # The module, not the function `archaudit.stats.design_rate` that shadows it.
 design_rate_module = importlib.import_module("archaudit.stats.design_rate")
@@ -35,13 +36,13 @@ def test_json_states_the_design_and_its_measured_rate(make_table):
         and data["design_panel_worst"] == worst["fwer"] <= 0.05 + 2 * (worst["fwer_se"])
     )
     assert "Δ > 0 means better" in data["direction"]
-    paper = json.loads(judge(make_table(VALUES), "acc", reference="normal").to_json())
+    paper = json.loads(judge(make_table(VALUES), "acc", JudgeOptions(reference="normal")).to_json())
     assert paper["reference"] == "normal" and paper["calibrated"] is False
 
 
 def test_a_design_above_alpha_is_flagged(make_table):
     values = {"baseline": [0.0, 1.0, 2.0], **{f"arm{i}": [0.1 * i] for i in range(19)}}
-    judgement = judge(make_table(values), "acc", reference="normal")
+    judgement = judge(make_table(values), "acc", JudgeOptions(reference="normal"))
     assert judgement.design_above_alpha and judgement.design.fwer > 0.4
     assert any("ABOVE α" in line for line in judgement.header())
     assert any("above α = 0.05" in note for note in judgement.notes)

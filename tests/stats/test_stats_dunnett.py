@@ -10,6 +10,7 @@ from scipy import stats
 from archaudit.stats import judge
 from archaudit.stats.corrections import adjust_pvalues
 from archaudit.stats.dunnett import critical_value, dunnett_stepdown, max_t_tail
+from archaudit.stats.options import JudgeOptions
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -38,11 +39,13 @@ def test_critical_value_holds_alpha_and_beats_bonferroni():
 
 def test_judge_with_dunnett_is_at_least_as_powerful_as_holm(make_table):
     values = {"baseline": [0.0, 1.0, -1.0, 0.5], "a": [4.1, 4.4], "b": [3.0, 2.6], "c": [0.3]}
-    holm = judge(make_table(values), "acc", correction="holm", equal_variance=True)
-    dunnett = judge(make_table(values), "acc", correction="dunnett", equal_variance=True)
+    holm = judge(make_table(values), "acc", JudgeOptions(correction="holm", equal_variance=True))
+    dunnett = judge(
+        make_table(values), "acc", JudgeOptions(correction="dunnett", equal_variance=True)
+    )
     assert dunnett.test == "pooled-t"
     # the default: Dunnett's step-down over the robust tests' p-values
-    assert judge(make_table(values), "acc", correction="dunnett").test == "robust"
+    assert judge(make_table(values), "acc", JudgeOptions(correction="dunnett")).test == "robust"
     for arm in "abc":
         assert dunnett.arm(arm).p == pytest.approx(holm.arm(arm).p)
         assert dunnett.arm(arm).p_adj <= holm.arm(arm).p_adj + 1e-9

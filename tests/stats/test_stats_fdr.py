@@ -11,6 +11,7 @@ import numpy as np
 
 from archaudit.stats import AuditDesign, judge, simulate_null
 from archaudit.stats.fdr_rate import fdr_simulation
+from archaudit.stats.options import JudgeOptions
 from archaudit.stats.table import Row, Table
 
 ALPHA = 0.05
@@ -51,7 +52,7 @@ def table() -> Table:
 
 
 def test_judge_labels_bh_as_fdr_in_header_and_json():
-    bh = judge(table(), "acc", correction="bh")
+    bh = judge(table(), "acc", JudgeOptions(correction="bh"))
     header = "\n".join(bh.header())
     assert "false discovery rate" in header and "measured family-wise" not in header
     assert json.loads(bh.to_json())["error_rate"] == "FDR"

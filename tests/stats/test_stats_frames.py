@@ -15,6 +15,7 @@ pd = pytest.importorskip("pandas")
 from archaudit.stats import compare_items, judge, load_items, load_table  # noqa: E402
 from archaudit.stats.errors import TableError  # noqa: E402
 from archaudit.stats.frames import parquet_twin  # noqa: E402
+from archaudit.stats.options import JudgeOptions  # noqa: E402
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "notebook.md"
 
@@ -78,11 +79,11 @@ def test_judge_of_a_dataframe_equals_judge_of_the_same_csv(tmp_path: Path) -> No
     df = _frame(("s", "m"))
     df.to_csv(tmp_path / "results.csv", index=False)
     for scale in ("s", "m"):
-        ours = judge(df, "val_loss", scale=scale)
-        from_csv = judge(tmp_path / "results.csv", "val_loss", scale=scale)
+        ours = judge(df, "val_loss", JudgeOptions(scale=scale))
+        from_csv = judge(tmp_path / "results.csv", "val_loss", JudgeOptions(scale=scale))
         assert _without_source(ours) == _without_source(from_csv)
-    assert judge(df, "val_loss", scale="s").arm("qk_norm").verdict == "improver"
-    frame = judge(df, "val_loss", scale="s").to_frame()
+    assert judge(df, "val_loss", JudgeOptions(scale="s")).arm("qk_norm").verdict == "improver"
+    frame = judge(df, "val_loss", JudgeOptions(scale="s")).to_frame()
     assert list(frame["arm"]) == ["qk_norm", "swa"] and "design.fwer" not in frame.columns
 
 

@@ -10,6 +10,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from archaudit.stats import judge
+from archaudit.stats.options import JudgeOptions
 from archaudit.stats.power import Design, minimum_detectable_effect
 from archaudit.stats.table import Row, Table
 
@@ -76,9 +77,9 @@ def test_judge_matches_reference(make_table, seed, lower_is_better, paper):
     judgement = judge(
         make_table(values),
         "acc",
-        lower_is_better=lower_is_better,
-        correction=ours,
-        reference="normal" if paper else "t",
+        JudgeOptions(
+            lower_is_better=lower_is_better, correction=ours, reference="normal" if paper else "t"
+        ),
     )
     expected = reference(values, -1.0 if lower_is_better else 1.0, 0.05, method, paper)
     assert judgement.m == len(expected)
@@ -100,8 +101,8 @@ def test_judge_matches_reference(make_table, seed, lower_is_better, paper):
 def test_lower_is_better_flips_the_sign(make_table):
     values = {"baseline": [3.0, 3.1, 2.9], "lower": [2.0, 2.1, 1.9]}
     table = make_table(values, metric="val_loss")
-    higher = judge(table, "val_loss", lower_is_better=False)
-    lower = judge(table, "val_loss", lower_is_better=True)
+    higher = judge(table, "val_loss", JudgeOptions(lower_is_better=False))
+    lower = judge(table, "val_loss", JudgeOptions(lower_is_better=True))
     assert higher.arm("lower").delta == pytest.approx(-1.0)
     assert lower.arm("lower").delta == pytest.approx(1.0)
     assert lower.arm("lower").t == pytest.approx(-higher.arm("lower").t)
@@ -121,7 +122,7 @@ def test_loss_like_names_are_lower_is_better_without_a_flag(make_table, metric):
     assert judgement.arm("lower").delta == pytest.approx(1.0)
     assert judgement.arm("lower").verdict == "improver"
     assert judgement.direction.startswith("Δ > 0 means better (lower")
-    assert not judge(table, metric, lower_is_better=False).lower_is_better
+    assert not judge(table, metric, JudgeOptions(lower_is_better=False)).lower_is_better
     assert not judge(
         make_table({"baseline": [1, 2], "a": [3]}, metric="acc"), "acc"
     ).lower_is_better
@@ -129,7 +130,7 @@ def test_loss_like_names_are_lower_is_better_without_a_flag(make_table, metric):
 
 def test_anchors_pool_the_noise_floor(make_table):
     values = {"baseline": [1.0, 1.2, 1.1], "anchor": [2.0, 2.6, 2.3, 2.9], "a": [1.5]}
-    judgement = judge(make_table(values), "acc", anchors=["anchor"])
+    judgement = judge(make_table(values), "acc", JudgeOptions(anchors=["anchor"]))
     ss = sum((len(v) - 1) * np.var(v, ddof=1) for v in (values["baseline"], values["anchor"]))
     assert judgement.sigma == pytest.approx(np.sqrt(ss / 5))
     assert judgement.sigma_dof == 5
@@ -195,7 +196,9 @@ def test_within_noise_wins_over_significance(make_table):
 def test_nominal_when_beyond_two_sigma_but_not_significant(make_table):
     values = {"baseline": [0.0, 1.0, -1.0], "a": [2.4], "b": [0.1], "c": [-0.2], "d": [0.3]}
     # equal variance declared: the prediction-interval t of a single seed
-    verdict = judge(make_table(values), "acc", correction="bonferroni", equal_variance=True)
+    verdict = judge(
+        make_table(values), "acc", JudgeOptions(correction="bonferroni", equal_variance=True)
+    )
     verdict = verdict.arm("a")
     assert verdict.z == pytest.approx(2.4)
     t = 2.4 / np.sqrt(1 + 1 / 3)  # the prediction-interval t, σ from 2 degrees of freedom
@@ -253,13 +256,13 @@ def test_grades_and_tuned_arms():
             *rows("single", [0.7]),
         )
     )
-    judgement = judge(table, "acc", scale="s")
+    judgement = judge(table, "acc", JudgeOptions(scale="s"))
     assert judgement.arm("solid").grade == "A"
     assert judgement.arm("tuned").grade == "B"
     assert judgement.arm("tuned").grade_missing == ("shared recipe",)
     assert judgement.arm("tuned").tuned
     assert set(judgement.arm("single").grade_missing) == {"3+ seeds", "2+ scales"}
-    assert judge(table, "acc", scale="s", correction="none").arm("solid").grade == "B"
+    assert judge(table, "acc", JudgeOptions(scale="s", correction="none")).arm("solid").grade == "B"
     assert any("R1" in note for note in judgement.notes)
 
 
@@ -271,7 +274,7 @@ def test_several_scales_need_a_choice():
 
 def test_exclude_leaves_arms_out_of_the_family(make_table):
     values = {"baseline": [0.0, 1.0, 2.0], "other_base": [1.0, 1.5], "a": [5.0]}
-    judgement = judge(make_table(values), "acc", exclude=["other_base"])
+    judgement = judge(make_table(values), "acc", JudgeOptions(exclude=["other_base"]))
     assert [v.arm for v in judgement.arms] == ["a"]
     assert judgement.m == 1
 
@@ -282,6 +285,6 @@ def test_paper_mode_and_r6_notes(make_table):
     notes = judge(table, "val_loss").notes
     assert not any("UNCALIBRATED" in note for note in notes)
     assert any(note.startswith("R6") and "attn" in note for note in notes)
-    paper = judge(table, "val_loss", reference="normal")
+    paper = judge(table, "val_loss", JudgeOptions(reference="normal"))
     assert any(note.startswith("UNCALIBRATED") for note in paper.notes)
     assert paper.reference == "normal" and not paper.calibrated and paper.test == "z"

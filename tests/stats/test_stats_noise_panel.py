@@ -19,6 +19,7 @@ from archaudit.errors import ConfigError
 from archaudit.stats import AuditDesign, design_rate, judge, simulate_null
 from archaudit.stats.aa import aa_test
 from archaudit.stats.noise_models import PANEL, parse_noise, parse_one
+from archaudit.stats.options import JudgeOptions
 from archaudit.stats.sequential import SequentialRule, sequential_null_fwer, simulate_sequential
 
 # the modules, not the functions of the same name that `archaudit.stats` exports
@@ -99,7 +100,7 @@ def test_every_table_states_the_panels_worst_rate_and_flags_assumptions(make_tab
     header = "\n".join(robust.header())
     assert "noise panel's worst" in header and "ABOVE" not in header
     assert "6× the pooled σ" in header
-    assumed = judge(make_table(values), "acc", equal_variance=True)
+    assumed = judge(make_table(values), "acc", JudgeOptions(equal_variance=True))
     header = "\n".join(assumed.header())
     assert "ASSUMED by the user" in header and "ABOVE α" in header
     assert assumed.design_panel_worst > 0.05 and assumed.design_above_alpha
@@ -110,7 +111,9 @@ def test_a_single_seed_is_a_candidate_until_its_spread_is_seen(make_table):
     plain = judge(make_table({"baseline": base, "a": [1.0], "b": [0.0, 0.01]}), "acc")
     assert plain.arm("a").verdict == "candidate-improver"
     assumed = judge(
-        make_table({"baseline": base, "a": [1.0], "b": [0.0, 0.01]}), "acc", equal_variance=True
+        make_table({"baseline": base, "a": [1.0], "b": [0.0, 0.01]}),
+        "acc",
+        JudgeOptions(equal_variance=True),
     )
     assert assumed.arm("a").verdict == "improver"
     # far beyond even a 6× wider seed σ: significant without its own spread

@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 
 from archaudit.stats import judge, load_table
+from archaudit.stats.options import JudgeOptions
 
 FIXTURE = Path(__file__).with_name("data") / "published_reaudit.csv"
 PUBLISHED_Z = {"softpick": 4.47, "hybrid_norm": 3.19, "qk_norm": 2.51}
 
 
 def test_the_fixture_reproduces_the_published_z_scores():
-    judgement = judge(load_table(FIXTURE), "val_loss", reference="normal")
+    judgement = judge(load_table(FIXTURE), "val_loss", JudgeOptions(reference="normal"))
     assert judgement.m == 19
     assert judgement.sigma == pytest.approx(0.00208, rel=1e-6)
     for arm, z in PUBLISHED_Z.items():
@@ -28,7 +29,9 @@ def test_the_fixture_reproduces_the_published_z_scores():
 
 
 def test_paper_mode_with_bonferroni_gives_the_published_adjusted_p_values():
-    judgement = judge(load_table(FIXTURE), "val_loss", reference="normal", correction="bonferroni")
+    judgement = judge(
+        load_table(FIXTURE), "val_loss", JudgeOptions(reference="normal", correction="bonferroni")
+    )
     p_adj = {arm: judgement.arm(arm).p_adj for arm in PUBLISHED_Z}
     assert p_adj["softpick"] == pytest.approx(1.5e-4, rel=0.02)
     assert p_adj["hybrid_norm"] == pytest.approx(0.027, rel=0.02)

@@ -7,6 +7,7 @@ import pytest
 
 from archaudit.stats import judge
 from archaudit.stats.errors import TableError
+from archaudit.stats.options import JudgeOptions
 from archaudit.stats.signal import check_signal
 from archaudit.stats.table import Row, Table
 
@@ -45,7 +46,7 @@ def test_task_at_chance_in_every_run_leaves_downstream_avg():
     check = check_signal(table)
     assert check.uninformative == {"recall": "at chance or at the floor in every run"}
     assert check.informative == ("induction",)
-    judged = judge(table, "downstream_avg", scale="s")
+    judged = judge(table, "downstream_avg", JudgeOptions(scale="s"))
     baseline = [r.value for r in table.rows_for("induction/score", "s", "baseline")]
     assert judged.baseline_mean == pytest.approx(sum(baseline) / 3)  # induction only
     assert any("leaves out" in n and "recall" in n for n in judged.notes)
@@ -74,8 +75,8 @@ def _only_chance_tasks() -> Table:
 def test_no_informative_task_cannot_satisfy_r6_or_the_grade():
     table = _only_chance_tasks()
     with pytest.raises(TableError, match="downstream_avg has no informative task"):
-        judge(table, "downstream_avg", scale="s")
-    judged = judge(table, "val_loss", scale="s")
+        judge(table, "downstream_avg", JudgeOptions(scale="s"))
+    judged = judge(table, "val_loss", JudgeOptions(scale="s"))
     r6 = [n for n in judged.notes if n.startswith("R6 not met")]
     assert r6 and "sigmoid_attn" in r6[0]
     for arm in judged.arms:  # 3 seeds, 2 scales, Holm: only the downstream criterion lacks
@@ -83,7 +84,7 @@ def test_no_informative_task_cannot_satisfy_r6_or_the_grade():
 
 
 def test_an_informative_task_satisfies_the_grade():
-    judged = judge(_audit(recall_at_chance=True), "val_loss", scale="s")
+    judged = judge(_audit(recall_at_chance=True), "val_loss", JudgeOptions(scale="s"))
     assert all(arm.grade == "A" for arm in judged.arms)
     assert not any(n.startswith("R6 not met") for n in judged.notes)
 
@@ -94,7 +95,9 @@ def test_a_table_without_task_rows_passes_through():
 
 
 def test_a_downstream_bpb_judgement_is_no_loss_for_r6():
-    judged = judge(_audit(recall_at_chance=True), "recall/bpb", scale="s")
+    judged = judge(_audit(recall_at_chance=True), "recall/bpb", JudgeOptions(scale="s"))
     assert judged.lower_is_better
     assert not any(n.startswith("R6") for n in judged.notes)
-    assert any(n.startswith("R6") for n in judge(_audit(True), "val_loss", scale="s").notes)
+    assert any(
+        n.startswith("R6") for n in judge(_audit(True), "val_loss", JudgeOptions(scale="s")).notes
+    )

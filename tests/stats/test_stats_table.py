@@ -26,6 +26,7 @@ from archaudit.stats.errors import (
     UnknownNameError,
     ZeroNoiseError,
 )
+from archaudit.stats.options import JudgeOptions
 from archaudit.stats.table import order_scales
 
 HEADER = ["arm", "scale", "seed", "metric", "value", "family", "status", "step", "tuned"]
@@ -125,7 +126,7 @@ def test_duplicate_rows_name_both_lines(write_csv):
 def test_unknown_baseline_with_close_match(write_csv):
     table = load_table(write_csv([HEADER, *valid_rows()]))
     with pytest.raises(UnknownNameError, match=r"baseline 'basline'.*did you mean 'baseline'"):
-        judge(table, "acc", baseline="basline")
+        judge(table, "acc", JudgeOptions(baseline="basline"))
 
 
 def test_baseline_with_fewer_than_two_seeds_names_its_row(write_csv):

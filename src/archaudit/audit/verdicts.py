@@ -21,7 +21,7 @@ def judge_audit(audit_dir: Path, metrics: Sequence[str] = VERDICT_METRICS) -> li
     arms are named `<arm>@<baseline>` and the others' arms are left out of each family), by the
     default tests: one recipe does not make the arms' seed variances equal (a destabilised arm
     spreads wider), so each arm's own variance enters its test."""
-    from archaudit.stats import judge, load_table
+    from archaudit.stats import JudgeOptions, judge, load_table
 
     table = load_table(audit_dir)
     baselines = (read_json(audit_dir / AUDIT_FILE) or {}).get("baselines", ["baseline"])
@@ -37,9 +37,7 @@ def judge_audit(audit_dir: Path, metrics: Sequence[str] = VERDICT_METRICS) -> li
                         judge(
                             table,
                             metric,
-                            baseline=name,
-                            scale=scale,
-                            exclude=others,
+                            JudgeOptions(baseline=name, scale=scale, exclude=tuple(others)),
                         )
                     )
     return judgements

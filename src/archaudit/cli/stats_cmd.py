@@ -15,7 +15,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -24,6 +24,9 @@ from typer.core import TyperGroup
 
 from archaudit.cli.app import app
 from archaudit.cli.options import Json, Quiet, emit, quiet_output
+
+if TYPE_CHECKING:
+    from archaudit.stats.options import JudgeOptions
 
 
 class _VerdictsByDefault(TyperGroup):
@@ -132,17 +135,27 @@ def verdicts_command(
     """Verdict of every arm: Δ, t, corrected p, verdict, MDE, grade, and the design's error rate.
     On a sequential audit: the loop's verdicts, as `run` printed them and the report shows."""
     from archaudit.stats import judge
+    from archaudit.stats.options import judge_options
 
     quiet_output(quiet, json_)
     table, notes = _load(source)
-    options = dict(baseline=baseline, anchors=anchor or (), lower_is_better=lower_is_better)
-    options |= dict(correction=correction, alpha=alpha, scale=scale, reference=reference)
-    options |= dict(equal_variance=equal_variance, exclude=exclude or (), arms=_names(arms))
+    options = judge_options(
+        baseline=baseline,
+        anchors=anchor,
+        lower_is_better=lower_is_better,
+        correction=correction,
+        alpha=alpha,
+        scale=scale,
+        reference=reference,
+        equal_variance=equal_variance,
+        exclude=exclude,
+        arms=_names(arms),
+    )
     loop, loop_notes = _loop_families(source, metric, scale)
     if loop is not None:
-        descriptive = judge(table, metric, **options) if fixed_design else None
+        descriptive = judge(table, metric, options) if fixed_design else None
         return _print_loop(loop, descriptive, notes, json_)
-    judgement = judge(table, metric, **options)
+    judgement = judge(table, metric, options)
     if _printed_json(judgement, json_):
         return
     _print_judgement(judgement, [*loop_notes, *notes])
@@ -473,10 +486,19 @@ def power_command(
     if source is not None:
         if metric is None:
             raise typer.BadParameter("--metric is needed with SOURCE")
-        family = dict(baseline=baseline, lower_is_better=lower_is_better, scale=scale)
-        family |= dict(exclude=exclude or (), arms=_names(family_arms))
-        test = dict(correction=correction, alpha=alpha, reference=reference)
-        _seeding_advice(source, metric, family | test, json_)
+        from archaudit.stats.options import judge_options
+
+        options = judge_options(
+            baseline=baseline,
+            lower_is_better=lower_is_better,
+            scale=scale,
+            exclude=exclude,
+            arms=_names(family_arms),
+            correction=correction,
+            alpha=alpha,
+            reference=reference,
+        )
+        _seeding_advice(source, metric, options, json_)
         return
     _design_power(
         seeds=seeds,
@@ -491,12 +513,12 @@ def power_command(
     )
 
 
-def _seeding_advice(source: Path, metric: str, options: dict[str, Any], json_: bool) -> None:
+def _seeding_advice(source: Path, metric: str, options: JudgeOptions, json_: bool) -> None:
     """`stats power SOURCE --metric M`: per arm, could one more seed change its verdict?"""
     from archaudit.stats import adaptive_seeding, judge
 
     table = _load(source)[0]
-    advice = adaptive_seeding(table, judge(table, metric, **options))
+    advice = adaptive_seeding(table, judge(table, metric, options))
     if _printed_json(advice, json_):
         return
     _print_table(
@@ -867,7 +889,7 @@ def _design_like(
 ) -> Any:
     """The design of an audit file (its plan: seeds per arm at the first baseline and scale) or
     of a results table (the family `archaudit stats` would judge)."""
-    from archaudit.stats import AuditDesign, family_design, load_table
+    from archaudit.stats import AuditDesign, JudgeOptions, family_design, load_table
 
     if path.suffix == ".toml":
         from archaudit.audit.plan import make_plan
@@ -885,9 +907,8 @@ def _design_like(
             **options,
         )
     table = load_table(path)
-    return family_design(
-        table, metric or table.metrics[0], baseline=baseline, scale=scale, **options
-    )
+    family = JudgeOptions(baseline=baseline, scale=scale, **options)
+    return family_design(table, metric or table.metrics[0], family)
 
 
 def _print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence]) -> None:

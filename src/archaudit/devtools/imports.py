@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]  # src/archaudit
 # which then sits on its own floor: the most specific entry wins.
 FLOORS: tuple[frozenset[str], ...] = (
     frozenset(
-        {"", "config", "errors", "files", "presets", "progress", "registry", "rundir"}
+        {"", "config", "errors", "files", "formatting", "presets", "progress", "registry"}
+        | {"rundir"}
         | {"checkpoint_io", "data.shards"}  # data.shards: the prepared-corpus index the recipe
     ),  # hash reads (config.recipe_hash); it imports only errors
     frozenset({"model", "data", "stats"}),

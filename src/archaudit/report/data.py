@@ -39,6 +39,7 @@ from archaudit.stats.aggregate import TASK_SUFFIX, aggregate
 from archaudit.stats.errors import EmptyTableError
 from archaudit.stats.family import resolve_direction
 from archaudit.stats.judge import Judgement
+from archaudit.stats.options import JudgeOptions
 from archaudit.stats.power import PowerCurve, power_curve
 from archaudit.stats.sequential import (
     SequentialRule,
@@ -510,9 +511,7 @@ def _verdicts(
                 lambda m=metric, s=scale: judge(
                     table,
                     m,
-                    baseline=baseline,
-                    lower_is_better=_lower_is_better(m),
-                    scale=s,
+                    JudgeOptions(baseline=baseline, lower_is_better=_lower_is_better(m), scale=s),
                 ),
                 f"verdicts:{metric}:{scale}",
                 absent,

@@ -22,6 +22,7 @@ from archaudit.stats.interactions import interactions
 from archaudit.stats.items import ItemTable, load_items
 from archaudit.stats.judge import ArmVerdict, Judgement, judge
 from archaudit.stats.noise import pooled_sd
+from archaudit.stats.options import JudgeOptions
 from archaudit.stats.paired import (
     compare_item_measure,
     compare_items,
@@ -47,6 +48,7 @@ __all__ = [
     "Design",
     "DesignRate",
     "ItemTable",
+    "JudgeOptions",
     "Judgement",
     "Row",
     "Table",

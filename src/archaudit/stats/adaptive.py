@@ -53,18 +53,7 @@ def adaptive_seeding(
     An incomplete arm always gets "add seed" (finish its runs); a diverged one never does.
     """
     table = load_table(table)
-    family = collect_family(
-        table,
-        judgement.metric,
-        baseline=judgement.baseline,
-        anchors=judgement.anchors,
-        lower_is_better=judgement.lower_is_better,
-        scale=judgement.scale,
-        exclude=judgement.excluded,
-        reference=judgement.reference,
-        equal_variance=judgement.equal_variance,
-        correction=judgement.correction,
-    )
+    family = collect_family(table, judgement.metric, judgement.options())
     tested = family.tested
     quantiles = ndtri((np.arange(grid) + 0.5) / grid)
     change = {}

@@ -18,6 +18,7 @@ import numpy as np
 
 from archaudit.stats.errors import DesignError
 from archaudit.stats.judge import judge
+from archaudit.stats.options import JudgeOptions
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import Table, TableLike, load_table
 from archaudit.stats.verdicts import DIVERGED, INCOMPLETE
@@ -87,26 +88,16 @@ def transfer_across_baselines(
             "name at least two different baselines",
         )
     per_baseline = _audit_layout(table, baselines)
+    options = JudgeOptions(
+        lower_is_better=lower_is_better, correction=correction, alpha=alpha, scale=scale
+    )
     judged = {
-        base: judge(
-            per_baseline[base],
-            metric,
-            baseline=AUDIT_BASELINE,
-            lower_is_better=lower_is_better,
-            correction=correction,
-            alpha=alpha,
-            scale=scale,
-        )
+        base: judge(per_baseline[base], metric, options.but(baseline=AUDIT_BASELINE))
         if per_baseline
         else judge(
             table,
             metric,
-            baseline=base,
-            lower_is_better=lower_is_better,
-            correction=correction,
-            alpha=alpha,
-            scale=scale,
-            exclude=[other for other in baselines if other != base],
+            options.but(baseline=base, exclude=tuple(b for b in baselines if b != base)),
         )
         for base in baselines
     }

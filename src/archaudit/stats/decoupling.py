@@ -29,6 +29,7 @@ import numpy as np
 from archaudit.errors import ConfigError
 from archaudit.stats.family_test import ROBUST
 from archaudit.stats.judge import ArmVerdict, judge
+from archaudit.stats.options import JudgeOptions
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import TableLike, load_table
 from archaudit.stats.verdicts import IMPROVER, REGRESSOR
@@ -108,9 +109,9 @@ def decoupling(
     table = load_table(table)
     if margin is not None and not margin > 0:
         raise ConfigError(f"margin must be a positive number of noise floors σ, got {margin}")
-    options = dict(baseline=baseline, correction=correction, alpha=alpha, scale=scale)
-    loss = judge(table, loss_metric, lower_is_better=True, **options)
-    downstream = judge(table, downstream_metric, **options)
+    options = JudgeOptions(baseline=baseline, correction=correction, alpha=alpha, scale=scale)
+    loss = judge(table, loss_metric, options.but(lower_is_better=True))
+    downstream = judge(table, downstream_metric, options)
     loss_by_arm = {v.arm: v for v in loss.arms if not math.isnan(v.delta)}
     arms = []
     for verdict in downstream.arms:

@@ -17,6 +17,7 @@ from archaudit.stats.design import AuditDesign
 from archaudit.stats.family_test import choose_test
 from archaudit.stats.grading import looks_like_loss
 from archaudit.stats.noise import NoiseFloor, noise_floor
+from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.samples import ArmSample, sample_arm
 from archaudit.stats.table import Table
 
@@ -35,8 +36,10 @@ class Family:
     anchors: tuple[ArmSample, ...]
     test: str
     """The family's one test (family_test.choose_test)."""
-    options: tuple[str, bool, str]
-    """(reference, equal_variance, correction): what chose the test."""
+    options: JudgeOptions
+    """What chose the family and its test."""
+    excluded: tuple[str, ...] = ()
+    """The arms left out of the family (`options.exclude`, and those not in `options.arms`)."""
 
     @classmethod
     def build(
@@ -45,12 +48,12 @@ class Family:
         floor: Sequence[ArmSample],
         arms: tuple[ArmSample, ...],
         sign: float,
-        options: tuple[str, bool, str],
+        options: JudgeOptions,
+        excluded: tuple[str, ...] = (),
     ) -> Family:
         """σ pooled over the baseline, anchors (`floor`) and tested multi-seed arms; the test."""
         anchors = {sample.arm for sample in floor}
         tested = [s for s in arms if s.status == "ok"]
-        reference, equal_variance, correction = options
         return cls(
             metric=metric,
             scale=floor[0].scale,
@@ -63,18 +66,19 @@ class Family:
             anchors=tuple(floor[1:]),
             test=choose_test(
                 [len(s.values) for s in tested],
-                reference=reference,
-                equal_variance=equal_variance,
-                correction=correction,
+                reference=options.reference,
+                equal_variance=options.equal_variance,
+                correction=options.correction,
             ),
             options=options,
+            excluded=excluded,
         )
 
     def grown(self, arm: str, values: np.ndarray) -> Family:
         """The same family with `arm`'s seeds replaced by `values` (σ and test recomputed)."""
         arms = tuple(replace(s, values=values) if s.arm == arm else s for s in self.arms)
         floor = (self.baseline, *self.anchors)
-        return Family.build(self.metric, floor, arms, self.sign, self.options)
+        return Family.build(self.metric, floor, arms, self.sign, self.options, self.excluded)
 
     @property
     def tested(self) -> tuple[ArmSample, ...]:
@@ -85,9 +89,7 @@ class Family:
         """Test an arm's seed values against the baseline."""
         return compare_arm(values, self.baseline.values, self.noise, self.sign, self.test)
 
-    def audit_design(
-        self, *, reference: str, equal_variance: bool, correction: str, alpha: float
-    ) -> AuditDesign | None:
+    def audit_design(self, options: JudgeOptions) -> AuditDesign | None:
         """The design of the tested family (None when no arm can be tested)."""
         if not self.tested:
             return None
@@ -97,96 +99,53 @@ class Family:
             anchor_seeds=tuple(
                 len(s.values) for s in self.anchors if s.arm not in {t.arm for t in self.tested}
             ),
-            reference=reference,
-            equal_variance=equal_variance,
-            correction=correction,
-            alpha=alpha,
+            reference=options.reference,
+            equal_variance=options.equal_variance,
+            correction=options.correction,
+            alpha=options.alpha,
         )
 
 
-def collect_family(
-    table: Table,
-    metric: str,
-    *,
-    baseline: str = "baseline",
-    anchors: Sequence[str] = (),
-    lower_is_better: bool | None = None,
-    scale: str | None = None,
-    exclude: Sequence[str] = (),
-    reference: str = "t",
-    equal_variance: bool = False,
-    correction: str = "holm",
-) -> Family:
+def collect_family(table: Table, metric: str, options: JudgeOptions = DEFAULT) -> Family:
     """Check the names, then gather the baseline, noise floor and arm samples at one scale.
 
-    The family is every arm at `scale` but the baseline, less `exclude`.
-    `lower_is_better=None` reads the direction from the metric's name (`lower_is_better`).
+    The family is every arm at `options.scale` but the baseline and the excluded arms.
     """
     table.check_metric(metric)
-    scale = table.resolve_scale(scale)
-    table.check_arm(baseline, "baseline")
-    for anchor in anchors:
+    scale = table.resolve_scale(options.scale)
+    table.check_arm(options.baseline, "baseline")
+    for anchor in options.anchors:
         table.check_arm(anchor, "anchor")
-    for arm in exclude:
+    for arm in options.exclude:
         table.check_arm(arm, "excluded arm")
-    floor = [sample_arm(table, metric, scale, arm) for arm in (baseline, *anchors)]
+    excluded = left_out(table, options)
+    floor = [sample_arm(table, metric, scale, arm) for arm in (options.baseline, *options.anchors)]
     samples = tuple(
         sample_arm(table, metric, scale, arm)
         for arm in table.arms_at(scale)
-        if arm != baseline and arm not in exclude
+        if arm != options.baseline and arm not in excluded
     )
-    sign = -1.0 if resolve_direction(metric, lower_is_better) else 1.0
-    return Family.build(metric, floor, samples, sign, (reference, equal_variance, correction))
+    sign = -1.0 if resolve_direction(metric, options.lower_is_better) else 1.0
+    return Family.build(metric, floor, samples, sign, options, excluded)
 
 
-def family_design(
-    table: Table,
-    metric: str,
-    *,
-    baseline: str = "baseline",
-    anchors: Sequence[str] = (),
-    scale: str | None = None,
-    exclude: Sequence[str] = (),
-    arms: Sequence[str] | None = None,
-    reference: str = "t",
-    equal_variance: bool = False,
-    correction: str = "holm",
-    alpha: float = 0.05,
-) -> AuditDesign:
+def family_design(table: Table, metric: str, options: JudgeOptions = DEFAULT) -> AuditDesign:
     """The design `judge` would judge this table's family under (for `simulate-null --like`)."""
-    family = collect_family(
-        table,
-        metric,
-        baseline=baseline,
-        anchors=anchors,
-        scale=scale,
-        exclude=left_out(table, scale, baseline, arms, exclude),
-        reference=reference,
-        equal_variance=equal_variance,
-        correction=correction,
-    )
-    design = family.audit_design(
-        reference=reference, equal_variance=equal_variance, correction=correction, alpha=alpha
-    )
+    design = collect_family(table, metric, options).audit_design(options)
     if design is None:
         raise ConfigError(f"{table.source}: no arm of {metric!r} finished every seed; no design")
     return design
 
 
-def left_out(
-    table: Table,
-    scale: str | None,
-    baseline: str,
-    arms: Sequence[str] | None,
-    exclude: Sequence[str],
-) -> tuple[str, ...]:
-    """`exclude`, plus every arm not in `arms` when a family is given by its arms."""
-    if arms is None:
-        return tuple(exclude)
-    for arm in arms:
+def left_out(table: Table, options: JudgeOptions) -> tuple[str, ...]:
+    """`options.exclude`, plus every arm not in `options.arms` when the family is given by them."""
+    if options.arms is None:
+        return options.exclude
+    for arm in options.arms:
         table.check_arm(arm)
-    left_out = (a for a in table.arms_at(table.resolve_scale(scale)) if a not in (*arms, baseline))
-    return (*exclude, *left_out)
+    scale = table.resolve_scale(options.scale)
+    named = (*options.arms, options.baseline)
+    return (*options.exclude, *(a for a in table.arms_at(scale) if a not in named))
 
 
 def resolve_direction(metric: str, lower_is_better: bool | None) -> bool:

@@ -35,6 +35,7 @@ from archaudit.stats.corrections import adjust_pvalues
 from archaudit.stats.errors import DesignError
 from archaudit.stats.judge import collect_family
 from archaudit.stats.noise import pooled_sd
+from archaudit.stats.options import JudgeOptions
 from archaudit.stats.samples import ArmSample
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import TableLike, load_table
@@ -96,9 +97,8 @@ def interactions(
 ) -> Interactions:
     """Interaction contrasts, the additive fit and the harmful-count fit at one scale."""
     table = load_table(table)
-    family = collect_family(
-        table, metric, baseline=baseline, lower_is_better=lower_is_better, scale=scale
-    )
+    options = JudgeOptions(baseline=baseline, lower_is_better=lower_is_better, scale=scale)
+    family = collect_family(table, metric, options)
     samples = [family.baseline, *(s for s in family.arms if s.status == "ok")]
     present = [
         frozenset() if s is family.baseline else frozenset(s.arm.split(separator)) for s in samples

@@ -3,25 +3,23 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from archaudit.errors import ConfigError
 from archaudit.stats.compare import ArmTest, decide
 from archaudit.stats.corrections import (
     ERROR_RATE_NAMES,
     FDR,
-    check_correction,
     error_rate,
     fwer_uncorrected,
 )
 from archaudit.stats.design import AuditDesign
 from archaudit.stats.design_rate import DesignRate, arm_mde, design_rate
 from archaudit.stats.errors import TableError
-from archaudit.stats.family import Family, collect_family, left_out, resolve_direction
-from archaudit.stats.family_test import POOLED_T, ROBUST, Z, check_reference, interval
+from archaudit.stats.family import Family, collect_family
+from archaudit.stats.family_test import POOLED_T, ROBUST, Z, interval
 from archaudit.stats.grading import grade_arm, looks_like_loss
 from archaudit.stats.noise_models import WIDEST_FACTOR
+from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.outliers import OUTLIER_MADS, OutlierSeed, family_scale, outlier_seeds
 from archaudit.stats.samples import ArmSample
 from archaudit.stats.serialize import JsonResult
@@ -167,6 +165,21 @@ class Judgement(JsonResult):
             lines.append("ASSUMED by the user: every arm's seed σ equals the baseline's")
         return lines
 
+    def options(self) -> JudgeOptions:
+        """The options that reproduce this judgement's family (its exclusions spelled out)."""
+        return JudgeOptions(
+            baseline=self.baseline,
+            anchors=self.anchors,
+            lower_is_better=self.lower_is_better,
+            scale=self.scale,
+            exclude=self.excluded,
+            reference=self.reference,
+            equal_variance=self.equal_variance,
+            correction=self.correction,
+            alpha=self.alpha,
+            power_target=self.power_target,
+        )
+
     def arm(self, name: str) -> ArmVerdict:
         """The verdict of one arm."""
         for verdict in self.arms:
@@ -175,151 +188,129 @@ class Judgement(JsonResult):
         raise KeyError(name)
 
 
-def judge(
-    table: TableLike,
-    metric: str,
-    *,
-    baseline: str = "baseline",
-    anchors: Sequence[str] = (),
-    lower_is_better: bool | None = None,
-    correction: str = "holm",
-    alpha: float = 0.05,
-    scale: str | None = None,
-    exclude: Sequence[str] = (),
-    arms: Sequence[str] | None = None,
-    reference: str = "t",
-    equal_variance: bool = False,
-    downstream_metrics: Sequence[str] | None = None,
-    power_target: float = 0.8,
-) -> Judgement:
-    """Judge every arm at `scale` against `baseline` on `metric` (docs/protocol.md, Statistics).
+def judge(table: TableLike, metric: str, options: JudgeOptions = DEFAULT) -> Judgement:
+    """Judge every arm at `options.scale` against `options.baseline` on `metric`.
 
-    `anchors` pool their seed variance into the noise floor (so do multi-seed arms); `arms`
-    limits the family to those arms and `exclude` leaves arms out of it (other baselines, or a
-    published family of m = 19 of 20 rows); `lower_is_better=None` reads the direction from the
-    metric's name. `reference="normal"` is paper mode (z against the normal, uncalibrated);
-    `equal_variance` judges multi-seed arms by the pooled t instead of Welch's.
-    `downstream_metrics` is for grading (default: every metric whose name does not read as a loss).
+    The rules are in docs/protocol.md (Statistics). Anchors and multi-seed arms pool their seed
+    variance into the noise floor. The direction comes from the metric's name unless
+    `options.lower_is_better` says otherwise.
     """
     table = load_table(table)
-    check_correction(correction)
-    check_reference(reference)
     signal = check_signal(table)  # tasks at chance or constant leave downstream_avg
     if metric == AVERAGE and metric in table.metrics and metric not in signal.table.metrics:
         raise signal.missing_average()
     table = signal.table
-    for name, value in (("alpha", alpha), ("power_target", power_target)):
-        if not 0.0 < value < 1.0:
-            raise ConfigError(f"{name} must be between 0 and 1, got {value}")
-    lower = resolve_direction(metric, lower_is_better)
-    exclude = left_out(table, scale, baseline, arms, exclude)
-    options = dict(
-        baseline=baseline,
-        anchors=anchors,
-        lower_is_better=lower,
-        exclude=exclude,
-        reference=reference,
-        equal_variance=equal_variance,
-        correction=correction,
-    )
-    family = collect_family(table, metric, scale=scale, **options)
-    noise = family.noise
-    n_base = len(family.baseline.values)
+    family = collect_family(table, metric, options)
     tests = {s.arm: family.compare(s.values) for s in family.tested}
-    p_adjusted, verdicts = decide(list(tests.values()), noise, n_base, correction, alpha)
-    p_adj = dict(zip(tests, p_adjusted, strict=True))
-    verdict = dict(zip(tests, verdicts, strict=True))
-    m = len(tests)
-    design = family.audit_design(
-        reference=reference, equal_variance=equal_variance, correction=correction, alpha=alpha
+    n_base = len(family.baseline.values)
+    p_adjusted, decided = decide(
+        list(tests.values()), family.noise, n_base, options.correction, options.alpha
     )
-    rate = design_rate(design, power_target=power_target) if design else None
-
-    context = dict(table=table, family=family, metric=metric, design=design)
-    context |= dict(correction=correction, downstream_metrics=downstream_metrics)
-    context |= dict(alpha_each=alpha / (1 if correction == "none" else max(m, 1)))  # Bonferroni
-    scale_robust = family_scale(
+    design = family.audit_design(options)
+    rate = design_rate(design, power_target=options.power_target) if design else None
+    robust_scale = family_scale(
         [s.values for s in (family.baseline, *family.anchors, *family.arms)]
     )
-    context |= dict(robust_scale=scale_robust)
-    verdicts_by_arm = tuple(
-        _arm_verdict(
+    row = _ArmContext(table, family, metric, options, design, robust_scale, len(tests))
+    adjusted = dict(zip(tests, p_adjusted, strict=True))
+    verdict = dict(zip(tests, decided, strict=True))
+    arms = tuple(
+        row.verdict(
             sample,
             tests.get(sample.arm),
-            p_adj=float(p_adj.get(sample.arm, math.nan)),
-            verdict=verdict.get(sample.arm, sample.status),
-            power_target=power_target,
-            **context,
+            float(adjusted.get(sample.arm, math.nan)),
+            verdict.get(sample.arm, sample.status),
         )
         for sample in family.arms
     )
-    base_outliers = outlier_seeds(family.baseline.values, family.baseline.seeds, scale_robust)
-    notes = _notes(table, family, verdicts_by_arm, lower_is_better, (alpha, correction), rate)
-    notes += _outlier_notes(family.baseline.arm, base_outliers, verdicts_by_arm)
+    base_outliers = outlier_seeds(family.baseline.values, family.baseline.seeds, robust_scale)
+    notes = _notes(table, family, arms, options, rate)
+    notes += _outlier_notes(family.baseline.arm, base_outliers, arms)
     notes += _sigma_across_scales(table, metric, family, options)
     notes += (signal.notes if metric == AVERAGE else ()) + signal.r6_notes(
-        [arm.arm for arm in verdicts_by_arm if arm.family == ATTENTION_OUTPUT]
+        [arm.arm for arm in arms if arm.family == ATTENTION_OUTPUT]
     )
+    return _judgement(table, family, options, rate, arms, notes, base_outliers)
+
+
+def _judgement(
+    table: Table,
+    family: Family,
+    options: JudgeOptions,
+    rate: DesignRate | None,
+    arms: tuple[ArmVerdict, ...],
+    notes: tuple[str, ...],
+    baseline_outliers: tuple[OutlierSeed, ...],
+) -> Judgement:
+    noise = family.noise
+    lower = family.sign < 0
+    m = len(family.tested)
     return Judgement(
         source=table.source,
-        metric=metric,
+        metric=family.metric,
         scale=family.scale,
-        baseline=baseline,
-        anchors=tuple(anchors),
-        excluded=tuple(exclude),
+        baseline=options.baseline,
+        anchors=options.anchors,
+        excluded=family.excluded,
         lower_is_better=lower,
-        direction=_direction(metric, lower, lower_is_better is None),
-        reference=reference,
+        direction=_direction(family.metric, lower, options.lower_is_better is None),
+        reference=options.reference,
         calibrated=family.test != Z,
         test=family.test,
-        equal_variance=equal_variance,
-        correction=correction,
-        alpha=alpha,
-        power_target=power_target,
+        equal_variance=options.equal_variance,
+        correction=options.correction,
+        alpha=options.alpha,
+        power_target=options.power_target,
         sigma=noise.sigma,
         sigma_dof=noise.dof,
         sigma_interval=noise.interval,
         sigma_groups=noise.arms,
         baseline_mean=family.baseline.mean,
-        baseline_n=n_base,
+        baseline_n=len(family.baseline.values),
         m=m,
-        fwer_uncorrected=fwer_uncorrected(alpha, m),
-        error_rate=error_rate(correction),
+        fwer_uncorrected=fwer_uncorrected(options.alpha, m),
+        error_rate=error_rate(options.correction),
         design=rate,
         design_fwer=rate.fwer if rate else math.nan,
         design_above_alpha=bool(rate and rate.above_alpha),
         design_panel_worst=rate.panel_worst.fwer if rate and rate.panel_worst else math.nan,
-        arms=verdicts_by_arm,
+        arms=arms,
         notes=notes,
-        baseline_outliers=base_outliers,
+        baseline_outliers=baseline_outliers,
     )
 
 
+@dataclass(frozen=True)
+class _ArmContext:
+    """What every arm's row of one judgement shares."""
+
+    table: Table
+    family: Family
+    metric: str
+    options: JudgeOptions
+    design: AuditDesign | None
+    robust_scale: float
+    m: int
+
+    def verdict(
+        self, sample: ArmSample, test: ArmTest | None, p_adj: float, verdict: str
+    ) -> ArmVerdict:
+        """One arm's row: its test (None for an arm outside the family, e.g. diverged), its
+        corrected p and verdict, its MDE under the design, and its evidence grade."""
+        return _arm_verdict(sample, test, p_adj, verdict, self)
+
+
 def _arm_verdict(
-    sample: ArmSample,
-    test: ArmTest | None,
-    *,
-    table: Table,
-    family: Family,
-    metric: str,
-    p_adj: float,
-    verdict: str,
-    design: AuditDesign | None,
-    correction: str,
-    downstream_metrics: Sequence[str] | None,
-    power_target: float,
-    alpha_each: float,
-    robust_scale: float,
+    sample: ArmSample, test: ArmTest | None, p_adj: float, verdict: str, context: _ArmContext
 ) -> ArmVerdict:
-    """One arm's row: its test (None for an arm outside the family, e.g. diverged), its
-    corrected p and verdict, its MDE under the design, and its evidence grade."""
+    table, family, options = context.table, context.family, context.options
     evidence = grade_arm(
         table,
         sample.arm,
-        metric=metric,
+        metric=context.metric,
         seeds=len(sample.values),
-        corrected=correction != "none",
-        downstream_metrics=downstream_metrics,
+        corrected=options.correction != "none",
+        downstream_metrics=options.downstream_metrics,
     )
     welch = test.welch if test else None
     return ArmVerdict(
@@ -341,18 +332,18 @@ def _arm_verdict(
         test=test.test if test else None,
         statistic=test.statistic if test else math.nan,
         statistic_df=test.df if test else math.nan,
-        interval=interval(test.delta, test.scale, test.df, alpha_each)
+        interval=interval(test.delta, test.scale, test.df, options.level(context.m))
         if test
         else (math.nan, math.nan),
         p=test.p if test else math.nan,
         p_adj=p_adj,
         verdict=verdict,
-        mde=arm_mde(design, test.n, power_target) * family.noise.sigma
-        if test and design
+        mde=arm_mde(context.design, test.n, options.power_target) * family.noise.sigma
+        if test and context.design
         else math.nan,
         grade=evidence.grade,
         grade_missing=evidence.missing,
-        outliers=outlier_seeds(sample.values, sample.seeds, robust_scale),
+        outliers=outlier_seeds(sample.values, sample.seeds, context.robust_scale),
     )
 
 
@@ -379,7 +370,7 @@ def _direction(metric: str, lower: bool, from_name: bool) -> str:
 
 
 def _sigma_across_scales(
-    table: Table, metric: str, family: Family, options: dict
+    table: Table, metric: str, family: Family, options: JudgeOptions
 ) -> tuple[str, ...]:
     """A note when σ of this metric differs wildly between the scales of the table."""
     sigmas = {}
@@ -388,7 +379,7 @@ def _sigma_across_scales(
             sigmas[scale] = (
                 family.noise
                 if scale == family.scale
-                else collect_family(table, metric, scale=scale, **options).noise
+                else collect_family(table, metric, options.but(scale=scale)).noise
             )
         except TableError:
             continue  # a scale without a judgeable baseline has no σ to compare
@@ -416,12 +407,11 @@ def _notes(
     table: Table,
     family: Family,
     arms: tuple[ArmVerdict, ...],
-    lower_is_better: bool | None,
-    level: tuple[float, str],
+    options: JudgeOptions,
     rate: DesignRate | None,
 ) -> tuple[str, ...]:
-    """Warnings a reader of the verdicts must see; `level` is (α, correction)."""
-    alpha, correction = level
+    """Warnings a reader of the verdicts must see."""
+    alpha, correction = options.alpha, options.correction
     notes = []
     n_base = len(family.baseline.values)
     if n_base < 3:
@@ -444,7 +434,7 @@ def _notes(
             "level (use the default test without --equal-variance or --reference normal, or "
             "more seeds per arm)"
         )
-    if lower_is_better is False and looks_like_loss(family.metric):
+    if options.lower_is_better is False and looks_like_loss(family.metric):
         notes.append(f"{family.metric!r} reads as a loss but is judged higher-is-better as asked")
     attention = [arm.arm for arm in arms if arm.family == ATTENTION_OUTPUT]
     if family.sign < 0 and attention and not is_downstream(family.metric):

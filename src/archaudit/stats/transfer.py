@@ -27,6 +27,7 @@ from scipy.special import stdtrit
 
 from archaudit.stats.errors import DesignError
 from archaudit.stats.judge import ArmVerdict, Judgement, collect_family, judge
+from archaudit.stats.options import JudgeOptions
 from archaudit.stats.ranking import (
     interval_order,
     kendall_bounds,
@@ -108,11 +109,14 @@ def cross_scale_transfer(
         )
     small = table.resolve_scale(small or table.scales[0])
     large = table.resolve_scale(large or table.scales[-1])
-    options = dict(baseline=baseline, anchors=anchors, lower_is_better=lower_is_better)
-    judged = {
-        s: judge(table, metric, scale=s, correction=correction, alpha=alpha, **options)
-        for s in (small, large)
-    }
+    options = JudgeOptions(
+        baseline=baseline,
+        anchors=tuple(anchors),
+        lower_is_better=lower_is_better,
+        correction=correction,
+        alpha=alpha,
+    )
+    judged = {s: judge(table, metric, options.but(scale=s)) for s in (small, large)}
     verdicts = {s: {v.arm: v for v in judged[s].arms} for s in (small, large)}
     names = [
         arm
@@ -182,12 +186,12 @@ def _arm_rows(
 
 
 def _order(
-    table: Table, metric: str, scale: str, names: list[str], options: dict, level: float
+    table: Table, metric: str, scale: str, names: list[str], options: JudgeOptions, level: float
 ) -> np.ndarray:
     """The order of the arms' true means that their simultaneous intervals fix at `scale`
     (`ranking.interval_order`, positive = better): mean ± q·σ̂/√n, q the two-sided 1 − `level`
     quantile of t with the noise floor's degrees of freedom."""
-    family = collect_family(table, metric, scale=scale, **options)
+    family = collect_family(table, metric, options.but(scale=scale))
     samples = {sample.arm: sample for sample in family.arms}
     means = np.array([family.sign * samples[arm].mean for arm in names])
     seeds = np.array([len(samples[arm].values) for arm in names])

@@ -1,0 +1,41 @@
+"""How numbers are written for people: the one formatter of the CLI's tables and the report.
+
+A missing or non-finite value is written as an em dash, so that a blank cell never reads as 0.
+Numbers keep three significant digits unless a caller asks for more.
+"""
+
+from __future__ import annotations
+
+import math
+
+MISSING = "—"
+DIGITS = 3
+SMALLEST_P = 1e-300
+"""Below this a p-value has underflowed to 0 in floating point; it is written "< 1e-300"."""
+
+
+def num(value: float | None, digits: int = DIGITS) -> str:
+    """A number with `digits` significant digits, or the dash when it is missing."""
+    if value is None or not math.isfinite(value):
+        return MISSING
+    return f"{value:.{digits}g}"
+
+
+def signed(value: float | None, digits: int = DIGITS) -> str:
+    """A number with its sign always shown (a Δ), or the dash when it is missing."""
+    if value is None or not math.isfinite(value):
+        return MISSING
+    return f"{value:+.{digits}g}"
+
+
+def pvalue(value: float | None) -> str:
+    """A p-value. One that underflowed is "< 1e-300", never 0."""
+    if value is None or not math.isfinite(value):
+        return MISSING
+    return f"< {SMALLEST_P:g}" if value < SMALLEST_P else num(value)
+
+
+def interval(bounds: tuple[float, float], digits: int = DIGITS) -> str:
+    """An interval as "[low, high]"."""
+    low, high = bounds
+    return f"[{num(low, digits)}, {num(high, digits)}]"
