@@ -13,6 +13,7 @@ from archaudit.stats.aggregate import (
     stratified_resample,
 )
 from archaudit.stats.errors import DesignError
+from archaudit.stats.options import JudgeOptions
 from archaudit.stats.resample import percentile_interval
 from archaudit.stats.table import Row, Table
 
@@ -100,7 +101,10 @@ def test_aso_on_the_seed_macro_averages():
 
 def test_lower_is_better_turns_improvement_around():
     higher = {a.arm: a for a in aggregate(tasks_table(), n_boot=100).arms}["good"]
-    lower = {a.arm: a for a in aggregate(tasks_table(), n_boot=100, lower_is_better=True).arms}
+    lower = {
+        a.arm: a
+        for a in aggregate(tasks_table(), JudgeOptions(lower_is_better=True), n_boot=100).arms
+    }
     assert lower["good"].prob_improvement == pytest.approx(1 - higher.prob_improvement)
     assert lower["good"].mean == pytest.approx(-higher.mean)
 

@@ -111,7 +111,10 @@ def test_other_analyses_print_the_library_results(cli, results):
     table = load_table(results)
     cases = [
         ("transfer --metric acc", cross_scale_transfer(table, "acc")),
-        ("interactions --metric acc --scale d6", interactions(table, "acc", scale="d6")),
+        (
+            "interactions --metric acc --scale d6",
+            interactions(table, "acc", JudgeOptions(scale="d6")),
+        ),
         (
             "decoupling --downstream-metric acc --scale d6",
             decoupling(table, downstream_metric="acc", scale="d6"),

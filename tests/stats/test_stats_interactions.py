@@ -7,6 +7,7 @@ import pytest
 
 from archaudit.stats import interactions
 from archaudit.stats.errors import DesignError
+from archaudit.stats.options import JudgeOptions
 from archaudit.stats.table import Row, Table
 
 NOISE = (-0.01, 0.0, 0.01)
@@ -113,7 +114,7 @@ def test_a_missing_sub_combination_leaves_the_contrast_undefined():
 
 def test_lower_is_better_orients_the_contrast_and_the_harmful_choices():
     higher = interactions(factorial(MEANS), "acc")
-    lower = interactions(factorial(MEANS), "acc", lower_is_better=True)
+    lower = interactions(factorial(MEANS), "acc", JudgeOptions(lower_is_better=True))
     assert lower.harmful == ("qk",) and higher.harmful == ("gqa",)
     pair = [{c.arm: c for c in r.combinations}["qk+gqa"] for r in (higher, lower)]
     assert pair[1].interaction == pytest.approx(-pair[0].interaction)

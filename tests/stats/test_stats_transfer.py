@@ -6,6 +6,7 @@ from scipy import stats
 
 from archaudit.stats import cross_scale_transfer, transfer_across_baselines
 from archaudit.stats.errors import DesignError
+from archaudit.stats.options import JudgeOptions
 from archaudit.stats.table import Row, Table
 
 NOISE = np.array([-0.01, 0.0, 0.01])
@@ -113,7 +114,7 @@ def test_transfer_across_baselines_pairs_audit_style_arm_at_baseline_names():
             for seed, jitter in enumerate((-0.01, 0.0, 0.01)):
                 rows.append(Row(f"{arm}@{base}", "s", seed, "val_loss", mean + jitter))
     result = transfer_across_baselines(
-        Table(tuple(rows)), "val_loss", ["llama", "olmo"], lower_is_better=True
+        Table(tuple(rows)), "val_loss", ["llama", "olmo"], JudgeOptions(lower_is_better=True)
     )
     (arm,) = result.arms
     assert arm.arm == "qk_norm"

@@ -11,14 +11,17 @@ import typer
 
 from archaudit.cli.options import Json, Quiet, quiet_output
 from archaudit.cli.stats_cmd import (
+    Arms,
     Baseline,
     Boot,
+    Exclude,
     LowerIsBetter,
     Scale,
     Seed,
     Source,
     _interval,
     _load,
+    _names,
     _print_notes,
     _print_table,
     _printed_json,
@@ -38,6 +41,8 @@ def aggregate_command(
     baseline: Baseline = "baseline",
     scale: Scale = None,
     lower_is_better: LowerIsBetter = None,
+    exclude: Exclude = None,
+    arms: Arms = None,
     n_boot: Boot = 2000,
     seed: Seed = 0,
     confidence: Annotated[float, typer.Option("--confidence", help="Interval coverage.")] = 0.95,
@@ -50,14 +55,20 @@ def aggregate_command(
     """IQM and macro mean with stratified-bootstrap intervals, P(arm > baseline), and almost
     stochastic order, over tasks × seeds (rliable's and deep-significance's definitions)."""
     from archaudit.stats.aggregate import aggregate
+    from archaudit.stats.options import judge_options
 
     quiet_output(quiet, json_)
+    options = judge_options(
+        baseline=baseline,
+        lower_is_better=lower_is_better,
+        scale=scale,
+        exclude=exclude,
+        arms=_names(arms),
+    )
     result = aggregate(
         _load(source)[0],
+        options,
         metrics=metric or (),
-        baseline=baseline,
-        scale=scale,
-        lower_is_better=lower_is_better,
         n_boot=n_boot,
         seed=seed,
         confidence=confidence,

@@ -299,13 +299,22 @@ def transfer_command(
 ) -> None:
     """Cross-scale transfer (one baseline) or transfer across baselines (several)."""
     from archaudit.stats import cross_scale_transfer, transfer_across_baselines
+    from archaudit.stats.options import judge_options
 
     quiet_output(quiet, json_)
     baselines = baseline or ["baseline"]
-    table = _load(source)[0].restricted(_names(arms), exclude or (), keep=baselines)
-    options = dict(lower_is_better=lower_is_better, correction=correction, alpha=alpha)
+    table = _load(source)[0]
+    options = judge_options(
+        baseline=baselines[0],
+        lower_is_better=lower_is_better,
+        correction=correction,
+        alpha=alpha,
+        scale=scale,
+        exclude=exclude,
+        arms=_names(arms),
+    )
     if len(baselines) > 1:
-        across = transfer_across_baselines(table, metric, baselines, scale=scale, **options)
+        across = transfer_across_baselines(table, metric, baselines, options)
         if _printed_json(across, json_):
             return
         _print_table(
@@ -320,13 +329,7 @@ def transfer_command(
         )
         return
     result = cross_scale_transfer(
-        table,
-        metric,
-        baseline=baselines[0],
-        small=small,
-        large=large,
-        confidence=confidence,
-        **options,
+        table, metric, options, small=small, large=large, confidence=confidence
     )
     if _printed_json(result, json_):
         return
@@ -373,6 +376,7 @@ def interactions_command(
     baseline: Baseline = "baseline",
     separator: Annotated[str, typer.Option("--sep", help="Joins choices in arm names.")] = "+",
     lower_is_better: LowerIsBetter = None,
+    correction: Correction = "holm",
     scale: Scale = None,
     exclude: Exclude = None,
     arms: Arms = None,
@@ -381,16 +385,18 @@ def interactions_command(
 ) -> None:
     """Factorial interactions (observed vs additive) and the harmful-count regression."""
     from archaudit.stats import interactions
+    from archaudit.stats.options import judge_options
 
     quiet_output(quiet, json_)
-    result = interactions(
-        _load(source)[0].restricted(_names(arms), exclude or (), keep=[baseline]),
-        metric,
+    options = judge_options(
         baseline=baseline,
-        scale=scale,
         lower_is_better=lower_is_better,
-        separator=separator,
+        correction=correction,
+        scale=scale,
+        exclude=exclude,
+        arms=_names(arms),
     )
+    result = interactions(_load(source)[0], metric, options, separator=separator)
     if _printed_json(result, json_):
         return
     _print_table(

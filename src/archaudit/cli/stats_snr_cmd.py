@@ -34,10 +34,12 @@ def snr_command(
     """Signal-to-noise per metric and scale: seed σ, the spread of the arm means, their ratio
     beside what seed noise alone gives, and the seeds per arm the median effect would need."""
     from archaudit.stats import load_table
+    from archaudit.stats.options import JudgeOptions
     from archaudit.stats.snr import signal_to_noise
 
     quiet_output(quiet, json_)
-    result = signal_to_noise(load_table(source), baseline=baseline, metrics=metric)
+    options = JudgeOptions(baseline=baseline)
+    result = signal_to_noise(load_table(source), options, metrics=metric)
     if _printed_json(result, json_):
         return
     _print_table(

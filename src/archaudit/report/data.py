@@ -445,7 +445,9 @@ def gather(
         routing=tuple(r for run in runs if (r := _routing(run)) is not None),
         absent=absent,
         colours=arm_colours(arms, baseline),
-        signal=_attempt(lambda: signal_to_noise(table, baseline=baseline), "snr", absent)
+        signal=_attempt(
+            lambda: signal_to_noise(table, JudgeOptions(baseline=baseline)), "snr", absent
+        )
         if table
         else None,
     )
@@ -708,9 +710,7 @@ def _bumps(
     out = []
     for metric in metrics:
         result = _attempt(
-            lambda m=metric: cross_scale_transfer(
-                table, m, baseline=baseline, lower_is_better=_lower_is_better(m)
-            ),
+            lambda m=metric: cross_scale_transfer(table, m, JudgeOptions(baseline=baseline)),
             "transfer",
             absent,
         )
@@ -748,7 +748,9 @@ def _aggregates(table: Table, baseline: str, absent: dict[str, str]) -> tuple[Ag
     out = []
     for scale in table.scales:
         result = _attempt(
-            lambda s=scale: aggregate(table, baseline=baseline, scale=s), "aggregates", absent
+            lambda s=scale: aggregate(table, JudgeOptions(baseline=baseline, scale=s)),
+            "aggregates",
+            absent,
         )
         if result is not None:
             arms = tuple(
@@ -789,12 +791,7 @@ def _heatmaps(
         for scale in table.scales:
             result = _attempt(
                 lambda m=metric, s=scale: interactions(
-                    table,
-                    m,
-                    baseline=baseline,
-                    lower_is_better=_lower_is_better(m),
-                    scale=s,
-                    separator=FACTOR_SEPARATOR,
+                    table, m, JudgeOptions(baseline=baseline, scale=s), separator=FACTOR_SEPARATOR
                 ),
                 "interactions",
                 absent,

@@ -15,8 +15,8 @@ column per task metric (default: every `<task>/score`, the numbers `downstream_a
 - almost stochastic order (`aso.py`) of each seed's macro average against the baseline's.
 
 A single-seed arm has nothing to resample, so its intervals are not estimable (NaN, with a
-note), never zero-width. The direction comes from the task names unless `lower_is_better` is
-given (lower is better negates the scores). Needs scipy (the `stats` extra).
+note), never zero-width. The direction comes from the task names unless the options'
+`lower_is_better` is set (lower is better negates the scores). Needs scipy (the `stats` extra).
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ import numpy as np
 from archaudit.errors import ConfigError
 from archaudit.stats.aso import ASO_THRESHOLD, AlmostStochasticOrder, almost_stochastic_order
 from archaudit.stats.errors import DesignError, TooFewSeedsError
-from archaudit.stats.family import resolve_direction
+from archaudit.stats.family import left_out, resolve_direction
+from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.resample import estimable_interval
 from archaudit.stats.samples import sample_arm
 from archaudit.stats.serialize import JsonResult
@@ -147,44 +148,97 @@ def _strata(table: Table, metrics: Sequence[str]) -> tuple[tuple[str, ...], str 
 
 def aggregate(
     table: TableLike,
+    options: JudgeOptions = DEFAULT,
     *,
     metrics: Sequence[str] = (),
-    baseline: str = "baseline",
-    scale: str | None = None,
-    lower_is_better: bool | None = None,
     n_boot: int = 2000,
     seed: int = 0,
     confidence: float = 0.95,
     aso_threshold: float = ASO_THRESHOLD,
 ) -> Aggregates:
-    """IQM, macro mean, P(arm > baseline) and ASO over the task `metrics` at one scale."""
+    """IQM, macro mean, P(arm > baseline) and ASO over the task `metrics` at one scale.
+
+    `options` names the baseline, the scale, the direction and the arms (`arms`, `exclude`).
+    """
     table = load_table(table)
     tasks, fallback = _strata(table, metrics)
-    notes = [fallback] if fallback else []
     for metric in tasks:
         table.check_metric(metric)
-    scale = table.resolve_scale(scale)
-    table.check_arm(baseline, "baseline")
-    lower = _direction(tasks, lower_is_better)
-    sign = -1.0 if lower else 1.0
-    scores = {}
+    scale = table.resolve_scale(options.scale)
+    table.check_arm(options.baseline, "baseline")
+    lower = _direction(tasks, options.lower_is_better)
+    scores, left = _scores(table, tasks, scale, options, -1.0 if lower else 1.0)
+    arms, arm_notes = _arm_aggregates(
+        scores, options.baseline, n_boot, seed, confidence, aso_threshold
+    )
+    single = [a.arm for a in arms if a.n_seeds < 2]
+    notes = [*([fallback] if fallback else []), *left, *arm_notes]
+    if single:
+        notes.append(
+            "intervals not estimable for single-seed arms (no seeds to resample): "
+            + ", ".join(single)
+        )
+    taus, profiles = _profiles(scores)
+    return Aggregates(
+        source=table.source,
+        scale=scale,
+        baseline=options.baseline,
+        tasks=tasks,
+        lower_is_better=lower,
+        confidence=confidence,
+        n_boot=n_boot,
+        seed=seed,
+        aso_threshold=aso_threshold,
+        aso_comparisons=sum(a.aso is not None for a in arms),
+        arms=tuple(arms),
+        notes=tuple(notes),
+        profile_taus=taus,
+        profiles=profiles,
+    )
+
+
+def _scores(
+    table: Table, tasks: Sequence[str], scale: str, options: JudgeOptions, sign: float
+) -> tuple[dict[str, np.ndarray], list[str]]:
+    """Each finished arm's (seeds × tasks) scores, signed so that higher is better, and a note
+    for every arm left out because a seed did not finish every task."""
+    excluded = left_out(table, options)
+    scores, notes = {}, []
     for arm in table.arms_at(scale):
+        if arm in excluded:
+            continue
         samples = [sample_arm(table, metric, scale, arm) for metric in tasks]
         status = next((s.status for s in samples if s.status != "ok"), "ok")
         if status == "ok":
             scores[arm] = sign * np.column_stack([s.values for s in samples])
         else:
             notes.append(f"{arm} left out: {status}")
-    if baseline not in scores:
+    if options.baseline not in scores:
         raise TooFewSeedsError(
             table.source,
-            f"baseline {baseline!r} has no finished seed with every task at scale {scale!r}",
+            f"baseline {options.baseline!r} has no finished seed with every task at scale "
+            f"{scale!r}",
             "run it to the end, or name the task metrics it has with --metric",
         )
+    return scores, notes
+
+
+def _arm_aggregates(
+    scores: dict[str, np.ndarray],
+    baseline: str,
+    n_boot: int,
+    seed: int,
+    confidence: float,
+    aso_threshold: float,
+) -> tuple[list[ArmAggregate], list[str]]:
+    """Every arm's aggregates against the baseline, and the notes on its intervals.
+
+    ASO runs only where both sides have two or more seeds, Bonferroni over those arms.
+    """
     rng = np.random.default_rng(seed)
     base = scores[baseline]
     aso_arms = [a for a in scores if a != baseline and len(scores[a]) > 1 and len(base) > 1]
-    arms = []
+    arms, notes = [], []
     for arm, values in scores.items():
         order = (
             almost_stochastic_order(
@@ -209,32 +263,17 @@ def aggregate(
                 aso=_aso_call(order, aso_threshold),
             )
         )
-    single = [a.arm for a in arms if a.n_seeds < 2]
-    if single:
-        notes.append(
-            "intervals not estimable for single-seed arms (no seeds to resample): "
-            + ", ".join(single)
-        )
+    return arms, notes
+
+
+def _profiles(
+    scores: dict[str, np.ndarray],
+) -> tuple[tuple[float, ...], dict[str, tuple[float, ...]]]:
+    """The thresholds τ, spread over every score, and each arm's performance profile on them."""
     everything = np.concatenate([v.ravel() for v in scores.values()])
     taus = np.linspace(everything.min(), everything.max(), PROFILE_POINTS)
-    return Aggregates(
-        source=table.source,
-        scale=scale,
-        baseline=baseline,
-        tasks=tasks,
-        lower_is_better=lower,
-        confidence=confidence,
-        n_boot=n_boot,
-        seed=seed,
-        aso_threshold=aso_threshold,
-        aso_comparisons=len(aso_arms),
-        arms=tuple(arms),
-        notes=tuple(notes),
-        profile_taus=tuple(float(t) for t in taus),
-        profiles={
-            arm: tuple(map(float, performance_profile(v, taus))) for arm, v in scores.items()
-        },
-    )
+    profiles = {arm: tuple(map(float, performance_profile(v, taus))) for arm, v in scores.items()}
+    return tuple(float(t) for t in taus), profiles
 
 
 def _direction(tasks: Sequence[str], lower_is_better: bool | None) -> bool:

@@ -17,8 +17,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from archaudit.stats.errors import DesignError
-from archaudit.stats.judge import judge
-from archaudit.stats.options import JudgeOptions
+from archaudit.stats.judge import ArmVerdict, Judgement, judge
+from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import Table, TableLike, load_table
 from archaudit.stats.verdicts import DIVERGED, INCOMPLETE
@@ -73,13 +73,12 @@ def transfer_across_baselines(
     table: TableLike,
     metric: str,
     baselines: Sequence[str],
-    *,
-    lower_is_better: bool | None = None,
-    correction: str = "holm",
-    alpha: float = 0.05,
-    scale: str | None = None,
+    options: JudgeOptions = DEFAULT,
 ) -> BaselineTransfer:
-    """Judge every non-baseline arm against each baseline and compare."""
+    """Judge every non-baseline arm against each baseline and compare.
+
+    `options` judges each family; its `baseline` is replaced by each of `baselines` in turn.
+    """
     table = load_table(table)
     if len(set(baselines)) < 2:
         raise DesignError(
@@ -87,41 +86,56 @@ def transfer_across_baselines(
             f"got baselines {list(baselines)}",
             "name at least two different baselines",
         )
-    per_baseline = _audit_layout(table, baselines)
-    options = JudgeOptions(
-        lower_is_better=lower_is_better, correction=correction, alpha=alpha, scale=scale
-    )
-    judged = {
-        base: judge(per_baseline[base], metric, options.but(baseline=AUDIT_BASELINE))
-        if per_baseline
-        else judge(
-            table,
-            metric,
-            options.but(baseline=base, exclude=tuple(b for b in baselines if b != base)),
-        )
-        for base in baselines
-    }
+    judged = _judge_each(table, metric, baselines, options)
     by_arm = {base: {v.arm: v for v in judgement.arms} for base, judgement in judged.items()}
-    arms = []
-    for arm in by_arm[baselines[0]]:
-        verdicts = [by_arm[base][arm] for base in baselines]
-        if any(v.verdict in (DIVERGED, INCOMPLETE) for v in verdicts):
-            continue
-        signs = {np.sign(v.delta) for v in verdicts}
-        arms.append(
-            ArmAcrossBaselines(
-                arm=arm,
-                deltas={base: v.delta for base, v in zip(baselines, verdicts, strict=True)},
-                verdicts={base: v.verdict for base, v in zip(baselines, verdicts, strict=True)},
-                sign_agrees=len(signs) == 1,
-                verdict_flips=len({v.verdict for v in verdicts}) > 1,
-            )
-        )
+    found = (_across(arm, baselines, by_arm) for arm in by_arm[baselines[0]])
+    arms = tuple(arm for arm in found if arm is not None)
     return BaselineTransfer(
         metric=metric,
         scale=judged[baselines[0]].scale,
         baselines=tuple(baselines),
         sign_agreement=float(np.mean([a.sign_agrees for a in arms])) if arms else float("nan"),
         flipped=tuple(a.arm for a in arms if a.verdict_flips),
-        arms=tuple(arms),
+        arms=arms,
+    )
+
+
+def _judge_each(
+    table: Table, metric: str, baselines: Sequence[str], options: JudgeOptions
+) -> dict[str, Judgement]:
+    """Each baseline's judgement: of its own `<arm>@<baseline>` runs in the audit layout, else
+    of the whole table with the other baselines left out (so every family has the same m)."""
+    per_baseline = _audit_layout(table, baselines)
+    if per_baseline:
+        return {
+            base: judge(per_baseline[base], metric, options.but(baseline=AUDIT_BASELINE))
+            for base in baselines
+        }
+    return {
+        base: judge(
+            table,
+            metric,
+            options.but(
+                baseline=base,
+                exclude=(*options.exclude, *(b for b in baselines if b != base)),
+            ),
+        )
+        for base in baselines
+    }
+
+
+def _across(
+    arm: str, baselines: Sequence[str], by_arm: dict[str, dict[str, ArmVerdict]]
+) -> ArmAcrossBaselines | None:
+    """One arm's Δ and verdict against every baseline (None when it diverged or is incomplete
+    against any of them)."""
+    verdicts = [by_arm[base][arm] for base in baselines]
+    if any(v.verdict in (DIVERGED, INCOMPLETE) for v in verdicts):
+        return None
+    return ArmAcrossBaselines(
+        arm=arm,
+        deltas={base: v.delta for base, v in zip(baselines, verdicts, strict=True)},
+        verdicts={base: v.verdict for base, v in zip(baselines, verdicts, strict=True)},
+        sign_agrees=len({np.sign(v.delta) for v in verdicts}) == 1,
+        verdict_flips=len({v.verdict for v in verdicts}) > 1,
     )

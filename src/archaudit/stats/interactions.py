@@ -12,8 +12,9 @@ the sum of the cell means, each signed by the product of its choices' codes (+1 
 It is what the combination does beyond adding its sub-combinations' effects, oriented so that
 positive = better. Its standard error is σ·√(Σ_T 1/n_T) with σ the seed noise pooled over every
 cell with two or more seeds (the within-cell residual of the cell-means model, df = Σ(n_T − 1)),
-and it is tested with Student's t on those degrees of freedom, Holm-corrected over the
-combinations tested. A combination with a sub-cell that was not run has no contrast (NaN).
+and it is tested with Student's t on those degrees of freedom. The p-values are corrected over
+the combinations tested (Holm unless the options name another correction). A combination with
+a sub-cell that was not run has no contrast (NaN).
 
 The additive model predicts each combination's mean from one main effect per choice (least
 squares on the cell means); the harmful-count model instead predicts the metric from how many
@@ -31,11 +32,12 @@ from typing import NamedTuple
 import numpy as np
 import scipy.stats
 
+from archaudit.errors import ConfigError
 from archaudit.stats.corrections import adjust_pvalues
 from archaudit.stats.errors import DesignError
 from archaudit.stats.judge import collect_family
 from archaudit.stats.noise import pooled_sd
-from archaudit.stats.options import JudgeOptions
+from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.samples import ArmSample
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import TableLike, load_table
@@ -63,7 +65,7 @@ class CombinationEffect(JsonResult):
     p: float
     """Two-sided Student-t p-value of I_S = 0."""
     p_adj: float
-    """Holm-adjusted over the combinations with a contrast."""
+    """Adjusted over the combinations with a contrast (Holm unless the options say otherwise)."""
     harmful_count: int
 
 
@@ -89,34 +91,19 @@ class Interactions(JsonResult):
 def interactions(
     table: TableLike,
     metric: str,
+    options: JudgeOptions = DEFAULT,
     *,
-    baseline: str = "baseline",
-    lower_is_better: bool | None = None,
-    scale: str | None = None,
     separator: str = "+",
 ) -> Interactions:
-    """Interaction contrasts, the additive fit and the harmful-count fit at one scale."""
+    """Interaction contrasts, the additive fit and the harmful-count fit at one scale.
+
+    `options` chooses the family (baseline, scale, direction, arms) and the correction of the
+    contrasts' p-values (Holm by default; Dunnett's many-to-one test does not apply to them).
+    """
     table = load_table(table)
-    options = JudgeOptions(baseline=baseline, lower_is_better=lower_is_better, scale=scale)
     family = collect_family(table, metric, options)
     samples = [family.baseline, *(s for s in family.arms if s.status == "ok")]
-    present = [
-        frozenset() if s is family.baseline else frozenset(s.arm.split(separator)) for s in samples
-    ]
-    factors = sorted(set().union(*present))
-    design = np.array([[1.0] + [f in combo for f in factors] for combo in present])
-    if (
-        len(factors) < 2
-        or len(samples) <= len(factors) + 1
-        or (np.linalg.matrix_rank(design) < len(factors) + 1)
-    ):
-        raise DesignError(
-            table.source,
-            f"arms {[s.arm for s in samples]} do not identify an additive model of "
-            f"{len(factors)} choices plus interactions",
-            f"name arms as choices joined by {separator!r} (e.g. a{separator}b) and run every "
-            "single choice plus at least one combination",
-        )
+    present, factors, design = _additive_design(table.source, samples, separator)
     # Oriented so that positive = better; reported means stay in the metric's own units.
     means = np.array([s.mean for s in samples])
     better = family.sign * means
@@ -128,47 +115,86 @@ def interactions(
     sigma, dof = pooled_sd([s.values for s in samples if len(s.values) > 1])
     cells = dict(zip(present, samples, strict=True))
     contrasts = [_contrast(combo, cells, family.sign, sigma, dof) for combo in present]
-    tested = [i for i, c in enumerate(contrasts) if not math.isnan(c.p)]
-    p_adj = dict(zip(tested, adjust_pvalues([contrasts[i].p for i in tested], "holm"), strict=True))
-    missing = [
-        sample.arm
-        for sample, combo, c in zip(samples, present, contrasts, strict=True)
-        if len(combo) > 1 and math.isnan(c.value)
-    ]
+    p_adj = _adjusted([c.p for c in contrasts], options.correction)
+    combined = tuple(
+        CombinationEffect(
+            arm=sample.arm,
+            factors=tuple(sorted(combo)),
+            n_seeds=len(sample.values),
+            observed=float(means[i]),
+            predicted=float(family.sign * fitted[i]),
+            interaction=contrasts[i].value,
+            interaction_sigmas=contrasts[i].value / sigma,
+            se=contrasts[i].se,
+            t=contrasts[i].t,
+            df=dof,
+            p=contrasts[i].p,
+            p_adj=p_adj[i],
+            harmful_count=int(counts[i]),
+        )
+        for i, (sample, combo) in enumerate(zip(samples, present, strict=True))
+    )
     return Interactions(
         metric=metric,
         scale=family.scale,
-        baseline=baseline,
+        baseline=options.baseline,
         sigma=sigma,
         sigma_dof=dof,
         main_effects=main_effects,
         harmful=harmful,
         r2_additive=r2_additive,
         r2_harmful_count=r2_count if np.ptp(counts) > 0 else math.nan,
-        combinations=tuple(
-            CombinationEffect(
-                arm=sample.arm,
-                factors=tuple(sorted(combo)),
-                n_seeds=len(sample.values),
-                observed=float(means[i]),
-                predicted=float(family.sign * fitted[i]),
-                interaction=contrasts[i].value,
-                interaction_sigmas=contrasts[i].value / sigma,
-                se=contrasts[i].se,
-                t=contrasts[i].t,
-                df=dof,
-                p=contrasts[i].p,
-                p_adj=float(p_adj.get(i, math.nan)),
-                harmful_count=int(counts[i]),
-            )
-            for i, (sample, combo) in enumerate(zip(samples, present, strict=True))
-        ),
-        notes=(
-            "no interaction contrast where a sub-combination was not run (or did not finish): "
-            + ", ".join(missing),
+        combinations=combined,
+        notes=_missing_note(combined),
+    )
+
+
+def _additive_design(
+    source: str, samples: list[ArmSample], separator: str
+) -> tuple[list[frozenset[str]], list[str], np.ndarray]:
+    """Each sample's choices (the baseline first, with none), the choices, and the design
+    matrix of the additive model (intercept, one column per choice). A `DesignError` when the
+    arms do not identify it plus at least one interaction."""
+    present = [
+        frozenset(s.arm.split(separator)) if i else frozenset() for i, s in enumerate(samples)
+    ]
+    factors = sorted(set().union(*present))
+    design = np.array([[1.0] + [f in combo for f in factors] for combo in present])
+    if (
+        len(factors) < 2
+        or len(samples) <= len(factors) + 1
+        or (np.linalg.matrix_rank(design) < len(factors) + 1)
+    ):
+        raise DesignError(
+            source,
+            f"arms {[s.arm for s in samples]} do not identify an additive model of "
+            f"{len(factors)} choices plus interactions",
+            f"name arms as choices joined by {separator!r} (e.g. a{separator}b) and run every "
+            "single choice plus at least one combination",
         )
-        if missing
-        else (),
+    return present, factors, design
+
+
+def _adjusted(p: list[float], correction: str) -> list[float]:
+    """Adjusted p-values over the contrasts that have one (NaN for the rest)."""
+    if correction == "dunnett":
+        raise ConfigError(
+            "interaction contrasts are not comparisons with the baseline, so dunnett does not "
+            "apply: pass holm, bonferroni, bh or none"
+        )
+    tested = [i for i, value in enumerate(p) if not math.isnan(value)]
+    adjusted = dict(zip(tested, adjust_pvalues([p[i] for i in tested], correction), strict=True))
+    return [float(adjusted.get(i, math.nan)) for i in range(len(p))]
+
+
+def _missing_note(combinations: tuple[CombinationEffect, ...]) -> tuple[str, ...]:
+    """A note naming the combinations without a contrast because a sub-combination is missing."""
+    missing = [c.arm for c in combinations if len(c.factors) > 1 and math.isnan(c.interaction)]
+    if not missing:
+        return ()
+    return (
+        "no interaction contrast where a sub-combination was not run (or did not finish): "
+        + ", ".join(missing),
     )
 
 

@@ -10,7 +10,8 @@ metric at every scale of a results table:
 - SNR = signal / σ, beside the SNR pure seed noise gives (1/√seeds: arm means of equal arms
   still differ by σ/√n), so an SNR near it means the arms do not differ on this metric;
 - each arm's |Δ| from the baseline in σ, and the seeds per arm the design would need to declare
-  it (`power.seeds_needed`, Holm over the arms; None below 2σ, which is never declared).
+  it (`power.seeds_needed`, corrected over the arms as the options say, Holm by default; None
+  below 2σ, which is never declared).
 
 Downstream tasks without signal in the audit are left out first, as every verdict leaves them
 out (`archaudit.stats.signal`), so `downstream_avg` here is the one judged.
@@ -31,6 +32,7 @@ import numpy as np
 from archaudit.stats.errors import TableError
 from archaudit.stats.grading import NOT_DOWNSTREAM
 from archaudit.stats.noise import pooled_sd
+from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.power import seeds_needed
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.signal import check_signal
@@ -84,12 +86,16 @@ class SignalToNoise(JsonResult):
 
 def signal_to_noise(
     table: Table,
+    options: JudgeOptions = DEFAULT,
     *,
-    baseline: str = "baseline",
     metrics: Sequence[str] | None = None,
-    alpha: float = 0.05,
 ) -> SignalToNoise:
-    """SNR of every metric (or `metrics`) at every scale, most informative first."""
+    """SNR of every metric (or `metrics`) at every scale, most informative first.
+
+    `options` names the baseline, and the test (α, correction, power) that the seeds needed
+    are planned for. SNR and |Δ|/σ do not depend on the direction of a metric.
+    """
+    baseline = options.baseline
     table.check_arm(baseline, "baseline")
     signal = check_signal(table)
     table = signal.table
@@ -100,7 +106,7 @@ def signal_to_noise(
     for metric in names:
         scale_spread = _scale_spread(table, metric, baseline)
         for scale in table.scales:
-            found = _metric_signal(table, metric, scale, baseline, alpha)
+            found = _metric_signal(table, metric, scale, options)
             if found is not None:
                 rows.append(replace(found, scale_spread=scale_spread))
     if not rows:
@@ -134,8 +140,9 @@ def _arm_values(table: Table, metric: str, scale: str) -> dict[str, np.ndarray]:
 
 
 def _metric_signal(
-    table: Table, metric: str, scale: str, baseline: str, alpha: float
+    table: Table, metric: str, scale: str, options: JudgeOptions
 ) -> MetricSignal | None:
+    baseline = options.baseline
     values = _arm_values(table, metric, scale)
     groups = [v for v in values.values() if len(v) >= 2]
     if len(values) < 2 or not groups:
@@ -148,7 +155,15 @@ def _metric_signal(
     if baseline in means and sigma > 0:
         effects = {a: abs(m - means[baseline]) / sigma for a, m in means.items() if a != baseline}
     needed = {
-        arm: seeds_needed(effect, arms=len(effects), alpha=alpha) if effect > 0 else None
+        arm: seeds_needed(
+            effect,
+            arms=len(effects),
+            alpha=options.alpha,
+            correction=options.correction,
+            target=options.power_target,
+        )
+        if effect > 0
+        else None
         for arm, effect in effects.items()
     }
     return MetricSignal(

@@ -19,15 +19,15 @@ stated coverage. Arms whose intervals overlap can be ranked either way; when not
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import stdtrit
 
+from archaudit.errors import ConfigError
 from archaudit.stats.errors import DesignError
 from archaudit.stats.judge import ArmVerdict, Judgement, collect_family, judge
-from archaudit.stats.options import JudgeOptions
+from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.ranking import (
     interval_order,
     kendall_bounds,
@@ -89,18 +89,54 @@ class ScaleTransfer(JsonResult):
 def cross_scale_transfer(
     table: TableLike,
     metric: str,
+    options: JudgeOptions = DEFAULT,
     *,
-    baseline: str = "baseline",
     small: str | None = None,
     large: str | None = None,
-    lower_is_better: bool | None = None,
-    correction: str = "holm",
-    alpha: float = 0.05,
-    anchors: Sequence[str] = (),
     confidence: float = 0.95,
 ) -> ScaleTransfer:
-    """Compare the arms' effects at two scales (default: the smallest and the largest)."""
+    """Compare the arms' effects at two scales (default: the smallest and the largest).
+
+    `options` judges the family at each of the two scales, so its `scale` must be unset.
+    """
     table = load_table(table)
+    small, large = _two_scales(table, options, small, large)
+    judged = {s: judge(table, metric, options.but(scale=s)) for s in (small, large)}
+    verdicts = {s: {v.arm: v for v in judged[s].arms} for s in (small, large)}
+    names = _finished_at_both(table.source, verdicts, small, large)
+    deltas = {s: np.array([verdicts[s][arm].delta for arm in names]) for s in (small, large)}
+    level = (1.0 - confidence) / (2 * len(names))  # Bonferroni over both scales' intervals
+    orders = {s: _order(table, metric, s, names, options, level) for s in (small, large)}
+    rho = spearman(deltas[small], deltas[large])
+    rho_interval = _estimable(spearman_bounds(orders[small], orders[large]))
+    arms = _arm_rows(names, deltas, orders, verdicts, (small, large))
+    return ScaleTransfer(
+        metric=metric,
+        baseline=options.baseline,
+        small=small,
+        large=large,
+        n_arms=len(names),
+        sign_preserved=float(np.mean([arm.sign_preserved for arm in arms])),
+        spearman=rho,
+        spearman_interval=rho_interval,
+        kendall=kendall_tau_b(deltas[small], deltas[large]),
+        kendall_interval=_estimable(kendall_bounds(orders[small], orders[large])),
+        confidence=confidence,
+        arms=arms,
+        diverged_only_at_large=_diverged_only_at_large(judged[small], judged[large]),
+        notes=tuple(_notes(rho, rho_interval, small, large, confidence)),
+    )
+
+
+def _two_scales(
+    table: Table, options: JudgeOptions, small: str | None, large: str | None
+) -> tuple[str, str]:
+    """The scales to compare: as given, else the table's smallest and largest."""
+    if options.scale is not None:
+        raise ConfigError(
+            f"cross-scale transfer compares two scales, not scale {options.scale!r}: "
+            "name them with small and large (--from, --to)"
+        )
     if len(table.scales) < 2:
         raise DesignError(
             f"{table.source} (column 'scale')",
@@ -108,16 +144,13 @@ def cross_scale_transfer(
             "train the arms at a second scale",
         )
     small = table.resolve_scale(small or table.scales[0])
-    large = table.resolve_scale(large or table.scales[-1])
-    options = JudgeOptions(
-        baseline=baseline,
-        anchors=tuple(anchors),
-        lower_is_better=lower_is_better,
-        correction=correction,
-        alpha=alpha,
-    )
-    judged = {s: judge(table, metric, options.but(scale=s)) for s in (small, large)}
-    verdicts = {s: {v.arm: v for v in judged[s].arms} for s in (small, large)}
+    return small, table.resolve_scale(large or table.scales[-1])
+
+
+def _finished_at_both(
+    source: str, verdicts: dict[str, dict[str, ArmVerdict]], small: str, large: str
+) -> list[str]:
+    """The arms judged at both scales that neither diverged nor stayed incomplete (>= 3)."""
     names = [
         arm
         for arm in verdicts[small]
@@ -126,34 +159,11 @@ def cross_scale_transfer(
     ]
     if len(names) < 3:
         raise DesignError(
-            table.source,
+            source,
             f"only {len(names)} arms finished at both {small!r} and {large!r}",
             "rank correlations need at least 3",
         )
-    deltas = {s: np.array([verdicts[s][arm].delta for arm in names]) for s in (small, large)}
-    level = (1.0 - confidence) / (2 * len(names))  # Bonferroni over both scales' intervals
-    orders = {s: _order(table, metric, s, names, options, level) for s in (small, large)}
-    rho = spearman(deltas[small], deltas[large])
-    rho_interval = _estimable(spearman_bounds(orders[small], orders[large]))
-    tau_interval = _estimable(kendall_bounds(orders[small], orders[large]))
-    notes = _notes(rho, rho_interval, small, large, confidence)
-    arms = _arm_rows(names, deltas, orders, verdicts, (small, large))
-    return ScaleTransfer(
-        metric=metric,
-        baseline=baseline,
-        small=small,
-        large=large,
-        n_arms=len(names),
-        sign_preserved=float(np.mean([arm.sign_preserved for arm in arms])),
-        spearman=rho,
-        spearman_interval=rho_interval,
-        kendall=kendall_tau_b(deltas[small], deltas[large]),
-        kendall_interval=tau_interval,
-        confidence=confidence,
-        arms=arms,
-        diverged_only_at_large=_diverged_only_at_large(judged[small], judged[large]),
-        notes=tuple(notes),
-    )
+    return names
 
 
 def _arm_rows(
