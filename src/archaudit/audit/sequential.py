@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -36,10 +36,19 @@ from archaudit.audit.plan import BASELINE, Plan, RunSpec
 from archaudit.audit.protocol import ProtocolNote
 from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write_text
-from archaudit.stats.sequential import SequentialRule
-
-if TYPE_CHECKING:  # imported where used: scipy loads only when an audit is sequential
-    from archaudit.stats.sequential import ArmTests, SequentialRule
+from archaudit.stats.family import resolve_direction
+from archaudit.stats.sequential import (
+    FUTILE,
+    OPEN,
+    STATE_NAMES,
+    ArmTests,
+    SequentialRule,
+    arm_tests,
+    final_thresholds,
+    look,
+    next_seed_value,
+)
+from archaudit.stats.verdicts import DIVERGED, classify
 
 RECORD_DIR, SUMMARY = store.SEQUENTIAL_DIR, store.SEQUENTIAL_SUMMARY
 ARM_STOPS = {
@@ -213,6 +222,11 @@ class Family:
     metric: str
     arms: tuple[str, ...]
 
+    @property
+    def sign(self) -> float:
+        """+1 when higher is better, −1 when lower is better (read from the metric's name)."""
+        return -1.0 if resolve_direction(self.metric, None) else 1.0
+
 
 @dataclass(frozen=True)
 class FamilyState:
@@ -265,10 +279,6 @@ def replay(
     rule: SequentialRule,
 ) -> FamilyState:
     """Every look of the family again, in order: look k sees the seeds of history[k]."""
-    from archaudit.stats.grading import looks_like_loss
-    from archaudit.stats.sequential import FUTILE, arm_tests, look, next_seed_value
-
-    sign = -1.0 if looks_like_loss(family.metric) else 1.0
     m = len(family.arms)
     state = np.zeros((1, m), dtype=np.int8)
     before = np.zeros(m, dtype=int)
@@ -288,7 +298,7 @@ def replay(
             seeds, diverged[i] = _values(results, key(arm, family.scale), n[i], family.metric)
             if not diverged[i]:
                 values[0, i, : len(seeds)] = seeds
-        tests = arm_tests(baseline[None, :], values, sign)
+        tests = arm_tests(baseline[None, :], values, family.sign)
         tested = ((n > before) & ~diverged)[None, :]
         state = look(rule, tests, state, tested)
         state[0, diverged] = FUTILE
@@ -315,9 +325,6 @@ def _values(
 def pilot_effects(plan: Plan, metric: str) -> dict[tuple[str, str], float]:
     """(arm, scale) → observed Δ/σ (positive = better) from the finished runs already in the
     audit directory (a pilot); empty when a family has too few of them."""
-    from archaudit.stats.grading import looks_like_loss
-    from archaudit.stats.sequential import arm_tests
-
     if not plan.audit_dir.is_dir():
         return {}
     results = collect(extend_plan(plan, read_rounds(plan.audit_dir)))
@@ -330,8 +337,7 @@ def pilot_effects(plan: Plan, metric: str) -> dict[tuple[str, str], float]:
         values = np.full((1, len(rows), max(len(row) for row in rows)), np.nan)
         for i, row in enumerate(rows):
             values[0, i, : len(row)] = row
-        sign = -1.0 if looks_like_loss(metric) else 1.0
-        tests = arm_tests(base[None, :], values, sign)
+        tests = arm_tests(base[None, :], values, family.sign)
         for i, arm in enumerate(family.arms):
             found[(arm, family.scale)] = float(tests.delta[0, i] / tests.sigma[0])
     return found
@@ -447,8 +453,6 @@ def next_seeds(
 
 def _worth_a_seed(fs: FamilyState, i: int, seeds: int, rule: SequentialRule) -> bool:
     """Arm i is open, below its maximum, and its next seed is not a last one worth nothing."""
-    from archaudit.stats.sequential import OPEN
-
     if fs.state[i] != OPEN or seeds >= rule.max_seeds:
         return False
     return seeds + 1 < rule.max_seeds or fs.value[i] >= VALUELESS
@@ -477,9 +481,6 @@ def _finish(
 
 
 def _family_result(fs: FamilyState, rule: SequentialRule, budget: bool) -> FamilyResult:
-    from archaudit.stats.sequential import STATE_NAMES, final_thresholds
-    from archaudit.stats.verdicts import DIVERGED, classify
-
     tests, family = fs.tests, fs.family
     sigma = float(tests.sigma[0])
     thresholds = final_thresholds(rule, tests, fs.state[None, :])[0]

@@ -371,10 +371,9 @@ def simulate_sequential(
     noise: str = "normal",
 ) -> SequentialSimulation:
     """Simulate `audits` sequential audits of `arms` arms (reproducible from `seed`), and on the
-    same draws the fixed design of `fixed_seeds` seeds per arm (default: the rule's maximum) with
-    as many baseline seeds (at least the rule's first look's). `noise` names the seed-noise
-    model (stats/noise_models.py), or `panel`: then `fwer` is the normal model's and `panel`
-    holds every model's null rate."""
+    same draws the fixed design: `fixed_seeds` per arm (default: the rule's maximum), as many
+    for the baseline. `noise` names the seed-noise model (stats/noise_models.py); with `panel`,
+    `fwer` is the normal model's and `panel` holds every model's null rate."""
     rule = rule or SequentialRule()
     if arms < 1 or audits < 1 or len(effects) > arms:
         raise ConfigError(f"need >= 1 arm, >= 1 audit and <= {arms} effects")
@@ -386,18 +385,11 @@ def simulate_sequential(
         arms, audits, effects, max(cap, fixed_baseline), max(top, fixed_seeds), seed, models[0]
     )
     state, n, n0, rounds = run_sequential(rule, baseline[:, :cap], values[..., :top])
-    fixed = arm_tests(baseline[:, :fixed_baseline], values[..., :fixed_seeds])
-    everyone = np.ones((audits, arms), dtype=bool)
-    fixed_state = holm_step_down(
-        np.zeros((audits, arms), dtype=np.int8),
-        fixed,
-        everyone,
-        holm_boundaries(rule.alpha, arms, 1),
-        np.zeros((audits, arms), dtype=int),
-    )
-    null = shift == 0.0
-    fwer = float(np.mean(np.any(_significant(state[:, null]), axis=1)))
+    fixed_state = _fixed_design(rule, baseline[:, :fixed_baseline], values[..., :fixed_seeds])
     groups = {f"{e:g}": np.flatnonzero(shift == e) for e in sorted(set(effects)) if e != 0.0}
+    fwer, power, planted, all_found = _declared(state, shift, groups)
+    fixed_fwer, fixed_power, fixed_planted, fixed_all_found = _declared(fixed_state, shift, groups)
+    panel = _panel(arms, rule, audits, seed, models, fwer)
     return SequentialSimulation(
         arms=arms,
         max_seeds=top,
@@ -410,25 +402,55 @@ def simulate_sequential(
         seed=seed,
         fwer=fwer,
         fwer_se=math.sqrt(fwer * (1.0 - fwer) / audits),
-        power={k: _found(state[:, idx], k) for k, idx in groups.items()},
-        power_planted=_found_planted(state, shift),
-        all_found=_all_found(state, shift),
+        power=power,
+        power_planted=planted,
+        all_found=all_found,
         runs_mean=float(np.mean(n.sum(axis=1) + n0)),
         runs_max=int(np.max(n.sum(axis=1) + n0)),
         rounds_mean=float(np.mean(rounds)),
-        fixed_fwer=float(np.mean(np.any(_significant(fixed_state[:, null]), axis=1))),
-        fixed_power={k: _found(fixed_state[:, idx], k) for k, idx in groups.items()},
-        fixed_power_planted=_found_planted(fixed_state, shift),
-        fixed_all_found=_all_found(fixed_state, shift),
+        fixed_fwer=fixed_fwer,
+        fixed_power=fixed_power,
+        fixed_power_planted=fixed_planted,
+        fixed_all_found=fixed_all_found,
         fixed_seeds=fixed_seeds,
         fixed_runs=arms * fixed_seeds + fixed_baseline,
         stop_reasons={name: float(np.mean(state == code)) for code, name in enumerate(STATE_NAMES)},
-        seeds_mean={k: float(np.mean(n[:, idx])) for k, idx in groups.items()}
-        | ({"null": float(np.mean(n[:, null]))} if null.any() else {}),
+        seeds_mean=_seeds_mean(n, shift, groups),
         noise=noise,
-        panel=(panel := _panel(arms, rule, audits, seed, models, fwer)),
+        panel=panel,
         panel_worst=worst(panel),
     )
+
+
+def _seeds_mean(
+    n: np.ndarray, shift: np.ndarray, groups: dict[str, np.ndarray]
+) -> dict[str, float]:
+    """Mean seeds per arm for each planted effect, and for the null arms ("null")."""
+    null = shift == 0.0
+    means = {k: float(np.mean(n[:, idx])) for k, idx in groups.items()}
+    return means | ({"null": float(np.mean(n[:, null]))} if null.any() else {})
+
+
+def _fixed_design(rule: SequentialRule, baseline: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The final states of the fixed design on these seeds: one look at every arm, Holm."""
+    audits, arms = values.shape[:2]
+    return holm_step_down(
+        np.zeros((audits, arms), dtype=np.int8),
+        arm_tests(baseline, values),
+        np.ones((audits, arms), dtype=bool),
+        holm_boundaries(rule.alpha, arms, 1),
+        np.zeros((audits, arms), dtype=int),
+    )
+
+
+def _declared(
+    state: np.ndarray, shift: np.ndarray, groups: dict[str, np.ndarray]
+) -> tuple[float, dict[str, float], float, float]:
+    """What a design declared: its family-wise error rate over the null arms, the power per
+    planted effect, the share of planted arms found and of audits that found them all."""
+    fwer = float(np.mean(np.any(_significant(state[:, shift == 0.0]), axis=1)))
+    power = {k: _found(state[:, idx], k) for k, idx in groups.items()}
+    return fwer, power, _found_planted(state, shift), _all_found(state, shift)
 
 
 def _panel(
