@@ -423,6 +423,7 @@ def scaling_command(
     source: Source,
     arm: Annotated[str, typer.Option("--arm", help="Arm whose runs are fitted.")] = "baseline",
     loss_metric: Annotated[str, typer.Option("--loss-metric")] = "val_loss",
+    lower_is_better: LowerIsBetter = None,
     params_metric: Annotated[str, typer.Option("--params-metric")] = "n_params",
     tokens_metric: Annotated[str, typer.Option("--tokens-metric")] = "tokens",
     budget: Annotated[
@@ -446,6 +447,7 @@ def scaling_command(
         budget=budget,
         n_boot=n_boot,
         seed=seed,
+        lower_is_better=lower_is_better,
     )
     if _printed_json(fit, json_):
         return

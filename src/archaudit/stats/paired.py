@@ -15,7 +15,8 @@ from scipy.special import betainc, ndtri
 
 from archaudit.errors import did_you_mean
 from archaudit.stats.errors import DesignError, UnknownNameError, check_name
-from archaudit.stats.items import ItemKey, ItemTable, load_items
+from archaudit.stats.family import resolve_direction
+from archaudit.stats.items import ITEM_MEASURES, ItemKey, ItemTable, load_items
 from archaudit.stats.resample import bootstrap_means, percentile_interval
 from archaudit.stats.serialize import JsonResult
 
@@ -199,11 +200,6 @@ def _seed_se(a: np.ndarray, b: np.ndarray) -> float:
     return math.sqrt(float(np.var(a, ddof=1)) / len(a) + float(np.var(b, ddof=1)) / len(b))
 
 
-HIGHER_IS_BETTER = {"bpb": False, "margin": True}
-"""The continuous item measures and their direction: fewer bits per byte, a wider margin."""
-MEASURES = ("correct", *HIGHER_IS_BETTER)
-
-
 @dataclass(frozen=True)
 class PairedTest(JsonResult):
     """A paired test on per-item differences (a − b)."""
@@ -253,11 +249,11 @@ def compare_item_measure(
     """Paired comparison of `arm` with `baseline` on `measure` ("bpb" or "margin"), each item's
     value averaged over each arm's seeds, on the items every run of both has the measure for."""
     items = load_items(items)
-    if measure not in HIGHER_IS_BETTER:
+    if measure not in ITEM_MEASURES:
         raise UnknownNameError(
             "measure",
             f"{measure!r} is not a continuous item measure",
-            "pass bpb or margin" + did_you_mean(measure, HIGHER_IS_BETTER),
+            f"pass one of {', '.join(ITEM_MEASURES)}" + did_you_mean(measure, ITEM_MEASURES),
         )
     _check_arms(items, arm, baseline)
     arm_values = items.values(arm, scale, measure, task)
@@ -273,7 +269,7 @@ def compare_item_measure(
     base_matrix = _run_matrix(base_values, common)
     a, b = arm_matrix.mean(axis=0), base_matrix.mean(axis=0)
     difference = paired_bootstrap(a, b, n_boot=n_boot, seed=seed, confidence=confidence)
-    higher = HIGHER_IS_BETTER[measure]
+    higher = not resolve_direction(measure, None)  # fewer bits per byte, a wider margin
     return MeasureComparison(
         arm=arm,
         baseline=baseline,

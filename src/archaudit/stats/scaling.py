@@ -16,7 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from archaudit.errors import ConfigError
 from archaudit.stats.errors import DesignError
+from archaudit.stats.family import resolve_direction
 from archaudit.stats.resample import percentile_interval
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import Table
@@ -99,11 +101,14 @@ def fit_scaling_law(
     n_boot: int = 200,
     seed: int = 0,
     confidence: float = 0.95,
+    lower_is_better: bool | None = None,
 ) -> ScalingFit:
-    """Fit one arm's runs across scales; each finished run with all three metrics is a point."""
-    table.check_arm(arm)
-    for metric in (loss_metric, params_metric, tokens_metric):
-        table.check_metric(metric)
+    """Fit one arm's runs across scales; each finished run with all three metrics is a point.
+
+    The law falls with N and D, so `loss_metric` must be lower-is-better: read from its name
+    unless `lower_is_better` says so.
+    """
+    _check_columns(table, arm, (loss_metric, params_metric, tokens_metric), lower_is_better)
     points = _points(table, arm, (params_metric, tokens_metric, loss_metric))
     if len({(n, d) for n, d, _ in points}) < 5:
         raise DesignError(
@@ -139,6 +144,20 @@ def fit_scaling_law(
         n_opt=n_opt,
         d_opt=d_opt,
     )
+
+
+def _check_columns(
+    table: Table, arm: str, metrics: tuple[str, str, str], lower_is_better: bool | None
+) -> None:
+    """The arm and the (loss, params, tokens) metrics exist, and the loss is lower-is-better."""
+    table.check_arm(arm)
+    for metric in metrics:
+        table.check_metric(metric)
+    if not resolve_direction(metrics[0], lower_is_better):
+        raise ConfigError(
+            f"{metrics[0]!r} is higher-is-better, and L(N, D) falls with N and D: fit a loss "
+            "(val_loss, bpb, perplexity), or say it is one with --lower-is-better"
+        )
 
 
 def _points(table: Table, arm: str, metrics: tuple[str, str, str]) -> list[tuple[float, ...]]:
