@@ -3,21 +3,49 @@
 Defect: `cross_scale_transfer`, `transfer_across_baselines`, `interactions` and `aggregate`
 defaulted to `lower_is_better=False`, so on a loss they called the lower-loss arm a regressor,
 while `judge` read the direction from the name.
+
+Must-show 2 of issue 26: every public entry point of `archaudit.stats` (and the sequential loop
+of `archaudit.audit.sequential`) that takes a metric is called here on a loss, with no
+direction argument, and must treat lower as better. A new entry point that takes a metric fails
+`test_every_entry_point_that_takes_a_metric_is_checked` until it is added to CHECKS (or to
+DIRECTION_FREE, with the reason it has no direction).
 """
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import pkgutil
+import random
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+import archaudit.stats
+from archaudit.errors import ConfigError
 from archaudit.stats import (
     cross_scale_transfer,
+    decoupling,
+    fit_scaling_law,
     interactions,
     judge,
     resolve_direction,
     transfer_across_baselines,
 )
 from archaudit.stats.aggregate import aggregate
+from archaudit.stats.family import collect_family
+from archaudit.stats.items import ItemResult, ItemTable
+from archaudit.stats.options import JudgeOptions
+from archaudit.stats.paired import compare_item_measure
+from archaudit.stats.scaling import LossSurface
+from archaudit.stats.snr import signal_to_noise
 from archaudit.stats.table import Row, Table
 
 NOISE = (-0.01, 0.0, 0.01)
+METRIC_PARAMETERS = {"metric", "metrics", "loss_metric", "downstream_metric", "measure", "family"}
+"""Parameters that name a metric (a sequential `family` carries its metric)."""
 
 
 def losses(means: dict[str, float], metrics=("val_loss",), scales=("s",)) -> Table:
@@ -43,39 +71,235 @@ def test_the_direction_comes_from_the_name_unless_given():
     assert resolve_direction("val_loss", False) is False
 
 
-def test_judge_on_a_loss_without_direction():
-    assert all(v.delta > 0 for v in judge(losses(BETTER), "val_loss").arms)
+# ---------------------------------------------------------------------------------------------
+# one check per entry point: called on a loss without a direction, lower must read as better
 
 
-def test_cross_scale_transfer_on_a_loss_without_direction():
+def check_judge():
+    result = judge(losses(BETTER), "val_loss")
+    assert result.lower_is_better is True
+    assert all(v.delta > 0 and v.verdict == "improver" for v in result.arms)
+
+
+def check_collect_family():
+    assert collect_family(losses(BETTER), "val_loss").sign == -1.0
+
+
+def check_cross_scale_transfer():
     result = cross_scale_transfer(losses(BETTER, scales=("d6", "d12")), "val_loss")
     assert all(arm.delta_small > 0 and arm.delta_large > 0 for arm in result.arms)
     assert {arm.verdict_small for arm in result.arms} == {"improver"}
 
 
-def test_transfer_across_baselines_on_a_loss_without_direction():
+def check_transfer_across_baselines():
     table = losses({**BETTER, "other": 3.0})
     result = transfer_across_baselines(table, "val_loss", ["baseline", "other"])
     assert all(d > 0 for arm in result.arms for d in arm.deltas.values())
 
 
-def test_interactions_on_a_loss_without_direction():
+def check_interactions():
     table = losses({"baseline": 3.0, "qk": 2.9, "gqa": 2.8, "qk+gqa": 2.7})
     result = interactions(table, "val_loss")
     assert result.main_effects["qk"] > 0 and result.main_effects["gqa"] > 0
     assert result.harmful == ()
 
 
-def test_aggregate_on_loss_tasks_without_direction():
+def check_aggregate():
     table = losses(BETTER, metrics=("a/nll", "b/nll"))
     result = aggregate(table, metrics=("a/nll", "b/nll"), n_boot=50)
     assert result.lower_is_better is True
     assert all(arm.prob_improvement > 0.5 for arm in result.arms if arm.arm != "baseline")
 
 
-def test_aggregate_refuses_tasks_that_mix_directions():
-    from archaudit.errors import ConfigError
+def check_decoupling():
+    """The downstream side may be a loss too (bits per byte): read from its name."""
+    loss = losses({"baseline": 3.0, "a": 3.0, "b": 3.0, "c": 3.0}, metrics=("val_loss",))
+    bpb = losses(BETTER, metrics=("downstream_bpb",))
+    result = decoupling(Table(loss.rows + bpb.rows), downstream_metric="downstream_bpb")
+    assert {arm.downstream_verdict for arm in result.arms} == {"improver"}
+    assert all(arm.downstream_delta > 0 for arm in result.arms)
 
+
+def check_signal_to_noise():
+    """Direction-free by design (|Δ|/σ, the spread of the means): a loss and its negation as a
+    score give the same numbers."""
+    table = losses(BETTER)
+    score = Table(tuple(Row(r.arm, r.scale, r.seed, "score", -r.value) for r in table.rows))
+    (loss_row,) = signal_to_noise(table).metrics
+    (score_row,) = signal_to_noise(score).metrics
+    assert loss_row.effects == pytest.approx(score_row.effects)
+    assert loss_row.snr == pytest.approx(score_row.snr)
+
+
+def scaling_table(metric: str) -> Table:
+    truth = LossSurface(E=1.69, A=406.4, alpha=0.34, B=410.7, beta=0.28, huber_loss=0.0)
+    rows = []
+    for index, (n, d) in enumerate((n, d) for n in (1e7, 1e8, 1e9) for d in (2e9, 2e11)):
+        values = {"n_params": n, "tokens": d, metric: float(truth.predict(n, d))}
+        rows += [Row("baseline", f"run{index}", 0, m, float(v)) for m, v in values.items()]
+    return Table(tuple(rows))
+
+
+def check_fit_scaling_law():
+    """The law falls with N and D: a loss is fitted, a score is refused unless declared."""
+    fit = fit_scaling_law(scaling_table("val_loss"), n_boot=4)
+    assert math.isclose(fit.surface.E, 1.69, rel_tol=0.05)
+    with pytest.raises(ConfigError, match="higher-is-better"):
+        fit_scaling_law(scaling_table("acc"), loss_metric="acc", n_boot=4)
+    fit_scaling_law(scaling_table("acc"), loss_metric="acc", n_boot=4, lower_is_better=True)
+
+
+def check_compare_item_measure():
+    """bpb is a loss: the arm with fewer bits per byte is the better one."""
+    bpb, rng = {"baseline": 1.0, "better": 0.9}, random.Random(0)
+    items = ItemTable(
+        tuple(
+            ItemResult(arm, "s", seed, "t", str(i), True, bpb=value + rng.gauss(0, 0.05))
+            for arm, value in bpb.items()
+            for seed in range(2)
+            for i in range(20)
+        )
+    )
+    result = compare_item_measure(items, "better", "baseline", "s", "bpb", n_boot=50)
+    assert result.higher_is_better is False and result.improvement > 0
+
+
+def sequential_family(metric: str = "val_loss"):
+    from archaudit.audit.sequential import Family
+
+    return Family("baseline", "s", metric, ("a", "b"))
+
+
+def check_replay():
+    """The sequential loop judges a loss as lower-is-better at every look."""
+    from archaudit.audit.sequential import replay
+    from archaudit.stats.sequential import SequentialRule
+
+    means = {"baseline": 3.0, "a": 2.5, "b": 3.5}
+    results = {
+        f"{arm}/s": {
+            seed: {"status": "ok", "metrics": {"val_loss": mean + jitter}}
+            for seed, jitter in enumerate(NOISE)
+        }
+        for arm, mean in means.items()
+    }
+    history = [{f"{arm}/s": 3 for arm in means}]
+    state = replay(sequential_family(), history, results, SequentialRule())
+    assert state.tests.delta[0, 0] > 0 > state.tests.delta[0, 1]
+
+
+def check_pilot_effects(tmp_path: Path):
+    """A pilot's effects (Δ/σ, positive = better) of a loss: lower loss, positive effect."""
+    from archaudit.audit import sequential, store
+    from archaudit.audit.plan import make_plan
+    from archaudit.audit.spec import load_audit
+
+    path = tmp_path / "audit.toml"
+    path.write_text(PILOT_AUDIT)
+    plan = make_plan(load_audit(path))
+    store.materialize(plan)
+    shift = {"qk_norm": -0.5, "geglu": 0.5}
+    for run in plan.runs:
+        value = 3.0 + shift.get(run.arm, 0.0) + NOISE[run.seed % 3]
+        record = {"id": run.run_id, "arm": run.arm, "scale": run.scale, "seed": run.seed}
+        record |= {"status": "ok", "metrics": {"val_loss": value}}
+        store.write_done(plan.run_dir(run), record)
+    effects = sequential.pilot_effects(plan, "val_loss")
+    assert effects[("qk_norm", "xs")] > 0 > effects[("geglu", "xs")]
+
+
+PILOT_AUDIT = """\
+name = "pilot"
+arms = ["qk_norm", "geglu"]
+seeds = { noise_floor = 3, arms = 3 }
+eval = { suite = "" }
+recipe = { steps = 12, batch_tokens = 512, corpus_chars = 100000 }
+scales = { xs = { d_model = 32, n_layers = 1, n_heads = 2, context_length = 32 } }
+"""
+
+CHECKS: dict[str, Callable[..., None]] = {
+    "archaudit.stats.judge.judge": check_judge,
+    "archaudit.stats.family.collect_family": check_collect_family,
+    "archaudit.stats.transfer.cross_scale_transfer": check_cross_scale_transfer,
+    "archaudit.stats.baseline_transfer.transfer_across_baselines": check_transfer_across_baselines,
+    "archaudit.stats.interactions.interactions": check_interactions,
+    "archaudit.stats.aggregate.aggregate": check_aggregate,
+    "archaudit.stats.decoupling.decoupling": check_decoupling,
+    "archaudit.stats.snr.signal_to_noise": check_signal_to_noise,
+    "archaudit.stats.scaling.fit_scaling_law": check_fit_scaling_law,
+    "archaudit.stats.paired.compare_item_measure": check_compare_item_measure,
+    "archaudit.audit.sequential.replay": check_replay,
+    "archaudit.audit.sequential.pilot_effects": check_pilot_effects,
+}
+"""Entry point → the check that calls it on a loss without a direction (given `tmp_path` when
+it asks for one)."""
+
+DIRECTION_FREE = {
+    "archaudit.stats.family.family_design": "the design is seed counts and the test",
+    "archaudit.stats.family.resolve_direction": "it is the rule itself (tested above)",
+    "archaudit.stats.grading.looks_like_loss": "the name rule resolve_direction applies",
+    "archaudit.stats.grading.grade_arm": "grades the evidence (seeds, scales), not a direction",
+    "archaudit.stats.noise.noise_floor": "σ has no direction",
+    "archaudit.stats.samples.sample_arm": "an arm's seed values, as recorded",
+    "archaudit.stats.signal.is_downstream": "whether a metric is a downstream number",
+    "archaudit.audit.sequential.families": "groups the plan's arms per metric; replay judges",
+}
+"""Public functions that take a metric but have no direction to get wrong, and why."""
+
+SEQUENTIAL_LOOP = "archaudit.audit.sequential"
+
+
+def metric_entry_points() -> set[str]:
+    """Every public function of archaudit.stats (and the sequential loop) taking a metric."""
+    names = [f"archaudit.stats.{m.name}" for m in pkgutil.iter_modules(archaudit.stats.__path__)]
+    found = set()
+    for name in [*names, SEQUENTIAL_LOOP]:
+        module = importlib.import_module(name)
+        for attribute, function in vars(module).items():
+            if attribute.startswith("_") or not inspect.isfunction(function):
+                continue
+            if function.__module__ != name:
+                continue
+            if METRIC_PARAMETERS & set(inspect.signature(function).parameters):
+                found.add(f"{name}.{attribute}")
+    return found
+
+
+def test_every_entry_point_that_takes_a_metric_is_checked():
+    found = metric_entry_points()
+    assert found - set(CHECKS) - set(DIRECTION_FREE) == set(), "add a check to CHECKS"
+    assert set(CHECKS) | set(DIRECTION_FREE) <= found, "a checked entry point is gone"
+
+
+@pytest.mark.parametrize("entry_point", sorted(CHECKS))
+def test_a_loss_is_lower_is_better_without_a_direction_argument(entry_point, tmp_path):
+    check = CHECKS[entry_point]
+    check(tmp_path) if inspect.signature(check).parameters else check()
+
+
+def test_no_direction_defaults_to_higher_is_better():
+    """No entry point (nor JudgeOptions) defaults `lower_is_better` to anything but None (or
+    requires it): the class of bug where a loss was judged as a score by default."""
+    defaults = {"archaudit.stats.options.JudgeOptions": JudgeOptions().lower_is_better}
+    for name in sorted(metric_entry_points()):
+        module, _, attribute = name.rpartition(".")
+        parameter = inspect.signature(getattr(importlib.import_module(module), attribute))
+        if "lower_is_better" in parameter.parameters:
+            defaults[name] = parameter.parameters["lower_is_better"].default
+    required = inspect.Parameter.empty
+    assert all(default in (None, required) for default in defaults.values()), defaults
+
+
+def test_aggregate_refuses_tasks_that_mix_directions():
     table = losses(BETTER, metrics=("a/nll", "b/score"))
     with pytest.raises(ConfigError, match="lower_is_better"):
         aggregate(table, metrics=("a/nll", "b/score"), n_boot=50)
+
+
+def test_a_given_direction_still_wins_over_the_name():
+    """The options' direction overrides the name: the same loss judged as a score flips."""
+    table = losses({"baseline": 3.0, "qk": 2.9, "gqa": 2.8, "qk+gqa": 2.7})
+    as_score = interactions(table, "val_loss", JudgeOptions(lower_is_better=False))
+    assert as_score.harmful == ("gqa", "qk")
+    as_loss = interactions(table, "val_loss")
+    assert math.isclose(as_score.main_effects["qk"], -as_loss.main_effects["qk"])
