@@ -17,7 +17,6 @@ executed twice.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
 import math
 import os
@@ -150,7 +149,7 @@ def record_dir(audit_dir: Path) -> Path:
 
 def read_rounds(audit_dir: Path) -> list[Round]:
     """Every published round, in order (round-1, round-2, ...: the record is append-only)."""
-    rounds = []
+    rounds: list[Round] = []
     while True:
         data = store.read_json(record_dir(audit_dir) / f"round-{len(rounds) + 1}.json")
         if data is None:
@@ -312,7 +311,7 @@ def _values(
 ) -> tuple[np.ndarray, bool]:
     """The metric of seeds 0..n−1, and whether any of them diverged or lacks it."""
     runs = results.get(name, {})
-    values = []
+    values: list[float] = []
     for seed in range(n):
         record = runs.get(seed)
         value = None if record is None else record["metrics"].get(metric)
@@ -388,11 +387,14 @@ def run_until_settled(
     metrics = primary_metrics(plan, options)
     rule = sequential_rule(plan, options, len(metrics))
     first = initial_counts(plan)
-    settings = {"executor": executor, "workers": workers, "tracker": tracker, "live": live}
-    for looks in itertools.count():
+    warn = True  # the protocol notes are printed once, before the first round
+    while True:
         rounds = read_rounds(plan.audit_dir)
         current = extend_plan(plan, rounds)
-        outcome = run_audit(current, **settings, warn=not looks)
+        outcome = run_audit(
+            current, executor=executor, workers=workers, tracker=tracker, live=live, warn=warn
+        )
+        warn = False
         # an arm added to the audit after rounds exist starts from its planned seeds
         history = [first, *({**first, **r.counts} for r in rounds)]
         if outcome.failed:

@@ -19,7 +19,7 @@ from typing import Any
 from archaudit.stats.errors import DataError, DuplicateRowError
 
 ITEM_COLUMNS = ("arm", "scale", "seed", "task", "item", "correct")
-ITEM_MEASURES = ("bpb", "margin")
+ITEM_MEASURES: tuple[str, ...] = ("bpb", "margin")
 """Optional per-item continuous columns (NaN where a task has none)."""
 ITEMS_FILE = "items.csv"
 

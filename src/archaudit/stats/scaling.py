@@ -82,11 +82,15 @@ class ScalingFit(JsonResult):
 
 def fit_loss_surface(n_params: np.ndarray, tokens: np.ndarray, loss: np.ndarray) -> LossSurface:
     """Fit L(N, D) to arrays of runs from the grid of initial points; keep the best."""
-    data = [np.log(np.asarray(x, dtype=float))[None, :] for x in (n_params, tokens, loss)]
+    log_n, log_d, log_l = (
+        np.log(np.asarray(x, dtype=float))[None, :] for x in (n_params, tokens, loss)
+    )
     # Coarse to fine: a few steps from every initial point, then polish the most promising.
-    theta, objective = _levenberg_marquardt(_INITS.copy(), *data, iterations=_SCREEN_ITERATIONS)
+    theta, objective = _levenberg_marquardt(
+        _INITS.copy(), log_n, log_d, log_l, iterations=_SCREEN_ITERATIONS
+    )
     best = np.argsort(np.where(np.isfinite(objective), objective, np.inf))[:_POLISHED]
-    theta, objective = _levenberg_marquardt(theta[best], *data)
+    theta, objective = _levenberg_marquardt(theta[best], log_n, log_d, log_l)
     return _surface(theta[np.nanargmin(objective)], float(np.nanmin(objective)))
 
 

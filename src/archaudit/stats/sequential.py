@@ -111,7 +111,7 @@ def nominal_levels(alpha: float, looks: int) -> tuple[float, ...]:
     """Two-sided nominal p thresholds at looks n = 1..`looks` (t = n/looks) that spend exactly
     `alpha` under the canonical joint distribution of the z statistics."""
     times = np.arange(1, looks + 1) / looks
-    spent = obf_spending(times, alpha)
+    spent = np.asarray(obf_spending(times, alpha))
     bounds = [float(stats.norm.isf(spent[0] / 2.0))]
     # density of the score S = Z·√t on a grid of the continuation region after look 1
     grid = np.linspace(-bounds[0], bounds[0], _GRID) * math.sqrt(times[0])

@@ -34,7 +34,7 @@ NOISE_SIGMAS = 2.0
 
 def within_noise(delta: float | np.ndarray, sigma: float | np.ndarray) -> bool | np.ndarray:
     """|Δ| < 2σ: too small to be called an effect, whatever its p-value (elementwise)."""
-    return abs(delta) < NOISE_SIGMAS * sigma
+    return np.abs(delta) < NOISE_SIGMAS * sigma
 
 
 def classify(delta: float, sigma: float, p_adjusted: float, alpha: float) -> str:
