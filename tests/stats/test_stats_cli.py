@@ -263,3 +263,19 @@ def test_every_family_command_takes_exclude_and_arms(cli, results):
     assert [a["arm"] for a in advice["arms"]] == ["qk"]
     code, _, err = cli(f"stats {base} --metric acc --exclude wdie")
     assert code == 2 and "did you mean 'wide'" in err
+
+
+def test_the_analyses_take_their_family_and_test_from_the_options(cli, results):
+    """transfer, interactions and aggregate read one JudgeOptions built from their flags."""
+    code, _, err = cli(f"stats transfer {results} --metric acc --scale d6")
+    assert code == 2 and "--from" in err  # cross-scale transfer compares two scales
+    base = f"{results} --metric acc --scale d6"
+    code, _, err = cli(f"stats interactions {base} --correction dunnett")
+    assert code == 2 and "dunnett does not apply" in err
+    bonferroni = json.loads(cli(f"stats interactions {base} --correction bonferroni --json")[1])
+    expected = interactions(
+        load_table(results), "acc", JudgeOptions(scale="d6", correction="bonferroni")
+    )
+    assert bonferroni == json.loads(expected.to_json())
+    pooled = json.loads(cli(f"stats aggregate {results} --scale d6 --exclude wide --json")[1])
+    assert {a["arm"] for a in pooled["arms"]} == set(LEVELS) - {"wide"}

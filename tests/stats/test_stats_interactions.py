@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+from archaudit.errors import ConfigError
 from archaudit.stats import interactions
 from archaudit.stats.errors import DesignError
 from archaudit.stats.options import JudgeOptions
@@ -143,3 +144,23 @@ def test_additive_fit_and_harmful_count_r2():
 def test_not_a_factorial_design():
     with pytest.raises(DesignError, match="additive model"):
         interactions(factorial({"baseline": 0.5, "qk": 0.55, "gqa": 0.4}), "acc")
+
+
+def test_the_contrasts_are_corrected_as_the_options_say():
+    """Holm by default; the options' correction otherwise (Dunnett's many-to-one test refused)."""
+    means = {"baseline": 0.5, "a": 0.52, "b": 0.51, "c": 0.49}
+    means |= {"a+b": 0.55, "a+c": 0.5, "b+c": 0.52, "a+b+c": 0.53}
+    table = factorial(means, noise=(-0.006, 0.0, 0.005))
+    holm, bonferroni, none = (
+        interactions(table, "acc", JudgeOptions(correction=c))
+        for c in ("holm", "bonferroni", "none")
+    )
+    p = [c.p for c in none.combinations if not math.isnan(c.p)]
+    assert len(p) == 4 and [c.p_adj for c in none.combinations if not math.isnan(c.p)] == p
+    bonferroni_p = [c.p_adj for c in bonferroni.combinations if not math.isnan(c.p)]
+    assert bonferroni_p == pytest.approx([min(1.0, 4 * value) for value in p])
+    holm_p = [c.p_adj for c in holm.combinations if not math.isnan(c.p)]
+    assert all(h <= b for h, b in zip(holm_p, bonferroni_p, strict=True)) and holm_p != bonferroni_p
+    assert holm.to_json() == interactions(table, "acc").to_json()
+    with pytest.raises(ConfigError, match="dunnett"):
+        interactions(table, "acc", JudgeOptions(correction="dunnett"))
