@@ -13,6 +13,7 @@ import pytest
 
 from archaudit.cli import main
 from archaudit.stats.errors import TableError
+from archaudit.stats.options import JudgeOptions
 from archaudit.stats.power import seeds_needed
 from archaudit.stats.snr import SELECTION_WARNING, signal_to_noise
 from archaudit.stats.table import Row, Table
@@ -84,6 +85,11 @@ def test_snr_command(tmp_path: Path, monkeypatch, capsys):
     assert code == 0 and "clear" in out and "selection" in out
     code, out, _ = run(f"stats snr {path} --json --metric clear")
     assert code == 0 and json.loads(out)["metrics"][0]["snr"] == pytest.approx(3.0)
+    code, out, _ = run(f"stats snr {path} --json --metric clear --alpha 0.001")
+    options = JudgeOptions(alpha=0.001)
+    assert json.loads(out) == json.loads(
+        signal_to_noise(_table(), options, metrics=["clear"]).to_json()
+    )
     code, _, err = run(f"stats snr {path} --metric clearr")
     assert code == 2 and "clear" in err and "Traceback" not in err
 
@@ -94,3 +100,19 @@ def test_snr_leaves_out_tasks_without_signal_as_verdicts_do():
     result = signal_to_noise(_audit(recall_at_chance=True), metrics=None)
     assert "recall/score" not in {m.metric for m in result.metrics}
     assert any("recall" in note for note in result.notes)
+
+
+def test_the_seeds_needed_follow_the_options_test():
+    """The seeds each effect needs are planned for the options' correction and α."""
+    holm = signal_to_noise(_table(), metrics=["clear"]).metrics[0]
+    strict = signal_to_noise(
+        _table(), JudgeOptions(alpha=0.001, correction="bonferroni"), metrics=["clear"]
+    ).metrics[0]
+    assert holm.seeds_needed == {
+        arm: seeds_needed(effect, arms=2) for arm, effect in holm.effects.items()
+    }
+    assert strict.seeds_needed == {
+        arm: seeds_needed(effect, arms=2, alpha=0.001, correction="bonferroni")
+        for arm, effect in strict.effects.items()
+    }
+    assert strict.seeds_needed["a"] > holm.seeds_needed["a"]

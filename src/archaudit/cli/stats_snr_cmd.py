@@ -11,7 +11,9 @@ import typer
 
 from archaudit.cli.options import Json, Quiet, quiet_output
 from archaudit.cli.stats_cmd import (
+    Alpha,
     Baseline,
+    Correction,
     Source,
     _print_notes,
     _print_table,
@@ -28,17 +30,20 @@ def snr_command(
         typer.Option("--metric", help="Metric to measure (repeatable). Default: every one."),
     ] = None,
     baseline: Baseline = "baseline",
+    correction: Correction = "holm",
+    alpha: Alpha = 0.05,
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
     """Signal-to-noise per metric and scale: seed σ, the spread of the arm means, their ratio
-    beside what seed noise alone gives, and the seeds per arm the median effect would need."""
+    beside what seed noise alone gives, and the seeds per arm the median effect would need
+    (planned for `--correction` over the arms at `--alpha`)."""
     from archaudit.stats import load_table
     from archaudit.stats.options import JudgeOptions
     from archaudit.stats.snr import signal_to_noise
 
     quiet_output(quiet, json_)
-    options = JudgeOptions(baseline=baseline)
+    options = JudgeOptions(baseline=baseline, correction=correction, alpha=alpha)
     result = signal_to_noise(load_table(source), options, metrics=metric)
     if _printed_json(result, json_):
         return
