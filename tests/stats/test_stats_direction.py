@@ -164,50 +164,6 @@ def check_compare_item_measure():
     assert result.higher_is_better is False and result.improvement > 0
 
 
-def sequential_family(metric: str = "val_loss"):
-    from archaudit.audit.sequential import Family
-
-    return Family("baseline", "s", metric, ("a", "b"))
-
-
-def check_replay():
-    """The sequential loop judges a loss as lower-is-better at every look."""
-    from archaudit.audit.sequential import replay
-    from archaudit.stats.sequential import SequentialRule
-
-    means = {"baseline": 3.0, "a": 2.5, "b": 3.5}
-    results = {
-        f"{arm}/s": {
-            seed: {"status": "ok", "metrics": {"val_loss": mean + jitter}}
-            for seed, jitter in enumerate(NOISE)
-        }
-        for arm, mean in means.items()
-    }
-    history = [{f"{arm}/s": 3 for arm in means}]
-    state = replay(sequential_family(), history, results, SequentialRule())
-    assert state.tests.delta[0, 0] > 0 > state.tests.delta[0, 1]
-
-
-def check_pilot_effects(tmp_path: Path):
-    """A pilot's effects (Δ/σ, positive = better) of a loss: lower loss, positive effect."""
-    from archaudit.audit import sequential, store
-    from archaudit.audit.plan import make_plan
-    from archaudit.audit.spec import load_audit
-
-    path = tmp_path / "audit.toml"
-    path.write_text(PILOT_AUDIT)
-    plan = make_plan(load_audit(path))
-    store.materialize(plan)
-    shift = {"qk_norm": -0.5, "geglu": 0.5}
-    for run in plan.runs:
-        value = 3.0 + shift.get(run.arm, 0.0) + NOISE[run.seed % 3]
-        record = {"id": run.run_id, "arm": run.arm, "scale": run.scale, "seed": run.seed}
-        record |= {"status": "ok", "metrics": {"val_loss": value}}
-        store.write_done(plan.run_dir(run), record)
-    effects = sequential.pilot_effects(plan, "val_loss")
-    assert effects[("qk_norm", "xs")] > 0 > effects[("geglu", "xs")]
-
-
 PILOT_AUDIT = """\
 name = "pilot"
 arms = ["qk_norm", "geglu"]
@@ -216,6 +172,48 @@ eval = { suite = "" }
 recipe = { steps = 12, batch_tokens = 512, corpus_chars = 100000 }
 scales = { xs = { d_model = 32, n_layers = 1, n_heads = 2, context_length = 32 } }
 """
+SHIFT = {"qk_norm": -0.5, "geglu": 0.5}
+"""val_loss shift per arm: qk_norm has the lower loss (better), geglu the higher."""
+
+
+def finished_audit(tmp_path: Path):
+    """A three-seed audit whose runs finished with val_loss = 3 + SHIFT (no training)."""
+    from archaudit.audit import store
+    from archaudit.audit.plan import make_plan
+    from archaudit.audit.spec import load_audit
+
+    path = tmp_path / "audit.toml"
+    path.write_text(PILOT_AUDIT)
+    plan = make_plan(load_audit(path))
+    store.materialize(plan)
+    for run in plan.runs:
+        value = 3.0 + SHIFT.get(run.arm, 0.0) + NOISE[run.seed % 3]
+        record = {"id": run.run_id, "arm": run.arm, "scale": run.scale, "seed": run.seed}
+        record |= {"status": "ok", "metrics": {"val_loss": value}}
+        store.write_done(plan.run_dir(run), record)
+    return plan
+
+
+def check_replay(tmp_path: Path):
+    """The sequential loop judges a loss as lower-is-better at every look."""
+    from archaudit.audit import sequential
+    from archaudit.stats.sequential import SequentialRule
+
+    plan = finished_audit(tmp_path)
+    (family,) = sequential.families(plan, ("val_loss",))
+    history = [sequential.initial_counts(plan)]
+    state = sequential.replay(family, history, sequential.collect(plan), SequentialRule())
+    delta = dict(zip(family.arms, state.tests.delta[0], strict=True))
+    assert delta["qk_norm"] > 0 > delta["geglu"]
+
+
+def check_pilot_effects(tmp_path: Path):
+    """A pilot's effects (Δ/σ, positive = better) of a loss: lower loss, positive effect."""
+    from archaudit.audit import sequential
+
+    effects = sequential.pilot_effects(finished_audit(tmp_path), "val_loss")
+    assert effects[("qk_norm", "xs")] > 0 > effects[("geglu", "xs")]
+
 
 CHECKS: dict[str, Callable[..., None]] = {
     "archaudit.stats.judge.judge": check_judge,
