@@ -16,6 +16,7 @@ from archaudit.audit import sequential, store
 from archaudit.audit.coordinator import AuditOutcome
 from archaudit.audit.plan import make_plan
 from archaudit.audit.sequential import (
+    AddedSeed,
     Round,
     SettleOptions,
     extend_plan,
@@ -93,7 +94,7 @@ def test_seeds_policy_is_read_and_checked(write_audit):
 
 
 def test_a_round_is_published_once_and_the_first_writer_wins(tmp_path):
-    first = Round(1, {"a/s": 2}, ({"arm": "a", "scale": "s", "seed": 1, "reason": "open"},))
+    first = Round(1, {"a/s": 2}, (AddedSeed("a", "s", 1, "open"),))
     other = Round(1, {"a/s": 1}, ())
     assert publish_round(tmp_path, first) == first
     assert publish_round(tmp_path, other) == first  # a second coordinator follows the record
@@ -103,7 +104,7 @@ def test_a_round_is_published_once_and_the_first_writer_wins(tmp_path):
 
 def test_added_seeds_are_runs_of_their_own_with_a_note(write_audit):
     plan = tiny_plan(write_audit)
-    added = {"arm": "geglu", "scale": "xs", "seed": 1, "reason": "val_loss still open"}
+    added = AddedSeed("geglu", "xs", 1, "val_loss still open")
     grown = extend_plan(plan, [Round(1, {}, (added,))])
     new = grown.runs[-1]
     old = next(r for r in plan.runs if r.arm == "geglu")
@@ -134,7 +135,7 @@ def test_the_loop_settles_the_regressor_and_stops_the_null_arms(write_audit, fak
     rounds = read_rounds(plan.audit_dir)
     added = [a for r in rounds for a in r.added]
     assert len(rounds) + 1 == settled.rounds and len(plan.runs) + len(added) == settled.runs
-    assert all(a["reason"] for a in added) and added[0]["arm"] == "baseline"
+    assert all(a.reason for a in added) and added[0].arm == "baseline"
     assert rows["post_ln"].seeds == rounds[-1].counts["post_ln/xs"]
     # every added seed is in the audit's notes and in the index
     notes = json.loads((plan.audit_dir / store.AUDIT_FILE).read_text())["notes"]
@@ -146,7 +147,7 @@ def test_the_loop_settles_the_regressor_and_stops_the_null_arms(write_audit, fak
     assert summary["stop"] == "all-stopped" and summary["runs"] == settled.runs
     # no arm's last seed was spent when it could not settle it
     worthless = "P(settled by the next seed) = 0.00"
-    assert not [a for a in added if worthless in a["reason"] and a["seed"] == 3]
+    assert not [a for a in added if worthless in a.reason and a.seed == 3]
 
 
 def test_a_run_budget_stops_the_loop_and_says_so(write_audit, fake_training):
@@ -218,7 +219,7 @@ def test_arms_can_be_dropped_or_added_after_rounds_exist(write_audit, fake_train
     the loop at its first look."""
     plan = tiny_plan(write_audit)
     first = run_until_settled(plan, SettleOptions(max_seeds=4), live=False)
-    assert any(a["arm"] == "softpick" for r in read_rounds(plan.audit_dir) for a in r.added)
+    assert any(a.arm == "softpick" for r in read_rounds(plan.audit_dir) for a in r.added)
     arms = [a for a in ARMS if a != "softpick"] if change == "drop" else [*ARMS, "gqa"]
     spec = load_audit(write_audit(arms=arms, seeds={"noise_floor": 3, "arms": 1}))
     changed = make_plan(spec)
@@ -247,7 +248,7 @@ def test_a_last_seed_that_cannot_settle_its_arm_is_not_scheduled():
     )
     counts = {"baseline/xs": 3, "a/xs": 1, "b/xs": 2}
     added = sequential.next_seeds([state], counts, rule)
-    assert [a["arm"] for a in added] == ["a"]  # b's next seed would be its last (baseline: at cap)
+    assert [a.arm for a in added] == ["a"]  # b's next seed would be its last (baseline: at cap)
 
 
 def test_each_arms_interval_is_the_dual_of_the_loops_last_test(
@@ -283,3 +284,18 @@ def test_each_arms_interval_is_the_dual_of_the_loops_last_test(
     assert any(crossed) and not all(crossed)
     dfs = sorted(row["df"] for row in family["arms"])
     assert dfs[0] < family["sigma_dof"] - 1  # the wide arm's Welch df is not the pooled σ's
+
+
+def test_a_round_reads_back_as_the_records_it_was_written_from(tmp_path):
+    """The round file keeps its JSON layout ({arm, scale, seed, reason} per added run), so an
+    audit started before the records were typed resumes."""
+    written = Round(2, {"a/s": 3, "baseline/s": 4}, (AddedSeed("a", "s", 2, "still open"),))
+    publish_round(tmp_path, Round(1, {"a/s": 2}, ()))
+    publish_round(tmp_path, written)
+    on_disk = json.loads((tmp_path / sequential.RECORD_DIR / "round-2.json").read_text())
+    assert on_disk == {
+        "round": 2,
+        "counts": {"a/s": 3, "baseline/s": 4},
+        "added": [{"arm": "a", "scale": "s", "seed": 2, "reason": "still open"}],
+    }
+    assert read_rounds(tmp_path)[1] == written == Round.from_json(written.to_json())

@@ -35,7 +35,7 @@ def round_two_in_training(audit_dir: Path) -> bool:
     rounds = read_rounds(audit_dir) if (audit_dir / RECORD_DIR).is_dir() else []
     if not rounds:
         return False
-    added = [audit_dir / a["arm"] / a["scale"] / f"seed-{a['seed']}" for a in rounds[0].added]
+    added = [audit_dir / a.arm / a.scale / f"seed-{a.seed}" for a in rounds[0].added]
     return any(newest_checkpoint(d) > 0 and not (d / DONE).exists() for d in added)
 
 

@@ -80,15 +80,37 @@ class SettleOptions:
 
 
 @dataclass(frozen=True)
+class AddedSeed:
+    """One run a round added: the arm at a scale, its seed number and why it was worth a run."""
+
+    arm: str
+    scale: str
+    seed: int
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> AddedSeed:
+        return cls(str(data["arm"]), str(data["scale"]), int(data["seed"]), str(data["reason"]))
+
+
+@dataclass(frozen=True)
 class Round:
     index: int
     counts: dict[str, int]
     """"arm/scale" → seeds after this round's additions (every group of the audit)."""
-    added: tuple[dict[str, Any], ...]
-    """{arm, scale, seed, reason} per added run."""
+    added: tuple[AddedSeed, ...]
 
     def to_json(self) -> dict[str, Any]:
-        return {"round": self.index, "counts": self.counts, "added": list(self.added)}
+        added = [seed.to_json() for seed in self.added]
+        return {"round": self.index, "counts": self.counts, "added": added}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Round:
+        added = tuple(AddedSeed.from_json(seed) for seed in data["added"])
+        return cls(int(data["round"]), dict(data["counts"]), added)
 
 
 @dataclass(frozen=True)
@@ -154,8 +176,7 @@ def read_rounds(audit_dir: Path) -> list[Round]:
         data = store.read_json(record_dir(audit_dir) / f"round-{len(rounds) + 1}.json")
         if data is None:
             return rounds
-        added = tuple(data["added"])
-        rounds.append(Round(data["round"], dict(data["counts"]), added))
+        rounds.append(Round.from_json(data))
 
 
 def publish_round(audit_dir: Path, round_: Round) -> Round:
@@ -192,15 +213,15 @@ def extend_plan(plan: Plan, rounds: Sequence[Round]) -> Plan:
     runs, notes = list(plan.runs), list(plan.notes)
     for round_ in rounds:
         for added in round_.added:
-            template = first.get(key(added["arm"], added["scale"]))
+            template = first.get(key(added.arm, added.scale))
             if template is None:  # an arm (or scale) taken out of the audit: its runs stay
                 continue  # on disk, out of the plan and the verdicts
-            runs.append(_seed_run(template, added["seed"]))
+            runs.append(_seed_run(template, added.seed))
             message = (
-                f"{added['arm']} at {added['scale']}: seed {added['seed']} added in round "
-                f"{round_.index}: {added['reason']}"
+                f"{added.arm} at {added.scale}: seed {added.seed} added in round "
+                f"{round_.index}: {added.reason}"
             )
-            notes.append(ProtocolNote(SEED_NOTE, added["arm"], message, added["scale"]))
+            notes.append(ProtocolNote(SEED_NOTE, added.arm, message, added.scale))
     return dataclasses.replace(plan, runs=tuple(runs), notes=tuple(notes))
 
 
@@ -414,13 +435,13 @@ def run_until_settled(
             return _finish(current, outcome, rounds, states, stop, rule)
         counts = dict(history[-1])
         for item in added:
-            counts[key(item["arm"], item["scale"])] += 1
+            counts[key(item.arm, item.scale)] += 1
         publish_round(plan.audit_dir, Round(len(rounds) + 1, counts, tuple(added)))
 
 
 def next_seeds(
     states: Sequence[FamilyState], counts: dict[str, int], rule: SequentialRule
-) -> list[dict[str, Any]]:
+) -> list[AddedSeed]:
     """The next round: one seed per arm still open in some family (below its maximum), and one
     for the baseline of each scale with such arms (below its cap), ranked by value per run (the
     baselines first: every verdict of their scale depends on them)."""
@@ -448,8 +469,7 @@ def next_seeds(
             why[base] = f"noise floor for {open_arms} open arm(s) on {family.metric}"
     order = sorted(value, key=lambda name: (-value[name], name))
     return [
-        {"arm": arm, "scale": scale, "seed": counts[key(arm, scale)], "reason": why[(arm, scale)]}
-        for arm, scale in order
+        AddedSeed(arm, scale, counts[key(arm, scale)], why[(arm, scale)]) for arm, scale in order
     ]
 
 
