@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import math
 import pkgutil
 import random
@@ -177,7 +178,8 @@ SHIFT = {"qk_norm": -0.5, "geglu": 0.5}
 
 
 def finished_audit(tmp_path: Path):
-    """A three-seed audit whose runs finished with val_loss = 3 + SHIFT (no training)."""
+    """A three-seed audit whose runs finished with val_loss = 3 + SHIFT (no training): each
+    run's DONE file holds every field an executor writes."""
     from archaudit.audit import store
     from archaudit.audit.plan import make_plan
     from archaudit.audit.spec import load_audit
@@ -189,8 +191,10 @@ def finished_audit(tmp_path: Path):
     for run in plan.runs:
         value = 3.0 + SHIFT.get(run.arm, 0.0) + NOISE[run.seed % 3]
         record = {"id": run.run_id, "arm": run.arm, "scale": run.scale, "seed": run.seed}
-        record |= {"status": "ok", "metrics": {"val_loss": value}}
-        store.write_done(plan.run_dir(run), record)
+        record |= {"family": run.family, "tuned": run.tuned, "status": "ok"}
+        record |= {"diverged_step": None, "metrics": {"val_loss": value}, "train": {}}
+        record |= {"attempts": 1, "host": "test", "finished": 0.0}
+        (plan.run_dir(run) / store.DONE).write_text(json.dumps(record))
     return plan
 
 
