@@ -136,6 +136,16 @@ def mean_over_ranks(value: torch.Tensor, world: World) -> torch.Tensor:
     return value
 
 
+def mean_loss_over_ranks(loss: torch.Tensor, signalled: bool, world: World) -> tuple[float, bool]:
+    """The step's loss averaged over ranks, and whether any rank was signalled. One all-reduce
+    carries both, so a signal costs no second sync per step."""
+    if world.size == 1:
+        return float(loss), signalled
+    flag = loss.new_tensor(float(signalled))
+    reduced = mean_over_ranks(torch.stack((loss, flag)), world)
+    return float(reduced[0]), bool(reduced[1] > 0)
+
+
 def barrier(world: World) -> None:
     if world.size > 1:
         dist.barrier()
