@@ -79,8 +79,9 @@ def parallelize(model: Transformer, strategy: str, device: torch.device) -> nn.M
 
 def gradient_sync(step_model: nn.Module, sync: bool) -> contextlib.AbstractContextManager:
     """Skip the gradient all-reduce on all but the last micro-step of an accumulation."""
-    if hasattr(step_model, "set_requires_gradient_sync"):  # an FSDP2 module
-        step_model.set_requires_gradient_sync(sync)
+    set_sync = getattr(step_model, "set_requires_gradient_sync", None)
+    if set_sync is not None:  # an FSDP2 module
+        set_sync(sync)
     elif not sync and isinstance(step_model, nn.parallel.DistributedDataParallel):
         return step_model.no_sync()
     return contextlib.nullcontext()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 from torch import nn
@@ -72,8 +73,8 @@ def build_training(
         checkpoint_activations(model)
     strategy = choose_strategy(recipe.parallel, count_parameters(model), device, world)
     step_model = parallelize(model, strategy, device)
-    if recipe.compile:
-        step_model = torch.compile(step_model)
+    if recipe.compile:  # an OptimizedModule, which mypy sees as a plain callable
+        step_model = cast(nn.Module, torch.compile(step_model))
     return TrainingParts(model, step_model, make_optimizer(model, recipe), recipe, device)
 
 

@@ -47,18 +47,12 @@ from archaudit.rundir import (
     check_train_target,
 )
 from archaudit.train import checkpoint as ckpt
+from archaudit.train import step as training
 from archaudit.train.distributed import World, init_world, mean_loss_over_ranks
 from archaudit.train.interrupts import SignalsAtStepEnd
 from archaudit.train.monitor import StabilityMonitor
 from archaudit.train.provenance import environment, require_same_run, run_spec
-from archaudit.train.step import (
-    Batch,
-    StepOutput,
-    apply_update,
-    autocast,
-    build_training,
-    train_step,
-)
+from archaudit.train.step import Batch, StepOutput, autocast
 
 MetricsHook = Callable[[dict[str, Any]], None]
 
@@ -118,7 +112,7 @@ def validation_loss(
 ) -> float:
     """Mean next-token cross-entropy (nats/token) over fixed held-out batches."""
     model.eval()
-    total = 0.0
+    total = torch.zeros((), device=device)
     for i in range(recipe.eval_batches):
         x, y = sampler.batch((i,), n_seq)
         with autocast(device, recipe):
@@ -173,8 +167,9 @@ def train(
     corpus = prepare_corpus(recipe)
     model_cfg = dataclasses.replace(model_cfg, vocab_size=corpus.tokenizer.vocab_size)
     spec = run_spec(model_cfg, recipe, seed, corpus)
-    if (out / SPEC).is_file():
-        require_same_run(out, read_json_object(out / SPEC), spec)
+    stored_spec = read_json_object(out / SPEC) if (out / SPEC).is_file() else None
+    if stored_spec is not None:
+        require_same_run(out, stored_spec, spec)
     if (out / TRAIN_RESULT).is_file():
         return stored_result(out)
     run = RunInputs(model_cfg, recipe, seed, corpus, spec, out, device, world)
@@ -222,7 +217,7 @@ class Trainer:
         if world.is_main:
             _write_spec(run.out, run.spec, run.corpus)
             (run.out / ENV).write_text(json.dumps(environment(run.device), indent=2))
-        self.parts = build_training(model, recipe, run.device, world)
+        self.parts = training.build_training(model, recipe, run.device, world)
         self.monitor = StabilityMonitor()
         torch.manual_seed(derive_seed(run.seed, "dropout"))
         self.state = ckpt.TrainingState(model, self.parts.optimizer, self.monitor)
@@ -241,14 +236,14 @@ class Trainer:
         with self.progress_bar() as bar, SignalsAtStepEnd(world) as signals:
             for step in range(self.start, recipe.steps):
                 t0 = time.perf_counter()
-                out = train_step(self.parts, step, self.batches(step))
+                out = training.train_step(self.parts, step, self.batches(step))
                 # the cross-rank all-reduce, before any rank asks `stop_now`
                 loss, any_signal = mean_loss_over_ranks(out.loss, signals.signalled, world)
                 signals.agree(any_signal)
                 routing = routing_metrics(self.parts.model)  # {} without MoE layers
                 if self.diverged(step + 1, loss, out.grad_norm, routing):
                     break
-                apply_update(self.parts)
+                training.apply_update(self.parts)
                 row = self.record(step + 1, loss, out, routing, time.perf_counter() - t0)
                 if (step + 1) % recipe.eval_every == 0 or step + 1 == recipe.steps:
                     row["val_loss"] = self.validate()
@@ -361,7 +356,7 @@ def stored_result(out: Path) -> TrainResult:
     """The result a finished run stored in train.json (a garbled one is refused, naming it)."""
     path = out / TRAIN_RESULT
     try:
-        return TrainResult(**read_json_object(path))
+        return TrainResult(**(read_json_object(path) or {}))
     except TypeError as err:
         raise DataError(f"{path} is not a training result ({err})") from None
 
