@@ -20,6 +20,7 @@ from archaudit.audit.protocol import ProtocolNote
 from archaudit.config import ModelConfig
 
 if TYPE_CHECKING:
+    from archaudit.audit.sequential import Family
     from archaudit.stats.sequential import SequentialRule
 
 PROBE_STEPS = 2
@@ -258,13 +259,10 @@ def sequential_estimate(
     metric = primaries[0]
     planted = [e / sigma for e in effects] if sigma else [float(e) for e in effects]
     pilot = {} if planted else pilot_effects(plan, metric)
-    costs = []
-    for family in families(plan, (metric,)):
-        if pilot:
-            drawn = tuple(pilot.get((arm, family.scale), 0.0) for arm in family.arms)
-        else:
-            drawn = tuple(planted[: len(family.arms)])
-        costs.append(_family_cost(rule, len(family.arms), drawn, audits, seed))
+    costs = [
+        _family_cost(rule, len(f.arms), _family_effects(f, pilot, planted), audits, seed)
+        for f in families(plan, (metric,))
+    ]
     arms = sum(c.planted for c in costs)
     seq_runs, rounds = sum(c.sequential_runs for c in costs), max([0.0, *(c.rounds for c in costs)])
     fixed_runs = sum(c.fixed_runs for c in costs)
@@ -286,6 +284,16 @@ def sequential_estimate(
             wall_s=_wall_s(fixed_runs, 1.0, seconds_per_run, workers),
         ),
     )
+
+
+def _family_effects(
+    family: Family, pilot: dict[tuple[str, str], float], planted: list[float]
+) -> tuple[float, ...]:
+    """The effects (in σ) simulated for the family's arms: the pilot's observed ones, else the
+    planted ones on its first arms (the rest null)."""
+    if pilot:
+        return tuple(pilot.get((arm, family.scale), 0.0) for arm in family.arms)
+    return tuple(planted[: len(family.arms)])
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,11 @@ optimizer, monitor and RNG states agree. SIGINT and SIGTERM are recorded, not ra
 they arrive in finishes, is saved, and then the trainer raises KeyboardInterrupt. An exception
 inside a step (a hook, validation, a second signal) saves nothing, so the partial step is rolled
 back to the newest checkpoint when the run is rerun.
+
+`train` settles the run (device, corpus, identity) and builds a `Trainer` once. The loop in
+`Trainer.fit` is a few named calls per step: the shared `train_step` (`train/step.py`, which
+`plan`'s throughput probe also times), the cross-rank loss all-reduce, the stability monitor,
+the update, validation, logging, the checkpoint save and the signal check.
 """
 
 from __future__ import annotations
