@@ -16,6 +16,7 @@ from torch import nn
 from archaudit.audit import estimate
 from archaudit.audit.estimate import (
     PROBE_STEPS,
+    WARMUP_STEPS,
     FixedCost,
     PlanSummary,
     SequentialCost,
@@ -100,8 +101,7 @@ def test_the_probe_times_the_compiled_checkpointed_clipped_training_step(
     run = make_plan(load_audit(path)).runs[0]
     model = dataclasses.replace(run.model, vocab_size=64)
     assert probe_tokens_per_s(model, run, threads=1) > 0
-    # the first step is the untimed warm-up
-    assert spied_step == expected_calls(PROBE_STEPS + 1, model.n_layers)
+    assert spied_step == expected_calls(WARMUP_STEPS + PROBE_STEPS, model.n_layers)
 
 
 def test_training_runs_the_same_step_the_probe_times(tmp_path: Path, spied_step: Counter):
@@ -156,3 +156,28 @@ def test_the_summary_wall_time_is_the_probed_seconds_over_the_workers(
     assert all(s is not None and s > 0 for s in seconds)
     assert summary.estimated_wall_s == pytest.approx(sum(seconds) / summary.workers)
     assert summary.mean_train_seconds == pytest.approx(sum(seconds) / len(seconds))
+
+
+@pytest.mark.slow
+def test_with_torch_compile_the_timed_steps_compile_nothing(
+    monkeypatch: pytest.MonkeyPatch, write_audit
+):
+    """Real torch.compile (inductor on this CPU): the warm-up takes the compile and the one
+    recompile of the second call, so the timed steps are steady ones. With one warm-up step
+    the first timed step recompiled and the probe ran ~100× slow."""
+    from torch._dynamo.utils import counters
+
+    compiled_at: list[int] = []
+    real_step = training_step.train_step
+
+    def step(*args, **kwargs):
+        before = counters["frames"]["ok"]
+        out = real_step(*args, **kwargs)
+        compiled_at.append(counters["frames"]["ok"] - before)
+        return out
+
+    monkeypatch.setattr(training_step, "train_step", step)
+    run = make_plan(load_audit(write_audit(recipe={"compile": True}))).runs[0]
+    probe_tokens_per_s(dataclasses.replace(run.model, vocab_size=64), run, threads=1)
+    assert len(compiled_at) == WARMUP_STEPS + PROBE_STEPS and compiled_at[0] > 0
+    assert compiled_at[WARMUP_STEPS:] == [0] * PROBE_STEPS, compiled_at

@@ -1,6 +1,6 @@
 """What a plan costs: parameters and tokens per run, and training time from a short probe.
 
-The probe times a few steps of each scale's baseline on random tokens, after one warm-up step.
+The probe times a few steps of each scale's baseline on random tokens, after two warm-up steps.
 It runs the trainer's own step (`archaudit.train.step`): compiled, activation-checkpointed and
 clipped as the recipe says, so `plan` times the step that `run` trains. The other arms are
 scaled by their training FLOPs per token, so a plan of many arms costs one probe per scale.
@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from archaudit.stats.sequential import SequentialRule
 
 PROBE_STEPS = 2
+WARMUP_STEPS = 2
+"""Untimed: the first step pays for allocation, kernel selection and compilation. Under
+torch.compile the second recompiles once (the first call fills Python-side caches, such as
+RoPE's cos/sin tables, that the compiled graph's guards check), 100× a steady step's time."""
 
 
 @dataclass(frozen=True)
@@ -202,7 +206,7 @@ def plan_summary(plan: Plan, *, probe: bool = True) -> PlanSummary:
 
 def probe_tokens_per_s(model_cfg: ModelConfig, run: RunSpec, threads: int) -> float:
     """Tokens per second of the run's training step on random tokens: `PROBE_STEPS` timed
-    steps after one warm-up (which pays for allocation, kernel selection and compilation)."""
+    steps after `WARMUP_STEPS` untimed ones."""
     import torch
 
     from archaudit.model import build_model
@@ -218,11 +222,11 @@ def probe_tokens_per_s(model_cfg: ModelConfig, run: RunSpec, threads: int) -> fl
     n_seq = recipe.sequences_per_step(model_cfg.context_length) // recipe.grad_accumulation
     x = torch.randint(model_cfg.vocab_size, (n_seq, model_cfg.context_length), device=device)
     elapsed = 0.0
-    for step in range(PROBE_STEPS + 1):
+    for step in range(WARMUP_STEPS + PROBE_STEPS):
         start = time.perf_counter()
         training.train_step(parts, step, [(x, x)] * recipe.grad_accumulation)
         training.apply_update(parts)  # waits for the GPU
-        if step:
+        if step >= WARMUP_STEPS:
             elapsed += time.perf_counter() - start
     return PROBE_STEPS * n_seq * recipe.grad_accumulation * model_cfg.context_length / elapsed
 
