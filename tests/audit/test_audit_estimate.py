@@ -164,7 +164,7 @@ def test_with_torch_compile_the_timed_steps_compile_nothing(
 ):
     """Real torch.compile (inductor on this CPU): the warm-up takes the compile and the one
     recompile of the second call, so the timed steps are steady ones. With one warm-up step
-    the first timed step recompiled and the probe ran ~100× slow."""
+    the first timed step recompiled (0.8 s against a steady 0.003 s at this size)."""
     from torch._dynamo.utils import counters
 
     compiled_at: list[int] = []

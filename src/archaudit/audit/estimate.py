@@ -27,7 +27,8 @@ PROBE_STEPS = 2
 WARMUP_STEPS = 2
 """Untimed: the first step pays for allocation, kernel selection and compilation. Under
 torch.compile the second recompiles once (the first call fills Python-side caches, such as
-RoPE's cos/sin tables, that the compiled graph's guards check), 100× a steady step's time."""
+RoPE's cos/sin tables, that the compiled graph's guards check): 0.8 s against a steady
+0.003 s for a 1-layer, d_model 32 model on CPU."""
 
 
 @dataclass(frozen=True)

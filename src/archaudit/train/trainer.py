@@ -79,6 +79,10 @@ class TrainResult:
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TrainResult:
+        return cls(**data)
+
 
 def derive_seed(seed: int, stream: str) -> int:
     """Independent streams (init, dropout, data order) from one run seed."""
@@ -361,7 +365,7 @@ def stored_result(out: Path) -> TrainResult:
     """The result a finished run stored in train.json (a garbled one is refused, naming it)."""
     path = out / TRAIN_RESULT
     try:
-        return TrainResult(**(read_json_object(path) or {}))
+        return TrainResult.from_json(read_json_object(path) or {})
     except TypeError as err:
         raise DataError(f"{path} is not a training result ({err})") from None
 
