@@ -219,6 +219,7 @@ def probe_tokens_per_s(model_cfg: ModelConfig, run: RunSpec, threads: int) -> fl
         torch.set_num_threads(threads)
     recipe = run.recipe
     device = resolve_device(recipe.device)
+    training.set_matmul_precision(device)
     parts = training.build_training(build_model(model_cfg).to(device), recipe, device, World())
     n_seq = recipe.sequences_per_step(model_cfg.context_length) // recipe.grad_accumulation
     x = torch.randint(model_cfg.vocab_size, (n_seq, model_cfg.context_length), device=device)

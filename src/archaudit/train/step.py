@@ -4,6 +4,7 @@
 activation checkpointing, data parallelism (DDP or FSDP2 under torchrun), `torch.compile` and
 the AdamW optimizer. `train_step` is one step's forward and backward passes over its
 micro-batches followed by gradient clipping. `apply_update` is the optimizer update.
+`set_matmul_precision` is the one process-wide setting the step runs under (TF32 on CUDA).
 
 The update is a separate call because the trainer looks at the step's loss first: a diverged
 step (NaN or Inf) is never applied.
@@ -61,6 +62,13 @@ def autocast(device: torch.device, recipe: Recipe) -> contextlib.AbstractContext
     """bf16 autocast with fp32 master weights; `auto` means bf16 on CUDA, fp32 on CPU."""
     bf16 = recipe.precision == "bf16" or (recipe.precision == "auto" and device.type == "cuda")
     return torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)
+
+
+def set_matmul_precision(device: torch.device) -> None:
+    """TF32 for fp32 matmuls on CUDA (env.json records it). Process-wide, so the trainer and
+    the probe both set it before building the step."""
+    if device.type == "cuda":
+        torch.set_float32_matmul_precision("high")
 
 
 def build_training(

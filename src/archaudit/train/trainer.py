@@ -195,8 +195,7 @@ def place(recipe: Recipe) -> tuple[torch.device, World]:
     if world.size > 1 and device.type == "cuda":
         device = torch.device("cuda", world.local_rank)
         torch.cuda.set_device(device)
-    if device.type == "cuda":
-        torch.set_float32_matmul_precision("high")  # TF32 for fp32 matmuls; in env.json
+    training.set_matmul_precision(device)
     return device, world
 
 
