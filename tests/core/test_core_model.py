@@ -54,8 +54,8 @@ def test_explicit_softmax_path_matches_fused_attention():
 def test_residual_projections_start_smaller():
     cfg = ModelConfig(**{**TINY, "d_model": 256})
     model = build_model(cfg)
-    o_std = model.blocks[0].attn.sublayer.o_proj.weight.std().item()
-    q_std = model.blocks[0].attn.sublayer.q_proj.weight.std().item()
+    o_std = model.blocks[0].attn.o_proj.weight.std().item()
+    q_std = model.blocks[0].attn.q_proj.weight.std().item()
     assert o_std == pytest.approx(0.02 / (2 * cfg.n_layers) ** 0.5, rel=0.05)
     assert q_std == pytest.approx(0.02, rel=0.05)
 
@@ -92,12 +92,10 @@ def test_model_trains_after_an_inference_mode_forward():
 
 
 @pytest.mark.parametrize("stream", ["hyper", "attn_res"])
-@pytest.mark.parametrize("rule", ["post", "deepnorm", "residual_after_norm"])
+@pytest.mark.parametrize("rule", ["post", "deepnorm", "residual_after_norm", "sandwich", "rezero"])
 @pytest.mark.parametrize("key", ["name", "mlp"])
-def test_streams_that_add_branches_themselves_refuse_rules_with_their_own_combine(
-    stream, rule, key
-):
-    # The stream calls only `branch`, so these rules' norms would silently never run.
+def test_streams_that_add_branches_themselves_refuse_every_rule_but_pre_norm(stream, rule, key):
+    # The stream runs each block's pre-norm branches, so another rule would silently never run.
     cfg = ModelConfig(
         **TINY, stream=StreamConfig(name=stream), residual=ResidualConfig(**{key: rule})
     )
@@ -107,8 +105,16 @@ def test_streams_that_add_branches_themselves_refuse_rules_with_their_own_combin
     assert f"model.stream.name = {stream!r}" in message
     assert f"model.residual.{key} = {rule!r}" in message
     assert "\n" not in message
-    fine = ResidualConfig(**{key: "sandwich"})  # adds plainly
-    build_model(ModelConfig(**TINY, stream=StreamConfig(name=stream), residual=fine))
+    build_model(ModelConfig(**TINY, stream=StreamConfig(name=stream), residual=ResidualConfig()))
+
+
+def test_a_rule_pair_no_block_implements_is_refused_with_its_keys():
+    tree = {**TINY, "residual": {"name": "post", "mlp": "pre"}}
+    with pytest.raises(ConfigError) as err:
+        build_model(build(ModelConfig, tree, section="model"))
+    message = str(err.value)
+    assert "model.residual.mlp = 'pre'" in message and "model.residual.name = 'post'" in message
+    assert "unnormed+residual_after_norm" in message and "\n" not in message
 
 
 @pytest.mark.parametrize(
@@ -130,8 +136,8 @@ def test_differential_attention_refuses_what_it_does_not_implement(overrides, ke
     assert all(key in str(err.value) for key in keys)
 
 
-@pytest.mark.parametrize("rule", ["post", "deepnorm", "residual_after_norm"])
-def test_a_parallel_block_refuses_rules_with_their_own_combine_and_streams_that_skip_blocks(rule):
+@pytest.mark.parametrize("rule", ["post", "deepnorm", "residual_after_norm", "sandwich"])
+def test_a_parallel_block_refuses_rules_but_pre_norm_and_streams_that_skip_blocks(rule):
     parallel = BlockConfig(name="parallel")
     with pytest.raises(
         ConfigError,
@@ -143,4 +149,4 @@ def test_a_parallel_block_refuses_rules_with_their_own_combine_and_streams_that_
             ConfigError, match=rf"model\.stream\.name = '{stream}' cannot use model\.block\.name"
         ):
             build_model(ModelConfig(**TINY, block=parallel, stream=StreamConfig(name=stream)))
-    build_model(ModelConfig(**TINY, block=parallel, residual=ResidualConfig(name="sandwich")))
+    build_model(ModelConfig(**TINY, block=parallel, residual=ResidualConfig(name="pre")))

@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from archaudit.config import ModelConfig
+from archaudit.model.init import Init
 from archaudit.registry import Registry
 
 MLPS: Registry[type[nn.Module]] = Registry("mlp")
@@ -31,7 +32,10 @@ class GatedMLP(nn.Module):
         self.w1 = nn.Linear(cfg.d_model, hidden, bias=False)
         self.w3 = nn.Linear(cfg.d_model, hidden, bias=False)
         self.w2 = nn.Linear(hidden, cfg.d_model, bias=False)
-        self.w2.residual_out = True
+
+    def init_weights(self, init: Init) -> None:
+        init.matrix(self.w1, self.w3)
+        init.output(self.w2)
 
     def forward(self, x: torch.Tensor, ctx: object = None) -> torch.Tensor:
         return self.w2(self.act(self.w1(x)) * self.w3(x))
@@ -66,7 +70,10 @@ class PlainMLP(nn.Module):
         hidden = hidden_width(cfg, gated=False)
         self.w1 = nn.Linear(cfg.d_model, hidden, bias=False)
         self.w2 = nn.Linear(hidden, cfg.d_model, bias=False)
-        self.w2.residual_out = True
+
+    def init_weights(self, init: Init) -> None:
+        init.matrix(self.w1)
+        init.output(self.w2)
 
     def forward(self, x: torch.Tensor, ctx: object = None) -> torch.Tensor:
         return self.w2(self.act(self.w1(x)))
