@@ -85,9 +85,11 @@ class Attention(nn.Module):
             y = y * g
         return self.o_proj(y.reshape(B, T, -1))
 
-    def _transform(self, q, k, v, ctx):  # type: ignore[no-untyped-def]
+    def _transform(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ctx: ForwardContext
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """QK(V)-norm before RoPE, value residual, RoPE, then K/V heads repeated for GQA."""
-        if self.q_norm is not None:
+        if self.q_norm is not None and self.k_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         if self.v_norm is not None:
             v = self.v_norm(v)

@@ -54,6 +54,7 @@ class LatentAttention(nn.Module):
         self.rank, q_rank, self.d_rope = latent_sizes(cfg)
         eps = cfg.norm.eps
         q_width = h * (d_h + self.d_rope)
+        self.q_proj: nn.Module
         if q_rank is None:
             self.q_proj = nn.Linear(d, q_width, bias=False)
         else:

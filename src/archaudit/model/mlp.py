@@ -24,7 +24,8 @@ def hidden_width(cfg: ModelConfig, gated: bool) -> int:
 class GatedMLP(nn.Module):
     """(act(x·W1) ⊙ x·W3)·W2 (Shazeer 2020, "GLU Variants Improve Transformer")."""
 
-    act = staticmethod(F.silu)
+    def act(self, x: torch.Tensor) -> torch.Tensor:
+        return F.silu(x)
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
@@ -50,20 +51,23 @@ class SwiGLU(GatedMLP):
 class GeGLU(GatedMLP):
     """GELU-gated (Shazeer 2020)."""
 
-    act = staticmethod(F.gelu)
+    def act(self, x: torch.Tensor) -> torch.Tensor:
+        return F.gelu(x)
 
 
 @MLPS.register("reglu")
 class ReGLU(GatedMLP):
     """ReLU-gated (Shazeer 2020)."""
 
-    act = staticmethod(F.relu)
+    def act(self, x: torch.Tensor) -> torch.Tensor:
+        return F.relu(x)
 
 
 class PlainMLP(nn.Module):
     """act(x·W1)·W2 with hidden 4·d: the 2017/GPT-2 design."""
 
-    act = staticmethod(F.gelu)
+    def act(self, x: torch.Tensor) -> torch.Tensor:
+        return F.gelu(x)
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
@@ -84,12 +88,9 @@ class GeluMLP(PlainMLP):
     """GELU, not gated (Radford et al. 2019, GPT-2)."""
 
 
-def relu_squared(x: torch.Tensor) -> torch.Tensor:
-    return F.relu(x).square()
-
-
 @MLPS.register("relu2")
 class ReLU2MLP(PlainMLP):
     """ReLU(x)², not gated (So et al. 2021, Primer, arXiv 2109.08668)."""
 
-    act = staticmethod(relu_squared)
+    def act(self, x: torch.Tensor) -> torch.Tensor:
+        return F.relu(x).square()

@@ -10,7 +10,7 @@ DeepNorm, ReZero, parallel, ...) are in `blocks.py`, each overriding `forward`.
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -215,7 +215,7 @@ def _inactive(module: nn.Module) -> int:
     return sum(m.inactive_parameters() for m in module.modules() if isinstance(m, MoE))
 
 
-SLOTS = {
+SLOTS: dict[str, Registry[Any]] = {
     "norm.name": NORMS,
     "position.name": POSITIONS,
     "attention.name": ATTENTIONS,
@@ -255,7 +255,8 @@ def check_slot_combinations(cfg: ModelConfig) -> None:
     STREAMS.get(cfg.stream.name).check(cfg)
     block_class(cfg)
     attention, position = cfg.attention.name, cfg.position.name
-    if POSITIONS.get(position).logit_bias and not ATTENTIONS.get(attention).takes_logit_bias:
+    takes_bias = getattr(ATTENTIONS.get(attention), "takes_logit_bias", False)  # declared by each
+    if POSITIONS.get(position).logit_bias and not takes_bias:
         raise ConfigError(
             f"model.attention.name = {attention!r} cannot take the logit bias of "
             f"model.position.name = {position!r} (no per-head bias is defined for it); choose "
