@@ -1,5 +1,6 @@
 import pytest
 import torch
+from torch import nn
 
 from archaudit.config import (
     AttentionConfig,
@@ -11,7 +12,8 @@ from archaudit.config import (
     build,
 )
 from archaudit.errors import ConfigError
-from archaudit.model import build_model, count_parameters, training_flops_per_token
+from archaudit.model import ATTENTIONS, build_model, count_parameters, training_flops_per_token
+from archaudit.model.attention import Attention
 
 TINY = dict(vocab_size=97, d_model=64, n_layers=3, n_heads=4, context_length=32)
 
@@ -58,6 +60,39 @@ def test_residual_projections_start_smaller():
     q_std = model.blocks[0].attn.q_proj.weight.std().item()
     assert o_std == pytest.approx(0.02 / (2 * cfg.n_layers) ** 0.5, rel=0.05)
     assert q_std == pytest.approx(0.02, rel=0.05)
+
+
+@ATTENTIONS.register("test_forgetful")
+class ForgetfulAttention(Attention):
+    """Declares its init (the parent's) but leaves its own new projection out."""
+
+    def __init__(self, cfg: ModelConfig, layer: int) -> None:
+        super().__init__(cfg, layer)
+        self.extra = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
+
+
+@ATTENTIONS.register("test_undeclared")
+class UndeclaredAttention(nn.Module):
+    """Declares no init: its matrices are drawn as plain ones."""
+
+    def __init__(self, cfg: ModelConfig, layer: int) -> None:
+        super().__init__()
+        self.proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
+
+    def forward(self, x: torch.Tensor, ctx: object) -> torch.Tensor:
+        return self.proj(x)
+
+
+def test_a_weight_no_init_draws_is_an_error_and_an_undeclared_module_gets_the_plain_rule():
+    with pytest.raises(ConfigError, match=r"blocks\.0\.attn\.extra\.weight is never init"):
+        build_model(ModelConfig(**TINY, attention=AttentionConfig(name="test_forgetful")))
+    torch.manual_seed(0)
+    wide = {**TINY, "d_model": 256, "attention": AttentionConfig(name="test_undeclared")}
+    plain = build_model(ModelConfig(**wide)).blocks[0].attn.proj.weight
+    assert plain.std().item() == pytest.approx(0.02, rel=0.05)
+    deep = build_model(ModelConfig(**wide, residual=ResidualConfig(name="deepnorm")))
+    beta = (8 * TINY["n_layers"]) ** -0.25  # DeepNorm's gain reaches an undeclared matrix too
+    assert deep.blocks[0].attn.proj.weight.std().item() == pytest.approx(0.02 * beta, rel=0.05)
 
 
 def test_training_flops_follow_palm_formula():
