@@ -11,8 +11,8 @@ from archaudit.config import ModelConfig
 from archaudit.mods import params
 from archaudit.mods.registry import Citation, DeltaFunction, modification
 
-# Hyper-connections and attention residuals call only a connection rule's branch, never its
-# combine step, so they claim the pre-norm rule: post-norm-like rules would silently be ignored.
+# Hyper-connections and attention residuals run a pre-norm block's two terms themselves, never
+# its forward, so they claim the pre-norm rule: any other rule would silently be ignored.
 _STREAM_RULE = {"residual.name": "pre", "residual.mlp": None}
 
 
