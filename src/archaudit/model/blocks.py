@@ -72,10 +72,12 @@ class ResidualAfterNormBlock(Block):
     FFN rule, here for both sublayers)."""
 
     def forward(self, x: torch.Tensor, ctx: ForwardContext) -> torch.Tensor:
-        z = self.attn_norm(x)
-        x = z + self.attn(z, ctx)
-        z = self.mlp_norm(x)
-        return z + self.mlp(z, ctx)
+        # Norm(x) is computed twice rather than kept: the gradients then sum in the order of the
+        # runs trained before this block existed, bit for bit.
+        f = self.attn(self.attn_norm(x), ctx)
+        x = self.attn_norm(x) + f
+        f = self.mlp(self.mlp_norm(x), ctx)
+        return self.mlp_norm(x) + f
 
 
 @RESIDUALS.register("sandwich")
@@ -178,8 +180,8 @@ class HybridNormBlock(Block):
 
     def forward(self, x: torch.Tensor, ctx: ForwardContext) -> torch.Tensor:
         x = x + self.attn(x, ctx)
-        z = self.mlp_norm(x)
-        return z + self.mlp(z, ctx)
+        f = self.mlp(self.mlp_norm(x), ctx)
+        return self.mlp_norm(x) + f  # Z = Norm(Y) twice, as `ResidualAfterNormBlock` says why
 
 
 @RESIDUALS.register("unnormed+post")

@@ -14,7 +14,7 @@ are never weight-decayed.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Protocol
 
 import torch
 import torch.nn.functional as F
@@ -26,11 +26,17 @@ from archaudit.model.context import ForwardContext
 from archaudit.model.norms import LayerNorm
 from archaudit.registry import Registry
 
-if TYPE_CHECKING:
-    from archaudit.model.transformer import Block
-
 Branch = Callable[[torch.Tensor, ForwardContext], torch.Tensor]
 """One sublayer's term of the residual sum, as a function of the stream: Attn(Norm(x))."""
+
+
+class Layer(Protocol):
+    """What a stream needs of a block (`transformer.Block`): to run it, or its two branches."""
+
+    def __call__(self, x: torch.Tensor, ctx: ForwardContext) -> torch.Tensor: ...
+
+    def branches(self) -> tuple[Branch, Branch]: ...
+
 
 STREAMS: Registry[type[Stream]] = Registry("residual stream")
 
@@ -46,7 +52,7 @@ class Stream(nn.Module):
         """Refuse a config whose blocks this stream cannot run (any, for the standard stream)."""
 
     def forward(
-        self, x: torch.Tensor, blocks: Sequence[Block], ctx: ForwardContext
+        self, x: torch.Tensor, blocks: Sequence[Layer], ctx: ForwardContext
     ) -> torch.Tensor:
         for block in blocks:
             x = block(x, ctx)
@@ -81,7 +87,7 @@ class BranchStream(Stream):
             )
 
 
-def branches_of(blocks: Sequence[Block]) -> list[Branch]:
+def branches_of(blocks: Sequence[Layer]) -> list[Branch]:
     """The branches of all blocks in call order: attention, MLP, attention, ..."""
     return [branch for block in blocks for branch in block.branches()]
 
@@ -127,7 +133,7 @@ class HyperConnections(BranchStream):
         self.norms = nn.ModuleList(LayerNorm(d, cfg.norm.eps) for _ in range(n_sublayers))
 
     def forward(
-        self, x: torch.Tensor, blocks: Sequence[Block], ctx: ForwardContext
+        self, x: torch.Tensor, blocks: Sequence[Layer], ctx: ForwardContext
     ) -> torch.Tensor:
         H = x.unsqueeze(2).expand(*x.shape[:2], self.n, x.shape[-1])  # (B, T, n, d)
         for i, branch in enumerate(branches_of(blocks)):
@@ -166,7 +172,7 @@ class AttentionResiduals(BranchStream):
         return torch.einsum("btl,btld->btd", alpha, V)
 
     def forward(
-        self, x: torch.Tensor, blocks: Sequence[Block], ctx: ForwardContext
+        self, x: torch.Tensor, blocks: Sequence[Layer], ctx: ForwardContext
     ) -> torch.Tensor:
         values = [x]
         for i, branch in enumerate(branches_of(blocks)):

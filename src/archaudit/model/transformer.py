@@ -68,7 +68,8 @@ class Block(nn.Module):
 
     def branches(self) -> tuple[Branch, Branch]:
         """The two terms `forward` adds, Attn(Norm(x)) and MLP(Norm(x)), as functions of the
-        stream: what the streams that mix between sublayers run (hyper-connections)."""
+        stream: what the streams that mix between sublayers run (hyper-connections). They are
+        the pre-norm block's only: such streams refuse every other rule (`Stream.check`)."""
         return self._attn_branch, self._mlp_branch
 
     def _attn_branch(self, x: torch.Tensor, ctx: ForwardContext) -> torch.Tensor:
