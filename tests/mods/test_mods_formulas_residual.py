@@ -45,6 +45,7 @@ def norm(block, sublayer: str, which: str = "norm") -> torch.Tensor:
 
 
 UPDATES = {  # (block, x, F, "attn" or "mlp") → the stream after that sublayer
+    "baseline": lambda b, x, F, s: x + F(rms(x, norm(b, s))),  # pre-norm
     "post_ln": lambda b, x, F, s: rms(x + F(x), norm(b, s)),
     "peri_ln": lambda b, x, F, s: x + rms(F(rms(x, norm(b, s))), norm(b, s, "out_norm")),
     "layerscale": lambda b, x, F, s: x + norm(b, s, "scale") * F(rms(x, norm(b, s))),
