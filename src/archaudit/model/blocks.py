@@ -3,9 +3,12 @@ pre-norm baseline (`transformer.Block`). Each overrides `forward` and builds wha
 
 `model.residual.name` picks a sequential variant from `RESIDUALS` (and `model.residual.mlp` a
 pair, for HybridNorm's two rules); `model.block.name = "parallel"` picks the parallel layout from
-`BLOCKS`. Variants that build other modules than the baseline's register them in the order the
-parameters are listed (a module's own scale before its sublayer), so that gradient clipping
-sums their norms in one fixed order.
+`BLOCKS`.
+
+A variant that builds other modules than the baseline's registers them in a set order: each
+scale before its sublayer, each norm after it. Its parameters are then listed as they were
+before these variants existed, so gradient clipping sums their norms in the same order and
+training stays bit-identical.
 """
 
 from __future__ import annotations
