@@ -185,3 +185,21 @@ def test_a_parallel_block_refuses_rules_but_pre_norm_and_streams_that_skip_block
         ):
             build_model(ModelConfig(**TINY, block=parallel, stream=StreamConfig(name=stream)))
     build_model(ModelConfig(**TINY, block=parallel, residual=ResidualConfig(name="pre")))
+
+
+def test_a_checkpoint_with_other_weight_names_is_refused_naming_one(tmp_path):
+    from safetensors.torch import save_file
+
+    from archaudit.checkpoint_io import read_weights
+    from archaudit.errors import DataError
+    from archaudit.rundir import WEIGHTS
+
+    model = build_model(ModelConfig(**TINY))
+    state = {k.replace(".attn.", ".attn.sublayer."): v for k, v in model.state_dict().items()}
+    save_file({k: v.contiguous() for k, v in state.items()}, tmp_path / WEIGHTS)
+    with pytest.raises(DataError) as err:
+        read_weights(model, tmp_path)
+    message = str(err.value)
+    assert "the file lacks 'blocks.0.attn.k_proj.weight' (and 11 more)" in message
+    assert "the model has no 'blocks.0.attn.sublayer.k_proj.weight'" in message
+    assert "\n" not in message
