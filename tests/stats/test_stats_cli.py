@@ -114,7 +114,7 @@ def test_other_analyses_print_the_library_results(cli, results):
         ("interactions --metric acc --scale d6", interactions(table, "acc", scale="d6")),
         (
             "decoupling --downstream-metric acc --scale d6",
-            decoupling(table, downstream_metric="acc", scale="d6"),
+            decoupling(table, JudgeOptions(scale="d6"), downstream_metric="acc"),
         ),
     ]
     for command, expected in cases:

@@ -75,13 +75,13 @@ def test_default_rule_holds_where_pooling_sigma_did_not(design, noise, pooled_to
 
 
 def test_panel_result_keeps_fwer_and_adds_the_panel():
-    result = simulate_null(arms=19, seeds=3, audits=500, noise="panel")
+    result = simulate_null(AuditDesign.balanced(19, 3), audits=500, noise="panel")
     assert result.fwer == result.panel[0].fwer and result.noise == "panel"
     assert [r.noise for r in result.panel] == list(PANEL)
     assert result.panel_worst.fwer == max(r.fwer for r in result.panel)
     data = json.loads(result.to_json())
     assert "fwer" in data and len(data["panel"]) == len(PANEL)
-    assert simulate_null(arms=19, seeds=3, audits=200).panel == ()
+    assert simulate_null(AuditDesign.balanced(19, 3), audits=200).panel == ()
 
 
 def test_sequential_loop_holds_on_the_panel():

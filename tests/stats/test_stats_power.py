@@ -7,6 +7,7 @@ import pytest
 from scipy import stats
 
 from archaudit.errors import ConfigError
+from archaudit.stats.options import JudgeOptions
 from archaudit.stats.power import Design, minimum_detectable_effect, power, seeds_needed
 
 
@@ -78,21 +79,21 @@ def test_mde_is_where_power_reaches_the_target():
 
 
 def test_seeds_needed_is_the_smallest_sufficient():
-    k = seeds_needed(3.0, arms=19)
+    k = seeds_needed(3.0, n_arms=19)
     assert power(3.0, Design(arm_seeds=k, baseline_seeds=k, arms=19)) >= 0.8
     assert power(3.0, Design(arm_seeds=k - 1, baseline_seeds=k - 1, arms=19)) < 0.8
 
 
 def test_effects_under_two_sigma_are_never_detected():
     # |Δ| < 2σ is within noise by rule; as seeds grow, power tends to P(|Δ| >= 2σ) < 1/2.
-    assert seeds_needed(1.5, arms=19, max_seeds=200) is None
+    assert seeds_needed(1.5, n_arms=19, max_seeds=200) is None
     assert power(1.5, Design(arm_seeds=200, baseline_seeds=200)) < 0.5
 
 
 def test_one_seed_is_never_enough_for_a_modest_effect_by_default():
     # A big baseline makes σ exact, but one seed cannot show the arm's own spread: bounded at
     # 6σ, 3σ needs more seeds; declared equal variance, one seed would do.
-    k = seeds_needed(3.0, baseline_seeds=40, arms=1, correction="none")
+    k = seeds_needed(3.0, JudgeOptions(correction="none"), baseline_seeds=40)
     assert k is not None and k >= 2
     assumed = Design(arm_seeds=1, baseline_seeds=40, correction="none", family_test="pooled-t")
     assert power(3.0, assumed) >= 0.8

@@ -89,20 +89,16 @@ class Family:
         """Test an arm's seed values against the baseline."""
         return compare_arm(values, self.baseline.values, self.noise, self.sign, self.test)
 
-    def audit_design(self, options: JudgeOptions) -> AuditDesign | None:
-        """The design of the tested family (None when no arm can be tested)."""
+    def audit_design(self) -> AuditDesign | None:
+        """The design of the tested family under its options (None when no arm can be tested)."""
         if not self.tested:
             return None
-        return AuditDesign(
-            arm_seeds=tuple(len(s.values) for s in self.tested),
+        tested = {s.arm for s in self.tested}
+        return AuditDesign.judged_by(
+            self.options,
+            arm_seeds=[len(s.values) for s in self.tested],
             baseline_seeds=len(self.baseline.values),
-            anchor_seeds=tuple(
-                len(s.values) for s in self.anchors if s.arm not in {t.arm for t in self.tested}
-            ),
-            reference=options.reference,
-            equal_variance=options.equal_variance,
-            correction=options.correction,
-            alpha=options.alpha,
+            anchor_seeds=[len(s.values) for s in self.anchors if s.arm not in tested],
         )
 
 
@@ -131,7 +127,7 @@ def collect_family(table: Table, metric: str, options: JudgeOptions = DEFAULT) -
 
 def family_design(table: Table, metric: str, options: JudgeOptions = DEFAULT) -> AuditDesign:
     """The design `judge` would judge this table's family under (for `simulate-null --like`)."""
-    design = collect_family(table, metric, options).audit_design(options)
+    design = collect_family(table, metric, options).audit_design()
     if design is None:
         raise ConfigError(f"{table.source}: no arm of {metric!r} finished every seed; no design")
     return design

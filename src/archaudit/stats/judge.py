@@ -206,7 +206,7 @@ def judge(table: TableLike, metric: str, options: JudgeOptions = DEFAULT) -> Jud
     p_adjusted, decided = decide(
         list(tests.values()), family.noise, n_base, options.correction, options.alpha
     )
-    design = family.audit_design(options)
+    design = family.audit_design()
     rate = design_rate(design, power_target=options.power_target) if design else None
     robust_scale = family_scale(
         [s.values for s in (family.baseline, *family.anchors, *family.arms)]
