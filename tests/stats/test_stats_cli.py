@@ -85,17 +85,17 @@ def test_user_errors_are_one_line_with_exit_code_2(cli, results):
 
 
 def test_simulate_null(cli):
-    options = "--arms 6 --seeds 2 --audits 40 --effect 3 --effect-arms 1"
+    options = "--n-arms 6 --seeds 2 --audits 40 --effect 3 --effect-arms 1"
     code, out, _ = cli(f"simulate-null {options} --json")
     assert code == 0
-    expected = simulate_null(arms=6, seeds=2, audits=40, effect=3.0, effect_arms=1)
+    expected = simulate_null(AuditDesign.balanced(6, 2), audits=40, effect=3.0, effect_arms=1)
     assert json.loads(out) == expected.to_dict()
     text = cli(f"simulate-null {options}")[1]
     assert "family-wise false-positive rate" in text and "power formula" in text
 
 
 def test_power(cli, results):
-    code, out, _ = cli("stats power --seeds 3 --arms 19 --effect 3 --json")
+    code, out, _ = cli("stats power --seeds 3 --n-arms 19 --effect 3 --json")
     data = json.loads(out)
     assert code == 0
     assert data["mde_sigmas"] == pytest.approx(
@@ -208,15 +208,15 @@ def test_p_below_the_float_range_is_printed_as_a_bound(cli, write_csv):
 
 def test_simulate_null_with_one_seed_uses_the_baseline_it_says(cli):
     # Defect: --seeds 1 silently used a 2-seed baseline while the help said "as many as --seeds".
-    code, out, _ = cli("simulate-null --arms 19 --seeds 1 --audits 200 --json")
+    code, out, _ = cli("simulate-null --n-arms 19 --seeds 1 --audits 200 --json")
     assert code == 0 and json.loads(out)["baseline_seeds"] == 3
-    text = cli("simulate-null --arms 19 --seeds 1 --audits 200")[1]
+    text = cli("simulate-null --n-arms 19 --seeds 1 --audits 200")[1]
     assert "baseline 3 seeds" in text
     assert "at least 3" in cli("simulate-null --help")[1]
 
 
 def test_simulate_null_paper_mode_and_designs_like_a_file(cli, results, tmp_path):
-    code, out, _ = cli("simulate-null --arms 19 --seeds 1 --baseline-seeds 3 --reference normal")
+    code, out, _ = cli("simulate-null --n-arms 19 --seeds 1 --baseline-seeds 3 --reference normal")
     assert code == 0 and "UNCALIBRATED" in out and "ABOVE α" in out
     data = json.loads(cli(f"simulate-null --like {PUBLISHED} --audits 300 --json")[1])
     assert data["design"]["arm_seeds"] == [1] * 19 and data["baseline_seeds"] == 3
@@ -256,7 +256,7 @@ def test_every_family_command_takes_exclude_and_arms(cli, results):
     assert "wide" not in {c["arm"] for c in inter["combinations"]}
     moved = json.loads(cli(f"stats transfer {results} --metric acc --exclude gqa --json")[1])
     assert "gqa" not in {a["arm"] for a in moved["arms"]}
-    advice = json.loads(cli(f"stats power {base} --metric acc --arm qk --json")[1])
+    advice = json.loads(cli(f"stats power {base} --metric acc --arms qk --json")[1])
     assert [a["arm"] for a in advice["arms"]] == ["qk"]
     code, _, err = cli(f"stats {base} --metric acc --exclude wdie")
     assert code == 2 and "did you mean 'wide'" in err

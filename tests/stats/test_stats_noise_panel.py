@@ -197,14 +197,14 @@ def test_simulate_null_noise_option(monkeypatch, capsys):
         return exit_.value.code or 0, captured.out, captured.err
 
     code, out, _ = run(
-        "simulate-null --arms 19 --seeds 1 --baseline-seeds 10 --audits 300 --noise panel"
+        "simulate-null --n-arms 19 --seeds 1 --baseline-seeds 10 --audits 300 --noise panel"
     )
     assert code == 0 and "worst:" in out and "hetero:6:3" in out
-    code, out, _ = run("simulate-null --arms 19 --seeds 1 --audits 300 --noise hetero:6 --json")
+    code, out, _ = run("simulate-null --n-arms 19 --seeds 1 --audits 300 --noise hetero:6 --json")
     data = json.loads(out)
     assert code == 0 and data["noise"] == "hetero:6" and data["panel"] == []
     code, out, _ = run(
-        "simulate-null --sequential --arms 4 --seeds 3 --audits 200 --noise t3 --json"
+        "simulate-null --sequential --n-arms 4 --seeds 3 --audits 200 --noise t3 --json"
     )
     assert code == 0 and json.loads(out)["noise"] == "t3"
     code, _, err = run("simulate-null --noise hetro:6")

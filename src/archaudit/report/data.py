@@ -876,8 +876,7 @@ def _with_power_mde(
 def _seeds_for(m: int, alpha: float, correction: str) -> tuple[tuple[float, int | None], ...]:
     options = JudgeOptions(alpha=alpha, correction=correction)
     return tuple(
-        (x, seeds_needed(x, options, n_arms=m, max_seeds=SEEDS_CAP))
-        for x in POWER_EFFECTS
+        (x, seeds_needed(x, options, n_arms=m, max_seeds=SEEDS_CAP)) for x in POWER_EFFECTS
     )
 
 

@@ -148,8 +148,9 @@ def _metric_signal(
     effects = {}
     if baseline in means and sigma > 0:
         effects = {a: abs(m - means[baseline]) / sigma for a, m in means.items() if a != baseline}
+    options = JudgeOptions(alpha=alpha)
     needed = {
-        arm: seeds_needed(effect, JudgeOptions(alpha=alpha), n_arms=len(effects)) if effect > 0 else None
+        arm: seeds_needed(effect, options, n_arms=len(effects)) if effect > 0 else None
         for arm, effect in effects.items()
     }
     return MetricSignal(
