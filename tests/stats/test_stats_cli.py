@@ -20,6 +20,7 @@ from archaudit.stats import (
     judge,
     load_table,
     minimum_detectable_effect,
+    seeds_needed,
     simulate_null,
 )
 from archaudit.stats.options import JudgeOptions
@@ -260,3 +261,46 @@ def test_every_family_command_takes_exclude_and_arms(cli, results):
     assert [a["arm"] for a in advice["arms"]] == ["qk"]
     code, _, err = cli(f"stats {base} --metric acc --exclude wdie")
     assert code == 2 and "did you mean 'wide'" in err
+
+
+@pytest.mark.parametrize("command", ["simulate-null --arms 19", "stats power --arms 19 --seeds 3"])
+def test_a_count_under_arms_is_refused_pointing_to_n_arms(cli, command):
+    # --arms names arms on every command; the count these two took is --n-arms now.
+    code, out, err = cli(command)
+    assert code == 2 and not out
+    assert len(err.strip().splitlines()) == 1 and "--n-arms 19" in err
+
+
+def test_arm_names_without_a_table_are_refused(cli):
+    code, _, err = cli("stats power --arms qk --seeds 3")
+    assert code == 2 and "need SOURCE" in err and "--n-arms" in err
+
+
+def test_simulate_null_like_a_table_takes_the_family_of_arms_and_exclude(cli, results):
+    line = f"simulate-null --like {results} --scale d6 --audits 50 --json"
+    chosen = json.loads(cli(f"{line} --arms qk,gqa")[1])
+    assert chosen["design"]["arm_seeds"] == [3, 3]
+    left = json.loads(cli(f"{line} --exclude wide")[1])
+    assert left["design"]["arm_seeds"] == [3, 3, 3]
+
+
+def test_power_counts_seeds_under_the_reference_of_its_mde(cli):
+    # Defect: `stats power --reference normal` quoted the z-test's MDE but counted the seeds an
+    # effect needs under the t reference (5 instead of 2 for 4σ over 19 arms).
+    data = json.loads(cli("stats power --n-arms 19 --effect 4 --reference normal --json")[1])
+    paper = JudgeOptions(reference="normal")
+    assert data["design"]["reference"] == "normal"
+    assert data["seeds_needed"] == seeds_needed(4.0, paper, n_arms=19) == 2
+    assert seeds_needed(4.0, n_arms=19) == 5
+
+
+def test_decoupling_judges_the_family_its_options_name(cli, results):
+    line = f"stats decoupling {results} --scale d6 --downstream-metric acc --json"
+    left = json.loads(cli(f"{line} --exclude wide --exclude gqa")[1])
+    expected = decoupling(
+        load_table(results),
+        JudgeOptions(scale="d6", exclude=("wide", "gqa")),
+        downstream_metric="acc",
+    )
+    assert left == json.loads(expected.to_json())
+    assert [a["arm"] for a in left["arms"]] == ["qk", "qk+gqa"]
