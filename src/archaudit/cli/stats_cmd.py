@@ -28,13 +28,14 @@ from archaudit.formatting import MISSING, interval, num, pvalue
 
 if TYPE_CHECKING:
     from archaudit.stats.options import JudgeOptions
+    from archaudit.stats.paired import ItemComparison, MeasureComparison
 
 
 class _VerdictsByDefault(TyperGroup):
     """Reads `stats SOURCE ...` as `stats verdicts SOURCE ...`: a group cannot take a positional
     argument and sub-commands at once, so the default sub-command is spliced in."""
 
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's vendored Context
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = ["verdicts", *args]
         return super().parse_args(ctx, args)
@@ -667,6 +668,7 @@ def items_command(
     quiet_output(quiet, json_)
     items = load_items(source)
     arms = [arm for arm in items.arms if arm != baseline]
+    results: list[ItemComparison] | list[MeasureComparison]
     if measure == "correct":
         results = [
             compare_items(items, arm, baseline, scale, task=task, n_boot=n_boot, seed=seed)
@@ -907,9 +909,12 @@ def _print_table(title: str | None, columns: Sequence[str], rows: Sequence[Seque
         # Only the first column (names) may wrap, by folding; numbers and verdicts never
         # split across lines ("7.81e-0" / "6") and are never truncated.
         width = max((len(row[index]) for row in cells), default=0)
-        whole = {} if index == 0 else {"no_wrap": True, "min_width": max(width, len(column))}
         table.add_column(
-            column, justify="left" if index == 0 else "right", overflow="fold", **whole
+            column,
+            justify="left" if index == 0 else "right",
+            overflow="fold",
+            no_wrap=index > 0,
+            min_width=max(width, len(column)) if index > 0 else None,
         )
     for row in cells:
         table.add_row(*row)

@@ -60,12 +60,12 @@ def dunnett_stepdown(
     stat: Sequence[float] | np.ndarray, n_arm: Sequence[int] | np.ndarray, n_base: int, dof: int
 ) -> np.ndarray:
     """Step-down adjusted p-values, in the input order, for the shared-σ t statistics."""
-    stat = np.abs(np.asarray(stat, dtype=float))
-    n_arm = np.asarray(n_arm)
-    order = np.argsort(-stat, kind="stable")
+    size = np.abs(np.asarray(stat, dtype=float))
+    seeds = np.asarray(n_arm)
+    order = np.argsort(-size, kind="stable")
     stepped = np.array(
-        [max_t_tail(stat[i], n_arm[order[k:]], n_base, dof) for k, i in enumerate(order)]
+        [max_t_tail(size[i], seeds[order[k:]], n_base, dof) for k, i in enumerate(order)]
     )
-    adjusted = np.empty(len(stat))
+    adjusted = np.empty(len(size))
     adjusted[order] = np.minimum(1.0, np.maximum.accumulate(stepped))
     return adjusted
