@@ -20,6 +20,7 @@ from archaudit.stats import (
     seeds_needed,
     simulate_null,
 )
+from archaudit.stats.compare import decide
 from archaudit.stats.family import collect_family
 
 OPTION_FIELDS = {field.name for field in dataclasses.fields(JudgeOptions)}
@@ -33,6 +34,7 @@ TAKES_OPTIONS = [
     Design.balanced,
     AuditDesign.balanced,
     AuditDesign.judged_by,
+    decide,
 ]
 
 

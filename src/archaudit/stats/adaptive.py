@@ -15,7 +15,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtri
 
-from archaudit.stats.compare import decide
 from archaudit.stats.family import collect_family
 from archaudit.stats.judge import Judgement
 from archaudit.stats.serialize import JsonResult
@@ -64,9 +63,7 @@ def adaptive_seeding(
         for next_value in sample.mean + spread * quantiles:
             trial = family.grown(sample.arm, np.append(sample.values, next_value))
             tests = [trial.compare(s.values) for s in trial.tested]
-            _, verdicts = decide(
-                tests, trial.noise, judgement.baseline_n, judgement.correction, judgement.alpha
-            )
+            _, verdicts = trial.decide(tests)
             changed += verdicts[index] != current
         change[sample.arm] = changed / grid
     advice = []

@@ -24,6 +24,7 @@ from archaudit.stats.family_test import (
     statistics,
 )
 from archaudit.stats.noise import NoiseFloor
+from archaudit.stats.options import JudgeOptions
 from archaudit.stats.significance import Welch, welch_test
 from archaudit.stats.verdicts import candidate, classify
 
@@ -93,11 +94,15 @@ def compare_arm(
 
 
 def decide(
-    tests: Sequence[ArmTest], noise: NoiseFloor, n_base: int, correction: str, alpha: float
+    tests: Sequence[ArmTest], noise: NoiseFloor, n_base: int, options: JudgeOptions
 ) -> tuple[np.ndarray, list[str]]:
-    """Correct the family's p-values together and classify each arm; with the `robust` test, a
-    single-seed arm that only the pooled t (its own spread assumed equal to σ) finds is a
-    candidate."""
+    """Correct the family's p-values together (`options.correction`) and classify each arm at
+    `options.alpha`.
+
+    With the `robust` test, a single-seed arm that only the pooled t finds (its own spread
+    assumed equal to σ) is a candidate.
+    """
+    correction, alpha = options.correction, options.alpha
     p_adjusted = _corrected(tests, [t.p for t in tests], noise, n_base, correction)
     verdicts = [
         classify(test.delta, noise.sigma, float(p), alpha)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from archaudit.errors import ConfigError
-from archaudit.stats.compare import ArmTest, compare_arm
+from archaudit.stats.compare import ArmTest, compare_arm, decide
 from archaudit.stats.design import AuditDesign
 from archaudit.stats.family_test import choose_test
 from archaudit.stats.grading import looks_like_loss
@@ -88,6 +88,10 @@ class Family:
     def compare(self, values: np.ndarray) -> ArmTest:
         """Test an arm's seed values against the baseline."""
         return compare_arm(values, self.baseline.values, self.noise, self.sign, self.test)
+
+    def decide(self, tests: Sequence[ArmTest]) -> tuple[np.ndarray, list[str]]:
+        """(corrected p, verdict) of each tested arm, corrected together as the options say."""
+        return decide(tests, self.noise, len(self.baseline.values), self.options)
 
     def audit_design(self) -> AuditDesign | None:
         """The design of the tested family under its options (None when no arm can be tested)."""

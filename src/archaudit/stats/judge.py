@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from archaudit.stats.compare import ArmTest, decide
+from archaudit.stats.compare import ArmTest
 from archaudit.stats.corrections import (
     ERROR_RATE_NAMES,
     FDR,
@@ -202,10 +202,7 @@ def judge(table: TableLike, metric: str, options: JudgeOptions = DEFAULT) -> Jud
     table = signal.table
     family = collect_family(table, metric, options)
     tests = {s.arm: family.compare(s.values) for s in family.tested}
-    n_base = len(family.baseline.values)
-    p_adjusted, decided = decide(
-        list(tests.values()), family.noise, n_base, options.correction, options.alpha
-    )
+    p_adjusted, decided = family.decide(list(tests.values()))
     design = family.audit_design()
     rate = design_rate(design, power_target=options.power_target) if design else None
     robust_scale = family_scale(
