@@ -50,7 +50,7 @@ class ArmTest:
     df: float
     """Its degrees of freedom (infinite for z)."""
     scale: float
-    """What the test divides Δ by (its standard error; σ for z)."""
+    """What the test divides Δ by: its standard error, or σ for z."""
     p: float
     """Its two-sided p-value: the one the correction uses."""
     p_pooled: float
@@ -61,7 +61,7 @@ class ArmTest:
 def compare_arm(
     values: np.ndarray, baseline: np.ndarray, noise: NoiseFloor, sign: float, test: str
 ) -> ArmTest:
-    """Test an arm's seed values against the baseline's; `sign` is −1 when lower is better."""
+    """Test an arm's seed values against the baseline's. `sign` is −1 when lower is better."""
     n, n_base = len(values), len(baseline)
     mean = float(np.mean(values))
     delta = sign * (mean - float(np.mean(baseline)))

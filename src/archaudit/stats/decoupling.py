@@ -1,13 +1,13 @@
 """Loss–downstream decoupling (docs/protocol.md): arms whose loss and downstream verdicts disagree.
 
 For each arm, r_L = (L − L₀)/L₀ is the relative loss change and r_D = (D − D₀)/|D₀| the relative
-downstream change; both metrics get their verdict from `judge` (loss lower-is-better). A metric
+downstream change. Both metrics get their verdict from `judge` (loss lower-is-better). A metric
 "moved" when its verdict is significant (improver/regressor). It is "flat" only when it is shown
 equivalent to the baseline within a margin: its simultaneous (1 − α) interval for Δ (`judge`'s,
 Bonferroni over the m arms) lies inside ±margin, a two one-sided tests (TOST) equivalence test at
 level α/(2m) per arm. The margin is the arm's MDE by default (the smallest effect the design
 would detect: an effect the audit could not see is no evidence of "no effect"), or `margin` noise
-floors σ of that metric. A significant verdict is never flat; one that is merely not
+floors σ of that metric. A significant verdict is never flat. One that is merely not
 significant is neither moved nor flat, so it cannot make an arm decoupled. An arm is decoupled when
 
 - `loss flat, downstream moved`: the loss is near baseline and the downstream moved, or
@@ -85,7 +85,7 @@ class Decoupling(JsonResult):
     loss_metric: str
     downstream_metric: str
     margin: float | None
-    """The equivalence margin in noise floors σ; None: each arm's MDE."""
+    """The equivalence margin in noise floors σ (None: each arm's MDE)."""
     loss_band: float
     """The widest arm's loss margin relative to the baseline loss (for figures: |r_L| inside
     it can be flat)."""
@@ -180,7 +180,7 @@ def _relative(value: float, baseline: float) -> float:
 
 
 def _kind(loss: tuple[str, bool], downstream: tuple[str, bool]) -> str | None:
-    """Each side is (verdict, shown equivalent); verdicts are oriented so improver = better."""
+    """Each side is (verdict, shown equivalent). Verdicts are oriented so improver = better."""
     loss_moved, downstream_moved = _DIRECTION.get(loss[0], 0), _DIRECTION.get(downstream[0], 0)
     if downstream_moved and loss[1]:
         return LOSS_FLAT

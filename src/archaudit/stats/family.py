@@ -1,6 +1,6 @@
 """A family of arms judged against one baseline: its samples, noise floor, test and design.
 
-`collect_family` gathers it from a table; `judge` (verdicts), `adaptive_seeding` (one more seed),
+`collect_family` gathers it from a table. `judge` (verdicts), `adaptive_seeding` (one more seed),
 the analyses (transfer, interactions) and `simulate-null --like` (`family_design`) all start here.
 """
 
@@ -51,7 +51,8 @@ class Family:
         options: JudgeOptions,
         excluded: tuple[str, ...] = (),
     ) -> Family:
-        """σ pooled over the baseline, anchors (`floor`) and tested multi-seed arms; the test."""
+        """The family, with σ pooled over the baseline, the anchors (`floor`) and the tested
+        multi-seed arms, and the one test that judges it."""
         anchors = {sample.arm for sample in floor}
         tested = [s for s in arms if s.status == "ok"]
         return cls(

@@ -48,14 +48,14 @@ class ArmVerdict(JsonResult):
     sd: float
     delta: float
     z: float
-    """Paper-mode z = Δ/σ (shown for comparison; it drives the verdict only in paper mode)."""
+    """Paper-mode z = Δ/σ, shown for comparison. It drives the verdict only in paper mode."""
     p_z: float
     t: float
     """Welch's t (NaN with one seed)."""
     df: float
     p_welch: float
     test: str | None
-    """The family's test that drove the verdict ("pooled-t", "welch" or "z"); None when the
+    """The family's test that drove the verdict ("pooled-t", "welch" or "z"). None when the
     arm was not tested."""
     statistic: float
     """That test's statistic (t, or z in paper mode)."""
@@ -64,7 +64,7 @@ class ArmVerdict(JsonResult):
     interval: tuple[float, float]
     """Simultaneous (1 − α) interval for Δ: Bonferroni over the m tested arms (α alone when
     uncorrected), in the test's reference distribution. It excludes 0 exactly when Bonferroni
-    rejects; Holm, Hochberg, BH and Dunnett reject at least as much. NaN when not tested."""
+    rejects. Holm, Hochberg, BH and Dunnett reject at least as much. NaN when not tested."""
     p: float
     p_adj: float
     verdict: str

@@ -58,10 +58,10 @@ class Design:
     alpha: float = 0.05
     correction: str = "holm"
     sigma_dof: int | None = None
-    """Degrees of freedom of the noise floor; None pools the baseline and the m arms:
+    """Degrees of freedom of the noise floor. None pools the baseline and the m arms:
     (baseline_seeds − 1) + m·(arm_seeds − 1)."""
     family_test: str | None = None
-    """The family's test ("pooled-t", "welch", "z"); None chooses it from this arm's seeds."""
+    """The family's test ("pooled-t", "welch", "z"). None chooses it from this arm's seeds."""
     reference: str = "t"
     """"t" (calibrated) or "normal" (paper mode), used when `family_test` is None."""
 
@@ -156,7 +156,7 @@ class PowerCurve(JsonResult):
     mde_sigmas: float | None
     """The effect where the curve reaches `target` (None: not within the computed span)."""
     points: tuple[tuple[float, float], ...]
-    """(effect in σ, probability), increasing in effect; the MDE is one of the points."""
+    """(effect in σ, probability), increasing in effect. The MDE is one of the points."""
 
 
 def power_curve(

@@ -54,7 +54,7 @@ class NullSimulation(JsonResult):
     fwer_uncorrected: float
     """Share of audits with >= 1 null arm at raw p < α: the uncorrected family of tests."""
     fwer_uncorrected_formula: float
-    """1 − (1 − α)^m over the null arms; assumes independent, exact tests."""
+    """1 − (1 − α)^m over the null arms, the rate of independent, exact tests."""
     per_arm_rate: float
     """Share of null arms at raw p < α/m: the per-test size the corrections assume is α/m."""
     found_rate: float
@@ -63,7 +63,7 @@ class NullSimulation(JsonResult):
     power_predicted: float
     """`power(effect, design)` for the planted arms (NaN without planted effects)."""
     noise: str = "normal"
-    """The noise model of `fwer` (stats/noise_models.py); `panel` runs all of them."""
+    """The noise model of `fwer` (stats/noise_models.py). `panel` runs all of them."""
     panel: tuple[PanelRate, ...] = ()
     """With `noise="panel"`: the family-wise rate under each model of the panel."""
     panel_worst: PanelRate | None = None
