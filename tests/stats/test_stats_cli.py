@@ -100,7 +100,7 @@ def test_power(cli, results):
     data = json.loads(out)
     assert code == 0
     assert data["mde_sigmas"] == pytest.approx(
-        minimum_detectable_effect(Design(arm_seeds=3, baseline_seeds=3, arms=19))
+        minimum_detectable_effect(Design(arm_seeds=3, baseline_seeds=3, n_arms=19))
     )
     assert data["seeds_needed"] >= 3
     code, out, _ = cli(f"stats power {results} --metric acc --scale d6 --json")

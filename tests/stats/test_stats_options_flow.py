@@ -73,7 +73,7 @@ def test_a_balanced_design_is_judged_as_its_options_say():
     )
     assert design.test == "pooled-t"
     arm = Design.balanced(1, 3, 19, options)
-    assert (arm.arms, arm.alpha, arm.correction) == (19, 0.01, "bonferroni")
+    assert (arm.n_arms, arm.alpha, arm.correction) == (19, 0.01, "bonferroni")
     with pytest.raises(ConfigError, match="--n-arms 0"):
         AuditDesign.balanced(0, 3)
 

@@ -33,7 +33,7 @@ def test_single_seed_power_is_a_noncentral_t_tail(
     design = Design(
         arm_seeds=1,
         baseline_seeds=baseline_seeds,
-        arms=arms,
+        n_arms=arms,
         correction=correction,
         reference=reference,
         family_test="pooled-t" if reference == "t" else None,  # equal variance declared
@@ -43,7 +43,7 @@ def test_single_seed_power_is_a_noncentral_t_tail(
         bound = math.sqrt(36 + 1 / baseline_seeds)
         threshold = max(stats.t.isf(level / 2, df) * bound, 2.0) / scale
         robust = Design(
-            arm_seeds=1, baseline_seeds=baseline_seeds, arms=arms, correction=correction
+            arm_seeds=1, baseline_seeds=baseline_seeds, n_arms=arms, correction=correction
         )
         assert robust.test == "robust"
         assert power(effect, robust) == pytest.approx(t.sf(threshold) + t.cdf(-threshold), abs=1e-9)
@@ -63,7 +63,7 @@ def simulated_power(arm_seeds, baseline_seeds, effect, level, n=20_000, seed=0):
 @pytest.mark.parametrize("effect", [0.0, 3.0])
 def test_welch_power_matches_simulation(arm_seeds, baseline_seeds, effect):
     design = Design(
-        arm_seeds=arm_seeds, baseline_seeds=baseline_seeds, arms=5, correction="bonferroni"
+        arm_seeds=arm_seeds, baseline_seeds=baseline_seeds, n_arms=5, correction="bonferroni"
     )
     simulated = simulated_power(arm_seeds, baseline_seeds, effect, design.level)
     tolerance = 4 * math.sqrt(max(simulated * (1 - simulated), 1e-4) / 20_000)
@@ -71,17 +71,17 @@ def test_welch_power_matches_simulation(arm_seeds, baseline_seeds, effect):
 
 
 def test_mde_is_where_power_reaches_the_target():
-    design = Design(arm_seeds=3, baseline_seeds=3, arms=19)
+    design = Design(arm_seeds=3, baseline_seeds=3, n_arms=19)
     mde = minimum_detectable_effect(design, 0.8)
     assert power(mde, design) == pytest.approx(0.8, abs=1e-4)
     assert power(0.98 * mde, design) < 0.8
-    assert minimum_detectable_effect(Design(arm_seeds=6, baseline_seeds=6, arms=19)) < mde
+    assert minimum_detectable_effect(Design(arm_seeds=6, baseline_seeds=6, n_arms=19)) < mde
 
 
 def test_seeds_needed_is_the_smallest_sufficient():
     k = seeds_needed(3.0, n_arms=19)
-    assert power(3.0, Design(arm_seeds=k, baseline_seeds=k, arms=19)) >= 0.8
-    assert power(3.0, Design(arm_seeds=k - 1, baseline_seeds=k - 1, arms=19)) < 0.8
+    assert power(3.0, Design(arm_seeds=k, baseline_seeds=k, n_arms=19)) >= 0.8
+    assert power(3.0, Design(arm_seeds=k - 1, baseline_seeds=k - 1, n_arms=19)) < 0.8
 
 
 def test_effects_under_two_sigma_are_never_detected():

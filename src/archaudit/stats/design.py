@@ -107,7 +107,7 @@ class AuditDesign(JsonResult):
         return Design(
             arm_seeds=seeds,
             baseline_seeds=self.baseline_seeds,
-            arms=self.m,
+            n_arms=self.m,
             alpha=self.alpha,
             correction=self.correction,
             sigma_dof=self.sigma_dof,

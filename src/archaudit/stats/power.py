@@ -53,7 +53,7 @@ class Design:
 
     arm_seeds: int
     baseline_seeds: int
-    arms: int = 1
+    n_arms: int = 1
     """m, the number of arms in the corrected family."""
     alpha: float = 0.05
     correction: str = "holm"
@@ -67,10 +67,10 @@ class Design:
 
     def __post_init__(self) -> None:
         check_test(self.reference, self.correction, self.alpha)
-        if self.arm_seeds < 1 or self.baseline_seeds < 2 or self.arms < 1:
+        if self.arm_seeds < 1 or self.baseline_seeds < 2 or self.n_arms < 1:
             raise ConfigError(
                 f"a design needs >= 1 seed per arm, >= 2 baseline seeds and >= 1 arm; got "
-                f"{self.arm_seeds}, {self.baseline_seeds} and {self.arms}"
+                f"{self.arm_seeds}, {self.baseline_seeds} and {self.n_arms}"
             )
 
     @classmethod
@@ -86,7 +86,7 @@ class Design:
         return cls(
             arm_seeds=seeds,
             baseline_seeds=baseline_seeds or default_baseline_seeds(seeds),
-            arms=n_arms,
+            n_arms=n_arms,
             alpha=options.alpha,
             correction=options.correction,
             reference=options.reference,
@@ -94,7 +94,7 @@ class Design:
 
     @property
     def level(self) -> float:
-        return per_test_alpha(self.alpha, self.arms, self.correction)
+        return per_test_alpha(self.alpha, self.n_arms, self.correction)
 
     @property
     def test(self) -> str:
@@ -106,7 +106,7 @@ class Design:
     def dof(self) -> int:
         if self.sigma_dof is not None:
             return self.sigma_dof
-        return self.baseline_seeds - 1 + self.arms * (self.arm_seeds - 1)
+        return self.baseline_seeds - 1 + self.n_arms * (self.arm_seeds - 1)
 
 
 def power(effect: float, design: Design) -> float:
@@ -209,7 +209,7 @@ def _method(weights: Counter[Design]) -> str:
     seeds = sorted({d.arm_seeds for d in weights})
     arms = "/".join(map(str, seeds))
     return (
-        f"fixed design, computed: {first.test} test, {first.correction} over {first.arms} "
+        f"fixed design, computed: {first.test} test, {first.correction} over {first.n_arms} "
         f"arm(s) of {arms} seed(s), {first.baseline_seeds} baseline seeds"
     )
 
