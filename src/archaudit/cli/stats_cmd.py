@@ -843,7 +843,7 @@ def _print_null(result: Any) -> None:
         f"  family-wise false-positive rate {result.fwer:.4f} ± {result.fwer_se:.4f}"
         + ("  ABOVE α" if result.fwer > result.alpha + 2 * result.fwer_se else "")
         + f"\n  per-arm rate at raw p < α/m      {result.per_arm_rate:.4f} "
-        f"(α/m = {result.alpha / result.arms:.4f})\n"
+        f"(α/m = {result.alpha / result.n_arms:.4f})\n"
         f"  uncorrected (any raw p < α)     {result.fwer_uncorrected:.3f} "
         f"(1 − (1 − α)^m = {result.fwer_uncorrected_formula:.3f} for independent tests)"
     )

@@ -34,7 +34,7 @@ class NullSimulation(JsonResult):
     """Empirical error rates of the verdict rule, with their Monte-Carlo standard errors."""
 
     design: AuditDesign
-    arms: int
+    n_arms: int
     seeds: int
     """Seeds of the smallest arm (all arms, in a balanced design)."""
     baseline_seeds: int
@@ -117,7 +117,7 @@ def simulate_null(
     found_rate = float(np.mean(found)) if planted else math.nan
     return NullSimulation(
         design=design,
-        arms=design.m,
+        n_arms=design.m,
         seeds=min(design.arm_seeds),
         baseline_seeds=design.baseline_seeds,
         audits=audits,
