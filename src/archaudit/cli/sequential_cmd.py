@@ -4,7 +4,6 @@ null (and planted effects), next to the fixed design on the same draws."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -14,22 +13,26 @@ from archaudit.errors import ConfigError
 
 if TYPE_CHECKING:
     from archaudit.stats.options import JudgeOptions
+    from archaudit.stats.sequential import SequentialRule
 
 
-@dataclass(frozen=True)
-class SequentialDesign:
-    """The loop to simulate: `n_arms` arms of at most `max_seeds` seeds each, judged as
-    `options` say (Holm at `options.alpha`)."""
+def loop_rule(options: JudgeOptions, max_seeds: int, baseline_seeds: int | None) -> SequentialRule:
+    """The rule of `run --until-settled` at `options.alpha`, at most `max_seeds` seeds per arm,
+    the baseline starting at `baseline_seeds` (None: 3, the protocol's noise floor)."""
+    from archaudit.stats.sequential import SequentialRule
 
-    n_arms: int
-    max_seeds: int
-    baseline_seeds: int | None
-    """Seeds the baseline starts with (None: 3, the protocol's noise floor)."""
-    options: JudgeOptions
+    if options.correction != "holm":
+        raise ConfigError(
+            f"--sequential uses Holm across arms; --correction {options.correction} is not"
+        )
+    return SequentialRule(
+        alpha=options.alpha, max_seeds=max_seeds, baseline_seeds=baseline_seeds or 3
+    )
 
 
 def simulate_sequential_command(
-    loop: SequentialDesign,
+    n_arms: int,
+    rule: SequentialRule,
     *,
     audits: int,
     effect: float,
@@ -38,19 +41,13 @@ def simulate_sequential_command(
     json_: bool,
     noise: str = "normal",
 ) -> None:
-    """Print `simulate_sequential` for the loop of `loop`."""
-    from archaudit.stats.sequential import SequentialRule, simulate_sequential
+    """Print `simulate_sequential` for `n_arms` arms under the loop's `rule`."""
+    from archaudit.stats.sequential import simulate_sequential
 
-    alpha, correction = loop.options.alpha, loop.options.correction
-    if correction != "holm":
-        raise ConfigError(f"--sequential uses Holm across arms; --correction {correction} is not")
     if effect_arms and effect == 0.0:
         raise ConfigError("--effect-arms needs a nonzero --effect")
-    rule = SequentialRule(
-        alpha=alpha, max_seeds=loop.max_seeds, baseline_seeds=loop.baseline_seeds or 3
-    )
     result = simulate_sequential(
-        arms=loop.n_arms,
+        arms=n_arms,
         rule=rule,
         audits=audits,
         effects=(effect,) * effect_arms,
@@ -60,17 +57,17 @@ def simulate_sequential_command(
     if json_:
         emit(result)
         return
-    Console().print("\n".join(_loop_lines(result, loop, rule, audits, noise)))
+    Console().print("\n".join(_loop_lines(result, n_arms, rule, audits, noise)))
     print_panel(result.panel, result.panel_worst)
 
 
 def _loop_lines(
-    result: Any, loop: SequentialDesign, rule: Any, audits: int, noise: str
+    result: Any, n_arms: int, rule: SequentialRule, audits: int, noise: str
 ) -> list[str]:
     """The lines of a sequential simulation: the loop's rule, its rate, runs and power."""
-    seeds = loop.max_seeds
+    seeds = rule.max_seeds
     lines = [
-        f"{audits} sequential audits, {loop.n_arms} arms × at most {seeds} seeds, baseline "
+        f"{audits} sequential audits, {n_arms} arms × at most {seeds} seeds, baseline "
         f"{rule.baseline_seeds} → {rule.baseline_cap} seeds, O'Brien–Fleming spending + Holm "
         f"at α = {rule.alpha}, futility below {rule.futility} predictive power; robust tests "
         f"(Welch from 2 seeds, a confirmation seed before any verdict), "

@@ -791,7 +791,7 @@ def simulate_null_command(
     ] = "normal",
 ) -> None:
     """Simulated audits with no real effect: the verdicts' family-wise false-positive rate."""
-    from archaudit.cli.sequential_cmd import SequentialDesign, simulate_sequential_command
+    from archaudit.cli.sequential_cmd import loop_rule, simulate_sequential_command
     from archaudit.stats import AuditDesign, simulate_null
     from archaudit.stats.options import judge_options
 
@@ -809,9 +809,10 @@ def simulate_null_command(
     )
     looped = _sequential_like(like, options) if like and not table_like else None
     if sequential or looped:
-        loop = looped or SequentialDesign(n_arms, seeds, baseline_seeds, options)
+        n_loop, rule = looped or (n_arms, loop_rule(options, seeds, baseline_seeds))
         return simulate_sequential_command(
-            loop,
+            n_loop,
+            rule,
             audits=audits,
             effect=effect,
             effect_arms=effect_arms,
@@ -855,14 +856,16 @@ def _print_null(result: Any) -> None:
     print_panel(result.panel, result.panel_worst)
 
 
-def _sequential_like(path: Path, options: JudgeOptions) -> Any:
-    """The loop of an audit file with `[seeds] policy = "sequential"` (a `SequentialDesign`:
-    its arms, most seeds per arm, baseline seeds, and α split over its primary metrics), else
-    None."""
+def _sequential_like(path: Path, options: JudgeOptions) -> tuple[int, Any] | None:
+    """(arms, the loop's rule) of an audit file with `[seeds] policy = "sequential"`, else None.
+
+    The rule has the file's most seeds per arm and baseline seeds, and α split over its primary
+    metrics, as the loop splits it.
+    """
     from archaudit.audit.plan import make_plan
     from archaudit.audit.sequential import SettleOptions, primary_metrics
     from archaudit.audit.spec import load_audit
-    from archaudit.cli.sequential_cmd import SequentialDesign
+    from archaudit.cli.sequential_cmd import loop_rule
 
     plan = make_plan(load_audit(path))
     if plan.spec.seeds.policy != "sequential":
@@ -871,12 +874,8 @@ def _sequential_like(path: Path, options: JudgeOptions) -> Any:
     arms = {r.arm for r in plan.runs if r.baseline == first.baseline and r.scale == first.scale}
     tested = [arm for arm in arms if arm.split("@")[0] != "baseline"]
     primaries = len(primary_metrics(plan, SettleOptions()))
-    return SequentialDesign(
-        len(tested),
-        plan.spec.seeds.max,
-        plan.spec.seeds.noise_floor,
-        options.but(alpha=options.alpha / primaries),  # the loop splits α over its primaries
-    )
+    split = options.but(alpha=options.alpha / primaries)
+    return len(tested), loop_rule(split, plan.spec.seeds.max, plan.spec.seeds.noise_floor)
 
 
 def _design_like(path: Path, metric: str | None, options: JudgeOptions) -> Any:
