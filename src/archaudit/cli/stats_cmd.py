@@ -936,24 +936,24 @@ def _cell(value: object) -> str:
 def _names(values: Sequence[str] | None, *, table: bool = True) -> list[str] | None:
     """Arm names from a repeatable flag that also takes commas: --arms a,b --arms c.
 
-    `--arms` always names arms. A bare count (the old `--arms 19` of `stats power` and
-    `simulate-null`) is refused with the flag that takes it. So are names on a command that has
-    no table whose arms they could name (`table=False`).
+    `--arms` always names arms of a table. On a command without one (`table=False`) names are
+    refused, and a bare number (the old `--arms 19` of `stats power` and `simulate-null`) is
+    refused with the flag that takes a count.
     """
     if not values:
         return None
     names = [name for value in values for name in value.split(",") if name]
+    if table:
+        return names
     count = next((name for name in names if name.isdigit()), None)
     if count is not None:
         raise ConfigError(
             f"--arms takes arm names, not a count: for {count} arms write --n-arms {count}"
         )
-    if not table:
-        raise ConfigError(
-            f"--arms {','.join(names)}: arm names need SOURCE (or a --like table); the number "
-            "of arms is --n-arms"
-        )
-    return names
+    raise ConfigError(
+        f"--arms {','.join(names)}: arm names need SOURCE (or a --like table); the number "
+        "of arms is --n-arms"
+    )
 
 
 def _printed_json(result: object, json_: bool) -> bool:
