@@ -84,7 +84,10 @@ Exclude = Annotated[
 ]
 Arms = Annotated[
     list[str] | None,
-    typer.Option("--arms", help="Only these arms (repeatable or comma-separated)."),
+    typer.Option(
+        "--arms",
+        help="Only these arms, by name (repeatable or comma-separated). A count is --n-arms.",
+    ),
 ]
 Alpha = Annotated[
     float,
