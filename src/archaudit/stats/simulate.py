@@ -109,7 +109,7 @@ def simulate_null(
     models = parse_noise(noise)
     _check_simulation(design, audits, effect, effect_arms)
     declared, delta, p = _simulate(design, audits, effect, effect_arms, seed, models[0])
-    null = p[:, effect_arms:]
+    null_p = p[:, effect_arms:]  # the raw p of the arms without a planted effect
     fwer = float(np.mean(np.any(declared[:, effect_arms:], axis=1)))
     panel = _panel(design, audits, seed, models, fwer, effect, effect_arms)
     planted = audits * effect_arms
@@ -131,9 +131,9 @@ def simulate_null(
         test=design.test,
         fwer=fwer,
         fwer_se=binomial_se(fwer, audits),
-        fwer_uncorrected=float(np.mean(np.any(null < design.alpha, axis=1))),
+        fwer_uncorrected=float(np.mean(np.any(null_p < design.alpha, axis=1))),
         fwer_uncorrected_formula=fwer_uncorrected(design.alpha, design.m - effect_arms),
-        per_arm_rate=float(np.mean(null < design.alpha / design.m)) if null.size else math.nan,
+        per_arm_rate=float(np.mean(null_p < design.alpha / design.m)) if null_p.size else math.nan,
         found_rate=found_rate,
         found_se=binomial_se(found_rate, planted) if planted else math.nan,
         power_predicted=_predicted_power(design, effect, effect_arms),
