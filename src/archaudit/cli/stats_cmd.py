@@ -27,8 +27,12 @@ from archaudit.errors import ConfigError
 from archaudit.formatting import MISSING, interval, num, pvalue
 
 if TYPE_CHECKING:
+    from archaudit.audit.sequential import LoopSummary
+    from archaudit.stats import AuditDesign, Judgement, Table
     from archaudit.stats.options import JudgeOptions
     from archaudit.stats.paired import ItemComparison, MeasureComparison
+    from archaudit.stats.sequential import SequentialRule
+    from archaudit.stats.simulate import NullSimulation
 
 
 class _VerdictsByDefault(TyperGroup):
@@ -166,7 +170,7 @@ def verdicts_command(
     _print_judgement(judgement, [*loop_notes, *notes])
 
 
-def _load(source: Path) -> tuple[Any, list[str]]:
+def _load(source: Path) -> tuple[Table, list[str]]:
     """SOURCE's table. An audit directory's export is refreshed first (a running coordinator
     writes it only as runs finish), with a note on the runs that have not finished."""
     from archaudit.audit import store
@@ -192,7 +196,9 @@ def _load(source: Path) -> tuple[Any, list[str]]:
     return load_table(source), [note] if open_runs else []
 
 
-def _loop_families(source: Path, metric: str, scale: str | None) -> tuple[Any, list[str]]:
+def _loop_families(
+    source: Path, metric: str, scale: str | None
+) -> tuple[LoopSummary | None, list[str]]:
     """(the sequential loop's summary narrowed to `metric` at `scale`, notes): None when
     SOURCE is no sequential audit or its loop did not judge `metric` (then a note says so)."""
     from archaudit.audit import sequential
@@ -215,7 +221,9 @@ def _loop_families(source: Path, metric: str, scale: str | None) -> tuple[Any, l
     return dataclasses.replace(summary, families=tuple(families)), []
 
 
-def _print_loop(loop: Any, descriptive: Any, notes: list[str], json_: bool) -> None:
+def _print_loop(
+    loop: LoopSummary, descriptive: Judgement | None, notes: list[str], json_: bool
+) -> None:
     """The loop's verdict tables, then (under --fixed-design) the descriptive re-analysis."""
     from archaudit.cli.audit_cmd import settled_table, show
 
@@ -239,7 +247,7 @@ def _print_loop(loop: Any, descriptive: Any, notes: list[str], json_: bool) -> N
     _print_notes(notes)
 
 
-def _print_judgement(judgement: Any, notes: list[str]) -> None:
+def _print_judgement(judgement: Judgement, notes: list[str]) -> None:
     _console().print("\n".join(judgement.header()))
     statistic = "z" if judgement.test == "z" else "t"
     # One seed count: its MDE is the header's; several: each arm's MDE gets a column.
@@ -834,7 +842,7 @@ def simulate_null_command(
         _print_null(result)
 
 
-def _print_null(result: Any) -> None:
+def _print_null(result: NullSimulation) -> None:
     """A `NullSimulation` as the lines a reader checks: the rates, and the panel's if run."""
     from archaudit.cli.sequential_cmd import print_panel
 
@@ -859,7 +867,7 @@ def _print_null(result: Any) -> None:
     print_panel(result.panel, result.panel_worst)
 
 
-def _sequential_like(path: Path, options: JudgeOptions) -> tuple[int, Any] | None:
+def _sequential_like(path: Path, options: JudgeOptions) -> tuple[int, SequentialRule] | None:
     """(arms, the loop's rule) of an audit file with `[seeds] policy = "sequential"`, else None.
 
     The rule has the file's most seeds per arm and baseline seeds, and α split over its primary
@@ -881,7 +889,7 @@ def _sequential_like(path: Path, options: JudgeOptions) -> tuple[int, Any] | Non
     return len(tested), loop_rule(split, plan.spec.seeds.max, plan.spec.seeds.noise_floor)
 
 
-def _design_like(path: Path, metric: str | None, options: JudgeOptions) -> Any:
+def _design_like(path: Path, metric: str | None, options: JudgeOptions) -> AuditDesign:
     """The design of an audit file (its plan: seeds per arm at the first baseline and scale) or
     of a results table (the family `archaudit stats` would judge)."""
     from archaudit.stats import AuditDesign, family_design, load_table
