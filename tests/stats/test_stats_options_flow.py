@@ -22,6 +22,7 @@ from archaudit.stats import (
 )
 from archaudit.stats.compare import decide
 from archaudit.stats.family import collect_family
+from archaudit.stats.grading import grade_arm
 
 OPTION_FIELDS = {field.name for field in dataclasses.fields(JudgeOptions)}
 TAKES_OPTIONS = [
@@ -35,6 +36,7 @@ TAKES_OPTIONS = [
     AuditDesign.balanced,
     AuditDesign.judged_by,
     decide,
+    grade_arm,
 ]
 
 

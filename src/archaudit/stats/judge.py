@@ -302,12 +302,7 @@ def _arm_verdict(
 ) -> ArmVerdict:
     table, family, options = context.table, context.family, context.options
     evidence = grade_arm(
-        table,
-        sample.arm,
-        metric=context.metric,
-        seeds=len(sample.values),
-        corrected=options.correction != "none",
-        downstream_metrics=options.downstream_metrics,
+        table, sample.arm, options, metric=context.metric, seeds=len(sample.values)
     )
     welch = test.welch if test else None
     return ArmVerdict(
