@@ -2,14 +2,14 @@
 
 Every arm is compared with one baseline through tᵢ = (x̄ᵢ − x̄₀) / (σ̂·√(1/nᵢ + 1/n₀)), σ̂ the
 pooled noise floor with ν degrees of freedom. Under the null the tᵢ share x̄₀ and σ̂, so they are
-positively correlated (a multivariate t); Holm ignores that, Dunnett uses it. The tail of
+positively correlated (a multivariate t). Holm ignores that, Dunnett uses it. The tail of
 max |tᵢ| is computed deterministically: given x̄₀ = u and σ̂ = s the arms are independent, so
 
     P(max |tᵢ| ≥ c) = E_{u,s}[ 1 − ∏ᵢ (1 − P(|x̄ᵢ − u| ≥ c·s·aᵢ)) ],  aᵢ = √(1/nᵢ + 1/n₀),
 
 integrated by Gauss–Hermite quadrature over u and Gauss–Legendre over s (the noise floor's χ²).
 `scipy.stats.dunnett` (randomised multivariate-t CDF, single step, σ from baseline + arms only)
-agrees with the first step; the tests check it. The step-down (Dunnett & Tamhane 1991) tests the
+agrees with the first step, as the tests check. The step-down (Dunnett & Tamhane 1991) tests the
 largest |t| against the max over all arms, the next against the max over the others, and so on,
 with monotone adjusted p-values.
 """

@@ -7,16 +7,16 @@ One family, one test (docs/protocol.md, Statistics), chosen from the design:
 - `pooled-t`: t = Δ / (σ·√(1/n + 1/n₀)) with the noise floor's degrees of freedom. For a
   single-seed arm this is the prediction-interval t, Δ / (σ·√(1 + 1/n₀)). Used whenever the
   family has a single-seed arm (it can only be judged against a shared σ), when equal variance is
-  declared, and under Dunnett's correction; so an arm with more seeds and a larger Δ is never
+  declared, and under Dunnett's correction. So an arm with more seeds and a larger Δ is never
   weaker than one with fewer seeds and a smaller Δ.
 - `welch`: Welch's t of the arm's seeds against the baseline's, when every arm has >= 2 seeds.
-- `robust` (the default when an arm has one seed): Welch for every arm with >= 2 seeds; a
+- `robust` (the default when an arm has one seed): Welch for every arm with >= 2 seeds. A
   single-seed arm cannot show its own spread, so it is tested as if its seed σ were the noise
   panel's widest, `WIDEST_FACTOR` (6) times the pooled σ: t = Δ / (σ·√(6² + 1/n₀)) with σ's df.
   An arm that clears the ordinary prediction-interval t but not that bound is a *candidate*.
 
 Measured over the noise panel (stats/noise_models.py, docs/verdicts.md), only tests in which an
-arm's own variance enters hold α when arms' seed variances differ; `pooled-t` (declared equal
+arm's own variance enters hold α when arms' seed variances differ. `pooled-t` (declared equal
 variance, `--equal-variance`) and `z` (paper mode) are labelled assumptions of the user.
 
 The statistics work elementwise on numpy arrays, so `judge` (one audit) and `simulate_null`
@@ -111,7 +111,7 @@ def statistics(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(statistic, degrees of freedom, two-sided p), broadcast over the inputs.
 
-    `delta` is signed so that positive = better; `arm_var` and `base_var` (sample variances) are
+    `delta` is signed so that positive = better. `arm_var` and `base_var` (sample variances) are
     needed by Welch only. Degrees of freedom are infinite for the normal reference.
     """
     scale, df = standard_error(test, n_arm, n_base, sigma, dof, arm_var, base_var)
