@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from archaudit.errors import ConfigError
 from archaudit.stats import AuditDesign, JudgeOptions, simulate_null
 
 
@@ -65,3 +66,12 @@ def test_simulation_is_reproducible():
     other = simulate_null(design, audits=50, effect=2.0, effect_arms=2, seed=8)
     assert again.to_dict() == first
     assert other.to_dict() != first
+
+
+@pytest.mark.parametrize(
+    ("effect", "effect_arms", "message"),
+    [(2.0, 6, "--effect-arms 6: the design has 5 arms"), (0.0, 2, "needs a nonzero --effect")],
+)
+def test_planted_effects_that_cannot_be_planted_are_refused(effect, effect_arms, message):
+    with pytest.raises(ConfigError, match=message):
+        simulate_null(AuditDesign.balanced(5, 2), audits=10, effect=effect, effect_arms=effect_arms)

@@ -146,10 +146,12 @@ def simulate_null(
 def _check_simulation(design: AuditDesign, audits: int, effect: float, effect_arms: int) -> None:
     if audits < 1:
         raise ConfigError(f"simulate-null needs >= 1 audit; got {audits}")
-    if not 0 <= effect_arms <= design.m or (effect_arms and effect == 0.0):
+    if not 0 <= effect_arms <= design.m:
         raise ConfigError(
-            f"effect_arms must be between 0 and {design.m} and needs a nonzero effect"
+            f"--effect-arms {effect_arms}: the design has {design.m} arms to plant effects in"
         )
+    if effect_arms and effect == 0.0:
+        raise ConfigError(f"--effect-arms {effect_arms} needs a nonzero --effect")
 
 
 def _panel(
