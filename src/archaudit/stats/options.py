@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from archaudit.errors import ConfigError
-from archaudit.stats.corrections import check_correction
+from archaudit.stats.corrections import check_correction, per_test_alpha
 from archaudit.stats.family_test import check_reference
 from archaudit.stats.serialize import JsonResult
 
@@ -60,7 +60,7 @@ class JudgeOptions(JsonResult):
 
     def level(self, m: int) -> float:
         """The per-arm level of a simultaneous interval over `m` arms (α alone uncorrected)."""
-        return self.alpha / (1 if self.correction == "none" else max(m, 1))
+        return per_test_alpha(self.alpha, m, self.correction)
 
 
 def check_test(reference: str, correction: str, alpha: float) -> None:
