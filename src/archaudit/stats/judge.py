@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from archaudit.formatting import interval as written_interval
+from archaudit.formatting import num
 from archaudit.stats.compare import ArmTest
 from archaudit.stats.corrections import (
     ERROR_RATE_NAMES,
@@ -127,17 +129,17 @@ class Judgement(JsonResult):
     def header(self) -> list[str]:
         """The lines above a verdict table: direction, σ and its interval, the test, the
         design's measured error rate and MDE (flagged when above α)."""
-        low, high = self.sigma_interval
         if self.calibrated:
             test = f"{self.test} test (calibrated: t with σ's {self.sigma_dof} df)"
         else:
             test = "z test, UNCALIBRATED paper mode (σ treated as exact)"
         groups = self.sigma_groups
         pooled = ", ".join(groups) if len(groups) <= 3 else f"{len(groups)} groups"
+        spread = written_interval(self.sigma_interval)
         lines = [
             f"{self.metric} at scale {self.scale}: {self.direction}",
-            f"σ = {self.sigma:.3g} (95% [{low:.3g}, {high:.3g}], {self.sigma_dof} df, pooled "
-            f"over {pooled}); baseline mean {self.baseline_mean:.4g} ({self.baseline_n} seeds)",
+            f"σ = {num(self.sigma)} (95% {spread}, {self.sigma_dof} df, pooled over {pooled}); "
+            f"baseline mean {num(self.baseline_mean, 4)} ({self.baseline_n} seeds)",
             f"{test}; {self.correction} at α = {self.alpha}, m = {self.m}"
             + (" (controls the FDR, not the family-wise rate)" if self.error_rate == FDR else ""),
         ]
@@ -146,7 +148,7 @@ class Judgement(JsonResult):
             name = ERROR_RATE_NAMES[self.error_rate]
             lines.append(f"design's measured {name}: {rate.describe_rates()}")
             lines.append(
-                f"MDE {rate.mde_sigmas:.3g} σ = {rate.mde_sigmas * self.sigma:.3g} at "
+                f"MDE {num(rate.mde_sigmas)} σ = {num(rate.mde_sigmas * self.sigma)} at "
                 f"{rate.power_target:.0%} power"
             )
         lines += self.assumptions()
@@ -347,7 +349,7 @@ def _outlier_notes(
     if not found:
         return ()
     seeds = "; ".join(
-        f"{arm} seed {o.seed} ({o.value:.4g}, {o.distance:.1f} robust σ from its arm's median)"
+        f"{arm} seed {o.seed} ({num(o.value, 4)}, {o.distance:.1f} robust σ from its arm's median)"
         for arm, o in found
     )
     return (
@@ -385,8 +387,8 @@ def _sigma_across_scales(
 
     def show(scale: str) -> str:
         noise = sigmas[scale]
-        low_end, high_end = noise.interval
-        return f"{noise.sigma:.3g} at {scale} (95% [{low_end:.3g}, {high_end:.3g}], {noise.dof} df)"
+        spread = written_interval(noise.interval)
+        return f"{num(noise.sigma)} at {scale} (95% {spread}, {noise.dof} df)"
 
     return (
         f"σ({metric}) differs {ratio:.1f}× between scales: {show(low)} vs {show(high)}; "
