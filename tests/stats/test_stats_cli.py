@@ -304,3 +304,28 @@ def test_decoupling_judges_the_family_its_options_name(cli, results):
     )
     assert left == json.loads(expected.to_json())
     assert [a["arm"] for a in left["arms"]] == ["qk", "qk+gqa"]
+
+
+def test_arms_names_arms_and_n_arms_counts_them_on_every_command():
+    # One meaning per flag: `--arms` is a repeatable list of names wherever it appears, and a
+    # number of arms is always `--n-arms`.
+    import typer.main
+
+    from archaudit.cli import app, register_commands
+
+    register_commands()
+
+    def leaves(command):
+        subcommands = getattr(command, "commands", None)
+        if not subcommands:
+            yield command
+        for sub in (subcommands or {}).values():
+            yield from leaves(sub)
+
+    repeatable: dict[str, set[bool]] = {"--arms": set(), "--n-arms": set()}
+    for command in leaves(typer.main.get_command(app)):
+        for param in command.params:
+            for flag in repeatable:
+                if flag in getattr(param, "opts", ()):
+                    repeatable[flag].add(param.multiple)
+    assert repeatable == {"--arms": {True}, "--n-arms": {False}}
