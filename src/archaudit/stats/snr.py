@@ -31,6 +31,7 @@ import numpy as np
 from archaudit.stats.errors import TableError
 from archaudit.stats.grading import NOT_DOWNSTREAM
 from archaudit.stats.noise import pooled_sd
+from archaudit.stats.options import JudgeOptions
 from archaudit.stats.power import seeds_needed
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.signal import check_signal
@@ -147,8 +148,9 @@ def _metric_signal(
     effects = {}
     if baseline in means and sigma > 0:
         effects = {a: abs(m - means[baseline]) / sigma for a, m in means.items() if a != baseline}
+    options = JudgeOptions(alpha=alpha)
     needed = {
-        arm: seeds_needed(effect, arms=len(effects), alpha=alpha) if effect > 0 else None
+        arm: seeds_needed(effect, options, n_arms=len(effects)) if effect > 0 else None
         for arm, effect in effects.items()
     }
     return MetricSignal(
