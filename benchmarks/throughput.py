@@ -106,7 +106,7 @@ def main() -> None:
     torch.manual_seed(0)
 
     base = ours()
-    hidden = base.blocks[0].mlp.sublayer.w1.out_features
+    hidden = base.blocks[0].mlp.w1.out_features
     models = {"archaudit": base.to(device), "x-transformers": Peer(hidden).to(device)}
     if args.compile:
         models["archaudit (compiled)"] = torch.compile(ours().to(device))

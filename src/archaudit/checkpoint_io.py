@@ -156,13 +156,28 @@ def checked(ckpt: Path) -> Path:
 def read_weights(model: nn.Module, ckpt: Path) -> None:
     """Load the checkpoint's weights into `model` (strict: every tensor must match)."""
     device = next(model.parameters()).device
+    unfit = f"checkpoint {ckpt} does not fit the run's model config"
     try:
-        safetensors.torch.load_model(model, ckpt / WEIGHTS, device=str(device))
+        missing, unexpected = safetensors.torch.load_model(
+            model, ckpt / WEIGHTS, strict=False, device=str(device)
+        )
     except SafetensorError as err:
         raise DataError(f"checkpoint {ckpt}: {WEIGHTS} is not a safetensors file ({err})") from None
-    except RuntimeError as err:  # load_state_dict's missing/unexpected/shape report
-        first = str(err).splitlines()[0]
-        raise DataError(f"checkpoint {ckpt} does not fit the run's model config: {first}") from None
+    except RuntimeError as err:  # load_state_dict's shape report
+        lines = str(err).splitlines()
+        raise DataError(f"{unfit}: {lines[-1].strip()}") from None
+    if missing or unexpected:
+        raise DataError(f"{unfit}: {_unmatched(missing, unexpected)}")
+
+
+def _unmatched(missing: list[str], unexpected: list[str]) -> str:
+    """The first weight name each side lacks, and how many more."""
+    parts = []
+    for side, names in (("the file lacks", missing), ("the model has no", unexpected)):
+        if names:
+            more = f" (and {len(names) - 1} more)" if len(names) > 1 else ""
+            parts.append(f"{side} {sorted(names)[0]!r}{more}")
+    return "; ".join(parts)
 
 
 def read_weight_file(ckpt: Path) -> dict[str, torch.Tensor]:

@@ -89,7 +89,7 @@ ARGS: dict[str, list[str]] = {
     "stats items": ["{items}", "--scale", "s", "--n-boot", "50"],
     "stats aggregate": ["{results}", *STATS, "--n-boot", "50"],
     "stats snr": ["{results}"],
-    "simulate-null": ["--audits", "20", "--arms", "3"],
+    "simulate-null": ["--audits", "20", "--n-arms", "3"],
     "report": ["{audit_dir}", "--out", "{tmp}/report.html"],
     "data prepare": ["{text}", "--out", "{tmp}/prepared"],
     "export hf": ["{run_dir}", "--out", "{tmp}/hf"],

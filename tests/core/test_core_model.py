@@ -1,5 +1,6 @@
 import pytest
 import torch
+from torch import nn
 
 from archaudit.config import (
     AttentionConfig,
@@ -11,7 +12,8 @@ from archaudit.config import (
     build,
 )
 from archaudit.errors import ConfigError
-from archaudit.model import build_model, count_parameters, training_flops_per_token
+from archaudit.model import ATTENTIONS, build_model, count_parameters, training_flops_per_token
+from archaudit.model.attention import Attention
 
 TINY = dict(vocab_size=97, d_model=64, n_layers=3, n_heads=4, context_length=32)
 
@@ -54,10 +56,43 @@ def test_explicit_softmax_path_matches_fused_attention():
 def test_residual_projections_start_smaller():
     cfg = ModelConfig(**{**TINY, "d_model": 256})
     model = build_model(cfg)
-    o_std = model.blocks[0].attn.sublayer.o_proj.weight.std().item()
-    q_std = model.blocks[0].attn.sublayer.q_proj.weight.std().item()
+    o_std = model.blocks[0].attn.o_proj.weight.std().item()
+    q_std = model.blocks[0].attn.q_proj.weight.std().item()
     assert o_std == pytest.approx(0.02 / (2 * cfg.n_layers) ** 0.5, rel=0.05)
     assert q_std == pytest.approx(0.02, rel=0.05)
+
+
+@ATTENTIONS.register("test_forgetful")
+class ForgetfulAttention(Attention):
+    """Declares its init (the parent's) but leaves its own new projection out."""
+
+    def __init__(self, cfg: ModelConfig, layer: int) -> None:
+        super().__init__(cfg, layer)
+        self.extra = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
+
+
+@ATTENTIONS.register("test_undeclared")
+class UndeclaredAttention(nn.Module):
+    """Declares no init: its matrices are drawn as plain ones."""
+
+    def __init__(self, cfg: ModelConfig, layer: int) -> None:
+        super().__init__()
+        self.proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
+
+    def forward(self, x: torch.Tensor, ctx: object) -> torch.Tensor:
+        return self.proj(x)
+
+
+def test_a_weight_no_init_draws_is_an_error_and_an_undeclared_module_gets_the_plain_rule():
+    with pytest.raises(ConfigError, match=r"blocks\.0\.attn\.extra\.weight is never init"):
+        build_model(ModelConfig(**TINY, attention=AttentionConfig(name="test_forgetful")))
+    torch.manual_seed(0)
+    wide = {**TINY, "d_model": 256, "attention": AttentionConfig(name="test_undeclared")}
+    plain = build_model(ModelConfig(**wide)).blocks[0].attn.proj.weight
+    assert plain.std().item() == pytest.approx(0.02, rel=0.05)
+    deep = build_model(ModelConfig(**wide, residual=ResidualConfig(name="deepnorm")))
+    beta = (8 * TINY["n_layers"]) ** -0.25  # DeepNorm's gain reaches an undeclared matrix too
+    assert deep.blocks[0].attn.proj.weight.std().item() == pytest.approx(0.02 * beta, rel=0.05)
 
 
 def test_training_flops_follow_palm_formula():
@@ -92,12 +127,10 @@ def test_model_trains_after_an_inference_mode_forward():
 
 
 @pytest.mark.parametrize("stream", ["hyper", "attn_res"])
-@pytest.mark.parametrize("rule", ["post", "deepnorm", "residual_after_norm"])
+@pytest.mark.parametrize("rule", ["post", "deepnorm", "residual_after_norm", "sandwich", "rezero"])
 @pytest.mark.parametrize("key", ["name", "mlp"])
-def test_streams_that_add_branches_themselves_refuse_rules_with_their_own_combine(
-    stream, rule, key
-):
-    # The stream calls only `branch`, so these rules' norms would silently never run.
+def test_streams_that_add_branches_themselves_refuse_every_rule_but_pre_norm(stream, rule, key):
+    # The stream runs each block's pre-norm branches, so another rule would silently never run.
     cfg = ModelConfig(
         **TINY, stream=StreamConfig(name=stream), residual=ResidualConfig(**{key: rule})
     )
@@ -107,8 +140,16 @@ def test_streams_that_add_branches_themselves_refuse_rules_with_their_own_combin
     assert f"model.stream.name = {stream!r}" in message
     assert f"model.residual.{key} = {rule!r}" in message
     assert "\n" not in message
-    fine = ResidualConfig(**{key: "sandwich"})  # adds plainly
-    build_model(ModelConfig(**TINY, stream=StreamConfig(name=stream), residual=fine))
+    build_model(ModelConfig(**TINY, stream=StreamConfig(name=stream), residual=ResidualConfig()))
+
+
+def test_a_rule_pair_no_block_implements_is_refused_with_its_keys():
+    tree = {**TINY, "residual": {"name": "post", "mlp": "pre"}}
+    with pytest.raises(ConfigError) as err:
+        build_model(build(ModelConfig, tree, section="model"))
+    message = str(err.value)
+    assert "model.residual.mlp = 'pre'" in message and "model.residual.name = 'post'" in message
+    assert "unnormed+residual_after_norm" in message and "\n" not in message
 
 
 @pytest.mark.parametrize(
@@ -130,8 +171,8 @@ def test_differential_attention_refuses_what_it_does_not_implement(overrides, ke
     assert all(key in str(err.value) for key in keys)
 
 
-@pytest.mark.parametrize("rule", ["post", "deepnorm", "residual_after_norm"])
-def test_a_parallel_block_refuses_rules_with_their_own_combine_and_streams_that_skip_blocks(rule):
+@pytest.mark.parametrize("rule", ["post", "deepnorm", "residual_after_norm", "sandwich"])
+def test_a_parallel_block_refuses_rules_but_pre_norm_and_streams_that_skip_blocks(rule):
     parallel = BlockConfig(name="parallel")
     with pytest.raises(
         ConfigError,
@@ -143,4 +184,22 @@ def test_a_parallel_block_refuses_rules_with_their_own_combine_and_streams_that_
             ConfigError, match=rf"model\.stream\.name = '{stream}' cannot use model\.block\.name"
         ):
             build_model(ModelConfig(**TINY, block=parallel, stream=StreamConfig(name=stream)))
-    build_model(ModelConfig(**TINY, block=parallel, residual=ResidualConfig(name="sandwich")))
+    build_model(ModelConfig(**TINY, block=parallel, residual=ResidualConfig(name="pre")))
+
+
+def test_a_checkpoint_with_other_weight_names_is_refused_naming_one(tmp_path):
+    from safetensors.torch import save_file
+
+    from archaudit.checkpoint_io import read_weights
+    from archaudit.errors import DataError
+    from archaudit.rundir import WEIGHTS
+
+    model = build_model(ModelConfig(**TINY))
+    state = {k.replace(".attn.", ".attn.sublayer."): v for k, v in model.state_dict().items()}
+    save_file({k: v.contiguous() for k, v in state.items()}, tmp_path / WEIGHTS)
+    with pytest.raises(DataError) as err:
+        read_weights(model, tmp_path)
+    message = str(err.value)
+    assert "the file lacks 'blocks.0.attn.k_proj.weight' (and 11 more)" in message
+    assert "the model has no 'blocks.0.attn.sublayer.k_proj.weight'" in message
+    assert "\n" not in message

@@ -1,5 +1,5 @@
 """Data parallelism on CPU (gloo): 2 ranks train what 1 process trains, under DDP and FSDP2
-(also with hyper-connections, whose stream calls a rule's branch rather than the rule), only
+(also with hyper-connections, whose stream runs a block's branches rather than the block), only
 rank 0 prints and writes, and a 2-rank checkpoint resumes on 1 rank."""
 
 import json

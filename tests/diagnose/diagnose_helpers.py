@@ -37,10 +37,7 @@ def tiny_hf_view(seed: int = 0) -> ModelView:
 @torch.no_grad()
 def make_identity(layer: nn.Module) -> None:
     """Zero every residual output projection of a layer: it then passes its input through."""
-    for module in layer.modules():
-        if isinstance(module, nn.Linear) and getattr(module, "residual_out", False):
-            module.weight.zero_()
-    for name in ("o_proj", "down_proj"):  # Llama: attention and MLP outputs
+    for name in ("o_proj", "w2", "down_proj"):  # attention and MLP outputs (ours, Llama's)
         for module in layer.modules():
             if hasattr(module, name):
                 getattr(module, name).weight.zero_()

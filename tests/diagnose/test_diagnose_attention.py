@@ -50,7 +50,7 @@ def test_maps_reproduce_the_attention_output(make_view) -> None:
 def test_archaudit_maps_equal_an_explicit_softmax() -> None:
     view = tiny_view(n_layers=1)
     ids = torch.randint(256, (1, 10), generator=torch.Generator().manual_seed(1))
-    attention = view.layers()[0].attn.sublayer
+    attention = view.layers()[0].attn
     captured = {}
     hook = attention.score.register_forward_pre_hook(lambda _m, a: captured.update(q=a[0], k=a[1]))
     maps = view.attention_maps(ids)

@@ -35,8 +35,7 @@ ROLES = {  # (owning module's class, parameter name) → decayed
     ("LearnedSinkSoftmax", "sink_logit"): False,
     ("TalkingHeads", "pre"): False,
     ("TalkingHeads", "post"): False,
-    ("ReZero", "alpha"): False,
-    ("LayerScale", "gamma"): False,
+    ("Scale", "weight"): False,  # ReZero's α, LayerScale's γ
     ("HyperConnections", "static_alpha"): False,
     ("HyperConnections", "static_beta"): False,
     ("HyperConnections", "dynamic_alpha"): False,

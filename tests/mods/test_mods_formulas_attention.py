@@ -30,7 +30,7 @@ def attention(spec: str, layer: int = 0, **sizes):
     """The attention module of one layer, and a forward context for a length-T input."""
     model = build(spec, **sizes)
     ctx = ForwardContext(T=T, device=torch.device("cpu"), position=model.position)
-    return model.blocks[layer].attn.sublayer, ctx
+    return model.blocks[layer].attn, ctx
 
 
 def causal(n: int, window: int | None = None) -> AttnMask:
@@ -227,8 +227,8 @@ def test_gqa_query_head_i_reads_kv_head_i_over_2():
 def test_swa_windows_three_of_four_layers_to_a_quarter_of_the_context():
     model = build("swa+nope", n_layers=4)
     window = TINY["context_length"] // 4
-    assert [b.attn.sublayer.window for b in model.blocks] == [window, window, window, None]
-    attn = model.blocks[0].attn.sublayer
+    assert [b.attn.window for b in model.blocks] == [window, window, window, None]
+    attn = model.blocks[0].attn
     ctx = ForwardContext(T=T, device=torch.device("cpu"), position=model.position)
     x = torch.randn(1, T, 32)
     q, k, v = qkv(attn, x[0])
@@ -256,9 +256,7 @@ def test_value_residual_mixes_in_the_first_layers_values():
 def test_diff_attn_lambda_init_schedule_by_layer():
     model = build("diff_attn", n_layers=4)
     for l, block in enumerate(model.blocks, start=1):  # 1-based layer index l
-        assert block.attn.sublayer.lambda_init == pytest.approx(
-            0.8 - 0.6 * math.exp(-0.3 * (l - 1))
-        )
+        assert block.attn.lambda_init == pytest.approx(0.8 - 0.6 * math.exp(-0.3 * (l - 1)))
 
 
 def test_diff_attn_subtracts_lambda_times_the_second_map():

@@ -48,7 +48,7 @@ MLPS = {  # spec → (act, gated, hidden width)
 @pytest.mark.parametrize("spec", sorted(MLPS))
 def test_mlp_matches_its_activation_and_gating(spec):
     act, gated, hidden = MLPS[spec]
-    mlp = build(spec).blocks[0].mlp.sublayer
+    mlp = build(spec).blocks[0].mlp
     assert mlp.w1.weight.shape == (hidden, 64)
     x = torch.randn(T, 64)
     h = act(x @ mlp.w1.weight.T)
@@ -143,7 +143,7 @@ def test_deep_narrow_doubles_depth_at_about_the_same_block_parameters():
 @pytest.mark.parametrize("width", [32, 64])
 def test_head_width_sets_the_head_dimension_at_the_same_parameters(width):
     model = build(f"head_width_{width}", d_model=128)
-    attn = model.blocks[0].attn.sublayer
+    attn = model.blocks[0].attn
     assert (attn.n_heads, attn.d_h) == (128 // width, width)
     assert count_parameters(model) == count_parameters(build("baseline", d_model=128))
 

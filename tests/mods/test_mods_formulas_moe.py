@@ -86,8 +86,8 @@ def test_training_loss_adds_the_mean_router_terms_and_eval_adds_none():
     terms = []
     for block in model.layers():
         ctx = ForwardContext(T=8, device=idx.device, position=model.position)
-        mlp_in = block.mlp.norm(block.attn(x, ctx))
-        moe = block.mlp.sublayer
+        mlp_in = block.mlp_norm(x + block.attn(block.attn_norm(x), ctx))
+        moe = block.mlp
         logits = moe.router(mlp_in.reshape(-1, 32))
         probs = logits.softmax(-1)
         f = torch.bincount(probs.topk(2).indices.flatten(), minlength=8) / probs.shape[0]

@@ -112,7 +112,7 @@ def test_irope_skips_rope_in_every_fourth_layer_as_llama4():
     assert pattern == llama4(num_hidden_layers=8, no_rope_layer_interval=4).no_rope_layers
     x = torch.randn(2, 8, 64)
     for layer, block in enumerate(model.blocks):
-        attention = block.attn.sublayer
+        attention = block.attn
         with_rope = attention(x, ForwardContext(T=8, device=x.device, position=model.position))
         without = attention(x, ForwardContext(T=8, device=x.device, position=NoPE(cfg)))
         assert torch.equal(with_rope, without) == (not pattern[layer]), layer

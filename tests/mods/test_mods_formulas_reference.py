@@ -93,25 +93,25 @@ def hybrid_block(x, W, g, ffn_residual_after_norm: bool):  # type: ignore[no-unt
 def test_hybrid_norm_block_matches_the_reference_equations(name, after_norm):
     model = build_arm(name, **TINY).double()
     block = model.blocks[0]
-    attn, mlp = block.attn.sublayer, block.mlp
+    attn, mlp = block.attn, block.mlp
     with torch.no_grad():
-        for norm in (attn.q_norm, attn.k_norm, attn.v_norm, mlp.norm):
+        for norm in (attn.q_norm, attn.k_norm, attn.v_norm, block.mlp_norm):
             norm.weight.uniform_(0.5, 1.5)
     W = {
         "q": attn.q_proj.weight, "k": attn.k_proj.weight, "v": attn.v_proj.weight,
-        "o": attn.o_proj.weight, "w1": mlp.sublayer.w1.weight, "w2": mlp.sublayer.w2.weight,
-        "w3": mlp.sublayer.w3.weight,
+        "o": attn.o_proj.weight, "w1": mlp.w1.weight, "w2": mlp.w2.weight,
+        "w3": mlp.w3.weight,
     }  # fmt: skip
     g = {"q": attn.q_norm.weight, "k": attn.k_norm.weight, "v": attn.v_norm.weight}
-    g["ffn"] = mlp.norm.weight
+    g["ffn"] = block.mlp_norm.weight
     torch.manual_seed(1)
     x = torch.randn(2, T, 32, dtype=F64)
     ctx = ForwardContext(T=T, device=torch.device("cpu"), position=model.position)
     with torch.no_grad():
-        ours = mlp(block.attn(x, ctx), ctx)
+        ours = block(x, ctx)
         reference = hybrid_block(x, W, g, ffn_residual_after_norm=after_norm)
     measured_within_record(name, ours, reference)
-    assert not any(n.startswith("norm") for n, _ in block.attn.named_parameters())
+    assert [n for n, _ in block.named_children()] == ["attn", "mlp", "mlp_norm"]  # no attn norm
 
 
 # ---------------------------------------------------------------------------------------------
@@ -136,7 +136,7 @@ SIGMOID_BIAS = {
 @formula(*SIGMOID_BIAS)
 @pytest.mark.parametrize("name", sorted(SIGMOID_BIAS))
 def test_sigmoid_attention_matches_the_reference_equation(name):
-    score = build_arm(name, **TINY).double().blocks[0].attn.sublayer.score
+    score = build_arm(name, **TINY).double().blocks[0].attn.score
     torch.manual_seed(2)
     q, k, v = (torch.randn(2, 4, T, 8, dtype=F64) * 2 for _ in range(3))
     i = torch.arange(T)

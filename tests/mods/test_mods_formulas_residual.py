@@ -1,4 +1,4 @@
-"""Formula tests for the residual and norm families: connection rules against their written-out
+"""Formula tests for the residual and norm families: block variants against their written-out
 update, hyper-connections and attention residuals against naive loops, and the init rules."""
 
 from __future__ import annotations
@@ -37,27 +37,38 @@ def randomize(*params: torch.nn.Parameter) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# connection rules: one sublayer F joined to the stream
+# block variants: each sublayer F joined to the stream by the variant's rule
 
 
-UPDATES = {  # (connection, x, F) → the stream after the sublayer
-    "post_ln": lambda c, x, F: rms(x + F(x), c.norm.weight),
-    "peri_ln": lambda c, x, F: x + rms(F(rms(x, c.norm.weight)), c.norm_out.weight),
-    "layerscale": lambda c, x, F: x + c.gamma * F(rms(x, c.norm.weight)),
-    "rezero": lambda c, x, F: x + c.alpha * F(x),
+def norm(block, sublayer: str, which: str = "norm") -> torch.Tensor:
+    return getattr(block, f"{sublayer}_{which}").weight
+
+
+UPDATES = {  # (block, x, F, "attn" or "mlp") → the stream after that sublayer
+    "baseline": lambda b, x, F, s: x + F(rms(x, norm(b, s))),  # pre-norm
+    "post_ln": lambda b, x, F, s: rms(x + F(x), norm(b, s)),
+    "peri_ln": lambda b, x, F, s: x + rms(F(rms(x, norm(b, s))), norm(b, s, "out_norm")),
+    "layerscale": lambda b, x, F, s: x + norm(b, s, "scale") * F(rms(x, norm(b, s))),
+    "rezero": lambda b, x, F, s: x + norm(b, s, "scale") * F(x),
 }
+
+
+def written_out(spec: str, block, x: torch.Tensor, ctx: ForwardContext) -> torch.Tensor:
+    for sublayer in ("attn", "mlp"):
+        x = UPDATES[spec](block, x, lambda h, s=sublayer: getattr(block, s)(h, ctx), sublayer)
+    return x
 
 
 @formula(*UPDATES)
 @pytest.mark.parametrize("spec", sorted(UPDATES))
-def test_connection_rule_matches_its_update(spec):
+def test_block_variant_matches_its_update(spec):
     model = build(spec)
     ctx = context(model)
-    conn = model.blocks[0].mlp
-    randomize(*(p for name, p in conn.named_parameters() if not name.startswith("sublayer.")))
+    block = model.blocks[0]
+    own = [p for name, p in block.named_parameters() if not name.startswith(("attn.", "mlp."))]
+    randomize(*own)  # norms and scales
     x = torch.randn(1, T, 32)
-    expected = UPDATES[spec](conn, x, lambda h: conn.sublayer(h, ctx))
-    torch.testing.assert_close(conn(x, ctx), expected)
+    torch.testing.assert_close(block(x, ctx), written_out(spec, block, x, ctx))
 
 
 @formula("parallel_block")
@@ -65,13 +76,12 @@ def test_parallel_block_adds_both_sublayers_of_the_same_input():
     model, baseline = build("parallel_block"), build("baseline")
     model.load_state_dict(baseline.state_dict())  # the same parameters, strictly
     block, ctx = model.blocks[0], context(model)
-    randomize(block.attn.norm.weight, block.mlp.norm.weight)
+    randomize(block.attn_norm.weight, block.mlp_norm.weight)
     x = torch.randn(1, T, 32)
-    attn, mlp = block.attn, block.mlp
     expected = (
         x
-        + attn.sublayer(rms(x, attn.norm.weight), ctx)
-        + mlp.sublayer(rms(x, mlp.norm.weight), ctx)
+        + block.attn(rms(x, block.attn_norm.weight), ctx)
+        + block.mlp(rms(x, block.mlp_norm.weight), ctx)
     )
     torch.testing.assert_close(block(x, ctx), expected)
     sequential = baseline.blocks[0]
@@ -82,31 +92,31 @@ def test_parallel_block_adds_both_sublayers_of_the_same_input():
 def test_rezero_starts_as_the_identity_and_layerscale_small_by_depth():
     model = build("rezero")
     x = torch.randn(1, T, 32)
-    torch.testing.assert_close(model.blocks[0].attn(x, context(model)), x)
+    torch.testing.assert_close(model.blocks[0](x, context(model)), x)
     for depth, gamma in ((2, 0.1), (18, 0.1), (20, 1e-5), (30, 1e-6)):  # CaiT, section 2.1
         assert config("layerscale", n_layers=depth).residual.layerscale_init == gamma
-    assert (build("layerscale").blocks[1].attn.gamma == 0.1).all()
+    assert (build("layerscale").blocks[1].attn_scale.weight == 0.1).all()
 
 
 @formula("deepnorm")
 def test_deepnorm_upweights_the_residual_and_scales_the_init_by_beta():
     n_layers = 3
     model = build("deepnorm", n_layers=n_layers, d_model=128)
-    conn = model.blocks[0].mlp
-    randomize(conn.norm.weight)
+    block = model.blocks[0]
+    randomize(block.attn_norm.weight, block.mlp_norm.weight)
     x = torch.randn(1, T, 128)
     ctx = context(model)
     alpha = (2 * n_layers) ** 0.25
-    torch.testing.assert_close(
-        conn(x, ctx), rms(alpha * x + conn.sublayer(x, ctx), conn.norm.weight)
-    )
+    y = rms(alpha * x + block.attn(x, ctx), block.attn_norm.weight)
+    expected = rms(alpha * y + block.mlp(y, ctx), block.mlp_norm.weight)
+    torch.testing.assert_close(block(x, ctx), expected)
     beta = (8 * n_layers) ** -0.25
-    attn = model.blocks[0].attn.sublayer
+    attn = block.attn
     for weight, scale in (
         (attn.q_proj.weight, 1.0),
         (attn.v_proj.weight, beta),
         (attn.o_proj.weight, beta),
-        (conn.sublayer.w1.weight, beta),
+        (block.mlp.w1.weight, beta),
     ):
         assert weight.std().item() == pytest.approx(0.02 * scale, rel=0.1)
 
@@ -116,15 +126,15 @@ def test_no_residual_scaling_inits_output_projections_at_the_plain_std():
     sizes = dict(d_model=128, n_layers=4)
     for spec, out_std in (("baseline", 0.02 / math.sqrt(2 * 4)), ("no_residual_scaling", 0.02)):
         block = build(spec, **sizes).blocks[0]
-        assert block.attn.sublayer.o_proj.weight.std().item() == pytest.approx(out_std, rel=0.1)
-        assert block.mlp.sublayer.w2.weight.std().item() == pytest.approx(out_std, rel=0.1)
-        assert block.attn.sublayer.q_proj.weight.std().item() == pytest.approx(0.02, rel=0.1)
+        assert block.attn.o_proj.weight.std().item() == pytest.approx(out_std, rel=0.1)
+        assert block.mlp.w2.weight.std().item() == pytest.approx(out_std, rel=0.1)
+        assert block.attn.q_proj.weight.std().item() == pytest.approx(0.02, rel=0.1)
 
 
 @formula("layernorm")
 def test_layernorm_centres_and_adds_a_bias_in_every_norm():
     model = build("layernorm")
-    norms = [model.norm, model.blocks[0].attn.norm, model.blocks[1].mlp.norm]
+    norms = [model.norm, model.blocks[0].attn_norm, model.blocks[1].mlp_norm]
     x = torch.randn(1, T, 32)
     for norm in norms:
         randomize(norm.weight, norm.bias)
@@ -145,7 +155,7 @@ def layer_norm(x: torch.Tensor, gain: torch.Tensor, bias: torch.Tensor) -> torch
 
 
 class Sublayer:
-    """A stand-in connection whose branch is tanh(h·W): streams only call `branch`."""
+    """A stand-in sublayer whose branch is tanh(h·W): streams only call branches."""
 
     def __init__(self, d: int) -> None:
         self.weight = torch.randn(d, d) / math.sqrt(d)
@@ -165,8 +175,8 @@ class _Block:
     def __init__(self, subs: list[Sublayer]) -> None:
         self.subs = subs
 
-    def connections(self) -> list[Sublayer]:
-        return self.subs
+    def branches(self) -> list:
+        return [sub.branch for sub in self.subs]
 
 
 @formula("hyper_connections_2", "hyper_connections_4")

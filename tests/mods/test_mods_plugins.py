@@ -80,8 +80,8 @@ def test_docs_example_registers_a_working_modification(tmp_path, monkeypatch):
     )
     idx = torch.randint(0, 64, (2, 16))
     model.loss(idx, idx).backward()
-    assert model.blocks[0].attn.sublayer.score.log_tau.grad is not None
-    assert decay_flags(model)["blocks.0.attn.sublayer.score.log_tau"] is False  # its declaration
+    assert model.blocks[0].attn.score.log_tau.grad is not None
+    assert decay_flags(model)["blocks.0.attn.score.log_tau"] is False  # its declaration
 
 
 def test_cli_plugin_option_lists_and_shows_the_plugin(tmp_path, monkeypatch):

@@ -8,7 +8,7 @@ import math
 import pytest
 from scipy import stats
 
-from archaudit.stats import AuditDesign, design_rate, simulate_null
+from archaudit.stats import AuditDesign, JudgeOptions, design_rate, simulate_null
 from archaudit.stats.power import power
 
 AUDITS = 2000
@@ -50,11 +50,15 @@ def test_the_prediction_t_is_exact_per_arm():
     # Under the null (equal variances, as assumed) a single-seed arm's prediction t has exactly
     # the t distribution with the noise floor's df, so its raw size is α; the z-test's is several
     # times larger; the default (σ bounded at 6×) is far below α.
-    one_arm = {"arms": 1, "seeds": 1, "baseline_seeds": 3, "audits": 4000, "seed": 12}
-    calibrated = simulate_null(**one_arm, correction="none", equal_variance=True)
+    uncorrected = JudgeOptions(correction="none")
+
+    def one_arm(options: JudgeOptions):
+        return simulate_null(AuditDesign.balanced(1, 1, 3, options), audits=4000, seed=12)
+
+    calibrated = one_arm(uncorrected.but(equal_variance=True))
     assert calibrated.fwer_uncorrected == pytest.approx(0.05, abs=3 * math.sqrt(0.05 * 0.95 / 4000))
-    assert simulate_null(**one_arm, correction="none").fwer_uncorrected < 0.01
-    paper = simulate_null(**one_arm, correction="none", reference="normal")
+    assert one_arm(uncorrected).fwer_uncorrected < 0.01
+    paper = one_arm(uncorrected.but(reference="normal"))
     assert paper.fwer_uncorrected > 0.15
 
 

@@ -20,6 +20,7 @@ from archaudit.stats import (
     judge,
     load_table,
     minimum_detectable_effect,
+    seeds_needed,
     simulate_null,
 )
 from archaudit.stats.options import JudgeOptions
@@ -85,21 +86,21 @@ def test_user_errors_are_one_line_with_exit_code_2(cli, results):
 
 
 def test_simulate_null(cli):
-    options = "--arms 6 --seeds 2 --audits 40 --effect 3 --effect-arms 1"
+    options = "--n-arms 6 --seeds 2 --audits 40 --effect 3 --effect-arms 1"
     code, out, _ = cli(f"simulate-null {options} --json")
     assert code == 0
-    expected = simulate_null(arms=6, seeds=2, audits=40, effect=3.0, effect_arms=1)
+    expected = simulate_null(AuditDesign.balanced(6, 2), audits=40, effect=3.0, effect_arms=1)
     assert json.loads(out) == expected.to_dict()
     text = cli(f"simulate-null {options}")[1]
     assert "family-wise false-positive rate" in text and "power formula" in text
 
 
 def test_power(cli, results):
-    code, out, _ = cli("stats power --seeds 3 --arms 19 --effect 3 --json")
+    code, out, _ = cli("stats power --seeds 3 --n-arms 19 --effect 3 --json")
     data = json.loads(out)
     assert code == 0
     assert data["mde_sigmas"] == pytest.approx(
-        minimum_detectable_effect(Design(arm_seeds=3, baseline_seeds=3, arms=19))
+        minimum_detectable_effect(Design(arm_seeds=3, baseline_seeds=3, n_arms=19))
     )
     assert data["seeds_needed"] >= 3
     code, out, _ = cli(f"stats power {results} --metric acc --scale d6 --json")
@@ -117,7 +118,7 @@ def test_other_analyses_print_the_library_results(cli, results):
         ),
         (
             "decoupling --downstream-metric acc --scale d6",
-            decoupling(table, downstream_metric="acc", scale="d6"),
+            decoupling(table, JudgeOptions(scale="d6"), downstream_metric="acc"),
         ),
     ]
     for command, expected in cases:
@@ -211,15 +212,15 @@ def test_p_below_the_float_range_is_printed_as_a_bound(cli, write_csv):
 
 def test_simulate_null_with_one_seed_uses_the_baseline_it_says(cli):
     # Defect: --seeds 1 silently used a 2-seed baseline while the help said "as many as --seeds".
-    code, out, _ = cli("simulate-null --arms 19 --seeds 1 --audits 200 --json")
+    code, out, _ = cli("simulate-null --n-arms 19 --seeds 1 --audits 200 --json")
     assert code == 0 and json.loads(out)["baseline_seeds"] == 3
-    text = cli("simulate-null --arms 19 --seeds 1 --audits 200")[1]
+    text = cli("simulate-null --n-arms 19 --seeds 1 --audits 200")[1]
     assert "baseline 3 seeds" in text
     assert "at least 3" in cli("simulate-null --help")[1]
 
 
 def test_simulate_null_paper_mode_and_designs_like_a_file(cli, results, tmp_path):
-    code, out, _ = cli("simulate-null --arms 19 --seeds 1 --baseline-seeds 3 --reference normal")
+    code, out, _ = cli("simulate-null --n-arms 19 --seeds 1 --baseline-seeds 3 --reference normal")
     assert code == 0 and "UNCALIBRATED" in out and "ABOVE α" in out
     data = json.loads(cli(f"simulate-null --like {PUBLISHED} --audits 300 --json")[1])
     assert data["design"]["arm_seeds"] == [1] * 19 and data["baseline_seeds"] == 3
@@ -259,7 +260,7 @@ def test_every_family_command_takes_exclude_and_arms(cli, results):
     assert "wide" not in {c["arm"] for c in inter["combinations"]}
     moved = json.loads(cli(f"stats transfer {results} --metric acc --exclude gqa --json")[1])
     assert "gqa" not in {a["arm"] for a in moved["arms"]}
-    advice = json.loads(cli(f"stats power {base} --metric acc --arm qk --json")[1])
+    advice = json.loads(cli(f"stats power {base} --metric acc --arms qk --json")[1])
     assert [a["arm"] for a in advice["arms"]] == ["qk"]
     code, _, err = cli(f"stats {base} --metric acc --exclude wdie")
     assert code == 2 and "did you mean 'wide'" in err
@@ -279,3 +280,71 @@ def test_the_analyses_take_their_family_and_test_from_the_options(cli, results):
     assert bonferroni == json.loads(expected.to_json())
     pooled = json.loads(cli(f"stats aggregate {results} --scale d6 --exclude wide --json")[1])
     assert {a["arm"] for a in pooled["arms"]} == set(LEVELS) - {"wide"}
+
+
+@pytest.mark.parametrize("command", ["simulate-null --arms 19", "stats power --arms 19 --seeds 3"])
+def test_a_count_under_arms_is_refused_pointing_to_n_arms(cli, command):
+    # --arms names arms on every command; the count these two took is --n-arms now.
+    code, out, err = cli(command)
+    assert code == 2 and not out
+    assert len(err.strip().splitlines()) == 1 and "--n-arms 19" in err
+
+
+def test_arm_names_without_a_table_are_refused(cli):
+    code, _, err = cli("stats power --arms qk --seeds 3")
+    assert code == 2 and "need SOURCE" in err and "--n-arms" in err
+
+
+def test_simulate_null_like_a_table_takes_the_family_of_arms_and_exclude(cli, results):
+    line = f"simulate-null --like {results} --scale d6 --audits 50 --json"
+    chosen = json.loads(cli(f"{line} --arms qk,gqa")[1])
+    assert chosen["design"]["arm_seeds"] == [3, 3]
+    left = json.loads(cli(f"{line} --exclude wide")[1])
+    assert left["design"]["arm_seeds"] == [3, 3, 3]
+
+
+def test_power_counts_seeds_under_the_reference_of_its_mde(cli):
+    # Defect: `stats power --reference normal` quoted the z-test's MDE but counted the seeds an
+    # effect needs under the t reference (5 instead of 2 for 4σ over 19 arms).
+    data = json.loads(cli("stats power --n-arms 19 --effect 4 --reference normal --json")[1])
+    paper = JudgeOptions(reference="normal")
+    assert data["design"]["reference"] == "normal"
+    assert data["seeds_needed"] == seeds_needed(4.0, paper, n_arms=19) == 2
+    assert seeds_needed(4.0, n_arms=19) == 5
+
+
+def test_decoupling_judges_the_family_its_options_name(cli, results):
+    line = f"stats decoupling {results} --scale d6 --downstream-metric acc --json"
+    left = json.loads(cli(f"{line} --exclude wide --exclude gqa")[1])
+    expected = decoupling(
+        load_table(results),
+        JudgeOptions(scale="d6", exclude=("wide", "gqa")),
+        downstream_metric="acc",
+    )
+    assert left == json.loads(expected.to_json())
+    assert [a["arm"] for a in left["arms"]] == ["qk", "qk+gqa"]
+
+
+def test_arms_names_arms_and_n_arms_counts_them_on_every_command():
+    # One meaning per flag: `--arms` is a repeatable list of names wherever it appears, and a
+    # number of arms is always `--n-arms`.
+    import typer.main
+
+    from archaudit.cli import app, register_commands
+
+    register_commands()
+
+    def leaves(command):
+        subcommands = getattr(command, "commands", None)
+        if not subcommands:
+            yield command
+        for sub in (subcommands or {}).values():
+            yield from leaves(sub)
+
+    repeatable: dict[str, set[bool]] = {"--arms": set(), "--n-arms": set()}
+    for command in leaves(typer.main.get_command(app)):
+        for param in command.params:
+            for flag in repeatable:
+                if flag in getattr(param, "opts", ()):
+                    repeatable[flag].add(param.multiple)
+    assert repeatable == {"--arms": {True}, "--n-arms": {False}}

@@ -234,7 +234,7 @@ def test_mde_is_the_power_formula_in_metric_units(make_table):
     judgement = judge(make_table({"baseline": [0.0, 1.0, 2.0], "a": [5.0], "b": [1.0, 2.0]}), "acc")
     # σ pools the baseline (2 df) and b (1 df); one seed somewhere: the robust test, whose
     # single-seed arm a is bounded at 6σ.
-    design = Design(arm_seeds=1, baseline_seeds=3, arms=2, sigma_dof=3, family_test="robust")
+    design = Design(arm_seeds=1, baseline_seeds=3, n_arms=2, sigma_dof=3, family_test="robust")
     assert judgement.arm("a").mde == pytest.approx(
         minimum_detectable_effect(design) * judgement.sigma, rel=1e-4
     )

@@ -75,13 +75,13 @@ def test_default_rule_holds_where_pooling_sigma_did_not(design, noise, pooled_to
 
 
 def test_panel_result_keeps_fwer_and_adds_the_panel():
-    result = simulate_null(arms=19, seeds=3, audits=500, noise="panel")
+    result = simulate_null(AuditDesign.balanced(19, 3), audits=500, noise="panel")
     assert result.fwer == result.panel[0].fwer and result.noise == "panel"
     assert [r.noise for r in result.panel] == list(PANEL)
     assert result.panel_worst.fwer == max(r.fwer for r in result.panel)
     data = json.loads(result.to_json())
     assert "fwer" in data and len(data["panel"]) == len(PANEL)
-    assert simulate_null(arms=19, seeds=3, audits=200).panel == ()
+    assert simulate_null(AuditDesign.balanced(19, 3), audits=200).panel == ()
 
 
 def test_sequential_loop_holds_on_the_panel():
@@ -197,14 +197,14 @@ def test_simulate_null_noise_option(monkeypatch, capsys):
         return exit_.value.code or 0, captured.out, captured.err
 
     code, out, _ = run(
-        "simulate-null --arms 19 --seeds 1 --baseline-seeds 10 --audits 300 --noise panel"
+        "simulate-null --n-arms 19 --seeds 1 --baseline-seeds 10 --audits 300 --noise panel"
     )
     assert code == 0 and "worst:" in out and "hetero:6:3" in out
-    code, out, _ = run("simulate-null --arms 19 --seeds 1 --audits 300 --noise hetero:6 --json")
+    code, out, _ = run("simulate-null --n-arms 19 --seeds 1 --audits 300 --noise hetero:6 --json")
     data = json.loads(out)
     assert code == 0 and data["noise"] == "hetero:6" and data["panel"] == []
     code, out, _ = run(
-        "simulate-null --sequential --arms 4 --seeds 3 --audits 200 --noise t3 --json"
+        "simulate-null --sequential --n-arms 4 --seeds 3 --audits 200 --noise t3 --json"
     )
     assert code == 0 and json.loads(out)["noise"] == "t3"
     code, _, err = run("simulate-null --noise hetro:6")

@@ -7,6 +7,7 @@ import pytest
 from scipy import stats
 
 from archaudit.errors import ConfigError
+from archaudit.stats.options import JudgeOptions
 from archaudit.stats.power import Design, minimum_detectable_effect, power, seeds_needed
 
 
@@ -32,7 +33,7 @@ def test_single_seed_power_is_a_noncentral_t_tail(
     design = Design(
         arm_seeds=1,
         baseline_seeds=baseline_seeds,
-        arms=arms,
+        n_arms=arms,
         correction=correction,
         reference=reference,
         family_test="pooled-t" if reference == "t" else None,  # equal variance declared
@@ -42,7 +43,7 @@ def test_single_seed_power_is_a_noncentral_t_tail(
         bound = math.sqrt(36 + 1 / baseline_seeds)
         threshold = max(stats.t.isf(level / 2, df) * bound, 2.0) / scale
         robust = Design(
-            arm_seeds=1, baseline_seeds=baseline_seeds, arms=arms, correction=correction
+            arm_seeds=1, baseline_seeds=baseline_seeds, n_arms=arms, correction=correction
         )
         assert robust.test == "robust"
         assert power(effect, robust) == pytest.approx(t.sf(threshold) + t.cdf(-threshold), abs=1e-9)
@@ -62,7 +63,7 @@ def simulated_power(arm_seeds, baseline_seeds, effect, level, n=20_000, seed=0):
 @pytest.mark.parametrize("effect", [0.0, 3.0])
 def test_welch_power_matches_simulation(arm_seeds, baseline_seeds, effect):
     design = Design(
-        arm_seeds=arm_seeds, baseline_seeds=baseline_seeds, arms=5, correction="bonferroni"
+        arm_seeds=arm_seeds, baseline_seeds=baseline_seeds, n_arms=5, correction="bonferroni"
     )
     simulated = simulated_power(arm_seeds, baseline_seeds, effect, design.level)
     tolerance = 4 * math.sqrt(max(simulated * (1 - simulated), 1e-4) / 20_000)
@@ -70,29 +71,29 @@ def test_welch_power_matches_simulation(arm_seeds, baseline_seeds, effect):
 
 
 def test_mde_is_where_power_reaches_the_target():
-    design = Design(arm_seeds=3, baseline_seeds=3, arms=19)
+    design = Design(arm_seeds=3, baseline_seeds=3, n_arms=19)
     mde = minimum_detectable_effect(design, 0.8)
     assert power(mde, design) == pytest.approx(0.8, abs=1e-4)
     assert power(0.98 * mde, design) < 0.8
-    assert minimum_detectable_effect(Design(arm_seeds=6, baseline_seeds=6, arms=19)) < mde
+    assert minimum_detectable_effect(Design(arm_seeds=6, baseline_seeds=6, n_arms=19)) < mde
 
 
 def test_seeds_needed_is_the_smallest_sufficient():
-    k = seeds_needed(3.0, arms=19)
-    assert power(3.0, Design(arm_seeds=k, baseline_seeds=k, arms=19)) >= 0.8
-    assert power(3.0, Design(arm_seeds=k - 1, baseline_seeds=k - 1, arms=19)) < 0.8
+    k = seeds_needed(3.0, n_arms=19)
+    assert power(3.0, Design(arm_seeds=k, baseline_seeds=k, n_arms=19)) >= 0.8
+    assert power(3.0, Design(arm_seeds=k - 1, baseline_seeds=k - 1, n_arms=19)) < 0.8
 
 
 def test_effects_under_two_sigma_are_never_detected():
     # |Δ| < 2σ is within noise by rule; as seeds grow, power tends to P(|Δ| >= 2σ) < 1/2.
-    assert seeds_needed(1.5, arms=19, max_seeds=200) is None
+    assert seeds_needed(1.5, n_arms=19, max_seeds=200) is None
     assert power(1.5, Design(arm_seeds=200, baseline_seeds=200)) < 0.5
 
 
 def test_one_seed_is_never_enough_for_a_modest_effect_by_default():
     # A big baseline makes σ exact, but one seed cannot show the arm's own spread: bounded at
     # 6σ, 3σ needs more seeds; declared equal variance, one seed would do.
-    k = seeds_needed(3.0, baseline_seeds=40, arms=1, correction="none")
+    k = seeds_needed(3.0, JudgeOptions(correction="none"), baseline_seeds=40)
     assert k is not None and k >= 2
     assumed = Design(arm_seeds=1, baseline_seeds=40, correction="none", family_test="pooled-t")
     assert power(3.0, assumed) >= 0.8

@@ -156,7 +156,7 @@ def test_simulate_null_sequential_command(monkeypatch, capsys):
         captured = capsys.readouterr()
         return exit_.value.code or 0, captured.out, captured.err
 
-    line = "simulate-null --sequential --arms 5 --seeds 3 --audits 200"
+    line = "simulate-null --sequential --n-arms 5 --seeds 3 --audits 200"
     code, out, _ = run(line + " --json")
     data = json.loads(out)
     assert code == 0 and data["arms"] == 5 and data["max_seeds"] == 3

@@ -45,9 +45,10 @@ def test_snr_is_the_spread_of_arm_means_over_seed_sigma():
     assert clear.snr == pytest.approx(3.0) and clear.range == pytest.approx(6.0)
     assert clear.null_snr == pytest.approx(1 / math.sqrt(3))
     assert clear.effects == pytest.approx({"a": 3.0, "b": 6.0})
-    assert clear.seeds_needed == {"a": seeds_needed(3.0, arms=2), "b": seeds_needed(6.0, arms=2)}
+    needed = {"a": seeds_needed(3.0, n_arms=2), "b": seeds_needed(6.0, n_arms=2)}
+    assert clear.seeds_needed == needed
     assert clear.median_effect == pytest.approx(4.5) and clear.largest_effect == pytest.approx(6.0)
-    assert clear.seeds_for_largest_effect == seeds_needed(6.0, arms=2)
+    assert clear.seeds_for_largest_effect == seeds_needed(6.0, n_arms=2)
     noisy = next(m for m in result.metrics if m.metric == "noisy")
     assert noisy.sigma == pytest.approx(3.0) and noisy.snr < noisy.null_snr
     assert noisy.seeds_for_largest_effect is None  # 1/3 σ: never declared (under 2σ)
@@ -107,10 +108,10 @@ def test_the_seeds_needed_follow_the_options_test():
         _table(), JudgeOptions(alpha=0.001, correction="bonferroni"), metrics=["clear"]
     ).metrics[0]
     assert holm.seeds_needed == {
-        arm: seeds_needed(effect, arms=2) for arm, effect in holm.effects.items()
+        arm: seeds_needed(effect, n_arms=2) for arm, effect in holm.effects.items()
     }
     assert strict.seeds_needed == {
-        arm: seeds_needed(effect, arms=2, alpha=0.001, correction="bonferroni")
+        arm: seeds_needed(effect, JudgeOptions(alpha=0.001, correction="bonferroni"), n_arms=2)
         for arm, effect in strict.effects.items()
     }
     assert strict.seeds_needed["a"] > holm.seeds_needed["a"]

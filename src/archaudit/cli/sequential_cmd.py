@@ -3,41 +3,51 @@ null (and planted effects), next to the fixed design on the same draws."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import typer
 from rich.console import Console
 
+from archaudit.cli.options import emit
 from archaudit.errors import ConfigError
+
+if TYPE_CHECKING:
+    from archaudit.stats.options import JudgeOptions
+    from archaudit.stats.sequential import SequentialRule
+
+
+def loop_rule(options: JudgeOptions, max_seeds: int, baseline_seeds: int | None) -> SequentialRule:
+    """The rule of `run --until-settled` at `options.alpha`, at most `max_seeds` seeds per arm,
+    the baseline starting at `baseline_seeds` (None: 3, the protocol's noise floor)."""
+    from archaudit.stats.sequential import SequentialRule
+
+    if options.correction != "holm":
+        raise ConfigError(
+            f"--sequential uses Holm across arms; --correction {options.correction} is not"
+        )
+    return SequentialRule(
+        alpha=options.alpha, max_seeds=max_seeds, baseline_seeds=baseline_seeds or 3
+    )
 
 
 def simulate_sequential_command(
+    n_arms: int,
+    rule: SequentialRule,
     *,
-    arms: int,
-    seeds: int,
     audits: int,
-    baseline_seeds: int | None,
-    correction: str,
-    alpha: float,
     effect: float,
     effect_arms: int,
     seed: int,
     json_: bool,
     noise: str = "normal",
 ) -> None:
-    """Print `simulate_sequential` for `arms` arms with at most `seeds` seeds each."""
-    from archaudit.stats.sequential import SequentialRule, simulate_sequential
-    from archaudit.stats.serialize import to_jsonable
+    """Print `simulate_sequential` for `n_arms` arms under the loop's `rule`."""
+    from archaudit.stats.sequential import simulate_sequential
 
-    if correction != "holm":
-        raise ConfigError(f"--sequential uses Holm across arms; --correction {correction} is not")
     if effect_arms and effect == 0.0:
         raise ConfigError("--effect-arms needs a nonzero --effect")
-    rule = SequentialRule(alpha=alpha, max_seeds=seeds, baseline_seeds=baseline_seeds or 3)
     result = simulate_sequential(
-        arms=arms,
+        arms=n_arms,
         rule=rule,
         audits=audits,
         effects=(effect,) * effect_arms,
@@ -45,13 +55,22 @@ def simulate_sequential_command(
         noise=noise,
     )
     if json_:
-        typer.echo(json.dumps(to_jsonable(result), indent=2, allow_nan=False))
+        emit(result)
         return
+    Console().print("\n".join(_loop_lines(result, n_arms, rule, audits, noise)))
+    print_panel(result.panel, result.panel_worst)
+
+
+def _loop_lines(
+    result: Any, n_arms: int, rule: SequentialRule, audits: int, noise: str
+) -> list[str]:
+    """The lines of a sequential simulation: the loop's rule, its rate, runs and power."""
+    seeds = rule.max_seeds
     lines = [
-        f"{audits} sequential audits, {arms} arms × at most {seeds} seeds, baseline "
+        f"{audits} sequential audits, {n_arms} arms × at most {seeds} seeds, baseline "
         f"{rule.baseline_seeds} → {rule.baseline_cap} seeds, O'Brien–Fleming spending + Holm "
-        f"at α = {alpha}, futility below {rule.futility} predictive power; robust tests (Welch "
-        f"from 2 seeds, a confirmation seed before any verdict), "
+        f"at α = {rule.alpha}, futility below {rule.futility} predictive power; robust tests "
+        f"(Welch from 2 seeds, a confirmation seed before any verdict), "
         f"{'normal' if noise == 'panel' else noise} noise:",
         f"  family-wise false-positive rate {result.fwer:.3f} ± {result.fwer_se:.3f}",
         f"  runs per audit {result.runs_mean:.1f} (at most {result.runs_max}); the fixed "
@@ -62,8 +81,7 @@ def simulate_sequential_command(
             f"  planted {key} σ effects found {power:.3f} (fixed design: "
             f"{result.fixed_power[key]:.3f}), {result.seeds_mean[key]:.2f} seeds per arm"
         )
-    Console().print("\n".join(lines))
-    print_panel(result.panel, result.panel_worst)
+    return lines
 
 
 def print_panel(panel: Sequence[Any], worst: Any) -> None:

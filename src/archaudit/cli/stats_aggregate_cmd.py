@@ -19,7 +19,6 @@ from archaudit.cli.stats_cmd import (
     Scale,
     Seed,
     Source,
-    _interval,
     _load,
     _names,
     _print_notes,
@@ -27,6 +26,7 @@ from archaudit.cli.stats_cmd import (
     _printed_json,
     stats_app,
 )
+from archaudit.formatting import interval
 
 
 @stats_app.command("aggregate")
@@ -97,11 +97,11 @@ def aggregate_command(
                 a.arm,
                 a.n_seeds,
                 a.mean,
-                _interval(a.mean_interval),
+                interval(a.mean_interval),
                 a.iqm,
-                _interval(a.iqm_interval),
+                interval(a.iqm_interval),
                 a.prob_improvement,
-                _interval(a.prob_improvement_interval),
+                interval(a.prob_improvement_interval),
                 a.aso_eps_min,
                 a.aso,
             )

@@ -11,7 +11,6 @@ inside the commands so that `archaudit --help` stays fast.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,16 +23,23 @@ from typer.core import TyperGroup
 
 from archaudit.cli.app import app
 from archaudit.cli.options import Json, Quiet, emit, quiet_output
+from archaudit.errors import ConfigError
+from archaudit.formatting import MISSING, interval, num, pvalue
 
 if TYPE_CHECKING:
+    from archaudit.audit.sequential import LoopSummary
+    from archaudit.stats import AuditDesign, Judgement, Table
     from archaudit.stats.options import JudgeOptions
+    from archaudit.stats.paired import ItemComparison, MeasureComparison
+    from archaudit.stats.sequential import SequentialRule
+    from archaudit.stats.simulate import NullSimulation
 
 
 class _VerdictsByDefault(TyperGroup):
     """Reads `stats SOURCE ...` as `stats verdicts SOURCE ...`: a group cannot take a positional
     argument and sub-commands at once, so the default sub-command is spliced in."""
 
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's vendored Context
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = ["verdicts", *args]
         return super().parse_args(ctx, args)
@@ -82,7 +88,10 @@ Exclude = Annotated[
 ]
 Arms = Annotated[
     list[str] | None,
-    typer.Option("--arms", help="Only these arms (repeatable or comma-separated)."),
+    typer.Option(
+        "--arms",
+        help="Only these arms, by name (repeatable or comma-separated). A count is --n-arms.",
+    ),
 ]
 Alpha = Annotated[
     float,
@@ -161,7 +170,7 @@ def verdicts_command(
     _print_judgement(judgement, [*loop_notes, *notes])
 
 
-def _load(source: Path) -> tuple[Any, list[str]]:
+def _load(source: Path) -> tuple[Table, list[str]]:
     """SOURCE's table. An audit directory's export is refreshed first (a running coordinator
     writes it only as runs finish), with a note on the runs that have not finished."""
     from archaudit.audit import store
@@ -187,7 +196,9 @@ def _load(source: Path) -> tuple[Any, list[str]]:
     return load_table(source), [note] if open_runs else []
 
 
-def _loop_families(source: Path, metric: str, scale: str | None) -> tuple[Any, list[str]]:
+def _loop_families(
+    source: Path, metric: str, scale: str | None
+) -> tuple[LoopSummary | None, list[str]]:
     """(the sequential loop's summary narrowed to `metric` at `scale`, notes): None when
     SOURCE is no sequential audit or its loop did not judge `metric` (then a note says so)."""
     from archaudit.audit import sequential
@@ -210,7 +221,9 @@ def _loop_families(source: Path, metric: str, scale: str | None) -> tuple[Any, l
     return dataclasses.replace(summary, families=tuple(families)), []
 
 
-def _print_loop(loop: Any, descriptive: Any, notes: list[str], json_: bool) -> None:
+def _print_loop(
+    loop: LoopSummary, descriptive: Judgement | None, notes: list[str], json_: bool
+) -> None:
     """The loop's verdict tables, then (under --fixed-design) the descriptive re-analysis."""
     from archaudit.cli.audit_cmd import settled_table, show
 
@@ -234,7 +247,7 @@ def _print_loop(loop: Any, descriptive: Any, notes: list[str], json_: bool) -> N
     _print_notes(notes)
 
 
-def _print_judgement(judgement: Any, notes: list[str]) -> None:
+def _print_judgement(judgement: Judgement, notes: list[str]) -> None:
     _console().print("\n".join(judgement.header()))
     statistic = "z" if judgement.test == "z" else "t"
     # One seed count: its MDE is the header's; several: each arm's MDE gets a column.
@@ -246,8 +259,8 @@ def _print_judgement(judgement: Any, notes: list[str]) -> None:
             v.n_seeds,
             v.delta,
             v.statistic,
-            _p(v.p),
-            _p(v.p_adj),
+            pvalue(v.p),
+            pvalue(v.p_adj),
             v.verdict,
             v.grade,
             *((v.mde,) if per_arm_mde else ()),
@@ -335,8 +348,8 @@ def transfer_command(
         return
     _print_table(
         f"{metric}: {result.small} → {result.large}, sign kept by {result.sign_preserved:.0%}; "
-        f"Spearman ρ = {_num(result.spearman)} {_interval(result.spearman_interval)}, "
-        f"Kendall τ = {_num(result.kendall)} {_interval(result.kendall_interval)}",
+        f"Spearman ρ = {num(result.spearman)} {interval(result.spearman_interval)}, "
+        f"Kendall τ = {num(result.kendall)} {interval(result.kendall_interval)}",
         (
             "arm",
             f"Δ {result.small}",
@@ -400,8 +413,8 @@ def interactions_command(
     if _printed_json(result, json_):
         return
     _print_table(
-        f"{metric} at {result.scale}: R² additive {_num(result.r2_additive)}, R² harmful count "
-        f"{_num(result.r2_harmful_count)} (harmful: {', '.join(result.harmful) or 'none'})",
+        f"{metric} at {result.scale}: R² additive {num(result.r2_additive)}, R² harmful count "
+        f"{num(result.r2_harmful_count)} (harmful: {', '.join(result.harmful) or 'none'})",
         ("arm", "seeds", "observed", "additive", "interaction", "in σ", "harmful"),
         [
             (
@@ -455,8 +468,18 @@ def scaling_command(
     _print_table(
         f"{arm}: {fit.loss_metric} over {fit.n_points} runs, {fit.n_boot} bootstrap refits",
         ("parameter", "estimate", "95% interval"),
-        [(name, values[name], _interval(interval)) for name, interval in fit.intervals.items()],
+        [(name, values[name], interval(bounds)) for name, bounds in fit.intervals.items()],
     )
+
+
+NArms = Annotated[
+    int, typer.Option("--n-arms", help="m, the number of arms in the family (a count).")
+]
+DesignSeeds = Annotated[int, typer.Option("--seeds", help="Seeds per arm.")]
+BaselineSeeds = Annotated[
+    int | None,
+    typer.Option("--baseline-seeds", help="Default: as many as --seeds, at least 3."),
+]
 
 
 @stats_app.command("power")
@@ -469,17 +492,11 @@ def power_command(
     lower_is_better: LowerIsBetter = None,
     scale: Scale = None,
     exclude: Exclude = None,
-    family_arms: Annotated[
-        list[str] | None,
-        typer.Option("--arm", help="With SOURCE: only these arms (repeatable or comma-separated)."),
-    ] = None,
+    arms: Arms = None,
     reference: Reference = "t",
-    seeds: Annotated[int, typer.Option("--seeds", help="Seeds per arm.")] = 3,
-    baseline_seeds: Annotated[
-        int | None,
-        typer.Option("--baseline-seeds", help="Default: as many as --seeds, at least 3."),
-    ] = None,
-    arms: Annotated[int, typer.Option("--arms", help="m, arms in the family.")] = 19,
+    seeds: DesignSeeds = 3,
+    baseline_seeds: BaselineSeeds = None,
+    n_arms: NArms = 19,
     effect: Annotated[
         float | None, typer.Option("--effect", help="Effect in σ: seeds needed to detect it.")
     ] = None,
@@ -490,35 +507,26 @@ def power_command(
     quiet: Quiet = False,
 ) -> None:
     """MDE and seeds needed for a design; with SOURCE, whether another seed can flip a verdict."""
-    quiet_output(quiet, json_)
-    if source is not None:
-        if metric is None:
-            raise typer.BadParameter("--metric is needed with SOURCE")
-        from archaudit.stats.options import judge_options
+    from archaudit.stats.options import judge_options
 
-        options = judge_options(
-            baseline=baseline,
-            lower_is_better=lower_is_better,
-            scale=scale,
-            exclude=exclude,
-            arms=_names(family_arms),
-            correction=correction,
-            alpha=alpha,
-            reference=reference,
-        )
-        _seeding_advice(source, metric, options, json_)
-        return
-    _design_power(
-        seeds=seeds,
-        baseline_seeds=baseline_seeds,
-        arms=arms,
-        effect=effect,
-        target=target,
+    quiet_output(quiet, json_)
+    options = judge_options(
+        baseline=baseline,
+        lower_is_better=lower_is_better,
+        scale=scale,
+        exclude=exclude,
+        arms=_names(arms, table=source is not None),
         correction=correction,
         alpha=alpha,
         reference=reference,
-        json_=json_,
+        power_target=target,
     )
+    if source is None:
+        _design_power(seeds, n_arms, options, baseline_seeds, effect, json_)
+        return
+    if metric is None:
+        raise typer.BadParameter("--metric is needed with SOURCE")
+    _seeding_advice(source, metric, options, json_)
 
 
 def _seeding_advice(source: Path, metric: str, options: JudgeOptions, json_: bool) -> None:
@@ -537,56 +545,34 @@ def _seeding_advice(source: Path, metric: str, options: JudgeOptions, json_: boo
 
 
 def _design_power(
-    *,
     seeds: int,
+    n_arms: int,
+    options: JudgeOptions,
     baseline_seeds: int | None,
-    arms: int,
     effect: float | None,
-    target: float,
-    correction: str,
-    alpha: float,
-    reference: str,
     json_: bool,
 ) -> None:
     """`stats power` without SOURCE: the design's MDE, and the seeds `effect` needs."""
-    from archaudit.stats import Design, minimum_detectable_effect, seeds_needed
+    from archaudit.stats import design_power
 
-    design = Design.balanced(
-        seeds, baseline_seeds, arms=arms, alpha=alpha, correction=correction, reference=reference
-    )
-    result: dict[str, Any] = {
-        "design": design,
-        "target": target,
-        "mde_sigmas": minimum_detectable_effect(design, target),
-    }
-    if effect is not None:
-        result |= {
-            "effect_sigmas": effect,
-            "seeds_needed": seeds_needed(
-                effect,
-                baseline_seeds=baseline_seeds,
-                arms=arms,
-                alpha=alpha,
-                correction=correction,
-                target=target,
-            ),
-        }
+    result = design_power(seeds, n_arms, options, baseline_seeds=baseline_seeds, effect=effect)
     if _printed_json(result, json_):
         return
+    design = result.design
     _console().print(
-        f"{seeds} seed(s) per arm, {design.baseline_seeds} baseline seeds, m = {arms}, "
-        f"{design.test} test, {correction} at α = {alpha}: minimum detectable effect "
-        f"{result['mde_sigmas']:.2f} σ "
-        f"at {target:.0%} power"
+        f"{seeds} seed(s) per arm, {design.baseline_seeds} baseline seeds, m = {n_arms}, "
+        f"{design.test} test, {options.correction} at α = {options.alpha}: minimum detectable "
+        f"effect {result.mde_sigmas:.2f} σ at {result.target:.0%} power"
     )
-    if effect is not None:
-        needed = result["seeds_needed"]
-        _console().print(
-            f"to detect {effect} σ: {needed} seeds per arm"
-            if needed is not None
-            else f"{effect} σ is not detectable with up to 1000 seeds per arm with this baseline "
-            "(effects under 2 σ are within noise by rule; a small baseline limits Welch's test)"
-        )
+    if effect is None:
+        return
+    _console().print(
+        f"to detect {effect} σ: {result.seeds_needed} seeds per arm"
+        if result.seeds_needed is not None
+        else f"{effect} σ is not detectable with up to {result.max_seeds} seeds per arm with "
+        "this baseline (effects under 2 σ are within noise by rule; a small baseline limits "
+        "Welch's test)"
+    )
 
 
 @stats_app.command("decoupling")
@@ -613,17 +599,23 @@ def decoupling_command(
 ) -> None:
     """Arms whose loss and downstream verdicts disagree, per arm and per family."""
     from archaudit.stats import decoupling
+    from archaudit.stats.options import judge_options
 
     quiet_output(quiet, json_)
-    result = decoupling(
-        _load(source)[0].restricted(_names(arms), exclude or (), keep=[baseline]),
-        loss_metric=loss_metric,
-        downstream_metric=downstream_metric,
+    options = judge_options(
         baseline=baseline,
-        margin=margin,
         correction=correction,
         alpha=alpha,
         scale=scale,
+        exclude=exclude,
+        arms=_names(arms),
+    )
+    result = decoupling(
+        _load(source)[0],
+        options,
+        loss_metric=loss_metric,
+        downstream_metric=downstream_metric,
+        margin=margin,
     )
     if _printed_json(result, json_):
         return
@@ -695,6 +687,7 @@ def items_command(
     quiet_output(quiet, json_)
     items = load_items(source)
     arms = [arm for arm in items.arms if arm != baseline]
+    results: list[ItemComparison] | list[MeasureComparison]
     if measure == "correct":
         results = [
             compare_items(items, arm, baseline, scale, task=task, n_boot=n_boot, seed=seed)
@@ -731,11 +724,11 @@ def _print_item_accuracy(title: str, results: list) -> None:
                 r.arm,
                 r.n_items,
                 r.difference.difference,
-                _interval((r.difference.low, r.difference.high)),
+                interval((r.difference.low, r.difference.high)),
                 r.difference.p,
                 r.se_items,
                 r.se_seeds,
-                ", ".join(_num(m.p) for m in r.mcnemar),
+                ", ".join(num(m.p) for m in r.mcnemar),
             )
             for r in results
         ],
@@ -762,7 +755,7 @@ def _print_item_measure(title: str, results: list) -> None:
                 r.arm,
                 r.n_items,
                 r.difference.difference,
-                _interval((r.difference.low, r.difference.high)),
+                interval((r.difference.low, r.difference.high)),
                 "arm" if r.improvement > 0 else "baseline" if r.improvement < 0 else "neither",
                 r.t_test.p,
                 r.wilcoxon.p,
@@ -775,19 +768,16 @@ def _print_item_measure(title: str, results: list) -> None:
 
 @app.command("simulate-null")
 def simulate_null_command(
-    arms: Annotated[int, typer.Option("--arms", help="Arms per audit (m).")] = 19,
-    seeds: Annotated[int, typer.Option("--seeds", help="Seeds per arm.")] = 3,
+    n_arms: NArms = 19,
+    seeds: DesignSeeds = 3,
     audits: Annotated[int, typer.Option("--audits", help="Simulated audits.")] = 2000,
-    baseline_seeds: Annotated[
-        int | None,
-        typer.Option("--baseline-seeds", help="Default: as many as --seeds, at least 3."),
-    ] = None,
+    baseline_seeds: BaselineSeeds = None,
     like: Annotated[
         Path | None,
         typer.Option(
             "--like",
             help="Take the design (arms, seeds per arm, baseline and anchor seeds) from an audit "
-            "file (.toml), a results CSV or an audit directory, instead of --arms/--seeds.",
+            "file (.toml), a results CSV or an audit directory, instead of --n-arms/--seeds.",
         ),
     ] = None,
     metric: Annotated[
@@ -795,6 +785,8 @@ def simulate_null_command(
     ] = None,
     scale: Scale = None,
     baseline: Baseline = "baseline",
+    arms: Arms = None,
+    exclude: Exclude = None,
     correction: Correction = "holm",
     alpha: Alpha = 0.05,
     reference: Reference = "t",
@@ -818,69 +810,81 @@ def simulate_null_command(
     ] = "normal",
 ) -> None:
     """Simulated audits with no real effect: the verdicts' family-wise false-positive rate."""
-    from archaudit.stats import simulate_null
+    from archaudit.cli.sequential_cmd import loop_rule, simulate_sequential_command
+    from archaudit.stats import AuditDesign, simulate_null
+    from archaudit.stats.options import judge_options
 
     quiet_output(quiet, json_)
-    looped = _sequential_like(like) if like and like.suffix == ".toml" else None
+    table_like = like is not None and like.suffix != ".toml"
+    options = judge_options(
+        baseline=baseline,
+        scale=scale,
+        arms=_names(arms, table=table_like),
+        exclude=exclude,
+        correction=correction,
+        alpha=alpha,
+        reference=reference,
+        equal_variance=equal_variance,
+    )
+    looped = _sequential_like(like, options) if like and not table_like else None
     if sequential or looped:
-        from archaudit.cli.sequential_cmd import simulate_sequential_command
-
-        if looped:  # a sequential audit file: its own loop, not a fixed design of its first round
-            arms, seeds, baseline_seeds, primaries = looped
-            alpha /= primaries  # the loop splits α across its primary metrics
-        options = dict(arms=arms, seeds=seeds, audits=audits, baseline_seeds=baseline_seeds)
-        options |= dict(correction=correction, alpha=alpha, effect=effect, seed=seed)
+        n_loop, rule = looped or (n_arms, loop_rule(options, seeds, baseline_seeds))
         return simulate_sequential_command(
-            **options, effect_arms=effect_arms, json_=json_, noise=noise
+            n_loop,
+            rule,
+            audits=audits,
+            effect=effect,
+            effect_arms=effect_arms,
+            seed=seed,
+            noise=noise,
+            json_=json_,
         )
-
-    options = dict(
-        reference=reference, equal_variance=equal_variance, correction=correction, alpha=alpha
-    )
-    design = _design_like(like, metric, scale, baseline, options) if like else None
+    if like is not None:
+        design = _design_like(like, metric, options)
+    else:
+        design = AuditDesign.balanced(n_arms, seeds, baseline_seeds, options)
     result = simulate_null(
-        arms=arms,
-        seeds=seeds,
-        audits=audits,
-        baseline_seeds=baseline_seeds,
-        effect=effect,
-        effect_arms=effect_arms,
-        seed=seed,
-        design=design,
-        noise=noise,
-        **options,
+        design, audits=audits, effect=effect, effect_arms=effect_arms, seed=seed, noise=noise
     )
-    if _printed_json(result, json_):
-        return
+    if not _printed_json(result, json_):
+        _print_null(result)
+
+
+def _print_null(result: NullSimulation) -> None:
+    """A `NullSimulation` as the lines a reader checks: the rates, and the panel's if run."""
+    from archaudit.cli.sequential_cmd import print_panel
+
     label = "calibrated" if result.calibrated else "UNCALIBRATED paper mode"
     assumed = result.design.equal_variance or not result.calibrated
     _console().print(
-        f"{audits} null audits of {result.design.describe()} ({label}"
+        f"{result.audits} null audits of {result.design.describe()} ({label}"
         + (", ASSUMES every arm's seed σ is the baseline's" if assumed else "")
         + f"), {result.noise if result.noise != 'panel' else 'normal'} noise:\n"
         f"  family-wise false-positive rate {result.fwer:.4f} ± {result.fwer_se:.4f}"
         + ("  ABOVE α" if result.fwer > result.alpha + 2 * result.fwer_se else "")
         + f"\n  per-arm rate at raw p < α/m      {result.per_arm_rate:.4f} "
-        f"(α/m = {result.alpha / result.arms:.4f})\n"
+        f"(α/m = {result.alpha / result.n_arms:.4f})\n"
         f"  uncorrected (any raw p < α)     {result.fwer_uncorrected:.3f} "
         f"(1 − (1 − α)^m = {result.fwer_uncorrected_formula:.3f} for independent tests)"
     )
-    if effect_arms:
+    if result.effect_arms:
         _console().print(
-            f"  planted {effect} σ effects found {result.found_rate:.3f} ± {result.found_se:.3f}"
-            f" (power formula: {result.power_predicted:.3f})"
+            f"  planted {result.effect} σ effects found {result.found_rate:.3f} ± "
+            f"{result.found_se:.3f} (power formula: {result.power_predicted:.3f})"
         )
-    from archaudit.cli.sequential_cmd import print_panel
-
     print_panel(result.panel, result.panel_worst)
 
 
-def _sequential_like(path: Path) -> tuple[int, int, int, int] | None:
-    """(arms, most seeds per arm, baseline seeds, primary metrics) of an audit file with
-    `[seeds] policy = "sequential"`, else None."""
+def _sequential_like(path: Path, options: JudgeOptions) -> tuple[int, SequentialRule] | None:
+    """(arms, the loop's rule) of an audit file with `[seeds] policy = "sequential"`, else None.
+
+    The rule has the file's most seeds per arm and baseline seeds, and α split over its primary
+    metrics, as the loop splits it.
+    """
     from archaudit.audit.plan import make_plan
     from archaudit.audit.sequential import SettleOptions, primary_metrics
     from archaudit.audit.spec import load_audit
+    from archaudit.cli.sequential_cmd import loop_rule
 
     plan = make_plan(load_audit(path))
     if plan.spec.seeds.policy != "sequential":
@@ -889,15 +893,14 @@ def _sequential_like(path: Path) -> tuple[int, int, int, int] | None:
     arms = {r.arm for r in plan.runs if r.baseline == first.baseline and r.scale == first.scale}
     tested = [arm for arm in arms if arm.split("@")[0] != "baseline"]
     primaries = len(primary_metrics(plan, SettleOptions()))
-    return len(tested), plan.spec.seeds.max, plan.spec.seeds.noise_floor, primaries
+    split = options.but(alpha=options.alpha / primaries)
+    return len(tested), loop_rule(split, plan.spec.seeds.max, plan.spec.seeds.noise_floor)
 
 
-def _design_like(
-    path: Path, metric: str | None, scale: str | None, baseline: str, options: dict
-) -> Any:
+def _design_like(path: Path, metric: str | None, options: JudgeOptions) -> AuditDesign:
     """The design of an audit file (its plan: seeds per arm at the first baseline and scale) or
     of a results table (the family `archaudit stats` would judge)."""
-    from archaudit.stats import AuditDesign, JudgeOptions, family_design, load_table
+    from archaudit.stats import AuditDesign, family_design, load_table
 
     if path.suffix == ".toml":
         from archaudit.audit.plan import make_plan
@@ -909,14 +912,10 @@ def _design_like(
             r.arm for r in runs if r.baseline == first.baseline and r.scale == first.scale
         )
         base = next(arm for arm in seeds if arm.split("@")[0] == "baseline")
-        return AuditDesign(
-            arm_seeds=tuple(n for arm, n in seeds.items() if arm != base),
-            baseline_seeds=seeds[base],
-            **options,
-        )
+        arm_seeds = [n for arm, n in seeds.items() if arm != base]
+        return AuditDesign.judged_by(options, arm_seeds, seeds[base])
     table = load_table(path)
-    family = JudgeOptions(baseline=baseline, scale=scale, **options)
-    return family_design(table, metric or table.metrics[0], family)
+    return family_design(table, metric or table.metrics[0], options)
 
 
 def _print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence]) -> None:
@@ -928,9 +927,12 @@ def _print_table(title: str | None, columns: Sequence[str], rows: Sequence[Seque
         # Only the first column (names) may wrap, by folding; numbers and verdicts never
         # split across lines ("7.81e-0" / "6") and are never truncated.
         width = max((len(row[index]) for row in cells), default=0)
-        whole = {} if index == 0 else {"no_wrap": True, "min_width": max(width, len(column))}
         table.add_column(
-            column, justify="left" if index == 0 else "right", overflow="fold", **whole
+            column,
+            justify="left" if index == 0 else "right",
+            overflow="fold",
+            no_wrap=index > 0,
+            min_width=max(width, len(column)) if index > 0 else None,
         )
     for row in cells:
         table.add_row(*row)
@@ -946,36 +948,35 @@ def _cell(value: object) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
-        return _num(value)
-    return "–" if value is None else str(value)
+        return num(value)
+    return MISSING if value is None else str(value)
 
 
-def _num(value: float | None) -> str:
-    return "–" if value is None or math.isnan(value) else f"{value:.3g}"
+def _names(values: Sequence[str] | None, *, table: bool = True) -> list[str] | None:
+    """Arm names from a repeatable flag that also takes commas: --arms a,b --arms c.
 
-
-def _p(value: float) -> str:
-    """A p-value; one below the float range (it underflows to 0) is "< 1e-300", never 0."""
-    return "< 1e-300" if value < 1e-300 else _num(value)
-
-
-def _names(values: Sequence[str] | None) -> list[str] | None:
-    """Repeatable options that also accept comma-separated lists: --arms a,b --arms c."""
+    `--arms` always names arms of a table. On a command without one (`table=False`) names are
+    refused, and a bare number (the old `--arms 19` of `stats power` and `simulate-null`) is
+    refused with the flag that takes a count.
+    """
     if not values:
         return None
-    return [name for value in values for name in value.split(",") if name]
-
-
-def _interval(bounds: tuple[float, float]) -> str:
-    return f"[{_num(bounds[0])}, {_num(bounds[1])}]"
+    names = [name for value in values for name in value.split(",") if name]
+    if table:
+        return names
+    count = next((name for name in names if name.isdigit()), None)
+    if count is not None:
+        raise ConfigError(
+            f"--arms takes arm names, not a count: for {count} arms write --n-arms {count}"
+        )
+    raise ConfigError(
+        f"--arms {','.join(names)}: arm names need SOURCE (or a --like table); the number "
+        "of arms is --n-arms"
+    )
 
 
 def _printed_json(result: object, json_: bool) -> bool:
     """Print `result` as JSON when --json was given; say whether it was."""
     if json_:
-        import json
-
-        from archaudit.stats.serialize import to_jsonable
-
-        typer.echo(json.dumps(to_jsonable(result), indent=2, allow_nan=False))
+        emit(result)
     return json_

@@ -179,7 +179,7 @@ class ArchauditView(ModelView):
         return self.model.head.proj.weight is self.model.embed.weight
 
     def attention_output(self, layer: nn.Module) -> tuple[nn.Linear, int]:
-        attention = layer.attn.sublayer
+        attention = layer.attn
         return attention.o_proj, getattr(attention, "n_heads", None) or attention.h
 
     def attention_maps(self, ids: torch.Tensor) -> list[torch.Tensor]:
@@ -193,7 +193,7 @@ class ArchauditView(ModelView):
                 "layers, so its maps cannot be told apart per layer"
             )
         for i, block in enumerate(self.layers()):
-            score = getattr(block.attn.sublayer, "score", None)
+            score = getattr(block.attn, "score", None)
             if score is None:
                 raise DataError(f"{self.name}: layer {i} has no attention score module to read")
 

@@ -186,12 +186,12 @@ def _windows(cfg: ModelConfig) -> dict[str, Any]:
 LAYER = r"^blocks\.(\d+)\."
 LLAMA_NAMES = (
     (r"^embed\.", "model.embed_tokens."),
-    (LAYER + r"attn\.norm\.", r"model.layers.\1.input_layernorm."),
-    (LAYER + r"attn\.sublayer\.", r"model.layers.\1.self_attn."),
-    (LAYER + r"mlp\.norm\.", r"model.layers.\1.post_attention_layernorm."),
-    (LAYER + r"mlp\.sublayer\.w1\.", r"model.layers.\1.mlp.gate_proj."),
-    (LAYER + r"mlp\.sublayer\.w3\.", r"model.layers.\1.mlp.up_proj."),
-    (LAYER + r"mlp\.sublayer\.w2\.", r"model.layers.\1.mlp.down_proj."),
+    (LAYER + r"attn_norm\.", r"model.layers.\1.input_layernorm."),
+    (LAYER + r"attn\.", r"model.layers.\1.self_attn."),
+    (LAYER + r"mlp_norm\.", r"model.layers.\1.post_attention_layernorm."),
+    (LAYER + r"mlp\.w1\.", r"model.layers.\1.mlp.gate_proj."),
+    (LAYER + r"mlp\.w3\.", r"model.layers.\1.mlp.up_proj."),
+    (LAYER + r"mlp\.w2\.", r"model.layers.\1.mlp.down_proj."),
     (r"^norm\.", "model.norm."),
     (r"^head\.proj\.", "lm_head."),
 )

@@ -16,6 +16,7 @@ from torch import nn
 from archaudit.config import ModelConfig
 from archaudit.errors import ConfigError
 from archaudit.model.context import ForwardContext
+from archaudit.model.init import Init
 from archaudit.model.norms import RMSNorm
 from archaudit.model.position import rotates
 from archaudit.model.scores import SCORES
@@ -47,7 +48,6 @@ class Attention(nn.Module):
         self.k_proj = nn.Linear(cfg.d_model, self.n_kv * self.d_h, bias=False)
         self.v_proj = nn.Linear(cfg.d_model, self.n_kv * self.d_h, bias=False)
         self.o_proj = nn.Linear(self.n_heads * self.d_h, cfg.d_model, bias=False)
-        self.o_proj.residual_out = True  # init scaled by 1/√(2L)
         self.score = SCORES.get(cfg.attention.score)(cfg, self.n_heads)
         # Optional pieces, each from its own paper; absent ones cost nothing.
         options, eps = cfg.attention, cfg.norm.eps
@@ -63,6 +63,14 @@ class Attention(nn.Module):
             nn.Parameter(torch.tensor([0.5, 0.5])) if options.value_residual and layer > 0 else None
         )
 
+    def init_weights(self, init: Init) -> None:
+        init.query_key(self.q_proj, self.k_proj)
+        init.matrix(self.v_proj)
+        init.output(self.o_proj)
+        init.module(self.score)
+        if self.gate is not None:
+            init.matrix(self.gate)
+
     def forward(self, x: torch.Tensor, ctx: ForwardContext) -> torch.Tensor:
         B, T, _ = x.shape
         q = self.q_proj(x).view(B, T, self.n_heads, self.d_h).transpose(1, 2)  # (B, h, T, d_h)
@@ -77,9 +85,11 @@ class Attention(nn.Module):
             y = y * g
         return self.o_proj(y.reshape(B, T, -1))
 
-    def _transform(self, q, k, v, ctx):  # type: ignore[no-untyped-def]
+    def _transform(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ctx: ForwardContext
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """QK(V)-norm before RoPE, value residual, RoPE, then K/V heads repeated for GQA."""
-        if self.q_norm is not None:
+        if self.q_norm is not None and self.k_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         if self.v_norm is not None:
             v = self.v_norm(v)
@@ -140,11 +150,16 @@ class DifferentialAttention(nn.Module):
         self.k_proj = nn.Linear(cfg.d_model, d_inner, bias=False)
         self.v_proj = nn.Linear(cfg.d_model, d_inner, bias=False)
         self.o_proj = nn.Linear(d_inner, cfg.d_model, bias=False)
-        self.o_proj.residual_out = True
         self.score = SCORES.get(cfg.attention.score)(cfg, self.h)
         self.lambda_init = diff_lambda_init(layer)
         self.lambdas = nn.Parameter(torch.randn(4, self.d_h) * 0.1)  # rows λq1, λk1, λq2, λk2
         self.out_norm = RMSNorm(2 * self.d_h, cfg.norm.eps)
+
+    def init_weights(self, init: Init) -> None:
+        init.query_key(self.q_proj, self.k_proj)
+        init.matrix(self.v_proj)
+        init.output(self.o_proj)
+        init.module(self.score)
 
     def lam(self) -> torch.Tensor:
         q1, k1, q2, k2 = self.lambdas

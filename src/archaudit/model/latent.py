@@ -17,6 +17,7 @@ from archaudit.config import ModelConfig
 from archaudit.errors import ConfigError
 from archaudit.model.attention import ATTENTIONS, layer_window
 from archaudit.model.context import ForwardContext
+from archaudit.model.init import Init
 from archaudit.model.norms import RMSNorm
 from archaudit.model.position import rotates
 from archaudit.model.scores import SCORES
@@ -53,6 +54,7 @@ class LatentAttention(nn.Module):
         self.rank, q_rank, self.d_rope = latent_sizes(cfg)
         eps = cfg.norm.eps
         q_width = h * (d_h + self.d_rope)
+        self.q_proj: nn.Module
         if q_rank is None:
             self.q_proj = nn.Linear(d, q_width, bias=False)
         else:
@@ -65,10 +67,16 @@ class LatentAttention(nn.Module):
         self.kv_norm = RMSNorm(self.rank, eps)
         self.kv_b = nn.Linear(self.rank, h * 2 * d_h, bias=False)
         self.o_proj = nn.Linear(h * d_h, d, bias=False)
-        self.o_proj.residual_out = True
         self.score = SCORES.get(options.score)(cfg, h)
         self.window = layer_window(cfg, layer)
         self.rotates = rotates(cfg, layer)
+
+    def init_weights(self, init: Init) -> None:
+        """Every query projection (the query latent's too) is a query: never scaled by a gain."""
+        init.query_key(*(m for m in self.q_proj.modules() if isinstance(m, nn.Linear)))
+        init.matrix(self.kv_a, self.kv_b)
+        init.output(self.o_proj)
+        init.module(self.score)
 
     def forward(self, x: torch.Tensor, ctx: ForwardContext) -> torch.Tensor:
         B, T, _ = x.shape

@@ -28,10 +28,11 @@ def load_model(
     if not spec_file.is_file():
         raise DataError(f"{path} is not an archaudit run directory (no {SPEC} in {run})")
     spec = json.loads(spec_file.read_text())
-    if checkpoint_step(path) is not None:
-        ckpt = checkpoint_io.checked(path)
-    else:
-        ckpt = checkpoint_io.newest(run)
+    ckpt = (
+        checkpoint_io.checked(path)
+        if checkpoint_step(path) is not None
+        else checkpoint_io.newest(run)
+    )
     if ckpt is None:
         raise DataError(f"{run} has no valid checkpoint to evaluate")
     _warn_if_unfinished(run, ckpt, spec)

@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from archaudit.config import ModelConfig
+from archaudit.model.init import Init
 from archaudit.registry import Registry
 
 MLPS: Registry[type[nn.Module]] = Registry("mlp")
@@ -23,7 +24,8 @@ def hidden_width(cfg: ModelConfig, gated: bool) -> int:
 class GatedMLP(nn.Module):
     """(act(x·W1) ⊙ x·W3)·W2 (Shazeer 2020, "GLU Variants Improve Transformer")."""
 
-    act = staticmethod(F.silu)
+    def act(self, x: torch.Tensor) -> torch.Tensor:
+        return F.silu(x)
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
@@ -31,7 +33,10 @@ class GatedMLP(nn.Module):
         self.w1 = nn.Linear(cfg.d_model, hidden, bias=False)
         self.w3 = nn.Linear(cfg.d_model, hidden, bias=False)
         self.w2 = nn.Linear(hidden, cfg.d_model, bias=False)
-        self.w2.residual_out = True
+
+    def init_weights(self, init: Init) -> None:
+        init.matrix(self.w1, self.w3)
+        init.output(self.w2)
 
     def forward(self, x: torch.Tensor, ctx: object = None) -> torch.Tensor:
         return self.w2(self.act(self.w1(x)) * self.w3(x))
@@ -46,27 +51,33 @@ class SwiGLU(GatedMLP):
 class GeGLU(GatedMLP):
     """GELU-gated (Shazeer 2020)."""
 
-    act = staticmethod(F.gelu)
+    def act(self, x: torch.Tensor) -> torch.Tensor:
+        return F.gelu(x)
 
 
 @MLPS.register("reglu")
 class ReGLU(GatedMLP):
     """ReLU-gated (Shazeer 2020)."""
 
-    act = staticmethod(F.relu)
+    def act(self, x: torch.Tensor) -> torch.Tensor:
+        return F.relu(x)
 
 
 class PlainMLP(nn.Module):
     """act(x·W1)·W2 with hidden 4·d: the 2017/GPT-2 design."""
 
-    act = staticmethod(F.gelu)
+    def act(self, x: torch.Tensor) -> torch.Tensor:
+        return F.gelu(x)
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         hidden = hidden_width(cfg, gated=False)
         self.w1 = nn.Linear(cfg.d_model, hidden, bias=False)
         self.w2 = nn.Linear(hidden, cfg.d_model, bias=False)
-        self.w2.residual_out = True
+
+    def init_weights(self, init: Init) -> None:
+        init.matrix(self.w1)
+        init.output(self.w2)
 
     def forward(self, x: torch.Tensor, ctx: object = None) -> torch.Tensor:
         return self.w2(self.act(self.w1(x)))
@@ -77,12 +88,9 @@ class GeluMLP(PlainMLP):
     """GELU, not gated (Radford et al. 2019, GPT-2)."""
 
 
-def relu_squared(x: torch.Tensor) -> torch.Tensor:
-    return F.relu(x).square()
-
-
 @MLPS.register("relu2")
 class ReLU2MLP(PlainMLP):
     """ReLU(x)², not gated (So et al. 2021, Primer, arXiv 2109.08668)."""
 
-    act = staticmethod(relu_squared)
+    def act(self, x: torch.Tensor) -> torch.Tensor:
+        return F.relu(x).square()

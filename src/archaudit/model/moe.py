@@ -22,6 +22,7 @@ from torch import nn
 
 from archaudit.config import ModelConfig, MoEConfig
 from archaudit.model.context import ForwardContext
+from archaudit.model.init import Init
 from archaudit.model.mlp import MLPS, hidden_width
 from archaudit.registry import Registry
 
@@ -92,7 +93,10 @@ class Expert(nn.Module):
         self.w1 = nn.Linear(d_model, hidden, bias=False)
         self.w3 = nn.Linear(d_model, hidden, bias=False)
         self.w2 = nn.Linear(hidden, d_model, bias=False)
-        self.w2.residual_out = True
+
+    def init_weights(self, init: Init) -> None:
+        init.matrix(self.w1, self.w3)
+        init.output(self.w2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.w2(F.silu(self.w1(x)) * self.w3(x))

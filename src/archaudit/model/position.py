@@ -109,6 +109,7 @@ class ALiBi(Position):
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__(cfg)
+        self.slopes: torch.Tensor
         self.register_buffer("slopes", alibi_slopes(cfg.n_heads), persistent=False)
 
     def bias(self, T: int, device: torch.device) -> torch.Tensor:

@@ -49,7 +49,9 @@ class Softmax(ScoreFunction):
     def weights(self, z: torch.Tensor, mask: AttnMask) -> torch.Tensor:
         return torch.softmax(z.masked_fill(~mask.allowed, float("-inf")), dim=-1)
 
-    def forward(self, q, k, v, mask):  # type: ignore[no-untyped-def]
+    def forward(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: AttnMask
+    ) -> torch.Tensor:
         if self.softcap is not None:
             return super().forward(q, k, v, mask)
         if mask.causal_only:
@@ -75,7 +77,9 @@ class QKL2Softmax(Softmax):
         q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
         return super().logits(q * (self.g * math.sqrt(q.shape[-1])), k, mask)  # base: ÷√d_h
 
-    def forward(self, q, k, v, mask):  # type: ignore[no-untyped-def]
+    def forward(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: AttnMask
+    ) -> torch.Tensor:
         return ScoreFunction.forward(self, q, k, v, mask)  # explicit logits: g is a tensor
 
 

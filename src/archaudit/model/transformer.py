@@ -1,15 +1,16 @@
 """The Transformer: a decoder-only language model whose parts are named slots.
 
-Read top to bottom: `Block` is one layer (attention, then MLP, each joined to the residual
-stream by a connection rule), `Transformer` embeds tokens, runs the blocks through a residual
-stream, normalises and projects to the vocabulary. Every choice a modification can make is a
-`name` in one of `ModelConfig`'s slot tables looked up in a registry, so this file never names
-a modification.
+Read top to bottom: `Block` is one layer (attention, then MLP, each reading a normalised copy of
+the residual stream and adding its output to it), `Transformer` embeds tokens, runs the blocks
+through a residual stream, normalises and projects to the vocabulary. Every choice a
+modification can make is a `name` in one of `ModelConfig`'s slot tables looked up in a
+registry, so this file never names a modification: the block variants (post-norm, sandwich,
+DeepNorm, ReZero, parallel, ...) are in `blocks.py`, each overriding `forward`.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -26,49 +27,86 @@ from archaudit.model.mlp import MLPS
 from archaudit.model.moe import ROUTINGS, MoE
 from archaudit.model.norms import NORMS, make_norm
 from archaudit.model.position import POSITIONS
-from archaudit.model.residual import CONNECTIONS, STREAMS, connections_of
 from archaudit.model.scores import SCORES
+from archaudit.model.streams import STREAMS, Branch
 from archaudit.registry import Registry
 
 BLOCKS: Registry[type[Block]] = Registry("block")
+"""Block layouts (`model.block.name`) over pre-norm sublayers: sequential, parallel."""
+RESIDUALS: Registry[type[Block]] = Registry("residual rule")
+"""Sequential blocks by how they join their sublayers to the stream (`model.residual.name`, or
+"name+mlp" when `model.residual.mlp` gives the MLP its own rule, as HybridNorm does)."""
+
+
+def build_attention(cfg: ModelConfig, layer: int) -> nn.Module:
+    """The `model.attention` slot's module for layer `layer` (windows and RoPE vary by layer)."""
+    return ATTENTIONS.get(cfg.attention.name)(cfg, layer)
+
+
+def build_mlp(cfg: ModelConfig) -> nn.Module:
+    return MLPS.get(cfg.mlp.name)(cfg)
 
 
 @BLOCKS.register("sequential")
+@RESIDUALS.register("pre")
 class Block(nn.Module):
-    """One layer: attention, then the MLP, each joined to the stream by its connection rule."""
-
-    adds_branches: ClassVar[bool] = False
-    """True for variants that add the rules' branches themselves and never call `combine`."""
+    """One layer, pre-norm (Xiong et al. 2020): attention, then the MLP, each reading a
+    normalised copy of the stream and adding its output to it. The baseline."""
 
     def __init__(self, cfg: ModelConfig, layer: int) -> None:
         super().__init__()
-        attn_rule = CONNECTIONS.get(cfg.residual.name)
-        mlp_rule = CONNECTIONS.get(cfg.residual.mlp or cfg.residual.name)
-        self.attn = attn_rule(cfg, ATTENTIONS.get(cfg.attention.name)(cfg, layer))
-        self.mlp = mlp_rule(cfg, MLPS.get(cfg.mlp.name)(cfg))
+        self.attn = build_attention(cfg, layer)
+        self.attn_norm = make_norm(cfg.norm, cfg.d_model)
+        self.mlp = build_mlp(cfg)
+        self.mlp_norm = make_norm(cfg.norm, cfg.d_model)
 
     def forward(self, x: torch.Tensor, ctx: ForwardContext) -> torch.Tensor:
-        """(B, T, d) → (B, T, d). Baseline pre-norm: x + Attn(Norm(x)), then x + MLP(Norm(x))."""
-        x = self.attn(x, ctx)
-        x = self.mlp(x, ctx)
+        """(B, T, d) → (B, T, d)."""
+        x = x + self.attn(self.attn_norm(x), ctx)
+        x = x + self.mlp(self.mlp_norm(x), ctx)
         return x
 
-    def connections(self) -> tuple[nn.Module, nn.Module]:
-        """The two sublayers with their rules, for streams that mix between sublayers."""
-        return self.attn, self.mlp
+    def branches(self) -> tuple[Branch, Branch]:
+        """The two terms `forward` adds, Attn(Norm(x)) and MLP(Norm(x)), as functions of the
+        stream: what the streams that mix between sublayers run (hyper-connections). They are
+        the pre-norm block's only: such streams refuse every other rule (`Stream.check`)."""
+        return self._attn_branch, self._mlp_branch
+
+    def _attn_branch(self, x: torch.Tensor, ctx: ForwardContext) -> torch.Tensor:
+        return self.attn(self.attn_norm(x), ctx)
+
+    def _mlp_branch(self, x: torch.Tensor, ctx: ForwardContext) -> torch.Tensor:
+        return self.mlp(self.mlp_norm(x), ctx)
 
 
-@BLOCKS.register("parallel")
-class ParallelBlock(Block):
-    """x + Attn(Norm₁(x)) + MLP(Norm₂(x)): both sublayers read the layer's input, so their
-    input projections can run as one matmul (GPT-J, Wang & Komatsuzaki 2021; PaLM, Chowdhery
-    et al. 2022, arXiv 2204.02311, section 2). Each sublayer keeps its own norm, as GPT-NeoX's
-    `use_parallel_residual` (Black et al. 2022, arXiv 2204.06745); GPT-J shares one."""
+def residual_rule(cfg: ModelConfig) -> str:
+    """The `RESIDUALS` key of a config: `residual.name`, or "name+mlp" when the MLP's rule
+    differs."""
+    name, mlp = cfg.residual.name, cfg.residual.mlp
+    return name if mlp in (None, name) else f"{name}+{mlp}"
 
-    adds_branches = True
 
-    def forward(self, x: torch.Tensor, ctx: ForwardContext) -> torch.Tensor:
-        return x + self.attn.branch(x, ctx) + self.mlp.branch(x, ctx)
+def block_class(cfg: ModelConfig) -> type[Block]:
+    """The block a config builds: its residual rule's sequential block, or another layout
+    (`model.block.name = "parallel"`), which is written for pre-norm sublayers only."""
+    rule, layout = residual_rule(cfg), cfg.block.name
+    if rule not in RESIDUALS:
+        pairs = [name for name in RESIDUALS if "+" in name]
+        raise ConfigError(
+            f"model.residual.mlp = {cfg.residual.mlp!r} with model.residual.name = "
+            f"{cfg.residual.name!r}: no block joins its sublayers so (rule pairs: "
+            f"{', '.join(pairs)}); unset model.residual.mlp"
+        )
+    if layout == "sequential":
+        return RESIDUALS.get(rule)
+    if rule != "pre":
+        key = "name" if cfg.residual.name != "pre" else "mlp"
+        raise ConfigError(
+            f"model.block.name = {layout!r} cannot use model.residual.{key} = "
+            f"{getattr(cfg.residual, key)!r}: its sublayers are pre-norm (use model.residual."
+            "name = 'pre', or model.block.name = 'sequential')"
+        )
+    return BLOCKS.get(layout)
 
 
 class MTPHead(nn.Module):
@@ -90,7 +128,7 @@ class Transformer(nn.Module):
         self.cfg = cfg
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.position = POSITIONS.get(cfg.position.name)(cfg)
-        block = BLOCKS.get(cfg.block.name)
+        block = block_class(cfg)
         self.order = layer_order(cfg)
         first_use = [self.order.index(b) for b in range(max(self.order) + 1)]
         self.blocks = nn.ModuleList(block(cfg, layer) for layer in first_use)
@@ -103,13 +141,20 @@ class Transformer(nn.Module):
 
     def sublayers(self) -> list[nn.Module]:
         """Every block's attention and MLP modules. Each is called as a module under every
-        stream and block variant (a stream may call a rule's `branch` alone, never a whole
-        block), so FSDP2 units and activation checkpointing wrap these."""
-        return [connection.sublayer for connection in connections_of(self.blocks)]
+        stream and block variant (a stream may run a block's branches, never the whole block),
+        so FSDP2 units and activation checkpointing wrap these."""
+        return [
+            sublayer for block in self.distinct_blocks() for sublayer in (block.attn, block.mlp)
+        ]
 
-    def layers(self) -> list[nn.Module]:
+    def distinct_blocks(self) -> list[Block]:
+        """Each block once, in build order."""
+        return cast("list[Block]", list(self.blocks))
+
+    def layers(self) -> list[Block]:
         """The blocks in call order: a shared block appears once per layer that runs it."""
-        return [self.blocks[b] for b in self.order]
+        blocks = self.distinct_blocks()
+        return [blocks[b] for b in self.order]
 
     def hidden(self, idx: torch.Tensor) -> torch.Tensor:
         """Token ids (B, T) → final hidden states (B, T, d), normalised."""
@@ -171,7 +216,7 @@ def _inactive(module: nn.Module) -> int:
     return sum(m.inactive_parameters() for m in module.modules() if isinstance(m, MoE))
 
 
-SLOTS = {
+SLOTS: dict[str, Registry[Any]] = {
     "norm.name": NORMS,
     "position.name": POSITIONS,
     "attention.name": ATTENTIONS,
@@ -179,8 +224,8 @@ SLOTS = {
     "mlp.name": MLPS,
     "moe.routing": ROUTINGS,
     "block.name": BLOCKS,
-    "residual.name": CONNECTIONS,
-    "residual.mlp": CONNECTIONS,
+    "residual.name": RESIDUALS,
+    "residual.mlp": RESIDUALS,
     "stream.name": STREAMS,
     "head.name": HEADS,
 }
@@ -208,28 +253,11 @@ def _slot_name(cfg: ModelConfig, key: str) -> str | None:
 
 def check_slot_combinations(cfg: ModelConfig) -> None:
     """Refuse slot pairs that would train something other than what the config names."""
-    stream, block = cfg.stream.name, cfg.block.name
-    stream_adds = not STREAMS.get(stream).calls_blocks
-    if stream_adds and block != "sequential":
-        raise ConfigError(
-            f"model.stream.name = {stream!r} cannot use model.block.name = {block!r}: the stream "
-            "runs each sublayer itself and never calls a block (use model.stream.name = "
-            "'standard' or model.block.name = 'sequential')"
-        )
-    if stream_adds or BLOCKS.get(block).adds_branches:
-        owner = (
-            f"model.stream.name = {stream!r}" if stream_adds else f"model.block.name = {block!r}"
-        )
-        for key in ("residual.name", "residual.mlp"):
-            rule = _slot_name(cfg, key)
-            if rule is not None and not CONNECTIONS.get(rule).adds_plainly:
-                raise ConfigError(
-                    f"{owner} cannot use model.{key} = {rule!r}: it adds each sublayer's branch "
-                    "itself and would never apply the rule's norm (use a rule that adds plainly, "
-                    "e.g. 'pre')"
-                )
+    STREAMS.get(cfg.stream.name).check(cfg)
+    block_class(cfg)
     attention, position = cfg.attention.name, cfg.position.name
-    if POSITIONS.get(position).logit_bias and not ATTENTIONS.get(attention).takes_logit_bias:
+    takes_bias = getattr(ATTENTIONS.get(attention), "takes_logit_bias", False)  # declared by each
+    if POSITIONS.get(position).logit_bias and not takes_bias:
         raise ConfigError(
             f"model.attention.name = {attention!r} cannot take the logit bias of "
             f"model.position.name = {position!r} (no per-head bias is defined for it); choose "

@@ -1,7 +1,7 @@
 """Modifications: registered, cited deltas on the baseline model, composed into arms.
 
     >>> arm = resolve_arm("qk_norm+geglu")
-    >>> arm.apply(ModelConfig()).mlp
+    >>> arm.apply(ModelConfig()).mlp.name
     'geglu'
 
 Public API for the audit planner and the CLI: `resolve_arm`, `get_suite`,

@@ -675,7 +675,10 @@ def _scatters(
     for scale in table.scales:
         result = _attempt(
             lambda s=scale: decoupling(
-                table, loss_metric=loss, downstream_metric=downstream, baseline=baseline, scale=s
+                table,
+                JudgeOptions(baseline=baseline, scale=s),
+                loss_metric=loss,
+                downstream_metric=downstream,
             ),
             "decoupling",
             absent,
@@ -868,9 +871,9 @@ def _with_power_mde(
 
 @functools.lru_cache(maxsize=64)
 def _seeds_for(m: int, alpha: float, correction: str) -> tuple[tuple[float, int | None], ...]:
+    options = JudgeOptions(alpha=alpha, correction=correction)
     return tuple(
-        (x, seeds_needed(x, arms=m, alpha=alpha, correction=correction, max_seeds=SEEDS_CAP))
-        for x in POWER_EFFECTS
+        (x, seeds_needed(x, options, n_arms=m, max_seeds=SEEDS_CAP)) for x in POWER_EFFECTS
     )
 
 

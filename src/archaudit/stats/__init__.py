@@ -30,7 +30,14 @@ from archaudit.stats.paired import (
     paired_bootstrap,
     wilson_interval,
 )
-from archaudit.stats.power import Design, minimum_detectable_effect, power, seeds_needed
+from archaudit.stats.power import (
+    Design,
+    DesignPower,
+    design_power,
+    minimum_detectable_effect,
+    power,
+    seeds_needed,
+)
 from archaudit.stats.ranking import kendall_tau_b, spearman
 from archaudit.stats.scaling import fit_loss_surface, fit_scaling_law
 from archaudit.stats.significance import welch_test, z_test
@@ -46,6 +53,7 @@ __all__ = [
     "ArmVerdict",
     "AuditDesign",
     "Design",
+    "DesignPower",
     "DesignRate",
     "ItemTable",
     "JudgeOptions",
@@ -58,6 +66,7 @@ __all__ = [
     "compare_items",
     "cross_scale_transfer",
     "decoupling",
+    "design_power",
     "design_rate",
     "dunnett_stepdown",
     "family_design",

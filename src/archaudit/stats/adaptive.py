@@ -2,9 +2,9 @@
 
 The next seed of an arm is predicted from its current mean and the noise floor:
 x ~ N(mean, σ²·(1 + 1/n)). For an even grid of that distribution's quantiles the arm is re-judged
-with the extra seed (through the same `compare_arm` + `decide` as `judge`, the other arms held
-fixed; σ and the family's test are recomputed with the extra seed). `p_change` is the share of
-the grid whose verdict differs from today's. Deterministic: no random draws.
+with the extra seed, through the same `compare_arm` + `decide` as `judge`. The other arms are
+held fixed, and σ and the family's test are recomputed with the extra seed. `p_change` is the
+share of the grid whose verdict differs from today's. Deterministic: no random draws.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtri
 
-from archaudit.stats.compare import decide
 from archaudit.stats.family import collect_family
 from archaudit.stats.judge import Judgement
 from archaudit.stats.serialize import JsonResult
@@ -50,7 +49,7 @@ def adaptive_seeding(
 ) -> SeedingAdvice:
     """Advise, per arm, whether another seed could still change `judgement`'s verdict.
 
-    An incomplete arm always gets "add seed" (finish its runs); a diverged one never does.
+    An incomplete arm always gets "add seed" (finish its runs). A diverged one never does.
     """
     table = load_table(table)
     family = collect_family(table, judgement.metric, judgement.options())
@@ -64,9 +63,7 @@ def adaptive_seeding(
         for next_value in sample.mean + spread * quantiles:
             trial = family.grown(sample.arm, np.append(sample.values, next_value))
             tests = [trial.compare(s.values) for s in trial.tested]
-            _, verdicts = decide(
-                tests, trial.noise, judgement.baseline_n, judgement.correction, judgement.alpha
-            )
+            _, verdicts = trial.decide(tests)
             changed += verdicts[index] != current
         change[sample.arm] = changed / grid
     advice = []

@@ -24,6 +24,7 @@ from archaudit.stats.family_test import (
     statistics,
 )
 from archaudit.stats.noise import NoiseFloor
+from archaudit.stats.options import JudgeOptions
 from archaudit.stats.significance import Welch, welch_test
 from archaudit.stats.verdicts import candidate, classify
 
@@ -49,7 +50,7 @@ class ArmTest:
     df: float
     """Its degrees of freedom (infinite for z)."""
     scale: float
-    """What the test divides Δ by (its standard error; σ for z)."""
+    """What the test divides Δ by: its standard error, or σ for z."""
     p: float
     """Its two-sided p-value: the one the correction uses."""
     p_pooled: float
@@ -60,7 +61,7 @@ class ArmTest:
 def compare_arm(
     values: np.ndarray, baseline: np.ndarray, noise: NoiseFloor, sign: float, test: str
 ) -> ArmTest:
-    """Test an arm's seed values against the baseline's; `sign` is −1 when lower is better."""
+    """Test an arm's seed values against the baseline's. `sign` is −1 when lower is better."""
     n, n_base = len(values), len(baseline)
     mean = float(np.mean(values))
     delta = sign * (mean - float(np.mean(baseline)))
@@ -93,11 +94,15 @@ def compare_arm(
 
 
 def decide(
-    tests: Sequence[ArmTest], noise: NoiseFloor, n_base: int, correction: str, alpha: float
+    tests: Sequence[ArmTest], noise: NoiseFloor, n_base: int, options: JudgeOptions
 ) -> tuple[np.ndarray, list[str]]:
-    """Correct the family's p-values together and classify each arm; with the `robust` test, a
-    single-seed arm that only the pooled t (its own spread assumed equal to σ) finds is a
-    candidate."""
+    """Correct the family's p-values together (`options.correction`) and classify each arm at
+    `options.alpha`.
+
+    With the `robust` test, a single-seed arm that only the pooled t finds (its own spread
+    assumed equal to σ) is a candidate.
+    """
+    correction, alpha = options.correction, options.alpha
     p_adjusted = _corrected(tests, [t.p for t in tests], noise, n_base, correction)
     verdicts = [
         classify(test.delta, noise.sigma, float(p), alpha)

@@ -1,13 +1,13 @@
 """Loss–downstream decoupling (docs/protocol.md): arms whose loss and downstream verdicts disagree.
 
 For each arm, r_L = (L − L₀)/L₀ is the relative loss change and r_D = (D − D₀)/|D₀| the relative
-downstream change; both metrics get their verdict from `judge` (loss lower-is-better). A metric
+downstream change. Both metrics get their verdict from `judge` (loss lower-is-better). A metric
 "moved" when its verdict is significant (improver/regressor). It is "flat" only when it is shown
 equivalent to the baseline within a margin: its simultaneous (1 − α) interval for Δ (`judge`'s,
 Bonferroni over the m arms) lies inside ±margin, a two one-sided tests (TOST) equivalence test at
 level α/(2m) per arm. The margin is the arm's MDE by default (the smallest effect the design
 would detect: an effect the audit could not see is no evidence of "no effect"), or `margin` noise
-floors σ of that metric. A significant verdict is never flat; one that is merely not
+floors σ of that metric. A significant verdict is never flat. One that is merely not
 significant is neither moved nor flat, so it cannot make an arm decoupled. An arm is decoupled when
 
 - `loss flat, downstream moved`: the loss is near baseline and the downstream moved, or
@@ -28,8 +28,8 @@ import numpy as np
 
 from archaudit.errors import ConfigError
 from archaudit.stats.family_test import ROBUST
-from archaudit.stats.judge import ArmVerdict, judge
-from archaudit.stats.options import JudgeOptions
+from archaudit.stats.judge import ArmVerdict, Judgement, judge
+from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import TableLike, load_table
 from archaudit.stats.verdicts import IMPROVER, REGRESSOR
@@ -85,7 +85,7 @@ class Decoupling(JsonResult):
     loss_metric: str
     downstream_metric: str
     margin: float | None
-    """The equivalence margin in noise floors σ; None: each arm's MDE."""
+    """The equivalence margin in noise floors σ (None: each arm's MDE)."""
     loss_band: float
     """The widest arm's loss margin relative to the baseline loss (for figures: |r_L| inside
     it can be flat)."""
@@ -96,50 +96,28 @@ class Decoupling(JsonResult):
 
 def decoupling(
     table: TableLike,
+    options: JudgeOptions = DEFAULT,
     *,
     loss_metric: str = "val_loss",
     downstream_metric: str = "downstream_avg",
-    baseline: str = "baseline",
     margin: float | None = None,
-    correction: str = "holm",
-    alpha: float = 0.05,
-    scale: str | None = None,
 ) -> Decoupling:
-    """Find arms whose loss is flat while downstream moved (or the reverse, or opposite moves)."""
+    """Find arms whose loss is flat while downstream moved (or the reverse, or opposite moves).
+
+    Both metrics are judged under `options` (the family, test, correction and α), the loss
+    always lower-is-better.
+    """
     table = load_table(table)
     if margin is not None and not margin > 0:
         raise ConfigError(f"margin must be a positive number of noise floors σ, got {margin}")
-    options = JudgeOptions(baseline=baseline, correction=correction, alpha=alpha, scale=scale)
     loss = judge(table, loss_metric, options.but(lower_is_better=True))
     downstream = judge(table, downstream_metric, options)
     loss_by_arm = {v.arm: v for v in loss.arms if not math.isnan(v.delta)}
-    arms = []
-    for verdict in downstream.arms:
-        if math.isnan(verdict.delta) or verdict.arm not in loss_by_arm:
-            continue
-        loss_verdict = loss_by_arm[verdict.arm]
-        loss_margin = _margin(loss_verdict, loss.sigma, margin)
-        downstream_margin = _margin(verdict, downstream.sigma, margin)
-        flat = _equivalent(loss_verdict, loss_margin), _equivalent(verdict, downstream_margin)
-        kind = _kind((loss_verdict.verdict, flat[0]), (verdict.verdict, flat[1]))
-        arms.append(
-            ArmDecoupling(
-                arm=verdict.arm,
-                family=verdict.family,
-                loss_change=_relative(loss_verdict.mean, loss.baseline_mean),
-                loss_verdict=loss_verdict.verdict,
-                loss_flat=flat[0],
-                loss_margin=loss_margin,
-                downstream_change=_relative(verdict.mean, downstream.baseline_mean),
-                downstream_delta=verdict.delta,
-                downstream_z=verdict.z,
-                downstream_verdict=verdict.verdict,
-                downstream_flat=flat[1],
-                downstream_margin=downstream_margin,
-                decoupled=kind is not None,
-                kind=kind,
-            )
-        )
+    arms = [
+        _arm(loss, loss_by_arm[verdict.arm], downstream, verdict, margin)
+        for verdict in downstream.arms
+        if not math.isnan(verdict.delta) and verdict.arm in loss_by_arm
+    ]
     widest = max((arm.loss_margin for arm in arms), default=math.nan)
     return Decoupling(
         loss_metric=loss_metric,
@@ -149,6 +127,36 @@ def decoupling(
         scale=downstream.scale,
         arms=tuple(arms),
         families=_by_family(arms),
+    )
+
+
+def _arm(
+    loss: Judgement,
+    loss_verdict: ArmVerdict,
+    downstream: Judgement,
+    verdict: ArmVerdict,
+    margin: float | None,
+) -> ArmDecoupling:
+    """One arm's two verdicts side by side, each shown flat or not, and their disagreement."""
+    loss_margin = _margin(loss_verdict, loss.sigma, margin)
+    downstream_margin = _margin(verdict, downstream.sigma, margin)
+    flat = _equivalent(loss_verdict, loss_margin), _equivalent(verdict, downstream_margin)
+    kind = _kind((loss_verdict.verdict, flat[0]), (verdict.verdict, flat[1]))
+    return ArmDecoupling(
+        arm=verdict.arm,
+        family=verdict.family,
+        loss_change=_relative(loss_verdict.mean, loss.baseline_mean),
+        loss_verdict=loss_verdict.verdict,
+        loss_flat=flat[0],
+        loss_margin=loss_margin,
+        downstream_change=_relative(verdict.mean, downstream.baseline_mean),
+        downstream_delta=verdict.delta,
+        downstream_z=verdict.z,
+        downstream_verdict=verdict.verdict,
+        downstream_flat=flat[1],
+        downstream_margin=downstream_margin,
+        decoupled=kind is not None,
+        kind=kind,
     )
 
 
@@ -172,7 +180,7 @@ def _relative(value: float, baseline: float) -> float:
 
 
 def _kind(loss: tuple[str, bool], downstream: tuple[str, bool]) -> str | None:
-    """Each side is (verdict, shown equivalent); verdicts are oriented so improver = better."""
+    """Each side is (verdict, shown equivalent). Verdicts are oriented so improver = better."""
     loss_moved, downstream_moved = _DIRECTION.get(loss[0], 0), _DIRECTION.get(downstream[0], 0)
     if downstream_moved and loss[1]:
         return LOSS_FLAT

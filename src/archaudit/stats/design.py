@@ -8,12 +8,13 @@ design is the key under which `design_rate` caches its simulation.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from archaudit.errors import ConfigError
-from archaudit.stats.corrections import check_correction
-from archaudit.stats.family_test import Z, check_reference, choose_test
-from archaudit.stats.power import Design
+from archaudit.stats.family_test import Z, choose_test
+from archaudit.stats.options import DEFAULT, JudgeOptions, check_test
+from archaudit.stats.power import Design, default_baseline_seeds
 from archaudit.stats.serialize import JsonResult
 
 
@@ -34,8 +35,7 @@ class AuditDesign(JsonResult):
     def __post_init__(self) -> None:
         object.__setattr__(self, "arm_seeds", tuple(sorted(self.arm_seeds)))
         object.__setattr__(self, "anchor_seeds", tuple(sorted(self.anchor_seeds)))
-        check_reference(self.reference)
-        check_correction(self.correction)
+        check_test(self.reference, self.correction, self.alpha)
         if not self.arm_seeds or min(self.arm_seeds) < 1:
             raise ConfigError(f"a design needs >= 1 arm with >= 1 seed; got {self.arm_seeds}")
         if self.baseline_seeds < 2 or min(self.anchor_seeds, default=2) < 2:
@@ -43,10 +43,41 @@ class AuditDesign(JsonResult):
                 f"the baseline and each anchor need >= 2 seeds; got {self.baseline_seeds} and "
                 f"{self.anchor_seeds}"
             )
-        if not 0.0 < self.alpha < 1.0:
-            raise ConfigError(f"alpha must be between 0 and 1, got {self.alpha}")
-        if self.reference == "normal" and self.correction == "dunnett":
-            raise ConfigError("dunnett needs the calibrated t reference, not --reference normal")
+
+    @classmethod
+    def judged_by(
+        cls,
+        options: JudgeOptions,
+        arm_seeds: Sequence[int],
+        baseline_seeds: int,
+        anchor_seeds: Sequence[int] = (),
+    ) -> AuditDesign:
+        """The design of a family with these seeds, judged by the test `options` choose."""
+        return cls(
+            arm_seeds=tuple(arm_seeds),
+            baseline_seeds=baseline_seeds,
+            anchor_seeds=tuple(anchor_seeds),
+            reference=options.reference,
+            equal_variance=options.equal_variance,
+            correction=options.correction,
+            alpha=options.alpha,
+        )
+
+    @classmethod
+    def balanced(
+        cls,
+        n_arms: int,
+        seeds: int,
+        baseline_seeds: int | None = None,
+        options: JudgeOptions = DEFAULT,
+    ) -> AuditDesign:
+        """`n_arms` arms of `seeds` seeds each. The baseline runs `baseline_seeds`, by default
+        as many as each arm, at least 3 (the protocol's noise floor)."""
+        if n_arms < 1:
+            raise ConfigError(f"a design needs >= 1 arm; got --n-arms {n_arms}")
+        return cls.judged_by(
+            options, (seeds,) * n_arms, baseline_seeds or default_baseline_seeds(seeds)
+        )
 
     @property
     def m(self) -> int:
@@ -76,7 +107,7 @@ class AuditDesign(JsonResult):
         return Design(
             arm_seeds=seeds,
             baseline_seeds=self.baseline_seeds,
-            arms=self.m,
+            n_arms=self.m,
             alpha=self.alpha,
             correction=self.correction,
             sigma_dof=self.sigma_dof,

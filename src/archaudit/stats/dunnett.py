@@ -2,14 +2,14 @@
 
 Every arm is compared with one baseline through tᵢ = (x̄ᵢ − x̄₀) / (σ̂·√(1/nᵢ + 1/n₀)), σ̂ the
 pooled noise floor with ν degrees of freedom. Under the null the tᵢ share x̄₀ and σ̂, so they are
-positively correlated (a multivariate t); Holm ignores that, Dunnett uses it. The tail of
+positively correlated (a multivariate t). Holm ignores that, Dunnett uses it. The tail of
 max |tᵢ| is computed deterministically: given x̄₀ = u and σ̂ = s the arms are independent, so
 
     P(max |tᵢ| ≥ c) = E_{u,s}[ 1 − ∏ᵢ (1 − P(|x̄ᵢ − u| ≥ c·s·aᵢ)) ],  aᵢ = √(1/nᵢ + 1/n₀),
 
 integrated by Gauss–Hermite quadrature over u and Gauss–Legendre over s (the noise floor's χ²).
 `scipy.stats.dunnett` (randomised multivariate-t CDF, single step, σ from baseline + arms only)
-agrees with the first step; the tests check it. The step-down (Dunnett & Tamhane 1991) tests the
+agrees with the first step, as the tests check. The step-down (Dunnett & Tamhane 1991) tests the
 largest |t| against the max over all arms, the next against the max over the others, and so on,
 with monotone adjusted p-values.
 """
@@ -60,12 +60,12 @@ def dunnett_stepdown(
     stat: Sequence[float] | np.ndarray, n_arm: Sequence[int] | np.ndarray, n_base: int, dof: int
 ) -> np.ndarray:
     """Step-down adjusted p-values, in the input order, for the shared-σ t statistics."""
-    stat = np.abs(np.asarray(stat, dtype=float))
-    n_arm = np.asarray(n_arm)
-    order = np.argsort(-stat, kind="stable")
+    size = np.abs(np.asarray(stat, dtype=float))
+    seeds = np.asarray(n_arm)
+    order = np.argsort(-size, kind="stable")
     stepped = np.array(
-        [max_t_tail(stat[i], n_arm[order[k:]], n_base, dof) for k, i in enumerate(order)]
+        [max_t_tail(size[i], seeds[order[k:]], n_base, dof) for k, i in enumerate(order)]
     )
-    adjusted = np.empty(len(stat))
+    adjusted = np.empty(len(size))
     adjusted[order] = np.minimum(1.0, np.maximum.accumulate(stepped))
     return adjusted

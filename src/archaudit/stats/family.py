@@ -1,6 +1,6 @@
 """A family of arms judged against one baseline: its samples, noise floor, test and design.
 
-`collect_family` gathers it from a table; `judge` (verdicts), `adaptive_seeding` (one more seed),
+`collect_family` gathers it from a table. `judge` (verdicts), `adaptive_seeding` (one more seed),
 the analyses (transfer, interactions) and `simulate-null --like` (`family_design`) all start here.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from archaudit.errors import ConfigError
-from archaudit.stats.compare import ArmTest, compare_arm
+from archaudit.stats.compare import ArmTest, compare_arm, decide
 from archaudit.stats.design import AuditDesign
 from archaudit.stats.family_test import choose_test
 from archaudit.stats.grading import looks_like_loss
@@ -51,7 +51,8 @@ class Family:
         options: JudgeOptions,
         excluded: tuple[str, ...] = (),
     ) -> Family:
-        """σ pooled over the baseline, anchors (`floor`) and tested multi-seed arms; the test."""
+        """The family, with σ pooled over the baseline, the anchors (`floor`) and the tested
+        multi-seed arms, and the one test that judges it."""
         anchors = {sample.arm for sample in floor}
         tested = [s for s in arms if s.status == "ok"]
         return cls(
@@ -89,20 +90,20 @@ class Family:
         """Test an arm's seed values against the baseline."""
         return compare_arm(values, self.baseline.values, self.noise, self.sign, self.test)
 
-    def audit_design(self, options: JudgeOptions) -> AuditDesign | None:
-        """The design of the tested family (None when no arm can be tested)."""
+    def decide(self, tests: Sequence[ArmTest]) -> tuple[np.ndarray, list[str]]:
+        """(corrected p, verdict) of each tested arm, corrected together as the options say."""
+        return decide(tests, self.noise, len(self.baseline.values), self.options)
+
+    def audit_design(self) -> AuditDesign | None:
+        """The design of the tested family under its options (None when no arm can be tested)."""
         if not self.tested:
             return None
-        return AuditDesign(
-            arm_seeds=tuple(len(s.values) for s in self.tested),
+        tested = {s.arm for s in self.tested}
+        return AuditDesign.judged_by(
+            self.options,
+            arm_seeds=[len(s.values) for s in self.tested],
             baseline_seeds=len(self.baseline.values),
-            anchor_seeds=tuple(
-                len(s.values) for s in self.anchors if s.arm not in {t.arm for t in self.tested}
-            ),
-            reference=options.reference,
-            equal_variance=options.equal_variance,
-            correction=options.correction,
-            alpha=options.alpha,
+            anchor_seeds=[len(s.values) for s in self.anchors if s.arm not in tested],
         )
 
 
@@ -131,7 +132,7 @@ def collect_family(table: Table, metric: str, options: JudgeOptions = DEFAULT) -
 
 def family_design(table: Table, metric: str, options: JudgeOptions = DEFAULT) -> AuditDesign:
     """The design `judge` would judge this table's family under (for `simulate-null --like`)."""
-    design = collect_family(table, metric, options).audit_design(options)
+    design = collect_family(table, metric, options).audit_design()
     if design is None:
         raise ConfigError(f"{table.source}: no arm of {metric!r} finished every seed; no design")
     return design

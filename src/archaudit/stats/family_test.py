@@ -7,16 +7,16 @@ One family, one test (docs/protocol.md, Statistics), chosen from the design:
 - `pooled-t`: t = Δ / (σ·√(1/n + 1/n₀)) with the noise floor's degrees of freedom. For a
   single-seed arm this is the prediction-interval t, Δ / (σ·√(1 + 1/n₀)). Used whenever the
   family has a single-seed arm (it can only be judged against a shared σ), when equal variance is
-  declared, and under Dunnett's correction; so an arm with more seeds and a larger Δ is never
+  declared, and under Dunnett's correction. So an arm with more seeds and a larger Δ is never
   weaker than one with fewer seeds and a smaller Δ.
 - `welch`: Welch's t of the arm's seeds against the baseline's, when every arm has >= 2 seeds.
-- `robust` (the default when an arm has one seed): Welch for every arm with >= 2 seeds; a
+- `robust` (the default when an arm has one seed): Welch for every arm with >= 2 seeds. A
   single-seed arm cannot show its own spread, so it is tested as if its seed σ were the noise
   panel's widest, `WIDEST_FACTOR` (6) times the pooled σ: t = Δ / (σ·√(6² + 1/n₀)) with σ's df.
   An arm that clears the ordinary prediction-interval t but not that bound is a *candidate*.
 
 Measured over the noise panel (stats/noise_models.py, docs/verdicts.md), only tests in which an
-arm's own variance enters hold α when arms' seed variances differ; `pooled-t` (declared equal
+arm's own variance enters hold α when arms' seed variances differ. `pooled-t` (declared equal
 variance, `--equal-variance`) and `z` (paper mode) are labelled assumptions of the user.
 
 The statistics work elementwise on numpy arrays, so `judge` (one audit) and `simulate_null`
@@ -37,6 +37,9 @@ REFERENCES = ("t", "normal")
 """`t` (default, calibrated: σ's own uncertainty is in the reference distribution) and
 `normal` (paper mode: reproduces published z-tables, uncalibrated)."""
 Z, POOLED_T, WELCH, ROBUST = "z", "pooled-t", "welch", "robust"
+Values = float | np.ndarray
+"""One arm's number or an array of them: the statistics broadcast, so `judge` passes scalars
+and the simulations pass arrays of thousands of audits."""
 
 
 def check_reference(reference: str) -> str:
@@ -63,12 +66,12 @@ def choose_test(
 
 def standard_error(
     test: str,
-    n_arm: np.ndarray,
+    n_arm: Values,
     n_base: int,
-    sigma: np.ndarray,
+    sigma: Values,
     dof: int,
-    arm_var: np.ndarray | None = None,
-    base_var: np.ndarray | None = None,
+    arm_var: Values | None = None,
+    base_var: Values | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(the scale Δ is divided by, degrees of freedom) of the family's test, broadcast over the
     inputs: σ for paper-mode z, σ·√(1/n + 1/n₀) for the pooled t, Welch's SE and df, and for
@@ -86,27 +89,29 @@ def standard_error(
         scale = sigma * np.sqrt(1.0 / np.asarray(n_arm, dtype=float) + 1.0 / n_base)
         return scale, np.full_like(scale, float(dof))
     if test == WELCH:
-        se_arm, se_base = arm_var / n_arm, base_var / n_base
+        if arm_var is None or base_var is None:
+            raise ValueError("Welch's test needs the arm's and the baseline's seed variances")
+        se_arm, se_base = np.divide(arm_var, n_arm), np.divide(base_var, n_base)
         se2 = se_arm + se_base
         with np.errstate(divide="ignore", invalid="ignore"):
-            df = se2**2 / (se_arm**2 / (n_arm - 1) + se_base**2 / (n_base - 1))
+            df = se2**2 / (se_arm**2 / np.subtract(n_arm, 1) + se_base**2 / (n_base - 1))
         return np.sqrt(se2), df
     raise ValueError(f"unknown test {test!r}")
 
 
 def statistics(
     test: str,
-    delta: np.ndarray,
-    n_arm: np.ndarray,
+    delta: Values,
+    n_arm: Values,
     n_base: int,
-    sigma: np.ndarray,
+    sigma: Values,
     dof: int,
-    arm_var: np.ndarray | None = None,
-    base_var: np.ndarray | None = None,
+    arm_var: Values | None = None,
+    base_var: Values | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(statistic, degrees of freedom, two-sided p), broadcast over the inputs.
 
-    `delta` is signed so that positive = better; `arm_var` and `base_var` (sample variances) are
+    `delta` is signed so that positive = better. `arm_var` and `base_var` (sample variances) are
     needed by Welch only. Degrees of freedom are infinite for the normal reference.
     """
     scale, df = standard_error(test, n_arm, n_base, sigma, dof, arm_var, base_var)
@@ -114,7 +119,7 @@ def statistics(
 
 
 def scaled_statistics(
-    test: str, delta: np.ndarray, scale: np.ndarray, df: np.ndarray
+    test: str, delta: Values, scale: np.ndarray, df: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(statistic, df, two-sided p) of Δ over the test's `scale` (from `standard_error`)."""
     with np.errstate(divide="ignore", invalid="ignore"):

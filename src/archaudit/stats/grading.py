@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 
+from archaudit.stats.options import JudgeOptions
 from archaudit.stats.table import Table
 
 SEEDS = "3+ seeds"
@@ -60,25 +60,18 @@ def _reads_as_downstream(metric: str) -> bool:
     return not looks_like_loss(metric) and NOT_DOWNSTREAM.match(metric) is None
 
 
-def grade_arm(
-    table: Table,
-    arm: str,
-    *,
-    metric: str,
-    seeds: int,
-    corrected: bool,
-    downstream_metrics: Sequence[str] | None = None,
-) -> Grade:
+def grade_arm(table: Table, arm: str, options: JudgeOptions, *, metric: str, seeds: int) -> Grade:
     """Grade an arm's claim on `metric` with `seeds` finished seeds at the judged scale.
 
-    Downstream evaluation means a finite value for any of `downstream_metrics`, by default every
+    The test counts as corrected unless `options.correction` is "none". Downstream evaluation
+    means a finite value for any of `options.downstream_metrics`. By default that is every
     metric whose name does not read as a loss, nor as a count or flag (`NOT_DOWNSTREAM`). Tasks
     without signal are out of the table by then (`archaudit.stats.signal`). Scales count where
     the arm has a finite `metric`.
     """
     downstream_names = set(
-        downstream_metrics
-        if downstream_metrics is not None
+        options.downstream_metrics
+        if options.downstream_metrics is not None
         else (name for name in table.metrics if _reads_as_downstream(name))
     )
     finite = [row for row in table.rows_of(arm) if row.status == "ok" and not math.isnan(row.value)]
@@ -87,5 +80,5 @@ def grade_arm(
         downstream=any(row.metric in downstream_names for row in finite),
         scales=len({row.scale for row in finite if row.metric == metric}),
         tuned=table.tuned(arm),
-        corrected=corrected,
+        corrected=options.correction != "none",
     )

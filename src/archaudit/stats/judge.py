@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from archaudit.stats.compare import ArmTest, decide
+from archaudit.formatting import interval as written_interval
+from archaudit.formatting import num
+from archaudit.stats.compare import ArmTest
 from archaudit.stats.corrections import (
     ERROR_RATE_NAMES,
     FDR,
@@ -48,14 +50,14 @@ class ArmVerdict(JsonResult):
     sd: float
     delta: float
     z: float
-    """Paper-mode z = Δ/σ (shown for comparison; it drives the verdict only in paper mode)."""
+    """Paper-mode z = Δ/σ, shown for comparison. It drives the verdict only in paper mode."""
     p_z: float
     t: float
     """Welch's t (NaN with one seed)."""
     df: float
     p_welch: float
     test: str | None
-    """The family's test that drove the verdict ("pooled-t", "welch" or "z"); None when the
+    """The family's test that drove the verdict ("pooled-t", "welch" or "z"). None when the
     arm was not tested."""
     statistic: float
     """That test's statistic (t, or z in paper mode)."""
@@ -64,7 +66,7 @@ class ArmVerdict(JsonResult):
     interval: tuple[float, float]
     """Simultaneous (1 − α) interval for Δ: Bonferroni over the m tested arms (α alone when
     uncorrected), in the test's reference distribution. It excludes 0 exactly when Bonferroni
-    rejects; Holm, Hochberg, BH and Dunnett reject at least as much. NaN when not tested."""
+    rejects. Holm, Hochberg, BH and Dunnett reject at least as much. NaN when not tested."""
     p: float
     p_adj: float
     verdict: str
@@ -127,17 +129,17 @@ class Judgement(JsonResult):
     def header(self) -> list[str]:
         """The lines above a verdict table: direction, σ and its interval, the test, the
         design's measured error rate and MDE (flagged when above α)."""
-        low, high = self.sigma_interval
         if self.calibrated:
             test = f"{self.test} test (calibrated: t with σ's {self.sigma_dof} df)"
         else:
             test = "z test, UNCALIBRATED paper mode (σ treated as exact)"
         groups = self.sigma_groups
         pooled = ", ".join(groups) if len(groups) <= 3 else f"{len(groups)} groups"
+        spread = written_interval(self.sigma_interval)
         lines = [
             f"{self.metric} at scale {self.scale}: {self.direction}",
-            f"σ = {self.sigma:.3g} (95% [{low:.3g}, {high:.3g}], {self.sigma_dof} df, pooled "
-            f"over {pooled}); baseline mean {self.baseline_mean:.4g} ({self.baseline_n} seeds)",
+            f"σ = {num(self.sigma)} (95% {spread}, {self.sigma_dof} df, pooled over {pooled}); "
+            f"baseline mean {num(self.baseline_mean, 4)} ({self.baseline_n} seeds)",
             f"{test}; {self.correction} at α = {self.alpha}, m = {self.m}"
             + (" (controls the FDR, not the family-wise rate)" if self.error_rate == FDR else ""),
         ]
@@ -146,7 +148,7 @@ class Judgement(JsonResult):
             name = ERROR_RATE_NAMES[self.error_rate]
             lines.append(f"design's measured {name}: {rate.describe_rates()}")
             lines.append(
-                f"MDE {rate.mde_sigmas:.3g} σ = {rate.mde_sigmas * self.sigma:.3g} at "
+                f"MDE {num(rate.mde_sigmas)} σ = {num(rate.mde_sigmas * self.sigma)} at "
                 f"{rate.power_target:.0%} power"
             )
         lines += self.assumptions()
@@ -202,11 +204,8 @@ def judge(table: TableLike, metric: str, options: JudgeOptions = DEFAULT) -> Jud
     table = signal.table
     family = collect_family(table, metric, options)
     tests = {s.arm: family.compare(s.values) for s in family.tested}
-    n_base = len(family.baseline.values)
-    p_adjusted, decided = decide(
-        list(tests.values()), family.noise, n_base, options.correction, options.alpha
-    )
-    design = family.audit_design(options)
+    p_adjusted, decided = family.decide(list(tests.values()))
+    design = family.audit_design()
     rate = design_rate(design, power_target=options.power_target) if design else None
     robust_scale = family_scale(
         [s.values for s in (family.baseline, *family.anchors, *family.arms)]
@@ -305,12 +304,7 @@ def _arm_verdict(
 ) -> ArmVerdict:
     table, family, options = context.table, context.family, context.options
     evidence = grade_arm(
-        table,
-        sample.arm,
-        metric=context.metric,
-        seeds=len(sample.values),
-        corrected=options.correction != "none",
-        downstream_metrics=options.downstream_metrics,
+        table, sample.arm, options, metric=context.metric, seeds=len(sample.values)
     )
     welch = test.welch if test else None
     return ArmVerdict(
@@ -355,7 +349,7 @@ def _outlier_notes(
     if not found:
         return ()
     seeds = "; ".join(
-        f"{arm} seed {o.seed} ({o.value:.4g}, {o.distance:.1f} robust σ from its arm's median)"
+        f"{arm} seed {o.seed} ({num(o.value, 4)}, {o.distance:.1f} robust σ from its arm's median)"
         for arm, o in found
     )
     return (
@@ -393,8 +387,8 @@ def _sigma_across_scales(
 
     def show(scale: str) -> str:
         noise = sigmas[scale]
-        low_end, high_end = noise.interval
-        return f"{noise.sigma:.3g} at {scale} (95% [{low_end:.3g}, {high_end:.3g}], {noise.dof} df)"
+        spread = written_interval(noise.interval)
+        return f"{num(noise.sigma)} at {scale} (95% {spread}, {noise.dof} df)"
 
     return (
         f"σ({metric}) differs {ratio:.1f}× between scales: {show(low)} vs {show(high)}; "

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from archaudit.errors import ConfigError
-from archaudit.stats.corrections import check_correction
+from archaudit.stats.corrections import check_correction, per_test_alpha
 from archaudit.stats.family_test import check_reference
 from archaudit.stats.serialize import JsonResult
 
@@ -51,14 +51,8 @@ class JudgeOptions(JsonResult):
                 if isinstance(value, str):
                     raise ConfigError(f"{name} must be a sequence of arm names, not {value!r}")
                 object.__setattr__(self, name, tuple(value))
-        check_reference(self.reference)
-        check_correction(self.correction)
-        for name in ("alpha", "power_target"):
-            value = getattr(self, name)
-            if not 0.0 < value < 1.0:
-                raise ConfigError(f"{name} must be between 0 and 1, got {value}")
-        if self.reference == "normal" and self.correction == "dunnett":
-            raise ConfigError("dunnett needs the calibrated t reference, not --reference normal")
+        check_test(self.reference, self.correction, self.alpha)
+        check_level("power_target", self.power_target)
 
     def but(self, **changes: Any) -> JudgeOptions:
         """A copy with `changes` (checked again): `options.but(scale="m", correction="none")`."""
@@ -66,7 +60,26 @@ class JudgeOptions(JsonResult):
 
     def level(self, m: int) -> float:
         """The per-arm level of a simultaneous interval over `m` arms (α alone uncorrected)."""
-        return self.alpha / (1 if self.correction == "none" else max(m, 1))
+        return per_test_alpha(self.alpha, m, self.correction)
+
+
+def check_test(reference: str, correction: str, alpha: float) -> None:
+    """Refuse what no test can run with: an unknown reference or correction, an α outside (0, 1),
+    or Dunnett in paper mode.
+
+    `JudgeOptions` and the design records (`AuditDesign`, `power.Design`) all check here.
+    """
+    check_reference(reference)
+    check_correction(correction)
+    check_level("alpha", alpha)
+    if reference == "normal" and correction == "dunnett":
+        raise ConfigError("dunnett needs the calibrated t reference, not --reference normal")
+
+
+def check_level(name: str, value: float) -> None:
+    """A probability such as α or a power target must lie strictly between 0 and 1."""
+    if not 0.0 < value < 1.0:
+        raise ConfigError(f"{name} must be between 0 and 1, got {value}")
 
 
 DEFAULT = JudgeOptions()

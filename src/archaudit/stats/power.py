@@ -28,17 +28,17 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 from scipy import stats as sps
 from scipy.special import ndtr
 
 from archaudit.errors import ConfigError
-from archaudit.stats.corrections import check_correction, per_test_alpha
+from archaudit.stats.corrections import per_test_alpha
 from archaudit.stats.distributions import chi_square_quadrature, solve_increasing
 from archaudit.stats.family_test import POOLED_T, ROBUST, Z, choose_test
 from archaudit.stats.noise_models import WIDEST_FACTOR
+from archaudit.stats.options import DEFAULT, JudgeOptions, check_test
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.verdicts import NOISE_SIGMAS
 
@@ -53,41 +53,48 @@ class Design:
 
     arm_seeds: int
     baseline_seeds: int
-    arms: int = 1
+    n_arms: int = 1
     """m, the number of arms in the corrected family."""
     alpha: float = 0.05
     correction: str = "holm"
     sigma_dof: int | None = None
-    """Degrees of freedom of the noise floor; None pools the baseline and the m arms:
+    """Degrees of freedom of the noise floor. None pools the baseline and the m arms:
     (baseline_seeds − 1) + m·(arm_seeds − 1)."""
     family_test: str | None = None
-    """The family's test ("pooled-t", "welch", "z"); None chooses it from this arm's seeds."""
+    """The family's test ("pooled-t", "welch", "z"). None chooses it from this arm's seeds."""
     reference: str = "t"
     """"t" (calibrated) or "normal" (paper mode), used when `family_test` is None."""
 
     def __post_init__(self) -> None:
-        check_correction(self.correction)
-        if self.arm_seeds < 1 or self.baseline_seeds < 2 or self.arms < 1:
+        check_test(self.reference, self.correction, self.alpha)
+        if self.arm_seeds < 1 or self.baseline_seeds < 2 or self.n_arms < 1:
             raise ConfigError(
                 f"a design needs >= 1 seed per arm, >= 2 baseline seeds and >= 1 arm; got "
-                f"{self.arm_seeds}, {self.baseline_seeds} and {self.arms}"
+                f"{self.arm_seeds}, {self.baseline_seeds} and {self.n_arms}"
             )
-        if not 0.0 < self.alpha < 1.0:
-            raise ConfigError(f"alpha must be between 0 and 1, got {self.alpha}")
 
     @classmethod
-    def balanced(cls, seeds: int, baseline_seeds: int | None = None, **options: Any) -> Design:
-        """`seeds` per arm; the baseline runs `baseline_seeds`, by default as many, at least 3
-        (the protocol's noise floor)."""
+    def balanced(
+        cls,
+        seeds: int,
+        baseline_seeds: int | None = None,
+        n_arms: int = 1,
+        options: JudgeOptions = DEFAULT,
+    ) -> Design:
+        """One of `n_arms` arms with `seeds` seeds each, judged as `options` say. The baseline
+        runs `baseline_seeds`, by default as many as each arm, at least 3 (the noise floor)."""
         return cls(
             arm_seeds=seeds,
             baseline_seeds=baseline_seeds or default_baseline_seeds(seeds),
-            **options,
+            n_arms=n_arms,
+            alpha=options.alpha,
+            correction=options.correction,
+            reference=options.reference,
         )
 
     @property
     def level(self) -> float:
-        return per_test_alpha(self.alpha, self.arms, self.correction)
+        return per_test_alpha(self.alpha, self.n_arms, self.correction)
 
     @property
     def test(self) -> str:
@@ -99,7 +106,7 @@ class Design:
     def dof(self) -> int:
         if self.sigma_dof is not None:
             return self.sigma_dof
-        return self.baseline_seeds - 1 + self.arms * (self.arm_seeds - 1)
+        return self.baseline_seeds - 1 + self.n_arms * (self.arm_seeds - 1)
 
 
 def power(effect: float, design: Design) -> float:
@@ -149,7 +156,7 @@ class PowerCurve(JsonResult):
     mde_sigmas: float | None
     """The effect where the curve reaches `target` (None: not within the computed span)."""
     points: tuple[tuple[float, float], ...]
-    """(effect in σ, probability), increasing in effect; the MDE is one of the points."""
+    """(effect in σ, probability), increasing in effect. The MDE is one of the points."""
 
 
 def power_curve(
@@ -202,31 +209,30 @@ def _method(weights: Counter[Design]) -> str:
     seeds = sorted({d.arm_seeds for d in weights})
     arms = "/".join(map(str, seeds))
     return (
-        f"fixed design, computed: {first.test} test, {first.correction} over {first.arms} "
+        f"fixed design, computed: {first.test} test, {first.correction} over {first.n_arms} "
         f"arm(s) of {arms} seed(s), {first.baseline_seeds} baseline seeds"
     )
 
 
 def seeds_needed(
     effect: float,
+    options: JudgeOptions = DEFAULT,
     *,
+    n_arms: int = 1,
     baseline_seeds: int | None = None,
-    arms: int = 1,
-    alpha: float = 0.05,
-    correction: str = "holm",
-    target: float = 0.8,
     max_seeds: int = 1000,
 ) -> int | None:
-    """The fewest seeds per arm that detect `effect`·σ with probability `target`.
+    """The fewest seeds per arm that detect `effect`·σ with probability `options.power_target`,
+    in a family of `n_arms` arms judged as `options` say.
 
     `baseline_seeds=None` means the baseline runs as many seeds as each arm (at least 3).
-    None when even `max_seeds` is not enough: effects under 2σ are within noise by rule, so
+    None when even `max_seeds` is not enough. Effects under 2σ are within noise by rule, so
     they are never declared, however many seeds run.
     """
 
     def reaches(k: int) -> bool:
-        design = Design.balanced(k, baseline_seeds, arms=arms, alpha=alpha, correction=correction)
-        return power(effect, design) >= target
+        design = Design.balanced(k, baseline_seeds, n_arms, options)
+        return power(effect, design) >= options.power_target
 
     # k = 1 is judged against the 6σ bound and k >= 2 by Welch, so power need not grow from
     # k = 1 to 2; from k = 2 on it does, and bisection is safe.
@@ -239,6 +245,46 @@ def seeds_needed(
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if reaches(mid) else (mid, hi)
     return hi
+
+
+@dataclass(frozen=True)
+class DesignPower(JsonResult):
+    """What a balanced design can detect, and the seeds per arm a given effect needs."""
+
+    design: Design
+    target: float
+    """The power at which the MDE is quoted and `seeds_needed` is counted."""
+    mde_sigmas: float
+    effect_sigmas: float | None = None
+    seeds_needed: int | None = None
+    """Seeds per arm that detect `effect_sigmas` (None: none asked, or more than `max_seeds`)."""
+    max_seeds: int = 1000
+
+
+def design_power(
+    seeds: int,
+    n_arms: int,
+    options: JudgeOptions = DEFAULT,
+    *,
+    baseline_seeds: int | None = None,
+    effect: float | None = None,
+    max_seeds: int = 1000,
+) -> DesignPower:
+    """The MDE of one of `n_arms` arms with `seeds` seeds, judged as `options` say. With
+    `effect` (in σ), also the fewest seeds per arm that detect it."""
+    design = Design.balanced(seeds, baseline_seeds, n_arms, options)
+    return DesignPower(
+        design=design,
+        target=options.power_target,
+        mde_sigmas=minimum_detectable_effect(design, options.power_target),
+        effect_sigmas=effect,
+        seeds_needed=None
+        if effect is None
+        else seeds_needed(
+            effect, options, n_arms=n_arms, baseline_seeds=baseline_seeds, max_seeds=max_seeds
+        ),
+        max_seeds=max_seeds,
+    )
 
 
 def default_baseline_seeds(arm_seeds: int) -> int:

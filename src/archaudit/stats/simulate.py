@@ -24,7 +24,7 @@ from archaudit.stats.design import AuditDesign
 from archaudit.stats.dunnett import critical_value
 from archaudit.stats.family_test import dunnett_statistics, statistics
 from archaudit.stats.noise_models import NORMAL, NoiseModel, parse_noise
-from archaudit.stats.power import default_baseline_seeds, power
+from archaudit.stats.power import power
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.verdicts import within_noise
 
@@ -34,7 +34,7 @@ class NullSimulation(JsonResult):
     """Empirical error rates of the verdict rule, with their Monte-Carlo standard errors."""
 
     design: AuditDesign
-    arms: int
+    n_arms: int
     seeds: int
     """Seeds of the smallest arm (all arms, in a balanced design)."""
     baseline_seeds: int
@@ -54,7 +54,7 @@ class NullSimulation(JsonResult):
     fwer_uncorrected: float
     """Share of audits with >= 1 null arm at raw p < α: the uncorrected family of tests."""
     fwer_uncorrected_formula: float
-    """1 − (1 − α)^m over the null arms; assumes independent, exact tests."""
+    """1 − (1 − α)^m over the null arms, the rate of independent, exact tests."""
     per_arm_rate: float
     """Share of null arms at raw p < α/m: the per-test size the corrections assume is α/m."""
     found_rate: float
@@ -63,7 +63,7 @@ class NullSimulation(JsonResult):
     power_predicted: float
     """`power(effect, design)` for the planted arms (NaN without planted effects)."""
     noise: str = "normal"
-    """The noise model of `fwer` (stats/noise_models.py); `panel` runs all of them."""
+    """The noise model of `fwer` (stats/noise_models.py). `panel` runs all of them."""
     panel: tuple[PanelRate, ...] = ()
     """With `noise="panel"`: the family-wise rate under each model of the panel."""
     panel_worst: PanelRate | None = None
@@ -92,68 +92,33 @@ def worst(rates: tuple[PanelRate, ...]) -> PanelRate | None:
 
 
 def simulate_null(
+    design: AuditDesign,
     *,
-    arms: int = 19,
-    seeds: int = 3,
     audits: int = 2000,
-    baseline_seeds: int | None = None,
-    correction: str = "holm",
-    alpha: float = 0.05,
-    reference: str = "t",
-    equal_variance: bool = False,
     effect: float = 0.0,
     effect_arms: int = 0,
     seed: int = 0,
-    design: AuditDesign | None = None,
     noise: str = "normal",
 ) -> NullSimulation:
-    """Simulate `audits` audits (reproducible from `seed`) of `design`, or of `arms` arms with
-    `seeds` seeds each against `baseline_seeds` (default: as many as `seeds`, at least 3).
+    """Simulate `audits` audits of `design`, reproducible from `seed`.
 
-    `effect` is in units of σ and is added to the first `effect_arms` arms of the design;
-    `noise` names the seed-noise model (stats/noise_models.py), or `panel` for all of them
-    (then `fwer` is the normal model's and `panel` holds every model's rate).
+    `effect` is in units of σ. It is added to the first `effect_arms` arms of the design.
+    `noise` names the seed-noise model (stats/noise_models.py), or `panel` for all of them.
+    With `panel`, `fwer` is the normal model's rate and `panel` holds every model's.
     """
     models = parse_noise(noise)
-    if design is None:
-        if arms < 1:
-            raise ConfigError(f"simulate-null needs >= 1 arm; got {arms}")
-        design = AuditDesign(
-            arm_seeds=(seeds,) * arms,
-            baseline_seeds=baseline_seeds or default_baseline_seeds(seeds),
-            reference=reference,
-            equal_variance=equal_variance,
-            correction=correction,
-            alpha=alpha,
-        )
-    if audits < 1:
-        raise ConfigError(f"simulate-null needs >= 1 audit; got {audits}")
-    if not 0 <= effect_arms <= design.m or (effect_arms and effect == 0.0):
-        raise ConfigError(
-            f"effect_arms must be between 0 and {design.m} and needs a nonzero effect"
-        )
+    _check_simulation(design, audits, effect, effect_arms)
     declared, delta, p = _simulate(design, audits, effect, effect_arms, seed, models[0])
-    null = slice(effect_arms, None)
-    fwer = float(np.mean(np.any(declared[:, null], axis=1)))
-    panel = tuple(
-        panel_rate(
-            fwer
-            if model is models[0]
-            else null_fwer(design, audits, seed, model, effect=effect, effect_arms=effect_arms),
-            audits,
-            design.alpha,
-            model.spec,
-        )
-        for model in (models if len(models) > 1 else ())
-    )
+    null_p = p[:, effect_arms:]  # the raw p of the arms without a planted effect
+    fwer = float(np.mean(np.any(declared[:, effect_arms:], axis=1)))
+    panel = _panel(design, audits, seed, models, fwer, effect, effect_arms)
     planted = audits * effect_arms
     found = declared[:, :effect_arms] & (delta[:, :effect_arms] > 0)
     found_rate = float(np.mean(found)) if planted else math.nan
-    n_arm = design.arm_seeds
     return NullSimulation(
         design=design,
-        arms=design.m,
-        seeds=min(n_arm),
+        n_arms=design.m,
+        seeds=min(design.arm_seeds),
         baseline_seeds=design.baseline_seeds,
         audits=audits,
         correction=design.correction,
@@ -166,20 +131,54 @@ def simulate_null(
         test=design.test,
         fwer=fwer,
         fwer_se=binomial_se(fwer, audits),
-        fwer_uncorrected=float(np.mean(np.any(p[:, null] < design.alpha, axis=1))),
+        fwer_uncorrected=float(np.mean(np.any(null_p < design.alpha, axis=1))),
         fwer_uncorrected_formula=fwer_uncorrected(design.alpha, design.m - effect_arms),
-        per_arm_rate=float(np.mean(p[:, null] < design.alpha / design.m))
-        if effect_arms < design.m
-        else math.nan,
+        per_arm_rate=float(np.mean(null_p < design.alpha / design.m)) if null_p.size else math.nan,
         found_rate=found_rate,
         found_se=binomial_se(found_rate, planted) if planted else math.nan,
-        power_predicted=float(np.mean([power(effect, design.arm(n)) for n in n_arm[:effect_arms]]))
-        if planted
-        else math.nan,
+        power_predicted=_predicted_power(design, effect, effect_arms),
         noise=noise,
         panel=panel,
         panel_worst=worst(panel),
     )
+
+
+def _check_simulation(design: AuditDesign, audits: int, effect: float, effect_arms: int) -> None:
+    if audits < 1:
+        raise ConfigError(f"simulate-null needs >= 1 audit; got {audits}")
+    if not 0 <= effect_arms <= design.m:
+        raise ConfigError(
+            f"--effect-arms {effect_arms}: the design has {design.m} arms to plant effects in"
+        )
+    if effect_arms and effect == 0.0:
+        raise ConfigError(f"--effect-arms {effect_arms} needs a nonzero --effect")
+
+
+def _panel(
+    design: AuditDesign,
+    audits: int,
+    seed: int,
+    models: Sequence[NoiseModel],
+    first: float,
+    effect: float,
+    effect_arms: int,
+) -> tuple[PanelRate, ...]:
+    """Each model's rate when several were asked for (`first` is the first model's, measured)."""
+    if len(models) < 2:
+        return ()
+    rates = [first, *(null_fwer(design, audits, seed, m, effect, effect_arms) for m in models[1:])]
+    return tuple(
+        panel_rate(rate, audits, design.alpha, model.spec)
+        for rate, model in zip(rates, models, strict=True)
+    )
+
+
+def _predicted_power(design: AuditDesign, effect: float, effect_arms: int) -> float:
+    """What the power formula says of the planted arms (NaN without planted effects)."""
+    if not effect_arms:
+        return math.nan
+    planted = design.arm_seeds[:effect_arms]
+    return float(np.mean([power(effect, design.arm(n)) for n in planted]))
 
 
 def null_fwer(
@@ -187,7 +186,6 @@ def null_fwer(
     audits: int,
     seed: int,
     noise: NoiseModel,
-    *,
     effect: float = 0.0,
     effect_arms: int = 0,
 ) -> float:
@@ -221,7 +219,8 @@ def _simulate(
         _simulate_chunk(design, min(chunk, audits - start), effect, effect_arms, rng, noise)
         for start in range(0, audits, chunk)
     ]
-    return tuple(np.concatenate(arrays) for arrays in zip(*parts, strict=True))
+    declared, delta, p = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
+    return declared, delta, p
 
 
 def _simulate_chunk(

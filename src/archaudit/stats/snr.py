@@ -155,15 +155,7 @@ def _metric_signal(
     if baseline in means and sigma > 0:
         effects = {a: abs(m - means[baseline]) / sigma for a, m in means.items() if a != baseline}
     needed = {
-        arm: seeds_needed(
-            effect,
-            arms=len(effects),
-            alpha=options.alpha,
-            correction=options.correction,
-            target=options.power_target,
-        )
-        if effect > 0
-        else None
+        arm: seeds_needed(effect, options, n_arms=len(effects)) if effect > 0 else None
         for arm, effect in effects.items()
     }
     return MetricSignal(

@@ -63,8 +63,8 @@ def choose_strategy(parallel: str, n_params: int, device: torch.device, world: W
 
 def parallelize(model: Transformer, strategy: str, device: torch.device) -> nn.Module:
     """The module the training step calls. FSDP2 shards each attention and MLP module (called
-    as modules by every stream, unlike a residual rule whose `branch` a hyper-connection stream
-    calls directly), then the root (embeddings, norms, rule and stream parameters), in place."""
+    as modules by every stream, even those that run a block's branches rather than the block),
+    then the root (embeddings, norms, block scales and stream parameters), in place."""
     if strategy == "ddp":
         ids = [device.index] if device.type == "cuda" else None
         return nn.parallel.DistributedDataParallel(model, device_ids=ids)

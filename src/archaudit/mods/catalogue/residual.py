@@ -9,11 +9,16 @@ from typing import Any
 
 from archaudit.config import ModelConfig
 from archaudit.mods import params
-from archaudit.mods.registry import Citation, modification
+from archaudit.mods.registry import Citation, DeltaFunction, modification
 
-# Hyper-connections and attention residuals call only a connection rule's branch, never its
-# combine step, so they claim the pre-norm rule: post-norm-like rules would silently be ignored.
+# Hyper-connections and attention residuals run a pre-norm block's two terms themselves, never
+# its forward, so they claim the pre-norm rule: any other rule would silently be ignored.
 _STREAM_RULE = {"residual.name": "pre", "residual.mlp": None}
+
+
+def _hyper_connections(n: int) -> DeltaFunction:
+    return lambda cfg: {"stream.name": "hyper", "stream.n_streams": n, **_STREAM_RULE}
+
 
 for _n in (2, 4):
     modification(
@@ -23,7 +28,7 @@ for _n in (2, 4):
         citation=Citation("Zhu et al.", 2024, "ICLR 2025, arXiv 2409.19606"),
         description=f"{_n} parallel residual streams with learned static + dynamic mixing",
         formula="h = α_mᵀH; H ← A_rᵀH + β ⊗ F(h); α, A, β static + s·tanh(LayerNorm(H)·W)",
-    )(lambda cfg, n=_n: {"stream.name": "hyper", "stream.n_streams": n, **_STREAM_RULE})
+    )(_hyper_connections(_n))
 
 
 @modification(
