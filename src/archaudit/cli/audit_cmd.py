@@ -10,7 +10,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -34,16 +34,20 @@ if TYPE_CHECKING:
     from archaudit.audit.sequential import FamilyResult, SettledAudit
     from archaudit.stats.sequential import SequentialRule
 
-OVERRIDES = typer.Option(
-    [], "--set", help="Override one audit value, e.g. --set recipe.lr=1e-3 (repeatable)."
-)
-RUNS_DIR = typer.Option(
-    None,
-    "--runs-dir",
-    # rich's markup would read "[...]" and "<audit>" as tags: escape the bracket, spell the rest.
-    help="Where runs/\\<audit>/ goes \\[default: runs/ beside the audit file].",
-)
-STRICT = typer.Option(False, "--strict", help="Protocol warnings (R5–R7) become errors.")
+Overrides = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="Override one audit value, e.g. --set recipe.lr=1e-3 (repeatable)."),
+]
+RunsDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--runs-dir",
+        # rich's markup would read "[...]" and "<audit>" as tags: escape the bracket, spell
+        # the rest.
+        help="Where runs/\\<audit>/ goes \\[default: runs/ beside the audit file].",
+    ),
+]
+Strict = Annotated[bool, typer.Option("--strict", help="Protocol warnings (R5–R7) become errors.")]
 
 
 def show(table: Table) -> None:
@@ -56,20 +60,23 @@ def show(table: Table) -> None:
     console.print(table)
 
 
-AUDIT_FILE = typer.Argument(..., help="The audit file (TOML).")
+AuditFile = Annotated[Path, typer.Argument(help="The audit file (TOML).")]
 SUITE_NAMES = ("audit2026", "foundations", "modern", "narang2021", "olmpool")
 """The suites of mods/suites.py, spelled here so that --help needs no import of the catalogue
 (a test checks that they agree)."""
-AUDIT_TARGET = typer.Argument(..., help="The audit file or its directory (runs/\\<audit>).")
+AuditTarget = Annotated[
+    Path, typer.Argument(help="The audit file or its directory (runs/\\<audit>).")
+]
 
 
 @app.command()
 def init(
-    path: Path = typer.Argument(Path("audit.toml"), help="The audit file to write."),
-    suite: str | None = typer.Option(
-        None, "--suite", help=f"Arms = this modification suite: {', '.join(SUITE_NAMES)}."
-    ),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
+    path: Annotated[Path, typer.Argument(help="The audit file to write.")] = Path("audit.toml"),
+    suite: Annotated[
+        str | None,
+        typer.Option("--suite", help=f"Arms = this modification suite: {', '.join(SUITE_NAMES)}."),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
@@ -86,22 +93,34 @@ def init(
 
 @app.command()
 def plan(
-    audit: Path = AUDIT_FILE,
-    overrides: list[str] = OVERRIDES,
-    runs_dir: Path | None = RUNS_DIR,
-    strict: bool = STRICT,
-    probe: bool = typer.Option(True, "--probe/--no-probe", help="Time a few training steps."),
+    audit: AuditFile,
+    overrides: Overrides = None,
+    runs_dir: RunsDir = None,
+    strict: Strict = False,
+    probe: Annotated[
+        bool, typer.Option("--probe/--no-probe", help="Time a few training steps.")
+    ] = True,
     json_: Json = False,
     quiet: Quiet = False,
     plugin: Plugins = None,
-    until_settled: bool = typer.Option(
-        False, "--until-settled", help="Also estimate the sequential design's runs and time."
-    ),
-    max_seeds: int | None = typer.Option(None, "--max-seeds", help="Sequential: seeds per arm."),
-    sigma: float | None = typer.Option(None, "--sigma", help="Seed σ of the primary metric."),
-    effects: str = typer.Option(
-        "", "--effects", help="Planted effects, e.g. 3,3,8 (in σ; metric units with --sigma)."
-    ),
+    until_settled: Annotated[
+        bool,
+        typer.Option(
+            "--until-settled", help="Also estimate the sequential design's runs and time."
+        ),
+    ] = False,
+    max_seeds: Annotated[
+        int | None, typer.Option("--max-seeds", help="Sequential: seeds per arm.")
+    ] = None,
+    sigma: Annotated[
+        float | None, typer.Option("--sigma", help="Seed σ of the primary metric.")
+    ] = None,
+    effects: Annotated[
+        str,
+        typer.Option(
+            "--effects", help="Planted effects, e.g. 3,3,8 (in σ; metric units with --sigma)."
+        ),
+    ] = "",
 ) -> None:
     """Show the grid (arms × scales × seeds), parameters, tokens and estimated training time.
     With `--until-settled`, also the expected runs and time of the sequential design next to
@@ -113,7 +132,7 @@ def plan(
 
     quiet_output(quiet, json_)
     load_plugin_modules(plugin)
-    grid = make_plan(load_audit(audit, overrides, runs_dir=runs_dir), strict=strict)
+    grid = make_plan(load_audit(audit, overrides or (), runs_dir=runs_dir), strict=strict)
     summary = plan_summary(grid, probe=probe)
     if until_settled or grid.spec.seeds.policy == "sequential":
         summary["sequential"] = _sequential_estimate(grid, summary, max_seeds, sigma, effects)
@@ -215,19 +234,28 @@ def _sequential_line(estimate: dict) -> str:
 
 @app.command()
 def run(
-    audit: Path = AUDIT_FILE,
-    executor: str | None = typer.Option(None, "--executor", help="local | ray | slurm."),
-    workers: int | None = typer.Option(None, "--workers", help="Runs at the same time."),
-    tracker: str | None = typer.Option(None, "--tracker", help="tensorboard | wandb."),
-    until_settled: bool = typer.Option(
-        False, "--until-settled", help='Add seeds until the verdicts settle (policy "sequential").'
-    ),
-    max_seeds: int | None = typer.Option(None, "--max-seeds", help="Sequential: seeds per arm."),
-    budget_runs: int | None = typer.Option(None, "--budget-runs", help="Sequential: max runs."),
-    budget_hours: float | None = typer.Option(None, "--budget-hours", help="Sequential: hours."),
-    overrides: list[str] = OVERRIDES,
-    runs_dir: Path | None = RUNS_DIR,
-    strict: bool = STRICT,
+    audit: AuditFile,
+    executor: Annotated[str | None, typer.Option("--executor", help="local | ray | slurm.")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", help="Runs at the same time.")] = None,
+    tracker: Annotated[str | None, typer.Option("--tracker", help="tensorboard | wandb.")] = None,
+    until_settled: Annotated[
+        bool,
+        typer.Option(
+            "--until-settled", help='Add seeds until the verdicts settle (policy "sequential").'
+        ),
+    ] = False,
+    max_seeds: Annotated[
+        int | None, typer.Option("--max-seeds", help="Sequential: seeds per arm.")
+    ] = None,
+    budget_runs: Annotated[
+        int | None, typer.Option("--budget-runs", help="Sequential: max runs.")
+    ] = None,
+    budget_hours: Annotated[
+        float | None, typer.Option("--budget-hours", help="Sequential: hours.")
+    ] = None,
+    overrides: Overrides = None,
+    runs_dir: RunsDir = None,
+    strict: Strict = False,
     json_: Json = False,
     quiet: Quiet = False,
     plugin: Plugins = None,
@@ -244,7 +272,7 @@ def run(
     quiet_output(quiet, json_)
     load_plugin_modules(plugin)
     live = not (quiet or json_)
-    grid = make_plan(load_audit(audit, overrides, runs_dir=runs_dir), strict=strict)
+    grid = make_plan(load_audit(audit, overrides or (), runs_dir=runs_dir), strict=strict)
     with resume_hint():
         document: dict[str, object] = {}
         if until_settled or grid.spec.seeds.policy == "sequential":
@@ -336,14 +364,24 @@ def settled_table(family: FamilyResult, rule: SequentialRule) -> Table:
 
 @app.command("run-one")
 def run_one(
-    run_dir: Path = typer.Argument(..., help="A run directory (with run.json)."),
-    threads: int = typer.Option(0, "--threads", help="Torch threads (0 = the recipe's)."),
+    run_dir: Annotated[Path, typer.Argument(help="A run directory (with run.json).")],
+    threads: Annotated[
+        int, typer.Option("--threads", help="Torch threads (0 = the recipe's).")
+    ] = 0,
     device: Device = "",
-    ranks: int = typer.Option(1, "--ranks", help="Processes; > 1 trains under torchrun."),
-    tracker: str = typer.Option("", "--tracker", help="tensorboard | wandb."),
-    heartbeat: float = typer.Option(15.0, "--heartbeat", help="Seconds between heartbeats."),
-    stale_after: float = typer.Option(120.0, "--stale-after", help="Take over older claims."),
-    train_only: bool = typer.Option(False, "--train-only", help="Internal: one torchrun rank."),
+    ranks: Annotated[
+        int, typer.Option("--ranks", help="Processes; > 1 trains under torchrun.")
+    ] = 1,
+    tracker: Annotated[str, typer.Option("--tracker", help="tensorboard | wandb.")] = "",
+    heartbeat: Annotated[
+        float, typer.Option("--heartbeat", help="Seconds between heartbeats.")
+    ] = 15.0,
+    stale_after: Annotated[
+        float, typer.Option("--stale-after", help="Take over older claims.")
+    ] = 120.0,
+    train_only: Annotated[
+        bool, typer.Option("--train-only", help="Internal: one torchrun rank.")
+    ] = False,
     json_: Json = False,
     quiet: Quiet = False,
     plugin: Plugins = None,
@@ -376,10 +414,12 @@ def run_one(
 
 @app.command()
 def status(
-    audit: Path = AUDIT_TARGET,
+    audit: AuditTarget,
     json_: Json = False,
     quiet: Quiet = False,
-    report: bool = typer.Option(False, "--report", help="Also write a (partial) report.html."),
+    report: Annotated[
+        bool, typer.Option("--report", help="Also write a (partial) report.html.")
+    ] = False,
 ) -> None:
     """Where the audit stands: runs per arm and state (refreshes the index and CSV exports)."""
     from archaudit.audit.live import arm_table, progress_of
@@ -408,8 +448,10 @@ def status(
 
 @app.command()
 def index(
-    audit: Path = AUDIT_TARGET,
-    rebuild: bool = typer.Option(False, "--rebuild", help="Start from an empty index file."),
+    audit: AuditTarget,
+    rebuild: Annotated[
+        bool, typer.Option("--rebuild", help="Start from an empty index file.")
+    ] = False,
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
@@ -428,15 +470,21 @@ def index(
 
 @app.command("tune-baseline")
 def tune_baseline(
-    audit: Path = typer.Argument(..., help="The audit file (TOML); its [recipe] is updated."),
-    lr: list[float] = typer.Option([], "--lr", help="Peak LRs [default: current × ¼…4]."),
-    warmup: list[float] = typer.Option([], "--warmup", help="Warmup fractions to sweep too."),
-    seeds: int = typer.Option(1, "--seeds", help="Seeds per sweep point."),
-    executor: str | None = typer.Option(None, "--executor", help="local | ray | slurm."),
-    workers: int | None = typer.Option(None, "--workers", help="Runs at the same time."),
-    write: bool = typer.Option(True, "--write/--dry-run", help="Write the choice into AUDIT."),
-    overrides: list[str] = OVERRIDES,
-    runs_dir: Path | None = RUNS_DIR,
+    audit: Annotated[Path, typer.Argument(help="The audit file (TOML); its [recipe] is updated.")],
+    lr: Annotated[
+        list[float] | None, typer.Option("--lr", help="Peak LRs [default: current × ¼…4].")
+    ] = None,
+    warmup: Annotated[
+        list[float] | None, typer.Option("--warmup", help="Warmup fractions to sweep too.")
+    ] = None,
+    seeds: Annotated[int, typer.Option("--seeds", help="Seeds per sweep point.")] = 1,
+    executor: Annotated[str | None, typer.Option("--executor", help="local | ray | slurm.")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", help="Runs at the same time.")] = None,
+    write: Annotated[
+        bool, typer.Option("--write/--dry-run", help="Write the choice into AUDIT.")
+    ] = True,
+    overrides: Overrides = None,
+    runs_dir: RunsDir = None,
     json_: Json = False,
     quiet: Quiet = False,
     plugin: Plugins = None,
@@ -449,10 +497,10 @@ def tune_baseline(
     load_plugin_modules(plugin)
     outcome = sweep(
         audit,
-        lrs=lr,
-        warmups=warmup,
+        lrs=lr or (),
+        warmups=warmup or (),
         seeds=seeds,
-        overrides=overrides,
+        overrides=overrides or (),
         runs_dir=runs_dir,
         executor=executor,
         workers=workers,
@@ -478,7 +526,7 @@ def tune_baseline(
 
 @app.command()
 def rerun(
-    run_dir: Path = typer.Argument(..., help="A finished run directory."),
+    run_dir: Annotated[Path, typer.Argument(help="A finished run directory.")],
     device: Device = "",
     json_: Json = False,
     quiet: Quiet = False,
@@ -504,9 +552,11 @@ def rerun(
 
 @app.command()
 def demo(
-    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", help="Where runs/demo/ goes."),
-    workers: int | None = typer.Option(None, "--workers", help="Runs at the same time."),
-    overrides: list[str] = OVERRIDES,
+    runs_dir: Annotated[Path, typer.Option("--runs-dir", help="Where runs/demo/ goes.")] = Path(
+        "runs"
+    ),
+    workers: Annotated[int | None, typer.Option("--workers", help="Runs at the same time.")] = None,
+    overrides: Overrides = None,
     json_: Json = False,
     quiet: Quiet = False,
     plugin: Plugins = None,
@@ -520,7 +570,7 @@ def demo(
     load_plugin_modules(plugin)
     with resume_hint():
         outcome = run_demo(
-            runs_dir, workers=workers, overrides=overrides, live=not (quiet or json_)
+            runs_dir, workers=workers, overrides=overrides or (), live=not (quiet or json_)
         )
     settled = outcome.settled
     tables = (
