@@ -14,7 +14,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import ParamSpec
+from typing import TYPE_CHECKING, Any, ParamSpec
 
 import matplotlib
 from matplotlib.figure import Figure as MplFigure
@@ -34,7 +34,10 @@ from archaudit.report.data import (
 )
 from archaudit.report.palette import DIVERGED_COLOUR, Colour, arm_gid
 
-STYLE = {
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
+STYLE: dict[RcKeyType, Any] = {
     "svg.fonttype": "path",
     "font.size": 9,
     "axes.spines.top": False,
