@@ -283,8 +283,10 @@ def _longest_extension(inputs: list[Seq]) -> dict[Seq, Seq]:
     longest: dict[Seq, Seq] = {}
     following: Seq | None = None
     for seq in sorted(set(inputs), reverse=True):
-        is_prefix = following is not None and following[: len(seq)] == seq
-        longest[seq] = longest[following] if is_prefix else seq  # type: ignore[index]
+        if following is not None and following[: len(seq)] == seq:
+            longest[seq] = longest[following]  # seq is a prefix of the input after it
+        else:
+            longest[seq] = seq
         following = seq
     return longest
 
