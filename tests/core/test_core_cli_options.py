@@ -170,6 +170,6 @@ def test_init_suite_help_lists_the_suites_and_a_bad_name_lists_them_too() -> Non
         CliRunner().invoke(app, ["init", "--help"], env={"COLUMNS": "250"}).stdout.split()
     )
     assert all(name in shown for name in SUITE_NAMES)
-    result = CliRunner().invoke(app, ["init", "x.toml", "--suite", "audit2025"])
+    result = CliRunner().invoke(app, ["init", "x.toml", "--arms", "suite:audit2025"])
     assert result.exit_code != 0
     assert "suites: " + ", ".join(SUITE_NAMES) in str(result.exception)

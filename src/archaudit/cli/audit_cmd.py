@@ -72,19 +72,26 @@ AuditTarget = Annotated[
 @app.command()
 def init(
     path: Annotated[Path, typer.Argument(help="The audit file to write.")] = Path("audit.toml"),
-    suite: Annotated[
-        str | None,
-        typer.Option("--suite", help=f"Arms = this modification suite: {', '.join(SUITE_NAMES)}."),
+    arms: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--arms",
+            metavar="ARMS",
+            help="The audit's arms (repeatable or comma-separated): modifications, compositions "
+            f"(a+b) or suite:NAME for a modification suite ({', '.join(SUITE_NAMES)}) "
+            "\\[default: four example arms].",
+        ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
     """Write a commented starter audit file."""
-    from archaudit.audit.starter import write_starter
+    from archaudit.audit.starter import DEFAULT_ARMS, write_starter
 
     quiet_output(quiet, json_)
-    written = write_starter(path, suite=suite, force=force)
+    chosen = [name for value in arms or () for name in value.split(",") if name]
+    written = write_starter(path, arms=chosen or DEFAULT_ARMS, force=force)
     if json_:
         emit({"written": written, "next": f"archaudit plan {written}"})
         return
@@ -237,7 +244,14 @@ def run(
     audit: AuditFile,
     executor: Annotated[str | None, typer.Option("--executor", help="local | ray | slurm.")] = None,
     workers: Annotated[int | None, typer.Option("--workers", help="Runs at the same time.")] = None,
-    tracker: Annotated[str | None, typer.Option("--tracker", help="tensorboard | wandb.")] = None,
+    tracker: Annotated[
+        str | None,
+        typer.Option(
+            "--tracker",
+            help="Mirror each run to tensorboard | wandb | mlflow (its own extra) "
+            "\\[default: the audit file's `tracker`].",
+        ),
+    ] = None,
     until_settled: Annotated[
         bool,
         typer.Option(
@@ -372,7 +386,12 @@ def run_one(
     ranks: Annotated[
         int, typer.Option("--ranks", help="Processes; > 1 trains under torchrun.")
     ] = 1,
-    tracker: Annotated[str, typer.Option("--tracker", help="tensorboard | wandb.")] = "",
+    tracker: Annotated[
+        str,
+        typer.Option(
+            "--tracker", help="Mirror the run to tensorboard | wandb | mlflow (its own extra)."
+        ),
+    ] = "",
     heartbeat: Annotated[
         float, typer.Option("--heartbeat", help="Seconds between heartbeats.")
     ] = 15.0,
