@@ -19,6 +19,7 @@ from archaudit.cli.options import (
     quiet_output,
     torch_device,
 )
+from archaudit.formatting import MISSING, VALUE_DIGITS, interval, num
 
 
 @app.command("eval")
@@ -74,7 +75,7 @@ def eval_command(
         table.add_column(column, justify="left" if column == "task" else "right")
     for name, task in result.tasks.items():
         cells = [
-            "-" if a is None else f"{a.value:.3f} [{a.low:.3f}, {a.high:.3f}]"
+            MISSING if a is None else f"{num(a.value)} {interval((a.low, a.high))}"
             for a in (task.acc, task.acc_norm)
         ]
         metric = task.metric + ("*" if task.at_chance else "")  # * at chance: left out
@@ -83,7 +84,7 @@ def eval_command(
     console.print(table)
     for name, task in result.tasks.items() if groups else ():
         for group, a in task.groups.items():
-            console.print(f"  {name}/{group}: {a.value:.3f} [{a.low:.3f}, {a.high:.3f}] (n={a.n})")
+            console.print(f"  {name}/{group}: {num(a.value)} {interval((a.low, a.high))} (n={a.n})")
     for name, task in result.tasks.items():
         if task.truncated_contexts:
             console.print(f"{name}: {task.truncated_contexts} contexts cut from the left to fit")
@@ -92,12 +93,14 @@ def eval_command(
         note = f" (leaves out the tasks at chance*: {', '.join(left_out)})" if left_out else ""
         if not result.informative:
             note = " (every task at chance*: their plain average, which carries no signal)"
-        console.print(f"downstream_avg = {result.downstream_avg:.4f}{note}")
-        console.print(f"downstream_bpb = {result.downstream_bpb:.4f} (gold bits per byte)")
+        console.print(f"downstream_avg = {num(result.downstream_avg, VALUE_DIGITS)}{note}")
+        bpb = num(result.downstream_bpb, VALUE_DIGITS)
+        console.print(f"downstream_bpb = {bpb} (gold bits per byte)")
     if result.heldout:
         h = result.heldout
         console.print(
-            f"held-out: {h.loss:.4f} nats/token, {h.bits_per_byte:.4f} bits/byte "
+            f"held-out: {num(h.loss, VALUE_DIGITS)} nats/token, "
+            f"{num(h.bits_per_byte, VALUE_DIGITS)} bits/byte "
             f"(window {h.window}, stride {h.stride}, context {h.context}, {h.windows} windows)"
         )
     if out:

@@ -18,10 +18,7 @@ from archaudit.cli.options import (
     load_plugin_modules,
     quiet_output,
 )
-from archaudit.formatting import num
-
-LOSS_DIGITS = 4
-"""A loss is shown to 4 significant digits: arms of one audit differ in the third."""
+from archaudit.formatting import VALUE_DIGITS, num
 
 
 @app.command()
@@ -152,6 +149,6 @@ def train(
     )
     log(
         f"[bold]{result.status}[/bold]: {'' if not arm else f'{arm}, '}{result.steps} steps, "
-        f"{result.tokens:,} tokens, {params}, loss {num(result.final_loss, LOSS_DIGITS)}, "
-        f"val {num(result.val_loss, LOSS_DIGITS)}, {result.tokens_per_s:,.0f} tok/s → {out}"
+        f"{result.tokens:,} tokens, {params}, loss {num(result.final_loss, VALUE_DIGITS)}, "
+        f"val {num(result.val_loss, VALUE_DIGITS)}, {result.tokens_per_s:,.0f} tok/s → {out}"
     )

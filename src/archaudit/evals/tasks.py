@@ -1,7 +1,7 @@
 """Tasks: items to score, the registry of task formats, and scoring a task into per-item results.
 
 A task format turns a file (or a generator) into `Item`s; every item is a few (context,
-continuation) requests. Two kinds of scoring cover all benchmarks:
+continuation) requests. Three kinds of scoring cover all benchmarks:
 
 - `choice`: the item is correct when its gold request has the highest log-likelihood (`acc`),
   or the highest per character of the continuation (`acc_norm`, as lm-evaluation-harness).

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from archaudit.formatting import MISSING, num, pvalue, signed
+from archaudit.formatting import MISSING, VALUE_DIGITS, num, pvalue, signed
 from archaudit.report import figures
 from archaudit.report.data import ArmRow, PowerCase, ReportData, Verdicts, bands
 from archaudit.report.figures import Figure
@@ -127,9 +127,11 @@ def _reference(v: Verdicts) -> str:
 
 def arm_lines(verdicts: Sequence[Verdicts]) -> list[str]:
     """One line per arm across metrics and scales, e.g. "post_ln: regressor on val_loss at both
-    scales; no downstream_avg effect detected (MDE 0.02 at d48)". A run's state (diverged,
-    incomplete) is said once per arm, not once per metric; arms with verdicts come first, then
-    nominal ones, then by their largest |Δ| in σ."""
+    scales; no downstream_avg effect detected (MDE 0.02 at d48)".
+
+    A run's state (diverged, incomplete) is said once per arm, not once per metric. Arms with
+    verdicts come first, then those with nominal results, then the rest by their largest |Δ|
+    in σ."""
     scales = list(dict.fromkeys(v.scale for v in verdicts))
     by_arm: dict[str, dict[str, list[tuple[str, ArmRow]]]] = defaultdict(lambda: defaultdict(list))
     for v in verdicts:
@@ -452,7 +454,7 @@ def routing(data: ReportData) -> Section:
             f"{r.dropped:.1%}",
             f"{num(r.entropy, 2)} of {num(math.log(len(r.load[0])), 2)}"
             if r.load
-            else num(r.entropy),
+            else num(r.entropy, VALUE_DIGITS),
             ", ".join(f"step {s} (layer {layer})" for s, layer in r.collapses) or "none",
         )
         for r in data.routing
@@ -523,8 +525,8 @@ def interactions(data: ReportData) -> Section:
                 tuple(
                     (
                         c.arm,
-                        num(c.observed),
-                        num(c.predicted),
+                        num(c.observed, VALUE_DIGITS),
+                        num(c.predicted, VALUE_DIGITS),
                         signed(c.interaction_sigmas, 2),
                         str(c.harmful_count),
                     )
@@ -657,8 +659,8 @@ def arm_table(data: ReportData) -> Section:
         blocks.append(
             Grid(
                 f"{v.metric} at {v.scale} ({'lower' if v.lower_is_better else 'higher'} is "
-                f"better): baseline {num(v.baseline_mean)} from {v.baseline_n} seeds, σ = "
-                f"{num(v.sigma)} ({v.sigma_dof} df), m = {v.m}, {v.correction} at "
+                f"better): baseline {num(v.baseline_mean, VALUE_DIGITS)} from {v.baseline_n} "
+                f"seeds, σ = {num(v.sigma)} ({v.sigma_dof} df), m = {v.m}, {v.correction} at "
                 f"α = {v.alpha}; design error rate {_design_fwer(v)} (noise panel's worst "
                 f"{_panel_worst(v)}).",
                 (
@@ -698,7 +700,7 @@ def _arm_row(a: ArmRow, notes: Sequence[str]) -> tuple[str, ...]:
         a.arm,
         a.family or MISSING,
         str(a.n_seeds),
-        num(a.mean) + sd,
+        num(a.mean, VALUE_DIGITS) + sd,
         signed(a.delta),
         interval,
         a.test or MISSING,
