@@ -27,6 +27,7 @@ from archaudit.cli.options import (
     quiet_output,
 )
 from archaudit.cli.report_cmd import report_audit
+from archaudit.formatting import VALUE_DIGITS, num, pvalue, signed
 
 if TYPE_CHECKING:
     from archaudit.audit.coordinator import AuditOutcome
@@ -362,7 +363,7 @@ def settled_table(family: FamilyResult, rule: SequentialRule) -> Table:
     design = sequential_design_rate(len(family.arms), rule)
     table = Table(
         title=f"{family.metric} at scale {family.scale} (sequential, Δ > 0 means better): "
-        f"σ = {family.sigma:.4g} (df {family.sigma_dof}), baseline n = {family.baseline_seeds}\n"
+        f"σ = {num(family.sigma)} (df {family.sigma_dof}), baseline n = {family.baseline_seeds}\n"
         + design.describe(),
         title_justify="left",
     )
@@ -370,7 +371,7 @@ def settled_table(family: FamilyResult, rule: SequentialRule) -> Table:
         table.add_column(column, justify="left" if column in ("arm", "verdict") else "right")
     for arm in family.arms:
         table.add_row(
-            arm.arm, str(arm.seeds), f"{arm.delta:+.4g}", f"{arm.t:+.2f}", f"{arm.p:.3g}",
+            arm.arm, str(arm.seeds), signed(arm.delta), signed(arm.t), pvalue(arm.p),
             arm.verdict, arm.stopped,
         )  # fmt: skip
     return table
@@ -536,7 +537,9 @@ def tune_baseline(
         table.add_column(column, justify="right")
     for point in sorted(outcome.points, key=lambda p: (p.lr, p.warmup_frac)):
         mark = "← chosen" if point == outcome.best else ""
-        table.add_row(f"{point.lr:g}", f"{point.warmup_frac:g}", f"{point.mean:.4f}", mark)
+        table.add_row(
+            f"{point.lr:g}", f"{point.warmup_frac:g}", num(point.mean, VALUE_DIGITS), mark
+        )
     console = Console()
     show(table)
     where = f"written into {outcome.audit_file}" if outcome.audit_file else "not written"
@@ -564,8 +567,8 @@ def rerun(
     console = Console()
     for name, diffs in (("curve", report.curve_max_abs_diff), ("metric", report.metric_abs_diff)):
         for key, value in diffs.items():
-            console.print(f"{name} {key}: max |Δ| = {value:.3g}")
-    verdict = "bit-identical" if report.bit_identical else f"max |Δ| = {report.max_abs_diff:.3g}"
+            console.print(f"{name} {key}: max |Δ| = {num(value)}")
+    verdict = "bit-identical" if report.bit_identical else f"max |Δ| = {num(report.max_abs_diff)}"
     console.print(f"{report.steps_compared} steps compared: {verdict} → {report.rerun_dir}")
 
 
