@@ -1,5 +1,7 @@
-"""Everything the report shows, gathered into plain dataclasses: the ONE place that talks to
-`archaudit.stats` and reads audit directories.
+"""Everything the report shows, gathered into plain dataclasses: the one place that runs
+`archaudit.stats` and reads audit directories. The other report modules take only names from
+stats (the verdict labels, what a correction's error rate is called) and build.py its table
+loader.
 
 The report never computes a statistic: verdicts, intervals, error rates, decoupling, transfer,
 interactions and power all come from `archaudit.stats`, typed (`Judgement`, ...). A value stats
