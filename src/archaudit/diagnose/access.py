@@ -251,7 +251,7 @@ class HFView(ModelView):
     model: Any
     """A transformers `PreTrainedModel`: its parts are found by name, per architecture."""
 
-    def __init__(self, scoring: HFCausalLM) -> None:
+    def __init__(self, scoring: HFCausalLM) -> None:  # the base's, for an HF model only
         super().__init__(scoring)
 
     def layers(self) -> list[nn.Module]:
