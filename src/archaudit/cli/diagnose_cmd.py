@@ -14,6 +14,7 @@ from archaudit.formatting import VALUE_DIGITS, interval, num, pvalue, signed
 
 if TYPE_CHECKING:
     from archaudit.diagnose.bottleneck import Distribution
+    from archaudit.diagnose.run import PruneResult
 
 diagnose_app = typer.Typer(
     no_args_is_help=True,
@@ -257,13 +258,15 @@ def prune(
         device=torch_device(device),
         figure=not no_figure,
     )
+    _finish(result, written, json_out, _prune_lines(result, method))
+
+
+def _prune_lines(result: PruneResult, method: str) -> list[str]:
+    """What pruning removed, then each model state's held-out loss (and suite, TTS curves)."""
+    merged = result.plan.merged_into
     lines = [
         f"{result.model}: {method} removes layers {list(result.plan.removed)}"
-        + (
-            f" (merged into {result.plan.merged_into})"
-            if result.plan.merged_into is not None
-            else ""
-        )
+        + (f" (merged into {merged})" if merged is not None else "")
     ]
     for state in result.states:
         held = num(state.heldout_loss, VALUE_DIGITS)
@@ -276,7 +279,7 @@ def prune(
             lines.append("    best-of-N " + _pairs(t.ns, t.best_of_n))
             lines.append("    majority  " + _pairs(t.ns, t.majority_vote))
             lines.append("    budget    " + _pairs(t.budgets, t.budget_accuracy))
-    _finish(result, written, json_out, lines)
+    return lines
 
 
 def _pairs(xs: list[int], ys: list[float]) -> str:

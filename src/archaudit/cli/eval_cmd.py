@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -20,6 +20,9 @@ from archaudit.cli.options import (
     torch_device,
 )
 from archaudit.formatting import MISSING, VALUE_DIGITS, interval, num
+
+if TYPE_CHECKING:
+    from archaudit.evals.suites import SuiteResult
 
 
 @app.command("eval")
@@ -70,6 +73,12 @@ def eval_command(
     if json_:
         typer.echo(result.to_json(include_items=False))
         return
+    _print_result(result, groups=groups, out=out)
+
+
+def _print_result(result: SuiteResult, *, groups: bool, out: Path | None) -> None:
+    """The suite's table, then per-group accuracy (with --groups), cut contexts, the macro
+    averages and the held-out loss."""
     table = Table(title=f"{result.model} on suite {result.suite!r} ({result.seconds:.0f} s)")
     for column in ("task", "n", "acc [95% CI]", "acc_norm [95% CI]", "metric"):
         table.add_column(column, justify="left" if column == "task" else "right")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,6 +19,21 @@ from archaudit.cli.options import (
     quiet_output,
 )
 from archaudit.formatting import VALUE_DIGITS, num
+
+if TYPE_CHECKING:
+    from archaudit.train.trainer import TrainResult
+
+SUMMARY = (
+    "status",
+    "steps",
+    "tokens",
+    "final_loss",
+    "val_loss",
+    "tokens_per_s",
+    "params",
+    "active_params",
+)
+"""The fields of the result that `--json` prints (beside the arm, the folder and the metrics)."""
 
 
 @app.command()
@@ -127,27 +142,19 @@ def train(
         typer.echo(
             f"already finished: {out} holds this run's result; nothing was trained", err=True
         )
-    summary = {
-        k: getattr(result, k)
-        for k in (
-            "status",
-            "steps",
-            "tokens",
-            "final_loss",
-            "val_loss",
-            "tokens_per_s",
-            "params",
-            "active_params",
-        )
-    }
+    summary = {k: getattr(result, k) for k in SUMMARY}
     if json_:
         emit(summary | {"arm": arm or "baseline", "out": out, "metrics": metrics})
         return
+    log(_summary_line(result, arm, out))
+
+
+def _summary_line(result: TrainResult, arm: str | None, out: Path) -> str:
     active = result.active_params
     params = f"{result.params:,} params" + (
         f" ({active:,} active)" if active and active != result.params else ""
     )
-    log(
+    return (
         f"[bold]{result.status}[/bold]: {'' if not arm else f'{arm}, '}{result.steps} steps, "
         f"{result.tokens:,} tokens, {params}, loss {num(result.final_loss, VALUE_DIGITS)}, "
         f"val {num(result.val_loss, VALUE_DIGITS)}, {result.tokens_per_s:,.0f} tok/s → {out}"
