@@ -33,18 +33,25 @@ def eval_command(
             help="Run/checkpoint directory, Hugging Face directory, .gguf file, or KIND:PATH."
         ),
     ],
-    suite: Annotated[str, typer.Option(help="Built-in suite name or suite TOML file.")] = "demo",
-    limit: Annotated[int | None, typer.Option(help="Items per task (overrides the suite).")] = None,
+    suite: Annotated[
+        str, typer.Option("--suite", help="Built-in suite name or suite TOML file.")
+    ] = "demo",
+    limit: Annotated[
+        int | None, typer.Option("--limit", help="Items per task (overrides the suite).")
+    ] = None,
     json_: Json = False,
     out: Annotated[
-        Path | None, typer.Option(help="Write the full result, per-item outputs included, here.")
+        Path | None,
+        typer.Option("--out", help="Write the full result, per-item outputs included, here."),
     ] = None,
     data_root: Annotated[
         Path | None,
-        typer.Option(help="Benchmark data root [default: $ARCHAUDIT_DATA or ../shared/data]."),
+        typer.Option(
+            "--data-root", help="Benchmark data root [default: $ARCHAUDIT_DATA or ../shared/data]."
+        ),
     ] = None,
     device: Device = "",
-    batch_size: Annotated[int, typer.Option(help="Rows per forward pass.")] = 32,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Rows per forward pass.")] = 32,
     groups: Annotated[
         bool,
         typer.Option("--groups", help="Also print accuracy per group (paradigm, length × depth)."),
