@@ -1,7 +1,8 @@
 """How numbers are written for people: the one formatter of the CLI's tables and the report.
 
 A missing or non-finite value is written as an em dash, so that a blank cell never reads as 0.
-Numbers keep three significant digits unless a caller asks for more.
+Numbers keep three significant digits unless a caller asks for more (`VALUE_DIGITS` for a
+metric's own value).
 """
 
 from __future__ import annotations
@@ -10,6 +11,9 @@ import math
 
 MISSING = "—"
 DIGITS = 3
+VALUE_DIGITS = 4
+"""A metric's own value (a loss, an arm's mean) keeps 4: the arms of one audit often differ only
+in the third digit, which their Δ then shows with 3 of its own."""
 SMALLEST_P = 1e-300
 """Below this a p-value has underflowed to 0 in floating point; it is written "< 1e-300"."""
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -46,17 +48,18 @@ def warn(message: str) -> None:
 
 
 class _Bar:
-    def __init__(self, progress: Progress | None, task: int | None) -> None:
+    def __init__(self, progress: Progress | None, task: TaskID | None) -> None:
         self._progress, self._task = progress, task
 
-    def update(self, advance: int = 0, **fields: object) -> None:
+    # `Any`, as rich types a task's fields: they are the values `stats` formats.
+    def update(self, advance: int = 0, **fields: Any) -> None:
         if self._progress is not None and self._task is not None:
             self._progress.update(self._task, advance=advance, **fields)
 
 
 @contextmanager
 def progress(
-    description: str, total: int, *, completed: int = 0, stats: str = "", **fields: object
+    description: str, total: int, *, completed: int = 0, stats: str = "", **fields: Any
 ) -> Iterator[_Bar]:
     """A progress bar with ETA; `stats` is a format string over `fields` (initial values, e.g.
     loss=float("nan")) that `update` refreshes, e.g. "loss {task.fields[loss]:.3f}".

@@ -33,12 +33,23 @@ def test_init_writes_a_commented_file_that_plans(tmp_path: Path):
 
 def test_init_with_a_suite(tmp_path: Path):
     path = tmp_path / "a.toml"
-    CliRunner().invoke(app, ["init", str(path), "--suite", "olmpool"])
+    CliRunner().invoke(app, ["init", str(path), "--arms", "suite:olmpool"])
     assert tomllib.loads(path.read_text())["arms"] == ["suite:olmpool"]
     plan = make_plan(load_audit(path, ['eval.suite=""']))
     assert {r.mods for r in plan.runs} == set(get_suite("olmpool")) | {"baseline"}
-    bad = CliRunner().invoke(app, ["init", str(tmp_path / "b.toml"), "--suite", "olmpol"])
+    bad = CliRunner().invoke(app, ["init", str(tmp_path / "b.toml"), "--arms", "suite:olmpol"])
     assert "did you mean 'olmpool'" in str(bad.exception)
+
+
+def test_init_arms_name_arms_as_the_audit_file_does(tmp_path: Path):
+    """`init --arms` takes what the file's `arms` list takes: names, compositions, suites."""
+    path = tmp_path / "a.toml"
+    args = ["init", str(path), "--arms", "qk_norm,qk_norm+geglu", "--arms", "suite:olmpool"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    assert tomllib.loads(path.read_text())["arms"] == ["qk_norm", "qk_norm+geglu", "suite:olmpool"]
+    bad = CliRunner().invoke(app, ["init", str(tmp_path / "b.toml"), "--arms", "qk_nrom"])
+    assert "did you mean 'qk_norm'" in str(bad.exception)
+    assert not (tmp_path / "b.toml").exists()
 
 
 @pytest.mark.skipif("demo" not in builtin_suites(), reason="the evals `demo` suite is missing")

@@ -170,6 +170,33 @@ def test_init_suite_help_lists_the_suites_and_a_bad_name_lists_them_too() -> Non
         CliRunner().invoke(app, ["init", "--help"], env={"COLUMNS": "250"}).stdout.split()
     )
     assert all(name in shown for name in SUITE_NAMES)
-    result = CliRunner().invoke(app, ["init", "x.toml", "--suite", "audit2025"])
+    result = CliRunner().invoke(app, ["init", "x.toml", "--arms", "suite:audit2025"])
     assert result.exit_code != 0
     assert "suites: " + ", ".join(SUITE_NAMES) in str(result.exception)
+
+
+def test_every_command_declares_its_options_in_one_style() -> None:
+    """Issue 26: one typer option style. A parameter says `name: Annotated[T, typer.Option(
+    "--flag", ...)] = default`, never `name: T = typer.Option(default, ...)` (audit_cmd and
+    others did), and every option names its flag (eval's took them from the parameter)."""
+    import ast
+
+    cli = Path(__file__).parents[2] / "src" / "archaudit" / "cli"
+    old_style = []
+    for path in sorted(cli.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef):
+                defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]
+                old_style += [
+                    f"{path.name}:{d.lineno}"
+                    for d in defaults
+                    if isinstance(d, ast.Call) and ast.unparse(d.func).startswith("typer.")
+                ]
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                shared = ast.unparse(node.value.func) in ("typer.Option", "typer.Argument")
+                old_style += [f"{path.name}:{node.lineno}"] if shared else []
+            elif isinstance(node, ast.Call) and ast.unparse(node.func) == "typer.Option":
+                first = node.args[0] if node.args else None
+                named = isinstance(first, ast.Constant) and str(first.value).startswith("-")
+                old_style += [] if named else [f"{path.name}:{node.lineno} (no flag name)"]
+    assert not old_style, f"options outside Annotated[...] or unnamed: {old_style}"

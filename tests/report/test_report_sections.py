@@ -273,3 +273,22 @@ def test_the_answer_says_nominal_results_orders_by_importance_and_names_each_mde
     assert lines.index(softpick) == 1  # nominal next, before the arms with nothing
     quiet = next(line for line in lines if line.startswith("geglu"))
     assert " at d48" in quiet.split("MDE", 1)[1] and " at d64" in quiet.split("MDE", 1)[1]
+
+
+def test_numbers_are_written_by_the_one_formatter(csv_report: Report):
+    """Issue 26: the report writes numbers as the CLI's tables do (archaudit/formatting.py). A
+    small design error rate keeps its digits instead of reading as 0.000 (the old `.3f`)."""
+    import dataclasses
+
+    from archaudit.formatting import VALUE_DIGITS, num, pvalue, signed
+    from archaudit.report.sections import arm_table, funnel
+
+    grids = [b for b in arm_table(csv_report.data).blocks if isinstance(b, Grid)]
+    for v, grid in zip(csv_report.data.verdicts, grids, strict=True):
+        for a, row in zip(v.arms, grid.rows, strict=True):
+            cells = dict(zip(grid.columns, row, strict=True))
+            assert cells["mean ± sd"].startswith(num(a.mean, VALUE_DIGITS))
+            assert (cells["Δ"], cells["p"]) == (signed(a.delta), pvalue(a.p))
+    tiny = dataclasses.replace(csv_report.data.verdicts[0], design_fwer=0.0004)
+    (row,) = funnel([tiny]).rows
+    assert row[8].startswith("0.0004 ")

@@ -3,31 +3,38 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from string import Template
 
+from archaudit.audit.spec import SUITE_PREFIX
 from archaudit.errors import ConfigError
 
 TEMPLATE = Path(__file__).with_name("templates") / "audit.toml"
 DEFAULT_ARMS = ("qk_norm", "softpick", "post_ln", "geglu")
 
 
-def starter_text(path: Path, *, suite: str | None = None) -> str:
-    """The starter file for `path`; with `suite`, its arms are that modification suite."""
-    if suite is not None:
-        from archaudit.mods import get_suite
+def starter_text(path: Path, *, arms: Sequence[str] = DEFAULT_ARMS) -> str:
+    """The starter file for `path`, with these arms: modification names, compositions (a+b)
+    or `suite:NAME` for a modification suite. An unknown one fails here, with did-you-mean."""
+    from archaudit.mods import get_suite, resolve_arm
 
-        get_suite(suite)  # an unknown suite fails here with did-you-mean
-    arms = [f"suite:{suite}"] if suite else list(DEFAULT_ARMS)
+    for entry in arms:
+        if entry.startswith(SUITE_PREFIX):
+            get_suite(entry.removeprefix(SUITE_PREFIX))
+        else:
+            resolve_arm(entry)
     return Template(TEMPLATE.read_text()).substitute(
-        name=path.stem, arms=json.dumps(arms), file=path.name
+        name=path.stem, arms=json.dumps(list(arms)), file=path.name
     )
 
 
-def write_starter(path: str | Path, *, suite: str | None = None, force: bool = False) -> Path:
+def write_starter(
+    path: str | Path, *, arms: Sequence[str] = DEFAULT_ARMS, force: bool = False
+) -> Path:
     path = Path(path)
     if path.exists() and not force:
         raise ConfigError(f"{path} exists; choose another name or pass --force to overwrite it")
-    text = starter_text(path, suite=suite)
+    text = starter_text(path, arms=arms)
     path.write_text(text)
     return path

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 import typer.core
 
@@ -10,12 +12,14 @@ from archaudit.cli.options import Plugins, load_plugin_modules
 _option_type = typer.core.TyperOption.display_type_rich
 
 
-def _flag_type(self: typer.core.TyperOption, ctx: typer.Context) -> str | None:
-    """A flag takes no value, so --help shows no type for it (typer 0.2x writes `<bool>`)."""
+def _flag_type(self: typer.core.TyperOption, ctx: Any) -> str | None:
+    """A flag takes no value, so --help shows no type for it (typer 0.2x writes `<bool>`).
+    `ctx` is the click context of typer's private copy of click, hence `Any`."""
     return None if self.is_flag else _option_type(self, ctx)
 
 
-typer.core.TyperOption.display_type_rich = _flag_type  # the one patch of typer, for --help
+# The one patch of typer, for --help; mypy rightly flags a method replaced at run time.
+typer.core.TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign]
 
 app = typer.Typer(
     name="archaudit",

@@ -10,7 +10,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -27,6 +27,7 @@ from archaudit.cli.options import (
     quiet_output,
 )
 from archaudit.cli.report_cmd import report_audit
+from archaudit.formatting import VALUE_DIGITS, num, pvalue, signed
 
 if TYPE_CHECKING:
     from archaudit.audit.coordinator import AuditOutcome
@@ -42,16 +43,20 @@ if TYPE_CHECKING:
     from archaudit.audit.sequential import FamilyResult, SettledAudit
     from archaudit.stats.sequential import SequentialRule
 
-OVERRIDES = typer.Option(
-    [], "--set", help="Override one audit value, e.g. --set recipe.lr=1e-3 (repeatable)."
-)
-RUNS_DIR = typer.Option(
-    None,
-    "--runs-dir",
-    # rich's markup would read "[...]" and "<audit>" as tags: escape the bracket, spell the rest.
-    help="Where runs/\\<audit>/ goes \\[default: runs/ beside the audit file].",
-)
-STRICT = typer.Option(False, "--strict", help="Protocol warnings (R5–R7) become errors.")
+Overrides = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="Override one audit value, e.g. --set recipe.lr=1e-3 (repeatable)."),
+]
+RunsDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--runs-dir",
+        # rich's markup would read "[...]" and "<audit>" as tags: escape the bracket, spell
+        # the rest.
+        help="Where runs/\\<audit>/ goes \\[default: runs/ beside the audit file].",
+    ),
+]
+Strict = Annotated[bool, typer.Option("--strict", help="Protocol warnings (R5–R7) become errors.")]
 
 
 def show(table: Table) -> None:
@@ -64,28 +69,38 @@ def show(table: Table) -> None:
     console.print(table)
 
 
-AUDIT_FILE = typer.Argument(..., help="The audit file (TOML).")
+AuditFile = Annotated[Path, typer.Argument(help="The audit file (TOML).")]
 SUITE_NAMES = ("audit2026", "foundations", "modern", "narang2021", "olmpool")
 """The suites of mods/suites.py, spelled here so that --help needs no import of the catalogue
 (a test checks that they agree)."""
-AUDIT_TARGET = typer.Argument(..., help="The audit file or its directory (runs/\\<audit>).")
+AuditTarget = Annotated[
+    Path, typer.Argument(help="The audit file or its directory (runs/\\<audit>).")
+]
 
 
 @app.command()
 def init(
-    path: Path = typer.Argument(Path("audit.toml"), help="The audit file to write."),
-    suite: str | None = typer.Option(
-        None, "--suite", help=f"Arms = this modification suite: {', '.join(SUITE_NAMES)}."
-    ),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
+    path: Annotated[Path, typer.Argument(help="The audit file to write.")] = Path("audit.toml"),
+    arms: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--arms",
+            metavar="ARMS",
+            help="The audit's arms (repeatable or comma-separated): modifications, compositions "
+            f"(a+b) or suite:NAME for a modification suite ({', '.join(SUITE_NAMES)}) "
+            "\\[default: four example arms].",
+        ),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
     """Write a commented starter audit file."""
-    from archaudit.audit.starter import write_starter
+    from archaudit.audit.starter import DEFAULT_ARMS, write_starter
 
     quiet_output(quiet, json_)
-    written = write_starter(path, suite=suite, force=force)
+    chosen = [name for value in arms or () for name in value.split(",") if name]
+    written = write_starter(path, arms=chosen or DEFAULT_ARMS, force=force)
     if json_:
         emit({"written": written, "next": f"archaudit plan {written}"})
         return
@@ -94,22 +109,34 @@ def init(
 
 @app.command()
 def plan(
-    audit: Path = AUDIT_FILE,
-    overrides: list[str] = OVERRIDES,
-    runs_dir: Path | None = RUNS_DIR,
-    strict: bool = STRICT,
-    probe: bool = typer.Option(True, "--probe/--no-probe", help="Time a few training steps."),
+    audit: AuditFile,
+    overrides: Overrides = None,
+    runs_dir: RunsDir = None,
+    strict: Strict = False,
+    probe: Annotated[
+        bool, typer.Option("--probe/--no-probe", help="Time a few training steps.")
+    ] = True,
     json_: Json = False,
     quiet: Quiet = False,
     plugin: Plugins = None,
-    until_settled: bool = typer.Option(
-        False, "--until-settled", help="Also estimate the sequential design's runs and time."
-    ),
-    max_seeds: int | None = typer.Option(None, "--max-seeds", help="Sequential: seeds per arm."),
-    sigma: float | None = typer.Option(None, "--sigma", help="Seed σ of the primary metric."),
-    effects: str = typer.Option(
-        "", "--effects", help="Planted effects, e.g. 3,3,8 (in σ; metric units with --sigma)."
-    ),
+    until_settled: Annotated[
+        bool,
+        typer.Option(
+            "--until-settled", help="Also estimate the sequential design's runs and time."
+        ),
+    ] = False,
+    max_seeds: Annotated[
+        int | None, typer.Option("--max-seeds", help="Sequential: seeds per arm.")
+    ] = None,
+    sigma: Annotated[
+        float | None, typer.Option("--sigma", help="Seed σ of the primary metric.")
+    ] = None,
+    effects: Annotated[
+        str,
+        typer.Option(
+            "--effects", help="Planted effects, e.g. 3,3,8 (in σ; metric units with --sigma)."
+        ),
+    ] = "",
 ) -> None:
     """Show the grid (arms × scales × seeds), parameters, tokens and estimated training time.
     With `--until-settled`, also the expected runs and time of the sequential design next to
@@ -121,7 +148,7 @@ def plan(
 
     quiet_output(quiet, json_)
     load_plugin_modules(plugin)
-    grid = make_plan(load_audit(audit, overrides, runs_dir=runs_dir), strict=strict)
+    grid = make_plan(load_audit(audit, overrides or (), runs_dir=runs_dir), strict=strict)
     summary = plan_summary(grid, probe=probe)
     if until_settled or grid.spec.seeds.policy == "sequential":
         estimate = _sequential_estimate(grid, summary, max_seeds, sigma, effects)
@@ -223,19 +250,35 @@ def _sequential_line(estimate: SequentialEstimate) -> str:
 
 @app.command()
 def run(
-    audit: Path = AUDIT_FILE,
-    executor: str | None = typer.Option(None, "--executor", help="local | ray | slurm."),
-    workers: int | None = typer.Option(None, "--workers", help="Runs at the same time."),
-    tracker: str | None = typer.Option(None, "--tracker", help="tensorboard | wandb."),
-    until_settled: bool = typer.Option(
-        False, "--until-settled", help='Add seeds until the verdicts settle (policy "sequential").'
-    ),
-    max_seeds: int | None = typer.Option(None, "--max-seeds", help="Sequential: seeds per arm."),
-    budget_runs: int | None = typer.Option(None, "--budget-runs", help="Sequential: max runs."),
-    budget_hours: float | None = typer.Option(None, "--budget-hours", help="Sequential: hours."),
-    overrides: list[str] = OVERRIDES,
-    runs_dir: Path | None = RUNS_DIR,
-    strict: bool = STRICT,
+    audit: AuditFile,
+    executor: Annotated[str | None, typer.Option("--executor", help="local | ray | slurm.")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", help="Runs at the same time.")] = None,
+    tracker: Annotated[
+        str | None,
+        typer.Option(
+            "--tracker",
+            help="Mirror each run to tensorboard | wandb | mlflow (its own extra) "
+            "\\[default: the audit file's `tracker`].",
+        ),
+    ] = None,
+    until_settled: Annotated[
+        bool,
+        typer.Option(
+            "--until-settled", help='Add seeds until the verdicts settle (policy "sequential").'
+        ),
+    ] = False,
+    max_seeds: Annotated[
+        int | None, typer.Option("--max-seeds", help="Sequential: seeds per arm.")
+    ] = None,
+    budget_runs: Annotated[
+        int | None, typer.Option("--budget-runs", help="Sequential: max runs.")
+    ] = None,
+    budget_hours: Annotated[
+        float | None, typer.Option("--budget-hours", help="Sequential: hours.")
+    ] = None,
+    overrides: Overrides = None,
+    runs_dir: RunsDir = None,
+    strict: Strict = False,
     json_: Json = False,
     quiet: Quiet = False,
     plugin: Plugins = None,
@@ -252,7 +295,7 @@ def run(
     quiet_output(quiet, json_)
     load_plugin_modules(plugin)
     live = not (quiet or json_)
-    grid = make_plan(load_audit(audit, overrides, runs_dir=runs_dir), strict=strict)
+    grid = make_plan(load_audit(audit, overrides or (), runs_dir=runs_dir), strict=strict)
     with resume_hint():
         document: dict[str, object] = {}
         if until_settled or grid.spec.seeds.policy == "sequential":
@@ -328,7 +371,7 @@ def settled_table(family: FamilyResult, rule: SequentialRule) -> Table:
     design = sequential_design_rate(len(family.arms), rule)
     table = Table(
         title=f"{family.metric} at scale {family.scale} (sequential, Δ > 0 means better): "
-        f"σ = {family.sigma:.4g} (df {family.sigma_dof}), baseline n = {family.baseline_seeds}\n"
+        f"σ = {num(family.sigma)} (df {family.sigma_dof}), baseline n = {family.baseline_seeds}\n"
         + design.describe(),
         title_justify="left",
     )
@@ -336,7 +379,7 @@ def settled_table(family: FamilyResult, rule: SequentialRule) -> Table:
         table.add_column(column, justify="left" if column in ("arm", "verdict") else "right")
     for arm in family.arms:
         table.add_row(
-            arm.arm, str(arm.seeds), f"{arm.delta:+.4g}", f"{arm.t:+.2f}", f"{arm.p:.3g}",
+            arm.arm, str(arm.seeds), signed(arm.delta), signed(arm.t), pvalue(arm.p),
             arm.verdict, arm.stopped,
         )  # fmt: skip
     return table
@@ -344,14 +387,29 @@ def settled_table(family: FamilyResult, rule: SequentialRule) -> Table:
 
 @app.command("run-one")
 def run_one(
-    run_dir: Path = typer.Argument(..., help="A run directory (with run.json)."),
-    threads: int = typer.Option(0, "--threads", help="Torch threads (0 = the recipe's)."),
+    run_dir: Annotated[Path, typer.Argument(help="A run directory (with run.json).")],
+    threads: Annotated[
+        int, typer.Option("--threads", help="Torch threads (0 = the recipe's).")
+    ] = 0,
     device: Device = "",
-    ranks: int = typer.Option(1, "--ranks", help="Processes; > 1 trains under torchrun."),
-    tracker: str = typer.Option("", "--tracker", help="tensorboard | wandb."),
-    heartbeat: float = typer.Option(15.0, "--heartbeat", help="Seconds between heartbeats."),
-    stale_after: float = typer.Option(120.0, "--stale-after", help="Take over older claims."),
-    train_only: bool = typer.Option(False, "--train-only", help="Internal: one torchrun rank."),
+    ranks: Annotated[
+        int, typer.Option("--ranks", help="Processes; > 1 trains under torchrun.")
+    ] = 1,
+    tracker: Annotated[
+        str,
+        typer.Option(
+            "--tracker", help="Mirror the run to tensorboard | wandb | mlflow (its own extra)."
+        ),
+    ] = "",
+    heartbeat: Annotated[
+        float, typer.Option("--heartbeat", help="Seconds between heartbeats.")
+    ] = 15.0,
+    stale_after: Annotated[
+        float, typer.Option("--stale-after", help="Take over older claims.")
+    ] = 120.0,
+    train_only: Annotated[
+        bool, typer.Option("--train-only", help="Internal: one torchrun rank.")
+    ] = False,
     json_: Json = False,
     quiet: Quiet = False,
     plugin: Plugins = None,
@@ -384,10 +442,12 @@ def run_one(
 
 @app.command()
 def status(
-    audit: Path = AUDIT_TARGET,
+    audit: AuditTarget,
     json_: Json = False,
     quiet: Quiet = False,
-    report: bool = typer.Option(False, "--report", help="Also write a (partial) report.html."),
+    report: Annotated[
+        bool, typer.Option("--report", help="Also write a (partial) report.html.")
+    ] = False,
 ) -> None:
     """Where the audit stands: runs per arm and state (refreshes the index and CSV exports)."""
     from archaudit.audit.live import arm_table, progress_of
@@ -416,8 +476,10 @@ def status(
 
 @app.command()
 def index(
-    audit: Path = AUDIT_TARGET,
-    rebuild: bool = typer.Option(False, "--rebuild", help="Start from an empty index file."),
+    audit: AuditTarget,
+    rebuild: Annotated[
+        bool, typer.Option("--rebuild", help="Start from an empty index file.")
+    ] = False,
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
@@ -436,15 +498,21 @@ def index(
 
 @app.command("tune-baseline")
 def tune_baseline(
-    audit: Path = typer.Argument(..., help="The audit file (TOML); its [recipe] is updated."),
-    lr: list[float] = typer.Option([], "--lr", help="Peak LRs [default: current × ¼…4]."),
-    warmup: list[float] = typer.Option([], "--warmup", help="Warmup fractions to sweep too."),
-    seeds: int = typer.Option(1, "--seeds", help="Seeds per sweep point."),
-    executor: str | None = typer.Option(None, "--executor", help="local | ray | slurm."),
-    workers: int | None = typer.Option(None, "--workers", help="Runs at the same time."),
-    write: bool = typer.Option(True, "--write/--dry-run", help="Write the choice into AUDIT."),
-    overrides: list[str] = OVERRIDES,
-    runs_dir: Path | None = RUNS_DIR,
+    audit: Annotated[Path, typer.Argument(help="The audit file (TOML); its [recipe] is updated.")],
+    lr: Annotated[
+        list[float] | None, typer.Option("--lr", help="Peak LRs [default: current × ¼…4].")
+    ] = None,
+    warmup: Annotated[
+        list[float] | None, typer.Option("--warmup", help="Warmup fractions to sweep too.")
+    ] = None,
+    seeds: Annotated[int, typer.Option("--seeds", help="Seeds per sweep point.")] = 1,
+    executor: Annotated[str | None, typer.Option("--executor", help="local | ray | slurm.")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", help="Runs at the same time.")] = None,
+    write: Annotated[
+        bool, typer.Option("--write/--dry-run", help="Write the choice into AUDIT.")
+    ] = True,
+    overrides: Overrides = None,
+    runs_dir: RunsDir = None,
     json_: Json = False,
     quiet: Quiet = False,
     plugin: Plugins = None,
@@ -457,10 +525,10 @@ def tune_baseline(
     load_plugin_modules(plugin)
     outcome = sweep(
         audit,
-        lrs=lr,
-        warmups=warmup,
+        lrs=lr or (),
+        warmups=warmup or (),
         seeds=seeds,
-        overrides=overrides,
+        overrides=overrides or (),
         runs_dir=runs_dir,
         executor=executor,
         workers=workers,
@@ -477,7 +545,9 @@ def tune_baseline(
         table.add_column(column, justify="right")
     for point in sorted(outcome.points, key=lambda p: (p.lr, p.warmup_frac)):
         mark = "← chosen" if point == outcome.best else ""
-        table.add_row(f"{point.lr:g}", f"{point.warmup_frac:g}", f"{point.mean:.4f}", mark)
+        table.add_row(
+            f"{point.lr:g}", f"{point.warmup_frac:g}", num(point.mean, VALUE_DIGITS), mark
+        )
     console = Console()
     show(table)
     where = f"written into {outcome.audit_file}" if outcome.audit_file else "not written"
@@ -486,7 +556,7 @@ def tune_baseline(
 
 @app.command()
 def rerun(
-    run_dir: Path = typer.Argument(..., help="A finished run directory."),
+    run_dir: Annotated[Path, typer.Argument(help="A finished run directory.")],
     device: Device = "",
     json_: Json = False,
     quiet: Quiet = False,
@@ -505,16 +575,18 @@ def rerun(
     console = Console()
     for name, diffs in (("curve", report.curve_max_abs_diff), ("metric", report.metric_abs_diff)):
         for key, value in diffs.items():
-            console.print(f"{name} {key}: max |Δ| = {value:.3g}")
-    verdict = "bit-identical" if report.bit_identical else f"max |Δ| = {report.max_abs_diff:.3g}"
+            console.print(f"{name} {key}: max |Δ| = {num(value)}")
+    verdict = "bit-identical" if report.bit_identical else f"max |Δ| = {num(report.max_abs_diff)}"
     console.print(f"{report.steps_compared} steps compared: {verdict} → {report.rerun_dir}")
 
 
 @app.command()
 def demo(
-    runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", help="Where runs/demo/ goes."),
-    workers: int | None = typer.Option(None, "--workers", help="Runs at the same time."),
-    overrides: list[str] = OVERRIDES,
+    runs_dir: Annotated[Path, typer.Option("--runs-dir", help="Where runs/demo/ goes.")] = Path(
+        "runs"
+    ),
+    workers: Annotated[int | None, typer.Option("--workers", help="Runs at the same time.")] = None,
+    overrides: Overrides = None,
     json_: Json = False,
     quiet: Quiet = False,
     plugin: Plugins = None,
@@ -528,7 +600,7 @@ def demo(
     load_plugin_modules(plugin)
     with resume_hint():
         outcome = run_demo(
-            runs_dir, workers=workers, overrides=overrides, live=not (quiet or json_)
+            runs_dir, workers=workers, overrides=overrides or (), live=not (quiet or json_)
         )
     settled = outcome.settled
     tables = (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -17,20 +18,28 @@ app.add_typer(data_app, name="data")
 
 @data_app.command("prepare")
 def prepare_command(
-    source: str = typer.Argument(
-        ...,
-        help="A .txt/.jsonl/.parquet file, a folder of them, nanoGPT .bin token files, a "
-        "`save_to_disk` dataset folder, or hf:NAME[:SPLIT] (the `hf` extra).",
-    ),
-    tokenizer: str = typer.Option(
-        "byte",
-        "--tokenizer",
-        help="byte | bpe:\\<V> | gpt2:\\<dir> | hf:\\<dir> (as recipe.tokenizer).",
-    ),
-    out: Path = typer.Option(..., "--out", help="Folder for shard-*.bin and index.json."),
-    workers: int = typer.Option(1, "--workers", help="Tokenizing processes."),
-    shard_tokens: int = typer.Option(100_000_000, "--shard-tokens", help="Tokens per shard."),
-    text_field: str = typer.Option("text", "--text-field", help="Text column of .jsonl/parquet."),
+    source: Annotated[
+        str,
+        typer.Argument(
+            help="A .txt/.jsonl/.parquet file, a folder of them, nanoGPT .bin token files, a "
+            "`save_to_disk` dataset folder, or hf:NAME[:SPLIT] (the `hf` extra)."
+        ),
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Folder for shard-*.bin and index.json.")],
+    tokenizer: Annotated[
+        str,
+        typer.Option(
+            "--tokenizer",
+            help="byte | bpe:\\<V> | gpt2:\\<dir> | hf:\\<dir> (as recipe.tokenizer).",
+        ),
+    ] = "byte",
+    workers: Annotated[int, typer.Option("--workers", help="Tokenizing processes.")] = 1,
+    shard_tokens: Annotated[
+        int, typer.Option("--shard-tokens", help="Tokens per shard.")
+    ] = 100_000_000,
+    text_field: Annotated[
+        str, typer.Option("--text-field", help="Text column of .jsonl/parquet.")
+    ] = "text",
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:

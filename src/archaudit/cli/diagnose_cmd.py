@@ -4,12 +4,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from archaudit.cli.app import app
 from archaudit.cli.options import Device, Json, Quiet, emit, quiet_output, torch_device
+from archaudit.formatting import VALUE_DIGITS, interval, num, pvalue, signed
+
+if TYPE_CHECKING:
+    from archaudit.diagnose.bottleneck import Distribution
+    from archaudit.diagnose.run import PruneResult
 
 diagnose_app = typer.Typer(
     no_args_is_help=True,
@@ -87,11 +92,10 @@ def bottleneck(
         [
             f"{result.model}: {result.tokens} tokens, V={result.vocab_size}, D={result.d_model}, "
             f"{'tied' if result.tied else 'untied'} head",
-            f"suppressed fraction  mean {f.mean:.4f}  quartiles {f.q25:.4f} {f.median:.4f} "
-            f"{f.q75:.4f}  (pooled {result.suppressed_fraction_pooled:.4f}; random direction "
-            f"{result.chance_fraction:.4f})",
-            f"cosine(g, Pg)        mean {c.mean:.4f}  quartiles {c.q25:.4f} {c.median:.4f} "
-            f"{c.q75:.4f}",
+            f"suppressed fraction  {_spread(f)}  (pooled "
+            f"{num(result.suppressed_fraction_pooled)}; random direction "
+            f"{num(result.chance_fraction)})",
+            f"cosine(g, Pg)        {_spread(c)}",
         ],
     )
 
@@ -128,7 +132,7 @@ def attention(
         device=torch_device(device),
         figure=not no_figure,
     )
-    per_layer = " ".join(f"{m:.2f}" for m in result.sink_mass_per_layer)
+    per_layer = " ".join(num(m, 2) for m in result.sink_mass_per_layer)
     _finish(
         result,
         written,
@@ -136,7 +140,7 @@ def attention(
         [
             f"{result.model}: {result.tokens} positions, window {result.window}",
             f"sink mass (first {result.sink_tokens}) per layer: {per_layer}",
-            f"mean over layers and heads: {result.sink_mass_mean:.4f}",
+            f"mean over layers and heads: {num(result.sink_mass_mean)}",
         ],
     )
 
@@ -168,13 +172,13 @@ def heads(
         device=torch_device(device),
         figure=not no_figure,
     )
-    per_layer = " ".join(f"{m:+.3f}" for m in result.layer_increase)
+    per_layer = " ".join(signed(m) for m in result.layer_increase)
     _finish(
         result,
         written,
         json_out,
         [
-            f"{result.model}: base loss {result.base_loss:.4f} nats/token over "
+            f"{result.model}: base loss {num(result.base_loss, VALUE_DIGITS)} nats/token over "
             f"{result.tokens} tokens",
             f"mean loss increase per layer: {per_layer}",
         ],
@@ -254,29 +258,37 @@ def prune(
         device=torch_device(device),
         figure=not no_figure,
     )
+    _finish(result, written, json_out, _prune_lines(result, method))
+
+
+def _prune_lines(result: PruneResult, method: str) -> list[str]:
+    """What pruning removed, then each model state's held-out loss (and suite, TTS curves)."""
+    merged = result.plan.merged_into
     lines = [
         f"{result.model}: {method} removes layers {list(result.plan.removed)}"
-        + (
-            f" (merged into {result.plan.merged_into})"
-            if result.plan.merged_into is not None
-            else ""
-        )
+        + (f" (merged into {merged})" if merged is not None else "")
     ]
     for state in result.states:
-        line = f"  {state.name:<9} {state.layers} layers  held-out {state.heldout_loss:.4f} nats"
+        held = num(state.heldout_loss, VALUE_DIGITS)
+        line = f"  {state.name:<9} {state.layers} layers  held-out {held} nats"
         if state.downstream_avg is not None:
-            line += f"  downstream_avg {state.downstream_avg:.4f}"
+            line += f"  downstream_avg {num(state.downstream_avg, VALUE_DIGITS)}"
         lines.append(line)
         if state.tts is not None:
             t = state.tts
             lines.append("    best-of-N " + _pairs(t.ns, t.best_of_n))
             lines.append("    majority  " + _pairs(t.ns, t.majority_vote))
             lines.append("    budget    " + _pairs(t.budgets, t.budget_accuracy))
-    _finish(result, written, json_out, lines)
+    return lines
 
 
 def _pairs(xs: list[int], ys: list[float]) -> str:
-    return "  ".join(f"{x}:{y:.3f}" for x, y in zip(xs, ys, strict=True))
+    return "  ".join(f"{x}:{num(y)}" for x, y in zip(xs, ys, strict=True))
+
+
+def _spread(d: Distribution) -> str:
+    """A distribution's mean and quartiles."""
+    return f"mean {num(d.mean)}  quartiles {num(d.q25)} {num(d.median)} {num(d.q75)}"
 
 
 @diagnose_app.command("focus")
@@ -315,12 +327,14 @@ def focus(
     )
     low, high = result.spearman_interval
     lines = [
-        f"{len(result.arms)} arms: Spearman ρ(sink mass, {metric}) = {result.spearman:.3f} "
-        f"[{low:.3f}, {high:.3f}]"
+        f"{len(result.arms)} arms: Spearman ρ(sink mass, {metric}) = {num(result.spearman)} "
+        f"{interval((low, high))}"
     ]
     for c in result.qk_norm_vs_baseline:
-        p = "n/a" if c.p_value is None else f"{c.p_value:.3g}"
-        lines.append(f"  {c.arm}: sink mass {c.difference:+.4f} vs {baseline} (Welch p = {p})")
+        lines.append(
+            f"  {c.arm}: sink mass {signed(c.difference)} vs {baseline} "
+            f"(Welch p = {pvalue(c.p_value)})"
+        )
     _finish(result, written, json_out, lines)
 
 

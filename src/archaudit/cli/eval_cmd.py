@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -19,6 +19,10 @@ from archaudit.cli.options import (
     quiet_output,
     torch_device,
 )
+from archaudit.formatting import MISSING, VALUE_DIGITS, interval, num
+
+if TYPE_CHECKING:
+    from archaudit.evals.suites import SuiteResult
 
 
 @app.command("eval")
@@ -29,18 +33,25 @@ def eval_command(
             help="Run/checkpoint directory, Hugging Face directory, .gguf file, or KIND:PATH."
         ),
     ],
-    suite: Annotated[str, typer.Option(help="Built-in suite name or suite TOML file.")] = "demo",
-    limit: Annotated[int | None, typer.Option(help="Items per task (overrides the suite).")] = None,
+    suite: Annotated[
+        str, typer.Option("--suite", help="Built-in suite name or suite TOML file.")
+    ] = "demo",
+    limit: Annotated[
+        int | None, typer.Option("--limit", help="Items per task (overrides the suite).")
+    ] = None,
     json_: Json = False,
     out: Annotated[
-        Path | None, typer.Option(help="Write the full result, per-item outputs included, here.")
+        Path | None,
+        typer.Option("--out", help="Write the full result, per-item outputs included, here."),
     ] = None,
     data_root: Annotated[
         Path | None,
-        typer.Option(help="Benchmark data root [default: $ARCHAUDIT_DATA or ../shared/data]."),
+        typer.Option(
+            "--data-root", help="Benchmark data root [default: $ARCHAUDIT_DATA or ../shared/data]."
+        ),
     ] = None,
     device: Device = "",
-    batch_size: Annotated[int, typer.Option(help="Rows per forward pass.")] = 32,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Rows per forward pass.")] = 32,
     groups: Annotated[
         bool,
         typer.Option("--groups", help="Also print accuracy per group (paradigm, length × depth)."),
@@ -69,12 +80,18 @@ def eval_command(
     if json_:
         typer.echo(result.to_json(include_items=False))
         return
+    _print_result(result, groups=groups, out=out)
+
+
+def _print_result(result: SuiteResult, *, groups: bool, out: Path | None) -> None:
+    """The suite's table, then per-group accuracy (with --groups), cut contexts, the macro
+    averages and the held-out loss."""
     table = Table(title=f"{result.model} on suite {result.suite!r} ({result.seconds:.0f} s)")
     for column in ("task", "n", "acc [95% CI]", "acc_norm [95% CI]", "metric"):
         table.add_column(column, justify="left" if column == "task" else "right")
     for name, task in result.tasks.items():
         cells = [
-            "-" if a is None else f"{a.value:.3f} [{a.low:.3f}, {a.high:.3f}]"
+            MISSING if a is None else f"{num(a.value)} {interval((a.low, a.high))}"
             for a in (task.acc, task.acc_norm)
         ]
         metric = task.metric + ("*" if task.at_chance else "")  # * at chance: left out
@@ -83,7 +100,7 @@ def eval_command(
     console.print(table)
     for name, task in result.tasks.items() if groups else ():
         for group, a in task.groups.items():
-            console.print(f"  {name}/{group}: {a.value:.3f} [{a.low:.3f}, {a.high:.3f}] (n={a.n})")
+            console.print(f"  {name}/{group}: {num(a.value)} {interval((a.low, a.high))} (n={a.n})")
     for name, task in result.tasks.items():
         if task.truncated_contexts:
             console.print(f"{name}: {task.truncated_contexts} contexts cut from the left to fit")
@@ -92,12 +109,14 @@ def eval_command(
         note = f" (leaves out the tasks at chance*: {', '.join(left_out)})" if left_out else ""
         if not result.informative:
             note = " (every task at chance*: their plain average, which carries no signal)"
-        console.print(f"downstream_avg = {result.downstream_avg:.4f}{note}")
-        console.print(f"downstream_bpb = {result.downstream_bpb:.4f} (gold bits per byte)")
+        console.print(f"downstream_avg = {num(result.downstream_avg, VALUE_DIGITS)}{note}")
+        bpb = num(result.downstream_bpb, VALUE_DIGITS)
+        console.print(f"downstream_bpb = {bpb} (gold bits per byte)")
     if result.heldout:
         h = result.heldout
         console.print(
-            f"held-out: {h.loss:.4f} nats/token, {h.bits_per_byte:.4f} bits/byte "
+            f"held-out: {num(h.loss, VALUE_DIGITS)} nats/token, "
+            f"{num(h.bits_per_byte, VALUE_DIGITS)} bits/byte "
             f"(window {h.window}, stride {h.stride}, context {h.context}, {h.windows} windows)"
         )
     if out:

@@ -4,6 +4,7 @@ A thin face over `archaudit.export.export_hf`."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -18,8 +19,8 @@ app.add_typer(export_app, name="export")
 
 @export_app.command("hf")
 def export_hf_command(
-    run: Path = typer.Argument(..., help="A run directory or one of its step-* checkpoints."),
-    out: Path = typer.Option(..., "--out", help="The Hugging Face directory to write."),
+    run: Annotated[Path, typer.Argument(help="A run directory or one of its step-* checkpoints.")],
+    out: Annotated[Path, typer.Option("--out", help="The Hugging Face directory to write.")],
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:

@@ -4,6 +4,7 @@ items.csv for `archaudit stats`. A thin face over `archaudit.evals.lmeval_result
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -18,22 +19,27 @@ app.add_typer(import_app, name="import")
 
 @import_app.command("lm-eval")
 def import_lmeval_command(
-    results: list[Path] = typer.Argument(
-        ..., help="lm-eval --output_path folders (or results_*.json files); searched recursively."
-    ),
-    out: Path = typer.Option(..., "--out", help="Folder for results.csv and items.csv."),
-    arm_from: str = typer.Option(
-        "dir",
-        "--arm-from",
-        help="Where a run's arm comes from: dir (its output folder's name) | parent | model | "
-        "fewshot | seed | params | regex:PATTERN (one group, on the results file's path).",
-    ),
-    seed_from: str = typer.Option(
-        "seed", "--seed-from", help="Where its seed comes from (as --arm-from)."
-    ),
-    scale_from: str = typer.Option(
-        "params", "--scale-from", help="Where its scale comes from (as --arm-from)."
-    ),
+    results: Annotated[
+        list[Path],
+        typer.Argument(
+            help="lm-eval --output_path folders (or results_*.json files); searched recursively."
+        ),
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Folder for results.csv and items.csv.")],
+    arm_from: Annotated[
+        str,
+        typer.Option(
+            "--arm-from",
+            help="Where a run's arm comes from: dir (its output folder's name) | parent | model | "
+            "fewshot | seed | params | regex:PATTERN (one group, on the results file's path).",
+        ),
+    ] = "dir",
+    seed_from: Annotated[
+        str, typer.Option("--seed-from", help="Where its seed comes from (as --arm-from).")
+    ] = "seed",
+    scale_from: Annotated[
+        str, typer.Option("--scale-from", help="Where its scale comes from (as --arm-from).")
+    ] = "params",
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:

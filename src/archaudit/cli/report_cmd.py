@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -22,17 +23,28 @@ def command_line() -> str:
 
 @app.command()
 def report(
-    source: Path = typer.Argument(..., help="Audit directory, audit file (TOML) or results CSV."),
-    out: Path | None = typer.Option(
-        None, "--out", help="HTML file [default: \\<audit>/report.html, or \\<csv>.report.html]."
-    ),
-    markdown: Path | None = typer.Option(
-        None, "--markdown", help="Also write a Markdown twin here (figures in \\<name>_files/)."
-    ),
-    metric: list[str] = typer.Option(
-        [], "--metric", help="Metric to judge (repeatable) [default: val_loss, downstream_avg]."
-    ),
-    baseline: str = typer.Option("baseline", "--baseline", help="The baseline arm."),
+    source: Annotated[
+        Path, typer.Argument(help="Audit directory, audit file (TOML) or results CSV.")
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", help="HTML file [default: \\<audit>/report.html, or \\<csv>.report.html]."
+        ),
+    ] = None,
+    markdown: Annotated[
+        Path | None,
+        typer.Option(
+            "--markdown", help="Also write a Markdown twin here (figures in \\<name>_files/)."
+        ),
+    ] = None,
+    metric: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metric", help="Metric to judge (repeatable) [default: val_loss, downstream_avg]."
+        ),
+    ] = None,
+    baseline: Annotated[str, typer.Option("--baseline", help="The baseline arm.")] = "baseline",
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
@@ -42,7 +54,7 @@ def report(
     from archaudit.report.build import default_output, write_html, write_markdown
 
     quiet_output(quiet, json_)
-    built = build_report(source, metrics=metric, baseline=baseline, command=command_line())
+    built = build_report(source, metrics=metric or (), baseline=baseline, command=command_line())
     html_path = write_html(built, out or default_output(built.data))
     md_path = write_markdown(built, markdown) if markdown is not None else None
     if json_:
@@ -60,7 +72,7 @@ def report_audit(audit_dir: Path, *, err: bool = False) -> None:
     `demo` and `status --report` end with. Without the `report` extra: a hint, not a failure."""
     try:
         from archaudit.report import write_report
-    except ArchauditError as err:
-        warn(str(err))
+    except ArchauditError as error:
+        warn(str(error))
         return
     typer.echo(f"report: {write_report(audit_dir, command=command_line())}", err=err)

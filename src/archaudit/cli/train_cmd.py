@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -17,49 +18,86 @@ from archaudit.cli.options import (
     load_plugin_modules,
     quiet_output,
 )
+from archaudit.formatting import VALUE_DIGITS, num
+
+if TYPE_CHECKING:
+    from archaudit.train.trainer import TrainResult
+
+SUMMARY = (
+    "status",
+    "steps",
+    "tokens",
+    "final_loss",
+    "val_loss",
+    "tokens_per_s",
+    "params",
+    "active_params",
+)
+"""The fields of the result that `--json` prints (beside the arm, the folder and the metrics)."""
 
 
 @app.command()
 def train(
-    out: Path = typer.Option(..., "--out", help="Run directory (created; resumed if it exists)."),
-    config: Path | None = typer.Option(
-        None, "--config", help="TOML file with \\[model] and \\[recipe] tables (not with --preset)."
-    ),
-    preset: str | None = typer.Option(
-        None,
-        "--preset",
-        help=f"Named size: tiny, small, base, medium, large \\[default: {DEFAULT_PRESET}].",
-    ),
-    arm: str | None = typer.Option(
-        None,
-        "--arm",
-        metavar="NAME",
-        help="Train this catalogue entry or composition (e.g. softpick, qk_norm+geglu) on top "
-        "of the model and recipe; see `archaudit mods list`.",
-    ),
-    overrides: list[str] = typer.Option(
-        [], "--set", help="Override one value, e.g. --set model.d_model=128 (repeatable)."
-    ),
-    seed: int = typer.Option(
-        0,
-        "--seed",
-        help="Run seed: drives init (and data order if the recipe says vary_data_order).",
-    ),
-    corpus: str | None = typer.Option(
-        None,
-        "--corpus",
-        help="A .txt or .jsonl file to train on (default: the embedded "
-        "synthetic language). Same as --set recipe.corpus=PATH.",
-    ),
-    tracker: str = typer.Option(
-        "", "--tracker", help="Mirror the run to tensorboard | wandb | mlflow (its own extra)."
-    ),
-    suite: str = typer.Option(
-        "",
-        "--suite",
-        help="Evaluate on this suite after training (evals.json; the tracker's summary).",
-    ),
-    limit: int | None = typer.Option(None, "--limit", help="Items per task of --suite."),
+    out: Annotated[
+        Path, typer.Option("--out", help="Run directory (created; resumed if it exists).")
+    ],
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config", help="TOML file with \\[model] and \\[recipe] tables (not with --preset)."
+        ),
+    ] = None,
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            "--preset",
+            help=f"Named size: tiny, small, base, medium, large \\[default: {DEFAULT_PRESET}].",
+        ),
+    ] = None,
+    arm: Annotated[
+        str | None,
+        typer.Option(
+            "--arm",
+            metavar="NAME",
+            help="Train this catalogue entry or composition (e.g. softpick, qk_norm+geglu) on top "
+            "of the model and recipe; see `archaudit mods list`.",
+        ),
+    ] = None,
+    overrides: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set", help="Override one value, e.g. --set model.d_model=128 (repeatable)."
+        ),
+    ] = None,
+    seed: Annotated[
+        int,
+        typer.Option(
+            "--seed",
+            help="Run seed: drives init (and data order if the recipe says vary_data_order).",
+        ),
+    ] = 0,
+    corpus: Annotated[
+        str | None,
+        typer.Option(
+            "--corpus",
+            help="A .txt or .jsonl file to train on (default: the embedded "
+            "synthetic language). Same as --set recipe.corpus=PATH.",
+        ),
+    ] = None,
+    tracker: Annotated[
+        str,
+        typer.Option(
+            "--tracker", help="Mirror the run to tensorboard | wandb | mlflow (its own extra)."
+        ),
+    ] = "",
+    suite: Annotated[
+        str,
+        typer.Option(
+            "--suite",
+            help="Evaluate on this suite after training (evals.json; the tracker's summary).",
+        ),
+    ] = "",
+    limit: Annotated[int | None, typer.Option("--limit", help="Items per task of --suite.")] = None,
     device: Device = "",
     json_: Json = False,
     quiet: Quiet = False,
@@ -82,7 +120,7 @@ def train(
     load_plugin_modules(plugin)
     extra = [f"recipe.corpus={corpus}"] if corpus else []
     extra += [f"recipe.device={device}"] if device else []
-    model_cfg, recipe = load_config(config, preset=preset, overrides=[*overrides, *extra])
+    model_cfg, recipe = load_config(config, preset=preset, overrides=[*(overrides or []), *extra])
     if arm:
         chosen = resolve_arm(arm)
         model_cfg, recipe = chosen.apply(model_cfg), chosen.apply_recipe(recipe)
@@ -104,32 +142,20 @@ def train(
         typer.echo(
             f"already finished: {out} holds this run's result; nothing was trained", err=True
         )
-    summary = {
-        k: getattr(result, k)
-        for k in (
-            "status",
-            "steps",
-            "tokens",
-            "final_loss",
-            "val_loss",
-            "tokens_per_s",
-            "params",
-            "active_params",
-        )
-    }
+    summary = {k: getattr(result, k) for k in SUMMARY}
     if json_:
         emit(summary | {"arm": arm or "baseline", "out": out, "metrics": metrics})
         return
+    log(_summary_line(result, arm, out))
+
+
+def _summary_line(result: TrainResult, arm: str | None, out: Path) -> str:
     active = result.active_params
     params = f"{result.params:,} params" + (
         f" ({active:,} active)" if active and active != result.params else ""
     )
-    log(
+    return (
         f"[bold]{result.status}[/bold]: {'' if not arm else f'{arm}, '}{result.steps} steps, "
-        f"{result.tokens:,} tokens, {params}, loss {_fmt(result.final_loss)}, "
-        f"val {_fmt(result.val_loss)}, {result.tokens_per_s:,.0f} tok/s → {out}"
+        f"{result.tokens:,} tokens, {params}, loss {num(result.final_loss, VALUE_DIGITS)}, "
+        f"val {num(result.val_loss, VALUE_DIGITS)}, {result.tokens_per_s:,.0f} tok/s → {out}"
     )
-
-
-def _fmt(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.4f}"

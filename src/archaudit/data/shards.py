@@ -67,7 +67,7 @@ class PreparedCorpus:
 
     def tokens(self) -> np.ndarray | TokenShards:
         dtype = np.dtype(self.index["dtype"])
-        parts = [
+        parts: list[np.ndarray] = [
             np.memmap(self.folder / s["file"], dtype=dtype, mode="r") for s in self.index["shards"]
         ]
         for shard, part in zip(self.index["shards"], parts, strict=True):

@@ -10,15 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from archaudit.errors import ConfigError, DataError
 from archaudit.registry import Registry
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer as RustTokenizer
 
 
 class Tokenizer(Protocol):
     vocab_size: int
     eos_id: int | None
+    spec: str
+    """The spec string that builds this tokenizer again (`load_tokenizer(spec)`)."""
 
     def encode(self, text: str) -> list[int]: ...
 
@@ -29,7 +34,7 @@ class ByteTokenizer:
     """Each UTF-8 byte is a token."""
 
     vocab_size = 256
-    eos_id = None
+    eos_id: int | None = None
     spec = "byte"
 
     def encode(self, text: str) -> list[int]:
@@ -42,7 +47,7 @@ class ByteTokenizer:
 class HFTokenizer:
     """Wraps a `tokenizers.Tokenizer` (fast, Rust)."""
 
-    def __init__(self, tok, spec: str) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, tok: RustTokenizer, spec: str) -> None:
         self.tok = tok
         self.spec = spec
         self.vocab_size = tok.get_vocab_size()
@@ -61,7 +66,7 @@ class HFTokenizer:
         self.tok.save(str(path))
 
 
-def _first_id(tok, names: Iterable[str]) -> int | None:  # type: ignore[no-untyped-def]
+def _first_id(tok: RustTokenizer, names: Iterable[str]) -> int | None:
     for name in names:
         token_id = tok.token_to_id(name)
         if token_id is not None:

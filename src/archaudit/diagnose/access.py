@@ -13,14 +13,16 @@ import contextlib
 import copy
 import inspect
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from archaudit.errors import DataError
 from archaudit.evals.models import ArchauditLM, HFCausalLM, load_scoring_model
-from archaudit.evals.scoring import ScoringModel
+
+if TYPE_CHECKING:
+    from archaudit.model import Transformer
 
 LayerPlan = Sequence[int | nn.Module]
 """A new layer stack: indices of the model's own layers (copied) or ready modules, in order."""
@@ -39,12 +41,23 @@ def _hooks(handles: list[torch.utils.hooks.RemovableHandle]) -> Iterator[None]:
             handle.remove()
 
 
+def _linear(name: str, module: nn.Module, path: str) -> nn.Linear:
+    """The linear map at `path` inside `module`, which the diagnostics read weights from."""
+    found = module.get_submodule(path)
+    if not isinstance(found, nn.Linear):
+        raise DataError(f"{name}: {path} is a {type(found).__name__}, not a linear map")
+    return found
+
+
 class ModelView:
     """What every diagnostic needs from a model; subclasses say where the parts live."""
 
-    def __init__(self, scoring: ScoringModel) -> None:
+    scoring: ArchauditLM | HFCausalLM
+    model: nn.Module
+
+    def __init__(self, scoring: ArchauditLM | HFCausalLM) -> None:
         self.scoring = scoring
-        self.model: nn.Module = scoring.model
+        self.model = scoring.model
         self.name: str = scoring.name
         self.device = scoring.device
 
@@ -133,7 +146,12 @@ class ModelView:
         for layer, heads in masked.items():
             proj, n_heads = self.attention_output(layers[layer])
 
-            def zero(_m, args, heads=tuple(heads), n_heads=n_heads):  # type: ignore[no-untyped-def]
+            def zero(
+                _m: nn.Module,
+                args: tuple[torch.Tensor, ...],
+                heads: tuple[int, ...] = tuple(heads),
+                n_heads: int = n_heads,
+            ) -> tuple[torch.Tensor, ...]:
                 x = args[0]
                 x = x.reshape(*x.shape[:-1], n_heads, -1).clone()  # (B, T, h, d_h)
                 x[..., list(heads), :] = 0.0
@@ -153,7 +171,10 @@ class ArchauditView(ModelView):
     attention residuals mix the stream between sublayers, so a block has no single input and
     output)."""
 
-    def __init__(self, scoring: ScoringModel) -> None:
+    scoring: ArchauditLM
+    model: Transformer
+
+    def __init__(self, scoring: ArchauditLM) -> None:
         super().__init__(scoring)
         cfg = self.model.cfg
         if cfg.stream.name != "standard":
@@ -173,14 +194,18 @@ class ArchauditView(ModelView):
                 f"{self.name}: model.head.name = {head_name!r} is not a linear map to the "
                 "vocabulary, so the gradient bottleneck is not defined for it"
             )
-        return head.proj.weight
+        return _linear(self.name, head, "proj").weight
 
     def tied(self) -> bool:
-        return self.model.head.proj.weight is self.model.embed.weight
+        return _linear(self.name, self.model.head, "proj").weight is self.model.embed.weight
 
     def attention_output(self, layer: nn.Module) -> tuple[nn.Linear, int]:
-        attention = layer.attn
-        return attention.o_proj, getattr(attention, "n_heads", None) or attention.h
+        attention = layer.get_submodule("attn")
+        # Differential attention reads W_O's input as `h` heads of two value halves each.
+        heads = getattr(attention, "n_heads", None) or getattr(attention, "h", None)
+        if heads is None:
+            raise DataError(f"{self.name}: the attention module has no head count to read")
+        return _linear(self.name, attention, "o_proj"), int(heads)
 
     def attention_maps(self, ids: torch.Tensor) -> list[torch.Tensor]:
         # The fused kernel keeps no weights, so recompute them from (q, k, mask) at each score
@@ -193,11 +218,11 @@ class ArchauditView(ModelView):
                 "layers, so its maps cannot be told apart per layer"
             )
         for i, block in enumerate(self.layers()):
-            score = getattr(block.attn, "score", None)
+            score = getattr(block.get_submodule("attn"), "score", None)
             if score is None:
                 raise DataError(f"{self.name}: layer {i} has no attention score module to read")
 
-            def keep(module, args, i=i):  # type: ignore[no-untyped-def]
+            def keep(module: Any, args: tuple[torch.Tensor, ...], i: int = i) -> None:
                 q, k, _v, mask = args
                 maps.setdefault(i, []).append(module.weights(module.logits(q, k, mask), mask))
 
@@ -221,6 +246,13 @@ class ArchauditView(ModelView):
 
 class HFView(ModelView):
     """A Hugging Face decoder (Llama, Qwen, Mistral, GPT-NeoX-like `model.layers` stacks)."""
+
+    scoring: HFCausalLM
+    model: Any
+    """A transformers `PreTrainedModel`: its parts are found by name, per architecture."""
+
+    def __init__(self, scoring: HFCausalLM) -> None:  # the base's, for an HF model only
+        super().__init__(scoring)
 
     def layers(self) -> list[nn.Module]:
         return list(self._stack())
@@ -301,10 +333,11 @@ class HFView(ModelView):
         return out.logits[:, -1].float(), getattr(out, name)
 
 
-VIEWS: dict[type, Callable[[ScoringModel], ModelView]] = {
+VIEWS: dict[type, Callable[[Any], ModelView]] = {
     ArchauditLM: ArchauditView,
     HFCausalLM: HFView,
 }
+"""The view of each scoring model's exact type (so each view is called with its own kind)."""
 
 
 def view_of(model: str | Any, *, device: str = "cpu") -> ModelView:

@@ -81,8 +81,9 @@ class BottleneckResult(JsonResult):
     """1 − Σ‖Uᵀg‖²/Σ‖g‖²: the fraction of all the gradient's squared norm in the sample."""
     chance_fraction: float
     """1 − r/V: the expected fraction for a gradient pointing in a random direction."""
-    _per_token: tuple[np.ndarray, np.ndarray] = field(default=(), repr=False, compare=False)
-    """(fractions, cosines) per token, for the figure; not written to JSON."""
+    _per_token: tuple[np.ndarray, ...] = field(default=(), repr=False, compare=False)
+    """(fractions, cosines) per token, for the figure, or () when not kept. Not written to
+    JSON."""
 
 
 def gradient_bottleneck(

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from archaudit.errors import ConfigError
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from numpy.typing import ArrayLike
 
-def _pyplot():  # type: ignore[no-untyped-def]
+
+def _pyplot() -> ModuleType:
     try:
         import matplotlib
     except ImportError:
@@ -54,7 +60,7 @@ def curves(
     return _save(fig, plt, path)
 
 
-def _save(fig, plt, path: Path) -> Path:  # type: ignore[no-untyped-def]
+def _save(fig: Figure, plt: ModuleType, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -62,7 +68,7 @@ def _save(fig, plt, path: Path) -> Path:  # type: ignore[no-untyped-def]
     return path
 
 
-def histograms(panels: Mapping[str, Sequence[float]], path: Path, *, bins: int = 50) -> Path:
+def histograms(panels: Mapping[str, ArrayLike], path: Path, *, bins: int = 50) -> Path:
     """One histogram per panel."""
     plt = _pyplot()
     fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.6), squeeze=False)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from archaudit.diagnose.access import LayerPlan, ModelView
+from archaudit.diagnose.access import ModelView
 from archaudit.errors import ConfigError
 from archaudit.progress import progress
 from archaudit.registry import Registry
@@ -128,14 +128,14 @@ def merge_layers(layers: list[nn.Module]) -> nn.Module:
         for name, param in merged.named_parameters():
             base = param.detach().clone()
             for other in others:
-                param += other[name] - base
+                param.add_(other[name] - base)
     return merged
 
 
 def pruned_view(view: ModelView, plan: PrunePlan) -> ModelView:
     """A copy of the model with the plan's layers removed (or merged)."""
     layers = view.layers()
-    stack: LayerPlan = []
+    stack: list[int | nn.Module] = []
     for i in range(len(layers)):
         if i == plan.merged_into:
             stack.append(merge_layers([layers[i]] + [layers[j] for j in plan.removed]))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -30,7 +31,8 @@ class Recovery(JsonResult):
     last_loss: float
 
 
-def _lora(model: nn.Module, rank: int) -> nn.Module:
+def _lora(model: nn.Module, rank: int) -> Any:
+    """`model` wrapped in LoRA adapters: a peft model (an optional extra, so typed Any here)."""
     if importlib.util.find_spec("peft") is None:
         raise ConfigError("--lora needs `peft`: pip install 'archaudit[lora]', or drop --lora")
     import peft
@@ -51,8 +53,8 @@ def recover(
 ) -> Recovery:
     """Fine-tune `view`'s model in place on next-token loss over `rows` (n, T + 1)."""
     model = view.model
-    tuned = _lora(model, lora_rank) if lora_rank else model
-    params = [p for p in tuned.parameters() if p.requires_grad]
+    lora = _lora(model, lora_rank) if lora_rank else None
+    params = [p for p in (lora or model).parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     order = torch.Generator().manual_seed(seed)
     losses = []
@@ -70,7 +72,7 @@ def recover(
             optimizer.step()
             losses.append(loss.item())
             bar.update(advance=1, loss=losses[-1])
-    if lora_rank:
-        tuned.merge_and_unload()  # the LoRA deltas folded into the base weights, in place
+    if lora is not None:
+        lora.merge_and_unload()  # the LoRA deltas folded into the base weights, in place
     model.eval()
     return Recovery("lora" if lora_rank else "full", steps, lr, losses[0], losses[-1])

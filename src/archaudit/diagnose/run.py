@@ -3,10 +3,11 @@ into the run's store. The CLI and notebook users call these."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archaudit.diagnose import figures
 from archaudit.diagnose.access import ModelView, view_of
@@ -29,6 +30,9 @@ from archaudit.diagnose.windows import read_text, token_windows
 from archaudit.evals.heldout import heldout_loss
 from archaudit.stats.serialize import JsonResult
 
+if TYPE_CHECKING:
+    import torch
+
 
 @dataclass(frozen=True)
 class Written:
@@ -36,7 +40,7 @@ class Written:
     figure: Path | None
 
 
-def _rows(view: ModelView, data: str | Path, tokens: int, window: int):  # type: ignore[no-untyped-def]
+def _rows(view: ModelView, data: str | Path, tokens: int, window: int) -> torch.Tensor:
     return token_windows(view, read_text(data), tokens=tokens, window=window)
 
 
@@ -196,11 +200,10 @@ def diagnose_prune(
     scores = layer_scores(view, rows, batch_size=batch_size)
     plan = choose_layers(method, scores, layers)
     pruned = pruned_view(view, plan)
-    common = dict(tokens=tokens, suite=suite, limit=limit, tts=tts)
-    states = [
-        _evaluate_state(view, "full", text, **common),
-        _evaluate_state(pruned, "pruned", text, **common),
-    ]
+    evaluate = functools.partial(
+        _evaluate_state, text=text, tokens=tokens, suite=suite, limit=limit, tts=tts
+    )
+    states = [evaluate(view, "full"), evaluate(pruned, "pruned")]
     if recover_steps:
         recovered = pruned.rebuilt(range(len(pruned.layers())))
         done = recover(
@@ -211,7 +214,7 @@ def diagnose_prune(
             batch_size=batch_size,
             lora_rank=lora_rank,
         )
-        states.append(_evaluate_state(recovered, "recovered", text, recovery=done, **common))
+        states.append(evaluate(recovered, "recovered", recovery=done))
     result = PruneResult(view.name, scores, plan, states)
     folder = diagnostics_dir(model, out)
     return result, Written(
@@ -233,16 +236,13 @@ def _prune_figure(result: PruneResult, path: Path) -> Path:
             },
         ),
     }
-    with_tts = [s for s in result.states if s.tts is not None]
-    if with_tts:
-        panels["best-of-N (oracle)"] = (
-            "N",
-            {s.name: (s.tts.ns, s.tts.best_of_n) for s in with_tts},
-        )
-        panels["majority vote"] = ("N", {s.name: (s.tts.ns, s.tts.majority_vote) for s in with_tts})
+    tts = {s.name: s.tts for s in result.states if s.tts is not None}
+    if tts:
+        panels["best-of-N (oracle)"] = ("N", {k: (c.ns, c.best_of_n) for k, c in tts.items()})
+        panels["majority vote"] = ("N", {k: (c.ns, c.majority_vote) for k, c in tts.items()})
         panels["budget"] = (
             "scratchpad tokens",
-            {s.name: (s.tts.budgets, s.tts.budget_accuracy) for s in with_tts},
+            {k: (c.budgets, c.budget_accuracy) for k, c in tts.items()},
         )
     return figures.curves(panels, path, log_x=("best-of-N (oracle)", "majority vote"))
 

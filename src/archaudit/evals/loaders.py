@@ -80,7 +80,10 @@ class Row:
         )
 
     def get(self, field: str, name: str | None = None) -> Any:
-        name = name or self.names[field]
+        mapped = name or self.names[field]
+        if not isinstance(mapped, str):
+            raise self._fail(field, "names several fields where this format reads one")
+        name = mapped
         if name not in self.data:
             present = ", ".join(sorted(self.data)) or "none"
             raise DataError(

@@ -45,6 +45,10 @@ def long_context(spec: TaskSpec, context: LoadContext) -> list[Item]:
             f"(allowed: lengths, depths, seed, haystack, context)"
         )
     model = context.model
+    if model is None:
+        raise ConfigError(
+            f"task {spec.name!r}: long_context sizes its prompts for a model: give one"
+        )
     unit = int(params.get("context", model.context_length))
     cells = [(m, d) for m in params["lengths"] for d in params["depths"]]
     source = _haystack_source(params.get("haystack"), context)

@@ -16,14 +16,16 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
-from torch import nn
 
 from archaudit.errors import ArchauditError, DataError
 from archaudit.evals.scoring import ScoringModel
 from archaudit.registry import Registry
+
+if TYPE_CHECKING:
+    from archaudit.model import Transformer
 
 
 class ArchauditLM:
@@ -32,7 +34,7 @@ class ArchauditLM:
     tree_attention = False  # the model's forward takes no attention mask
 
     def __init__(
-        self, model: nn.Module, tokenizer: Any, *, name: str = "archaudit", device: str = "cpu"
+        self, model: Transformer, tokenizer: Any, *, name: str = "archaudit", device: str = "cpu"
     ) -> None:
         self.model = model.to(device).eval()
         self.tokenizer = tokenizer
@@ -193,7 +195,7 @@ def load_archaudit(path: Path, device: str) -> ScoringModel:
 
 
 def load_scoring_model(
-    model: str | Path | ScoringModel | tuple[nn.Module, Any], *, device: str = "cpu"
+    model: str | Path | ScoringModel | tuple[Transformer, Any], *, device: str = "cpu"
 ) -> ScoringModel:
     """A scoring model from a path (`kind:path` or detected), a (Transformer, tokenizer) pair,
     or a ready `ScoringModel`."""

@@ -31,9 +31,13 @@ class ScoringModel(Protocol):
     """Training context in tokens: long-context retrieval is measured in multiples of it."""
     prefix_token_id: int | None
     """Token that conditions an empty context (BOS/EOS); None when the tokenizer has none."""
-    position_limit: int | None
-    """Longest input the model can run at all (learned absolute positions); None = no limit."""
     device: torch.device
+
+    @property
+    def position_limit(self) -> int | None:
+        """Longest input the model can run at all (learned absolute positions); None = no
+        limit. A property, so that an adapter may find it out lazily."""
+        ...
 
     def encode(self, text: str) -> list[int]: ...
 
@@ -180,7 +184,25 @@ def score_tokens(
     rows and `max_batch_tokens` padded tokens, and right-padded: padding after a row's last
     token cannot change any logit we read.
     """
-    limit = max_length or model.max_length
+    inputs, cut = _model_inputs(pairs, max_length or model.max_length, description)
+    layout = _Layout.of(inputs, tree=model.tree_attention)
+    logprob = torch.zeros(len(pairs), dtype=torch.float64)
+    misses = torch.zeros(len(pairs), dtype=torch.long)
+    with progress(description, len(pairs)) if show_progress else nullcontext() as bar:
+        for batch in _batches(layout.lines, batch_size, max_batch_tokens):
+            members, reads = layout.reads(batch, inputs, pairs)
+            logprob[members], misses[members] = _score_batch(model, batch, reads)
+            if bar:
+                bar.update(advance=len(members))
+    return [
+        Score(float(lp), bool(m == 0), c) for lp, m, c in zip(logprob, misses, cut, strict=True)
+    ]
+
+
+def _model_inputs(
+    pairs: Sequence[TokenPair], limit: int, description: str
+) -> tuple[list[Seq], list[bool]]:
+    """Each pair's model input, cut from the left to `limit` tokens, and whether it was cut."""
     inputs: list[Seq] = []
     # lm-eval's rule (lm_eval/models/huggingface.py, HFLM._loglikelihood_tokens, 0.4.x): it
     # asserts len(continuation_enc) <= max_length, and a longer context + continuation is cut
@@ -195,41 +217,50 @@ def score_tokens(
             )
         inputs.append(tuple((context + continuation)[-(limit + 1) : -1]))
     cut = [len(c) + len(x) > limit + 1 for c, x in pairs]
+    return inputs, cut
 
-    longest = _longest_extension(inputs)
-    tree = model.tree_attention
-    trees = _grow_trees(sorted(set(longest.values())), branch=tree)
-    tree_of = {m: t for t in trees for m in t.members}
-    requests: dict[_Tree, list[int]] = {t: [] for t in trees}
-    for i, seq in enumerate(inputs):
-        requests[tree_of[longest[seq]]].append(i)
-    trees.sort(key=len, reverse=True)
-    lines = _fill_lines(trees) if tree else [[t] for t in trees]
-    lines.sort(key=_width, reverse=True)
 
-    logprob = torch.zeros(len(pairs), dtype=torch.float64)
-    misses = torch.zeros(len(pairs), dtype=torch.long)
-    with progress(description, len(pairs)) if show_progress else nullcontext() as bar:
-        for batch in _batches(lines, batch_size, max_batch_tokens):
-            members, reads = [], []
-            for b, line in enumerate(batch):
-                offset = 0
-                for t in line:
-                    for i in requests[t]:
-                        seq, targets = inputs[i], pairs[i][1]
-                        where = [
-                            offset + t.locate(longest[seq], p)
-                            for p in _read_positions(seq, targets)
-                        ]
-                        reads.append(_Read(b, where, targets))
-                        members.append(i)
-                    offset += len(t)
-            logprob[members], misses[members] = _score_batch(model, batch, reads)
-            if bar:
-                bar.update(advance=len(members))
-    return [
-        Score(float(lp), bool(m == 0), c) for lp, m, c in zip(logprob, misses, cut, strict=True)
-    ]
+@dataclass(frozen=True)
+class _Layout:
+    """Where each input is read from: the longest input it is a prefix of, that input's tree,
+    and the rows (lines of trees) that carry the trees, widest first."""
+
+    longest: dict[Seq, Seq]
+    requests: dict[_Tree, list[int]]
+    """The indices of the inputs each tree answers."""
+    lines: list[Line]
+
+    @classmethod
+    def of(cls, inputs: list[Seq], *, tree: bool) -> _Layout:
+        longest = _longest_extension(inputs)
+        trees = _grow_trees(sorted(set(longest.values())), branch=tree)
+        tree_of = {m: t for t in trees for m in t.members}
+        requests: dict[_Tree, list[int]] = {t: [] for t in trees}
+        for i, seq in enumerate(inputs):
+            requests[tree_of[longest[seq]]].append(i)
+        trees.sort(key=len, reverse=True)
+        lines = _fill_lines(trees) if tree else [[t] for t in trees]
+        lines.sort(key=_width, reverse=True)
+        return cls(longest, requests, lines)
+
+    def reads(
+        self, batch: list[Line], inputs: list[Seq], pairs: Sequence[TokenPair]
+    ) -> tuple[list[int], list[_Read]]:
+        """The inputs a batch answers, and where in the batch each one's continuation is read."""
+        members, reads = [], []
+        for b, line in enumerate(batch):
+            offset = 0
+            for t in line:
+                for i in self.requests[t]:
+                    seq, targets = inputs[i], pairs[i][1]
+                    where = [
+                        offset + t.locate(self.longest[seq], p)
+                        for p in _read_positions(seq, targets)
+                    ]
+                    reads.append(_Read(b, where, targets))
+                    members.append(i)
+                offset += len(t)
+        return members, reads
 
 
 def _read_positions(seq: Seq, continuation: list[int]) -> range:
@@ -252,8 +283,10 @@ def _longest_extension(inputs: list[Seq]) -> dict[Seq, Seq]:
     longest: dict[Seq, Seq] = {}
     following: Seq | None = None
     for seq in sorted(set(inputs), reverse=True):
-        is_prefix = following is not None and following[: len(seq)] == seq
-        longest[seq] = longest[following] if is_prefix else seq  # type: ignore[index]
+        if following is not None and following[: len(seq)] == seq:
+            longest[seq] = longest[following]  # seq is a prefix of the input after it
+        else:
+            longest[seq] = seq
         following = seq
     return longest
 

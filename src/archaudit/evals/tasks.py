@@ -1,7 +1,7 @@
 """Tasks: items to score, the registry of task formats, and scoring a task into per-item results.
 
 A task format turns a file (or a generator) into `Item`s; every item is a few (context,
-continuation) requests. Two kinds of scoring cover all benchmarks:
+continuation) requests. Three kinds of scoring cover all benchmarks:
 
 - `choice`: the item is correct when its gold request has the highest log-likelihood (`acc`),
   or the highest per character of the continuation (`acc_norm`, as lm-evaluation-harness).
@@ -315,7 +315,7 @@ def score_task(
         results.append(judge(item, scores[start:end], texts, normalise))
         start = end
     if fmt.match is not None:
-        results = _judge_generated(model, spec, fmt, pairs, items, results)
+        results = _judge_generated(model, spec, fmt.match, pairs, items, results)
     return _task_result(spec, fmt, items, results, truncated=sum(s.truncated for s in scores))
 
 
@@ -352,7 +352,7 @@ def _task_result(
 def _judge_generated(
     model: ScoringModel,
     spec: TaskSpec,
-    fmt: TaskFormat,
+    match: Callable[[TaskSpec, str, str], bool],
     pairs: list[tuple[list[int], list[int]]],
     items: list[Item],
     results: list[ItemResult],
@@ -365,7 +365,7 @@ def _judge_generated(
     for (context, gold_ids), item, result in zip(pairs, items, results, strict=True):
         budget = int(spec.params.get("max_new_tokens", 2 * len(gold_ids) + 2))
         output = greedy_text(model, context, max_new_tokens=budget)
-        hit = fmt.match(spec, output, item.continuations[0].strip())  # type: ignore[misc]
+        hit = match(spec, output, item.continuations[0].strip())
         judged.append(replace(result, correct=hit, predicted=0 if hit else -1, output=output))
     return judged
 

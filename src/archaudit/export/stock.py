@@ -104,10 +104,12 @@ STOCK: list[StockClass] = []
 
 def pick(cfg: ModelConfig) -> StockClass:
     """The stock class that computes `cfg` exactly, or a one-line refusal naming the slot."""
-    blockers = [(stock, stock.blocker(cfg)) for stock in STOCK]
-    for stock, blocker in blockers:
+    blockers: list[tuple[StockClass, str]] = []
+    for stock in STOCK:
+        blocker = stock.blocker(cfg)
         if blocker is None:
             return stock
+        blockers.append((stock, blocker))
     for key in SLOTS:
         value = slot_value(cfg, key)
         if not any(
@@ -117,9 +119,9 @@ def pick(cfg: ModelConfig) -> StockClass:
                 f"model.{key} = {value!r}: no stock transformers class computes it, so this run "
                 "cannot be exported to a Hugging Face directory without custom code"
             )
-    stock, key = blockers[0]
+    _, first = blockers[0]
     raise ConfigError(
-        f"model.{key} = {slot_value(cfg, key)!r}: no single stock transformers class combines "
+        f"model.{first} = {slot_value(cfg, first)!r}: no single stock transformers class combines "
         f"it with this run's other slots ({', '.join(s.model_type for s, _ in blockers)} each "
         "lack one)"
     )

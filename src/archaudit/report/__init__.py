@@ -1,5 +1,6 @@
 """The audit report: one self-contained HTML page (and a Markdown twin) that a reader opens after
-an audit. Figures are drawn with matplotlib; every number comes from `archaudit.stats`.
+an audit. Figures are drawn with matplotlib. Every statistic comes from `archaudit.stats`; the
+training curves and routing numbers come from what the runs logged.
 
     from archaudit.report import write_report
     path = write_report("runs/my_audit")          # runs/my_audit/report.html

@@ -1,5 +1,7 @@
-"""Everything the report shows, gathered into plain dataclasses: the ONE place that talks to
-`archaudit.stats` and reads audit directories.
+"""Everything the report shows, gathered into plain dataclasses: the one place that runs
+`archaudit.stats` and reads audit directories. The other report modules take only names from
+stats (the verdict labels, what a correction's error rate is called) and build.py its table
+loader.
 
 The report never computes a statistic: verdicts, intervals, error rates, decoupling, transfer,
 interactions and power all come from `archaudit.stats`, typed (`Judgement`, ...). A value stats
@@ -51,7 +53,6 @@ from archaudit.stats.snr import SignalToNoise, signal_to_noise
 from archaudit.stats.table import RESULTS_FILE, Table
 from archaudit.stats.verdicts import NOISE_SIGMAS
 
-"""Written by the trainer into each run directory (versions, device, source hash)."""
 DOWNSTREAM_METRIC = "downstream_avg"
 PRIMARY_METRICS = ("val_loss", DOWNSTREAM_METRIC)
 """Judged by default when present: the audit's loss and its downstream macro average."""
@@ -457,8 +458,11 @@ def gather(
 # verdicts and analyses (all computed by archaudit.stats)
 
 
-def _attempt(compute: Callable[[], T], key: str, absent: dict[str, str]) -> T | None:
-    """The analysis' result, or None with the user-facing reason stats gave."""
+def _attempt(compute: Callable[..., T], key: str, absent: dict[str, str]) -> T | None:
+    """The analysis' result, or None with the user-facing reason stats gave.
+
+    `compute` is called with no arguments. Its type says `...` because the callers' lambdas
+    bind their loop variables as default arguments, and mypy cannot infer those."""
     try:
         return compute()
     except ArchauditError as err:
@@ -974,7 +978,7 @@ def _number(value: Any) -> float:
 def _scope(table: Table | None, runs: Sequence[_Run], audit_dir: Path | None) -> Scope:
     audit = (store.read_json(audit_dir / store.AUDIT_FILE) or {}) if audit_dir else {}
     specs = [run.spec for run in runs if run.spec]
-    scales = table.scales if table else tuple(dict.fromkeys(s.get("scale") for s in specs))
+    scales = table.scales if table else tuple(dict.fromkeys(s["scale"] for s in specs))
     out = []
     for scale in scales:
         spec = next((s for s in specs if s.get("scale") == scale), None)
@@ -989,7 +993,7 @@ def _scope(table: Table | None, runs: Sequence[_Run], audit_dir: Path | None) ->
         arms = table.arms_at(scale) if table else tuple(planned)
         seeds = sorted({len(table.runs(arm, scale)) if table else planned[arm] for arm in arms})
         out.append(ScaleScope(scale, model, tokens, len(arms), tuple(seeds)))
-    shared = next((s.get("recipe", {}) for s in specs if not s.get("tuned")), {})
+    shared: dict[str, Any] = next((s.get("recipe", {}) for s in specs if not s.get("tuned")), {})
     tuned = tuple(sorted({s["arm"] for s in specs if s.get("tuned")})) or (
         tuple(a for a in table.arms if table.tuned(a)) if table else ()
     )

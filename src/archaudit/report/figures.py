@@ -14,12 +14,13 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import ParamSpec
+from typing import TYPE_CHECKING, Any, ParamSpec
 
 import matplotlib
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.lines import Line2D
 
+from archaudit import formatting
 from archaudit.report.data import (
     Aggregate,
     ArmRow,
@@ -33,7 +34,10 @@ from archaudit.report.data import (
 )
 from archaudit.report.palette import DIVERGED_COLOUR, Colour, arm_gid
 
-STYLE = {
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
+STYLE: dict[RcKeyType, Any] = {
     "svg.fonttype": "path",
     "font.size": 9,
     "axes.spines.top": False,
@@ -118,7 +122,7 @@ def forest(key: str, v: Verdicts, colours: Colours) -> Figure:
         label.set_color(_hex(colours, a.arm))
     ax.set_ylim(-0.7, max(len(shown), 1) - 0.3)
     ax.set_xlabel(f"Δ {v.metric} (positive = better)")
-    ax.set_title(f"{v.metric} at {v.scale} (σ = {v.sigma:.3g})", fontsize=9)
+    ax.set_title(f"{v.metric} at {v.scale} (σ = {formatting.num(v.sigma)})", fontsize=9)
     kind = (
         "repeated, dual to the loop's test" if v.rule is not None else "simultaneous (fixed design)"
     )
@@ -256,12 +260,8 @@ def bump(key: str, b: Bump, colours: Colours) -> Figure:
     ax.grid(False)
     for side in ("left", "bottom"):
         ax.spines[side].set_visible(False)
-    interval = (
-        f" [{b.spearman_interval[0]:.2f}, {b.spearman_interval[1]:.2f}]"
-        if b.spearman_interval
-        else ""
-    )
-    ax.set_title(f"{b.metric}: Spearman ρ = {b.spearman:.2f}{interval}", fontsize=9)
+    bounds = f" {formatting.interval(b.spearman_interval, 2)}" if b.spearman_interval else ""
+    ax.set_title(f"{b.metric}: Spearman ρ = {formatting.num(b.spearman, 2)}{bounds}", fontsize=9)
     return render(key, fig, f"Rank of each arm at {b.small} and {b.large} on {b.metric}")
 
 
@@ -295,7 +295,9 @@ def heatmap(key: str, h: Heatmap) -> Figure:
     for i in range(n):
         for j in range(n):
             if math.isfinite(grid[i][j]):
-                ax.text(j, i, f"{grid[i][j]:+.1f}", ha="center", va="center", fontsize=7)
+                ax.text(
+                    j, i, formatting.signed(grid[i][j], 2), ha="center", va="center", fontsize=7
+                )
     ax.set_xticks(range(n), h.factors, rotation=45, ha="right", fontsize=7)
     ax.set_yticks(range(n), h.factors, fontsize=7)
     ax.grid(False)
@@ -376,8 +378,8 @@ def power_curves(key: str, metric: str, cases: Sequence[PowerCase]) -> Figure:
         if mde is not None:
             rise = ax.vlines(mde, 0.0, target, colors=colour, linestyles=":", lw=1.2)
             rise.set_gid(f"power--{case.scale}--mde")
-            ax.annotate(f"MDE {mde:.2f}σ", (mde, 0.04), xytext=(3, 0), textcoords="offset points",
-                        fontsize=7, color=colour)  # fmt: skip
+            ax.annotate(f"MDE {formatting.num(mde, 2)}σ", (mde, 0.04), xytext=(3, 0),
+                        textcoords="offset points", fontsize=7, color=colour)  # fmt: skip
     ax.axhline(target, color="0.5", ls="--", lw=0.8).set_gid("power--target")
     ax.set(xlabel="true effect (in σ)", ylabel="probability of a verdict", ylim=(0, 1.02))
     ax.set_title(f"power on {metric} (target {target:.0%})", fontsize=9)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from archaudit.formatting import MISSING, VALUE_DIGITS, num, pvalue, signed
 from archaudit.report import figures
 from archaudit.report.data import ArmRow, PowerCase, ReportData, Verdicts, bands
 from archaudit.report.figures import Figure
@@ -76,28 +77,6 @@ def _absent(key: str, title: str, intro: str, reason: str) -> Section:
     return Section(key, title, intro, absent=reason)
 
 
-# ---------------------------------------------------------------------------------------------
-# formatting
-
-
-def num(value: float | None, digits: int = 4) -> str:
-    if value is None or not math.isfinite(value):
-        return "—"
-    return f"{value:.{digits}g}"
-
-
-def signed(value: float | None, digits: int = 3) -> str:
-    if value is None or not math.isfinite(value):
-        return "—"
-    return f"{value:+.{digits}g}"
-
-
-def pvalue(value: float) -> str:
-    if not math.isfinite(value):
-        return "—"
-    return "< 1e-300" if value < 1e-300 else f"{value:.3g}"
-
-
 def slug(text: str) -> str:
     """A file- and id-safe name."""
     return re.sub(r"[^A-Za-z0-9_-]+", "_", text).strip("_") or "x"
@@ -124,16 +103,16 @@ def _design_fwer(v: Verdicts) -> str:
     """The design's measured rate, named for what the correction controls (BH: the FDR)."""
     if v.design_fwer is None:
         return NOT_COMPUTED
-    return f"{v.design_fwer:.3f} ({error_rate(v.correction)})"
+    return f"{num(v.design_fwer)} ({error_rate(v.correction)})"
 
 
 def _panel_worst(v: Verdicts) -> str:
     """The noise panel's worst measured rate (stats/noise_models.py)."""
-    return NOT_COMPUTED if v.design_panel_worst is None else f"{v.design_panel_worst:.3f}"
+    return NOT_COMPUTED if v.design_panel_worst is None else num(v.design_panel_worst)
 
 
 def _design_mde(v: Verdicts) -> str:
-    return NOT_COMPUTED if v.design_mde is None else num(v.design_mde, 3)
+    return NOT_COMPUTED if v.design_mde is None else num(v.design_mde)
 
 
 def _reference(v: Verdicts) -> str:
@@ -148,14 +127,16 @@ def _reference(v: Verdicts) -> str:
 
 def arm_lines(verdicts: Sequence[Verdicts]) -> list[str]:
     """One line per arm across metrics and scales, e.g. "post_ln: regressor on val_loss at both
-    scales; no downstream_avg effect detected (MDE 0.02 at d48)". A run's state (diverged,
-    incomplete) is said once per arm, not once per metric; arms with verdicts come first, then
-    nominal ones, then by their largest |Δ| in σ."""
+    scales; no downstream_avg effect detected (MDE 0.02 at d48)".
+
+    A run's state (diverged, incomplete) is said once per arm, not once per metric. Arms with
+    verdicts come first, then those with nominal results, then the rest by their largest |Δ|
+    in σ."""
     scales = list(dict.fromkeys(v.scale for v in verdicts))
     by_arm: dict[str, dict[str, list[tuple[str, ArmRow]]]] = defaultdict(lambda: defaultdict(list))
     for v in verdicts:
-        for arm in v.arms:
-            by_arm[arm.arm][v.metric].append((v.scale, arm))
+        for row in v.arms:
+            by_arm[row.arm][v.metric].append((v.scale, row))
     lines = []
     for arm, metrics in sorted(by_arm.items(), key=lambda item: _importance(item[1], verdicts)):
         states: dict[str, dict[str, ArmRow]] = defaultdict(dict)
@@ -243,53 +224,55 @@ def answer(data: ReportData) -> Section:
             )
         )
     blocks.append(Bullets(tuple(arm_lines(data.verdicts))))
-    rows = []
-    for v in data.verdicts:
-        count = {name: sum(a.verdict == name for a in v.arms) for name in VERDICTS}
-        rows.append(
-            (
-                v.metric,
-                v.scale,
-                str(len(v.arms)),
-                str(count[WITHIN_NOISE]),
-                str(sum(count[name] for name in _NOT_SURVIVING)),
-                str(count[IMPROVER] + count[REGRESSOR]),
-                str(count[DIVERGED]),
-                str(count[INCOMPLETE]),
-                _design_fwer(v),
-                _panel_worst(v),
-                _design_mde(v),
-                f"{v.fwer_uncorrected:.0%}",
-                _reference(v),
-            )
-        )
-    blocks.append(
-        Grid(
-            "The funnel: arms → within noise / nominal (significant before the correction only) "
-            "/ surviving the correction / diverged, with the design's measured family-wise "
-            "error rate (FWER; the false discovery rate, FDR, under BH: normal seed noise, and the "
-            "worst over the noise panel of heavy tails, skew and unequal arm variances) and "
-            "minimum detectable effect (MDE).",
-            (
-                "metric",
-                "scale",
-                "arms",
-                "within noise",
-                "nominal",
-                "surviving",
-                "diverged",
-                "incomplete",
-                "design error rate",
-                "noise panel's worst",
-                "design MDE",
-                "FWER if uncorrected",
-                "test",
-            ),
-            tuple(rows),
-        )
-    )
+    blocks.append(funnel(data.verdicts))
     blocks.append(colour_key(data))
     return Section("answer", title, intro, tuple(blocks))
+
+
+def funnel(verdicts: Sequence[Verdicts]) -> Grid:
+    """How many arms of each family ended where: within noise, nominal, surviving, diverged."""
+    return Grid(
+        "The funnel: arms → within noise / nominal (significant before the correction only) "
+        "/ surviving the correction / diverged, with the design's measured family-wise "
+        "error rate (FWER; the false discovery rate, FDR, under BH: normal seed noise, and the "
+        "worst over the noise panel of heavy tails, skew and unequal arm variances) and "
+        "minimum detectable effect (MDE).",
+        (
+            "metric",
+            "scale",
+            "arms",
+            "within noise",
+            "nominal",
+            "surviving",
+            "diverged",
+            "incomplete",
+            "design error rate",
+            "noise panel's worst",
+            "design MDE",
+            "FWER if uncorrected",
+            "test",
+        ),
+        tuple(_funnel_row(v) for v in verdicts),
+    )
+
+
+def _funnel_row(v: Verdicts) -> tuple[str, ...]:
+    count = {name: sum(a.verdict == name for a in v.arms) for name in VERDICTS}
+    return (
+        v.metric,
+        v.scale,
+        str(len(v.arms)),
+        str(count[WITHIN_NOISE]),
+        str(sum(count[name] for name in _NOT_SURVIVING)),
+        str(count[IMPROVER] + count[REGRESSOR]),
+        str(count[DIVERGED]),
+        str(count[INCOMPLETE]),
+        _design_fwer(v),
+        _panel_worst(v),
+        _design_mde(v),
+        f"{v.fwer_uncorrected:.0%}",
+        _reference(v),
+    )
 
 
 def colour_key(data: ReportData) -> Paragraph:
@@ -465,9 +448,13 @@ def routing(data: ReportData) -> Section:
             r.scale,
             str(r.seed),
             str(r.step),
-            "; ".join(f"{len(ld) * max(ld):.2f} / {len(ld) * min(ld):.2f}" for ld in r.load),
+            "; ".join(
+                f"{num(len(ld) * max(ld), 2)} / {num(len(ld) * min(ld), 2)}" for ld in r.load
+            ),
             f"{r.dropped:.1%}",
-            f"{r.entropy:.2f} of {math.log(len(r.load[0])):.2f}" if r.load else num(r.entropy),
+            f"{num(r.entropy, 2)} of {num(math.log(len(r.load[0])), 2)}"
+            if r.load
+            else num(r.entropy, VALUE_DIGITS),
             ", ".join(f"step {s} (layer {layer})" for s, layer in r.collapses) or "none",
         )
         for r in data.routing
@@ -495,7 +482,7 @@ def transfer(data: ReportData) -> Section:
     for b in data.bumps:
         blocks.append(figures.bump(f"bump-{slug(b.metric)}", b, data.colours))
         interval = (
-            f" (95% interval {b.spearman_interval[0]:.2f} to {b.spearman_interval[1]:.2f})"
+            f" (95% interval {num(b.spearman_interval[0], 2)} to {num(b.spearman_interval[1], 2)})"
             if b.spearman_interval
             else " (not estimable: the arms are too close to rank at 95%)"
         )
@@ -531,15 +518,15 @@ def interactions(data: ReportData) -> Section:
         blocks.append(figures.heatmap(f"heatmap-{slug(h.metric)}-{slug(h.scale)}", h))
         blocks.append(
             Grid(
-                f"{h.metric} at {h.scale}: additive fit R² = {num(h.r2_additive, 3)}, "
-                f"harmful-count fit R² = {num(h.r2_harmful_count, 3)}; harmful choices: "
+                f"{h.metric} at {h.scale}: additive fit R² = {num(h.r2_additive)}, "
+                f"harmful-count fit R² = {num(h.r2_harmful_count)}; harmful choices: "
                 f"{', '.join(h.harmful) or 'none'}.",
                 ("arm", "observed", "additive prediction", "interaction (σ)", "harmful count"),
                 tuple(
                     (
                         c.arm,
-                        num(c.observed),
-                        num(c.predicted),
+                        num(c.observed, VALUE_DIGITS),
+                        num(c.predicted, VALUE_DIGITS),
                         signed(c.interaction_sigmas, 2),
                         str(c.harmful_count),
                     )
@@ -609,12 +596,12 @@ def _power_row(c: PowerCase) -> tuple[str, ...]:
     return (
         c.metric,
         c.scale,
-        num(c.sigma, 3),
+        num(c.sigma),
         "/".join(map(str, c.arm_seeds)),
         str(c.baseline_seeds),
         str(c.m),
-        num(mde, 3),
-        num(mde * c.sigma if mde is not None else None, 3),
+        num(mde),
+        num(mde * c.sigma if mde is not None else None),
         *(str(k) if k is not None else "> 100" for _, k in c.seeds_for),
     )
 
@@ -640,11 +627,11 @@ def signal_noise(data: ReportData) -> Section:
             (
                 m.metric,
                 m.scale,
-                num(m.sigma, 3),
-                num(m.spread, 3),
-                num(m.snr, 3),
-                num(m.null_snr, 3),
-                num(m.largest_effect, 3),
+                num(m.sigma),
+                num(m.spread),
+                num(m.snr),
+                num(m.null_snr),
+                num(m.largest_effect),
                 str(m.seeds_for_largest_effect) if m.seeds_for_largest_effect else "never (< 2σ)",
             )
             for m in rows
@@ -672,8 +659,8 @@ def arm_table(data: ReportData) -> Section:
         blocks.append(
             Grid(
                 f"{v.metric} at {v.scale} ({'lower' if v.lower_is_better else 'higher'} is "
-                f"better): baseline {num(v.baseline_mean)} from {v.baseline_n} seeds, σ = "
-                f"{num(v.sigma, 3)} ({v.sigma_dof} df), m = {v.m}, {v.correction} at "
+                f"better): baseline {num(v.baseline_mean, VALUE_DIGITS)} from {v.baseline_n} "
+                f"seeds, σ = {num(v.sigma)} ({v.sigma_dof} df), m = {v.m}, {v.correction} at "
                 f"α = {v.alpha}; design error rate {_design_fwer(v)} (noise panel's worst "
                 f"{_panel_worst(v)}).",
                 (
@@ -707,21 +694,21 @@ def _arm_row(a: ArmRow, notes: Sequence[str]) -> tuple[str, ...]:
     warnings = [*(["R1: tuned (broke the shared recipe)"] if a.tuned else []), *notes]
     if a.n_diverged:
         warnings.append(f"{a.n_diverged} run(s) diverged (first at step {a.diverged_step})")
-    sd = f" ± {num(a.sd, 3)}" if math.isfinite(a.sd) else ""
-    interval = f"[{signed(a.interval[0])}, {signed(a.interval[1])}]" if a.interval else "—"
+    sd = f" ± {num(a.sd)}" if math.isfinite(a.sd) else ""
+    interval = f"[{signed(a.interval[0])}, {signed(a.interval[1])}]" if a.interval else MISSING
     return (
         a.arm,
-        a.family or "—",
+        a.family or MISSING,
         str(a.n_seeds),
-        num(a.mean) + sd,
+        num(a.mean, VALUE_DIGITS) + sd,
         signed(a.delta),
         interval,
-        a.test or "—",
+        a.test or MISSING,
         pvalue(a.p),
         pvalue(a.p_adj),
         a.verdict,
         a.grade + (f" (missing: {', '.join(a.grade_missing)})" if a.grade_missing else ""),
-        "; ".join(warnings) or "—",
+        "; ".join(warnings) or MISSING,
     )
 
 
@@ -742,8 +729,8 @@ def scope(data: ReportData) -> Section:
     rows = tuple(
         (
             sc.name,
-            ", ".join(f"{k}={sc.model[k]}" for k in _MODEL_KEYS if k in sc.model) or "—",
-            f"{sc.tokens:,}" if sc.tokens is not None else "—",
+            ", ".join(f"{k}={sc.model[k]}" for k in _MODEL_KEYS if k in sc.model) or MISSING,
+            f"{sc.tokens:,}" if sc.tokens is not None else MISSING,
             str(sc.arms),
             "/".join(str(n) for n in sc.seeds),
         )
@@ -761,8 +748,8 @@ def scope(data: ReportData) -> Section:
         blocks.append(Paragraph("Recipe: " + ", ".join(f"{k} = {v}" for k, v in shown.items())))
         blocks.append(
             Paragraph(
-                f"Data: corpus {s.recipe.get('corpus', '—')}, tokenizer "
-                f"{s.recipe.get('tokenizer', '—')}; downstream suite: {s.suite or 'none'}."
+                f"Data: corpus {s.recipe.get('corpus', MISSING)}, tokenizer "
+                f"{s.recipe.get('tokenizer', MISSING)}; downstream suite: {s.suite or 'none'}."
             )
         )
     else:
@@ -810,7 +797,7 @@ def provenance(data: ReportData) -> Section:
     p = data.provenance
     rows: list[tuple[str, str]] = [
         ("results", p.source),
-        ("results sha256", p.source_sha256 or "—"),
+        ("results sha256", p.source_sha256 or MISSING),
         ("recipe hash", ", ".join(p.recipe_hashes) or "not recorded (results CSV)"),
     ]
     for i, env in enumerate(p.environments):
@@ -819,12 +806,12 @@ def provenance(data: ReportData) -> Section:
     if not p.environments:
         rows.append(("runs' environment", "not recorded (results CSV or no run started)"))
     rows += [(f"report: {k}", v) for k, v in _generator().items()]
-    rows.append(("command", p.command or "—"))
+    rows.append(("command", p.command or MISSING))
     return Section("provenance", title, intro, (Grid("", ("what", "value"), tuple(rows)),))
 
 
 def _text(value: Any) -> str:
-    return "—" if value is None else str(value)
+    return MISSING if value is None else str(value)
 
 
 def _generator() -> dict[str, str]:
