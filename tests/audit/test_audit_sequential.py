@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from archaudit.audit import sequential, store
 from archaudit.audit.coordinator import AuditOutcome
 from archaudit.audit.plan import make_plan
+from archaudit.audit.record import RunRecord
 from archaudit.audit.sequential import (
     Round,
     SettleOptions,
@@ -54,11 +55,8 @@ def fake_run_audit(plan, *, stop_after: int | None = None, **_):
             continue
         if stop_after is not None and finished == stop_after:
             raise KeyboardInterrupt  # the coordinator dies in the middle of a round
-        record = {
-            "id": run.run_id, "arm": run.arm, "scale": run.scale, "seed": run.seed,
-            "status": "ok", "metrics": {"val_loss": fake_value(run.arm, run.seed)},
-        }  # fmt: skip
-        store.write_done(run_dir, record)
+        metrics = {"val_loss": fake_value(run.arm, run.seed)}
+        store.write_done(run_dir, RunRecord.of_run(run, status="ok", metrics=metrics))
         finished += 1
     store.refresh_index(plan.audit_dir)
     counts = {"done": len(plan.runs)}

@@ -12,6 +12,7 @@ from archaudit.audit.demo import run_demo, verdict_table
 from archaudit.audit.executors import EXECUTORS, make_executor
 from archaudit.audit.launch import RunOptions
 from archaudit.audit.plan import Plan, RunSpec, make_plan
+from archaudit.audit.record import RunRecord
 from archaudit.audit.rerun import RerunReport, rerun
 from archaudit.audit.runner import run_one
 from archaudit.audit.spec import AuditSpec, load_audit
@@ -28,6 +29,7 @@ __all__ = [
     "AuditSpec",
     "Plan",
     "RerunReport",
+    "RunRecord",
     "RunOptions",
     "RunSpec",
     "judge_audit",

@@ -67,6 +67,8 @@ class RunSpec:
     seed: int
     tuned: bool = False
     anchor: bool = False
+    duties: tuple[str, ...] = ()
+    """The arm's protocol duties as the modification registry decides them (R6, R7)."""
     model: ModelConfig
     recipe: Recipe
     suite: str = ""
@@ -97,6 +99,7 @@ class RunSpec:
         values = {k: v for k, v in data.items() if k in fields}
         values["model"] = build(ModelConfig, upgrade_stored(data["model"]), section="model")
         values["recipe"] = build(Recipe, data["recipe"], section="recipe")
+        values["duties"] = tuple(data.get("duties", ()))
         return cls(**values)
 
 
@@ -247,6 +250,7 @@ def _runs_of(
             seed=seed,
             tuned=tuned,
             anchor=anchor and arm.name != BASELINE,
+            duties=arm.duties,
             model=model,
             recipe=recipe,
             suite=suite,

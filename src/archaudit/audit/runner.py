@@ -26,6 +26,7 @@ from archaudit.audit import store
 from archaudit.audit.claims import try_claim
 from archaudit.audit.launch import RunOptions, cli_command, sigterm_as_interrupt
 from archaudit.audit.plan import RunSpec
+from archaudit.audit.record import RunRecord
 from archaudit.audit.trackers import TrackedRun, Tracker, check_tracker, tracked_run, tracking
 from archaudit.config import ModelConfig, Recipe, to_dict
 from archaudit.errors import ConfigError
@@ -96,7 +97,7 @@ def _finished(run_dir: Path, spec: RunSpec) -> bool:
     return done is not None
 
 
-def _execute(run_dir: Path, spec: RunSpec, options: RunOptions) -> dict[str, Any]:
+def _execute(run_dir: Path, spec: RunSpec, options: RunOptions) -> RunRecord:
     recipe = operational_recipe(spec, options)
     _record_attempt(run_dir, options)
     tracker_name = options.tracker if os.environ.get("RANK", "0") == "0" else ""
@@ -105,21 +106,14 @@ def _execute(run_dir: Path, spec: RunSpec, options: RunOptions) -> dict[str, Any
         metrics = run_metrics(run_dir, spec, result, recipe.device)
         if tracker is not None:
             tracker.summary(metrics)  # the evals beside the training curves
-    return {
-        "id": spec.run_id,
-        "arm": spec.arm,
-        "scale": spec.scale,
-        "seed": spec.seed,
-        "family": spec.family,
-        "tuned": spec.tuned,
-        "status": result.status,
-        "diverged_step": result.diverged_step,
-        "metrics": metrics,
-        "train": result.to_json(),
-        "attempts": len((run_dir / ATTEMPTS).read_text().splitlines()),
-        "host": socket.gethostname(),
-        "finished": time.time(),
-    }
+    return RunRecord.of_run(
+        spec,
+        status=result.status,
+        diverged_step=result.diverged_step,
+        metrics=metrics,
+        train=result.to_json(),
+        attempts=len((run_dir / ATTEMPTS).read_text().splitlines()),
+    )
 
 
 def _train(

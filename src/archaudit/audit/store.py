@@ -6,7 +6,7 @@
         DONE              the result record, written last by an atomic link: exists once
         FAILED            the error of the last failed attempt (a new claim retries)
     runs/<audit>/index.sqlite   runs and metrics, rebuilt from the directories at will
-    runs/<audit>/results.csv    arm,scale,seed,metric,value,family,status,step,tuned
+    runs/<audit>/results.csv    arm,scale,seed,metric,value,family,status,step,tuned,duties
     runs/<audit>/items.csv      arm,scale,seed,task,item,correct  (for paired tests)
     runs/<audit>/results.parquet, items.parquet   the same tables (with pandas + pyarrow)
 
@@ -31,6 +31,7 @@ from typing import Any
 
 from archaudit.audit.claims import ClaimInfo, current_claim
 from archaudit.audit.plan import Plan, RunSpec
+from archaudit.audit.record import RunRecord
 from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write_text
 from archaudit.files import read_json_object as read_json
@@ -40,13 +41,13 @@ from archaudit.rundir import AUDIT_FILE, DONE, EVALS, FAILED, METRICS, RUN_FILE
 from archaudit.stats.frames import parquet_twin
 from archaudit.stats.items import ITEM_COLUMNS as ITEM_KEYS
 from archaudit.stats.items import ITEM_MEASURES, load_items
-from archaudit.stats.table import load_table
+from archaudit.stats.table import DUTY_SEPARATOR, OPTIONAL_COLUMNS, REQUIRED_COLUMNS, load_table
 
 INDEX, RESULTS, ITEMS = "index.sqlite", "results.csv", "items.csv"
 SEQUENTIAL_DIR, SEQUENTIAL_SUMMARY = "sequential", "summary.json"
 """A sequential audit's round records and the last finished loop's summary (rule, verdicts)."""
 TUNE_DIR, SUPERSEDED_DIR = "_tune", "_superseded"
-RESULT_COLUMNS = ("arm", "scale", "seed", "metric", "value", "family", "status", "step", "tuned")
+RESULT_COLUMNS = (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)
 ITEM_COLUMNS = (*ITEM_KEYS, *ITEM_MEASURES)
 STATES = ("planned", "running", "stale", "failed", "done", "diverged")
 
@@ -59,11 +60,11 @@ def write_json(path: Path, data: Any) -> None:
     atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
-def write_done(run_dir: Path, record: dict[str, Any]) -> None:
+def write_done(run_dir: Path, record: RunRecord) -> None:
     """Publish the run's result. `os.link` refuses an existing target, so DONE is written
     exactly once even if two processes got this far (which the claim prevents)."""
     tmp = run_dir / f".{DONE}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    tmp.write_text(json.dumps(record.to_json(), indent=1, sort_keys=True) + "\n")
     try:
         os.link(tmp, run_dir / DONE)
     except FileExistsError:
@@ -152,35 +153,32 @@ class RunStatus:
     """One of STATES."""
     step: int
     """Last training step in metrics.jsonl."""
-    result: dict[str, Any] | None
+    result: RunRecord | None
     """The DONE record."""
     error: str | None
     claim: ClaimInfo | None
 
 
-def read_done(run_dir: Path, spec: RunSpec) -> tuple[dict[str, Any] | None, str | None]:
-    """(the DONE record, None), or (None, why) when DONE holds another run's result (a
-    directory copied or reused by hand): that result is never reported as this run's."""
-    done = read_json(run_dir / DONE)
-    if done is not None and done.get("id") != spec.run_id:
+def read_record(run_dir: Path) -> RunRecord | None:
+    """The run's DONE record, or None before it finished; a garbled DONE raises DataError."""
+    data = read_json(run_dir / DONE)
+    return None if data is None else RunRecord.from_json(data, run_dir / DONE)
+
+
+def read_done(run_dir: Path, spec: RunSpec) -> tuple[RunRecord | None, str | None]:
+    """(the DONE record, None), or (None, why) when DONE is garbled or holds another run's
+    result (a directory copied or reused by hand): that result is never reported as this
+    run's."""
+    try:
+        done = read_record(run_dir)
+    except DataError as err:
+        return None, str(err)
+    if done is not None and done.id != spec.run_id:
         return None, (
-            f"{run_dir} holds the result of run {done.get('id')} in {DONE}, not of run "
+            f"{run_dir} holds the result of run {done.id} in {DONE}, not of run "
             f"{spec.run_id} that its {RUN_FILE} describes"
         )
-    if done is not None and not _is_result(done):
-        return None, f"{run_dir / DONE} is not a result record (status or metrics garbled)"
     return done, None
-
-
-def _is_result(done: dict[str, Any]) -> bool:
-    """A DONE record the exports can read: a status and numeric (or missing) metrics."""
-    metrics, step = done.get("metrics"), done.get("diverged_step")
-    return (
-        done.get("status") in ("ok", "diverged")
-        and isinstance(metrics, dict)
-        and all(v is None or type(v) in (int, float) for v in metrics.values())
-        and (step is None or type(step) is int)
-    )
 
 
 def run_status(
@@ -193,7 +191,7 @@ def run_status(
     failed = run_dir / FAILED
     error = foreign or (failed.read_text(errors="replace") if failed.is_file() else None)
     if result is not None:
-        state = "diverged" if result.get("status") == "diverged" else "done"
+        state = "diverged" if result.status == "diverged" else "done"
     elif claim is not None:
         state = "stale" if claim.stale(stale_after_s) else "running"
     else:
@@ -241,11 +239,12 @@ def result_rows(status: RunStatus) -> Iterator[dict[str, Any]]:
         "scale": spec.scale,
         "seed": spec.seed,
         "family": spec.family,
-        "status": result["status"],
-        "step": result.get("diverged_step") or "",
+        "status": result.status,
+        "step": result.diverged_step or "",
         "tuned": "true" if spec.tuned else "false",
+        "duties": DUTY_SEPARATOR.join(spec.duties),
     }
-    for metric, value in sorted(result["metrics"].items()):
+    for metric, value in sorted(result.metrics.items()):
         finite = value is not None and math.isfinite(value)
         yield {**common, "metric": metric, "value": repr(float(value)) if finite else ""}
 
@@ -381,7 +380,7 @@ def _write_index(target: Path, audit_dir: Path, statuses: list[RunStatus]) -> No
                 (str(s.path.relative_to(audit_dir)), metric, value)
                 for s in statuses
                 if s.result is not None
-                for metric, value in s.result["metrics"].items()
+                for metric, value in s.result.metrics.items()
             ],
         )
         db.executemany("INSERT INTO notes VALUES (?,?,?)", _notes(audit_dir))

@@ -395,7 +395,7 @@ def status(
     if json_:
         runs = [
             {"path": s.spec.path, "id": s.spec.run_id, "state": s.state, "step": s.step}
-            | {"error": s.error, "result": s.result}
+            | {"error": s.error, "result": s.result.to_json() if s.result else None}
             for s in statuses
         ]
         states = Counter(s.state for s in statuses)
