@@ -16,7 +16,10 @@ from archaudit.errors import ConfigError
 
 
 def test_recipe_hash_is_identical_across_processes_and_hash_seeds():
-    code = "from archaudit.config import Recipe, recipe_hash; print(recipe_hash(Recipe(lr=1e-3)))"
+    code = (
+        "from archaudit.config import Recipe; from archaudit.data.identity import recipe_hash; "
+        "print(recipe_hash(Recipe(lr=1e-3)))"
+    )
     hashes = {
         subprocess.run(
             [sys.executable, "-c", code],

@@ -28,11 +28,11 @@ from archaudit.config import (
     build,
     canonical_json,
     merge_tables,
-    recipe_hash,
     to_dict,
     upgrade_stored,
 )
 from archaudit.config.recipe import MATCH_PARAMS
+from archaudit.data.identity import recipe_hash
 from archaudit.errors import ConfigError, did_you_mean
 
 if TYPE_CHECKING:

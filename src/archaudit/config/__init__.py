@@ -28,7 +28,7 @@ from archaudit.config.model import (
     StreamConfig,
     upgrade_stored,
 )
-from archaudit.config.recipe import PARALLEL, PRECISIONS, Recipe, recipe_hash
+from archaudit.config.recipe import PARALLEL, PRECISIONS, Recipe
 from archaudit.config.tables import (
     apply_overrides,
     build,
@@ -70,7 +70,6 @@ __all__ = [
     "load_toml",
     "merge_tables",
     "parse_override",
-    "recipe_hash",
     "replace_paths",
     "to_dict",
     "upgrade_stored",

@@ -19,7 +19,8 @@ import numpy as np
 import torch
 
 import archaudit
-from archaudit.config import ModelConfig, Recipe, recipe_hash, to_dict, upgrade_stored
+from archaudit.config import ModelConfig, Recipe, to_dict, upgrade_stored
+from archaudit.data.identity import recipe_hash
 from archaudit.data.corpus import TokenCorpus
 from archaudit.errors import ConfigError
 
