@@ -17,7 +17,7 @@
     <audit>/audit.json       the plan; marks a folder as an audit directory (audit/store.py)
 
 A folder is a run of this tool when it holds spec.json (the trainer's) or run.json (the
-audit's); `train` and `index` refuse any other non-empty folder rather than write into it. No
+audit's); `train` and `status` refuse any other non-empty folder rather than write into it. No
 name of the layout may be a link that leads out of the run: deleting old checkpoints or
 appending to a log through one would change files the run does not own.
 
@@ -113,7 +113,7 @@ def check_train_target(out: Path) -> None:
 
 
 def check_audit_dir(path: Path) -> Path:
-    """`path` when it is an audit directory of this tool, else a one-line refusal (`index`
+    """`path` when it is an audit directory of this tool, else a one-line refusal (`status`
     rewrites results.csv and items.csv there)."""
     if not is_audit_dir(path):
         raise DataError(

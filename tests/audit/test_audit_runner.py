@@ -28,7 +28,7 @@ from archaudit.audit.store import (
     SUPERSEDED_DIR,
     audit_run_dirs,
     materialize,
-    refresh_index,
+    refresh_export,
     run_status,
     write_done,
 )
@@ -102,7 +102,7 @@ def test_the_tuned_flag_follows_the_arm_into_every_result(write_audit):
     assert run_one(run_dir) == "done"
     assert json.loads((run_dir / "run.json").read_text())["tuned"] is True
     assert json.loads((run_dir / DONE).read_text())["tuned"] is True
-    refresh_index(plan.audit_dir)
+    refresh_export(plan.audit_dir)
     rows = load_table(plan.audit_dir).rows
     assert rows and all(r.tuned for r in rows) and {r.arm for r in rows} == {"qk_norm"}
 

@@ -118,5 +118,5 @@ def fake_audit(
         status = "diverged" if stop else "ok"
         record = RunRecord.of_run(run, status=status, diverged_step=stop, metrics=metrics)
         store.write_done(run_dir, record)
-    store.refresh_index(plan.audit_dir)
+    store.refresh_export(plan.audit_dir)
     return plan.audit_dir

@@ -302,9 +302,7 @@ def replay(
     return FamilyState(family, state[0], diverged, tests, np.where(diverged, 0.0, value))
 
 
-def _values(
-    results: Results, name: str, n: int, metric: str
-) -> tuple[np.ndarray, bool]:
+def _values(results: Results, name: str, n: int, metric: str) -> tuple[np.ndarray, bool]:
     """The metric of seeds 0..n−1, and whether any of them diverged or lacks it."""
     runs = results.get(name, {})
     values = []

@@ -1,16 +1,17 @@
-"""The store: run directories are the truth; an SQLite index and two CSV exports are views.
+"""The store: run directories are the truth; the CSV and Parquet exports are views of them.
 
     runs/<audit>/audit.json                   the plan: spec, runs, protocol notes
     runs/<audit>/<arm>/<scale>/seed-<k>/      one run directory (its files: archaudit.rundir)
         run.json          the RunSpec (id = content hash)    written when the audit starts
         DONE              the result record, written last by an atomic link: exists once
         FAILED            the error of the last failed attempt (a new claim retries)
-    runs/<audit>/index.sqlite   runs and metrics, rebuilt from the directories at will
     runs/<audit>/results.csv    arm,scale,seed,metric,value,family,status,step,tuned,duties
     runs/<audit>/items.csv      arm,scale,seed,task,item,correct  (for paired tests)
     runs/<audit>/results.parquet, items.parquet   the same tables (with pandas + pyarrow)
 
 Top-level folders starting with "_" (`_tune`, `_superseded`) are not part of the audit.
+Every `status`, `stats` and `report` rescans the run directories: at about 2 ms a run (one
+run.json and DONE parsed each), 10,000 runs take some 20 s (benchmarks/store_scan.py).
 """
 
 from __future__ import annotations
@@ -21,9 +22,6 @@ import io
 import json
 import math
 import os
-import shutil
-import sqlite3
-import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +41,7 @@ from archaudit.stats.items import ITEM_COLUMNS as ITEM_KEYS
 from archaudit.stats.items import ITEM_MEASURES, load_items
 from archaudit.stats.table import DUTY_SEPARATOR, OPTIONAL_COLUMNS, REQUIRED_COLUMNS, load_table
 
-INDEX, RESULTS, ITEMS = "index.sqlite", "results.csv", "items.csv"
+RESULTS, ITEMS = "results.csv", "items.csv"
 SEQUENTIAL_DIR, SEQUENTIAL_SUMMARY = "sequential", "summary.json"
 """A sequential audit's round records and the last finished loop's summary (rule, verdicts)."""
 TUNE_DIR, SUPERSEDED_DIR = "_tune", "_superseded"
@@ -293,11 +291,16 @@ def export(audit_dir: Path, statuses: Iterable[RunStatus] | None = None) -> tupl
 FINISHED_STATES = ("done", "diverged")
 
 
-def refresh_export(audit_dir: Path) -> dict[str, int]:
-    """Export results.csv and items.csv from the run directories now (a running coordinator
-    exports only as its runs finish) and count the runs in each state (sorted by state)."""
+def refresh_export(audit_dir: Path) -> list[RunStatus]:
+    """Scan the run directories and export results.csv and items.csv from them now (a running
+    coordinator exports only as its runs finish). Returns the scanned statuses."""
     statuses = [run_status(d) for d in audit_run_dirs(audit_dir)]
     export(audit_dir, statuses)
+    return statuses
+
+
+def state_counts(statuses: Iterable[RunStatus]) -> dict[str, int]:
+    """How many runs are in each state, sorted by state."""
     counts: dict[str, int] = {}
     for status in statuses:
         counts[status.state] = counts.get(status.state, 0) + 1
@@ -310,99 +313,3 @@ def _csv(columns: tuple[str, ...], rows: Iterable[dict[str, Any]]) -> str:
     writer.writeheader()
     writer.writerows(rows)
     return buffer.getvalue()
-
-
-# ---------------------------------------------------------------------------------------------
-# the SQLite index
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    id TEXT, path TEXT PRIMARY KEY, arm TEXT, mods TEXT, baseline TEXT, family TEXT,
-    scale TEXT, seed INTEGER, tuned INTEGER, anchor INTEGER, state TEXT, step INTEGER,
-    steps INTEGER, claim_host TEXT, claim_pid INTEGER, heartbeat REAL, error TEXT, updated REAL
-);
-CREATE TABLE IF NOT EXISTS metrics (
-    path TEXT, metric TEXT, value REAL, PRIMARY KEY (path, metric)
-);
-CREATE TABLE IF NOT EXISTS notes (rule TEXT, arm TEXT, message TEXT);
-"""
-
-
-def refresh_index(audit_dir: Path, *, rebuild: bool = False) -> list[RunStatus]:
-    """Scan the run directories into `index.sqlite` (from scratch with `rebuild`) and export
-    results.csv and items.csv. Returns the scanned statuses."""
-    statuses = [run_status(d) for d in audit_run_dirs(audit_dir)]
-    path = audit_dir / INDEX
-    # a rebuild starts from an empty file, so a corrupt index (or a folder in its place) is
-    # simply replaced
-    target = path.with_name(f".{INDEX}.{os.getpid()}.tmp") if rebuild else path
-    if rebuild:
-        target.unlink(missing_ok=True)
-    elif path.is_dir():
-        raise DataError(f"{path} is a folder, not an index; {_REBUILD} {audit_dir}")
-    try:
-        _write_index(target, audit_dir, statuses)
-    except sqlite3.DatabaseError as err:
-        if rebuild:
-            target.unlink(missing_ok=True)
-        raise _index_error(path, audit_dir, err) from None
-    if rebuild:
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        os.replace(target, path)
-    export(audit_dir, statuses)
-    return statuses
-
-
-_REBUILD = "rebuild it from the run directories with: archaudit index --rebuild"
-
-
-def _index_error(path: Path, audit_dir: Path, err: sqlite3.DatabaseError) -> DataError:
-    """A damaged index points at --rebuild; a full disk or a read-only folder says so."""
-    if any(word in str(err) for word in ("full", "readonly", "unable to open", "I/O")):
-        return DataError(f"{path}: cannot write the index ({err}); free space or fix permissions")
-    return DataError(f"{path} is damaged ({err}); {_REBUILD} {audit_dir}")
-
-
-def _write_index(target: Path, audit_dir: Path, statuses: list[RunStatus]) -> None:
-    with contextlib.closing(sqlite3.connect(target, timeout=30)) as db, db:
-        db.executescript(_SCHEMA)
-        db.execute("DELETE FROM runs")
-        db.execute("DELETE FROM metrics")
-        db.execute("DELETE FROM notes")
-        db.executemany(
-            "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            [_index_row(audit_dir, s) for s in statuses],
-        )
-        db.executemany(
-            "INSERT INTO metrics VALUES (?,?,?)",
-            [
-                (str(s.path.relative_to(audit_dir)), metric, value)
-                for s in statuses
-                if s.result is not None
-                for metric, value in s.result.metrics.items()
-            ],
-        )
-        db.executemany("INSERT INTO notes VALUES (?,?,?)", _notes(audit_dir))
-
-
-def _notes(audit_dir: Path) -> list[tuple[str, str, str]]:
-    """The protocol notes audit.json keeps, as (rule, arm, message)."""
-    path = audit_dir / AUDIT_FILE
-    notes = (read_json(path) or {}).get("notes", [])
-    keys = ("rule", "arm", "message")
-    if not isinstance(notes, list) or not all(
-        isinstance(n, dict) and all(isinstance(n.get(k), str) for k in keys) for n in notes
-    ):
-        raise DataError(f"{path}: notes is not a list of {{rule, arm, message}} records")
-    return [tuple(n[k] for k in keys) for n in notes]
-
-
-def _index_row(audit_dir: Path, s: RunStatus) -> tuple[Any, ...]:
-    spec, claim = s.spec, s.claim
-    return (
-        spec.run_id, str(s.path.relative_to(audit_dir)), spec.arm, spec.mods, spec.baseline,
-        spec.family, spec.scale, spec.seed, int(spec.tuned), int(spec.anchor), s.state, s.step,
-        spec.recipe.steps, claim.host if claim else None, claim.pid if claim else None,
-        claim.heartbeat if claim else None, s.error, time.time(),
-    )  # fmt: skip

@@ -1,4 +1,4 @@
-"""Audit commands: `init`, `plan`, `run`, `run-one`, `status`, `index`, `tune-baseline`,
+"""Audit commands: `init`, `plan`, `run`, `run-one`, `status`, `tune-baseline`,
 `rerun`, `demo`. Each one is a thin face over `archaudit.audit`."""
 
 from __future__ import annotations
@@ -381,14 +381,14 @@ def status(
     quiet: Quiet = False,
     report: bool = typer.Option(False, "--report", help="Also write a (partial) report.html."),
 ) -> None:
-    """Where the audit stands: runs per arm and state (refreshes the index and CSV exports)."""
+    """Where the audit stands: runs per arm and state (refreshes the CSV and Parquet exports)."""
     from archaudit.audit.live import arm_table, progress_of
     from archaudit.audit.spec import resolve_audit_dir
-    from archaudit.audit.store import refresh_index
+    from archaudit.audit.store import refresh_export
 
     quiet_output(quiet, json_)
     audit_dir = resolve_audit_dir(audit)
-    statuses = refresh_index(audit_dir)
+    statuses = refresh_export(audit_dir)
     if report:
         report_audit(audit_dir, err=json_)
     done, total = progress_of(statuses)
@@ -404,26 +404,6 @@ def status(
         return
     show(arm_table(statuses, title=str(audit_dir)))
     Console().print(f"{done:,} of {total:,} training steps ({done / max(total, 1):.0%})")
-
-
-@app.command()
-def index(
-    audit: Path = AUDIT_TARGET,
-    rebuild: bool = typer.Option(False, "--rebuild", help="Start from an empty index file."),
-    json_: Json = False,
-    quiet: Quiet = False,
-) -> None:
-    """Rescan the run directories into index.sqlite and export results.csv and items.csv."""
-    from archaudit.audit.spec import resolve_audit_dir
-    from archaudit.audit.store import INDEX, RESULTS, refresh_index
-
-    quiet_output(quiet, json_)
-    audit_dir = resolve_audit_dir(audit)
-    statuses = refresh_index(audit_dir, rebuild=rebuild)
-    if json_:
-        emit({"runs": len(statuses), "index": audit_dir / INDEX, "results": audit_dir / RESULTS})
-        return
-    typer.echo(f"{len(statuses)} runs → {audit_dir / INDEX}, {audit_dir / RESULTS}")
 
 
 @app.command("tune-baseline")

@@ -7,7 +7,6 @@ prepared corpus is identified by its index, which only the data package reads.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 from dataclasses import dataclass, field

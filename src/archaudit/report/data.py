@@ -1036,9 +1036,7 @@ def _provenance(csv_path: Path, runs: Sequence[_Run], command: str | None) -> Pr
 
 
 def _progress(runs: Sequence[_Run]) -> Progress:
-    states = Counter(
-        "unfinished" if run.done is None else run.done.status for run in runs
-    )
+    states = Counter("unfinished" if run.done is None else run.done.status for run in runs)
     finished = len(runs) - states["unfinished"]
     return Progress(finished, len(runs), dict(sorted(states.items())))
 

@@ -20,8 +20,8 @@ import torch
 
 import archaudit
 from archaudit.config import ModelConfig, Recipe, to_dict, upgrade_stored
-from archaudit.data.identity import recipe_hash
 from archaudit.data.corpus import TokenCorpus
+from archaudit.data.identity import recipe_hash
 from archaudit.errors import ConfigError
 
 # What identifies a run; everything else in spec.json is derived or informational.
