@@ -54,7 +54,6 @@ WEIGHTS = "model.safetensors"
 TRAIN_STATE = "train_state.pt"
 CHECKPOINT_META = "meta.json"
 CHECKSUMS = "SHA256SUMS"
-LEGACY_STATE = "state.pt"  # the pickled format of archaudit 0.1, refused on load
 
 _CHECKPOINT_NAME = re.compile(r"step-(\d{6,})")
 

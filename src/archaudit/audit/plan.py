@@ -29,7 +29,6 @@ from archaudit.config import (
     canonical_json,
     merge_tables,
     to_dict,
-    upgrade_stored,
 )
 from archaudit.config.recipe import MATCH_PARAMS
 from archaudit.data.identity import recipe_hash
@@ -97,7 +96,7 @@ class RunSpec:
     def from_json(cls, data: dict[str, Any]) -> RunSpec:
         fields = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in fields}
-        values["model"] = build(ModelConfig, upgrade_stored(data["model"]), section="model")
+        values["model"] = build(ModelConfig, data["model"], section="model")
         values["recipe"] = build(Recipe, data["recipe"], section="recipe")
         values["duties"] = tuple(data.get("duties", ()))
         return cls(**values)

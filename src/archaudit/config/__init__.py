@@ -26,7 +26,6 @@ from archaudit.config.model import (
     ResidualConfig,
     SharingConfig,
     StreamConfig,
-    upgrade_stored,
 )
 from archaudit.config.recipe import PARALLEL, PRECISIONS, Recipe
 from archaudit.config.tables import (
@@ -72,7 +71,6 @@ __all__ = [
     "parse_override",
     "replace_paths",
     "to_dict",
-    "upgrade_stored",
 ]
 
 TRAIN_SECTIONS = ("model", "recipe")
