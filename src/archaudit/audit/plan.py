@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -146,10 +146,10 @@ def _make_plan(spec: AuditSpec, *, strict: bool) -> Plan:
     several = len(spec.baselines) > 1
     for planned in arms:
         arm, entry = planned.arm, planned.entry
-        for scale in entry.scales or ():
-            if scale not in scale_names:
+        for wanted in entry.scales or ():
+            if wanted not in scale_names:
                 raise ConfigError(
-                    f"arm {arm.name!r}: unknown scale {scale!r}{did_you_mean(scale, scale_names)}"
+                    f"arm {arm.name!r}: unknown scale {wanted!r}{did_you_mean(wanted, scale_names)}"
                 )
         scales = [s for s in spec.scales if entry.scales is None or s.name in entry.scales]
         notes += protocol.downstream_note(arm.name, arm.requires_downstream, suite)
@@ -214,7 +214,7 @@ def _runs_of(
     planned: PlannedArm,
     name: str,
     baseline: str,
-    delta: dict[str, Any],
+    delta: Mapping[str, Any],
     scale: ScaleSpec,
     suite: str,
 ) -> list[RunSpec]:
@@ -305,7 +305,7 @@ def scale_recipe(recipe: Recipe, scale: ScaleSpec) -> Recipe:
 
 
 def _identity_note(
-    spec: AuditSpec, run: RunSpec, delta: dict[str, Any], scale: ScaleSpec
+    spec: AuditSpec, run: RunSpec, delta: Mapping[str, Any], scale: ScaleSpec
 ) -> list[ProtocolNote]:
     """An arm that trains exactly its baseline (the change is already part of it) is noted."""
     same_recipe = recipe_hash(run.recipe) == recipe_hash(scale_recipe(spec.recipe, scale))
@@ -315,7 +315,7 @@ def _identity_note(
     return [ProtocolNote("identity", run.arm, message + " (its change is already part of it)")]
 
 
-def _baseline_model(spec: AuditSpec, delta: dict[str, Any], scale: ScaleSpec) -> ModelConfig:
+def _baseline_model(spec: AuditSpec, delta: Mapping[str, Any], scale: ScaleSpec) -> ModelConfig:
     return build(ModelConfig, merge_tables(scale.model, delta), section=f"scales.{scale.name}")
 
 

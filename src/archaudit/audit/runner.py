@@ -29,7 +29,7 @@ from archaudit.audit.plan import RunSpec
 from archaudit.audit.record import RunRecord
 from archaudit.audit.trackers import TrackedRun, Tracker, check_tracker, tracked_run, tracking
 from archaudit.config import ModelConfig, Recipe, to_dict
-from archaudit.errors import ConfigError
+from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write, atomic_write_text
 from archaudit.progress import log
 from archaudit.rundir import ATTEMPTS, EVALS, FAILED, METRICS, checkpoint_dirs, checkpoint_step
@@ -145,7 +145,8 @@ def run_metrics(
     """A trained run's metrics as DONE records them (and `rerun` compares them): losses,
     total and active parameters, MoE routing, and the suite's scores when it has one."""
     if result.status != "ok":
-        return {"val_loss": None} | ({"downstream_avg": None} if spec.suite else {})
+        missing: dict[str, float | None] = {"val_loss": None}
+        return missing | ({"downstream_avg": None} if spec.suite else {})
     metrics: dict[str, float | None] = {
         "val_loss": result.val_loss,
         "train_loss": result.final_loss,
@@ -202,6 +203,8 @@ def evaluate_run(run_dir: Path, spec: RunSpec, device: str) -> dict[str, float]:
             ),
         )
         stored = store.read_json(path)
+    if stored is None or not isinstance(stored.get("metrics"), dict):
+        raise DataError(f"{path} holds no metrics: delete it to score the run again")
     return stored["metrics"]
 
 

@@ -138,7 +138,13 @@ def read_spec(run_dir: Path) -> RunSpec:
         ) from None
 
 
-_SPEC_TYPES = {"arm": str, "mods": str, "baseline": str, "family": str, "scale": str}
+_SPEC_TYPES: dict[str, type] = {
+    "arm": str,
+    "mods": str,
+    "baseline": str,
+    "family": str,
+    "scale": str,
+}
 _SPEC_TYPES |= {"seed": int, "path": str, "suite": str, "model": dict, "recipe": dict}
 """The RunSpec fields that the store sorts, groups and exports by."""
 
@@ -243,8 +249,7 @@ def result_rows(status: RunStatus) -> Iterator[dict[str, Any]]:
         "duties": DUTY_SEPARATOR.join(spec.duties),
     }
     for metric, value in sorted(result.metrics.items()):
-        finite = value is not None and math.isfinite(value)
-        yield {**common, "metric": metric, "value": repr(float(value)) if finite else ""}
+        yield {**common, "metric": metric, "value": _cell(value)}
 
 
 def item_rows(status: RunStatus) -> Iterator[dict[str, Any]]:

@@ -121,8 +121,8 @@ def tune_baseline(
     for run in plan.runs:
         done = read_record(plan.run_dir(run))
         value = done.metric("val_loss") if done else None
-        finite = isinstance(value, float) and math.isfinite(value)
-        losses[(run.recipe.lr, run.recipe.warmup_frac)].append(value if finite else math.inf)
+        finite = value if value is not None and math.isfinite(value) else math.inf
+        losses[(run.recipe.lr, run.recipe.warmup_frac)].append(finite)
     points = tuple(TunePoint(lr, w, tuple(v)) for (lr, w), v in losses.items())
     best = min(points, key=lambda p: p.mean)
     if not math.isfinite(best.mean):
