@@ -75,7 +75,7 @@ class RunSpec:
     path: str
     """The run directory, relative to the audit directory: <arm>/<scale>/seed-<k>."""
 
-    @property
+    @functools.cached_property
     def run_id(self) -> str:
         """sha256 over what determines the run's numbers (operational recipe fields excluded)."""
         key = {
@@ -96,10 +96,17 @@ class RunSpec:
     def from_json(cls, data: dict[str, Any]) -> RunSpec:
         fields = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in fields}
-        values["model"] = build(ModelConfig, data["model"], section="model")
-        values["recipe"] = build(Recipe, data["recipe"], section="recipe")
+        values["model"] = _stored(ModelConfig, "model", canonical_json(data["model"]))
+        values["recipe"] = _stored(Recipe, "recipe", canonical_json(data["recipe"]))
         values["duties"] = tuple(data.get("duties", ()))
         return cls(**values)
+
+
+@functools.lru_cache(maxsize=1024)
+def _stored(cls: type, section: str, table: str) -> Any:
+    """A stored model or recipe table, built once per distinct table: the runs of an audit
+    share a few (one model per arm and scale), and building one checks every key anew."""
+    return build(cls, json.loads(table), section=section)
 
 
 @dataclass(frozen=True)
