@@ -60,3 +60,10 @@ def test_a_done_without_a_field_names_it(run_dir: Path):
     (run_dir / store.DONE).write_text(json.dumps(data))
     with pytest.raises(DataError, match=r"DONE is not a result record \(host = None"):
         store.read_record(run_dir)
+
+
+def test_a_garbled_duties_list_in_run_json_is_refused(run_dir: Path):
+    data = json.loads((run_dir / store.RUN_FILE).read_text()) | {"duties": "downstream"}
+    (run_dir / store.RUN_FILE).write_text(json.dumps(data))
+    with pytest.raises(DataError, match=r"run.json is not a run spec .*duties = 'downstream'"):
+        store.read_spec(run_dir)

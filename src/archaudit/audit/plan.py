@@ -98,7 +98,10 @@ class RunSpec:
         values = {k: v for k, v in data.items() if k in fields}
         values["model"] = _stored(ModelConfig, "model", canonical_json(data["model"]))
         values["recipe"] = _stored(Recipe, "recipe", canonical_json(data["recipe"]))
-        values["duties"] = tuple(data.get("duties", ()))
+        duties = data.get("duties", [])
+        if not isinstance(duties, list) or not all(isinstance(d, str) for d in duties):
+            raise ConfigError(f"duties = {duties!r:.60} is not a list of duty names")
+        values["duties"] = tuple(duties)
         return cls(**values)
 
 
