@@ -139,13 +139,7 @@ def read_spec(run_dir: Path) -> RunSpec:
         ) from None
 
 
-_SPEC_TYPES: dict[str, type] = {
-    "arm": str,
-    "mods": str,
-    "baseline": str,
-    "family": str,
-    "scale": str,
-}
+_SPEC_TYPES: dict[str, type] = dict.fromkeys(("arm", "mods", "baseline", "family", "scale"), str)
 _SPEC_TYPES |= {"seed": int, "path": str, "suite": str, "model": dict, "recipe": dict}
 """The RunSpec fields that the store sorts, groups and exports by."""
 
