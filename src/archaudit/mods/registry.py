@@ -183,6 +183,7 @@ class Modification:
             "family": self.family,
             "requires_downstream": self.requires_downstream,
             "requires_cross_scale": self.requires_cross_scale,
+            "duties": list(self.protocol_duties),
             "changes_recipe": self.changes_recipe,
             "citation": dataclasses.asdict(self.citation),
             "description": self.description,
