@@ -14,11 +14,13 @@ import json
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from archaudit.audit import store
 from archaudit.audit.plan import make_plan
 from archaudit.audit.record import RunRecord
 from archaudit.audit.spec import load_audit
+from archaudit.cli import app, stats_cmd  # noqa: F401  (registers the stats commands)
 from archaudit.mods import list_modifications, resolve_arm
 from archaudit.mods.registry import FAMILY_DUTIES
 from archaudit.stats import judge, load_table
@@ -57,6 +59,9 @@ def test_value_residuals_verdict_carries_the_r6_note(write_audit, tmp_path: Path
     assert duties == {"baseline": "", "geglu": "", "value_residual": "downstream;cross_scale"}
     r6 = [note for note in judge(audit_dir, "val_loss").notes if note.startswith("R6")]
     assert len(r6) == 1 and r6[0].endswith(": value_residual"), r6
+    shown = CliRunner().invoke(app, ["stats", str(audit_dir), "--metric", "val_loss", "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert any(n.startswith("R6") for n in json.loads(shown.stdout)["notes"]), shown.stdout
 
 
 @pytest.mark.parametrize("duty", DUTIES)
