@@ -34,6 +34,9 @@ from archaudit.files import atomic_write, atomic_write_text
 from archaudit.progress import log
 from archaudit.rundir import ATTEMPTS, EVALS, FAILED, METRICS, checkpoint_dirs, checkpoint_step
 
+if TYPE_CHECKING:  # the trainer (and torch) load only when a run trains
+    from archaudit.train import TrainResult
+
 ROUTING_METRICS = ("moe_dropped", "moe_router_entropy")
 
 
@@ -52,10 +55,6 @@ def routing_summary(run_dir: Path) -> dict[str, float]:
     summary = {key: float(last[key]) for key in ROUTING_METRICS}
     summary["moe_load_imbalance"] = max(len(load) * max(load) for load in last["moe_load"])
     return summary
-
-
-if TYPE_CHECKING:  # the trainer (and torch) load only when a run trains
-    from archaudit.train import TrainResult
 
 
 def run_one(run_dir: str | Path, options: RunOptions | None = None) -> str:
