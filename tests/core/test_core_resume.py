@@ -30,6 +30,7 @@ from archaudit.rundir import (
     checkpoint_step,
 )
 from archaudit.train import checkpoint as ckpt
+from archaudit.train import step as training_step
 from archaudit.train import train, trainer
 
 MODEL = ModelConfig(d_model=32, n_layers=1, n_heads=2, context_length=32)
@@ -67,7 +68,7 @@ def instrument(monkeypatch: pytest.MonkeyPatch, phase: str, fire: Callable[[], N
         if next(calls) == AT:
             fire()
 
-    real_build, real_optimizer = trainer.build_model, trainer.make_optimizer
+    real_build, real_optimizer = trainer.build_model, training_step.make_optimizer
     real_validation, real_save = trainer.validation_loss, ckpt.save
 
     def build(cfg: ModelConfig) -> torch.nn.Module:
@@ -97,7 +98,7 @@ def instrument(monkeypatch: pytest.MonkeyPatch, phase: str, fire: Callable[[], N
         return real_save(run_dir, step, *args, **kwargs)
 
     monkeypatch.setattr(trainer, "build_model", build)
-    monkeypatch.setattr(trainer, "make_optimizer", optimizer)
+    monkeypatch.setattr(training_step, "make_optimizer", optimizer)
     monkeypatch.setattr(trainer, "validation_loss", validation)
     monkeypatch.setattr(ckpt, "save", save)
     return ((lambda row: fire() if row["step"] == AT else None),) if phase == "hook" else ()

@@ -35,6 +35,8 @@ SLURM_THREADS = 4  # default cpus_per_task: a small model trains well on a few c
 
 
 class Executor(Protocol):
+    workers: int
+    """Runs at the same time."""
     threads: int
     """Torch threads each run gets (an operational setting: it is not in the run id)."""
 

@@ -30,6 +30,14 @@ from archaudit.cli.report_cmd import report_audit
 
 if TYPE_CHECKING:
     from archaudit.audit.coordinator import AuditOutcome
+    from archaudit.audit.estimate import (
+        CostedRun,
+        FixedCost,
+        PlanSummary,
+        RunCost,
+        SequentialCost,
+        SequentialEstimate,
+    )
     from archaudit.audit.plan import Plan
     from archaudit.audit.sequential import FamilyResult, SettledAudit
     from archaudit.stats.sequential import SequentialRule
@@ -116,26 +124,27 @@ def plan(
     grid = make_plan(load_audit(audit, overrides, runs_dir=runs_dir), strict=strict)
     summary = plan_summary(grid, probe=probe)
     if until_settled or grid.spec.seeds.policy == "sequential":
-        summary["sequential"] = _sequential_estimate(grid, summary, max_seeds, sigma, effects)
+        estimate = _sequential_estimate(grid, summary, max_seeds, sigma, effects)
+        summary = dataclasses.replace(summary, sequential=estimate)
     if json_:
-        emit(summary)
+        emit(summary.to_json())
         return
     warn_notes(grid.notes)
     table = Table(title=f"audit {grid.spec.name!r} → {grid.audit_dir}")
     for column in ("arm", "family", "scale", "seeds", "params", "tokens", "train time"):
         table.add_column(column, justify="left" if column in ("arm", "family") else "right")
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for run in summary["runs"]:
-        groups.setdefault((run["arm"], run["scale"]), []).append(run)
+    groups: dict[tuple[str, str], list[CostedRun]] = {}
+    for costed in summary.runs:
+        groups.setdefault((costed.run.arm, costed.run.scale), []).append(costed)
     for (arm, scale), runs in groups.items():
-        seconds = runs[0]["train_seconds"]
+        first, seconds = runs[0], runs[0].cost.train_seconds
         table.add_row(
-            arm + (" (tuned)" if runs[0]["tuned"] else ""),
-            runs[0]["family"],
+            arm + (" (tuned)" if first.run.tuned else ""),
+            first.run.family,
             scale,
             str(len(runs)),
-            _params_cell(runs[0]),
-            f"{runs[0]['tokens']:,}",
+            _params_cell(first.cost),
+            f"{first.cost.tokens:,}",
             "-" if seconds is None else f"{seconds * len(runs):,.0f} s",
         )
     show(table)
@@ -147,22 +156,22 @@ def plan(
     scales = len(grid.spec.scales)
     line = f"{base} + {len(arms)} arm{'s' * (len(arms) != 1)} × {scales} scale{'s' * (scales != 1)}"
     line += " × seeds "
-    line += f"({_seed_counts(groups)}) = {summary['total_runs']} runs"
-    if summary["estimated_wall_s"] is not None:
-        minutes = summary["estimated_wall_s"] / 60
-        line += f"; about {minutes:.1f} min of training on {summary['workers']} workers"
+    line += f"({_seed_counts(groups)}) = {summary.total_runs} runs"
+    if summary.estimated_wall_s is not None:
+        minutes = summary.estimated_wall_s / 60
+        line += f"; about {minutes:.1f} min of training on {summary.workers} workers"
     Console().print(line + " (evaluation not included)")
-    if "sequential" in summary:
-        Console().print(_sequential_line(summary["sequential"]))
+    if summary.sequential is not None:
+        Console().print(_sequential_line(summary.sequential))
 
 
-def _params_cell(run: dict) -> str:
+def _params_cell(cost: RunCost) -> str:
     """Total parameters, and the active ones beside them where they differ (MoE, sharing)."""
-    total, active = run["params"], run["active_params"]
+    total, active = cost.params, cost.active_params
     return f"{total:,}" if total == active else f"{total:,} ({active:,} active)"
 
 
-def _seed_counts(groups: dict[tuple[str, str], list[dict]]) -> str:
+def _seed_counts(groups: dict[tuple[str, str], list[CostedRun]]) -> str:
     """ "3 for baseline, 1 for 7 arms": the seeds per arm, arms with the same count together."""
     seeds: dict[str, int] = {}
     for (arm, _), runs in groups.items():
@@ -178,8 +187,8 @@ def _seed_counts(groups: dict[tuple[str, str], list[dict]]) -> str:
 
 
 def _sequential_estimate(
-    grid: Plan, summary: dict, max_seeds: int | None, sigma: float | None, effects: str
-) -> dict:
+    grid: Plan, summary: PlanSummary, max_seeds: int | None, sigma: float | None, effects: str
+) -> SequentialEstimate:
     from archaudit.audit.estimate import sequential_estimate
     from archaudit.errors import ConfigError
 
@@ -187,29 +196,28 @@ def _sequential_estimate(
         planted = [float(e) for e in effects.split(",") if e.strip()]
     except ValueError:
         raise ConfigError(f"--effects {effects!r} must be numbers separated by commas") from None
-    seconds = [r["train_seconds"] for r in summary["runs"] if r["train_seconds"] is not None]
     return sequential_estimate(
         grid,
         effects=planted,
         sigma=sigma,
         max_seeds=max_seeds,
-        seconds_per_run=sum(seconds) / len(seconds) if seconds else None,
-        workers=summary["workers"],
+        seconds_per_run=summary.mean_train_seconds,
+        workers=summary.workers,
     )
 
 
-def _sequential_line(estimate: dict) -> str:
-    def cost(design: dict, runs: float) -> str:
-        minutes = "" if design["wall_s"] is None else f", about {design['wall_s'] / 60:.1f} min"
-        power = "" if design["power"] is None else f", power {design['power']:.2f}"
+def _sequential_line(estimate: SequentialEstimate) -> str:
+    def cost(design: SequentialCost | FixedCost, runs: float) -> str:
+        minutes = "" if design.wall_s is None else f", about {design.wall_s / 60:.1f} min"
+        power = "" if design.power is None else f", power {design.power:.2f}"
         return f"{runs:.0f} runs{power}{minutes}"
 
-    seq, fixed = estimate["sequential"], estimate["fixed"]
+    seq, fixed = estimate.sequential, estimate.fixed
     return (
-        f"--until-settled (≤ {estimate['max_seeds']} seeds per arm, effects: "
-        f"{estimate['effects_from']}): about {cost(seq, seq['expected_runs'])} expected; the "
-        f"fixed design with the same power, {fixed['seeds_per_arm']} seeds per arm: "
-        f"{cost(fixed, fixed['runs'])}"
+        f"--until-settled (≤ {estimate.max_seeds} seeds per arm, effects: "
+        f"{estimate.effects_from}): about {cost(seq, seq.expected_runs)} expected; the "
+        f"fixed design with the same power, {fixed.seeds_per_arm} seeds per arm: "
+        f"{cost(fixed, fixed.runs)}"
     )
 
 

@@ -6,12 +6,17 @@ uninterrupted run drew, and data-parallel ranks draw disjoint slices of the same
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 
+if TYPE_CHECKING:
+    from archaudit.data.shards import TokenShards
+
 
 class BatchSampler:
-    def __init__(self, tokens: np.ndarray, seq_len: int, seed: int) -> None:
+    def __init__(self, tokens: np.ndarray | TokenShards, seq_len: int, seed: int) -> None:
         if len(tokens) <= seq_len + 1:
             raise ValueError(f"split has {len(tokens)} tokens, fewer than one sequence ({seq_len})")
         self.tokens, self.seq_len, self.seed = tokens, seq_len, seed
@@ -27,5 +32,5 @@ class BatchSampler:
         The n offsets depend on the key alone, so the global batch is the same for any world."""
         share = self.offsets(key, n)[rank * n // world : (rank + 1) * n // world]
         idx = share[:, None] + np.arange(self.seq_len + 1)[None, :]
-        window = torch.from_numpy(self.tokens[idx].astype(np.int64))
+        window = torch.from_numpy(np.asarray(self.tokens[idx]).astype(np.int64))
         return window[:, :-1], window[:, 1:]

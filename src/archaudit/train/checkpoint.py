@@ -97,7 +97,9 @@ def tied_names(model: nn.Module) -> dict[str, list[str]]:
 
 def rng_state() -> dict[str, Any]:
     """Every RNG as tensors and plain values (what torch.load(weights_only=True) reads)."""
-    _, keys, pos, has_gauss, gauss = np.random.get_state(legacy=True)
+    legacy = np.random.get_state(legacy=True)
+    assert isinstance(legacy, tuple)  # legacy=True: ("MT19937", keys, pos, has_gauss, gauss)
+    _, keys, pos, has_gauss, gauss = legacy
     state: dict[str, Any] = {
         "torch": torch.get_rng_state(),
         "numpy": (torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss),

@@ -79,8 +79,9 @@ def parallelize(model: Transformer, strategy: str, device: torch.device) -> nn.M
 
 def gradient_sync(step_model: nn.Module, sync: bool) -> contextlib.AbstractContextManager:
     """Skip the gradient all-reduce on all but the last micro-step of an accumulation."""
-    if hasattr(step_model, "set_requires_gradient_sync"):  # an FSDP2 module
-        step_model.set_requires_gradient_sync(sync)
+    set_sync = getattr(step_model, "set_requires_gradient_sync", None)
+    if set_sync is not None:  # an FSDP2 module
+        set_sync(sync)
     elif not sync and isinstance(step_model, nn.parallel.DistributedDataParallel):
         return step_model.no_sync()
     return contextlib.nullcontext()
@@ -134,6 +135,16 @@ def mean_over_ranks(value: torch.Tensor, world: World) -> torch.Tensor:
         if not value.is_cuda:  # gloo has no AVG
             value /= world.size
     return value
+
+
+def mean_loss_over_ranks(loss: torch.Tensor, signalled: bool, world: World) -> tuple[float, bool]:
+    """The step's loss averaged over ranks, and whether any rank was signalled. One all-reduce
+    carries both, so a signal costs no second sync per step."""
+    if world.size == 1:
+        return float(loss), signalled
+    flag = loss.new_tensor(float(signalled))
+    reduced = mean_over_ranks(torch.stack((loss, flag)), world)
+    return float(reduced[0]), bool(reduced[1] > 0)
 
 
 def barrier(world: World) -> None:

@@ -4,7 +4,8 @@ A signal that raised KeyboardInterrupt wherever it landed could stop the trainer
 `optimizer.step()` but before the step was recorded; a checkpoint saved then would pair the
 weights of one step with the step count of another, and the resumed run would depart from the
 uninterrupted one. Here SIGINT and SIGTERM are only recorded; the trainer asks at the end of each
-step whether to save and stop.
+step whether to save and stop. With several ranks the step's loss all-reduce also carries
+whether any rank was signalled (`distributed.mean_loss_over_ranks`), so that all stop together.
 """
 
 from __future__ import annotations
@@ -13,9 +14,7 @@ import signal
 import threading
 from typing import Any
 
-import torch
-
-from archaudit.train.distributed import World, mean_over_ranks
+from archaudit.train.distributed import World
 
 
 class SignalsAtStepEnd:
@@ -45,15 +44,15 @@ class SignalsAtStepEnd:
             raise KeyboardInterrupt
         self.received = signum
 
-    def mean_loss(self, loss: torch.Tensor) -> float:
-        """The loss averaged over ranks. With several ranks the same all-reduce carries whether
-        any was signalled, so all stop after the same step without a second sync per step."""
-        if self.world.size == 1:
-            return float(loss)
-        flag = loss.new_tensor(float(self.received is not None))
-        reduced = mean_over_ranks(torch.stack((loss, flag)), self.world)
-        self._agreed = bool(reduced[1] > 0)
-        return float(reduced[0])
+    @property
+    def signalled(self) -> bool:
+        """Whether this process has received a signal."""
+        return self.received is not None
+
+    def agree(self, any_rank: bool) -> None:
+        """Record whether any rank was signalled, as the step's all-reduce found. With several
+        ranks `stop_now` goes by this, so that all stop after the same step."""
+        self._agreed = any_rank
 
     def stop_now(self) -> str | None:
         """The signal's name when this step is the last, else None."""

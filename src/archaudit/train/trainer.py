@@ -11,6 +11,11 @@ optimizer, monitor and RNG states agree. SIGINT and SIGTERM are recorded, not ra
 they arrive in finishes, is saved, and then the trainer raises KeyboardInterrupt. An exception
 inside a step (a hook, validation, a second signal) saves nothing, so the partial step is rolled
 back to the newest checkpoint when the run is rerun.
+
+`train` settles the run (device, corpus, identity) and builds a `Trainer` once. The loop in
+`Trainer.fit` is a few named calls per step: the shared `train_step` (`train/step.py`, which
+`plan`'s throughput probe also times), the cross-rank loss all-reduce, the stability monitor,
+the update, validation, logging, the checkpoint save and the signal check.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import dataclasses
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,19 +52,12 @@ from archaudit.rundir import (
     check_train_target,
 )
 from archaudit.train import checkpoint as ckpt
-from archaudit.train.distributed import (
-    World,
-    checkpoint_activations,
-    choose_strategy,
-    full_norm,
-    gradient_sync,
-    init_world,
-    parallelize,
-)
+from archaudit.train import step as training
+from archaudit.train.distributed import World, init_world, mean_loss_over_ranks
 from archaudit.train.interrupts import SignalsAtStepEnd
 from archaudit.train.monitor import StabilityMonitor
-from archaudit.train.optim import lr_at, make_optimizer
 from archaudit.train.provenance import environment, require_same_run, run_spec
+from archaudit.train.step import Batch, StepOutput, autocast
 
 MetricsHook = Callable[[dict[str, Any]], None]
 
@@ -80,6 +78,10 @@ class TrainResult:
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TrainResult:
+        return cls(**data)
 
 
 def derive_seed(seed: int, stream: str) -> int:
@@ -113,19 +115,13 @@ def resolve_device(name: str) -> torch.device:
     return device
 
 
-def autocast(device: torch.device, recipe: Recipe) -> contextlib.AbstractContextManager:
-    """bf16 autocast with fp32 master weights; `auto` means bf16 on CUDA, fp32 on CPU."""
-    bf16 = recipe.precision == "bf16" or (recipe.precision == "auto" and device.type == "cuda")
-    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)
-
-
 @torch.no_grad()
 def validation_loss(
     model: nn.Module, sampler: BatchSampler, recipe: Recipe, device: torch.device, n_seq: int
 ) -> float:
     """Mean next-token cross-entropy (nats/token) over fixed held-out batches."""
     model.eval()
-    total = 0.0
+    total = torch.zeros((), device=device)
     for i in range(recipe.eval_batches):
         x, y = sampler.batch((i,), n_seq)
         with autocast(device, recipe):
@@ -133,6 +129,34 @@ def validation_loss(
         total += nn.functional.cross_entropy(logits.float().flatten(0, 1), y.to(device).flatten())
     model.train()
     return float(total) / recipe.eval_batches
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """What `train` settles before a trainer is built: the run and where it trains."""
+
+    model_cfg: ModelConfig
+    """With the tokenizer's vocabulary."""
+    recipe: Recipe
+    seed: int
+    corpus: TokenCorpus
+    spec: dict[str, Any]
+    """The run's identity (`provenance.run_spec`), written to spec.json."""
+    out: Path
+    device: torch.device
+    world: World
+
+
+@dataclass
+class Tally:
+    """What this process's loop has counted so far; the result is made from it."""
+
+    status: str = "ok"
+    diverged_step: int | None = None
+    last_loss: float | None = None
+    last_val: float | None = None
+    session_tokens: int = 0
+    session_time: float = 0.0
 
 
 def train(
@@ -143,10 +167,27 @@ def train(
     seed: int = 0,
     hooks: tuple[MetricsHook, ...] = (),
 ) -> TrainResult:
-    """Train (or resume, or return the stored result of) the run in `out_dir`. A directory that
-    holds another run (model, hashed recipe, seed or corpus differ) is refused, naming the keys."""
+    """Train (or resume, or return the stored result of) the run in `out_dir`. A directory
+    that holds another run (model, hashed recipe, seed or corpus differ) is refused, naming
+    the keys that differ."""
     out = Path(out_dir)
     check_train_target(out)
+    device, world = place(recipe)
+    corpus = prepare_corpus(recipe)
+    model_cfg = dataclasses.replace(model_cfg, vocab_size=corpus.tokenizer.vocab_size)
+    spec = run_spec(model_cfg, recipe, seed, corpus)
+    stored_spec = read_json_object(out / SPEC) if (out / SPEC).is_file() else None
+    if stored_spec is not None:
+        require_same_run(out, stored_spec, spec)
+    if (out / TRAIN_RESULT).is_file():
+        return stored_result(out)
+    run = RunInputs(model_cfg, recipe, seed, corpus, spec, out, device, world)
+    return Trainer(run, hooks).fit()
+
+
+def place(recipe: Recipe) -> tuple[torch.device, World]:
+    """The device and the process group this process trains on. Under torchrun each rank
+    takes the GPU of its local rank."""
     if recipe.threads:
         torch.set_num_threads(recipe.threads)
     device = resolve_device(recipe.device)
@@ -154,147 +195,176 @@ def train(
     if world.size > 1 and device.type == "cuda":
         device = torch.device("cuda", world.local_rank)
         torch.cuda.set_device(device)
-    if device.type == "cuda":
-        torch.set_float32_matmul_precision("high")  # TF32 for fp32 matmuls; in env.json
-    corpus = prepare_corpus(recipe)
-    model_cfg = dataclasses.replace(model_cfg, vocab_size=corpus.tokenizer.vocab_size)
-    spec = run_spec(model_cfg, recipe, seed, corpus)
-    if (out / SPEC).is_file():
-        require_same_run(out, read_json_object(out / SPEC), spec)
-    if (out / TRAIN_RESULT).is_file():
-        return stored_result(out)
-    n_seq = recipe.sequences_per_step(model_cfg.context_length)
-    if n_seq // recipe.grad_accumulation % world.size:
+    training.set_matmul_precision(device)
+    return device, world
+
+
+def micro_batch(model_cfg: ModelConfig, recipe: Recipe, world: World) -> int:
+    """Sequences per micro-step, all ranks together; each rank draws its share of them."""
+    micro = recipe.sequences_per_step(model_cfg.context_length) // recipe.grad_accumulation
+    if micro % world.size:
         raise ConfigError(
-            f"{n_seq // recipe.grad_accumulation} sequences per micro-step cannot be split "
+            f"{micro} sequences per micro-step cannot be split "
             f"evenly over {world.size} ranks; adjust recipe.batch_tokens"
         )
-    torch.manual_seed(derive_seed(seed, "init"))
-    model = build_model(model_cfg).to(device)
-    params, active_params = count_parameters(model), model.active_parameters()
-    flops_per_token = training_flops_per_token(model_cfg, active_params)
-    if world.is_main:
-        _write_spec(out, spec, corpus)
-        (out / ENV).write_text(json.dumps(environment(device), indent=2))
-    if recipe.activation_checkpointing:
-        checkpoint_activations(model)
-    # Shard (FSDP2 replaces parameters in place) before the optimizer is given them.
-    step_model = parallelize(model, choose_strategy(recipe.parallel, params, device, world), device)
-    if recipe.compile:
-        step_model = torch.compile(step_model)
-    optimizer = make_optimizer(model, recipe)
-    monitor = StabilityMonitor()
-    torch.manual_seed(derive_seed(seed, "dropout"))
+    return micro
 
-    state = ckpt.TrainingState(model, optimizer, monitor)
-    start = ckpt.resume(out, state)
-    if world.is_main:
-        _truncate_jsonl(out / METRICS, start)
-        _truncate_jsonl(out / EVENTS, start)
 
-    train_sampler = BatchSampler(
-        corpus.train, model_cfg.context_length, data_order_seed(recipe, seed)
-    )
-    val_sampler = BatchSampler(corpus.val, model_cfg.context_length, recipe.data_seed + 1)
-    micro = n_seq // recipe.grad_accumulation
+class Trainer:
+    """One run's model, training step, monitor, data and checkpoint state, built once and
+    restored from the newest checkpoint when there is one. `fit` runs the loop from there."""
 
-    def save(step: int) -> None:
-        ckpt.save(out, step, state, keep=recipe.keep_checkpoints, world=world)
+    def __init__(self, run: RunInputs, hooks: tuple[MetricsHook, ...] = ()) -> None:
+        self.run, self.hooks, self.tally = run, hooks, Tally()
+        recipe, cfg, world = run.recipe, run.model_cfg, run.world
+        self.micro = micro_batch(cfg, recipe, world)
+        self.tokens_per_step = recipe.sequences_per_step(cfg.context_length) * cfg.context_length
+        torch.manual_seed(derive_seed(run.seed, "init"))
+        model = build_model(cfg).to(run.device)
+        self.params, self.active_params = count_parameters(model), model.active_parameters()
+        if world.is_main:
+            _write_spec(run.out, run.spec, run.corpus)
+            (run.out / ENV).write_text(json.dumps(environment(run.device), indent=2))
+        self.parts = training.build_training(model, recipe, run.device, world)
+        self.monitor = StabilityMonitor()
+        torch.manual_seed(derive_seed(run.seed, "dropout"))
+        self.state = ckpt.TrainingState(model, self.parts.optimizer, self.monitor)
+        self.start = ckpt.resume(run.out, self.state)
+        if world.is_main:
+            _truncate_jsonl(run.out / METRICS, self.start)
+            _truncate_jsonl(run.out / EVENTS, self.start)
+        order = data_order_seed(recipe, run.seed)
+        self.train_data = BatchSampler(run.corpus.train, cfg.context_length, order)
+        self.val_data = BatchSampler(run.corpus.val, cfg.context_length, recipe.data_seed + 1)
 
-    tokens_per_step = n_seq * model_cfg.context_length
-    status, diverged_step, last_loss, last_val = "ok", None, None, None
-    session_tokens, session_time = 0, 0.0
-    stats = "loss {task.fields[loss]:.3f}  {task.fields[tps]:,.0f} tok/s"
-    bar_fields = {"loss": float("nan"), "tps": 0.0}
-    with (
-        progress("train", recipe.steps, completed=start, stats=stats, **bar_fields) as bar,
-        SignalsAtStepEnd(world) as signals,
-    ):
-        for step in range(start, recipe.steps):
-            t0 = time.perf_counter()
-            lr = lr_at(step, recipe)
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-            loss_sum = torch.zeros((), device=device)
-            for m in range(recipe.grad_accumulation):
-                x, y = train_sampler.batch((step, m), micro, world.rank, world.size)
-                with gradient_sync(step_model, sync=m == recipe.grad_accumulation - 1):
-                    with autocast(device, recipe):
-                        loss = step_model(x.to(device), targets=y.to(device))
-                    (loss / recipe.grad_accumulation).backward()
-                loss_sum += loss.detach()
-            grad_norm = full_norm(nn.utils.clip_grad_norm_(model.parameters(), recipe.grad_clip))
-            loss_value = signals.mean_loss(loss_sum / recipe.grad_accumulation)
-            events = monitor.observe(step + 1, loss_value, grad_norm)
-            routing = routing_metrics(model)  # {} without MoE layers
-            events += monitor.observe_routing(step + 1, routing.get("moe_top_share", []))
-            _append_jsonl(out / EVENTS, events, world)
-            if any(e["event"] == "diverged" for e in events):
-                status, diverged_step = "diverged", step + 1
-                warn(
-                    f"run diverged at step {step + 1} (loss {loss_value}, "
-                    f"grad norm {grad_norm}); stopping cleanly"
-                )
-                break
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            dt = time.perf_counter() - t0
-            session_tokens += tokens_per_step
-            session_time += dt
-            last_loss = loss_value
-            row: dict[str, Any] = {
-                "step": step + 1,
-                "tokens": (step + 1) * tokens_per_step,
-                "loss": loss_value,
-                "lr": lr,
-                "grad_norm": grad_norm,
-                "tokens_per_s": tokens_per_step / dt,
-                **routing,
-            }
-            if (step + 1) % recipe.eval_every == 0 or step + 1 == recipe.steps:
-                last_val = validation_loss(model, val_sampler, recipe, device, micro)
-                row["val_loss"] = last_val
-            _append_jsonl(out / METRICS, [row], world)
-            for hook in hooks:
-                hook(row)
-            bar.update(advance=1, loss=loss_value, tps=tokens_per_step / dt)
-            periodic = (step + 1) % recipe.checkpoint_every == 0 or step + 1 == recipe.steps
-            if periodic:
-                save(step + 1)
-            stop = signals.stop_now()  # asked after the save: a signal during it stops here too
-            if stop and step + 1 < recipe.steps:
-                if not periodic:
-                    save(step + 1)
-                warn(f"{stop}: saved a checkpoint at step {step + 1}; a rerun resumes there")
-                raise KeyboardInterrupt
+    def fit(self) -> TrainResult:
+        """Train from the resumed step to the last, or until the run diverges or a signal
+        stops it after a saved step."""
+        recipe, world = self.run.recipe, self.run.world
+        with self.progress_bar() as bar, SignalsAtStepEnd(world) as signals:
+            for step in range(self.start, recipe.steps):
+                t0 = time.perf_counter()
+                out = training.train_step(self.parts, step, self.batches(step))
+                # the cross-rank all-reduce, before any rank asks `stop_now`
+                loss, any_signal = mean_loss_over_ranks(out.loss, signals.signalled, world)
+                signals.agree(any_signal)
+                routing = routing_metrics(self.parts.model)  # {} without MoE layers
+                if self.diverged(step + 1, loss, out.grad_norm, routing):
+                    break
+                training.apply_update(self.parts)
+                row = self.record(step + 1, loss, out, routing, time.perf_counter() - t0)
+                if (step + 1) % recipe.eval_every == 0 or step + 1 == recipe.steps:
+                    row["val_loss"] = self.validate()
+                self.log(row, bar)
+                saved = self.checkpoint_if_due(step + 1)
+                self.stop_if_signalled(step + 1, signals, saved)
+        return self.result(signals)
 
-    completed = diverged_step - 1 if diverged_step else recipe.steps
-    result = TrainResult(
-        status=status,
-        steps=completed,
-        tokens=completed * tokens_per_step,
-        final_loss=last_loss,
-        val_loss=last_val,
-        tokens_per_s=session_tokens / session_time if session_time else 0.0,
-        params=params,
-        diverged_step=diverged_step,
-        flops_per_token=flops_per_token,
-        active_params=active_params,
-    )
-    if world.is_main:
-        atomic_write_text(out / TRAIN_RESULT, json.dumps(result.to_json(), indent=2))
-    if signals.stop_now():  # it arrived in the last step: the result is stored, now stop
-        raise KeyboardInterrupt
-    return result
+    def batches(self, step: int) -> Iterator[Batch]:
+        """This rank's micro-batches of `step`, drawn as the step asks for them."""
+        world = self.run.world
+        for m in range(self.run.recipe.grad_accumulation):
+            yield self.train_data.batch((step, m), self.micro, world.rank, world.size)
+
+    def diverged(self, step: int, loss: float, grad_norm: float, routing: dict[str, Any]) -> bool:
+        """Give the step to the stability monitor and log what it flags. True when the run
+        diverged (its update is then never applied)."""
+        events = self.monitor.observe(step, loss, grad_norm)
+        events += self.monitor.observe_routing(step, routing.get("moe_top_share", []))
+        _append_jsonl(self.run.out / EVENTS, events, self.run.world)
+        if not any(e["event"] == "diverged" for e in events):
+            return False
+        self.tally.status, self.tally.diverged_step = "diverged", step
+        warn(f"run diverged at step {step} (loss {loss}, grad norm {grad_norm}); stopping cleanly")
+        return True
+
+    def record(
+        self, step: int, loss: float, out: StepOutput, routing: dict[str, Any], seconds: float
+    ) -> dict[str, Any]:
+        """The metrics row of a finished step, counted in the tally."""
+        self.tally.session_tokens += self.tokens_per_step
+        self.tally.session_time += seconds
+        self.tally.last_loss = loss
+        return {
+            "step": step,
+            "tokens": step * self.tokens_per_step,
+            "loss": loss,
+            "lr": out.lr,
+            "grad_norm": out.grad_norm,
+            "tokens_per_s": self.tokens_per_step / seconds,
+            **routing,
+        }
+
+    def validate(self) -> float:
+        run = self.run
+        self.tally.last_val = validation_loss(
+            self.parts.model, self.val_data, run.recipe, run.device, self.micro
+        )
+        return self.tally.last_val
+
+    def log(self, row: dict[str, Any], bar: Any) -> None:
+        """Append the row to metrics.jsonl, hand it to the hooks and advance the bar."""
+        _append_jsonl(self.run.out / METRICS, [row], self.run.world)
+        for hook in self.hooks:
+            hook(row)
+        bar.update(advance=1, loss=row["loss"], tps=row["tokens_per_s"])
+
+    def checkpoint_if_due(self, step: int) -> bool:
+        """Save every `checkpoint_every` steps and at the last step; True when saved."""
+        recipe = self.run.recipe
+        due = step % recipe.checkpoint_every == 0 or step == recipe.steps
+        if due:
+            self.save(step)
+        return due
+
+    def stop_if_signalled(self, step: int, signals: SignalsAtStepEnd, saved: bool) -> None:
+        """After a signal, save this step (if not just saved) and raise KeyboardInterrupt.
+        Asked after the save, so that a signal during the save stops here too."""
+        stop = signals.stop_now()
+        if stop and step < self.run.recipe.steps:
+            if not saved:
+                self.save(step)
+            warn(f"{stop}: saved a checkpoint at step {step}; a rerun resumes there")
+            raise KeyboardInterrupt
+
+    def save(self, step: int) -> None:
+        run = self.run
+        ckpt.save(run.out, step, self.state, keep=run.recipe.keep_checkpoints, world=run.world)
+
+    def progress_bar(self) -> contextlib.AbstractContextManager:
+        stats = "loss {task.fields[loss]:.3f}  {task.fields[tps]:,.0f} tok/s"
+        fields = {"loss": float("nan"), "tps": 0.0}
+        return progress("train", self.run.recipe.steps, completed=self.start, stats=stats, **fields)
+
+    def result(self, signals: SignalsAtStepEnd) -> TrainResult:
+        """The run's result, stored in train.json. A signal in the last step stops the
+        process once the result is stored."""
+        tally, run = self.tally, self.run
+        completed = tally.diverged_step - 1 if tally.diverged_step else run.recipe.steps
+        result = TrainResult(
+            status=tally.status,
+            steps=completed,
+            tokens=completed * self.tokens_per_step,
+            final_loss=tally.last_loss,
+            val_loss=tally.last_val,
+            tokens_per_s=tally.session_tokens / tally.session_time if tally.session_time else 0.0,
+            params=self.params,
+            diverged_step=tally.diverged_step,
+            flops_per_token=training_flops_per_token(run.model_cfg, self.active_params),
+            active_params=self.active_params,
+        )
+        if run.world.is_main:
+            atomic_write_text(run.out / TRAIN_RESULT, json.dumps(result.to_json(), indent=2))
+        if signals.stop_now():
+            raise KeyboardInterrupt
+        return result
 
 
 def stored_result(out: Path) -> TrainResult:
     """The result a finished run stored in train.json (a garbled one is refused, naming it)."""
     path = out / TRAIN_RESULT
     try:
-        return TrainResult(**read_json_object(path))
+        return TrainResult.from_json(read_json_object(path) or {})
     except TypeError as err:
         raise DataError(f"{path} is not a training result ({err})") from None
 
