@@ -9,9 +9,9 @@
 A checkpoint is written into a hidden temporary folder and renamed into place, so a crash
 mid-write leaves no half checkpoint under a real name. Reading takes the newest folder whose
 sums verify; a truncated or corrupted one is skipped with a warning. A file that would need
-unpickling (archaudit 0.1's `state.pt`, or a planted payload) is refused: unpickling runs
-whatever code the file names. Below both the trainer and the evaluators, so neither imports
-the other.
+unpickling (a planted payload) is refused: unpickling runs whatever code the file names.
+Only the files listed in the checksum list are ever opened. This module sits below both the
+trainer and the evaluators, so neither imports the other.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from archaudit.rundir import (
     CHECKPOINT_META,
     CHECKPOINTS,
     CHECKSUMS,
-    LEGACY_STATE,
     TRAIN_STATE,
     WEIGHTS,
     checkpoint_dirs,
@@ -117,13 +116,7 @@ def remove_partial(run_dir: Path) -> None:
 
 
 def verify(ckpt: Path) -> str | None:
-    """None when the checkpoint is whole, else what is wrong with it. A folder in the refused
-    pickled format raises (it is not damaged, and falling back past it would hide it)."""
-    if (ckpt / LEGACY_STATE).exists():
-        raise DataError(
-            f"checkpoint {ckpt} is in archaudit 0.1's pickled format ({LEGACY_STATE}), which can "
-            "run arbitrary code when loaded and is no longer read; retrain the run"
-        )
+    """None when the checkpoint is whole, else what is wrong with it."""
     listed = _read_sums(ckpt / CHECKSUMS)
     if listed is None or sorted(listed) != sorted(FILES):
         return "is incomplete (no complete checksum list)"

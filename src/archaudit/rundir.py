@@ -17,7 +17,7 @@
     <audit>/audit.json       the plan; marks a folder as an audit directory (audit/store.py)
 
 A folder is a run of this tool when it holds spec.json (the trainer's) or run.json (the
-audit's); `train` and `index` refuse any other non-empty folder rather than write into it. No
+audit's); `train` and `status` refuse any other non-empty folder rather than write into it. No
 name of the layout may be a link that leads out of the run: deleting old checkpoints or
 appending to a log through one would change files the run does not own.
 
@@ -46,7 +46,8 @@ EVALS = "evals.json"
 DONE = "DONE"
 FAILED = "FAILED"
 AUDIT_FILE = "audit.json"
-LAYOUT = (SPEC, ENV, METRICS, EVENTS, TOKENIZER, TRAIN_RESULT, CHECKPOINTS, RUN_FILE, ATTEMPTS)
+LAYOUT: tuple[str, ...] = (SPEC, ENV, METRICS, EVENTS, TOKENIZER, TRAIN_RESULT, CHECKPOINTS)
+LAYOUT += (RUN_FILE, ATTEMPTS)
 LAYOUT += (EVALS, DONE, FAILED)
 
 # inside one checkpoint folder (the format: checkpoint_io.py)
@@ -54,7 +55,6 @@ WEIGHTS = "model.safetensors"
 TRAIN_STATE = "train_state.pt"
 CHECKPOINT_META = "meta.json"
 CHECKSUMS = "SHA256SUMS"
-LEGACY_STATE = "state.pt"  # the pickled format of archaudit 0.1, refused on load
 
 _CHECKPOINT_NAME = re.compile(r"step-(\d{6,})")
 
@@ -113,7 +113,7 @@ def check_train_target(out: Path) -> None:
 
 
 def check_audit_dir(path: Path) -> Path:
-    """`path` when it is an audit directory of this tool, else a one-line refusal (`index`
+    """`path` when it is an audit directory of this tool, else a one-line refusal (`status`
     rewrites results.csv and items.csv there)."""
     if not is_audit_dir(path):
         raise DataError(

@@ -279,7 +279,7 @@ RUN_FILES = [
     "run.json", "DONE", "FAILED", "claim.0", "metrics.jsonl", "attempts.jsonl", "spec.json",
     "train.json", "env.json", "events.jsonl",
 ]  # fmt: skip
-AUDIT_FILES = ["audit.json", "index.sqlite", "results.csv"]
+AUDIT_FILES = ["audit.json", "results.csv"]
 
 
 def first_object(text: bytes) -> dict[str, Any] | None:
@@ -320,7 +320,7 @@ def damage(path: Path, rng: random.Random, outside: Path) -> None:
 
 
 def audit_dir_cases(n: int) -> Iterator[Case]:
-    commands = [("status",), ("index",), ("index", "--rebuild")]
+    commands = [("status",)]
     for i in range(n):
         rng = random.Random(f"{SEED}:rundir:{i}")
         target = rng.choice(

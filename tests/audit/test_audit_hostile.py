@@ -32,15 +32,12 @@ def cli(monkeypatch, capsys, *argv: str) -> tuple[int, str, str]:
     return exit_.value.code or 0, captured.out, captured.err
 
 
-@pytest.mark.parametrize("command", ["index", "status"])
-def test_index_and_status_refuse_a_folder_that_is_not_an_audit(
-    monkeypatch, capsys, tmp_path: Path, command: str
-):
+def test_status_refuses_a_folder_that_is_not_an_audit(monkeypatch, capsys, tmp_path: Path):
     folder = tmp_path / "d"
     folder.mkdir()
     results = "arm,scale,seed,metric,value\nbaseline,s,0,val_loss,1\n"
     (folder / "results.csv").write_text(results)
-    code, _, err = cli(monkeypatch, capsys, command, str(folder))
+    code, _, err = cli(monkeypatch, capsys, "status", str(folder))
     assert code == 2 and err.startswith(f"error: {folder} is not an audit directory"), err
     assert len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in folder.iterdir()) == ["results.csv"]
@@ -122,33 +119,6 @@ def finished_audit(_finished_once: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(_finished_once, tmp_path / "runs" / _finished_once.name))
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "wrong schema", "a folder"])
-def test_a_damaged_index_points_at_rebuild_which_repairs_it(
-    monkeypatch, capsys, finished_audit: Path, damage: str
-):
-    capsys.readouterr()  # the fixture's own log lines
-    index = finished_audit / "index.sqlite"
-    results = (finished_audit / "results.csv").read_text()
-    if damage == "a folder":
-        index.unlink()
-        (index / "inside").mkdir(parents=True)
-    elif damage == "wrong schema":
-        import sqlite3
-
-        index.unlink()
-        with sqlite3.connect(index) as db:
-            db.execute("CREATE TABLE runs (x)")
-    else:
-        data = b"\x00garbage" * 100 if damage == "garbage" else index.read_bytes()[:700]
-        index.write_bytes(data)
-    code, _, err = cli(monkeypatch, capsys, "status", str(finished_audit), "--json")
-    assert code == 2 and "index --rebuild" in err.splitlines()[0], err
-    code, _, err = cli(monkeypatch, capsys, "index", "--rebuild", str(finished_audit), "--json")
-    assert code == 0, err
-    assert index.is_file() and (finished_audit / "results.csv").read_text() == results
-    assert cli(monkeypatch, capsys, "status", str(finished_audit), "--json")[0] == 0
-
-
 HEAVY = "1" + "0" * 308
 SUITE = b'name = "s"\n[[tasks]]\nname = "i"\nformat = "probe"\nlimit = 4\n'
 SUITE += b'params = { generator = "induction", seed = 0 }\n'
@@ -214,7 +184,7 @@ def read_only(finished_audit: Path):
     subprocess.run(["umount", "-l", str(runs)], check=True)
 
 
-@pytest.mark.parametrize("command", ["status", "index", "report"])
+@pytest.mark.parametrize("command", ["status", "report"])
 def test_a_read_only_runs_directory_is_one_line(monkeypatch, capsys, read_only: Path, command):
     capsys.readouterr()
     code, _, err = cli(monkeypatch, capsys, command, str(read_only))

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from archaudit.audit.plan import make_plan
+from archaudit.audit.record import RunRecord
 from archaudit.audit.spec import load_audit
 from archaudit.audit.store import ITEMS, export, materialize, run_status
 from archaudit.rundir import EVALS
@@ -33,14 +34,14 @@ EVALS_JSON = {
     }
 }
 
-DONE_RECORD = {"status": "ok", "metrics": {"val_loss": 3.5}}
-
 
 def test_items_csv_holds_bpb_and_margin(write_audit, tmp_path: Path):
     plan = make_plan(load_audit(write_audit(), runs_dir=tmp_path / "runs"))
     run_dir = materialize(plan)[0]
     (run_dir / EVALS).write_text(json.dumps(EVALS_JSON))
-    status = dataclasses.replace(run_status(run_dir), state="done", result=DONE_RECORD)
+    status = run_status(run_dir)
+    record = RunRecord.of_run(status.spec, status="ok", metrics={"val_loss": 3.5})
+    status = dataclasses.replace(status, state="done", result=record)
     export(plan.audit_dir, [status])
     rows = list(csv.DictReader((plan.audit_dir / ITEMS).open()))
     assert [(r["task"], r["item"], r["correct"], r["bpb"], r["margin"]) for r in rows] == [

@@ -164,8 +164,8 @@ def test_a_relative_corpus_is_read_from_the_audit_files_folder(write_audit, tmp_
     """Issue 22: a relative recipe.corpus resolved against the current directory, unlike
     runs_dir and suites. It is read from the audit file's folder, and the recipe hash keeps the
     name as written, so planning from two working directories gives the same runs."""
-    from archaudit.config import recipe_hash
     from archaudit.data.corpus import corpus_text
+    from archaudit.data.identity import recipe_hash
     from archaudit.errors import DataError
 
     corpus = tmp_path / "data" / "c.txt"

@@ -10,7 +10,6 @@ import csv
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -24,7 +23,7 @@ from archaudit.audit.launch import RunOptions, cli_command
 from archaudit.audit.plan import make_plan
 from archaudit.audit.runner import run_one
 from archaudit.audit.spec import load_audit
-from archaudit.audit.store import ATTEMPTS, DONE, ITEMS, RESULTS, materialize, refresh_index
+from archaudit.audit.store import ATTEMPTS, DONE, ITEMS, RESULTS, materialize, refresh_export
 from archaudit.cli import app
 from archaudit.stats import compare_item_measure, load_items
 
@@ -64,7 +63,7 @@ def reference(audit_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
             assert run_one(run_dir, RunOptions(threads=TINY["executor"]["threads"])) == "done"
     finally:
         torch.set_num_threads(threads)
-    refresh_index(plan.audit_dir)
+    refresh_export(plan.audit_dir)
     return plan.audit_dir
 
 
@@ -162,16 +161,13 @@ def test_two_run_processes_execute_each_run_once(audit_file: Path, reference: Pa
     assert_same_results(runs / "tiny", reference)
 
 
-def test_status_and_index_rebuild_read_the_directories(reference: Path):
-    (reference / "index.sqlite").write_bytes(b"not a database")
-    result = CliRunner().invoke(app, ["index", str(reference), "--rebuild"])
-    assert result.exit_code == 0, result.output
-    with sqlite3.connect(reference / "index.sqlite") as db:
-        states = dict(db.execute("SELECT state, COUNT(*) FROM runs GROUP BY state"))
-        metrics = db.execute("SELECT COUNT(DISTINCT path) FROM metrics").fetchone()[0]
-    assert states == {"done": 4} and metrics == 4
+def test_status_reads_the_directories(reference: Path):
+    (reference / RESULTS).unlink()
     status = CliRunner().invoke(app, ["status", str(reference), "--json"])
-    assert [run["state"] for run in json.loads(status.stdout)["runs"]] == ["done"] * 4
+    runs = json.loads(status.stdout)["runs"]
+    assert [run["state"] for run in runs] == ["done"] * 4
+    assert all(run["result"]["id"] == run["id"] for run in runs)
+    assert (reference / RESULTS).is_file()
 
 
 def test_items_csv_carries_each_items_bpb_and_margin(reference: Path):

@@ -18,6 +18,7 @@ from audit_helpers import archaudit
 from archaudit.audit.coordinator import run_audit
 from archaudit.audit.launch import RunOptions, cli_command
 from archaudit.audit.plan import make_plan
+from archaudit.audit.record import RunRecord
 from archaudit.audit.runner import run_one
 from archaudit.audit.spec import load_audit
 from archaudit.audit.store import (
@@ -27,7 +28,7 @@ from archaudit.audit.store import (
     SUPERSEDED_DIR,
     audit_run_dirs,
     materialize,
-    refresh_index,
+    refresh_export,
     run_status,
     write_done,
 )
@@ -101,7 +102,7 @@ def test_the_tuned_flag_follows_the_arm_into_every_result(write_audit):
     assert run_one(run_dir) == "done"
     assert json.loads((run_dir / "run.json").read_text())["tuned"] is True
     assert json.loads((run_dir / DONE).read_text())["tuned"] is True
-    refresh_index(plan.audit_dir)
+    refresh_export(plan.audit_dir)
     rows = load_table(plan.audit_dir).rows
     assert rows and all(r.tuned for r in rows) and {r.arm for r in rows} == {"qk_norm"}
 
@@ -144,7 +145,7 @@ def test_sigterm_after_the_update_resumes_the_uninterrupted_curve(write_audit, t
 def test_a_result_of_another_run_is_refused_not_reported(write_audit):
     plan = make_plan(load_audit(write_audit(arms=[])))
     second = materialize(plan)[1]
-    done = {"id": plan.runs[0].run_id, "status": "ok", "metrics": {"val_loss": 1.0}}
+    done = RunRecord.of_run(plan.runs[0], status="ok", metrics={"val_loss": 1.0})
     write_done(second, done)  # first's result in second's directory, e.g. copied by hand
     with pytest.raises(ConfigError, match="holds the result of run"):
         run_one(second)

@@ -21,7 +21,6 @@ from archaudit.model.load import load_model
 from archaudit.rundir import (
     CHECKPOINT_META,
     CHECKSUMS,
-    LEGACY_STATE,
     TRAIN_STATE,
     WEIGHTS,
     checkpoint_dirs,
@@ -101,26 +100,25 @@ def test_a_planted_pickle_payload_is_refused_and_never_run(run: Path, tmp_path: 
     assert marker.exists(), "the planted payload is live"
 
 
-def test_the_old_pickled_format_is_refused_with_a_reason(run: Path, tmp_path: Path):
+def test_a_checkpoint_of_unknown_files_is_never_unpickled(run: Path, tmp_path: Path):
+    """A folder holding only a pickle (archaudit 0.1's `state.pt`, or a planted one) is no
+    checkpoint: nothing in it is opened, and with no other checkpoint there is none to load."""
     marker = tmp_path / "payload-ran"
+    for ckpt in checkpoint_dirs(run):
+        for child in ckpt.iterdir():
+            child.unlink()
     ckpt = checkpoint_dirs(run)[-1]
-    for child in ckpt.iterdir():
-        child.unlink()
-    torch.save({"model": Payload(marker)}, ckpt / LEGACY_STATE)
-    (ckpt / "state.sha256").write_text(
-        hashlib.sha256((ckpt / LEGACY_STATE).read_bytes()).hexdigest()
-    )
-    with pytest.raises(DataError, match=r"pickled format .* no longer read"):
+    torch.save({"model": Payload(marker)}, ckpt / "state.pt")
+    (ckpt / "state.sha256").write_text(hashlib.sha256((ckpt / "state.pt").read_bytes()).hexdigest())
+    with pytest.raises(DataError, match="no valid checkpoint"):
         load_model(run)
-    with pytest.raises(DataError, match="pickled format"):
-        train(MODEL, RECIPE, run, seed=0)
     proc = subprocess.run(
         [sys.executable, "-m", "archaudit.cli", "eval", str(run), "--limit", "1", "--quiet"],
         capture_output=True,
         text=True,
     )
-    assert proc.returncode == 2 and "pickled format" in proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.returncode == 2 and "no valid checkpoint" in proc.stderr.splitlines()[-1]
+    assert "Traceback" not in proc.stderr, proc.stderr
     assert not marker.exists(), "the payload ran"
-    torch.load(ckpt / LEGACY_STATE, weights_only=False)  # what archaudit 0.1 did
+    torch.load(ckpt / "state.pt", weights_only=False)  # what archaudit 0.1 did
     assert marker.exists(), "the planted payload is live"

@@ -72,7 +72,6 @@ ARGS: dict[str, list[str]] = {
     "run": ["{audit}"],
     "run-one": ["{run_dir}"],
     "status": ["{audit_dir}"],
-    "index": ["{audit_dir}"],
     "tune-baseline": ["{audit}", "--lr", "1e-3", "--dry-run"],
     "rerun": ["{run_dir}"],
     "demo": ["--runs-dir", "{tmp}/demo", *_sets(DEMO)],

@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 
@@ -10,20 +11,27 @@ from archaudit.config import (
     build,
     load_config,
     parse_override,
-    recipe_hash,
 )
+from archaudit.data.identity import recipe_hash
 from archaudit.errors import ConfigError
 
 
 def test_recipe_hash_is_identical_across_processes_and_hash_seeds():
-    code = "from archaudit.config import Recipe, recipe_hash; print(recipe_hash(Recipe(lr=1e-3)))"
+    code = (
+        "from archaudit.config import Recipe; from archaudit.data.identity import recipe_hash; "
+        "print(recipe_hash(Recipe(lr=1e-3)))"
+    )
     hashes = {
         subprocess.run(
             [sys.executable, "-c", code],
             capture_output=True,
             text=True,
             check=True,
-            env={"PYTHONHASHSEED": seed, "PATH": ""},
+            env={
+                "PYTHONHASHSEED": seed,
+                "PATH": "",
+                "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+            },
         ).stdout.strip()
         for seed in ("0", "1", "12345")
     }

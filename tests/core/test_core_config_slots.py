@@ -3,10 +3,8 @@ round-trip through TOML-shaped dicts, and the flat keys of earlier versions are 
 the new key."""
 
 import dataclasses
-import json
 import tomllib
 import typing
-from pathlib import Path
 
 import pytest
 
@@ -16,7 +14,6 @@ from archaudit.config import (
     load_config,
     replace_paths,
     to_dict,
-    upgrade_stored,
 )
 from archaudit.errors import ConfigError
 from archaudit.model import SLOTS, build_model
@@ -114,24 +111,3 @@ def test_nested_and_dotted_claims_mean_the_same():
         section="model",
     )
     assert dotted == nested
-
-
-STORED = json.loads((Path(__file__).parent / "data" / "flat_model_specs.json").read_text())
-
-
-@pytest.mark.parametrize("name", sorted(STORED["changed"]))
-def test_specs_stored_by_the_flat_layout_read_as_the_same_model(name):
-    # spec.json model tables written by archaudit 0.1.0 for every catalogue entry (base sizes,
-    # extra.ssmax_init = 0.5): read today, each is the model the entry builds today.
-    stored = {**STORED["base"], **STORED["changed"][name]}
-    upgraded = build(ModelConfig, upgrade_stored(stored), section="model")
-    base = replace_paths(BASE, {"attention.ssmax_init": 0.5}, section="model")
-    assert upgraded == resolve_arm(name).apply(base)
-    assert upgrade_stored(to_dict(upgraded)) == to_dict(upgraded)  # today's layout: unchanged
-
-
-def test_extra_ssmax_init_is_refused_with_its_new_key():
-    with pytest.raises(
-        ConfigError, match=r"model\.extra\.ssmax_init .*model\.attention\.ssmax_init"
-    ):
-        build(ModelConfig, {"extra": {"ssmax_init": 0.5}}, section="model")

@@ -8,8 +8,9 @@ import sys
 import numpy as np
 import pytest
 
-from archaudit.config import ModelConfig, Recipe, recipe_hash
+from archaudit.config import ModelConfig, Recipe
 from archaudit.data.corpus import _chunks, encode, prepare_corpus, read_text
+from archaudit.data.identity import recipe_hash
 from archaudit.data.prepare import pieces, prepare
 from archaudit.data.shards import TokenShards, open_prepared
 from archaudit.data.tokenizers import load_tokenizer

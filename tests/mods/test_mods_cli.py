@@ -11,7 +11,7 @@ import archaudit.cli.mods_cmd  # noqa: F401  (registers `archaudit mods`)
 from archaudit.cli import app
 from archaudit.config import ModelConfig
 from archaudit.errors import ConfigError
-from archaudit.mods import get_modification, list_modifications
+from archaudit.mods import get_modification, list_modifications, resolve_arm
 from archaudit.presets import MODEL_PRESETS
 
 runner = CliRunner()
@@ -32,6 +32,7 @@ def test_list_json_has_every_entry_with_its_protocol_fields():
         assert entry["family"] == mod.family
         assert entry["requires_downstream"] == mod.requires_downstream
         assert entry["requires_cross_scale"] == mod.requires_cross_scale
+        assert entry["duties"] == list(resolve_arm(mod.name).duties)
         assert entry["citation"]["year"] == mod.citation.year and entry["citation"]["authors"]
 
 

@@ -10,7 +10,8 @@ import pytest
 import torch
 from test_mods_support import build_arm, formula
 
-from archaudit.config import ModelConfig, Recipe, recipe_hash
+from archaudit.config import ModelConfig, Recipe
+from archaudit.data.identity import recipe_hash
 from archaudit.model import count_parameters
 from archaudit.mods import resolve_arm
 

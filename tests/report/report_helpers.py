@@ -10,6 +10,7 @@ from pathlib import Path
 
 from archaudit.audit import store
 from archaudit.audit.plan import make_plan
+from archaudit.audit.record import RunRecord
 from archaudit.audit.spec import load_audit
 
 FAMILIES = ("attention-output", "norm", "residual", "mlp", "position")
@@ -114,14 +115,8 @@ def fake_audit(
             "val_loss": None if stop else 3.0 + effect + rng.gauss(0.0, 0.01),
             "downstream_avg": None if stop else 0.5 - 2 * effect + rng.gauss(0.0, 0.01),
         }
-        store.write_done(
-            run_dir,
-            {
-                "id": run.run_id,
-                "status": "diverged" if stop else "ok",
-                "diverged_step": stop,
-                "metrics": metrics,
-            },
-        )
-    store.refresh_index(plan.audit_dir)
+        status = "diverged" if stop else "ok"
+        record = RunRecord.of_run(run, status=status, diverged_step=stop, metrics=metrics)
+        store.write_done(run_dir, record)
+    store.refresh_export(plan.audit_dir)
     return plan.audit_dir

@@ -22,6 +22,7 @@ def build_table(
     scale: str = "s",
     family: Mapping[str, str] | None = None,
     tuned: Iterable[str] = (),
+    duties: Mapping[str, tuple[str, ...]] | None = None,
 ) -> Table:
     """A table with one row per (arm, seed) value, seeds numbered from 0."""
     tuned = set(tuned)
@@ -34,6 +35,7 @@ def build_table(
             value=float(value),
             family=(family or {}).get(arm),
             tuned=arm in tuned,
+            duties=(duties or {}).get(arm, ()),
             line=0,
         )
         for arm, arm_values in values.items()

@@ -25,7 +25,7 @@ from archaudit.stats import (
 )
 from archaudit.stats.options import JudgeOptions
 
-HEADER = ["arm", "scale", "seed", "metric", "value", "family"]
+HEADER = ["arm", "scale", "seed", "metric", "value", "family", "duties"]
 LEVELS = {"baseline": 0.50, "qk": 0.56, "gqa": 0.44, "qk+gqa": 0.52, "wide": 0.70}
 
 
@@ -51,8 +51,9 @@ def results(write_csv):
         for scale, shift in (("d6", 0.0), ("d12", 0.05)):
             for seed, noise in enumerate((-0.01, 0.0, 0.012)):
                 family = "attention-output" if arm == "gqa" else "norm"
-                rows.append([arm, scale, seed, "acc", level + shift + noise, family])
-                rows.append([arm, scale, seed, "val_loss", 3.0 - level + noise, family])
+                duties = "downstream" if arm == "gqa" else "cross_scale"
+                rows.append([arm, scale, seed, "acc", level + shift + noise, family, duties])
+                rows.append([arm, scale, seed, "val_loss", 3.0 - level + noise, family, duties])
     return write_csv(rows)
 
 
@@ -73,7 +74,7 @@ def test_verdicts_table(cli, results):
     assert "design's measured family-wise error rate" in out and "MDE" in out
     assert "calibrated" in out and "UNCALIBRATED" not in out
     assert "no effect larger than" in out
-    assert "R6" in out  # gqa is an attention-output arm judged on a loss
+    assert "R6" in out  # gqa owes the downstream duty and is judged on a loss
 
 
 def test_user_errors_are_one_line_with_exit_code_2(cli, results):

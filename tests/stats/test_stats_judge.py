@@ -281,7 +281,7 @@ def test_exclude_leaves_arms_out_of_the_family(make_table):
 
 def test_paper_mode_and_r6_notes(make_table):
     values = {"baseline": [0.0, 1.0, 2.0], "attn": [5.0]}
-    table = make_table(values, metric="val_loss", family={"attn": "attention-output"})
+    table = make_table(values, metric="val_loss", duties={"attn": ("downstream",)})
     notes = judge(table, "val_loss").notes
     assert not any("UNCALIBRATED" in note for note in notes)
     assert any(note.startswith("R6") and "attn" in note for note in notes)

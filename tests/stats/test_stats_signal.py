@@ -11,14 +11,15 @@ from archaudit.stats.options import JudgeOptions
 from archaudit.stats.signal import check_signal
 from archaudit.stats.table import Row, Table
 
-ARMS = {"baseline": None, "sigmoid_attn": "attention-output", "qk_norm": "attention-logits"}
+ARMS = {"baseline": (), "sigmoid_attn": ("downstream",), "qk_norm": ("cross_scale",)}
+"""Each arm's duties, as the audit's results table carries them."""
 
 
 def _audit(recall_at_chance: bool, agreement: float | None = None) -> Table:
     """3 arms × 3 seeds × 2 scales: val_loss, an informative induction task, a recall task at
     chance in every run (or not), and an agreement task (constant when `agreement` is set)."""
     rows = []
-    for a, (arm, family) in enumerate(ARMS.items()):
+    for a, (arm, duties) in enumerate(ARMS.items()):
         for scale in ("s", "m"):
             for seed in range(3):
                 noise = 0.01 * ((seed * 7 + a * 3) % 5)
@@ -35,7 +36,7 @@ def _audit(recall_at_chance: bool, agreement: float | None = None) -> Table:
                 if agreement is not None:
                     values |= {"agreement/score": agreement, "agreement/at_chance": 0.0}
                 rows += [
-                    Row(arm, scale, seed, metric, value, family=family)
+                    Row(arm, scale, seed, metric, value, duties=duties)
                     for metric, value in values.items()
                 ]
     return Table(tuple(rows))

@@ -76,7 +76,7 @@ def _owner(text: bytes) -> _Owner:
     return _Owner(
         pid if type(pid) is int else -1,
         host if isinstance(host, str) else "",
-        float(started) if type(started) in (int, float) else 0.0,
+        float(started) if isinstance(started, int | float) and type(started) is not bool else 0.0,
     )
 
 

@@ -91,7 +91,7 @@ def run_audit(
         say_what_was_saved(stop, plan.audit_dir)
         raise
     planned = set(run_dirs)
-    statuses = [s for s in store.refresh_index(plan.audit_dir) if s.path in planned]
+    statuses = [s for s in store.refresh_export(plan.audit_dir) if s.path in planned]
     finished = ("done", "diverged")
     failed = {
         s.spec.path: (s.error or "exited without a result; see run-one.log").splitlines()[0]

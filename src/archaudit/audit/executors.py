@@ -150,7 +150,12 @@ def stop_workers(procs: Sequence[subprocess.Popen]) -> bool:
 
 def _notify_on_exit(proc: subprocess.Popen, slot: int, exited: SimpleQueue[int]) -> None:
     """Put `slot` on `exited` when `proc` ends; the thread sleeps in waitpid meanwhile."""
-    threading.Thread(target=lambda: (proc.wait(), exited.put(slot)), daemon=True).start()
+
+    def wait() -> None:
+        proc.wait()
+        exited.put(slot)
+
+    threading.Thread(target=wait, daemon=True).start()
 
 
 def _gpu_slots(gpus_per_run: int) -> list[str]:
@@ -195,7 +200,7 @@ class RayExecutor:
         if not ray.is_initialized():
             ray.init(address=self.settings.address or None, log_to_driver=False)
         task = ray.remote(num_cpus=self.threads, num_gpus=self.settings.gpus_per_run)(launch)
-        queue, pending, codes = list(run_dirs), {}, {}
+        queue, pending, codes = list(run_dirs), dict[Any, Path](), dict[Path, int]()
         while queue or pending:
             while queue and len(pending) < self.workers:
                 run_dir = queue.pop(0)

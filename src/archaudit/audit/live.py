@@ -34,8 +34,8 @@ def arm_table(statuses: Sequence[RunStatus], title: str = "") -> Table:
     table.add_column("val_loss", justify="right")
     for arm, runs in by_arm.items():
         counts = Counter(s.state for s in runs)
-        losses = [s.result["metrics"]["val_loss"] for s in runs if s.state == "done"]
-        losses = [v for v in losses if v is not None]
+        done = [s.result for s in runs if s.result and s.state == "done"]
+        losses = [v for record in done if (v := record.metric("val_loss")) is not None]
         mean = f"{sum(losses) / len(losses):.4f}" if losses else "-"
         table.add_row(arm, *(str(counts[state] or "") for state in STATES), mean)
     return table
@@ -115,7 +115,7 @@ class AuditMonitor:
         for s in statuses:
             if s.state in FINAL and self._seen.get(s.path) != s.state:
                 self._seen[s.path] = s.state
-                loss = (s.result or {}).get("metrics", {}).get("val_loss")
+                loss = s.result.metric("val_loss") if s.result else None
                 detail = f" val_loss {loss:.4f}" if isinstance(loss, float) else ""
                 log(f"[{len(self._seen)}/{len(statuses)}] {s.spec.path}: {s.state}{detail}")
 

@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,11 +28,10 @@ from archaudit.config import (
     build,
     canonical_json,
     merge_tables,
-    recipe_hash,
     to_dict,
-    upgrade_stored,
 )
 from archaudit.config.recipe import MATCH_PARAMS
+from archaudit.data.identity import recipe_hash
 from archaudit.errors import ConfigError, did_you_mean
 
 if TYPE_CHECKING:
@@ -67,6 +66,8 @@ class RunSpec:
     seed: int
     tuned: bool = False
     anchor: bool = False
+    duties: tuple[str, ...] = ()
+    """The arm's protocol duties as the modification registry decides them (R6, R7)."""
     model: ModelConfig
     recipe: Recipe
     suite: str = ""
@@ -74,7 +75,7 @@ class RunSpec:
     path: str
     """The run directory, relative to the audit directory: <arm>/<scale>/seed-<k>."""
 
-    @property
+    @functools.cached_property
     def run_id(self) -> str:
         """sha256 over what determines the run's numbers (operational recipe fields excluded)."""
         key = {
@@ -95,9 +96,20 @@ class RunSpec:
     def from_json(cls, data: dict[str, Any]) -> RunSpec:
         fields = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in fields}
-        values["model"] = build(ModelConfig, upgrade_stored(data["model"]), section="model")
-        values["recipe"] = build(Recipe, data["recipe"], section="recipe")
+        values["model"] = _stored(ModelConfig, "model", canonical_json(data["model"]))
+        values["recipe"] = _stored(Recipe, "recipe", canonical_json(data["recipe"]))
+        duties = data.get("duties", [])
+        if not isinstance(duties, list) or not all(isinstance(d, str) for d in duties):
+            raise ConfigError(f"duties = {duties!r:.60} is not a list of duty names")
+        values["duties"] = tuple(duties)
         return cls(**values)
+
+
+@functools.lru_cache(maxsize=1024)
+def _stored(cls: type, section: str, table: str) -> Any:
+    """A stored model or recipe table, built once per distinct table: the runs of an audit
+    share a few (one model per arm and scale), and building one checks every key anew."""
+    return build(cls, json.loads(table), section=section)
 
 
 @dataclass(frozen=True)
@@ -144,10 +156,10 @@ def _make_plan(spec: AuditSpec, *, strict: bool) -> Plan:
     several = len(spec.baselines) > 1
     for planned in arms:
         arm, entry = planned.arm, planned.entry
-        for scale in entry.scales or ():
-            if scale not in scale_names:
+        for wanted in entry.scales or ():
+            if wanted not in scale_names:
                 raise ConfigError(
-                    f"arm {arm.name!r}: unknown scale {scale!r}{did_you_mean(scale, scale_names)}"
+                    f"arm {arm.name!r}: unknown scale {wanted!r}{did_you_mean(wanted, scale_names)}"
                 )
         scales = [s for s in spec.scales if entry.scales is None or s.name in entry.scales]
         notes += protocol.downstream_note(arm.name, arm.requires_downstream, suite)
@@ -212,7 +224,7 @@ def _runs_of(
     planned: PlannedArm,
     name: str,
     baseline: str,
-    delta: dict[str, Any],
+    delta: Mapping[str, Any],
     scale: ScaleSpec,
     suite: str,
 ) -> list[RunSpec]:
@@ -247,6 +259,7 @@ def _runs_of(
             seed=seed,
             tuned=tuned,
             anchor=anchor and arm.name != BASELINE,
+            duties=arm.duties,
             model=model,
             recipe=recipe,
             suite=suite,
@@ -302,7 +315,7 @@ def scale_recipe(recipe: Recipe, scale: ScaleSpec) -> Recipe:
 
 
 def _identity_note(
-    spec: AuditSpec, run: RunSpec, delta: dict[str, Any], scale: ScaleSpec
+    spec: AuditSpec, run: RunSpec, delta: Mapping[str, Any], scale: ScaleSpec
 ) -> list[ProtocolNote]:
     """An arm that trains exactly its baseline (the change is already part of it) is noted."""
     same_recipe = recipe_hash(run.recipe) == recipe_hash(scale_recipe(spec.recipe, scale))
@@ -312,7 +325,7 @@ def _identity_note(
     return [ProtocolNote("identity", run.arm, message + " (its change is already part of it)")]
 
 
-def _baseline_model(spec: AuditSpec, delta: dict[str, Any], scale: ScaleSpec) -> ModelConfig:
+def _baseline_model(spec: AuditSpec, delta: Mapping[str, Any], scale: ScaleSpec) -> ModelConfig:
     return build(ModelConfig, merge_tables(scale.model, delta), section=f"scales.{scale.name}")
 
 

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from archaudit.config import Recipe, recipe_hash
+from archaudit.config import Recipe
+from archaudit.data.identity import recipe_hash
 from archaudit.errors import ConfigError
 from archaudit.progress import warn
 

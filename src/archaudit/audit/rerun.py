@@ -53,7 +53,7 @@ def rerun(run_dir: str | Path, *, device: str = "") -> RerunReport:
 
     run_dir = Path(run_dir)
     spec = store.read_spec(run_dir)
-    stored = store.read_json(run_dir / store.DONE)
+    stored = store.read_record(run_dir)
     if stored is None:
         raise DataError(f"{run_dir} has not finished (no DONE): nothing to compare against")
     attempts = (run_dir / store.ATTEMPTS).read_text().splitlines()
@@ -74,7 +74,7 @@ def rerun(run_dir: str | Path, *, device: str = "") -> RerunReport:
             key: _max_diff(old_curve, new_curve, common, key) for key in CURVE_KEYS
         },
         metric_abs_diff={
-            key: _diff(value, metrics.get(key)) for key, value in stored["metrics"].items()
+            key: _diff(value, metrics.get(key)) for key, value in stored.metrics.items()
         },
     )
     store.write_json(target / RERUN_FILE, report.to_json())

@@ -26,12 +26,16 @@ from archaudit.audit import store
 from archaudit.audit.claims import try_claim
 from archaudit.audit.launch import RunOptions, cli_command, sigterm_as_interrupt
 from archaudit.audit.plan import RunSpec
+from archaudit.audit.record import RunRecord
 from archaudit.audit.trackers import TrackedRun, Tracker, check_tracker, tracked_run, tracking
 from archaudit.config import ModelConfig, Recipe, to_dict
-from archaudit.errors import ConfigError
+from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write, atomic_write_text
 from archaudit.progress import log
 from archaudit.rundir import ATTEMPTS, EVALS, FAILED, METRICS, checkpoint_dirs, checkpoint_step
+
+if TYPE_CHECKING:  # the trainer (and torch) load only when a run trains
+    from archaudit.train import TrainResult
 
 ROUTING_METRICS = ("moe_dropped", "moe_router_entropy")
 
@@ -51,10 +55,6 @@ def routing_summary(run_dir: Path) -> dict[str, float]:
     summary = {key: float(last[key]) for key in ROUTING_METRICS}
     summary["moe_load_imbalance"] = max(len(load) * max(load) for load in last["moe_load"])
     return summary
-
-
-if TYPE_CHECKING:  # the trainer (and torch) load only when a run trains
-    from archaudit.train import TrainResult
 
 
 def run_one(run_dir: str | Path, options: RunOptions | None = None) -> str:
@@ -96,7 +96,7 @@ def _finished(run_dir: Path, spec: RunSpec) -> bool:
     return done is not None
 
 
-def _execute(run_dir: Path, spec: RunSpec, options: RunOptions) -> dict[str, Any]:
+def _execute(run_dir: Path, spec: RunSpec, options: RunOptions) -> RunRecord:
     recipe = operational_recipe(spec, options)
     _record_attempt(run_dir, options)
     tracker_name = options.tracker if os.environ.get("RANK", "0") == "0" else ""
@@ -105,21 +105,14 @@ def _execute(run_dir: Path, spec: RunSpec, options: RunOptions) -> dict[str, Any
         metrics = run_metrics(run_dir, spec, result, recipe.device)
         if tracker is not None:
             tracker.summary(metrics)  # the evals beside the training curves
-    return {
-        "id": spec.run_id,
-        "arm": spec.arm,
-        "scale": spec.scale,
-        "seed": spec.seed,
-        "family": spec.family,
-        "tuned": spec.tuned,
-        "status": result.status,
-        "diverged_step": result.diverged_step,
-        "metrics": metrics,
-        "train": result.to_json(),
-        "attempts": len((run_dir / ATTEMPTS).read_text().splitlines()),
-        "host": socket.gethostname(),
-        "finished": time.time(),
-    }
+    return RunRecord.of_run(
+        spec,
+        status=result.status,
+        diverged_step=result.diverged_step,
+        metrics=metrics,
+        train=result.to_json(),
+        attempts=len((run_dir / ATTEMPTS).read_text().splitlines()),
+    )
 
 
 def _train(
@@ -151,7 +144,8 @@ def run_metrics(
     """A trained run's metrics as DONE records them (and `rerun` compares them): losses,
     total and active parameters, MoE routing, and the suite's scores when it has one."""
     if result.status != "ok":
-        return {"val_loss": None} | ({"downstream_avg": None} if spec.suite else {})
+        missing: dict[str, float | None] = {"val_loss": None}
+        return missing | ({"downstream_avg": None} if spec.suite else {})
     metrics: dict[str, float | None] = {
         "val_loss": result.val_loss,
         "train_loss": result.final_loss,
@@ -208,6 +202,8 @@ def evaluate_run(run_dir: Path, spec: RunSpec, device: str) -> dict[str, float]:
             ),
         )
         stored = store.read_json(path)
+    if stored is None or not isinstance(stored.get("metrics"), dict):
+        raise DataError(f"{path} holds no metrics: delete it to score the run again")
     return stored["metrics"]
 
 

@@ -33,6 +33,7 @@ from archaudit.audit import store
 from archaudit.audit.coordinator import SEED_NOTE, AuditOutcome, run_audit
 from archaudit.audit.plan import BASELINE, Plan, RunSpec
 from archaudit.audit.protocol import ProtocolNote
+from archaudit.audit.record import RunRecord
 from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write_text
 from archaudit.stats.family import resolve_direction
@@ -282,11 +283,15 @@ def primary_metrics(plan: Plan, options: SettleOptions) -> tuple[str, ...]:
     return ("val_loss", "downstream_avg") if plan.spec.eval.suite else ("val_loss",)
 
 
-def collect(plan: Plan) -> dict[str, dict[int, dict[str, Any]]]:
+Results = dict[str, dict[int, RunRecord]]
+"""The finished runs of a sequential audit: "arm/scale" → seed → DONE record."""
+
+
+def collect(plan: Plan) -> Results:
     """ "arm/scale" → seed → the DONE record of every finished run of the plan."""
-    results: dict[str, dict[int, dict[str, Any]]] = {}
+    results: Results = {}
     for run in plan.runs:
-        record = store.read_json(plan.run_dir(run) / store.DONE)
+        record = store.read_record(plan.run_dir(run))
         if record is not None:
             results.setdefault(key(run.arm, run.scale), {})[run.seed] = record
     return results
@@ -295,7 +300,7 @@ def collect(plan: Plan) -> dict[str, dict[int, dict[str, Any]]]:
 def replay(
     family: Family,
     history: Sequence[dict[str, int]],
-    results: dict[str, dict[int, dict[str, Any]]],
+    results: Results,
     rule: SequentialRule,
 ) -> FamilyState:
     """Every look of the family again, in order: look k sees the seeds of history[k]."""
@@ -327,16 +332,14 @@ def replay(
     return FamilyState(family, state[0], diverged, tests, np.where(diverged, 0.0, value))
 
 
-def _values(
-    results: dict[str, dict[int, dict[str, Any]]], name: str, n: int, metric: str
-) -> tuple[np.ndarray, bool]:
+def _values(results: Results, name: str, n: int, metric: str) -> tuple[np.ndarray, bool]:
     """The metric of seeds 0..n−1, and whether any of them diverged or lacks it."""
     runs = results.get(name, {})
     values: list[float] = []
     for seed in range(n):
         record = runs.get(seed)
-        value = None if record is None else record["metrics"].get(metric)
-        if record is None or record["status"] != "ok" or value is None or not math.isfinite(value):
+        value = None if record is None else record.metric(metric)
+        if record is None or record.status != "ok" or value is None or not math.isfinite(value):
             return np.array(values), True
         values.append(float(value))
     return np.array(values), False

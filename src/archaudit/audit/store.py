@@ -1,16 +1,18 @@
-"""The store: run directories are the truth; an SQLite index and two CSV exports are views.
+"""The store: run directories are the truth; the CSV and Parquet exports are views of them.
 
     runs/<audit>/audit.json                   the plan: spec, runs, protocol notes
     runs/<audit>/<arm>/<scale>/seed-<k>/      one run directory (its files: archaudit.rundir)
         run.json          the RunSpec (id = content hash)    written when the audit starts
         DONE              the result record, written last by an atomic link: exists once
         FAILED            the error of the last failed attempt (a new claim retries)
-    runs/<audit>/index.sqlite   runs and metrics, rebuilt from the directories at will
-    runs/<audit>/results.csv    arm,scale,seed,metric,value,family,status,step,tuned
+    runs/<audit>/results.csv    arm,scale,seed,metric,value,family,status,step,tuned,duties
     runs/<audit>/items.csv      arm,scale,seed,task,item,correct  (for paired tests)
     runs/<audit>/results.parquet, items.parquet   the same tables (with pandas + pyarrow)
 
 Top-level folders starting with "_" (`_tune`, `_superseded`) are not part of the audit.
+Every `status` and `stats AUDIT_DIR` rescans the run directories. That costs about 0.35 ms of
+CPU a run (run.json and DONE parsed, each distinct model and recipe built once), so 10,000 runs
+take some 3.5 s of CPU (benchmarks/store_scan.py).
 """
 
 from __future__ import annotations
@@ -21,9 +23,6 @@ import io
 import json
 import math
 import os
-import shutil
-import sqlite3
-import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any
 
 from archaudit.audit.claims import ClaimInfo, current_claim
 from archaudit.audit.plan import Plan, RunSpec
+from archaudit.audit.record import RunRecord
 from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write_text
 from archaudit.files import read_json_object as read_json
@@ -40,13 +40,13 @@ from archaudit.rundir import AUDIT_FILE, DONE, EVALS, FAILED, METRICS, RUN_FILE
 from archaudit.stats.frames import parquet_twin
 from archaudit.stats.items import ITEM_COLUMNS as ITEM_KEYS
 from archaudit.stats.items import ITEM_MEASURES, load_items
-from archaudit.stats.table import load_table
+from archaudit.stats.table import DUTY_SEPARATOR, OPTIONAL_COLUMNS, REQUIRED_COLUMNS, load_table
 
-INDEX, RESULTS, ITEMS = "index.sqlite", "results.csv", "items.csv"
+RESULTS, ITEMS = "results.csv", "items.csv"
 SEQUENTIAL_DIR, SEQUENTIAL_SUMMARY = "sequential", "summary.json"
 """A sequential audit's round records and the last finished loop's summary (rule, verdicts)."""
 TUNE_DIR, SUPERSEDED_DIR = "_tune", "_superseded"
-RESULT_COLUMNS = ("arm", "scale", "seed", "metric", "value", "family", "status", "step", "tuned")
+RESULT_COLUMNS = (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)
 ITEM_COLUMNS = (*ITEM_KEYS, *ITEM_MEASURES)
 STATES = ("planned", "running", "stale", "failed", "done", "diverged")
 
@@ -59,11 +59,11 @@ def write_json(path: Path, data: Any) -> None:
     atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
-def write_done(run_dir: Path, record: dict[str, Any]) -> None:
+def write_done(run_dir: Path, record: RunRecord) -> None:
     """Publish the run's result. `os.link` refuses an existing target, so DONE is written
     exactly once even if two processes got this far (which the claim prevents)."""
     tmp = run_dir / f".{DONE}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    tmp.write_text(json.dumps(record.to_json(), indent=1, sort_keys=True) + "\n")
     try:
         os.link(tmp, run_dir / DONE)
     except FileExistsError:
@@ -139,7 +139,7 @@ def read_spec(run_dir: Path) -> RunSpec:
         ) from None
 
 
-_SPEC_TYPES = {"arm": str, "mods": str, "baseline": str, "family": str, "scale": str}
+_SPEC_TYPES: dict[str, type] = dict.fromkeys(("arm", "mods", "baseline", "family", "scale"), str)
 _SPEC_TYPES |= {"seed": int, "path": str, "suite": str, "model": dict, "recipe": dict}
 """The RunSpec fields that the store sorts, groups and exports by."""
 
@@ -152,35 +152,32 @@ class RunStatus:
     """One of STATES."""
     step: int
     """Last training step in metrics.jsonl."""
-    result: dict[str, Any] | None
+    result: RunRecord | None
     """The DONE record."""
     error: str | None
     claim: ClaimInfo | None
 
 
-def read_done(run_dir: Path, spec: RunSpec) -> tuple[dict[str, Any] | None, str | None]:
-    """(the DONE record, None), or (None, why) when DONE holds another run's result (a
-    directory copied or reused by hand): that result is never reported as this run's."""
-    done = read_json(run_dir / DONE)
-    if done is not None and done.get("id") != spec.run_id:
+def read_record(run_dir: Path) -> RunRecord | None:
+    """The run's DONE record, or None before it finished; a garbled DONE raises DataError."""
+    data = read_json(run_dir / DONE)
+    return None if data is None else RunRecord.from_json(data, run_dir / DONE)
+
+
+def read_done(run_dir: Path, spec: RunSpec) -> tuple[RunRecord | None, str | None]:
+    """(the DONE record, None), or (None, why) when DONE is garbled or holds another run's
+    result (a directory copied or reused by hand): that result is never reported as this
+    run's."""
+    try:
+        done = read_record(run_dir)
+    except DataError as err:
+        return None, str(err)
+    if done is not None and done.id != spec.run_id:
         return None, (
-            f"{run_dir} holds the result of run {done.get('id')} in {DONE}, not of run "
+            f"{run_dir} holds the result of run {done.id} in {DONE}, not of run "
             f"{spec.run_id} that its {RUN_FILE} describes"
         )
-    if done is not None and not _is_result(done):
-        return None, f"{run_dir / DONE} is not a result record (status or metrics garbled)"
     return done, None
-
-
-def _is_result(done: dict[str, Any]) -> bool:
-    """A DONE record the exports can read: a status and numeric (or missing) metrics."""
-    metrics, step = done.get("metrics"), done.get("diverged_step")
-    return (
-        done.get("status") in ("ok", "diverged")
-        and isinstance(metrics, dict)
-        and all(v is None or type(v) in (int, float) for v in metrics.values())
-        and (step is None or type(step) is int)
-    )
 
 
 def run_status(
@@ -193,7 +190,7 @@ def run_status(
     failed = run_dir / FAILED
     error = foreign or (failed.read_text(errors="replace") if failed.is_file() else None)
     if result is not None:
-        state = "diverged" if result.get("status") == "diverged" else "done"
+        state = "diverged" if result.status == "diverged" else "done"
     elif claim is not None:
         state = "stale" if claim.stale(stale_after_s) else "running"
     else:
@@ -241,13 +238,13 @@ def result_rows(status: RunStatus) -> Iterator[dict[str, Any]]:
         "scale": spec.scale,
         "seed": spec.seed,
         "family": spec.family,
-        "status": result["status"],
-        "step": result.get("diverged_step") or "",
+        "status": result.status,
+        "step": result.diverged_step or "",
         "tuned": "true" if spec.tuned else "false",
+        "duties": DUTY_SEPARATOR.join(spec.duties),
     }
-    for metric, value in sorted(result["metrics"].items()):
-        finite = value is not None and math.isfinite(value)
-        yield {**common, "metric": metric, "value": repr(float(value)) if finite else ""}
+    for metric, value in sorted(result.metrics.items()):
+        yield {**common, "metric": metric, "value": _cell(value)}
 
 
 def item_rows(status: RunStatus) -> Iterator[dict[str, Any]]:
@@ -294,11 +291,16 @@ def export(audit_dir: Path, statuses: Iterable[RunStatus] | None = None) -> tupl
 FINISHED_STATES = ("done", "diverged")
 
 
-def refresh_export(audit_dir: Path) -> dict[str, int]:
-    """Export results.csv and items.csv from the run directories now (a running coordinator
-    exports only as its runs finish) and count the runs in each state (sorted by state)."""
+def refresh_export(audit_dir: Path) -> list[RunStatus]:
+    """Scan the run directories and export results.csv and items.csv from them now (a running
+    coordinator exports only as its runs finish). Returns the scanned statuses."""
     statuses = [run_status(d) for d in audit_run_dirs(audit_dir)]
     export(audit_dir, statuses)
+    return statuses
+
+
+def state_counts(statuses: Iterable[RunStatus]) -> dict[str, int]:
+    """How many runs are in each state, sorted by state."""
     counts: dict[str, int] = {}
     for status in statuses:
         counts[status.state] = counts.get(status.state, 0) + 1
@@ -311,99 +313,3 @@ def _csv(columns: tuple[str, ...], rows: Iterable[dict[str, Any]]) -> str:
     writer.writeheader()
     writer.writerows(rows)
     return buffer.getvalue()
-
-
-# ---------------------------------------------------------------------------------------------
-# the SQLite index
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    id TEXT, path TEXT PRIMARY KEY, arm TEXT, mods TEXT, baseline TEXT, family TEXT,
-    scale TEXT, seed INTEGER, tuned INTEGER, anchor INTEGER, state TEXT, step INTEGER,
-    steps INTEGER, claim_host TEXT, claim_pid INTEGER, heartbeat REAL, error TEXT, updated REAL
-);
-CREATE TABLE IF NOT EXISTS metrics (
-    path TEXT, metric TEXT, value REAL, PRIMARY KEY (path, metric)
-);
-CREATE TABLE IF NOT EXISTS notes (rule TEXT, arm TEXT, message TEXT);
-"""
-
-
-def refresh_index(audit_dir: Path, *, rebuild: bool = False) -> list[RunStatus]:
-    """Scan the run directories into `index.sqlite` (from scratch with `rebuild`) and export
-    results.csv and items.csv. Returns the scanned statuses."""
-    statuses = [run_status(d) for d in audit_run_dirs(audit_dir)]
-    path = audit_dir / INDEX
-    # a rebuild starts from an empty file, so a corrupt index (or a folder in its place) is
-    # simply replaced
-    target = path.with_name(f".{INDEX}.{os.getpid()}.tmp") if rebuild else path
-    if rebuild:
-        target.unlink(missing_ok=True)
-    elif path.is_dir():
-        raise DataError(f"{path} is a folder, not an index; {_REBUILD} {audit_dir}")
-    try:
-        _write_index(target, audit_dir, statuses)
-    except sqlite3.DatabaseError as err:
-        if rebuild:
-            target.unlink(missing_ok=True)
-        raise _index_error(path, audit_dir, err) from None
-    if rebuild:
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        os.replace(target, path)
-    export(audit_dir, statuses)
-    return statuses
-
-
-_REBUILD = "rebuild it from the run directories with: archaudit index --rebuild"
-
-
-def _index_error(path: Path, audit_dir: Path, err: sqlite3.DatabaseError) -> DataError:
-    """A damaged index points at --rebuild; a full disk or a read-only folder says so."""
-    if any(word in str(err) for word in ("full", "readonly", "unable to open", "I/O")):
-        return DataError(f"{path}: cannot write the index ({err}); free space or fix permissions")
-    return DataError(f"{path} is damaged ({err}); {_REBUILD} {audit_dir}")
-
-
-def _write_index(target: Path, audit_dir: Path, statuses: list[RunStatus]) -> None:
-    with contextlib.closing(sqlite3.connect(target, timeout=30)) as db, db:
-        db.executescript(_SCHEMA)
-        db.execute("DELETE FROM runs")
-        db.execute("DELETE FROM metrics")
-        db.execute("DELETE FROM notes")
-        db.executemany(
-            "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            [_index_row(audit_dir, s) for s in statuses],
-        )
-        db.executemany(
-            "INSERT INTO metrics VALUES (?,?,?)",
-            [
-                (str(s.path.relative_to(audit_dir)), metric, value)
-                for s in statuses
-                if s.result is not None
-                for metric, value in s.result["metrics"].items()
-            ],
-        )
-        db.executemany("INSERT INTO notes VALUES (?,?,?)", _notes(audit_dir))
-
-
-def _notes(audit_dir: Path) -> list[tuple[str, str, str]]:
-    """The protocol notes audit.json keeps, as (rule, arm, message)."""
-    path = audit_dir / AUDIT_FILE
-    notes = (read_json(path) or {}).get("notes", [])
-    keys = ("rule", "arm", "message")
-    if not isinstance(notes, list) or not all(
-        isinstance(n, dict) and all(isinstance(n.get(k), str) for k in keys) for n in notes
-    ):
-        raise DataError(f"{path}: notes is not a list of {{rule, arm, message}} records")
-    return [tuple(n[k] for k in keys) for n in notes]
-
-
-def _index_row(audit_dir: Path, s: RunStatus) -> tuple[Any, ...]:
-    spec, claim = s.spec, s.claim
-    return (
-        spec.run_id, str(s.path.relative_to(audit_dir)), spec.arm, spec.mods, spec.baseline,
-        spec.family, spec.scale, spec.seed, int(spec.tuned), int(spec.anchor), s.state, s.step,
-        spec.recipe.steps, claim.host if claim else None, claim.pid if claim else None,
-        claim.heartbeat if claim else None, s.error, time.time(),
-    )  # fmt: skip

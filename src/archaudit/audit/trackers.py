@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from archaudit.audit.plan import RunSpec
 from archaudit.errors import ConfigError
@@ -212,7 +212,7 @@ class WandbTracker:
             tags=[f"{k}:{v}" for k, v in run.tags.items()],
             dir=str(run.folder),
             config={**run.config, **run.tags},
-            mode=os.environ.get("WANDB_MODE") or ("online" if _wandb_key() else "offline"),
+            mode=_wandb_mode(),
             reinit="create_new",
         )
         self._wandb = wandb
@@ -224,12 +224,22 @@ class WandbTracker:
         self._run.summary.update({k: v for k, v in values.items() if v is not None})
 
     def table(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        columns = list(rows[0]) if rows else list(VERDICT_COLUMNS)
-        data = [[row.get(c) for c in columns] for row in rows]
+        columns: list[str | int] = list(rows[0]) if rows else list(VERDICT_COLUMNS)
+        data = [[row.get(str(c)) for c in columns] for row in rows]
         self._run.log({name: self._wandb.Table(columns=columns, data=data)})
 
     def close(self) -> None:
         self._run.finish()
+
+
+WandbMode = Literal["online", "offline", "disabled", "shared"]
+
+
+def _wandb_mode() -> WandbMode:
+    """WANDB_MODE as set (wandb itself checks the value), else online with an API key."""
+    return cast(
+        WandbMode, os.environ.get("WANDB_MODE") or ("online" if _wandb_key() else "offline")
+    )
 
 
 def _wandb_key() -> bool:

@@ -24,7 +24,7 @@ from typing import Any
 from archaudit.audit.coordinator import run_audit
 from archaudit.audit.plan import BASELINE, Plan, RunSpec, check_model, make_plan, scale_recipe
 from archaudit.audit.spec import AuditSpec, load_audit
-from archaudit.audit.store import DONE, TUNE_DIR, read_json, write_json
+from archaudit.audit.store import TUNE_DIR, read_record, write_json
 from archaudit.config import ModelConfig, build, load_toml, merge_tables
 from archaudit.errors import ConfigError
 from archaudit.files import atomic_write_text
@@ -119,10 +119,10 @@ def tune_baseline(
     outcome = run_audit(plan, executor=executor, workers=workers, tracker="", live=live)
     losses: dict[tuple[float, float], list[float]] = defaultdict(list)
     for run in plan.runs:
-        done = read_json(plan.run_dir(run) / DONE) or {}
-        value = done.get("metrics", {}).get("val_loss")
-        finite = isinstance(value, float) and math.isfinite(value)
-        losses[(run.recipe.lr, run.recipe.warmup_frac)].append(value if finite else math.inf)
+        done = read_record(plan.run_dir(run))
+        value = done.metric("val_loss") if done else None
+        finite = value if value is not None and math.isfinite(value) else math.inf
+        losses[(run.recipe.lr, run.recipe.warmup_frac)].append(finite)
     points = tuple(TunePoint(lr, w, tuple(v)) for (lr, w), v in losses.items())
     best = min(points, key=lambda p: p.mean)
     if not math.isfinite(best.mean):

@@ -1,4 +1,4 @@
-"""Audit commands: `init`, `plan`, `run`, `run-one`, `status`, `index`, `tune-baseline`,
+"""Audit commands: `init`, `plan`, `run`, `run-one`, `status`, `tune-baseline`,
 `rerun`, `demo`. Each one is a thin face over `archaudit.audit`."""
 
 from __future__ import annotations
@@ -449,21 +449,21 @@ def status(
         bool, typer.Option("--report", help="Also write a (partial) report.html.")
     ] = False,
 ) -> None:
-    """Where the audit stands: runs per arm and state (refreshes the index and CSV exports)."""
+    """Where the audit stands: runs per arm and state (refreshes the CSV and Parquet exports)."""
     from archaudit.audit.live import arm_table, progress_of
     from archaudit.audit.spec import resolve_audit_dir
-    from archaudit.audit.store import refresh_index
+    from archaudit.audit.store import refresh_export
 
     quiet_output(quiet, json_)
     audit_dir = resolve_audit_dir(audit)
-    statuses = refresh_index(audit_dir)
+    statuses = refresh_export(audit_dir)
     if report:
         report_audit(audit_dir, err=json_)
     done, total = progress_of(statuses)
     if json_:
         runs = [
             {"path": s.spec.path, "id": s.spec.run_id, "state": s.state, "step": s.step}
-            | {"error": s.error, "result": s.result}
+            | {"error": s.error, "result": s.result.to_json() if s.result else None}
             for s in statuses
         ]
         states = Counter(s.state for s in statuses)
@@ -472,28 +472,6 @@ def status(
         return
     show(arm_table(statuses, title=str(audit_dir)))
     Console().print(f"{done:,} of {total:,} training steps ({done / max(total, 1):.0%})")
-
-
-@app.command()
-def index(
-    audit: AuditTarget,
-    rebuild: Annotated[
-        bool, typer.Option("--rebuild", help="Start from an empty index file.")
-    ] = False,
-    json_: Json = False,
-    quiet: Quiet = False,
-) -> None:
-    """Rescan the run directories into index.sqlite and export results.csv and items.csv."""
-    from archaudit.audit.spec import resolve_audit_dir
-    from archaudit.audit.store import INDEX, RESULTS, refresh_index
-
-    quiet_output(quiet, json_)
-    audit_dir = resolve_audit_dir(audit)
-    statuses = refresh_index(audit_dir, rebuild=rebuild)
-    if json_:
-        emit({"runs": len(statuses), "index": audit_dir / INDEX, "results": audit_dir / RESULTS})
-        return
-    typer.echo(f"{len(statuses)} runs → {audit_dir / INDEX}, {audit_dir / RESULTS}")
 
 
 @app.command("tune-baseline")

@@ -179,7 +179,7 @@ def _load(source: Path) -> tuple[Table, list[str]]:
 
     if not (source / store.AUDIT_FILE).is_file():
         return load_table(source), []
-    counts = store.refresh_export(source)
+    counts = store.state_counts(store.refresh_export(source))
     finished = sum(counts.get(state, 0) for state in store.FINISHED_STATES)
     open_runs = {state: n for state, n in counts.items() if state not in store.FINISHED_STATES}
     states = ", ".join(f"{n} {state}" for state, n in open_runs.items())

@@ -26,9 +26,8 @@ from archaudit.config.model import (
     ResidualConfig,
     SharingConfig,
     StreamConfig,
-    upgrade_stored,
 )
-from archaudit.config.recipe import PARALLEL, PRECISIONS, Recipe, recipe_hash
+from archaudit.config.recipe import PARALLEL, PRECISIONS, Recipe
 from archaudit.config.tables import (
     apply_overrides,
     build,
@@ -70,10 +69,8 @@ __all__ = [
     "load_toml",
     "merge_tables",
     "parse_override",
-    "recipe_hash",
     "replace_paths",
     "to_dict",
-    "upgrade_stored",
 ]
 
 TRAIN_SECTIONS = ("model", "recipe")

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from archaudit.config.tables import merge_tables, positive
+from archaudit.config.tables import positive
 from archaudit.errors import ConfigError, did_you_mean
 
 Scalar = int | float | str | bool
@@ -283,9 +283,8 @@ class ModelConfig:
         "init_std": "init.std",
         "scale_residual_init": "init.scale_residual",
     }
-    """Flat keys of the layout before the per-slot tables → their place now (for the errors,
-    and to read the spec.json of runs trained before)."""
-    MOVED_FROM_EXTRA: ClassVar[Mapping[str, str]] = {"ssmax_init": "attention.ssmax_init"}
+    """Flat keys of the layout before the per-slot tables → their place now, so that the error
+    for an old key names the new one (`unknown key model.score (it moved: ...)`)."""
 
     # --- shape --------------------------------------------------------------------------------
     vocab_size: int = 256
@@ -337,9 +336,6 @@ class ModelConfig:
             )
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"model.dropout = {self.dropout} must be in [0, 1)")
-        for key, new in self.MOVED_FROM_EXTRA.items():
-            if key in self.extra:  # read from `extra` once; silently ignored would be worse
-                raise ConfigError(f"model.extra.{key} is no longer read: set model.{new}")
 
     @property
     def kv_heads(self) -> int:
@@ -348,33 +344,3 @@ class ModelConfig:
     @property
     def dim_head(self) -> int:
         return self.head_dim or self.d_model // self.n_heads
-
-
-SLOT_TABLES = ("norm", "position", "attention", "mlp", "residual", "stream", "head")
-"""The tables whose `name` was a flat string key before (`model.attention = "differential"`)."""
-
-
-def upgrade_stored(tree: Mapping[str, Any]) -> dict[str, Any]:
-    """A model table as stored in the spec.json of a run trained before the per-slot tables,
-    in today's layout; a table already in today's layout comes back unchanged. For reading
-    stored runs only: a config a user writes must use today's keys (`build` refuses old ones)."""
-    moved: dict[str, Any] = {}
-    kept: dict[str, Any] = {}
-    for key, value in tree.items():
-        if key in SLOT_TABLES and not isinstance(value, Mapping):
-            moved[f"{key}.name"] = value
-        elif key in ModelConfig.MOVED:
-            moved[ModelConfig.MOVED[key]] = value
-        elif key == "extra" and isinstance(value, Mapping):
-            extra = dict(value)
-            for old, new in ModelConfig.MOVED_FROM_EXTRA.items():
-                if old in extra:
-                    moved[new] = extra.pop(old)
-            kept[key] = extra
-        else:
-            kept[key] = value
-    nested: dict[str, Any] = {}
-    for path, value in moved.items():
-        table, _, name = path.partition(".")
-        nested.setdefault(table, {})[name] = value
-    return merge_tables(kept, nested)

@@ -1,18 +1,19 @@
-"""`Recipe`: the shared training recipe, identical for every arm of an audit and hashed
-(`recipe_hash`), so that an audit can refuse arms trained under another recipe (protocol R1)."""
+"""`Recipe`: the shared training recipe, identical for every arm of an audit.
+
+`archaudit.data.identity.recipe_hash` hashes it (with the corpus's content), so that an audit
+can refuse arms trained under another recipe (protocol R1). The hash lives there because a
+prepared corpus is identified by its index, which only the data package reads.
+"""
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from archaudit.config.tables import canonical_json, positive, to_dict
-from archaudit.data.shards import corpus_identity
+from archaudit.config.tables import positive
 from archaudit.errors import ConfigError, did_you_mean
 
 _OPERATIONAL = {"hashed": False}  # metadata: does not change what is trained
@@ -142,17 +143,3 @@ DEVICE = re.compile(r"auto|cpu|mps|(cuda|xpu)(:\d{1,3})?")
 `plan` for the local executor)."""
 PARALLEL = ("auto", "ddp", "fsdp")
 MATCH_PARAMS = ("total", "active")
-
-
-def recipe_hash(recipe: Recipe) -> str:
-    """sha256 of the recipe's canonical JSON, operational fields left out.
-
-    Canonical: sorted keys, no whitespace, floats by repr, so the hash is identical across
-    machines and Python processes (no dependence on hash randomisation or dict order).
-    """
-    values = to_dict(recipe)
-    hashed = {
-        f.name: values[f.name] for f in dataclasses.fields(recipe) if f.metadata.get("hashed", True)
-    }
-    hashed["corpus"] = corpus_identity(recipe.corpus_path, recipe.corpus)
-    return hashlib.sha256(canonical_json(hashed).encode()).hexdigest()

@@ -113,7 +113,8 @@ def _replace(cfg: Any, changes: Mapping[str, Any], section: str) -> Any:
     for path, value in changes.items():
         head, _, rest = path.partition(".")
         grouped.setdefault(head, {})[rest] = value
-    hints = type_hints(type(cfg))
+    cls: type = type(cfg)
+    hints = type_hints(cls)
     updates: dict[str, Any] = {}
     for head, items in grouped.items():
         current, key = getattr(cfg, head), f"{section}.{head}"

@@ -24,9 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]  # src/archaudit
 FLOORS: tuple[frozenset[str], ...] = (
     frozenset(
         {"", "config", "errors", "files", "formatting", "presets", "progress", "registry"}
-        | {"rundir"}
-        | {"checkpoint_io", "data.shards"}  # data.shards: the prepared-corpus index the recipe
-    ),  # hash reads (config.recipe_hash); it imports only errors
+        | {"checkpoint_io", "rundir"}
+    ),
     frozenset({"model", "data", "stats"}),
     frozenset({"mods", "evals", "export"}),
     frozenset({"train", "diagnose"}),

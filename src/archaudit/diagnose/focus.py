@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 
-from archaudit.config import upgrade_stored
 from archaudit.errors import DataError
 from archaudit.stats import load_table, spearman, welch_test
 from archaudit.stats.resample import percentile_interval
@@ -140,7 +139,7 @@ def collect_runs(audit_dir: Path, metric: str, scale: str | None = None) -> list
             or math.isnan(values[key])
         ):
             continue
-        options = upgrade_stored(spec.get("model", {})).get("attention", {})
+        options = spec.get("model", {}).get("attention", {})
         runs.append(
             RunFocus(
                 arm=spec["arm"],

@@ -277,7 +277,7 @@ class TokenizerOnly:
     context length. Nothing can be scored with it."""
 
     tree_attention = False
-    position_limit = None
+    position_limit: int | None = None
     device = torch.device("cpu")
 
     def __init__(self, tokenizer: Tokenizer, context_length: int) -> None:

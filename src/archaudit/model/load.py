@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 from archaudit import checkpoint_io
-from archaudit.config import ModelConfig, build, upgrade_stored
+from archaudit.config import ModelConfig, build
 from archaudit.data.tokenizers import Tokenizer, load_tokenizer
 from archaudit.errors import DataError
 from archaudit.model.transformer import Transformer, build_model
@@ -36,7 +36,7 @@ def load_model(
     if ckpt is None:
         raise DataError(f"{run} has no valid checkpoint to evaluate")
     _warn_if_unfinished(run, ckpt, spec)
-    model = build_model(build(ModelConfig, upgrade_stored(spec["model"]), section="model"))
+    model = build_model(build(ModelConfig, spec["model"], section="model"))
     checkpoint_io.read_weights(model, ckpt)
     model.to(device).eval()
     tok_file = run / TOKENIZER

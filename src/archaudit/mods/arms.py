@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from archaudit.config import ModelConfig, Recipe, replace_paths
 from archaudit.errors import ConfigError
 from archaudit.mods.registry import Modification, ModificationError, get_modification
+from archaudit.stats.table import CROSS_SCALE, DOWNSTREAM, DUTIES
 
 C = TypeVar("C", ModelConfig, Recipe)
 
@@ -47,12 +48,18 @@ class Arm:
         return "+".join(dict.fromkeys(mod.family for mod in self.mods))
 
     @property
+    def duties(self) -> tuple[str, ...]:
+        """The protocol duties of the arm: the union of its modifications' duties."""
+        owed = {duty for mod in self.mods for duty in mod.protocol_duties}
+        return tuple(duty for duty in DUTIES if duty in owed)
+
+    @property
     def requires_downstream(self) -> bool:
-        return any(mod.requires_downstream for mod in self.mods)
+        return DOWNSTREAM in self.duties
 
     @property
     def requires_cross_scale(self) -> bool:
-        return any(mod.requires_cross_scale for mod in self.mods)
+        return CROSS_SCALE in self.duties
 
     @property
     def changes_recipe(self) -> bool:

@@ -19,9 +19,11 @@ under another recipe hash, so the audit treats it as `tuned` (R1).
 
 The protocol duties follow from the family, never from a flag a contributor could forget:
 attention-output changes must be evaluated downstream (R6), residual and norm changes at two
-or more scales (R7). An entry may add duties beyond its family's (`duties=("downstream",)`):
-value residual changes what attention returns, QK-norm is claimed as a stability fix. Duties
-are only ever added, never removed.
+or more scales (R7). An entry may add duties beyond its family's (`duties=("downstream",)`).
+Value residual changes what attention returns, and QK-norm is claimed as a stability fix.
+Duties are only ever added, never removed. This module is the one place that decides them:
+the plan copies an arm's `duties` into every run, the results table carries them in its
+`duties` column, and the statistics read that column, never a family name.
 
 An entry whose formula was checked numerically against a re-typed reference implementation
 records it in `check` (`ReferenceCheck`): which variant it is, the reference, and a bound on
@@ -44,6 +46,7 @@ from archaudit.config import ModelConfig, Recipe, flatten
 from archaudit.errors import ConfigError, did_you_mean
 from archaudit.mods import params as formulas
 from archaudit.registry import Registry
+from archaudit.stats.table import CROSS_SCALE, DOWNSTREAM, DUTIES
 
 FAMILIES = (
     "baseline",
@@ -59,9 +62,13 @@ FAMILIES = (
     "sharing",
     "recipe",
 )
-DOWNSTREAM_FAMILIES = frozenset({"attention-output"})  # R6
-CROSS_SCALE_FAMILIES = frozenset({"residual", "norm"})  # R7
-DUTIES = ("downstream", "cross_scale")  # duties an entry may add beyond its family's
+FAMILY_DUTIES: Mapping[str, tuple[str, ...]] = {
+    "attention-output": (DOWNSTREAM,),  # R6
+    "residual": (CROSS_SCALE,),  # R7
+    "norm": (CROSS_SCALE,),  # R7
+}
+"""The duties every entry of a family has; `DUTIES` (the results table's vocabulary) are
+the names an entry may add beyond them."""
 ENTRY_POINT_GROUP = "archaudit.modifications"
 
 Delta = Mapping[str, Any]
@@ -129,12 +136,18 @@ class Modification:
     """Registration order; an arm applies its modifications in this order."""
 
     @property
+    def protocol_duties(self) -> tuple[str, ...]:
+        """The family's duties plus the declared ones, in `DUTIES` order."""
+        owed = {*FAMILY_DUTIES.get(self.family, ()), *self.duties}
+        return tuple(duty for duty in DUTIES if duty in owed)
+
+    @property
     def requires_downstream(self) -> bool:
-        return self.family in DOWNSTREAM_FAMILIES or "downstream" in self.duties
+        return DOWNSTREAM in self.protocol_duties
 
     @property
     def requires_cross_scale(self) -> bool:
-        return self.family in CROSS_SCALE_FAMILIES or "cross_scale" in self.duties
+        return CROSS_SCALE in self.protocol_duties
 
     @property
     def changes_recipe(self) -> bool:
@@ -170,6 +183,7 @@ class Modification:
             "family": self.family,
             "requires_downstream": self.requires_downstream,
             "requires_cross_scale": self.requires_cross_scale,
+            "duties": list(self.protocol_duties),
             "changes_recipe": self.changes_recipe,
             "citation": dataclasses.asdict(self.citation),
             "description": self.description,

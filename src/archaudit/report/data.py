@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from archaudit.audit import store
+from archaudit.audit.record import RunRecord
 from archaudit.audit.spec import resolve_audit_dir
 from archaudit.errors import ArchauditError, DataError
 from archaudit.report.palette import Colour, arm_colours
@@ -889,7 +890,7 @@ def _seeds_for(m: int, alpha: float, correction: str) -> tuple[tuple[float, int 
 class _Run:
     path: Path
     spec: dict[str, Any]
-    done: dict[str, Any] | None
+    done: RunRecord | None
     env: dict[str, Any] | None
 
 
@@ -910,11 +911,19 @@ def _runs(audit_dir: Path) -> tuple[_Run, ...]:
         _Run(
             path=run_dir,
             spec=store.read_json(run_dir / store.RUN_FILE) or {},
-            done=store.read_json(run_dir / store.DONE),
+            done=_record(run_dir),
             env=store.read_json(run_dir / ENV),
         )
         for run_dir in store.audit_run_dirs(audit_dir)
     )
+
+
+def _record(run_dir: Path) -> RunRecord | None:
+    """The run's DONE record; a garbled one reads as unfinished (`status` says why)."""
+    try:
+        return store.read_record(run_dir)
+    except DataError:
+        return None
 
 
 def _curve(run: _Run) -> Curve | None:
@@ -930,7 +939,7 @@ def _curve(run: _Run) -> Curve | None:
         steps=tuple(int(r["step"]) for r in rows),
         loss=tuple(_number(r.get("loss")) for r in rows),
         grad_norm=tuple(_number(r.get("grad_norm")) for r in rows),
-        diverged_step=(run.done or {}).get("diverged_step"),
+        diverged_step=run.done.diverged_step if run.done else None,
         val_steps=tuple(int(r["step"]) for r in rows if r.get("val_loss") is not None),
         val_loss=tuple(float(r["val_loss"]) for r in rows if r.get("val_loss") is not None),
     )
@@ -1031,9 +1040,7 @@ def _provenance(csv_path: Path, runs: Sequence[_Run], command: str | None) -> Pr
 
 
 def _progress(runs: Sequence[_Run]) -> Progress:
-    states = Counter(
-        "unfinished" if run.done is None else run.done.get("status", "ok") for run in runs
-    )
+    states = Counter("unfinished" if run.done is None else run.done.status for run in runs)
     finished = len(runs) - states["unfinished"]
     return Progress(finished, len(runs), dict(sorted(states.items())))
 

@@ -108,7 +108,7 @@ class ItemTable:
         if measure != "correct" and measure not in self.measures:
             raise DataError(
                 f"{self.source}: no column {measure!r} (item files from before per-item measures, "
-                "and lm-eval imports, have none); re-export an audit with `archaudit index "
+                "and lm-eval imports, have none); re-export an audit with `archaudit status "
                 "AUDIT_DIR`, or use --measure correct"
             )
         runs = self._by_run.get((arm, scale), {})

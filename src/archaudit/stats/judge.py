@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from archaudit.formatting import interval as written_interval
@@ -26,9 +27,8 @@ from archaudit.stats.outliers import OUTLIER_MADS, OutlierSeed, family_scale, ou
 from archaudit.stats.samples import ArmSample
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.signal import AVERAGE, check_signal, is_downstream
-from archaudit.stats.table import Table, TableLike, load_table
+from archaudit.stats.table import DOWNSTREAM, Table, TableLike, load_table
 
-ATTENTION_OUTPUT = "attention-output"
 SIGMA_RATIO_WARNING = 2.0
 """Warn when σ of one metric differs by more than this factor between scales of one audit."""
 
@@ -227,7 +227,7 @@ def judge(table: TableLike, metric: str, options: JudgeOptions = DEFAULT) -> Jud
     notes += _outlier_notes(family.baseline.arm, base_outliers, arms)
     notes += _sigma_across_scales(table, metric, family, options)
     notes += (signal.notes if metric == AVERAGE else ()) + signal.r6_notes(
-        [arm.arm for arm in arms if arm.family == ATTENTION_OUTPUT]
+        _owing(table, arms, DOWNSTREAM)
     )
     return _judgement(table, family, options, rate, arms, notes, base_outliers)
 
@@ -341,6 +341,11 @@ def _arm_verdict(
     )
 
 
+def _owing(table: Table, arms: Sequence[ArmVerdict], duty: str) -> list[str]:
+    """The judged arms that owe a protocol duty, as the table's `duties` column says."""
+    return [arm.arm for arm in arms if table.owes(arm.arm, duty)]
+
+
 def _outlier_notes(
     baseline: str, base: tuple[OutlierSeed, ...], arms: tuple[ArmVerdict, ...]
 ) -> tuple[str, ...]:
@@ -430,11 +435,12 @@ def _notes(
         )
     if options.lower_is_better is False and looks_like_loss(family.metric):
         notes.append(f"{family.metric!r} reads as a loss but is judged higher-is-better as asked")
-    attention = [arm.arm for arm in arms if arm.family == ATTENTION_OUTPUT]
-    if family.sign < 0 and attention and not is_downstream(family.metric):
+    downstream = _owing(table, arms, DOWNSTREAM)
+    if family.sign < 0 and downstream and not is_downstream(family.metric):
         notes.append(
-            "R6: attention-output arms can look harmless on loss and lose downstream; "
-            "do not rank them by this metric: " + ", ".join(attention)
+            "R6: arms with a downstream duty (attention-output changes and those that declare "
+            "it) can look harmless on loss and lose downstream; do not rank them by this "
+            "metric: " + ", ".join(downstream)
         )
     tuned = [arm.arm for arm in arms if arm.tuned]
     if tuned:

@@ -9,7 +9,8 @@ run (agreement exactly 0.43 everywhere). An uninformative task
   (a run's own average left out only the tasks that run flagged, so runs would not compare);
   when no task is left, `downstream_avg` is dropped and judging it says why;
 - loses its accuracy rows, so it cannot count toward the grade's downstream criterion;
-- cannot satisfy R6: attention-output arms get a note when no downstream task is informative.
+- cannot satisfy R6: arms with a downstream duty (the table's `duties` column) get a note when
+  no downstream task is informative.
 
 Its gold bits per byte (`<task>/bpb`, continuous) stays: it carries signal where accuracy
 cannot. A table without per-task rows (a CSV from elsewhere) passes through unchanged.
@@ -47,14 +48,14 @@ class SignalCheck:
             f"it averages {kept}",
         )
 
-    def r6_notes(self, attention_arms: list[str]) -> tuple[str, ...]:
+    def r6_notes(self, downstream_arms: list[str]) -> tuple[str, ...]:
         """R6 cannot be met by tasks that carry no signal."""
-        if self.informative or not self.uninformative or not attention_arms:
+        if self.informative or not self.uninformative or not downstream_arms:
             return ()
         return (
             "R6 not met: no downstream task carries signal in this audit (every one at chance, "
-            "at the floor or constant), so attention-output arms have no downstream evidence: "
-            + ", ".join(attention_arms),
+            "at the floor or constant), so the arms with a downstream duty have no downstream "
+            "evidence: " + ", ".join(downstream_arms),
         )
 
     def missing_average(self) -> TableError:

@@ -2,13 +2,16 @@
 
 One row per (arm, scale, seed, metric). A CSV has the columns
 
-    arm,scale,seed,metric,value[,family,status,step,tuned]
+    arm,scale,seed,metric,value[,family,status,step,tuned,duties]
 
 `value` is a finite number, or empty when the run has not (yet) produced that metric: an empty
 value makes the arm `incomplete`, never a silent zero. `status` is `ok` (default) or `diverged`
 (the run blew up; `step` says when). `family` groups arms (attention-output, residual, norm, ...)
-and `tuned` (true/false, default false) marks an arm that broke the shared recipe. Both are
-properties of the arm and must agree on all of its rows.
+and `tuned` (true/false, default false) marks an arm that broke the shared recipe. `duties`
+lists the arm's protocol duties (`downstream` for R6, `cross_scale` for R7, joined by ";"). The
+audit writes them as the modification registry decides them, and the analyses read them here,
+never from the family's name. All three are properties of the arm and must agree on all of its
+rows.
 
 An audit directory is read through `<audit_dir>/results.csv`, which the audit store exports in
 exactly this format.
@@ -25,8 +28,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from archaudit.errors import did_you_mean
 from archaudit.stats.csvio import CsvRow, read_rows, resolve_source
 from archaudit.stats.errors import (
+    BadValueError,
     DuplicateRowError,
     InconsistentArmError,
     TableError,
@@ -36,7 +41,10 @@ from archaudit.stats.errors import (
 from archaudit.stats.frames import FRAME_SOURCE, frame_rows, is_frame, read_parquet, records_frame
 
 REQUIRED_COLUMNS = ("arm", "scale", "seed", "metric", "value")
-OPTIONAL_COLUMNS = ("family", "status", "step", "tuned")
+OPTIONAL_COLUMNS = ("family", "status", "step", "tuned", "duties")
+DOWNSTREAM, CROSS_SCALE = DUTIES = ("downstream", "cross_scale")
+"""The protocol duties an arm can owe: downstream evaluation (R6), a second scale (R7)."""
+DUTY_SEPARATOR = ";"
 STATUSES = ("ok", "diverged")
 RESULTS_FILE = "results.csv"
 
@@ -63,6 +71,8 @@ class Row:
     step: int | None = None
     family: str | None = None
     tuned: bool = False
+    duties: tuple[str, ...] = ()
+    """The arm's protocol duties, in `DUTIES` order."""
     line: int = 0
     """1-based line in the source file (the header is line 1); 0 for rows built in code."""
 
@@ -92,6 +102,8 @@ class Table:
         """The rows as a long pandas DataFrame (NaN where a value was not measured)."""
         columns = (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)
         records = [{c: getattr(row, c) for c in columns} for row in self.rows]
+        for record in records:
+            record["duties"] = DUTY_SEPARATOR.join(record["duties"])
         return records_frame(records, columns)
 
     def where(self, row: Row) -> str:
@@ -158,6 +170,10 @@ class Table:
     def tuned(self, arm: str) -> bool:
         return self._by_arm[arm][0].tuned
 
+    def owes(self, arm: str, duty: str) -> bool:
+        """Whether the arm owes a protocol duty (one of `DUTIES`) as its `duties` cells say."""
+        return duty in self._by_arm[arm][0].duties
+
     def check_arm(self, arm: str, role: str = "arm") -> str:
         """Return `arm` if the table has it, else raise naming the closest arm."""
         return check_name(self.source, "arm", role, arm, self.arms)
@@ -208,6 +224,7 @@ def load_table(source: str | Path | Any) -> Table:
             step=cells.optional_integer("step"),
             family=cells.optional_text("family"),
             tuned=cells.boolean("tuned"),
+            duties=read_duties(cells),
             line=cells.line,
         )
         for cells in cells
@@ -230,6 +247,21 @@ def source_rows(
     if path.suffix == ".parquet":
         return frame_rows(read_parquet(path), required, optional, str(path)), str(path)
     return read_rows(path, required, optional), str(path)
+
+
+def read_duties(cells: CsvRow) -> tuple[str, ...]:
+    """The `duties` cell as names from `DUTIES` (empty or absent: none)."""
+    text = cells.optional_text("duties") or ""
+    names = [name.strip() for name in text.split(DUTY_SEPARATOR) if name.strip()]
+    for name in names:
+        if name not in DUTIES:
+            raise BadValueError(
+                cells.where,
+                f"column 'duties' names an unknown duty {name!r}",
+                f"use names from {', '.join(DUTIES)} joined by {DUTY_SEPARATOR!r}"
+                + did_you_mean(name, DUTIES),
+            )
+    return tuple(duty for duty in DUTIES if duty in names)
 
 
 def order_scales(scales: dict[str, None] | tuple[str, ...]) -> tuple[str, ...]:
@@ -269,7 +301,7 @@ def _check_rows(table: Table) -> None:
 def _check_arm_properties(table: Table) -> None:
     for row in table.rows:
         ref = table.rows_of(row.arm)[0]
-        for column in ("family", "tuned"):
+        for column in ("family", "tuned", "duties"):
             if getattr(row, column) != getattr(ref, column):
                 raise InconsistentArmError(
                     table.where(row),

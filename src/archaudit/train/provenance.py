@@ -19,8 +19,9 @@ import numpy as np
 import torch
 
 import archaudit
-from archaudit.config import ModelConfig, Recipe, recipe_hash, to_dict, upgrade_stored
+from archaudit.config import ModelConfig, Recipe, to_dict
 from archaudit.data.corpus import TokenCorpus
+from archaudit.data.identity import recipe_hash
 from archaudit.errors import ConfigError
 
 # What identifies a run; everything else in spec.json is derived or informational.
@@ -107,8 +108,6 @@ def _identity(spec: dict[str, Any]) -> dict[str, Any]:
         else stored
     )
     identity = {k: spec.get(k, _ABSENT) for k in IDENTITY}
-    if isinstance(identity["model"], dict):  # a run from before the per-slot tables resumes
-        identity["model"] = upgrade_stored(identity["model"])
     return {**identity, "recipe": recipe}
 
 

@@ -1,0 +1,116 @@
+"""The DONE record: what one finished run produced, written once and read by every reader.
+
+The runner builds a `RunRecord` when a run has trained and been evaluated, and the store
+publishes it as the run directory's DONE file (`to_json`). Everyone who needs a result (the
+exports, `status`, `rerun`, `tune-baseline`, the sequential loop, the report) reads it back
+with `from_json`, which checks every field. A hand-edited or truncated DONE is therefore one
+error naming the file and the field, never a KeyError three modules later.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from archaudit.errors import DataError
+
+if TYPE_CHECKING:
+    from archaudit.audit.plan import RunSpec
+
+RESULT_STATUSES = ("ok", "diverged")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunRecord:
+    """One finished run: who it is, how it ended, and its final metrics."""
+
+    id: str
+    """The run id (`RunSpec.run_id`): DONE of another run is never read as this run's."""
+    arm: str
+    scale: str
+    seed: int
+    family: str
+    tuned: bool
+    status: str
+    """"ok", or "diverged" when the loss blew up (at `diverged_step`)."""
+    diverged_step: int | None
+    metrics: Mapping[str, float | None]
+    """Final metrics: losses, parameters, MoE routing, the suite's scores. None: not measured."""
+    train: Mapping[str, Any]
+    """What the trainer reported (`TrainResult.to_json()`)."""
+    attempts: int
+    """How many times a worker started this run (resumes included)."""
+    host: str
+    finished: float
+    """When DONE was written (Unix time). Provenance only: no result depends on it."""
+
+    @classmethod
+    def of_run(
+        cls,
+        spec: RunSpec,
+        *,
+        status: str,
+        metrics: Mapping[str, float | None],
+        diverged_step: int | None = None,
+        train: Mapping[str, Any] | None = None,
+        attempts: int = 1,
+    ) -> RunRecord:
+        """The record of `spec`'s run, finished on this host now."""
+        return cls(
+            id=spec.run_id,
+            arm=spec.arm,
+            scale=spec.scale,
+            seed=spec.seed,
+            family=spec.family,
+            tuned=spec.tuned,
+            status=status,
+            diverged_step=diverged_step,
+            metrics=dict(metrics),
+            train=dict(train or {}),
+            attempts=attempts,
+            host=socket.gethostname(),
+            finished=time.time(),
+        )
+
+    def metric(self, name: str) -> float | None:
+        """One final metric; None when the run did not measure it."""
+        return self.metrics.get(name)
+
+    def to_json(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return data | {"metrics": dict(self.metrics), "train": dict(self.train)}
+
+    @classmethod
+    def from_json(cls, data: Any, where: Path | str) -> RunRecord:
+        """Check and read a DONE record; a bad field raises DataError naming `where`."""
+        if not isinstance(data, dict):
+            raise DataError(f"{where} is not a result record (not a JSON object)")
+        for name, kinds in _FIELD_TYPES.items():
+            value = data.get(name)
+            if name not in data or not _is(value, kinds):
+                raise DataError(f"{where} is not a result record ({name} = {value!r:.60})")
+        if data["status"] not in RESULT_STATUSES:
+            raise DataError(f"{where}: status {data['status']!r} is not one of ok, diverged")
+        bad = [k for k, v in data["metrics"].items() if v is not None and not _is(v, (int, float))]
+        if bad:
+            raise DataError(f"{where}: metric {bad[0]!r} is not a number")
+        return cls(**{name: data[name] for name in _FIELD_TYPES})
+
+
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "id": (str,), "arm": (str,), "scale": (str,), "seed": (int,), "family": (str,),
+    "tuned": (bool,), "status": (str,), "diverged_step": (int, type(None)), "metrics": (dict,),
+    "train": (dict,), "attempts": (int,), "host": (str,), "finished": (int, float),
+}  # fmt: skip
+"""What each field of DONE must hold (a bool is no int here, as JSON means it)."""
+
+
+def _is(value: Any, kinds: tuple[type, ...]) -> bool:
+    if isinstance(value, bool):
+        return bool in kinds
+    return isinstance(value, kinds)
