@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from archaudit.devtools import imports
+from archaudit.devtools import imports, lengths
 
 
 def test_the_package_has_no_import_cycle() -> None:
@@ -74,3 +74,16 @@ def test_relative_imports_resolve(tmp_path: Path) -> None:
         },
     )
     assert imports.cycles(imports.graph(root)) == [["archaudit.model", "archaudit.model.a"]]
+
+
+def test_no_function_outside_the_cli_is_longer_than_the_limit() -> None:
+    assert [f"{f.path}:{f.line} {f.name} ({f.lines} lines)" for f in lengths.too_long()] == []
+
+
+def test_the_length_check_counts_decorators_and_docstrings(tmp_path: Path) -> None:
+    body = "\n".join(f"    x{i} = {i}" for i in range(57))
+    source = f'@decorator\ndef f():\n    """Doc."""\n{body}\n'
+    root = _write(tmp_path, {"a.py": source, "cli/b.py": source.replace("def f", "def g")})
+    assert [(f.name, f.lines) for f in lengths.functions(root)] == [("f", 60)]
+    _write(tmp_path, {"a.py": source + "    x = 0\n"})
+    assert [f.name for f in lengths.too_long(root)] == ["f"]
