@@ -4,7 +4,7 @@ PY     := .venv/bin/python
 PIP    := $(PY) -m pip -q
 TORCH  := torch==2.13.0
 
-.PHONY: demo test test-slow bench lint clean
+.PHONY: demo test test-slow bench lint typecheck clean
 
 # One stamp per set of extras, remade when pyproject.toml changes.
 .venv/.stamp-%: pyproject.toml
@@ -48,6 +48,10 @@ bench: $(FULL)
 lint: $(TEST)
 	$(PY) -m ruff check src tests benchmarks
 	$(PY) -m ruff format --check src tests benchmarks
+	$(MAKE) typecheck
+
+# mypy on src/archaudit, configured in pyproject.toml ([tool.mypy]); about a minute.
+typecheck: $(TEST)
 	$(PY) -m mypy
 
 clean:

@@ -184,7 +184,7 @@ class ArchauditView(ModelView):
             )
 
     def layers(self) -> list[nn.Module]:
-        return self.model.layers()  # in call order: a shared block once per layer that runs it
+        return list(self.model.layers())  # call order: a shared block once per use
 
     def unembedding(self) -> torch.Tensor:
         head = self.model.head
