@@ -210,15 +210,16 @@ def judge(table: TableLike, metric: str, options: JudgeOptions = DEFAULT) -> Jud
     robust_scale = family_scale(
         [s.values for s in (family.baseline, *family.anchors, *family.arms)]
     )
-    row = _ArmContext(table, family, metric, options, design, robust_scale, len(tests))
+    context = _ArmContext(table, family, design, robust_scale)
     adjusted = dict(zip(tests, p_adjusted, strict=True))
     verdict = dict(zip(tests, decided, strict=True))
     arms = tuple(
-        row.verdict(
+        _arm_verdict(
             sample,
             tests.get(sample.arm),
             float(adjusted.get(sample.arm, math.nan)),
             verdict.get(sample.arm, sample.status),
+            context,
         )
         for sample in family.arms
     )
@@ -281,31 +282,22 @@ def _judgement(
 
 @dataclass(frozen=True)
 class _ArmContext:
-    """What every arm's row of one judgement shares."""
+    """What every arm's row of one judgement shares (the metric and options are the family's)."""
 
     table: Table
     family: Family
-    metric: str
-    options: JudgeOptions
     design: AuditDesign | None
     robust_scale: float
-    m: int
-
-    def verdict(
-        self, sample: ArmSample, test: ArmTest | None, p_adj: float, verdict: str
-    ) -> ArmVerdict:
-        """One arm's row: its test (None for an arm outside the family, e.g. diverged), its
-        corrected p and verdict, its MDE under the design, and its evidence grade."""
-        return _arm_verdict(sample, test, p_adj, verdict, self)
 
 
 def _arm_verdict(
     sample: ArmSample, test: ArmTest | None, p_adj: float, verdict: str, context: _ArmContext
 ) -> ArmVerdict:
-    table, family, options = context.table, context.family, context.options
-    evidence = grade_arm(
-        table, sample.arm, options, metric=context.metric, seeds=len(sample.values)
-    )
+    """One arm's row: its test (None for an arm outside the family, e.g. diverged), its
+    corrected p and verdict, its MDE under the design, and its evidence grade."""
+    table, family = context.table, context.family
+    options = family.options
+    evidence = grade_arm(table, sample.arm, options, metric=family.metric, seeds=len(sample.values))
     welch = test.welch if test else None
     return ArmVerdict(
         arm=sample.arm,
@@ -326,7 +318,7 @@ def _arm_verdict(
         test=test.test if test else None,
         statistic=test.statistic if test else math.nan,
         statistic_df=test.df if test else math.nan,
-        interval=interval(test.delta, test.scale, test.df, options.level(context.m))
+        interval=interval(test.delta, test.scale, test.df, options.level(len(family.tested)))
         if test
         else (math.nan, math.nan),
         p=test.p if test else math.nan,
