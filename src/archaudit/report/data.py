@@ -27,6 +27,7 @@ from archaudit.audit import store
 from archaudit.audit.record import RunRecord
 from archaudit.audit.spec import resolve_audit_dir
 from archaudit.errors import ArchauditError, DataError
+from archaudit.metrics import lower_is_better
 from archaudit.report.palette import Colour, arm_colours
 from archaudit.rundir import ENV, EVENTS
 from archaudit.stats import (
@@ -40,7 +41,6 @@ from archaudit.stats import (
 )
 from archaudit.stats.aggregate import TASK_SUFFIX, aggregate
 from archaudit.stats.errors import EmptyTableError
-from archaudit.stats.family import resolve_direction
 from archaudit.stats.judge import Judgement
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.power import PowerCurve, power_curve
@@ -495,10 +495,6 @@ def _choose_metrics(table: Table, metrics: Sequence[str]) -> tuple[str, ...]:
     return primary or table.metrics
 
 
-def _lower_is_better(metric: str) -> bool:
-    return resolve_direction(metric, None)
-
-
 def _verdicts(
     table: Table,
     metrics: Sequence[str],
@@ -518,7 +514,7 @@ def _verdicts(
                 lambda m=metric, s=scale: judge(
                     table,
                     m,
-                    JudgeOptions(baseline=baseline, lower_is_better=_lower_is_better(m), scale=s),
+                    JudgeOptions(baseline=baseline, lower_is_better=lower_is_better(m), scale=s),
                 ),
                 f"verdicts:{metric}:{scale}",
                 absent,
@@ -658,8 +654,8 @@ def _finite_interval(value: Sequence[float] | None) -> tuple[float, float] | Non
 
 
 def _loss_and_downstream(metrics: Sequence[str]) -> tuple[str | None, str | None]:
-    loss = next((m for m in metrics if _lower_is_better(m)), None)
-    downstream = next((m for m in metrics if not _lower_is_better(m)), None)
+    loss = next((m for m in metrics if lower_is_better(m)), None)
+    downstream = next((m for m in metrics if not lower_is_better(m)), None)
     return loss, downstream
 
 
