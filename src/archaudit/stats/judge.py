@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from archaudit.formatting import interval as written_interval
 from archaudit.formatting import num
@@ -22,14 +22,25 @@ from archaudit.stats.errors import TableError
 from archaudit.stats.family import Family, collect_family
 from archaudit.stats.family_test import POOLED_T, ROBUST, Z, interval
 from archaudit.stats.grading import grade_arm
+from archaudit.stats.loop import Loop, LoopArm, LoopFamily
 from archaudit.stats.noise_models import WIDEST_FACTOR
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.outliers import OUTLIER_MADS, OutlierSeed, family_scale, outlier_seeds
 from archaudit.stats.samples import ArmSample
+from archaudit.stats.sequential import sequential_design_rate
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.signal import AVERAGE, check_signal
 from archaudit.stats.table import DOWNSTREAM, Table, TableLike, load_table
+from archaudit.stats.verdicts import NOISE_SIGMAS
 
+SEQUENTIAL = "sequential"
+"""The test of an arm the sequential loop judged."""
+FIXED_INTERVAL = "Bonferroni-simultaneous (1 − α) interval of the fixed design"
+REPEATED_INTERVAL = (
+    "repeated confidence interval of the sequential loop's last test of each arm (its Welch SE "
+    "and df, or the 6σ bound for one seed, at its last look's O'Brien–Fleming boundary and Holm "
+    "level): it excludes 0 exactly when that test crosses its boundary"
+)
 SIGMA_RATIO_WARNING = 2.0
 """Warn when σ of one metric differs by more than this factor between scales of one audit."""
 
@@ -77,6 +88,17 @@ class ArmVerdict(JsonResult):
     grade_missing: tuple[str, ...]
     outliers: tuple[OutlierSeed, ...] = ()
     """Seeds beyond k robust σ from the arm's other seeds (stats/outliers.py): heavy tails."""
+    threshold: float = math.nan
+    """The p threshold `interval` is dual to: the Bonferroni level α/m of the fixed design, or
+    the loop's last nominal boundary (sequential). NaN when not tested."""
+    seed_deltas: tuple[float, ...] = ()
+    """Each finished seed's value minus the baseline mean, signed like Δ (the forest's dots)."""
+    se: float = math.nan
+    """The standard error of the test behind the verdict (NaN when not tested)."""
+    stopped: str | None = None
+    """Sequential only: why the loop stopped giving the arm seeds (`stats.loop.ArmStop`)."""
+    # Other verdicts slot in here as optional fields (default None), e.g. a target-scale
+    # prediction or a stability verdict, so every renderer of the record shows them.
 
 
 @dataclass(frozen=True)
@@ -126,10 +148,31 @@ class Judgement(JsonResult):
     arms: tuple[ArmVerdict, ...]
     notes: tuple[str, ...]
     baseline_outliers: tuple[OutlierSeed, ...] = ()
+    sequential: Loop | None = None
+    """The loop this judgement comes from (`judge_loop`); None for a fixed design."""
+
+    @property
+    def mde(self) -> float:
+        """The design's minimum detectable effect in metric units: the sequential design's when
+        the loop judged, else the fixed design's (NaN when no arm was tested)."""
+        rate = self.sequential.design if self.sequential else self.design
+        return rate.mde_sigmas * self.sigma if rate is not None else math.nan
+
+    @property
+    def noise_band(self) -> float:
+        """NOISE_SIGMAS·σ: effects inside it are within noise by rule."""
+        return NOISE_SIGMAS * self.sigma
+
+    @property
+    def interval_kind(self) -> str:
+        """What each arm's `interval` is."""
+        return REPEATED_INTERVAL if self.sequential else FIXED_INTERVAL
 
     def header(self) -> list[str]:
         """The lines above a verdict table: direction, σ and its interval, the test, the
         design's measured error rate and MDE (flagged when above α)."""
+        if self.sequential:
+            return self._loop_header()
         if self.calibrated:
             test = f"{self.test} test (calibrated: t with σ's {self.sigma_dof} df)"
         else:
@@ -153,6 +196,20 @@ class Judgement(JsonResult):
                 f"{rate.power_target:.0%} power"
             )
         lines += self.assumptions()
+        return lines
+
+    def _loop_header(self) -> list[str]:
+        loop = self.sequential
+        assert loop is not None
+        lines = [
+            f"{self.metric} at scale {self.scale} (sequential): {self.direction}",
+            f"σ = {num(self.sigma)} ({self.sigma_dof} df); baseline mean "
+            f"{num(self.baseline_mean, 4)} ({self.baseline_n} seeds)",
+            f"the sequential loop: {loop.rounds} rounds, {loop.runs} runs, stopped: {loop.stop}; "
+            f"O'Brien–Fleming within each arm, Holm across arms at α = {loop.rule.alpha}",
+        ]
+        if loop.design is not None:
+            lines += [loop.design.describe(), f"MDE {num(self.mde)} at 80% power"]
         return lines
 
     def assumptions(self) -> list[str]:
@@ -281,6 +338,56 @@ def _judgement(
     )
 
 
+def judge_loop(fixed: Judgement, family: LoopFamily, loop: Loop) -> Judgement:
+    """The sequential loop's verdicts as the one record: `fixed` (`judge` on the same seeds)
+    with, for every arm the loop judged, its Δ, last test, repeated interval, boundary, verdict
+    and why it stopped, the loop's σ, and its design's measured error rate and MDE. Arms the
+    loop did not judge keep the fixed design's numbers."""
+    design = sequential_design_rate(len(family.arms), loop.rule)
+    rows = {row.arm: row for row in family.arms}
+    mde = design.mde_sigmas * family.sigma
+    arms = tuple(
+        _loop_verdict(arm, rows[arm.arm], mde) if arm.arm in rows else arm for arm in fixed.arms
+    )
+    note = (
+        "Verdicts from the sequential loop (O'Brien–Fleming alpha spending within each arm, "
+        "Holm across arms); p is the last look's, with no single corrected p."
+    )
+    worst = design.panel_worst
+    return replace(
+        fixed,
+        sigma=family.sigma,
+        sigma_dof=family.sigma_dof,
+        test=SEQUENTIAL,
+        design=None,
+        design_fwer=design.fwer,
+        design_above_alpha=design.above_alpha,
+        design_panel_worst=worst.fwer if worst else math.nan,
+        arms=arms,
+        notes=(*fixed.notes, note),
+        sequential=replace(loop, design=design),
+    )
+
+
+def _loop_verdict(arm: ArmVerdict, row: LoopArm, mde: float) -> ArmVerdict:
+    return replace(
+        arm,
+        n_seeds=row.seeds,
+        delta=row.delta,
+        test=SEQUENTIAL,
+        statistic=row.t,
+        statistic_df=row.df,
+        interval=row.interval(),
+        p=row.p,
+        p_adj=math.nan,
+        verdict=row.verdict,
+        mde=mde,
+        threshold=row.threshold,
+        se=row.se,
+        stopped=row.stopped,
+    )
+
+
 @dataclass(frozen=True)
 class _ArmContext:
     """What every arm's row of one judgement shares (the metric and options are the family's)."""
@@ -300,6 +407,7 @@ def _arm_verdict(
     options = family.options
     evidence = grade_arm(table, sample.arm, options, metric=family.metric, seeds=len(sample.values))
     welch = test.welch if test else None
+    level = options.level(len(family.tested))
     return ArmVerdict(
         arm=sample.arm,
         scale=family.scale,
@@ -319,9 +427,7 @@ def _arm_verdict(
         test=test.test if test else None,
         statistic=test.statistic if test else math.nan,
         statistic_df=test.df if test else math.nan,
-        interval=interval(test.delta, test.scale, test.df, options.level(len(family.tested)))
-        if test
-        else (math.nan, math.nan),
+        interval=interval(test.delta, test.scale, test.df, level) if test else (math.nan, math.nan),
         p=test.p if test else math.nan,
         p_adj=p_adj,
         verdict=verdict,
@@ -331,6 +437,9 @@ def _arm_verdict(
         grade=evidence.grade,
         grade_missing=evidence.missing,
         outliers=outlier_seeds(sample.values, sample.seeds, context.robust_scale),
+        threshold=level if test else math.nan,
+        seed_deltas=tuple(float(family.sign * (v - family.baseline.mean)) for v in sample.values),
+        se=test.scale if test else math.nan,
     )
 
 
