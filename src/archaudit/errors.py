@@ -27,7 +27,7 @@ class DataError(ArchauditError):
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """' (did you mean 'x'?)' for the closest choice, else the allowed values."""
-    options = sorted(choices)
+    options = sorted(str(choice) for choice in choices)  # a StrEnum member as its text
     close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
     if close:
         return f" (did you mean {close[0]!r}?)"

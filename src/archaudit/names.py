@@ -10,9 +10,11 @@ BASELINE = "baseline"
 """The arm every audit compares with (and the default `--baseline`)."""
 RESULTS_FILE = "results.csv"
 """An audit's long-format results: one row per run and metric (`archaudit.stats.table`)."""
+ITEMS_FILE = "items.csv"
+"""Item-level results: one row per item, run and task (`archaudit.stats.items`)."""
 
 
-class RunStatus(StrEnum):
+class ResultStatus(StrEnum):
     """How a finished run ended."""
 
     OK = "ok"

@@ -54,7 +54,7 @@ def finished_audit(write_audit, tmp_path: Path, arms: list[str]) -> Path:
 def test_value_residuals_verdict_carries_the_r6_note(write_audit, tmp_path: Path):
     """value_residual is a residual-family entry that declares the downstream duty."""
     audit_dir = finished_audit(write_audit, tmp_path, ["value_residual", "geglu"])
-    with (audit_dir / store.RESULTS).open() as f:
+    with (audit_dir / store.RESULTS_FILE).open() as f:
         duties = {row["arm"]: row["duties"] for row in csv.DictReader(f)}
     assert duties == {"baseline": "", "geglu": "", "value_residual": "downstream;cross_scale"}
     r6 = [note for note in judge(audit_dir, "val_loss").notes if note.startswith("R6")]

@@ -59,7 +59,7 @@ def fake_run_audit(plan, *, stop_after: int | None = None, **_):
         finished += 1
     store.refresh_export(plan.audit_dir)
     counts = {"done": len(plan.runs)}
-    return AuditOutcome(plan.audit_dir, counts, {}, plan.audit_dir / store.RESULTS)
+    return AuditOutcome(plan.audit_dir, counts, {}, plan.audit_dir / store.RESULTS_FILE)
 
 
 @pytest.fixture
@@ -252,31 +252,34 @@ def test_each_arms_interval_is_the_dual_of_the_loops_last_test(
     the loop's test crosses — not a pooled-σ interval that ignores unequal seed variances."""
     from scipy import stats
 
-    from archaudit.report.data import _repeated_interval
+    from archaudit.stats.loop import LoopArm
 
     monkeypatch.setitem(SPREAD, "geglu", 6.0)
     monkeypatch.setitem(EFFECT, "geglu", -0.08)  # better, but with six times the spread
     monkeypatch.setitem(EFFECT, "qk_norm", -0.03)
     plan = tiny_plan(write_audit)
     run_until_settled(plan, SettleOptions(max_seeds=4), live=False)
-    (family,) = loop_summary.read_summary(plan.audit_dir)["families"]
-    base = [fake_value("baseline", s) for s in range(family["baseline_seeds"])]
+    summary = loop_summary.read_loop_summary(plan.audit_dir)
+    assert summary is not None
+    (family,) = summary.families
+    base = [fake_value("baseline", s) for s in range(family.baseline_seeds)]
     crossed = []
-    for row in family["arms"]:
-        seeds = [fake_value(row["arm"], s) for s in range(row["seeds"])]
+    for row in family.arms:
+        assert isinstance(row, LoopArm)
+        seeds = [fake_value(row.arm, s) for s in range(row.seeds)]
         welch = stats.ttest_ind(base, seeds, equal_var=False)  # Δ = baseline − arm: loss
-        assert row["seeds"] >= 2 and welch.df == pytest.approx(row["df"], rel=1e-9)
-        assert welch.pvalue == pytest.approx(row["p"], rel=1e-9)
-        expected = welch.confidence_interval(confidence_level=1 - row["threshold"])
-        low, high = _repeated_interval(row)
+        assert row.seeds >= 2 and welch.df == pytest.approx(row.df, rel=1e-9)
+        assert welch.pvalue == pytest.approx(row.p, rel=1e-9)
+        expected = welch.confidence_interval(confidence_level=1 - row.threshold)
+        low, high = row.interval()
         assert (low, high) == pytest.approx((expected.low, expected.high), rel=1e-9)
-        assert (low > 0 or high < 0) == (row["p"] <= row["threshold"])
-        if row["stopped"] == "settled":
+        assert (low > 0 or high < 0) == (row.p <= row.threshold)
+        if row.stopped == "settled":
             assert low > 0 or high < 0, row
-        crossed.append(row["p"] <= row["threshold"])
+        crossed.append(row.p <= row.threshold)
     assert any(crossed) and not all(crossed)
-    dfs = sorted(row["df"] for row in family["arms"])
-    assert dfs[0] < family["sigma_dof"] - 1  # the wide arm's Welch df is not the pooled σ's
+    dfs = sorted(row.df for row in family.arms)
+    assert dfs[0] < family.sigma_dof - 1  # the wide arm's Welch df is not the pooled σ's
 
 
 def test_a_round_reads_back_as_the_records_it_was_written_from(tmp_path):

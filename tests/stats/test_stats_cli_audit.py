@@ -24,10 +24,10 @@ EFFECTS = {"qk_norm": 0.0, "post_ln": 0.1, "geglu": 0.0}
 
 def test_stats_during_a_run_refreshes_the_export_and_counts_unfinished_runs(cli, tmp_path):
     audit = fake_audit(tmp_path, EFFECTS, finished=0.5)
-    (audit / store.RESULTS).unlink()  # the coordinator has not exported yet
+    (audit / store.RESULTS_FILE).unlink()  # the coordinator has not exported yet
     code, out, err = cli(f"stats {audit} --metric val_loss --scale d32")
     assert code == 0, err
-    assert (audit / store.RESULTS).is_file()
+    assert (audit / store.RESULTS_FILE).is_file()
     assert "runs unfinished" in out and "verdicts cover the" in out
     total = len(store.audit_run_dirs(audit))
     assert f"of {total} runs unfinished" in out

@@ -242,6 +242,8 @@ DIRECTION_FREE = {
     "archaudit.stats.noise.noise_floor": "σ has no direction",
     "archaudit.stats.samples.sample_arm": "an arm's seed values, as recorded",
     "archaudit.audit.sequential.families": "groups the plan's arms per metric; replay judges",
+    "archaudit.stats.judge.judge_loop": "overlays the loop's rows (judged by `replay`, checked "
+    "here) on a fixed judgement, whose direction it keeps",
 }
 """Public functions that take a metric but have no direction to get wrong, and why."""
 

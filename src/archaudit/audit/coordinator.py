@@ -101,7 +101,7 @@ def run_audit(
     counts = Counter(s.state if s.state in finished else "failed" for s in statuses)
     if tracker:
         _track_verdicts(tracker, plan)
-    return AuditOutcome(plan.audit_dir, dict(counts), failed, plan.audit_dir / store.RESULTS)
+    return AuditOutcome(plan.audit_dir, dict(counts), failed, plan.audit_dir / store.RESULTS_FILE)
 
 
 def _track_verdicts(tracker: str, plan: Plan) -> None:

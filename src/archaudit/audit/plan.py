@@ -33,11 +33,10 @@ from archaudit.config import (
 from archaudit.config.recipe import MATCH_PARAMS
 from archaudit.data.identity import recipe_hash
 from archaudit.errors import ConfigError, did_you_mean
+from archaudit.names import BASELINE
 
 if TYPE_CHECKING:
     from archaudit.mods import Arm
-
-BASELINE = "baseline"
 
 
 MAX_RUNS = 10_000

@@ -13,6 +13,7 @@ from typing import Any
 from archaudit.config import Recipe
 from archaudit.data.identity import recipe_hash
 from archaudit.errors import ConfigError
+from archaudit.names import BASELINE
 from archaudit.progress import warn
 
 RECOMMENDED_NOISE_FLOOR_SEEDS = 3  # docs/protocol.md R5: k >= 3
@@ -56,7 +57,7 @@ def noise_floor_note(seeds: int) -> list[ProtocolNote]:
     return [
         ProtocolNote(
             "R5",
-            "baseline",
+            BASELINE,
             f"the noise floor uses {seeds} baseline seeds; docs/protocol.md R5 asks for "
             f">= {RECOMMENDED_NOISE_FLOOR_SEEDS}",
         )

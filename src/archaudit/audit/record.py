@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archaudit.errors import DataError
+from archaudit.names import ResultStatus
 
 if TYPE_CHECKING:
     from archaudit.audit.plan import RunSpec
-
-RESULT_STATUSES = ("ok", "diverged")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,7 +36,7 @@ class RunRecord:
     family: str
     tuned: bool
     status: str
-    """"ok", or "diverged" when the loss blew up (at `diverged_step`)."""
+    """A `ResultStatus`: ok, or diverged when the loss blew up (at `diverged_step`)."""
     diverged_step: int | None
     metrics: Mapping[str, float | None]
     """Final metrics: losses, parameters, MoE routing, the suite's scores. None: not measured."""
@@ -94,8 +93,11 @@ class RunRecord:
             value = data.get(name)
             if name not in data or not _is(value, kinds):
                 raise DataError(f"{where} is not a result record ({name} = {value!r:.60})")
-        if data["status"] not in RESULT_STATUSES:
-            raise DataError(f"{where}: status {data['status']!r} is not one of ok, diverged")
+        statuses = [status.value for status in ResultStatus]
+        if data["status"] not in statuses:
+            raise DataError(
+                f"{where}: status {data['status']!r} is not one of {', '.join(statuses)}"
+            )
         bad = [k for k, v in data["metrics"].items() if v is not None and not _is(v, (int, float))]
         if bad:
             raise DataError(f"{where}: metric {bad[0]!r} is not a number")

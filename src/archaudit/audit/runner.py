@@ -31,6 +31,7 @@ from archaudit.audit.trackers import TrackedRun, Tracker, check_tracker, tracked
 from archaudit.config import ModelConfig, Recipe, to_dict
 from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write, atomic_write_text
+from archaudit.names import BASELINE, ResultStatus
 from archaudit.progress import log
 from archaudit.rundir import ATTEMPTS, EVALS, FAILED, METRICS, checkpoint_dirs, checkpoint_step
 
@@ -143,7 +144,7 @@ def run_metrics(
 ) -> dict[str, float | None]:
     """A trained run's metrics as DONE records them (and `rerun` compares them): losses,
     total and active parameters, MoE routing, and the suite's scores when it has one."""
-    if result.status != "ok":
+    if result.status != ResultStatus.OK:
         missing: dict[str, float | None] = {"val_loss": None}
         return missing | ({"downstream_avg": None} if spec.suite else {})
     metrics: dict[str, float | None] = {
@@ -229,7 +230,7 @@ def train_tracked(
     out: Path,
     *,
     seed: int = 0,
-    arm: str = "baseline",
+    arm: str = BASELINE,
     scale: str = "custom",
     tracker: str = "",
     suite: str = "",
@@ -251,7 +252,7 @@ def train_tracked(
         result = train(model, recipe, out, seed=seed, hooks=hooks)
         metrics: dict[str, float | None] = {"val_loss": result.val_loss}
         metrics["train_loss"] = result.final_loss
-        if suite and rank0 and result.status == "ok":
+        if suite and rank0 and result.status == ResultStatus.OK:
             metrics |= evaluate(out, suite, limit=limit, out_path=out / EVALS).metrics
         if tracked is not None:
             tracked.summary(metrics)

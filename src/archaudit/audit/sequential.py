@@ -31,13 +31,13 @@ import numpy as np
 
 from archaudit.audit import store
 from archaudit.audit.coordinator import SEED_NOTE, AuditOutcome, run_audit
-from archaudit.audit.plan import BASELINE, Plan, RunSpec
+from archaudit.audit.plan import Plan, RunSpec
 from archaudit.audit.protocol import ProtocolNote
 from archaudit.audit.record import RunRecord
 from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write_text
 from archaudit.metrics import lower_is_better
-from archaudit.names import RunStatus
+from archaudit.names import BASELINE, ResultStatus
 from archaudit.stats.loop import ARM_STOPS, ArmStop, LoopArm, LoopFamily, LoopStop
 from archaudit.stats.sequential import (
     FUTILE,
@@ -334,7 +334,7 @@ def _values(
         value = None if record is None else record.metric(metric)
         if (
             record is None
-            or record.status != RunStatus.OK
+            or record.status != ResultStatus.OK
             or value is None
             or not math.isfinite(value)
         ):
@@ -514,6 +514,7 @@ def _family_result(fs: FamilyState, rule: SequentialRule, budget: bool) -> LoopF
         state = STATE_NAMES[fs.state[i]]
         delta = float(tests.delta[0, i])
         seeds, t, p = int(tests.n[0, i]), float(tests.t[0, i]), float(tests.p[0, i])
+        verdict: str
         stopped: ArmStop
         if fs.diverged[i]:
             verdict, stopped = DIVERGED, ArmStop.DIVERGED

@@ -42,6 +42,7 @@ from archaudit.config import (
     parse_override,
 )
 from archaudit.errors import ConfigError, did_you_mean
+from archaudit.names import BASELINE
 from archaudit.presets import MODEL_PRESETS
 from archaudit.rundir import check_audit_dir
 
@@ -268,7 +269,7 @@ def parse_audit(
     baselines = {
         _name(key, "baselines"): _table(_table(tree, "baselines"), key, f"baselines.{key}")
         for key in _table(tree, "baselines")
-    } or {"baseline": {}}
+    } or {BASELINE: {}}
     for key, delta in baselines.items():
         build(ModelConfig, delta, section=f"baselines.{key}")  # keys and types only
     arms = tuple(_arm(entry, i) for i, entry in enumerate(_list(tree, "arms")))

@@ -34,6 +34,7 @@ from archaudit.audit.record import RunRecord
 from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write_text
 from archaudit.files import read_json_object as read_json
+from archaudit.names import ITEMS_FILE, RESULTS_FILE, ResultStatus
 from archaudit.progress import warn
 from archaudit.rundir import ATTEMPTS as ATTEMPTS  # re-exported for the store's readers
 from archaudit.rundir import AUDIT_FILE, DONE, EVALS, FAILED, METRICS, RUN_FILE
@@ -42,7 +43,6 @@ from archaudit.stats.items import ITEM_COLUMNS as ITEM_KEYS
 from archaudit.stats.items import ITEM_MEASURES, load_items
 from archaudit.stats.table import DUTY_SEPARATOR, OPTIONAL_COLUMNS, REQUIRED_COLUMNS, load_table
 
-RESULTS, ITEMS = "results.csv", "items.csv"
 SEQUENTIAL_DIR, SEQUENTIAL_SUMMARY = "sequential", "summary.json"
 """A sequential audit's round records and the last finished loop's summary (rule, verdicts)."""
 TUNE_DIR, SUPERSEDED_DIR = "_tune", "_superseded"
@@ -190,7 +190,7 @@ def run_status(
     failed = run_dir / FAILED
     error = foreign or (failed.read_text(errors="replace") if failed.is_file() else None)
     if result is not None:
-        state = "diverged" if result.status == "diverged" else "done"
+        state = "diverged" if result.status == ResultStatus.DIVERGED else "done"
     elif claim is not None:
         state = "stale" if claim.stale(stale_after_s) else "running"
     else:
@@ -279,8 +279,8 @@ def export(audit_dir: Path, statuses: Iterable[RunStatus] | None = None) -> tupl
     if statuses is None:
         statuses = [run_status(d) for d in audit_run_dirs(audit_dir)]
     statuses = sorted(statuses, key=lambda s: (s.spec.arm, s.spec.scale, s.spec.seed))
-    results = audit_dir / RESULTS
-    items = audit_dir / ITEMS
+    results = audit_dir / RESULTS_FILE
+    items = audit_dir / ITEMS_FILE
     atomic_write_text(results, _csv(RESULT_COLUMNS, (r for s in statuses for r in result_rows(s))))
     atomic_write_text(items, _csv(ITEM_COLUMNS, (r for s in statuses for r in item_rows(s))))
     parquet_twin(results, load_table)  # results.parquet, items.parquet: the `frames` extra

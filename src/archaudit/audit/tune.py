@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from archaudit.audit.coordinator import run_audit
-from archaudit.audit.plan import BASELINE, Plan, RunSpec, check_model, make_plan, scale_recipe
+from archaudit.audit.plan import Plan, RunSpec, check_model, make_plan, scale_recipe
 from archaudit.audit.spec import AuditSpec, load_audit
 from archaudit.audit.store import TUNE_DIR, read_record, write_json
 from archaudit.config import ModelConfig, build, load_toml, merge_tables
 from archaudit.errors import ConfigError
 from archaudit.files import atomic_write_text
+from archaudit.names import BASELINE
 
 LR_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
 """Default sweep: the current peak LR times these (two octaves each way)."""

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archaudit.audit.store import AUDIT_FILE, read_json
+from archaudit.names import BASELINE
 
 if TYPE_CHECKING:  # scipy loads only when an audit is judged
     from archaudit.stats import Judgement
@@ -27,8 +28,8 @@ def judge_audit(audit_dir: Path, metrics: Sequence[str] = VERDICT_METRICS) -> li
 
     table = load_table(audit_dir)
     loop = read_loop_summary(audit_dir)
-    baselines = (read_json(audit_dir / AUDIT_FILE) or {}).get("baselines", ["baseline"])
-    names = {b: f"baseline@{b}" if len(baselines) > 1 else "baseline" for b in baselines}
+    baselines = (read_json(audit_dir / AUDIT_FILE) or {}).get("baselines", [BASELINE])
+    names = {b: f"{BASELINE}@{b}" if len(baselines) > 1 else BASELINE for b in baselines}
     judgements = []
     for base, name in names.items():
         own = f"@{base}"

@@ -28,6 +28,7 @@ from archaudit.cli.options import (
 )
 from archaudit.cli.report_cmd import report_audit
 from archaudit.formatting import VALUE_DIGITS, num, pvalue, signed
+from archaudit.names import BASELINE
 
 if TYPE_CHECKING:
     from archaudit.audit.coordinator import AuditOutcome
@@ -176,11 +177,10 @@ def plan(
             "-" if seconds is None else f"{seconds * len(runs):,.0f} s",
         )
     show(table)
-    from archaudit.audit.plan import BASELINE
 
     baselines = {run.arm for run in grid.runs if run.mods == BASELINE}
     arms = {arm for arm, _ in groups} - baselines
-    base = "baseline" if len(baselines) == 1 else f"{len(baselines)} baselines"
+    base = BASELINE if len(baselines) == 1 else f"{len(baselines)} baselines"
     scales = len(grid.spec.scales)
     line = f"{base} + {len(arms)} arm{'s' * (len(arms) != 1)} × {scales} scale{'s' * (scales != 1)}"
     line += " × seeds "

@@ -13,6 +13,7 @@ import typer
 from archaudit.cli.app import app
 from archaudit.cli.options import Json, Quiet, emit, quiet_output
 from archaudit.errors import ArchauditError
+from archaudit.names import BASELINE
 from archaudit.progress import warn
 
 
@@ -44,7 +45,7 @@ def report(
             "--metric", help="Metric to judge (repeatable) [default: val_loss, downstream_avg]."
         ),
     ] = None,
-    baseline: Annotated[str, typer.Option("--baseline", help="The baseline arm.")] = "baseline",
+    baseline: Annotated[str, typer.Option("--baseline", help="The baseline arm.")] = BASELINE,
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:

@@ -27,6 +27,7 @@ from archaudit.cli.stats_cmd import (
     stats_app,
 )
 from archaudit.formatting import interval
+from archaudit.names import BASELINE
 
 
 @stats_app.command("aggregate")
@@ -38,7 +39,7 @@ def aggregate_command(
             "--metric", help="Task metric, one stratum (repeatable). Default: every \\<task>/score."
         ),
     ] = None,
-    baseline: Baseline = "baseline",
+    baseline: Baseline = BASELINE,
     scale: Scale = None,
     lower_is_better: LowerIsBetter = None,
     exclude: Exclude = None,

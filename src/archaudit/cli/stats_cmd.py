@@ -25,6 +25,7 @@ from archaudit.cli.app import app
 from archaudit.cli.options import Json, Quiet, emit, quiet_output
 from archaudit.errors import ConfigError
 from archaudit.formatting import MISSING, interval, num, pvalue
+from archaudit.names import BASELINE
 
 if TYPE_CHECKING:
     from archaudit.audit.loop_summary import LoopSummary
@@ -335,7 +336,7 @@ def transfer_command(
     from archaudit.stats.options import judge_options
 
     quiet_output(quiet, json_)
-    baselines = baseline or ["baseline"]
+    baselines = baseline or [BASELINE]
     table = _load(source)[0]
     options = judge_options(
         baseline=baselines[0],
@@ -911,7 +912,7 @@ def _sequential_like(path: Path, options: JudgeOptions) -> tuple[int, Sequential
         return None
     first = plan.runs[0]
     arms = {r.arm for r in plan.runs if r.baseline == first.baseline and r.scale == first.scale}
-    tested = [arm for arm in arms if arm.split("@")[0] != "baseline"]
+    tested = [arm for arm in arms if arm.split("@")[0] != BASELINE]
     primaries = len(primary_metrics(plan, SettleOptions()))
     split = options.but(alpha=options.alpha / primaries)
     return len(tested), loop_rule(split, plan.spec.seeds.max, plan.spec.seeds.noise_floor)
@@ -931,7 +932,7 @@ def _design_like(path: Path, metric: str | None, options: JudgeOptions) -> Audit
         seeds = Counter(
             r.arm for r in runs if r.baseline == first.baseline and r.scale == first.scale
         )
-        base = next(arm for arm in seeds if arm.split("@")[0] == "baseline")
+        base = next(arm for arm in seeds if arm.split("@")[0] == BASELINE)
         arm_seeds = [n for arm, n in seeds.items() if arm != base]
         return AuditDesign.judged_by(options, arm_seeds, seeds[base])
     table = load_table(path)

@@ -20,6 +20,7 @@ from archaudit.cli.stats_cmd import (
     _printed_json,
     stats_app,
 )
+from archaudit.names import BASELINE
 
 
 @stats_app.command("snr")
@@ -29,7 +30,7 @@ def snr_command(
         list[str] | None,
         typer.Option("--metric", help="Metric to measure (repeatable). Default: every one."),
     ] = None,
-    baseline: Baseline = "baseline",
+    baseline: Baseline = BASELINE,
     correction: Correction = "holm",
     alpha: Alpha = 0.05,
     json_: Json = False,

@@ -19,6 +19,7 @@ from archaudit.cli.options import (
     quiet_output,
 )
 from archaudit.formatting import VALUE_DIGITS, num
+from archaudit.names import BASELINE
 
 if TYPE_CHECKING:
     from archaudit.train.trainer import TrainResult
@@ -130,7 +131,7 @@ def train(
         recipe,
         out,
         seed=seed,
-        arm=arm or "baseline",
+        arm=arm or BASELINE,
         scale=preset or DEFAULT_PRESET,
         tracker=tracker,
         suite=suite,
@@ -144,7 +145,7 @@ def train(
         )
     summary = {k: getattr(result, k) for k in SUMMARY}
     if json_:
-        emit(summary | {"arm": arm or "baseline", "out": out, "metrics": metrics})
+        emit(summary | {"arm": arm or BASELINE, "out": out, "metrics": metrics})
         return
     log(_summary_line(result, arm, out))
 

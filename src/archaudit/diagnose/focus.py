@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from archaudit.errors import DataError
+from archaudit.names import BASELINE
 from archaudit.stats import load_table, spearman, welch_test
 from archaudit.stats.resample import percentile_interval
 from archaudit.stats.serialize import JsonResult
@@ -66,7 +67,7 @@ def focus_across_arms(
     runs: Sequence[RunFocus],
     *,
     metric: str = "needle",
-    baseline: str = "baseline",
+    baseline: str = BASELINE,
     n_boot: int = 2000,
     seed: int = 0,
     confidence: float = 0.95,

@@ -28,6 +28,7 @@ from archaudit.diagnose.store import diagnostics_dir, write_result
 from archaudit.diagnose.tts import TTSCurves, tts_curves
 from archaudit.diagnose.windows import read_text, token_windows
 from archaudit.evals.heldout import heldout_loss
+from archaudit.names import BASELINE
 from archaudit.stats.serialize import JsonResult
 
 if TYPE_CHECKING:
@@ -251,7 +252,7 @@ def diagnose_focus(
     audit_dir: str | Path,
     *,
     metric: str = "needle",
-    baseline: str = "baseline",
+    baseline: str = BASELINE,
     scale: str | None = None,
     n_boot: int = 2000,
     seed: int = 0,

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from archaudit.config import ModelConfig, Recipe, replace_paths
 from archaudit.errors import ConfigError
 from archaudit.mods.registry import Modification, ModificationError, get_modification
+from archaudit.names import BASELINE
 from archaudit.stats.table import CROSS_SCALE, DOWNSTREAM, DUTIES
 
 C = TypeVar("C", ModelConfig, Recipe)
@@ -101,7 +102,7 @@ def resolve_arm(spec: str) -> Arm:
     if len({mod.name for mod in mods}) < len(mods):
         raise ConfigError(f"arm {spec!r} names a modification twice")
     # The baseline is the identity of composition: `baseline+qk_norm` is `qk_norm`.
-    changed = [mod for mod in mods if mod.family != "baseline"] or mods
+    changed = [mod for mod in mods if mod.family != BASELINE] or mods
     arm = Arm(tuple(sorted(changed, key=lambda mod: mod.rank)))
     try:
         arm.apply(ModelConfig())

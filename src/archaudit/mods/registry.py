@@ -45,11 +45,12 @@ from typing import Any
 from archaudit.config import ModelConfig, Recipe, flatten
 from archaudit.errors import ConfigError, did_you_mean
 from archaudit.mods import params as formulas
+from archaudit.names import BASELINE
 from archaudit.registry import Registry
 from archaudit.stats.table import CROSS_SCALE, DOWNSTREAM, DUTIES
 
 FAMILIES = (
-    "baseline",
+    BASELINE,
     "structure",
     "position",
     "attention-logits",

@@ -7,6 +7,7 @@ import itertools
 
 from archaudit.errors import ConfigError, did_you_mean
 from archaudit.mods.arms import resolve_arm
+from archaudit.names import BASELINE
 
 # Arms named in the public summaries of the 2026 re-audit (Zhao, Lu et al., arXiv 2605.20798).
 AUDIT2026_PUBLIC = (
@@ -41,20 +42,20 @@ def _factorial(knobs: tuple[str, ...]) -> tuple[str, ...]:
     """All 2^k on/off combinations: the all-off cell (the baseline), then by knobs switched on."""
     cells = sorted(itertools.product((False, True), repeat=len(knobs)), key=sum)
     return tuple(
-        "+".join(k for k, on in zip(knobs, cell, strict=True) if on) or "baseline" for cell in cells
+        "+".join(k for k, on in zip(knobs, cell, strict=True) if on) or BASELINE for cell in cells
     )
 
 
 SUITES: dict[str, tuple[str, ...]] = {
     # Twenty post-2021 modifications in the spirit of the 2026 re-audit.
-    "audit2026": ("baseline", *AUDIT2026_PUBLIC, *AUDIT2026_COMPLETION),
+    "audit2026": (BASELINE, *AUDIT2026_PUBLIC, *AUDIT2026_COMPLETION),
     # The full 2^4 factorial over the OlmPool knobs, for interaction analysis.
     "olmpool": _factorial(OLMPOOL_KNOBS),
     # The decoder-only core of Narang et al. 2021: GLU variants, non-gated GELU, LayerNorm vs
     # RMSNorm, ReZero, sinusoidal positions, depth at fixed parameters, tied embeddings,
     # talking heads, mixture of softmaxes (the baseline is their SwiGLU/RMSNorm/untied arm).
     "narang2021": (
-        "baseline",
+        BASELINE,
         "geglu",
         "reglu",
         "gelu_mlp",
@@ -69,7 +70,7 @@ SUITES: dict[str, tuple[str, ...]] = {
     # Design choices of a hand-written Transformer: Post-LN, sinusoidal positions, RoPE base,
     # head width, residual init scaling, warmup length.
     "foundations": (
-        "baseline",
+        BASELINE,
         "post_ln",
         "sinusoidal",
         "rope_base_500k",
@@ -84,7 +85,7 @@ SUITES: dict[str, tuple[str, ...]] = {
     # attention, Llama 4's interleaved NoPE layers, and shared layers (fewer parameters, or the
     # same ones run twice).
     "modern": (
-        "baseline",
+        BASELINE,
         "switch_moe",
         "mixtral_moe",
         "st_moe",

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from archaudit.files import atomic_write_text
+from archaudit.names import BASELINE
 from archaudit.report.data import ReportData, gather
 from archaudit.report.html import render_html
 from archaudit.report.markdown import render_markdown
@@ -61,7 +62,7 @@ def build_report(
     source: str | Path | Any,
     *,
     metrics: Sequence[str] = (),
-    baseline: str = "baseline",
+    baseline: str = BASELINE,
     command: str | None = None,
 ) -> Report:
     """Gather the results of SOURCE (audit directory, audit file, results CSV, or a pandas
@@ -82,7 +83,7 @@ def write_report(
     *,
     markdown: str | Path | None = None,
     metrics: Sequence[str] = (),
-    baseline: str = "baseline",
+    baseline: str = BASELINE,
     command: str | None = None,
 ) -> Path:
     """Write the HTML report (and, with `markdown`, its Markdown twin with figures in

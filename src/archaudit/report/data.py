@@ -28,6 +28,7 @@ from archaudit.audit.record import RunRecord
 from archaudit.audit.spec import resolve_audit_dir
 from archaudit.errors import ArchauditError, DataError
 from archaudit.metrics import lower_is_better
+from archaudit.names import BASELINE
 from archaudit.report.palette import Colour, arm_colours
 from archaudit.rundir import ENV, EVENTS
 from archaudit.stats import (
@@ -338,7 +339,7 @@ def gather(
     source: str | Path,
     *,
     metrics: Sequence[str] = (),
-    baseline: str = "baseline",
+    baseline: str = BASELINE,
     command: str | None = None,
 ) -> ReportData:
     """Read SOURCE (an audit directory, an audit file or a results CSV) and run every analysis

@@ -29,6 +29,7 @@ import numpy as np
 
 from archaudit.errors import ConfigError
 from archaudit.metrics import lower_is_better
+from archaudit.names import ResultStatus
 from archaudit.stats.aso import ASO_THRESHOLD, AlmostStochasticOrder, almost_stochastic_order
 from archaudit.stats.errors import DesignError, TooFewSeedsError
 from archaudit.stats.family import left_out
@@ -209,8 +210,8 @@ def _scores(
         if arm in excluded:
             continue
         samples = [sample_arm(table, metric, scale, arm) for metric in tasks]
-        status = next((s.status for s in samples if s.status != "ok"), "ok")
-        if status == "ok":
+        status = next((s.status for s in samples if s.status != ResultStatus.OK), ResultStatus.OK)
+        if status == ResultStatus.OK:
             scores[arm] = sign * np.column_stack([s.values for s in samples])
         else:
             notes.append(f"{arm} left out: {status}")

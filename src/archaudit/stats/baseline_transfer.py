@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from archaudit.names import BASELINE
 from archaudit.stats.errors import DesignError
 from archaudit.stats.judge import ArmVerdict, Judgement, judge
 from archaudit.stats.options import DEFAULT, JudgeOptions
@@ -23,13 +24,11 @@ from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import Table, TableLike, load_table
 from archaudit.stats.verdicts import DIVERGED, INCOMPLETE
 
-AUDIT_BASELINE = "baseline"
-
 
 def _audit_layout(table: Table, baselines: Sequence[str]) -> dict[str, Table]:
     """Per baseline, its `<arm>@<baseline>` rows with the suffix dropped; empty when the table
     does not use the audit layout."""
-    if not all(f"{AUDIT_BASELINE}@{base}" in table.arms for base in baselines):
+    if not all(f"{BASELINE}@{base}" in table.arms for base in baselines):
         return {}
     return {
         base: Table(
@@ -108,7 +107,7 @@ def _judge_each(
     per_baseline = _audit_layout(table, baselines)
     if per_baseline:
         return {
-            base: judge(per_baseline[base], metric, options.but(baseline=AUDIT_BASELINE))
+            base: judge(per_baseline[base], metric, options.but(baseline=BASELINE))
             for base in baselines
         }
     return {

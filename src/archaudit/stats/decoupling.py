@@ -38,7 +38,7 @@ LOSS_FLAT = "loss flat, downstream moved"
 DOWNSTREAM_FLAT = "downstream flat, loss moved"
 OPPOSITE = "loss and downstream disagree in direction"
 
-_DIRECTION = {IMPROVER: 1, REGRESSOR: -1}
+_DIRECTION: dict[str, int] = {IMPROVER: 1, REGRESSOR: -1}
 
 
 @dataclass(frozen=True)

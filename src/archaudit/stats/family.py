@@ -13,6 +13,7 @@ import numpy as np
 
 from archaudit.errors import ConfigError
 from archaudit.metrics import lower_is_better
+from archaudit.names import ResultStatus
 from archaudit.stats.compare import ArmTest, compare_arm, decide
 from archaudit.stats.design import AuditDesign
 from archaudit.stats.family_test import choose_test
@@ -54,7 +55,7 @@ class Family:
         """The family, with σ pooled over the baseline, the anchors (`floor`) and the tested
         multi-seed arms, and the one test that judges it."""
         anchors = {sample.arm for sample in floor}
-        tested = [s for s in arms if s.status == "ok"]
+        tested = [s for s in arms if s.status == ResultStatus.OK]
         return cls(
             metric=metric,
             scale=floor[0].scale,
@@ -84,7 +85,7 @@ class Family:
     @property
     def tested(self) -> tuple[ArmSample, ...]:
         """The arms that finished every seed: the corrected family."""
-        return tuple(sample for sample in self.arms if sample.status == "ok")
+        return tuple(sample for sample in self.arms if sample.status == ResultStatus.OK)
 
     def compare(self, values: np.ndarray) -> ArmTest:
         """Test an arm's seed values against the baseline."""

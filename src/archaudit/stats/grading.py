@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from archaudit.metrics import Kind, metric_info
+from archaudit.names import ResultStatus
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.table import Table
 
@@ -64,11 +65,15 @@ def grade_arm(table: Table, arm: str, options: JudgeOptions, *, metric: str, see
         if options.downstream_metrics is not None
         else (name for name in table.metrics if _reads_as_downstream(name))
     )
-    finite = [row for row in table.rows_of(arm) if row.status == "ok" and not math.isnan(row.value)]
+    finite = [
+        row
+        for row in table.rows_of(arm)
+        if row.status == ResultStatus.OK and not math.isnan(row.value)
+    ]
     return grade(
         seeds=seeds,
-        downstream=any(row.metric in downstream_names for row in finite),
-        scales=len({row.scale for row in finite if row.metric == metric}),
+        downstream=any(r.metric in downstream_names for r in finite),
+        scales=len({r.scale for r in finite if r.metric == metric}),
         tuned=table.tuned(arm),
         corrected=options.correction != "none",
     )

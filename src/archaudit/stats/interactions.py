@@ -33,6 +33,7 @@ import numpy as np
 import scipy.stats
 
 from archaudit.errors import ConfigError
+from archaudit.names import ResultStatus
 from archaudit.stats.corrections import adjust_pvalues
 from archaudit.stats.errors import DesignError
 from archaudit.stats.judge import collect_family
@@ -102,7 +103,7 @@ def interactions(
     """
     table = load_table(table)
     family = collect_family(table, metric, options)
-    samples = [family.baseline, *(s for s in family.arms if s.status == "ok")]
+    samples = [family.baseline, *(s for s in family.arms if s.status == ResultStatus.OK)]
     present, factors, design = _additive_design(table.source, samples, separator)
     # Oriented so that positive = better; reported means stay in the metric's own units.
     means = np.array([s.mean for s in samples])

@@ -16,12 +16,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from archaudit.names import ITEMS_FILE
 from archaudit.stats.errors import DataError, DuplicateRowError
 
 ITEM_COLUMNS = ("arm", "scale", "seed", "task", "item", "correct")
 ITEM_MEASURES: tuple[str, ...] = ("bpb", "margin")
 """Optional per-item continuous columns (NaN where a task has none)."""
-ITEMS_FILE = "items.csv"
 
 ItemKey = tuple[str, str]
 """(task, item): what makes two runs' answers comparable."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from archaudit.errors import ConfigError
+from archaudit.names import BASELINE
 from archaudit.stats.corrections import check_correction, per_test_alpha
 from archaudit.stats.family_test import check_reference
 from archaudit.stats.serialize import JsonResult
@@ -22,7 +23,7 @@ from archaudit.stats.serialize import JsonResult
 class JudgeOptions(JsonResult):
     """Which arms form the family, which way is better, and the test that judges them."""
 
-    baseline: str = "baseline"
+    baseline: str = BASELINE
     anchors: tuple[str, ...] = ()
     """Arms whose seeds join the noise floor σ without being judged."""
     lower_is_better: bool | None = None

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from archaudit.names import ResultStatus
 from archaudit.stats.table import Run, Table
+from archaudit.stats.verdicts import INCOMPLETE
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,10 +34,10 @@ class ArmSample:
     def status(self) -> str:
         """`diverged` when any run diverged, `incomplete` when a value is missing, else `ok`."""
         if self.diverged:
-            return "diverged"
+            return ResultStatus.DIVERGED
         if self.missing or len(self.values) == 0:
-            return "incomplete"
-        return "ok"
+            return INCOMPLETE
+        return ResultStatus.OK
 
     @property
     def mean(self) -> float:

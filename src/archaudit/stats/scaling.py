@@ -18,6 +18,7 @@ import numpy as np
 
 from archaudit.errors import ConfigError
 from archaudit.metrics import lower_is_better as resolve_lower
+from archaudit.names import BASELINE, ResultStatus
 from archaudit.stats.errors import DesignError
 from archaudit.stats.resample import percentile_interval
 from archaudit.stats.serialize import JsonResult
@@ -97,7 +98,7 @@ def fit_loss_surface(n_params: np.ndarray, tokens: np.ndarray, loss: np.ndarray)
 def fit_scaling_law(
     table: Table,
     *,
-    arm: str = "baseline",
+    arm: str = BASELINE,
     loss_metric: str = "val_loss",
     params_metric: str = "n_params",
     tokens_metric: str = "tokens",
@@ -168,7 +169,7 @@ def _points(table: Table, arm: str, metrics: tuple[str, str, str]) -> list[tuple
     """(N, D, L) of every finished run of `arm` that has all three metrics."""
     values: dict[tuple[str, int], dict[str, float]] = {}
     for row in table.rows_of(arm):
-        if row.metric in metrics and row.status == "ok" and not math.isnan(row.value):
+        if row.metric in metrics and row.status == ResultStatus.OK and not math.isnan(row.value):
             values.setdefault((row.scale, row.seed), {})[row.metric] = row.value
     diverged = {
         (run_scale, seed)

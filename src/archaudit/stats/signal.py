@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass, replace
 
 from archaudit.metrics import downstream_average
+from archaudit.names import ResultStatus
 from archaudit.stats.errors import TableError
 from archaudit.stats.table import Row, Table
 
@@ -82,7 +83,9 @@ def check_signal(table: Table) -> SignalCheck:
 
 
 def _uninformative(table: Table, task: str) -> str:
-    scores = [r.value for r in table.rows if r.metric == task + SCORE and r.status == "ok"]
+    scores = [
+        r.value for r in table.rows if r.metric == task + SCORE and r.status == ResultStatus.OK
+    ]
     scores = [v for v in scores if math.isfinite(v)]
     flags = [r.value for r in table.rows if r.metric == task + FLAG and math.isfinite(r.value)]
     if flags and all(flag >= 0.5 for flag in flags):

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from archaudit.metrics import Kind, metric_info
+from archaudit.names import ResultStatus
 from archaudit.stats.errors import TableError
 from archaudit.stats.noise import pooled_sd
 from archaudit.stats.options import DEFAULT, JudgeOptions
@@ -132,7 +133,7 @@ def _arm_values(table: Table, metric: str, scale: str) -> dict[str, np.ndarray]:
         values = [
             r.value
             for r in table.rows_for(metric, scale, arm)
-            if r.status == "ok" and math.isfinite(r.value)
+            if r.status == ResultStatus.OK and math.isfinite(r.value)
         ]
         if values:
             out[arm] = np.asarray(values, dtype=float)

@@ -24,11 +24,13 @@ import re
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from archaudit.errors import did_you_mean
+from archaudit.names import RESULTS_FILE, ResultStatus
 from archaudit.stats.csvio import CsvRow, read_rows, resolve_source
 from archaudit.stats.errors import (
     BadValueError,
@@ -42,11 +44,18 @@ from archaudit.stats.frames import FRAME_SOURCE, frame_rows, is_frame, read_parq
 
 REQUIRED_COLUMNS = ("arm", "scale", "seed", "metric", "value")
 OPTIONAL_COLUMNS = ("family", "status", "step", "tuned", "duties")
-DOWNSTREAM, CROSS_SCALE = DUTIES = ("downstream", "cross_scale")
+
+
+class Duty(StrEnum):
+    """A protocol duty an arm owes (R6 downstream evaluation, R4 a second scale)."""
+
+    DOWNSTREAM = "downstream"
+    CROSS_SCALE = "cross_scale"
+
+
+DOWNSTREAM, CROSS_SCALE = DUTIES = tuple(Duty)
 """The protocol duties an arm can owe: downstream evaluation (R6), a second scale (R7)."""
 DUTY_SEPARATOR = ";"
-STATUSES = ("ok", "diverged")
-RESULTS_FILE = "results.csv"
 
 _SCALE_NUMBER = re.compile(r"(\d+(?:\.\d+)?)\s*([kmbt]?)", re.IGNORECASE)
 _SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
@@ -67,7 +76,7 @@ class Row:
     metric: str
     value: float
     """NaN when the metric was not measured."""
-    status: str = "ok"
+    status: str = ResultStatus.OK
     step: int | None = None
     family: str | None = None
     tuned: bool = False
@@ -136,9 +145,9 @@ class Table:
         runs: dict[tuple[str, str], dict[int, Run]] = defaultdict(dict)
         for row in self.rows:
             seen = runs[(row.arm, row.scale)].get(row.seed)
-            if seen is None or (row.status == "diverged" and not seen.diverged):
+            if seen is None or (row.status == ResultStatus.DIVERGED and not seen.diverged):
                 runs[(row.arm, row.scale)][row.seed] = Run(
-                    row.seed, row.status == "diverged", row.step, row.line
+                    row.seed, row.status == ResultStatus.DIVERGED, row.step, row.line
                 )
         return runs
 
@@ -220,7 +229,7 @@ def load_table(source: str | Path | Any) -> Table:
             seed=cells.integer("seed"),
             metric=cells.text("metric"),
             value=cells.number("value"),
-            status=cells.choice("status", STATUSES, default="ok"),
+            status=cells.choice("status", [s.value for s in ResultStatus], default=ResultStatus.OK),
             step=cells.optional_integer("step"),
             family=cells.optional_text("family"),
             tuned=cells.boolean("tuned"),

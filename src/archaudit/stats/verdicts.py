@@ -2,30 +2,37 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 import numpy as np
 
-WITHIN_NOISE = "within-noise"
-NOMINAL_IMPROVER = "nominal-improver"
-NOMINAL_REGRESSOR = "nominal-regressor"
-CANDIDATE_IMPROVER = "candidate-improver"
-CANDIDATE_REGRESSOR = "candidate-regressor"
-"""A single-seed arm significant only if its own seed σ equals the pool's: one more seed (its
-own spread) decides (docs/verdicts.md)."""
-IMPROVER = "improver"
-REGRESSOR = "regressor"
-DIVERGED = "diverged"
-INCOMPLETE = "incomplete"
-VERDICTS = (
-    WITHIN_NOISE,
-    NOMINAL_IMPROVER,
-    NOMINAL_REGRESSOR,
-    CANDIDATE_IMPROVER,
-    CANDIDATE_REGRESSOR,
-    IMPROVER,
-    REGRESSOR,
-    DIVERGED,
-    INCOMPLETE,
+
+class Verdict(StrEnum):
+    """An arm's verdict (docs/verdicts.md#verdict-classes); compares and prints as its text."""
+
+    WITHIN_NOISE = "within-noise"
+    NOMINAL_IMPROVER = "nominal-improver"
+    NOMINAL_REGRESSOR = "nominal-regressor"
+    CANDIDATE_IMPROVER = "candidate-improver"
+    """A single-seed arm significant only if its own seed σ equals the pool's: one more seed
+    (its own spread) decides (docs/verdicts.md)."""
+    CANDIDATE_REGRESSOR = "candidate-regressor"
+    IMPROVER = "improver"
+    REGRESSOR = "regressor"
+    DIVERGED = "diverged"
+    INCOMPLETE = "incomplete"
+
+
+WITHIN_NOISE, NOMINAL_IMPROVER, NOMINAL_REGRESSOR = (
+    Verdict.WITHIN_NOISE,
+    Verdict.NOMINAL_IMPROVER,
+    Verdict.NOMINAL_REGRESSOR,
 )
+CANDIDATE_IMPROVER, CANDIDATE_REGRESSOR = Verdict.CANDIDATE_IMPROVER, Verdict.CANDIDATE_REGRESSOR
+IMPROVER, REGRESSOR = Verdict.IMPROVER, Verdict.REGRESSOR
+DIVERGED, INCOMPLETE = Verdict.DIVERGED, Verdict.INCOMPLETE
+"""The members by their old names, which the analyses import."""
+VERDICTS = tuple(Verdict)
 SIGNIFICANT = (IMPROVER, REGRESSOR)
 
 NOISE_SIGMAS = 2.0
@@ -48,6 +55,8 @@ def classify(delta: float, sigma: float, p_adjusted: float, alpha: float) -> str
 
 def candidate(verdict: str) -> str:
     """A nominal verdict raised to a candidate (a within-noise one stays within noise)."""
-    return {NOMINAL_IMPROVER: CANDIDATE_IMPROVER, NOMINAL_REGRESSOR: CANDIDATE_REGRESSOR}.get(
-        verdict, verdict
-    )
+    raised: dict[str, str] = {
+        NOMINAL_IMPROVER: CANDIDATE_IMPROVER,
+        NOMINAL_REGRESSOR: CANDIDATE_REGRESSOR,
+    }
+    return raised.get(verdict, verdict)

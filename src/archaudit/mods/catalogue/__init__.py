@@ -7,8 +7,10 @@ sizes. The order is spelled out here, not left to an import sorter.
 
 import importlib
 
+from archaudit.names import BASELINE
+
 ORDER = (
-    "baseline",
+    BASELINE,
     "structure",
     "position",
     "attention_logits",

@@ -6,11 +6,12 @@ from typing import Any
 
 from archaudit.config import ModelConfig
 from archaudit.mods.registry import Citation, modification
+from archaudit.names import BASELINE
 
 
 @modification(
-    "baseline",
-    family="baseline",
+    BASELINE,
+    family=BASELINE,
     citation=Citation("Touvron et al.", 2023, "LLaMA, arXiv 2302.13971"),
     description="the shared recipe's model: pre-RMSNorm, RoPE, multi-head attention, SwiGLU",
     formula="x ← x + F(RMSNorm(x)); MLP = (SiLU(x·W1) ⊙ x·W3)·W2; untied head, no biases",
