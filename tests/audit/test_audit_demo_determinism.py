@@ -12,7 +12,7 @@ import pytest
 
 import archaudit
 from archaudit.audit.runner import cli_command
-from archaudit.audit.store import ITEMS, RESULTS
+from archaudit.audit.store import ITEMS_FILE, RESULTS_FILE
 from archaudit.evals import builtin_suites
 
 
@@ -52,5 +52,5 @@ def test_the_demo_prints_the_same_tables_from_fresh_caches_and_hash_seeds(tmp_pa
     assert "downstream_avg at scale d64" in first
     assert first == second
     first_dir, second_dir = (folder / "runs" / "demo" for folder in clones)
-    for name in (RESULTS, ITEMS):
+    for name in (RESULTS_FILE, ITEMS_FILE):
         assert (first_dir / name).read_bytes() == (second_dir / name).read_bytes(), name

@@ -15,7 +15,7 @@ from archaudit.audit.launch import RunOptions
 from archaudit.audit.plan import make_plan
 from archaudit.audit.runner import run_one
 from archaudit.audit.spec import ExecutorSpec, load_audit
-from archaudit.audit.store import ATTEMPTS, DONE, RESULTS, materialize
+from archaudit.audit.store import ATTEMPTS, DONE, RESULTS_FILE, materialize
 from archaudit.errors import ConfigError
 
 FOUR_RUNS = dict(arms=["qk_norm", "geglu"])  # baseline × 2 seeds + 2 arms
@@ -52,7 +52,7 @@ def assert_ran_once(audit_dir: Path, runs: int) -> None:
     for run_dir in dirs:
         assert (run_dir / DONE).is_file(), (run_dir / "run-one.log").read_text()
         assert len((run_dir / ATTEMPTS).read_text().splitlines()) == 1
-    _, *rows = (audit_dir / RESULTS).read_text().splitlines()
+    _, *rows = (audit_dir / RESULTS_FILE).read_text().splitlines()
     assert len({tuple(r.split(",")[:3]) for r in rows}) == runs
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from archaudit.audit.plan import make_plan
 from archaudit.audit.record import RunRecord
 from archaudit.audit.spec import load_audit
-from archaudit.audit.store import ITEMS, export, materialize, run_status
+from archaudit.audit.store import ITEMS_FILE, export, materialize, run_status
 from archaudit.rundir import EVALS
 from archaudit.stats import load_items
 
@@ -43,7 +43,7 @@ def test_items_csv_holds_bpb_and_margin(write_audit, tmp_path: Path):
     record = RunRecord.of_run(status.spec, status="ok", metrics={"val_loss": 3.5})
     status = dataclasses.replace(status, state="done", result=record)
     export(plan.audit_dir, [status])
-    rows = list(csv.DictReader((plan.audit_dir / ITEMS).open()))
+    rows = list(csv.DictReader((plan.audit_dir / ITEMS_FILE).open()))
     assert [(r["task"], r["item"], r["correct"], r["bpb"], r["margin"]) for r in rows] == [
         ("arc", "0", "1", "0.75", "1.25"),
         ("arc", "1", "0", "1.5", "-0.5"),

@@ -3,6 +3,7 @@ either a whole record or one error naming the file and the bad field."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -31,6 +32,19 @@ def test_done_round_trips_and_status_reads_it_as_a_record(run_dir: Path):
     assert status.state == "diverged" and status.result == record
     rows = list(store.result_rows(status))
     assert [(r["metric"], r["value"], r["step"]) for r in rows] == [("val_loss", "", 7)]
+
+
+def test_done_holds_the_duties_so_the_export_reads_the_record_alone(run_dir: Path):
+    """Issue 32: DONE keeps the arm's duties; the results rows come from the record, not
+    run.json (a DONE from before keeps working: no duties read as none)."""
+    spec = dataclasses.replace(store.read_spec(run_dir), duties=("downstream",))
+    record = RunRecord.of_run(spec, status="ok", metrics={"val_loss": 3.0})
+    assert record.duties == ("downstream",) and record.to_json()["duties"] == ["downstream"]
+    store.write_done(run_dir, record)
+    status = dataclasses.replace(store.run_status(run_dir), spec=None)  # run.json not consulted
+    assert {row["duties"] for row in store.result_rows(status)} == {"downstream"}
+    old = {k: v for k, v in record.to_json().items() if k != "duties"}
+    assert RunRecord.from_json(old, "x").duties == ()
 
 
 @pytest.mark.parametrize(

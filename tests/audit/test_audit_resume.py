@@ -23,7 +23,14 @@ from archaudit.audit.launch import RunOptions, cli_command
 from archaudit.audit.plan import make_plan
 from archaudit.audit.runner import run_one
 from archaudit.audit.spec import load_audit
-from archaudit.audit.store import ATTEMPTS, DONE, ITEMS, RESULTS, materialize, refresh_export
+from archaudit.audit.store import (
+    ATTEMPTS,
+    DONE,
+    ITEMS_FILE,
+    RESULTS_FILE,
+    materialize,
+    refresh_export,
+)
 from archaudit.cli import app
 from archaudit.stats import compare_item_measure, load_items
 
@@ -93,10 +100,10 @@ def attempts(run_dir: Path) -> list[dict]:
 
 
 def assert_same_results(audit_dir: Path, reference: Path) -> None:
-    for name in (RESULTS, ITEMS):
+    for name in (RESULTS_FILE, ITEMS_FILE):
         assert (audit_dir / name).read_text() == (reference / name).read_text(), name
-    assert len((audit_dir / ITEMS).read_text().splitlines()) > 1, "items were exported"
-    metrics = {row.split(",")[3] for row in (audit_dir / RESULTS).read_text().splitlines()}
+    assert len((audit_dir / ITEMS_FILE).read_text().splitlines()) > 1, "items were exported"
+    metrics = {row.split(",")[3] for row in (audit_dir / RESULTS_FILE).read_text().splitlines()}
     assert {"downstream_avg", "associative_recall/acc", "noisy_recall/acc"} <= metrics
 
 
@@ -162,18 +169,18 @@ def test_two_run_processes_execute_each_run_once(audit_file: Path, reference: Pa
 
 
 def test_status_reads_the_directories(reference: Path):
-    (reference / RESULTS).unlink()
+    (reference / RESULTS_FILE).unlink()
     status = CliRunner().invoke(app, ["status", str(reference), "--json"])
     runs = json.loads(status.stdout)["runs"]
     assert [run["state"] for run in runs] == ["done"] * 4
     assert all(run["result"]["id"] == run["id"] for run in runs)
-    assert (reference / RESULTS).is_file()
+    assert (reference / RESULTS_FILE).is_file()
 
 
 def test_items_csv_carries_each_items_bpb_and_margin(reference: Path):
     """Per-item bits per byte (and margin, empty for these cloze probes) reach items.csv, so the
     paired item tests run on them; the Parquet twin holds the same values."""
-    rows = list(csv.DictReader((reference / ITEMS).open()))
+    rows = list(csv.DictReader((reference / ITEMS_FILE).open()))
     assert rows and {"bpb", "margin"} <= set(rows[0])
     assert all(float(row["bpb"]) > 0 for row in rows)
     assert all(row["margin"] == "" for row in rows)  # probes are cloze: no wrong choices

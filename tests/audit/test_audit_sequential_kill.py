@@ -13,7 +13,7 @@ from audit_helpers import TINY, archaudit, merged, to_toml
 
 from archaudit.audit.launch import cli_command
 from archaudit.audit.sequential import RECORD_DIR, SUMMARY, read_rounds
-from archaudit.audit.store import DONE, RESULTS
+from archaudit.audit.store import DONE, RESULTS_FILE
 
 AUDIT = merged(
     TINY,
@@ -63,5 +63,5 @@ def test_sigkill_in_a_round_then_rerun_gives_the_same_seeds_and_verdicts(tmp_pat
     rerun = archaudit("run", str(audit_file), "--runs-dir", str(runs), "-q")
     assert rerun.returncode == 0, rerun.stderr
     assert read_rounds(audit_dir) == read_rounds(expected)
-    for name in (RECORD_DIR + "/" + SUMMARY, RESULTS):
+    for name in (RECORD_DIR + "/" + SUMMARY, RESULTS_FILE):
         assert (audit_dir / name).read_text() == (expected / name).read_text(), name

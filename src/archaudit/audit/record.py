@@ -35,6 +35,8 @@ class RunRecord:
     seed: int
     family: str
     tuned: bool
+    duties: tuple[str, ...] = ()
+    """The arm's protocol duties (`stats.table.Duty`), so that readers need not read run.json."""
     status: str
     """A `ResultStatus`: ok, or diverged when the loss blew up (at `diverged_step`)."""
     diverged_step: int | None
@@ -67,6 +69,7 @@ class RunRecord:
             seed=spec.seed,
             family=spec.family,
             tuned=spec.tuned,
+            duties=tuple(spec.duties),
             status=status,
             diverged_step=diverged_step,
             metrics=dict(metrics),
@@ -82,7 +85,11 @@ class RunRecord:
 
     def to_json(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        return data | {"metrics": dict(self.metrics), "train": dict(self.train)}
+        return data | {
+            "duties": list(self.duties),
+            "metrics": dict(self.metrics),
+            "train": dict(self.train),
+        }
 
     @classmethod
     def from_json(cls, data: Any, where: Path | str) -> RunRecord:
@@ -101,7 +108,10 @@ class RunRecord:
         bad = [k for k, v in data["metrics"].items() if v is not None and not _is(v, (int, float))]
         if bad:
             raise DataError(f"{where}: metric {bad[0]!r} is not a number")
-        return cls(**{name: data[name] for name in _FIELD_TYPES})
+        duties = data.get("duties", [])  # absent from a DONE written before duties were kept
+        if not isinstance(duties, list) or not all(isinstance(d, str) for d in duties):
+            raise DataError(f"{where}: duties = {duties!r:.60} is not a list of duty names")
+        return cls(**{name: data[name] for name in _FIELD_TYPES}, duties=tuple(duties))
 
 
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {

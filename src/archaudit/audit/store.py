@@ -229,19 +229,20 @@ def audit_run_dirs(audit_dir: Path) -> list[Path]:
 
 
 def result_rows(status: RunStatus) -> Iterator[dict[str, Any]]:
-    """The long-format rows (RESULT_COLUMNS) of one finished run."""
-    if status.result is None:
+    """The long-format rows (RESULT_COLUMNS) of one finished run, from its DONE record alone
+    (a DONE from before duties were kept takes them from run.json)."""
+    result = status.result
+    if result is None:
         return
-    spec, result = status.spec, status.result
     common = {
-        "arm": spec.arm,
-        "scale": spec.scale,
-        "seed": spec.seed,
-        "family": spec.family,
+        "arm": result.arm,
+        "scale": result.scale,
+        "seed": result.seed,
+        "family": result.family,
         "status": result.status,
         "step": result.diverged_step or "",
-        "tuned": "true" if spec.tuned else "false",
-        "duties": DUTY_SEPARATOR.join(spec.duties),
+        "tuned": "true" if result.tuned else "false",
+        "duties": DUTY_SEPARATOR.join(result.duties or status.spec.duties),
     }
     for metric, value in sorted(result.metrics.items()):
         yield {**common, "metric": metric, "value": _cell(value)}
