@@ -153,6 +153,11 @@ def _make_plan(spec: AuditSpec, *, strict: bool) -> Plan:
     runs: list[RunSpec] = []
     notes = protocol.noise_floor_note(spec.seeds.noise_floor)
     several = len(spec.baselines) > 1
+    bases = {  # each baseline's ModelConfig at each scale, built once; arms apply their change
+        (baseline, scale.name): _baseline_model(spec, delta, scale)
+        for baseline, delta in spec.baselines.items()
+        for scale in spec.scales
+    }
     for planned in arms:
         arm, entry = planned.arm, planned.entry
         for wanted in entry.scales or ():
@@ -165,13 +170,14 @@ def _make_plan(spec: AuditSpec, *, strict: bool) -> Plan:
         notes += protocol.cross_scale_note(
             arm.name, arm.requires_cross_scale, [s.name for s in scales]
         )
-        for baseline, delta in spec.baselines.items():
+        for baseline in spec.baselines:
             name = f"{arm.name}@{baseline}" if several else arm.name
             for scale in scales:
-                grid = _runs_of(spec, planned, name, baseline, delta, scale, suite)
+                base = bases[(baseline, scale.name)]
+                grid = _runs_of(spec, planned, name, baseline, base, scale, suite)
                 runs += grid
                 check_grid_size(len(runs))
-                notes += _identity_note(spec, grid[0], delta, scale)
+                notes += _identity_note(spec, grid[0], base, scale)
     notes += params_match_notes(runs)
     protocol.enforce(notes, strict=strict)
     check_suite_fits(runs)
@@ -223,14 +229,14 @@ def _runs_of(
     planned: PlannedArm,
     name: str,
     baseline: str,
-    delta: Mapping[str, Any],
+    base: ModelConfig,
     scale: ScaleSpec,
     suite: str,
 ) -> list[RunSpec]:
     arm, entry = planned.arm, planned.entry
     where = f"arm {name!r} at scale {scale.name!r}"
     try:
-        model = arm.apply(_baseline_model(spec, delta, scale))
+        model = arm.apply(base)
         shared = scale_recipe(spec.recipe, scale)
         recipe = arm.apply_recipe(shared)
         if entry.recipe:
@@ -314,11 +320,11 @@ def scale_recipe(recipe: Recipe, scale: ScaleSpec) -> Recipe:
 
 
 def _identity_note(
-    spec: AuditSpec, run: RunSpec, delta: Mapping[str, Any], scale: ScaleSpec
+    spec: AuditSpec, run: RunSpec, base: ModelConfig, scale: ScaleSpec
 ) -> list[ProtocolNote]:
     """An arm that trains exactly its baseline (the change is already part of it) is noted."""
     same_recipe = recipe_hash(run.recipe) == recipe_hash(scale_recipe(spec.recipe, scale))
-    if run.mods == BASELINE or not same_recipe or run.model != _baseline_model(spec, delta, scale):
+    if run.mods == BASELINE or not same_recipe or run.model != base:
         return []
     message = f"{run.arm} at scale {scale.name} is the baseline {run.baseline!r} itself"
     return [ProtocolNote("identity", run.arm, message + " (its change is already part of it)")]
