@@ -1,0 +1,141 @@
+"""Issue 33, items 5 and 6: a real ladder, and ladders with known truth, for `stats predict`.
+
+Trains an audit ladder on tinyshakespeare (6 arms × 5 widths × 3 seeds, tokens ∝ √parameters,
+about 15 minutes of CPU; `--full` for 6 widths, 7 arms and 5 seeds), in this process and
+resumably (finished runs are read back, not retrained), and stores its results.csv beside its
+audit file in tests/stats/data/ladder/ so that the default tests reuse it. Then measures the
+adopted method by backtests on that ladder (largest 1 and 2 scales held out) and by simulated
+ladders with known Δ(N) under the noise panel's models, and writes docs/predict.md's tables.
+
+    PYTHONPATH=src nice -n 10 python benchmarks/ladder.py                # train, then measure
+    PYTHONPATH=src python benchmarks/ladder.py --measure-only             # stored results only
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STORED = ROOT / "tests" / "stats" / "data" / "ladder"
+AUDIT_FILE = STORED / "ladder.toml"
+DOC = ROOT / "docs" / "predict.md"
+
+ARMS = ("post_ln", "qk_norm", "gelu_mlp", "softpick", "z_loss")
+"""Besides the baseline: four with real effects at this size, and z_loss as the null-like arm
+(an auxiliary loss on the softmax normaliser that leaves a small model's loss where it was)."""
+FULL_ARMS = (*ARMS, "layernorm")
+WIDTHS = (16, 24, 32, 48, 64)
+FULL_WIDTHS = (*WIDTHS, 96)
+BASE_TOKENS = 98_304
+"""Tokens of the narrowest scale; a scale with N parameters trains BASE_TOKENS·√(N/N₁₆)."""
+PARAMS_16 = 14_928
+
+
+def audit_text(full: bool) -> str:
+    """The ladder's audit file: one recipe, widths at a fixed depth, tokens ∝ √N."""
+    from archaudit.audit.plan import model_sizes
+    from archaudit.config import ModelConfig, build
+
+    arms = FULL_ARMS if full else ARMS
+    lines = [
+        "# benchmarks/ladder.py writes this file: the ladder of issue 33 (docs/predict.md).",
+        f'name = "ladder-ts{"-full" if full else ""}"',
+        f"arms = [{', '.join(repr(a).replace(chr(39), chr(34)) for a in arms)}]",
+        'runs_dir = "."',
+        "",
+        "[seeds]",
+        f"noise_floor = {5 if full else 3}",
+        f"arms = {5 if full else 3}",
+        "",
+        "[eval]",
+        'suite = ""',
+        "",
+        "[recipe]",
+        'corpus = "../../../../../shared/data/corpora/tinyshakespeare/input.txt"',
+        "batch_tokens = 1024",
+        "lr = 3e-3",
+        "eval_every = 100000",
+        "eval_batches = 32",
+        "checkpoint_every = 100000",
+        "",
+        "[target]  # never trained: the same depth and context at width 128",
+        'name = "d128"',
+        "params = 467_584",
+        "",
+    ]
+    for width in FULL_WIDTHS if full else WIDTHS:
+        model = dict(d_model=width, n_layers=2, n_heads=4, context_length=64)
+        params, _ = model_sizes(build(ModelConfig, model, section="model"))
+        tokens = round(BASE_TOKENS * (params / PARAMS_16) ** 0.5 / 1024) * 1024
+        lines += [f"[scales.d{width}]  # {params:,} parameters"]
+        lines += [f"{key} = {value}" for key, value in model.items()]
+        lines += [f"tokens = {tokens}", ""]
+    return "\n".join(lines)
+
+
+def train(out: Path, full: bool) -> Path:
+    """Train every run of the ladder (seed by seed, so that an early stop leaves whole ladders)
+    and return the audit's results.csv."""
+    from archaudit.audit import store
+    from archaudit.audit.launch import RunOptions
+    from archaudit.audit.plan import make_plan
+    from archaudit.audit.runner import run_one
+    from archaudit.audit.spec import load_audit
+
+    spec = load_audit(write_audit(full), runs_dir=out / "runs")
+    plan = make_plan(spec)
+    run_dirs = store.materialize(plan)
+    order = {scale.name: i for i, scale in enumerate(spec.scales)}
+
+    def key(run_dir: Path) -> tuple[int, int, str]:
+        run = store.read_spec(run_dir)
+        return run.seed, order[run.scale], run.arm
+
+    options = RunOptions(threads=1, device="cpu")
+    start = time.process_time()
+    for i, run_dir in enumerate(sorted(run_dirs, key=key)):
+        state = run_one(run_dir, options)
+        print(f"[{i + 1}/{len(run_dirs)}] {run_dir.relative_to(out)}: {state}", flush=True)
+        if i % 6 == 5:
+            store.refresh_export(spec.audit_dir)
+    store.refresh_export(spec.audit_dir)
+    print(f"trained in {time.process_time() - start:.0f} s of CPU (this process)", flush=True)
+    return spec.audit_dir / store.RESULTS
+
+
+def write_audit(full: bool) -> Path:
+    """The audit file in the test data (its relative corpus is read from there)."""
+    path = STORED / ("full" if full else "") / "ladder.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(audit_text(full))
+    return path
+
+
+def store_results(results: Path, full: bool) -> Path:
+    """Copy results.csv beside the audit file (runs_dir = "." there) for the default tests."""
+    path = write_audit(full)
+    stored = path.parent / ("ladder-ts-full" if full else "ladder-ts")
+    stored.mkdir(exist_ok=True)
+    shutil.copyfile(results, stored / "results.csv")
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="6 widths, 7 arms, 5 seeds")
+    parser.add_argument("--out", type=Path, default=Path("/tmp/archaudit-ladder"))
+    parser.add_argument("--train-only", action="store_true")
+    parser.add_argument("--measure-only", action="store_true")
+    args = parser.parse_args()
+    if not args.measure_only:
+        args.out.mkdir(parents=True, exist_ok=True)
+        print(f"stored {store_results(train(args.out, args.full), args.full)}")
+    if args.train_only:
+        return
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""The ladder of an audit file: its trained scales and its [target] (`archaudit stats predict`).
+
+Parameters are counted on the meta device from the baseline's model at each scale (and from the
+target's preset), tokens are the steps each scale's token budget gives times the batch; a target
+without tokens takes them from the line of the trained scales (docs/predict.md).
+"""
+
+from __future__ import annotations
+
+from archaudit.audit.plan import model_sizes, scale_recipe
+from archaudit.audit.spec import AuditSpec, TargetSpec
+from archaudit.config import ModelConfig, build, merge_tables
+from archaudit.errors import ConfigError
+from archaudit.presets import MODEL_PRESETS
+from archaudit.stats.ladders import Ladder, LadderScale, line_tokens
+
+
+def audit_ladder(
+    spec: AuditSpec, target: TargetSpec | None = None, *, baseline: str = "baseline"
+) -> Ladder:
+    """The audit's scales (by parameters) and `target` (default: the file's [target])."""
+    target = target or spec.target
+    if target is None:
+        raise ConfigError(
+            f'{spec.source}: no target scale: add a [target] table (preset = "base", or '
+            "params = 1.2e9) or give --target"
+        )
+    delta = spec.baselines.get(baseline, next(iter(spec.baselines.values())))
+    scales = []
+    for scale in spec.scales:
+        model = build(ModelConfig, merge_tables(scale.model, delta), section=scale.name)
+        recipe = scale_recipe(spec.recipe, scale)
+        tokens = recipe.steps * recipe.batch_tokens
+        scales.append(LadderScale(scale.name, float(model_sizes(model)[0]), tokens))
+    ordered = tuple(sorted(scales, key=lambda s: s.params))
+    return Ladder(ordered, target_scale(target, ordered, delta))
+
+
+def target_scale(target: TargetSpec, scales: tuple[LadderScale, ...], delta: dict) -> LadderScale:
+    """The target's parameters (counted for a preset) and tokens (given, per parameter, or on
+    the ladder's line)."""
+    if target.params is not None:
+        params = target.params
+    else:
+        model = merge_tables(MODEL_PRESETS[str(target.preset)], delta)
+        params = float(model_sizes(build(ModelConfig, model, section="target"))[0])
+    if target.tokens is not None:
+        tokens = target.tokens
+    elif target.tokens_per_param is not None:
+        tokens = target.tokens_per_param * params
+    else:
+        tokens = line_tokens(scales, params)
+    name = target.preset if target.preset and target.name == "target" else target.name
+    return LadderScale(name, params, tokens)
+
+
+def parse_target(text: str, tokens: float | None = None) -> TargetSpec:
+    """`--target`: a model preset or a number of parameters (1.2e9); `--target-tokens`."""
+    fields = {"tokens": tokens}
+    try:
+        return TargetSpec(params=float(text), **fields)
+    except ValueError:
+        return TargetSpec(preset=text, **fields)
