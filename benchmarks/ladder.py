@@ -76,7 +76,7 @@ def audit_text(full: bool) -> str:
     return "\n".join(lines)
 
 
-def train(out: Path, full: bool) -> Path:
+def train(out: Path, full: bool, reverse: bool = False) -> Path:
     """Train every run of the ladder (seed by seed, so that an early stop leaves whole ladders)
     and return the audit's results.csv."""
     from archaudit.audit import store
@@ -96,7 +96,8 @@ def train(out: Path, full: bool) -> Path:
 
     options = RunOptions(threads=1, device="cpu")
     start = time.process_time()
-    for i, run_dir in enumerate(sorted(run_dirs, key=key)):
+    # a second process with --reverse shares the work: each run is claimed by one of them
+    for i, run_dir in enumerate(sorted(run_dirs, key=key, reverse=reverse)):
         state = run_one(run_dir, options)
         print(f"[{i + 1}/{len(run_dirs)}] {run_dir.relative_to(out)}: {state}", flush=True)
         if i % 6 == 5:
@@ -128,11 +129,12 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="6 widths, 7 arms, 5 seeds")
     parser.add_argument("--out", type=Path, default=Path("/tmp/archaudit-ladder"))
     parser.add_argument("--train-only", action="store_true")
+    parser.add_argument("--reverse", action="store_true", help="train from the last run back")
     parser.add_argument("--measure-only", action="store_true")
     args = parser.parse_args()
     if not args.measure_only:
         args.out.mkdir(parents=True, exist_ok=True)
-        print(f"stored {store_results(train(args.out, args.full), args.full)}")
+        print(f"stored {store_results(train(args.out, args.full, args.reverse), args.full)}")
     if args.train_only:
         return
 

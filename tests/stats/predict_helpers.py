@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -27,6 +28,7 @@ def table(
     sigma: float = 0.01,
     seed: int = 0,
     metric: str = "val_loss",
+    names: Sequence[str] = (),
 ) -> Table:
     """The baseline (a loss falling with log N) and each arm at Δₐ(N) above it, plus noise."""
     rng = np.random.default_rng(seed)
@@ -35,7 +37,7 @@ def table(
         for arm, delta in {"baseline": lambda n: 0.0, **truth}.items():
             for s in range(seeds):
                 value = 3.0 - 0.1 * math.log(n) + delta(n) + sigma * rng.standard_normal()
-                rows.append(Row(arm, f"s{i}", s, metric, value))
+                rows.append(Row(arm, names[i] if names else f"s{i}", s, metric, value))
     return Table(tuple(rows))
 
 
@@ -46,3 +48,11 @@ def constant(value: float) -> Callable[[float], float]:
 def log_linear(at_1e4: float, per_e: float) -> Callable[[float], float]:
     """Δ = at_1e4 + per_e·ln(N/1e4): crosses zero where the line does."""
     return lambda n: at_1e4 + per_e * math.log(n / 1e4)
+
+
+def write_csv(rows: Table, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["arm,scale,seed,metric,value"]
+    lines += [f"{r.arm},{r.scale},{r.seed},{r.metric},{r.value!r}" for r in rows.rows]
+    path.write_text("\n".join(lines) + "\n")
+    return path

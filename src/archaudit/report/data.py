@@ -28,6 +28,7 @@ from archaudit.audit.record import RunRecord
 from archaudit.audit.spec import resolve_audit_dir
 from archaudit.errors import ArchauditError, DataError
 from archaudit.report.palette import Colour, arm_colours
+from archaudit.report.target_data import target_prediction
 from archaudit.rundir import ENV, EVENTS
 from archaudit.stats import (
     AuditDesign,
@@ -44,6 +45,7 @@ from archaudit.stats.family import resolve_direction
 from archaudit.stats.judge import Judgement
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.power import PowerCurve, power_curve
+from archaudit.stats.predict import Prediction
 from archaudit.stats.sequential import (
     SequentialRule,
     repeated_interval,
@@ -402,6 +404,8 @@ class ReportData:
     """Arm → its one colour on every figure of the page (report.palette)."""
     signal: SignalToNoise | None = None
     """Seed σ, spread and SNR per metric (`archaudit.stats.snr`)."""
+    prediction: Prediction | None = None
+    """Each arm at the audit's untrained [target] scale (`archaudit.stats.predict`)."""
 
 
 SEEDS_CAP = 100
@@ -449,6 +453,13 @@ def gather(
         colours=arm_colours(arms, baseline),
         signal=_attempt(
             lambda: signal_to_noise(table, JudgeOptions(baseline=baseline)), "snr", absent
+        )
+        if table
+        else None,
+        prediction=_attempt(
+            lambda: target_prediction(Path(source), audit_dir, table, chosen, baseline),
+            "target",
+            absent,
         )
         if table
         else None,

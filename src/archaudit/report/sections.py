@@ -822,6 +822,14 @@ def _generator() -> dict[str, str]:
     return {"archaudit": archaudit.__version__, "matplotlib": matplotlib.__version__}
 
 
+def target(data: ReportData) -> Section:
+    """Each arm at the audit's untrained target scale (report/target.py builds on this module's
+    blocks, so it is imported here, when the section is laid out)."""
+    from archaudit.report.target import target_section
+
+    return target_section(data)
+
+
 SECTIONS: tuple[Callable[[ReportData], Section], ...] = (
     answer,
     noise_floor,
@@ -830,6 +838,7 @@ SECTIONS: tuple[Callable[[ReportData], Section], ...] = (
     curves,
     routing,
     transfer,
+    target,
     interactions,
     power,
     signal_noise,

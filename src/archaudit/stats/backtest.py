@@ -55,8 +55,13 @@ class Backtest(JsonResult):
         )
 
 
+def share(hits: np.ndarray) -> float:
+    """The share of true values (NaN when there are none: no arm was scored)."""
+    return float(np.mean(hits)) if len(hits) else float("nan")
+
+
 def sign_accuracy(predicted: np.ndarray, observed: np.ndarray) -> float:
-    return float(np.mean(np.sign(predicted) == np.sign(observed)))
+    return share(np.sign(predicted) == np.sign(observed))
 
 
 def decision_accuracy(predicted: np.ndarray, observed: np.ndarray) -> float:
@@ -113,12 +118,12 @@ def backtest(
         fitted_on=scales[: len(kept.x)],
         n_arms=len(observed),
         confidence=confidence,
-        coverage=float(np.mean((low <= observed) & (observed <= high))),
+        coverage=share((low <= observed) & (observed <= high)),
         sign_accuracy=sign_accuracy(predicted, observed),
         decision_accuracy=decision_accuracy(predicted, observed),
         baseline_sign_accuracy=sign_accuracy(single, observed),
         baseline_decision_accuracy=decision_accuracy(single, observed),
-        interval_score=float(np.mean(high - low + 2.0 / (1.0 - confidence) * miss)),
+        interval_score=share(high - low + 2.0 / (1.0 - confidence) * miss),
     )
 
 

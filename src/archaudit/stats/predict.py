@@ -35,6 +35,8 @@ from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import TableLike, load_table
 
 MIN_SCALES = 3
+CURVE_POINTS = 25
+"""Points at which the report draws each fitted curve, from the smallest scale to the target."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,26 @@ class TargetPrediction(JsonResult):
 
 
 @dataclass(frozen=True)
+class ArmCurve(JsonResult):
+    """What the report's ladder plot draws for one arm (metric units, arm − baseline)."""
+
+    arm: str
+    observed: tuple[float, ...]
+    """Δ̂ at each trained scale."""
+    seed_halfwidth: tuple[float, ...]
+    """Half-width of each Δ̂'s seed interval (t quantile at the confidence × its SE)."""
+    params: tuple[float, ...]
+    """Parameters at which the curve is drawn, from the smallest scale to the target."""
+    fitted: tuple[float, ...]
+    low: tuple[float, ...]
+    high: tuple[float, ...]
+    """The curve's prediction interval at each of `params` (NaN where a shared fit left the
+    arm out)."""
+    rejected: bool = False
+    """The χ² test of its fit rejects the curve for this arm."""
+
+
+@dataclass(frozen=True)
 class Prediction(JsonResult):
     metric: str
     baseline: str
@@ -77,6 +99,8 @@ class Prediction(JsonResult):
     estimable: bool
     reason: str
     notes: tuple[str, ...]
+    curves: tuple[ArmCurve, ...] = ()
+    """The chosen curve, fitted on every trained scale, for plotting (adopted or not)."""
 
     @property
     def beats_baseline(self) -> bool:
@@ -111,11 +135,11 @@ def predict(
     }
     curve = choose_model(candidates)
     rng = np.random.default_rng(seed)
-    target = np.array([math.log(ladder.target.params)])
-    fit = fit_curves(curve, arrays, target, rng, n_boot)
+    grid = np.linspace(arrays.x[0], math.log(ladder.target.params), CURVE_POINTS)
+    fit = fit_curves(curve, arrays, grid, rng, n_boot)
     adopted = candidates[curve].beats_baseline
     if adopted:
-        point, draws = fit.point[:, 0], fit.draws[..., 0]
+        point, draws = fit.point[:, -1], fit.draws[..., -1]
     else:  # the single-scale baseline: Δ̂ at the largest trained scale, from its seed noise
         point, draws = arrays.deltas[:, -1], bootstrap_deltas(arrays, rng, n_boot)[..., -1]
     rows = _arm_rows(names, point, draws, arrays.deltas[:, -1], confidence)
@@ -137,6 +161,32 @@ def predict(
         estimable=not reason,
         reason=reason,
         notes=(*notes, *_backtest_notes(candidates[curve], adopted)),
+        curves=_curves(names, arrays, fit, grid, confidence),
+    )
+
+
+def _curves(
+    names: tuple[str, ...], arrays: LadderArrays, fit: CurveFit, grid: np.ndarray, level: float
+) -> tuple[ArmCurve, ...]:
+    quantile = sps.t.ppf((1.0 + level) / 2.0, arrays.dof)
+    halfwidth = quantile * np.sqrt(arrays.variances)
+    low, high = interval(fit.draws, level)
+
+    def floats(values: np.ndarray) -> tuple[float, ...]:
+        return tuple(float(v) for v in values)
+
+    return tuple(
+        ArmCurve(
+            arm=name,
+            observed=floats(arrays.deltas[i]),
+            seed_halfwidth=floats(halfwidth[i]),
+            params=floats(np.exp(grid)),
+            fitted=floats(fit.point[i]),
+            low=floats(low[i]),
+            high=floats(high[i]),
+            rejected=bool(fit.rejected[i]),
+        )
+        for i, name in enumerate(names)
     )
 
 

@@ -1,0 +1,164 @@
+"""The report's "At the target scale" section: `stats.predict` on the audit's ladder.
+
+Shown for an audit whose file names a [target]: each arm's verdict at the largest trained scale
+beside "at target: Δ̂ [interval], P(sign holds)", a ladder plot per arm (observed Δ̂ ± seed
+interval at each scale, the fitted curve, the target interval) and the backtest figure (each
+curve against the single-scale baseline, the largest trained scale held out).
+"""
+
+from __future__ import annotations
+
+import math
+
+from matplotlib.figure import Figure as MplFigure
+from matplotlib.ticker import NullLocator
+
+from archaudit.formatting import signed
+from archaudit.report.data import ReportData, Verdicts
+from archaudit.report.figures import Colours, Figure, render, styled
+from archaudit.report.sections import Bullets, Grid, Paragraph, Section
+from archaudit.stats.backtest import SINGLE_SCALE, Backtest
+from archaudit.stats.predict import ArmCurve, Prediction, TargetPrediction
+
+TITLE = "At the target scale"
+INTRO = (
+    "What the verdicts at the trained scales say about the scale the audit is meant for, which "
+    "was never trained: each arm's Δ (arm − baseline; below 0 = a lower loss) extrapolated "
+    "along the ladder of trained scales, with a prediction interval, the probability that its "
+    "sign there is the one seen at the largest trained scale, and its predicted rank. The "
+    "curve was chosen by a backtest that predicts the largest trained scale from the others; "
+    "when it does not beat the ranking at the largest scale taken as it is, that ranking is "
+    "shown instead."
+)
+
+
+def target_section(data: ReportData) -> Section:
+    p = data.prediction
+    if p is None:
+        reason = data.absent.get("target", "the audit file names no [target] scale")
+        return Section("target", TITLE, INTRO, absent=reason)
+    target = p.ladder.target
+    how = (
+        f"not estimable: {p.reason}"
+        if not p.estimable
+        else "the single-scale baseline (no curve beat it)"
+        if p.model == SINGLE_SCALE
+        else f"the {p.model.replace('_', '-')} curve"
+    )
+    head = Paragraph(
+        f"{p.metric} at {target.name} ({target.params:,.0f} parameters, {target.tokens:,.0f} "
+        f"tokens), from {len(p.ladder.scales)} trained scales; {p.confidence:.0%} intervals; "
+        f"prediction: {how}."
+    )
+    blocks: list = [head, _grid(p, _largest_verdicts(data, p))]
+    if p.curves:
+        blocks.append(ladder_plot("target-ladder", p, data.colours))
+    if p.candidates:
+        blocks.append(backtest_plot("target-backtest", p))
+    blocks.append(Bullets(tuple(_backtest_line(b) for b in p.candidates) + p.notes))
+    return Section("target", TITLE, INTRO, tuple(blocks))
+
+
+def _largest_verdicts(data: ReportData, p: Prediction) -> dict[str, str]:
+    largest = p.ladder.scales[-1].name
+    found: list[Verdicts] = [
+        v for v in data.verdicts if v.metric == p.metric and v.scale == largest
+    ]
+    return {a.arm: a.verdict for a in found[0].arms} if found else {}
+
+
+def _grid(p: Prediction, verdicts: dict[str, str]) -> Grid:
+    largest = p.ladder.scales[-1].name
+    return Grid(
+        f"Each arm at {largest} (the largest trained scale) and at {p.ladder.target.name}.",
+        ("arm", f"verdict at {largest}", f"Δ at {largest}", "at target", "rank (could be)"),
+        tuple(
+            (a.arm, verdicts.get(a.arm, "–"), signed(a.delta_largest), *_at_target(a))
+            for a in p.arms
+        ),
+    )
+
+
+def _at_target(a: TargetPrediction) -> tuple[str, str]:
+    if not a.estimable:
+        return f"not estimable ({a.reason})", "–"
+    low, high = a.interval
+    rank_low, rank_high = a.rank_interval
+    return (
+        f"Δ̂ {signed(a.delta)} [{signed(low)}, {signed(high)}], P(sign holds) {a.p_sign_holds:.2f}",
+        f"{a.rank} ({rank_low:.0f}–{rank_high:.0f})",
+    )
+
+
+def _backtest_line(b: Backtest) -> str:
+    return (
+        f"Backtest of {b.model}: {b.scale} predicted from {', '.join(b.fitted_on)} "
+        f"({b.n_arms} arms): {b.confidence:.0%} intervals held {_pct(b.coverage)}, signs "
+        f"{_pct(b.sign_accuracy)}, pairs {_pct(b.decision_accuracy)}; single-scale baseline: "
+        f"signs {_pct(b.baseline_sign_accuracy)}, pairs {_pct(b.baseline_decision_accuracy)}."
+    )
+
+
+def _pct(value: float) -> str:
+    return "–" if math.isnan(value) else f"{value:.0%}"
+
+
+@styled
+def ladder_plot(key: str, p: Prediction, colours: Colours) -> Figure:
+    """One panel per arm: Δ̂ ± seed interval per scale, the curve and its band, the target."""
+    columns = min(3, len(p.curves))
+    rows = math.ceil(len(p.curves) / columns)
+    fig = MplFigure(figsize=(3.4 * columns, 2.5 * rows), layout="constrained")
+    axes = fig.subplots(rows, columns, squeeze=False, sharex=True).ravel()
+    params = [s.params for s in p.ladder.scales]
+    arms = {a.arm: a for a in p.arms}
+    for ax, curve in zip(axes, p.curves, strict=False):
+        _ladder_panel(ax, curve, arms[curve.arm], params, colours[curve.arm].hex)
+        ax.axvline(p.ladder.target.params, color="#999999", lw=0.8, ls=":")
+        ticks = (*p.ladder.scales, p.ladder.target)
+        ax.set_xticks([t.params for t in ticks], [t.name for t in ticks], fontsize=6, rotation=90)
+        ax.xaxis.set_minor_locator(NullLocator())
+    for ax in axes[len(p.curves) :]:
+        ax.set_visible(False)
+    fig.supxlabel("parameters (log scale)", fontsize=8)
+    fig.supylabel(f"Δ {p.metric} (arm − baseline)", fontsize=8)
+    return render(key, fig, f"Each arm's Δ {p.metric} over the ladder and at the target")
+
+
+def _ladder_panel(ax, curve: ArmCurve, arm: TargetPrediction, params, colour: str) -> None:
+    ax.axhline(0.0, color="#222222", lw=0.7)
+    ax.errorbar(params, curve.observed, yerr=curve.seed_halfwidth, fmt="o", color=colour,
+                ms=3.5, capsize=2, lw=1)  # fmt: skip
+    if all(math.isfinite(v) for v in curve.fitted):
+        ax.plot(curve.params, curve.fitted, color=colour, lw=1.2)
+        ax.fill_between(curve.params, curve.low, curve.high, color=colour, alpha=0.15, lw=0)
+    if arm.estimable:
+        low, high = arm.interval
+        ax.errorbar([curve.params[-1]], [arm.delta], yerr=[[arm.delta - low], [high - arm.delta]],
+                    fmt="D", color=colour, ms=5, capsize=3, lw=2)  # fmt: skip
+    ax.set_xscale("log")
+    state = "not estimable" if not arm.estimable else "curve rejected" if curve.rejected else ""
+    ax.set_title(f"{arm.arm} ({state})" if state else arm.arm, fontsize=8)
+    ax.tick_params(labelsize=7)
+
+
+@styled
+def backtest_plot(key: str, p: Prediction) -> Figure:
+    """Pairs and signs right, and coverage, of each curve's backtest and of the baseline."""
+    names = [*(b.model for b in p.candidates), "single-scale"]
+    first = p.candidates[0]
+    pairs = [b.decision_accuracy for b in p.candidates] + [first.baseline_decision_accuracy]
+    signs = [b.sign_accuracy for b in p.candidates] + [first.baseline_sign_accuracy]
+    cover = [b.coverage for b in p.candidates] + [math.nan]
+    fig = MplFigure(figsize=(4.6, 2.8), layout="constrained")
+    ax = fig.subplots()
+    at = range(len(names))
+    ax.bar([i - 0.2 for i in at], pairs, 0.4, label="pairs ordered right", color="#1f77b4")
+    ax.bar([i + 0.2 for i in at], signs, 0.4, label="signs right", color="#ff7f0e")
+    ax.plot(list(at), cover, "kD", ms=5, label=f"{p.confidence:.0%} interval coverage")
+    ax.axhline(p.confidence, color="#222222", lw=0.8, ls="--")
+    ax.set_xticks(list(at), [n.replace("_", "-") for n in names], fontsize=8)
+    ax.set_ylim(0, 1.05)
+    ax.set_title(f"Backtest: {first.scale} predicted from the smaller scales", fontsize=9)
+    fig.legend(loc="outside lower center", ncols=3, fontsize=7, frameon=False)
+    return render(key, fig, "Backtest of each curve and of the single-scale baseline")
