@@ -109,13 +109,4 @@ def _arm_cells(a: TargetPrediction) -> tuple[object, ...]:
 
 
 def _print_backtest(test: Backtest, *, chosen: bool) -> None:
-    mark = " (chosen)" if chosen else ""
-    _print_notes(
-        [
-            f"backtest {test.model}{mark}: {test.scale} predicted from "
-            f"{', '.join(test.fitted_on)}: coverage of {test.confidence:.0%} intervals "
-            f"{test.coverage:.0%}, sign {test.sign_accuracy:.0%}, pairs "
-            f"{test.decision_accuracy:.0%}; single-scale baseline: sign "
-            f"{test.baseline_sign_accuracy:.0%}, pairs {test.baseline_decision_accuracy:.0%}"
-        ]
-    )
+    _print_notes([test.summary() + (" (the curve chosen)" if chosen else "")])

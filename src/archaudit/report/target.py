@@ -17,7 +17,7 @@ from archaudit.formatting import signed
 from archaudit.report.data import ReportData, Verdicts
 from archaudit.report.figures import Colours, Figure, render, styled
 from archaudit.report.sections import Bullets, Grid, Paragraph, Section
-from archaudit.stats.backtest import SINGLE_SCALE, Backtest
+from archaudit.stats.backtest import SINGLE_SCALE
 from archaudit.stats.predict import ArmCurve, Prediction, TargetPrediction
 
 TITLE = "At the target scale"
@@ -55,7 +55,7 @@ def target_section(data: ReportData) -> Section:
         blocks.append(ladder_plot("target-ladder", p, data.colours))
     if p.candidates:
         blocks.append(backtest_plot("target-backtest", p))
-    blocks.append(Bullets(tuple(_backtest_line(b) for b in p.candidates) + p.notes))
+    blocks.append(Bullets(tuple(b.summary() for b in p.candidates) + p.notes))
     return Section("target", TITLE, INTRO, tuple(blocks))
 
 
@@ -88,19 +88,6 @@ def _at_target(a: TargetPrediction) -> tuple[str, str]:
         f"Δ̂ {signed(a.delta)} [{signed(low)}, {signed(high)}], P(sign holds) {a.p_sign_holds:.2f}",
         f"{a.rank} ({rank_low:.0f}–{rank_high:.0f})",
     )
-
-
-def _backtest_line(b: Backtest) -> str:
-    return (
-        f"Backtest of {b.model}: {b.scale} predicted from {', '.join(b.fitted_on)} "
-        f"({b.n_arms} arms): {b.confidence:.0%} intervals held {_pct(b.coverage)}, signs "
-        f"{_pct(b.sign_accuracy)}, pairs {_pct(b.decision_accuracy)}; single-scale baseline: "
-        f"signs {_pct(b.baseline_sign_accuracy)}, pairs {_pct(b.baseline_decision_accuracy)}."
-    )
-
-
-def _pct(value: float) -> str:
-    return "–" if math.isnan(value) else f"{value:.0%}"
 
 
 @styled
@@ -159,6 +146,6 @@ def backtest_plot(key: str, p: Prediction) -> Figure:
     ax.axhline(p.confidence, color="#222222", lw=0.8, ls="--")
     ax.set_xticks(list(at), [n.replace("_", "-") for n in names], fontsize=8)
     ax.set_ylim(0, 1.05)
-    ax.set_title(f"Backtest: {first.scale} predicted from the smaller scales", fontsize=9)
+    ax.set_title(f"Backtest: {', '.join(first.predicted)} from the scales below", fontsize=9)
     fig.legend(loc="outside lower center", ncols=3, fontsize=7, frameon=False)
     return render(key, fig, "Backtest of each curve and of the single-scale baseline")

@@ -24,9 +24,9 @@ import numpy as np
 from scipy import stats as sps
 
 from archaudit.errors import ConfigError
-from archaudit.stats.backtest import SINGLE_SCALE, Backtest, backtest, choose_model, interval
+from archaudit.stats.backtest import SINGLE_SCALE, Backtest, forecast, interval
 from archaudit.stats.family import left_out, resolve_direction
-from archaudit.stats.ladder_fit import CURVES, CurveFit, LadderArrays, bootstrap_deltas, fit_curves
+from archaudit.stats.ladder_fit import CurveFit, LadderArrays
 from archaudit.stats.ladders import Ladder, check_ladder
 from archaudit.stats.noise import noise_floor
 from archaudit.stats.options import DEFAULT, JudgeOptions
@@ -129,24 +129,15 @@ def predict(
             f"needs a ladder of >= {MIN_SCALES} (and a backtest needs 2 below the largest)"
         )
         return _not_estimable(metric, options, ladder, names, arrays, confidence, reason, notes)
-    candidates = {
-        model: backtest(model, arrays, scales, confidence=confidence, n_boot=n_boot, seed=seed)
-        for model in CURVES
-    }
-    curve = choose_model(candidates)
-    rng = np.random.default_rng(seed)
     grid = np.linspace(arrays.x[0], math.log(ladder.target.params), CURVE_POINTS)
-    fit = fit_curves(curve, arrays, grid, rng, n_boot)
-    adopted = candidates[curve].beats_baseline
-    if adopted:
-        point, draws = fit.point[:, -1], fit.draws[..., -1]
-    else:  # the single-scale baseline: Δ̂ at the largest trained scale, from its seed noise
-        point, draws = arrays.deltas[:, -1], bootstrap_deltas(arrays, rng, n_boot)[..., -1]
-    rows = _arm_rows(names, point, draws, arrays.deltas[:, -1], confidence)
+    method = forecast(arrays, scales, grid, confidence=confidence, n_boot=n_boot, seed=seed)
+    fit, adopted, curve = method.fit, method.adopted, method.curve
+    rows = _arm_rows(names, method.point, method.draws, arrays.deltas[:, -1], confidence)
     if adopted:
         rows = [_blank(row, _rejection(fit, i)) if fit.rejected[i] else row
                 for i, row in enumerate(rows)]  # fmt: skip
-    arms, reason = _too_wide(tuple(rows), draws)
+    arms, reason = _too_wide(tuple(rows), method.draws)
+    candidates = method.candidates
     return Prediction(
         metric=metric,
         baseline=options.baseline,
