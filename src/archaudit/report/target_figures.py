@@ -1,10 +1,6 @@
-"""The report's "At the target scale" section: `stats.predict` on the audit's ladder.
-
-Shown for an audit whose file names a [target]: each arm's verdict at the largest trained scale
-beside "at target: Δ̂ [interval], P(sign holds)", a ladder plot per arm (observed Δ̂ ± seed
-interval at each scale, the fitted curve, the target interval) and the backtest figure (each
-curve against the single-scale baseline, the largest trained scale held out).
-"""
+"""The figures of the report's "At the target scale" section (`stats.predict` on the audit's
+ladder): a ladder plot per arm (observed Δ̂ ± seed interval at each scale, the fitted curve, the
+target interval) and the backtest figure (each curve against the single-scale baseline)."""
 
 from __future__ import annotations
 
@@ -13,81 +9,8 @@ import math
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import NullLocator
 
-from archaudit.formatting import signed
-from archaudit.report.data import ReportData, Verdicts
 from archaudit.report.figures import Colours, Figure, render, styled
-from archaudit.report.sections import Bullets, Grid, Paragraph, Section
-from archaudit.stats.backtest import SINGLE_SCALE
 from archaudit.stats.predict import ArmCurve, Prediction, TargetPrediction
-
-TITLE = "At the target scale"
-INTRO = (
-    "What the verdicts at the trained scales say about the scale the audit is meant for, which "
-    "was never trained: each arm's Δ (arm − baseline; below 0 = a lower loss) extrapolated "
-    "along the ladder of trained scales, with a prediction interval, the probability that its "
-    "sign there is the one seen at the largest trained scale, and its predicted rank. The "
-    "curve was chosen by a backtest that predicts the largest trained scale from the others; "
-    "when it does not beat the ranking at the largest scale taken as it is, that ranking is "
-    "shown instead."
-)
-
-
-def target_section(data: ReportData) -> Section:
-    p = data.prediction
-    if p is None:
-        reason = data.absent.get("target", "the audit file names no [target] scale")
-        return Section("target", TITLE, INTRO, absent=reason)
-    target = p.ladder.target
-    how = (
-        f"not estimable: {p.reason}"
-        if not p.estimable
-        else "the single-scale baseline (no curve beat it)"
-        if p.model == SINGLE_SCALE
-        else f"the {p.model.replace('_', '-')} curve"
-    )
-    head = Paragraph(
-        f"{p.metric} at {target.name} ({target.params:,.0f} parameters, {target.tokens:,.0f} "
-        f"tokens), from {len(p.ladder.scales)} trained scales; {p.confidence:.0%} intervals; "
-        f"prediction: {how}."
-    )
-    blocks: list = [head, _grid(p, _largest_verdicts(data, p))]
-    if p.curves:
-        blocks.append(ladder_plot("target-ladder", p, data.colours))
-    if p.candidates:
-        blocks.append(backtest_plot("target-backtest", p))
-    blocks.append(Bullets(tuple(b.summary() for b in p.candidates) + p.notes))
-    return Section("target", TITLE, INTRO, tuple(blocks))
-
-
-def _largest_verdicts(data: ReportData, p: Prediction) -> dict[str, str]:
-    largest = p.ladder.scales[-1].name
-    found: list[Verdicts] = [
-        v for v in data.verdicts if v.metric == p.metric and v.scale == largest
-    ]
-    return {a.arm: a.verdict for a in found[0].arms} if found else {}
-
-
-def _grid(p: Prediction, verdicts: dict[str, str]) -> Grid:
-    largest = p.ladder.scales[-1].name
-    return Grid(
-        f"Each arm at {largest} (the largest trained scale) and at {p.ladder.target.name}.",
-        ("arm", f"verdict at {largest}", f"Δ at {largest}", "at target", "rank (could be)"),
-        tuple(
-            (a.arm, verdicts.get(a.arm, "–"), signed(a.delta_largest), *_at_target(a))
-            for a in p.arms
-        ),
-    )
-
-
-def _at_target(a: TargetPrediction) -> tuple[str, str]:
-    if not a.estimable:
-        return f"not estimable ({a.reason})", "–"
-    low, high = a.interval
-    rank_low, rank_high = a.rank_interval
-    return (
-        f"Δ̂ {signed(a.delta)} [{signed(low)}, {signed(high)}], P(sign holds) {a.p_sign_holds:.2f}",
-        f"{a.rank} ({rank_low:.0f}–{rank_high:.0f})",
-    )
 
 
 @styled
