@@ -7,12 +7,21 @@ without tokens takes them from the line of the trained scales (docs/predict.md).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from archaudit.audit import store
 from archaudit.audit.plan import model_sizes, scale_recipe
-from archaudit.audit.spec import AuditSpec, TargetSpec
+from archaudit.audit.spec import AuditSpec, TargetSpec, load_audit
 from archaudit.config import ModelConfig, build, merge_tables
 from archaudit.errors import ConfigError
 from archaudit.presets import MODEL_PRESETS
+from archaudit.stats.family import resolve_direction
 from archaudit.stats.ladders import Ladder, LadderScale, line_tokens
+from archaudit.stats.options import JudgeOptions
+from archaudit.stats.predict import Prediction, predict
+from archaudit.stats.table import Table
 
 
 def audit_ladder(
@@ -36,7 +45,9 @@ def audit_ladder(
     return Ladder(ordered, target_scale(target, ordered, delta))
 
 
-def target_scale(target: TargetSpec, scales: tuple[LadderScale, ...], delta: dict) -> LadderScale:
+def target_scale(
+    target: TargetSpec, scales: tuple[LadderScale, ...], delta: Mapping[str, Any]
+) -> LadderScale:
     """The target's parameters (counted for a preset) and tokens (given, per parameter, or on
     the ladder's line)."""
     if target.params is not None:
@@ -56,8 +67,25 @@ def target_scale(target: TargetSpec, scales: tuple[LadderScale, ...], delta: dic
 
 def parse_target(text: str, tokens: float | None = None) -> TargetSpec:
     """`--target`: a model preset or a number of parameters (1.2e9); `--target-tokens`."""
-    fields = {"tokens": tokens}
     try:
-        return TargetSpec(params=float(text), **fields)
+        return TargetSpec(params=float(text), tokens=tokens)
     except ValueError:
-        return TargetSpec(preset=text, **fields)
+        return TargetSpec(preset=text, tokens=tokens)
+
+
+def target_prediction(
+    source: Path, audit_dir: Path | None, table: Table, metrics: tuple[str, ...], baseline: str
+) -> Prediction | None:
+    """The prediction for the first loss among `metrics`, when the audit file has a [target]."""
+    audit_file = source if source.suffix == ".toml" else None
+    if audit_file is None and audit_dir is not None:
+        recorded = (store.read_json(audit_dir / store.AUDIT_FILE) or {}).get("source")
+        audit_file = Path(recorded) if recorded else None
+    losses = [m for m in metrics if resolve_direction(m, None)]
+    if audit_file is None or not audit_file.is_file() or not losses:
+        return None
+    spec = load_audit(audit_file)
+    if spec.target is None:
+        return None
+    ladder = audit_ladder(spec, baseline=baseline)
+    return predict(table, losses[0], ladder, JudgeOptions(baseline=baseline))

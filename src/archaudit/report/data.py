@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from archaudit.audit import store
+from archaudit.audit.ladder import target_prediction
 from archaudit.audit.record import RunRecord
 from archaudit.audit.spec import resolve_audit_dir
 from archaudit.errors import ArchauditError, DataError
 from archaudit.report.palette import Colour, arm_colours
-from archaudit.report.target_data import target_prediction
 from archaudit.rundir import ENV, EVENTS
 from archaudit.stats import (
     AuditDesign,
