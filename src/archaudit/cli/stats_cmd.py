@@ -168,7 +168,7 @@ def verdicts_command(
     if _printed_json(judgement, json_):
         return
     _print_judgement(judgement, [*loop_notes, *notes])
-    from archaudit.cli.stats_predict_cmd import print_at_target
+    from archaudit.cli.at_target import print_at_target
 
     print_at_target(source, table, metric, baseline)
 

@@ -22,10 +22,9 @@ from archaudit.cli.stats_cmd import (
     _printed_json,
     stats_app,
 )
-from archaudit.formatting import interval, num
+from archaudit.formatting import interval
 
 if TYPE_CHECKING:
-    from archaudit.stats import Table
     from archaudit.stats.backtest import Backtest
     from archaudit.stats.predict import Prediction, TargetPrediction
 
@@ -111,27 +110,3 @@ def _arm_cells(a: TargetPrediction) -> tuple[object, ...]:
 
 def _print_backtest(test: Backtest, *, chosen: bool) -> None:
     _print_notes([test.summary() + (" (the curve chosen)" if chosen else "")])
-
-
-def print_at_target(source: Path, table: Table, metric: str, baseline: str) -> None:
-    """Under the verdict table of an audit whose file names a [target]: each arm there."""
-    from archaudit.audit.ladder import target_prediction
-    from archaudit.errors import ArchauditError
-
-    try:
-        p = target_prediction(source, source if source.is_dir() else None, table, (metric,),
-                              baseline)  # fmt: skip
-    except ArchauditError as err:
-        _print_notes([f"at the target: not computed ({err})"])
-        return
-    if p is None:
-        return
-    how = p.model.replace("_", "-") if p.estimable else f"not estimable: {p.reason}"
-    head = f"at target {p.ladder.target.name} ({how}; `stats predict` for the backtest): "
-    _print_notes([head + "; ".join(_at_target(a) for a in p.arms)])
-
-
-def _at_target(a: TargetPrediction) -> str:
-    if not a.estimable:
-        return f"{a.arm} not estimable"
-    return f"{a.arm} Δ̂ {num(a.delta)} {interval(a.interval)}, P(sign holds) {a.p_sign_holds:.2f}"
