@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from archaudit.audit import sequential, store
+from archaudit.audit import loop_summary, sequential, store
 from archaudit.audit.coordinator import AuditOutcome
 from archaudit.audit.plan import make_plan
 from archaudit.audit.record import RunRecord
@@ -136,7 +136,7 @@ def test_the_loop_settles_the_regressor_and_stops_the_null_arms(write_audit, fak
     # every added seed is in the audit's notes
     notes = json.loads((plan.audit_dir / store.AUDIT_FILE).read_text())["notes"]
     assert sum(n["rule"] == "seed" for n in notes) == len(added)
-    summary = sequential.read_summary(plan.audit_dir)
+    summary = loop_summary.read_summary(plan.audit_dir)
     assert summary["stop"] == "all-stopped" and summary["runs"] == settled.runs
     # no arm's last seed was spent when it could not settle it
     worthless = "P(settled by the next seed) = 0.00"
@@ -201,7 +201,7 @@ def test_a_loop_settled_by_its_first_round_still_writes_its_summary(write_audit,
     plan = tiny_plan(write_audit)
     settled = run_until_settled(plan, SettleOptions(max_seeds=1), live=False)
     assert settled.rounds == 1 and not read_rounds(plan.audit_dir)
-    summary = sequential.read_summary(plan.audit_dir)
+    summary = loop_summary.read_summary(plan.audit_dir)
     assert summary["runs"] == len(plan.runs) and summary["rule"]["max_seeds"] == 1
 
 
@@ -259,7 +259,7 @@ def test_each_arms_interval_is_the_dual_of_the_loops_last_test(
     monkeypatch.setitem(EFFECT, "qk_norm", -0.03)
     plan = tiny_plan(write_audit)
     run_until_settled(plan, SettleOptions(max_seeds=4), live=False)
-    (family,) = sequential.read_summary(plan.audit_dir)["families"]
+    (family,) = loop_summary.read_summary(plan.audit_dir)["families"]
     base = [fake_value("baseline", s) for s in range(family["baseline_seeds"])]
     crossed = []
     for row in family["arms"]:

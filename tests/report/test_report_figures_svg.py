@@ -101,7 +101,7 @@ def test_the_power_figures_mde_line_meets_the_curve_at_the_stated_power(
             for v in audit_report.data.verdicts
             if (v.metric, v.scale) == (case.metric, case.scale)
         )
-        assert verdicts.design_mde == pytest.approx(case.curve.mde_sigmas * case.sigma)
+        assert verdicts.mde == pytest.approx(case.curve.mde_sigmas * case.sigma)
 
 
 def sequential_audit(root: Path) -> Path:
@@ -158,7 +158,7 @@ def test_every_arm_of_a_sequential_audit_has_an_interval(tmp_path: Path) -> None
             assert (arm, f"interval--{scale}") in tagged, (arm, scale)
             assert (arm, f"seeds--{scale}") in tagged, (arm, scale)
     for v in report.data.verdicts:
-        assert v.rule is not None and "repeated confidence interval" in v.interval_kind
+        assert v.sequential is not None and "repeated confidence interval" in v.interval_kind
         assert all(a.interval is not None and a.interval[0] < a.delta < a.interval[1]
                    for a in v.arms)  # fmt: skip
     # the power figure is the loop's, says so, and its MDE line still meets its curve

@@ -208,10 +208,13 @@ def test_a_sequential_audit_reports_the_loops_verdicts_and_design(tmp_path: Path
     assert {arm.verdict for arm in v.arms} != {"improver"}
     test = {"se": 0.005, "df": 3.5, "threshold": 0.003}  # Welch's SE and df, its look's level
     rows = [
-        {"arm": a.arm, "p": 1e-4, "verdict": "improver", "seeds": 2, "delta": 0.05} | test
+        {"arm": a.arm, "p": 1e-4, "t": 10.0, "verdict": "improver", "seeds": 2, "delta": 0.05}
+        | test
+        | {"stopped": "settled"}
         for a in v.arms
     ]
-    family = {
+    family = {  # as the loop writes it, read through the one typed reader
+        "baseline": "baseline",
         "metric": "val_loss",
         "scale": "d48",
         "sigma": 0.02,

@@ -79,12 +79,14 @@ def test_the_fixed_design_reanalysis_only_under_a_flag_and_labelled_descriptive(
     assert "regressor" in loop and "p_adj" in fixed
 
 
-def test_sequential_json_holds_the_loops_families(cli, looped):
+def test_sequential_json_is_the_loops_judgement(cli, looped):
+    """The same record as a fixed judgement's JSON, with the loop under "sequential"."""
     _, out, _ = cli(f"stats {looped} --metric val_loss --scale d48 --json")
     document = json.loads(out)
-    (family,) = document["sequential"]["families"]
-    post_ln = next(arm for arm in family["arms"] if arm["arm"] == "post_ln")
-    assert post_ln["verdict"] == "regressor" and document["descriptive"] is None
+    assert document["sequential"]["stop"] == "settled" and document["scale"] == "d48"
+    post_ln = next(arm for arm in document["arms"] if arm["arm"] == "post_ln")
+    assert post_ln["verdict"] == "regressor" and post_ln["test"] == "sequential"
+    assert post_ln["stopped"] == "settled" and post_ln["p"] == 1e-4
 
 
 def test_a_metric_the_loop_did_not_judge_gets_the_fixed_design_with_a_note(cli, looped):

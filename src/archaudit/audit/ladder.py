@@ -16,8 +16,8 @@ from archaudit.audit.plan import model_sizes, scale_recipe
 from archaudit.audit.spec import AuditSpec, TargetSpec, load_audit
 from archaudit.config import ModelConfig, build, merge_tables
 from archaudit.errors import ConfigError
+from archaudit.metrics import lower_is_better as resolve_direction
 from archaudit.presets import MODEL_PRESETS
-from archaudit.stats.family import resolve_direction
 from archaudit.stats.ladders import Ladder, LadderScale, line_tokens
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.predict import Prediction, predict

@@ -36,7 +36,9 @@ from archaudit.audit.protocol import ProtocolNote
 from archaudit.audit.record import RunRecord
 from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write_text
-from archaudit.stats.family import resolve_direction
+from archaudit.metrics import lower_is_better
+from archaudit.names import RunStatus
+from archaudit.stats.loop import ARM_STOPS, ArmStop, LoopArm, LoopFamily, LoopStop
 from archaudit.stats.sequential import (
     FUTILE,
     OPEN,
@@ -48,20 +50,11 @@ from archaudit.stats.sequential import (
     look,
     next_seed_value,
 )
-from archaudit.stats.verdicts import DIVERGED, classify
+from archaudit.stats.signal import AVERAGE, check_signal
+from archaudit.stats.table import Row, Table
+from archaudit.stats.verdicts import DIVERGED, IMPROVER, REGRESSOR, classify
 
 RECORD_DIR, SUMMARY = store.SEQUENTIAL_DIR, store.SEQUENTIAL_SUMMARY
-ARM_STOPS = {
-    "settled": "crossed its boundary: improver or regressor",
-    "futile": "too unlikely to cross its boundary by its last seed, or by its next one",
-    "max-seeds": "reached the most seeds an arm may get without crossing",
-    "budget": "still open when the run or hour budget was spent",
-    "diverged": "a run diverged",
-}
-"""Why an arm stopped: the one list of names the summary, the table and the docs use."""
-SETTLED, ALL_STOPPED = "settled", "all-stopped"
-"""Why the loop stopped when no budget ran out: every arm settled, or every arm stopped with
-some of them futile, at their maximum or diverged (`describe_stop` counts them)."""
 VALUELESS = 0.005
 """An arm's last seed is not run when its probability to settle the arm is below this (it
 prints as 0.00): it would spend a run on nothing. Earlier seeds are left to the futility rule,
@@ -115,45 +108,12 @@ class Round:
 
 
 @dataclass(frozen=True)
-class ArmRow:
-    """One arm of one family after the last look."""
-
-    arm: str
-    seeds: int
-    delta: float
-    t: float
-    p: float
-    verdict: str
-    stopped: str
-    """One of ARM_STOPS."""
-    se: float = math.nan
-    """The standard error of its last test (Welch's, or the 6σ bound for one seed); NaN in the
-    summary of an older loop."""
-    df: float = math.nan
-    """That test's degrees of freedom."""
-    threshold: float = math.nan
-    """Its last look's nominal p threshold at the family's final Holm level (its interval's)."""
-
-
-@dataclass(frozen=True)
-class FamilyResult:
-    baseline: str
-    scale: str
-    metric: str
-    sigma: float
-    sigma_dof: int
-    baseline_seeds: int
-    arms: tuple[ArmRow, ...]
-
-
-@dataclass(frozen=True)
 class SettledAudit:
     audit: AuditOutcome
     rounds: int
     runs: int
-    stop: str
-    """settled | all-stopped | budget-runs | budget-hours | failed."""
-    families: tuple[FamilyResult, ...]
+    stop: LoopStop
+    families: tuple[LoopFamily, ...]
     rule: SequentialRule
     """The stopping rule the verdicts were reached under (its design error rate: stats)."""
 
@@ -245,8 +205,8 @@ class Family:
 
     @property
     def sign(self) -> float:
-        """+1 when higher is better, −1 when lower is better (read from the metric's name)."""
-        return -1.0 if resolve_direction(self.metric, None) else 1.0
+        """+1 when higher is better, −1 when lower is better (the metric registry's)."""
+        return -1.0 if lower_is_better(self.metric) else 1.0
 
 
 @dataclass(frozen=True)
@@ -283,18 +243,48 @@ def primary_metrics(plan: Plan, options: SettleOptions) -> tuple[str, ...]:
     return ("val_loss", "downstream_avg") if plan.spec.eval.suite else ("val_loss",)
 
 
-Results = dict[str, dict[int, RunRecord]]
-"""The finished runs of a sequential audit: "arm/scale" → seed → DONE record."""
+Results = dict[tuple[str, str], dict[int, RunRecord]]
+"""The finished runs of a sequential audit: (arm, scale) → seed → DONE record, with the metrics
+the audit judges (`as_judged`)."""
 
 
 def collect(plan: Plan) -> Results:
-    """ "arm/scale" → seed → the DONE record of every finished run of the plan."""
+    """(arm, scale) → seed → the DONE record of every finished run of the plan, as judged."""
     results: Results = {}
     for run in plan.runs:
         record = store.read_record(plan.run_dir(run))
         if record is not None:
-            results.setdefault(key(run.arm, run.scale), {})[run.seed] = record
-    return results
+            results.setdefault((run.arm, run.scale), {})[run.seed] = record
+    return as_judged(results)
+
+
+def as_judged(results: Results) -> Results:
+    """The records with `downstream_avg` as the audit judges it: over the tasks that carry
+    signal in the audit (`archaudit.stats.signal`, docs/metrics.md), not over those each run
+    kept alone; so the loop judges the very values `stats` and the report do."""
+    records = [record for runs in results.values() for record in runs.values()]
+    rows = tuple(
+        Row(record.arm, record.scale, record.seed, name, math.nan if v is None else v,
+            record.status)
+        for record in records
+        for name, v in record.metrics.items()
+    )  # fmt: skip
+    if not rows:
+        return results
+    judged = check_signal(Table(rows, "the sequential loop's runs")).table
+    average = {(r.arm, r.scale, r.seed): r.value for r in judged.rows if r.metric == AVERAGE}
+    return {
+        group: {
+            seed: dataclasses.replace(
+                record,
+                metrics={**record.metrics, AVERAGE: average.get((*group, seed))},
+            )
+            if AVERAGE in record.metrics
+            else record
+            for seed, record in runs.items()
+        }
+        for group, runs in results.items()
+    }
 
 
 def replay(
@@ -308,9 +298,10 @@ def replay(
     state = np.zeros((1, m), dtype=np.int8)
     before = np.zeros(m, dtype=int)
     base_key = key(family.baseline, family.scale)
+    base_group = (family.baseline, family.scale)
     for counts in history:
         n = np.array([counts[key(arm, family.scale)] for arm in family.arms])
-        baseline, broken = _values(results, base_key, counts[base_key], family.metric)
+        baseline, broken = _values(results, base_group, counts[base_key], family.metric)
         if broken or len(baseline) < 2:
             raise DataError(
                 f"baseline {family.baseline!r} at {family.scale!r} has a diverged run or no "
@@ -320,7 +311,7 @@ def replay(
         values = np.full((1, m, width), np.nan)
         diverged = np.zeros(m, dtype=bool)
         for i, arm in enumerate(family.arms):
-            seeds, diverged[i] = _values(results, key(arm, family.scale), n[i], family.metric)
+            seeds, diverged[i] = _values(results, (arm, family.scale), n[i], family.metric)
             if not diverged[i]:
                 values[0, i, : len(seeds)] = seeds
         tests = arm_tests(baseline[None, :], values, family.sign)
@@ -332,14 +323,21 @@ def replay(
     return FamilyState(family, state[0], diverged, tests, np.where(diverged, 0.0, value))
 
 
-def _values(results: Results, name: str, n: int, metric: str) -> tuple[np.ndarray, bool]:
+def _values(
+    results: Results, group: tuple[str, str], n: int, metric: str
+) -> tuple[np.ndarray, bool]:
     """The metric of seeds 0..n−1, and whether any of them diverged or lacks it."""
-    runs = results.get(name, {})
+    runs = results.get(group, {})
     values: list[float] = []
     for seed in range(n):
         record = runs.get(seed)
         value = None if record is None else record.metric(metric)
-        if record is None or record.status != "ok" or value is None or not math.isfinite(value):
+        if (
+            record is None
+            or record.status != RunStatus.OK
+            or value is None
+            or not math.isfinite(value)
+        ):
             return np.array(values), True
         values.append(float(value))
     return np.array(values), False
@@ -353,8 +351,8 @@ def pilot_effects(plan: Plan, metric: str) -> dict[tuple[str, str], float]:
     results = collect(extend_plan(plan, read_rounds(plan.audit_dir)))
     found = {}
     for family in families(plan, (metric,)):
-        base, _ = _values(results, key(family.baseline, family.scale), 10**6, metric)
-        rows = [_values(results, key(arm, family.scale), 10**6, metric)[0] for arm in family.arms]
+        base, _ = _values(results, (family.baseline, family.scale), 10**6, metric)
+        rows = [_values(results, (arm, family.scale), 10**6, metric)[0] for arm in family.arms]
         if len(base) < 2 or not all(len(row) for row in rows):
             continue
         values = np.full((1, len(rows), max(len(row) for row in rows)), np.nan)
@@ -422,18 +420,18 @@ def run_until_settled(
         # an arm added to the audit after rounds exist starts from its planned seeds
         history = [first, *({**first, **r.counts} for r in rounds)]
         if outcome.failed:
-            return _finish(current, outcome, rounds, [], "failed", rule)
+            return _finish(current, outcome, rounds, [], LoopStop.FAILED, rule)
         results = collect(current)
         states = [replay(f, history, results, rule) for f in families(plan, metrics)]
         added = next_seeds(states, history[-1], rule)
-        stop = "settled"
+        stop = LoopStop.SETTLED
         hours = options.budget_hours
         if added and hours is not None and time.monotonic() - start >= hours * 3600:
-            added, stop = [], "budget-hours"
+            added, stop = [], LoopStop.BUDGET_HOURS
         if added and options.budget_runs is not None:
             left = options.budget_runs - len(current.runs)
             if left < len(added):
-                added, stop = added[: max(left, 0)], "budget-runs"
+                added, stop = added[: max(left, 0)], LoopStop.BUDGET_RUNS
         if not added:
             return _finish(current, outcome, rounds, states, stop, rule)
         counts = dict(history[-1])
@@ -488,13 +486,15 @@ def _finish(
     outcome: AuditOutcome,
     rounds: Sequence[Round],
     states: Sequence[FamilyState],
-    stop: str,
+    stop: LoopStop,
     rule: SequentialRule,
 ) -> SettledAudit:
-    budget = stop.startswith("budget")
+    budget = stop in (LoopStop.BUDGET_RUNS, LoopStop.BUDGET_HOURS)
     results = tuple(_family_result(fs, rule, budget) for fs in states)
-    if stop == SETTLED and any(a.stopped != SETTLED for f in results for a in f.arms):
-        stop = ALL_STOPPED
+    if stop == LoopStop.SETTLED and any(
+        a.stopped != ArmStop.SETTLED for f in results for a in f.arms
+    ):
+        stop = LoopStop.ALL_STOPPED
     settled = SettledAudit(outcome, len(rounds) + 1, len(plan.runs), stop, results, rule)
     folder = record_dir(plan.audit_dir)
     folder.mkdir(parents=True, exist_ok=True)  # absent when the first round settled everything
@@ -505,7 +505,7 @@ def _finish(
     return settled
 
 
-def _family_result(fs: FamilyState, rule: SequentialRule, budget: bool) -> FamilyResult:
+def _family_result(fs: FamilyState, rule: SequentialRule, budget: bool) -> LoopFamily:
     tests, family = fs.tests, fs.family
     sigma = float(tests.sigma[0])
     thresholds = final_thresholds(rule, tests, fs.state[None, :])[0]
@@ -514,17 +514,19 @@ def _family_result(fs: FamilyState, rule: SequentialRule, budget: bool) -> Famil
         state = STATE_NAMES[fs.state[i]]
         delta = float(tests.delta[0, i])
         seeds, t, p = int(tests.n[0, i]), float(tests.t[0, i]), float(tests.p[0, i])
+        stopped: ArmStop
         if fs.diverged[i]:
-            verdict, stopped = DIVERGED, "diverged"
-        elif state in ("improver", "regressor"):
-            verdict, stopped = state, SETTLED
+            verdict, stopped = DIVERGED, ArmStop.DIVERGED
+        elif state in (IMPROVER, REGRESSOR):
+            verdict, stopped = state, ArmStop.SETTLED
         else:
             verdict = classify(delta, sigma, 1.0, 0.0)
             stopped = _arm_stop(state, seeds, rule, budget)
         se, df = float(tests.scale[0, i]), float(tests.arm_df[0, i])
-        row = ArmRow(arm, seeds, delta, t, p, verdict, stopped, se, df, float(thresholds[i]))
-        rows.append(row)
-    return FamilyResult(
+        rows.append(
+            LoopArm(arm, seeds, delta, t, p, verdict, stopped, se, df, float(thresholds[i]))
+        )
+    return LoopFamily(
         baseline=family.baseline,
         scale=family.scale,
         metric=family.metric,
@@ -535,27 +537,30 @@ def _family_result(fs: FamilyState, rule: SequentialRule, budget: bool) -> Famil
     )
 
 
-def _arm_stop(state: str, seeds: int, rule: SequentialRule, budget: bool) -> str:
-    """Why an arm that did not settle stopped (one of ARM_STOPS)."""
+def _arm_stop(state: str, seeds: int, rule: SequentialRule, budget: bool) -> ArmStop:
+    """Why an arm that did not settle stopped."""
     if seeds >= rule.max_seeds:
-        return "max-seeds"
+        return ArmStop.MAX_SEEDS
     if state == "open" and budget:
-        return "budget"
-    return "futile"  # stopped for futility, or open with a next seed worth nothing
+        return ArmStop.BUDGET
+    return ArmStop.FUTILE  # stopped for futility, or open with a next seed worth nothing
+
+
+STOP_SAID = {
+    LoopStop.SETTLED: "every arm settled",
+    LoopStop.ALL_STOPPED: "no arm is open any more",
+    LoopStop.BUDGET_RUNS: "the run budget was spent",
+    LoopStop.BUDGET_HOURS: "the hour budget was spent",
+    LoopStop.FAILED: "runs failed",
+}
 
 
 def describe_stop(settled: SettledAudit) -> str:
     """E.g. "every arm stopped: 1 settled, 3 futile" or "the run budget was spent"."""
     counts = Counter(a.stopped for f in settled.families for a in f.arms)
     arms = ", ".join(f"{counts[name]} {name}" for name in ARM_STOPS if counts[name])
-    said = {
-        SETTLED: "every arm settled",
-        ALL_STOPPED: "no arm is open any more",
-        "budget-runs": "the run budget was spent",
-        "budget-hours": "the hour budget was spent",
-        "failed": "runs failed",
-    }
-    return f"{said.get(settled.stop, settled.stop)}" + (f" ({arms})" if arms else "")
+    said = STOP_SAID.get(LoopStop(settled.stop), settled.stop)
+    return said + (f" ({arms})" if arms else "")
 
 
 def _jsonable(settled: SettledAudit) -> dict[str, Any]:
@@ -566,34 +571,3 @@ def _jsonable(settled: SettledAudit) -> dict[str, Any]:
         "rule": dataclasses.asdict(settled.rule),
         "families": [dataclasses.asdict(f) for f in settled.families],
     }
-
-
-def read_summary(audit_dir: Path) -> dict[str, Any] | None:
-    """The last finished sequential loop's summary (None before it finished once)."""
-    return store.read_json(record_dir(audit_dir) / SUMMARY)
-
-
-@dataclass(frozen=True)
-class LoopSummary:
-    """The verdicts of the last finished loop as its summary keeps them: what `run` printed
-    and what the report shows."""
-
-    rounds: int
-    runs: int
-    stop: str
-    families: tuple[FamilyResult, ...]
-    rule: SequentialRule
-
-
-def read_loop_summary(audit_dir: Path) -> LoopSummary | None:
-    """The summary as records (None before the loop finished once, or for a summary of a loop
-    too old to have written its rule)."""
-    summary = read_summary(audit_dir)
-    if not summary or "rule" not in summary:
-        return None
-    families = tuple(
-        FamilyResult(**{**f, "arms": tuple(ArmRow(**arm) for arm in f["arms"])})
-        for f in summary["families"]
-    )
-    rule = SequentialRule(**summary["rule"])
-    return LoopSummary(summary["rounds"], summary["runs"], summary["stop"], families, rule)

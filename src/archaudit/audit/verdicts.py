@@ -20,10 +20,13 @@ def judge_audit(audit_dir: Path, metrics: Sequence[str] = VERDICT_METRICS) -> li
     """Every arm against its baseline, per baseline, scale and metric (with several baselines,
     arms are named `<arm>@<baseline>` and the others' arms are left out of each family), by the
     default tests: one recipe does not make the arms' seed variances equal (a destabilised arm
-    spreads wider), so each arm's own variance enters its test."""
-    from archaudit.stats import JudgeOptions, judge, load_table
+    spreads wider), so each arm's own variance enters its test. A family the sequential loop
+    judged is the loop's judgement (`judge_with_loop`): what `stats` and the report show."""
+    from archaudit.audit.loop_summary import judge_with_loop, read_loop_summary
+    from archaudit.stats import JudgeOptions, load_table
 
     table = load_table(audit_dir)
+    loop = read_loop_summary(audit_dir)
     baselines = (read_json(audit_dir / AUDIT_FILE) or {}).get("baselines", ["baseline"])
     names = {b: f"baseline@{b}" if len(baselines) > 1 else "baseline" for b in baselines}
     judgements = []
@@ -33,13 +36,8 @@ def judge_audit(audit_dir: Path, metrics: Sequence[str] = VERDICT_METRICS) -> li
         for scale in table.scales:
             for metric in metrics:
                 if metric in table.metrics:
-                    judgements.append(
-                        judge(
-                            table,
-                            metric,
-                            JudgeOptions(baseline=name, scale=scale, exclude=tuple(others)),
-                        )
-                    )
+                    options = JudgeOptions(baseline=name, scale=scale, exclude=tuple(others))
+                    judgements.append(judge_with_loop(table, metric, options, loop))
     return judgements
 
 

@@ -40,7 +40,8 @@ if TYPE_CHECKING:
         SequentialEstimate,
     )
     from archaudit.audit.plan import Plan
-    from archaudit.audit.sequential import FamilyResult, SettledAudit
+    from archaudit.audit.sequential import SettledAudit
+    from archaudit.stats.loop import LoopFamily
     from archaudit.stats.sequential import SequentialRule
 
 Overrides = Annotated[
@@ -362,7 +363,7 @@ def report_outcome(outcome: AuditOutcome, json_: bool, extra: dict[str, object])
         raise typer.Exit(1)
 
 
-def settled_table(family: FamilyResult, rule: SequentialRule) -> Table:
+def settled_table(family: LoopFamily, rule: SequentialRule) -> Table:
     """One sequential family under its design's
     measured error rate and MDE: seeds, Δ, the last look's t and p, the verdict and why the arm
     stopped."""

@@ -27,7 +27,7 @@ from archaudit.errors import ConfigError
 from archaudit.formatting import MISSING, interval, num, pvalue
 
 if TYPE_CHECKING:
-    from archaudit.audit.sequential import LoopSummary
+    from archaudit.audit.loop_summary import LoopSummary
     from archaudit.stats import AuditDesign, Judgement, Table
     from archaudit.stats.options import JudgeOptions
     from archaudit.stats.paired import ItemComparison, MeasureComparison
@@ -162,8 +162,12 @@ def verdicts_command(
     )
     loop, loop_notes = _loop_families(source, metric, scale)
     if loop is not None:
+        from archaudit.audit.loop_summary import judge_with_loop
+
+        scales = sorted({f.scale for f in loop.families})
+        judged = [judge_with_loop(table, metric, options.but(scale=s), loop) for s in scales]
         descriptive = judge(table, metric, options) if fixed_design else None
-        return _print_loop(loop, descriptive, notes, json_)
+        return _print_loop(judged, descriptive, notes, json_)
     judgement = judge(table, metric, options)
     if _printed_json(judgement, json_):
         return
@@ -204,11 +208,12 @@ def _loop_families(
 ) -> tuple[LoopSummary | None, list[str]]:
     """(the sequential loop's summary narrowed to `metric` at `scale`, notes): None when
     SOURCE is no sequential audit or its loop did not judge `metric` (then a note says so)."""
-    from archaudit.audit import sequential
+    from archaudit.audit import store
+    from archaudit.audit.loop_summary import read_loop_summary
 
-    if not (source / sequential.RECORD_DIR).is_dir():
+    if not (source / store.SEQUENTIAL_DIR).is_dir():
         return None, []
-    summary = sequential.read_loop_summary(source)
+    summary = read_loop_summary(source)
     if summary is None:
         return None, [
             "the sequential loop has not finished: these fixed-design verdicts ignore its looks "
@@ -225,19 +230,19 @@ def _loop_families(
 
 
 def _print_loop(
-    loop: LoopSummary, descriptive: Judgement | None, notes: list[str], json_: bool
+    judged: list[Judgement], descriptive: Judgement | None, notes: list[str], json_: bool
 ) -> None:
-    """The loop's verdict tables, then (under --fixed-design) the descriptive re-analysis."""
-    from archaudit.cli.audit_cmd import settled_table, show
-
+    """The loop's judgements (one per scale), then (under --fixed-design) the descriptive
+    re-analysis. JSON: the judgement (a list of them for several scales), or with
+    --fixed-design {"verdicts": [...], "descriptive": ...}."""
     if json_:
-        emit({"sequential": loop, "descriptive": descriptive, "notes": notes})
+        shown = judged[0] if len(judged) == 1 else judged
+        emit({"verdicts": judged, "descriptive": descriptive} if descriptive else shown)
         return
-    for family in loop.families:
-        show(settled_table(family, loop.rule))
+    for judgement in judged:
+        _print_judgement(judgement, [])
     _console().print(
-        f"verdicts of the sequential loop ({loop.rounds} rounds, {loop.runs} runs, stopped: "
-        f"{loop.stop}), the same as `archaudit run` printed and the report shows"
+        "verdicts of the sequential loop, the same as `archaudit run` printed and the report shows"
     )
     if descriptive is None:
         notes = [*notes, "--fixed-design adds a fixed-design re-analysis (descriptive only)"]
@@ -252,6 +257,8 @@ def _print_loop(
 
 def _print_judgement(judgement: Judgement, notes: list[str]) -> None:
     _console().print("\n".join(judgement.header()))
+    if judgement.sequential:
+        return _print_loop_arms(judgement, notes)
     statistic = "z" if judgement.test == "z" else "t"
     # One seed count: its MDE is the header's; several: each arm's MDE gets a column.
     per_arm_mde = len({v.n_seeds for v in judgement.arms}) > 1
@@ -280,6 +287,19 @@ def _print_judgement(judgement: Judgement, notes: list[str]) -> None:
             *notes,
         ]
     )
+
+
+def _print_loop_arms(judgement: Judgement, notes: list[str]) -> None:
+    """A sequential judgement's arms: seeds, Δ, the last look's t, p and boundary, the verdict
+    and why the arm stopped."""
+    columns = ("arm", "seeds", "Δ", "t", "p", "boundary", "verdict", "stopped")
+    rows = [
+        (v.arm, v.n_seeds, v.delta, v.statistic, pvalue(v.p), pvalue(v.threshold), v.verdict,
+         v.stopped)
+        for v in judgement.arms
+    ]  # fmt: skip
+    _print_table(None, columns, rows)
+    _print_notes([*judgement.notes, *notes])
 
 
 def _outlier_mark(outliers: Sequence[Any]) -> str:

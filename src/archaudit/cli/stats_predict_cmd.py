@@ -26,7 +26,8 @@ from archaudit.formatting import interval
 
 if TYPE_CHECKING:
     from archaudit.stats.backtest import Backtest
-    from archaudit.stats.predict import Prediction, TargetPrediction
+    from archaudit.stats.predict import Prediction
+from archaudit.stats.target import TargetPrediction
 
 AuditFile = Annotated[
     Path, typer.Argument(help="The audit file: its scales and [target] place the ladder.")

@@ -12,7 +12,6 @@ what to adapt.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 import json
@@ -25,9 +24,11 @@ from typing import Any, TypeVar
 
 from archaudit.audit import store
 from archaudit.audit.ladder import target_prediction
+from archaudit.audit.loop_summary import judge_with_loop, read_loop_summary
 from archaudit.audit.record import RunRecord
 from archaudit.audit.spec import resolve_audit_dir
 from archaudit.errors import ArchauditError, DataError
+from archaudit.metrics import lower_is_better
 from archaudit.report.palette import Colour, arm_colours
 from archaudit.rundir import ENV, EVENTS
 from archaudit.stats import (
@@ -35,105 +36,29 @@ from archaudit.stats import (
     cross_scale_transfer,
     decoupling,
     interactions,
-    judge,
     load_table,
     seeds_needed,
 )
 from archaudit.stats.aggregate import TASK_SUFFIX, aggregate
 from archaudit.stats.errors import EmptyTableError
-from archaudit.stats.family import resolve_direction
 from archaudit.stats.judge import Judgement
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.power import PowerCurve, power_curve
-from archaudit.stats.predict import Prediction
+from archaudit.stats.predict import Prediction, with_prediction
 from archaudit.stats.sequential import (
-    SequentialRule,
-    repeated_interval,
-    sequential_design_rate,
     sequential_power_curve,
 )
 from archaudit.stats.snr import SignalToNoise, signal_to_noise
 from archaudit.stats.table import RESULTS_FILE, Table
-from archaudit.stats.verdicts import NOISE_SIGMAS
 
 DOWNSTREAM_METRIC = "downstream_avg"
 PRIMARY_METRICS = ("val_loss", DOWNSTREAM_METRIC)
 """Judged by default when present: the audit's loss and its downstream macro average."""
 POWER_EFFECTS = (3.0, 5.0, 10.0)
 """Effects (in σ) for which the power section says how many seeds a claim would need."""
-FIXED_INTERVAL = "Bonferroni-simultaneous (1 − α) interval of the fixed design"
-REPEATED_INTERVAL = (
-    "repeated confidence interval of the sequential loop's last test of each arm (its Welch SE "
-    "and df, or the 6σ bound for one seed, at its last look's O'Brien–Fleming boundary and Holm "
-    "level): it excludes 0 exactly when that test crosses its boundary"
-)
 FACTOR_SEPARATOR = "+"
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class ArmRow:
-    """One arm on one metric at one scale. Δ is signed so that positive = better."""
-
-    arm: str
-    family: str | None
-    tuned: bool
-    n_seeds: int
-    n_diverged: int
-    diverged_step: int | None
-    mean: float
-    sd: float
-    delta: float
-    interval: tuple[float, float] | None
-    """Bonferroni-simultaneous (1 − α) interval for Δ (stats.judge), or for an arm the
-    sequential loop judged its repeated confidence interval (stats.sequential); None when not
-    tested. `Verdicts.interval_kind` says which."""
-    seed_deltas: tuple[float, ...]
-    """Each finished seed's value minus the baseline mean, signed like Δ (the forest's dots)."""
-    test: str | None
-    p: float
-    p_adj: float
-    verdict: str
-    mde: float
-    grade: str
-    grade_missing: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Verdicts:
-    """One family judged on one metric at one scale."""
-
-    metric: str
-    scale: str
-    lower_is_better: bool
-    baseline: str
-    baseline_mean: float
-    baseline_n: int
-    sigma: float
-    sigma_dof: int
-    m: int
-    correction: str
-    alpha: float
-    power_target: float
-    fwer_uncorrected: float
-    design_fwer: float | None
-    """The design's family-wise false-positive rate measured by simulation (stats-core)."""
-    design_mde: float | None
-    """The design's minimum detectable effect at the target power, metric units (stats-core)."""
-    reference: str | None
-    calibrated: bool | None
-    noise_band: float
-    """NOISE_SIGMAS·σ: effects inside it are within noise by rule."""
-    arms: tuple[ArmRow, ...]
-    notes: tuple[str, ...]
-    interval_kind: str = FIXED_INTERVAL
-    audit_design: AuditDesign | None = None
-    """The design judged (None when no arm was tested): what the power curve is computed for."""
-    rule: SequentialRule | None = None
-    """The sequential loop's stopping rule, when the loop judged this family."""
-    design_panel_worst: float | None = None
-    """The noise panel's worst measured family-wise rate for this design (stats-core)."""
 
 
 @dataclass(frozen=True)
@@ -383,7 +308,9 @@ class ReportData:
     """"audit" or "csv"."""
     title: str
     metrics: tuple[str, ...]
-    verdicts: tuple[Verdicts, ...]
+    verdicts: tuple[Judgement, ...]
+    """Every family's one verdict record, fixed or sequential (`judge_with_loop`): the numbers
+    `archaudit stats` prints for the same metric and scale."""
     scatters: tuple[Scatter, ...]
     bumps: tuple[Bump, ...]
     heatmaps: tuple[Heatmap, ...]
@@ -426,9 +353,19 @@ def gather(
     if table is not None:
         table.check_arm(baseline, "baseline")
     chosen = _choose_metrics(table, metrics) if table else ()
-    judged = _verdicts(table, chosen, baseline, absent, audit_dir) if table else ()
-    power = tuple(case for v in judged if (case := _power(v)) is not None)
-    verdicts = _with_power_mde(judged, power)
+    verdicts = _verdicts(table, chosen, baseline, absent, audit_dir) if table else ()
+    prediction = (
+        _attempt(
+            lambda: target_prediction(Path(source), audit_dir, table, chosen, baseline),
+            "target",
+            absent,
+        )
+        if table
+        else None
+    )
+    if prediction is not None:
+        verdicts = tuple(with_prediction(v, prediction) for v in verdicts)
+    power = tuple(case for v in verdicts if (case := _power(v)) is not None)
     runs = _runs(audit_dir) if audit_dir else ()
     curves = tuple(curve for run in runs if (curve := _curve(run)) is not None)
     arms = (*(table.arms if table else ()), *(c.arm for c in curves))
@@ -456,13 +393,7 @@ def gather(
         )
         if table
         else None,
-        prediction=_attempt(
-            lambda: target_prediction(Path(source), audit_dir, table, chosen, baseline),
-            "target",
-            absent,
-        )
-        if table
-        else None,
+        prediction=prediction,
     )
 
 
@@ -506,160 +437,30 @@ def _choose_metrics(table: Table, metrics: Sequence[str]) -> tuple[str, ...]:
     return primary or table.metrics
 
 
-def _lower_is_better(metric: str) -> bool:
-    return resolve_direction(metric, None)
-
-
 def _verdicts(
     table: Table,
     metrics: Sequence[str],
     baseline: str,
     absent: dict[str, str],
     audit_dir: Path | None,
-) -> tuple[Verdicts, ...]:
+) -> tuple[Judgement, ...]:
     """Every family judged as `archaudit stats` judges it (the default tests: one recipe does
-    not make the arms' seed variances equal, docs/verdicts.md). An audit that ran sequentially
-    takes its verdicts from the loop's summary instead: the fixed-design p-values would ignore
-    its looks."""
-    families, rule = _sequential_summary(audit_dir)
+    not make the arms' seed variances equal, docs/verdicts.md); a family the sequential loop
+    judged is the loop's judgement: fixed-design p-values would ignore its looks."""
+    loop = read_loop_summary(audit_dir) if audit_dir else None
     out = []
     for metric in metrics:
         for scale in table.scales:
             judgement = _attempt(
-                lambda m=metric, s=scale: judge(
-                    table,
-                    m,
-                    JudgeOptions(baseline=baseline, lower_is_better=_lower_is_better(m), scale=s),
+                lambda m=metric, s=scale: judge_with_loop(
+                    table, m, JudgeOptions(baseline=baseline, scale=s), loop
                 ),
                 f"verdicts:{metric}:{scale}",
                 absent,
             )
             if judgement is not None:
-                verdicts = _from_judgement(judgement, table)
-                family = families.get((metric, scale))
-                out.append(_sequential(verdicts, family, rule) if family else verdicts)
+                out.append(judgement)
     return tuple(out)
-
-
-def _sequential_summary(
-    audit_dir: Path | None,
-) -> tuple[dict[tuple[str, str], dict[str, Any]], SequentialRule | None]:
-    """({(metric, scale): family}, its rule) of a sequential audit's summary; ({}, None) when
-    the audit did not run sequentially (or wrote no rule: a summary of an older loop)."""
-    path = audit_dir / store.SEQUENTIAL_DIR / store.SEQUENTIAL_SUMMARY if audit_dir else None
-    summary = store.read_json(path) if path else None
-    if not summary:
-        return {}, None
-    families = {(f["metric"], f["scale"]): f for f in summary["families"]}
-    rule = summary.get("rule")
-    return families, SequentialRule(**rule) if rule else None
-
-
-def _sequential(
-    verdicts: Verdicts, family: dict[str, Any], rule: SequentialRule | None
-) -> Verdicts:
-    """The loop's verdicts, t and p per arm, and its design's measured error rate and MDE."""
-    rows = {row["arm"]: row for row in family["arms"]}
-    arms = tuple(
-        dataclasses.replace(
-            arm,
-            test="sequential",
-            interval=_repeated_interval(rows[arm.arm]),
-            p=rows[arm.arm]["p"],
-            p_adj=math.nan,
-            verdict=rows[arm.arm]["verdict"],
-        )
-        if arm.arm in rows
-        else arm
-        for arm in verdicts.arms
-    )
-    fwer = mde = worst = None
-    if rule is not None:
-        rate = sequential_design_rate(len(rows), rule)
-        fwer, mde = rate.fwer, rate.mde_sigmas * family["sigma"]
-        worst = rate.panel_worst.fwer if rate.panel_worst else None
-    note = (
-        "Verdicts from the sequential loop (O'Brien–Fleming alpha spending within each arm, "
-        "Holm across arms); p is the last look's, with no single corrected p."
-    )
-    return dataclasses.replace(
-        verdicts,
-        sigma=family["sigma"],
-        sigma_dof=family["sigma_dof"],
-        noise_band=NOISE_SIGMAS * family["sigma"],
-        design_fwer=fwer,
-        design_mde=mde,
-        design_panel_worst=worst,
-        arms=arms,
-        notes=(*verdicts.notes, note),
-        interval_kind=REPEATED_INTERVAL,
-        rule=rule,
-    )
-
-
-def _repeated_interval(row: dict[str, Any]) -> tuple[float, float] | None:
-    """The interval dual to the loop's last test of the arm; None for a summary of an older
-    loop (no SE stored) or an arm without a finite test."""
-    needed = (row.get(k, math.nan) for k in ("delta", "se", "df", "threshold"))
-    delta, se, df, threshold = (float(v) for v in needed)
-    if row["seeds"] < 1 or not all(map(math.isfinite, (delta, se, df, threshold))):
-        return None
-    return _finite_interval(repeated_interval(delta, se, df, threshold))
-
-
-def _seed_deltas(j: Judgement, table: Table, arm: str) -> tuple[float, ...]:
-    sign = -1.0 if j.lower_is_better else 1.0
-    values = (row.value for row in table.rows_for(j.metric, j.scale, arm))
-    return tuple(sign * (v - j.baseline_mean) for v in values if math.isfinite(v))
-
-
-def _from_judgement(j: Judgement, table: Table) -> Verdicts:
-    return Verdicts(
-        metric=j.metric,
-        scale=j.scale,
-        lower_is_better=j.lower_is_better,
-        baseline=j.baseline,
-        baseline_mean=j.baseline_mean,
-        baseline_n=j.baseline_n,
-        sigma=j.sigma,
-        sigma_dof=j.sigma_dof,
-        m=j.m,
-        correction=j.correction,
-        alpha=j.alpha,
-        power_target=j.power_target,
-        fwer_uncorrected=j.fwer_uncorrected,
-        design_fwer=j.design_fwer if math.isfinite(j.design_fwer) else None,
-        design_panel_worst=j.design_panel_worst if math.isfinite(j.design_panel_worst) else None,
-        design_mde=j.design.mde_sigmas * j.sigma if j.design is not None else None,
-        reference=j.reference,
-        calibrated=j.calibrated,
-        noise_band=NOISE_SIGMAS * j.sigma,
-        arms=tuple(
-            ArmRow(
-                arm=a.arm,
-                family=a.family,
-                tuned=a.tuned,
-                n_seeds=a.n_seeds,
-                n_diverged=a.n_diverged,
-                diverged_step=a.diverged_step,
-                mean=a.mean,
-                sd=a.sd,
-                delta=a.delta,
-                interval=_finite_interval(a.interval),
-                seed_deltas=_seed_deltas(j, table, a.arm),
-                test=a.test,
-                p=a.p,
-                p_adj=a.p_adj,
-                verdict=a.verdict,
-                mde=a.mde,
-                grade=a.grade,
-                grade_missing=tuple(a.grade_missing),
-            )
-            for a in j.arms
-        ),
-        notes=tuple(j.notes),
-        audit_design=j.design.design if j.design is not None else None,
-    )
 
 
 def _finite_interval(value: Sequence[float] | None) -> tuple[float, float] | None:
@@ -669,8 +470,8 @@ def _finite_interval(value: Sequence[float] | None) -> tuple[float, float] | Non
 
 
 def _loss_and_downstream(metrics: Sequence[str]) -> tuple[str | None, str | None]:
-    loss = next((m for m in metrics if _lower_is_better(m)), None)
-    downstream = next((m for m in metrics if not _lower_is_better(m)), None)
+    loss = next((m for m in metrics if lower_is_better(m)), None)
+    downstream = next((m for m in metrics if not lower_is_better(m)), None)
     return loss, downstream
 
 
@@ -843,26 +644,30 @@ def _heatmaps(
     return tuple(out)
 
 
-def _power(v: Verdicts) -> PowerCase | None:
+def _power(v: Judgement) -> PowerCase | None:
     """The family's power as it ran: the sequential loop's (simulated) when the loop judged
     it, else the fixed design's with each tested arm's own seeds; None without a noise floor
     or a tested arm."""
-    if v.baseline_n < 2 or v.audit_design is None:
+    if v.baseline_n < 2:
         return None
-    design = v.audit_design
-    if v.rule is not None:
-        curve = sequential_power_curve(design.m, v.rule)
+    if v.sequential is not None and v.sequential.design is not None:
+        arms = v.sequential.design.arms
+        curve = sequential_power_curve(arms, v.sequential.rule)
+        seeds = tuple(sorted({a.n_seeds for a in v.arms if a.stopped is not None}))
+    elif v.design is not None:
+        arms, seeds = v.m, tuple(sorted(set(v.design.design.arm_seeds)))
+        curve = _fixed_curve(v.design.design, v.power_target)
     else:
-        curve = _fixed_curve(design, v.power_target)
+        return None
     return PowerCase(
         metric=v.metric,
         scale=v.scale,
         sigma=v.sigma,
-        arm_seeds=tuple(sorted(set(design.arm_seeds))),
+        arm_seeds=seeds,
         baseline_seeds=v.baseline_n,
-        m=v.m,
+        m=arms,
         curve=curve,
-        seeds_for=_seeds_for(max(v.m, 1), v.alpha, v.correction),
+        seeds_for=_seeds_for(max(arms, 1), v.alpha, v.correction),
     )
 
 
@@ -870,19 +675,6 @@ def _power(v: Verdicts) -> PowerCase | None:
 @functools.lru_cache(maxsize=64)
 def _fixed_curve(design: AuditDesign, target: float) -> PowerCurve:
     return power_curve([design.arm(n) for n in design.arm_seeds], target)
-
-
-def _with_power_mde(
-    verdicts: Sequence[Verdicts], power: Sequence[PowerCase]
-) -> tuple[Verdicts, ...]:
-    """Each family's design MDE is its power curve's, so the page states one MDE per design."""
-    mde = {(c.metric, c.scale): c.curve.mde_sigmas for c in power}
-    return tuple(
-        dataclasses.replace(v, design_mde=(mde[key] or math.nan) * v.sigma)
-        if (key := (v.metric, v.scale)) in mde
-        else v
-        for v in verdicts
-    )
 
 
 @functools.lru_cache(maxsize=64)

@@ -23,16 +23,15 @@ from matplotlib.lines import Line2D
 from archaudit import formatting
 from archaudit.report.data import (
     Aggregate,
-    ArmRow,
     Band,
     Bump,
     Curve,
     Heatmap,
     PowerCase,
     Scatter,
-    Verdicts,
 )
 from archaudit.report.palette import DIVERGED_COLOUR, Colour, arm_gid
+from archaudit.stats.judge import ArmVerdict, Judgement
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType
@@ -106,7 +105,7 @@ def forest_range(deltas: Sequence[float], band: float) -> tuple[float, float]:
 
 
 @styled
-def forest(key: str, v: Verdicts, colours: Colours) -> Figure:
+def forest(key: str, v: Judgement, colours: Colours) -> Figure:
     """One scale's arms: Δ (positive = better) as a dot, each seed as a small dot, the interval
     `v.interval_kind` names as a line, and the ±2σ noise band; sorted by Δ, one colour per arm."""
     shown = sorted((a for a in v.arms if math.isfinite(a.delta)), key=lambda a: a.delta)
@@ -123,9 +122,7 @@ def forest(key: str, v: Verdicts, colours: Colours) -> Figure:
     ax.set_ylim(-0.7, max(len(shown), 1) - 0.3)
     ax.set_xlabel(f"Δ {v.metric} (positive = better)")
     ax.set_title(f"{v.metric} at {v.scale} (σ = {formatting.num(v.sigma)})", fontsize=9)
-    kind = (
-        "repeated, dual to the loop's test" if v.rule is not None else "simultaneous (fixed design)"
-    )
+    kind = "repeated, dual to the loop's test" if v.sequential else "simultaneous (fixed design)"
     _legend_below(
         fig,
         [
@@ -140,9 +137,9 @@ def forest(key: str, v: Verdicts, colours: Colours) -> Figure:
     return render(key, fig, f"Forest plot of Δ {v.metric} per arm at {v.scale}")
 
 
-def _forest_arm(ax, y: int, a: ArmRow, colour: str, edges: tuple[float, float], scale: str):
+def _forest_arm(ax, y: int, a: ArmVerdict, colour: str, edges: tuple[float, float], scale: str):
     low, high = edges
-    if a.interval is not None:
+    if all(map(math.isfinite, a.interval)):
         start, end = max(a.interval[0], low), min(a.interval[1], high)
         line = ax.hlines(y, start, end, colors=colour, lw=1.6)
         line.set_gid(arm_gid(a.arm, "interval", scale))

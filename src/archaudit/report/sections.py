@@ -13,11 +13,13 @@ from typing import Any
 
 from archaudit.formatting import MISSING, VALUE_DIGITS, num, pvalue, signed
 from archaudit.report import figures, target_figures
-from archaudit.report.data import ArmRow, PowerCase, ReportData, Verdicts, bands
+from archaudit.report.data import PowerCase, ReportData, bands
 from archaudit.report.figures import Figure
 from archaudit.stats.backtest import SINGLE_SCALE
 from archaudit.stats.corrections import error_rate
-from archaudit.stats.predict import Prediction, TargetPrediction
+from archaudit.stats.judge import ArmVerdict, Judgement
+from archaudit.stats.predict import Prediction
+from archaudit.stats.target import TargetPrediction
 from archaudit.stats.verdicts import (
     CANDIDATE_IMPROVER,
     CANDIDATE_REGRESSOR,
@@ -101,23 +103,23 @@ def _where(scales: Sequence[str], all_scales: Sequence[str]) -> str:
     return "at " + ", ".join(scales)
 
 
-def _design_fwer(v: Verdicts) -> str:
+def _design_fwer(v: Judgement) -> str:
     """The design's measured rate, named for what the correction controls (BH: the FDR)."""
-    if v.design_fwer is None:
+    if not math.isfinite(v.design_fwer):
         return NOT_COMPUTED
     return f"{num(v.design_fwer)} ({error_rate(v.correction)})"
 
 
-def _panel_worst(v: Verdicts) -> str:
+def _panel_worst(v: Judgement) -> str:
     """The noise panel's worst measured rate (stats/noise_models.py)."""
-    return NOT_COMPUTED if v.design_panel_worst is None else num(v.design_panel_worst)
+    return num(v.design_panel_worst) if math.isfinite(v.design_panel_worst) else NOT_COMPUTED
 
 
-def _design_mde(v: Verdicts) -> str:
-    return NOT_COMPUTED if v.design_mde is None else num(v.design_mde)
+def _design_mde(v: Judgement) -> str:
+    return num(v.mde) if math.isfinite(v.mde) else NOT_COMPUTED
 
 
-def _reference(v: Verdicts) -> str:
+def _reference(v: Judgement) -> str:
     if v.calibrated is False:
         return f"{v.reference or 'paper mode'} (uncalibrated)"
     return v.reference or "default"
@@ -127,7 +129,7 @@ def _reference(v: Verdicts) -> str:
 # 1. the answer
 
 
-def arm_lines(verdicts: Sequence[Verdicts]) -> list[str]:
+def arm_lines(verdicts: Sequence[Judgement]) -> list[str]:
     """One line per arm across metrics and scales, e.g. "post_ln: regressor on val_loss at both
     scales; no downstream_avg effect detected (MDE 0.02 at d48)".
 
@@ -135,13 +137,15 @@ def arm_lines(verdicts: Sequence[Verdicts]) -> list[str]:
     verdicts come first, then those with nominal results, then the rest by their largest |Δ|
     in σ."""
     scales = list(dict.fromkeys(v.scale for v in verdicts))
-    by_arm: dict[str, dict[str, list[tuple[str, ArmRow]]]] = defaultdict(lambda: defaultdict(list))
+    by_arm: dict[str, dict[str, list[tuple[str, ArmVerdict]]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
     for v in verdicts:
         for row in v.arms:
             by_arm[row.arm][v.metric].append((v.scale, row))
     lines = []
     for arm, metrics in sorted(by_arm.items(), key=lambda item: _importance(item[1], verdicts)):
-        states: dict[str, dict[str, ArmRow]] = defaultdict(dict)
+        states: dict[str, dict[str, ArmVerdict]] = defaultdict(dict)
         parts = []
         for metric, rows in metrics.items():
             parts += _metric_parts(metric, rows, scales, states)
@@ -155,9 +159,9 @@ def arm_lines(verdicts: Sequence[Verdicts]) -> list[str]:
 
 def _metric_parts(
     metric: str,
-    rows: Sequence[tuple[str, ArmRow]],
+    rows: Sequence[tuple[str, ArmVerdict]],
     scales: Sequence[str],
-    states: dict[str, dict[str, ArmRow]],
+    states: dict[str, dict[str, ArmVerdict]],
 ) -> list[str]:
     """What one arm's line says about one metric: verdicts, nominal results (as nominal), then
     where no effect was detected with the MDE of each scale; run states go to `states`."""
@@ -191,7 +195,7 @@ _NOMINAL = (NOMINAL_IMPROVER, NOMINAL_REGRESSOR)
 
 
 def _importance(
-    metrics: dict[str, list[tuple[str, ArmRow]]], verdicts: Sequence[Verdicts]
+    metrics: dict[str, list[tuple[str, ArmVerdict]]], verdicts: Sequence[Judgement]
 ) -> tuple[int, float]:
     """Sort key of an arm's line: verdicts first, then nominal results, then the largest |Δ|
     in σ of its family."""
@@ -231,7 +235,7 @@ def answer(data: ReportData) -> Section:
     return Section("answer", title, intro, tuple(blocks))
 
 
-def funnel(verdicts: Sequence[Verdicts]) -> Grid:
+def funnel(verdicts: Sequence[Judgement]) -> Grid:
     """How many arms of each family ended where: within noise, nominal, surviving, diverged."""
     return Grid(
         "The funnel: arms → within noise / nominal (significant before the correction only) "
@@ -258,7 +262,7 @@ def funnel(verdicts: Sequence[Verdicts]) -> Grid:
     )
 
 
-def _funnel_row(v: Verdicts) -> tuple[str, ...]:
+def _funnel_row(v: Judgement) -> tuple[str, ...]:
     count = {name: sum(a.verdict == name for a in v.arms) for name in VERDICTS}
     return (
         v.metric,
@@ -310,7 +314,7 @@ def noise_floor(data: ReportData) -> Section:
     ]
     kinds = dict.fromkeys(v.interval_kind for v in data.verdicts)
     blocks.append(Paragraph("Intervals: " + "; ".join(kinds) + "."))
-    untested = sorted({a.arm for v in data.verdicts for a in v.arms if a.interval is None})
+    untested = sorted({a.arm for v in data.verdicts for a in v.arms if not _has_interval(a)})
     if untested:
         blocks.append(Paragraph("No interval (not tested): " + ", ".join(untested) + "."))
     left_out = sorted(
@@ -650,9 +654,10 @@ def arm_table(data: ReportData) -> Section:
     title, intro = (
         "Every arm in detail",
         "Per metric and scale: the arm's mean ± seed SD, Δ against the baseline (positive = "
-        "better) with its interval, the test used, p before and after the correction, the "
-        "verdict, the evidence grade (A needs 3+ seeds, downstream, 2+ scales, the shared recipe "
-        "and a corrected test) and protocol warnings.",
+        "better) with its interval, the test used, p before and after the correction, the p "
+        "threshold the interval is dual to (α/m, or the sequential loop's last boundary), the "
+        "minimum detectable effect (MDE), the verdict, the evidence grade (A needs 3+ seeds, "
+        "downstream, 2+ scales, the shared recipe and a corrected test) and protocol warnings.",
     )
     if not data.verdicts:
         return _absent("arms", title, intro, _why(data, "table", "verdicts"))
@@ -675,6 +680,8 @@ def arm_table(data: ReportData) -> Section:
                     "test",
                     "p",
                     "p_adj",
+                    "threshold",
+                    "MDE",
                     "verdict",
                     "grade",
                     "warnings",
@@ -687,17 +694,23 @@ def arm_table(data: ReportData) -> Section:
     return Section("arms", title, intro, tuple(blocks))
 
 
+def _has_interval(a: ArmVerdict) -> bool:
+    return all(math.isfinite(end) for end in a.interval)
+
+
 def _notes_at(data: ReportData, arm: str, scale: str) -> list[str]:
     """The arm's warnings that concern this row's scale (or every scale)."""
     return [text for at, text in data.protocol_notes.get(arm, ()) if at in (None, scale)]
 
 
-def _arm_row(a: ArmRow, notes: Sequence[str]) -> tuple[str, ...]:
+def _arm_row(a: ArmVerdict, notes: Sequence[str]) -> tuple[str, ...]:
     warnings = [*(["R1: tuned (broke the shared recipe)"] if a.tuned else []), *notes]
     if a.n_diverged:
         warnings.append(f"{a.n_diverged} run(s) diverged (first at step {a.diverged_step})")
     sd = f" ± {num(a.sd)}" if math.isfinite(a.sd) else ""
-    interval = f"[{signed(a.interval[0])}, {signed(a.interval[1])}]" if a.interval else MISSING
+    interval = (
+        f"[{signed(a.interval[0])}, {signed(a.interval[1])}]" if _has_interval(a) else MISSING
+    )
     return (
         a.arm,
         a.family or MISSING,
@@ -708,6 +721,8 @@ def _arm_row(a: ArmRow, notes: Sequence[str]) -> tuple[str, ...]:
         a.test or MISSING,
         pvalue(a.p),
         pvalue(a.p_adj),
+        pvalue(a.threshold),
+        num(a.mde),
         a.verdict,
         a.grade + (f" (missing: {', '.join(a.grade_missing)})" if a.grade_missing else ""),
         "; ".join(warnings) or MISSING,
@@ -868,7 +883,7 @@ def target(data: ReportData) -> Section:
 
 def _largest_verdicts(data: ReportData, p: Prediction) -> dict[str, str]:
     largest = p.ladder.scales[-1].name
-    found: list[Verdicts] = [
+    found: list[Judgement] = [
         v for v in data.verdicts if v.metric == p.metric and v.scale == largest
     ]
     return {a.arm: a.verdict for a in found[0].arms} if found else {}

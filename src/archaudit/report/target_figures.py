@@ -10,7 +10,8 @@ from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import NullLocator
 
 from archaudit.report.figures import Colours, Figure, render, styled
-from archaudit.stats.predict import ArmCurve, Prediction, TargetPrediction
+from archaudit.stats.predict import ArmCurve, Prediction
+from archaudit.stats.target import TargetPrediction
 
 
 @styled

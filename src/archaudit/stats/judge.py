@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from archaudit.formatting import interval as written_interval
 from archaudit.formatting import num
+from archaudit.metrics import metric_info
 from archaudit.stats.compare import ArmTest
 from archaudit.stats.corrections import (
     ERROR_RATE_NAMES,
@@ -20,15 +22,29 @@ from archaudit.stats.design_rate import DesignRate, arm_mde, design_rate
 from archaudit.stats.errors import TableError
 from archaudit.stats.family import Family, collect_family
 from archaudit.stats.family_test import POOLED_T, ROBUST, Z, interval
-from archaudit.stats.grading import grade_arm, looks_like_loss
+from archaudit.stats.grading import grade_arm
+from archaudit.stats.loop import Loop, LoopArm, LoopFamily
 from archaudit.stats.noise_models import WIDEST_FACTOR
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.outliers import OUTLIER_MADS, OutlierSeed, family_scale, outlier_seeds
 from archaudit.stats.samples import ArmSample
+from archaudit.stats.sequential import sequential_design_rate
 from archaudit.stats.serialize import JsonResult
-from archaudit.stats.signal import AVERAGE, check_signal, is_downstream
+from archaudit.stats.signal import AVERAGE, check_signal
 from archaudit.stats.table import DOWNSTREAM, Table, TableLike, load_table
+from archaudit.stats.verdicts import NOISE_SIGMAS
 
+if TYPE_CHECKING:
+    from archaudit.stats.target import TargetPrediction
+
+SEQUENTIAL = "sequential"
+"""The test of an arm the sequential loop judged."""
+FIXED_INTERVAL = "Bonferroni-simultaneous (1 − α) interval of the fixed design"
+REPEATED_INTERVAL = (
+    "repeated confidence interval of the sequential loop's last test of each arm (its Welch SE "
+    "and df, or the 6σ bound for one seed, at its last look's O'Brien–Fleming boundary and Holm "
+    "level): it excludes 0 exactly when that test crosses its boundary"
+)
 SIGMA_RATIO_WARNING = 2.0
 """Warn when σ of one metric differs by more than this factor between scales of one audit."""
 
@@ -76,6 +92,20 @@ class ArmVerdict(JsonResult):
     grade_missing: tuple[str, ...]
     outliers: tuple[OutlierSeed, ...] = ()
     """Seeds beyond k robust σ from the arm's other seeds (stats/outliers.py): heavy tails."""
+    threshold: float = math.nan
+    """The p threshold `interval` is dual to: the Bonferroni level α/m of the fixed design, or
+    the loop's last nominal boundary (sequential). NaN when not tested."""
+    seed_deltas: tuple[float, ...] = ()
+    """Each finished seed's value minus the baseline mean, signed like Δ (the forest's dots)."""
+    se: float = math.nan
+    """The standard error of the test behind the verdict (NaN when not tested)."""
+    stopped: str | None = None
+    """Sequential only: why the loop stopped giving the arm seeds (`stats.loop.ArmStop`)."""
+    at_target: TargetPrediction | None = None
+    """The arm's predicted Δ at the audit's untrained target scale (`stats.predict`), on the
+    judgement of the prediction's metric at the largest trained scale; None without one."""
+    # Other verdicts slot in here as optional fields (default None), e.g. a target-scale
+    # prediction or a stability verdict, so every renderer of the record shows them.
 
 
 @dataclass(frozen=True)
@@ -90,7 +120,7 @@ class Judgement(JsonResult):
     excluded: tuple[str, ...]
     lower_is_better: bool
     direction: str
-    """E.g. "Δ > 0 means better (lower val_loss is better, from the metric's name)"."""
+    """E.g. "Δ > 0 means better (lower val_loss is better, declared in the metric registry)"."""
     reference: str
     """"t" (calibrated, the default) or "normal" (paper mode)."""
     calibrated: bool
@@ -125,10 +155,31 @@ class Judgement(JsonResult):
     arms: tuple[ArmVerdict, ...]
     notes: tuple[str, ...]
     baseline_outliers: tuple[OutlierSeed, ...] = ()
+    sequential: Loop | None = None
+    """The loop this judgement comes from (`judge_loop`); None for a fixed design."""
+
+    @property
+    def mde(self) -> float:
+        """The design's minimum detectable effect in metric units: the sequential design's when
+        the loop judged, else the fixed design's (NaN when no arm was tested)."""
+        rate = self.sequential.design if self.sequential else self.design
+        return rate.mde_sigmas * self.sigma if rate is not None else math.nan
+
+    @property
+    def noise_band(self) -> float:
+        """NOISE_SIGMAS·σ: effects inside it are within noise by rule."""
+        return NOISE_SIGMAS * self.sigma
+
+    @property
+    def interval_kind(self) -> str:
+        """What each arm's `interval` is."""
+        return REPEATED_INTERVAL if self.sequential else FIXED_INTERVAL
 
     def header(self) -> list[str]:
         """The lines above a verdict table: direction, σ and its interval, the test, the
         design's measured error rate and MDE (flagged when above α)."""
+        if self.sequential:
+            return self._loop_header()
         if self.calibrated:
             test = f"{self.test} test (calibrated: t with σ's {self.sigma_dof} df)"
         else:
@@ -152,6 +203,20 @@ class Judgement(JsonResult):
                 f"{rate.power_target:.0%} power"
             )
         lines += self.assumptions()
+        return lines
+
+    def _loop_header(self) -> list[str]:
+        loop = self.sequential
+        assert loop is not None
+        lines = [
+            f"{self.metric} at scale {self.scale} (sequential): {self.direction}",
+            f"σ = {num(self.sigma)} ({self.sigma_dof} df); baseline mean "
+            f"{num(self.baseline_mean, 4)} ({self.baseline_n} seeds)",
+            f"the sequential loop: {loop.rounds} rounds, {loop.runs} runs, stopped: {loop.stop}; "
+            f"O'Brien–Fleming within each arm, Holm across arms at α = {loop.rule.alpha}",
+        ]
+        if loop.design is not None:
+            lines += [loop.design.describe(), f"MDE {num(self.mde)} at 80% power"]
         return lines
 
     def assumptions(self) -> list[str]:
@@ -194,7 +259,7 @@ def judge(table: TableLike, metric: str, options: JudgeOptions = DEFAULT) -> Jud
     """Judge every arm at `options.scale` against `options.baseline` on `metric`.
 
     The rules are in docs/protocol.md (Statistics). Anchors and multi-seed arms pool their seed
-    variance into the noise floor. The direction comes from the metric's name unless
+    variance into the noise floor. The direction is the metric registry's unless
     `options.lower_is_better` says otherwise.
     """
     table = load_table(table)
@@ -280,6 +345,56 @@ def _judgement(
     )
 
 
+def judge_loop(fixed: Judgement, family: LoopFamily, loop: Loop) -> Judgement:
+    """The sequential loop's verdicts as the one record: `fixed` (`judge` on the same seeds)
+    with, for every arm the loop judged, its Δ, last test, repeated interval, boundary, verdict
+    and why it stopped, the loop's σ, and its design's measured error rate and MDE. Arms the
+    loop did not judge keep the fixed design's numbers."""
+    design = sequential_design_rate(len(family.arms), loop.rule)
+    rows = {row.arm: row for row in family.arms}
+    mde = design.mde_sigmas * family.sigma
+    arms = tuple(
+        _loop_verdict(arm, rows[arm.arm], mde) if arm.arm in rows else arm for arm in fixed.arms
+    )
+    note = (
+        "Verdicts from the sequential loop (O'Brien–Fleming alpha spending within each arm, "
+        "Holm across arms); p is the last look's, with no single corrected p."
+    )
+    worst = design.panel_worst
+    return replace(
+        fixed,
+        sigma=family.sigma,
+        sigma_dof=family.sigma_dof,
+        test=SEQUENTIAL,
+        design=None,
+        design_fwer=design.fwer,
+        design_above_alpha=design.above_alpha,
+        design_panel_worst=worst.fwer if worst else math.nan,
+        arms=arms,
+        notes=(*fixed.notes, note),
+        sequential=replace(loop, design=design),
+    )
+
+
+def _loop_verdict(arm: ArmVerdict, row: LoopArm, mde: float) -> ArmVerdict:
+    return replace(
+        arm,
+        n_seeds=row.seeds,
+        delta=row.delta,
+        test=SEQUENTIAL,
+        statistic=row.t,
+        statistic_df=row.df,
+        interval=row.interval(),
+        p=row.p,
+        p_adj=math.nan,
+        verdict=row.verdict,
+        mde=mde,
+        threshold=row.threshold,
+        se=row.se,
+        stopped=row.stopped,
+    )
+
+
 @dataclass(frozen=True)
 class _ArmContext:
     """What every arm's row of one judgement shares (the metric and options are the family's)."""
@@ -299,6 +414,7 @@ def _arm_verdict(
     options = family.options
     evidence = grade_arm(table, sample.arm, options, metric=family.metric, seeds=len(sample.values))
     welch = test.welch if test else None
+    level = options.level(len(family.tested))
     return ArmVerdict(
         arm=sample.arm,
         scale=family.scale,
@@ -318,9 +434,7 @@ def _arm_verdict(
         test=test.test if test else None,
         statistic=test.statistic if test else math.nan,
         statistic_df=test.df if test else math.nan,
-        interval=interval(test.delta, test.scale, test.df, options.level(len(family.tested)))
-        if test
-        else (math.nan, math.nan),
+        interval=interval(test.delta, test.scale, test.df, level) if test else (math.nan, math.nan),
         p=test.p if test else math.nan,
         p_adj=p_adj,
         verdict=verdict,
@@ -330,6 +444,9 @@ def _arm_verdict(
         grade=evidence.grade,
         grade_missing=evidence.missing,
         outliers=outlier_seeds(sample.values, sample.seeds, context.robust_scale),
+        threshold=level if test else math.nan,
+        seed_deltas=tuple(float(family.sign * (v - family.baseline.mean)) for v in sample.values),
+        se=test.scale if test else math.nan,
     )
 
 
@@ -355,8 +472,13 @@ def _outlier_notes(
     )
 
 
-def _direction(metric: str, lower: bool, from_name: bool) -> str:
-    source = "from the metric's name" if from_name else "as given"
+def _direction(metric: str, lower: bool, from_registry: bool) -> str:
+    if not from_registry:
+        source = "as given"
+    elif metric_info(metric).declared:
+        source = "declared in the metric registry"
+    else:
+        source = "undeclared metric: guessed from its name"
     return f"Δ > 0 means better ({'lower' if lower else 'higher'} {metric} is better, {source})"
 
 
@@ -425,10 +547,15 @@ def _notes(
             "level (use the default test without --equal-variance or --reference normal, or "
             "more seeds per arm)"
         )
-    if options.lower_is_better is False and looks_like_loss(family.metric):
-        notes.append(f"{family.metric!r} reads as a loss but is judged higher-is-better as asked")
+    declared = metric_info(family.metric)
+    if options.lower_is_better is not None and options.lower_is_better != declared.lower_is_better:
+        notes.append(
+            f"{family.metric!r} is {'lower' if declared.lower_is_better else 'higher'}-is-better "
+            f"({'declared' if declared.declared else 'read from its name'}) but is judged the "
+            "other way, as asked"
+        )
     downstream = _owing(table, arms, DOWNSTREAM)
-    if family.sign < 0 and downstream and not is_downstream(family.metric):
+    if family.sign < 0 and downstream and not declared.downstream:
         notes.append(
             "R6: arms with a downstream duty (attention-output changes and those that declare "
             "it) can look harmless on loss and lose downstream; do not rank them by this "

@@ -17,15 +17,18 @@ curve is rejected by the χ² test of its fit.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import stats as sps
 
 from archaudit.errors import ConfigError
+from archaudit.metrics import lower_is_better as resolve_direction
 from archaudit.stats.backtest import SINGLE_SCALE, Backtest, forecast, interval
-from archaudit.stats.family import left_out, resolve_direction
+from archaudit.stats.family import left_out
 from archaudit.stats.ladder_fit import CurveFit, LadderArrays
 from archaudit.stats.ladders import Ladder, check_ladder
 from archaudit.stats.noise import noise_floor
@@ -33,31 +36,14 @@ from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.samples import sample_arm
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import TableLike, load_table
+from archaudit.stats.target import TargetPrediction
+
+if TYPE_CHECKING:
+    from archaudit.stats.judge import Judgement
 
 MIN_SCALES = 3
 CURVE_POINTS = 25
 """Points at which the report draws each fitted curve, from the smallest scale to the target."""
-
-
-@dataclass(frozen=True)
-class TargetPrediction(JsonResult):
-    """One arm at the target scale; NaN where `estimable` is false."""
-
-    arm: str
-    delta: float
-    """Predicted Δ (arm − baseline, metric units) at the target."""
-    interval: tuple[float, float]
-    """Prediction interval of the true Δ at the target, at the prediction's confidence."""
-    p_sign_holds: float
-    """Probability that the sign at the target is the sign of Δ̂ at the largest trained scale."""
-    rank: int
-    """Predicted rank among the arms (1 = the lowest loss)."""
-    rank_interval: tuple[float, float]
-    delta_largest: float
-    """Δ̂ at the largest trained scale."""
-    estimable: bool
-    reason: str = ""
-    """Why not estimable ("" when it is)."""
 
 
 @dataclass(frozen=True)
@@ -179,6 +165,17 @@ def _curves(
         )
         for i, name in enumerate(names)
     )
+
+
+def with_prediction(judgement: Judgement, prediction: Prediction) -> Judgement:
+    """The judgement with each arm's `at_target` filled in, when it judges the prediction's
+    metric at the largest trained scale (other judgements are returned as they are)."""
+    largest = prediction.ladder.scales[-1].name
+    if (judgement.metric, judgement.scale) != (prediction.metric, largest):
+        return judgement
+    by_arm = {a.arm: a for a in prediction.arms}
+    arms = tuple(dataclasses.replace(a, at_target=by_arm.get(a.arm)) for a in judgement.arms)
+    return dataclasses.replace(judgement, arms=arms)
 
 
 def check_loss(table: TableLike, metric: str, lower_is_better: bool | None) -> None:

@@ -1,0 +1,20 @@
+"""The project's shared words, each spelled once: the baseline arm's name, the results file,
+and the vocabulary of a finished run's status (StrEnums, as OLMo-core's TransformerBlockType:
+a member compares and serialises as its string, so records and CSVs keep their text)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+BASELINE = "baseline"
+"""The arm every audit compares with (and the default `--baseline`)."""
+RESULTS_FILE = "results.csv"
+"""An audit's long-format results: one row per run and metric (`archaudit.stats.table`)."""
+
+
+class RunStatus(StrEnum):
+    """How a finished run ended."""
+
+    OK = "ok"
+    DIVERGED = "diverged"
+    """Its loss blew up (at its `diverged_step`)."""
