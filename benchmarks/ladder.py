@@ -158,10 +158,6 @@ def main() -> None:
     write_doc(text)
 
 
-if __name__ == "__main__":
-    main()
-
-
 # ---------------------------------------------------------------------------------------------
 # measuring the method: backtests on the real ladder, and simulated ladders with known truth
 
@@ -318,3 +314,7 @@ def write_doc(text: str) -> None:
 
 
 BEGIN, END = "<!-- ladder.py: begin -->", "<!-- ladder.py: end -->"
+
+
+if __name__ == "__main__":
+    main()

@@ -76,3 +76,13 @@ def test_errors_teach(cli, tmp_path):
     path = audit_file(tmp_path, target='[target]\npreset = "base"\nparams = 1e6')
     code, _, err = cli(f"stats predict {path}")
     assert code == 2 and "give exactly one of preset" in err
+
+
+def test_the_stored_ladder_is_predicted_and_backtested(cli):
+    """The real ladder of benchmarks/ladder.py (tinyshakespeare, 5 widths, 6 arms, 3 seeds)."""
+    code, out, err = cli(f"stats predict {STORED} --n-boot 400")
+    assert code == 0, err
+    assert "from 5 scales (d64 the largest)" in out
+    for arm in ("post_ln", "qk_norm", "gelu_mlp", "softpick", "z_loss"):
+        assert arm in out
+    assert out.count("backtest of ") == 3 and "d32, d48, d64 each predicted" in out

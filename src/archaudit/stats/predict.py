@@ -309,12 +309,13 @@ def _too_wide(
 def _backtest_notes(test: Backtest, adopted: bool) -> tuple[str, ...]:
     if adopted:
         return (
-            f"the {test.model} curve beat the single-scale baseline when {test.scale} was held "
-            "out; the curve was chosen on that same backtest, so its figures flatter it "
+            f"the {test.model} curve beat the single-scale baseline in the backtest (each of "
+            f"{', '.join(test.predicted)} predicted from the scales below); the curve was chosen "
+            "on that same backtest, so its figures flatter it "
             "(docs/predict.md measures the method on ladders it was not chosen on)",
         )
     return (
-        f"no curve beat the single-scale baseline when {test.scale} was held out (best: "
+        "no curve beat the single-scale baseline in the backtest (best: "
         f"{test.model}, {test.decision_accuracy:.0%} of pairs vs "
         f"{test.baseline_decision_accuracy:.0%}): the prediction is the Δ̂ at the largest "
         "trained scale, with its seed interval",
