@@ -43,7 +43,7 @@ def test_predict_prints_the_table_and_the_backtests(cli, tmp_path):
     assert "at target target (500,000 parameters" in out and "from 4 scales" in out
     for arm in ("qk_norm", "post_ln", "gelu_mlp"):
         assert arm in out
-    assert out.count("backtest ") == 3 and "single-scale baseline: sign" in out
+    assert out.count("backtest of ") == 3 and "single-scale baseline: signs" in out
 
 
 def test_predict_json_has_a_record_per_arm(cli, tmp_path):
@@ -82,7 +82,21 @@ def test_the_stored_ladder_is_predicted_and_backtested(cli):
     """The real ladder of benchmarks/ladder.py (tinyshakespeare, 5 widths, 6 arms, 3 seeds)."""
     code, out, err = cli(f"stats predict {STORED} --n-boot 400")
     assert code == 0, err
-    assert "from 5 scales (d64 the largest)" in out
+    assert "from 5 scales (d64" in out and "at target d128 (467,584 parameters" in out
     for arm in ("post_ln", "qk_norm", "gelu_mlp", "softpick", "z_loss"):
         assert arm in out
     assert out.count("backtest of ") == 3 and "d32, d48, d64 each predicted" in out
+
+
+def test_the_verdict_table_gets_a_line_at_the_target(tmp_path, capsys):
+    from archaudit.cli.at_target import print_at_target
+    from archaudit.stats import load_table
+
+    path = audit_file(tmp_path)
+    print_at_target(path, load_table(tmp_path / "runs" / "lad"), "val_loss", "baseline")
+    out = capsys.readouterr().out
+    assert out.startswith("- at target target (") and "`stats predict` for the backtest" in out
+    assert "qk_norm Δ̂ " in out and "P(sign holds)" in out
+    print_at_target(audit_file(tmp_path, target=""), load_table(tmp_path / "runs" / "lad"),
+                    "val_loss", "baseline")  # fmt: skip
+    assert capsys.readouterr().out == ""  # no [target]: nothing
