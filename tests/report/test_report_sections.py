@@ -21,6 +21,7 @@ ORDER = (
     "curves",
     "routing",
     "transfer",
+    "target",
     "interactions",
     "power",
     "signal",

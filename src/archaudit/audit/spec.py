@@ -15,6 +15,9 @@
     preset = "tiny"
     tokens = 600_000
     [baselines.llama]   # optional: several baselines, each a ModelConfig delta
+    [target]       # optional: the scale the verdicts are meant for, never trained
+    preset = "base"    # or params = 1.2e9; tokens = ... or tokens_per_param = ... (or neither:
+                       # on the line of the trained scales' tokens)
     [executor]     # local | ray | slurm, workers, GPUs per run, ...
 
 Loading checks structure and types only and names the file and key of every mistake; what
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,7 +51,7 @@ from archaudit.presets import MODEL_PRESETS
 from archaudit.rundir import check_audit_dir
 
 TOP_KEYS = ("name", "arms", "runs_dir", "tracker", "plugins")
-SECTIONS = ("seeds", "eval", "recipe", "scales", "baselines", "executor")
+SECTIONS = ("seeds", "eval", "recipe", "scales", "baselines", "executor", "target")
 SUITE_PREFIX = "suite:"
 SEED_POLICIES = ("fixed", "sequential")
 NAMED_TABLES = ("scales", "baselines")
@@ -156,6 +160,40 @@ class ScaleSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TargetSpec:
+    """The scale the audit's verdicts are meant for, never trained: `archaudit stats predict`
+    extrapolates each arm's Δ from the trained scales (the ladder) to it (docs/predict.md)."""
+
+    name: str = "target"
+    preset: str | None = None
+    """A model preset (its parameters are counted), or give `params`."""
+    params: float | None = None
+    """Parameters of the target model (e.g. 1.2e9)."""
+    tokens: float | None = None
+    """Training tokens at the target. Unset with `tokens_per_param` unset: on the line the
+    trained scales' (log parameters, log tokens) lie on."""
+    tokens_per_param: float | None = None
+
+    def __post_init__(self) -> None:
+        if (self.preset is None) == (self.params is None):
+            raise ConfigError(
+                "target: give exactly one of preset (a model preset never trained, e.g. "
+                '"base") and params (e.g. 1.2e9)'
+            )
+        if self.preset is not None and self.preset not in MODEL_PRESETS:
+            raise ConfigError(
+                f"target.preset = {self.preset!r}{did_you_mean(self.preset, MODEL_PRESETS)}"
+            )
+        if self.tokens is not None and self.tokens_per_param is not None:
+            raise ConfigError("target: give tokens or tokens_per_param, not both")
+        for key in ("params", "tokens", "tokens_per_param"):
+            value = getattr(self, key)
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise ConfigError(f"target.{key} = {value!r} must be a positive number")
+        _name(self.name, "target.name")
+
+
+@dataclass(frozen=True, kw_only=True)
 class ArmEntry:
     """One entry of `arms`: a modification, a composition `a+b`, or `suite:NAME`."""
 
@@ -189,6 +227,8 @@ class AuditSpec:
     runs_dir: Path
     tracker: str = ""
     plugins: tuple[str, ...] = ()
+    target: TargetSpec | None = None
+    """The untrained scale `stats predict` extrapolates to ([target]); None = not stated."""
     source: str = "<audit>"
     """Where the spec came from, for error messages."""
 
@@ -288,6 +328,7 @@ def parse_audit(
         runs_dir=base_dir / runs_dir,
         tracker=tracker,
         plugins=_strings(tree.get("plugins", []), "plugins"),
+        target=build(TargetSpec, tree["target"], section="target") if "target" in tree else None,
         source=source,
     )
 

@@ -31,6 +31,7 @@ def register_commands() -> None:
         report_cmd,
         stats_aggregate_cmd,
         stats_cmd,
+        stats_predict_cmd,
         stats_snr_cmd,
         train_cmd,
     )

@@ -173,6 +173,9 @@ def verdicts_command(
     if _printed_json(judgement, json_):
         return
     _print_judgement(judgement, [*loop_notes, *notes])
+    from archaudit.cli.at_target import print_at_target
+
+    print_at_target(source, table, metric, baseline)
 
 
 def _load(source: Path) -> tuple[Table, list[str]]:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from archaudit.audit import store
+from archaudit.audit.ladder import target_prediction
 from archaudit.audit.loop_summary import judge_with_loop, read_loop_summary
 from archaudit.audit.record import RunRecord
 from archaudit.audit.spec import resolve_audit_dir
@@ -44,6 +45,7 @@ from archaudit.stats.errors import EmptyTableError
 from archaudit.stats.judge import Judgement
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.power import PowerCurve, power_curve
+from archaudit.stats.predict import Prediction, with_prediction
 from archaudit.stats.sequential import (
     sequential_power_curve,
 )
@@ -330,6 +332,8 @@ class ReportData:
     """Arm → its one colour on every figure of the page (report.palette)."""
     signal: SignalToNoise | None = None
     """Seed σ, spread and SNR per metric (`archaudit.stats.snr`)."""
+    prediction: Prediction | None = None
+    """Each arm at the audit's untrained [target] scale (`archaudit.stats.predict`)."""
 
 
 SEEDS_CAP = 100
@@ -351,6 +355,17 @@ def gather(
         table.check_arm(baseline, "baseline")
     chosen = _choose_metrics(table, metrics) if table else ()
     verdicts = _verdicts(table, chosen, baseline, absent, audit_dir) if table else ()
+    prediction = (
+        _attempt(
+            lambda: target_prediction(Path(source), audit_dir, table, chosen, baseline),
+            "target",
+            absent,
+        )
+        if table
+        else None
+    )
+    if prediction is not None:
+        verdicts = tuple(with_prediction(v, prediction) for v in verdicts)
     power = tuple(case for v in verdicts if (case := _power(v)) is not None)
     runs = _runs(audit_dir) if audit_dir else ()
     curves = tuple(curve for run in runs if (curve := _curve(run)) is not None)
@@ -379,6 +394,7 @@ def gather(
         )
         if table
         else None,
+        prediction=prediction,
     )
 
 

@@ -12,11 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from archaudit.formatting import MISSING, VALUE_DIGITS, num, pvalue, signed
-from archaudit.report import figures
+from archaudit.report import figures, target_figures
 from archaudit.report.data import PowerCase, ReportData, bands
 from archaudit.report.figures import Figure
+from archaudit.stats.backtest import SINGLE_SCALE
 from archaudit.stats.corrections import error_rate
 from archaudit.stats.judge import ArmVerdict, Judgement
+from archaudit.stats.predict import Prediction
+from archaudit.stats.target import TargetPrediction
 from archaudit.stats.verdicts import (
     CANDIDATE_IMPROVER,
     CANDIDATE_REGRESSOR,
@@ -836,6 +839,79 @@ def _generator() -> dict[str, str]:
     return {"archaudit": archaudit.__version__, "matplotlib": matplotlib.__version__}
 
 
+# ---------------------------------------------------------------------------------------------
+# 7b. at the target scale (stats predict)
+
+_TARGET_TITLE = "At the target scale"
+_TARGET_INTRO = (
+    "What the verdicts at the trained scales say about the scale the audit is meant for, which "
+    "was never trained: each arm's Δ (arm − baseline; below 0 = a lower loss) extrapolated "
+    "along the ladder of trained scales, with a prediction interval, the probability that its "
+    "sign there is the one seen at the largest trained scale, and its predicted rank. The "
+    "curve was chosen by a backtest that predicts each trained scale from the smaller ones; "
+    "when it does not beat the ranking at the largest scale taken as it is, that ranking is "
+    "shown instead."
+)
+
+
+def target(data: ReportData) -> Section:
+    p = data.prediction
+    if p is None:
+        reason = data.absent.get("target", "the audit file names no [target] scale")
+        return Section("target", _TARGET_TITLE, _TARGET_INTRO, absent=reason)
+    target = p.ladder.target
+    how = (
+        f"not estimable: {p.reason}"
+        if not p.estimable
+        else "the single-scale baseline (no curve beat it)"
+        if p.model == SINGLE_SCALE
+        else f"the {p.model.replace('_', '-')} curve"
+    )
+    head = Paragraph(
+        f"{p.metric} at {target.name} ({target.params:,.0f} parameters, {target.tokens:,.0f} "
+        f"tokens), from {len(p.ladder.scales)} trained scales; {p.confidence:.0%} intervals; "
+        f"prediction: {how}."
+    )
+    blocks: list[Block] = [head, _grid(p, _largest_verdicts(data, p))]
+    if p.curves:
+        blocks.append(target_figures.ladder_plot("target-ladder", p, data.colours))
+    if p.candidates:
+        blocks.append(target_figures.backtest_plot("target-backtest", p))
+    blocks.append(Bullets(tuple(b.summary() for b in p.candidates) + p.notes))
+    return Section("target", _TARGET_TITLE, _TARGET_INTRO, tuple(blocks))
+
+
+def _largest_verdicts(data: ReportData, p: Prediction) -> dict[str, str]:
+    largest = p.ladder.scales[-1].name
+    found: list[Judgement] = [
+        v for v in data.verdicts if v.metric == p.metric and v.scale == largest
+    ]
+    return {a.arm: a.verdict for a in found[0].arms} if found else {}
+
+
+def _grid(p: Prediction, verdicts: dict[str, str]) -> Grid:
+    largest = p.ladder.scales[-1].name
+    return Grid(
+        f"Each arm at {largest} (the largest trained scale) and at {p.ladder.target.name}.",
+        ("arm", f"verdict at {largest}", f"Δ at {largest}", "at target", "rank (could be)"),
+        tuple(
+            (a.arm, verdicts.get(a.arm, "–"), signed(a.delta_largest), *_at_target(a))
+            for a in p.arms
+        ),
+    )
+
+
+def _at_target(a: TargetPrediction) -> tuple[str, str]:
+    if not a.estimable:
+        return f"not estimable ({a.reason})", "–"
+    low, high = a.interval
+    rank_low, rank_high = a.rank_interval
+    return (
+        f"Δ̂ {signed(a.delta)} [{signed(low)}, {signed(high)}], P(sign holds) {a.p_sign_holds:.2f}",
+        f"{a.rank} ({rank_low:.0f}–{rank_high:.0f})",
+    )
+
+
 SECTIONS: tuple[Callable[[ReportData], Section], ...] = (
     answer,
     noise_floor,
@@ -844,6 +920,7 @@ SECTIONS: tuple[Callable[[ReportData], Section], ...] = (
     curves,
     routing,
     transfer,
+    target,
     interactions,
     power,
     signal_noise,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from archaudit.formatting import interval as written_interval
 from archaudit.formatting import num
@@ -32,6 +33,9 @@ from archaudit.stats.serialize import JsonResult
 from archaudit.stats.signal import AVERAGE, check_signal
 from archaudit.stats.table import DOWNSTREAM, Table, TableLike, load_table
 from archaudit.stats.verdicts import NOISE_SIGMAS
+
+if TYPE_CHECKING:
+    from archaudit.stats.target import TargetPrediction
 
 SEQUENTIAL = "sequential"
 """The test of an arm the sequential loop judged."""
@@ -97,6 +101,9 @@ class ArmVerdict(JsonResult):
     """The standard error of the test behind the verdict (NaN when not tested)."""
     stopped: str | None = None
     """Sequential only: why the loop stopped giving the arm seeds (`stats.loop.ArmStop`)."""
+    at_target: TargetPrediction | None = None
+    """The arm's predicted Δ at the audit's untrained target scale (`stats.predict`), on the
+    judgement of the prediction's metric at the largest trained scale; None without one."""
     # Other verdicts slot in here as optional fields (default None), e.g. a target-scale
     # prediction or a stability verdict, so every renderer of the record shows them.
 

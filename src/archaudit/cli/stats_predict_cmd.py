@@ -1,0 +1,113 @@
+"""`archaudit stats predict`: each arm's Δ at the audit's untrained target scale.
+
+archaudit stats predict AUDIT --metric M [--target PRESET|PARAMS] [--target-tokens D] [--json]
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from archaudit.cli.options import Json, Quiet, quiet_output
+from archaudit.cli.stats_cmd import (
+    Baseline,
+    Boot,
+    LowerIsBetter,
+    Metric,
+    Seed,
+    _print_notes,
+    _print_table,
+    _printed_json,
+    stats_app,
+)
+from archaudit.formatting import interval
+
+if TYPE_CHECKING:
+    from archaudit.stats.backtest import Backtest
+    from archaudit.stats.predict import Prediction
+from archaudit.stats.target import TargetPrediction
+
+AuditFile = Annotated[
+    Path, typer.Argument(help="The audit file: its scales and [target] place the ladder.")
+]
+
+
+@stats_app.command("predict")
+def predict_command(
+    audit: AuditFile,
+    metric: Metric = "val_loss",
+    target: Annotated[
+        str | None,
+        typer.Option("--target", help="A model preset or a parameter count (default: [target])."),
+    ] = None,
+    target_tokens: Annotated[
+        float | None,
+        typer.Option("--target-tokens", help="Tokens at the target (default: the ladder's line)."),
+    ] = None,
+    baseline: Baseline = "baseline",
+    confidence: Annotated[
+        float, typer.Option("--confidence", help="Level of the prediction intervals.")
+    ] = 0.8,
+    lower_is_better: LowerIsBetter = None,
+    n_boot: Boot = 2000,
+    seed: Seed = 0,
+    json_: Json = False,
+    quiet: Quiet = False,
+) -> None:
+    """Predict every arm's Δ at the target scale from the trained ladder (>= 3 scales), with a
+    prediction interval, P(sign holds) and the predicted rank, beside the backtest of the curve
+    and of the single-scale baseline (docs/predict.md)."""
+    from archaudit.audit.ladder import audit_ladder, parse_target
+    from archaudit.audit.spec import load_audit
+    from archaudit.stats import load_table
+    from archaudit.stats.options import JudgeOptions
+    from archaudit.stats.predict import predict
+
+    quiet_output(quiet, json_)
+    spec = load_audit(audit)
+    wanted = parse_target(target, target_tokens) if target is not None else None
+    ladder = audit_ladder(spec, wanted, baseline=baseline)
+    options = JudgeOptions(baseline=baseline, lower_is_better=lower_is_better)
+    result = predict(
+        load_table(spec.audit_dir), metric, ladder, options,
+        confidence=confidence, n_boot=n_boot, seed=seed,
+    )  # fmt: skip
+    if _printed_json(result, json_):
+        return
+    _print_prediction(result)
+
+
+def _print_prediction(result: Prediction) -> None:
+    largest, target = result.ladder.scales[-1], result.ladder.target
+    how = "not estimable" if not result.estimable else result.model.replace("_", "-")
+    _print_table(
+        f"{result.metric} at target {target.name} ({target.params:,.0f} parameters, "
+        f"{target.tokens:,.0f} tokens) from {len(result.ladder.scales)} scales "
+        f"({largest.name} the largest): {how}; {result.confidence:.0%} intervals",
+        ("arm", f"Δ {largest.name}", "Δ̂ target", "interval", "P(sign holds)", "rank", "could be"),
+        [_arm_cells(a) for a in result.arms],
+    )
+    for test in result.candidates:
+        _print_backtest(test, chosen=test.model == result.curve)
+    _print_notes([*((result.reason,) if result.reason else ()), *result.notes])
+
+
+def _arm_cells(a: TargetPrediction) -> tuple[object, ...]:
+    if not a.estimable:
+        return (a.arm, a.delta_largest, "not estimable", "", "", "", "")
+    low, high = a.rank_interval
+    return (
+        a.arm,
+        a.delta_largest,
+        a.delta,
+        interval(a.interval),
+        f"{a.p_sign_holds:.2f}",
+        a.rank,
+        f"{low:.0f}–{high:.0f}",
+    )
+
+
+def _print_backtest(test: Backtest, *, chosen: bool) -> None:
+    _print_notes([test.summary() + (" (the curve chosen)" if chosen else "")])

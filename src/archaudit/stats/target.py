@@ -1,0 +1,29 @@
+"""One arm's prediction at an untrained target scale: the record `stats.predict` makes and the
+verdict record (`ArmVerdict.at_target`) carries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from archaudit.stats.serialize import JsonResult
+
+
+@dataclass(frozen=True)
+class TargetPrediction(JsonResult):
+    """One arm at the target scale; NaN where `estimable` is false."""
+
+    arm: str
+    delta: float
+    """Predicted Δ (arm − baseline, metric units) at the target."""
+    interval: tuple[float, float]
+    """Prediction interval of the true Δ at the target, at the prediction's confidence."""
+    p_sign_holds: float
+    """Probability that the sign at the target is the sign of Δ̂ at the largest trained scale."""
+    rank: int
+    """Predicted rank among the arms (1 = the lowest loss)."""
+    rank_interval: tuple[float, float]
+    delta_largest: float
+    """Δ̂ at the largest trained scale."""
+    estimable: bool
+    reason: str = ""
+    """Why not estimable ("" when it is)."""

@@ -1,0 +1,102 @@
+"""`archaudit stats predict AUDIT`: the ladder from the audit file's scales and [target], the
+per-arm table, the backtest lines, and errors that teach."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from predict_helpers import constant, log_linear, table, write_csv
+
+AUDIT = """name = "lad"
+arms = ["qk_norm", "post_ln", "gelu_mlp"]
+[eval]
+suite = ""
+[recipe]
+batch_tokens = 1024
+{target}
+"""
+WIDTHS = (16, 24, 32, 48)
+STORED = Path(__file__).parent / "data" / "ladder" / "ladder.toml"
+
+
+def audit_file(root: Path, target: str = "[target]\nparams = 5e5", widths=WIDTHS) -> Path:
+    """An audit with widths at 2 layers, tokens ∝ √N, and results with known effects."""
+    text = AUDIT.format(target=target)
+    for width in widths:
+        tokens = round(100 * width**1.0) * 1024
+        text += f"[scales.d{width}]\nd_model = {width}\nn_layers = 2\nn_heads = 4\n"
+        text += f"context_length = 64\ntokens = {tokens}\n"
+    path = root / "audit.toml"
+    path.write_text(text)
+    truth = {"qk_norm": constant(-0.05), "post_ln": log_linear(0.2, -0.05),
+             "gelu_mlp": constant(0.03)}  # fmt: skip
+    params = [1.5e4, 2.6e4, 4.3e4, 8.0e4][: len(widths)]
+    rows = table(truth, params=params, sigma=0.004, names=[f"d{w}" for w in widths])
+    write_csv(rows, root / "runs" / "lad" / "results.csv")
+    return path
+
+
+def test_predict_prints_the_table_and_the_backtests(cli, tmp_path):
+    code, out, err = cli(f"stats predict {audit_file(tmp_path)} --metric val_loss --n-boot 300")
+    assert code == 0, err
+    assert "at target target (500,000 parameters" in out and "from 4 scales" in out
+    for arm in ("qk_norm", "post_ln", "gelu_mlp"):
+        assert arm in out
+    assert out.count("backtest of ") == 3 and "single-scale baseline: signs" in out
+
+
+def test_predict_json_has_a_record_per_arm(cli, tmp_path):
+    path = audit_file(tmp_path)
+    code, out, err = cli(f"stats predict {path} --json --n-boot 200 --target small")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["ladder"]["target"]["name"] == "small"
+    assert {a["arm"] for a in result["arms"]} == {"qk_norm", "post_ln", "gelu_mlp"}
+    assert len(result["candidates"]) == 3
+
+
+def test_two_scales_print_not_estimable(cli, tmp_path):
+    path = audit_file(tmp_path, widths=WIDTHS[:2])
+    code, out, err = cli(f"stats predict {path} --n-boot 200")
+    assert code == 0, err
+    assert "not estimable" in out and "too few scales: 2 trained" in out
+
+
+def test_errors_teach(cli, tmp_path):
+    path = audit_file(tmp_path, target="")
+    code, _, err = cli(f"stats predict {path}")
+    assert code == 2 and "no target scale: add a [target] table" in err
+    path = audit_file(tmp_path, target='[target]\npreset = "bsae"')
+    code, _, err = cli(f"stats predict {path}")
+    assert code == 2 and "target.preset = 'bsae' (did you mean 'base'?)" in err
+    path = audit_file(tmp_path, target="[target]\nparams = 1e6\ntokens = 1e3")
+    code, _, err = cli(f"stats predict {path}")
+    assert code == 2 and "target 'target' trains 1,000 tokens" in err and "Traceback" not in err
+    path = audit_file(tmp_path, target='[target]\npreset = "base"\nparams = 1e6')
+    code, _, err = cli(f"stats predict {path}")
+    assert code == 2 and "give exactly one of preset" in err
+
+
+def test_the_stored_ladder_is_predicted_and_backtested(cli):
+    """The real ladder of benchmarks/ladder.py (tinyshakespeare, 5 widths, 6 arms, 3 seeds)."""
+    code, out, err = cli(f"stats predict {STORED} --n-boot 400")
+    assert code == 0, err
+    assert "from 5 scales (d64" in out and "at target d128 (467,584 parameters" in out
+    for arm in ("post_ln", "qk_norm", "gelu_mlp", "softpick", "z_loss"):
+        assert arm in out
+    assert out.count("backtest of ") == 3 and "d32, d48, d64 each predicted" in out
+
+
+def test_the_verdict_table_gets_a_line_at_the_target(tmp_path, capsys):
+    from archaudit.cli.at_target import print_at_target
+    from archaudit.stats import load_table
+
+    path = audit_file(tmp_path)
+    print_at_target(path, load_table(tmp_path / "runs" / "lad"), "val_loss", "baseline")
+    out = capsys.readouterr().out
+    assert out.startswith("- at target target (") and "`stats predict` for the backtest" in out
+    assert "qk_norm Δ̂ " in out and "P(sign holds)" in out
+    print_at_target(audit_file(tmp_path, target=""), load_table(tmp_path / "runs" / "lad"),
+                    "val_loss", "baseline")  # fmt: skip
+    assert capsys.readouterr().out == ""  # no [target]: nothing
