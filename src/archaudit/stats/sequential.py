@@ -54,6 +54,7 @@ from archaudit.stats.noise_models import PANEL, NoiseModel, parse_noise, parse_o
 from archaudit.stats.power import PowerCurve, curve_points
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.simulate import PanelRate, panel_rate, worst
+from archaudit.stats.simulation_checks import WORKING_COPIES, check_memory, check_run
 from archaudit.stats.verdicts import NOISE_SIGMAS
 
 OPEN, IMPROVER, REGRESSOR, FUTILE = 0, 1, 2, 3
@@ -381,6 +382,9 @@ def simulate_sequential(
     fixed_seeds = fixed_seeds or rule.max_seeds
     fixed_baseline = max(fixed_seeds, rule.baseline_seeds)
     cap, top = rule.baseline_cap, rule.max_seeds
+    check_run(max(effects, key=abs, default=0.0), seed, models, arms - len(effects))
+    drawn = audits * (max(cap, fixed_baseline) + arms * max(top, fixed_seeds))
+    check_memory(WORKING_COPIES * drawn, "--n-arms, --seeds or --audits")
     baseline, values, shift = _draw_sequential(
         arms, audits, effects, max(cap, fixed_baseline), max(top, fixed_seeds), seed, models[0]
     )
