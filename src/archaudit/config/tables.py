@@ -25,6 +25,7 @@ from archaudit.errors import ConfigError, did_you_mean
 
 MAX_FLOAT = sys.float_info.max
 
+
 def build(cls: type, values: Mapping[str, Any], *, section: str) -> Any:
     """Construct `cls` from a mapping, checking every key and type; errors name `section.key`.
     A field whose type is itself a config class takes a table, built the same way."""

@@ -149,6 +149,28 @@ def left_out(table: Table, options: JudgeOptions) -> tuple[str, ...]:
     return (*options.exclude, *(a for a in table.arms_at(scale) if a not in named))
 
 
+def no_arm_to_judge(table: Table, options: JudgeOptions) -> ConfigError:
+    """The error for a family of no arm (an empty verdict table says nothing), naming the arms
+    that other scales hold: two scale labels for one model size is the usual cause."""
+    scale = table.resolve_scale(options.scale)
+    elsewhere = [
+        f"{arm} at {other}"
+        for other in table.scales
+        if other != scale
+        for arm in table.arms_at(other)
+        if arm != options.baseline
+    ]
+    hint = (
+        f"; other scales hold {', '.join(elsewhere[:4])}: give runs of one model size one "
+        "scale label"
+        if elsewhere
+        else "; add arms, or check --arms and --exclude"
+    )
+    return ConfigError(
+        f"{table.source}: no arm to judge against {options.baseline!r} at scale {scale!r}{hint}"
+    )
+
+
 def resolve_direction(metric: str, lower_is_better: bool | None) -> bool:
     """Whether lower is better: as given, else from the metric's name (losses, perplexity...)."""
     return looks_like_loss(metric) if lower_is_better is None else lower_is_better
