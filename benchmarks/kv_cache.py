@@ -106,8 +106,11 @@ def main() -> None:
         "new_tokens": tokens,
         "threads": args.threads,
         "equal_token_for_token": cached == uncached,
-        "tokens_per_s": {"cached": tokens / cached_s, "uncached": tokens / uncached_s,
-                         "hf_generate": tokens / hf_s},  # fmt: skip
+        "tokens_per_s": {
+            "cached": tokens / cached_s,
+            "uncached": tokens / uncached_s,
+            "hf_generate": tokens / hf_s,
+        },
         "speedup_cached_over_uncached": uncached_s / cached_s,
         "time_over_hf_generate": {"cached": cached_s / hf_s, "uncached": uncached_s / hf_s},
     }

@@ -190,7 +190,7 @@ def test_fewer_keys_keep_the_gold_record_and_the_first_others(tmp_path: Path) ->
         others = [tuple(kv) for kv in row["ordered_kv_records"][:4]]
         assert len(shown) == 5 and shown[index] == (row["key"], row["value"])
         assert [kv for kv in shown if kv[0] != row["key"]] == others
-    with pytest.raises(DataError, match="params.keys = 11, but the record has 10 keys"):
+    with pytest.raises(DataError, match=r"params\.keys = 11, but the record has 10 keys"):
         _load(tmp_path, _spec(keys=11))
 
 
@@ -201,5 +201,5 @@ def test_fewer_keys_keep_the_gold_record_and_the_first_others(tmp_path: Path) ->
 )  # fmt: skip
 def test_params_out_of_range_are_refused(tmp_path: Path, params: dict) -> None:
     kv_file(tmp_path / "kv.jsonl", records=1, pairs=10, gold=0)
-    with pytest.raises(ConfigError, match=f"params.{next(iter(params))}"):
+    with pytest.raises(ConfigError, match=rf"params\.{next(iter(params))}"):
         _load(tmp_path, _spec(**params))
