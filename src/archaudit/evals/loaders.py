@@ -24,6 +24,7 @@ import json
 import lzma
 import math
 import re
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -242,7 +243,7 @@ def _lines(handle: Any, path: Path) -> Iterator[tuple[int, str]]:
     try:
         for number, line in enumerate(handle, start=1):
             yield number, line
-    except (OSError, EOFError, lzma.LZMAError) as err:
+    except (OSError, EOFError, lzma.LZMAError, zlib.error) as err:
         raise DataError(
             f"{path}:{number + 1}: cannot be read ({err}); a compressed file must be whole"
         ) from None
