@@ -143,8 +143,9 @@ def parse_one(spec: str) -> NoiseModel:
 
 def check_fits(models: tuple[NoiseModel, ...], null_arms: int) -> None:
     """Refuse `hetero:F:K` with more wide arms K than the design has null arms, which would
-    otherwise be clamped to them without a word."""
-    for model in models:
+    otherwise be clamped to them without a word. The panel's fixed models (several at once)
+    keep as many of their wide arms as a small design has."""
+    for model in models if len(models) == 1 else ():
         if model.wide_arms > null_arms:
             raise ConfigError(
                 f"--noise {model.spec}: {model.wide_arms} wide arms, but the design has "

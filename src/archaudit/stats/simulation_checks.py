@@ -6,9 +6,25 @@ CLI and the library refuse the same values with the same line."""
 from __future__ import annotations
 
 import math
+from typing import Protocol
 
 from archaudit.errors import ConfigError
-from archaudit.stats.noise_models import NoiseModel, check_fits
+from archaudit.stats.noise_models import NoiseModel, check_fits, parse_noise
+
+
+class SeedCaps(Protocol):
+    """What the memory bound reads of a `SequentialRule` (stats/sequential.py imports this
+    module, so it is not imported back)."""
+
+    @property
+    def baseline_cap(self) -> int: ...
+
+    @property
+    def baseline_seeds(self) -> int: ...
+
+    @property
+    def max_seeds(self) -> int: ...
+
 
 MEMORY_LIMIT = 2 * 2**30
 """Bytes a simulation may hold at once (2 GiB): `--n-arms 100000000` would otherwise grow past
@@ -45,3 +61,23 @@ def check_memory(values: float, what: str) -> None:
 def _size(n_bytes: float) -> str:
     power = min(int(math.log(max(n_bytes, 1.0), 1024)), 4)
     return f"{n_bytes / 1024**power:.3g} {['B', 'KiB', 'MiB', 'GiB', 'TiB'][power]}"
+
+
+def sequential_models(
+    noise: str,
+    arms: int,
+    audits: int,
+    effects: tuple[float, ...],
+    seed: int,
+    rule: SeedCaps,
+    fixed_seeds: int | None,
+) -> tuple[NoiseModel, ...]:
+    """The noise models of `simulate_sequential`, once every bound holds: arms, audits and
+    effects, `check_run`, and the memory of every seed it draws up front (an upper bound)."""
+    if arms < 1 or audits < 1 or len(effects) > arms:
+        raise ConfigError(f"need >= 1 arm, >= 1 audit and <= {arms} effects")
+    models = parse_noise(noise)
+    check_run(max(effects, key=abs, default=0.0), seed, models, arms - len(effects))
+    seeds = rule.baseline_cap + rule.baseline_seeds + rule.max_seeds + (fixed_seeds or 0)
+    check_memory(WORKING_COPIES * audits * (arms + 1) * seeds, "--n-arms, --seeds or --audits")
+    return models
