@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -168,3 +169,52 @@ def test_train_tracker_mlflow_file_store_holds_the_eval_metrics(tmp_path, monkey
         "qk_norm", "xs", "3",
     )  # fmt: skip
     assert [m.step for m in client.get_metric_history(run.info.run_id, "loss")] == list(range(1, 7))
+
+
+def test_mlflow_gets_the_config_as_flat_params_and_each_value_once(monkeypatch, tmp_path):
+    """Issue 36: runs can be filtered by `params."model.attention.score"`, and the summary
+    does not log val_loss a second time at the last step (a stand-in client records calls)."""
+    import collections
+    import types
+
+    calls: list[tuple] = []
+
+    class Client:
+        def __init__(self, tracking_uri: str) -> None:
+            pass
+
+        def get_experiment_by_name(self, name: str) -> None:
+            return None
+
+        def create_experiment(self, name: str) -> str:
+            return "1"
+
+        def create_run(self, experiment_id: str, tags: dict) -> Any:
+            return types.SimpleNamespace(info=types.SimpleNamespace(run_id="r"))
+
+        def log_dict(self, run_id: str, value: Any, name: str) -> None:
+            pass
+
+        def log_batch(self, run_id: str, params: list) -> None:
+            calls.append(("params", {p.key: p.value for p in params}))
+
+        def log_metric(self, run_id: str, key: str, value: float, step: int) -> None:
+            calls.append(("metric", key, value, step))
+
+    modules = {name: types.ModuleType(name) for name in ("mlflow", "mlflow.tracking",
+                                                          "mlflow.entities")}  # fmt: skip
+    modules["mlflow.tracking"].MlflowClient = Client
+    modules["mlflow.entities"].Param = collections.namedtuple("Param", "key value")
+    for name, module in modules.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "file:///nowhere")
+    config = {"arm": "qk_norm", "mods": ["qk_norm"], "model": {"attention": {"score": "softpick"},
+              "n_layers": 2, "extra": {}}, "seed": 3}  # fmt: skip
+    tracker = TRACKERS.get("mlflow")(TrackedRun("p", "r", "qk_norm", "xs", 3, tmp_path, config))
+    tracker.log({"step": 6, "loss": 2.4, "val_loss": 2.5})
+    tracker.summary({"val_loss": 2.5, "downstream_avg": 0.3, "missing": None})
+    (params,) = [c[1] for c in calls if c[0] == "params"]
+    assert params == {"arm": "qk_norm", "mods": '["qk_norm"]', "model.attention.score": "softpick",
+                      "model.extra": "{}", "model.n_layers": "2", "seed": "3"}  # fmt: skip
+    metrics = [c[1:] for c in calls if c[0] == "metric"]
+    assert metrics == [("loss", 2.4, 6), ("val_loss", 2.5, 6), ("downstream_avg", 0.3, 6)]

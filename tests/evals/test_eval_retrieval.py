@@ -166,3 +166,40 @@ def test_substring_is_case_insensitive_and_exact_is_not_lenient() -> None:
     assert matches(_spec(), output, value) and matches(_spec(match="substring"), output, value)
     assert not matches(_spec(match="exact"), output, value)
     assert matches(_spec(match="exact"), " ab12-CD \n", value)
+
+
+def test_the_published_gzip_file_reads_as_the_plain_one(tmp_path: Path) -> None:
+    """Lost in the Middle ships `kv-retrieval-75_keys.jsonl.gz`: the same items, the same ids."""
+    import gzip
+
+    plain = kv_file(tmp_path / "kv.jsonl", records=2, pairs=8, gold=1)
+    (tmp_path / "kv.jsonl.gz").write_bytes(gzip.compress(plain.read_bytes()))
+    packed = TaskSpec(name="kv", format="json_kv", path="kv.jsonl.gz", params={"positions": [0]})
+    assert _load(tmp_path, packed) == _load(tmp_path, _spec(positions=[0]))
+    (tmp_path / "kv.jsonl.gz").write_bytes(gzip.compress(plain.read_bytes())[:-20])
+    with pytest.raises(DataError, match=r"kv.jsonl.gz:\d+: cannot be read"):
+        _load(tmp_path, packed)
+
+
+def test_fewer_keys_keep_the_gold_record_and_the_first_others(tmp_path: Path) -> None:
+    kv_file(tmp_path / "kv.jsonl", records=1, pairs=10, gold=7)
+    row = json.loads((tmp_path / "kv.jsonl").read_text())
+    items = _load(tmp_path, _spec(keys=5, positions=[0, -1]))
+    for item, index in zip(items, (0, 4), strict=True):
+        shown = re.findall(r'"([0-9a-f-]{36})": "([0-9a-f-]{36})"', item.contexts[0])
+        others = [tuple(kv) for kv in row["ordered_kv_records"][:4]]
+        assert len(shown) == 5 and shown[index] == (row["key"], row["value"])
+        assert [kv for kv in shown if kv[0] != row["key"]] == others
+    with pytest.raises(DataError, match=r"params\.keys = 11, but the record has 10 keys"):
+        _load(tmp_path, _spec(keys=11))
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"keys": 0}, {"keys": "5"}, {"max_new_tokens": -1}, {"max_new_tokens": 10**9},
+     {"positions": 3}, {"positions": [1.5]}, {"keys": True}],
+)  # fmt: skip
+def test_params_out_of_range_are_refused(tmp_path: Path, params: dict) -> None:
+    kv_file(tmp_path / "kv.jsonl", records=1, pairs=10, gold=0)
+    with pytest.raises(ConfigError, match=rf"params\.{next(iter(params))}"):
+        _load(tmp_path, _spec(**params))

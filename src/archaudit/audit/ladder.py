@@ -16,7 +16,7 @@ from archaudit.audit.plan import model_sizes, scale_recipe
 from archaudit.audit.spec import AuditSpec, TargetSpec, load_audit
 from archaudit.config import ModelConfig, build, merge_tables
 from archaudit.errors import ConfigError
-from archaudit.metrics import lower_is_better as resolve_direction
+from archaudit.metrics import lower_is_better
 from archaudit.presets import MODEL_PRESETS
 from archaudit.stats.ladders import Ladder, LadderScale, line_tokens
 from archaudit.stats.options import JudgeOptions
@@ -81,7 +81,7 @@ def target_prediction(
     if audit_file is None and audit_dir is not None:
         recorded = (store.read_json(audit_dir / store.AUDIT_FILE) or {}).get("source")
         audit_file = Path(recorded) if recorded else None
-    losses = [m for m in metrics if resolve_direction(m, None)]
+    losses = [m for m in metrics if lower_is_better(m, None)]
     if audit_file is None or not audit_file.is_file() or not losses:
         return None
     spec = load_audit(audit_file)

@@ -252,7 +252,8 @@ def _wandb_key() -> bool:
 @TRACKERS.register("mlflow")
 class MlflowTracker:
     """One MLflow run per audit run in the experiment named after the audit, tagged with arm,
-    scale and seed. The store is MLFLOW_TRACKING_URI, else a file store `<folder>/mlruns`
+    scale and seed, with the run's config as flat params (`model.attention.score`) to filter
+    runs by. The store is MLFLOW_TRACKING_URI, else a file store `<folder>/mlruns`
     (`mlflow ui --backend-store-uri runs/<audit>/mlruns`)."""
 
     package = "mlflow"
@@ -274,16 +275,29 @@ class MlflowTracker:
         tags = {**run.tags, "group": run.group, "mlflow.runName": run.name}
         self._run_id = self._client.create_run(experiment_id, tags=tags).info.run_id
         self._step = 0
+        self._at_step: dict[str, float] = {}
+        """The values logged at `_step`: the summary does not log them a second time."""
         self._client.log_dict(self._run_id, _jsonable(run.config), "config.json")
+        self._log_params(flat_params(run.config))
+
+    def _log_params(self, params: Mapping[str, str]) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(key, value) for key, value in params.items()]
+        for start in range(0, len(items), MLFLOW_BATCH):  # MLflow takes 100 params a call
+            self._client.log_batch(self._run_id, params=items[start : start + MLFLOW_BATCH])
 
     def log(self, row: dict[str, Any]) -> None:
-        self._step = row["step"]
+        if row["step"] != self._step:
+            self._step, self._at_step = row["step"], {}
         for key, value in _scalars(row).items():
             self._client.log_metric(self._run_id, _mlflow_key(key), value, step=row["step"])
+            self._at_step[key] = value
 
     def summary(self, values: Mapping[str, float | None]) -> None:
         for key, value in _scalars(values).items():
-            self._client.log_metric(self._run_id, _mlflow_key(key), value, step=self._step)
+            if self._at_step.get(key) != value:  # val_loss of the last step is already there
+                self._client.log_metric(self._run_id, _mlflow_key(key), value, step=self._step)
 
     def table(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
         self._client.log_dict(self._run_id, _jsonable(list(rows)), f"{name}.json")
@@ -293,6 +307,28 @@ class MlflowTracker:
 
     def close(self) -> None:
         self._client.set_terminated(self._run_id)
+
+
+MLFLOW_BATCH = 100
+MLFLOW_PARAM_CHARS = 6000
+"""MLflow's longest param value (since 2.x); a longer one is cut, with a mark."""
+
+
+def flat_params(config: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """{"model": {"attention": {"score": "x"}}} → {"model.attention.score": "x"}, sorted: MLflow
+    params are flat strings, and runs are filtered by them
+    (`params."model.attention.score" = 'softpick'`). Lists and other values are JSON."""
+    flat: dict[str, str] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            flat.update(flat_params(value, f"{name}."))
+            continue
+        text = value if isinstance(value, str) else json.dumps(_jsonable(value), sort_keys=True)
+        if len(text) > MLFLOW_PARAM_CHARS:
+            text = text[: MLFLOW_PARAM_CHARS - 3] + "..."
+        flat[_mlflow_key(name)] = text
+    return dict(sorted(flat.items()))
 
 
 def _mlflow_key(key: str) -> str:

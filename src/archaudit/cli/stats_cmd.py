@@ -145,6 +145,7 @@ def verdicts_command(
     """Verdict of every arm: Δ, t, corrected p, verdict, MDE, grade, and the design's error rate.
     On a sequential audit: the loop's verdicts, as `run` printed them and the report shows."""
     from archaudit.stats import judge
+    from archaudit.stats.family import no_arm_to_judge
     from archaudit.stats.options import judge_options
 
     quiet_output(quiet, json_)
@@ -170,6 +171,8 @@ def verdicts_command(
         descriptive = judge(table, metric, options) if fixed_design else None
         return _print_loop(judged, descriptive, notes, json_)
     judgement = judge(table, metric, options)
+    if not judgement.arms:
+        raise no_arm_to_judge(table, options)
     if _printed_json(judgement, json_):
         return
     _print_judgement(judgement, [*loop_notes, *notes])
@@ -711,6 +714,8 @@ def items_command(
     quiet_output(quiet, json_)
     items = load_items(source)
     arms = [arm for arm in items.arms if arm != baseline]
+    if not arms:
+        raise ConfigError(f"{source}: no arm but {baseline!r} to compare: nothing to judge")
     results: list[ItemComparison] | list[MeasureComparison]
     if measure == "correct":
         results = [

@@ -12,6 +12,7 @@ that planning and statistics never import torch.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -22,6 +23,8 @@ from archaudit.errors import ConfigError, did_you_mean
 Scalar = int | float | str | bool
 GATES = ("elementwise", "headwise")
 SHARING_ORDERS = ("cycle", "immediate")
+MAX_EXPERTS = 4096
+"""Routed (or shared) experts per MoE layer: DeepSeek-V3 has 256; more is a typo, not a model."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,12 +151,17 @@ class MoEConfig:
 
     def __post_init__(self) -> None:
         positive(self, "experts", "top_k")
+        if self.experts > MAX_EXPERTS or self.shared_experts > MAX_EXPERTS:
+            raise ConfigError(
+                f"{self.SECTION}.experts = {self.experts}, shared_experts = "
+                f"{self.shared_experts}: at most {MAX_EXPERTS} each"
+            )
         if self.top_k > self.experts:
             raise ConfigError(
                 f"{self.SECTION}.top_k = {self.top_k} exceeds {self.SECTION}.experts = "
                 f"{self.experts}"
             )
-        if self.shared_experts < 0 or self.balance_loss < 0 or self.router_z_loss < 0:
+        if not (self.shared_experts >= 0 and self.balance_loss >= 0 and self.router_z_loss >= 0):
             raise ConfigError(
                 f"{self.SECTION}: shared_experts, balance_loss and router_z_loss must be >= 0"
             )
@@ -203,6 +211,12 @@ class ResidualConfig:
     layerscale_init: float = 0.1
     """γ at init for `name = "layerscale"`."""
 
+    def __post_init__(self) -> None:
+        if not abs(self.layerscale_init) < math.inf:
+            raise ConfigError(
+                f"{self.SECTION}.layerscale_init = {self.layerscale_init} must be a finite number"
+            )
+
 
 @dataclass(frozen=True, kw_only=True)
 class StreamConfig:
@@ -238,7 +252,7 @@ class ObjectiveConfig:
     mtp_weight: float = 0.3
 
     def __post_init__(self) -> None:
-        if self.z_loss < 0 or self.mtp_heads < 0 or self.mtp_weight < 0:
+        if not (self.z_loss >= 0 and self.mtp_heads >= 0 and self.mtp_weight >= 0):
             raise ConfigError(f"{self.SECTION}: z_loss, mtp_heads and mtp_weight must be >= 0")
 
 
@@ -329,13 +343,37 @@ class ModelConfig:
             )
         if self.head_dim is not None:
             positive(self, "head_dim")
+        self._check_latent()
         blocks = self.sharing.blocks
         if blocks is not None and blocks > self.n_layers:
             raise ConfigError(
                 f"model.sharing.blocks = {blocks} exceeds model.n_layers = {self.n_layers}"
             )
+        if self.objective.mtp_heads >= self.context_length:
+            raise ConfigError(
+                f"model.objective.mtp_heads = {self.objective.mtp_heads} must be below "
+                f"model.context_length = {self.context_length}: head k predicts the token k + 1 "
+                "places ahead, inside the context"
+            )
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"model.dropout = {self.dropout} must be in [0, 1)")
+
+    def _check_latent(self) -> None:
+        """MLA's widths stay within what they compress: the KV latent within the keys and
+        values of all heads, the query latent within d_model, the RoPE part within a head."""
+        attention, width = self.attention, self.n_heads * self.dim_head
+        limits = {
+            "latent_rank": 2 * width,
+            "latent_q_rank": self.d_model,
+            "latent_rope_dim": self.dim_head,
+        }
+        for key, limit in limits.items():
+            value = getattr(attention, key)
+            if value is not None and value > limit:
+                raise ConfigError(
+                    f"model.attention.{key} = {value} exceeds {limit}, the width it compresses "
+                    f"(model.d_model = {self.d_model}, {self.n_heads} heads of {self.dim_head})"
+                )
 
     @property
     def kv_heads(self) -> int:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
+import sys
 import tomllib
 import types
 import typing
@@ -20,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from archaudit.errors import ConfigError, did_you_mean
+
+MAX_FLOAT = sys.float_info.max
 
 
 def build(cls: type, values: Mapping[str, Any], *, section: str) -> Any:
@@ -212,6 +216,11 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     when it can be, else kept as a string (so `--set recipe.corpus=data/x.txt` works)."""
     if "=" not in text:
         raise ConfigError(f"override {text!r} must look like section.key=value")
+    if any(char in text for char in "\r\n\x00"):
+        # TOML would read a second line as a second key and drop it without a word
+        raise ConfigError(
+            f"override {text!r} holds a line break or NUL: one --set is one key=value line"
+        )
     key, _, raw = text.partition("=")
     path = [part for part in key.strip().split(".") if part]
     if not path:
@@ -260,6 +269,16 @@ def positive(cfg: Any, *names: str) -> None:
             raise ConfigError(f"{cfg.SECTION}.{name} = {value} must be >= 1")
 
 
+def _finite(value: int | float, key: str) -> float:
+    """A float field's value: NaN, ±inf and numbers past float range are refused here, at the
+    boundary, so no component sees them (a capacity factor of inf overflowed `ceil`, a NaN
+    loss coefficient trained to "diverged" instead of being refused)."""
+    number = float(value) if abs(value) <= MAX_FLOAT else math.inf
+    if not math.isfinite(number):
+        raise ConfigError(f"{key} = {value!r} must be a finite number")
+    return number
+
+
 def _coerce(value: Any, hint: Any, key: str) -> Any:
     """Check `value` against a field's type hint; ints are accepted for floats."""
     origin = typing.get_origin(hint)
@@ -288,7 +307,7 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
             return value
     elif hint is float:
         if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
+            return _finite(value, key)
     elif hint is str:
         if isinstance(value, str):
             return value

@@ -17,10 +17,14 @@ A malformed row raises `DataError` naming file, line, field and the fix.
 
 from __future__ import annotations
 
+import bz2
 import glob
+import gzip
 import json
+import lzma
 import math
 import re
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -36,7 +40,8 @@ def task_files(spec: TaskSpec, context: LoadContext, suffix: str) -> list[Path]:
     root = context.data_root
     target = root / spec.path
     if target.is_dir():
-        files = sorted(target.glob(f"*{suffix}"))
+        ends = (suffix, *(suffix + packed for packed in COMPRESSED))
+        files = sorted(p for p in target.iterdir() if p.name.endswith(ends))
     elif glob.has_magic(spec.path):
         files = sorted(Path(p) for p in glob.glob(str(target)))
     else:
@@ -169,8 +174,29 @@ def read_labels(spec: TaskSpec, context: LoadContext) -> list[tuple[Path, int, s
             f"task {spec.name!r}: labels file {path} not found (labels = {spec.labels!r}, "
             f"data root {context.data_root})"
         )
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = read_text(path, "labels file").splitlines()
     return [(path, k, text.strip()) for k, text in enumerate(lines, start=1) if text.strip()]
+
+
+def read_text(path: Path, what: str) -> str:
+    """A benchmark's text file (labels, Zorro pairs) as UTF-8; a binary file or a folder in
+    its place is one line naming it."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise DataError(f"{path}: {what} is not UTF-8 text (byte {err.start})") from None
+    except OSError as err:
+        raise DataError(f"{path}: {what} cannot be read ({err.strerror})") from None
+
+
+COMPRESSED: dict[str, Callable[..., Any]] = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}
+"""Compressed JSONL as published (Lost in the Middle ships `kv-retrieval-75_keys.jsonl.gz`)."""
+
+
+def data_stem(path: Path) -> str:
+    """A data file's name without its format and compression suffixes: item ids stay the same
+    whether the file is read compressed or not."""
+    return Path(path.name.removesuffix(path.suffix) if path.suffix in COMPRESSED else path).stem
 
 
 def read_jsonl(path: Path, limit: int | None) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -179,9 +205,15 @@ def read_jsonl(path: Path, limit: int | None) -> Iterator[tuple[int, dict[str, A
     if path.suffix == ".json":
         yield from _read_json_list(path, limit)
         return
-    with path.open(encoding="utf-8", errors="surrogateescape") as f:
+    try:
+        handle = COMPRESSED.get(path.suffix, open)(
+            path, "rt", encoding="utf-8", errors="surrogateescape"
+        )
+    except OSError as err:
+        raise DataError(f"{path}: cannot be read ({err.strerror})") from None
+    with handle as f:
         count = 0
-        for number, line in enumerate(f, start=1):
+        for number, line in _lines(f, path):
             if any("\udc80" <= c <= "\udcff" for c in line):  # a byte that is not UTF-8
                 raise DataError(f"{path}:{number}: not UTF-8 text; save the file as UTF-8 JSONL")
             if limit is not None and count >= limit:
@@ -205,11 +237,21 @@ def read_jsonl(path: Path, limit: int | None) -> Iterator[tuple[int, dict[str, A
             yield number, data
 
 
+def _lines(handle: Any, path: Path) -> Iterator[tuple[int, str]]:
+    """Numbered lines; a damaged compressed stream is one line naming the file."""
+    number = 0
+    try:
+        for number, line in enumerate(handle, start=1):
+            yield number, line
+    except (OSError, EOFError, lzma.LZMAError, zlib.error) as err:
+        raise DataError(
+            f"{path}:{number + 1}: cannot be read ({err}); a compressed file must be whole"
+        ) from None
+
+
 def _read_json_list(path: Path, limit: int | None) -> Iterator[tuple[int, dict[str, Any]]]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise DataError(f"{path}: not UTF-8 text; save the file as UTF-8 JSON") from None
+        data = json.loads(read_text(path, "task file"))
     except RecursionError:
         raise DataError(f"{path}: nested too deeply to be a task file") from None
     except json.JSONDecodeError as err:
@@ -253,12 +295,12 @@ def file_format(name: str, *, suffix: str, **kwargs: Any) -> Callable[[RecordRea
             grouped = len(files) > 1
             return [
                 Item(
-                    id=f"{path.stem}:{line}",
+                    id=f"{data_stem(path)}:{line}",
                     contexts=item.contexts,
                     continuations=item.continuations,
                     gold=item.gold,
                     true=item.true,
-                    group=path.stem if grouped else "",
+                    group=data_stem(path) if grouped else "",
                 )
                 for path in files
                 for line, item in records(path, limit, spec, context)
@@ -351,7 +393,7 @@ def minimal_pairs(row: Row) -> Choices:
 @file_format("zorro", suffix=".txt", kind="choice")
 def zorro(path: Path, limit: int | None, spec: TaskSpec, context: LoadContext) -> Iterator[Record]:
     """Zorro text files: lines 2k-1 (ungrammatical) and 2k (grammatical) form pair k."""
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = read_text(path, "Zorro file").splitlines()
     if len(lines) % 2:
         raise DataError(
             f"{path}:{len(lines)}: odd number of lines; Zorro files hold pairs "

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from typing import Any
 
 from archaudit.data.probes import needle
 from archaudit.data.synthetic import paragraph
@@ -28,6 +29,8 @@ from archaudit.evals.scoring import ScoringModel
 from archaudit.evals.tasks import Item, LoadContext, TaskSpec, task_format
 
 DEFAULTS = {"lengths": [1, 2, 4], "depths": [0.0, 0.25, 0.5, 0.75, 1.0], "seed": 0}
+MAX_MULTIPLE = 64.0
+"""The longest prompt, in multiples of the context: 64× a 2k context is a 128k-token prompt."""
 PER_CELL = 8  # items per (length, depth) when the task sets no limit
 
 
@@ -44,6 +47,7 @@ def long_context(spec: TaskSpec, context: LoadContext) -> list[Item]:
             f"task {spec.name!r}: unknown params {sorted(unknown)} for long_context "
             f"(allowed: lengths, depths, seed, haystack, context)"
         )
+    _check_params(spec.name, params)
     model = context.model
     if model is None:
         raise ConfigError(
@@ -61,6 +65,37 @@ def long_context(spec: TaskSpec, context: LoadContext) -> list[Item]:
         name = cell_name(multiple, depth)
         items += probe_items(examples, tag=f"{spec.name}/{name}", group=name)
     return items
+
+
+def _check_params(task: str, params: dict[str, Any]) -> None:
+    """Each param within its range, so that `lengths = [-1]` is refused, not scored: lengths are
+    multiples of the context in (0, MAX_MULTIPLE], depths fractions in [0, 1]."""
+    ranges = {"lengths": (0.0, MAX_MULTIPLE, "in (0, {hi:g}]"), "depths": (0.0, 1.0, "in [0, 1]")}
+    for key, (low, high, text) in ranges.items():
+        values = params[key]
+        ok = (
+            isinstance(values, list)
+            and values
+            and all(
+                _is_number(v) and (low < v if key == "lengths" else low <= v) and v <= high
+                for v in values
+            )
+        )
+        if not ok:
+            raise ConfigError(
+                f"task {task!r}: params.{key} = {values!r} must be a non-empty list of numbers "
+                + text.format(hi=high)
+            )
+    for key in ("seed", "context"):
+        value = params.get(key, 1)
+        if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+            raise ConfigError(f"task {task!r}: params.{key} = {value!r} must be a whole number")
+    if params.get("context") == 0:
+        raise ConfigError(f"task {task!r}: params.context = 0 must be >= 1 token")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _share(limit: int, cells: int, index: int) -> int:

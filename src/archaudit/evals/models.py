@@ -54,6 +54,22 @@ class ArchauditLM:
         h = h.gather(1, index[..., None].expand(-1, -1, h.shape[-1]))  # (B, K, d)
         return self.model.head(h)  # (B, K, V)
 
+    def decoder(self) -> Callable[[Sequence[int]], torch.Tensor] | None:
+        """A fresh incremental decoder: fed token ids (the prompt, then one token at a time),
+        it returns the next-token logits (V,) through a KV cache. None when the model cannot
+        decode so (`Transformer.supports_kv_cache`)."""
+        from archaudit.model.kv_cache import KVCache
+
+        if not self.model.supports_kv_cache():
+            return None
+        cache = KVCache()
+
+        def step(ids: Sequence[int]) -> torch.Tensor:
+            h = self.model.hidden(torch.tensor([list(ids)], device=self.device), cache)
+            return self.model.head(h[:, -1:])[0, 0]
+
+        return step
+
     @functools.cached_property
     def position_limit(self) -> int | None:
         """Longest input the model runs at all: its context for learned absolute positions,

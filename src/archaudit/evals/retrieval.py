@@ -7,15 +7,18 @@ others keep their order; negative indices count from the end), one item per reco
 position, grouped `position=<i>`; without it the record's own order is kept. The prompt is the
 paper's (`kv_retrieval.prompt`); the model decodes greedily up to `max_new_tokens`, and an item
 is correct when the gold value is a substring of the output, case-insensitive (the paper's
-metric), or with `match = "exact"` when the stripped output equals it. The gold value's
-log-likelihood and bits per byte are kept per item as for every task.
+metric), or with `match = "exact"` when the stripped output equals it. `params.keys = N` keeps
+N records of each row (the gold one and the first N − 1 others), so the published 75-key file
+serves a small model as a 5-key task; the file may be read compressed as published (`.gz`).
+The gold value's log-likelihood and bits per byte are kept per item as for every task.
 
     [[tasks]]
     name = "kv75"
     format = "json_kv"
-    path = "benchmarks/kv_retrieval/kv-retrieval-75_keys.jsonl"
+    path = "benchmarks/kv_retrieval/kv-retrieval-75_keys.jsonl.gz"
     limit = 50
     params = { positions = [0, 24, 49, 74], match = "substring", max_new_tokens = 48 }
+    # or a 5-key task from the same file: params = { keys = 5, positions = [0, 2, 4] }
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from archaudit.errors import ConfigError, DataError
-from archaudit.evals.loaders import per_file_limit, read_jsonl, task_files
+from archaudit.evals.loaders import data_stem, per_file_limit, read_jsonl, task_files
 from archaudit.evals.tasks import Item, LoadContext, TaskSpec, task_format
 
 PROMPT = (
@@ -37,7 +40,9 @@ MATCHES: dict[str, Callable[[str, str], bool]] = {
     "substring": lambda output, value: value.lower() in output.lower(),
     "exact": lambda output, value: output.strip() == value,
 }
-PARAMS = ("positions", "match", "max_new_tokens")
+PARAMS = ("positions", "match", "max_new_tokens", "keys")
+MAX_NEW_TOKENS = 1024
+"""The most tokens one answer may decode: a uuid is 36 characters."""
 
 
 def format_records(records: list[tuple[str, str]]) -> str:
@@ -65,6 +70,21 @@ def check_params(spec: TaskSpec) -> None:
     match = spec.params.get("match", "substring")
     if match not in MATCHES:
         raise ConfigError(f"task {spec.name!r}: params.match = {match!r}; use substring or exact")
+    positions = spec.params.get("positions", [])
+    if not (isinstance(positions, list) and all(_whole(p, -(2**31)) for p in positions)):
+        raise ConfigError(f"task {spec.name!r}: params.positions = {positions!r} must be a "
+                          "list of record indices (negative ones count from the end)")  # fmt: skip
+    for key, low, high in (("keys", 1, 2**31), ("max_new_tokens", 1, MAX_NEW_TOKENS)):
+        value = spec.params.get(key, low)
+        if not (_whole(value, low) and value <= high):
+            raise ConfigError(
+                f"task {spec.name!r}: params.{key} = {value!r} must be a whole number in "
+                f"[{low}, {high}]"
+            )
+
+
+def _whole(value: Any, low: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
 
 
 def _parse(data: dict[str, Any], where: str) -> tuple[list[tuple[str, str]], int]:
@@ -92,6 +112,17 @@ def _parse(data: dict[str, Any], where: str) -> tuple[list[tuple[str, str]], int
     return [(k, v) for k, v in records], gold[0]
 
 
+def _fewer(
+    records: list[tuple[str, str]], gold: int, keys: int, where: str
+) -> tuple[list[tuple[str, str]], int]:
+    """`keys` of the records: the gold one and the first keys − 1 others, in their order (a
+    75-key file read as a 5-key task, for models whose context or speed cannot take 75)."""
+    if keys > len(records):
+        raise DataError(f"{where}: params.keys = {keys}, but the record has {len(records)} keys")
+    kept = sorted({gold, *[i for i in range(len(records)) if i != gold][: keys - 1]})
+    return [records[i] for i in kept], kept.index(gold)
+
+
 def _moved(records: list[tuple[str, str]], gold: int, index: int) -> list[tuple[str, str]]:
     """The records with the gold one moved to `index`, the others in their order."""
     others = records[:gold] + records[gold + 1 :]
@@ -110,9 +141,11 @@ def json_kv(spec: TaskSpec, context: LoadContext) -> list[Item]:
 
 
 def _items(path: Path, limit: int | None, spec: TaskSpec) -> Iterator[Item]:
-    positions = spec.params.get("positions")
+    positions, keys = spec.params.get("positions"), spec.params.get("keys")
     for line, data in read_jsonl(path, limit):
         records, gold = _parse(data, f"{path}:{line}")
+        if keys is not None:
+            records, gold = _fewer(records, gold, keys, f"{path}:{line}")
         for position in positions if positions is not None else [gold]:
             if not (isinstance(position, int) and -len(records) <= position < len(records)):
                 raise ConfigError(
@@ -122,7 +155,7 @@ def _items(path: Path, limit: int | None, spec: TaskSpec) -> Iterator[Item]:
             index = position % len(records)
             key, value = records[gold]
             yield Item(
-                id=f"{path.stem}:{line}@{index}",
+                id=f"{data_stem(path)}:{line}@{index}",
                 contexts=(kv_prompt(_moved(records, gold, index), key),),
                 continuations=(value,),
                 group=f"position={index}",

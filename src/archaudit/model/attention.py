@@ -37,6 +37,8 @@ def layer_window(cfg: ModelConfig, layer: int) -> int | None:
 class Attention(nn.Module):
     takes_logit_bias: ClassVar[bool] = True
     """Adds a position slot's logit bias (ALiBi) to every head's logits."""
+    kv_cache: ClassVar[bool] = True
+    """Keeps its keys and values through `ctx.remember` (model/kv_cache.py)."""
     decay: ClassVar[dict[str, bool]] = {"value_lambdas": False}
 
     def __init__(self, cfg: ModelConfig, layer: int) -> None:
@@ -76,7 +78,7 @@ class Attention(nn.Module):
         q = self.q_proj(x).view(B, T, self.n_heads, self.d_h).transpose(1, 2)  # (B, h, T, d_h)
         k = self.k_proj(x).view(B, T, self.n_kv, self.d_h).transpose(1, 2)  # (B, h_kv, T, d_h)
         v = self.v_proj(x).view(B, T, self.n_kv, self.d_h).transpose(1, 2)
-        q, k, v = self._transform(q, k, v, ctx)
+        q, k, v = self._transform(q, k, v, ctx)  # k, v: every cached token too
         y = self.score(q, k, v, ctx.mask(self.window))  # (B, h, T, d_h)
         y = y.transpose(1, 2)  # (B, T, h, d_h)
         if self.gate is not None:
@@ -99,7 +101,8 @@ class Attention(nn.Module):
             # ResFormer (Zhou et al. 2024, arXiv 2410.17897): V_l ← λ1·V_l + λ2·V_1.
             v = self.value_lambdas[0] * v + self.value_lambdas[1] * ctx.v_first
         if self.rotates:
-            q, k = ctx.position.rotate(q, k)
+            q, k = ctx.position.rotate(q, k, ctx.start)
+        k, v = ctx.remember(k, v)
         if self.n_kv != self.n_heads:
             k = k.repeat_interleave(self.n_heads // self.n_kv, dim=1)
             v = v.repeat_interleave(self.n_heads // self.n_kv, dim=1)
@@ -123,6 +126,7 @@ class DifferentialAttention(nn.Module):
     """
 
     takes_logit_bias = False
+    kv_cache = True
     decay: ClassVar[dict[str, bool]] = {"lambdas": False}
 
     def __init__(self, cfg: ModelConfig, layer: int) -> None:
@@ -171,7 +175,8 @@ class DifferentialAttention(nn.Module):
         k = self.k_proj(x).view(B, T, 2 * self.h, self.d_h).transpose(1, 2)
         v = self.v_proj(x).view(B, T, self.h, 2 * self.d_h).transpose(1, 2)  # (B, h', T, 2d_h)
         if self.rotates:
-            q, k = ctx.position.rotate(q, k)
+            q, k = ctx.position.rotate(q, k, ctx.start)
+        k, v = ctx.remember(k, v)
         mask = ctx.mask(self.window)
         # Heads (2i, 2i+1) form pair i: the map of the odd one is subtracted.
         y1 = self.score(q[:, 0::2], k[:, 0::2], v, mask)

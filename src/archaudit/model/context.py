@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from archaudit.model.kv_cache import KVCache
 from archaudit.model.position import Position
 
 
@@ -40,15 +41,29 @@ class ForwardContext:
     position: Position
     v_first: torch.Tensor | None = None  # first layer's values, for value residual
     aux_losses: list[torch.Tensor] = field(default_factory=list)  # MoE routers' terms
+    cache: KVCache | None = None
+    """Incremental decoding only (`model/kv_cache.py`): keys and values of earlier tokens."""
     _masks: dict[int | None, AttnMask] = field(default_factory=dict)
 
+    @property
+    def start(self) -> int:
+        """Position of this pass's first token: the tokens already cached."""
+        return self.cache.length if self.cache is not None else 0
+
+    def remember(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The keys and values to attend to: these, or with a cache all so far (B, h, S, d)."""
+        return (k, v) if self.cache is None else self.cache.extend(k, v)
+
     def mask(self, window: int | None) -> AttnMask:
+        """(T, S) for T queries at positions start.. over S = start + T keys."""
         if window not in self._masks:
-            i = torch.arange(self.T, device=self.device)
-            allowed = i[:, None] >= i[None, :]
+            start, S = self.start, self.start + self.T
+            i = torch.arange(S, device=self.device)
+            allowed = (i[:, None] >= i[None, :])[start:]
             if window is not None:
-                allowed &= (i[:, None] - i[None, :]) < window
-            bias = self.position.bias(self.T, self.device)
-            causal_only = bias is None and (window is None or window >= self.T)
+                allowed &= (i[start:, None] - i[None, :]) < window
+            bias = self.position.bias(S, self.device)
+            bias = bias[:, start:] if bias is not None else None
+            causal_only = start == 0 and bias is None and (window is None or window >= self.T)
             self._masks[window] = AttnMask(allowed, bias, causal_only)
         return self._masks[window]

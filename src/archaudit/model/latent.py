@@ -38,6 +38,7 @@ class LatentAttention(nn.Module):
     kv_a (latent and shared RoPE key), kv_b (per-head keys and values), o_proj."""
 
     takes_logit_bias: ClassVar[bool] = False
+    kv_cache: ClassVar[bool] = True
 
     def __init__(self, cfg: ModelConfig, layer: int) -> None:
         super().__init__()
@@ -89,8 +90,9 @@ class LatentAttention(nn.Module):
         k_content, v = kv.split([self.d_h, self.d_h], dim=-1)  # (B, h, T, d_h) each
         k_rope = k_rope.unsqueeze(1)  # one RoPE key for all heads: (B, 1, T, d_R)
         if self.rotates:
-            q_rope, k_rope = ctx.position.rotate(q_rope, k_rope)
+            q_rope, k_rope = ctx.position.rotate(q_rope, k_rope, ctx.start)
         q = torch.cat((q_content, q_rope), dim=-1)
         k = torch.cat((k_content, k_rope.expand(B, self.h, T, self.d_rope)), dim=-1)
+        k, v = ctx.remember(k, v)
         y = self.score(q, k, v, ctx.mask(self.window))  # (B, h, T, d_h)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, -1))

@@ -3,15 +3,16 @@ checkpoint's safetensors file. Needs nothing from the trainer, so evaluators imp
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from archaudit import checkpoint_io
 from archaudit.config import ModelConfig, build
 from archaudit.data.tokenizers import Tokenizer, load_tokenizer
-from archaudit.errors import DataError
+from archaudit.errors import ConfigError, DataError
+from archaudit.files import read_json_object
 from archaudit.model.transformer import Transformer, build_model
 from archaudit.progress import warn
 from archaudit.rundir import SPEC, TOKENIZER, checkpoint_step, run_dir_of
@@ -27,7 +28,7 @@ def load_model(
     spec_file = run / SPEC
     if not spec_file.is_file():
         raise DataError(f"{path} is not an archaudit run directory (no {SPEC} in {run})")
-    spec = json.loads(spec_file.read_text())
+    spec = read_run_spec(spec_file)
     ckpt = (
         checkpoint_io.checked(path)
         if checkpoint_step(path) is not None
@@ -36,12 +37,39 @@ def load_model(
     if ckpt is None:
         raise DataError(f"{run} has no valid checkpoint to evaluate")
     _warn_if_unfinished(run, ckpt, spec)
-    model = build_model(build(ModelConfig, spec["model"], section="model"))
+    try:
+        model = build_model(build(ModelConfig, spec["model"], section="model"))
+    except ConfigError as err:
+        raise DataError(f"{spec_file}: {err}") from None
     checkpoint_io.read_weights(model, ckpt)
     model.to(device).eval()
     tok_file = run / TOKENIZER
     tokenizer = load_tokenizer(f"hf:{tok_file}" if tok_file.is_file() else spec["tokenizer"])
     return model, tokenizer
+
+
+def read_run_spec(path: Path) -> dict[str, Any]:
+    """spec.json with the fields loading needs checked: `model` a table, `tokenizer` a
+    string, `recipe.steps` (when present) a whole number. A torn or edited file is one line
+    naming it, not a KeyError deep inside loading."""
+    spec = read_json_object(path)
+    if spec is None:  # pragma: no cover - the caller checked that it exists
+        raise DataError(f"{path} does not exist")
+    recipe = spec.get("recipe", {})
+    steps = recipe.get("steps") if isinstance(recipe, dict) else None
+    problems = [
+        ("model", "a table of the model's config", isinstance(spec.get("model"), dict)),
+        ("tokenizer", "a tokenizer name", isinstance(spec.get("tokenizer"), str)),
+        ("recipe", "a table", isinstance(recipe, dict)),
+        ("recipe.steps", "a whole number", steps is None or type(steps) is int),
+    ]
+    for key, expected, ok in problems:
+        if not ok:
+            raise DataError(
+                f"{path}: {key} must be {expected}; the run's spec is damaged (rerun the "
+                "training, or restore spec.json from a copy)"
+            )
+    return spec
 
 
 def _warn_if_unfinished(run: Path, ckpt: Path, spec: dict) -> None:

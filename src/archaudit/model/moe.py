@@ -137,6 +137,12 @@ class MoE(nn.Module):
         self.route = ROUTINGS.get(options.routing)
         self.stats: RoutingStats | None = None
 
+    @property
+    def per_token(self) -> bool:
+        """Each token's experts depend on that token alone: top-k routing without capacity
+        (expert choice and capacity dropping compare tokens across the batch)."""
+        return self.options.routing == "top_k" and self.options.capacity_factor is None
+
     def forward(self, x: torch.Tensor, ctx: ForwardContext | None = None) -> torch.Tensor:
         shape = x.shape
         flat = x.reshape(-1, shape[-1])  # (N, d)

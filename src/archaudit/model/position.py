@@ -28,11 +28,14 @@ class Position(nn.Module):
         super().__init__()
         self.cfg = cfg
 
-    def embed(self, x: torch.Tensor) -> torch.Tensor:  # x: (B, T, d)
+    def embed(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """x: (B, T, d), its first token at position `start` (> 0 only with a KV cache)."""
         return x
 
-    def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return q, k  # (B, h, T, d_h) each
+    def rotate(
+        self, q: torch.Tensor, k: torch.Tensor, start: int = 0
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        return q, k  # (B, h, T, d_h) each, at positions start..start+T-1
 
     def bias(self, T: int, device: torch.device) -> torch.Tensor | None:
         return None  # (h, T, T) added to the logits, or None
@@ -78,13 +81,16 @@ class RoPE(Position):
                 self._cache[key] = cached  # (T, rot/2) each
         return cached[0][:T], cached[1][:T]
 
-    def rotate(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def rotate(
+        self, q: torch.Tensor, k: torch.Tensor, start: int = 0
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Rotate the leading rotated(width) dims of q and k, whatever their head width."""
         rot = self.rotated(q.shape[-1])
         if rot == 0:
             return q, k
         dtype = torch.promote_types(q.dtype, torch.float32)  # bf16 rotates in float32
-        cos, sin = self._cos_sin(q.shape[-2], rot, q.device, dtype)
+        cos, sin = self._cos_sin(start + q.shape[-2], rot, q.device, dtype)
+        cos, sin = cos[start:], sin[start:]
         return self._rotate(q, cos, sin), self._rotate(k, cos, sin)
 
     def _rotate(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -128,10 +134,10 @@ class Sinusoidal(Position):
     paper the token embedding is first multiplied by √d: with a 0.02-std init the unit-amplitude
     table would otherwise drown the tokens."""
 
-    def embed(self, x: torch.Tensor) -> torch.Tensor:
+    def embed(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         T, d = x.shape[1], x.shape[2]
         x = x * math.sqrt(d)
-        pos = torch.arange(T, device=x.device, dtype=torch.float32)[:, None]
+        pos = torch.arange(start, start + T, device=x.device, dtype=torch.float32)[:, None]
         div = torch.exp(torch.arange(0, d, 2, device=x.device) * (-math.log(10000.0) / d))
         pe = torch.zeros(T, d, device=x.device)
         pe[:, 0::2] = torch.sin(pos * div)
@@ -147,11 +153,11 @@ class Learned(Position):
         super().__init__(cfg)
         self.table = nn.Embedding(cfg.context_length, cfg.d_model)
 
-    def embed(self, x: torch.Tensor) -> torch.Tensor:
-        T = x.shape[1]
-        if self.table.num_embeddings < T:
+    def embed(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        end = start + x.shape[1]
+        if self.table.num_embeddings < end:
             raise ConfigError(
                 f"learned positions cover model.context_length = {self.table.num_embeddings} "
-                f"tokens; a sequence of {T} cannot be embedded (rope/alibi/nope extrapolate)"
+                f"tokens; a sequence of {end} cannot be embedded (rope/alibi/nope extrapolate)"
             )
-        return x + self.table.weight[:T]
+        return x + self.table.weight[start:end]

@@ -23,6 +23,7 @@ from archaudit.model.attention import ATTENTIONS
 from archaudit.model.context import ForwardContext
 from archaudit.model.heads import HEADS
 from archaudit.model.init import init_weights
+from archaudit.model.kv_cache import KVCache
 from archaudit.model.mlp import MLPS
 from archaudit.model.moe import ROUTINGS, MoE
 from archaudit.model.norms import NORMS, make_norm
@@ -156,13 +157,26 @@ class Transformer(nn.Module):
         blocks = self.distinct_blocks()
         return [blocks[b] for b in self.order]
 
-    def hidden(self, idx: torch.Tensor) -> torch.Tensor:
-        """Token ids (B, T) → final hidden states (B, T, d), normalised."""
-        return self._trunk(idx)[0]
+    def hidden(self, idx: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+        """Token ids (B, T) → final hidden states (B, T, d), normalised. With a `cache` (see
+        `supports_kv_cache`), `idx` continues the tokens cached so far and joins them."""
+        h, _ = self._trunk(idx, cache)
+        if cache is not None:
+            cache.advance(idx.shape[1])
+        return h
 
-    def _trunk(self, idx: torch.Tensor) -> tuple[torch.Tensor, ForwardContext]:
-        ctx = ForwardContext(T=idx.shape[1], device=idx.device, position=self.position)
-        x = self.drop(self.position.embed(self.embed(idx)))
+    def supports_kv_cache(self) -> bool:
+        """Whether decoding with a `KVCache` computes what the full forward computes: every
+        attention module keeps its keys through the cache (declares `kv_cache`), and no
+        router picks tokens by comparing them across the sequence (expert choice, capacity)."""
+        attention = all(getattr(b.attn, "kv_cache", False) for b in self.distinct_blocks())
+        return attention and all(m.per_token for m in self.modules() if isinstance(m, MoE))
+
+    def _trunk(
+        self, idx: torch.Tensor, cache: KVCache | None = None
+    ) -> tuple[torch.Tensor, ForwardContext]:
+        ctx = ForwardContext(T=idx.shape[1], device=idx.device, position=self.position, cache=cache)
+        x = self.drop(self.position.embed(self.embed(idx), ctx.start))
         x = self.stream(x, self.layers(), ctx)
         return self.norm(x), ctx
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from archaudit.errors import did_you_mean
 from archaudit.stats.errors import (
@@ -57,6 +59,8 @@ class CsvRow:
         if not value:
             return math.nan
         try:
+            if "_" in value:  # float() reads Python's `1_000`; no CSV writer means that
+                raise ValueError(value)
             number = float(value)
         except ValueError:
             raise self._bad(column, "is not a number", "write a plain number") from None
@@ -125,7 +129,8 @@ def read_rows(path: Path, required: Sequence[str], optional: Sequence[str]) -> I
     name = str(path)
     try:
         with path.open(newline="", encoding="utf-8-sig") as handle:
-            reader = csv.reader(handle)
+            _check_complete(handle, name)
+            reader = csv.reader(handle, strict=True)
             header = next((row for row in reader if any(cell.strip() for cell in row)), None)
             if header is None:
                 raise EmptyTableError(
@@ -171,6 +176,23 @@ def read_rows(path: Path, required: Sequence[str], optional: Sequence[str]) -> I
         raise TableError(name, f"is not valid CSV ({err})", "save the file as plain CSV") from None
     except OSError as err:
         raise TableError(name, f"cannot be read ({err.strerror})", "check the path") from None
+
+
+def _check_complete(handle: TextIO, name: str) -> None:
+    """Refuse a file whose last line has no line end: every CSV writer ends its rows with one,
+    so the last row was cut, maybe mid-value (`3.1` of `3.14159`), and would read as a number."""
+    handle.seek(0, os.SEEK_END)
+    size = handle.tell()
+    if size:
+        handle.seek(size - 1)
+        last = handle.read(1)
+        if last not in ("\n", "\r"):
+            raise TableError(
+                name,
+                "ends without a line break: its last row may be cut mid-value",
+                "copy or export the file again; if it is complete, end it with a newline",
+            )
+    handle.seek(0)
 
 
 def check_header(

@@ -148,3 +148,26 @@ def left_out(table: Table, options: JudgeOptions) -> tuple[str, ...]:
     scale = table.resolve_scale(options.scale)
     named = (*options.arms, options.baseline)
     return (*options.exclude, *(a for a in table.arms_at(scale) if a not in named))
+
+
+def no_arm_to_judge(table: Table, options: JudgeOptions) -> ConfigError:
+    """The error for a family of no arm (an empty verdict table says nothing), naming the arms
+    that other scales hold: two scale labels for one model size is the usual cause."""
+    scale = table.resolve_scale(options.scale)
+    elsewhere = [
+        f"{arm} at {other}"
+        for other in table.scales
+        if other != scale
+        for arm in table.arms_at(other)
+        if arm != options.baseline
+    ]
+    hint = (
+        f"; other scales hold {', '.join(elsewhere[:4])}: give runs of one model size one "
+        "scale label"
+        if elsewhere
+        else "; add arms, or check --arms and --exclude"
+    )
+    return ConfigError(
+        f"{table.source}: no arm to judge against {options.baseline!r} at scale {scale!r}{hint}"
+    )
+

@@ -80,11 +80,20 @@ _DRAWS: dict[str, Callable[[np.random.Generator, tuple[int, ...], float], np.nda
     "lognormal": _lognormal,
     "hetero": _normal,
 }
+MAX_SHAPE = 4.0
+"""lognormal:S beyond this is not seed noise: at S = 4 one draw in a thousand lies 2·10⁵
+standard deviations out, and past S ≈ 26 the variance itself overflows a float."""
+FACTOR_RANGE = (0.01, 100.0)
+"""hetero:F: an arm 100× as noisy as the baseline (or 1/100) is the widest that still says
+something; at F = 1e308 the variances overflow and every rate reads 0."""
 FORMS = {
     "normal": "normal",
     "t3": "t3",
-    "lognormal": "lognormal:S (S > 0, e.g. lognormal:1)",
-    "hetero": "hetero:F[:K] (K >= 1 arms, default 1, with seed σ × F > 0, e.g. hetero:6:3)",
+    "lognormal": f"lognormal:S (0 < S <= {MAX_SHAPE:g}, e.g. lognormal:1)",
+    "hetero": (
+        f"hetero:F[:K] (K >= 1 arms, default 1, with seed σ × F, {FACTOR_RANGE[0]:g} <= F <= "
+        f"{FACTOR_RANGE[1]:g}, e.g. hetero:6:3)"
+    ),
 }
 
 
@@ -93,14 +102,15 @@ def _plain(spec: str, kind: str, numbers: list[float]) -> NoiseModel | None:
 
 
 def _skewed(spec: str, kind: str, numbers: list[float]) -> NoiseModel | None:
-    if len(numbers) == 1 and numbers[0] > 0:
+    if len(numbers) == 1 and 0 < numbers[0] <= MAX_SHAPE:
         return NoiseModel(spec, kind, shape=numbers[0])
     return None
 
 
 def _wide(spec: str, kind: str, numbers: list[float]) -> NoiseModel | None:
     factor, arms = [*numbers, 1.0][:2] if 1 <= len(numbers) <= 2 else (0.0, 0.0)
-    if factor > 0 and arms >= 1 and arms.is_integer():
+    low, high = FACTOR_RANGE
+    if low <= factor <= high and 1 <= arms < 2**31 and arms.is_integer():
         return NoiseModel(spec, kind, factor=factor, wide_arms=int(arms))
     return None
 
@@ -129,3 +139,15 @@ def parse_one(spec: str) -> NoiseModel:
     if model is None:
         raise ConfigError(f"bad noise {spec!r}: write {FORMS[kind]}")
     return model
+
+
+def check_fits(models: tuple[NoiseModel, ...], null_arms: int) -> None:
+    """Refuse `hetero:F:K` with more wide arms K than the design has null arms, which would
+    otherwise be clamped to them without a word. The panel's fixed models (several at once)
+    keep as many of their wide arms as a small design has."""
+    for model in models if len(models) == 1 else ():
+        if model.wide_arms > null_arms:
+            raise ConfigError(
+                f"--noise {model.spec}: {model.wide_arms} wide arms, but the design has "
+                f"{null_arms} arms without a planted effect; write K <= {null_arms}"
+            )

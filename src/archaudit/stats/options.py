@@ -52,6 +52,11 @@ class JudgeOptions(JsonResult):
                 if isinstance(value, str):
                     raise ConfigError(f"{name} must be a sequence of arm names, not {value!r}")
                 object.__setattr__(self, name, tuple(value))
+        if self.baseline in self.exclude:
+            raise ConfigError(
+                f"--exclude {self.baseline}: the baseline cannot be excluded, every arm is "
+                "judged against it; name another baseline with --baseline"
+            )
         check_test(self.reference, self.correction, self.alpha)
         check_level("power_target", self.power_target)
 

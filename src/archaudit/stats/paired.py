@@ -138,7 +138,7 @@ def compare_items(
     """Paired comparison of `arm` with `baseline` on the items every run of both answered.
     `items` is an `ItemTable`, an items CSV/Parquet file, an audit directory or a DataFrame."""
     items = load_items(items)
-    _check_arms(items, arm, baseline)
+    _check_arms(items, arm, baseline, scale)
     arm_answers = items.answers(arm, scale, task)
     base_answers = items.answers(baseline, scale, task)
     common = _shared_items(
@@ -255,7 +255,7 @@ def compare_item_measure(
             f"{measure!r} is not a continuous item measure",
             f"pass one of {', '.join(ITEM_MEASURES)}" + did_you_mean(measure, ITEM_MEASURES),
         )
-    _check_arms(items, arm, baseline)
+    _check_arms(items, arm, baseline, scale)
     arm_values = items.values(arm, scale, measure, task)
     base_values = items.values(baseline, scale, measure, task)
     common = _shared_items(
@@ -307,9 +307,19 @@ def signed_rank_test(a: np.ndarray, b: np.ndarray) -> PairedTest:
     return PairedTest(statistic=float(result.statistic), p=float(result.pvalue))
 
 
-def _check_arms(items: ItemTable, arm: str, baseline: str) -> None:
+def _check_arms(items: ItemTable, arm: str, baseline: str, scale: str) -> None:
+    """Both arms exist, and both have runs at `scale` (an arm labelled with another scale
+    would otherwise be compared as an empty matrix)."""
     for role, name in (("arm", arm), ("baseline", baseline)):
         check_name(items.source, "arm", role, name, items.arms)
+        if not items.values(name, scale, "correct"):
+            scales = sorted({r.scale for r in items.results if r.arm == name})
+            raise DesignError(
+                items.source,
+                f"arms {arm!r} and {baseline!r} share no items at scale {scale!r}: the {role} "
+                f"has no runs there (its scales: {', '.join(scales)})",
+                "judge a scale that both arms were run at",
+            )
 
 
 def _in_task(task: str | None) -> str:

@@ -26,7 +26,7 @@ import numpy as np
 from scipy import stats as sps
 
 from archaudit.errors import ConfigError
-from archaudit.metrics import lower_is_better as resolve_direction
+from archaudit.metrics import lower_is_better
 from archaudit.stats.backtest import SINGLE_SCALE, Backtest, forecast, interval
 from archaudit.stats.family import left_out
 from archaudit.stats.ladder_fit import CurveFit, LadderArrays
@@ -178,13 +178,13 @@ def with_prediction(judgement: Judgement, prediction: Prediction) -> Judgement:
     return dataclasses.replace(judgement, arms=arms)
 
 
-def check_loss(table: TableLike, metric: str, lower_is_better: bool | None) -> None:
+def check_loss(table: TableLike, metric: str, given: bool | None) -> None:
     """Only losses are extrapolated: an accuracy jumps with scale (DataDecide found it far less
     predictable than the gold answer's bits per byte)."""
     table.check_metric(metric)
-    if resolve_direction(metric, lower_is_better):
+    if lower_is_better(metric, given):
         return
-    losses = [m for m in table.metrics if resolve_direction(m, None)]
+    losses = [m for m in table.metrics if lower_is_better(m, None)]
     raise ConfigError(
         f"{metric!r} is not a loss: accuracies jump with scale and are not extrapolated; predict "
         "a loss or the bits per byte of the gold answers (as DataDecide does)"

@@ -50,10 +50,11 @@ from scipy import optimize, stats
 from archaudit.errors import ConfigError
 from archaudit.files import atomic_write_text, cache_dir
 from archaudit.stats.family_test import ROBUST, interval, scaled_statistics, standard_error
-from archaudit.stats.noise_models import PANEL, NoiseModel, parse_noise, parse_one
+from archaudit.stats.noise_models import PANEL, NoiseModel, parse_one
 from archaudit.stats.power import PowerCurve, curve_points
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.simulate import PanelRate, panel_rate, worst
+from archaudit.stats.simulation_checks import sequential_models
 from archaudit.stats.verdicts import NOISE_SIGMAS
 
 OPEN, IMPROVER, REGRESSOR, FUTILE = 0, 1, 2, 3
@@ -375,9 +376,7 @@ def simulate_sequential(
     for the baseline. `noise` names the seed-noise model (stats/noise_models.py); with `panel`,
     `fwer` is the normal model's and `panel` holds every model's null rate."""
     rule = rule or SequentialRule()
-    if arms < 1 or audits < 1 or len(effects) > arms:
-        raise ConfigError(f"need >= 1 arm, >= 1 audit and <= {arms} effects")
-    models = parse_noise(noise)
+    models = sequential_models(noise, arms, audits, effects, seed, rule, fixed_seeds)
     fixed_seeds = fixed_seeds or rule.max_seeds
     fixed_baseline = max(fixed_seeds, rule.baseline_seeds)
     cap, top = rule.baseline_cap, rule.max_seeds

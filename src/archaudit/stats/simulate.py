@@ -26,6 +26,7 @@ from archaudit.stats.family_test import dunnett_statistics, statistics
 from archaudit.stats.noise_models import NORMAL, NoiseModel, parse_noise
 from archaudit.stats.power import power
 from archaudit.stats.serialize import JsonResult
+from archaudit.stats.simulation_checks import WORKING_COPIES, check_memory, check_run
 from archaudit.stats.verdicts import within_noise
 
 
@@ -108,6 +109,9 @@ def simulate_null(
     """
     models = parse_noise(noise)
     _check_simulation(design, audits, effect, effect_arms)
+    check_run(effect, seed, models, design.m - effect_arms)
+    per_chunk = max(CHUNK_DRAWS, draws_per_audit(design)) * WORKING_COPIES
+    check_memory(per_chunk + 4.5 * audits * design.m, "--n-arms, --seeds or --audits")
     declared, delta, p = _simulate(design, audits, effect, effect_arms, seed, models[0])
     null_p = p[:, effect_arms:]  # the raw p of the arms without a planted effect
     fwer = float(np.mean(np.any(declared[:, effect_arms:], axis=1)))

@@ -1,0 +1,49 @@
+"""A key/value cache for incremental decoding: each attention call of a forward pass keeps the
+keys and values of the tokens seen so far, so the next token costs one position, not the
+whole prefix.
+
+The cache is passed to `Transformer.hidden(ids, cache)`; attention modules reach it through
+`ForwardContext.remember(k, v)`, which is the identity when no cache is given, so training
+and scoring never pay for it. Entries are per attention *call*, in call order, not per module:
+a block shared by several layers (`model.sharing`) keeps one entry per layer that runs it.
+
+    cache = KVCache()
+    logits = model.head(model.hidden(prompt, cache))[:, -1]     # prefill: T tokens
+    logits = model.head(model.hidden(next_token, cache))[:, -1]  # then one at a time
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+
+@dataclass
+class KVCache:
+    keys: list[torch.Tensor] = field(default_factory=list)
+    """Per attention call: (B, h_kv, length, d) keys after RoPE."""
+    values: list[torch.Tensor] = field(default_factory=list)
+    length: int = 0
+    """Tokens cached: the next forward's first token sits at this position."""
+    _calls: int = 0
+
+    def extend(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """This call's new keys and values (B, h, T, d) → every key and value so far."""
+        call, self._calls = self._calls, self._calls + 1
+        if call == len(self.keys):
+            self.keys.append(k)
+            self.values.append(v)
+        else:
+            self.keys[call] = torch.cat((self.keys[call], k), dim=-2)
+            self.values[call] = torch.cat((self.values[call], v), dim=-2)
+        return self.keys[call], self.values[call]
+
+    def advance(self, tokens: int) -> None:
+        """Close one forward pass of `tokens` new tokens."""
+        if self._calls != len(self.keys):
+            raise RuntimeError(  # an attention module that does not call `remember`
+                f"the KV cache saw {self._calls} attention calls, expected {len(self.keys)}"
+            )
+        self.length += tokens
+        self._calls = 0
