@@ -23,6 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from predict_helpers import constant, ladder
+from predict_helpers import table as ladder_table
 
 import archaudit.stats
 from archaudit.errors import ConfigError
@@ -40,6 +42,7 @@ from archaudit.stats.family import collect_family
 from archaudit.stats.items import ItemResult, ItemTable
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.paired import compare_item_measure
+from archaudit.stats.predict import check_loss, predict
 from archaudit.stats.scaling import LossSurface
 from archaudit.stats.snr import signal_to_noise
 from archaudit.stats.table import Row, Table
@@ -135,7 +138,8 @@ def check_signal_to_noise():
 def scaling_table(metric: str) -> Table:
     truth = LossSurface(E=1.69, A=406.4, alpha=0.34, B=410.7, beta=0.28, huber_loss=0.0)
     rows = []
-    for index, (n, d) in enumerate((n, d) for n in (1e7, 1e8, 1e9) for d in (2e9, 2e11)):
+    # Three token counts: with two, B/D^β and E trade off exactly (two laws fit the six points).
+    for index, (n, d) in enumerate((n, d) for n in (1e7, 1e8, 1e9) for d in (2e9, 2e10, 2e11)):
         values = {"n_params": n, "tokens": d, metric: float(truth.predict(n, d))}
         rows += [Row("baseline", f"run{index}", 0, m, float(v)) for m, v in values.items()]
     return Table(tuple(rows))
@@ -148,6 +152,16 @@ def check_fit_scaling_law():
     with pytest.raises(ConfigError, match="higher-is-better"):
         fit_scaling_law(scaling_table("acc"), loss_metric="acc", n_boot=4)
     fit_scaling_law(scaling_table("acc"), loss_metric="acc", n_boot=4, lower_is_better=True)
+
+
+def check_predict():
+    """A loss is predicted with rank 1 for its lowest value; an accuracy is refused."""
+    arms = {"good": constant(-0.08), "bad": constant(0.06)}
+    prediction = predict(ladder_table(arms), "val_loss", ladder(), n_boot=100)
+    ranks = {a.arm: a.rank for a in prediction.arms}
+    assert ranks == {"good": 1, "bad": 2}
+    with pytest.raises(ConfigError, match="is not a loss"):
+        check_loss(ladder_table(arms, metric="acc"), "acc", None)
 
 
 def check_compare_item_measure():
@@ -230,6 +244,8 @@ CHECKS: dict[str, Callable[..., None]] = {
     "archaudit.stats.snr.signal_to_noise": check_signal_to_noise,
     "archaudit.stats.scaling.fit_scaling_law": check_fit_scaling_law,
     "archaudit.stats.paired.compare_item_measure": check_compare_item_measure,
+    "archaudit.stats.predict.predict": check_predict,
+    "archaudit.stats.predict.check_loss": check_predict,
     "archaudit.audit.sequential.replay": check_replay,
     "archaudit.audit.sequential.pilot_effects": check_pilot_effects,
 }
@@ -237,6 +253,7 @@ CHECKS: dict[str, Callable[..., None]] = {
 it asks for one)."""
 
 DIRECTION_FREE = {
+    "archaudit.stats.predict.ladder_arrays": "the arms' means per scale, as recorded",
     "archaudit.stats.family.family_design": "the design is seed counts and the test",
     "archaudit.stats.grading.grade_arm": "grades the evidence (seeds, scales), not a direction",
     "archaudit.stats.noise.noise_floor": "σ has no direction",
