@@ -227,7 +227,9 @@ def probe_tokens_per_s(model_cfg: ModelConfig, run: RunSpec, threads: int) -> fl
     for step in range(WARMUP_STEPS + PROBE_STEPS):
         start = time.perf_counter()
         training.train_step(parts, step, [(x, x)] * recipe.grad_accumulation)
-        training.apply_update(parts)  # waits for the GPU
+        training.apply_update(parts)
+        if device.type == "cuda":  # the step's own wall time
+            torch.cuda.synchronize()
         if step >= WARMUP_STEPS:
             elapsed += time.perf_counter() - start
     return PROBE_STEPS * n_seq * recipe.grad_accumulation * model_cfg.context_length / elapsed
