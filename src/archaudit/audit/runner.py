@@ -25,7 +25,7 @@ from archaudit.audit import store
 from archaudit.audit.claims import try_claim
 from archaudit.audit.launch import RunOptions, cli_command, sigterm_as_interrupt
 from archaudit.audit.plan import RunSpec
-from archaudit.audit.record import RunRecord
+from archaudit.audit.record import RoutingAtEnd, RunRecord
 from archaudit.audit.trackers import (
     TrackedRun,
     Tracker,
@@ -43,24 +43,13 @@ from archaudit.rundir import ATTEMPTS, EVALS, FAILED, METRICS, checkpoint_dirs, 
 if TYPE_CHECKING:  # the trainer (and torch) load only when a run trains
     from archaudit.train import TrainResult
 
-ROUTING_METRICS = ("moe_dropped", "moe_router_entropy")
-
 
 def routing_summary(run_dir: Path) -> dict[str, float]:
-    """An MoE run's routing at its last step, as run metrics (none without MoE layers): dropped
-    fraction, router entropy, and `moe_load_imbalance` = max over layers and experts of
-    E·load (1 = perfectly balanced, E = every assignment to one expert)."""
-    lines = (
-        (run_dir / store.METRICS).read_text().splitlines()
-        if (run_dir / store.METRICS).is_file()
-        else []
-    )
-    last = json.loads(lines[-1]) if lines else {}
-    if "moe_load" not in last:
-        return {}
-    summary = {key: float(last[key]) for key in ROUTING_METRICS}
-    summary["moe_load_imbalance"] = max(len(load) * max(load) for load in last["moe_load"])
-    return summary
+    """An MoE run's routing at its last step, as run metrics (none without MoE layers)."""
+    path = run_dir / store.METRICS
+    rows = [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+    routing = RoutingAtEnd.of_rows(rows[-1:])
+    return routing.summary() if routing else {}
 
 
 def run_one(run_dir: str | Path, options: RunOptions | None = None) -> str:
