@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from archaudit.cli.app import app
-from archaudit.cli.options import Json, Quiet, emit, quiet_output
+from archaudit.cli.options import DEFAULT_BASELINE, Baseline, Json, Quiet, emit, quiet_output
 from archaudit.errors import ArchauditError
 from archaudit.progress import warn
 
@@ -44,7 +44,7 @@ def report(
             "--metric", help="Metric to judge (repeatable) [default: val_loss, downstream_avg]."
         ),
     ] = None,
-    baseline: Annotated[str, typer.Option("--baseline", help="The baseline arm.")] = "baseline",
+    baseline: Baseline = DEFAULT_BASELINE,
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
