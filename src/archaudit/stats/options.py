@@ -9,7 +9,6 @@ message wherever it enters and no default is written twice.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -132,19 +131,3 @@ def check_level(name: str, value: float) -> None:
 
 
 DEFAULT = JudgeOptions()
-
-
-def judge_options(
-    *,
-    arms: Sequence[str] | None = None,
-    anchors: Sequence[str] | None = None,
-    exclude: Sequence[str] | None = None,
-    **fields: Any,
-) -> JudgeOptions:
-    """Options from CLI-style values, where an unset repeatable flag arrives as None."""
-    return JudgeOptions(
-        arms=tuple(arms) if arms else None,
-        anchors=tuple(anchors or ()),
-        exclude=tuple(exclude or ()),
-        **fields,
-    )
