@@ -12,7 +12,7 @@ from archaudit.errors import ArchauditError, ConfigError
 from archaudit.stats import AuditDesign, judge, load_table, simulate_null
 from archaudit.stats.family import no_arm_to_judge
 from archaudit.stats.noise_models import parse_one
-from archaudit.stats.options import JudgeOptions, judge_options
+from archaudit.stats.options import JudgeOptions
 from archaudit.stats.sequential import simulate_sequential
 
 HEADER = "arm,scale,seed,metric,value\n"
@@ -64,13 +64,13 @@ def test_damaged_csv_is_refused(tmp_path: Path, text: str, match: str) -> None:
 
 def test_the_baseline_cannot_be_excluded() -> None:
     with pytest.raises(ConfigError, match="the baseline cannot be excluded"):
-        judge_options(exclude=["baseline"])
+        JudgeOptions(exclude=("baseline",))
 
 
 def test_a_family_without_arms_names_the_arms_of_the_other_scale(tmp_path: Path) -> None:
     rows = [f"baseline,133K,{s},acc,0.5{s}\n" for s in range(3)]
     rows += [f"qk_norm,134K,{s},acc,0.6{s}\n" for s in range(2)]
     (tmp_path / "r.csv").write_text(HEADER + "".join(rows))
-    table, options = load_table(tmp_path / "r.csv"), judge_options(scale="133K")
+    table, options = load_table(tmp_path / "r.csv"), JudgeOptions(scale="133K")
     assert judge(table, "acc", options).arms == ()
     assert "other scales hold qk_norm at 134K" in str(no_arm_to_judge(table, options))

@@ -9,9 +9,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from archaudit.cli.app import app
-from archaudit.cli.options import Device, Json, Quiet, emit, quiet_output, torch_device
+from archaudit.cli.options import (
+    DEFAULT_BASELINE,
+    Baseline,
+    Device,
+    Json,
+    Quiet,
+    emit,
+    quiet_output,
+    torch_device,
+)
 from archaudit.formatting import VALUE_DIGITS, interval, num, pvalue, signed
-from archaudit.names import BASELINE
 
 if TYPE_CHECKING:
     from archaudit.diagnose.bottleneck import Distribution
@@ -300,7 +308,7 @@ def focus(
     metric: Annotated[
         str, typer.Option("--metric", help="Retrieval metric in results.csv.")
     ] = "needle",
-    baseline: Annotated[str, typer.Option("--baseline", help="The baseline arm.")] = BASELINE,
+    baseline: Baseline = DEFAULT_BASELINE,
     scale: Annotated[
         str | None, typer.Option("--scale", help="Scale (required with several).")
     ] = None,

@@ -1,12 +1,23 @@
 """Options every command shares, so each means the same thing and has the same default
-everywhere, and the one way a command prints its JSON document."""
+everywhere, and the one way a command prints its JSON document.
+
+The judging flags are generated from `JudgeOptions` (`judge_flags`): each flag's name, type,
+default and help come from the dataclass field, and the command receives the built options.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
 import json
-from typing import Annotated, Any
+import typing
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+from archaudit.stats.options import DEFAULT, JudgeOptions
 
 Json = Annotated[
     bool,
@@ -77,3 +88,83 @@ def emit(document: Any) -> None:
             to_jsonable(document), indent=2, allow_nan=False, default=str, ensure_ascii=False
         )
     )
+
+
+Command = Callable[..., Any]
+KEYWORD = inspect.Parameter.KEYWORD_ONLY
+"""Typer passes every parameter by name, so a command's order is free."""
+REPEATABLE = {"anchors", "exclude", "arms"}
+"""Tuple fields: a repeatable flag (commas also split, for --arms)."""
+
+
+def judge_flags(*names: str) -> Callable[[Command], Command]:
+    """Give a command the `JudgeOptions` fields `names` as flags, generated from the dataclass
+    (flag name and help from the field's metadata, its type and default), placed before
+    --json/--quiet; the command is called with `options`, the `JudgeOptions` they build."""
+    fields = {f.name: f for f in dataclasses.fields(JudgeOptions)}
+    hints = typing.get_type_hints(JudgeOptions)
+
+    def decorate(command: Command) -> Command:
+        own = [
+            p.replace(kind=KEYWORD, annotation=_resolved(p.annotation, command))
+            for p in inspect.signature(command).parameters.values()
+            if p.name != "options"
+        ]
+        flags = [_parameter(fields[name], hints[name]) for name in names]
+        cut = next((i for i, p in enumerate(own) if p.name in ("json_", "quiet")), len(own))
+
+        @functools.wraps(command)
+        def run(**values: Any) -> Any:
+            chosen = {name: _value(name, values.pop(name)) for name in names}
+            return command(options=JudgeOptions(**chosen), **values)
+
+        parameters = [*own[:cut], *flags, *own[cut:]]
+        run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in parameters}
+        return run
+
+    return decorate
+
+
+def _resolved(annotation: Any, command: Command) -> Any:
+    """A string annotation (postponed evaluation) as the object typer reads."""
+    return eval(annotation, command.__globals__) if isinstance(annotation, str) else annotation
+
+
+def judge_flag(name: str) -> Any:
+    """One `JudgeOptions` field as a typer option type, for a command that uses the flag
+    without building the options (its default: `DEFAULT.<name>`)."""
+    field = next(f for f in dataclasses.fields(JudgeOptions) if f.name == name)
+    return _parameter(field, typing.get_type_hints(JudgeOptions)[name]).annotation
+
+
+def _parameter(field: dataclasses.Field, hint: Any) -> inspect.Parameter:
+    repeatable = field.name in REPEATABLE
+    kind = list[str] | None if repeatable else hint
+    help = field.metadata["help"]
+    return inspect.Parameter(
+        field.name,
+        KEYWORD,
+        default=None if repeatable else field.default,
+        annotation=Annotated[
+            kind, typer.Option(field.metadata["flag"], help=help, show_default=not repeatable)
+        ],
+    )
+
+
+def _value(name: str, value: Any) -> Any:
+    """A flag's value as the field holds it: repeatable flags as tuples (--arms also split at
+    commas; unset means every arm)."""
+    if name not in REPEATABLE:
+        return value
+    names = tuple(part for item in value or () for part in item.split(",") if part)
+    return names or (None if name == "arms" else ())
+
+
+if TYPE_CHECKING:  # what the generated flags hold
+    Baseline = str
+    LowerIsBetter = bool | None
+else:
+    Baseline = judge_flag("baseline")
+    LowerIsBetter = judge_flag("lower_is_better")
+DEFAULT_BASELINE = DEFAULT.baseline

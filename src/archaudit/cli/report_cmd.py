@@ -11,9 +11,8 @@ from typing import Annotated
 import typer
 
 from archaudit.cli.app import app
-from archaudit.cli.options import Json, Quiet, emit, quiet_output
+from archaudit.cli.options import DEFAULT_BASELINE, Baseline, Json, Quiet, emit, quiet_output
 from archaudit.errors import ArchauditError
-from archaudit.names import BASELINE
 from archaudit.progress import warn
 
 
@@ -45,7 +44,7 @@ def report(
             "--metric", help="Metric to judge (repeatable) [default: val_loss, downstream_avg]."
         ),
     ] = None,
-    baseline: Annotated[str, typer.Option("--baseline", help="The baseline arm.")] = BASELINE,
+    baseline: Baseline = DEFAULT_BASELINE,
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:

@@ -9,28 +9,23 @@ from typing import Annotated
 
 import typer
 
-from archaudit.cli.options import Json, Quiet, quiet_output
+from archaudit.cli.options import Json, Quiet, judge_flags, quiet_output
 from archaudit.cli.stats_cmd import (
-    Arms,
-    Baseline,
     Boot,
-    Exclude,
-    LowerIsBetter,
-    Scale,
     Seed,
     Source,
     _load,
-    _names,
     _print_notes,
     _print_table,
     _printed_json,
     stats_app,
 )
 from archaudit.formatting import interval
-from archaudit.names import BASELINE
+from archaudit.stats.options import DEFAULT, JudgeOptions
 
 
 @stats_app.command("aggregate")
+@judge_flags("baseline", "scale", "lower_is_better", "exclude", "arms")
 def aggregate_command(
     source: Source,
     metric: Annotated[
@@ -39,11 +34,7 @@ def aggregate_command(
             "--metric", help="Task metric, one stratum (repeatable). Default: every \\<task>/score."
         ),
     ] = None,
-    baseline: Baseline = BASELINE,
-    scale: Scale = None,
-    lower_is_better: LowerIsBetter = None,
-    exclude: Exclude = None,
-    arms: Arms = None,
+    options: JudgeOptions = DEFAULT,
     n_boot: Boot = 2000,
     seed: Seed = 0,
     confidence: Annotated[float, typer.Option("--confidence", help="Interval coverage.")] = 0.95,
@@ -56,16 +47,8 @@ def aggregate_command(
     """IQM and macro mean with stratified-bootstrap intervals, P(arm > baseline), and almost
     stochastic order, over tasks × seeds (rliable's and deep-significance's definitions)."""
     from archaudit.stats.aggregate import aggregate
-    from archaudit.stats.options import judge_options
 
     quiet_output(quiet, json_)
-    options = judge_options(
-        baseline=baseline,
-        lower_is_better=lower_is_better,
-        scale=scale,
-        exclude=exclude,
-        arms=_names(arms),
-    )
     result = aggregate(
         _load(source)[0],
         options,

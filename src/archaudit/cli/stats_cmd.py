@@ -22,15 +22,23 @@ from rich.table import Table as RichTable
 from typer.core import TyperGroup
 
 from archaudit.cli.app import app
-from archaudit.cli.options import Json, Quiet, emit, quiet_output
+from archaudit.cli.options import (
+    Baseline,
+    Json,
+    LowerIsBetter,
+    Quiet,
+    emit,
+    judge_flags,
+    quiet_output,
+)
 from archaudit.errors import ConfigError
 from archaudit.formatting import MISSING, interval, num, pvalue
 from archaudit.names import BASELINE
+from archaudit.stats.options import DEFAULT, JudgeOptions
 
 if TYPE_CHECKING:
     from archaudit.audit.loop_summary import LoopSummary
     from archaudit.stats import AuditDesign, Judgement, Table
-    from archaudit.stats.options import JudgeOptions
     from archaudit.stats.paired import ItemComparison, MeasureComparison
     from archaudit.stats.sequential import SequentialRule
     from archaudit.stats.simulate import NullSimulation
@@ -56,53 +64,11 @@ app.add_typer(stats_app, name="stats")
 
 Source = Annotated[Path, typer.Argument(help="Audit directory (its results.csv) or a CSV.")]
 Metric = Annotated[str, typer.Option("--metric", help="Metric to judge, e.g. val_loss.")]
-Baseline = Annotated[str, typer.Option("--baseline", help="The baseline arm.")]
-LowerIsBetter = Annotated[
-    bool | None,
-    typer.Option(
-        "--lower-is-better/--higher-is-better",
-        help="Direction of the metric. Default: from its name (loss, val_loss, ppl, perplexity, "
-        "bpb, bits_per_byte, error are lower-is-better; anything else higher-is-better).",
-    ),
-]
-Correction = Annotated[
-    str,
-    typer.Option("--correction", help="holm | bonferroni | dunnett | bh | none (comparison only)."),
-]
-Reference = Annotated[
-    str,
-    typer.Option(
-        "--reference",
-        help="t (default, calibrated) | normal (paper mode: z-test, UNCALIBRATED, to reproduce "
-        "published tables).",
-    ),
-]
-EqualVariance = Annotated[
-    bool,
-    typer.Option(
-        "--equal-variance", help="Judge multi-seed arms by the pooled-σ t instead of Welch's."
-    ),
-]
-Exclude = Annotated[
-    list[str] | None,
-    typer.Option("--exclude", help="Leave this arm out of the family (repeatable)."),
-]
-Arms = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--arms",
-        help="Only these arms, by name (repeatable or comma-separated). A count is --n-arms.",
-    ),
-]
-Alpha = Annotated[
-    float,
-    typer.Option(
-        "--alpha", help="Significance level: of the family-wise rate (of the FDR with bh)."
-    ),
-]
-Scale = Annotated[
-    str | None, typer.Option("--scale", help="Scale to judge (required with several).")
-]
+VERDICT_FLAGS = (
+    "baseline", "anchors", "lower_is_better", "correction", "alpha", "scale", "reference",
+    "equal_variance", "exclude", "arms",
+)  # fmt: skip
+"""The judging flags of `stats verdicts` (generated from `JudgeOptions`)."""
 Seed = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap / simulation.")]
 Boot = Annotated[int, typer.Option("--n-boot", help="Bootstrap replicates.")]
 
@@ -123,21 +89,11 @@ FixedDesign = Annotated[
 
 
 @stats_app.command("verdicts")
+@judge_flags(*VERDICT_FLAGS)
 def verdicts_command(
     source: Source,
     metric: Metric,
-    baseline: Baseline = "baseline",
-    anchor: Annotated[
-        list[str] | None, typer.Option("--anchor", help="Arm pooled into σ (repeatable).")
-    ] = None,
-    lower_is_better: LowerIsBetter = None,
-    correction: Correction = "holm",
-    alpha: Alpha = 0.05,
-    scale: Scale = None,
-    reference: Reference = "t",
-    equal_variance: EqualVariance = False,
-    exclude: Exclude = None,
-    arms: Arms = None,
+    options: JudgeOptions,
     fixed_design: FixedDesign = False,
     json_: Json = False,
     quiet: Quiet = False,
@@ -146,23 +102,10 @@ def verdicts_command(
     On a sequential audit: the loop's verdicts, as `run` printed them and the report shows."""
     from archaudit.stats import judge
     from archaudit.stats.family import no_arm_to_judge
-    from archaudit.stats.options import judge_options
 
     quiet_output(quiet, json_)
     table, notes = _load(source)
-    options = judge_options(
-        baseline=baseline,
-        anchors=anchor,
-        lower_is_better=lower_is_better,
-        correction=correction,
-        alpha=alpha,
-        scale=scale,
-        reference=reference,
-        equal_variance=equal_variance,
-        exclude=exclude,
-        arms=_names(arms),
-    )
-    loop, loop_notes = _loop_families(source, metric, scale)
+    loop, loop_notes = _loop_families(source, metric, options.scale)
     if loop is not None:
         from archaudit.audit.loop_summary import judge_with_loop
 
@@ -178,7 +121,7 @@ def verdicts_command(
     _print_judgement(judgement, [*loop_notes, *notes])
     from archaudit.cli.at_target import print_at_target
 
-    print_at_target(source, table, metric, baseline)
+    print_at_target(source, table, metric, options.baseline)
 
 
 def _load(source: Path) -> tuple[Table, list[str]]:
@@ -315,6 +258,7 @@ def _outlier_mark(outliers: Sequence[Any]) -> str:
 
 
 @stats_app.command("transfer")
+@judge_flags("scale", "lower_is_better", "correction", "alpha", "exclude", "arms")
 def transfer_command(
     source: Source,
     metric: Metric,
@@ -324,35 +268,21 @@ def transfer_command(
     ] = None,
     small: Annotated[str | None, typer.Option("--from", help="Smaller scale.")] = None,
     large: Annotated[str | None, typer.Option("--to", help="Larger scale.")] = None,
-    scale: Scale = None,
-    lower_is_better: LowerIsBetter = None,
-    correction: Correction = "holm",
-    alpha: Alpha = 0.05,
+    options: JudgeOptions = DEFAULT,
     confidence: Annotated[
         float,
         typer.Option("--confidence", help="Coverage of the intervals for ρ and τ (simultaneous)."),
     ] = 0.95,
-    exclude: Exclude = None,
-    arms: Arms = None,
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
     """Cross-scale transfer (one baseline) or transfer across baselines (several)."""
     from archaudit.stats import cross_scale_transfer, transfer_across_baselines
-    from archaudit.stats.options import judge_options
 
     quiet_output(quiet, json_)
-    baselines = baseline or [BASELINE]
+    baselines = baseline or [DEFAULT.baseline]
     table = _load(source)[0]
-    options = judge_options(
-        baseline=baselines[0],
-        lower_is_better=lower_is_better,
-        correction=correction,
-        alpha=alpha,
-        scale=scale,
-        exclude=exclude,
-        arms=_names(arms),
-    )
+    options = options.but(baseline=baselines[0])
     if len(baselines) > 1:
         across = transfer_across_baselines(table, metric, baselines, options)
         if _printed_json(across, json_):
@@ -410,32 +340,19 @@ def transfer_command(
 
 
 @stats_app.command("interactions")
+@judge_flags("baseline", "lower_is_better", "correction", "scale", "exclude", "arms")
 def interactions_command(
     source: Source,
     metric: Metric,
-    baseline: Baseline = "baseline",
+    options: JudgeOptions,
     separator: Annotated[str, typer.Option("--sep", help="Joins choices in arm names.")] = "+",
-    lower_is_better: LowerIsBetter = None,
-    correction: Correction = "holm",
-    scale: Scale = None,
-    exclude: Exclude = None,
-    arms: Arms = None,
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
     """Factorial interactions (observed vs additive) and the harmful-count regression."""
     from archaudit.stats import interactions
-    from archaudit.stats.options import judge_options
 
     quiet_output(quiet, json_)
-    options = judge_options(
-        baseline=baseline,
-        lower_is_better=lower_is_better,
-        correction=correction,
-        scale=scale,
-        exclude=exclude,
-        arms=_names(arms),
-    )
     result = interactions(_load(source)[0], metric, options, separator=separator)
     if _printed_json(result, json_):
         return
@@ -463,7 +380,7 @@ def scaling_command(
     source: Source,
     arm: Annotated[str, typer.Option("--arm", help="Arm whose runs are fitted.")] = "baseline",
     loss_metric: Annotated[str, typer.Option("--loss-metric")] = "val_loss",
-    lower_is_better: LowerIsBetter = None,
+    lower_is_better: LowerIsBetter = DEFAULT.lower_is_better,
     params_metric: Annotated[str, typer.Option("--params-metric")] = "n_params",
     tokens_metric: Annotated[str, typer.Option("--tokens-metric")] = "tokens",
     budget: Annotated[
@@ -510,45 +427,29 @@ BaselineSeeds = Annotated[
 
 
 @stats_app.command("power")
+@judge_flags(
+    "baseline", "lower_is_better", "scale", "exclude", "arms", "reference", "power_target",
+    "correction", "alpha",
+)  # fmt: skip
 def power_command(
     source: Annotated[
         Path | None, typer.Argument(help="With --metric: per-arm adaptive-seeding advice.")
     ] = None,
     metric: Annotated[str | None, typer.Option("--metric")] = None,
-    baseline: Baseline = "baseline",
-    lower_is_better: LowerIsBetter = None,
-    scale: Scale = None,
-    exclude: Exclude = None,
-    arms: Arms = None,
-    reference: Reference = "t",
+    options: JudgeOptions = DEFAULT,
     seeds: DesignSeeds = 3,
     baseline_seeds: BaselineSeeds = None,
     n_arms: NArms = 19,
     effect: Annotated[
         float | None, typer.Option("--effect", help="Effect in σ: seeds needed to detect it.")
     ] = None,
-    target: Annotated[float, typer.Option("--target", help="Power to reach.")] = 0.8,
-    correction: Correction = "holm",
-    alpha: Alpha = 0.05,
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
     """MDE and seeds needed for a design; with SOURCE, whether another seed can flip a verdict."""
-    from archaudit.stats.options import judge_options
-
     quiet_output(quiet, json_)
-    options = judge_options(
-        baseline=baseline,
-        lower_is_better=lower_is_better,
-        scale=scale,
-        exclude=exclude,
-        arms=_names(arms, table=source is not None),
-        correction=correction,
-        alpha=alpha,
-        reference=reference,
-        power_target=target,
-    )
     if source is None:
+        _names(options.arms, table=False)
         _design_power(seeds, n_arms, options, baseline_seeds, effect, json_)
         return
     if metric is None:
@@ -603,11 +504,12 @@ def _design_power(
 
 
 @stats_app.command("decoupling")
+@judge_flags("baseline", "correction", "alpha", "scale", "exclude", "arms")
 def decoupling_command(
     source: Source,
     loss_metric: Annotated[str, typer.Option("--loss-metric")] = "val_loss",
     downstream_metric: Annotated[str, typer.Option("--downstream-metric")] = "downstream_avg",
-    baseline: Baseline = "baseline",
+    options: JudgeOptions = DEFAULT,
     margin: Annotated[
         float | None,
         typer.Option(
@@ -616,27 +518,13 @@ def decoupling_command(
             "lies within ±margin (TOST). Default: each arm's MDE.",
         ),
     ] = None,
-    correction: Correction = "holm",
-    alpha: Alpha = 0.05,
-    scale: Scale = None,
-    exclude: Exclude = None,
-    arms: Arms = None,
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
     """Arms whose loss and downstream verdicts disagree, per arm and per family."""
     from archaudit.stats import decoupling
-    from archaudit.stats.options import judge_options
 
     quiet_output(quiet, json_)
-    options = judge_options(
-        baseline=baseline,
-        correction=correction,
-        alpha=alpha,
-        scale=scale,
-        exclude=exclude,
-        arms=_names(arms),
-    )
     result = decoupling(
         _load(source)[0],
         options,
@@ -690,7 +578,7 @@ def _side(verdict: str, flat: bool) -> str:
 def items_command(
     source: Annotated[Path, typer.Argument(help="Audit directory (its items.csv) or items CSV.")],
     scale: Annotated[str, typer.Option("--scale", help="Scale of the runs compared.")],
-    baseline: Baseline = "baseline",
+    baseline: Baseline = DEFAULT.baseline,
     task: Annotated[str | None, typer.Option("--task", help="One task (default: all).")] = None,
     measure: Annotated[
         str,
@@ -796,6 +684,9 @@ def _print_item_measure(title: str, results: list) -> None:
 
 
 @app.command("simulate-null")
+@judge_flags(
+    "scale", "baseline", "arms", "exclude", "correction", "alpha", "reference", "equal_variance"
+)
 def simulate_null_command(
     n_arms: NArms = 19,
     seeds: DesignSeeds = 3,
@@ -812,14 +703,7 @@ def simulate_null_command(
     metric: Annotated[
         str | None, typer.Option("--metric", help="With --like CSV: the metric (default: first).")
     ] = None,
-    scale: Scale = None,
-    baseline: Baseline = "baseline",
-    arms: Arms = None,
-    exclude: Exclude = None,
-    correction: Correction = "holm",
-    alpha: Alpha = 0.05,
-    reference: Reference = "t",
-    equal_variance: EqualVariance = False,
+    options: JudgeOptions = DEFAULT,
     effect: Annotated[float, typer.Option("--effect", help="Planted effect in σ.")] = 0.0,
     effect_arms: Annotated[int, typer.Option("--effect-arms", help="Arms with it.")] = 0,
     seed: Seed = 0,
@@ -841,20 +725,11 @@ def simulate_null_command(
     """Simulated audits with no real effect: the verdicts' family-wise false-positive rate."""
     from archaudit.cli.sequential_cmd import loop_rule, simulate_sequential_command
     from archaudit.stats import AuditDesign, simulate_null
-    from archaudit.stats.options import judge_options
 
     quiet_output(quiet, json_)
     table_like = like is not None and like.suffix != ".toml"
-    options = judge_options(
-        baseline=baseline,
-        scale=scale,
-        arms=_names(arms, table=table_like),
-        exclude=exclude,
-        correction=correction,
-        alpha=alpha,
-        reference=reference,
-        equal_variance=equal_variance,
-    )
+    if not table_like:
+        _names(options.arms, table=False)
     looped = _sequential_like(like, options) if like and not table_like else None
     if sequential or looped:
         n_loop, rule = looped or (n_arms, loop_rule(options, seeds, baseline_seeds))

@@ -9,30 +9,26 @@ from typing import Annotated
 
 import typer
 
-from archaudit.cli.options import Json, Quiet, quiet_output
+from archaudit.cli.options import Json, Quiet, judge_flags, quiet_output
 from archaudit.cli.stats_cmd import (
-    Alpha,
-    Baseline,
-    Correction,
     Source,
     _print_notes,
     _print_table,
     _printed_json,
     stats_app,
 )
-from archaudit.names import BASELINE
+from archaudit.stats.options import DEFAULT, JudgeOptions
 
 
 @stats_app.command("snr")
+@judge_flags("baseline", "correction", "alpha")
 def snr_command(
     source: Source,
     metric: Annotated[
         list[str] | None,
         typer.Option("--metric", help="Metric to measure (repeatable). Default: every one."),
     ] = None,
-    baseline: Baseline = BASELINE,
-    correction: Correction = "holm",
-    alpha: Alpha = 0.05,
+    options: JudgeOptions = DEFAULT,
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
@@ -40,11 +36,9 @@ def snr_command(
     beside what seed noise alone gives, and the seeds per arm the median effect would need
     (planned for `--correction` over the arms at `--alpha`)."""
     from archaudit.stats import load_table
-    from archaudit.stats.options import JudgeOptions
     from archaudit.stats.snr import signal_to_noise
 
     quiet_output(quiet, json_)
-    options = JudgeOptions(baseline=baseline, correction=correction, alpha=alpha)
     result = signal_to_noise(load_table(source), options, metrics=metric)
     if _printed_json(result, json_):
         return

@@ -22,7 +22,7 @@ from archaudit.formatting import VALUE_DIGITS, num
 from archaudit.names import BASELINE
 
 if TYPE_CHECKING:
-    from archaudit.train.trainer import TrainResult
+    from archaudit.train.run import TrainResult
 
 SUMMARY = (
     "status",

@@ -170,4 +170,3 @@ def no_arm_to_judge(table: Table, options: JudgeOptions) -> ConfigError:
     return ConfigError(
         f"{table.source}: no arm to judge against {options.baseline!r} at scale {scale!r}{hint}"
     )
-

@@ -2,14 +2,14 @@
 
 Every analysis that judges arms against a baseline (verdicts, decoupling, transfer across scales
 and baselines, interactions, aggregate, power, the null simulation) takes one of these instead of
-its own copy of a dozen keyword arguments. The CLI builds it from its flags, so a bad value is
-refused with the same message wherever it enters.
+its own copy of a dozen keyword arguments. The CLI's flags are generated from its fields (name,
+type, default and the help in each field's metadata), so a bad value is refused with the same
+message wherever it enters and no default is written twice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from archaudit.errors import ConfigError
@@ -19,28 +19,76 @@ from archaudit.stats.family_test import check_reference
 from archaudit.stats.serialize import JsonResult
 
 
+def flag(name: str, help: str) -> dict[str, str]:
+    """A field's command-line flag: the CLI builds the option from the field's name, type,
+    default and this (`archaudit.cli.options.judge_flags`)."""
+    return {"flag": name, "help": help}
+
+
 @dataclass(frozen=True)
 class JudgeOptions(JsonResult):
     """Which arms form the family, which way is better, and the test that judges them."""
 
-    baseline: str = BASELINE
-    anchors: tuple[str, ...] = ()
+    baseline: str = field(default=BASELINE, metadata=flag("--baseline", "The baseline arm."))
+    anchors: tuple[str, ...] = field(
+        default=(),
+        metadata=flag("--anchor", "Arm pooled into σ without being judged (repeatable)."),
+    )
     """Arms whose seeds join the noise floor σ without being judged."""
-    lower_is_better: bool | None = None
+    lower_is_better: bool | None = field(
+        default=None,
+        metadata=flag(
+            "--lower-is-better/--higher-is-better",
+            "Direction of the metric. Default: the metric registry's (docs/metrics.md); a name "
+            "nobody declared reads as lower-is-better when it looks like a loss.",
+        ),
+    )
     """None: the metric registry's direction (`archaudit.metrics`; a loss: lower)."""
-    scale: str | None = None
+    scale: str | None = field(
+        default=None, metadata=flag("--scale", "Scale to judge (required with several).")
+    )
     """None: the table's only scale (an error when it has several)."""
-    exclude: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = field(
+        default=(), metadata=flag("--exclude", "Leave this arm out of the family (repeatable).")
+    )
     """Arms left out of the family (other baselines' arms, a published family of 19 of 20)."""
-    arms: tuple[str, ...] | None = None
+    arms: tuple[str, ...] | None = field(
+        default=None,
+        metadata=flag(
+            "--arms",
+            "Only these arms, by name (repeatable or comma-separated). A count is --n-arms.",
+        ),
+    )
     """When given, the family is these arms only."""
-    reference: str = "t"
+    reference: str = field(
+        default="t",
+        metadata=flag(
+            "--reference",
+            "t (default, calibrated) | normal (paper mode: z-test, UNCALIBRATED, to reproduce "
+            "published tables).",
+        ),
+    )
     """"t" (calibrated, the default) or "normal" (paper mode: σ treated as exact)."""
-    equal_variance: bool = False
+    equal_variance: bool = field(
+        default=False,
+        metadata=flag(
+            "--equal-variance", "Judge multi-seed arms by the pooled-σ t instead of Welch's."
+        ),
+    )
     """Judge multi-seed arms by the pooled t instead of Welch's: an assumption of the user."""
-    correction: str = "holm"
-    alpha: float = 0.05
-    power_target: float = 0.8
+    correction: str = field(
+        default="holm",
+        metadata=flag("--correction", "holm | bonferroni | dunnett | bh | none (comparison only)."),
+    )
+    alpha: float = field(
+        default=0.05,
+        metadata=flag(
+            "--alpha", "Significance level: of the family-wise rate (of the FDR with bh)."
+        ),
+    )
+    power_target: float = field(
+        default=0.8, metadata=flag("--target", "Power to reach (and to quote the MDE at).")
+    )
     """The power at which each arm's minimum detectable effect is quoted."""
     downstream_metrics: tuple[str, ...] | None = None
     """The metrics that grade evidence (None: every metric whose name does not read as a loss)."""
@@ -89,19 +137,3 @@ def check_level(name: str, value: float) -> None:
 
 
 DEFAULT = JudgeOptions()
-
-
-def judge_options(
-    *,
-    arms: Sequence[str] | None = None,
-    anchors: Sequence[str] | None = None,
-    exclude: Sequence[str] | None = None,
-    **fields: Any,
-) -> JudgeOptions:
-    """Options from CLI-style values, where an unset repeatable flag arrives as None."""
-    return JudgeOptions(
-        arms=tuple(arms) if arms else None,
-        anchors=tuple(anchors or ()),
-        exclude=tuple(exclude or ()),
-        **fields,
-    )
