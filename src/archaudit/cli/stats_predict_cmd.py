@@ -10,11 +10,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from archaudit.cli.options import Json, Quiet, quiet_output
+from archaudit.cli.options import Json, Quiet, judge_flags, quiet_output
 from archaudit.cli.stats_cmd import (
-    Baseline,
     Boot,
-    LowerIsBetter,
     Metric,
     Seed,
     _print_notes,
@@ -23,6 +21,7 @@ from archaudit.cli.stats_cmd import (
     stats_app,
 )
 from archaudit.formatting import interval
+from archaudit.stats.options import DEFAULT, JudgeOptions
 
 if TYPE_CHECKING:
     from archaudit.stats.backtest import Backtest
@@ -35,6 +34,7 @@ AuditFile = Annotated[
 
 
 @stats_app.command("predict")
+@judge_flags("baseline", "lower_is_better")
 def predict_command(
     audit: AuditFile,
     metric: Metric = "val_loss",
@@ -46,13 +46,12 @@ def predict_command(
         float | None,
         typer.Option("--target-tokens", help="Tokens at the target (default: the ladder's line)."),
     ] = None,
-    baseline: Baseline = "baseline",
     confidence: Annotated[
         float, typer.Option("--confidence", help="Level of the prediction intervals.")
     ] = 0.8,
-    lower_is_better: LowerIsBetter = None,
     n_boot: Boot = 2000,
     seed: Seed = 0,
+    options: JudgeOptions = DEFAULT,
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
@@ -62,14 +61,12 @@ def predict_command(
     from archaudit.audit.ladder import audit_ladder, parse_target
     from archaudit.audit.spec import load_audit
     from archaudit.stats import load_table
-    from archaudit.stats.options import JudgeOptions
     from archaudit.stats.predict import predict
 
     quiet_output(quiet, json_)
     spec = load_audit(audit)
     wanted = parse_target(target, target_tokens) if target is not None else None
-    ladder = audit_ladder(spec, wanted, baseline=baseline)
-    options = JudgeOptions(baseline=baseline, lower_is_better=lower_is_better)
+    ladder = audit_ladder(spec, wanted, baseline=options.baseline)
     result = predict(
         load_table(spec.audit_dir), metric, ladder, options,
         confidence=confidence, n_boot=n_boot, seed=seed,
