@@ -72,14 +72,16 @@ def standard_error(
     dof: int,
     arm_var: Values | None = None,
     base_var: Values | None = None,
+    bound: Values = WIDEST_FACTOR,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(the scale Δ is divided by, degrees of freedom) of the family's test, broadcast over the
     inputs: σ for paper-mode z, σ·√(1/n + 1/n₀) for the pooled t, Welch's SE and df, and for
-    `robust` Welch's where n >= 2 and σ·√(6² + 1/n₀) with σ's df where n = 1."""
+    `robust` Welch's where n >= 2 and σ·√(F² + 1/n₀) with σ's df where n = 1, F the single-seed
+    `bound` (stats/profile.py; ∞ makes such an arm's p 1: a candidate at most)."""
     if test == ROBUST:
         n = np.asarray(n_arm)
         welch = standard_error(WELCH, np.maximum(n, 2), n_base, sigma, dof, arm_var, base_var)
-        bound = np.asarray(sigma, dtype=float) * np.sqrt(WIDEST_FACTOR**2 + 1.0 / n_base)
+        bound = np.asarray(sigma, dtype=float) * np.sqrt(np.square(bound) + 1.0 / n_base)
         single = n < 2
         return np.where(single, bound, welch[0]), np.where(single, np.asarray(dof, float), welch[1])
     if test == Z:
@@ -108,13 +110,15 @@ def statistics(
     dof: int,
     arm_var: Values | None = None,
     base_var: Values | None = None,
+    bound: Values = WIDEST_FACTOR,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(statistic, degrees of freedom, two-sided p), broadcast over the inputs.
 
     `delta` is signed so that positive = better. `arm_var` and `base_var` (sample variances) are
-    needed by Welch only. Degrees of freedom are infinite for the normal reference.
+    needed by Welch only; `bound` by a single-seed arm of the robust test. Degrees of freedom are
+    infinite for the normal reference.
     """
-    scale, df = standard_error(test, n_arm, n_base, sigma, dof, arm_var, base_var)
+    scale, df = standard_error(test, n_arm, n_base, sigma, dof, arm_var, base_var, bound)
     return scaled_statistics(test, delta, scale, df)
 
 

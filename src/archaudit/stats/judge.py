@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+import numpy as np
 
 from archaudit.formatting import interval as written_interval
 from archaudit.formatting import num
@@ -24,10 +26,12 @@ from archaudit.stats.grading import grade_arm, looks_like_loss
 from archaudit.stats.noise_models import WIDEST_FACTOR
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.outliers import OUTLIER_MADS, OutlierSeed, family_scale, outlier_seeds
+from archaudit.stats.profile import BOUND_CONFIDENCE
 from archaudit.stats.samples import ArmSample
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.signal import AVERAGE, check_signal, is_downstream
 from archaudit.stats.table import DOWNSTREAM, Table, TableLike, load_table
+from archaudit.stats.verdicts import nominal
 
 SIGMA_RATIO_WARNING = 2.0
 """Warn when σ of one metric differs by more than this factor between scales of one audit."""
@@ -76,6 +80,10 @@ class ArmVerdict(JsonResult):
     grade_missing: tuple[str, ...]
     outliers: tuple[OutlierSeed, ...] = ()
     """Seeds beyond k robust σ from the arm's other seeds (stats/outliers.py): heavy tails."""
+    threshold: float = math.nan
+    """The level its p_adj is compared with: the family's calibrated α′ (NaN: not tested)."""
+    ratio_bound: float = math.nan
+    """Upper 90% bound of its seed σ over σ (NaN with one seed): stats/profile.py."""
 
 
 @dataclass(frozen=True)
@@ -125,14 +133,26 @@ class Judgement(JsonResult):
     arms: tuple[ArmVerdict, ...]
     notes: tuple[str, ...]
     baseline_outliers: tuple[OutlierSeed, ...] = ()
+    level: float = math.nan
+    """α′: the calibrated level every p_adj is compared with (stats/calibrate.py)."""
+    profile: str = ""
+    """The audit's own profile model its level was also calibrated on ("" when its arms' ratio
+    bounds are all within the panel's widest)."""
+    covered_factor: float = math.nan
+    """The rate holds ≤ α while no arm's seed σ is wider than this many σ (the panel's widest or
+    the profile's); single-seed arms are bounded at `single_seed_bound`."""
+    widest_ratio: float = math.nan
+    """The widest seed σ over σ a multi-seed arm shows here (point estimate; NaN: none)."""
+    single_seed_bound: float = math.nan
+    """The factor a single seed's σ is bounded by (∞: no multi-seed arm, candidates only)."""
+    mdes: tuple[tuple[int, float], ...] = ()
+    """(seeds, MDE in σ) per seed count, at this audit's level and single-seed bound."""
 
     def header(self) -> list[str]:
         """The lines above a verdict table: direction, σ and its interval, the test, the
-        design's measured error rate and MDE (flagged when above α)."""
-        if self.calibrated:
-            test = f"{self.test} test (calibrated: t with σ's {self.sigma_dof} df)"
-        else:
-            test = "z test, UNCALIBRATED paper mode (σ treated as exact)"
+        calibrated level, the design's measured error rates and MDE, and the bounds they hold
+        under."""
+        test = self._test_text()
         groups = self.sigma_groups
         pooled = ", ".join(groups) if len(groups) <= 3 else f"{len(groups)} groups"
         spread = written_interval(self.sigma_interval)
@@ -146,22 +166,65 @@ class Judgement(JsonResult):
         rate = self.design
         if rate is not None:
             name = ERROR_RATE_NAMES[self.error_rate]
-            lines.append(f"design's measured {name}: {rate.describe_rates()}")
-            lines.append(
-                f"MDE {num(rate.mde_sigmas)} σ = {num(rate.mde_sigmas * self.sigma)} at "
-                f"{rate.power_target:.0%} power"
-            )
+            lines.append(self._level_text())
+            lines.append(f"design's measured {name}: {rate.describe_rates()}{self._holds_while()}")
+            lines += [line for line in (rate.describe_candidates(),) if line]
+            lines.append(replace(rate, mdes=self.mdes).describe_mdes(self.sigma))
         lines += self.assumptions()
         return lines
+
+    def _test_text(self) -> str:
+        if not self.calibrated:
+            return "z test, UNCALIBRATED paper mode (σ treated as exact)"
+        if self.test == POOLED_T:
+            return f"pooled-t test (t with σ's {self.sigma_dof} df)"
+        dfs = [a.statistic_df for a in self.arms if a.n_seeds > 1 and math.isfinite(a.statistic_df)]
+        own = (
+            f"each arm's own Welch–Satterthwaite df ({num(min(dfs))}–{num(max(dfs))})"
+            if dfs
+            else ""
+        )
+        single = f"single seeds: t with σ's {self.sigma_dof} df at the bound below" * (
+            self.test == ROBUST
+        )
+        return f"{self.test} test (calibrated: {'; '.join(t for t in (own, single) if t)})"
+
+    def _level_text(self) -> str:
+        if not math.isfinite(self.level) or (self.level >= self.alpha and not self.profile):
+            return f"p_adj is compared with α = {self.alpha} (the panel needs no lower level)"
+        source = (
+            f"the noise panel and this audit's own profile ({self.profile})"
+            if self.profile
+            else "the noise panel"
+        )
+        return (
+            f"p_adj is compared with the calibrated level α′ = {self.level:.3g}, set by "
+            f"simulation so that the whole rule's rate is ≤ α = {self.alpha} over {source}"
+        )
+
+    def _holds_while(self) -> str:
+        if not self.calibrated or self.test == POOLED_T or not math.isfinite(self.widest_ratio):
+            return ""  # without a multi-seed arm nothing is declared: no bound is needed
+        seen = f"observed here: {self.widest_ratio:.1f}×"
+        return f" (≤ α while no arm is wider than {self.covered_factor:.3g}× σ — {seen})"
 
     def assumptions(self) -> list[str]:
         """What the verdicts assume beyond the seeds themselves (labelled, never silent)."""
         lines = []
-        if self.test == ROBUST:
+        if self.test == ROBUST and not math.isfinite(self.single_seed_bound):
             lines.append(
-                f"single-seed arms are judged as if their seed σ were {WIDEST_FACTOR:g}× the "
-                "pooled σ (the noise panel's widest): one seed cannot show its own spread; "
-                "below that bound they are at most candidates"
+                "single-seed arms are candidates only: no arm with >= 2 seeds shows how wide a "
+                "seed's σ may be, so nothing bounds a single seed's spread; a candidate's second "
+                "seed decides"
+            )
+        elif self.test == ROBUST:
+            lines.append(
+                "single-seed arms are judged as if their seed σ were "
+                f"{self.single_seed_bound:.3g}× σ: the larger of the noise panel's widest "
+                f"({WIDEST_FACTOR:g}×) and the "
+                f"{BOUND_CONFIDENCE:.0%} upper bound of the widest multi-seed arm's σ ratio "
+                "(stats/profile.py); one seed cannot show its own spread, so below that bound "
+                "they are at most candidates"
             )
         if self.test == POOLED_T:
             lines.append("ASSUMED by the user: every arm's seed σ equals the baseline's")
@@ -207,6 +270,8 @@ def judge(table: TableLike, metric: str, options: JudgeOptions = DEFAULT) -> Jud
     p_adjusted, decided = family.decide(list(tests.values()))
     design = family.audit_design()
     rate = design_rate(design, power_target=options.power_target) if design else None
+    if rate and rate.above_alpha:
+        decided = [nominal(v) for v in decided]  # not significant where the design is not valid
     robust_scale = family_scale(
         [s.values for s in (family.baseline, *family.anchors, *family.arms)]
     )
@@ -225,6 +290,7 @@ def judge(table: TableLike, metric: str, options: JudgeOptions = DEFAULT) -> Jud
     )
     base_outliers = outlier_seeds(family.baseline.values, family.baseline.seeds, robust_scale)
     notes = _notes(table, family, arms, options, rate)
+    notes += _demoted(p_adjusted, tests, rate, options.alpha, family.level)
     notes += _outlier_notes(family.baseline.arm, base_outliers, arms)
     notes += _sigma_across_scales(table, metric, family, options)
     notes += (signal.notes if metric == AVERAGE else ()) + signal.r6_notes(
@@ -245,7 +311,27 @@ def _judgement(
     noise = family.noise
     lower = family.sign < 0
     m = len(family.tested)
+    level, profile = family.calibrated
+    multi = [s for s in family.tested if len(s.values) > 1]
+    design = family.audit_design()
     return Judgement(
+        level=level,
+        profile=profile.spec if profile.arms else "",
+        covered_factor=max(
+            WIDEST_FACTOR,
+            profile.factor if profile.arms else WIDEST_FACTOR,
+            family.single_bound if math.isfinite(family.single_bound) else WIDEST_FACTOR,
+        ),
+        widest_ratio=max(
+            (float(np.std(s.values, ddof=1)) / noise.sigma for s in multi), default=math.nan
+        ),
+        single_seed_bound=family.single_bound,
+        mdes=tuple(
+            (n, arm_mde(design, n, options.power_target, level, family.single_bound))
+            for n in sorted({len(s.values) for s in family.tested})
+        )
+        if design
+        else (),
         source=table.source,
         metric=family.metric,
         scale=family.scale,
@@ -299,6 +385,7 @@ def _arm_verdict(
     options = family.options
     evidence = grade_arm(table, sample.arm, options, metric=family.metric, seeds=len(sample.values))
     welch = test.welch if test else None
+    bounds = dict(zip((s.arm for s in family.tested), family.ratio_bounds, strict=True))
     return ArmVerdict(
         arm=sample.arm,
         scale=family.scale,
@@ -324,12 +411,34 @@ def _arm_verdict(
         p=test.p if test else math.nan,
         p_adj=p_adj,
         verdict=verdict,
-        mde=arm_mde(context.design, test.n, options.power_target) * family.noise.sigma
+        mde=arm_mde(context.design, test.n, options.power_target, family.level, family.single_bound)
+        * family.noise.sigma
         if test and context.design
         else math.nan,
+        threshold=family.level if test else math.nan,
+        ratio_bound=float(bounds.get(sample.arm, math.nan)),
         grade=evidence.grade,
         grade_missing=evidence.missing,
         outliers=outlier_seeds(sample.values, sample.seeds, context.robust_scale),
+    )
+
+
+def _demoted(
+    p_adjusted: Sequence[float],
+    tests: dict[str, ArmTest],
+    rate: DesignRate | None,
+    alpha: float,
+    level: float,
+) -> tuple[str, ...]:
+    """A note naming the arms a design above α would have called significant."""
+    if not (rate and rate.above_alpha):
+        return ()
+    names = [arm for arm, p in zip(tests, p_adjusted, strict=True) if p < level]
+    if not names:
+        return ()
+    return (
+        f"at α = {alpha} these arms would be significant, but this design's measured rate is "
+        f"above α, so they are reported as nominal: {', '.join(names)}",
     )
 
 
@@ -422,8 +531,13 @@ def _notes(
         notes.append(
             f"this design's measured {ERROR_RATE_NAMES[error_rate(correction)]} "
             f"({rate.describe_rates()}) is above α = {alpha}: its verdicts do not hold at that "
-            "level (use the default test without --equal-variance or --reference normal, or "
-            "more seeds per arm)"
+            "level ("
+            + (
+                "drop --equal-variance / --reference normal: the default test is calibrated"
+                if family.test in (POOLED_T, Z)
+                else "more seeds per arm, or the sequential loop"
+            )
+            + ")"
         )
     if options.lower_is_better is False and looks_like_loss(family.metric):
         notes.append(f"{family.metric!r} reads as a loss but is judged higher-is-better as asked")
