@@ -40,11 +40,12 @@ from archaudit.stats.noise_models import PANEL, parse_one
 from archaudit.stats.null_kernel import MIN_AUDITS, affordable, simulate_outcomes
 from archaudit.stats.profile import NO_PROFILE, Profile, profile_of, profiles
 
-CALIBRATION_AUDITS = 4000
-"""Null audits per model behind a level (its rate's MC s.e. is 0.0034 at 0.05)."""
+CALIBRATION_AUDITS = 2000
+"""Null audits per model behind a level (its rate's MC s.e. is 0.0049 at 0.05)."""
 CALIBRATION_SEED = 1
 """Not the design rate's seed 0: the rate printed beside a level is measured on fresh draws."""
 CALIBRATION_VERSION = 1
+CALIBRATED_TESTS = ("welch", "robust")
 
 
 def level_from_rates(q: np.ndarray, alpha: float) -> float:
@@ -61,9 +62,11 @@ def level_from_rates(q: np.ndarray, alpha: float) -> float:
 def design_level(design: AuditDesign, profile: Profile = NO_PROFILE) -> float:
     """α′ of `design`: the panel's level, or with `profile`'s wide arms the profile model's."""
     audits = affordable(design, CALIBRATION_AUDITS)
-    if design.test not in ("welch", "robust") or design.correction == "bh" or audits < MIN_AUDITS:
-        # the user's assumptions (pooled t, z) and the FDR are not calibrated; nor is a design
-        # too large to simulate (its rate says so)
+    if design.test not in CALIBRATED_TESTS or design.correction in ("bh", "none") or (
+        audits < MIN_AUDITS
+    ):
+        # the user's assumptions (pooled t, z), the FDR and no correction at all are not
+        # calibrated; nor is a design too large to simulate (its rate says so)
         return design.alpha
     models = [parse_one(name) for name in PANEL] if profile.arms == 0 else [profile.model()]
     key = json.dumps(

@@ -44,14 +44,13 @@ class Profile:
 NO_PROFILE = Profile(WIDEST_FACTOR, 0)
 
 
-def ratio_bounds(
-    arm_var: np.ndarray, sigma: np.ndarray, n_arm: np.ndarray, dof: int | np.ndarray
-) -> np.ndarray:
+def ratio_bounds(arm_var: np.ndarray, sigma: np.ndarray, n_arm: np.ndarray, dof: int) -> np.ndarray:
     """Upper `BOUND_CONFIDENCE` bounds of each arm's seed σ over the noise floor's, from its
-    sample variance: (s²/σ̂²)/ρ² ~ F(n − 1, ν). NaN for single-seed arms."""
-    n = np.broadcast_to(np.asarray(n_arm, dtype=float), np.shape(arm_var))
+    sample variance: (s²/σ̂²)/ρ² ~ F(n − 1, ν). NaN for single-seed arms; `arm_var` is (..., m)
+    and `n_arm` (m,)."""
+    n = np.asarray(n_arm, dtype=float)
+    quantile = fdtri(np.maximum(n - 1, 1), float(dof), 1.0 - BOUND_CONFIDENCE)  # once per arm
     with np.errstate(divide="ignore", invalid="ignore"):
-        quantile = fdtri(np.maximum(n - 1, 1), np.asarray(dof, float), 1.0 - BOUND_CONFIDENCE)
         bound = np.sqrt(np.asarray(arm_var) / quantile) / sigma
     return np.where(n >= 2, bound, np.nan)
 

@@ -1,0 +1,215 @@
+"""Issue 31: the calibrated rule over a grid of default designs, its profile at work, its power
+against the previous rule on the same draws, and what a new design costs.
+
+Every cell is the whole procedure (each simulated audit judged at its own calibrated level α′,
+its single-seed bound and profile estimated from its own seeds), simulated under every model
+of the noise panel on draws the calibration never saw (seed 0; the levels come from seed 1).
+
+    PYTHONPATH=src nice -n 10 python benchmarks/design_grid.py [--audits 1000] [--quick]
+
+Prints markdown tables (pasted into docs/verdicts.md) and writes benchmarks/design_grid.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from archaudit.stats import AuditDesign
+from archaudit.stats.calibrate import audit_levels, design_level
+from archaudit.stats.design_rate import arm_mde, design_rate
+from archaudit.stats.noise_models import PANEL, parse_one
+from archaudit.stats.null_kernel import simulate_outcomes
+from archaudit.stats.sequential import SequentialRule, sequential_design_rate
+from archaudit.stats.simulate import binomial_se, null_rates
+
+ARMS = (1, 2, 3, 5, 10, 19)
+SEEDS = (1, 2, 3, 4, 5, 6)
+BASELINES = (2, 3, 5, 10)
+MIXED = (1,) * 10 + (2,) * 5 + (3,) * 4
+ALPHA = 0.05
+
+
+def panel(design: AuditDesign, audits: int) -> dict:
+    """The whole procedure's rates under every panel model: worst FWER, worst false-candidate
+    rate, and the MC s.e. of the worst."""
+    rates = {name: null_rates(design, audits, 0, parse_one(name)) for name in PANEL}
+    name = max(rates, key=lambda k: rates[k][0])
+    worst = rates[name][0]
+    se = binomial_se(max(worst, 1.0 / audits), audits)
+    return {
+        "level": design_level(design),
+        "normal": rates["normal"][0],
+        "worst": worst,
+        "worst_model": name,
+        "se": se,
+        "ok": worst <= ALPHA + 2 * se,
+        "candidates": max(r[1] for r in rates.values()),
+    }
+
+
+def cell(result: dict) -> str:
+    flag = "" if result["ok"] else " **ABOVE**"
+    level = "" if result["level"] >= ALPHA else f" (α′ {result['level']:.3f})"
+    return f"{result['worst']:.3f}{level}{flag}"
+
+
+def grid(audits: int, correction: str, arms: tuple, seeds: tuple, bases: tuple) -> dict:
+    rows = {}
+    for m in arms:
+        for n0 in bases:
+            rows[f"{m} arm{'s' * (m > 1)}, baseline {n0}"] = {
+                k: panel(AuditDesign((k,) * m, n0, correction=correction), audits) for k in seeds
+            }
+    return rows
+
+
+def print_grid(title: str, rows: dict, seeds: tuple) -> None:
+    print(f"\n{title}\n")
+    print("| design | " + " | ".join(f"{k} seed{'s' * (k > 1)}" for k in seeds) + " |")
+    print("|---|" + "---|" * len(seeds))
+    for name, cells in rows.items():
+        print(f"| {name} | " + " | ".join(cell(cells[k]) for k in seeds) + " |")
+
+
+def extras(audits: int) -> dict:
+    """2×2 with baseline 3–5, the mixed design, and the sequential loops."""
+    fixed = {
+        **{f"2 × 2, baseline {b}": AuditDesign((2, 2), b) for b in (3, 4, 5)},
+        "10 × 1 + 5 × 2 + 4 × 3, baseline 3": AuditDesign(MIXED, 3),
+        "10 × 1 + 5 × 2 + 4 × 3, baseline 3, Dunnett": AuditDesign(MIXED, 3, correction="dunnett"),
+    }
+    out = {name: panel(design, audits) for name, design in fixed.items()}
+    for top in (3, 5, 6):
+        for arms in (4, 20):
+            rate = sequential_design_rate(arms, SequentialRule(max_seeds=top))
+            worst = rate.panel_worst
+            out[f"sequential ≤ {top}, {arms} arms"] = {
+                "level": ALPHA,
+                "normal": rate.fwer,
+                "worst": worst.fwer,
+                "worst_model": worst.noise,
+                "se": worst.fwer_se,
+                "ok": worst.fwer <= ALPHA + 2 * worst.fwer_se,
+                "candidates": math.nan,
+                "mde": rate.mde_sigmas,
+            }
+    return out
+
+
+def profile_cases(audits: int) -> dict:
+    """Null audits whose multi-seed arms are far wider than the panel's widest (6×)."""
+    cases = {
+        "19 × 2, baseline 3, five arms at 10×": (AuditDesign((2,) * 19, 3), "hetero:10:5"),
+        "19 × 3, baseline 3, three arms at 20×": (AuditDesign((3,) * 19, 3), "hetero:20:3"),
+        "2 × 2, baseline 3, both arms at 20×": (AuditDesign((2, 2), 3), "hetero:20:2"),
+        "3 × 1 + 2 × 3, baseline 3, all five at 20×": (
+            AuditDesign((1, 1, 1, 3, 3), 3),
+            "hetero:20:5",
+        ),
+    }
+    out = {}
+    for name, (design, noise) in cases.items():
+        model = parse_one(noise)
+        outcomes = simulate_outcomes(design, audits, 0, model)
+        levels = audit_levels(design, outcomes.bounds)
+        new = float(np.mean(outcomes.declared(levels).any(axis=1)))
+        old = float(np.mean(outcomes.declared(ALPHA).any(axis=1)))
+        out[name] = {
+            "noise": noise,
+            "rate": new,
+            "se": binomial_se(max(new, 1 / audits), audits),
+            "at_alpha": old,
+            "median_level": float(np.median(levels)),
+            "median_bound": float(np.median(outcomes.bound)),
+        }
+    return out
+
+
+def simulated_mde(design: AuditDesign, calibrated: bool, audits: int) -> float:
+    """The planted effect (σ) one arm is declared with 80% power, by bisection on common draws:
+    the calibrated procedure, or the previous rule (level α, the same tests)."""
+    low, high = 0.0, 200.0
+    for _ in range(14):
+        mid = (low + high) / 2
+        outcomes = simulate_outcomes(design, audits, 0, parse_one("normal"), mid, 1)
+        level = audit_levels(design, outcomes.bounds) if calibrated else ALPHA
+        found = np.mean(outcomes.declared(level)[:, 0] & (outcomes.delta[:, 0] > 0))
+        low, high = (low, mid) if found >= 0.8 else (mid, high)
+    return high
+
+
+def power(audits: int) -> dict:
+    designs = {
+        "19 × 3, baseline 3": AuditDesign((3,) * 19, 3),
+        "19 × 5, baseline 5": AuditDesign((5,) * 19, 5),
+        "19 × 2, baseline 3": AuditDesign((2,) * 19, 3),
+        "2 × 2, baseline 3": AuditDesign((2, 2), 3),
+    }
+    out = {}
+    for name, design in designs.items():
+        out[name] = {
+            "previous": simulated_mde(design, False, audits),
+            "calibrated": simulated_mde(design, True, audits),
+            "formula": arm_mde(design, design.arm_seeds[0]),
+        }
+    return out
+
+
+def cost() -> dict:
+    """Wall and CPU seconds of a design never seen before (a fresh cache): 20 arms × 3 seeds."""
+    with tempfile.TemporaryDirectory() as folder:
+        os.environ["ARCHAUDIT_CACHE"] = folder
+        design = AuditDesign((3,) * 20, 3)
+        wall, cpu = time.perf_counter(), time.process_time()
+        design_rate(design)
+        return {"wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--audits", type=int, default=1000, help="audits per panel model")
+    parser.add_argument("--quick", action="store_true", help="a few cells only")
+    args = parser.parse_args()
+    started = time.process_time()
+    result = {"cost": cost()}
+    print(f"a new 20 × 3 design: {result['cost']}")
+    arms, seeds, bases = ((2, 19), (2, 3), (3,)) if args.quick else (ARMS, SEEDS, BASELINES)
+    result["holm"] = grid(args.audits, "holm", arms, seeds, bases)
+    print_grid("Holm (worst panel rate; α′ where below α)", result["holm"], seeds)
+    dunnett_arms = (2, 5, 19) if not args.quick else (2,)
+    result["dunnett"] = grid(args.audits, "dunnett", dunnett_arms, (2, 3, 5), (3,))
+    print_grid("Dunnett", result["dunnett"], (2, 3, 5))
+    result["extras"] = extras(args.audits)
+    print("\n| design | α′ | normal | panel's worst | false candidates (worst) |\n|---|---|---|---|---|")
+    for name, r in result["extras"].items():
+        print(
+            f"| {name} | {r['level']:.3f} | {r['normal']:.3f} | {r['worst']:.3f} ± {r['se']:.3f} "
+            f"({r['worst_model']}){'' if r['ok'] else ' **ABOVE**'} | {r['candidates']:.3f} |"
+        )
+    result["profile"] = profile_cases(4 * args.audits)
+    print("\n| case | rate, calibrated | at α (previous) | median α′ | median single-seed bound |")
+    print("|---|---|---|---|---|")
+    for name, r in result["profile"].items():
+        print(
+            f"| {name} ({r['noise']}) | {r['rate']:.3f} ± {r['se']:.3f} | {r['at_alpha']:.3f} | "
+            f"{r['median_level']:.3f} | {r['median_bound']:.1f} |"
+        )
+    result["power"] = power(2 * args.audits)
+    print("\n| design | MDE previous rule | MDE calibrated | formula |\n|---|---|---|---|")
+    for name, r in result["power"].items():
+        print(f"| {name} | {r['previous']:.2f} σ | {r['calibrated']:.2f} σ | {r['formula']:.2f} σ |")
+    result["cpu_s"] = time.process_time() - started
+    print(f"\nCPU {result['cpu_s']:.0f} s; MC s.e. per cell ≈ {binomial_se(ALPHA, args.audits):.4f} at α")
+    Path(__file__).with_suffix(".json").write_text(json.dumps(result, indent=1, default=float))
+
+
+if __name__ == "__main__":
+    main()
