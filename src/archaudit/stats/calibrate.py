@@ -62,8 +62,10 @@ def level_from_rates(q: np.ndarray, alpha: float) -> float:
 def design_level(design: AuditDesign, profile: Profile = NO_PROFILE) -> float:
     """α′ of `design`: the panel's level, or with `profile`'s wide arms the profile model's."""
     audits = affordable(design, CALIBRATION_AUDITS)
-    if design.test not in CALIBRATED_TESTS or design.correction in ("bh", "none") or (
-        audits < MIN_AUDITS
+    if (
+        design.test not in CALIBRATED_TESTS
+        or design.correction in ("bh", "none")
+        or (audits < MIN_AUDITS)
     ):
         # the user's assumptions (pooled t, z), the FDR and no correction at all are not
         # calibrated; nor is a design too large to simulate (its rate says so)

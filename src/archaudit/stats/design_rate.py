@@ -156,7 +156,9 @@ def design_rate(
         fwer=fwer,
         fwer_se=se,
         audits=normal_audits,
-        above_alpha=fwer > design.alpha + 2.0 * se or bool(worst_rate and worst_rate.above_alpha),
+        # no correction controls nothing: its header says "uncorrected", not "above α"
+        above_alpha=design.correction != "none"
+        and (fwer > design.alpha + 2.0 * se or bool(worst_rate and worst_rate.above_alpha)),
         panel_worst=worst_rate,
         candidate_rate=candidates,
         candidate_worst=worst(per_model(1)),

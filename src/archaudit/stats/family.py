@@ -16,6 +16,7 @@ from archaudit.errors import ConfigError
 from archaudit.stats.calibrate import audit_level
 from archaudit.stats.compare import ArmTest, compare_arm, decide
 from archaudit.stats.design import AuditDesign
+from archaudit.stats.design_rate import DesignRate, design_rate
 from archaudit.stats.family_test import choose_test
 from archaudit.stats.grading import looks_like_loss
 from archaudit.stats.noise import NoiseFloor, noise_floor
@@ -23,6 +24,7 @@ from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.profile import NO_PROFILE, Profile, ratio_bounds, single_seed_bound
 from archaudit.stats.samples import ArmSample, sample_arm
 from archaudit.stats.table import Table
+from archaudit.stats.verdicts import nominal
 
 
 @dataclass(frozen=True)
@@ -123,8 +125,22 @@ class Family:
 
     def decide(self, tests: Sequence[ArmTest]) -> tuple[np.ndarray, list[str]]:
         """(corrected p, verdict) of each tested arm, corrected together as the options say and
-        compared with the family's calibrated level."""
-        return decide(tests, self.noise, len(self.baseline.values), self.options, self.level)
+        compared with the family's calibrated level; nothing is significant under a design
+        whose measured rate is above α (its verdicts are nominal)."""
+        p, verdicts = decide(tests, self.noise, len(self.baseline.values), self.options, self.level)
+        if self.above_alpha:
+            verdicts = [nominal(v) for v in verdicts]
+        return p, verdicts
+
+    @cached_property
+    def rate(self) -> DesignRate | None:
+        """The design's measured error rates and MDE (None when no arm can be tested)."""
+        design = self.audit_design()
+        return design_rate(design, power_target=self.options.power_target) if design else None
+
+    @property
+    def above_alpha(self) -> bool:
+        return bool(self.rate and self.rate.above_alpha)
 
     def audit_design(self) -> AuditDesign | None:
         """The design of the tested family under its options (None when no arm can be tested)."""

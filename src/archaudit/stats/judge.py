@@ -18,7 +18,7 @@ from archaudit.stats.corrections import (
     fwer_uncorrected,
 )
 from archaudit.stats.design import AuditDesign
-from archaudit.stats.design_rate import DesignRate, arm_mde, design_rate
+from archaudit.stats.design_rate import DesignRate, arm_mde
 from archaudit.stats.errors import TableError
 from archaudit.stats.family import Family, collect_family
 from archaudit.stats.family_test import POOLED_T, ROBUST, Z, interval
@@ -31,7 +31,6 @@ from archaudit.stats.samples import ArmSample
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.signal import AVERAGE, check_signal, is_downstream
 from archaudit.stats.table import DOWNSTREAM, Table, TableLike, load_table
-from archaudit.stats.verdicts import nominal
 
 SIGMA_RATIO_WARNING = 2.0
 """Warn when σ of one metric differs by more than this factor between scales of one audit."""
@@ -269,9 +268,7 @@ def judge(table: TableLike, metric: str, options: JudgeOptions = DEFAULT) -> Jud
     tests = {s.arm: family.compare(s.values) for s in family.tested}
     p_adjusted, decided = family.decide(list(tests.values()))
     design = family.audit_design()
-    rate = design_rate(design, power_target=options.power_target) if design else None
-    if rate and rate.above_alpha:
-        decided = [nominal(v) for v in decided]  # not significant where the design is not valid
+    rate = family.rate
     robust_scale = family_scale(
         [s.values for s in (family.baseline, *family.anchors, *family.arms)]
     )

@@ -58,8 +58,7 @@ def ratio_bounds(arm_var: np.ndarray, sigma: np.ndarray, n_arm: np.ndarray, dof:
 def single_seed_bound(bounds: np.ndarray) -> np.ndarray:
     """(B,) the factor a single seed's σ is bounded by: max(6, the widest arm's bound); ∞ when
     no arm has two seeds (nothing bounds it: candidates only)."""
-    with np.errstate(invalid="ignore"):
-        widest = np.nanmax(np.where(np.isnan(bounds), -np.inf, bounds), axis=-1)
+    widest = np.max(np.where(np.isnan(bounds), -np.inf, bounds), axis=-1, initial=-np.inf)
     return np.where(np.isfinite(widest), np.maximum(widest, WIDEST_FACTOR), np.inf)
 
 
