@@ -188,6 +188,10 @@ def plan(
         minutes = summary.estimated_wall_s / 60
         line += f"; about {minutes:.1f} min of training on {summary.workers} workers"
     Console().print(line + " (evaluation not included)")
+    from archaudit.audit.power_plan import plan_power
+
+    for family in plan_power(grid, sigma):
+        Console().print("\n".join(family.lines()))
     if summary.sequential is not None:
         Console().print(_sequential_line(summary.sequential))
 
