@@ -14,7 +14,7 @@ def plan_power(plan: Plan, sigma: float | None = None) -> list[FamilyPower]:
     seeds = Counter((run.baseline, run.scale, run.arm, run.mods == BASELINE) for run in plan.runs)
     families: dict[tuple[str, str], tuple[list[int], int]] = {}
     for (baseline, scale, _, is_baseline), count in seeds.items():
-        arms, base = families.setdefault((baseline, scale), ([], 0))
+        arms, _ = families.setdefault((baseline, scale), ([], 0))
         if is_baseline:
             families[(baseline, scale)] = (arms, count)
         else:
