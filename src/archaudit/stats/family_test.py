@@ -4,16 +4,19 @@ One family, one test (docs/protocol.md, Statistics), chosen from the design:
 
 - `z` (paper mode, `reference="normal"`): z = Δ/σ against the normal distribution. It treats σ as
   exact, so it is uncalibrated when σ comes from a few seeds.
-- `pooled-t`: t = Δ / (σ·√(1/n + 1/n₀)) with the noise floor's degrees of freedom. For a
-  single-seed arm this is the prediction-interval t, Δ / (σ·√(1 + 1/n₀)). Used whenever the
-  family has a single-seed arm (it can only be judged against a shared σ), when equal variance is
-  declared, and under Dunnett's correction. So an arm with more seeds and a larger Δ is never
-  weaker than one with fewer seeds and a smaller Δ.
+- `pooled-t`: t = Δ / (σ·√(1/n + 1/n₀)) with the noise floor's degrees of freedom, only when
+  equal variance is declared (`--equal-variance`). For a single-seed arm this is the
+  prediction-interval t, Δ / (σ·√(1 + 1/n₀)): the candidate test of the robust family.
 - `welch`: Welch's t of the arm's seeds against the baseline's, when every arm has >= 2 seeds.
 - `robust` (the default when an arm has one seed): Welch for every arm with >= 2 seeds. A
-  single-seed arm cannot show its own spread, so it is tested as if its seed σ were the noise
-  panel's widest, `WIDEST_FACTOR` (6) times the pooled σ: t = Δ / (σ·√(6² + 1/n₀)) with σ's df.
-  An arm that clears the ordinary prediction-interval t but not that bound is a *candidate*.
+  single-seed arm cannot show its own spread, so it is tested as if its seed σ were F times the
+  pooled σ: t = Δ / (σ·√(F² + 1/n₀)) with σ's df, F the larger of the panel's widest (6) and the
+  upper bound of the widest multi-seed arm's ratio (stats/profile.py; ∞ with none). An arm that
+  clears the ordinary prediction-interval t but not that bound is a *candidate*.
+
+Each test's p is corrected over the family and compared with the design's calibrated level α′
+(stats/calibrate.py), not with α itself. The test is chosen per family, not per arm, but Welch
+uses each arm's own spread, so more seeds and a larger Δ do not always mean a smaller p.
 
 Measured over the noise panel (stats/noise_models.py, docs/verdicts.md), only tests in which an
 arm's own variance enters hold α when arms' seed variances differ. `pooled-t` (declared equal
