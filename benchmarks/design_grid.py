@@ -89,11 +89,12 @@ def extras(audits: int) -> dict:
     fixed = {
         **{f"2 × 2, baseline {b}": AuditDesign((2, 2), b) for b in (3, 4, 5)},
         "10 × 1 + 5 × 2 + 4 × 3, baseline 3": AuditDesign(MIXED, 3),
-        "10 × 1 + 5 × 2 + 4 × 3, baseline 3, Dunnett": AuditDesign(MIXED, 3, correction="dunnett"),
+        "2 × 2, baseline 3, Dunnett": AuditDesign((2, 2), 3, correction="dunnett"),
+        "19 × 3, baseline 3, Dunnett": AuditDesign((3,) * 19, 3, correction="dunnett"),
     }
     out = {name: panel(design, audits) for name, design in fixed.items()}
     for top in (3, 5, 6):
-        for arms in (4, 20):
+        for arms in (20,):
             rule = SequentialRule(max_seeds=top)
             rates = {n: sequential_null_fwer(arms, rule, audits, 0, parse_one(n)) for n in PANEL}
             name = max(rates, key=lambda k: rates[k])
@@ -142,8 +143,8 @@ def profile_cases(audits: int) -> dict:
 def simulated_mde(design: AuditDesign, calibrated: bool, audits: int) -> float:
     """The planted effect (σ) one arm is declared with 80% power, by bisection on common draws:
     the calibrated procedure, or the previous rule (level α, the same tests)."""
-    low, high = 0.0, 200.0
-    for _ in range(14):
+    low, high = 0.0, 128.0
+    for _ in range(11):
         mid = (low + high) / 2
         outcomes = simulate_outcomes(design, audits, 0, parse_one("normal"), mid, 1)
         level = audit_levels(design, outcomes.bounds) if calibrated else ALPHA
@@ -188,50 +189,68 @@ def cost() -> dict:
     return out
 
 
+SECTIONS = ("cost", "holm", "dunnett", "extras", "profile", "power")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--audits", type=int, default=500, help="audits per panel model")
     parser.add_argument("--full", action="store_true", help="every baseline × every seed count")
+    parser.add_argument("--sections", default=",".join(SECTIONS), help="which parts to run")
     args = parser.parse_args()
+    sections = args.sections.split(",")
     started = time.process_time()
-    result = {"cost": cost()}
-    print(f"a new design of 20 arms: {result['cost']}")
-    result["holm"] = grid(args.audits, "holm", ARMS, SEEDS, (3,))
-    others = BASELINES if args.full else (2, 5, 10)
-    result["holm"] |= grid(args.audits, "holm", ARMS, SEEDS if args.full else (2, 3), others)
-    print_grid("Holm (worst panel rate; α′ where below α)", result["holm"], SEEDS)
-    result["dunnett"] = grid(args.audits, "dunnett", (2, 5, 19), (2, 3, 5), (3,))
-    print_grid("Dunnett", result["dunnett"], (2, 3, 5))
-    result["extras"] = extras(args.audits)
-    print(
-        "\n| design | α′ | normal | panel's worst | false candidates (worst) |\n"
-        "|---|---|---|---|---|"
-    )
-    for name, r in result["extras"].items():
+    result: dict = {}
+    if "cost" in sections:
+        result["cost"] = cost()
+        print(f"a new design of 20 arms: {result['cost']}")
+    if "holm" in sections:
+        result["holm"] = grid(args.audits, "holm", ARMS, SEEDS, (3,))
+        others = BASELINES if args.full else (2, 5, 10)
+        result["holm"] |= grid(args.audits, "holm", ARMS, SEEDS if args.full else (2, 3), others)
+        print_grid("Holm (worst panel rate; α′ where below α)", result["holm"], SEEDS)
+    if "dunnett" in sections:
+        result["dunnett"] = grid(args.audits, "dunnett", (2, 5, 19), (2, 3, 5), (3,))
+        print_grid("Dunnett", result["dunnett"], (2, 3, 5))
+    if "extras" in sections:
+        print_extras(result.setdefault("extras", extras(args.audits)))
+    if "profile" in sections:
+        print_profile(result.setdefault("profile", profile_cases(4 * args.audits)))
+    if "power" in sections:
+        print_power(result.setdefault("power", power(2 * args.audits)))
+    result["cpu_s"] = time.process_time() - started
+    se = binomial_se(ALPHA, args.audits)
+    print(f"\nCPU {result['cpu_s']:.0f} s; MC s.e. per cell ≈ {se:.4f} at α")
+    out = Path(__file__).with_name(f"design_grid-{'-'.join(sections)}.json")
+    out.write_text(json.dumps(result, indent=1, default=float))
+
+
+def print_extras(rows: dict) -> None:
+    print("\n| design | α′ | normal | panel's worst | false candidates (worst) |")
+    print("|---|---|---|---|---|")
+    for name, r in rows.items():
         print(
             f"| {name} | {r['level']:.3f} | {r['normal']:.3f} | {r['worst']:.3f} ± {r['se']:.3f} "
             f"({r['worst_model']}){'' if r['ok'] else ' **ABOVE**'} | {r['candidates']:.3f} |"
         )
-    result["profile"] = profile_cases(4 * args.audits)
+
+
+def print_profile(rows: dict) -> None:
     print("\n| case | rate, calibrated | at α (previous) | median α′ | median single-seed bound |")
     print("|---|---|---|---|---|")
-    for name, r in result["profile"].items():
+    for name, r in rows.items():
         print(
             f"| {name} ({r['noise']}) | {r['rate']:.3f} ± {r['se']:.3f} | {r['at_alpha']:.3f} | "
             f"{r['median_level']:.3f} | {r['median_bound']:.1f} |"
         )
-    result["power"] = power(2 * args.audits)
+
+
+def print_power(rows: dict) -> None:
     print("\n| design | MDE previous rule | MDE calibrated | formula |\n|---|---|---|---|")
-    for name, r in result["power"].items():
+    for name, r in rows.items():
         print(
             f"| {name} | {r['previous']:.2f} σ | {r['calibrated']:.2f} σ | {r['formula']:.2f} σ |"
         )
-    result["cpu_s"] = time.process_time() - started
-    print(
-        f"\nCPU {result['cpu_s']:.0f} s; MC s.e. per cell ≈ "
-        f"{binomial_se(ALPHA, args.audits):.4f} at α"
-    )
-    Path(__file__).with_suffix(".json").write_text(json.dumps(result, indent=1, default=float))
 
 
 if __name__ == "__main__":

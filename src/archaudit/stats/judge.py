@@ -10,6 +10,7 @@ import numpy as np
 
 from archaudit.formatting import interval as written_interval
 from archaudit.formatting import num
+from archaudit.stats.calibrate import CALIBRATED_TESTS
 from archaudit.stats.compare import ArmTest
 from archaudit.stats.corrections import (
     ERROR_RATE_NAMES,
@@ -189,6 +190,8 @@ class Judgement(JsonResult):
         return f"{self.test} test (calibrated: {'; '.join(t for t in (own, single) if t)})"
 
     def _level_text(self) -> str:
+        if self.test not in CALIBRATED_TESTS or self.correction in ("bh", "none"):
+            return f"p_adj is compared with α = {self.alpha} (this test or correction is not calibrated)"
         if not math.isfinite(self.level) or (self.level >= self.alpha and not self.profile):
             return f"p_adj is compared with α = {self.alpha} (the panel needs no lower level)"
         source = (
