@@ -191,7 +191,7 @@ class Judgement(JsonResult):
 
     def _level_text(self) -> str:
         if self.test not in CALIBRATED_TESTS or self.correction in ("bh", "none"):
-            return f"p_adj is compared with α = {self.alpha} (this test or correction is not calibrated)"
+            return f"p_adj is compared with α = {self.alpha} (test or correction uncalibrated)"
         if not math.isfinite(self.level) or (self.level >= self.alpha and not self.profile):
             return f"p_adj is compared with α = {self.alpha} (the panel needs no lower level)"
         source = (
