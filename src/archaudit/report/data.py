@@ -579,6 +579,7 @@ def _sequential(
         design_fwer=fwer,
         design_mde=mde,
         design_panel_worst=worst,
+        alpha=rule.alpha if rule is not None else verdicts.alpha,  # the terminal's α per metric
         arms=arms,
         notes=(*verdicts.notes, note),
         interval_kind=REPEATED_INTERVAL,
