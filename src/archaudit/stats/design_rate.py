@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from archaudit.files import atomic_write_text, cache_dir
@@ -118,24 +118,25 @@ def design_rate(
     mdes = tuple(
         (n, arm_mde(design, n, power_target, level)) for n in sorted(set(design.arm_seeds))
     )
-    common = {
-        "design": design,
-        "description": design.describe(),
-        "seed": seed,
-        "power_target": power_target,
-        "mde_sigmas": mdes[0][1],
-        "level": level,
-        "mdes": mdes,
-    }
+    unmeasured = DesignRate(
+        design=design,
+        description=design.describe(),
+        fwer=math.nan,
+        fwer_se=math.nan,
+        audits=0,
+        seed=seed,
+        above_alpha=False,
+        power_target=power_target,
+        mde_sigmas=mdes[0][1],
+        level=level,
+        mdes=mdes,
+    )
     if normal_audits < MIN_AUDITS:
         reason = (
             f"{draws_per_audit(design):,} seed values per audit; fewer than {MIN_AUDITS} audits "
             f"fit the budget of {DRAW_BUDGET:,} draws"
         )
-        nan = math.nan
-        return DesignRate(
-            fwer=nan, fwer_se=nan, audits=0, above_alpha=False, skipped=reason, **common
-        )
+        return replace(unmeasured, skipped=reason)
     rates = _rates(design, normal_audits, each, seed)
     fwer, candidates = rates[NORMAL.spec]
     se = binomial_se(fwer, normal_audits)
@@ -152,7 +153,8 @@ def design_rate(
         )
 
     worst_rate = worst(per_model(0))
-    return DesignRate(
+    return replace(
+        unmeasured,
         fwer=fwer,
         fwer_se=se,
         audits=normal_audits,
@@ -162,7 +164,6 @@ def design_rate(
         panel_worst=worst_rate,
         candidate_rate=candidates,
         candidate_worst=worst(per_model(1)),
-        **common,
     )
 
 

@@ -311,27 +311,7 @@ def _judgement(
     noise = family.noise
     lower = family.sign < 0
     m = len(family.tested)
-    level, profile = family.calibrated
-    multi = [s for s in family.tested if len(s.values) > 1]
-    design = family.audit_design()
-    return Judgement(
-        level=level,
-        profile=profile.spec if profile.arms else "",
-        covered_factor=max(
-            WIDEST_FACTOR,
-            profile.factor if profile.arms else WIDEST_FACTOR,
-            family.single_bound if math.isfinite(family.single_bound) else WIDEST_FACTOR,
-        ),
-        widest_ratio=max(
-            (float(np.std(s.values, ddof=1)) / noise.sigma for s in multi), default=math.nan
-        ),
-        single_seed_bound=family.single_bound,
-        mdes=tuple(
-            (n, arm_mde(design, n, options.power_target, level, family.single_bound))
-            for n in sorted({len(s.values) for s in family.tested})
-        )
-        if design
-        else (),
+    judgement = Judgement(
         source=table.source,
         metric=family.metric,
         scale=family.scale,
@@ -363,6 +343,37 @@ def _judgement(
         arms=arms,
         notes=notes,
         baseline_outliers=baseline_outliers,
+    )
+    return _with_calibration(judgement, family, options)
+
+
+def _with_calibration(judgement: Judgement, family: Family, options: JudgeOptions) -> Judgement:
+    """The judgement with its calibrated level, the bounds its rate holds under, and its MDEs at
+    that level and bound (stats/calibrate.py, stats/profile.py)."""
+    level, profile = family.calibrated
+    multi = [s for s in family.tested if len(s.values) > 1]
+    design = family.audit_design()
+    bound = family.single_bound
+    return replace(
+        judgement,
+        level=level,
+        profile=profile.spec if profile.arms else "",
+        covered_factor=max(
+            WIDEST_FACTOR,
+            profile.factor if profile.arms else WIDEST_FACTOR,
+            bound if math.isfinite(bound) else WIDEST_FACTOR,
+        ),
+        widest_ratio=max(
+            (float(np.std(s.values, ddof=1)) / family.noise.sigma for s in multi),
+            default=math.nan,
+        ),
+        single_seed_bound=bound,
+        mdes=tuple(
+            (n, arm_mde(design, n, options.power_target, level, bound))
+            for n in sorted({len(s.values) for s in family.tested})
+        )
+        if design
+        else (),
     )
 
 
@@ -424,7 +435,7 @@ def _arm_verdict(
 
 
 def _demoted(
-    p_adjusted: Sequence[float],
+    p_adjusted: np.ndarray,
     tests: dict[str, ArmTest],
     rate: DesignRate | None,
     alpha: float,

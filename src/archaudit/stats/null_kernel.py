@@ -182,7 +182,7 @@ def family_outcomes(
         p=p,
         p_adj=_corrected(design, stat, p),
         plain_adj=plain_adj,
-        beyond=~within_noise(delta, sigma),
+        beyond=np.asarray(~within_noise(delta, sigma)),
         single=single,
         bounds=bounds,
         bound=bound,

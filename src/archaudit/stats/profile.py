@@ -44,7 +44,9 @@ class Profile:
 NO_PROFILE = Profile(WIDEST_FACTOR, 0)
 
 
-def ratio_bounds(arm_var: np.ndarray, sigma: np.ndarray, n_arm: np.ndarray, dof: int) -> np.ndarray:
+def ratio_bounds(
+    arm_var: np.ndarray, sigma: np.ndarray | float, n_arm: np.ndarray, dof: int
+) -> np.ndarray:
     """Upper `BOUND_CONFIDENCE` bounds of each arm's seed σ over the noise floor's, from its
     sample variance: (s²/σ̂²)/ρ² ~ F(n − 1, ν). NaN for single-seed arms; `arm_var` is (..., m)
     and `n_arm` (m,)."""
