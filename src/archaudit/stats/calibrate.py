@@ -38,7 +38,7 @@ from archaudit.files import atomic_write_text, cache_dir
 from archaudit.stats.design import AuditDesign
 from archaudit.stats.noise_models import PANEL, parse_one
 from archaudit.stats.null_kernel import MIN_AUDITS, affordable, simulate_outcomes
-from archaudit.stats.profile import NO_PROFILE, Profile, profile_of, profiles
+from archaudit.stats.profile import NO_PROFILE, Profile, profile_factors, profile_of, profiles
 
 CALIBRATION_AUDITS = 2000
 """Null audits per model behind a level (its rate's MC s.e. is 0.0049 at 0.05)."""
@@ -90,7 +90,9 @@ def design_level(design: AuditDesign, profile: Profile = NO_PROFILE) -> float:
         pass
     level = min(
         level_from_rates(
-            simulate_outcomes(design, audits, CALIBRATION_SEED, m).declaring_level(),
+            simulate_outcomes(
+                design, audits, CALIBRATION_SEED, m, candidates=False
+            ).declaring_level(),
             design.alpha,
         )
         for m in models
@@ -106,19 +108,21 @@ def design_level(design: AuditDesign, profile: Profile = NO_PROFILE) -> float:
 def audit_level(design: AuditDesign, bounds: np.ndarray) -> tuple[float, Profile]:
     """(α′, the profile model used) of one audit whose multi-seed arms show `bounds`."""
     profile = profile_of(bounds)
-    level = design_level(design)
-    if profile.arms:
-        level = min(level, design_level(design, profile))
-    return level, profile
+    return float(audit_levels(design, bounds[None, :])[0]), profile
 
 
 def audit_levels(design: AuditDesign, bounds: np.ndarray) -> np.ndarray:
-    """(B,) each simulated audit's own α′ from its (B, m) ratio bounds: the whole procedure."""
+    """(B,) each simulated audit's own α′ from its (B, m) ratio bounds: the whole procedure.
+
+    Welch's size is not monotone in the variance ratio (worst near 10×, exact again far out), so
+    a profile whose widest bound is F is covered by every grid factor from 12 up to F."""
     factors, counts = profiles(bounds)
     levels = np.full(len(bounds), design_level(design))
     for factor, count in set(
         zip(factors[counts > 0].tolist(), counts[counts > 0].tolist(), strict=True)
     ):
         rows = (factors == factor) & (counts == count)
-        levels[rows] = np.minimum(levels[rows], design_level(design, Profile(factor, count)))
+        below = [f for f in profile_factors() if f <= factor]
+        level = min(design_level(design, Profile(f, count)) for f in below)
+        levels[rows] = np.minimum(levels[rows], level)
     return levels

@@ -142,15 +142,8 @@ def design_rate(
     se = binomial_se(fwer, normal_audits)
 
     def per_model(which: int) -> tuple[PanelRate, ...]:
-        return tuple(
-            panel_rate(
-                rates[name][which],
-                normal_audits if name == NORMAL.spec else each,
-                design.alpha,
-                name,
-            )
-            for name in PANEL
-        )
+        sizes = {name: normal_audits if name == NORMAL.spec else each for name in PANEL}
+        return tuple(panel_rate(rates[n][which], sizes[n], design.alpha, n) for n in PANEL)
 
     worst_rate = worst(per_model(0))
     return replace(

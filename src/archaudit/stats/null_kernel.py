@@ -91,14 +91,18 @@ def simulate_outcomes(
     noise: NoiseModel = NORMAL,
     effect: float = 0.0,
     effect_arms: int = 0,
+    candidates: bool = True,
 ) -> Outcomes:
     """`audits` simulated audits of `design` under `noise`, reproducible from `seed`, with
-    `effect` σ added to the first `effect_arms` arms; drawn in chunks of `CHUNK_DRAWS` values."""
+    `effect` σ added to the first `effect_arms` arms; drawn in chunks of `CHUNK_DRAWS` values.
+    `candidates=False` skips the candidate test (a calibration needs only the declaring level)."""
     rng = np.random.default_rng(seed)
     chunk = max(1, CHUNK_DRAWS // draws_per_audit(design))
     return Outcomes.join(
         [
-            _chunk(design, min(chunk, audits - start), effect, effect_arms, rng, noise)
+            _chunk(
+                design, min(chunk, audits - start), (effect, effect_arms), rng, noise, candidates
+            )
             for start in range(0, audits, chunk)
         ]
     )
@@ -118,11 +122,12 @@ def arm_sigmas(design: AuditDesign, noise: NoiseModel, effect_arms: int) -> np.n
 def _chunk(
     design: AuditDesign,
     audits: int,
-    effect: float,
-    effect_arms: int,
+    planted: tuple[float, int],
     rng: np.random.Generator,
     noise: NoiseModel,
+    candidates: bool,
 ) -> Outcomes:
+    effect, effect_arms = planted
     base = noise.draw(rng, (audits, design.baseline_seeds))
     anchors = [noise.draw(rng, (audits, n)) for n in design.anchor_seeds]
     sigmas = arm_sigmas(design, noise, effect_arms)
@@ -134,7 +139,7 @@ def _chunk(
         columns = np.flatnonzero(n_arm == n)
         draws = noise.draw(rng, (audits, count, n)) * sigmas[columns][None, :, None]
         groups.append(draws + shift[columns][None, :, None])
-    return family_outcomes(design, base, anchors, groups)
+    return family_outcomes(design, base, anchors, groups, candidates)
 
 
 def family_outcomes(
@@ -142,6 +147,7 @@ def family_outcomes(
     base: np.ndarray,
     anchors: Sequence[np.ndarray],
     groups: Sequence[np.ndarray],
+    candidates: bool = True,
 ) -> Outcomes:
     """The verdict arithmetic on given seed values: (B, n₀) baseline, (B, nₐ) per anchor, and
     per distinct seed count n of the design's arms (ascending) a (B, arms with n seeds, n)."""
@@ -172,7 +178,7 @@ def family_outcomes(
     stat, _, p = statistics(design.test, delta, *args, bound=bound[:, None])
     single = n_arm < 2
     plain_adj = np.ones_like(p)
-    if single.any():
+    if single.any() and candidates:
         plain_stat, _, plain = statistics(POOLED_T, delta, *args[:4])
         plain = np.where(single, plain, p)
         plain_stat = np.where(single, plain_stat, stat)

@@ -64,6 +64,11 @@ def single_seed_bound(bounds: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(widest), np.maximum(widest, WIDEST_FACTOR), np.inf)
 
 
+def profile_factors() -> list[float]:
+    """The grid a profile's factor is rounded up to: 12, 24, ..., `PROFILE_TOP`."""
+    return [WIDEST_FACTOR * PROFILE_STEP**k for k in range(1, 6)]
+
+
 def profile_of(bounds: np.ndarray) -> Profile:
     """One audit's profile model from its arms' ratio bounds (1-D)."""
     factors, counts = profiles(bounds[None, :])
