@@ -291,6 +291,7 @@ def judge(table: TableLike, metric: str, options: JudgeOptions = DEFAULT) -> Jud
     base_outliers = outlier_seeds(family.baseline.values, family.baseline.seeds, robust_scale)
     notes = _notes(table, family, arms, options, rate)
     notes += _demoted(p_adjusted, tests, rate, options.alpha, family.level)
+    notes += _candidates(arms)
     notes += _outlier_notes(family.baseline.arm, base_outliers, arms)
     notes += _sigma_across_scales(table, metric, family, options)
     notes += (signal.notes if metric == AVERAGE else ()) + signal.r6_notes(
@@ -450,6 +451,17 @@ def _demoted(
     return (
         f"at α = {alpha} these arms would be significant, but this design's measured rate is "
         f"above α, so they are reported as nominal: {', '.join(names)}",
+    )
+
+
+def _candidates(arms: tuple[ArmVerdict, ...]) -> tuple[str, ...]:
+    """What a candidate is for, when the table has one."""
+    names = [a.arm for a in arms if a.verdict.startswith("candidate-")]
+    if not names:
+        return ()
+    return (
+        f"candidate: run its second seed ({', '.join(names)}): one seed is significant only if "
+        "its spread is the pool's, and its second seed shows whether it is",
     )
 
 
