@@ -18,7 +18,7 @@ import numpy as np
 
 from archaudit.stats.corrections import adjust_pvalues
 from archaudit.stats.design import AuditDesign
-from archaudit.stats.dunnett import critical_value, dunnett_stepdown
+from archaudit.stats.dunnett import critical_value, max_t_tail
 from archaudit.stats.family_test import POOLED_T, dunnett_statistics, statistics
 from archaudit.stats.noise_models import NORMAL, NoiseModel
 from archaudit.stats.profile import ratio_bounds, single_seed_bound
@@ -202,11 +202,20 @@ def _corrected(design: AuditDesign, stat: np.ndarray, p: np.ndarray) -> np.ndarr
 
 
 def _dunnett_adjusted(stat: np.ndarray, design: AuditDesign) -> np.ndarray:
-    """Dunnett's step-down corrected p, row by row where its first step reaches α (1 elsewhere:
-    such a row declares nothing at any α′ ≤ α, so its exact p_adj is never needed)."""
-    n_arm = list(design.arm_seeds)
-    first = critical_value(design.alpha, n_arm, design.baseline_seeds, design.sigma_dof)
+    """Dunnett's step-down corrected p where it is below α (1 elsewhere: no level α′ ≤ α
+    declares such an arm, so its exact p_adj is never needed), row by row from the largest |t|,
+    stopping at the first step whose tail reaches α."""
+    n_arm = np.asarray(design.arm_seeds)
+    n_base, dof = design.baseline_seeds, design.sigma_dof
+    first = critical_value(design.alpha, list(n_arm), n_base, dof)
+    size = np.abs(np.nan_to_num(stat))
     adjusted = np.ones(stat.shape)
-    for row in np.flatnonzero(np.max(np.abs(np.nan_to_num(stat)), axis=1) >= first):
-        adjusted[row] = dunnett_stepdown(stat[row], n_arm, design.baseline_seeds, design.sigma_dof)
+    for row in np.flatnonzero(size.max(axis=1) >= first):
+        order = np.argsort(-size[row], kind="stable")
+        running = 0.0
+        for k, arm in enumerate(order):
+            running = max(running, max_t_tail(size[row, arm], n_arm[order[k:]], n_base, dof))
+            if running >= design.alpha:
+                break
+            adjusted[row, arm] = running
     return adjusted
