@@ -18,7 +18,7 @@ import numpy as np
 
 from archaudit.stats.corrections import adjust_pvalues
 from archaudit.stats.design import AuditDesign
-from archaudit.stats.dunnett import critical_value, max_t_tail
+from archaudit.stats.dunnett import critical_value, max_t_tail, max_t_tails
 from archaudit.stats.family_test import POOLED_T, dunnett_statistics, statistics
 from archaudit.stats.noise_models import NORMAL, NoiseModel
 from archaudit.stats.profile import ratio_bounds, single_seed_bound
@@ -210,11 +210,15 @@ def _dunnett_adjusted(stat: np.ndarray, design: AuditDesign) -> np.ndarray:
     first = critical_value(design.alpha, list(n_arm), n_base, dof)
     size = np.abs(np.nan_to_num(stat))
     adjusted = np.ones(stat.shape)
-    for row in np.flatnonzero(size.max(axis=1) >= first):
-        order = np.argsort(-size[row], kind="stable")
-        running = 0.0
-        for k, arm in enumerate(order):
-            running = max(running, max_t_tail(size[row, arm], n_arm[order[k:]], n_base, dof))
+    rows = np.flatnonzero(size.max(axis=1) >= first)
+    order = np.argsort(-size[rows], axis=1, kind="stable")
+    tails = max_t_tails(size[rows, order[:, 0]], n_arm, n_base, dof)  # every row's first step
+    for row, arms, tail in zip(rows, order, tails, strict=True):
+        running = tail
+        for k, arm in enumerate(arms):
+            if k:
+                tail = max_t_tail(size[row, arm], n_arm[arms[k:]], n_base, dof)
+                running = max(running, tail)
             if running >= design.alpha:
                 break
             adjusted[row, arm] = running
