@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from archaudit.stats import AuditDesign, design_rate, judge, simulate_null
+from archaudit.stats import AuditDesign, calibrate, design_rate, judge, simulate_null
 from archaudit.stats.design_rate import DESIGN_AUDITS, DESIGN_SEED, arm_mde
 from archaudit.stats.noise_models import PANEL
 from archaudit.stats.options import JudgeOptions
@@ -57,7 +57,10 @@ def test_rates_are_cached_in_process_and_on_disk(design_cache, monkeypatch):
     def no_simulation(*_, **__):
         raise AssertionError("the cached rate was simulated again")
 
-    monkeypatch.setattr(design_rate_module, "null_fwer", no_simulation)
+    monkeypatch.setattr(design_rate_module, "null_rates", no_simulation)
+    monkeypatch.setattr(calibrate, "simulate_outcomes", no_simulation)
     design_rate_module._rates.cache_clear()  # a fresh process: only the disk cache is left
+    calibrate.design_level.cache_clear()
     again = design_rate(design)
     assert again.fwer == first.fwer and again.panel_worst == first.panel_worst
+    assert again.level == first.level and again.candidate_rate == first.candidate_rate

@@ -16,15 +16,31 @@ from archaudit.stats.table import Row, Table
 
 
 def reference(
-    values: dict[str, list[float]], sign: float, alpha: float, method: str, paper: bool = False
+    values: dict[str, list[float]],
+    sign: float,
+    alpha: float,
+    method: str,
+    paper: bool = False,
+    level: float | None = None,
+    demoted: bool = False,
 ) -> dict:
-    """Δ, z, p, p_adj and verdict per arm, straight from PROTOCOL.md with scipy/statsmodels."""
+    """Δ, z, p, p_adj and verdict per arm, straight from PROTOCOL.md and docs/verdicts.md with
+    scipy/statsmodels: p_adj compared with the calibrated `level` (α by default), nothing
+    significant when the design is `demoted` (above α)."""
+    level_p = alpha if level is None else level
     base = np.array(values["baseline"])
     arms = [arm for arm in values if arm != "baseline"]
     groups = [base, *(np.array(values[a]) for a in arms if len(values[a]) > 1)]
     dof = sum(len(g) - 1 for g in groups)
     sigma = np.sqrt(sum((len(g) - 1) * np.var(g, ddof=1) for g in groups) / dof)
     single = any(len(values[a]) == 1 for a in arms)
+    # a single seed's σ: bounded by 6× and the 90% upper bound of the widest multi-seed arm
+    ratios = [
+        np.std(values[a], ddof=1) / sigma / np.sqrt(stats.f.ppf(0.1, len(values[a]) - 1, dof))
+        for a in arms
+        if len(values[a]) > 1
+    ]
+    bound = max(6.0, *ratios) if ratios else np.inf
     level = 1 - alpha / len(arms)  # Bonferroni-simultaneous intervals
     result = {}
     for arm in arms:
@@ -35,8 +51,8 @@ def reference(
             p, test = p_z, "z"
             half = stats.norm.ppf(1 - (1 - level) / 2) * sigma
             interval = (delta - half, delta + half)
-        elif len(x) == 1:  # its seed σ bounded at 6× the pooled σ (the noise panel's widest)
-            se = sigma * np.sqrt(6.0**2 + 1 / len(base))
+        elif len(x) == 1:  # its seed σ bounded (∞ without a multi-seed arm: p = 1)
+            se = sigma * np.sqrt(bound**2 + 1 / len(base))
             p, test = 2 * stats.t.sf(abs(delta / se), dof), "robust"
             interval = stats.t.interval(level, dof, loc=delta, scale=se)
         else:
@@ -55,10 +71,10 @@ def reference(
         entry["p_adj"] = p_adj
         if abs(entry["delta"]) < 2 * sigma:
             entry["verdict"] = "within-noise"
-        elif p_adj < alpha:
+        elif p_adj < level_p and not demoted:
             entry["verdict"] = "improver" if entry["delta"] > 0 else "regressor"
         else:
-            level_name = "candidate-" if p_plain < alpha else "nominal-"
+            level_name = "candidate-" if p_plain < level_p and p_adj >= level_p else "nominal-"
             entry["verdict"] = level_name + ("improver" if entry["delta"] > 0 else "regressor")
     return result
 
@@ -81,7 +97,10 @@ def test_judge_matches_reference(make_table, seed, lower_is_better, paper):
             lower_is_better=lower_is_better, correction=ours, reference="normal" if paper else "t"
         ),
     )
-    expected = reference(values, -1.0 if lower_is_better else 1.0, 0.05, method, paper)
+    sign = -1.0 if lower_is_better else 1.0
+    expected = reference(
+        values, sign, 0.05, method, paper, judgement.level, judgement.design_above_alpha
+    )
     assert judgement.m == len(expected)
     assert judgement.calibrated is not paper
     for verdict in judgement.arms:
@@ -235,13 +254,22 @@ def test_json_has_the_documented_fields(make_table):
 def test_mde_is_the_power_formula_in_metric_units(make_table):
     judgement = judge(make_table({"baseline": [0.0, 1.0, 2.0], "a": [5.0], "b": [1.0, 2.0]}), "acc")
     # σ pools the baseline (2 df) and b (1 df); one seed somewhere: the robust test, whose
-    # single-seed arm a is bounded at 6σ.
-    design = Design(arm_seeds=1, baseline_seeds=3, n_arms=2, sigma_dof=3, family_test="robust")
+    # single-seed arm a is bounded by b's upper bound (data) or 6σ, at the calibrated level.
+    design = Design(
+        arm_seeds=1,
+        baseline_seeds=3,
+        n_arms=2,
+        sigma_dof=3,
+        family_test="robust",
+        alpha=judgement.level,
+        single_bound=judgement.single_seed_bound,
+    )
+    assert judgement.single_seed_bound >= 6.0
     assert judgement.arm("a").mde == pytest.approx(
         minimum_detectable_effect(design) * judgement.sigma, rel=1e-4
     )
     assert judgement.arm("b").mde != judgement.arm("a").mde
-    assert judgement.design.mde_sigmas == pytest.approx(minimum_detectable_effect(design))
+    assert dict(judgement.mdes)[1] == pytest.approx(minimum_detectable_effect(design))
 
 
 def test_grades_and_tuned_arms():

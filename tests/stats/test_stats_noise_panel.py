@@ -23,8 +23,7 @@ from archaudit.stats.options import JudgeOptions
 from archaudit.stats.sequential import SequentialRule, sequential_null_fwer, simulate_sequential
 
 # the modules, not the functions of the same name that `archaudit.stats` exports
-design_rate_module = importlib.import_module("archaudit.stats.design_rate")
-simulate_module = importlib.import_module("archaudit.stats.simulate")
+null_kernel = importlib.import_module("archaudit.stats.null_kernel")
 
 AA_RECORD = Path(__file__).parent / "data" / "aa_tinyshakespeare.json"
 MIXED = AuditDesign(arm_seeds=(1,) * 10 + (2,) * 5 + (3,) * 4, baseline_seeds=3)
@@ -60,7 +59,12 @@ def test_panel_and_errors_that_teach():
         (AuditDesign((1,) * 19, 10), "t3", 0.2),
         (MIXED, "hetero:6:3", 0.8),
         (AuditDesign((2,) * 19, 3), "hetero:6", 0.25),
-        (AuditDesign((1,) * 19, 3, correction="dunnett"), "lognormal:1", 0.08),
+        pytest.param(  # the pooled Dunnett rejects often: its step-down costs minutes here
+            AuditDesign((1,) * 19, 3, correction="dunnett"),
+            "lognormal:1",
+            0.08,
+            marks=pytest.mark.slow,
+        ),
     ],
 )
 def test_default_rule_holds_where_pooling_sigma_did_not(design, noise, pooled_today):
@@ -99,7 +103,7 @@ def test_every_table_states_the_panels_worst_rate_and_flags_assumptions(make_tab
     robust = judge(make_table(values), "acc")
     header = "\n".join(robust.header())
     assert "noise panel's worst" in header and "ABOVE" not in header
-    assert "6× the pooled σ" in header
+    assert "candidates only" in header  # no multi-seed arm bounds a single seed
     assumed = judge(make_table(values), "acc", JudgeOptions(equal_variance=True))
     header = "\n".join(assumed.header())
     assert "ASSUMED by the user" in header and "ABOVE α" in header
@@ -115,7 +119,9 @@ def test_a_single_seed_is_a_candidate_until_its_spread_is_seen(make_table):
         "acc",
         JudgeOptions(equal_variance=True),
     )
-    assert assumed.arm("a").verdict == "improver"
+    # the pooled t would call it an improver, but that design's panel rate is above α
+    assert assumed.design_above_alpha and assumed.arm("a").verdict == "nominal-improver"
+    assert any("reported as nominal: a" in note for note in assumed.notes)
     # far beyond even a 6× wider seed σ: significant without its own spread
     huge = judge(make_table({"baseline": base, "a": [30.0], "b": [0.0, 0.01]}), "acc")
     assert huge.arm("a").verdict == "improver"
@@ -137,8 +143,8 @@ def test_a_huge_design_is_sized_to_memory_not_allocated(monkeypatch):
     assert rate.skipped and "draws" in rate.skipped and math.isnan(rate.fwer)
     assert "not simulated" in rate.describe_rates()
     # a design over the budget is simulated with fewer audits, in chunks of CHUNK_DRAWS
-    monkeypatch.setattr(design_rate_module, "DRAW_BUDGET", 200_000)
-    monkeypatch.setattr(simulate_module, "CHUNK_DRAWS", 5_000)
+    monkeypatch.setattr(null_kernel, "DRAW_BUDGET", 200_000)
+    monkeypatch.setattr(null_kernel, "CHUNK_DRAWS", 5_000)
     medium = AuditDesign(arm_seeds=(20,) * 20, baseline_seeds=20)
     rate = design_rate(medium)
     assert rate.audits == 200_000 // 420 and rate.panel_worst.audits == rate.audits

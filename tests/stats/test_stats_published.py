@@ -36,11 +36,9 @@ def test_paper_mode_with_bonferroni_gives_the_published_adjusted_p_values():
     assert p_adj["softpick"] == pytest.approx(1.5e-4, rel=0.02)
     assert p_adj["hybrid_norm"] == pytest.approx(0.027, rel=0.02)
     assert p_adj["qk_norm"] == pytest.approx(0.23, rel=0.02)
-    assert [judgement.arm(a).verdict for a in PUBLISHED_Z] == [
-        "improver",
-        "improver",
-        "nominal-improver",
-    ]
+    # two "survivors" at α, reported as nominal: the design's measured rate is above α
+    assert [judgement.arm(a).verdict for a in PUBLISHED_Z] == ["nominal-improver"] * 3
+    assert any("reported as nominal: softpick, hybrid_norm" in n for n in judgement.notes)
     assert not judgement.calibrated and judgement.design_above_alpha
     assert judgement.design.fwer > 0.4
 
@@ -50,11 +48,10 @@ def test_the_default_calibrated_test_finds_no_survivor():
     assert judgement.calibrated and judgement.test == "robust"
     assert not judgement.design_above_alpha and judgement.design_fwer <= 0.05
     assert judgement.design_panel_worst <= 0.05
-    # The prediction t of Softpick with its seed σ bounded at 6σ is 4.47/√(36 + 1/3) on 2 df;
-    # unbounded it would be 3.87 (p = 0.061), not significant either after Holm.
+    # No arm has two seeds: nothing bounds a single seed's spread, so none can be declared;
+    # Softpick's prediction t unbounded is 3.87 (p = 0.061), not even a candidate after Holm.
     softpick = judgement.arm("softpick")
-    assert softpick.statistic == pytest.approx(4.47 / (36 + 1 / 3) ** 0.5, abs=1e-3)
-    assert softpick.p == pytest.approx(0.536, abs=1e-3)
+    assert judgement.single_seed_bound == float("inf") and softpick.p == 1.0
     assert {v.verdict for v in judgement.arms} == {"nominal-improver", "within-noise"}
     assert all(v.p_adj == 1.0 for v in judgement.arms)
-    assert judgement.design.mde_sigmas > 20  # no single-seed effect under 20σ is detectable
+    assert judgement.design.mde_sigmas == float("inf")  # candidates only

@@ -190,6 +190,10 @@ def plan(
         line += f"; about {minutes:.1f} min on {summary.workers} workers ({cpu:.1f} CPU-min:"
         line += " start-up, compilation, training, validation and evaluation, measured here)"
     Console().print(line)
+    from archaudit.audit.power_plan import plan_power
+
+    for family in plan_power(grid, sigma):
+        Console().print("\n".join(family.lines()))
     if summary.sequential is not None:
         Console().print(_sequential_line(summary.sequential))
 
@@ -366,8 +370,9 @@ def report_outcome(outcome: AuditOutcome, json_: bool, extra: dict[str, object])
 
 def settled_table(family: LoopFamily, rule: SequentialRule) -> Table:
     """One sequential family under its design's
-    measured error rate and MDE: seeds, Δ, the last look's t and p, the verdict and why the arm
-    stopped."""
+    measured error rate and MDE: seeds, Δ, the last look's t and p beside the threshold that p
+    was compared with (its look's boundary at the family's Holm level), the verdict and why the
+    arm stopped."""
     from archaudit.stats.sequential import sequential_design_rate
 
     design = sequential_design_rate(len(family.arms), rule)
@@ -377,12 +382,12 @@ def settled_table(family: LoopFamily, rule: SequentialRule) -> Table:
         + design.describe(),
         title_justify="left",
     )
-    for column in ("arm", "seeds", "Δ", "t", "p", "verdict", "stopped"):
+    for column in ("arm", "seeds", "Δ", "t", "p", "threshold", "verdict", "stopped"):
         table.add_column(column, justify="left" if column in ("arm", "verdict") else "right")
     for arm in family.arms:
         table.add_row(
             arm.arm, str(arm.seeds), signed(arm.delta), signed(arm.t), pvalue(arm.p),
-            arm.verdict, arm.stopped,
+            pvalue(arm.threshold), arm.verdict, arm.stopped,
         )  # fmt: skip
     return table
 

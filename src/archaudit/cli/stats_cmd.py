@@ -766,6 +766,9 @@ def _print_null(result: NullSimulation) -> None:
         + f"), {result.noise if result.noise != 'panel' else 'normal'} noise:\n"
         f"  family-wise false-positive rate {result.fwer:.4f} ± {result.fwer_se:.4f}"
         + ("  ABOVE α" if result.fwer > result.alpha + 2 * result.fwer_se else "")
+        + f"\n  false candidates (≥ 1 null arm)  {result.candidate_rate:.4f} (each a second seed)"
+        f"\n  calibrated level α′              {result.level:.3g} median, {result.level_min:.3g} "
+        "lowest (each audit's own)"
         + f"\n  per-arm rate at raw p < α/m      {result.per_arm_rate:.4f} "
         f"(α/m = {result.alpha / result.n_arms:.4f})\n"
         f"  uncorrected (any raw p < α)     {result.fwer_uncorrected:.3f} "

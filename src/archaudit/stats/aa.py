@@ -18,10 +18,12 @@ import numpy as np
 from scipy import stats as sps
 
 from archaudit.errors import ConfigError
+from archaudit.stats.calibrate import audit_levels
 from archaudit.stats.design import AuditDesign
+from archaudit.stats.null_kernel import family_outcomes
 from archaudit.stats.sequential import IMPROVER, REGRESSOR, SequentialRule, run_sequential
 from archaudit.stats.serialize import JsonResult
-from archaudit.stats.simulate import PanelRate, family_decisions, panel_rate, worst
+from archaudit.stats.simulate import PanelRate, panel_rate, worst
 
 MIN_SEEDS = 8
 
@@ -106,5 +108,6 @@ def _false_positive_rate(
         block = shuffled[:, start : start + n * count]
         groups.append(block.reshape(len(block), count, n))
         start += n * count
-    declared, _, _ = family_decisions(design, shuffled[:, : design.baseline_seeds], [], groups)
+    outcomes = family_outcomes(design, shuffled[:, : design.baseline_seeds], [], groups)
+    declared = outcomes.declared(audit_levels(design, outcomes.bounds))
     return float(np.mean(np.any(declared, axis=1))) if declared.size else math.nan

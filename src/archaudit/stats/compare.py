@@ -24,6 +24,7 @@ from archaudit.stats.family_test import (
     statistics,
 )
 from archaudit.stats.noise import NoiseFloor
+from archaudit.stats.noise_models import WIDEST_FACTOR
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.significance import Welch, welch_test
 from archaudit.stats.verdicts import candidate, classify
@@ -59,9 +60,15 @@ class ArmTest:
 
 
 def compare_arm(
-    values: np.ndarray, baseline: np.ndarray, noise: NoiseFloor, sign: float, test: str
+    values: np.ndarray,
+    baseline: np.ndarray,
+    noise: NoiseFloor,
+    sign: float,
+    test: str,
+    bound: float = WIDEST_FACTOR,
 ) -> ArmTest:
-    """Test an arm's seed values against the baseline's. `sign` is −1 when lower is better."""
+    """Test an arm's seed values against the baseline's. `sign` is −1 when lower is better;
+    `bound` is the single-seed bound of the robust test (stats/profile.py)."""
     n, n_base = len(values), len(baseline)
     mean = float(np.mean(values))
     delta = sign * (mean - float(np.mean(baseline)))
@@ -73,8 +80,9 @@ def compare_arm(
     sd = float(np.std(values, ddof=1)) if n >= 2 else math.nan
     arm_var = sd**2 if n >= 2 else math.nan
     base_var = float(np.var(baseline, ddof=1))
-    stat, df, p = statistics(test, delta, n, n_base, noise.sigma, noise.dof, arm_var, base_var)
-    scale, _ = standard_error(test, n, n_base, noise.sigma, noise.dof, arm_var, base_var)
+    args = (n, n_base, noise.sigma, noise.dof, arm_var, base_var, bound)
+    stat, df, p = statistics(test, delta, *args)
+    scale, _ = standard_error(test, *args)
     _, _, p_pooled = statistics(POOLED_T, delta, n, n_base, noise.sigma, noise.dof)
     return ArmTest(
         n=n,
@@ -94,15 +102,20 @@ def compare_arm(
 
 
 def decide(
-    tests: Sequence[ArmTest], noise: NoiseFloor, n_base: int, options: JudgeOptions
+    tests: Sequence[ArmTest],
+    noise: NoiseFloor,
+    n_base: int,
+    options: JudgeOptions,
+    level: float | None = None,
 ) -> tuple[np.ndarray, list[str]]:
     """Correct the family's p-values together (`options.correction`) and classify each arm at
-    `options.alpha`.
+    the calibrated `level` α′ (None: `options.alpha`).
 
     With the `robust` test, a single-seed arm that only the pooled t finds (its own spread
     assumed equal to σ) is a candidate.
     """
-    correction, alpha = options.correction, options.alpha
+    correction = options.correction
+    alpha = options.alpha if level is None else level
     p_adjusted = _corrected(tests, [t.p for t in tests], noise, n_base, correction)
     verdicts = [
         classify(test.delta, noise.sigma, float(p), alpha)

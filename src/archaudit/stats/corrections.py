@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from scipy.stats import false_discovery_control
 
 from archaudit.errors import ConfigError, did_you_mean
 
@@ -51,6 +52,11 @@ def adjust_pvalues(p: Sequence[float] | np.ndarray, method: str = "holm") -> np.
         return p.copy()
     if method == "bonferroni":
         return np.minimum(1.0, m * p)
+    if method == "bh" and p.ndim == 1:
+        return false_discovery_control(p, method="bh")
+    # Own code for Holm and for batches: the simulations correct millions of families at once
+    # (one row each), and statsmodels, whose `multipletests` the tests compare with, is not a
+    # runtime dependency.
     order = np.argsort(p, axis=-1, kind="stable")
     ranked = np.take_along_axis(p, order, axis=-1)
     if method == "holm":

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from archaudit.errors import ConfigError
 from archaudit.stats.family_test import Z, choose_test
+from archaudit.stats.noise_models import WIDEST_FACTOR
 from archaudit.stats.options import DEFAULT, JudgeOptions, check_test
 from archaudit.stats.power import Design, default_baseline_seeds
 from archaudit.stats.serialize import JsonResult
@@ -102,13 +103,15 @@ class AuditDesign(JsonResult):
         groups = (self.baseline_seeds, *self.anchor_seeds, *self.arm_seeds)
         return sum(n - 1 for n in groups)
 
-    def arm(self, seeds: int) -> Design:
-        """The power design of one arm of this family with `seeds` seeds."""
+    def arm(self, seeds: int, level: float | None = None, bound: float = WIDEST_FACTOR) -> Design:
+        """The power design of one arm of this family with `seeds` seeds, tested at `level`
+        (the calibrated α′; None: α) and, with one seed, its σ bounded at `bound`."""
         return Design(
             arm_seeds=seeds,
             baseline_seeds=self.baseline_seeds,
             n_arms=self.m,
-            alpha=self.alpha,
+            alpha=self.alpha if level is None else level,
+            single_bound=bound,
             correction=self.correction,
             sigma_dof=self.sigma_dof,
             family_test=self.test,

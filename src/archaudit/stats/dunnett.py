@@ -30,18 +30,29 @@ _HERMITE_NODES = 48
 
 def max_t_tail(c: float, n_arm: Sequence[int] | np.ndarray, n_base: int, dof: int) -> float:
     """P(max over the arms of |tᵢ| >= c) when no arm has an effect."""
+    return float(max_t_tails(np.array([c]), n_arm, n_base, dof)[0])
+
+
+def max_t_tails(
+    c: np.ndarray, n_arm: Sequence[int] | np.ndarray, n_base: int, dof: int
+) -> np.ndarray:
+    """`max_t_tail` for every critical value in `c` at once (the simulations' first step)."""
     n = np.asarray(n_arm, dtype=float)
     z, wz = np.polynomial.hermite_e.hermegauss(_HERMITE_NODES)
-    u = z / math.sqrt(n_base)
     q, wq = chi_square_quadrature(dof)
-    half = c * np.sqrt(q)[None, :, None] * np.sqrt(1.0 / n + 1.0 / n_base)[None, None, :]
-    root_n = np.sqrt(n)[None, None, :]
-    centre = u[:, None, None]
-    tails = ndtr(root_n * (centre - half)) + ndtr(-root_n * (centre + half))
-    with np.errstate(divide="ignore"):  # a tail of 1 makes log(0) = −inf: the product is 0
-        any_tail = -np.expm1(np.sum(np.log1p(-np.minimum(tails, 1.0)), axis=-1))
     weights = (wz / wz.sum())[:, None] * wq[None, :]
-    return float(min(1.0, np.sum(weights * any_tail)))
+    root_n = np.sqrt(n)[None, None, None, :]
+    centre = (z / math.sqrt(n_base))[None, :, None, None]
+    spread = np.sqrt(q)[None, None, :, None] * np.sqrt(1.0 / n + 1.0 / n_base)
+    out = np.empty(len(c))
+    step = max(1, 2**22 // (weights.size * len(n)))  # bounded memory per block
+    for start in range(0, len(c), step):
+        half = np.asarray(c[start : start + step])[:, None, None, None] * spread
+        tails = ndtr(root_n * (centre - half)) + ndtr(-root_n * (centre + half))
+        with np.errstate(divide="ignore"):  # a tail of 1 makes log(0) = −inf: the product is 0
+            any_tail = -np.expm1(np.sum(np.log1p(-np.minimum(tails, 1.0)), axis=-1))
+        out[start : start + step] = np.minimum(1.0, np.sum(weights * any_tail, axis=(1, 2)))
+    return out
 
 
 def critical_value(alpha: float, n_arm: Sequence[int], n_base: int, dof: int) -> float:

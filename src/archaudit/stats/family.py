@@ -8,19 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 
 from archaudit.errors import ConfigError
 from archaudit.metrics import lower_is_better
 from archaudit.names import ResultStatus
+from archaudit.stats.calibrate import audit_level
 from archaudit.stats.compare import ArmTest, compare_arm, decide
 from archaudit.stats.design import AuditDesign
+from archaudit.stats.design_rate import DesignRate, design_rate
 from archaudit.stats.family_test import choose_test
 from archaudit.stats.noise import NoiseFloor, noise_floor
 from archaudit.stats.options import DEFAULT, JudgeOptions
+from archaudit.stats.profile import NO_PROFILE, Profile, ratio_bounds, single_seed_bound
 from archaudit.stats.samples import ArmSample, sample_arm
 from archaudit.stats.table import Table
+from archaudit.stats.verdicts import nominal
 
 
 @dataclass(frozen=True)
@@ -87,13 +92,56 @@ class Family:
         """The arms that finished every seed: the corrected family."""
         return tuple(sample for sample in self.arms if sample.status == ResultStatus.OK)
 
+    @cached_property
+    def ratio_bounds(self) -> np.ndarray:
+        """Each tested arm's upper bound on its seed σ over σ (NaN with one seed)."""
+        seeds = np.array([len(s.values) for s in self.tested])
+        var = np.array(
+            [np.var(s.values, ddof=1) if len(s.values) > 1 else 0.0 for s in self.tested]
+        )
+        return ratio_bounds(var, self.noise.sigma, seeds, self.noise.dof)
+
+    @property
+    def single_bound(self) -> float:
+        """The factor a single seed's σ is bounded by (∞: no multi-seed arm bounds it)."""
+        return float(single_seed_bound(self.ratio_bounds[None, :])[0])
+
+    @cached_property
+    def calibrated(self) -> tuple[float, Profile]:
+        """(α′, the profile model it was calibrated on as well): stats/calibrate.py."""
+        design = self.audit_design()
+        if design is None:
+            return self.options.alpha, NO_PROFILE
+        return audit_level(design, self.ratio_bounds)
+
+    @property
+    def level(self) -> float:
+        return self.calibrated[0]
+
     def compare(self, values: np.ndarray) -> ArmTest:
         """Test an arm's seed values against the baseline."""
-        return compare_arm(values, self.baseline.values, self.noise, self.sign, self.test)
+        return compare_arm(
+            values, self.baseline.values, self.noise, self.sign, self.test, self.single_bound
+        )
 
     def decide(self, tests: Sequence[ArmTest]) -> tuple[np.ndarray, list[str]]:
-        """(corrected p, verdict) of each tested arm, corrected together as the options say."""
-        return decide(tests, self.noise, len(self.baseline.values), self.options)
+        """(corrected p, verdict) of each tested arm, corrected together as the options say and
+        compared with the family's calibrated level; nothing is significant under a design
+        whose measured rate is above α (its verdicts are nominal)."""
+        p, verdicts = decide(tests, self.noise, len(self.baseline.values), self.options, self.level)
+        if self.above_alpha:
+            verdicts = [nominal(v) for v in verdicts]
+        return p, verdicts
+
+    @cached_property
+    def rate(self) -> DesignRate | None:
+        """The design's measured error rates and MDE (None when no arm can be tested)."""
+        design = self.audit_design()
+        return design_rate(design, power_target=self.options.power_target) if design else None
+
+    @property
+    def above_alpha(self) -> bool:
+        return bool(self.rate and self.rate.above_alpha)
 
     def audit_design(self) -> AuditDesign | None:
         """The design of the tested family under its options (None when no arm can be tested)."""

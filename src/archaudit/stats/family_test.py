@@ -4,16 +4,19 @@ One family, one test (docs/protocol.md, Statistics), chosen from the design:
 
 - `z` (paper mode, `reference="normal"`): z = Δ/σ against the normal distribution. It treats σ as
   exact, so it is uncalibrated when σ comes from a few seeds.
-- `pooled-t`: t = Δ / (σ·√(1/n + 1/n₀)) with the noise floor's degrees of freedom. For a
-  single-seed arm this is the prediction-interval t, Δ / (σ·√(1 + 1/n₀)). Used whenever the
-  family has a single-seed arm (it can only be judged against a shared σ), when equal variance is
-  declared, and under Dunnett's correction. So an arm with more seeds and a larger Δ is never
-  weaker than one with fewer seeds and a smaller Δ.
+- `pooled-t`: t = Δ / (σ·√(1/n + 1/n₀)) with the noise floor's degrees of freedom, only when
+  equal variance is declared (`--equal-variance`). For a single-seed arm this is the
+  prediction-interval t, Δ / (σ·√(1 + 1/n₀)): the candidate test of the robust family.
 - `welch`: Welch's t of the arm's seeds against the baseline's, when every arm has >= 2 seeds.
 - `robust` (the default when an arm has one seed): Welch for every arm with >= 2 seeds. A
-  single-seed arm cannot show its own spread, so it is tested as if its seed σ were the noise
-  panel's widest, `WIDEST_FACTOR` (6) times the pooled σ: t = Δ / (σ·√(6² + 1/n₀)) with σ's df.
-  An arm that clears the ordinary prediction-interval t but not that bound is a *candidate*.
+  single-seed arm cannot show its own spread, so it is tested as if its seed σ were F times the
+  pooled σ: t = Δ / (σ·√(F² + 1/n₀)) with σ's df, F the larger of the panel's widest (6) and the
+  upper bound of the widest multi-seed arm's ratio (stats/profile.py; ∞ with none). An arm that
+  clears the ordinary prediction-interval t but not that bound is a *candidate*.
+
+Each test's p is corrected over the family and compared with the design's calibrated level α′
+(stats/calibrate.py), not with α itself. The test is chosen per family, not per arm, but Welch
+uses each arm's own spread, so more seeds and a larger Δ do not always mean a smaller p.
 
 Measured over the noise panel (stats/noise_models.py, docs/verdicts.md), only tests in which an
 arm's own variance enters hold α when arms' seed variances differ. `pooled-t` (declared equal
@@ -72,14 +75,16 @@ def standard_error(
     dof: int,
     arm_var: Values | None = None,
     base_var: Values | None = None,
+    bound: Values = WIDEST_FACTOR,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(the scale Δ is divided by, degrees of freedom) of the family's test, broadcast over the
     inputs: σ for paper-mode z, σ·√(1/n + 1/n₀) for the pooled t, Welch's SE and df, and for
-    `robust` Welch's where n >= 2 and σ·√(6² + 1/n₀) with σ's df where n = 1."""
+    `robust` Welch's where n >= 2 and σ·√(F² + 1/n₀) with σ's df where n = 1, F the single-seed
+    `bound` (stats/profile.py; ∞ makes such an arm's p 1: a candidate at most)."""
     if test == ROBUST:
         n = np.asarray(n_arm)
         welch = standard_error(WELCH, np.maximum(n, 2), n_base, sigma, dof, arm_var, base_var)
-        bound = np.asarray(sigma, dtype=float) * np.sqrt(WIDEST_FACTOR**2 + 1.0 / n_base)
+        bound = np.asarray(sigma, dtype=float) * np.sqrt(np.square(bound) + 1.0 / n_base)
         single = n < 2
         return np.where(single, bound, welch[0]), np.where(single, np.asarray(dof, float), welch[1])
     if test == Z:
@@ -108,13 +113,15 @@ def statistics(
     dof: int,
     arm_var: Values | None = None,
     base_var: Values | None = None,
+    bound: Values = WIDEST_FACTOR,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(statistic, degrees of freedom, two-sided p), broadcast over the inputs.
 
     `delta` is signed so that positive = better. `arm_var` and `base_var` (sample variances) are
-    needed by Welch only. Degrees of freedom are infinite for the normal reference.
+    needed by Welch only; `bound` by a single-seed arm of the robust test. Degrees of freedom are
+    infinite for the normal reference.
     """
-    scale, df = standard_error(test, n_arm, n_base, sigma, dof, arm_var, base_var)
+    scale, df = standard_error(test, n_arm, n_base, sigma, dof, arm_var, base_var, bound)
     return scaled_statistics(test, delta, scale, df)
 
 

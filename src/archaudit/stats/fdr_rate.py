@@ -17,8 +17,7 @@ import numpy as np
 
 from archaudit.stats.design import AuditDesign
 from archaudit.stats.serialize import JsonResult
-from archaudit.stats.simulate import _simulate as simulate_verdicts
-from archaudit.stats.simulate import binomial_se
+from archaudit.stats.simulate import binomial_se, judged
 
 
 @dataclass(frozen=True)
@@ -51,9 +50,8 @@ def fdr_simulation(
 ) -> FdrSimulation:
     """Simulate `audits` audits of `design` (reproducible from `seed`) with `effect` σ added to
     its first `effect_arms` arms, and measure the FDR and the family-wise rate on the rest."""
-    declared, delta, _ = simulate_verdicts(
-        design=design, audits=audits, effect=effect, effect_arms=effect_arms, seed=seed
-    )
+    outcomes, level = judged(design, audits, seed, effect=effect, effect_arms=effect_arms)
+    declared, delta = outcomes.declared(level), outcomes.delta
     false = declared[:, effect_arms:]
     share = false.sum(axis=1) / np.maximum(declared.sum(axis=1), 1)
     any_false = np.any(false, axis=1)

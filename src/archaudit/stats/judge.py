@@ -7,9 +7,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from archaudit.formatting import interval as written_interval
 from archaudit.formatting import num
 from archaudit.metrics import metric_info
+from archaudit.stats.calibrate import CALIBRATED_TESTS
 from archaudit.stats.compare import ArmTest
 from archaudit.stats.corrections import (
     ERROR_RATE_NAMES,
@@ -18,7 +21,7 @@ from archaudit.stats.corrections import (
     fwer_uncorrected,
 )
 from archaudit.stats.design import AuditDesign
-from archaudit.stats.design_rate import DesignRate, arm_mde, design_rate
+from archaudit.stats.design_rate import DesignRate, arm_mde
 from archaudit.stats.errors import TableError
 from archaudit.stats.family import Family, collect_family
 from archaudit.stats.family_test import POOLED_T, ROBUST, Z, interval
@@ -27,6 +30,7 @@ from archaudit.stats.loop import Loop, LoopArm, LoopFamily
 from archaudit.stats.noise_models import WIDEST_FACTOR
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.outliers import OUTLIER_MADS, OutlierSeed, family_scale, outlier_seeds
+from archaudit.stats.profile import BOUND_CONFIDENCE
 from archaudit.stats.samples import ArmSample
 from archaudit.stats.sequential import sequential_design_rate
 from archaudit.stats.serialize import JsonResult
@@ -93,8 +97,10 @@ class ArmVerdict(JsonResult):
     outliers: tuple[OutlierSeed, ...] = ()
     """Seeds beyond k robust σ from the arm's other seeds (stats/outliers.py): heavy tails."""
     threshold: float = math.nan
-    """The p threshold `interval` is dual to: the Bonferroni level α/m of the fixed design, or
-    the loop's last nominal boundary (sequential). NaN when not tested."""
+    """The level its p is compared with: the family's calibrated α′ for p_adj (fixed design), or
+    the loop's last nominal boundary for the last look's p (sequential). NaN when not tested."""
+    ratio_bound: float = math.nan
+    """Upper 90% bound of its seed σ over σ (NaN with one seed): stats/profile.py."""
     seed_deltas: tuple[float, ...] = ()
     """Each finished seed's value minus the baseline mean, signed like Δ (the forest's dots)."""
     se: float = math.nan
@@ -158,6 +164,21 @@ class Judgement(JsonResult):
     sequential: Loop | None = None
     """The loop this judgement comes from (`judge_loop`); None for a fixed design."""
 
+    level: float = math.nan
+    """α′: the calibrated level every p_adj is compared with (stats/calibrate.py)."""
+    profile: str = ""
+    """The audit's own profile model its level was also calibrated on ("" when its arms' ratio
+    bounds are all within the panel's widest)."""
+    covered_factor: float = math.nan
+    """The rate holds ≤ α while no arm's seed σ is wider than this many σ (the panel's widest or
+    the profile's); single-seed arms are bounded at `single_seed_bound`."""
+    widest_ratio: float = math.nan
+    """The widest seed σ over σ a multi-seed arm shows here (point estimate; NaN: none)."""
+    single_seed_bound: float = math.nan
+    """The factor a single seed's σ is bounded by (∞: no multi-seed arm, candidates only)."""
+    mdes: tuple[tuple[int, float], ...] = ()
+    """(seeds, MDE in σ) per seed count, at this audit's level and single-seed bound."""
+
     @property
     def mde(self) -> float:
         """The design's minimum detectable effect in metric units: the sequential design's when
@@ -177,13 +198,11 @@ class Judgement(JsonResult):
 
     def header(self) -> list[str]:
         """The lines above a verdict table: direction, σ and its interval, the test, the
-        design's measured error rate and MDE (flagged when above α)."""
+        calibrated level, the design's measured error rates and MDE, and the bounds they hold
+        under (the loop's own lines for a sequential judgement)."""
         if self.sequential:
             return self._loop_header()
-        if self.calibrated:
-            test = f"{self.test} test (calibrated: t with σ's {self.sigma_dof} df)"
-        else:
-            test = "z test, UNCALIBRATED paper mode (σ treated as exact)"
+        test = self._test_text()
         groups = self.sigma_groups
         pooled = ", ".join(groups) if len(groups) <= 3 else f"{len(groups)} groups"
         spread = written_interval(self.sigma_interval)
@@ -197,11 +216,10 @@ class Judgement(JsonResult):
         rate = self.design
         if rate is not None:
             name = ERROR_RATE_NAMES[self.error_rate]
-            lines.append(f"design's measured {name}: {rate.describe_rates()}")
-            lines.append(
-                f"MDE {num(rate.mde_sigmas)} σ = {num(rate.mde_sigmas * self.sigma)} at "
-                f"{rate.power_target:.0%} power"
-            )
+            lines.append(self._level_text())
+            lines.append(f"design's measured {name}: {rate.describe_rates()}{self._holds_while()}")
+            lines += [line for line in (rate.describe_candidates(),) if line]
+            lines.append(replace(rate, mdes=self.mdes).describe_mdes(self.sigma))
         lines += self.assumptions()
         return lines
 
@@ -219,14 +237,60 @@ class Judgement(JsonResult):
             lines += [loop.design.describe(), f"MDE {num(self.mde)} at 80% power"]
         return lines
 
+    def _test_text(self) -> str:
+        if not self.calibrated:
+            return "z test, UNCALIBRATED paper mode (σ treated as exact)"
+        if self.test == POOLED_T:
+            return f"pooled-t test (t with σ's {self.sigma_dof} df)"
+        dfs = [a.statistic_df for a in self.arms if a.n_seeds > 1 and math.isfinite(a.statistic_df)]
+        own = (
+            f"each arm's own Welch–Satterthwaite df ({num(min(dfs))}–{num(max(dfs))})"
+            if dfs
+            else ""
+        )
+        single = f"single seeds: t with σ's {self.sigma_dof} df at the bound below" * (
+            self.test == ROBUST
+        )
+        return f"{self.test} test (calibrated: {'; '.join(t for t in (own, single) if t)})"
+
+    def _level_text(self) -> str:
+        if self.test not in CALIBRATED_TESTS or self.correction in ("bh", "none"):
+            return f"p_adj is compared with α = {self.alpha} (test or correction uncalibrated)"
+        if not math.isfinite(self.level) or (self.level >= self.alpha and not self.profile):
+            return f"p_adj is compared with α = {self.alpha} (the panel needs no lower level)"
+        source = (
+            f"the noise panel and this audit's own profile ({self.profile})"
+            if self.profile
+            else "the noise panel"
+        )
+        return (
+            f"p_adj is compared with the calibrated level α′ = {self.level:.3g}, set by "
+            f"simulation so that the whole rule's rate is ≤ α = {self.alpha} over {source}"
+        )
+
+    def _holds_while(self) -> str:
+        if not self.calibrated or self.test == POOLED_T or not math.isfinite(self.widest_ratio):
+            return ""  # without a multi-seed arm nothing is declared: no bound is needed
+        seen = f"observed here: {self.widest_ratio:.1f}×"
+        return f" (≤ α while no arm is wider than {self.covered_factor:.3g}× σ — {seen})"
+
     def assumptions(self) -> list[str]:
         """What the verdicts assume beyond the seeds themselves (labelled, never silent)."""
         lines = []
-        if self.test == ROBUST:
+        if self.test == ROBUST and not math.isfinite(self.single_seed_bound):
             lines.append(
-                f"single-seed arms are judged as if their seed σ were {WIDEST_FACTOR:g}× the "
-                "pooled σ (the noise panel's widest): one seed cannot show its own spread; "
-                "below that bound they are at most candidates"
+                "single-seed arms are candidates only: no arm with >= 2 seeds shows how wide a "
+                "seed's σ may be, so nothing bounds a single seed's spread; a candidate's second "
+                "seed decides"
+            )
+        elif self.test == ROBUST:
+            lines.append(
+                "single-seed arms are judged as if their seed σ were "
+                f"{self.single_seed_bound:.3g}× σ: the larger of the noise panel's widest "
+                f"({WIDEST_FACTOR:g}×) and the "
+                f"{BOUND_CONFIDENCE:.0%} upper bound of the widest multi-seed arm's σ ratio "
+                "(stats/profile.py); one seed cannot show its own spread, so below that bound "
+                "they are at most candidates"
             )
         if self.test == POOLED_T:
             lines.append("ASSUMED by the user: every arm's seed σ equals the baseline's")
@@ -271,7 +335,7 @@ def judge(table: TableLike, metric: str, options: JudgeOptions = DEFAULT) -> Jud
     tests = {s.arm: family.compare(s.values) for s in family.tested}
     p_adjusted, decided = family.decide(list(tests.values()))
     design = family.audit_design()
-    rate = design_rate(design, power_target=options.power_target) if design else None
+    rate = family.rate
     robust_scale = family_scale(
         [s.values for s in (family.baseline, *family.anchors, *family.arms)]
     )
@@ -290,6 +354,8 @@ def judge(table: TableLike, metric: str, options: JudgeOptions = DEFAULT) -> Jud
     )
     base_outliers = outlier_seeds(family.baseline.values, family.baseline.seeds, robust_scale)
     notes = _notes(table, family, arms, options, rate)
+    notes += _demoted(p_adjusted, tests, rate, options.alpha, family.level)
+    notes += _candidates(arms)
     notes += _outlier_notes(family.baseline.arm, base_outliers, arms)
     notes += _sigma_across_scales(table, metric, family, options)
     notes += (signal.notes if metric == AVERAGE else ()) + signal.r6_notes(
@@ -310,7 +376,7 @@ def _judgement(
     noise = family.noise
     lower = family.sign < 0
     m = len(family.tested)
-    return Judgement(
+    judgement = Judgement(
         source=table.source,
         metric=family.metric,
         scale=family.scale,
@@ -342,6 +408,37 @@ def _judgement(
         arms=arms,
         notes=notes,
         baseline_outliers=baseline_outliers,
+    )
+    return _with_calibration(judgement, family, options)
+
+
+def _with_calibration(judgement: Judgement, family: Family, options: JudgeOptions) -> Judgement:
+    """The judgement with its calibrated level, the bounds its rate holds under, and its MDEs at
+    that level and bound (stats/calibrate.py, stats/profile.py)."""
+    level, profile = family.calibrated
+    multi = [s for s in family.tested if len(s.values) > 1]
+    design = family.audit_design()
+    bound = family.single_bound
+    return replace(
+        judgement,
+        level=level,
+        profile=profile.spec if profile.arms else "",
+        covered_factor=max(
+            WIDEST_FACTOR,
+            profile.factor if profile.arms else WIDEST_FACTOR,
+            bound if math.isfinite(bound) else WIDEST_FACTOR,
+        ),
+        widest_ratio=max(
+            (float(np.std(s.values, ddof=1)) / family.noise.sigma for s in multi),
+            default=math.nan,
+        ),
+        single_seed_bound=bound,
+        mdes=tuple(
+            (n, arm_mde(design, n, options.power_target, level, bound))
+            for n in sorted({len(s.values) for s in family.tested})
+        )
+        if design
+        else (),
     )
 
 
@@ -414,7 +511,7 @@ def _arm_verdict(
     options = family.options
     evidence = grade_arm(table, sample.arm, options, metric=family.metric, seeds=len(sample.values))
     welch = test.welch if test else None
-    level = options.level(len(family.tested))
+    bounds = dict(zip((s.arm for s in family.tested), family.ratio_bounds, strict=True))
     return ArmVerdict(
         arm=sample.arm,
         scale=family.scale,
@@ -434,19 +531,53 @@ def _arm_verdict(
         test=test.test if test else None,
         statistic=test.statistic if test else math.nan,
         statistic_df=test.df if test else math.nan,
-        interval=interval(test.delta, test.scale, test.df, level) if test else (math.nan, math.nan),
+        interval=interval(test.delta, test.scale, test.df, options.level(len(family.tested)))
+        if test
+        else (math.nan, math.nan),
         p=test.p if test else math.nan,
         p_adj=p_adj,
         verdict=verdict,
-        mde=arm_mde(context.design, test.n, options.power_target) * family.noise.sigma
+        mde=arm_mde(context.design, test.n, options.power_target, family.level, family.single_bound)
+        * family.noise.sigma
         if test and context.design
         else math.nan,
+        threshold=family.level if test else math.nan,
+        ratio_bound=float(bounds.get(sample.arm, math.nan)),
         grade=evidence.grade,
         grade_missing=evidence.missing,
         outliers=outlier_seeds(sample.values, sample.seeds, context.robust_scale),
-        threshold=level if test else math.nan,
         seed_deltas=tuple(float(family.sign * (v - family.baseline.mean)) for v in sample.values),
         se=test.scale if test else math.nan,
+    )
+
+
+def _demoted(
+    p_adjusted: np.ndarray,
+    tests: dict[str, ArmTest],
+    rate: DesignRate | None,
+    alpha: float,
+    level: float,
+) -> tuple[str, ...]:
+    """A note naming the arms a design above α would have called significant."""
+    if not (rate and rate.above_alpha):
+        return ()
+    names = [arm for arm, p in zip(tests, p_adjusted, strict=True) if p < level]
+    if not names:
+        return ()
+    return (
+        f"at α = {alpha} these arms would be significant, but this design's measured rate is "
+        f"above α, so they are reported as nominal: {', '.join(names)}",
+    )
+
+
+def _candidates(arms: tuple[ArmVerdict, ...]) -> tuple[str, ...]:
+    """What a candidate is for, when the table has one."""
+    names = [a.arm for a in arms if a.verdict.startswith("candidate-")]
+    if not names:
+        return ()
+    return (
+        f"candidate: run its second seed ({', '.join(names)}): one seed is significant only if "
+        "its spread is the pool's, and its second seed shows whether it is",
     )
 
 
@@ -544,8 +675,13 @@ def _notes(
         notes.append(
             f"this design's measured {ERROR_RATE_NAMES[error_rate(correction)]} "
             f"({rate.describe_rates()}) is above α = {alpha}: its verdicts do not hold at that "
-            "level (use the default test without --equal-variance or --reference normal, or "
-            "more seeds per arm)"
+            "level ("
+            + (
+                "drop --equal-variance / --reference normal: the default test is calibrated"
+                if family.test in (POOLED_T, Z)
+                else "more seeds per arm, or the sequential loop"
+            )
+            + ")"
         )
     declared = metric_info(family.metric)
     if options.lower_is_better is not None and options.lower_is_better != declared.lower_is_better:

@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 from scipy import stats as scipy_stats
-from scipy.special import betainc, ndtri
 
 from archaudit.errors import did_you_mean
 from archaudit.metrics import metric_info
@@ -22,15 +21,11 @@ from archaudit.stats.serialize import JsonResult
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion; never zero-width at 0 or n."""
+    """Wilson score interval for a binomial proportion (scipy's); never zero-width at 0 or n."""
     if n <= 0:
         raise ValueError("a Wilson interval needs n >= 1")
-    z = -float(ndtri((1.0 - confidence) / 2.0))
-    rate = successes / n
-    scale = 1.0 + z * z / n
-    center = (rate + z * z / (2 * n)) / scale
-    half = z * math.sqrt(rate * (1.0 - rate) / n + z * z / (4 * n * n)) / scale
-    return max(0.0, center - half), min(1.0, center + half)
+    ci = scipy_stats.binomtest(successes, n).proportion_ci(confidence, method="wilson")
+    return float(ci.low), float(ci.high)
 
 
 @dataclass(frozen=True)
@@ -44,13 +39,12 @@ class McNemar(JsonResult):
 
 
 def mcnemar(a: np.ndarray, b: np.ndarray) -> McNemar:
-    """Two-sided exact McNemar: p = min(1, 2·P(X <= min(only_a, only_b))), X ~ Bin(n, 1/2)."""
+    """Two-sided exact McNemar: scipy's binomial test on the discordant pairs, X ~ Bin(n, 1/2)."""
     a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
     only_a, only_b = int(np.sum(a & ~b)), int(np.sum(~a & b))
-    n, k = only_a + only_b, min(only_a, only_b)
-    # P(X <= k) = I_{1/2}(n − k, k + 1) for k < n.
-    tail = 1.0 if k == n else float(betainc(n - k, k + 1, 0.5))
-    return McNemar(only_a=only_a, only_b=only_b, p=min(1.0, 2.0 * tail))
+    n = only_a + only_b
+    p = float(scipy_stats.binomtest(only_a, n, 0.5).pvalue) if n else 1.0
+    return McNemar(only_a=only_a, only_b=only_b, p=p)
 
 
 @dataclass(frozen=True)

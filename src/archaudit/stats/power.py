@@ -64,6 +64,8 @@ class Design:
     """The family's test ("pooled-t", "welch", "z"). None chooses it from this arm's seeds."""
     reference: str = "t"
     """"t" (calibrated) or "normal" (paper mode), used when `family_test` is None."""
+    single_bound: float = WIDEST_FACTOR
+    """The factor a single seed's σ is bounded by in the robust test (stats/profile.py)."""
 
     def __post_init__(self) -> None:
         check_test(self.reference, self.correction, self.alpha)
@@ -120,7 +122,7 @@ def power(effect: float, design: Design) -> float:
         if test == Z:
             threshold = max(sps.norm.isf(design.level / 2), NOISE_SIGMAS) / spread
         else:
-            bound = math.sqrt(WIDEST_FACTOR**2 + 1.0 / n_b) if single_bound else spread
+            bound = math.sqrt(design.single_bound**2 + 1.0 / n_b) if single_bound else spread
             quantile = sps.t.isf(design.level / 2, design.dof)
             threshold = max(quantile * bound, NOISE_SIGMAS) / spread
         # Both tails as upper tails: scipy's nct.cdf is NaN far out in the lower tail.

@@ -1,33 +1,30 @@
 """`simulate_null`: audits in which no arm has an effect, judged by the verdict arithmetic.
 
-Each simulated audit draws the baseline, the anchors and every arm from N(0, 1) (σ = 1), adds
-`effect` to the first `effect_arms` arms, pools σ as `judge` does, and runs the same test
-statistics (`family_test.statistics`), corrections and 2σ rule as `judge`, on arrays of thousands
-of audits at once. It measures how often an audit wrongly declares at least one null arm an
-improver or regressor (the family-wise error) and how often planted effects are found, next to
-what the power formula says.
+Each simulated audit draws the baseline, the anchors and every arm from the noise model (σ = 1),
+adds `effect` to the first `effect_arms` arms, and runs the verdict arithmetic of `judge` on
+arrays of thousands of audits at once (stats/null_kernel.py), each audit at its own calibrated
+level α′ (stats/calibrate.py), so what is measured is the whole procedure. It measures how
+often an audit wrongly declares at least one null arm an improver or regressor (the family-wise
+error), labels one a candidate, and finds planted effects, next to the power formula.
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
 
 import numpy as np
 
 from archaudit.errors import ConfigError
-from archaudit.stats.corrections import adjust_pvalues, fwer_uncorrected
+from archaudit.stats.calibrate import audit_levels
+from archaudit.stats.corrections import fwer_uncorrected
 from archaudit.stats.design import AuditDesign
-from archaudit.stats.dunnett import critical_value
-from archaudit.stats.family_test import dunnett_statistics, statistics
 from archaudit.stats.noise_models import NORMAL, NoiseModel, parse_noise
+from archaudit.stats.null_kernel import CHUNK_DRAWS, Outcomes, draws_per_audit, simulate_outcomes
 from archaudit.stats.power import power
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.simulation_checks import WORKING_COPIES, check_memory, check_run
-from archaudit.stats.verdicts import within_noise
 
 
 @dataclass(frozen=True)
@@ -52,6 +49,13 @@ class NullSimulation(JsonResult):
     fwer: float
     """Share of audits with >= 1 null arm declared improver/regressor (after correction)."""
     fwer_se: float
+    candidate_rate: float
+    """Share of audits with >= 1 null single-seed arm labelled candidate-* ("run its second
+    seed"): not an error of the verdicts, but a seed spent."""
+    level: float
+    """The median over the audits of their calibrated level α′ (stats/calibrate.py)."""
+    level_min: float
+    """The lowest α′ any audit got (its profile showed the widest arms)."""
     fwer_uncorrected: float
     """Share of audits with >= 1 null arm at raw p < α: the uncorrected family of tests."""
     fwer_uncorrected_formula: float
@@ -112,9 +116,11 @@ def simulate_null(
     check_run(effect, seed, models, design.m - effect_arms)
     per_chunk = max(CHUNK_DRAWS, draws_per_audit(design)) * WORKING_COPIES
     check_memory(per_chunk + 4.5 * audits * design.m, "--n-arms, --seeds or --audits")
-    declared, delta, p = _simulate(design, audits, effect, effect_arms, seed, models[0])
-    null_p = p[:, effect_arms:]  # the raw p of the arms without a planted effect
+    outcomes, level = judged(design, audits, seed, models[0], effect, effect_arms)
+    declared, delta = outcomes.declared(level), outcomes.delta
+    null_p = outcomes.p[:, effect_arms:]  # the raw p of the arms without a planted effect
     fwer = float(np.mean(np.any(declared[:, effect_arms:], axis=1)))
+    candidate_rate = float(np.mean(outcomes.candidates(level)[:, effect_arms:].any(axis=1)))
     panel = _panel(design, audits, seed, models, fwer, effect, effect_arms)
     planted = audits * effect_arms
     found = declared[:, :effect_arms] & (delta[:, :effect_arms] > 0)
@@ -135,6 +141,9 @@ def simulate_null(
         test=design.test,
         fwer=fwer,
         fwer_se=binomial_se(fwer, audits),
+        candidate_rate=candidate_rate,
+        level=float(np.median(level)),
+        level_min=float(np.min(level)),
         fwer_uncorrected=float(np.mean(np.any(null_p < design.alpha, axis=1))),
         fwer_uncorrected_formula=fwer_uncorrected(design.alpha, design.m - effect_arms),
         per_arm_rate=float(np.mean(null_p < design.alpha / design.m)) if null_p.size else math.nan,
@@ -194,134 +203,38 @@ def null_fwer(
     effect_arms: int = 0,
 ) -> float:
     """Share of `audits` simulated audits with >= 1 null arm declared, under `noise`."""
-    declared, _, _ = _simulate(design, audits, effect, effect_arms, seed, noise)
-    return float(np.mean(np.any(declared[:, effect_arms:], axis=1)))
+    return null_rates(design, audits, seed, noise, effect, effect_arms)[0]
 
 
-CHUNK_DRAWS = 2**21
-"""Draws held in memory at once (16 MiB): audits are simulated in chunks of this size, so a
-design of 1000 arms × 1000 seeds costs time, not 30 GiB."""
-
-
-def draws_per_audit(design: AuditDesign) -> int:
-    return design.baseline_seeds + sum(design.anchor_seeds) + sum(design.arm_seeds)
-
-
-def _simulate(
+def null_rates(
     design: AuditDesign,
     audits: int,
-    effect: float,
-    effect_arms: int,
+    seed: int,
+    noise: NoiseModel,
+    effect: float = 0.0,
+    effect_arms: int = 0,
+) -> tuple[float, float]:
+    """(family-wise rate, false-candidate rate): shares of `audits` simulated audits with >= 1
+    null arm declared, and with >= 1 null arm labelled candidate-*, under `noise`."""
+    outcomes, level = judged(design, audits, seed, noise, effect, effect_arms)
+    null = slice(effect_arms, None)
+    declared = outcomes.declared(level)[:, null]
+    candidates = outcomes.candidates(level)[:, null]
+    return float(np.mean(declared.any(axis=1))), float(np.mean(candidates.any(axis=1)))
+
+
+def judged(
+    design: AuditDesign,
+    audits: int,
     seed: int,
     noise: NoiseModel = NORMAL,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(declared, Δ, raw p), each audits × arms, for `audits` simulated audits of `design`
-    under `noise`, drawn in chunks of at most `CHUNK_DRAWS` values."""
-    rng = np.random.default_rng(seed)
-    chunk = max(1, CHUNK_DRAWS // draws_per_audit(design))
-    parts = [
-        _simulate_chunk(design, min(chunk, audits - start), effect, effect_arms, rng, noise)
-        for start in range(0, audits, chunk)
-    ]
-    declared, delta, p = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
-    return declared, delta, p
-
-
-def _simulate_chunk(
-    design: AuditDesign,
-    audits: int,
-    effect: float,
-    effect_arms: int,
-    rng: np.random.Generator,
-    noise: NoiseModel,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    base = noise.draw(rng, (audits, design.baseline_seeds))
-    anchors = [noise.draw(rng, (audits, n)) for n in design.anchor_seeds]
-    # the wide arms of `hetero` are the first null arms: the fewest seeds, the hardest case
-    sigmas = np.ones(design.m)
-    sigmas[effect_arms:] = noise.arm_sigmas(design.m - effect_arms)[::-1]
-    shift = np.zeros(design.m)
-    shift[:effect_arms] = effect
-    n_arm = np.array(design.arm_seeds)
-    groups = []
-    for n, count in sorted(Counter(design.arm_seeds).items()):
-        columns = np.flatnonzero(n_arm == n)
-        draws = noise.draw(rng, (audits, count, n)) * sigmas[columns][None, :, None]
-        groups.append(draws + shift[columns][None, :, None])
-    return family_decisions(design, base, anchors, groups)
-
-
-def family_decisions(
-    design: AuditDesign,
-    base: np.ndarray,
-    anchors: Sequence[np.ndarray],
-    groups: Sequence[np.ndarray],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(declared, Δ, raw p), each audits × arms, of the verdict rule on given seed values:
-    (B, n₀) baseline, (B, nₐ) per anchor, and per distinct seed count n of the design's arms
-    (ascending) a (B, arms with n seeds, n) array. Positive Δ = better."""
-    n_base = design.baseline_seeds
-    base_mean, base_var = base.mean(axis=1), base.var(axis=1, ddof=1)
-    sum_squares = base_var * (n_base - 1)
-    for values in anchors:
-        sum_squares = sum_squares + values.var(axis=1, ddof=1) * (values.shape[1] - 1)
-    arm_mean = np.concatenate([values.mean(axis=2) for values in groups], axis=1)
-    arm_var = np.concatenate(
-        [
-            values.var(axis=2, ddof=1)
-            if values.shape[2] >= 2
-            else np.full(values.shape[:2], np.nan)
-            for values in groups
-        ],
-        axis=1,
-    )
-    for values in groups:
-        if values.shape[2] >= 2:
-            sum_squares = sum_squares + values.var(axis=2, ddof=1).sum(axis=1) * (
-                values.shape[2] - 1
-            )
-    n_arm = np.array(design.arm_seeds)
-    dof = design.sigma_dof
-    sigma = np.sqrt(sum_squares / dof)[:, None]
-    delta = arm_mean - base_mean[:, None]
-    stat, _, p = statistics(
-        design.test, delta, n_arm, n_base, sigma, dof, arm_var, base_var[:, None]
-    )
-    if design.correction == "dunnett":
-        rejected = _dunnett_rejections(dunnett_statistics(design.test, stat, p, dof), design)
-    else:
-        rejected = adjust_pvalues(p, design.correction) < design.alpha
-    declared = rejected & ~within_noise(delta, sigma)
-    return declared, delta, p
-
-
-def _dunnett_rejections(stat: np.ndarray, design: AuditDesign) -> np.ndarray:
-    """Which arms Dunnett's step-down rejects (p_adj < α), audit by audit.
-
-    Step k rejects the k-th largest |t| when it reaches the critical value of the arms still in
-    play; that value depends only on their seed counts, so it is computed once per multiset.
-    """
-    n_arm = np.array(design.arm_seeds)
-    order = np.argsort(-np.abs(stat), axis=1, kind="stable")
-    rejected = np.zeros(stat.shape, dtype=bool)
-
-    @cache
-    def critical(remaining: tuple[int, ...]) -> float:
-        return critical_value(design.alpha, remaining, design.baseline_seeds, design.sigma_dof)
-
-    active = np.ones(len(stat), dtype=bool)
-    for k in range(design.m):
-        rows = np.flatnonzero(active)
-        if not len(rows):
-            break
-        for row in rows:
-            arm = order[row, k]
-            remaining = tuple(sorted(n_arm[order[row, k:]].tolist()))
-            if abs(stat[row, arm]) >= critical(remaining):
-                rejected[row, arm] = True
-            else:
-                active[row] = False
-    return rejected
+    effect: float = 0.0,
+    effect_arms: int = 0,
+) -> tuple[Outcomes, np.ndarray]:
+    """The simulated audits and each one's own calibrated level α′ (stats/calibrate.py): the
+    whole procedure, the estimation of the audit's profile included."""
+    outcomes = simulate_outcomes(design, audits, seed, noise, effect, effect_arms)
+    return outcomes, audit_levels(design, outcomes.bounds)
 
 
 def binomial_se(rate: float, n: int) -> float:

@@ -53,6 +53,11 @@ def classify(delta: float, sigma: float, p_adjusted: float, alpha: float) -> str
     return NOMINAL_IMPROVER if delta > 0 else NOMINAL_REGRESSOR
 
 
+def nominal(verdict: str) -> str:
+    """A significant verdict lowered to nominal (where the design cannot support it)."""
+    return {IMPROVER: NOMINAL_IMPROVER, REGRESSOR: NOMINAL_REGRESSOR}.get(verdict, verdict)
+
+
 def candidate(verdict: str) -> str:
     """A nominal verdict raised to a candidate (a within-noise one stays within noise)."""
     raised: dict[str, str] = {

@@ -1,0 +1,257 @@
+"""Issue 31: the calibrated rule over a grid of default designs, its profile at work, its power
+against the previous rule on the same draws, and what a new design costs.
+
+Every cell is the whole procedure (each simulated audit judged at its own calibrated level α′,
+its single-seed bound and profile estimated from its own seeds), simulated under every model
+of the noise panel on draws the calibration never saw (seed 0; the levels come from seed 1).
+
+    PYTHONPATH=src nice -n 10 python benchmarks/design_grid.py [--audits 500] [--full]
+
+The default grid is every arm count × seeds 1–6 at baseline 3, and baselines 2, 5 and 10 at 2
+and 3 seeds; `--full` crosses every baseline with every seed count (4× the time).
+
+Prints markdown tables (pasted into docs/verdicts.md) and writes benchmarks/design_grid.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from archaudit.stats import AuditDesign
+from archaudit.stats.calibrate import audit_levels, design_level
+from archaudit.stats.design_rate import arm_mde, design_rate
+from archaudit.stats.noise_models import PANEL, parse_one
+from archaudit.stats.null_kernel import simulate_outcomes
+from archaudit.stats.sequential import SequentialRule, sequential_null_fwer
+from archaudit.stats.simulate import binomial_se, null_rates
+
+ARMS = (1, 2, 3, 5, 10, 19)
+SEEDS = (1, 2, 3, 4, 5, 6)
+BASELINES = (2, 3, 5, 10)
+MIXED = (1,) * 10 + (2,) * 5 + (3,) * 4
+ALPHA = 0.05
+
+
+def panel(design: AuditDesign, audits: int) -> dict:
+    """The whole procedure's rates under every panel model: worst FWER, worst false-candidate
+    rate, and the MC s.e. of the worst."""
+    rates = {name: null_rates(design, audits, 0, parse_one(name)) for name in PANEL}
+    name = max(rates, key=lambda k: rates[k][0])
+    worst = rates[name][0]
+    se = binomial_se(max(worst, 1.0 / audits), audits)
+    return {
+        "level": design_level(design),
+        "normal": rates["normal"][0],
+        "worst": worst,
+        "worst_model": name,
+        "se": se,
+        "ok": worst <= ALPHA + 2 * se,
+        "candidates": max(r[1] for r in rates.values()),
+    }
+
+
+def cell(result: dict) -> str:
+    flag = "" if result["ok"] else " **ABOVE**"
+    level = "" if result["level"] >= ALPHA else f" (α′ {result['level']:.3f})"
+    return f"{result['worst']:.3f}{level}{flag}"
+
+
+def grid(audits: int, correction: str, arms: tuple, seeds: tuple, bases: tuple) -> dict:
+    rows = {}
+    for m in arms:
+        for n0 in bases:
+            rows[f"{m} arm{'s' * (m > 1)}, baseline {n0}"] = {
+                k: panel(AuditDesign((k,) * m, n0, correction=correction), audits) for k in seeds
+            }
+    return rows
+
+
+def print_grid(title: str, rows: dict, seeds: tuple) -> None:
+    print(f"\n{title}\n")
+    print("| design | " + " | ".join(f"{k} seed{'s' * (k > 1)}" for k in seeds) + " |")
+    print("|---|" + "---|" * len(seeds))
+    for name, cells in rows.items():
+        print(
+            f"| {name} | " + " | ".join(cell(cells[k]) if k in cells else "" for k in seeds) + " |"
+        )
+
+
+def extras(audits: int) -> dict:
+    """2×2 with baseline 3–5, the mixed design, and the sequential loops."""
+    fixed = {
+        **{f"2 × 2, baseline {b}": AuditDesign((2, 2), b) for b in (3, 4, 5)},
+        "10 × 1 + 5 × 2 + 4 × 3, baseline 3": AuditDesign(MIXED, 3),
+        "2 × 2, baseline 3, Dunnett": AuditDesign((2, 2), 3, correction="dunnett"),
+        "19 × 3, baseline 3, Dunnett": AuditDesign((3,) * 19, 3, correction="dunnett"),
+    }
+    out = {name: panel(design, audits) for name, design in fixed.items()}
+    for top in (3, 5, 6):
+        for arms in (20,):
+            rule = SequentialRule(max_seeds=top)
+            rates = {n: sequential_null_fwer(arms, rule, audits, 0, parse_one(n)) for n in PANEL}
+            name = max(rates, key=lambda k: rates[k])
+            se = binomial_se(max(rates[name], 1.0 / audits), audits)
+            out[f"sequential ≤ {top}, {arms} arms"] = {
+                "level": ALPHA,
+                "normal": rates["normal"],
+                "worst": rates[name],
+                "worst_model": name,
+                "se": se,
+                "ok": rates[name] <= ALPHA + 2 * se,
+                "candidates": math.nan,
+            }
+    return out
+
+
+def profile_cases(audits: int) -> dict:
+    """Null audits whose multi-seed arms are far wider than the panel's widest (6×)."""
+    cases = {
+        "19 × 2, baseline 3, five arms at 10×": (AuditDesign((2,) * 19, 3), "hetero:10:5"),
+        "19 × 3, baseline 3, three arms at 20×": (AuditDesign((3,) * 19, 3), "hetero:20:3"),
+        "2 × 2, baseline 3, both arms at 20×": (AuditDesign((2, 2), 3), "hetero:20:2"),
+        "3 × 1 + 2 × 3, baseline 3, all five at 20×": (
+            AuditDesign((1, 1, 1, 3, 3), 3),
+            "hetero:20:5",
+        ),
+    }
+    out = {}
+    for name, (design, noise) in cases.items():
+        model = parse_one(noise)
+        outcomes = simulate_outcomes(design, audits, 0, model)
+        levels = audit_levels(design, outcomes.bounds)
+        new = float(np.mean(outcomes.declared(levels).any(axis=1)))
+        old = float(np.mean(outcomes.declared(ALPHA).any(axis=1)))
+        out[name] = {
+            "noise": noise,
+            "rate": new,
+            "se": binomial_se(max(new, 1 / audits), audits),
+            "at_alpha": old,
+            "median_level": float(np.median(levels)),
+            "median_bound": float(np.median(outcomes.bound)),
+        }
+    return out
+
+
+def simulated_mde(design: AuditDesign, calibrated: bool, audits: int) -> float:
+    """The planted effect (σ) one arm is declared with 80% power, by bisection on common draws:
+    the calibrated procedure, or the previous rule (level α, the same tests)."""
+    low, high = 0.0, 128.0
+    for _ in range(11):
+        mid = (low + high) / 2
+        outcomes = simulate_outcomes(design, audits, 0, parse_one("normal"), mid, 1)
+        level = audit_levels(design, outcomes.bounds) if calibrated else ALPHA
+        found = np.mean(outcomes.declared(level)[:, 0] & (outcomes.delta[:, 0] > 0))
+        low, high = (low, mid) if found >= 0.8 else (mid, high)
+    return high
+
+
+def power(audits: int) -> dict:
+    designs = {
+        "19 × 3, baseline 3": AuditDesign((3,) * 19, 3),
+        "19 × 5, baseline 5": AuditDesign((5,) * 19, 5),
+        "19 × 2, baseline 3": AuditDesign((2,) * 19, 3),
+        "2 × 2, baseline 3": AuditDesign((2, 2), 3),
+    }
+    out = {}
+    for name, design in designs.items():
+        out[name] = {
+            "previous": simulated_mde(design, False, audits),
+            "calibrated": simulated_mde(design, True, audits),
+            "formula": arm_mde(design, design.arm_seeds[0]),
+        }
+    return out
+
+
+def cost() -> dict:
+    """Wall and CPU seconds of a design never seen before (a fresh cache): 20 arms × 3 seeds,
+    and 20 arms × 2 seeds (whose audits show the most distinct profiles)."""
+    saved = os.environ.get("ARCHAUDIT_CACHE")
+    out = {}
+    with tempfile.TemporaryDirectory() as folder:
+        os.environ["ARCHAUDIT_CACHE"] = folder
+        for seeds in (3, 2):
+            wall, cpu = time.perf_counter(), time.process_time()
+            design_rate(AuditDesign((seeds,) * 20, 3))
+            out[f"20x{seeds}"] = {
+                "wall_s": time.perf_counter() - wall,
+                "cpu_s": time.process_time() - cpu,
+            }
+    if saved is not None:
+        os.environ["ARCHAUDIT_CACHE"] = saved
+    return out
+
+
+SECTIONS = ("cost", "holm", "dunnett", "extras", "profile", "power")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--audits", type=int, default=500, help="audits per panel model")
+    parser.add_argument("--full", action="store_true", help="every baseline × every seed count")
+    parser.add_argument("--sections", default=",".join(SECTIONS), help="which parts to run")
+    args = parser.parse_args()
+    sections = args.sections.split(",")
+    started = time.process_time()
+    result: dict = {}
+    if "cost" in sections:
+        result["cost"] = cost()
+        print(f"a new design of 20 arms: {result['cost']}")
+    if "holm" in sections:
+        result["holm"] = grid(args.audits, "holm", ARMS, SEEDS, (3,))
+        others = BASELINES if args.full else (2, 5, 10)
+        result["holm"] |= grid(args.audits, "holm", ARMS, SEEDS if args.full else (2, 3), others)
+        print_grid("Holm (worst panel rate; α′ where below α)", result["holm"], SEEDS)
+    if "dunnett" in sections:
+        result["dunnett"] = grid(args.audits, "dunnett", (2, 5, 19), (2, 3, 5), (3,))
+        print_grid("Dunnett", result["dunnett"], (2, 3, 5))
+    if "extras" in sections:
+        print_extras(result.setdefault("extras", extras(args.audits)))
+    if "profile" in sections:
+        print_profile(result.setdefault("profile", profile_cases(4 * args.audits)))
+    if "power" in sections:
+        print_power(result.setdefault("power", power(2 * args.audits)))
+    result["cpu_s"] = time.process_time() - started
+    se = binomial_se(ALPHA, args.audits)
+    print(f"\nCPU {result['cpu_s']:.0f} s; MC s.e. per cell ≈ {se:.4f} at α")
+    out = Path(__file__).with_name(f"design_grid-{'-'.join(sections)}.json")
+    out.write_text(json.dumps(result, indent=1, default=float))
+
+
+def print_extras(rows: dict) -> None:
+    print("\n| design | α′ | normal | panel's worst | false candidates (worst) |")
+    print("|---|---|---|---|---|")
+    for name, r in rows.items():
+        print(
+            f"| {name} | {r['level']:.3f} | {r['normal']:.3f} | {r['worst']:.3f} ± {r['se']:.3f} "
+            f"({r['worst_model']}){'' if r['ok'] else ' **ABOVE**'} | {r['candidates']:.3f} |"
+        )
+
+
+def print_profile(rows: dict) -> None:
+    print("\n| case | rate, calibrated | at α (previous) | median α′ | median single-seed bound |")
+    print("|---|---|---|---|---|")
+    for name, r in rows.items():
+        print(
+            f"| {name} ({r['noise']}) | {r['rate']:.3f} ± {r['se']:.3f} | {r['at_alpha']:.3f} | "
+            f"{r['median_level']:.3f} | {r['median_bound']:.1f} |"
+        )
+
+
+def print_power(rows: dict) -> None:
+    print("\n| design | MDE previous rule | MDE calibrated | formula |\n|---|---|---|---|")
+    for name, r in rows.items():
+        print(
+            f"| {name} | {r['previous']:.2f} σ | {r['calibrated']:.2f} σ | {r['formula']:.2f} σ |"
+        )
+
+
+if __name__ == "__main__":
+    main()
