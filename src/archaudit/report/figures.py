@@ -87,12 +87,26 @@ def _hex(colours: Colours, arm: str) -> str:
     return colours[arm].hex
 
 
+LEGEND_CHAR_INCHES = 0.06
+"""The width of one character of the legend's 7-pt text, a little generously."""
+LEGEND_HANDLE_INCHES = 0.5
+"""A legend entry's marker, its padding and the gap to the next column."""
+
+
+def legend_columns(labels: Sequence[str], width: float) -> int:
+    """As many columns (at most 3) as fit `width` inches with the longest label in each, so
+    that a legend row is never cut at the figure's edge."""
+    longest = max((len(label) for label in labels), default=0)
+    fit = int(width // (LEGEND_HANDLE_INCHES + LEGEND_CHAR_INCHES * longest))
+    return max(1, min(len(labels), 3, fit))
+
+
 def _legend_below(fig: MplFigure, handles: Sequence[Line2D]) -> None:
-    """A legend in rows below the panel (never over the data)."""
+    """A legend in rows below the panel (never over the data), as wide as the figure at most."""
+    columns = legend_columns([h.get_label() for h in handles], fig.get_figwidth())
     fig.legend(
-        handles=handles, loc="outside lower center", ncols=min(len(handles), 3), fontsize=7,
-        frameon=False,
-    )  # fmt: skip
+        handles=handles, loc="outside lower center", ncols=columns, fontsize=7, frameon=False
+    )
 
 
 def forest_range(deltas: Sequence[float], band: float) -> tuple[float, float]:
@@ -166,55 +180,79 @@ def _forest_arm(ax, y: int, a: ArmRow, colour: str, edges: tuple[float, float], 
 @styled
 def scatter(key: str, s: Scatter, colours: Colours) -> Figure:
     """One scale: relative loss change against downstream Δ, every arm labelled in its colour;
-    decoupled arms as diamonds."""
+    decoupled arms as diamonds. No "flat" band: each arm's loss has its own margin, and the
+    table under the figure says which arms were shown flat."""
     fig, (ax,) = _new(5.0, 3.8)
-    ax.axvspan(-100 * s.loss_band, 100 * s.loss_band, color="0.9", zorder=0)
     ax.axhline(0, color="0.3", lw=0.8)
+    ax.axvline(0, color="0.3", lw=0.8)
     xs, ys = [100 * p.loss_change for p in s.points], [p.downstream_delta for p in s.points]
-    nudge = 0.04 * ((max(xs) - min(xs)) or 1.0)
-    labels = spread(ys, 0.07 * ((max(ys) - min(ys)) or 1.0))  # close arms: labels apart
-    for point, label_y in zip(s.points, labels, strict=True):
-        xy = (100 * point.loss_change, point.downstream_delta)
-        colour = _hex(colours, point.arm)
-        mark = ax.scatter(*([c] for c in xy), color=colour, marker="D" if point.decoupled else "o",
-                          s=30, zorder=3)  # fmt: skip
+    for point, x, y in zip(s.points, xs, ys, strict=True):
+        mark = ax.scatter([x], [y], color=_hex(colours, point.arm), s=30, zorder=3,
+                          marker="D" if point.decoupled else "o")  # fmt: skip
         mark.set_gid(arm_gid(point.arm, "point", s.scale))
-        ax.annotate(point.arm, xy, xytext=(xy[0] + nudge, label_y), textcoords="data", fontsize=7,
-                    color=colour, ha="left", va="center",
-                    arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.5})  # fmt: skip
-    ax.margins(0.25)
+    _label_points(ax, [p.arm for p in s.points], xs, ys, colours)
     ax.set_xlabel(f"{s.loss_metric} change vs baseline (%)")
     ax.set_ylabel(f"Δ {s.downstream_metric} (positive = better)")
     ax.set_title(f"scale {s.scale}", fontsize=9)
     _legend_below(
         fig,
         [
-            Line2D([], [], marker="o", ls="", color="0.3", label="loss and downstream agree"),
+            Line2D([], [], marker="o", ls="", color="0.3", label="not decoupled"),
             Line2D([], [], marker="D", ls="", color="0.3", label="decoupled"),
         ],
     )
     return render(key, fig, f"Loss change against downstream effect per arm at {s.scale}")
 
 
+def _label_points(ax, arms: Sequence[str], xs: Sequence[float], ys: Sequence[float], colours):
+    """Each point's arm name beside it, on the side towards the middle of the panel (so that no
+    label runs off the canvas), spread apart vertically; the leader line ends at the label's
+    near edge, never through it. The limits make room for the labels."""
+    x_span = (max(xs) - min(xs)) or 1.0
+    y_span = (max(ys) - min(ys)) or 1.0
+    middle = (max(xs) + min(xs)) / 2
+    label_ys = spread(ys, 0.09 * y_span)
+    for arm, x, y, label_y in zip(arms, xs, ys, label_ys, strict=True):
+        right = x <= middle
+        ax.annotate(
+            arm, (x, y), xytext=(x + (0.06 if right else -0.06) * x_span, label_y),
+            textcoords="data", fontsize=7, color=_hex(colours, arm),
+            ha="left" if right else "right", va="center",
+            arrowprops={"arrowstyle": "-", "color": _hex(colours, arm), "lw": 0.5,
+                        "relpos": (0.0 if right else 1.0, 0.5), "shrinkA": 1, "shrinkB": 3},
+        )  # fmt: skip
+    low, high = min(*ys, *label_ys), max(*ys, *label_ys)
+    ax.set_ylim(low - 0.12 * y_span, high + 0.12 * y_span)
+    ax.set_xlim(min(xs) - 0.45 * x_span, max(xs) + 0.45 * x_span)
+
+
 @styled
 def loss_bands(
     key: str, title: str, ylabel: str, bands: Sequence[Band], colours: Colours
 ) -> Figure:
-    """Per arm, the mean over seeds as a line and the seeds' range as a band."""
+    """Per arm, the mean over seeds as a line and the seeds' range as a band. A curve with one
+    or two points (a run that evaluated once) gets markers: a lone point draws no line."""
     fig, (ax,) = _new(5.0, 3.4)
     for band in bands:
         colour = _hex(colours, band.arm)
-        (line,) = ax.plot(band.steps, band.mean, color=colour, lw=1.3)
+        marker = "o" if len(band.steps) < 3 else None
+        (line,) = ax.plot(band.steps, band.mean, color=colour, lw=1.3, marker=marker, ms=4)
         line.set_gid(arm_gid(band.arm, "mean", key))
         if band.seeds > 1:
-            fill = ax.fill_between(band.steps, band.low, band.high, color=colour, alpha=0.2, lw=0)
-            fill.set_gid(arm_gid(band.arm, "band", key))
+            spread_ = (
+                ax.vlines(band.steps, band.low, band.high, colors=colour, alpha=0.4, lw=3)
+                if len(band.steps) == 1
+                else ax.fill_between(band.steps, band.low, band.high, color=colour, alpha=0.2, lw=0)
+            )
+            spread_.set_gid(arm_gid(band.arm, "band", key))
     ax.set(xlabel="step", ylabel=ylabel, title=title)
-    _arm_legend(fig, [b.arm for b in bands], colours)
+    drawn = [b.arm for b in bands if any(math.isfinite(v) for v in b.mean)]
+    _arm_legend(fig, drawn, colours)
     return render(key, fig, title)
 
 
 def _arm_legend(fig: MplFigure, arms: Sequence[str], colours: Colours, extra=()) -> None:
+    """One entry per arm that has a visible mark (no entry for a curve that drew nothing)."""
     handles = [Line2D([], [], color=_hex(colours, a), lw=2, label=a) for a in dict.fromkeys(arms)]
     _legend_below(fig, [*handles, *extra])
 
@@ -223,45 +261,56 @@ def _arm_legend(fig: MplFigure, arms: Sequence[str], colours: Colours, extra=())
 def grad_norms(key: str, scale: str, runs: Sequence[Curve], colours: Colours) -> Figure:
     """Gradient norm per step (log axis): one thin line per seed, an X where a run diverged."""
     fig, (ax,) = _new(5.0, 3.4)
+    crosses = 0
     for run in runs:
         colour = _hex(colours, run.arm)
-        (line,) = ax.plot(run.steps, run.grad_norm, color=colour, lw=0.8, alpha=0.8)
+        marker = "o" if len(run.steps) < 3 else None
+        (line,) = ax.plot(run.steps, run.grad_norm, color=colour, lw=0.8, alpha=0.8,
+                          marker=marker, ms=3)  # fmt: skip
         line.set_gid(arm_gid(run.arm, "grad", scale, str(run.seed)))
         if run.diverged_step is not None:
-            finite = [g for g in run.grad_norm if math.isfinite(g)]
+            finite = [g for g in run.grad_norm if math.isfinite(g) and g > 0]
             ax.plot(run.diverged_step, finite[-1] if finite else 1.0, "x",
                     color=DIVERGED_COLOUR.hex, ms=9, mew=2)  # fmt: skip
+            crosses += 1
     ax.set(xlabel="step", ylabel="gradient norm", title=f"gradient norm at {scale}")
     ax.set_yscale("log")
     diverged = Line2D([], [], marker="x", ls="", color=DIVERGED_COLOUR.hex, label="diverged")
-    _arm_legend(fig, [r.arm for r in runs], colours, (diverged,))
+    drawn = [r.arm for r in runs if any(math.isfinite(g) and g > 0 for g in r.grad_norm)]
+    _arm_legend(fig, drawn, colours, (diverged,) if crosses else ())
     return render(key, fig, f"Gradient norm per seed at scale {scale}")
 
 
 @styled
 def bump(key: str, b: Bump, colours: Colours) -> Figure:
-    """Each arm's rank at the small and the large scale (1 = best); labels spread apart so that
-    tied ranks do not print over each other."""
+    """Each arm's rank at the small and the large scale (1 = best). The names are the tick
+    labels of the two sides, so the layout makes room for them (none runs off the canvas);
+    they are spread apart so that tied ranks do not print over each other. Drawn only when ρ's
+    interval is estimable: otherwise crossings of arms within noise would read as a reordering."""
     fig, (ax,) = _new(5.0, 1.4 + 0.34 * len(b.arms))
     left = spread([a.rank_small for a in b.arms], 0.55)
     right = spread([a.rank_large for a in b.arms], 0.55)
-    for arm, y_left, y_right in zip(b.arms, left, right, strict=True):
-        colour = _hex(colours, arm.arm)
-        (line,) = ax.plot((0, 1), (arm.rank_small, arm.rank_large), "o-", color=colour, lw=1.4)
+    for arm in b.arms:
+        (line,) = ax.plot((0, 1), (arm.rank_small, arm.rank_large), "o-",
+                          color=_hex(colours, arm.arm), lw=1.4)  # fmt: skip
         line.set_gid(arm_gid(arm.arm, "rank"))
-        ax.annotate(arm.arm, (0, arm.rank_small), xytext=(-0.06, y_left), textcoords="data",
-                    ha="right", va="center", fontsize=8, color=colour)  # fmt: skip
-        ax.annotate(arm.arm, (1, arm.rank_large), xytext=(1.06, y_right), textcoords="data",
-                    ha="left", va="center", fontsize=8, color=colour)  # fmt: skip
+    every = [*left, *right, *(a.rank_small for a in b.arms), *(a.rank_large for a in b.arms)]
+    ax.set_ylim(max(every) + 0.6, min(every) - 0.6)  # rank 1 on top
+    ax.set_xlim(-0.1, 1.1)
     ax.set_xticks((0, 1), (f"rank at {b.small}", f"rank at {b.large}"))
-    ax.set_xlim(-0.8, 1.8)
-    ax.set_yticks([])
-    ax.invert_yaxis()
+    other = ax.twinx()
+    other.set_ylim(ax.get_ylim())
+    for side, positions in ((ax, left), (other, right)):
+        side.set_yticks(positions, [a.arm for a in b.arms], fontsize=8)
+        for label, arm in zip(side.get_yticklabels(), b.arms, strict=True):
+            label.set_color(_hex(colours, arm.arm))
+        side.tick_params(axis="y", length=0)
+        side.grid(False)
+        for spine in side.spines.values():
+            spine.set_visible(False)
     ax.grid(False)
-    for side in ("left", "bottom"):
-        ax.spines[side].set_visible(False)
-    bounds = f" {formatting.interval(b.spearman_interval, 2)}" if b.spearman_interval else ""
-    ax.set_title(f"{b.metric}: Spearman ρ = {formatting.num(b.spearman, 2)}{bounds}", fontsize=9)
+    rho = formatting.estimate("Spearman ρ", b.spearman, b.spearman_interval, 2)
+    ax.set_title(f"{b.metric}: {rho}", fontsize=9)
     return render(key, fig, f"Rank of each arm at {b.small} and {b.large} on {b.metric}")
 
 

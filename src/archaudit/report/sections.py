@@ -13,9 +13,10 @@ from typing import Any
 
 from archaudit.formatting import MISSING, VALUE_DIGITS, num, pvalue, signed
 from archaudit.report import figures
-from archaudit.report.data import ArmRow, PowerCase, ReportData, Verdicts, bands
+from archaudit.report.data import ArmRow, PowerCase, ReportData, Scatter, Verdicts, bands
 from archaudit.report.figures import Figure
 from archaudit.stats.corrections import error_rate
+from archaudit.stats.decoupling import FLAT_SHARE
 from archaudit.stats.verdicts import (
     CANDIDATE_IMPROVER,
     CANDIDATE_REGRESSOR,
@@ -34,6 +35,13 @@ NOT_COMPUTED = "not computed"
 
 @dataclass(frozen=True)
 class Paragraph:
+    text: str
+
+
+@dataclass(frozen=True)
+class Notice:
+    """What stands where a figure would be when its numbers cannot carry it."""
+
     text: str
 
 
@@ -59,7 +67,7 @@ class Row:
     figures: tuple[Figure, ...]
 
 
-Block = Paragraph | Bullets | Grid | Figure | Row
+Block = Paragraph | Notice | Bullets | Grid | Figure | Row
 
 
 @dataclass(frozen=True)
@@ -327,9 +335,12 @@ def decoupling(data: ReportData) -> Section:
     title, intro = (
         "Loss against downstream",
         "Does a better loss mean better downstream results? Each point is an arm: across, its "
-        "relative loss change (left = lower loss); up, its downstream Δ. Labelled diamonds are "
-        "decoupled arms: their downstream result is significant while the loss did not move, or "
-        "moved the other way. The grey band is the loss change the analysis treats as flat.",
+        "relative loss change (left = lower loss); up, its downstream Δ. Diamonds are "
+        "decoupled arms: their downstream result is significant while the loss was shown flat, "
+        "or the reverse, or both moved in opposite directions. The verdicts are those of the "
+        "answer above. 'Flat' means shown equivalent to the baseline (its interval inside its "
+        f"MDE) with an MDE of at most {FLAT_SHARE:.0%} of the baseline's value; a wider MDE makes "
+        "flat not testable. Not significant alone is not flat.",
     )
     if not data.scatters:
         return _absent("decoupling", title, intro, _why(data, "decoupling", "table"))
@@ -349,7 +360,23 @@ def decoupling(data: ReportData) -> Section:
         if decoupled
         else Paragraph("No arm is decoupled: loss and downstream agree wherever either moved.")
     )
+    blocks += [_sides(s) for s in data.scatters]
     return Section("decoupling", title, intro, tuple(blocks))
+
+
+def _sides(s: Scatter) -> Grid:
+    """Each arm's two sides at one scale as the figure plots them: what each claim rests on."""
+    return Grid(
+        f"At {s.scale}: each side moved (significant), flat (shown equivalent), not shown flat, "
+        "or flat not testable (its MDE is too wide against the baseline's value).",
+        ("arm", "decoupled", "loss", "downstream", f"{s.loss_metric} change",
+         f"Δ {s.downstream_metric}"),
+        tuple(
+            (p.arm, p.kind or "no", p.loss, p.downstream, f"{signed(100 * p.loss_change, 2)}%",
+             signed(p.downstream_delta))
+            for p in s.points
+        ),
+    )  # fmt: skip
 
 
 def aggregates(data: ReportData) -> Section:
@@ -480,16 +507,25 @@ def transfer(data: ReportData) -> Section:
         return _absent("transfer", title, intro, _why(data, "transfer", "table"))
     blocks: list[Block] = []
     for b in data.bumps:
-        blocks.append(figures.bump(f"bump-{slug(b.metric)}", b, data.colours))
-        interval = (
-            f" (95% interval {num(b.spearman_interval[0], 2)} to {num(b.spearman_interval[1], 2)})"
-            if b.spearman_interval
-            else " (not estimable: the arms are too close to rank at 95%)"
-        )
+        if b.spearman_interval:
+            blocks.append(figures.bump(f"bump-{slug(b.metric)}", b, data.colours))
+            rho = (
+                f"Spearman ρ = {num(b.spearman, 2)} (95% interval "
+                f"{num(b.spearman_interval[0], 2)} to {num(b.spearman_interval[1], 2)}), "
+                f"Kendall τ = {num(b.kendall, 2)}"
+            )
+        else:
+            blocks.append(
+                Notice(
+                    f"{b.metric}, {b.small} → {b.large}: rank shift not estimable, so no chart "
+                    "is drawn: the arms are within noise of each other, and their crossings "
+                    "would read as a reordering that the numbers do not show."
+                )
+            )
+            rho = "Spearman ρ not estimable (the arms are too close to rank at 95%)"
         text = (
-            f"{b.metric}, {b.small} → {b.large}: Spearman ρ = {num(b.spearman, 2)}{interval}, "
-            f"Kendall τ = {num(b.kendall, 2)}; Δ kept its sign for {b.sign_preserved:.0%} of "
-            f"{len(b.arms)} arms."
+            f"{b.metric}, {b.small} → {b.large}: {rho}; Δ kept its sign for "
+            f"{b.sign_preserved:.0%} of {len(b.arms)} arms."
         )
         if b.diverged_only_at_large:
             text += f" Diverged only at {b.large}: {', '.join(b.diverged_only_at_large)}."
@@ -663,20 +699,7 @@ def arm_table(data: ReportData) -> Section:
                 f"seeds, σ = {num(v.sigma)} ({v.sigma_dof} df), m = {v.m}, {v.correction} at "
                 f"α = {v.alpha}; design error rate {_design_fwer(v)} (noise panel's worst "
                 f"{_panel_worst(v)}).",
-                (
-                    "arm",
-                    "family",
-                    "seeds",
-                    "mean ± sd",
-                    "Δ",
-                    "interval",
-                    "test",
-                    "p",
-                    "p_adj",
-                    "verdict",
-                    "grade",
-                    "warnings",
-                ),
+                ARM_COLUMNS,
                 tuple(_arm_row(a, _notes_at(data, a.arm, v.scale)) for a in v.arms),
             )
         )
@@ -698,18 +721,26 @@ def _arm_row(a: ArmRow, notes: Sequence[str]) -> tuple[str, ...]:
     interval = f"[{signed(a.interval[0])}, {signed(a.interval[1])}]" if a.interval else MISSING
     return (
         a.arm,
-        a.family or MISSING,
-        str(a.n_seeds),
-        num(a.mean, VALUE_DIGITS) + sd,
+        a.verdict,
         signed(a.delta),
         interval,
-        a.test or MISSING,
         pvalue(a.p),
         pvalue(a.p_adj),
-        a.verdict,
         a.grade + (f" (missing: {', '.join(a.grade_missing)})" if a.grade_missing else ""),
+        str(a.n_seeds),
+        num(a.mean, VALUE_DIGITS) + sd,
+        a.test or MISSING,
+        a.family or MISSING,
         "; ".join(warnings) or MISSING,
     )
+
+
+ARM_COLUMNS = (
+    "arm", "verdict", "Δ", "interval", "p", "p_adj", "grade", "seeds", "mean ± sd", "test",
+    "family", "warnings",
+)  # fmt: skip
+"""The verdict right after the arm: on a phone the table scrolls sideways, and the first
+columns are what a reader sees without scrolling."""
 
 
 # ---------------------------------------------------------------------------------------------

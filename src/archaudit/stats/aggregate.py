@@ -35,8 +35,8 @@ from archaudit.stats.family import left_out, resolve_direction
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.resample import estimable_interval
 from archaudit.stats.samples import sample_arm
-from archaudit.stats.signal import check_signal
 from archaudit.stats.serialize import JsonResult
+from archaudit.stats.signal import check_signal
 from archaudit.stats.table import Table, TableLike, load_table
 
 TASK_SUFFIX = "/score"

@@ -183,12 +183,12 @@ def _arm(
     return ArmDecoupling(
         arm=verdict.arm,
         family=verdict.family,
-        loss_change=_relative(loss_verdict.mean, loss.baseline_mean),
+        loss_change=relative_change(loss_verdict.mean, loss.baseline_mean),
         loss_verdict=loss_verdict.verdict,
         loss_flat=loss_side.flat,
         loss_margin=loss_side.margin,
         loss_status=loss_side.status,
-        downstream_change=_relative(verdict.mean, downstream.baseline_mean),
+        downstream_change=relative_change(verdict.mean, downstream.baseline_mean),
         downstream_delta=verdict.delta,
         downstream_z=verdict.z,
         downstream_verdict=verdict.verdict,
@@ -214,7 +214,8 @@ def _side(verdict: ArmVerdict, judgement: Judgement, margin: float | None) -> Si
     )
 
 
-def _relative(value: float, baseline: float) -> float:
+def relative_change(value: float, baseline: float) -> float:
+    """(value − baseline)/|baseline|: r_L and r_D."""
     return (value - baseline) / abs(baseline) if baseline != 0 else math.inf
 
 
