@@ -685,8 +685,8 @@ def arm_table(data: ReportData) -> Section:
         "Every arm in detail",
         "Per metric and scale: the arm's mean ± seed SD, Δ against the baseline (positive = "
         "better) with its interval, the test used, p before and after the correction, the "
-        "verdict, the evidence grade (A needs 3+ seeds, downstream, 2+ scales, the shared recipe "
-        "and a corrected test) and protocol warnings.",
+        "verdict, the evidence grade (A needs 3+ seeds, downstream scores above chance, 2+ "
+        "scales, the shared recipe and a corrected test) and protocol warnings.",
     )
     if not data.verdicts:
         return _absent("arms", title, intro, _why(data, "table", "verdicts"))
