@@ -34,7 +34,9 @@ def results_rows() -> list[list[object]]:
 
 
 def items_rows() -> list[list[object]]:
-    rows: list[list[object]] = [["arm", "scale", "seed", "task", "item", "correct", "bpb", "margin"]]
+    rows: list[list[object]] = [
+        ["arm", "scale", "seed", "task", "item", "correct", "bpb", "margin"]
+    ]
     for a, arm in enumerate(("baseline", *ARMS)):
         for seed in range(2):
             for item in range(40):

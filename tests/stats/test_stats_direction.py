@@ -238,12 +238,9 @@ it asks for one)."""
 
 DIRECTION_FREE = {
     "archaudit.stats.family.family_design": "the design is seed counts and the test",
-    "archaudit.stats.family.resolve_direction": "it is the rule itself (tested above)",
-    "archaudit.stats.grading.looks_like_loss": "the name rule resolve_direction applies",
     "archaudit.stats.grading.grade_arm": "grades the evidence (seeds, scales), not a direction",
     "archaudit.stats.noise.noise_floor": "σ has no direction",
     "archaudit.stats.samples.sample_arm": "an arm's seed values, as recorded",
-    "archaudit.stats.signal.is_downstream": "whether a metric is a downstream number",
     "archaudit.audit.sequential.families": "groups the plan's arms per metric; replay judges",
 }
 """Public functions that take a metric but have no direction to get wrong, and why."""

@@ -5,7 +5,7 @@ import itertools
 import pytest
 
 from archaudit.stats import grade
-from archaudit.stats.grading import CRITERIA, looks_like_loss
+from archaudit.stats.grading import CRITERIA
 
 
 @pytest.mark.parametrize(
@@ -22,17 +22,3 @@ def test_grade_counts_missing_criteria(seeds, downstream, scales, tuned, correct
     assert result.grade == "ABCD"[min(sum(missing), 3)]
     if tuned:
         assert result.grade != "A"
-
-
-@pytest.mark.parametrize(
-    ("name", "is_loss"),
-    [
-        ("val_loss", True),
-        ("ppl", True),
-        ("bits_per_byte", True),
-        ("hellaswag_acc", False),
-        ("downstream_avg", False),
-    ],
-)
-def test_loss_names(name, is_loss):
-    assert looks_like_loss(name) is is_loss

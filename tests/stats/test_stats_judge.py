@@ -108,7 +108,9 @@ def test_lower_is_better_flips_the_sign(make_table):
     assert lower.arm("lower").t == pytest.approx(-higher.arm("lower").t)
     assert lower.arm("lower").verdict == "improver"
     assert higher.arm("lower").verdict == "regressor"
-    assert any("reads as a loss" in note for note in higher.notes)
+    assert any(
+        "is lower-is-better (declared) but is judged the other way" in n for n in higher.notes
+    )
     assert "Δ > 0 means better" in lower.direction
 
 

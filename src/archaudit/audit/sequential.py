@@ -36,7 +36,7 @@ from archaudit.audit.protocol import ProtocolNote
 from archaudit.audit.record import RunRecord
 from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write_text
-from archaudit.stats.family import resolve_direction
+from archaudit.metrics import lower_is_better
 from archaudit.stats.sequential import (
     FUTILE,
     OPEN,
@@ -245,8 +245,8 @@ class Family:
 
     @property
     def sign(self) -> float:
-        """+1 when higher is better, −1 when lower is better (read from the metric's name)."""
-        return -1.0 if resolve_direction(self.metric, None) else 1.0
+        """+1 when higher is better, −1 when lower is better (the metric registry's)."""
+        return -1.0 if lower_is_better(self.metric) else 1.0
 
 
 @dataclass(frozen=True)

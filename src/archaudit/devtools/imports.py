@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]  # src/archaudit
 FLOORS: tuple[frozenset[str], ...] = (
     frozenset(
         {"", "config", "errors", "files", "formatting", "presets", "progress", "registry"}
+        | {"metrics"}
         | {"checkpoint_io", "rundir"}
     ),
     frozenset({"model", "data", "stats"}),

@@ -20,6 +20,7 @@ from typing import Any
 
 from archaudit.errors import ConfigError, DataError, did_you_mean
 from archaudit.files import atomic_write_text
+from archaudit.metrics import downstream_average
 from archaudit.registry import Registry
 from archaudit.stats.frames import parquet_twin
 from archaudit.stats.items import ITEM_COLUMNS, ITEMS_FILE, load_items
@@ -184,7 +185,7 @@ def metric_values(row: dict[str, Any]) -> dict[str, float]:
 
 def metric_rows(run: HarnessRun) -> Iterator[tuple[str, float]]:
     """(metric, value): each task's metrics, its `score` (main metric) and downstream_avg."""
-    scores = []
+    scores: dict[str, float] = {}
     for task, row in sorted(run.document["results"].items()):
         values = metric_values(row)
         main = main_metric(run, task)
@@ -193,9 +194,9 @@ def metric_rows(run: HarnessRun) -> Iterator[tuple[str, float]]:
         for metric, value in sorted(values.items()):
             yield f"{task}/{metric}", value
         yield f"{task}/score", values[main]
-        scores.append(values[main])
-    if scores:
-        yield "downstream_avg", sum(scores) / len(scores)
+        scores[task] = values[main]
+    if scores:  # lm-eval flags no task at chance: the audit's statistics leave those out
+        yield "downstream_avg", downstream_average(scores, list(scores))
 
 
 def item_rows(run: HarnessRun) -> Iterator[tuple[str, str, int]]:

@@ -50,6 +50,7 @@ from archaudit.evals.tasks import (
     score_task,
     task_requests,
 )
+from archaudit.metrics import downstream_average
 
 BUILTIN_DIR = Path(__file__).parent / "suites"
 SUITE_KEYS = ("name", "description", "defaults", "tasks", "heldout")
@@ -153,12 +154,12 @@ class SuiteResult:
         When every task sits at chance it averages them all (`downstream_tasks` = 0 says so), so
         a run's record stays complete; an audit's statistics then drop it (`stats.signal`)."""
         tasks = self.informative or self.tasks
-        return sum(t.score for t in tasks.values()) / len(tasks)
+        return downstream_average({n: t.score for n, t in self.tasks.items()}, list(tasks))
 
     @property
     def downstream_bpb(self) -> float:
         """Macro average of the tasks' gold bits per byte (lower is better)."""
-        return sum(t.bpb for t in self.tasks.values()) / len(self.tasks)
+        return downstream_average({n: t.bpb for n, t in self.tasks.items()}, list(self.tasks))
 
     @property
     def metrics(self) -> dict[str, float]:
@@ -166,7 +167,8 @@ class SuiteResult:
         out: dict[str, float] = {}
         if self.tasks:
             out["downstream_avg"] = self.downstream_avg
-            out["downstream_avg_all"] = sum(t.score for t in self.tasks.values()) / len(self.tasks)
+            scores = {n: t.score for n, t in self.tasks.items()}
+            out["downstream_avg_all"] = downstream_average(scores, list(self.tasks))
             out["downstream_tasks"] = float(len(self.informative))
             out["downstream_bpb"] = self.downstream_bpb
         for name, task in self.tasks.items():

@@ -27,6 +27,7 @@ from archaudit.audit import store
 from archaudit.audit.record import RunRecord
 from archaudit.audit.spec import resolve_audit_dir
 from archaudit.errors import ArchauditError, DataError
+from archaudit.metrics import lower_is_better
 from archaudit.report.palette import Colour, arm_colours
 from archaudit.rundir import ENV, EVENTS
 from archaudit.stats import (
@@ -41,7 +42,6 @@ from archaudit.stats.aggregate import TASK_SUFFIX, aggregate
 from archaudit.stats.decoupling import Side, decoupled_kind, relative_change
 from archaudit.stats.errors import EmptyTableError
 from archaudit.stats.family_test import ROBUST
-from archaudit.stats.family import resolve_direction
 from archaudit.stats.judge import Judgement
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.power import PowerCurve, power_curve
@@ -500,10 +500,6 @@ def _choose_metrics(table: Table, metrics: Sequence[str]) -> tuple[str, ...]:
     return primary or table.metrics
 
 
-def _lower_is_better(metric: str) -> bool:
-    return resolve_direction(metric, None)
-
-
 def _verdicts(
     table: Table,
     metrics: Sequence[str],
@@ -523,7 +519,7 @@ def _verdicts(
                 lambda m=metric, s=scale: judge(
                     table,
                     m,
-                    JudgeOptions(baseline=baseline, lower_is_better=_lower_is_better(m), scale=s),
+                    JudgeOptions(baseline=baseline, lower_is_better=lower_is_better(m), scale=s),
                 ),
                 f"verdicts:{metric}:{scale}",
                 absent,
@@ -663,8 +659,8 @@ def _finite_interval(value: Sequence[float] | None) -> tuple[float, float] | Non
 
 
 def _loss_and_downstream(metrics: Sequence[str]) -> tuple[str | None, str | None]:
-    loss = next((m for m in metrics if _lower_is_better(m)), None)
-    downstream = next((m for m in metrics if not _lower_is_better(m)), None)
+    loss = next((m for m in metrics if lower_is_better(m)), None)
+    downstream = next((m for m in metrics if not lower_is_better(m)), None)
     return loss, downstream
 
 
@@ -705,9 +701,15 @@ def _points(loss: Verdicts, downstream: Verdicts) -> tuple[ScatterPoint, ...]:
         change = relative_change(losses[arm.arm].mean, loss.baseline_mean)
         out.append(
             ScatterPoint(
-                arm.arm, arm.family, change, arm.delta, kind is not None, kind,
-                sides[0].status, sides[1].status,
-            )  # fmt: skip
+                arm=arm.arm,
+                family=arm.family,
+                loss_change=change,
+                downstream_delta=arm.delta,
+                decoupled=kind is not None,
+                kind=kind,
+                loss=sides[0].status,
+                downstream=sides[1].status,
+            )
         )
     return tuple(out)
 

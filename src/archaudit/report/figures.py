@@ -103,7 +103,7 @@ def legend_columns(labels: Sequence[str], width: float) -> int:
 
 def _legend_below(fig: MplFigure, handles: Sequence[Line2D]) -> None:
     """A legend in rows below the panel (never over the data), as wide as the figure at most."""
-    columns = legend_columns([h.get_label() for h in handles], fig.get_figwidth())
+    columns = legend_columns([str(h.get_label()) for h in handles], fig.get_figwidth())
     fig.legend(
         handles=handles, loc="outside lower center", ncols=columns, fontsize=7, frameon=False
     )

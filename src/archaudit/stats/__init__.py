@@ -8,6 +8,7 @@ or from a CSV of anybody's runs. Never imports torch (scipy provides the distrib
     print(judgement.to_json())
 """
 
+from archaudit.metrics import lower_is_better as resolve_direction
 from archaudit.stats.adaptive import adaptive_seeding
 from archaudit.stats.baseline_transfer import transfer_across_baselines
 from archaudit.stats.corrections import CORRECTIONS, adjust_pvalues, fwer_uncorrected
@@ -15,7 +16,7 @@ from archaudit.stats.decoupling import decoupling
 from archaudit.stats.design import AuditDesign
 from archaudit.stats.design_rate import DesignRate, design_rate
 from archaudit.stats.dunnett import dunnett_stepdown
-from archaudit.stats.family import family_design, resolve_direction
+from archaudit.stats.family import family_design
 from archaudit.stats.family_test import REFERENCES
 from archaudit.stats.grading import grade
 from archaudit.stats.interactions import interactions

@@ -29,9 +29,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from archaudit.errors import ConfigError
+from archaudit.metrics import lower_is_better
 from archaudit.stats.aso import ASO_THRESHOLD, AlmostStochasticOrder, almost_stochastic_order
 from archaudit.stats.errors import DesignError, TooFewSeedsError
-from archaudit.stats.family import left_out, resolve_direction
+from archaudit.stats.family import left_out
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.resample import estimable_interval
 from archaudit.stats.samples import sample_arm
@@ -288,9 +289,9 @@ def _profiles(
     return tuple(float(t) for t in taus), profiles
 
 
-def _direction(tasks: Sequence[str], lower_is_better: bool | None) -> bool:
-    """One direction for every task: as given, else from the names, which must agree."""
-    lower = {resolve_direction(task, lower_is_better) for task in tasks}
+def _direction(tasks: Sequence[str], given: bool | None) -> bool:
+    """One direction for every task: as given, else the registry's, which must agree."""
+    lower = {lower_is_better(task, given) for task in tasks}
     if len(lower) > 1:
         raise ConfigError(
             f"tasks {list(tasks)} mix losses and scores: pass lower_is_better "

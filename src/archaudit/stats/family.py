@@ -12,10 +12,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from archaudit.errors import ConfigError
+from archaudit.metrics import lower_is_better
 from archaudit.stats.compare import ArmTest, compare_arm, decide
 from archaudit.stats.design import AuditDesign
 from archaudit.stats.family_test import choose_test
-from archaudit.stats.grading import looks_like_loss
 from archaudit.stats.noise import NoiseFloor, noise_floor
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.samples import ArmSample, sample_arm
@@ -126,7 +126,7 @@ def collect_family(table: Table, metric: str, options: JudgeOptions = DEFAULT) -
         for arm in table.arms_at(scale)
         if arm != options.baseline and arm not in excluded
     )
-    sign = -1.0 if resolve_direction(metric, options.lower_is_better) else 1.0
+    sign = -1.0 if lower_is_better(metric, options.lower_is_better) else 1.0
     return Family.build(metric, floor, samples, sign, options, excluded)
 
 
@@ -147,8 +147,3 @@ def left_out(table: Table, options: JudgeOptions) -> tuple[str, ...]:
     scale = table.resolve_scale(options.scale)
     named = (*options.arms, options.baseline)
     return (*options.exclude, *(a for a in table.arms_at(scale) if a not in named))
-
-
-def resolve_direction(metric: str, lower_is_better: bool | None) -> bool:
-    """Whether lower is better: as given, else from the metric's name (losses, perplexity...)."""
-    return looks_like_loss(metric) if lower_is_better is None else lower_is_better

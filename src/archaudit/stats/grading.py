@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable
-import re
 from dataclasses import dataclass
 
+from archaudit.metrics import Kind, metric_info
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.table import Row, Table
 
@@ -23,8 +23,6 @@ SHARED_RECIPE = "shared recipe"
 CORRECTED = "corrected test"
 CRITERIA = (SEEDS, DOWNSTREAM, SCALES, SHARED_RECIPE, CORRECTED)
 GRADES = "ABCD"
-
-_LOSS_NAME = re.compile(r"loss|ppl|perplexity|bpb|bits_per_byte|nll|error", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,18 +46,10 @@ def grade(*, seeds: int, downstream: bool, scales: int, tuned: bool, corrected: 
     return Grade(grade=GRADES[min(len(missing), len(GRADES) - 1)], missing=missing)
 
 
-def looks_like_loss(metric: str) -> bool:
-    """Whether a metric name reads as a loss (loss, perplexity, bits per byte, NLL, error):
-    lower is better."""
-    return _LOSS_NAME.search(metric) is not None
-
-
-NOT_DOWNSTREAM = re.compile(r"^(params|downstream_tasks|heldout/.*|.*/(at_)?chance)$")
-"""Non-loss numbers the audit store writes that are no downstream evaluation."""
-
-
 def _reads_as_downstream(metric: str) -> bool:
-    return not looks_like_loss(metric) and NOT_DOWNSTREAM.match(metric) is None
+    """A higher-is-better downstream measurement (`archaudit.metrics`): no loss, count, flag."""
+    info = metric_info(metric)
+    return info.downstream and info.higher_is_better and info.kind is Kind.MEASURE
 
 
 def grade_arm(table: Table, arm: str, options: JudgeOptions, *, metric: str, seeds: int) -> Grade:
@@ -67,7 +57,7 @@ def grade_arm(table: Table, arm: str, options: JudgeOptions, *, metric: str, see
 
     The test counts as corrected unless `options.correction` is "none". Downstream evaluation
     means a finite value for any of `options.downstream_metrics`. By default that is every
-    metric whose name does not read as a loss, nor as a count or flag (`NOT_DOWNSTREAM`). Tasks
+    higher-is-better downstream measurement of the metric registry. Tasks
     without signal are out of the table by then (`archaudit.stats.signal`). Scales count where
     the arm has a finite `metric`. A downstream number the arm's own run scored at chance or at
     the floor (its `<task>/at_chance` flag; for an average, every task of the run flagged) is

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from archaudit.formatting import interval as written_interval
 from archaudit.formatting import num
+from archaudit.metrics import metric_info
 from archaudit.stats.compare import ArmTest
 from archaudit.stats.corrections import (
     ERROR_RATE_NAMES,
@@ -20,13 +21,13 @@ from archaudit.stats.design_rate import DesignRate, arm_mde, design_rate
 from archaudit.stats.errors import TableError
 from archaudit.stats.family import Family, collect_family
 from archaudit.stats.family_test import POOLED_T, ROBUST, Z, interval
-from archaudit.stats.grading import grade_arm, looks_like_loss
+from archaudit.stats.grading import grade_arm
 from archaudit.stats.noise_models import WIDEST_FACTOR
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.outliers import OUTLIER_MADS, OutlierSeed, family_scale, outlier_seeds
 from archaudit.stats.samples import ArmSample
 from archaudit.stats.serialize import JsonResult
-from archaudit.stats.signal import AVERAGE, check_signal, is_downstream
+from archaudit.stats.signal import AVERAGE, check_signal
 from archaudit.stats.table import DOWNSTREAM, Table, TableLike, load_table
 
 SIGMA_RATIO_WARNING = 2.0
@@ -90,7 +91,7 @@ class Judgement(JsonResult):
     excluded: tuple[str, ...]
     lower_is_better: bool
     direction: str
-    """E.g. "Δ > 0 means better (lower val_loss is better, from the metric's name)"."""
+    """E.g. "Δ > 0 means better (lower val_loss is better, declared in the metric registry)"."""
     reference: str
     """"t" (calibrated, the default) or "normal" (paper mode)."""
     calibrated: bool
@@ -194,7 +195,7 @@ def judge(table: TableLike, metric: str, options: JudgeOptions = DEFAULT) -> Jud
     """Judge every arm at `options.scale` against `options.baseline` on `metric`.
 
     The rules are in docs/protocol.md (Statistics). Anchors and multi-seed arms pool their seed
-    variance into the noise floor. The direction comes from the metric's name unless
+    variance into the noise floor. The direction is the metric registry's unless
     `options.lower_is_better` says otherwise.
     """
     table = load_table(table)
@@ -355,8 +356,13 @@ def _outlier_notes(
     )
 
 
-def _direction(metric: str, lower: bool, from_name: bool) -> str:
-    source = "from the metric's name" if from_name else "as given"
+def _direction(metric: str, lower: bool, from_registry: bool) -> str:
+    if not from_registry:
+        source = "as given"
+    elif metric_info(metric).declared:
+        source = "declared in the metric registry"
+    else:
+        source = "undeclared metric: guessed from its name"
     return f"Δ > 0 means better ({'lower' if lower else 'higher'} {metric} is better, {source})"
 
 
@@ -425,10 +431,15 @@ def _notes(
             "level (use the default test without --equal-variance or --reference normal, or "
             "more seeds per arm)"
         )
-    if options.lower_is_better is False and looks_like_loss(family.metric):
-        notes.append(f"{family.metric!r} reads as a loss but is judged higher-is-better as asked")
+    declared = metric_info(family.metric)
+    if options.lower_is_better is not None and options.lower_is_better != declared.lower_is_better:
+        notes.append(
+            f"{family.metric!r} is {'lower' if declared.lower_is_better else 'higher'}-is-better "
+            f"({'declared' if declared.declared else 'read from its name'}) but is judged the "
+            "other way, as asked"
+        )
     downstream = _owing(table, arms, DOWNSTREAM)
-    if family.sign < 0 and downstream and not is_downstream(family.metric):
+    if family.sign < 0 and downstream and not declared.downstream:
         notes.append(
             "R6: arms with a downstream duty (attention-output changes and those that declare "
             "it) can look harmless on loss and lose downstream; do not rank them by this "

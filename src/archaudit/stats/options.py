@@ -26,7 +26,7 @@ class JudgeOptions(JsonResult):
     anchors: tuple[str, ...] = ()
     """Arms whose seeds join the noise floor σ without being judged."""
     lower_is_better: bool | None = None
-    """None reads the direction from the metric's name (a loss or perplexity: lower)."""
+    """None: the metric registry's direction (`archaudit.metrics`; a loss: lower)."""
     scale: str | None = None
     """None: the table's only scale (an error when it has several)."""
     exclude: tuple[str, ...] = ()

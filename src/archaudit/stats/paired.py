@@ -14,8 +14,8 @@ from scipy import stats as scipy_stats
 from scipy.special import betainc, ndtri
 
 from archaudit.errors import did_you_mean
+from archaudit.metrics import metric_info
 from archaudit.stats.errors import DesignError, UnknownNameError, check_name
-from archaudit.stats.family import resolve_direction
 from archaudit.stats.items import ITEM_MEASURES, ItemKey, ItemTable, load_items
 from archaudit.stats.resample import bootstrap_means, percentile_interval
 from archaudit.stats.serialize import JsonResult
@@ -269,7 +269,7 @@ def compare_item_measure(
     base_matrix = _run_matrix(base_values, common)
     a, b = arm_matrix.mean(axis=0), base_matrix.mean(axis=0)
     difference = paired_bootstrap(a, b, n_boot=n_boot, seed=seed, confidence=confidence)
-    higher = not resolve_direction(measure, None)  # fewer bits per byte, a wider margin
+    higher = metric_info(f"{task}/{measure}").higher_is_better  # fewer bits, a wider margin
     return MeasureComparison(
         arm=arm,
         baseline=baseline,

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from archaudit.errors import ConfigError
+from archaudit.metrics import lower_is_better as resolve_lower
 from archaudit.stats.errors import DesignError
-from archaudit.stats.family import resolve_direction
 from archaudit.stats.resample import percentile_interval
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import Table
@@ -157,7 +157,7 @@ def _check_columns(
     table.check_arm(arm)
     for metric in metrics:
         table.check_metric(metric)
-    if not resolve_direction(metrics[0], lower_is_better):
+    if not resolve_lower(metrics[0], lower_is_better):
         raise ConfigError(
             f"{metrics[0]!r} is higher-is-better, and L(N, D) falls with N and D: fit a loss "
             "(val_loss, bpb, perplexity), or say it is one with --lower-is-better"

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from archaudit.metrics import downstream_average
 from archaudit.stats.errors import TableError
 from archaudit.stats.table import Row, Table
 
@@ -67,12 +68,6 @@ class SignalCheck:
         )
 
 
-def is_downstream(metric: str) -> bool:
-    """A downstream number (an aggregate or a task's), whichever its direction:
-    `downstream_bpb` and `<task>/bpb` are lower-is-better yet no training loss."""
-    return metric.startswith("downstream_") or ("/" in metric and not metric.startswith("heldout/"))
-
-
 def check_signal(table: Table) -> SignalCheck:
     """Decide which downstream tasks carry signal and rebuild the table accordingly."""
     tasks = [m[: -len(SCORE)] for m in table.metrics if m.endswith(SCORE)]
@@ -111,6 +106,6 @@ def _averages(table: Table, tasks: tuple[str, ...]) -> list[Row]:
     rows = []
     for by_task in scores.values():
         first = next(iter(by_task.values()))
-        values = [by_task[t + SCORE].value if t + SCORE in by_task else math.nan for t in tasks]
-        rows.append(replace(first, metric=AVERAGE, value=sum(values) / len(values), line=0))
+        values = {t: by_task[t + SCORE].value for t in tasks if t + SCORE in by_task}
+        rows.append(replace(first, metric=AVERAGE, value=downstream_average(values, tasks), line=0))
     return rows

@@ -29,8 +29,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from archaudit.metrics import Kind, metric_info
 from archaudit.stats.errors import TableError
-from archaudit.stats.grading import NOT_DOWNSTREAM
 from archaudit.stats.noise import pooled_sd
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.power import seeds_needed
@@ -123,7 +123,7 @@ def signal_to_noise(
 
 def _is_measurement(metric: str) -> bool:
     """Metrics worth a row: not counts, flags or interval ends."""
-    return NOT_DOWNSTREAM.match(metric) is None and not metric.endswith(("_low", "_high"))
+    return metric_info(metric).kind is Kind.MEASURE
 
 
 def _arm_values(table: Table, metric: str, scale: str) -> dict[str, np.ndarray]:
