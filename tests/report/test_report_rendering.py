@@ -192,3 +192,11 @@ def test_the_decoupling_claim_reads_the_verdicts_the_answer_shows(tmp_path: Path
     looped = {p.arm: p for s in data.scatters if s.scale == "d48" for p in s.points}
     for arm in ("qk_norm", "softpick"):
         assert answer[arm] == "improver" and looped[arm].loss == "moved"
+
+
+def test_an_mde_beyond_the_metrics_range_cannot_be_detected() -> None:
+    from archaudit.report.sections import UNDETECTABLE, mde_text
+
+    assert mde_text("downstream_avg", 1.37).endswith(UNDETECTABLE)  # an accuracy spans 0..1
+    assert mde_text("downstream_avg", 0.09) == "0.09"
+    assert mde_text("val_loss", 1.37) == "1.37"  # a loss has no upper end

@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from archaudit.formatting import MISSING, VALUE_DIGITS, num, pvalue, signed
+from archaudit.formatting import DIGITS, MISSING, VALUE_DIGITS, num, pvalue, signed
+from archaudit.metrics import metric_info
 from archaudit.report import figures
 from archaudit.report.data import ArmRow, PowerCase, ReportData, Scatter, Verdicts, bands
 from archaudit.report.figures import Figure
@@ -120,7 +121,22 @@ def _panel_worst(v: Verdicts) -> str:
 
 
 def _design_mde(v: Verdicts) -> str:
-    return NOT_COMPUTED if v.design_mde is None else num(v.design_mde)
+    return NOT_COMPUTED if v.design_mde is None else mde_text(v.metric, v.design_mde)
+
+
+UNDETECTABLE = "cannot be detected at this design"
+
+
+def mde_text(metric: str, mde: float | None, digits: int = DIGITS) -> str:
+    """An MDE in the metric's units, flagged when it is wider than the metric's whole range
+    (the registry's): then no true effect, however large, would be detected."""
+    return num(mde, digits) + _beyond(metric, mde)
+
+
+def _beyond(metric: str, mde: float | None) -> str:
+    if mde is not None and metric_info(metric).beyond_range(mde):
+        return f": beyond the metric's range, {UNDETECTABLE}"
+    return ""
 
 
 def _reference(v: Verdicts) -> str:
@@ -183,7 +199,9 @@ def _metric_parts(
     parts += nominal
     quiet = [(scale, row) for scale, row in rows if row.verdict == WITHIN_NOISE]
     if quiet:
-        mdes = ", ".join(f"{num(row.mde, 2)} at {scale}" for scale, row in quiet)
+        mdes = ", ".join(
+            f"{num(row.mde, 2)} at {scale}{_beyond(metric, row.mde)}" for scale, row in quiet
+        )
         where = "" if len(quiet) == len(scales) else " " + _where([s for s, _ in quiet], scales)
         parts.append(f"no {metric} effect detected{where} (MDE {mdes})")
     return parts
@@ -637,7 +655,7 @@ def _power_row(c: PowerCase) -> tuple[str, ...]:
         str(c.baseline_seeds),
         str(c.m),
         num(mde),
-        num(mde * c.sigma if mde is not None else None),
+        mde_text(c.metric, mde * c.sigma) if mde is not None else num(None),
         *(str(k) if k is not None else "> 100" for _, k in c.seeds_for),
     )
 
