@@ -87,18 +87,24 @@ def _hex(colours: Colours, arm: str) -> str:
     return colours[arm].hex
 
 
-LEGEND_CHAR_INCHES = 0.06
+LEGEND_CHAR_INCHES = 0.058
 """The width of one character of the legend's 7-pt text, a little generously."""
 LEGEND_HANDLE_INCHES = 0.5
 """A legend entry's marker, its padding and the gap to the next column."""
 
 
 def legend_columns(labels: Sequence[str], width: float) -> int:
-    """As many columns (at most 3) as fit `width` inches with the longest label in each, so
-    that a legend row is never cut at the figure's edge."""
-    longest = max((len(label) for label in labels), default=0)
-    fit = int(width // (LEGEND_HANDLE_INCHES + LEGEND_CHAR_INCHES * longest))
-    return max(1, min(len(labels), 3, fit))
+    """The most columns (at most 3) whose row fits `width` inches, so that a legend is never
+    cut at the figure's edge. matplotlib fills a legend column by column."""
+    for columns in range(min(len(labels), 3), 1, -1):
+        rows = math.ceil(len(labels) / columns)
+        widths = [
+            LEGEND_HANDLE_INCHES + LEGEND_CHAR_INCHES * max(map(len, labels[i : i + rows]))
+            for i in range(0, len(labels), rows)
+        ]
+        if sum(widths) <= width - 0.2:
+            return columns
+    return 1
 
 
 def _legend_below(fig: MplFigure, handles: Sequence[Line2D]) -> None:
@@ -122,9 +128,12 @@ def forest_range(deltas: Sequence[float], band: float) -> tuple[float, float]:
 @styled
 def forest(key: str, v: Verdicts, colours: Colours) -> Figure:
     """One scale's arms: Δ (positive = better) as a dot, each seed as a small dot, the interval
-    `v.interval_kind` names as a line, and the ±2σ noise band; sorted by Δ, one colour per arm."""
+    `v.interval_kind` names as a line, and the ±2σ noise band; sorted by Δ, one colour per arm.
+    The figure grows with its legend's rows, so that the panel never collapses."""
     shown = sorted((a for a in v.arms if math.isfinite(a.delta)), key=lambda a: a.delta)
-    fig, (ax,) = _new(5.0, 1.5 + 0.3 * max(len(shown), 1))
+    legend = _forest_legend(v)
+    rows = math.ceil(len(legend) / legend_columns([str(h.get_label()) for h in legend], 5.0))
+    fig, (ax,) = _new(5.0, 1.3 + 0.3 * max(len(shown), 1) + 0.15 * rows)
     ax.axvspan(-v.noise_band, v.noise_band, color="0.87", zorder=0)
     ax.axvline(0, color="0.3", lw=0.8)
     low, high = forest_range([a.delta for a in shown], v.noise_band)
@@ -137,21 +146,20 @@ def forest(key: str, v: Verdicts, colours: Colours) -> Figure:
     ax.set_ylim(-0.7, max(len(shown), 1) - 0.3)
     ax.set_xlabel(f"Δ {v.metric} (positive = better)")
     ax.set_title(f"{v.metric} at {v.scale} (σ = {formatting.num(v.sigma)})", fontsize=9)
+    _legend_below(fig, legend)
+    return render(key, fig, f"Forest plot of Δ {v.metric} per arm at {v.scale}")
+
+
+def _forest_legend(v: Verdicts) -> list[Line2D]:
     kind = (
         "repeated, dual to the loop's test" if v.rule is not None else "simultaneous (fixed design)"
     )
-    _legend_below(
-        fig,
-        [
-            Line2D([], [], marker="o", ls="", color="0.2", label="Δ (mean of seeds)"),
-            Line2D(
-                [], [], marker="o", ls="", ms=3, color="0.2", alpha=SEED_ALPHA, label="one seed"
-            ),
-            Line2D([], [], color="0.2", lw=1.6, label=f"{1 - v.alpha:.0%} interval, {kind}"),
-            Line2D([], [], color="0.87", lw=6, label="±2σ noise band"),
-        ],
-    )
-    return render(key, fig, f"Forest plot of Δ {v.metric} per arm at {v.scale}")
+    return [
+        Line2D([], [], marker="o", ls="", color="0.2", label="Δ (mean of seeds)"),
+        Line2D([], [], marker="o", ls="", ms=3, color="0.2", alpha=SEED_ALPHA, label="one seed"),
+        Line2D([], [], color="0.2", lw=1.6, label=f"{1 - v.alpha:.0%} interval, {kind}"),
+        Line2D([], [], color="0.87", lw=6, label="±2σ noise band"),
+    ]
 
 
 def _forest_arm(ax, y: int, a: ArmRow, colour: str, edges: tuple[float, float], scale: str):
@@ -427,8 +435,11 @@ def power_curves(key: str, metric: str, cases: Sequence[PowerCase]) -> Figure:
         if mde is not None:
             rise = ax.vlines(mde, 0.0, target, colors=colour, linestyles=":", lw=1.2)
             rise.set_gid(f"power--{case.scale}--mde")
-            ax.annotate(f"MDE {formatting.num(mde, 2)}σ", (mde, 0.04), xytext=(3, 0),
-                        textcoords="offset points", fontsize=7, color=colour)  # fmt: skip
+            # beside its line, on the side with room: never past the canvas' right edge
+            left = mde > 0.6 * max(effects)
+            ax.annotate(f"MDE {formatting.num(mde, 2)}σ", (mde, 0.04 + 0.07 * i),
+                        xytext=(-3 if left else 3, 0), textcoords="offset points", fontsize=7,
+                        color=colour, ha="right" if left else "left")  # fmt: skip
     ax.axhline(target, color="0.5", ls="--", lw=0.8).set_gid("power--target")
     ax.set(xlabel="true effect (in σ)", ylabel="probability of a verdict", ylim=(0, 1.02))
     ax.set_title(f"power on {metric} (target {target:.0%})", fontsize=9)
