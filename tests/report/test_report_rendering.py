@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
-from matplotlib.text import Annotation
+from matplotlib.text import Annotation, Text
 from report_helpers import fake_audit
 
 from archaudit.audit import store
@@ -59,10 +59,18 @@ def inside(box, canvas, slack: float = 1.0) -> bool:
     )
 
 
-def texts(fig: MplFigure):
-    """Every visible, non-empty text of the figure (titles, ticks, labels, legends)."""
-    return [t for t in fig.findobj(lambda o: hasattr(o, "get_text")) if t.get_visible() and
-            t.get_text().strip()]  # fmt: skip
+def texts(fig: MplFigure) -> list[Text]:
+    """Every text the figure draws: titles, axis labels, annotations, legends, and the tick
+    labels of ticks inside the view (matplotlib keeps, but does not draw, the others)."""
+    found = [*fig.texts, *(t for legend in fig.legends for t in legend.get_texts())]
+    for ax in fig.axes:
+        found += [ax.title, ax.xaxis.label, ax.yaxis.label, *ax.texts]
+        for axis, limits in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+            low, high = sorted(limits)
+            for tick in axis.get_major_ticks():
+                if low - 1e-9 <= tick.get_loc() <= high + 1e-9:
+                    found += [tick.label1, tick.label2]
+    return [t for t in found if t.get_visible() and t.get_text().strip()]
 
 
 def test_scatter_labels_stay_on_the_canvas_and_are_not_struck_through(drawn) -> None:

@@ -109,3 +109,17 @@ def test_fit_keeps_names_whole_and_drops_optional_columns_in_order():
     assert narrow.widths[0] == len("gated_attn_headwise")
     assert sum(narrow.widths) + 2 * (len(narrow.kept) - 1) <= 48
     assert narrow.widths[1] >= len("nominal-improver")  # a word is never cut
+
+
+def test_transfer_prints_not_estimable_instead_of_a_rho(cli, write_csv):
+    """Arms within noise of each other at both scales: ρ's interval is all of [−1, 1], so the
+    title says "not estimable" (it printed "Spearman ρ = 0 [—, —]")."""
+    rows: list[list[object]] = [["arm", "scale", "seed", "metric", "value"]]
+    for scale in ("d48", "d64"):
+        for a, arm in enumerate(("baseline", "a", "b", "c")):
+            for seed, noise in enumerate((-0.01, 0.0, 0.01)):
+                rows.append([arm, scale, seed, "val_loss", 3.0 + noise + 0.001 * ((a * 7) % 3)])
+    path = write_csv(rows)
+    code, out, _ = cli(f"stats transfer {path} --metric val_loss", 80)
+    assert code == 0, out
+    assert "Spearman ρ not estimable" in out and "Spearman ρ =" not in out
