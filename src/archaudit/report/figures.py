@@ -12,6 +12,7 @@ import functools
 import io
 import math
 import re
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec
@@ -71,7 +72,28 @@ def styled(draw: Callable[P, Figure]) -> Callable[P, Figure]:
     return wrapper
 
 
+COLLAPSED = "constrained_layout not applied"
+"""matplotlib's warning when a figure's titles, labels and legend leave its panels no room."""
+LAYOUT_TRIES = 4
+
+
+def fit_layout(fig: MplFigure) -> None:
+    """Grow a figure until its layout leaves the panels room: the warning matplotlib gives
+    otherwise leaked into `run`, `report` and notebooks, and the panels it left were drawn
+    squashed. Each try adds half the height (decorations stack vertically: legend rows)."""
+    for _ in range(LAYOUT_TRIES):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", message=COLLAPSED, category=UserWarning)
+            try:
+                fig.draw_without_rendering()
+                return
+            except UserWarning:
+                fig.set_size_inches(fig.get_figwidth(), fig.get_figheight() * 1.5)
+    raise ValueError(f"figure layout does not fit even at {fig.get_size_inches()} inches")
+
+
 def render(key: str, fig: MplFigure, alt: str) -> Figure:
+    fit_layout(fig)
     with matplotlib.rc_context({"svg.hashsalt": key}):
         buffer = io.StringIO()
         fig.savefig(buffer, format="svg", metadata={"Date": None})
@@ -95,12 +117,14 @@ LEGEND_HANDLE_INCHES = 0.5
 
 def legend_columns(labels: Sequence[str], width: float) -> int:
     """The most columns (at most 3) whose row fits `width` inches, so that a legend is never
-    cut at the figure's edge. matplotlib fills a legend column by column."""
+    cut at the figure's edge. matplotlib fills a legend column by column, the first
+    `len % columns` columns one entry longer."""
     for columns in range(min(len(labels), 3), 1, -1):
-        rows = math.ceil(len(labels) / columns)
+        sizes = [len(labels) // columns + (j < len(labels) % columns) for j in range(columns)]
+        starts = [sum(sizes[:j]) for j in range(columns)]
         widths = [
-            LEGEND_HANDLE_INCHES + LEGEND_CHAR_INCHES * max(map(len, labels[i : i + rows]))
-            for i in range(0, len(labels), rows)
+            LEGEND_HANDLE_INCHES + LEGEND_CHAR_INCHES * max(map(len, labels[a : a + n]))
+            for a, n in zip(starts, sizes, strict=True)
         ]
         if sum(widths) <= width - 0.2:
             return columns
