@@ -240,9 +240,9 @@ def _label_points(ax, arms: Sequence[str], xs: Sequence[float], ys: Sequence[flo
     """Each point's arm name beside it, on the side towards the middle of the panel (so that no
     label runs off the canvas), spread apart vertically; the leader line ends at the label's
     near edge, never through it. The limits make room for the labels."""
-    x_span = (max(xs) - min(xs)) or 1.0
-    y_span = (max(ys) - min(ys)) or 1.0
-    middle = (max(xs) + min(xs)) / 2
+    x_span = (max(0.0, *xs) - min(0.0, *xs)) or 1.0
+    y_span = (max(0.0, *ys) - min(0.0, *ys)) or 1.0
+    middle = (max(0.0, *xs) + min(0.0, *xs)) / 2
     label_ys = spread(ys, 0.09 * y_span)
     for arm, x, y, label_y in zip(arms, xs, ys, label_ys, strict=True):
         right = x <= middle
@@ -253,9 +253,9 @@ def _label_points(ax, arms: Sequence[str], xs: Sequence[float], ys: Sequence[flo
             arrowprops={"arrowstyle": "-", "color": _hex(colours, arm), "lw": 0.5,
                         "relpos": (0.0 if right else 1.0, 0.5), "shrinkA": 1, "shrinkB": 3},
         )  # fmt: skip
-    low, high = min(*ys, *label_ys), max(*ys, *label_ys)
+    low, high = min(0.0, *ys, *label_ys), max(0.0, *ys, *label_ys)  # the baseline in view
     ax.set_ylim(low - 0.12 * y_span, high + 0.12 * y_span)
-    ax.set_xlim(min(xs) - 0.45 * x_span, max(xs) + 0.45 * x_span)
+    ax.set_xlim(min(0.0, *xs) - 0.45 * x_span, max(0.0, *xs) + 0.45 * x_span)
 
 
 @styled
