@@ -210,6 +210,8 @@ class Aggregate:
     taus: tuple[float, ...]
     profiles: dict[str, tuple[float, ...]]
     """Arm → its performance profile over `taus` (share of seeds × tasks scores above τ)."""
+    notes: tuple[str, ...] = ()
+    """stats.aggregate's notes: the tasks left out (no signal), arms left out, and so on."""
 
 
 @dataclass(frozen=True)
@@ -800,6 +802,7 @@ def _aggregates(table: Table, baseline: str, absent: dict[str, str]) -> tuple[Ag
                     arms,
                     result.profile_taus,
                     result.profiles or {},
+                    result.notes,
                 )
             )
     return tuple(out)

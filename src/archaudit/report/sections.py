@@ -424,7 +424,8 @@ def aggregates(data: ReportData) -> Section:
         f"Intervals: {level} stratified bootstrap (stats.aggregate); an arm with one seed has "
         "none. `archaudit stats aggregate` prints the numbers and the almost-stochastic order."
     )
-    return Section("aggregates", title, intro, (*rows, note))
+    notes = tuple(dict.fromkeys(f"{a.scale}: {n}" for a in data.aggregates for n in a.notes))
+    return Section("aggregates", title, intro, (*rows, note, *((Bullets(notes),) if notes else ())))
 
 
 # ---------------------------------------------------------------------------------------------
