@@ -39,6 +39,10 @@ tbody tr:nth-child(even) td:first-child { background: #fafafa; }
   body { padding: .6rem; font-size: .95rem; }
   nav ol { columns: 1; }
   table { font-size: .75rem; }
+  /* A wide table scrolls in its box: long cells (warnings) wrap at a readable width instead
+     of squeezing into a column one word wide and many lines tall. */
+  .scroll table { width: max-content; }
+  .scroll td, .scroll th { max-width: 16rem; }
 }
 @media print {
   body { max-width: none; font-size: 10pt; }
