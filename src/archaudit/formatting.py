@@ -43,3 +43,17 @@ def interval(bounds: tuple[float, float], digits: int = DIGITS) -> str:
     """An interval as "[low, high]"."""
     low, high = bounds
     return f"[{num(low, digits)}, {num(high, digits)}]"
+
+
+NOT_ESTIMABLE = "not estimable"
+
+
+def estimate(
+    name: str, value: float, bounds: tuple[float, float] | None, digits: int = DIGITS
+) -> str:
+    """ "ρ = 0.8 [0.5, 1]", or "ρ not estimable" when the interval is not finite: a point value
+    without its interval (the observed ranks' ρ of arms within noise) claims an order that is
+    not there."""
+    if bounds is None or not all(math.isfinite(b) for b in bounds):
+        return f"{name} {NOT_ESTIMABLE}"
+    return f"{name} = {num(value, digits)} {interval(bounds, digits)}"

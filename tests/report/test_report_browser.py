@@ -47,9 +47,12 @@ window.addEventListener('load', () => {
   const clips = [...document.querySelectorAll('[clip-path]')]
     .map(e => e.getAttribute('clip-path').slice(4, -1));
   const broken = [...refs, ...clips].filter(h => !document.getElementById(h.slice(1)));
+  const answers = [...document.querySelectorAll('th')]
+    .filter(th => ['verdict', 'decoupled'].includes(th.textContent))
+    .map(th => th.getBoundingClientRect().right);
   const out = document.createElement('pre');
   out.id = 'archaudit-check';
-  out.textContent = JSON.stringify({svgs, images, broken,
+  out.textContent = JSON.stringify({svgs, images, broken, answers,
     height: document.documentElement.scrollHeight, width: window.innerWidth,
     overflow: document.documentElement.scrollWidth - window.innerWidth});
   document.body.appendChild(out);
@@ -118,6 +121,8 @@ def test_report_renders_in_chromium(name: str, request, tmp_path: Path) -> None:
     assert phone["overflow"] <= 0, "the page is wider than a phone's screen"
     assert phone["width"] <= 500  # headless chromium's narrowest window
     assert all(svg["w"] <= phone["width"] for svg in phone["svgs"]), (phone["width"], phone["svgs"])
+    # every arm table's verdict (and decoupled) column is on a phone's screen without scrolling
+    assert phone["answers"] and max(phone["answers"]) <= phone["width"], phone["answers"]
 
     pixels, console = screenshot(page, tmp_path, 1280, desktop["height"])
     assert console == []

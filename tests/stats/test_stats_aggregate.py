@@ -224,3 +224,18 @@ def test_performance_profiles_are_the_share_of_scores_above_each_threshold():
     assert len(far) == len(result.profile_taus) and all(
         f >= b for f, b in zip(far, base, strict=True)
     )
+
+
+def test_tasks_at_chance_in_every_run_are_left_out_and_named():
+    """A task flagged at chance in every run (`<task>/at_chance`) would pull every arm's IQM
+    towards chance: it leaves the aggregate, as it leaves downstream_avg, and a note says so."""
+    table = tasks_table()
+    flags = [
+        Row(arm=r.arm, scale="s", seed=r.seed, metric="boolq/at_chance", value=1.0)
+        for r in table.rows
+        if r.metric == "boolq/score"
+    ]
+    result = aggregate(Table((*table.rows, *flags)), n_boot=200)
+    assert result.tasks == TASKS[:3]
+    assert any(n.startswith("left out, no signal in this audit: boolq") for n in result.notes)
+    assert aggregate(table, n_boot=200).tasks == TASKS  # nothing flagged: every task

@@ -102,3 +102,20 @@ def test_a_downstream_bpb_judgement_is_no_loss_for_r6():
     assert any(
         n.startswith("R6") for n in judge(_audit(True), "val_loss", JudgeOptions(scale="s")).notes
     )
+
+
+def test_an_arm_whose_downstream_sits_at_the_floor_is_not_graded_a():
+    """Issue 32: grade A went to arms whose downstream scores sat at the floor. The induction
+    task informs the audit (other arms score above chance), but every run of qk_norm flagged
+    it at chance: qk_norm has no downstream evidence."""
+    table = _audit(recall_at_chance=True)
+    rows = [
+        Row(r.arm, r.scale, r.seed, r.metric, 1.0, duties=r.duties)
+        if r.arm == "qk_norm" and r.metric == "induction/at_chance"
+        else r
+        for r in table.rows
+    ]
+    judged = judge(Table(tuple(rows)), "val_loss", JudgeOptions(scale="s"))
+    grades = {arm.arm: (arm.grade, arm.grade_missing) for arm in judged.arms}
+    assert grades["qk_norm"] == ("B", ("downstream evaluation",))
+    assert grades["sigmoid_attn"] == ("A", ())

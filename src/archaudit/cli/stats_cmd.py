@@ -11,6 +11,7 @@ inside the commands so that `archaudit --help` stays fast.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +19,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table as RichTable
 from typer.core import TyperGroup
 
 from archaudit.cli.app import app
@@ -31,8 +31,9 @@ from archaudit.cli.options import (
     judge_flags,
     quiet_output,
 )
+from archaudit.cli.tables import print_table
 from archaudit.errors import ConfigError
-from archaudit.formatting import MISSING, interval, num, pvalue
+from archaudit.formatting import MISSING, estimate, interval, num, pvalue
 from archaudit.names import BASELINE
 from archaudit.stats.options import DEFAULT, JudgeOptions
 
@@ -305,8 +306,8 @@ def transfer_command(
         return
     _print_table(
         f"{metric}: {result.small} → {result.large}, sign kept by {result.sign_preserved:.0%}; "
-        f"Spearman ρ = {num(result.spearman)} {interval(result.spearman_interval)}, "
-        f"Kendall τ = {num(result.kendall)} {interval(result.kendall_interval)}",
+        f"{estimate('Spearman ρ', result.spearman, result.spearman_interval)}, "
+        f"{estimate('Kendall τ', result.kendall, result.kendall_interval)}",
         (
             "arm",
             f"Δ {result.small}",
@@ -332,6 +333,7 @@ def transfer_command(
             )
             for a in result.arms
         ],
+        optional=("shift", "sign kept", "could be"),
     )
     notes = list(result.notes)
     if result.diverged_only_at_large:
@@ -537,21 +539,23 @@ def decoupling_command(
     _print_table(
         f"{loss_metric} vs {downstream_metric} at {result.scale} (flat: equivalent within "
         + ("each arm's MDE" if margin is None else f"±{margin} σ")
-        + " by TOST; not significant alone is not flat)",
+        + " by TOST, a margin of at most a fifth of the baseline's value, else flat is not "
+        "testable; not significant alone is not flat)",
         ("arm", "family", "r_L", "loss", f"Δ {downstream_metric}", "z", "downstream", "decoupled"),
         [
             (
                 a.arm,
                 a.family,
                 a.loss_change,
-                _side(a.loss_verdict, a.loss_flat),
+                _side(a.loss_verdict, a.loss_status),
                 a.downstream_delta,
                 a.downstream_z,
-                _side(a.downstream_verdict, a.downstream_flat),
+                _side(a.downstream_verdict, a.downstream_status),
                 a.kind or "",
             )
             for a in result.arms
         ],
+        optional=("family", "z", "r_L"),
     )
     _print_table(
         "per family",
@@ -570,8 +574,11 @@ def decoupling_command(
     )
 
 
-def _side(verdict: str, flat: bool) -> str:
-    return f"{verdict}, flat" if flat else verdict
+def _side(verdict: str, status: str) -> str:
+    """ "regressor", "within-noise, flat", "within-noise, flat not testable" (margin too wide)."""
+    from archaudit.stats.decoupling import MOVED, NOT_SHOWN_FLAT
+
+    return verdict if status in (MOVED, NOT_SHOWN_FLAT) else f"{verdict}, {status}"
 
 
 @stats_app.command("items")
@@ -619,8 +626,31 @@ def items_command(
         ]
     if _printed_json(results, json_):
         return
-    title = f"paired on items at {scale}" + (f", task {task}" if task else "")
+    title = f"paired on the items of these checkpoints at {scale}" + (
+        f", task {task}" if task else ""
+    )
     (_print_item_accuracy if measure == "correct" else _print_item_measure)(title, results)
+    _print_notes(_item_caveats(results))
+
+
+def _item_caveats(results: Sequence[ItemComparison | MeasureComparison]) -> list[str]:
+    """What an item-level p does not say: it tests these trained checkpoints on these items,
+    not the modification across seeds (a small p here can sit beside a within-noise verdict)."""
+    notes = [
+        "these tests resample the benchmark items of these checkpoints, not the seeds: a small "
+        "p says these trained models differ on these items, not that the modification beats "
+        "the baseline across training seeds (that is the seed-level verdict of `archaudit "
+        "stats`)"
+    ]
+    for r in results:
+        if not math.isfinite(r.se_seeds):
+            notes.append(f"{r.arm}: one seed on a side, so the seed noise is not measured")
+        elif r.se_seeds > r.se_items:
+            notes.append(
+                f"{r.arm}: SE over seeds {num(r.se_seeds)} exceeds SE over items "
+                f"{num(r.se_items)}: the seeds, not the items, limit any claim"
+            )
+    return notes
 
 
 def _print_item_accuracy(title: str, results: list) -> None:
@@ -649,6 +679,7 @@ def _print_item_accuracy(title: str, results: list) -> None:
             )
             for r in results
         ],
+        optional=("McNemar p", "SE items", "items"),
     )
 
 
@@ -680,6 +711,7 @@ def _print_item_measure(title: str, results: list) -> None:
             )
             for r in results
         ],
+        optional=("Wilcoxon p", "items", "favours"),
     )
 
 
@@ -825,25 +857,15 @@ def _design_like(path: Path, metric: str | None, options: JudgeOptions) -> Audit
     return family_design(table, metric or table.metrics[0], options)
 
 
-def _print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence]) -> None:
-    cells = [[_cell(value) for value in row] for row in rows]
-    table = RichTable(
-        title=title, title_justify="left", box=None, header_style="bold", pad_edge=False
-    )
-    for index, column in enumerate(columns):
-        # Only the first column (names) may wrap, by folding; numbers and verdicts never
-        # split across lines ("7.81e-0" / "6") and are never truncated.
-        width = max((len(row[index]) for row in cells), default=0)
-        table.add_column(
-            column,
-            justify="left" if index == 0 else "right",
-            overflow="fold",
-            no_wrap=index > 0,
-            min_width=max(width, len(column)) if index > 0 else None,
-        )
-    for row in cells:
-        table.add_row(*row)
-    _console().print(table)
+def _print_table(
+    title: str | None,
+    columns: Sequence[str],
+    rows: Sequence[Sequence],
+    optional: Sequence[str] = (),
+) -> None:
+    """A table that fits the console (cli/tables.py): names whole, words never chopped, the
+    `optional` columns left out in that order when the rest would not fit."""
+    print_table(_console(), title, columns, [[_cell(v) for v in row] for row in rows], optional)
 
 
 def _print_notes(notes: Sequence[str]) -> None:

@@ -60,5 +60,6 @@ def snr_command(
             )
             for m in result.metrics
         ],
+        optional=("null SNR", "seeds", "spread"),
     )
     _print_notes([*result.notes, result.warning])

@@ -35,14 +35,15 @@ from archaudit.rundir import ENV, EVENTS
 from archaudit.stats import (
     AuditDesign,
     cross_scale_transfer,
-    decoupling,
     interactions,
     load_table,
     seeds_needed,
 )
 from archaudit.stats.aggregate import TASK_SUFFIX, aggregate
+from archaudit.stats.decoupling import Side, decoupled_kind, relative_change
 from archaudit.stats.errors import EmptyTableError
-from archaudit.stats.judge import Judgement
+from archaudit.stats.family_test import ROBUST
+from archaudit.stats.judge import SEQUENTIAL, ArmVerdict, Judgement
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.power import PowerCurve, power_curve
 from archaudit.stats.predict import Prediction, with_prediction
@@ -70,17 +71,19 @@ class ScatterPoint:
     downstream_delta: float
     decoupled: bool
     kind: str | None
+    loss: str
+    """The loss side: moved, flat, not shown flat or flat not testable (stats.decoupling)."""
+    downstream: str
 
 
 @dataclass(frozen=True)
 class Scatter:
-    """Loss change against downstream Δ at one scale (stats.decoupling)."""
+    """Loss change against downstream Δ at one scale, read from the verdicts the answer shows
+    (stats.decoupling's rule applied to them)."""
 
     scale: str
     loss_metric: str
     downstream_metric: str
-    loss_band: float
-    """|r_L| a loss can be flat within (the widest arm's equivalence margin, relative)."""
     points: tuple[ScatterPoint, ...]
 
 
@@ -133,6 +136,8 @@ class Aggregate:
     taus: tuple[float, ...]
     profiles: dict[str, tuple[float, ...]]
     """Arm → its performance profile over `taus` (share of seeds × tasks scores above τ)."""
+    notes: tuple[str, ...] = ()
+    """stats.aggregate's notes: the tasks left out (no signal), arms left out, and so on."""
 
 
 @dataclass(frozen=True)
@@ -376,7 +381,7 @@ def gather(
         title=_title(audit_dir, csv_path),
         metrics=chosen,
         verdicts=verdicts,
-        scatters=_scatters(table, chosen, baseline, absent) if table else (),
+        scatters=_scatters(verdicts, table, chosen, absent) if table else (),
         bumps=_bumps(table, chosen, baseline, absent) if table else (),
         heatmaps=_heatmaps(table, chosen, baseline, absent) if table else (),
         aggregates=_aggregates(table, baseline, absent) if table else (),
@@ -477,8 +482,10 @@ def _loss_and_downstream(metrics: Sequence[str]) -> tuple[str | None, str | None
 
 
 def _scatters(
-    table: Table, metrics: Sequence[str], baseline: str, absent: dict[str, str]
+    verdicts: Sequence[Judgement], table: Table, metrics: Sequence[str], absent: dict[str, str]
 ) -> tuple[Scatter, ...]:
+    """Decoupling per scale from the judged families the answer section shows (the loop's,
+    for a sequential audit), so that a claim such as "downstream flat, loss moved" is theirs."""
     loss, downstream = _loss_and_downstream(metrics)
     if loss is None or downstream is None:
         absent["decoupling"] = (
@@ -489,34 +496,51 @@ def _scatters(
             "suite), so loss and downstream cannot be compared"
         )
         return ()
+    judged = {(v.metric, v.scale): v for v in verdicts}
     out = []
     for scale in table.scales:
-        result = _attempt(
-            lambda s=scale: decoupling(
-                table,
-                JudgeOptions(baseline=baseline, scale=s),
-                loss_metric=loss,
-                downstream_metric=downstream,
-            ),
-            "decoupling",
-            absent,
-        )
-        if result is not None and result.arms:
-            out.append(
-                Scatter(
-                    scale=result.scale,
-                    loss_metric=result.loss_metric,
-                    downstream_metric=result.downstream_metric,
-                    loss_band=result.loss_band,
-                    points=tuple(
-                        ScatterPoint(
-                            a.arm, a.family, a.loss_change, a.downstream_delta, a.decoupled, a.kind
-                        )
-                        for a in result.arms
-                    ),
-                )
-            )
+        pair = judged.get((loss, scale)), judged.get((downstream, scale))
+        if pair[0] is not None and pair[1] is not None:
+            points = _points(pair[0], pair[1])
+            if points:
+                out.append(Scatter(scale, loss, downstream, points))
     return tuple(out)
+
+
+def _points(loss: Judgement, downstream: Judgement) -> tuple[ScatterPoint, ...]:
+    losses = {a.arm: a for a in loss.arms if math.isfinite(a.delta)}
+    out = []
+    for arm in downstream.arms:
+        if arm.arm not in losses or not math.isfinite(arm.delta):
+            continue
+        sides = _side(losses[arm.arm], loss), _side(arm, downstream)
+        kind = decoupled_kind(*sides)
+        change = relative_change(losses[arm.arm].mean, loss.baseline_mean)
+        out.append(
+            ScatterPoint(
+                arm=arm.arm,
+                family=arm.family,
+                loss_change=change,
+                downstream_delta=arm.delta,
+                decoupled=kind is not None,
+                kind=kind,
+                loss=sides[0].status,
+                downstream=sides[1].status,
+            )
+        )
+    return tuple(out)
+
+
+def _side(row: ArmVerdict, family: Judgement) -> Side:
+    """One arm on one metric as the page shows it; one seed without its own spread (the robust
+    test, the loop's 6σ bound) is never flat."""
+    return Side(
+        verdict=row.verdict,
+        interval=_finite_interval(row.interval),
+        margin=row.mde,
+        baseline=family.baseline_mean,
+        single_seed_robust=row.n_seeds < 2 and row.test in (ROBUST, SEQUENTIAL),
+    )
 
 
 def _bumps(
@@ -593,6 +617,7 @@ def _aggregates(table: Table, baseline: str, absent: dict[str, str]) -> tuple[Ag
                     arms,
                     result.profile_taus,
                     result.profiles or {},
+                    result.notes,
                 )
             )
     return tuple(out)

@@ -12,6 +12,7 @@ import functools
 import io
 import math
 import re
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec
@@ -70,7 +71,28 @@ def styled(draw: Callable[P, Figure]) -> Callable[P, Figure]:
     return wrapper
 
 
+COLLAPSED = "constrained_layout not applied"
+"""matplotlib's warning when a figure's titles, labels and legend leave its panels no room."""
+LAYOUT_TRIES = 4
+
+
+def fit_layout(fig: MplFigure) -> None:
+    """Grow a figure until its layout leaves the panels room: the warning matplotlib gives
+    otherwise leaked into `run`, `report` and notebooks, and the panels it left were drawn
+    squashed. Each try adds half the height (decorations stack vertically: legend rows)."""
+    for _ in range(LAYOUT_TRIES):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", message=COLLAPSED, category=UserWarning)
+            try:
+                fig.draw_without_rendering()
+                return
+            except UserWarning:
+                fig.set_size_inches(fig.get_figwidth(), fig.get_figheight() * 1.5)
+    raise ValueError(f"figure layout does not fit even at {fig.get_size_inches()} inches")
+
+
 def render(key: str, fig: MplFigure, alt: str) -> Figure:
+    fit_layout(fig)
     with matplotlib.rc_context({"svg.hashsalt": key}):
         buffer = io.StringIO()
         fig.savefig(buffer, format="svg", metadata={"Date": None})
@@ -86,12 +108,34 @@ def _hex(colours: Colours, arm: str) -> str:
     return colours[arm].hex
 
 
+LEGEND_CHAR_INCHES = 0.058
+"""The width of one character of the legend's 7-pt text, a little generously."""
+LEGEND_HANDLE_INCHES = 0.5
+"""A legend entry's marker, its padding and the gap to the next column."""
+
+
+def legend_columns(labels: Sequence[str], width: float) -> int:
+    """The most columns (at most 3) whose row fits `width` inches, so that a legend is never
+    cut at the figure's edge. matplotlib fills a legend column by column, the first
+    `len % columns` columns one entry longer."""
+    for columns in range(min(len(labels), 3), 1, -1):
+        sizes = [len(labels) // columns + (j < len(labels) % columns) for j in range(columns)]
+        starts = [sum(sizes[:j]) for j in range(columns)]
+        widths = [
+            LEGEND_HANDLE_INCHES + LEGEND_CHAR_INCHES * max(map(len, labels[a : a + n]))
+            for a, n in zip(starts, sizes, strict=True)
+        ]
+        if sum(widths) <= width - 0.2:
+            return columns
+    return 1
+
+
 def _legend_below(fig: MplFigure, handles: Sequence[Line2D]) -> None:
-    """A legend in rows below the panel (never over the data)."""
+    """A legend in rows below the panel (never over the data), as wide as the figure at most."""
+    columns = legend_columns([str(h.get_label()) for h in handles], fig.get_figwidth())
     fig.legend(
-        handles=handles, loc="outside lower center", ncols=min(len(handles), 3), fontsize=7,
-        frameon=False,
-    )  # fmt: skip
+        handles=handles, loc="outside lower center", ncols=columns, fontsize=7, frameon=False
+    )
 
 
 def forest_range(deltas: Sequence[float], band: float) -> tuple[float, float]:
@@ -107,9 +151,12 @@ def forest_range(deltas: Sequence[float], band: float) -> tuple[float, float]:
 @styled
 def forest(key: str, v: Judgement, colours: Colours) -> Figure:
     """One scale's arms: Δ (positive = better) as a dot, each seed as a small dot, the interval
-    `v.interval_kind` names as a line, and the ±2σ noise band; sorted by Δ, one colour per arm."""
+    `v.interval_kind` names as a line, and the ±2σ noise band; sorted by Δ, one colour per arm.
+    The figure grows with its legend's rows, so that the panel never collapses."""
     shown = sorted((a for a in v.arms if math.isfinite(a.delta)), key=lambda a: a.delta)
-    fig, (ax,) = _new(5.0, 1.5 + 0.3 * max(len(shown), 1))
+    legend = _forest_legend(v)
+    rows = math.ceil(len(legend) / legend_columns([str(h.get_label()) for h in legend], 5.0))
+    fig, (ax,) = _new(5.0, 1.3 + 0.3 * max(len(shown), 1) + 0.15 * rows)
     ax.axvspan(-v.noise_band, v.noise_band, color="0.87", zorder=0)
     ax.axvline(0, color="0.3", lw=0.8)
     low, high = forest_range([a.delta for a in shown], v.noise_band)
@@ -122,19 +169,18 @@ def forest(key: str, v: Judgement, colours: Colours) -> Figure:
     ax.set_ylim(-0.7, max(len(shown), 1) - 0.3)
     ax.set_xlabel(f"Δ {v.metric} (positive = better)")
     ax.set_title(f"{v.metric} at {v.scale} (σ = {formatting.num(v.sigma)})", fontsize=9)
-    kind = "repeated, dual to the loop's test" if v.sequential else "simultaneous (fixed design)"
-    _legend_below(
-        fig,
-        [
-            Line2D([], [], marker="o", ls="", color="0.2", label="Δ (mean of seeds)"),
-            Line2D(
-                [], [], marker="o", ls="", ms=3, color="0.2", alpha=SEED_ALPHA, label="one seed"
-            ),
-            Line2D([], [], color="0.2", lw=1.6, label=f"{1 - v.alpha:.0%} interval, {kind}"),
-            Line2D([], [], color="0.87", lw=6, label="±2σ noise band"),
-        ],
-    )
+    _legend_below(fig, legend)
     return render(key, fig, f"Forest plot of Δ {v.metric} per arm at {v.scale}")
+
+
+def _forest_legend(v: Judgement) -> list[Line2D]:
+    kind = "repeated, dual to the loop's test" if v.sequential else "simultaneous (fixed design)"
+    return [
+        Line2D([], [], marker="o", ls="", color="0.2", label="Δ (mean of seeds)"),
+        Line2D([], [], marker="o", ls="", ms=3, color="0.2", alpha=SEED_ALPHA, label="one seed"),
+        Line2D([], [], color="0.2", lw=1.6, label=f"{1 - v.alpha:.0%} interval, {kind}"),
+        Line2D([], [], color="0.87", lw=6, label="±2σ noise band"),
+    ]
 
 
 def _forest_arm(ax, y: int, a: ArmVerdict, colour: str, edges: tuple[float, float], scale: str):
@@ -163,55 +209,79 @@ def _forest_arm(ax, y: int, a: ArmVerdict, colour: str, edges: tuple[float, floa
 @styled
 def scatter(key: str, s: Scatter, colours: Colours) -> Figure:
     """One scale: relative loss change against downstream Δ, every arm labelled in its colour;
-    decoupled arms as diamonds."""
+    decoupled arms as diamonds. No "flat" band: each arm's loss has its own margin, and the
+    table under the figure says which arms were shown flat."""
     fig, (ax,) = _new(5.0, 3.8)
-    ax.axvspan(-100 * s.loss_band, 100 * s.loss_band, color="0.9", zorder=0)
     ax.axhline(0, color="0.3", lw=0.8)
+    ax.axvline(0, color="0.3", lw=0.8)
     xs, ys = [100 * p.loss_change for p in s.points], [p.downstream_delta for p in s.points]
-    nudge = 0.04 * ((max(xs) - min(xs)) or 1.0)
-    labels = spread(ys, 0.07 * ((max(ys) - min(ys)) or 1.0))  # close arms: labels apart
-    for point, label_y in zip(s.points, labels, strict=True):
-        xy = (100 * point.loss_change, point.downstream_delta)
-        colour = _hex(colours, point.arm)
-        mark = ax.scatter(*([c] for c in xy), color=colour, marker="D" if point.decoupled else "o",
-                          s=30, zorder=3)  # fmt: skip
+    for point, x, y in zip(s.points, xs, ys, strict=True):
+        mark = ax.scatter([x], [y], color=_hex(colours, point.arm), s=30, zorder=3,
+                          marker="D" if point.decoupled else "o")  # fmt: skip
         mark.set_gid(arm_gid(point.arm, "point", s.scale))
-        ax.annotate(point.arm, xy, xytext=(xy[0] + nudge, label_y), textcoords="data", fontsize=7,
-                    color=colour, ha="left", va="center",
-                    arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.5})  # fmt: skip
-    ax.margins(0.25)
+    _label_points(ax, [p.arm for p in s.points], xs, ys, colours)
     ax.set_xlabel(f"{s.loss_metric} change vs baseline (%)")
     ax.set_ylabel(f"Δ {s.downstream_metric} (positive = better)")
     ax.set_title(f"scale {s.scale}", fontsize=9)
     _legend_below(
         fig,
         [
-            Line2D([], [], marker="o", ls="", color="0.3", label="loss and downstream agree"),
+            Line2D([], [], marker="o", ls="", color="0.3", label="not decoupled"),
             Line2D([], [], marker="D", ls="", color="0.3", label="decoupled"),
         ],
     )
     return render(key, fig, f"Loss change against downstream effect per arm at {s.scale}")
 
 
+def _label_points(ax, arms: Sequence[str], xs: Sequence[float], ys: Sequence[float], colours):
+    """Each point's arm name beside it, on the side towards the middle of the panel (so that no
+    label runs off the canvas), spread apart vertically; the leader line ends at the label's
+    near edge, never through it. The limits make room for the labels."""
+    x_span = (max(0.0, *xs) - min(0.0, *xs)) or 1.0
+    y_span = (max(0.0, *ys) - min(0.0, *ys)) or 1.0
+    middle = (max(0.0, *xs) + min(0.0, *xs)) / 2
+    label_ys = spread(ys, 0.09 * y_span)
+    for arm, x, y, label_y in zip(arms, xs, ys, label_ys, strict=True):
+        right = x <= middle
+        ax.annotate(
+            arm, (x, y), xytext=(x + (0.06 if right else -0.06) * x_span, label_y),
+            textcoords="data", fontsize=7, color=_hex(colours, arm),
+            ha="left" if right else "right", va="center",
+            arrowprops={"arrowstyle": "-", "color": _hex(colours, arm), "lw": 0.5,
+                        "relpos": (0.0 if right else 1.0, 0.5), "shrinkA": 1, "shrinkB": 3},
+        )  # fmt: skip
+    low, high = min(0.0, *ys, *label_ys), max(0.0, *ys, *label_ys)  # the baseline in view
+    ax.set_ylim(low - 0.12 * y_span, high + 0.12 * y_span)
+    ax.set_xlim(min(0.0, *xs) - 0.45 * x_span, max(0.0, *xs) + 0.45 * x_span)
+
+
 @styled
 def loss_bands(
     key: str, title: str, ylabel: str, bands: Sequence[Band], colours: Colours
 ) -> Figure:
-    """Per arm, the mean over seeds as a line and the seeds' range as a band."""
+    """Per arm, the mean over seeds as a line and the seeds' range as a band. A curve with one
+    or two points (a run that evaluated once) gets markers: a lone point draws no line."""
     fig, (ax,) = _new(5.0, 3.4)
     for band in bands:
         colour = _hex(colours, band.arm)
-        (line,) = ax.plot(band.steps, band.mean, color=colour, lw=1.3)
+        marker = "o" if len(band.steps) < 3 else None
+        (line,) = ax.plot(band.steps, band.mean, color=colour, lw=1.3, marker=marker, ms=4)
         line.set_gid(arm_gid(band.arm, "mean", key))
         if band.seeds > 1:
-            fill = ax.fill_between(band.steps, band.low, band.high, color=colour, alpha=0.2, lw=0)
-            fill.set_gid(arm_gid(band.arm, "band", key))
+            spread_ = (
+                ax.vlines(band.steps, band.low, band.high, colors=colour, alpha=0.4, lw=3)
+                if len(band.steps) == 1
+                else ax.fill_between(band.steps, band.low, band.high, color=colour, alpha=0.2, lw=0)
+            )
+            spread_.set_gid(arm_gid(band.arm, "band", key))
     ax.set(xlabel="step", ylabel=ylabel, title=title)
-    _arm_legend(fig, [b.arm for b in bands], colours)
+    drawn = [b.arm for b in bands if any(math.isfinite(v) for v in b.mean)]
+    _arm_legend(fig, drawn, colours)
     return render(key, fig, title)
 
 
 def _arm_legend(fig: MplFigure, arms: Sequence[str], colours: Colours, extra=()) -> None:
+    """One entry per arm that has a visible mark (no entry for a curve that drew nothing)."""
     handles = [Line2D([], [], color=_hex(colours, a), lw=2, label=a) for a in dict.fromkeys(arms)]
     _legend_below(fig, [*handles, *extra])
 
@@ -220,45 +290,56 @@ def _arm_legend(fig: MplFigure, arms: Sequence[str], colours: Colours, extra=())
 def grad_norms(key: str, scale: str, runs: Sequence[Curve], colours: Colours) -> Figure:
     """Gradient norm per step (log axis): one thin line per seed, an X where a run diverged."""
     fig, (ax,) = _new(5.0, 3.4)
+    crosses = 0
     for run in runs:
         colour = _hex(colours, run.arm)
-        (line,) = ax.plot(run.steps, run.grad_norm, color=colour, lw=0.8, alpha=0.8)
+        marker = "o" if len(run.steps) < 3 else None
+        (line,) = ax.plot(run.steps, run.grad_norm, color=colour, lw=0.8, alpha=0.8,
+                          marker=marker, ms=3)  # fmt: skip
         line.set_gid(arm_gid(run.arm, "grad", scale, str(run.seed)))
         if run.diverged_step is not None:
-            finite = [g for g in run.grad_norm if math.isfinite(g)]
+            finite = [g for g in run.grad_norm if math.isfinite(g) and g > 0]
             ax.plot(run.diverged_step, finite[-1] if finite else 1.0, "x",
                     color=DIVERGED_COLOUR.hex, ms=9, mew=2)  # fmt: skip
+            crosses += 1
     ax.set(xlabel="step", ylabel="gradient norm", title=f"gradient norm at {scale}")
     ax.set_yscale("log")
     diverged = Line2D([], [], marker="x", ls="", color=DIVERGED_COLOUR.hex, label="diverged")
-    _arm_legend(fig, [r.arm for r in runs], colours, (diverged,))
+    drawn = [r.arm for r in runs if any(math.isfinite(g) and g > 0 for g in r.grad_norm)]
+    _arm_legend(fig, drawn, colours, (diverged,) if crosses else ())
     return render(key, fig, f"Gradient norm per seed at scale {scale}")
 
 
 @styled
 def bump(key: str, b: Bump, colours: Colours) -> Figure:
-    """Each arm's rank at the small and the large scale (1 = best); labels spread apart so that
-    tied ranks do not print over each other."""
+    """Each arm's rank at the small and the large scale (1 = best). The names are the tick
+    labels of the two sides, so the layout makes room for them (none runs off the canvas);
+    they are spread apart so that tied ranks do not print over each other. Drawn only when ρ's
+    interval is estimable: otherwise crossings of arms within noise would read as a reordering."""
     fig, (ax,) = _new(5.0, 1.4 + 0.34 * len(b.arms))
     left = spread([a.rank_small for a in b.arms], 0.55)
     right = spread([a.rank_large for a in b.arms], 0.55)
-    for arm, y_left, y_right in zip(b.arms, left, right, strict=True):
-        colour = _hex(colours, arm.arm)
-        (line,) = ax.plot((0, 1), (arm.rank_small, arm.rank_large), "o-", color=colour, lw=1.4)
+    for arm in b.arms:
+        (line,) = ax.plot((0, 1), (arm.rank_small, arm.rank_large), "o-",
+                          color=_hex(colours, arm.arm), lw=1.4)  # fmt: skip
         line.set_gid(arm_gid(arm.arm, "rank"))
-        ax.annotate(arm.arm, (0, arm.rank_small), xytext=(-0.06, y_left), textcoords="data",
-                    ha="right", va="center", fontsize=8, color=colour)  # fmt: skip
-        ax.annotate(arm.arm, (1, arm.rank_large), xytext=(1.06, y_right), textcoords="data",
-                    ha="left", va="center", fontsize=8, color=colour)  # fmt: skip
+    every = [*left, *right, *(a.rank_small for a in b.arms), *(a.rank_large for a in b.arms)]
+    ax.set_ylim(max(every) + 0.6, min(every) - 0.6)  # rank 1 on top
+    ax.set_xlim(-0.1, 1.1)
     ax.set_xticks((0, 1), (f"rank at {b.small}", f"rank at {b.large}"))
-    ax.set_xlim(-0.8, 1.8)
-    ax.set_yticks([])
-    ax.invert_yaxis()
+    other = ax.twinx()
+    other.set_ylim(ax.get_ylim())
+    for side, positions in ((ax, left), (other, right)):
+        side.set_yticks(positions, [a.arm for a in b.arms], fontsize=8)
+        for label, arm in zip(side.get_yticklabels(), b.arms, strict=True):
+            label.set_color(_hex(colours, arm.arm))
+        side.tick_params(axis="y", length=0)
+        side.grid(False)
+        for spine in side.spines.values():
+            spine.set_visible(False)
     ax.grid(False)
-    for side in ("left", "bottom"):
-        ax.spines[side].set_visible(False)
-    bounds = f" {formatting.interval(b.spearman_interval, 2)}" if b.spearman_interval else ""
-    ax.set_title(f"{b.metric}: Spearman ρ = {formatting.num(b.spearman, 2)}{bounds}", fontsize=9)
+    rho = formatting.estimate("Spearman ρ", b.spearman, b.spearman_interval, 2)
+    ax.set_title(f"{b.metric}: {rho}", fontsize=9)
     return render(key, fig, f"Rank of each arm at {b.small} and {b.large} on {b.metric}")
 
 
@@ -375,8 +456,11 @@ def power_curves(key: str, metric: str, cases: Sequence[PowerCase]) -> Figure:
         if mde is not None:
             rise = ax.vlines(mde, 0.0, target, colors=colour, linestyles=":", lw=1.2)
             rise.set_gid(f"power--{case.scale}--mde")
-            ax.annotate(f"MDE {formatting.num(mde, 2)}σ", (mde, 0.04), xytext=(3, 0),
-                        textcoords="offset points", fontsize=7, color=colour)  # fmt: skip
+            # beside its line, on the side with room: never past the canvas' right edge
+            left = mde > 0.6 * max(effects)
+            ax.annotate(f"MDE {formatting.num(mde, 2)}σ", (mde, 0.04 + 0.07 * i),
+                        xytext=(-3 if left else 3, 0), textcoords="offset points", fontsize=7,
+                        color=colour, ha="right" if left else "left")  # fmt: skip
     ax.axhline(target, color="0.5", ls="--", lw=0.8).set_gid("power--target")
     ax.set(xlabel="true effect (in σ)", ylabel="probability of a verdict", ylim=(0, 1.02))
     ax.set_title(f"power on {metric} (target {target:.0%})", fontsize=9)

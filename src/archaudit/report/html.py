@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from html import escape
 
 from archaudit.report.figures import Figure, inline_svg
-from archaudit.report.sections import Block, Bullets, Grid, Paragraph, Row, Section
+from archaudit.report.sections import Block, Bullets, Grid, Notice, Paragraph, Row, Section
 
 CSS = """
 :root { color-scheme: light; }
@@ -30,10 +30,19 @@ table { border-collapse: collapse; font-size: .82rem; margin: 0 0 1rem; }
 th, td { border: 1px solid #ddd; padding: .2rem .45rem; text-align: left; vertical-align: top; }
 th { background: #f2f2f2; }
 tbody tr:nth-child(even) { background: #fafafa; }
+/* The first column (the arm) stays in view while a wide table scrolls sideways. */
+th:first-child, td:first-child { position: sticky; left: 0; background: #fff;
+  box-shadow: 1px 0 0 #ddd; }
+th:first-child { background: #f2f2f2; }
+tbody tr:nth-child(even) td:first-child { background: #fafafa; }
 @media (max-width: 40rem) {
   body { padding: .6rem; font-size: .95rem; }
   nav ol { columns: 1; }
   table { font-size: .75rem; }
+  /* A wide table scrolls in its box: long cells (warnings) wrap at a readable width instead
+     of squeezing into a column one word wide and many lines tall. */
+  .scroll table { width: max-content; }
+  .scroll td, .scroll th { max-width: 16rem; }
 }
 @media print {
   body { max-width: none; font-size: 10pt; }
@@ -80,6 +89,8 @@ def _block(block: Block) -> str:
     if isinstance(block, Paragraph):
         css = ' class="partial"' if block.text.startswith("Partial report") else ""
         return f"<p{css}>{escape(block.text)}</p>"
+    if isinstance(block, Notice):
+        return f'<p class="absent">{escape(block.text)}</p>'
     if isinstance(block, Bullets):
         return "<ul>" + "".join(f"<li>{escape(item)}</li>" for item in block.items) + "</ul>"
     if isinstance(block, Grid):

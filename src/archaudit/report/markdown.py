@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from archaudit.report.figures import Figure
-from archaudit.report.sections import Block, Bullets, Grid, Paragraph, Row, Section
+from archaudit.report.sections import Block, Bullets, Grid, Notice, Paragraph, Row, Section
 
 
 def render_markdown(
@@ -36,6 +36,8 @@ def _block(block: Block, figures_dir: str, files: dict[str, str]) -> list[str]:
         return lines[:-1]
     if isinstance(block, Paragraph):
         return [block.text]
+    if isinstance(block, Notice):
+        return [f"> {block.text}"]
     if isinstance(block, Bullets):
         return [f"- {item}" for item in block.items]
     if isinstance(block, Grid):

@@ -11,12 +11,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from archaudit.formatting import MISSING, VALUE_DIGITS, num, pvalue, signed
+from archaudit.formatting import DIGITS, MISSING, VALUE_DIGITS, num, pvalue, signed
+from archaudit.metrics import metric_info
 from archaudit.report import figures, target_figures
-from archaudit.report.data import PowerCase, ReportData, bands
+from archaudit.report.data import PowerCase, ReportData, Scatter, bands
 from archaudit.report.figures import Figure
 from archaudit.stats.backtest import SINGLE_SCALE
 from archaudit.stats.corrections import error_rate
+from archaudit.stats.decoupling import FLAT_SHARE
 from archaudit.stats.judge import ArmVerdict, Judgement
 from archaudit.stats.predict import Prediction
 from archaudit.stats.target import TargetPrediction
@@ -42,6 +44,13 @@ class Paragraph:
 
 
 @dataclass(frozen=True)
+class Notice:
+    """What stands where a figure would be when its numbers cannot carry it."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class Bullets:
     items: tuple[str, ...]
 
@@ -63,7 +72,7 @@ class Row:
     figures: tuple[Figure, ...]
 
 
-Block = Paragraph | Bullets | Grid | Figure | Row
+Block = Paragraph | Notice | Bullets | Grid | Figure | Row
 
 
 @dataclass(frozen=True)
@@ -116,7 +125,22 @@ def _panel_worst(v: Judgement) -> str:
 
 
 def _design_mde(v: Judgement) -> str:
-    return num(v.mde) if math.isfinite(v.mde) else NOT_COMPUTED
+    return mde_text(v.metric, v.mde) if math.isfinite(v.mde) else NOT_COMPUTED
+
+
+UNDETECTABLE = "cannot be detected at this design"
+
+
+def mde_text(metric: str, mde: float | None, digits: int = DIGITS) -> str:
+    """An MDE in the metric's units, flagged when it is wider than the metric's whole range
+    (the registry's): then no true effect, however large, would be detected."""
+    return num(mde, digits) + _beyond(metric, mde)
+
+
+def _beyond(metric: str, mde: float | None) -> str:
+    if mde is not None and metric_info(metric).beyond_range(mde):
+        return f": beyond the metric's range, {UNDETECTABLE}"
+    return ""
 
 
 def _reference(v: Judgement) -> str:
@@ -181,7 +205,9 @@ def _metric_parts(
     parts += nominal
     quiet = [(scale, row) for scale, row in rows if row.verdict == WITHIN_NOISE]
     if quiet:
-        mdes = ", ".join(f"{num(row.mde, 2)} at {scale}" for scale, row in quiet)
+        mdes = ", ".join(
+            f"{num(row.mde, 2)} at {scale}{_beyond(metric, row.mde)}" for scale, row in quiet
+        )
         where = "" if len(quiet) == len(scales) else " " + _where([s for s, _ in quiet], scales)
         parts.append(f"no {metric} effect detected{where} (MDE {mdes})")
     return parts
@@ -333,9 +359,12 @@ def decoupling(data: ReportData) -> Section:
     title, intro = (
         "Loss against downstream",
         "Does a better loss mean better downstream results? Each point is an arm: across, its "
-        "relative loss change (left = lower loss); up, its downstream Δ. Labelled diamonds are "
-        "decoupled arms: their downstream result is significant while the loss did not move, or "
-        "moved the other way. The grey band is the loss change the analysis treats as flat.",
+        "relative loss change (left = lower loss); up, its downstream Δ. Diamonds are "
+        "decoupled arms: their downstream result is significant while the loss was shown flat, "
+        "or the reverse, or both moved in opposite directions. The verdicts are those of the "
+        "answer above. 'Flat' means shown equivalent to the baseline (its interval inside its "
+        f"MDE) with an MDE of at most {FLAT_SHARE:.0%} of the baseline's value; a wider MDE makes "
+        "flat not testable. Not significant alone is not flat.",
     )
     if not data.scatters:
         return _absent("decoupling", title, intro, _why(data, "decoupling", "table"))
@@ -355,7 +384,23 @@ def decoupling(data: ReportData) -> Section:
         if decoupled
         else Paragraph("No arm is decoupled: loss and downstream agree wherever either moved.")
     )
+    blocks += [_sides(s) for s in data.scatters]
     return Section("decoupling", title, intro, tuple(blocks))
+
+
+def _sides(s: Scatter) -> Grid:
+    """Each arm's two sides at one scale as the figure plots them: what each claim rests on."""
+    return Grid(
+        f"At {s.scale}: each side moved (significant), flat (shown equivalent), not shown flat, "
+        "or flat not testable (its MDE is too wide against the baseline's value).",
+        ("arm", "decoupled", "loss", "downstream", f"{s.loss_metric} change",
+         f"Δ {s.downstream_metric}"),
+        tuple(
+            (p.arm, p.kind or "no", p.loss, p.downstream, f"{signed(100 * p.loss_change, 2)}%",
+             signed(p.downstream_delta))
+            for p in s.points
+        ),
+    )  # fmt: skip
 
 
 def aggregates(data: ReportData) -> Section:
@@ -385,7 +430,8 @@ def aggregates(data: ReportData) -> Section:
         f"Intervals: {level} stratified bootstrap (stats.aggregate); an arm with one seed has "
         "none. `archaudit stats aggregate` prints the numbers and the almost-stochastic order."
     )
-    return Section("aggregates", title, intro, (*rows, note))
+    notes = tuple(dict.fromkeys(f"{a.scale}: {n}" for a in data.aggregates for n in a.notes))
+    return Section("aggregates", title, intro, (*rows, note, *((Bullets(notes),) if notes else ())))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -486,16 +532,25 @@ def transfer(data: ReportData) -> Section:
         return _absent("transfer", title, intro, _why(data, "transfer", "table"))
     blocks: list[Block] = []
     for b in data.bumps:
-        blocks.append(figures.bump(f"bump-{slug(b.metric)}", b, data.colours))
-        interval = (
-            f" (95% interval {num(b.spearman_interval[0], 2)} to {num(b.spearman_interval[1], 2)})"
-            if b.spearman_interval
-            else " (not estimable: the arms are too close to rank at 95%)"
-        )
+        if b.spearman_interval:
+            blocks.append(figures.bump(f"bump-{slug(b.metric)}", b, data.colours))
+            rho = (
+                f"Spearman ρ = {num(b.spearman, 2)} (95% interval "
+                f"{num(b.spearman_interval[0], 2)} to {num(b.spearman_interval[1], 2)}), "
+                f"Kendall τ = {num(b.kendall, 2)}"
+            )
+        else:
+            blocks.append(
+                Notice(
+                    f"{b.metric}, {b.small} → {b.large}: rank shift not estimable, so no chart "
+                    "is drawn: the arms are within noise of each other, and their crossings "
+                    "would read as a reordering that the numbers do not show."
+                )
+            )
+            rho = "Spearman ρ not estimable (the arms are too close to rank at 95%)"
         text = (
-            f"{b.metric}, {b.small} → {b.large}: Spearman ρ = {num(b.spearman, 2)}{interval}, "
-            f"Kendall τ = {num(b.kendall, 2)}; Δ kept its sign for {b.sign_preserved:.0%} of "
-            f"{len(b.arms)} arms."
+            f"{b.metric}, {b.small} → {b.large}: {rho}; Δ kept its sign for "
+            f"{b.sign_preserved:.0%} of {len(b.arms)} arms."
         )
         if b.diverged_only_at_large:
             text += f" Diverged only at {b.large}: {', '.join(b.diverged_only_at_large)}."
@@ -607,7 +662,7 @@ def _power_row(c: PowerCase) -> tuple[str, ...]:
         str(c.baseline_seeds),
         str(c.m),
         num(mde),
-        num(mde * c.sigma if mde is not None else None),
+        mde_text(c.metric, mde * c.sigma) if mde is not None else num(None),
         *(str(k) if k is not None else "> 100" for _, k in c.seeds_for),
     )
 
@@ -654,10 +709,11 @@ def arm_table(data: ReportData) -> Section:
     title, intro = (
         "Every arm in detail",
         "Per metric and scale: the arm's mean ± seed SD, Δ against the baseline (positive = "
-        "better) with its interval, the test used, p before and after the correction, the p "
-        "threshold the interval is dual to (α/m, or the sequential loop's last boundary), the "
-        "minimum detectable effect (MDE), the verdict, the evidence grade (A needs 3+ seeds, "
-        "downstream, 2+ scales, the shared recipe and a corrected test) and protocol warnings.",
+        "better) with its interval, the test used, p before and after the correction, the "
+        "threshold p is compared with (the calibrated level α′, or the sequential loop's last "
+        "boundary), the minimum detectable effect (MDE), the verdict, the evidence grade (A needs "
+        "3+ seeds, downstream scores above chance, 2+ scales, the shared recipe and a corrected "
+        "test) and protocol warnings.",
     )
     if not data.verdicts:
         return _absent("arms", title, intro, _why(data, "table", "verdicts"))
@@ -670,22 +726,7 @@ def arm_table(data: ReportData) -> Section:
                 f"seeds, σ = {num(v.sigma)} ({v.sigma_dof} df), m = {v.m}, {v.correction} at "
                 f"α = {v.alpha}; design error rate {_design_fwer(v)} (noise panel's worst "
                 f"{_panel_worst(v)}).",
-                (
-                    "arm",
-                    "family",
-                    "seeds",
-                    "mean ± sd",
-                    "Δ",
-                    "interval",
-                    "test",
-                    "p",
-                    "p_adj",
-                    "threshold",
-                    "MDE",
-                    "verdict",
-                    "grade",
-                    "warnings",
-                ),
+                ARM_COLUMNS,
                 tuple(_arm_row(a, _notes_at(data, a.arm, v.scale)) for a in v.arms),
             )
         )
@@ -713,20 +754,28 @@ def _arm_row(a: ArmVerdict, notes: Sequence[str]) -> tuple[str, ...]:
     )
     return (
         a.arm,
-        a.family or MISSING,
-        str(a.n_seeds),
-        num(a.mean, VALUE_DIGITS) + sd,
+        a.verdict,
         signed(a.delta),
         interval,
-        a.test or MISSING,
         pvalue(a.p),
         pvalue(a.p_adj),
         pvalue(a.threshold),
         num(a.mde),
-        a.verdict,
         a.grade + (f" (missing: {', '.join(a.grade_missing)})" if a.grade_missing else ""),
+        str(a.n_seeds),
+        num(a.mean, VALUE_DIGITS) + sd,
+        a.test or MISSING,
+        a.family or MISSING,
         "; ".join(warnings) or MISSING,
     )
+
+
+ARM_COLUMNS = (
+    "arm", "verdict", "Δ", "interval", "p", "p_adj", "threshold", "MDE", "grade", "seeds",
+    "mean ± sd", "test", "family", "warnings",
+)  # fmt: skip
+"""The verdict right after the arm: on a phone the table scrolls sideways, and the first
+columns are what a reader sees without scrolling."""
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 Agarwal et al., "Deep Reinforcement Learning at the Edge of the Statistical Precipice" (NeurIPS
 2021), library `rliable`; the definitions below follow its `metrics.py` and `library.py` so that
 the numbers agree. An arm's scores form a (seeds × tasks) matrix: one row per finished seed, one
-column per task metric (default: every `<task>/score`, the numbers `downstream_avg` averages).
+column per task metric (default: the `<task>/score` of every task that carries signal, the numbers
+`downstream_avg` averages; tasks at chance or constant in every run are left out with a note).
 
 - mean: the macro average, the mean over tasks of each task's seed mean;
 - IQM: the interquartile mean, the 25 % trimmed mean of all seeds × tasks scores;
@@ -37,6 +38,7 @@ from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.resample import estimable_interval
 from archaudit.stats.samples import sample_arm
 from archaudit.stats.serialize import JsonResult
+from archaudit.stats.signal import check_signal
 from archaudit.stats.table import Table, TableLike, load_table
 
 TASK_SUFFIX = "/score"
@@ -130,20 +132,30 @@ FALLBACK_METRICS = ("downstream_avg", "val_loss")
 """Aggregated, as one stratum, when the results hold no per-task metrics."""
 
 
-def _strata(table: Table, metrics: Sequence[str]) -> tuple[tuple[str, ...], str | None]:
-    """The task metrics, or the first fallback metric the table has with a note saying so."""
-    tasks = tuple(metrics) or tuple(m for m in table.metrics if m.endswith(TASK_SUFFIX))
-    if tasks:
-        return tasks, None
+def _strata(table: Table, metrics: Sequence[str]) -> tuple[tuple[str, ...], list[str]]:
+    """The task metrics (by default the `<task>/score` of every task that carries signal in
+    this audit, `stats.signal`: tasks at chance in every run would only dilute the aggregate),
+    with notes on what was left out; else the first fallback metric the table has."""
+    if metrics:
+        return tuple(metrics), []
+    signal = check_signal(table)
+    notes = [
+        f"left out, no signal in this audit: {task} ({why})"
+        for task, why in signal.uninformative.items()
+    ]
+    if signal.informative:
+        return tuple(task + TASK_SUFFIX for task in signal.informative), notes
     for metric in FALLBACK_METRICS:
         if metric in table.metrics:
-            return (metric,), (
-                f"no per-task metrics named '<task>{TASK_SUFFIX}': aggregated over {metric} "
-                "alone (one stratum; name task metrics with --metric)"
-            )
+            return (metric,), [
+                *notes,
+                f"no per-task metrics named '<task>{TASK_SUFFIX}' with signal: aggregated over "
+                f"{metric} alone (one stratum; name task metrics with --metric)",
+            ]
     raise DesignError(
         f"{table.source} (column 'metric')",
-        f"no per-task metrics named '<task>{TASK_SUFFIX}' and none of {list(FALLBACK_METRICS)}",
+        f"no per-task metrics named '<task>{TASK_SUFFIX}' with signal and none of "
+        f"{list(FALLBACK_METRICS)}",
         "name the task metrics with --metric (repeatable)",
     )
 
@@ -163,7 +175,7 @@ def aggregate(
     `options` names the baseline, the scale, the direction and the arms (`arms`, `exclude`).
     """
     table = load_table(table)
-    tasks, fallback = _strata(table, metrics)
+    tasks, strata_notes = _strata(table, metrics)
     for metric in tasks:
         table.check_metric(metric)
     scale = table.resolve_scale(options.scale)
@@ -174,7 +186,7 @@ def aggregate(
         scores, options.baseline, n_boot, seed, confidence, aso_threshold
     )
     single = [a.arm for a in arms if a.n_seeds < 2]
-    notes = [*([fallback] if fallback else []), *left, *arm_notes]
+    notes = [*strata_notes, *left, *arm_notes]
     if single:
         notes.append(
             "intervals not estimable for single-seed arms (no seeds to resample): "

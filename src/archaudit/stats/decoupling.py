@@ -7,8 +7,11 @@ equivalent to the baseline within a margin: its simultaneous (1 − α) interval
 Bonferroni over the m arms) lies inside ±margin, a two one-sided tests (TOST) equivalence test at
 level α/(2m) per arm. The margin is the arm's MDE by default (the smallest effect the design
 would detect: an effect the audit could not see is no evidence of "no effect"), or `margin` noise
-floors σ of that metric. A significant verdict is never flat. One that is merely not
-significant is neither moved nor flat, so it cannot make an arm decoupled. An arm is decoupled when
+floors σ of that metric. A margin must also be small against the metric's own scale: one wider
+than `FLAT_SHARE` of the baseline's value (a fifth of it) makes "flat" *not testable* (an MDE
+of 0.11 against a baseline accuracy of 0.013 would call any change flat). A significant verdict
+is never flat. One that is merely not significant is neither moved nor flat, so it cannot make
+an arm decoupled. An arm is decoupled when
 
 - `loss flat, downstream moved`: the loss is near baseline and the downstream moved, or
 - `downstream flat, loss moved`: the reverse, or
@@ -39,6 +42,44 @@ DOWNSTREAM_FLAT = "downstream flat, loss moved"
 OPPOSITE = "loss and downstream disagree in direction"
 
 _DIRECTION: dict[str, int] = {IMPROVER: 1, REGRESSOR: -1}
+FLAT_SHARE = 0.2
+"""The widest equivalence margin that can show a metric flat, as a share of |baseline value|."""
+MOVED, FLAT, NOT_SHOWN_FLAT, NOT_TESTABLE = "moved", "flat", "not shown flat", "flat not testable"
+"""What one side of an arm is, for tables and figures."""
+
+
+@dataclass(frozen=True)
+class Side:
+    """One arm on one metric as its judgement gave it: what the flat test reads. The report
+    builds these from the verdicts it shows, so its claims are those verdicts'."""
+
+    verdict: str
+    interval: tuple[float, float] | None
+    margin: float
+    """The equivalence margin, in the metric's units."""
+    baseline: float
+    """The baseline's value: the scale a margin must be small against."""
+    single_seed_robust: bool = False
+    """One seed judged without a measured spread of its own: never flat."""
+
+    @property
+    def testable(self) -> bool:
+        """The margin is small against the metric's own scale (`FLAT_SHARE`)."""
+        return math.isfinite(self.margin) and self.margin <= FLAT_SHARE * abs(self.baseline)
+
+    @property
+    def flat(self) -> bool:
+        """Not significant, the margin testable, and TOST: the interval lies inside ±margin."""
+        if self.single_seed_robust or self.interval is None or not self.testable:
+            return False
+        low, high = self.interval
+        return self.verdict not in _DIRECTION and bool(-self.margin < low and high < self.margin)
+
+    @property
+    def status(self) -> str:
+        if self.verdict in _DIRECTION:
+            return MOVED
+        return FLAT if self.flat else NOT_SHOWN_FLAT if self.testable else NOT_TESTABLE
 
 
 @dataclass(frozen=True)
@@ -54,6 +95,8 @@ class ArmDecoupling(JsonResult):
     """The loss is equivalent to the baseline's within `loss_margin` (TOST)."""
     loss_margin: float
     """The equivalence margin of the loss, in its units."""
+    loss_status: str
+    """moved, flat, not shown flat, or flat not testable (the margin is too wide)."""
     downstream_change: float
     """r_D = (D − D₀)/|D₀|."""
     downstream_delta: float
@@ -62,6 +105,7 @@ class ArmDecoupling(JsonResult):
     downstream_verdict: str
     downstream_flat: bool
     downstream_margin: float
+    downstream_status: str
     decoupled: bool
     kind: str | None
 
@@ -86,9 +130,6 @@ class Decoupling(JsonResult):
     downstream_metric: str
     margin: float | None
     """The equivalence margin in noise floors σ (None: each arm's MDE)."""
-    loss_band: float
-    """The widest arm's loss margin relative to the baseline loss (for figures: |r_L| inside
-    it can be flat)."""
     scale: str
     arms: tuple[ArmDecoupling, ...]
     families: tuple[FamilyDecoupling, ...]
@@ -118,12 +159,10 @@ def decoupling(
         for verdict in downstream.arms
         if not math.isnan(verdict.delta) and verdict.arm in loss_by_arm
     ]
-    widest = max((arm.loss_margin for arm in arms), default=math.nan)
     return Decoupling(
         loss_metric=loss_metric,
         downstream_metric=downstream_metric,
         margin=margin,
-        loss_band=abs(_relative(loss.baseline_mean + widest, loss.baseline_mean)),
         scale=downstream.scale,
         arms=tuple(arms),
         families=_by_family(arms),
@@ -138,53 +177,55 @@ def _arm(
     margin: float | None,
 ) -> ArmDecoupling:
     """One arm's two verdicts side by side, each shown flat or not, and their disagreement."""
-    loss_margin = _margin(loss_verdict, loss.sigma, margin)
-    downstream_margin = _margin(verdict, downstream.sigma, margin)
-    flat = _equivalent(loss_verdict, loss_margin), _equivalent(verdict, downstream_margin)
-    kind = _kind((loss_verdict.verdict, flat[0]), (verdict.verdict, flat[1]))
+    loss_side = _side(loss_verdict, loss, margin)
+    down_side = _side(verdict, downstream, margin)
+    kind = decoupled_kind(loss_side, down_side)
     return ArmDecoupling(
         arm=verdict.arm,
         family=verdict.family,
-        loss_change=_relative(loss_verdict.mean, loss.baseline_mean),
+        loss_change=relative_change(loss_verdict.mean, loss.baseline_mean),
         loss_verdict=loss_verdict.verdict,
-        loss_flat=flat[0],
-        loss_margin=loss_margin,
-        downstream_change=_relative(verdict.mean, downstream.baseline_mean),
+        loss_flat=loss_side.flat,
+        loss_margin=loss_side.margin,
+        loss_status=loss_side.status,
+        downstream_change=relative_change(verdict.mean, downstream.baseline_mean),
         downstream_delta=verdict.delta,
         downstream_z=verdict.z,
         downstream_verdict=verdict.verdict,
-        downstream_flat=flat[1],
-        downstream_margin=downstream_margin,
+        downstream_flat=down_side.flat,
+        downstream_margin=down_side.margin,
+        downstream_status=down_side.status,
         decoupled=kind is not None,
         kind=kind,
     )
 
 
-def _margin(verdict: ArmVerdict, sigma: float, margin: float | None) -> float:
-    """The equivalence margin in the metric's units: `margin` σ, else the arm's MDE."""
-    return verdict.mde if margin is None else margin * sigma
-
-
-def _equivalent(verdict: ArmVerdict, margin: float) -> bool:
-    """Not significant, and TOST: the arm's simultaneous interval for Δ lies inside ±margin. A
-    single seed judged by the robust test is never flat: its own spread is unseen, so it can no
-    more show equivalence than an effect (docs/verdicts.md)."""
-    if verdict.test == ROBUST and verdict.n_seeds < 2:
-        return False
+def _side(verdict: ArmVerdict, judgement: Judgement, margin: float | None) -> Side:
+    """The margin is `margin` σ, else the arm's MDE. A single seed judged by the robust test is
+    never flat: its own spread is unseen, so it can no more show equivalence than an effect
+    (docs/verdicts.md)."""
     low, high = verdict.interval
-    return verdict.verdict not in _DIRECTION and bool(-margin < low and high < margin)
+    return Side(
+        verdict=verdict.verdict,
+        interval=(low, high),
+        margin=verdict.mde if margin is None else margin * judgement.sigma,
+        baseline=judgement.baseline_mean,
+        single_seed_robust=verdict.test == ROBUST and verdict.n_seeds < 2,
+    )
 
 
-def _relative(value: float, baseline: float) -> float:
+def relative_change(value: float, baseline: float) -> float:
+    """(value − baseline)/|baseline|: r_L and r_D."""
     return (value - baseline) / abs(baseline) if baseline != 0 else math.inf
 
 
-def _kind(loss: tuple[str, bool], downstream: tuple[str, bool]) -> str | None:
-    """Each side is (verdict, shown equivalent). Verdicts are oriented so improver = better."""
-    loss_moved, downstream_moved = _DIRECTION.get(loss[0], 0), _DIRECTION.get(downstream[0], 0)
-    if downstream_moved and loss[1]:
+def decoupled_kind(loss: Side, downstream: Side) -> str | None:
+    """How the two sides disagree, or None. Verdicts are oriented so improver = better."""
+    loss_moved = _DIRECTION.get(loss.verdict, 0)
+    downstream_moved = _DIRECTION.get(downstream.verdict, 0)
+    if downstream_moved and loss.flat:
         return LOSS_FLAT
-    if loss_moved and downstream[1]:
+    if loss_moved and downstream.flat:
         return DOWNSTREAM_FLAT
     if loss_moved and downstream_moved and loss_moved != downstream_moved:
         return OPPOSITE

@@ -8,12 +8,14 @@ A tuned arm lacks "shared recipe", so it can never be graded A.
 from __future__ import annotations
 
 import math
+from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from archaudit.metrics import Kind, metric_info
 from archaudit.names import ResultStatus
 from archaudit.stats.options import JudgeOptions
-from archaudit.stats.table import Table
+from archaudit.stats.table import Row, Table
 
 SEEDS = "3+ seeds"
 DOWNSTREAM = "downstream evaluation"
@@ -58,7 +60,9 @@ def grade_arm(table: Table, arm: str, options: JudgeOptions, *, metric: str, see
     means a finite value for any of `options.downstream_metrics`. By default that is every
     higher-is-better downstream measurement of the metric registry. Tasks
     without signal are out of the table by then (`archaudit.stats.signal`). Scales count where
-    the arm has a finite `metric`.
+    the arm has a finite `metric`. A downstream number the arm's own run scored at chance or at
+    the floor (its `<task>/at_chance` flag; for an average, every task of the run flagged) is
+    no evidence either: an arm whose downstream scores sit at the floor is never graded A.
     """
     downstream_names = set(
         options.downstream_metrics
@@ -70,10 +74,33 @@ def grade_arm(table: Table, arm: str, options: JudgeOptions, *, metric: str, see
         for row in table.rows_of(arm)
         if row.status == ResultStatus.OK and not math.isnan(row.value)
     ]
+    above = _above_chance(finite)
     return grade(
         seeds=seeds,
-        downstream=any(r.metric in downstream_names for r in finite),
-        scales=len({r.scale for r in finite if r.metric == metric}),
+        downstream=any(row.metric in downstream_names and above(row) for row in finite),
+        scales=len({row.scale for row in finite if row.metric == metric}),
         tuned=table.tuned(arm),
         corrected=options.correction != "none",
     )
+
+
+AT_CHANCE = "/at_chance"
+
+
+def _above_chance(rows: list[Row]) -> Callable[[Row], bool]:
+    """Whether a run's downstream number is above chance by the flags the eval wrote for that
+    run: a task's by its own flag, an average when any task of the run is unflagged. A run
+    without flags (a CSV from elsewhere) keeps its numbers."""
+    flags: dict[tuple[str, int], dict[str, bool]] = defaultdict(dict)
+    for row in rows:
+        if row.metric.endswith(AT_CHANCE):
+            flags[(row.scale, row.seed)][row.metric[: -len(AT_CHANCE)]] = row.value >= 0.5
+
+    def above(row: Row) -> bool:
+        run = flags.get((row.scale, row.seed))
+        if not run:
+            return True
+        task = row.metric.rpartition("/")[0]
+        return not run.get(task, False) if task else not all(run.values())
+
+    return above

@@ -55,7 +55,8 @@ def classify(delta: float, sigma: float, p_adjusted: float, alpha: float) -> str
 
 def nominal(verdict: str) -> str:
     """A significant verdict lowered to nominal (where the design cannot support it)."""
-    return {IMPROVER: NOMINAL_IMPROVER, REGRESSOR: NOMINAL_REGRESSOR}.get(verdict, verdict)
+    lowered: dict[str, str] = {IMPROVER: NOMINAL_IMPROVER, REGRESSOR: NOMINAL_REGRESSOR}
+    return lowered.get(verdict, verdict)
 
 
 def candidate(verdict: str) -> str:
