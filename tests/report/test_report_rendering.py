@@ -128,11 +128,13 @@ def test_no_rank_chart_where_rho_is_not_estimable(audit_report: Report) -> None:
 
 @pytest.mark.parametrize("sequential", [False, True])
 def test_the_forest_legend_fits_the_figure(drawn, audit_report: Report, sequential) -> None:
+    from archaudit.stats.loop import Loop
     from archaudit.stats.sequential import SequentialRule
 
     v = audit_report.data.verdicts[0]
     if sequential:  # the longest legend: "95% interval, repeated, dual to the loop's test"
-        v = dataclasses.replace(v, rule=SequentialRule(alpha=0.05, max_seeds=3, baseline_seeds=3))
+        rule = SequentialRule(alpha=0.05, max_seeds=3, baseline_seeds=3)
+        v = dataclasses.replace(v, sequential=Loop(rounds=2, runs=14, stop="settled", rule=rule))
     figures.forest("f", v, audit_report.data.colours)
     (fig,) = drawn
     renderer = fig.canvas.get_renderer()
@@ -192,12 +194,12 @@ def test_the_decoupling_claim_reads_the_verdicts_the_answer_shows(tmp_path: Path
     fixed = {s.scale: s for s in gather(audit).scatters}
     assert {p.loss for p in fixed["d48"].points} != {"moved"}
     rows = [
-        {"arm": arm, "p": 1e-4, "verdict": "improver", "seeds": 2, "delta": 0.05, "se": 0.005,
-         "df": 3.5, "threshold": 0.003}
+        {"arm": arm, "p": 1e-4, "t": 10.0, "verdict": "improver", "stopped": "settled",
+         "seeds": 2, "delta": 0.05, "se": 0.005, "df": 3.5, "threshold": 0.003}
         for arm in ("qk_norm", "softpick")
     ]  # fmt: skip
-    family = {"metric": "val_loss", "scale": "d48", "sigma": 0.02, "sigma_dof": 7,
-              "baseline_seeds": 3, "arms": rows}  # fmt: skip
+    family = {"baseline": "baseline", "metric": "val_loss", "scale": "d48", "sigma": 0.02,
+              "sigma_dof": 7, "baseline_seeds": 3, "arms": rows}  # fmt: skip
     folder = audit / store.SEQUENTIAL_DIR
     folder.mkdir()
     rule = {"alpha": 0.05, "max_seeds": 3, "baseline_seeds": 3}

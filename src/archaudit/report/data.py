@@ -682,7 +682,7 @@ def _power(v: Judgement) -> PowerCase | None:
         seeds = tuple(sorted({a.n_seeds for a in v.arms if a.stopped is not None}))
     elif v.design is not None:
         arms, seeds = v.m, tuple(sorted(set(v.design.design.arm_seeds)))
-        curve = _fixed_curve(v.design.design, v.power_target)
+        curve = _fixed_curve(v.design.design, v.power_target, v.design.level)
     else:
         return None
     return PowerCase(
@@ -699,8 +699,9 @@ def _power(v: Judgement) -> PowerCase | None:
 
 # Metrics judged at one scale share their design, so each is computed once per report.
 @functools.lru_cache(maxsize=64)
-def _fixed_curve(design: AuditDesign, target: float) -> PowerCurve:
-    return power_curve([design.arm(n) for n in design.arm_seeds], target)
+def _fixed_curve(design: AuditDesign, target: float, level: float) -> PowerCurve:
+    """The power at the design's calibrated level α′, as its verdicts and MDE are held to."""
+    return power_curve([design.arm(n, level) for n in design.arm_seeds], target)
 
 
 @functools.lru_cache(maxsize=64)
