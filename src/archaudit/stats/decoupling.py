@@ -35,7 +35,7 @@ from archaudit.stats.judge import ArmVerdict, Judgement, judge
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import TableLike, load_table
-from archaudit.stats.verdicts import IMPROVER, REGRESSOR
+from archaudit.stats.verdicts import IMPROVER, REGRESSOR, WITHIN_NOISE
 
 LOSS_FLAT = "loss flat, downstream moved"
 DOWNSTREAM_FLAT = "downstream flat, loss moved"
@@ -69,11 +69,14 @@ class Side:
 
     @property
     def flat(self) -> bool:
-        """Not significant, the margin testable, and TOST: the interval lies inside ±margin."""
+        """Within noise (no move at any level: a nominal or candidate effect is a direction the
+        design could not confirm, not flatness), the margin testable, and TOST: the interval
+        lies inside ±margin. With a calibrated level the MDE (the margin) can be tens of σ, so
+        "not significant" alone would call a 10σ move flat."""
         if self.single_seed_robust or self.interval is None or not self.testable:
             return False
         low, high = self.interval
-        return self.verdict not in _DIRECTION and bool(-self.margin < low and high < self.margin)
+        return self.verdict == WITHIN_NOISE and bool(-self.margin < low and high < self.margin)
 
     @property
     def status(self) -> str:
