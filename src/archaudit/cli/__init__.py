@@ -32,6 +32,7 @@ def register_commands() -> None:
         stats_aggregate_cmd,
         stats_cmd,
         stats_snr_cmd,
+        stress_cmd,
         train_cmd,
     )
 

@@ -57,6 +57,7 @@ from archaudit.train.distributed import World, init_world, mean_loss_over_ranks
 from archaudit.train.interrupts import SignalsAtStepEnd
 from archaudit.train.monitor import StabilityMonitor
 from archaudit.train.provenance import environment, require_same_run, run_spec
+from archaudit.train.signals import SignalLog
 from archaudit.train.step import Batch, StepOutput, autocast
 
 MetricsHook = Callable[[dict[str, Any]], None]
@@ -227,12 +228,15 @@ class Trainer:
             (run.out / ENV).write_text(json.dumps(environment(run.device), indent=2))
         self.parts = training.build_training(model, recipe, run.device, world)
         self.monitor = StabilityMonitor()
+        self.signal_log = SignalLog() if recipe.log_signals else None
         torch.manual_seed(derive_seed(run.seed, "dropout"))
         self.state = ckpt.TrainingState(model, self.parts.optimizer, self.monitor)
         self.start = ckpt.resume(run.out, self.state)
         if world.is_main:
             _truncate_jsonl(run.out / METRICS, self.start)
             _truncate_jsonl(run.out / EVENTS, self.start)
+        if self.signal_log is not None:  # the norms since the last validation, as logged
+            self.signal_log.resume(run.out / METRICS)
         order = data_order_seed(recipe, run.seed)
         self.train_data = BatchSampler(run.corpus.train, cfg.context_length, order)
         self.val_data = BatchSampler(run.corpus.val, cfg.context_length, recipe.data_seed + 1)
@@ -252,9 +256,11 @@ class Trainer:
                 if self.diverged(step + 1, loss, out.grad_norm, routing):
                     break
                 training.apply_update(self.parts)
+                if self.signal_log is not None:
+                    self.signal_log.observe(out.grad_norm)
                 row = self.record(step + 1, loss, out, routing, time.perf_counter() - t0)
                 if (step + 1) % recipe.eval_every == 0 or step + 1 == recipe.steps:
-                    row["val_loss"] = self.validate()
+                    row["val_loss"] = self.validate(row)
                 self.log(row, bar)
                 saved = self.checkpoint_if_due(step + 1)
                 self.stop_if_signalled(step + 1, signals, saved)
@@ -295,11 +301,15 @@ class Trainer:
             **routing,
         }
 
-    def validate(self) -> float:
-        run = self.run
-        self.tally.last_val = validation_loss(
-            self.parts.model, self.val_data, run.recipe, run.device, self.micro
-        )
+    def validate(self, row: dict[str, Any]) -> float:
+        """The validation loss; its forward passes also give the row its instability signals
+        (`train/signals.py`) unless the recipe turns them off."""
+        run, log = self.run, self.signal_log
+        capture = contextlib.nullcontext() if log is None else log.capture(self.parts.model, row)
+        with capture:
+            self.tally.last_val = validation_loss(
+                self.parts.model, self.val_data, run.recipe, run.device, self.micro
+            )
         return self.tally.last_val
 
     def log(self, row: dict[str, Any], bar: Any) -> None:
