@@ -81,7 +81,9 @@ def stress_plan(spec: AuditSpec) -> StressPlan:
     settings = spec.stress
     scale = _scale(spec)
     arms = [p for p in expand_arms(spec) if _chosen(p.arm.name, settings.arms, spec)]
-    depth_arms = [p for p in arms if _chosen(p.arm.name, settings.depth_arms or settings.arms, spec)]
+    depth_arms = [
+        p for p in arms if _chosen(p.arm.name, settings.depth_arms or settings.arms, spec)
+    ]
     points: list[StressPoint] = []
     for planned in arms:
         for factor in settings.lr_factors:
@@ -90,14 +92,20 @@ def stress_plan(spec: AuditSpec) -> StressPlan:
         for depth in settings.depths:
             for factor in settings.depth_lr_factors:
                 points += _points(spec, planned.arm, scale, depth, factor, "depth")
-    points = [_reuse(p, audit) for p in _distinct(points)]
+    finished = _finished(audit)
+    points = [_reuse(p, finished) for p in _distinct(points)]
     todo = tuple(p.run for p in points if p.reused is None)
     stress = dataclasses.replace(spec, name=STRESS_DIR, runs_dir=spec.audit_dir)
     plan = Plan(stress, todo, ())
     return StressPlan(
-        spec, plan, tuple(points), scale.name, sum(_tokens(r) for r in todo),
-        sum(_flops(r) for r in todo), sum(_flops(r) for r in audit.runs),
-    )  # fmt: skip
+        spec,
+        plan,
+        tuple(points),
+        scale.name,
+        sum(_tokens(r) for r in todo),
+        sum(_flops(r) for r in todo),
+        sum(_flops(r) for r in audit.runs),
+    )
 
 
 def _chosen(arm: str, wanted: Sequence[str], spec: AuditSpec) -> bool:
@@ -106,7 +114,9 @@ def _chosen(arm: str, wanted: Sequence[str], spec: AuditSpec) -> bool:
     known = [p.arm.name for p in expand_arms(spec)]
     for name in wanted:
         if name not in known:
-            raise ConfigError(f"stress.arms: {name!r} is not an arm of the audit{did_you_mean(name, known)}")
+            raise ConfigError(
+                f"stress.arms: {name!r} is not an arm of the audit{did_you_mean(name, known)}"
+            )
     return arm in wanted
 
 
@@ -140,13 +150,21 @@ def _points(
     return [
         StressPoint(
             RunSpec(
-                audit=f"{spec.name}-stress", arm=arm.name, mods=arm.name,
-                baseline=next(iter(spec.baselines)), family=arm.family, scale=label, seed=seed,
-                tuned=arm.changes_recipe, duties=arm.duties, model=model, recipe=recipe,
+                audit=f"{spec.name}-stress",
+                arm=arm.name,
+                mods=arm.name,
+                baseline=next(iter(spec.baselines)),
+                family=arm.family,
+                scale=label,
+                seed=seed,
+                tuned=arm.changes_recipe,
+                duties=arm.duties,
+                model=model,
+                recipe=recipe,
                 path=f"{arm.name}/{label}/seed-{seed}",
             ),
             kind,
-        )  # fmt: skip
+        )
         for seed in range(spec.stress.seeds)
     ]
 
@@ -159,15 +177,20 @@ def _distinct(points: list[StressPoint]) -> list[StressPoint]:
     return list(seen.values())
 
 
-def _reuse(point: StressPoint, audit: Plan) -> StressPoint:
-    """The audit's finished run with this point's model, recipe and seed, if there is one."""
+def _finished(audit: Plan) -> dict[tuple[ModelConfig, str, int], Path]:
+    """The audit's finished runs by what determines their training: model, recipe, seed."""
+    done = {}
+    for run in audit.runs:
+        if read_record(audit.run_dir(run)) is not None:
+            done[(run.model, recipe_hash(run.recipe), run.seed)] = audit.run_dir(run)
+    return done
+
+
+def _reuse(point: StressPoint, finished: dict[tuple[ModelConfig, str, int], Path]) -> StressPoint:
+    """The point read from the audit's finished run with its model, recipe and seed, if any."""
     run = point.run
-    key = (run.model, recipe_hash(run.recipe), run.seed)
-    for other in audit.runs:
-        if (other.model, recipe_hash(other.recipe), other.seed) == key:
-            if read_record(audit.run_dir(other)) is not None:
-                return dataclasses.replace(point, reused=audit.run_dir(other))
-    return point
+    reused = finished.get((run.model, recipe_hash(run.recipe), run.seed))
+    return dataclasses.replace(point, reused=reused) if reused else point
 
 
 def _tokens(run: RunSpec) -> int:
@@ -195,9 +218,15 @@ def read_sweep_run(run_dir: Path, run: RunSpec) -> SweepRun | None:
     broke = _break_step(record, rows, rising, initial)
     stable = broke is None and final is not None and final < initial
     return SweepRun(
-        arm=run.arm, lr=run.recipe.lr, seed=run.seed, initial_loss=initial, final_loss=final,
-        stable=stable, break_step=broke, layers=run.model.n_layers,
-    )  # fmt: skip
+        arm=run.arm,
+        lr=run.recipe.lr,
+        seed=run.seed,
+        initial_loss=initial,
+        final_loss=final,
+        stable=stable,
+        break_step=broke,
+        layers=run.model.n_layers,
+    )
 
 
 def _final_loss(record: RunRecord) -> float | None:

@@ -20,7 +20,7 @@ from archaudit.audit.stress import StressPlan, StressPoint, read_sweep_run
 from archaudit.errors import DataError
 from archaudit.files import atomic_write_text
 from archaudit.rundir import METRICS
-from archaudit.stats.forecast import Backtest, Trace, backtest
+from archaudit.stats.forecast import Backtest, Trace, backtest, depth_forecast
 from archaudit.stats.stability import (
     ArmStability,
     StabilityVerdict,
@@ -66,6 +66,20 @@ class DepthPoint:
 
 
 @dataclass(frozen=True)
+class DepthForecast:
+    """One arm and rate of the depth stress: where each signal's fit over depth (from the
+    depths before the first that broke) reaches its threshold, and where it really broke."""
+
+    arm: str
+    lr: float
+    layers: tuple[int, ...]
+    broke_at: int | None
+    """The fewest layers at which a run broke (None: none did)."""
+    forecast: dict[str, float]
+    """Signal → the depth (layers) its fit reaches the threshold at (inf: it does not grow)."""
+
+
+@dataclass(frozen=True)
 class StressResult:
     audit: str
     scale: str
@@ -73,6 +87,7 @@ class StressResult:
     arms: tuple[ArmStability, ...]
     verdicts: tuple[StabilityVerdict, ...]
     depth: tuple[DepthPoint, ...]
+    depth_forecasts: tuple[DepthForecast, ...]
     backtests: tuple[Backtest, ...]
     traces: tuple[SignalTrace, ...]
     missing: int
@@ -98,6 +113,7 @@ _ITEMS: dict[str, type] = {
     "arms": ArmStability,
     "verdicts": StabilityVerdict,
     "depth": DepthPoint,
+    "depth_forecasts": DepthForecast,
     "backtests": Backtest,
     "traces": SignalTrace,
 }
@@ -136,23 +152,35 @@ def analyse(plan: StressPlan) -> StressResult:
     settings = plan.spec.stress
     verdicts = (
         judge_stability(
-            sweeps, BASELINE, alpha=settings.alpha, correction=settings.correction,
+            sweeps,
+            BASELINE,
+            alpha=settings.alpha,
+            correction=settings.correction,
             permutations=settings.permutations,
         )
-        if BASELINE in sweeps else []
-    )  # fmt: skip
+        if BASELINE in sweeps
+        else []
+    )
     traces = [t for _, _, t in read]
+    depth = _depth_points(read)
     return StressResult(
-        audit=plan.spec.name, scale=plan.scale, cost=plan.cost_line(),
-        arms=tuple(measure(s) for s in sweeps.values()), verdicts=tuple(verdicts),
-        depth=tuple(_depth_points(read)), backtests=tuple(_backtests(traces, plan)),
-        traces=tuple(traces), missing=len(plan.points) - len(read),
-    )  # fmt: skip
+        audit=plan.spec.name,
+        scale=plan.scale,
+        cost=plan.cost_line(),
+        arms=tuple(measure(s) for s in sweeps.values()),
+        verdicts=tuple(verdicts),
+        depth=tuple(depth),
+        depth_forecasts=tuple(_depth_forecasts(depth)),
+        backtests=tuple(_backtests(traces, plan)),
+        traces=tuple(traces),
+        missing=len(plan.points) - len(read),
+    )
 
 
 def _trace(run_dir: Path, run: SweepRun) -> SignalTrace:
     """The signals of every logged validation: per run, the largest over layers."""
-    steps, series = [], {name: [] for name in SIGNAL_THRESHOLDS}
+    steps: list[int] = []
+    series: dict[str, list[float]] = {name: [] for name in SIGNAL_THRESHOLDS}
     for line in (run_dir / METRICS).read_text().splitlines():
         row = json.loads(line) if line.strip() else {}
         signals = row.get("signals")
@@ -163,9 +191,14 @@ def _trace(run_dir: Path, run: SweepRun) -> SignalTrace:
         series["log_z_max"].append(_number(signals.get("log_z_max")))
         series["grad_norm_max"].append(_number(signals.get("grad_norm_max")))
     return SignalTrace(
-        run.arm, run.lr, run.seed, run.layers, run.break_step, tuple(steps),
+        run.arm,
+        run.lr,
+        run.seed,
+        run.layers,
+        run.break_step,
+        tuple(steps),
         {k: tuple(v) for k, v in series.items()},
-    )  # fmt: skip
+    )
 
 
 def _largest(values: Sequence[float | None]) -> float:
@@ -191,10 +224,29 @@ def _depth_points(read: Sequence[tuple[StressPoint, SweepRun, SignalTrace]]) -> 
         }
         out.append(
             DepthPoint(
-                arm, layers, lr, len(group), sum(not r.stable for r, _ in group),
-                _mean([r.clamped for r, _ in group]), peaks,
+                arm,
+                layers,
+                lr,
+                len(group),
+                sum(not r.stable for r, _ in group),
+                _mean([r.clamped for r, _ in group]),
+                peaks,
             )
-        )  # fmt: skip
+        )
+    return out
+
+
+def _depth_forecasts(points: Sequence[DepthPoint]) -> list[DepthForecast]:
+    out = []
+    for arm, lr in dict.fromkeys((p.arm, p.lr) for p in points):
+        group = sorted((p for p in points if (p.arm, p.lr) == (arm, lr)), key=lambda p: p.layers)
+        broke = next((p.layers for p in group if p.unstable), None)
+        fit = [p for p in group if broke is None or p.layers < broke]
+        forecast = {
+            name: depth_forecast([p.layers for p in fit], [p.signals[name] for p in fit], limit)
+            for name, limit in SIGNAL_THRESHOLDS.items()
+        }
+        out.append(DepthForecast(arm, lr, tuple(p.layers for p in group), broke, forecast))
     return out
 
 
@@ -210,7 +262,9 @@ def _backtests(traces: Sequence[SignalTrace], plan: StressPlan) -> list[Backtest
         backtest(
             name,
             [
-                Trace(f"{t.arm}/{t.lr:g}/{t.seed}/L{t.layers}", t.steps, t.signals[name], t.break_step)
+                Trace(
+                    f"{t.arm}/{t.lr:g}/{t.seed}/L{t.layers}", t.steps, t.signals[name], t.break_step
+                )
                 for t in traces
             ],
             threshold,

@@ -82,17 +82,22 @@ def print_result(result: StressResult) -> None:
     show(table)
     if result.verdicts:
         v = result.verdicts[0]
-        Console().print(f"{v.correction} over {2 * len(result.verdicts)} tests: {v.error_rate} "
-                        f"≤ {v.alpha:g}")  # fmt: skip
+        Console().print(
+            f"{v.correction} over {2 * len(result.verdicts)} tests: {v.error_rate} ≤ {v.alpha:g}"
+        )
     forecast = Table(title="forecast backtest (fit of the signal's growth over steps)")
     for column in ("signal", "threshold", "broke", "warned in time", "median lead (steps)"):
         forecast.add_column(column, justify="right")
     forecast.add_column("false alarms", justify="right")
     for b in result.backtests:
         forecast.add_row(
-            b.signal, f"{b.threshold:g}", str(b.broke), str(b.warned_in_time),
-            num(b.median_lead, 3), f"{b.false_alarms}/{b.stable}",
-        )  # fmt: skip
+            b.signal,
+            f"{b.threshold:g}",
+            str(b.broke),
+            str(b.warned_in_time),
+            num(b.median_lead, 3),
+            f"{b.false_alarms}/{b.stable}",
+        )
     show(forecast)
 
 

@@ -121,6 +121,5 @@ class SignalCapture:
         )
 
 
-
 def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else float("nan")

@@ -26,6 +26,8 @@ from typing import Any, TypeVar
 from archaudit.audit import store
 from archaudit.audit.record import RunRecord
 from archaudit.audit.spec import resolve_audit_dir
+from archaudit.audit.stress import STRESS_DIR
+from archaudit.audit.stress_result import RESULT_FILE, StressResult, read_result
 from archaudit.errors import ArchauditError, DataError
 from archaudit.report.palette import Colour, arm_colours
 from archaudit.rundir import ENV, EVENTS
@@ -402,6 +404,8 @@ class ReportData:
     """Arm → its one colour on every figure of the page (report.palette)."""
     signal: SignalToNoise | None = None
     """Seed σ, spread and SNR per metric (`archaudit.stats.snr`)."""
+    stress: StressResult | None = None
+    """The audit's stress test (`archaudit stress`), when it has one."""
 
 
 SEEDS_CAP = 100
@@ -427,7 +431,9 @@ def gather(
     verdicts = _with_power_mde(judged, power)
     runs = _runs(audit_dir) if audit_dir else ()
     curves = tuple(curve for run in runs if (curve := _curve(run)) is not None)
+    stress = _stress(audit_dir, absent) if audit_dir else None
     arms = (*(table.arms if table else ()), *(c.arm for c in curves))
+    arms += tuple(a.arm for a in stress.arms) if stress else ()
     return ReportData(
         source=str(source),
         kind="audit" if audit_dir else "csv",
@@ -452,7 +458,14 @@ def gather(
         )
         if table
         else None,
+        stress=stress,
     )
+
+
+def _stress(audit_dir: Path, absent: dict[str, str]) -> StressResult | None:
+    """The stored stress result (`_stress/stress.json`); None when the audit has none."""
+    path = audit_dir / STRESS_DIR / RESULT_FILE
+    return _attempt(lambda: read_result(path), "stress", absent) if path.is_file() else None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,13 +8,14 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from archaudit.formatting import MISSING, VALUE_DIGITS, num, pvalue, signed
 from archaudit.report import figures
+from archaudit.report.blocks import Block, Bullets, Grid, Paragraph, Row, Section
 from archaudit.report.data import ArmRow, PowerCase, ReportData, Verdicts, bands
 from archaudit.report.figures import Figure
+from archaudit.report.stability import stability
 from archaudit.stats.corrections import error_rate
 from archaudit.stats.verdicts import (
     CANDIDATE_IMPROVER,
@@ -30,47 +31,6 @@ from archaudit.stats.verdicts import (
 )
 
 NOT_COMPUTED = "not computed"
-
-
-@dataclass(frozen=True)
-class Paragraph:
-    text: str
-
-
-@dataclass(frozen=True)
-class Bullets:
-    items: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Grid:
-    """A table: a caption, column names and rows of already formatted cells."""
-
-    caption: str
-    columns: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-
-
-@dataclass(frozen=True)
-class Row:
-    """Figures side by side where the page is wide enough, stacked on a phone (each at a
-    legible size instead of shrunk into one wide figure)."""
-
-    figures: tuple[Figure, ...]
-
-
-Block = Paragraph | Bullets | Grid | Figure | Row
-
-
-@dataclass(frozen=True)
-class Section:
-    key: str
-    title: str
-    intro: str
-    """What the section shows, for a reader who is not a statistician."""
-    blocks: tuple[Block, ...] = ()
-    absent: str | None = None
-    """Why the section has no content (None when it has)."""
 
 
 def _absent(key: str, title: str, intro: str, reason: str) -> Section:
@@ -822,12 +782,18 @@ def _generator() -> dict[str, str]:
     return {"archaudit": archaudit.__version__, "matplotlib": matplotlib.__version__}
 
 
+def stability_section(data: ReportData) -> Section:
+    """The stress test (report/stability.py)."""
+    return stability(data.stress, data.colours)
+
+
 SECTIONS: tuple[Callable[[ReportData], Section], ...] = (
     answer,
     noise_floor,
     decoupling,
     aggregates,
     curves,
+    stability_section,
     routing,
     transfer,
     interactions,

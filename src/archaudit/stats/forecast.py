@@ -101,7 +101,9 @@ def backtest(
         warned = warning_step(cut, threshold, horizon, window)
         if warned is not None:
             leads.append(trace.break_step - warned)
-    return Backtest(signal, threshold, horizon, broke, len(leads), tuple(leads), stable, false_alarms)
+    return Backtest(
+        signal, threshold, horizon, broke, len(leads), tuple(leads), stable, false_alarms
+    )
 
 
 def depth_forecast(layers: Sequence[int], values: Sequence[float], threshold: float) -> float:

@@ -88,6 +88,8 @@ class ArmStability:
     best_lr: float
     unstable: tuple[int, ...]
     """Per rate: how many of its runs were unstable."""
+    runs: tuple[int, ...]
+    """Per rate: how many runs it has."""
     break_steps: tuple[tuple[int | None, ...], ...]
     """Per rate: each seed's break step (None = stable)."""
     seeds: int
@@ -136,7 +138,7 @@ def _seed(run: SweepRun) -> int:
     return run.seed
 
 
-def sensitivity(curve: Sequence[float]) -> float:
+def sensitivity(curve: Sequence[float] | np.ndarray) -> float:
     """E_η[L(η)] − min_η L(η) of a curve already clamped at L₀ (Wortsman et al. 2023)."""
     values = np.asarray(curve, dtype=float)
     return float(values.mean() - values.min())
@@ -169,6 +171,7 @@ def measure(sweep: Sweep, confidence: float = 0.95) -> ArmStability:
         largest_stable_range=(min(stable, default=None), max(stable, default=None)),
         best_lr=sweep.lrs[best],
         unstable=tuple(sum(not r.stable for r in runs) for runs in sweep.by_rate),
+        runs=tuple(len(runs) for runs in sweep.by_rate),
         break_steps=tuple(tuple(r.break_step for r in runs) for runs in sweep.by_rate),
         seeds=min(len(runs) for runs in sweep.by_rate),
     )
@@ -202,36 +205,57 @@ def sensitivity_test(
     """(ΔS, two-sided p) of the stratified randomisation test: the labels are shuffled among
     the runs of each rate. The p-value counts the observed split: (1 + #|ΔS*| ≥ |ΔS|)/(1 + N)."""
     a, b = arm.clamped(), base.clamped()
-    pooled = [np.concatenate((x, y)) for x, y in zip(a, b, strict=True)]
-    sizes = [len(x) for x in a]
     observed = sensitivity([x.mean() for x in a]) - sensitivity([y.mean() for y in b])
     rng = np.random.default_rng(seed)
-    draws = np.empty(permutations)
-    for i in range(permutations):
-        shuffled = [rng.permutation(p) for p in pooled]
-        left = [s[:n].mean() for s, n in zip(shuffled, sizes, strict=True)]
-        right = [s[n:].mean() for s, n in zip(shuffled, sizes, strict=True)]
-        draws[i] = sensitivity(left) - sensitivity(right)
+    left, right = [], []
+    for x, y in zip(a, b, strict=True):
+        pooled = np.concatenate((x, y))
+        order = rng.random((permutations, len(pooled))).argsort(axis=1)
+        shuffled = pooled[order]  # (N, n): each row one relabelling of this rate's runs
+        left.append(shuffled[:, : len(x)].mean(axis=1))
+        right.append(shuffled[:, len(x) :].mean(axis=1))
+    draws = _sensitivities(np.stack(left, 1)) - _sensitivities(np.stack(right, 1))
     extreme = int(np.sum(np.abs(draws) >= abs(observed) - 1e-12))
     return observed, (1 + extreme) / (1 + permutations)
 
 
+def _sensitivities(curves: np.ndarray) -> np.ndarray:
+    """`sensitivity` of every row of a (N, rates) array."""
+    return curves.mean(axis=1) - curves.min(axis=1)
+
+
 def stability_test(arm: Sweep, base: Sweep) -> tuple[int, float]:
-    """(the arm's unstable runs − the baseline's, two-sided exact p). Given each rate's total
-    of unstable runs, the arm's count at that rate is hypergeometric under the null; their sum
-    is the convolution. Two-sided: the outcomes no likelier than the observed one."""
+    """(the arm's unstable runs − the baseline's, two-sided exact p) of two sweeps."""
+    return unstable_test(*_counts(arm), *_counts(base))
+
+
+def _counts(sweep: Sweep) -> tuple[list[int], list[int]]:
+    return [sum(not r.stable for r in runs) for runs in sweep.by_rate], [
+        len(runs) for runs in sweep.by_rate
+    ]
+
+
+def unstable_test(
+    k_a: Sequence[int], n_a: Sequence[int], k_b: Sequence[int], n_b: Sequence[int]
+) -> tuple[int, float]:
+    """Unstable runs k of n per rate of two arms: (Σk_a − Σk_b, two-sided exact p). Given each
+    rate's total of unstable runs, the arm's count at that rate is hypergeometric under the
+    null; their sum is the convolution. Two-sided: the outcomes no likelier than the observed."""
     dist = np.ones(1)
-    observed, base_count = 0, 0
-    for runs_a, runs_b in zip(arm.by_rate, base.by_rate, strict=True):
-        n_a, n_b = len(runs_a), len(runs_b)
-        k_a = sum(not r.stable for r in runs_a)
-        k_b = sum(not r.stable for r in runs_b)
-        observed, base_count = observed + k_a, base_count + k_b
-        total = k_a + k_b
-        pmf = sps.hypergeom(n_a + n_b, total, n_a).pmf(np.arange(n_a + 1))
-        dist = np.convolve(dist, pmf)
+    for ka, na, kb, nb in zip(k_a, n_a, k_b, n_b, strict=True):
+        dist = np.convolve(dist, _hypergeom(na, nb, ka + kb))
+    observed = sum(k_a)
     p = float(dist[dist <= dist[observed] * (1 + 1e-9)].sum())
-    return observed - base_count, min(1.0, p)
+    return observed - sum(k_b), min(1.0, p)
+
+
+def _hypergeom(n_a: int, n_b: int, total: int) -> np.ndarray:
+    """P(k of `total` marked runs fall among the arm's n_a), k = 0..n_a."""
+    ways = [
+        math.comb(n_a, k) * math.comb(n_b, total - k) if total - k >= 0 else 0
+        for k in range(n_a + 1)
+    ]
+    return np.array(ways, dtype=float) / math.comb(n_a + n_b, total)
 
 
 def estimable(arm: Sweep, base: Sweep) -> bool:
@@ -273,15 +297,35 @@ def judge_stability(
         verdict = MORE_ROBUST if better and not worse else verdict
         out.append(
             StabilityVerdict(
-                arm, baseline, ds, du, ps, pu, aps, apu, verdict, alpha, correction,
+                arm,
+                baseline,
+                ds,
+                du,
+                ps,
+                pu,
+                aps,
+                apu,
+                verdict,
+                alpha,
+                correction,
                 error_rate(correction),
             )
-        )  # fmt: skip
+        )
     return out
 
 
 def _not_estimable(arm: str, baseline: str, alpha: float, correction: str) -> StabilityVerdict:
     return StabilityVerdict(
-        arm, baseline, math.nan, 0, None, None, None, None, NOT_ESTIMABLE, alpha, correction,
+        arm,
+        baseline,
+        math.nan,
+        0,
+        None,
+        None,
+        None,
+        None,
+        NOT_ESTIMABLE,
+        alpha,
+        correction,
         error_rate(correction),
-    )  # fmt: skip
+    )
