@@ -11,14 +11,19 @@ recipe and seed match a finished run of the audit is read from that run instead 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import itertools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from archaudit.audit.plan import (
     BASELINE,
     Plan,
+    PlannedArm,
     RunSpec,
     expand_arms,
     make_plan,
@@ -28,13 +33,15 @@ from archaudit.audit.plan import (
 from archaudit.audit.record import RunRecord
 from archaudit.audit.spec import AuditSpec, ScaleSpec
 from archaudit.audit.store import read_record
-from archaudit.config import ModelConfig, build, merge_tables
+from archaudit.config import ModelConfig, Recipe, build, canonical_json, merge_tables, to_dict
 from archaudit.data.identity import recipe_hash
 from archaudit.errors import ConfigError, did_you_mean
 from archaudit.rundir import EVENTS, METRICS
 from archaudit.stats.stability import SweepRun
 
 STRESS_DIR = "_stress"
+UNIGRAM_TOKENS = 10_000_000
+"""The unigram loss counts at most this many training tokens."""
 
 
 @dataclass(frozen=True)
@@ -80,10 +87,10 @@ def stress_plan(spec: AuditSpec) -> StressPlan:
     audit = make_plan(spec)
     settings = spec.stress
     scale = _scale(spec)
-    arms = [p for p in expand_arms(spec) if _chosen(p.arm.name, settings.arms, spec)]
-    depth_arms = [
-        p for p in arms if _chosen(p.arm.name, settings.depth_arms or settings.arms, spec)
-    ]
+    planned = expand_arms(spec)
+    arms = [p for p in planned if _chosen(p.arm.name, settings.arms, planned)]
+    wanted = settings.depth_arms or settings.arms
+    depth_arms = [p for p in arms if _chosen(p.arm.name, wanted, planned)]
     points: list[StressPoint] = []
     for planned in arms:
         for factor in settings.lr_factors:
@@ -108,16 +115,15 @@ def stress_plan(spec: AuditSpec) -> StressPlan:
     )
 
 
-def _chosen(arm: str, wanted: Sequence[str], spec: AuditSpec) -> bool:
-    if arm == BASELINE or not wanted:
-        return True
-    known = [p.arm.name for p in expand_arms(spec)]
+def _chosen(arm: str, wanted: Sequence[str], planned: Sequence[PlannedArm]) -> bool:
+    """Whether `arm` is swept: the baseline always, the others when named (or none is)."""
+    known = [p.arm.name for p in planned]
     for name in wanted:
         if name not in known:
             raise ConfigError(
-                f"stress.arms: {name!r} is not an arm of the audit{did_you_mean(name, known)}"
+                f"[stress]: {name!r} is not an arm of the audit{did_you_mean(name, known)}"
             )
-    return arm in wanted
+    return arm == BASELINE or not wanted or arm in wanted
 
 
 def _scale(spec: AuditSpec) -> ScaleSpec:
@@ -177,19 +183,20 @@ def _distinct(points: list[StressPoint]) -> list[StressPoint]:
     return list(seen.values())
 
 
-def _finished(audit: Plan) -> dict[tuple[ModelConfig, str, int], Path]:
-    """The audit's finished runs by what determines their training: model, recipe, seed."""
-    done = {}
-    for run in audit.runs:
-        if read_record(audit.run_dir(run)) is not None:
-            done[(run.model, recipe_hash(run.recipe), run.seed)] = audit.run_dir(run)
-    return done
+def _training(run: RunSpec) -> tuple[str, str, int]:
+    """What determines a run's training: its model, hashed recipe and seed."""
+    return canonical_json(to_dict(run.model)), recipe_hash(run.recipe), run.seed
 
 
-def _reuse(point: StressPoint, finished: dict[tuple[ModelConfig, str, int], Path]) -> StressPoint:
-    """The point read from the audit's finished run with its model, recipe and seed, if any."""
-    run = point.run
-    reused = finished.get((run.model, recipe_hash(run.recipe), run.seed))
+def _finished(audit: Plan) -> dict[tuple[str, str, int], Path]:
+    """The audit's finished runs by what determines their training."""
+    runs = ((run, audit.run_dir(run)) for run in audit.runs)
+    return {_training(run): path for run, path in runs if read_record(path) is not None}
+
+
+def _reuse(point: StressPoint, finished: dict[tuple[str, str, int], Path]) -> StressPoint:
+    """The point read from the audit's finished run that trained the same, if any."""
+    reused = finished.get(_training(point.run))
     return dataclasses.replace(point, reused=reused) if reused else point
 
 
@@ -204,26 +211,28 @@ def _flops(run: RunSpec) -> float:
     return _tokens(run) * training_flops_per_token(run.model, active)
 
 
-def read_sweep_run(run_dir: Path, run: RunSpec) -> SweepRun | None:
-    """A finished point as the measures read it; None while it has no result."""
+def read_sweep_run(run_dir: Path, run: RunSpec, recipe_lr: float) -> SweepRun | None:
+    """A finished point as the measures read it; None while it has no result. Stable: it did
+    not diverge, raised no rising-gradient warning, and did not collapse: a run above the
+    recipe's rate `recipe_lr` that ended at or above the unigram loss learned nothing a table
+    of token frequencies does not know. (At or below the recipe's rate such a run is only
+    undertrained.)"""
     record = read_record(run_dir)
-    if record is None:
-        return None
     rows = _rows(run_dir / METRICS)
-    if not rows:
+    if record is None or not rows:
         return None
-    initial = float(rows[0]["loss"])
     final = _final_loss(record)
     rising = [e["step"] for e in _rows(run_dir / EVENTS) if e.get("event") == "grad_norm_rising"]
-    broke = _break_step(record, rows, rising, initial)
-    stable = broke is None and final is not None and final < initial
+    high = run.recipe.lr > recipe_lr * (1 + 1e-9)
+    collapsed = high and final is not None and final >= unigram_loss(run.recipe)
+    broke = _break_step(record, rows, rising, collapsed)
     return SweepRun(
         arm=run.arm,
         lr=run.recipe.lr,
         seed=run.seed,
-        initial_loss=initial,
+        initial_loss=float(rows[0]["loss"]),
         final_loss=final,
-        stable=stable,
+        stable=broke is None and final is not None,
         break_step=broke,
         layers=run.model.n_layers,
     )
@@ -235,20 +244,33 @@ def _final_loss(record: RunRecord) -> float | None:
 
 
 def _break_step(
-    record: RunRecord, rows: list[dict], rising: list[int], initial: float
+    record: RunRecord, rows: list[dict], rising: list[int], collapsed: bool
 ) -> int | None:
-    """The first of: the divergence, the first rising-gradient warning, and the first logged
-    validation loss back at or above the initial loss after the training loss fell below it."""
+    """The first of: the divergence and the first rising-gradient warning; for a run that
+    collapsed, the step of its largest one-step rise of the training loss (where it broke)."""
     candidates = list(rising)
     if record.diverged_step is not None:
         candidates.append(record.diverged_step)
-    fell = False
-    for row in rows:
-        fell = fell or row["loss"] < initial
-        if fell and row.get("val_loss") is not None and row["val_loss"] >= initial:
-            candidates.append(int(row["step"]))
-            break
+    if collapsed and len(rows) > 1:
+        jumps = [(b["loss"] - a["loss"], int(b["step"])) for a, b in itertools.pairwise(rows)]
+        candidates.append(max(jumps)[1])
     return min(candidates, default=None)
+
+
+def unigram_loss(recipe: Recipe) -> float:
+    """Cross-entropy (nats/token) of the validation tokens under the training tokens'
+    frequencies (add-one smoothed): what a model that learned only the unigram reaches."""
+    return _unigram_loss(dataclasses.replace(recipe, lr=1.0, steps=1, warmup_frac=0.0))
+
+
+@functools.lru_cache(maxsize=16)
+def _unigram_loss(recipe: Recipe) -> float:
+    from archaudit.data.corpus import prepare_corpus
+
+    corpus = prepare_corpus(recipe)
+    train, val = np.asarray(corpus.train[:UNIGRAM_TOKENS]), np.asarray(corpus.val)
+    counts = np.bincount(train, minlength=corpus.tokenizer.vocab_size) + 1.0
+    return float(-np.log(counts[val] / counts.sum()).mean())
 
 
 def _rows(path: Path) -> list[dict]:

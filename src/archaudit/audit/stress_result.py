@@ -31,10 +31,14 @@ from archaudit.stats.stability import (
 )
 
 RESULT_FILE = "stress.json"
-SIGNAL_THRESHOLDS = {"attn_logit_max": 100.0, "log_z_max": 20.0, "grad_norm_max": 20.0}
-"""Divergence thresholds of the forecast: an attention logit of 100 makes the softmax one-hot
-(the entropy collapse of Zhai et al. 2023), |log Z| of 20 is e^20 of normaliser drift, and a
-gradient norm 20× the clip threshold of 1.0 is a blow-up; see docs/stability.md."""
+SIGNAL_THRESHOLDS = {"attn_logit_max": 100.0, "log_z_max": 20.0, "grad_norm": 20.0}
+"""Divergence thresholds of the forecast, fixed before any run: an attention logit of 100 makes
+the softmax one-hot (the entropy collapse of Zhai et al. 2023), |log Z| of 20 is a normaliser
+e^20 away from 1, and a gradient norm 20× the clip threshold of 1.0 is a blow-up."""
+WINDOWS = {"attn_logit_max": 3, "log_z_max": 3, "grad_norm": 10}
+"""Points each forecast fits: the last 3 validations, or the last 10 steps of the gradient
+norm (logged every step, smoothed as the stability monitor does: EMA 0.9)."""
+GRAD_EMA = 0.9
 HORIZON_FRACTION = 0.5
 """The forecast looks ahead half of the run's steps."""
 
@@ -50,6 +54,14 @@ class SignalTrace:
     break_step: int | None
     steps: tuple[int, ...]
     signals: dict[str, tuple[float, ...]]
+    """At the validations (`steps`): attn_logit_max (over layers), log_z_max."""
+    grad_norm: tuple[float, ...] = ()
+    """Every step's gradient norm, smoothed (EMA 0.9); step i + 1 at index i."""
+
+    def series(self, name: str) -> tuple[tuple[int, ...], tuple[float, ...]]:
+        if name == "grad_norm":
+            return tuple(range(1, len(self.grad_norm) + 1)), self.grad_norm
+        return self.steps, self.signals[name]
 
 
 @dataclass(frozen=True)
@@ -142,7 +154,7 @@ def analyse(plan: StressPlan) -> StressResult:
     read: list[tuple[StressPoint, SweepRun, SignalTrace]] = []
     for point in plan.points:
         run_dir = plan.run_dir(point)
-        sweep_run = read_sweep_run(run_dir, point.run)
+        sweep_run = read_sweep_run(run_dir, point.run, plan.spec.recipe.lr)
         if sweep_run is not None:
             read.append((point, sweep_run, _trace(run_dir, sweep_run)))
     sweeps = {
@@ -178,18 +190,21 @@ def analyse(plan: StressPlan) -> StressResult:
 
 
 def _trace(run_dir: Path, run: SweepRun) -> SignalTrace:
-    """The signals of every logged validation: per run, the largest over layers."""
+    """The signals of every logged validation (per run: the largest over layers), and the
+    smoothed gradient norm of every step."""
     steps: list[int] = []
-    series: dict[str, list[float]] = {name: [] for name in SIGNAL_THRESHOLDS}
+    series: dict[str, list[float]] = {"attn_logit_max": [], "log_z_max": []}
+    grad: list[float] = []
     for line in (run_dir / METRICS).read_text().splitlines():
         row = json.loads(line) if line.strip() else {}
+        g = _number(row.get("grad_norm"))
+        grad.append(g if not grad else GRAD_EMA * grad[-1] + (1 - GRAD_EMA) * g)
         signals = row.get("signals")
         if not signals:
             continue
         steps.append(int(row["step"]))
         series["attn_logit_max"].append(_largest(signals.get("attn_logit_max") or []))
         series["log_z_max"].append(_number(signals.get("log_z_max")))
-        series["grad_norm_max"].append(_number(signals.get("grad_norm_max")))
     return SignalTrace(
         run.arm,
         run.lr,
@@ -198,6 +213,7 @@ def _trace(run_dir: Path, run: SweepRun) -> SignalTrace:
         run.break_step,
         tuple(steps),
         {k: tuple(v) for k, v in series.items()},
+        tuple(round(g, 4) for g in grad),
     )
 
 
@@ -220,7 +236,8 @@ def _depth_points(read: Sequence[tuple[StressPoint, SweepRun, SignalTrace]]) -> 
     out = []
     for (arm, layers, lr), group in sorted(groups.items()):
         peaks = {
-            name: _mean([_largest(t.signals[name]) for _, t in group]) for name in SIGNAL_THRESHOLDS
+            name: _mean([_largest(t.series(name)[1]) for _, t in group])
+            for name in SIGNAL_THRESHOLDS
         }
         out.append(
             DepthPoint(
@@ -258,20 +275,14 @@ def _mean(values: Sequence[float]) -> float:
 def _backtests(traces: Sequence[SignalTrace], plan: StressPlan) -> list[Backtest]:
     steps = max((p.run.recipe.steps for p in plan.points), default=1)
     horizon = max(1, int(steps * HORIZON_FRACTION))
-    return [
-        backtest(
-            name,
-            [
-                Trace(
-                    f"{t.arm}/{t.lr:g}/{t.seed}/L{t.layers}", t.steps, t.signals[name], t.break_step
-                )
-                for t in traces
-            ],
-            threshold,
-            horizon,
-        )
-        for name, threshold in SIGNAL_THRESHOLDS.items()
-    ]
+    out = []
+    for name, threshold in SIGNAL_THRESHOLDS.items():
+        runs = [
+            Trace(f"{t.arm}/{t.lr:g}/{t.seed}/L{t.layers}", *t.series(name), t.break_step)
+            for t in traces
+        ]
+        out.append(backtest(name, runs, threshold, horizon, WINDOWS[name]))
+    return out
 
 
 def write_result(result: StressResult, path: Path) -> None:

@@ -7,8 +7,9 @@ diverged run counts as L₀ (min with L₀ clamps it). Here the expectation is t
 sweep's grid and L(η) the mean over seeds at that rate.
 
 A run is **stable** when it did not diverge (NaN/Inf), raised no rising-gradient warning, and
-ended below its initial loss. The **largest stable rate** of a seed is the largest rate of the
-grid at which that seed's run was stable; the arm's is their lower median (a rate of the
+did not collapse (the stress test's reader decides; `audit/stress.py`: it ended below the
+unigram loss). The **largest stable rate** of a seed is the largest rate of the grid up to which
+every one of that seed's runs was stable; the arm's is their lower median (a rate of the
 grid), with the seeds' range.
 
 The **verdict** compares an arm with the baseline on both measures, with tests that are exact
@@ -191,11 +192,16 @@ def _contrast_half_width(losses: list[np.ndarray], best: int, confidence: float)
 
 
 def _largest_stable_per_seed(sweep: Sweep) -> list[float | None]:
+    """Per seed, the largest rate up to which every rate of the grid was stable."""
     seeds = sorted({r.seed for runs in sweep.by_rate for r in runs})
     out: list[float | None] = []
     for seed in seeds:
-        ok = [r.lr for runs in sweep.by_rate for r in runs if r.seed == seed and r.stable]
-        out.append(max(ok) if ok else None)
+        largest = None
+        for lr, runs in zip(sweep.lrs, sweep.by_rate, strict=True):
+            if not all(r.stable for r in runs if r.seed == seed):
+                break
+            largest = lr
+        out.append(largest)
     return out
 
 
