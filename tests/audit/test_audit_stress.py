@@ -3,6 +3,7 @@ the stored result of the default stress audit (benchmarks/stress/stress.toml).""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -95,3 +96,48 @@ def test_stored_result_reads_back_and_docs_reproduce_its_table() -> None:
     assert table in docs, "regenerate: python benchmarks/stress.py --docs"
     assert {a.arm for a in result.arms} >= {"baseline", "post_ln", "qk_norm", "z_loss"}
     assert all(len(a.lrs) >= 6 and a.lrs[-1] / a.lrs[0] >= 100 for a in result.arms)
+
+
+def test_cli_plan_prints_the_cost(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from archaudit.cli import app, register_commands
+
+    register_commands()
+    out = CliRunner().invoke(app, ["stress", str(audit(tmp_path)), "--plan", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["cost"].startswith("stress test: 24 runs")
+
+
+def test_report_shows_the_stored_stress_test(tmp_path: Path) -> None:
+    from archaudit.report.data import ReportData
+    from archaudit.report.stability import stability
+
+    result = read_result(STORED)
+    section = stability(result, _colours(result))
+    keys = [f.key for block in section.blocks for f in getattr(block, "figures", ())]
+    assert section.absent is None and keys[:2] == ["stability-lr", "stability-forest"]
+    assert "stress" in {f.name for f in dataclasses.fields(ReportData)}
+
+
+def _colours(result: StressResult) -> dict:
+    from archaudit.report.palette import arm_colours
+
+    return arm_colours([a.arm for a in result.arms], "baseline")
+
+
+@pytest.mark.slow
+def test_stress_trains_judges_and_stores(tmp_path: Path) -> None:
+    """End to end on a micro audit: every point trains, the result is stored and printed."""
+    from typer.testing import CliRunner
+
+    from archaudit.cli import app, register_commands
+
+    register_commands()
+    path = audit(tmp_path, "[executor]\nworkers = 2\nthreads = 1\n")
+    out = CliRunner().invoke(app, ["stress", str(path), "-q"])
+    assert out.exit_code == 0, out.output
+    assert "post_ln" in out.stdout and "forecast backtest" in out.stdout
+    result = read_result(tmp_path / "runs" / "s" / STRESS_DIR / "stress.json")
+    assert result.missing == 0 and {a.arm for a in result.arms} == {"baseline", "post_ln"}
+    assert all(t.signals["log_z_max"] for t in result.traces)

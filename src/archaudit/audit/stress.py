@@ -17,6 +17,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -38,6 +39,9 @@ from archaudit.data.identity import recipe_hash
 from archaudit.errors import ConfigError, did_you_mean
 from archaudit.rundir import EVENTS, METRICS
 from archaudit.stats.stability import SweepRun
+
+if TYPE_CHECKING:
+    from archaudit.mods import Arm
 
 STRESS_DIR = "_stress"
 UNIGRAM_TOKENS = 10_000_000
@@ -92,13 +96,13 @@ def stress_plan(spec: AuditSpec) -> StressPlan:
     wanted = settings.depth_arms or settings.arms
     depth_arms = [p for p in arms if _chosen(p.arm.name, wanted, planned)]
     points: list[StressPoint] = []
-    for planned in arms:
+    for chosen in arms:
         for factor in settings.lr_factors:
-            points += _points(spec, planned.arm, scale, 1, factor, "lr")
-    for planned in depth_arms if settings.depths else []:
+            points += _points(spec, chosen.arm, scale, 1, factor, "lr")
+    for chosen in depth_arms if settings.depths else []:
         for depth in settings.depths:
             for factor in settings.depth_lr_factors:
-                points += _points(spec, planned.arm, scale, depth, factor, "depth")
+                points += _points(spec, chosen.arm, scale, depth, factor, "depth")
     finished = _finished(audit)
     points = [_reuse(p, finished) for p in _distinct(points)]
     todo = tuple(p.run for p in points if p.reused is None)
@@ -144,11 +148,8 @@ def _model(spec: AuditSpec, scale: ScaleSpec, depth: int) -> ModelConfig:
 
 
 def _points(
-    spec: AuditSpec, arm: object, scale: ScaleSpec, depth: int, factor: float, kind: str
+    spec: AuditSpec, arm: Arm, scale: ScaleSpec, depth: int, factor: float, kind: str
 ) -> list[StressPoint]:
-    from archaudit.mods import Arm
-
-    assert isinstance(arm, Arm)
     model = arm.apply(_model(spec, scale, depth))
     recipe = arm.apply_recipe(scale_recipe(spec.recipe, scale))
     recipe = dataclasses.replace(recipe, lr=spec.recipe.lr * factor)

@@ -90,7 +90,10 @@ def _half(arm: ArmStability) -> float:
 
 def z_loss_log_z(result: StressResult) -> DirectionCheck:
     claim = "z-loss reduces output-logit divergence at high rates"
-    source, measure = "Wortsman et al. 2023, §3.2", "Δ final abs log Z (z_loss − baseline), top rates"
+    source, measure = (
+        "Wortsman et al. 2023, §3.2",
+        "Δ final abs log Z (z_loss − baseline), top rates",
+    )
     base = result.arm(BASELINE)
     if base is None or result.arm("z_loss") is None:
         return _not_run(claim, source, measure)

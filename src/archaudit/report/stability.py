@@ -23,8 +23,8 @@ INTRO = (
     "Each arm trained at small scale over a grid of peak learning rates (the shared recipe "
     "otherwise). LR sensitivity is Wortsman et al.'s mean excess of the final loss over the "
     "best one across the grid (a broken run counts as the initial loss): lower is more "
-    "robust. A run is stable when it neither diverged nor warned of a rising gradient norm "
-    "and ended below its initial loss."
+    "robust. A run is stable when it neither diverged, warned of a rising gradient norm, nor "
+    "collapsed (above the recipe's rate, ending at or above the unigram loss)."
 )
 TRACED = 6
 """At most this many broken runs are traced (the highest rates first)."""
@@ -166,9 +166,9 @@ def traces(key: str, broke: Sequence[SignalTrace], signal: str, colours: Colours
         colour = _hex(colours, t.arm) if t.arm in colours else "#444444"
         (line,) = ax.plot(t.steps, values, color=colour, lw=1.0)
         line.set_gid(arm_gid(t.arm, signal, f"{t.lr:g}", str(t.seed)))
-        finite = [v for v in values if math.isfinite(v)]
-        if finite and t.break_step is not None:
-            ax.plot(t.break_step, finite[-1], "x", color=DIVERGED_COLOUR.hex, ms=8, mew=2)
+        at = min(range(len(t.steps)), key=lambda i: abs(t.steps[i] - (t.break_step or 0)))
+        if t.break_step is not None and math.isfinite(values[at]):
+            ax.plot(t.break_step, values[at], "x", color=DIVERGED_COLOUR.hex, ms=8, mew=2)
     label = {"attn_logit_max": "largest attention logit", "log_z_max": "largest |log Z|"}
     ax.set(
         xlabel="step",
