@@ -1,6 +1,6 @@
-"""`plan`'s cost estimate: its throughput probe times the trainer's own step (compiled,
-activation-checkpointed and clipped as the recipe says), and its summary is a typed record that
-round-trips through JSON."""
+"""`plan`'s cost estimate: its probe times the trainer's own step (compiled,
+activation-checkpointed and clipped as the recipe says) and a run's other parts, caches them per
+machine and shape, and its summary is a typed record that round-trips through JSON."""
 
 from __future__ import annotations
 
@@ -13,18 +13,17 @@ import pytest
 import torch
 from torch import nn
 
-from archaudit.audit import estimate
+from archaudit.audit import estimate, probe
 from archaudit.audit.estimate import (
-    PROBE_STEPS,
-    WARMUP_STEPS,
     FixedCost,
     PlanSummary,
     SequentialCost,
     SequentialEstimate,
     plan_summary,
-    probe_tokens_per_s,
+    run_time,
 )
 from archaudit.audit.plan import make_plan
+from archaudit.audit.probe import PROBE_STEPS, WARMUP_STEPS, ShapeCost, Timed, measure_shape
 from archaudit.audit.spec import load_audit
 from archaudit.config import ModelConfig, Recipe
 from archaudit.train import distributed, train
@@ -100,8 +99,11 @@ def test_the_probe_times_the_compiled_checkpointed_clipped_training_step(
     path = write_audit(recipe={"grad_accumulation": ACCUMULATION, **STEP_RECIPE})
     run = make_plan(load_audit(path)).runs[0]
     model = dataclasses.replace(run.model, vocab_size=64)
-    assert probe_tokens_per_s(model, run, threads=1) > 0
-    assert spied_step == expected_calls(WARMUP_STEPS + PROBE_STEPS, model.n_layers)
+    cost = measure_shape(model, run, threads=1)
+    assert cost.step.wall > 0 and cost.val_batch.wall > 0 and cost.save.wall > 0
+    assert cost.suite == probe.ZERO  # the audit has no suite
+    steps = WARMUP_STEPS + PROBE_STEPS
+    assert spied_step == expected_calls(steps, model.n_layers, validation_batches=1)
 
 
 def test_training_runs_the_same_step_the_probe_times(tmp_path: Path, spied_step: Counter):
@@ -125,7 +127,7 @@ def test_the_probe_uses_no_step_of_its_own(monkeypatch: pytest.MonkeyPatch, writ
     monkeypatch.setattr(training_step, "build_training", refuse)
     run = make_plan(load_audit(write_audit())).runs[0]
     with pytest.raises(AssertionError, match="trainer's step"):
-        probe_tokens_per_s(dataclasses.replace(run.model, vocab_size=64), run, threads=1)
+        measure_shape(dataclasses.replace(run.model, vocab_size=64), run, threads=1)
 
 
 def test_the_plan_summary_round_trips_through_json(write_audit):
@@ -147,15 +149,48 @@ def test_the_plan_summary_round_trips_through_json(write_audit):
     assert {n.rule for n in summary.notes} == {n.rule for n in plan.notes}
 
 
-def test_the_summary_wall_time_is_the_probed_seconds_over_the_workers(
+PART = Timed(wall=1.0, cpu=0.5)
+SHAPE = ShapeCost(step=PART, warmup=PART * 3, val_batch=PART, save=PART * 2, suite=PART * 5)
+
+
+def test_a_run_costs_start_up_warm_up_steps_validations_saves_and_its_suite(write_audit):
+    run = make_plan(load_audit(write_audit())).runs[0]
+    recipe = run.recipe  # steps 12, validation every 6 (2 batches), a checkpoint every 3
+    assert (recipe.steps, recipe.eval_every, recipe.eval_batches) == (12, 6, 2)
+    assert recipe.checkpoint_every == 3
+    start = Timed(wall=4.0, cpu=3.0)
+    parts = 4 + 3 + 4 * 2 + (12 + 2 * 2 + 5) * 2.0  # compute scaled by the FLOPs ratio 2
+    assert run_time(run, SHAPE, start, ratio=2.0) == Timed(parts, (parts - 4) / 2 + 3)
+
+
+def test_the_summary_wall_time_is_the_runs_seconds_over_the_workers(
     monkeypatch: pytest.MonkeyPatch, write_audit
 ):
-    monkeypatch.setattr(estimate, "probe_tokens_per_s", lambda model, run, threads: 1000.0)
+    monkeypatch.setattr(estimate, "shape_cost", lambda *args, **kwargs: SHAPE)
+    monkeypatch.setattr(estimate, "startup", lambda *args, **kwargs: PART)
     summary = plan_summary(make_plan(load_audit(write_audit(arms=["switch_moe"]))))
-    seconds = [costed.cost.train_seconds for costed in summary.runs]
+    seconds = [costed.cost.seconds for costed in summary.runs]
     assert all(s is not None and s > 0 for s in seconds)
     assert summary.estimated_wall_s == pytest.approx(sum(seconds) / summary.workers)
-    assert summary.mean_train_seconds == pytest.approx(sum(seconds) / len(seconds))
+    assert summary.mean_run_seconds == pytest.approx(sum(seconds) / len(seconds))
+    cpu = [costed.cost.cpu_seconds for costed in summary.runs]
+    assert summary.estimated_cpu_s == pytest.approx(sum(cpu))
+
+
+def test_a_second_plan_measures_nothing(monkeypatch: pytest.MonkeyPatch, write_audit, tmp_path):
+    """The probes are cached per machine and shape: the second plan reads them back."""
+    monkeypatch.setenv("ARCHAUDIT_CACHE", str(tmp_path / "cache"))
+    plan = make_plan(load_audit(write_audit()))
+    first = plan_summary(plan)
+    monkeypatch.setattr(probe, "measure_shape", lambda *a: pytest.fail("measured again"))
+    monkeypatch.setattr(probe.subprocess, "run", lambda *a, **k: pytest.fail("started again"))
+    assert plan_summary(plan) == first
+    changed = make_plan(load_audit(write_audit(recipe={"lr": 1e-3, "steps": 20})))
+    assert plan_summary(changed).estimated_wall_s is not None  # LR and steps: same shape
+    wider = make_plan(load_audit(write_audit(recipe={"batch_tokens": 1024})))
+    with pytest.raises(pytest.fail.Exception, match="measured again"):
+        plan_summary(wider)
+    assert estimate.estimate(wider, measure=False)[wider.runs[0].path].seconds is None
 
 
 @pytest.mark.slow
@@ -178,6 +213,23 @@ def test_with_torch_compile_the_timed_steps_compile_nothing(
 
     monkeypatch.setattr(training_step, "train_step", step)
     run = make_plan(load_audit(write_audit(recipe={"compile": True}))).runs[0]
-    probe_tokens_per_s(dataclasses.replace(run.model, vocab_size=64), run, threads=1)
+    measure_shape(dataclasses.replace(run.model, vocab_size=64), run, threads=1)
     assert len(compiled_at) == WARMUP_STEPS + PROBE_STEPS and compiled_at[0] > 0
     assert compiled_at[WARMUP_STEPS:] == [0] * PROBE_STEPS, compiled_at
+
+
+def test_status_says_how_long_is_left_from_the_plans_model(
+    monkeypatch: pytest.MonkeyPatch, write_audit
+):
+    from archaudit.audit import store
+
+    monkeypatch.setattr(estimate, "shape_cost", lambda *args, **kwargs: SHAPE)
+    monkeypatch.setattr(estimate, "startup", lambda *args, **kwargs: PART)
+    plan = make_plan(load_audit(write_audit()))
+    summary = plan_summary(plan)
+    store.materialize(plan)
+    statuses = store.refresh_export(plan.audit_dir)
+    left = estimate.time_left(plan.audit_dir, statuses)
+    assert left == pytest.approx(summary.estimated_wall_s)
+    halfway = [dataclasses.replace(s, step=s.spec.recipe.steps // 2) for s in statuses]
+    assert estimate.time_left(plan.audit_dir, halfway) == pytest.approx(left / 2)

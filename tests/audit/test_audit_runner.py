@@ -117,12 +117,12 @@ def test_sigterm_after_the_update_resumes_the_uninterrupted_curve(write_audit, t
     sigterm_in_validation = textwrap.dedent("""
         import os, signal, sys
         from archaudit.audit.runner import RunOptions, run_one
-        from archaudit.train import trainer
-        real = trainer.validation_loss
+        from archaudit.train.callbacks import validation as val
+        real = val.validation_loss
         def validation(*args, **kwargs):
             os.kill(os.getpid(), signal.SIGTERM)
             return real(*args, **kwargs)
-        trainer.validation_loss = validation
+        val.validation_loss = validation
         run_one(sys.argv[1], RunOptions(threads=1))
     """)
     proc = subprocess.run([sys.executable, "-c", sigterm_in_validation, str(run_dir)])

@@ -59,13 +59,13 @@ def test_a_signal_on_one_rank_stops_every_rank_after_the_same_step(tmp_path):
         textwrap.dedent("""
             import os, signal
             from archaudit.cli import main
-            from archaudit.train import trainer
-            real = trainer.validation_loss
+            from archaudit.train.callbacks import validation as val
+            real = val.validation_loss
             def validation(*args, **kwargs):
                 if os.environ["RANK"] == "1":
                     os.kill(os.getpid(), signal.SIGTERM)
                 return real(*args, **kwargs)
-            trainer.validation_loss = validation
+            val.validation_loss = validation
             main()
         """)
     )

@@ -26,6 +26,7 @@ from archaudit.rundir import (
     checkpoint_dirs,
 )
 from archaudit.train import train
+from archaudit.train.callbacks import LogRows
 
 MODEL = ModelConfig(d_model=32, n_layers=1, n_heads=2, context_length=32)
 RECIPE = Recipe(
@@ -56,7 +57,7 @@ def half_run(tmp_path: Path) -> Path:
     """A run stopped after step 3's checkpoint (step 4 fails in a hook)."""
     out = tmp_path / "run"
     with pytest.raises(RuntimeError, match="stopped by the test"):
-        train(MODEL, RECIPE, out, hooks=(stop_after(3),))
+        train(MODEL, RECIPE, out, callbacks=(LogRows(stop_after(3)),))
     assert [p.name for p in checkpoint_dirs(out)] == ["step-000003"]
     return out
 

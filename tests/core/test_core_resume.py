@@ -32,6 +32,8 @@ from archaudit.rundir import (
 from archaudit.train import checkpoint as ckpt
 from archaudit.train import step as training_step
 from archaudit.train import train, trainer
+from archaudit.train.callbacks import LogRows
+from archaudit.train.callbacks import validation as validation_callback
 
 MODEL = ModelConfig(d_model=32, n_layers=1, n_heads=2, context_length=32)
 RECIPE = Recipe(
@@ -60,8 +62,8 @@ def final_weights(run: Path) -> dict[str, torch.Tensor]:
 
 
 def instrument(monkeypatch: pytest.MonkeyPatch, phase: str, fire: Callable[[], None]) -> tuple:
-    """Arrange for `fire()` to run inside `phase` of the interrupted step; returns the hooks to
-    pass to `train`."""
+    """Arrange for `fire()` to run inside `phase` of the interrupted step; returns the callbacks
+    to pass to `train`."""
     calls = itertools.count(1)
 
     def at_step() -> None:
@@ -69,7 +71,7 @@ def instrument(monkeypatch: pytest.MonkeyPatch, phase: str, fire: Callable[[], N
             fire()
 
     real_build, real_optimizer = trainer.build_model, training_step.make_optimizer
-    real_validation, real_save = trainer.validation_loss, ckpt.save
+    real_validation, real_save = validation_callback.validation_loss, ckpt.save
 
     def build(cfg: ModelConfig) -> torch.nn.Module:
         model = real_build(cfg)
@@ -99,9 +101,10 @@ def instrument(monkeypatch: pytest.MonkeyPatch, phase: str, fire: Callable[[], N
 
     monkeypatch.setattr(trainer, "build_model", build)
     monkeypatch.setattr(training_step, "make_optimizer", optimizer)
-    monkeypatch.setattr(trainer, "validation_loss", validation)
+    monkeypatch.setattr(validation_callback, "validation_loss", validation)
     monkeypatch.setattr(ckpt, "save", save)
-    return ((lambda row: fire() if row["step"] == AT else None),) if phase == "hook" else ()
+    hook = LogRows(lambda row: fire() if row["step"] == AT else None)
+    return (hook,) if phase == "hook" else ()
 
 
 def send_sigint() -> None:
@@ -125,9 +128,9 @@ def test_interrupt_at_any_phase_resumes_to_the_uninterrupted_run(
     phase, interrupt, uninterrupted, tmp_path, monkeypatch
 ):
     run = tmp_path / "run"
-    hooks = instrument(monkeypatch, phase, interrupt)
+    callbacks = instrument(monkeypatch, phase, interrupt)
     with pytest.raises(KeyboardInterrupt):
-        train(MODEL, RECIPE, run, seed=0, hooks=hooks)
+        train(MODEL, RECIPE, run, seed=0, callbacks=callbacks)
     monkeypatch.undo()
 
     stopped_in = SAVE_AT if phase == "save" else AT
@@ -150,8 +153,8 @@ def test_interrupt_at_any_phase_resumes_to_the_uninterrupted_run(
 
 def test_a_second_signal_stops_at_once_without_saving(tmp_path, monkeypatch):
     run = tmp_path / "run"
-    hooks = instrument(monkeypatch, "optimizer", lambda: (send_sigint(), send_sigint()))
+    callbacks = instrument(monkeypatch, "optimizer", lambda: (send_sigint(), send_sigint()))
     with pytest.raises(KeyboardInterrupt):
-        train(MODEL, RECIPE, run, seed=0, hooks=hooks)
+        train(MODEL, RECIPE, run, seed=0, callbacks=callbacks)
     assert [checkpoint_step(c) for c in checkpoint_dirs(run)] == [5]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, "handler restored"

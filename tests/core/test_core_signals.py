@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import torch
@@ -9,7 +10,7 @@ import torch
 from archaudit.config import ModelConfig, build
 from archaudit.model import build_model
 from archaudit.model.signals import SignalCapture
-from archaudit.train.signals import SIGNALS, SignalLog
+from archaudit.train.callbacks.signals import SIGNALS
 
 
 def tiny(**extra) -> torch.nn.Module:
@@ -66,14 +67,22 @@ def test_softpick_and_qk_norm_logits_are_captured():
         assert all(math.isfinite(v) for v in capture.signals().attn_logit_max)
 
 
-def test_signal_log_row_and_gradient_trend():
-    model = tiny()
-    log = SignalLog()
-    for g in (1.0, math.e, math.e**2):
-        log.observe(g)
-    row: dict = {}
-    with log.capture(model, row):
-        model(torch.randint(0, 64, (1, 16)))
-    signals = row[SIGNALS]
-    assert math.isclose(signals["grad_norm_slope"], 1.0) and signals["grad_norm_max"] > 7
-    assert log.grad_norms == []  # the next window starts empty
+def test_signals_in_metrics_at_the_eval_cadence(tmp_path):
+    from archaudit.config import Recipe
+    from archaudit.train import train
+
+    cfg = build(
+        ModelConfig, dict(d_model=16, n_layers=1, n_heads=2, context_length=16), section="m"
+    )
+    recipe = dict(steps=4, batch_tokens=128, eval_every=2, checkpoint_every=4, corpus_chars=20000)
+    train(cfg, build(Recipe, recipe, section="r"), tmp_path / "on")
+    train(cfg, build(Recipe, recipe | {"log_signals": False}, section="r"), tmp_path / "off")
+    rows = [json.loads(line) for line in (tmp_path / "on" / "metrics.jsonl").open()]
+    assert [r["step"] for r in rows if SIGNALS in r] == [2, 4]
+    signals = rows[1][SIGNALS]
+    assert len(signals["attn_logit_max"]) == 1 and signals["log_z_mean"] > 0
+    assert math.isfinite(signals["grad_norm_slope"])
+    off = [json.loads(line) for line in (tmp_path / "off" / "metrics.jsonl").open()]
+    assert all(SIGNALS not in r for r in off)
+    # the signals only read the model: training is the same with them on or off
+    assert [r["loss"] for r in off] == [r["loss"] for r in rows]

@@ -1,8 +1,9 @@
 """The trainer's loop around the shared step: the loss all-reduce carries the signal flag that
-`stop_now` goes by, and a diverged step is never applied."""
+`stop_now` goes by, and a diverged step is never applied (skipped on the device, no host sync)."""
 
 from __future__ import annotations
 
+import copy
 import signal
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 import torch
 
 from archaudit.config import ModelConfig, Recipe
+from archaudit.model import build_model
 from archaudit.train import step as training_step
 from archaudit.train import train
 from archaudit.train.distributed import World, mean_loss_over_ranks
@@ -38,12 +40,14 @@ def test_one_process_reduces_nothing():
 
 
 def test_a_diverged_step_is_never_applied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    applied: list[int] = []
+    """Every update from the diverged step on is skipped on the device (the flag is set when
+    its loss or gradient norm is not finite), and the run stops at that step."""
+    applied: list[bool] = []
     real = training_step.apply_update
 
-    def update(parts: training_step.TrainingParts) -> None:
-        applied.append(len(applied) + 1)
-        real(parts)
+    def update(parts: training_step.TrainingParts, skip: torch.Tensor | None = None) -> None:
+        applied.append(skip is None or float(skip) == 0.0)
+        real(parts, skip)
 
     monkeypatch.setattr(training_step, "apply_update", update)
     model = ModelConfig(d_model=32, n_layers=2, n_heads=2, context_length=32)
@@ -53,4 +57,22 @@ def test_a_diverged_step_is_never_applied(tmp_path: Path, monkeypatch: pytest.Mo
     )  # fmt: skip
     result = train(model, recipe, tmp_path / "run")
     assert result.status == "diverged" and result.diverged_step is not None
-    assert applied == list(range(1, result.diverged_step))
+    first_skipped = applied.index(False) + 1
+    assert first_skipped == result.diverged_step and not any(applied[first_skipped:])
+
+
+def test_a_skipped_update_leaves_weights_and_optimizer_state_as_they_were():
+    model = ModelConfig(d_model=32, n_layers=1, n_heads=2, context_length=16, vocab_size=64)
+    recipe = Recipe(steps=4, batch_tokens=64, threads=1)
+    parts = training_step.build_training(build_model(model), recipe, torch.device("cpu"), World())
+    x = torch.randint(64, (4, 16))
+    for step, skip in enumerate((0.0, 1.0)):
+        before = copy.deepcopy((parts.model.state_dict(), parts.optimizer.state_dict()))
+        training_step.train_step(parts, step, [(x, x)])
+        training_step.apply_update(parts, torch.tensor(skip))
+    weights, optimizer = before
+    assert all(torch.equal(weights[k], v) for k, v in parts.model.state_dict().items())
+    after = parts.optimizer.state_dict()["state"]
+    assert all(
+        torch.equal(optimizer["state"][i][key], after[i][key]) for i in after for key in after[i]
+    )

@@ -16,7 +16,13 @@ from archaudit.config import ModelConfig, MoEConfig, build
 from archaudit.errors import ConfigError
 from archaudit.model import build_model, count_parameters
 from archaudit.model.context import ForwardContext
-from archaudit.model.moe import MoE, expert_choice_routing, routing_metrics, top_k_routing
+from archaudit.model.moe import (
+    MoE,
+    expert_choice_routing,
+    moe_stats,
+    routing_metrics,
+    top_k_routing,
+)
 from archaudit.mods import get_modification, list_modifications, resolve_arm
 from archaudit.train.monitor import StabilityMonitor
 
@@ -104,11 +110,11 @@ def test_training_loss_adds_the_mean_router_terms_and_eval_adds_none():
 def test_routing_metrics_and_a_collapse_event():
     model = build_arm("switch_moe", **TINY)
     model(torch.randint(0, 64, (2, 16)), targets=torch.randint(0, 64, (2, 16)))
-    row = routing_metrics(model)
+    row = routing_metrics(moe_stats(model))
     assert len(row["moe_load"]) == 2 and all(len(load) == 8 for load in row["moe_load"])
     assert all(abs(sum(load) - 1) < 1e-4 for load in row["moe_load"])
     assert 0 <= row["moe_dropped"] < 1 and 0 < row["moe_router_entropy"] <= math.log(8)
-    assert routing_metrics(build_arm("baseline", **TINY)) == {}
+    assert routing_metrics(moe_stats(build_arm("baseline", **TINY))) == {}
     monitor = StabilityMonitor()
     assert monitor.observe_routing(1, [0.3, 0.95]) == [
         {"step": 1, "event": "router_collapse", "layer": 1, "top_expert_share": 0.95,

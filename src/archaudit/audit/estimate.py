@@ -1,34 +1,32 @@
-"""What a plan costs: parameters and tokens per run, and training time from a short probe.
+"""What a plan costs: parameters and tokens per run, and each run's time from measured parts.
 
-The probe times a few steps of each scale's baseline on random tokens, after two warm-up steps.
-It runs the trainer's own step (`archaudit.train.step`): compiled, activation-checkpointed and
-clipped as the recipe says, so `plan` times the step that `run` trains. The other arms are
-scaled by their training FLOPs per token, so a plan of many arms costs one probe per scale.
-Evaluation time is not included.
+A run's time is its process start-up, its model's warm-up (compilation included), its training
+steps, its validations, its checkpoint saves and its suite, each measured on this machine by
+`archaudit.audit.probe` (the trainer's own step, compiled, activation-checkpointed and clipped as
+the recipe says) on each scale's first run and cached per machine and shape. The other arms'
+compute is scaled by their training FLOPs per token, so a plan of many arms costs one probe per
+scale. Runs spread over the executor's workers; the verdicts and the report after the runs are
+not counted.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from archaudit.audit import store
 from archaudit.audit.plan import Plan, RunSpec, model_sizes
+from archaudit.audit.probe import ShapeCost, Timed, shape_cost, startup
 from archaudit.audit.protocol import ProtocolNote
-from archaudit.config import ModelConfig
+from archaudit.rundir import AUDIT_FILE
 
 if TYPE_CHECKING:
     from archaudit.audit.sequential import Family
+    from archaudit.audit.store import RunStatus
     from archaudit.stats.sequential import SequentialRule
-
-PROBE_STEPS = 2
-WARMUP_STEPS = 2
-"""Untimed: the first step pays for allocation, kernel selection and compilation. Under
-torch.compile the second recompiles once (the first call fills Python-side caches, such as
-RoPE's cos/sin tables, that the compiled graph's guards check): 0.8 s against a steady
-0.003 s for a 1-layer, d_model 32 model on CPU."""
 
 
 @dataclass(frozen=True)
@@ -39,7 +37,11 @@ class RunCost:
     tokens: int
     flops_per_token: float
     train_seconds: float | None
-    """None when the probe was skipped."""
+    """The training steps' wall time; None when the probe was skipped."""
+    seconds: float | None = None
+    """The whole run's wall time: start-up, warm-up, steps, validation, saves, the suite."""
+    cpu_seconds: float | None = None
+    """The same in CPU time (user + system)."""
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,7 @@ class PlanSummary:
     runs: tuple[CostedRun, ...]
     workers: int
     estimated_wall_s: float | None
-    """Training seconds of all runs over the workers; None when the probe was skipped."""
+    """All runs' seconds over the workers; None when the probe was skipped."""
     notes: tuple[ProtocolNote, ...]
     sequential: SequentialEstimate | None = None
     """With `--until-settled` or a sequential seed policy."""
@@ -125,10 +127,16 @@ class PlanSummary:
         return len(self.runs)
 
     @property
-    def mean_train_seconds(self) -> float | None:
-        """The mean probed training time of one run; None without the probe."""
-        seconds = [r.cost.train_seconds for r in self.runs if r.cost.train_seconds is not None]
+    def mean_run_seconds(self) -> float | None:
+        """The mean estimated wall time of one run; None without the probe."""
+        seconds = [r.cost.seconds for r in self.runs if r.cost.seconds is not None]
         return sum(seconds) / len(seconds) if seconds else None
+
+    @property
+    def estimated_cpu_s(self) -> float | None:
+        """All runs' CPU seconds (user + system); None without the probe."""
+        seconds = [r.cost.cpu_seconds for r in self.runs if r.cost.cpu_seconds is not None]
+        return sum(seconds) if seconds else None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -165,23 +173,47 @@ def vocab_size(plan: Plan) -> int:
     return prepare_corpus(plan.spec.recipe).tokenizer.vocab_size
 
 
-def estimate(plan: Plan, *, probe: bool = True, threads: int = 0) -> dict[str, RunCost]:
-    """Cost of every run, keyed by its path."""
+def estimate(
+    plan: Plan, *, probe: bool = True, threads: int = 0, measure: bool = True
+) -> dict[str, RunCost]:
+    """Cost of every run, keyed by its path. Times come from the probes (measured here unless
+    cached; with `measure` False only cached ones, else none)."""
     from archaudit.model import training_flops_per_token
 
     vocab = vocab_size(plan)
-    speed: dict[str, float] = {}  # scale → FLOPs per second of its baseline
+    probed: dict[str, tuple[ShapeCost | None, float]] = {}  # scale → probe, FLOPs per token
+    start = startup(plan.spec.recipe.device, threads, measure=measure) if probe else None
     costs = {}
     for run in plan.runs:
         model = dataclasses.replace(run.model, vocab_size=vocab)
         params, active = model_sizes(model)
         flops = training_flops_per_token(model, active)
-        if probe and run.scale not in speed:
-            speed[run.scale] = flops * probe_tokens_per_s(model, run, threads)
         tokens = run.recipe.steps * run.recipe.batch_tokens
-        seconds = tokens * flops / speed[run.scale] if probe else None
-        costs[run.path] = RunCost(params, active, tokens, flops, seconds)
+        if start is not None and run.scale not in probed:
+            probed[run.scale] = (shape_cost(model, run, threads, measure=measure), flops)
+        shape, probed_flops = probed.get(run.scale, (None, flops))
+        if start is None or shape is None:
+            costs[run.path] = RunCost(params, active, tokens, flops, None)
+            continue
+        ratio = flops / probed_flops
+        total = run_time(run, shape, start, ratio)
+        train = (shape.step * (run.recipe.steps * ratio)).wall
+        costs[run.path] = RunCost(params, active, tokens, flops, train, total.wall, total.cpu)
     return costs
+
+
+def run_time(run: RunSpec, shape: ShapeCost, start: Timed, ratio: float = 1.0) -> Timed:
+    """One run's time from its shape's measured parts: start-up and warm-up once, then its
+    steps, validations (every `eval_every` steps and the last), checkpoint saves (every
+    `checkpoint_every` and the last) and suite, the compute scaled by `ratio` (the arm's FLOPs
+    per token over the probed run's)."""
+    recipe = run.recipe
+    evals = -(-recipe.steps // recipe.eval_every)
+    saves = -(-recipe.steps // recipe.checkpoint_every)
+    compute = (
+        shape.step * recipe.steps + shape.val_batch * (evals * recipe.eval_batches) + shape.suite
+    )
+    return start + shape.warmup + shape.save * saves + compute * ratio
 
 
 def plan_summary(plan: Plan, *, probe: bool = True) -> PlanSummary:
@@ -194,7 +226,7 @@ def plan_summary(plan: Plan, *, probe: bool = True) -> PlanSummary:
         check_tracker(plan.spec.tracker)
     pool = make_executor(plan.spec.executor, plan.audit_dir)
     costs = estimate(plan, probe=probe, threads=pool.threads)
-    seconds = [c.train_seconds for c in costs.values() if c.train_seconds is not None]
+    seconds = [c.seconds for c in costs.values() if c.seconds is not None]
     return PlanSummary(
         audit=plan.spec.name,
         audit_dir=str(plan.audit_dir),
@@ -205,32 +237,29 @@ def plan_summary(plan: Plan, *, probe: bool = True) -> PlanSummary:
     )
 
 
-def probe_tokens_per_s(model_cfg: ModelConfig, run: RunSpec, threads: int) -> float:
-    """Tokens per second of the run's training step on random tokens: `PROBE_STEPS` timed
-    steps after `WARMUP_STEPS` untimed ones."""
-    import torch
+def time_left(audit_dir: Path, statuses: Sequence[RunStatus]) -> float | None:
+    """Wall seconds until the audit's runs finish, from `plan`'s model and its cached probes
+    (None without the audit file or a probe): each unfinished run's time, less the share of
+    its steps already trained, over the executor's workers."""
+    from archaudit.audit.executors import make_executor
+    from archaudit.audit.plan import make_plan
+    from archaudit.audit.spec import load_audit
 
-    from archaudit.model import build_model
-    from archaudit.train import step as training
-    from archaudit.train.distributed import World
-    from archaudit.train.trainer import resolve_device
-
-    if threads:
-        torch.set_num_threads(threads)
-    recipe = run.recipe
-    device = resolve_device(recipe.device)
-    training.set_matmul_precision(device)
-    parts = training.build_training(build_model(model_cfg).to(device), recipe, device, World())
-    n_seq = recipe.sequences_per_step(model_cfg.context_length) // recipe.grad_accumulation
-    x = torch.randint(model_cfg.vocab_size, (n_seq, model_cfg.context_length), device=device)
-    elapsed = 0.0
-    for step in range(WARMUP_STEPS + PROBE_STEPS):
-        start = time.perf_counter()
-        training.train_step(parts, step, [(x, x)] * recipe.grad_accumulation)
-        training.apply_update(parts)  # waits for the GPU
-        if step >= WARMUP_STEPS:
-            elapsed += time.perf_counter() - start
-    return PROBE_STEPS * n_seq * recipe.grad_accumulation * model_cfg.context_length / elapsed
+    source = (store.read_json(audit_dir / AUDIT_FILE) or {}).get("source")
+    if not source or not Path(source).is_file():
+        return None
+    plan = make_plan(load_audit(source, runs_dir=audit_dir.parent))
+    pool = make_executor(plan.spec.executor, plan.audit_dir)
+    costs = estimate(plan, threads=pool.threads, measure=False)
+    by_arm = {(run.arm, run.scale): costs[run.path].seconds for run in plan.runs}
+    left = 0.0
+    for status in statuses:
+        seconds = by_arm.get((status.spec.arm, status.spec.scale))
+        if seconds is None:
+            return None
+        if status.state != "done":
+            left += seconds * (1 - status.step / max(status.spec.recipe.steps, 1))
+    return left / max(pool.workers, 1)
 
 
 def sequential_estimate(

@@ -10,9 +10,10 @@ error naming the file and the field, never a KeyError three modules later.
 from __future__ import annotations
 
 import dataclasses
+import math
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -114,3 +115,41 @@ def _is(value: Any, kinds: tuple[type, ...]) -> bool:
     if isinstance(value, bool):
         return bool in kinds
     return isinstance(value, kinds)
+
+
+@dataclass(frozen=True)
+class RoutingAtEnd:
+    """An MoE run's routing at its last logged step (metrics.jsonl), read in one place: the
+    runner records its `summary` in DONE, the report shows it layer by layer."""
+
+    step: int
+    load: tuple[tuple[float, ...], ...]
+    """Per MoE layer: each expert's share of the chosen assignments (sums to 1)."""
+    dropped: float
+    entropy: float
+
+    @classmethod
+    def of_rows(cls, rows: Sequence[Mapping[str, Any]]) -> RoutingAtEnd | None:
+        """From the last row with routing fields; None for a run without MoE layers."""
+        last = next((row for row in reversed(rows) if "moe_load" in row), None)
+        if last is None:
+            return None
+        return cls(
+            step=int(last["step"]),
+            load=tuple(tuple(float(v) for v in layer) for layer in last["moe_load"]),
+            dropped=_number(last.get("moe_dropped")),
+            entropy=_number(last.get("moe_router_entropy")),
+        )
+
+    def summary(self) -> dict[str, float]:
+        """Run metrics: dropped fraction, router entropy, and `moe_load_imbalance` = max over
+        layers and experts of E·load (1 = perfectly balanced, E = all to one expert)."""
+        return {
+            "moe_dropped": self.dropped,
+            "moe_router_entropy": self.entropy,
+            "moe_load_imbalance": max(len(load) * max(load) for load in self.load),
+        }
+
+
+def _number(value: Any) -> float:
+    return math.nan if value is None else float(value)

@@ -18,7 +18,6 @@ import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,8 +25,15 @@ from archaudit.audit import store
 from archaudit.audit.claims import try_claim
 from archaudit.audit.launch import RunOptions, cli_command, sigterm_as_interrupt
 from archaudit.audit.plan import RunSpec
-from archaudit.audit.record import RunRecord
-from archaudit.audit.trackers import TrackedRun, Tracker, check_tracker, tracked_run, tracking
+from archaudit.audit.record import RoutingAtEnd, RunRecord
+from archaudit.audit.trackers import (
+    TrackedRun,
+    Tracker,
+    check_tracker,
+    tracked_run,
+    tracker_callbacks,
+    tracking,
+)
 from archaudit.config import ModelConfig, Recipe, to_dict
 from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write, atomic_write_text
@@ -37,24 +43,13 @@ from archaudit.rundir import ATTEMPTS, EVALS, FAILED, METRICS, checkpoint_dirs, 
 if TYPE_CHECKING:  # the trainer (and torch) load only when a run trains
     from archaudit.train import TrainResult
 
-ROUTING_METRICS = ("moe_dropped", "moe_router_entropy")
-
 
 def routing_summary(run_dir: Path) -> dict[str, float]:
-    """An MoE run's routing at its last step, as run metrics (none without MoE layers): dropped
-    fraction, router entropy, and `moe_load_imbalance` = max over layers and experts of
-    E·load (1 = perfectly balanced, E = every assignment to one expert)."""
-    lines = (
-        (run_dir / store.METRICS).read_text().splitlines()
-        if (run_dir / store.METRICS).is_file()
-        else []
-    )
-    last = json.loads(lines[-1]) if lines else {}
-    if "moe_load" not in last:
-        return {}
-    summary = {key: float(last[key]) for key in ROUTING_METRICS}
-    summary["moe_load_imbalance"] = max(len(load) * max(load) for load in last["moe_load"])
-    return summary
+    """An MoE run's routing at its last step, as run metrics (none without MoE layers)."""
+    path = run_dir / store.METRICS
+    rows = [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+    routing = RoutingAtEnd.of_rows(rows[-1:])
+    return routing.summary() if routing else {}
 
 
 def run_one(run_dir: str | Path, options: RunOptions | None = None) -> str:
@@ -134,8 +129,7 @@ def _train(
             for line in (run_dir / METRICS).read_text().splitlines():
                 tracker.log(json.loads(line))
         return stored_result(run_dir)
-    hooks = () if tracker is None else (tracker.log,)
-    return train_only(run_dir, options, recipe=recipe, hooks=hooks)
+    return train_only(run_dir, options, recipe=recipe, tracker=tracker)
 
 
 def run_metrics(
@@ -163,14 +157,14 @@ def train_only(
     options: RunOptions,
     *,
     recipe: Recipe | None = None,
-    hooks: tuple[Callable[[dict[str, Any]], None], ...] = (),
+    tracker: Tracker | None = None,
 ) -> TrainResult:
     """Train (or resume) the run in this process; under torchrun every rank calls this."""
     from archaudit.train import train
 
     spec = store.read_spec(run_dir)
     recipe = recipe or operational_recipe(spec, options)
-    return train(spec.model, recipe, run_dir, seed=spec.seed, hooks=hooks)
+    return train(spec.model, recipe, run_dir, seed=spec.seed, callbacks=tracker_callbacks(tracker))
 
 
 def operational_recipe(spec: RunSpec, options: RunOptions) -> Recipe:
@@ -247,8 +241,7 @@ def train_tracked(
     config = {"model": to_dict(model), "recipe": to_dict(recipe), "seed": seed}
     run = TrackedRun("archaudit-train", out.name, arm, scale, seed, out, config)
     with tracking(tracker if rank0 else "", run) as tracked:
-        hooks = () if tracked is None else (tracked.log,)
-        result = train(model, recipe, out, seed=seed, hooks=hooks)
+        result = train(model, recipe, out, seed=seed, callbacks=tracker_callbacks(tracked))
         metrics: dict[str, float | None] = {"val_loss": result.val_loss}
         metrics["train_loss"] = result.final_loss
         if suite and rank0 and result.status == "ok":

@@ -1,12 +1,12 @@
 """Trackers mirror a run to TensorBoard, Weights & Biases or MLflow (one extra each:
 `tensorboard`, `wandb`, `mlflow`; `tracking` installs all three).
 
-A tracker is a registered factory `(TrackedRun) -> Tracker`. It receives every metrics row
-while the run trains (`log`), then the run's final numbers — validation loss and every eval
-metric — as its summary (`summary`); the audit's verdict table goes to one more tracker run
-per audit (`log_verdicts`). W&B groups runs by (arm, scale) with the seed as a tag, so its
-group view shows the spread across seeds. Trackers are never required: the run directory holds
-every number they show.
+A tracker is a registered factory `(TrackedRun) -> Tracker`. It receives every metrics row while
+the run trains (`log`, called by the trainer's callback from `tracker_callbacks`), then the
+run's final numbers — validation loss and every eval metric — as its summary (`summary`); the
+audit's verdict table goes to one more tracker run per audit (`log_verdicts`). W&B groups runs
+by (arm, scale) with the seed as a tag, so its group view shows the spread across seeds.
+Trackers are never required: the run directory holds every number they show.
 """
 
 from __future__ import annotations
@@ -18,11 +18,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from archaudit.audit.plan import RunSpec
 from archaudit.errors import ConfigError
 from archaudit.registry import Registry
+
+if TYPE_CHECKING:
+    from archaudit.train.callbacks import Callback
 
 VERDICT_COLUMNS = ("metric", "arm", "scale", "verdict", "delta", "p_adj", "n_seeds")
 
@@ -121,6 +124,14 @@ def tracking(name: str, run: TrackedRun) -> Iterator[Tracker | None]:
         yield tracker
     finally:
         tracker.close()
+
+
+def tracker_callbacks(tracker: Tracker | None) -> tuple[Callback, ...]:
+    """The trainer's callback that hands the tracker every metrics row (none without one).
+    The trainer (and torch) load here, only when a run trains."""
+    from archaudit.train.callbacks import LogRows
+
+    return () if tracker is None else (LogRows(tracker.log),)
 
 
 def log_verdicts(name: str, audit: str, folder: Path, rows: Sequence[Mapping[str, Any]]) -> None:

@@ -158,13 +158,13 @@ def plan(
         return
     warn_notes(grid.notes)
     table = Table(title=f"audit {grid.spec.name!r} → {grid.audit_dir}")
-    for column in ("arm", "family", "scale", "seeds", "params", "tokens", "train time"):
+    for column in ("arm", "family", "scale", "seeds", "params", "tokens", "time"):
         table.add_column(column, justify="left" if column in ("arm", "family") else "right")
     groups: dict[tuple[str, str], list[CostedRun]] = {}
     for costed in summary.runs:
         groups.setdefault((costed.run.arm, costed.run.scale), []).append(costed)
     for (arm, scale), runs in groups.items():
-        first, seconds = runs[0], runs[0].cost.train_seconds
+        first, seconds = runs[0], runs[0].cost.seconds
         table.add_row(
             arm + (" (tuned)" if first.run.tuned else ""),
             first.run.family,
@@ -184,10 +184,11 @@ def plan(
     line = f"{base} + {len(arms)} arm{'s' * (len(arms) != 1)} × {scales} scale{'s' * (scales != 1)}"
     line += " × seeds "
     line += f"({_seed_counts(groups)}) = {summary.total_runs} runs"
-    if summary.estimated_wall_s is not None:
-        minutes = summary.estimated_wall_s / 60
-        line += f"; about {minutes:.1f} min of training on {summary.workers} workers"
-    Console().print(line + " (evaluation not included)")
+    if summary.estimated_wall_s is not None and summary.estimated_cpu_s is not None:
+        minutes, cpu = summary.estimated_wall_s / 60, summary.estimated_cpu_s / 60
+        line += f"; about {minutes:.1f} min on {summary.workers} workers ({cpu:.1f} CPU-min:"
+        line += " start-up, compilation, training, validation and evaluation, measured here)"
+    Console().print(line)
     if summary.sequential is not None:
         Console().print(_sequential_line(summary.sequential))
 
@@ -228,7 +229,7 @@ def _sequential_estimate(
         effects=planted,
         sigma=sigma,
         max_seeds=max_seeds,
-        seconds_per_run=summary.mean_train_seconds,
+        seconds_per_run=summary.mean_run_seconds,
         workers=summary.workers,
     )
 
@@ -450,6 +451,7 @@ def status(
     ] = False,
 ) -> None:
     """Where the audit stands: runs per arm and state (refreshes the CSV and Parquet exports)."""
+    from archaudit.audit.estimate import time_left
     from archaudit.audit.live import arm_table, progress_of
     from archaudit.audit.spec import resolve_audit_dir
     from archaudit.audit.store import refresh_export
@@ -460,6 +462,7 @@ def status(
     if report:
         report_audit(audit_dir, err=json_)
     done, total = progress_of(statuses)
+    left = time_left(audit_dir, statuses)
     if json_:
         runs = [
             {"path": s.spec.path, "id": s.spec.run_id, "state": s.state, "step": s.step}
@@ -468,10 +471,13 @@ def status(
         ]
         states = Counter(s.state for s in statuses)
         emit({"audit_dir": audit_dir, "states": states, "steps_done": done, "steps_total": total}
-             | {"runs": runs})  # fmt: skip
+             | {"seconds_left": left, "runs": runs})  # fmt: skip
         return
     show(arm_table(statuses, title=str(audit_dir)))
-    Console().print(f"{done:,} of {total:,} training steps ({done / max(total, 1):.0%})")
+    line = f"{done:,} of {total:,} training steps ({done / max(total, 1):.0%})"
+    if left is not None:
+        line += f"; about {left / 60:.1f} min left (plan's estimate)"
+    Console().print(line)
 
 
 @app.command("tune-baseline")

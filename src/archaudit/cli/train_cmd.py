@@ -21,7 +21,7 @@ from archaudit.cli.options import (
 from archaudit.formatting import VALUE_DIGITS, num
 
 if TYPE_CHECKING:
-    from archaudit.train.trainer import TrainResult
+    from archaudit.train.run import TrainResult
 
 SUMMARY = (
     "status",

@@ -6,7 +6,7 @@ expert, a SwiGLU MLP, runs on the tokens assigned to it and the weighted outputs
 Shared experts (DeepSeekMoE) see every token. The auxiliary losses — load balancing
 (Switch/GShard) and the router z-loss (ST-MoE) — go into `ctx.aux_losses`, which the model adds
 to its training loss; the routing statistics of the last training forward stay on the module
-for the trainer's metrics (`routing_metrics`).
+for the trainer's metrics (`moe_stats`, `routing_metrics`).
 """
 
 from __future__ import annotations
@@ -200,11 +200,15 @@ def routing_stats(probs: torch.Tensor, dispatch: Dispatch, top_k: int) -> Routin
     )
 
 
-def routing_metrics(model: nn.Module) -> dict[str, Any]:
-    """The metrics.jsonl fields of a model's MoE layers after a training step (empty without
-    MoE): per-layer expert load and top-expert share of tokens, mean dropped fraction and mean
-    router entropy. A shared layer reports its last call."""
-    stats = [m.stats for m in model.modules() if isinstance(m, MoE) and m.stats is not None]
+def moe_stats(model: nn.Module) -> list[RoutingStats]:
+    """The routing statistics each MoE layer kept from the last training forward (empty
+    without MoE; a shared layer reports its last call). Device tensors: nothing is read."""
+    return [m.stats for m in model.modules() if isinstance(m, MoE) and m.stats is not None]
+
+
+def routing_metrics(stats: list[RoutingStats]) -> dict[str, Any]:
+    """The metrics.jsonl fields of one step's MoE layers (empty without MoE): per-layer expert
+    load and top-expert share of tokens, mean dropped fraction and mean router entropy."""
     if not stats:
         return {}
     return {

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from archaudit.audit import store
-from archaudit.audit.record import RunRecord
+from archaudit.audit.record import RoutingAtEnd, RunRecord
 from archaudit.audit.spec import resolve_audit_dir
 from archaudit.audit.stress import STRESS_DIR
 from archaudit.audit.stress_result import RESULT_FILE, StressResult, read_result
@@ -959,19 +959,19 @@ def _curve(run: _Run) -> Curve | None:
 
 
 def _routing(run: _Run) -> Routing | None:
-    rows = [r for r in _read_metrics(run.path / store.METRICS) if "moe_load" in r]
-    if not rows:
+    at_end = RoutingAtEnd.of_rows(_read_metrics(run.path / store.METRICS))
+    if at_end is None:
         return None
-    last, spec = rows[-1], run.spec
+    spec = run.spec
     events = _read_metrics(run.path / EVENTS)
     return Routing(
         arm=spec.get("arm", run.path.parts[-3]),
         scale=spec.get("scale", run.path.parts[-2]),
         seed=int(spec.get("seed", 0)),
-        step=int(last["step"]),
-        load=tuple(tuple(float(v) for v in layer) for layer in last["moe_load"]),
-        dropped=_number(last.get("moe_dropped")),
-        entropy=_number(last.get("moe_router_entropy")),
+        step=at_end.step,
+        load=at_end.load,
+        dropped=at_end.dropped,
+        entropy=at_end.entropy,
         collapses=tuple(
             (int(e["step"]), int(e["layer"])) for e in events if e.get("event") == "router_collapse"
         ),

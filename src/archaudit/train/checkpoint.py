@@ -1,14 +1,15 @@
-"""What a training checkpoint holds, and putting it back: weights, optimizer, stability monitor,
-step and every RNG state (torch, CUDA, numpy, Python), so that a resumed run continues exactly
-where the saved one stood. The file format (safetensors, weights-only state, checksums) is
-`archaudit.checkpoint_io`'s."""
+"""What a training checkpoint holds, and putting it back: weights, optimizer, the callbacks' states
+(the stability monitor's), step and every RNG state (torch, CUDA, numpy, Python), so that a
+resumed run continues exactly where the saved one stood. The file format (safetensors,
+weights-only state, checksums) is `archaudit.checkpoint_io`'s."""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -18,7 +19,12 @@ from archaudit import checkpoint_io
 from archaudit.errors import DataError
 from archaudit.rundir import TRAIN_STATE, checkpoint_step
 from archaudit.train.distributed import World, barrier, full_state, load_full_state
-from archaudit.train.monitor import StabilityMonitor
+
+
+class Stateful(Protocol):
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -27,7 +33,8 @@ class TrainingState:
 
     model: nn.Module
     optimizer: torch.optim.Optimizer
-    monitor: StabilityMonitor
+    extra: Mapping[str, Stateful]
+    """Callbacks' states by key, in meta.json (e.g. `monitor`)."""
 
 
 def save(run_dir: Path, step: int, state: TrainingState, *, keep: int, world: World) -> None:
@@ -40,7 +47,7 @@ def save(run_dir: Path, step: int, state: TrainingState, *, keep: int, world: Wo
             for name in later:
                 del weights[name]
         train_state = {"step": step, "optimizer": optimizer, "rng": rng_state()}
-        meta = {"monitor": state.monitor.state_dict()}
+        meta = {key: part.state_dict() for key, part in state.extra.items()}
         checkpoint_io.write(run_dir, step, weights, train_state, meta, keep=keep)
     barrier(world)
 
@@ -68,11 +75,12 @@ def resume(run_dir: Path, state: TrainingState) -> int:
         message = f"checkpoint {ckpt} does not fit the run's model config: {first_line}"
         raise DataError(message) from None
     try:
-        state.monitor.load_state_dict(meta["monitor"])
+        for key, part in state.extra.items():
+            part.load_state_dict(meta[key])
         set_rng_state(train_state["rng"])
     except (KeyError, TypeError, ValueError, RuntimeError) as err:
         raise DataError(
-            f"checkpoint {ckpt}: its monitor or RNG state is unreadable ({err!r})"
+            f"checkpoint {ckpt}: its callback (monitor) or RNG state is unreadable ({err!r})"
         ) from None
     return step
 

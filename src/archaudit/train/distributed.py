@@ -87,9 +87,9 @@ def gradient_sync(step_model: nn.Module, sync: bool) -> contextlib.AbstractConte
     return contextlib.nullcontext()
 
 
-def full_norm(norm: torch.Tensor) -> float:
-    """clip_grad_norm_'s total norm as a float; under FSDP2 it is a replicated DTensor."""
-    return float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
+def full_norm(norm: torch.Tensor) -> torch.Tensor:
+    """clip_grad_norm_'s total norm as a plain tensor; under FSDP2 it is a replicated DTensor."""
+    return norm.full_tensor() if hasattr(norm, "full_tensor") else norm
 
 
 def full_state(model: nn.Module, optimizer: torch.optim.Optimizer) -> tuple[dict, dict]:
@@ -137,14 +137,17 @@ def mean_over_ranks(value: torch.Tensor, world: World) -> torch.Tensor:
     return value
 
 
-def mean_loss_over_ranks(loss: torch.Tensor, signalled: bool, world: World) -> tuple[float, bool]:
-    """The step's loss averaged over ranks, and whether any rank was signalled. One all-reduce
-    carries both, so a signal costs no second sync per step."""
+def mean_loss_over_ranks(
+    loss: torch.Tensor, signalled: bool, world: World
+) -> tuple[torch.Tensor, bool]:
+    """The step's loss averaged over ranks (on the device), and whether any rank was signalled.
+    One all-reduce carries both; reading the flag is the one host sync per step with several
+    ranks (none on one process)."""
     if world.size == 1:
-        return float(loss), signalled
+        return loss, signalled
     flag = loss.new_tensor(float(signalled))
     reduced = mean_over_ranks(torch.stack((loss, flag)), world)
-    return float(reduced[0]), bool(reduced[1] > 0)
+    return reduced[0], bool(reduced[1] > 0)
 
 
 def barrier(world: World) -> None:

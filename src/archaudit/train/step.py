@@ -6,16 +6,19 @@ the AdamW optimizer. `train_step` is one step's forward and backward passes over
 micro-batches followed by gradient clipping. `apply_update` is the optimizer update.
 `set_matmul_precision` is the one process-wide setting the step runs under (TF32 on CUDA).
 
-The update is a separate call because the trainer looks at the step's loss first: a diverged
-step (NaN or Inf) is never applied.
+The update is a separate call because it may be skipped: the trainer passes a device flag that
+is set once a step's loss or gradient norm is NaN or Inf, and fused AdamW then leaves weights
+and state untouched (as under GradScaler), so a diverged step is never applied and nothing waits
+for the host to look at the loss.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -53,7 +56,7 @@ class TrainingParts:
 class StepOutput:
     loss: torch.Tensor
     """This rank's mean loss over the step's micro-batches (not yet averaged over ranks)."""
-    grad_norm: float
+    grad_norm: torch.Tensor
     """The total gradient norm before clipping (over all ranks' shards)."""
     lr: float
 
@@ -105,10 +108,41 @@ def train_step(parts: TrainingParts, step: int, batches: Iterable[Batch]) -> Ste
     return StepOutput(loss_sum / recipe.grad_accumulation, full_norm(norm), lr)
 
 
-def apply_update(parts: TrainingParts) -> None:
-    """The optimizer update of the clipped gradients. On CUDA it waits for the GPU, so that a
-    step's wall time is its own."""
-    parts.optimizer.step()
-    parts.optimizer.zero_grad(set_to_none=True)
-    if parts.device.type == "cuda":
-        torch.cuda.synchronize()
+def apply_update(parts: TrainingParts, skip: torch.Tensor | None = None) -> None:
+    """The optimizer update of the clipped gradients, skipped on the device where `skip` (a
+    float32 scalar) is 1: fused AdamW's `found_inf`, which GradScaler sets the same way."""
+    optimizer = parts.optimizer
+    if skip is not None:
+        optimizer.found_inf, optimizer.grad_scale = skip, None  # type: ignore[attr-defined]
+    try:
+        optimizer.step()
+    finally:
+        if skip is not None:
+            del optimizer.found_inf, optimizer.grad_scale  # type: ignore[attr-defined]
+    optimizer.zero_grad(set_to_none=True)
+
+
+def nonfinite(loss: torch.Tensor, grad_norm: torch.Tensor) -> torch.Tensor:
+    """1.0 where the step's loss or gradient norm is NaN or Inf, else 0.0 (on the device)."""
+    return (~(torch.isfinite(loss) & torch.isfinite(grad_norm))).float()
+
+
+class StepClock:
+    """Steps' durations without waiting for the device: CUDA events on a GPU, read at the log
+    cadence; the host clock elsewhere (a CPU step is done when its calls return)."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.cuda = device.type == "cuda"
+
+    def mark(self) -> Any:
+        if not self.cuda:
+            return time.perf_counter()
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def seconds(self, start: Any, end: Any) -> float:
+        if not self.cuda:
+            return end - start
+        end.synchronize()
+        return start.elapsed_time(end) / 1000

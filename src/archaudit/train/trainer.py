@@ -4,18 +4,21 @@ Writes `spec.json` (resolved config, recipe hash, seed), `env.json`, `metrics.js
 step), `events.jsonl` (spikes, rising gradient norm, divergence), `checkpoint/` and finally
 `train.json` (names: `archaudit.rundir`). Rerunning on the same directory resumes from the newest
 valid checkpoint and reproduces the uninterrupted run exactly: batches are keyed by step, and
-every RNG state, the optimizer and the stability monitor are in the checkpoint.
+every RNG state, the optimizer and the callbacks' states are in the checkpoint.
 
 Checkpoints are taken only at step boundaries, where the step they record and the weights,
 optimizer, monitor and RNG states agree. SIGINT and SIGTERM are recorded, not raised: the step
 they arrive in finishes, is saved, and then the trainer raises KeyboardInterrupt. An exception
-inside a step (a hook, validation, a second signal) saves nothing, so the partial step is rolled
-back to the newest checkpoint when the run is rerun.
+inside a step (a callback, validation, a second signal) saves nothing, so the partial step is
+rolled back to the newest checkpoint when the run is rerun.
 
-`train` settles the run (device, corpus, identity) and builds a `Trainer` once. The loop in
-`Trainer.fit` is a few named calls per step: the shared `train_step` (`train/step.py`, which
-`plan`'s throughput probe also times), the cross-rank loss all-reduce, the stability monitor,
-the update, validation, logging, the checkpoint save and the signal check.
+`train` settles the run (device, corpus, identity) and builds a `Trainer` once. `Trainer.fit` is
+one small loop: the shared `train_step` (`train/step.py`, which `plan`'s probe also times), the
+cross-rank loss all-reduce and the update, skipped on the device once a loss or gradient norm is
+not finite; every hook else is a callback (`train/callbacks`): MoE routing, the stability monitor,
+validation, checkpointing, then the caller's (trackers). The step's values stay on the device
+until the log cadence (`LOG_EVERY`, evaluation, checkpoint, last step, signal), so a step costs
+no host sync on one process; the monitor then finds the same divergence step as a per-step check.
 """
 
 from __future__ import annotations
@@ -24,8 +27,7 @@ import contextlib
 import dataclasses
 import hashlib
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,7 +42,6 @@ from archaudit.data.tokenizers import HFTokenizer
 from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write_text, read_json_object
 from archaudit.model import build_model, count_parameters, training_flops_per_token
-from archaudit.model.moe import routing_metrics
 from archaudit.progress import progress, warn
 from archaudit.rundir import (
     ENV,
@@ -53,36 +54,20 @@ from archaudit.rundir import (
 )
 from archaudit.train import checkpoint as ckpt
 from archaudit.train import step as training
+from archaudit.train.callbacks import Callback, Row, StepState
+from archaudit.train.callbacks.checkpointing import Checkpointing
+from archaudit.train.callbacks.routing import Routing
+from archaudit.train.callbacks.signals import Signals
+from archaudit.train.callbacks.stability import Stability
+from archaudit.train.callbacks.validation import Validation
 from archaudit.train.distributed import World, init_world, mean_loss_over_ranks
 from archaudit.train.interrupts import SignalsAtStepEnd
-from archaudit.train.monitor import StabilityMonitor
 from archaudit.train.provenance import environment, require_same_run, run_spec
-from archaudit.train.signals import SignalLog
-from archaudit.train.step import Batch, StepOutput, autocast
+from archaudit.train.run import RunInputs, TrainResult
+from archaudit.train.step import Batch, StepClock
 
-MetricsHook = Callable[[dict[str, Any]], None]
-
-
-@dataclass(frozen=True)
-class TrainResult:
-    status: str  # "ok" | "diverged"
-    steps: int
-    tokens: int
-    final_loss: float | None
-    val_loss: float | None
-    tokens_per_s: float
-    params: int
-    diverged_step: int | None = None
-    flops_per_token: float = 0.0
-    active_params: int = 0
-    """Parameters a token's forward multiplies by (MoE: k of E experts); 0 in older results."""
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TrainResult:
-        return cls(**data)
+LOG_EVERY = 10
+"""Steps between reads of the pending steps' values at most (torchtitan's default log_freq)."""
 
 
 def derive_seed(seed: int, stream: str) -> int:
@@ -116,38 +101,6 @@ def resolve_device(name: str) -> torch.device:
     return device
 
 
-@torch.no_grad()
-def validation_loss(
-    model: nn.Module, sampler: BatchSampler, recipe: Recipe, device: torch.device, n_seq: int
-) -> float:
-    """Mean next-token cross-entropy (nats/token) over fixed held-out batches."""
-    model.eval()
-    total = torch.zeros((), device=device)
-    for i in range(recipe.eval_batches):
-        x, y = sampler.batch((i,), n_seq)
-        with autocast(device, recipe):
-            logits = model(x.to(device))
-        total += nn.functional.cross_entropy(logits.float().flatten(0, 1), y.to(device).flatten())
-    model.train()
-    return float(total) / recipe.eval_batches
-
-
-@dataclass(frozen=True)
-class RunInputs:
-    """What `train` settles before a trainer is built: the run and where it trains."""
-
-    model_cfg: ModelConfig
-    """With the tokenizer's vocabulary."""
-    recipe: Recipe
-    seed: int
-    corpus: TokenCorpus
-    spec: dict[str, Any]
-    """The run's identity (`provenance.run_spec`), written to spec.json."""
-    out: Path
-    device: torch.device
-    world: World
-
-
 @dataclass
 class Tally:
     """What this process's loop has counted so far; the result is made from it."""
@@ -166,11 +119,11 @@ def train(
     out_dir: str | Path,
     *,
     seed: int = 0,
-    hooks: tuple[MetricsHook, ...] = (),
+    callbacks: Sequence[Callback] = (),
 ) -> TrainResult:
-    """Train (or resume, or return the stored result of) the run in `out_dir`. A directory
-    that holds another run (model, hashed recipe, seed or corpus differ) is refused, naming
-    the keys that differ."""
+    """Train (or resume, or return the stored result of) the run in `out_dir`, with
+    `callbacks` after the trainer's own. A directory that holds another run (model, hashed
+    recipe, seed or corpus differ) is refused, naming the keys that differ."""
     out = Path(out_dir)
     check_train_target(out)
     device, world = place(recipe)
@@ -183,7 +136,7 @@ def train(
     if (out / TRAIN_RESULT).is_file():
         return stored_result(out)
     run = RunInputs(model_cfg, recipe, seed, corpus, spec, out, device, world)
-    return Trainer(run, hooks).fit()
+    return Trainer(run, callbacks).fit()
 
 
 def place(recipe: Recipe) -> tuple[torch.device, World]:
@@ -211,12 +164,21 @@ def micro_batch(model_cfg: ModelConfig, recipe: Recipe, world: World) -> int:
     return micro
 
 
+@dataclass(frozen=True)
+class Pending:
+    """A trained step whose values are not read yet, and when it started and ended."""
+
+    state: StepState
+    started: Any
+    ended: Any
+
+
 class Trainer:
-    """One run's model, training step, monitor, data and checkpoint state, built once and
+    """One run's model, training step, data, callbacks and checkpoint state, built once and
     restored from the newest checkpoint when there is one. `fit` runs the loop from there."""
 
-    def __init__(self, run: RunInputs, hooks: tuple[MetricsHook, ...] = ()) -> None:
-        self.run, self.hooks, self.tally = run, hooks, Tally()
+    def __init__(self, run: RunInputs, callbacks: Sequence[Callback] = ()) -> None:
+        self.run, self.tally = run, Tally()
         recipe, cfg, world = run.recipe, run.model_cfg, run.world
         self.micro = micro_batch(cfg, recipe, world)
         self.tokens_per_step = recipe.sequences_per_step(cfg.context_length) * cfg.context_length
@@ -227,44 +189,69 @@ class Trainer:
             _write_spec(run.out, run.spec, run.corpus)
             (run.out / ENV).write_text(json.dumps(environment(run.device), indent=2))
         self.parts = training.build_training(model, recipe, run.device, world)
-        self.monitor = StabilityMonitor()
-        self.signal_log = SignalLog() if recipe.log_signals else None
+        signals = (Signals(),) if recipe.log_signals else ()  # docs/stability.md
+        self.callbacks = (
+            Routing(),
+            Stability(),
+            Validation(),
+            *signals,
+            Checkpointing(),
+            *callbacks,
+        )
         torch.manual_seed(derive_seed(run.seed, "dropout"))
-        self.state = ckpt.TrainingState(model, self.parts.optimizer, self.monitor)
+        stateful = {c.state_key: c for c in self.callbacks if c.state_key}
+        self.state = ckpt.TrainingState(model, self.parts.optimizer, stateful)
         self.start = ckpt.resume(run.out, self.state)
         if world.is_main:
             _truncate_jsonl(run.out / METRICS, self.start)
             _truncate_jsonl(run.out / EVENTS, self.start)
-        if self.signal_log is not None:  # the norms since the last validation, as logged
-            self.signal_log.resume(run.out / METRICS)
         order = data_order_seed(recipe, run.seed)
         self.train_data = BatchSampler(run.corpus.train, cfg.context_length, order)
         self.val_data = BatchSampler(run.corpus.val, cfg.context_length, recipe.data_seed + 1)
+        self.clock = StepClock(run.device)
+        self.skip = torch.zeros((), device=run.device)
+        """1.0 once a step's loss or gradient norm was not finite: updates are skipped."""
+        self.pending: list[Pending] = []
+        self.saved_step: int | None = None
+
+    @property
+    def model(self) -> nn.Module:
+        """The plain module (not parallelised or compiled): what callbacks measure."""
+        return self.parts.model
 
     def fit(self) -> TrainResult:
         """Train from the resumed step to the last, or until the run diverges or a signal
         stops it after a saved step."""
         recipe, world = self.run.recipe, self.run.world
+        for callback in self.callbacks:
+            callback.pre_train(self)
         with self.progress_bar() as bar, SignalsAtStepEnd(world) as signals:
             for step in range(self.start, recipe.steps):
-                t0 = time.perf_counter()
-                out = training.train_step(self.parts, step, self.batches(step))
-                # the cross-rank all-reduce, before any rank asks `stop_now`
-                loss, any_signal = mean_loss_over_ranks(out.loss, signals.signalled, world)
-                signals.agree(any_signal)
-                routing = routing_metrics(self.parts.model)  # {} without MoE layers
-                if self.diverged(step + 1, loss, out.grad_norm, routing):
+                self.pending.append(self.train_step(step, signals))
+                bar.update(advance=1)
+                if not (self.log_due(step + 1) or signals.stop_now()):
+                    continue
+                if not self.settle(bar):
                     break
-                training.apply_update(self.parts)
-                if self.signal_log is not None:
-                    self.signal_log.observe(out.grad_norm)
-                row = self.record(step + 1, loss, out, routing, time.perf_counter() - t0)
-                if (step + 1) % recipe.eval_every == 0 or step + 1 == recipe.steps:
-                    row["val_loss"] = self.validate(row)
-                self.log(row, bar)
-                saved = self.checkpoint_if_due(step + 1)
-                self.stop_if_signalled(step + 1, signals, saved)
+                for callback in self.callbacks:
+                    callback.post_log(self, step + 1)
+                self.stop_if_signalled(step + 1, signals)
         return self.result(signals)
+
+    def train_step(self, step: int, signals: SignalsAtStepEnd) -> Pending:
+        """Step `step` on the device: forward, backward, clip, the cross-rank loss, the update
+        unless a step was not finite, and the callbacks' `post_step`."""
+        started = self.clock.mark()
+        out = training.train_step(self.parts, step, self.batches(step))
+        # the cross-rank all-reduce, before any rank asks `stop_now`
+        loss, any_signal = mean_loss_over_ranks(out.loss, signals.signalled, self.run.world)
+        signals.agree(any_signal)
+        self.skip = torch.maximum(self.skip, training.nonfinite(loss, out.grad_norm))
+        training.apply_update(self.parts, self.skip)
+        state = StepState(step + 1, loss, out.grad_norm, out.lr)
+        for callback in self.callbacks:
+            callback.post_step(self, state)
+        return Pending(state, started, self.clock.mark())
 
     def batches(self, step: int) -> Iterator[Batch]:
         """This rank's micro-batches of `step`, drawn as the step asks for them."""
@@ -272,67 +259,73 @@ class Trainer:
         for m in range(self.run.recipe.grad_accumulation):
             yield self.train_data.batch((step, m), self.micro, world.rank, world.size)
 
-    def diverged(self, step: int, loss: float, grad_norm: float, routing: dict[str, Any]) -> bool:
-        """Give the step to the stability monitor and log what it flags. True when the run
-        diverged (its update is then never applied)."""
-        events = self.monitor.observe(step, loss, grad_norm)
-        events += self.monitor.observe_routing(step, routing.get("moe_top_share", []))
-        _append_jsonl(self.run.out / EVENTS, events, self.run.world)
-        if not any(e["event"] == "diverged" for e in events):
-            return False
-        self.tally.status, self.tally.diverged_step = "diverged", step
-        warn(f"run diverged at step {step} (loss {loss}, grad norm {grad_norm}); stopping cleanly")
+    def log_due(self, step: int) -> bool:
+        recipe = self.run.recipe
+        return (
+            len(self.pending) >= LOG_EVERY
+            or self.eval_due(step)
+            or step % recipe.checkpoint_every == 0
+        )
+
+    def eval_due(self, step: int) -> bool:
+        return step % self.run.recipe.eval_every == 0 or step == self.run.recipe.steps
+
+    def settle(self, bar: Any) -> bool:
+        """Read the pending steps' values in one transfer, then for each step in order: its
+        row, the callbacks' `record`, at an evaluation step `at_eval`, metrics.jsonl and
+        `log`. False when a step diverged (its row and those after it are never written)."""
+        pending, self.pending = self.pending, []
+        values = torch.stack(
+            [torch.stack((p.state.loss.float(), p.state.grad_norm.float())) for p in pending]
+        ).tolist()
+        for p, (loss, grad_norm) in zip(pending, values, strict=True):
+            seconds = self.clock.seconds(p.started, p.ended)
+            row = self.row(p.state, loss, grad_norm, seconds)
+            for callback in self.callbacks:
+                callback.record(self, p.state, row)
+            if self.tally.diverged_step is not None:
+                return False
+            self.count(row, seconds)
+            if self.eval_due(p.state.step):
+                for callback in self.callbacks:
+                    callback.at_eval(self, row)
+                self.tally.last_val = row.get("val_loss", self.tally.last_val)
+            _append_jsonl(self.run.out / METRICS, [row], self.run.world)
+            for callback in self.callbacks:
+                callback.log(row)
+            bar.update(loss=row["loss"], tps=row["tokens_per_s"])
         return True
 
-    def record(
-        self, step: int, loss: float, out: StepOutput, routing: dict[str, Any], seconds: float
-    ) -> dict[str, Any]:
-        """The metrics row of a finished step, counted in the tally."""
-        self.tally.session_tokens += self.tokens_per_step
-        self.tally.session_time += seconds
-        self.tally.last_loss = loss
+    def row(self, state: StepState, loss: float, grad_norm: float, seconds: float) -> Row:
         return {
-            "step": step,
-            "tokens": step * self.tokens_per_step,
+            "step": state.step,
+            "tokens": state.step * self.tokens_per_step,
             "loss": loss,
-            "lr": out.lr,
-            "grad_norm": out.grad_norm,
+            "lr": state.lr,
+            "grad_norm": grad_norm,
             "tokens_per_s": self.tokens_per_step / seconds,
-            **routing,
         }
 
-    def validate(self, row: dict[str, Any]) -> float:
-        """The validation loss; its forward passes also give the row its instability signals
-        (`train/signals.py`) unless the recipe turns them off."""
-        run, log = self.run, self.signal_log
-        capture = contextlib.nullcontext() if log is None else log.capture(self.parts.model, row)
-        with capture:
-            self.tally.last_val = validation_loss(
-                self.parts.model, self.val_data, run.recipe, run.device, self.micro
-            )
-        return self.tally.last_val
+    def count(self, row: Row, seconds: float) -> None:
+        """Count a recorded (not diverged) step in the tally."""
+        self.tally.session_tokens += self.tokens_per_step
+        self.tally.session_time += seconds
+        self.tally.last_loss = row["loss"]
 
-    def log(self, row: dict[str, Any], bar: Any) -> None:
-        """Append the row to metrics.jsonl, hand it to the hooks and advance the bar."""
-        _append_jsonl(self.run.out / METRICS, [row], self.run.world)
-        for hook in self.hooks:
-            hook(row)
-        bar.update(advance=1, loss=row["loss"], tps=row["tokens_per_s"])
+    def diverge(self, step: int, detail: str) -> None:
+        """Stop the run at `step` (a callback's `record` found it diverged)."""
+        self.tally.status, self.tally.diverged_step = "diverged", step
+        warn(f"run diverged at step {step} ({detail}); stopping cleanly")
 
-    def checkpoint_if_due(self, step: int) -> bool:
-        """Save every `checkpoint_every` steps and at the last step; True when saved."""
-        recipe = self.run.recipe
-        due = step % recipe.checkpoint_every == 0 or step == recipe.steps
-        if due:
-            self.save(step)
-        return due
+    def append_events(self, events: list[dict[str, Any]]) -> None:
+        _append_jsonl(self.run.out / EVENTS, events, self.run.world)
 
-    def stop_if_signalled(self, step: int, signals: SignalsAtStepEnd, saved: bool) -> None:
+    def stop_if_signalled(self, step: int, signals: SignalsAtStepEnd) -> None:
         """After a signal, save this step (if not just saved) and raise KeyboardInterrupt.
         Asked after the save, so that a signal during the save stops here too."""
         stop = signals.stop_now()
         if stop and step < self.run.recipe.steps:
-            if not saved:
+            if self.saved_step != step:
                 self.save(step)
             warn(f"{stop}: saved a checkpoint at step {step}; a rerun resumes there")
             raise KeyboardInterrupt
@@ -340,6 +333,7 @@ class Trainer:
     def save(self, step: int) -> None:
         run = self.run
         ckpt.save(run.out, step, self.state, keep=run.recipe.keep_checkpoints, world=run.world)
+        self.saved_step = step
 
     def progress_bar(self) -> contextlib.AbstractContextManager:
         stats = "loss {task.fields[loss]:.3f}  {task.fields[tps]:,.0f} tok/s"
@@ -363,6 +357,8 @@ class Trainer:
             flops_per_token=training_flops_per_token(run.model_cfg, self.active_params),
             active_params=self.active_params,
         )
+        for callback in self.callbacks:
+            callback.post_train(self, result)
         if run.world.is_main:
             atomic_write_text(run.out / TRAIN_RESULT, json.dumps(result.to_json(), indent=2))
         if signals.stop_now():
