@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import pytest
 import torch
 
 from archaudit.config import ModelConfig, build
@@ -67,6 +68,7 @@ def test_softpick_and_qk_norm_logits_are_captured():
         assert all(math.isfinite(v) for v in capture.signals().attn_logit_max)
 
 
+@pytest.mark.slow
 def test_signals_in_metrics_at_the_eval_cadence(tmp_path):
     from archaudit.config import Recipe
     from archaudit.train import train
