@@ -8,19 +8,30 @@ achieved GFLOP/s (PaLM's 6N + 12·L·T·d per token) and its fraction of a bf16 
 measured in the same run.
 
     python benchmarks/throughput.py [--rounds 5] [--steps 5] [--compile] [--device cuda]
+
+`--signals` instead measures what logging the instability signals costs the trainer
+(docs/stability.md): whole `train` calls of the tiny preset with `recipe.log_signals` on and off,
+alternating in one process, and the ratio of their throughputs (wall time per token, validation
+included).
+
+    python benchmarks/throughput.py --signals [--rounds 3] [--steps 60] [--eval-every 20]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from archaudit.config import ModelConfig, Recipe
+from archaudit.config import ModelConfig, Recipe, build
 from archaudit.model import build_model, count_parameters, training_flops_per_token
+from archaudit.presets import preset
 from archaudit.train.optim import make_optimizer
 
 D, LAYERS, HEADS, T, BATCH, VOCAB = 256, 4, 4, 256, 16, 256
@@ -94,14 +105,44 @@ def timed_steps(model, opt, batches, device) -> float:  # type: ignore[no-untype
     return time.perf_counter() - t0
 
 
+def signal_overhead(rounds: int, steps: int, eval_every: int, device: str) -> None:
+    """Tokens/s of the tiny preset's training with the signals logged and without."""
+    from archaudit.train import train
+
+    tables = preset("tiny")
+    model = build(ModelConfig, tables["model"], section="model")
+    recipe = build(Recipe, tables["recipe"], section="recipe")
+    recipe = dataclasses.replace(
+        recipe, steps=steps, eval_every=eval_every, checkpoint_every=steps, device=device
+    )
+    seconds: dict[bool, list[float]] = {True: [], False: []}
+    with tempfile.TemporaryDirectory() as tmp:
+        train(model, recipe, Path(tmp) / "warm-up")  # prepares the corpus once
+        for r in range(rounds):
+            for on in (True, False):
+                t0 = time.perf_counter()
+                train(model, dataclasses.replace(recipe, log_signals=on), Path(tmp) / f"{r}-{on}")
+                seconds[on].append(time.perf_counter() - t0)
+    tokens = steps * recipe.batch_tokens
+    tps = {on: tokens / statistics.median(s) for on, s in seconds.items()}
+    print(f"device {device}, tiny preset, {steps} steps, validation every {eval_every}")
+    print(f"tokens/s with signals {tps[True]:,.0f}, without {tps[False]:,.0f}")
+    print(f"ratio with / without signals: {tps[True] / tps[False]:.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=5, help="steps per model per round")
+    parser.add_argument("--signals", action="store_true", help="the signal logging overhead")
+    parser.add_argument("--eval-every", type=int, default=20, help="with --signals")
     parser.add_argument("--compile", action="store_true", help="also compare compiled models")
     parser.add_argument("--same-optimizer", action="store_true", help="fused AdamW for both")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = parser.parse_args()
+    if args.signals:
+        signal_overhead(args.rounds, args.steps, args.eval_every, args.device)
+        return
     device = torch.device(args.device)
     torch.manual_seed(0)
 

@@ -58,7 +58,9 @@ def test_a_callback_logs_at_the_eval_cadence_and_keeps_its_state(tmp_path: Path)
     logged = [r for r in rows(tmp_path / "run") if "embedding_norm" in r]
     assert [r["step"] for r in logged] == [4, 8, 12]
     assert [r["steps_seen"] for r in logged] == [4, 8, 12]
-    assert all(list(r)[-3:] == ["val_loss", "embedding_norm", "steps_seen"] for r in logged)
+    assert all(
+        list(r)[-4:] == ["val_loss", "signals", "embedding_norm", "steps_seen"] for r in logged
+    )
     assert callback.kinds == {torch.Tensor}  # device values, not read per step
     meta = json.loads((checkpoint_dirs(tmp_path / "run")[-1] / CHECKPOINT_META).read_text())
     assert meta["weight_norm"] == {"steps": 12} and "monitor" in meta

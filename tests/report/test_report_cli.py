@@ -39,7 +39,8 @@ def test_report_writes_html_and_markdown_and_lists_the_sections(
     result = json.loads(out)
     assert result["html"] == str(html) and result["markdown"] == str(md)
     absent = {s["key"]: s["absent"] for s in result["sections"] if not s["present"]}
-    assert set(absent) == {"curves", "interactions", "aggregates", "routing", "target"}
+    expected = {"curves", "interactions", "aggregates", "routing", "target", "stability"}
+    assert set(absent) == expected
     assert html.read_text().startswith("<!DOCTYPE html>")
     assert (md.parent / "r_files" / "forest-val_loss-d48.svg").is_file()
     assert f"report {results_csv} --out {html}" in html.read_text()  # the command, for provenance

@@ -19,6 +19,7 @@ ORDER = (
     "decoupling",
     "aggregates",
     "curves",
+    "stability",
     "routing",
     "transfer",
     "target",
@@ -69,6 +70,7 @@ def test_csv_report_has_every_section_it_has_data_for(csv_report: Report) -> Non
     assert {row[0] for row in signal.rows} >= {"val_loss", "downstream_avg"}
     check_absent(sections["curves"], "CSV", "training curves")
     check_absent(sections["interactions"], "not factorial")
+    check_absent(sections["stability"], "archaudit stress")
     # every tested arm's Δ comes with its interval, which contains Δ
     tested = [a for v in csv_report.data.verdicts for a in v.arms if a.test is not None]
     assert tested and all(a.interval[0] < a.delta < a.interval[1] for a in tested)

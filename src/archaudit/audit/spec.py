@@ -19,6 +19,7 @@
     preset = "base"    # or params = 1.2e9; tokens = ... or tokens_per_param = ... (or neither:
                        # on the line of the trained scales' tokens)
     [executor]     # local | ray | slurm, workers, GPUs per run, ...
+    [stress]       # `archaudit stress`: a learning-rate sweep per arm (docs/stability.md)
 
 Loading checks structure and types only and names the file and key of every mistake; what
 the names mean (arms, suites, models) is checked when the spec is planned (`plan.py`).
@@ -51,7 +52,7 @@ from archaudit.presets import MODEL_PRESETS
 from archaudit.rundir import check_audit_dir
 
 TOP_KEYS = ("name", "arms", "runs_dir", "tracker", "plugins")
-SECTIONS = ("seeds", "eval", "recipe", "scales", "baselines", "executor", "target")
+SECTIONS = ("seeds", "eval", "recipe", "scales", "baselines", "executor", "target", "stress")
 SUITE_PREFIX = "suite:"
 SEED_POLICIES = ("fixed", "sequential")
 NAMED_TABLES = ("scales", "baselines")
@@ -151,6 +152,51 @@ class ExecutorSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
+class StressSpec:
+    """`archaudit stress`: every arm's learning-rate sweep, and optionally a depth stress."""
+
+    lr_factors: tuple[float, ...] = (1 / 3, 1.0, 3.0, 10.0, 30.0, 100.0)
+    """The sweep's rates as multiples of recipe.lr: >= 6 spanning >= 2 decades."""
+    seeds: int = 2
+    """Seeds per rate (>= 2: the measures' intervals are over seeds)."""
+    arms: tuple[str, ...] = ()
+    """The arms swept (besides the baseline); empty = every arm of the audit."""
+    scale: str = ""
+    """The scale swept; "" = the smallest."""
+    depths: tuple[int, ...] = ()
+    """Depth stress: the same width at these multiples of the layers (e.g. [2, 4])."""
+    depth_lr_factors: tuple[float, ...] = (1.0,)
+    """The rates (multiples of recipe.lr) the depth stress trains at."""
+    depth_arms: tuple[str, ...] = ()
+    """The arms of the depth stress (besides the baseline); empty = the swept arms."""
+    alpha: float = 0.05
+    correction: str = "holm"
+    permutations: int = 4999
+
+    def __post_init__(self) -> None:
+        for key in ("lr_factors", "depth_lr_factors"):
+            values = tuple(float(v) for v in _numbers(getattr(self, key), f"stress.{key}"))
+            if not values or min(values) <= 0:
+                raise ConfigError(f"stress.{key} = {list(values)} must be positive multiples")
+            object.__setattr__(self, key, tuple(sorted(set(values))))
+        if len(self.lr_factors) < 6 or max(self.lr_factors) / min(self.lr_factors) < 100:
+            raise ConfigError(
+                f"stress.lr_factors = {list(self.lr_factors)}: the sweep needs >= 6 rates "
+                "spanning >= 2 decades (max/min >= 100)"
+            )
+        if self.seeds < 2:
+            raise ConfigError(f"stress.seeds = {self.seeds} must be >= 2 (intervals over seeds)")
+        depths = tuple(int(v) for v in _numbers(self.depths, "stress.depths"))
+        if any(d < 2 for d in depths):
+            raise ConfigError(f"stress.depths = {list(depths)}: multiples of the layers, >= 2")
+        object.__setattr__(self, "depths", depths)
+        for key in ("arms", "depth_arms"):
+            object.__setattr__(self, key, _strings(getattr(self, key), f"stress.{key}"))
+        if not 0 < self.alpha < 1 or self.permutations < 99:
+            raise ConfigError("stress.alpha must be in (0, 1) and stress.permutations >= 99")
+
+
+@dataclass(frozen=True, kw_only=True)
 class ScaleSpec:
     name: str
     model: Mapping[str, Any]
@@ -225,6 +271,7 @@ class AuditSpec:
     eval: EvalSpec
     executor: ExecutorSpec
     runs_dir: Path
+    stress: StressSpec = field(default_factory=StressSpec)
     tracker: str = ""
     plugins: tuple[str, ...] = ()
     target: TargetSpec | None = None
@@ -326,6 +373,7 @@ def parse_audit(
         eval=build(EvalSpec, _table(tree, "eval"), section="eval"),
         executor=build(ExecutorSpec, _table(tree, "executor"), section="executor"),
         runs_dir=base_dir / runs_dir,
+        stress=build(StressSpec, _table(tree, "stress"), section="stress"),
         tracker=tracker,
         plugins=_strings(tree.get("plugins", []), "plugins"),
         target=build(TargetSpec, tree["target"], section="target") if "target" in tree else None,
@@ -389,6 +437,15 @@ def _list(tree: Mapping[str, Any], key: str) -> list[Any]:
 def _strings(value: Any, key: str) -> tuple[str, ...]:
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{key} = {value!r} must be a list of strings")
+    return tuple(value)
+
+
+def _numbers(value: Any, key: str) -> tuple[float, ...]:
+    ok = isinstance(value, list | tuple) and all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in value
+    )
+    if not ok:
+        raise ConfigError(f"{key} = {value!r} must be a list of numbers")
     return tuple(value)
 
 

@@ -33,6 +33,7 @@ def register_commands() -> None:
         stats_cmd,
         stats_predict_cmd,
         stats_snr_cmd,
+        stress_cmd,
         train_cmd,
     )
 

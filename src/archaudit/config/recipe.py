@@ -78,6 +78,9 @@ class Recipe:
     parameters (MoE: k of E experts; shared blocks once per use) differ from its baseline's by
     more than `match_tolerance`. None: not matched; the plan shows both counts."""
     match_tolerance: float = field(default=0.05, metadata=_OPERATIONAL)
+    log_signals: bool = field(default=True, metadata=_OPERATIONAL)
+    """Log the instability signals (attention logits, log Z, sublayer RMS, gradient-norm trend)
+    at every validation (docs/stability.md); they ride on the validation's forward passes."""
 
     def __post_init__(self) -> None:
         positive(self, "steps", "batch_tokens", "grad_accumulation", "eval_batches")

@@ -27,6 +27,8 @@ from archaudit.audit.ladder import target_prediction
 from archaudit.audit.loop_summary import judge_with_loop, read_loop_summary
 from archaudit.audit.record import RoutingAtEnd, RunRecord
 from archaudit.audit.spec import resolve_audit_dir
+from archaudit.audit.stress import STRESS_DIR
+from archaudit.audit.stress_result import RESULT_FILE, StressResult, read_result
 from archaudit.errors import ArchauditError, DataError
 from archaudit.metrics import lower_is_better
 from archaudit.names import BASELINE
@@ -339,6 +341,8 @@ class ReportData:
     """Seed σ, spread and SNR per metric (`archaudit.stats.snr`)."""
     prediction: Prediction | None = None
     """Each arm at the audit's untrained [target] scale (`archaudit.stats.predict`)."""
+    stress: StressResult | None = None
+    """The audit's stress test (`archaudit stress`), when it has one."""
 
 
 SEEDS_CAP = 100
@@ -374,7 +378,9 @@ def gather(
     power = tuple(case for v in verdicts if (case := _power(v)) is not None)
     runs = _runs(audit_dir) if audit_dir else ()
     curves = tuple(curve for run in runs if (curve := _curve(run)) is not None)
+    stress = _stress(audit_dir, absent) if audit_dir else None
     arms = (*(table.arms if table else ()), *(c.arm for c in curves))
+    arms += tuple(a.arm for a in stress.arms) if stress else ()
     return ReportData(
         source=str(source),
         kind="audit" if audit_dir else "csv",
@@ -400,7 +406,14 @@ def gather(
         if table
         else None,
         prediction=prediction,
+        stress=stress,
     )
+
+
+def _stress(audit_dir: Path, absent: dict[str, str]) -> StressResult | None:
+    """The stored stress result (`_stress/stress.json`); None when the audit has none."""
+    path = audit_dir / STRESS_DIR / RESULT_FILE
+    return _attempt(lambda: read_result(path), "stress", absent) if path.is_file() else None
 
 
 # ---------------------------------------------------------------------------------------------

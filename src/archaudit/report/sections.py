@@ -8,14 +8,15 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from archaudit.formatting import DIGITS, MISSING, VALUE_DIGITS, num, pvalue, signed
 from archaudit.metrics import metric_info
 from archaudit.report import figures, target_figures
+from archaudit.report.blocks import Block, Bullets, Grid, Notice, Paragraph, Row, Section
 from archaudit.report.data import PowerCase, ReportData, Scatter, bands
 from archaudit.report.figures import Figure
+from archaudit.report.stability import stability
 from archaudit.stats.backtest import SINGLE_SCALE
 from archaudit.stats.corrections import error_rate
 from archaudit.stats.decoupling import FLAT_SHARE
@@ -36,54 +37,6 @@ from archaudit.stats.verdicts import (
 )
 
 NOT_COMPUTED = "not computed"
-
-
-@dataclass(frozen=True)
-class Paragraph:
-    text: str
-
-
-@dataclass(frozen=True)
-class Notice:
-    """What stands where a figure would be when its numbers cannot carry it."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class Bullets:
-    items: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Grid:
-    """A table: a caption, column names and rows of already formatted cells."""
-
-    caption: str
-    columns: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-
-
-@dataclass(frozen=True)
-class Row:
-    """Figures side by side where the page is wide enough, stacked on a phone (each at a
-    legible size instead of shrunk into one wide figure)."""
-
-    figures: tuple[Figure, ...]
-
-
-Block = Paragraph | Notice | Bullets | Grid | Figure | Row
-
-
-@dataclass(frozen=True)
-class Section:
-    key: str
-    title: str
-    intro: str
-    """What the section shows, for a reader who is not a statistician."""
-    blocks: tuple[Block, ...] = ()
-    absent: str | None = None
-    """Why the section has no content (None when it has)."""
 
 
 def _absent(key: str, title: str, intro: str, reason: str) -> Section:
@@ -961,12 +914,18 @@ def _at_target(a: TargetPrediction) -> tuple[str, str]:
     )
 
 
+def stability_section(data: ReportData) -> Section:
+    """The stress test (report/stability.py)."""
+    return stability(data.stress, data.colours)
+
+
 SECTIONS: tuple[Callable[[ReportData], Section], ...] = (
     answer,
     noise_floor,
     decoupling,
     aggregates,
     curves,
+    stability_section,
     routing,
     transfer,
     target,

@@ -57,6 +57,7 @@ from archaudit.train import step as training
 from archaudit.train.callbacks import Callback, Row, StepState
 from archaudit.train.callbacks.checkpointing import Checkpointing
 from archaudit.train.callbacks.routing import Routing
+from archaudit.train.callbacks.signals import Signals
 from archaudit.train.callbacks.stability import Stability
 from archaudit.train.callbacks.validation import Validation
 from archaudit.train.distributed import World, init_world, mean_loss_over_ranks
@@ -188,7 +189,15 @@ class Trainer:
             _write_spec(run.out, run.spec, run.corpus)
             (run.out / ENV).write_text(json.dumps(environment(run.device), indent=2))
         self.parts = training.build_training(model, recipe, run.device, world)
-        self.callbacks = (Routing(), Stability(), Validation(), Checkpointing(), *callbacks)
+        signals = (Signals(),) if recipe.log_signals else ()  # docs/stability.md
+        self.callbacks = (
+            Routing(),
+            Stability(),
+            Validation(),
+            *signals,
+            Checkpointing(),
+            *callbacks,
+        )
         torch.manual_seed(derive_seed(run.seed, "dropout"))
         stateful = {c.state_key: c for c in self.callbacks if c.state_key}
         self.state = ckpt.TrainingState(model, self.parts.optimizer, stateful)

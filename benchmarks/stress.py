@@ -1,0 +1,65 @@
+"""The default stress audit: train it, judge it, store the result as test data, and write the
+published-directions table of docs/stability.md from it.
+
+    python benchmarks/stress.py [--full] [--runs-dir DIR] [--workers N]
+    python benchmarks/stress.py --docs        # only rewrite the docs table from the stored result
+
+Default: benchmarks/stress/stress.toml (six arms below the tiny preset's width, six rates over
+2.5 decades, two seeds, a Post-LN depth stress at 2× and 4× the layers): about 15 minutes of
+CPU on 2 cores. `--full` runs stress-full.toml (the audit2026 suite's residual, norm and
+attention-logit arms at the tiny preset, three seeds, eight rates). The result goes to
+tests/data/stress/<audit name>.json, which the default tests read (they never train).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+from pathlib import Path
+
+from archaudit.audit.spec import load_audit
+from archaudit.audit.stress import run_stress
+from archaudit.audit.stress_checks import check_directions, directions_table
+from archaudit.audit.stress_result import analyse, read_result, write_result
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+DATA = ROOT / "tests" / "data" / "stress"
+DOCS = ROOT / "docs" / "stability.md"
+START, END = "<!-- directions:start -->", "<!-- directions:end -->"
+
+
+def write_docs_table(result_path: Path) -> None:
+    """Replace the table between the markers of docs/stability.md."""
+    table = directions_table(check_directions(read_result(result_path)))
+    text = DOCS.read_text()
+    block = f"{START}\n{table}{END}"
+    DOCS.write_text(re.sub(f"{re.escape(START)}.*?{re.escape(END)}", block, text, flags=re.S))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="the full stress audit")
+    parser.add_argument("--docs", action="store_true", help="only rewrite the docs table")
+    parser.add_argument("--runs-dir", default=None, help="where the runs go [beside the file]")
+    parser.add_argument("--workers", type=int, default=None)
+    args = parser.parse_args()
+    audit = HERE / "stress" / ("stress-full.toml" if args.full else "stress.toml")
+    spec = load_audit(audit, runs_dir=args.runs_dir)
+    stored = DATA / f"{spec.name}.json"
+    if not args.docs:
+        t0, c0 = time.perf_counter(), time.process_time()
+        plan = run_stress(spec, workers=args.workers, live=False)
+        result = analyse(plan)
+        DATA.mkdir(parents=True, exist_ok=True)
+        write_result(result, stored)
+        print(f"{result.cost}; wall {time.perf_counter() - t0:.0f} s; stored in {stored}")
+        print(f"this process's CPU {time.process_time() - c0:.0f} s (the runs' own is in DONE)")
+    if not args.full:
+        write_docs_table(stored)
+        print(f"wrote the directions table of {DOCS}")
+
+
+if __name__ == "__main__":
+    main()

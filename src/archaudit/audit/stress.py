@@ -1,0 +1,292 @@
+"""`archaudit stress AUDIT`: every arm's learning-rate sweep and depth stress (docs/stability.md).
+
+The stress runs are a small audit of their own in `runs/<audit>/_stress/` (labelled `<audit>-
+stress`), so they run on any executor, resume, and never enter the audit's verdicts (the store
+skips folders starting with "_"). Each point trains the audit's recipe at the scale chosen by
+`[stress]` with only the peak rate changed (warmup and schedule kept), for `stress.seeds`
+seeds; the depth stress trains the same width at multiples of the layers. A point whose model,
+recipe and seed match a finished run of the audit is read from that run instead of retrained.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from archaudit.audit.plan import (
+    BASELINE,
+    Plan,
+    PlannedArm,
+    RunSpec,
+    expand_arms,
+    make_plan,
+    model_sizes,
+    scale_recipe,
+)
+from archaudit.audit.record import RunRecord
+from archaudit.audit.spec import AuditSpec, ScaleSpec
+from archaudit.audit.store import read_record
+from archaudit.config import ModelConfig, Recipe, build, canonical_json, merge_tables, to_dict
+from archaudit.data.identity import recipe_hash
+from archaudit.errors import ConfigError, did_you_mean
+from archaudit.rundir import EVENTS, METRICS
+from archaudit.stats.stability import SweepRun
+
+if TYPE_CHECKING:
+    from archaudit.mods import Arm
+
+STRESS_DIR = "_stress"
+UNIGRAM_TOKENS = 10_000_000
+"""The unigram loss counts at most this many training tokens."""
+
+
+@dataclass(frozen=True)
+class StressPoint:
+    """One run of the stress test, and where its result is (its own folder or a reused one)."""
+
+    run: RunSpec
+    kind: str
+    """"lr" (the sweep) or "depth" (the depth stress)."""
+    reused: Path | None = None
+    """The audit's finished run this point reads instead of training."""
+
+
+@dataclass(frozen=True)
+class StressPlan:
+    spec: AuditSpec
+    plan: Plan
+    """The runs to train, under runs/<audit>/_stress/."""
+    points: tuple[StressPoint, ...]
+    scale: str
+    tokens: int
+    """Tokens all runs to train will process."""
+    flops: float
+    audit_flops: float
+    """The audit's own training FLOPs, for scale."""
+
+    def run_dir(self, point: StressPoint) -> Path:
+        return point.reused or self.plan.run_dir(point.run)
+
+    def cost_line(self) -> str:
+        trained = len(self.plan.runs)
+        reused = len(self.points) - trained
+        ratio = self.flops / self.audit_flops if self.audit_flops else float("nan")
+        return (
+            f"stress test: {len(self.points)} runs ({trained} to train, {reused} reused from the "
+            f"audit) at scale {self.scale!r}: {self.tokens:,} tokens, {self.flops:.2e} FLOPs, "
+            f"{ratio:.1f}× the audit's training"
+        )
+
+
+def stress_plan(spec: AuditSpec) -> StressPlan:
+    """The sweep (and depth stress) of every chosen arm, checked like an audit's plan."""
+    audit = make_plan(spec)
+    settings = spec.stress
+    scale = _scale(spec)
+    planned = expand_arms(spec)
+    arms = [p for p in planned if _chosen(p.arm.name, settings.arms, planned)]
+    wanted = settings.depth_arms or settings.arms
+    depth_arms = [p for p in arms if _chosen(p.arm.name, wanted, planned)]
+    points: list[StressPoint] = []
+    for chosen in arms:
+        for factor in settings.lr_factors:
+            points += _points(spec, chosen.arm, scale, 1, factor, "lr")
+    for chosen in depth_arms if settings.depths else []:
+        for depth in settings.depths:
+            for factor in settings.depth_lr_factors:
+                points += _points(spec, chosen.arm, scale, depth, factor, "depth")
+    finished = _finished(audit)
+    points = [_reuse(p, finished) for p in _distinct(points)]
+    todo = tuple(p.run for p in points if p.reused is None)
+    stress = dataclasses.replace(spec, name=STRESS_DIR, runs_dir=spec.audit_dir)
+    plan = Plan(stress, todo, ())
+    return StressPlan(
+        spec,
+        plan,
+        tuple(points),
+        scale.name,
+        sum(_tokens(r) for r in todo),
+        sum(_flops(r) for r in todo),
+        sum(_flops(r) for r in audit.runs),
+    )
+
+
+def _chosen(arm: str, wanted: Sequence[str], planned: Sequence[PlannedArm]) -> bool:
+    """Whether `arm` is swept: the baseline always, the others when named (or none is)."""
+    known = [p.arm.name for p in planned]
+    for name in wanted:
+        if name not in known:
+            raise ConfigError(
+                f"[stress]: {name!r} is not an arm of the audit{did_you_mean(name, known)}"
+            )
+    return arm == BASELINE or not wanted or arm in wanted
+
+
+def _scale(spec: AuditSpec) -> ScaleSpec:
+    names = [s.name for s in spec.scales]
+    if spec.stress.scale:
+        if spec.stress.scale not in names:
+            raise ConfigError(
+                f"stress.scale = {spec.stress.scale!r}{did_you_mean(spec.stress.scale, names)}"
+            )
+        return next(s for s in spec.scales if s.name == spec.stress.scale)
+    return min(spec.scales, key=lambda s: model_sizes(_model(spec, s, 1))[0])
+
+
+def _model(spec: AuditSpec, scale: ScaleSpec, depth: int) -> ModelConfig:
+    delta = next(iter(spec.baselines.values()))
+    base = build(ModelConfig, merge_tables(scale.model, delta), section=f"scales.{scale.name}")
+    return dataclasses.replace(base, n_layers=base.n_layers * depth)
+
+
+def _points(
+    spec: AuditSpec, arm: Arm, scale: ScaleSpec, depth: int, factor: float, kind: str
+) -> list[StressPoint]:
+    model = arm.apply(_model(spec, scale, depth))
+    recipe = arm.apply_recipe(scale_recipe(spec.recipe, scale))
+    recipe = dataclasses.replace(recipe, lr=spec.recipe.lr * factor)
+    label = f"{scale.name}-L{model.n_layers}-lr{recipe.lr:.3g}"
+    return [
+        StressPoint(
+            RunSpec(
+                audit=f"{spec.name}-stress",
+                arm=arm.name,
+                mods=arm.name,
+                baseline=next(iter(spec.baselines)),
+                family=arm.family,
+                scale=label,
+                seed=seed,
+                tuned=arm.changes_recipe,
+                duties=arm.duties,
+                model=model,
+                recipe=recipe,
+                path=f"{arm.name}/{label}/seed-{seed}",
+            ),
+            kind,
+        )
+        for seed in range(spec.stress.seeds)
+    ]
+
+
+def _distinct(points: list[StressPoint]) -> list[StressPoint]:
+    """A depth point at a rate of the sweep with depth 1 never occurs twice; keep the first."""
+    seen: dict[str, StressPoint] = {}
+    for point in points:
+        seen.setdefault(point.run.path, point)
+    return list(seen.values())
+
+
+def _training(run: RunSpec) -> tuple[str, str, int]:
+    """What determines a run's training: its model, hashed recipe and seed."""
+    return canonical_json(to_dict(run.model)), recipe_hash(run.recipe), run.seed
+
+
+def _finished(audit: Plan) -> dict[tuple[str, str, int], Path]:
+    """The audit's finished runs by what determines their training."""
+    runs = ((run, audit.run_dir(run)) for run in audit.runs)
+    return {_training(run): path for run, path in runs if read_record(path) is not None}
+
+
+def _reuse(point: StressPoint, finished: dict[tuple[str, str, int], Path]) -> StressPoint:
+    """The point read from the audit's finished run that trained the same, if any."""
+    reused = finished.get(_training(point.run))
+    return dataclasses.replace(point, reused=reused) if reused else point
+
+
+def _tokens(run: RunSpec) -> int:
+    return run.recipe.steps * run.recipe.batch_tokens
+
+
+def _flops(run: RunSpec) -> float:
+    from archaudit.model import training_flops_per_token
+
+    active = model_sizes(run.model)[1]
+    return _tokens(run) * training_flops_per_token(run.model, active)
+
+
+def read_sweep_run(run_dir: Path, run: RunSpec, recipe_lr: float) -> SweepRun | None:
+    """A finished point as the measures read it; None while it has no result. Stable: it did
+    not diverge, raised no rising-gradient warning, and did not collapse: a run above the
+    recipe's rate `recipe_lr` that ended at or above the unigram loss learned nothing a table
+    of token frequencies does not know. (At or below the recipe's rate such a run is only
+    undertrained.)"""
+    record = read_record(run_dir)
+    rows = _rows(run_dir / METRICS)
+    if record is None or not rows:
+        return None
+    final = _final_loss(record)
+    rising = [e["step"] for e in _rows(run_dir / EVENTS) if e.get("event") == "grad_norm_rising"]
+    high = run.recipe.lr > recipe_lr * (1 + 1e-9)
+    collapsed = high and final is not None and final >= unigram_loss(run.recipe)
+    broke = _break_step(record, rows, rising, collapsed)
+    return SweepRun(
+        arm=run.arm,
+        lr=run.recipe.lr,
+        seed=run.seed,
+        initial_loss=float(rows[0]["loss"]),
+        final_loss=final,
+        stable=broke is None and final is not None,
+        break_step=broke,
+        layers=run.model.n_layers,
+    )
+
+
+def _final_loss(record: RunRecord) -> float | None:
+    value = record.metrics.get("val_loss")
+    return None if record.status != "ok" or value is None else float(value)
+
+
+def _break_step(
+    record: RunRecord, rows: list[dict], rising: list[int], collapsed: bool
+) -> int | None:
+    """The first of: the divergence and the first rising-gradient warning; for a run that
+    collapsed, the step of its largest one-step rise of the training loss (where it broke)."""
+    candidates = list(rising)
+    if record.diverged_step is not None:
+        candidates.append(record.diverged_step)
+    if collapsed and len(rows) > 1:
+        jumps = [(b["loss"] - a["loss"], int(b["step"])) for a, b in itertools.pairwise(rows)]
+        candidates.append(max(jumps)[1])
+    return min(candidates, default=None)
+
+
+def unigram_loss(recipe: Recipe) -> float:
+    """Cross-entropy (nats/token) of the validation tokens under the training tokens'
+    frequencies (add-one smoothed): what a model that learned only the unigram reaches."""
+    return _unigram_loss(dataclasses.replace(recipe, lr=1.0, steps=1, warmup_frac=0.0))
+
+
+@functools.lru_cache(maxsize=16)
+def _unigram_loss(recipe: Recipe) -> float:
+    from archaudit.data.corpus import prepare_corpus
+
+    corpus = prepare_corpus(recipe)
+    train, val = np.asarray(corpus.train[:UNIGRAM_TOKENS]), np.asarray(corpus.val)
+    counts = np.bincount(train, minlength=corpus.tokenizer.vocab_size) + 1.0
+    return float(-np.log(counts[val] / counts.sum()).mean())
+
+
+def _rows(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def run_stress(
+    spec: AuditSpec, *, executor: str | None = None, workers: int | None = None, live: bool = True
+) -> StressPlan:
+    """Train (or resume) every stress run the plan has left to train."""
+    from archaudit.audit.coordinator import run_audit
+
+    plan = stress_plan(spec)
+    if plan.plan.runs:
+        run_audit(plan.plan, executor=executor, workers=workers, tracker="", live=live)
+    return plan

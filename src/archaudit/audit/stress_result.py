@@ -1,0 +1,297 @@
+"""The stress test's result: measures, verdicts, depth stress, forecast backtest, directions.
+
+`analyse` reads every finished stress run (its DONE, metrics.jsonl and events.jsonl) into
+`SweepRun`s and signal traces, and computes `StressResult`, which `archaudit stress` prints,
+stores as `runs/<audit>/_stress/stress.json` and the report's stability section draws.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from archaudit.audit.plan import BASELINE
+from archaudit.audit.stress import StressPlan, StressPoint, read_sweep_run
+from archaudit.errors import DataError
+from archaudit.files import atomic_write_text
+from archaudit.rundir import METRICS
+from archaudit.stats.forecast import Backtest, Trace, backtest, depth_forecast
+from archaudit.stats.stability import (
+    ArmStability,
+    StabilityVerdict,
+    Sweep,
+    SweepRun,
+    judge_stability,
+    measure,
+)
+
+RESULT_FILE = "stress.json"
+SIGNAL_THRESHOLDS = {"attn_logit_max": 100.0, "log_z_max": 20.0, "grad_norm": 20.0}
+"""Divergence thresholds of the forecast, fixed before any run: an attention logit of 100 makes
+the softmax one-hot (the entropy collapse of Zhai et al. 2023), |log Z| of 20 is a normaliser
+e^20 away from 1, and a gradient norm 20× the clip threshold of 1.0 is a blow-up."""
+WINDOWS = {"attn_logit_max": 3, "log_z_max": 3, "grad_norm": 10}
+"""Points each forecast fits: the last 3 validations, or the last 10 steps of the gradient
+norm (logged every step, smoothed as the stability monitor does: EMA 0.9)."""
+GRAD_EMA = 0.9
+HORIZON_FRACTION = 0.5
+"""The forecast looks ahead half of the run's steps."""
+
+
+@dataclass(frozen=True)
+class SignalTrace:
+    """One run's logged signals over steps (the report draws those of runs that broke)."""
+
+    arm: str
+    lr: float
+    seed: int
+    layers: int
+    break_step: int | None
+    steps: tuple[int, ...]
+    signals: dict[str, tuple[float, ...]]
+    """At the validations (`steps`): attn_logit_max (over layers), log_z_max."""
+    grad_norm: tuple[float, ...] = ()
+    """Every step's gradient norm, smoothed (EMA 0.9); step i + 1 at index i."""
+
+    def series(self, name: str) -> tuple[tuple[int, ...], tuple[float, ...]]:
+        if name == "grad_norm":
+            return tuple(range(1, len(self.grad_norm) + 1)), self.grad_norm
+        return self.steps, self.signals[name]
+
+
+@dataclass(frozen=True)
+class DepthPoint:
+    arm: str
+    layers: int
+    lr: float
+    runs: int
+    unstable: int
+    mean_loss: float
+    """Seeds' mean of min(final loss, initial loss)."""
+    signals: dict[str, float]
+    """Each signal's mean over seeds of its largest logged value."""
+
+
+@dataclass(frozen=True)
+class DepthForecast:
+    """One arm and rate of the depth stress: where each signal's fit over depth (from the
+    depths before the first that broke) reaches its threshold, and where it really broke."""
+
+    arm: str
+    lr: float
+    layers: tuple[int, ...]
+    broke_at: int | None
+    """The fewest layers at which a run broke (None: none did)."""
+    forecast: dict[str, float]
+    """Signal → the depth (layers) its fit reaches the threshold at (inf: it does not grow)."""
+
+
+@dataclass(frozen=True)
+class StressResult:
+    audit: str
+    scale: str
+    cost: str
+    arms: tuple[ArmStability, ...]
+    verdicts: tuple[StabilityVerdict, ...]
+    depth: tuple[DepthPoint, ...]
+    depth_forecasts: tuple[DepthForecast, ...]
+    backtests: tuple[Backtest, ...]
+    traces: tuple[SignalTrace, ...]
+    missing: int
+    """Points without a result yet (not trained, or failed)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> StressResult:
+        try:
+            return cls(
+                **{**data, **{k: tuple(_build(k, v)) for k, v in data.items() if k in _ITEMS}}
+            )
+        except (TypeError, KeyError) as err:
+            raise DataError(f"not a stress result ({err})") from None
+
+    def arm(self, name: str) -> ArmStability | None:
+        return next((a for a in self.arms if a.arm == name), None)
+
+
+_ITEMS: dict[str, type] = {
+    "arms": ArmStability,
+    "verdicts": StabilityVerdict,
+    "depth": DepthPoint,
+    "depth_forecasts": DepthForecast,
+    "backtests": Backtest,
+    "traces": SignalTrace,
+}
+
+
+def _build(key: str, items: list[dict[str, Any]]) -> list[Any]:
+    cls = _ITEMS[key]
+    out = []
+    for item in items:
+        fields = {f.name for f in dataclasses.fields(cls)}
+        values = {k: _tuples(v) for k, v in item.items() if k in fields}
+        out.append(cls(**values))
+    return out
+
+
+def _tuples(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_tuples(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _tuples(v) for k, v in value.items()}
+    return value
+
+
+def analyse(plan: StressPlan) -> StressResult:
+    """Every finished point read back; measures and verdicts of the sweep at 1× depth."""
+    read: list[tuple[StressPoint, SweepRun, SignalTrace]] = []
+    for point in plan.points:
+        run_dir = plan.run_dir(point)
+        sweep_run = read_sweep_run(run_dir, point.run, plan.spec.recipe.lr)
+        if sweep_run is not None:
+            read.append((point, sweep_run, _trace(run_dir, sweep_run)))
+    sweeps = {
+        arm: Sweep.of(arm, [r for p, r, _ in read if p.kind == "lr" and p.run.arm == arm])
+        for arm in dict.fromkeys(p.run.arm for p, _, _ in read if p.kind == "lr")
+    }
+    settings = plan.spec.stress
+    verdicts = (
+        judge_stability(
+            sweeps,
+            BASELINE,
+            alpha=settings.alpha,
+            correction=settings.correction,
+            permutations=settings.permutations,
+        )
+        if BASELINE in sweeps
+        else []
+    )
+    traces = [t for _, _, t in read]
+    depth = _depth_points(read)
+    return StressResult(
+        audit=plan.spec.name,
+        scale=plan.scale,
+        cost=plan.cost_line(),
+        arms=tuple(measure(s) for s in sweeps.values()),
+        verdicts=tuple(verdicts),
+        depth=tuple(depth),
+        depth_forecasts=tuple(_depth_forecasts(depth)),
+        backtests=tuple(_backtests(traces, plan)),
+        traces=tuple(traces),
+        missing=len(plan.points) - len(read),
+    )
+
+
+def _trace(run_dir: Path, run: SweepRun) -> SignalTrace:
+    """The signals of every logged validation (per run: the largest over layers), and the
+    smoothed gradient norm of every step."""
+    steps: list[int] = []
+    series: dict[str, list[float]] = {"attn_logit_max": [], "log_z_max": []}
+    grad: list[float] = []
+    for line in (run_dir / METRICS).read_text().splitlines():
+        row = json.loads(line) if line.strip() else {}
+        g = _number(row.get("grad_norm"))
+        grad.append(g if not grad else GRAD_EMA * grad[-1] + (1 - GRAD_EMA) * g)
+        signals = row.get("signals")
+        if not signals:
+            continue
+        steps.append(int(row["step"]))
+        series["attn_logit_max"].append(_largest(signals.get("attn_logit_max") or []))
+        series["log_z_max"].append(_number(signals.get("log_z_max")))
+    return SignalTrace(
+        run.arm,
+        run.lr,
+        run.seed,
+        run.layers,
+        run.break_step,
+        tuple(steps),
+        {k: tuple(v) for k, v in series.items()},
+        tuple(round(g, 4) for g in grad),
+    )
+
+
+def _largest(values: Sequence[float | None]) -> float:
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    return max(finite, default=math.nan)
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) else math.nan
+
+
+def _depth_points(read: Sequence[tuple[StressPoint, SweepRun, SignalTrace]]) -> list[DepthPoint]:
+    """Per arm, rate and depth of the depth stress, with the 1× runs at the same rate."""
+    depth_rates = {(p.run.arm, r.lr) for p, r, _ in read if p.kind == "depth"}
+    groups: dict[tuple[str, int, float], list[tuple[SweepRun, SignalTrace]]] = {}
+    for _, run, trace in read:
+        if (run.arm, run.lr) in depth_rates:
+            groups.setdefault((run.arm, run.layers, run.lr), []).append((run, trace))
+    out = []
+    for (arm, layers, lr), group in sorted(groups.items()):
+        peaks = {
+            name: _mean([_largest(t.series(name)[1]) for _, t in group])
+            for name in SIGNAL_THRESHOLDS
+        }
+        out.append(
+            DepthPoint(
+                arm,
+                layers,
+                lr,
+                len(group),
+                sum(not r.stable for r, _ in group),
+                _mean([r.clamped for r, _ in group]),
+                peaks,
+            )
+        )
+    return out
+
+
+def _depth_forecasts(points: Sequence[DepthPoint]) -> list[DepthForecast]:
+    out = []
+    for arm, lr in dict.fromkeys((p.arm, p.lr) for p in points):
+        group = sorted((p for p in points if (p.arm, p.lr) == (arm, lr)), key=lambda p: p.layers)
+        broke = next((p.layers for p in group if p.unstable), None)
+        fit = [p for p in group if broke is None or p.layers < broke]
+        forecast = {
+            name: depth_forecast([p.layers for p in fit], [p.signals[name] for p in fit], limit)
+            for name, limit in SIGNAL_THRESHOLDS.items()
+        }
+        out.append(DepthForecast(arm, lr, tuple(p.layers for p in group), broke, forecast))
+    return out
+
+
+def _mean(values: Sequence[float]) -> float:
+    finite = [v for v in values if math.isfinite(v)]
+    return sum(finite) / len(finite) if finite else math.nan
+
+
+def _backtests(traces: Sequence[SignalTrace], plan: StressPlan) -> list[Backtest]:
+    steps = max((p.run.recipe.steps for p in plan.points), default=1)
+    horizon = max(1, int(steps * HORIZON_FRACTION))
+    out = []
+    for name, threshold in SIGNAL_THRESHOLDS.items():
+        runs = [
+            Trace(f"{t.arm}/{t.lr:g}/{t.seed}/L{t.layers}", *t.series(name), t.break_step)
+            for t in traces
+        ]
+        out.append(backtest(name, runs, threshold, horizon, WINDOWS[name]))
+    return out
+
+
+def write_result(result: StressResult, path: Path) -> None:
+    atomic_write_text(path, json.dumps(result.to_json(), indent=1, sort_keys=True) + "\n")
+
+
+def read_result(path: Path) -> StressResult:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise DataError(f"{path}: cannot read the stress result ({err})") from None
+    return StressResult.from_json(data)

@@ -1,0 +1,111 @@
+"""Forecasting an instability from how its signals grow (docs/stability.md, "Forecast").
+
+Wortsman et al. 2023 (§3.4) predicted instabilities before they emerged from how activation
+and gradient norms scale. Here a signal logged at the eval cadence (the largest attention
+logit, |log Z|, the gradient norm) is fitted as exponential growth over its last `window`
+points, ln s = a + b·t; where b > 0 the fit crosses the divergence threshold θ at
+t* = (ln θ − a)/b. A forecast **warns** at the first logged step t at which t* ≤ t + horizon
+(or s ≥ θ already). The same fit over depth (the signal of the same rate at 1×, 2×, 4× the
+layers) gives the depth at which the signal would reach θ.
+
+`backtest` replays the forecast on finished runs with only the points logged so far: for runs
+that broke, the **lead** is how many steps before the break the warning came (a warning at or
+after the break is a miss); for runs that stayed stable, a warning is a **false alarm**.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One run's signal at its logged steps, and when it broke (None: it stayed stable)."""
+
+    run: str
+    steps: tuple[int, ...]
+    values: tuple[float, ...]
+    break_step: int | None
+
+
+@dataclass(frozen=True)
+class Backtest:
+    signal: str
+    threshold: float
+    horizon: int
+    broke: int
+    """Runs that broke and had a logged point before the break."""
+    warned_in_time: int
+    lead_steps: tuple[int, ...]
+    """Per run warned in time: break step − warning step."""
+    stable: int
+    false_alarms: int
+
+    @property
+    def false_alarm_rate(self) -> float:
+        return self.false_alarms / self.stable if self.stable else math.nan
+
+    @property
+    def median_lead(self) -> float:
+        return float(np.median(self.lead_steps)) if self.lead_steps else math.nan
+
+
+def crossing(xs: Sequence[float], values: Sequence[float], threshold: float) -> float:
+    """Where the exponential fit of `values` over `xs` reaches `threshold`: inf when it does
+    not grow, the first x when a value is already there."""
+    x = np.asarray(xs, dtype=float)
+    v = np.asarray(values, dtype=float)
+    if np.any(v >= threshold):
+        return float(x[np.argmax(v >= threshold)])
+    ok = np.isfinite(v) & (v > 0)
+    if ok.sum() < 2:
+        return math.inf
+    slope, intercept = np.polyfit(x[ok], np.log(v[ok]), 1)
+    if slope <= 0:
+        return math.inf
+    return float((math.log(threshold) - intercept) / slope)
+
+
+def warning_step(trace: Trace, threshold: float, horizon: int, window: int = 3) -> int | None:
+    """The first logged step at which the forecast from the points so far warns."""
+    for i, step in enumerate(trace.steps):
+        lo = max(0, i + 1 - window)
+        if i + 1 < 2 and trace.values[i] < threshold:
+            continue
+        when = crossing(trace.steps[lo : i + 1], trace.values[lo : i + 1], threshold)
+        if when <= step + horizon:
+            return step
+    return None
+
+
+def backtest(
+    signal: str, traces: Sequence[Trace], threshold: float, horizon: int, window: int = 3
+) -> Backtest:
+    """Replay the forecast on every trace (only points logged before a break count)."""
+    leads: list[int] = []
+    broke = stable = false_alarms = 0
+    for trace in traces:
+        if trace.break_step is None:
+            stable += 1
+            false_alarms += warning_step(trace, threshold, horizon, window) is not None
+            continue
+        before = [i for i, s in enumerate(trace.steps) if s < trace.break_step]
+        if not before:
+            continue
+        broke += 1
+        cut = Trace(trace.run, trace.steps[: len(before)], trace.values[: len(before)], None)
+        warned = warning_step(cut, threshold, horizon, window)
+        if warned is not None:
+            leads.append(trace.break_step - warned)
+    return Backtest(
+        signal, threshold, horizon, broke, len(leads), tuple(leads), stable, false_alarms
+    )
+
+
+def depth_forecast(layers: Sequence[int], values: Sequence[float], threshold: float) -> float:
+    """The depth (layers) at which the exponential fit over depth reaches `threshold`."""
+    return crossing(layers, values, threshold)

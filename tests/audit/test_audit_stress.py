@@ -1,0 +1,143 @@
+"""`archaudit stress`: the [stress] section, the sweep's plan, reuse of the audit's runs, and
+the stored result of the default stress audit (benchmarks/stress/stress.toml)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from archaudit.audit.plan import make_plan
+from archaudit.audit.record import RunRecord
+from archaudit.audit.spec import load_audit
+from archaudit.audit.store import materialize, write_done
+from archaudit.audit.stress import STRESS_DIR, stress_plan
+from archaudit.audit.stress_checks import check_directions, directions_table
+from archaudit.audit.stress_result import StressResult, read_result
+from archaudit.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+STORED = ROOT / "tests" / "data" / "stress" / "stress-tiny.json"
+AUDIT = """
+name = "s"
+arms = ["post_ln"]
+[seeds]
+noise_floor = 2
+[eval]
+suite = ""
+[recipe]
+steps = 4
+batch_tokens = 256
+corpus_chars = 20000
+eval_every = 2
+[scales.t]
+d_model = 16
+n_layers = 1
+n_heads = 2
+context_length = 16
+"""
+
+
+def audit(tmp_path: Path, stress: str = "") -> Path:
+    path = tmp_path / "a.toml"
+    path.write_text(AUDIT + stress)
+    return path
+
+
+def test_stress_section_is_checked(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="6 rates spanning"):
+        load_audit(audit(tmp_path, "[stress]\nlr_factors = [1, 10, 100]\n"))
+    with pytest.raises(ConfigError, match=r"stress\.seeds = 1"):
+        load_audit(audit(tmp_path, "[stress]\nseeds = 1\n"))
+    with pytest.raises(ConfigError, match="lr_fators"):
+        load_audit(audit(tmp_path, "[stress]\nlr_fators = [1]\n"))
+
+
+def test_plan_sizes_the_sweep_and_labels_its_runs(tmp_path: Path) -> None:
+    spec = load_audit(audit(tmp_path, "[stress]\ndepths = [2]\ndepth_arms = ['post_ln']\n"))
+    plan = stress_plan(spec)
+    sweep = [p for p in plan.points if p.kind == "lr"]
+    depth = [p for p in plan.points if p.kind == "depth"]
+    assert len(sweep) == 2 * 6 * 2 and len(depth) == 2 * 2  # baseline and post_ln
+    assert {p.run.model.n_layers for p in depth} == {2}
+    assert all(p.run.audit == "s-stress" for p in plan.points)
+    assert plan.plan.audit_dir == spec.audit_dir / STRESS_DIR
+    lrs = sorted({p.run.recipe.lr for p in sweep})
+    assert lrs[-1] / lrs[0] == pytest.approx(300) and len(lrs) == 6
+    assert {p.run.recipe.warmup_frac for p in plan.points} == {spec.recipe.warmup_frac}
+    assert re.match(
+        r"stress test: 28 runs \(28 to train, 0 reused .* FLOPs, [0-9.]+× the audit",
+        plan.cost_line(),
+    )
+
+
+def test_a_finished_audit_run_is_reused(tmp_path: Path) -> None:
+    spec = load_audit(audit(tmp_path))
+    audit_plan = make_plan(spec)
+    materialize(audit_plan)
+    run = audit_plan.runs[0]  # the baseline at the recipe's rate, seed 0
+    write_done(audit_plan.run_dir(run), RunRecord.of_run(run, status="ok", metrics={}))
+    plan = stress_plan(spec)
+    reused = [p for p in plan.points if p.reused is not None]
+    assert [(p.run.arm, p.run.seed, p.run.recipe.lr) for p in reused] == [
+        ("baseline", 0, spec.recipe.lr)
+    ]
+    assert len(plan.plan.runs) == len(plan.points) - 1
+
+
+def test_stored_result_reads_back_and_docs_reproduce_its_table() -> None:
+    result = read_result(STORED)
+    assert StressResult.from_json(json.loads(json.dumps(result.to_json()))) == result
+    table = directions_table(check_directions(result))
+    docs = (ROOT / "docs" / "stability.md").read_text()
+    assert table in docs, "regenerate: python benchmarks/stress.py --docs"
+    assert {a.arm for a in result.arms} >= {"baseline", "post_ln", "qk_norm", "z_loss"}
+    assert all(len(a.lrs) >= 6 and a.lrs[-1] / a.lrs[0] >= 100 for a in result.arms)
+
+
+def test_cli_plan_prints_the_cost(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from archaudit.cli import app, register_commands
+
+    register_commands()
+    out = CliRunner().invoke(app, ["stress", str(audit(tmp_path)), "--plan", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["cost"].startswith("stress test: 24 runs")
+
+
+def test_report_shows_the_stored_stress_test(tmp_path: Path) -> None:
+    from archaudit.report.data import ReportData
+    from archaudit.report.stability import stability
+
+    result = read_result(STORED)
+    section = stability(result, _colours(result))
+    keys = [f.key for block in section.blocks for f in getattr(block, "figures", ())]
+    assert section.absent is None and keys[:2] == ["stability-lr", "stability-forest"]
+    assert "stress" in {f.name for f in dataclasses.fields(ReportData)}
+
+
+def _colours(result: StressResult) -> dict:
+    from archaudit.report.palette import arm_colours
+
+    return arm_colours([a.arm for a in result.arms], "baseline")
+
+
+@pytest.mark.slow
+def test_stress_trains_judges_and_stores(tmp_path: Path) -> None:
+    """End to end on a micro audit: every point trains, the result is stored and printed."""
+    from typer.testing import CliRunner
+
+    from archaudit.cli import app, register_commands
+
+    register_commands()
+    path = audit(tmp_path, "[executor]\nworkers = 2\nthreads = 1\n")
+    out = CliRunner().invoke(app, ["stress", str(path), "-q"])
+    assert out.exit_code == 0, out.output
+    assert "post_ln" in out.stdout and "forecast backtest" in out.stdout
+    result = read_result(tmp_path / "runs" / "s" / STRESS_DIR / "stress.json")
+    assert result.missing == 0 and {a.arm for a in result.arms} == {"baseline", "post_ln"}
+    assert all(t.signals["log_z_max"] for t in result.traces)
