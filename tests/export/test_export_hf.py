@@ -122,10 +122,12 @@ def test_exported_tokenizer_tokenizes_as_ours(tokenizer: str, tmp_path: Path) ->
     export_hf(run, tmp_path / "hf")
     theirs = transformers.AutoTokenizer.from_pretrained(tmp_path / "hf", local_files_only=True)
     _, ours = load_model(run)
-    text = "Héllo, wörld!\n\tThe quick brown fox — 3.14 ≈ π 😀 <|endoftext|>"
+    text = "Héllo, wörld!\n\tThe quick brown fox — 3.14 ≈ π 😀 <|endoftext|> Ā\x00"
     assert theirs.encode(text, add_special_tokens=False) == ours.encode(text)
     assert theirs.decode(ours.encode(text)) == ours.decode(ours.encode(text))
-    assert theirs.eos_token_id == ours.eos_id
+    # BOS, EOS and pad: the end-of-text token, or the NUL byte for the byte tokenizer
+    special = 0 if ours.eos_id is None else ours.eos_id
+    assert theirs.eos_token_id == theirs.bos_token_id == theirs.pad_token_id == special
 
 
 def test_eval_and_diagnose_read_the_export(tmp_path: Path) -> None:

@@ -18,7 +18,6 @@ take some 3.5 s of CPU (benchmarks/store_scan.py).
 from __future__ import annotations
 
 import contextlib
-import csv
 import io
 import json
 import math
@@ -37,6 +36,7 @@ from archaudit.files import read_json_object as read_json
 from archaudit.progress import warn
 from archaudit.rundir import ATTEMPTS as ATTEMPTS  # re-exported for the store's readers
 from archaudit.rundir import AUDIT_FILE, DONE, EVALS, FAILED, METRICS, RUN_FILE
+from archaudit.stats.csvio import csv_text
 from archaudit.stats.frames import parquet_twin
 from archaudit.stats.items import ITEM_COLUMNS as ITEM_KEYS
 from archaudit.stats.items import ITEM_MEASURES, load_items
@@ -281,8 +281,10 @@ def export(audit_dir: Path, statuses: Iterable[RunStatus] | None = None) -> tupl
     statuses = sorted(statuses, key=lambda s: (s.spec.arm, s.spec.scale, s.spec.seed))
     results = audit_dir / RESULTS
     items = audit_dir / ITEMS
-    atomic_write_text(results, _csv(RESULT_COLUMNS, (r for s in statuses for r in result_rows(s))))
-    atomic_write_text(items, _csv(ITEM_COLUMNS, (r for s in statuses for r in item_rows(s))))
+    atomic_write_text(
+        results, csv_text(RESULT_COLUMNS, (r for s in statuses for r in result_rows(s)))
+    )
+    atomic_write_text(items, csv_text(ITEM_COLUMNS, (r for s in statuses for r in item_rows(s))))
     parquet_twin(results, load_table)  # results.parquet, items.parquet: the `frames` extra
     parquet_twin(items, load_items)
     return results, items
@@ -305,11 +307,3 @@ def state_counts(statuses: Iterable[RunStatus]) -> dict[str, int]:
     for status in statuses:
         counts[status.state] = counts.get(status.state, 0) + 1
     return dict(sorted(counts.items()))
-
-
-def _csv(columns: tuple[str, ...], rows: Iterable[dict[str, Any]]) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buffer.getvalue()
