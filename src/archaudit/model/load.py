@@ -3,7 +3,6 @@ checkpoint's safetensors file. Needs nothing from the trainer, so evaluators imp
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
@@ -12,6 +11,7 @@ from archaudit import checkpoint_io
 from archaudit.config import ModelConfig, build
 from archaudit.data.tokenizers import Tokenizer, load_tokenizer
 from archaudit.errors import DataError
+from archaudit.files import read_json_object
 from archaudit.model.transformer import Transformer, build_model
 from archaudit.progress import warn
 from archaudit.rundir import SPEC, TOKENIZER, checkpoint_step, run_dir_of
@@ -27,7 +27,9 @@ def load_model(
     spec_file = run / SPEC
     if not spec_file.is_file():
         raise DataError(f"{path} is not an archaudit run directory (no {SPEC} in {run})")
-    spec = json.loads(spec_file.read_text())
+    spec = read_json_object(spec_file) or {}
+    if not isinstance(spec.get("model"), dict) or not isinstance(spec.get("recipe", {}), dict):
+        raise DataError(f"{spec_file}: no 'model' table (is the run's spec.json edited or torn?)")
     ckpt = (
         checkpoint_io.checked(path)
         if checkpoint_step(path) is not None
@@ -40,7 +42,9 @@ def load_model(
     checkpoint_io.read_weights(model, ckpt)
     model.to(device).eval()
     tok_file = run / TOKENIZER
-    tokenizer = load_tokenizer(f"hf:{tok_file}" if tok_file.is_file() else spec["tokenizer"])
+    tokenizer = load_tokenizer(
+        f"hf:{tok_file}" if tok_file.is_file() else str(spec.get("tokenizer"))
+    )
     return model, tokenizer
 
 
