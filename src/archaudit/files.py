@@ -83,12 +83,13 @@ def check_output_file(path: Path, flag: str, ours: Callable[[Path], bool]) -> No
         )
 
 
-def file_starts_with(prefix: bytes) -> Callable[[Path], bool]:
-    """An `ours` test for `check_output_file`: the file begins with the writer's signature."""
+def file_signed(signature: bytes, within: int = 4096) -> Callable[[Path], bool]:
+    """An `ours` test for `check_output_file`: the writer's signature is in the file's first
+    `within` bytes."""
 
     def ours(path: Path) -> bool:
         with path.open("rb") as handle:
-            return handle.read(len(prefix)) == prefix
+            return signature in handle.read(within)
 
     return ours
 

@@ -31,11 +31,11 @@ from archaudit.audit.claims import ClaimInfo, current_claim
 from archaudit.audit.plan import Plan, RunSpec
 from archaudit.audit.record import RunRecord
 from archaudit.errors import ConfigError, DataError
-from archaudit.files import atomic_write_text
+from archaudit.files import atomic_write_text, refuse_link
 from archaudit.files import read_json_object as read_json
 from archaudit.progress import warn
 from archaudit.rundir import ATTEMPTS as ATTEMPTS  # re-exported for the store's readers
-from archaudit.rundir import AUDIT_FILE, DONE, EVALS, FAILED, METRICS, RUN_FILE
+from archaudit.rundir import AUDIT_FILE, DONE, EVALS, FAILED, METRICS, RUN_FILE, check_audit_target
 from archaudit.stats.csvio import csv_text
 from archaudit.stats.frames import parquet_twin
 from archaudit.stats.items import ITEM_COLUMNS as ITEM_KEYS
@@ -76,6 +76,7 @@ def materialize(plan: Plan) -> list[Path]:
     """Create the audit's directories: audit.json, and run.json for every run. A directory that
     holds a different run (its arm, recipe or scale was edited) moves to `_superseded/`."""
     audit_dir = plan.audit_dir
+    check_audit_target(audit_dir)
     audit_dir.mkdir(parents=True, exist_ok=True)
     write_json(
         audit_dir / AUDIT_FILE,
@@ -91,6 +92,9 @@ def materialize(plan: Plan) -> list[Path]:
     dirs = []
     for run in plan.runs:
         run_dir = plan.run_dir(run)
+        for part in reversed(run_dir.relative_to(audit_dir).parents[:-1]):
+            refuse_link(audit_dir / part, "--runs-dir")  # a linked arm or scale folder
+        refuse_link(run_dir, "--runs-dir")  # a linked seed folder: training would write outside
         old = read_json(run_dir / RUN_FILE)
         if old is not None and old.get("id") != run.run_id:
             _supersede(run_dir, old.get("id", "unknown"), run.run_id)
