@@ -121,19 +121,9 @@ AUDIT_KEYS = {"name": str, "runs": list}
 def check_audit_dir(path: Path) -> Path:
     """`path` when it is an audit directory of this tool, else a one-line refusal (`status`
     rewrites results.csv and items.csv there)."""
-    refuse_link(path / AUDIT_FILE, "the audit file or its runs/<audit> folder")
-    record = read_json_object(path / AUDIT_FILE) if is_audit_dir(path) else None
-    if record is None:
-        raise DataError(
-            f"{path} is not an audit directory of archaudit (no {AUDIT_FILE}); give the audit "
-            "file or its runs/<audit> folder"
-        )
-    for key, kind in AUDIT_KEYS.items():
-        if not isinstance(record.get(key), kind):
-            raise DataError(
-                f"{path / AUDIT_FILE} has no {key!r} {kind.__name__}: not an audit.json archaudit "
-                "wrote; give the audit file or its runs/<audit> folder"
-            )
+    problem = _audit_problem(path)
+    if problem:
+        raise DataError(f"{problem}; give the audit file or its runs/<audit> folder")
     return path
 
 
@@ -141,10 +131,25 @@ def check_audit_target(path: Path) -> None:
     """Before an audit materialises into `path`: a new or empty folder, or an audit directory
     of this tool (`--runs-dir` over a foreign folder would overwrite its results.csv)."""
     refuse_link(path, "--runs-dir")
-    if path.is_dir() and any(path.iterdir()):
-        check_audit_dir(path)
-    elif path.exists() and not path.is_dir():
+    if path.exists() and not path.is_dir():
         raise DataError(f"{path} is a file where the audit's folder goes: give --runs-dir another")
+    problem = _audit_problem(path) if path.is_dir() and any(path.iterdir()) else None
+    if problem:
+        raise DataError(f"{problem}, and it is not empty; give --runs-dir another folder")
+
+
+def _audit_problem(path: Path) -> str | None:
+    """Why `path` is not an audit directory of this tool, or None."""
+    record_path = path / AUDIT_FILE
+    if record_path.is_symlink():
+        return f"{record_path} is a link, not an audit.json archaudit wrote"
+    record = read_json_object(record_path) if is_audit_dir(path) else None
+    if record is None:
+        return f"{path} is not an audit directory of archaudit (no {AUDIT_FILE})"
+    missing = [key for key, kind in AUDIT_KEYS.items() if not isinstance(record.get(key), kind)]
+    if missing:
+        return f"{record_path} has no {missing[0]!r}: not an audit.json archaudit wrote"
+    return None
 
 
 def inside(run_dir: Path, path: Path) -> Path:

@@ -279,19 +279,42 @@ def _cell(value: float | None) -> str:
 
 
 def export(audit_dir: Path, statuses: Iterable[RunStatus] | None = None) -> tuple[Path, Path]:
-    """Write results.csv and items.csv (the `archaudit.stats` input) from the run directories."""
+    """Write results.csv and items.csv (the `archaudit.stats` input) from the run directories.
+    A table that already holds these rows is left alone, so `stats` and `status` read a
+    finished audit in a read-only folder, and concurrent readers rewrite nothing."""
     if statuses is None:
         statuses = [run_status(d) for d in audit_run_dirs(audit_dir)]
     statuses = sorted(statuses, key=lambda s: (s.spec.arm, s.spec.scale, s.spec.seed))
     results = audit_dir / RESULTS
     items = audit_dir / ITEMS
-    atomic_write_text(
-        results, csv_text(RESULT_COLUMNS, (r for s in statuses for r in result_rows(s)))
+    tables = (
+        (
+            results,
+            csv_text(RESULT_COLUMNS, (r for s in statuses for r in result_rows(s))),
+            load_table,
+        ),
+        (items, csv_text(ITEM_COLUMNS, (r for s in statuses for r in item_rows(s))), load_items),
     )
-    atomic_write_text(items, csv_text(ITEM_COLUMNS, (r for s in statuses for r in item_rows(s))))
-    parquet_twin(results, load_table)  # results.parquet, items.parquet: the `frames` extra
-    parquet_twin(items, load_items)
+    for path, text, load in tables:
+        twin = _has_frames() and text.count("\n") > 1  # a table with rows has a Parquet twin
+        if _holds(path, text) and (path.with_suffix(".parquet").exists() or not twin):
+            continue
+        atomic_write_text(path, text)
+        parquet_twin(path, load)  # results.parquet, items.parquet: the `frames` extra
     return results, items
+
+
+def _holds(path: Path, text: str) -> bool:
+    try:
+        return not path.is_symlink() and path.read_text(encoding="utf-8") == text
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _has_frames() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("pandas", "pyarrow"))
 
 
 FINISHED_STATES = ("done", "diverged")

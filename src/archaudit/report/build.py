@@ -99,6 +99,8 @@ def write_report(
     """Write the HTML report (and, with `markdown`, its Markdown twin with figures in
     `<markdown stem>_files/`); return the HTML path."""
     # A DataFrame's rows are kept as the CSV beside the report (report.html → report.csv).
+    if markdown is not None:
+        check_markdown(Path(markdown))  # before anything is written
     source = frame_source(source, Path(out).with_suffix(".csv") if out is not None else None)
     report = build_report(source, metrics=metrics, baseline=baseline, command=command)
     html_path = write_html(report, Path(out) if out is not None else default_output(report.data))
@@ -122,18 +124,24 @@ def write_html(report: Report, path: Path, flag: str = "--out") -> Path:
 def write_markdown(report: Report, path: Path) -> Path:
     """The Markdown twin at `path`, its figures as SVG files in `<stem>_files/` beside it. The
     folder is new, empty, or the figures of an earlier twin at `path` (only .svg files)."""
-    figures = path.parent / f"{path.stem}_files"
-    check_output_file(path, "--markdown", file_signed(MARKDOWN_SIGNATURE))
-    if path.exists():
-        _check_figures(figures)
-    else:
-        check_output_folder(figures, "--markdown")
+    figures = check_markdown(path)
     text, files = report.markdown(figures.name)
     figures.mkdir(parents=True, exist_ok=True)
     for name, svg in files.items():
         atomic_write_text(figures / name, svg)
     atomic_write_text(path, text)
     return path
+
+
+def check_markdown(path: Path) -> Path:
+    """Refuse a twin at `path` this command may not write; its figures folder otherwise."""
+    figures = path.parent / f"{path.stem}_files"
+    check_output_file(path, "--markdown", file_signed(MARKDOWN_SIGNATURE))
+    if path.exists():
+        _check_figures(figures)
+    else:
+        check_output_folder(figures, "--markdown")
+    return figures
 
 
 def _check_figures(figures: Path) -> None:
