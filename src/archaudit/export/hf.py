@@ -12,8 +12,11 @@ which also lists the files written: it marks the folder as an export that a late
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -57,8 +60,9 @@ def export_hf(run: str | Path, out: str | Path) -> ExportResult:
     def build(tmp: Path) -> ExportResult:
         special = special_token_id(tokenizer)
         hf = _stock_model(transformers, stock, model.cfg, model.state_dict(), special)
-        hf.save_pretrained(tmp)
-        save_tokenizer(tokenizer, tmp, model.cfg.context_length)
+        with _os_errors(out):
+            hf.save_pretrained(tmp)
+            save_tokenizer(tokenizer, tmp, model.cfg.context_length)
         diff, n = _logit_diff(model, tmp, transformers)
         result = ExportResult(str(out), str(run), stock.model_type, stock.architecture, diff, n)
         if not diff <= TOLERANCE:
@@ -72,6 +76,19 @@ def export_hf(run: str | Path, out: str | Path) -> ExportResult:
         return result
 
     return publish_folder(out, build, flag="--out", marker=EXPORT_RECORD)
+
+
+@contextlib.contextmanager
+def _os_errors(out: Path) -> Iterator[None]:
+    """safetensors reports a failed write (a full disk) as its own error type, "... (os error
+    28)": raise it as the OSError it is, naming the output, so the CLI prints one line."""
+    try:
+        yield
+    except Exception as err:
+        code = re.search(r"\(os error (\d+)\)", str(err))
+        if isinstance(err, OSError) or code is None:
+            raise
+        raise OSError(int(code[1]), os.strerror(int(code[1])), str(out)) from None
 
 
 def _refuse_inside_checkpoints(run: Path, out: Path) -> None:
