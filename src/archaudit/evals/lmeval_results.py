@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from archaudit.errors import ConfigError, DataError, did_you_mean
-from archaudit.files import atomic_write_text, publish_folder
+from archaudit.files import atomic_write_text, check_output_folder, publish_folder
 from archaudit.registry import Registry
 from archaudit.stats.csvio import csv_text
 from archaudit.stats.frames import parquet_twin
@@ -413,6 +413,7 @@ def import_lmeval(
     Parquet twins with the `frames` extra), checked by the loaders `archaudit stats` uses
     before the folder is renamed into place."""
     out = Path(out)
+    check_output_folder(out, "--out", IMPORT_RECORD)  # before the work; publishing checks again
     labelled, notes = label_runs(find_runs(roots), arm_from, seed_from, scale_from)
     results, items, imported = [], [], []
     for r in labelled:

@@ -27,7 +27,7 @@ from archaudit.config import ModelConfig
 from archaudit.errors import ArchauditError, DataError
 from archaudit.export.stock import StockClass, pick
 from archaudit.export.tokenizer import save_tokenizer, special_token_id
-from archaudit.files import atomic_write_text, publish_folder
+from archaudit.files import atomic_write_text, check_output_folder, publish_folder
 from archaudit.model.load import load_model
 from archaudit.rundir import CHECKPOINTS, run_dir_of
 
@@ -54,6 +54,7 @@ def export_hf(run: str | Path, out: str | Path) -> ExportResult:
     transformers.utils.logging.disable_progress_bar()
     out = Path(out)
     _refuse_inside_checkpoints(Path(run), out)
+    check_output_folder(out, "--out", EXPORT_RECORD)  # before the work; publishing checks again
     model, tokenizer = load_model(run)
     stock = pick(model.cfg)
 
