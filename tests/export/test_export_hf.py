@@ -166,3 +166,15 @@ def test_cli_refusal_is_one_line(tmp_path: Path) -> None:
         "this run cannot be exported to a Hugging Face directory without custom code"
     )
     assert not (tmp_path / "o").exists()  # refused before anything is written
+
+
+def test_a_failed_logit_check_leaves_nothing(tmp_path: Path, monkeypatch) -> None:
+    """NaN weights give NaN logits: exit 2 and no folder `eval` could score (issue 36)."""
+    from archaudit.errors import ArchauditError
+    from archaudit.export import export_hf, hf
+
+    run = _run(tmp_path, "baseline")
+    monkeypatch.setattr(hf, "_logit_diff", lambda *a: (float("nan"), 64))
+    with pytest.raises(ArchauditError, match="nothing was written"):
+        export_hf(run, tmp_path / "hf")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["baseline"]

@@ -387,7 +387,8 @@ def label_runs(
         notes.append(note)
     else:
         seeds = labels(runs, seed_from, "--seed-from")
-    out, seen = [], {}
+    out: list[_Labelled] = []
+    seen: dict[tuple[str, str, int], Path] = {}
     for run, arm, scale, text in zip(runs, arms, scales, seeds, strict=True):
         seed = _seed_number(text, seed_from, run.path)
         key = (arm, scale, seed)
