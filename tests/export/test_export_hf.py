@@ -38,6 +38,7 @@ EXPORTED = {
     "relu2": "ArceeForCausalLM",
     "layernorm": "StableLmForCausalLM",
     "partial_rope": "Phi3ForCausalLM",
+    "mixtral_moe": "MixtralForCausalLM",
 }
 
 
@@ -90,7 +91,8 @@ def test_stock_class_computes_the_runs_logits(arm: str, tmp_path: Path) -> None:
         ("parallel_block", "model.block.name = 'parallel'"),
         ("mos", "model.head.name = 'mos'"),
         ("mla", "model.attention.name = 'latent'"),
-        ("switch_moe", "model.mlp.name = 'moe'"),
+        ("switch_moe", "model.moe.normalize_top_k = False"),
+        ("deepseek_moe", "model.moe.shared_experts = 1"),
         ("albert_sharing", "model.sharing.blocks = 1"),
     ],
 )
