@@ -135,6 +135,7 @@ def test_exported_tokenizer_tokenizes_as_ours(tokenizer: str, tmp_path: Path) ->
 def test_eval_and_diagnose_read_the_export(tmp_path: Path) -> None:
     from archaudit.diagnose import diagnose_bottleneck
     from archaudit.evals import evaluate
+    from archaudit.evals.models import load_scoring_model
     from archaudit.export import export_hf
 
     run = _run(tmp_path, "baseline", context=128)
@@ -142,7 +143,13 @@ def test_eval_and_diagnose_read_the_export(tmp_path: Path) -> None:
     suite, data = "demo", tmp_path / "text.txt"
     data.write_text("the cat sat on the mat and the dog ran far away. " * 20)
     ran = evaluate(str(run), suite, limit=4, show_progress=False)
-    exported = evaluate(str(tmp_path / "hf"), suite, limit=4, show_progress=False)
+    # The byte tokenizer has no end-of-text token: the export's BOS is the NUL byte, which an
+    # empty context is conditioned on (as the lm-eval adapter does); the native scorer
+    # conditions on nothing. Compared here with the native choice, so weights and tokens are.
+    hf_model = load_scoring_model(str(tmp_path / "hf"))
+    assert hf_model.prefix_token_id == 0
+    hf_model.prefix_token_id = None
+    exported = evaluate(hf_model, suite, limit=4, show_progress=False)
     for task, result in ran.tasks.items():
         mine = [item.logprobs for item in result.items]
         theirs = [item.logprobs for item in exported.tasks[task].items]
