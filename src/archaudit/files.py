@@ -1,18 +1,26 @@
-"""Atomic file writes: write a temporary file beside the target, then rename it into place.
+"""Atomic writes, and the rule every writer follows: it owns its output.
 
-Readers (a resumed run, a second worker, the index) see the old file or the new one, never half
-of one, also when the writer is killed mid-write. Used for every file archaudit writes that
-another process may read.
+Readers (a resumed run, a second worker, the index, `eval`) see the old file or folder or the
+new one, never half of one, also when the writer is killed mid-write: a file or a folder is
+written under a temporary name unique to the process beside the target, then renamed into place.
+
+Ownership: a command writes only into a folder it creates, an empty one, or one that carries its
+own marker file; it never writes through or over a link, never replaces a file it did not write,
+and never deletes one (a folder it replaces holds only the files its marker lists). A refusal is
+one line naming the path and the option that chooses another.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from archaudit.errors import DataError
 
@@ -34,7 +42,9 @@ FILE_MODE = 0o666 & ~_umask()  # what open() would give; read once, at import
 def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
     """Call `write(tmp)` on a fresh temporary path in `path`'s folder, then rename it to `path`.
     The file gets the mode a plain `open()` would give it, not mkstemp's private 0600, so that
-    the other members of a shared results folder can read it."""
+    the other members of a shared results folder can read it. A link at `path` is refused: the
+    rename would replace the link, and its target was never ours to change."""
+    refuse_link(path, "the output")
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
@@ -48,6 +58,120 @@ def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
 
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write(path, lambda tmp: tmp.write_text(text))
+
+
+T = TypeVar("T")
+
+
+def refuse_link(path: Path, flag: str) -> None:
+    """A one-line refusal when `path` is a symbolic link."""
+    if path.is_symlink():
+        raise DataError(
+            f"{path} is a link (to {os.readlink(path)}); archaudit never writes through or over a "
+            f"link: give {flag} a plain path"
+        )
+
+
+def check_output_file(path: Path, flag: str, ours: Callable[[Path], bool]) -> None:
+    """Refuse to write `path` when it is a link, or an existing file or folder that `ours` does
+    not recognise as this command's earlier output."""
+    refuse_link(path, flag)
+    if path.exists() and not (path.is_file() and ours(path)):
+        raise DataError(
+            f"{path} exists and archaudit did not write it (or not as this output); give {flag} "
+            "a new name"
+        )
+
+
+def file_signed(signature: bytes, within: int = 4096) -> Callable[[Path], bool]:
+    """An `ours` test for `check_output_file`: the writer's signature is in the file's first
+    `within` bytes."""
+
+    def ours(path: Path) -> bool:
+        with path.open("rb") as handle:
+            return signature in handle.read(within)
+
+    return ours
+
+
+def check_output_folder(path: Path, flag: str, marker: str | None = None) -> None:
+    """Refuse to write into `path` unless it is missing, an empty folder, or a folder whose
+    `marker` (a JSON record with a "files" list) names every entry in it."""
+    refuse_link(path, flag)
+    if path.exists() and not path.is_dir():
+        raise DataError(f"{path} is a file, not a folder: give {flag} a new or empty folder")
+    if not path.is_dir() or not any(path.iterdir()):
+        return
+    foreign = _foreign_entries(path, marker) if marker else ["(no marker)"]
+    if foreign:
+        mark = f"{marker} does not list {foreign[0]!r}" if marker else "it is not empty"
+        raise DataError(
+            f"{path} holds files archaudit did not write there ({mark}); give {flag} a new or "
+            "empty folder"
+        )
+
+
+def _foreign_entries(path: Path, marker: str) -> list[str]:
+    record = path / marker
+    if record.is_symlink() or not record.is_file():
+        return [f"(no {marker})"]
+    try:
+        listed = json.loads(record.read_text()).get("files")
+    except (ValueError, UnicodeDecodeError, AttributeError):
+        listed = None
+    if not isinstance(listed, list):
+        return [f"({marker} lists no files)"]
+    allowed = {str(name) for name in listed} | {marker}
+    entries = sorted(path.iterdir())
+    return [p.name for p in entries if p.name not in allowed or p.is_symlink() or p.is_dir()]
+
+
+def publish_folder(out: Path, build: Callable[[Path], T], *, flag: str, marker: str) -> T:
+    """`build(tmp)` writes and checks the whole output in a fresh temporary sibling of `out`
+    (its name holds this process's id); only when it returns is the folder renamed to `out`.
+    An earlier output of the same command (all its entries listed by `marker`) is replaced;
+    anything else at `out` is refused before work starts. Temporary siblings of dead processes
+    (a kill -9) are removed: their names say they are ours."""
+    check_output_folder(out, flag, marker)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _remove_orphans(out)
+    tmp = Path(
+        tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.{os.getpid()}.", suffix=".tmp")
+    )
+    try:
+        value = build(tmp)
+        os.chmod(tmp, 0o777 & ~_umask())
+        check_output_folder(out, flag, marker)  # again: another process may have written there
+        if out.is_dir() and any(out.iterdir()):
+            old = tmp.with_name(tmp.name.removesuffix(".tmp") + ".old.tmp")
+            os.rename(out, old)
+            os.rename(tmp, out)
+            shutil.rmtree(old)  # every entry listed by our marker: checked above
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                out.rmdir()
+            os.rename(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return value
+
+
+def _remove_orphans(out: Path) -> None:
+    pattern = re.compile(rf"\.{re.escape(out.name)}\.(\d+)\.\w+(\.old)?\.tmp")
+    for path in out.parent.iterdir():
+        match = pattern.fullmatch(path.name)
+        if match and path.is_dir() and not path.is_symlink() and not _alive(int(match[1])):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def read_json(path: Path) -> Any:

@@ -31,6 +31,7 @@ import re
 from pathlib import Path
 
 from archaudit.errors import DataError
+from archaudit.files import read_json_object, refuse_link
 
 SPEC = "spec.json"
 ENV = "env.json"
@@ -99,6 +100,7 @@ def check_train_target(out: Path) -> None:
     """Refuse to train into `out` when it is a file, or a non-empty folder that is not a run
     of this tool (its files would be overwritten, appended to or pruned as old checkpoints);
     refuse a name of the layout that links out of the run."""
+    refuse_link(out, "--out")
     if out.exists() and not out.is_dir():
         raise DataError(f"{out} is a file, not a run directory: give --out a new or run folder")
     if out.is_dir() and not is_run_dir(out) and any(out.iterdir()):
@@ -112,15 +114,42 @@ def check_train_target(out: Path) -> None:
         raise DataError(f"{out / CHECKPOINTS} is a file where the run keeps its checkpoints")
 
 
+AUDIT_KEYS = {"name": str, "runs": list}
+"""What every audit.json holds (audit/store.py's `materialize`); `{}` is not an audit."""
+
+
 def check_audit_dir(path: Path) -> Path:
     """`path` when it is an audit directory of this tool, else a one-line refusal (`status`
     rewrites results.csv and items.csv there)."""
-    if not is_audit_dir(path):
-        raise DataError(
-            f"{path} is not an audit directory of archaudit (no {AUDIT_FILE}); give the audit "
-            "file or its runs/<audit> folder"
-        )
+    problem = _audit_problem(path)
+    if problem:
+        raise DataError(f"{problem}; give the audit file or its runs/<audit> folder")
     return path
+
+
+def check_audit_target(path: Path) -> None:
+    """Before an audit materialises into `path`: a new or empty folder, or an audit directory
+    of this tool (`--runs-dir` over a foreign folder would overwrite its results.csv)."""
+    refuse_link(path, "--runs-dir")
+    if path.exists() and not path.is_dir():
+        raise DataError(f"{path} is a file where the audit's folder goes: give --runs-dir another")
+    problem = _audit_problem(path) if path.is_dir() and any(path.iterdir()) else None
+    if problem:
+        raise DataError(f"{problem}, and it is not empty; give --runs-dir another folder")
+
+
+def _audit_problem(path: Path) -> str | None:
+    """Why `path` is not an audit directory of this tool, or None."""
+    record_path = path / AUDIT_FILE
+    if record_path.is_symlink():
+        return f"{record_path} is a link, not an audit.json archaudit wrote"
+    record = read_json_object(record_path) if is_audit_dir(path) else None
+    if record is None:
+        return f"{path} is not an audit directory of archaudit (no {AUDIT_FILE})"
+    missing = [key for key, kind in AUDIT_KEYS.items() if not isinstance(record.get(key), kind)]
+    if missing:
+        return f"{record_path} has no {missing[0]!r}: not an audit.json archaudit wrote"
+    return None
 
 
 def inside(run_dir: Path, path: Path) -> Path:

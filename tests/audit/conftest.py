@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import torch
 from audit_helpers import TINY, merged, to_toml
+from doors_helpers import tiny  # noqa: F401  (the output doors' fixture: a run and its export)
 
 from archaudit.cli import audit_cmd  # noqa: F401
 

@@ -5,6 +5,7 @@ item test on them."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -97,3 +98,88 @@ def test_cli_import_then_stats(tmp_path: Path) -> None:
     )
     assert stats.exit_code == 0, stats.output
     assert json.loads(stats.output)[0]["n_items"] == 24
+
+
+def _copy(tmp_path: Path, layout: dict[str, Path]) -> Path:
+    """The fixture runs copied under `in/<name>` (name → run)."""
+    for name, run in layout.items():
+        shutil.copytree(run, tmp_path / "in" / name)
+    return tmp_path / "in"
+
+
+def _edit(folder: Path, edit) -> None:
+    (path,) = folder.rglob("results_*.json")
+    document = json.loads(path.read_text())
+    edit(document)
+    path.write_text(json.dumps(document))
+
+
+def test_auto_scale_keeps_arms_with_a_few_more_parameters_on_one_scale(tmp_path: Path) -> None:
+    """Issue 36: `--scale-from params` labels 133K and 134K apart; `auto` (the default) puts
+    counts within 1.5x on one scale, and says so."""
+    root = _copy(tmp_path, {"baseline/seed-0": RUNS[0], "baseline/seed-1": RUNS[1],
+                            "qk_norm/seed-0": RUNS[3]})  # fmt: skip
+    for folder, n in (("baseline/seed-0", 133_000), ("baseline/seed-1", 133_000),
+                      ("qk_norm/seed-0", 134_100)):  # fmt: skip
+        _edit(root / folder, lambda d, n=n: d["config"].update(model_num_parameters=n))
+    result = import_lmeval([root], tmp_path / "auto", arm_from="parent")
+    assert {r.scale for r in result.runs} == {"133K"}
+    assert any("within 1.5x share one scale" in c for c in result.choices)
+    split = import_lmeval([root], tmp_path / "params", arm_from="parent", scale_from="params")
+    assert {r.scale for r in split.runs} == {"133K", "134K"}
+
+
+def test_auto_seeds_never_collide(tmp_path: Path) -> None:
+    """lm-eval's few-shot seed is the same for every run here: `auto` numbers an arm's runs in
+    path order when no seed-N folder names them, and says so."""
+    root = _copy(tmp_path, {"a/first": RUNS[0], "a/second": RUNS[1]})
+    for folder in ("a/first", "a/second"):
+        _edit(root / folder, lambda d: d["config"].update(fewshot_seed=1234))
+    result = import_lmeval([root], tmp_path / "out", arm_from="parent")
+    assert [(r.arm, r.seed) for r in result.runs] == [("a", 0), ("a", 1)]
+    assert any("numbered 0, 1" in c for c in result.choices)
+    with pytest.raises(ConfigError, match="both arm='a'"):
+        import_lmeval([root], tmp_path / "seed", arm_from="parent", seed_from="seed")
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda d: d.update(results=[1, 2]), "'results' is list, not a table"),
+        (lambda d: d["results"]["arc_easy_local"].update({"acc,none": 10**400}), "not a finite"),
+        (lambda d: d["results"].update({"../x": d["results"].pop("arc_easy_local")}),
+         "'../x' is not a plain task name"),
+        (lambda d: d["results"]["arc_easy_local"].update({"acc,none": "0.5"}),
+         "main metric 'acc' is not a number"),
+        (lambda d: d["config"].update(model_num_parameters="lots"), "not a parameter count"),
+    ],
+)  # fmt: skip
+def test_a_hostile_results_file_is_one_line(edit, message: str, tmp_path: Path) -> None:
+    from archaudit.errors import DataError
+
+    root = _copy(tmp_path, {"a/seed-0": RUNS[0]})
+    _edit(root / "a/seed-0", edit)
+    with pytest.raises(DataError, match=re.escape(message)):
+        import_lmeval([root], tmp_path / "out", arm_from="parent")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_torn_samples_line_and_a_size_as_parameter_count(tmp_path: Path) -> None:
+    from archaudit.errors import DataError
+
+    root = _copy(tmp_path, {"a/seed-0": RUNS[0]})
+    _edit(root / "a/seed-0", lambda d: d["config"].update(model_num_parameters="135M"))
+    assert import_lmeval([root], tmp_path / "ok", arm_from="parent").runs[0].scale == "135M"
+    (samples,) = root.rglob("samples_*.jsonl")
+    samples.write_text(samples.read_text()[:-40])
+    with pytest.raises(DataError, match=r"samples_.*\.jsonl:24: not a JSON line"):
+        import_lmeval([root], tmp_path / "torn", arm_from="parent")
+
+
+def test_a_formula_folder_name_is_quoted_in_the_csv_and_read_back(tmp_path: Path) -> None:
+    name = "=cmd|'-C calc'!A0"
+    root = _copy(tmp_path, {f"{name}/seed-0": RUNS[0]})
+    import_lmeval([root], tmp_path / "out", arm_from="parent")
+    text = (tmp_path / "out" / "results.csv").read_text()
+    assert f"\n'{name}," in text and f"\n{name}," not in text
+    assert load_table(tmp_path / "out").arms == (name,)

@@ -38,6 +38,7 @@ EXPORTED = {
     "relu2": "ArceeForCausalLM",
     "layernorm": "StableLmForCausalLM",
     "partial_rope": "Phi3ForCausalLM",
+    "mixtral_moe": "MixtralForCausalLM",
 }
 
 
@@ -90,7 +91,8 @@ def test_stock_class_computes_the_runs_logits(arm: str, tmp_path: Path) -> None:
         ("parallel_block", "model.block.name = 'parallel'"),
         ("mos", "model.head.name = 'mos'"),
         ("mla", "model.attention.name = 'latent'"),
-        ("switch_moe", "model.mlp.name = 'moe'"),
+        ("switch_moe", "model.moe.normalize_top_k = False"),
+        ("deepseek_moe", "model.moe.shared_experts = 1"),
         ("albert_sharing", "model.sharing.blocks = 1"),
     ],
 )
@@ -122,15 +124,18 @@ def test_exported_tokenizer_tokenizes_as_ours(tokenizer: str, tmp_path: Path) ->
     export_hf(run, tmp_path / "hf")
     theirs = transformers.AutoTokenizer.from_pretrained(tmp_path / "hf", local_files_only=True)
     _, ours = load_model(run)
-    text = "Héllo, wörld!\n\tThe quick brown fox — 3.14 ≈ π 😀 <|endoftext|>"
+    text = "Héllo, wörld!\n\tThe quick brown fox — 3.14 ≈ π 😀 <|endoftext|> Ā\x00"
     assert theirs.encode(text, add_special_tokens=False) == ours.encode(text)
     assert theirs.decode(ours.encode(text)) == ours.decode(ours.encode(text))
-    assert theirs.eos_token_id == ours.eos_id
+    # BOS, EOS and pad: the end-of-text token, or the NUL byte for the byte tokenizer
+    special = 0 if ours.eos_id is None else ours.eos_id
+    assert theirs.eos_token_id == theirs.bos_token_id == theirs.pad_token_id == special
 
 
 def test_eval_and_diagnose_read_the_export(tmp_path: Path) -> None:
     from archaudit.diagnose import diagnose_bottleneck
     from archaudit.evals import evaluate
+    from archaudit.evals.models import load_scoring_model
     from archaudit.export import export_hf
 
     run = _run(tmp_path, "baseline", context=128)
@@ -138,7 +143,13 @@ def test_eval_and_diagnose_read_the_export(tmp_path: Path) -> None:
     suite, data = "demo", tmp_path / "text.txt"
     data.write_text("the cat sat on the mat and the dog ran far away. " * 20)
     ran = evaluate(str(run), suite, limit=4, show_progress=False)
-    exported = evaluate(str(tmp_path / "hf"), suite, limit=4, show_progress=False)
+    # The byte tokenizer has no end-of-text token: the export's BOS is the NUL byte, which an
+    # empty context is conditioned on (as the lm-eval adapter does); the native scorer
+    # conditions on nothing. Compared here with the native choice, so weights and tokens are.
+    hf_model = load_scoring_model(str(tmp_path / "hf"))
+    assert hf_model.prefix_token_id == 0
+    hf_model.prefix_token_id = None
+    exported = evaluate(hf_model, suite, limit=4, show_progress=False)
     for task, result in ran.tasks.items():
         mine = [item.logprobs for item in result.items]
         theirs = [item.logprobs for item in exported.tasks[task].items]
@@ -164,3 +175,15 @@ def test_cli_refusal_is_one_line(tmp_path: Path) -> None:
         "this run cannot be exported to a Hugging Face directory without custom code"
     )
     assert not (tmp_path / "o").exists()  # refused before anything is written
+
+
+def test_a_failed_logit_check_leaves_nothing(tmp_path: Path, monkeypatch) -> None:
+    """NaN weights give NaN logits: exit 2 and no folder `eval` could score (issue 36)."""
+    from archaudit.errors import ArchauditError
+    from archaudit.export import export_hf, hf
+
+    run = _run(tmp_path, "baseline")
+    monkeypatch.setattr(hf, "_logit_diff", lambda *a: (float("nan"), 64))
+    with pytest.raises(ArchauditError, match="nothing was written"):
+        export_hf(run, tmp_path / "hf")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["baseline"]

@@ -135,3 +135,29 @@ def test_notebook_quick_start_runs_as_written(tmp_path: Path, monkeypatch) -> No
     assert list(verdict_table["verdict"]) == ["improver", "incomplete"]
     html = shown[0]._repr_html_()
     assert html.startswith("<!DOCTYPE html>") and "qk_norm" in html
+
+
+def _write_many(path: str) -> None:
+    import pandas as pd
+
+    from archaudit.stats.frames import write_parquet
+
+    frame = pd.DataFrame({"arm": ["a", "b"], "value": [1.0, 2.0]})
+    for _ in range(40):
+        write_parquet(frame, Path(path))
+
+
+def test_concurrent_parquet_writers_never_share_a_temporary(tmp_path: Path) -> None:
+    """Issue 36: a fixed temporary name made two `status` loops fail; each writer's is unique."""
+    import multiprocessing
+
+    pytest.importorskip("pyarrow")
+    path = str(tmp_path / "results.parquet")
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_write_many, args=(path,)) for _ in range(3)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+    assert [w.exitcode for w in workers] == [0, 0, 0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.parquet"]

@@ -9,6 +9,7 @@ from string import Template
 
 from archaudit.audit.spec import SUITE_PREFIX
 from archaudit.errors import ConfigError
+from archaudit.files import atomic_write_text, refuse_link
 
 TEMPLATE = Path(__file__).with_name("templates") / "audit.toml"
 DEFAULT_ARMS = ("qk_norm", "softpick", "post_ln", "geglu")
@@ -33,8 +34,9 @@ def write_starter(
     path: str | Path, *, arms: Sequence[str] = DEFAULT_ARMS, force: bool = False
 ) -> Path:
     path = Path(path)
+    refuse_link(path, "the audit file")  # also with --force: the link's target is not ours
     if path.exists() and not force:
         raise ConfigError(f"{path} exists; choose another name or pass --force to overwrite it")
     text = starter_text(path, arms=arms)
-    path.write_text(text)
+    atomic_write_text(path, text)
     return path

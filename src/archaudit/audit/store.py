@@ -18,7 +18,6 @@ take some 3.5 s of CPU (benchmarks/store_scan.py).
 from __future__ import annotations
 
 import contextlib
-import csv
 import io
 import json
 import math
@@ -32,12 +31,13 @@ from archaudit.audit.claims import ClaimInfo, current_claim
 from archaudit.audit.plan import Plan, RunSpec
 from archaudit.audit.record import RunRecord
 from archaudit.errors import ConfigError, DataError
-from archaudit.files import atomic_write_text
+from archaudit.files import atomic_write_text, refuse_link
 from archaudit.files import read_json_object as read_json
 from archaudit.names import ITEMS_FILE, RESULTS_FILE, ResultStatus
 from archaudit.progress import warn
 from archaudit.rundir import ATTEMPTS as ATTEMPTS  # re-exported for the store's readers
-from archaudit.rundir import AUDIT_FILE, DONE, EVALS, FAILED, METRICS, RUN_FILE
+from archaudit.rundir import AUDIT_FILE, DONE, EVALS, FAILED, METRICS, RUN_FILE, check_audit_target
+from archaudit.stats.csvio import csv_text
 from archaudit.stats.frames import parquet_twin
 from archaudit.stats.items import ITEM_COLUMNS as ITEM_KEYS
 from archaudit.stats.items import ITEM_MEASURES, load_items
@@ -76,6 +76,7 @@ def materialize(plan: Plan) -> list[Path]:
     """Create the audit's directories: audit.json, and run.json for every run. A directory that
     holds a different run (its arm, recipe or scale was edited) moves to `_superseded/`."""
     audit_dir = plan.audit_dir
+    check_audit_target(audit_dir)
     audit_dir.mkdir(parents=True, exist_ok=True)
     write_json(
         audit_dir / AUDIT_FILE,
@@ -91,6 +92,9 @@ def materialize(plan: Plan) -> list[Path]:
     dirs = []
     for run in plan.runs:
         run_dir = plan.run_dir(run)
+        for part in reversed(run_dir.relative_to(audit_dir).parents[:-1]):
+            refuse_link(audit_dir / part, "--runs-dir")  # a linked arm or scale folder
+        refuse_link(run_dir, "--runs-dir")  # a linked seed folder: training would write outside
         old = read_json(run_dir / RUN_FILE)
         if old is not None and old.get("id") != run.run_id:
             _supersede(run_dir, old.get("id", "unknown"), run.run_id)
@@ -276,17 +280,42 @@ def _cell(value: float | None) -> str:
 
 
 def export(audit_dir: Path, statuses: Iterable[RunStatus] | None = None) -> tuple[Path, Path]:
-    """Write results.csv and items.csv (the `archaudit.stats` input) from the run directories."""
+    """Write results.csv and items.csv (the `archaudit.stats` input) from the run directories.
+    A table that already holds these rows is left alone, so `stats` and `status` read a
+    finished audit in a read-only folder, and concurrent readers rewrite nothing."""
     if statuses is None:
         statuses = [run_status(d) for d in audit_run_dirs(audit_dir)]
     statuses = sorted(statuses, key=lambda s: (s.spec.arm, s.spec.scale, s.spec.seed))
     results = audit_dir / RESULTS_FILE
     items = audit_dir / ITEMS_FILE
-    atomic_write_text(results, _csv(RESULT_COLUMNS, (r for s in statuses for r in result_rows(s))))
-    atomic_write_text(items, _csv(ITEM_COLUMNS, (r for s in statuses for r in item_rows(s))))
-    parquet_twin(results, load_table)  # results.parquet, items.parquet: the `frames` extra
-    parquet_twin(items, load_items)
+    tables = (
+        (
+            results,
+            csv_text(RESULT_COLUMNS, (r for s in statuses for r in result_rows(s))),
+            load_table,
+        ),
+        (items, csv_text(ITEM_COLUMNS, (r for s in statuses for r in item_rows(s))), load_items),
+    )
+    for path, text, load in tables:
+        twin = _has_frames() and text.count("\n") > 1  # a table with rows has a Parquet twin
+        if _holds(path, text) and (path.with_suffix(".parquet").exists() or not twin):
+            continue
+        atomic_write_text(path, text)
+        parquet_twin(path, load)  # results.parquet, items.parquet: the `frames` extra
     return results, items
+
+
+def _holds(path: Path, text: str) -> bool:
+    try:
+        return not path.is_symlink() and path.read_text(encoding="utf-8") == text
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _has_frames() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("pandas", "pyarrow"))
 
 
 FINISHED_STATES = ("done", "diverged")
@@ -306,11 +335,3 @@ def state_counts(statuses: Iterable[RunStatus]) -> dict[str, int]:
     for status in statuses:
         counts[status.state] = counts.get(status.state, 0) + 1
     return dict(sorted(counts.items()))
-
-
-def _csv(columns: tuple[str, ...], rows: Iterable[dict[str, Any]]) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buffer.getvalue()

@@ -35,18 +35,29 @@ def import_lmeval_command(
         ),
     ] = "dir",
     seed_from: Annotated[
-        str, typer.Option("--seed-from", help="Where its seed comes from (as --arm-from).")
-    ] = "seed",
+        str,
+        typer.Option(
+            "--seed-from",
+            help="Where its seed comes from (as --arm-from); auto: a seed-N folder on the path, "
+            "else the arm's runs numbered in path order.",
+        ),
+    ] = "auto",
     scale_from: Annotated[
-        str, typer.Option("--scale-from", help="Where its scale comes from (as --arm-from).")
-    ] = "params",
+        str,
+        typer.Option(
+            "--scale-from",
+            help="Where its scale comes from (as --arm-from); auto: parameter counts within "
+            "1.5x of each other share one scale.",
+        ),
+    ] = "auto",
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
     """Read lm-eval results (and the per-item samples of --log_samples) into OUT/results.csv
     (task/metric, task/score and downstream_avg per run) and OUT/items.csv (each item's 0/1
     by the task's first metric), so that `archaudit stats OUT` judges the runs and
-    `archaudit stats items OUT` pairs them item by item."""
+    `archaudit stats items OUT` pairs them item by item. OUT is written whole or not at all,
+    and only when it is new, empty or an earlier import (its import.json lists its files)."""
     from archaudit.evals.lmeval_results import import_lmeval
 
     quiet_output(quiet, json_)
@@ -56,6 +67,8 @@ def import_lmeval_command(
     if json_:
         emit(result)
         return
+    for choice in result.choices:
+        typer.echo(choice)
     for run in result.runs:
         typer.echo(
             f"{run.arm} / {run.scale} / seed {run.seed}: {', '.join(run.tasks)} "

@@ -29,7 +29,7 @@ import numpy as np
 from archaudit.data.shards import INDEX_FILE, TOKENIZER_FILE, shard_name
 from archaudit.data.tokenizers import ByteTokenizer, HFTokenizer, Tokenizer, load_tokenizer
 from archaudit.errors import DataError
-from archaudit.files import atomic_write, atomic_write_text
+from archaudit.files import atomic_write, atomic_write_text, check_output_folder
 from archaudit.progress import progress
 
 PIECE_CHARS = 1 << 16  # the piece size of corpus.encode: identical cuts, identical tokens
@@ -61,6 +61,7 @@ def prepare(
     out = Path(out)
     if (out / INDEX_FILE).is_file():
         raise DataError(f"{out} already holds a prepared corpus; choose another --out")
+    check_output_folder(out, "--out")  # a new or empty folder: its files are all ours
     out.mkdir(parents=True, exist_ok=True)
     src = str(source)
     bins = _token_bins(src)

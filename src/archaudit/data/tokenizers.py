@@ -127,7 +127,14 @@ def _hf(arg: str, texts: TextSource | None) -> Tokenizer:
 
     path = Path(arg)
     file = path if path.is_file() else _first_file(_existing_dir(arg, "hf"), ("tokenizer.json",))
-    return HFTokenizer(RustTokenizer.from_file(str(file)), f"hf:{arg}")
+    try:
+        rust = RustTokenizer.from_file(str(file))
+    except Exception as err:  # the tokenizers library raises a bare Exception for a bad file
+        first = (str(err).splitlines() or [""])[0][:120]
+        raise DataError(
+            f"{file}: not a tokenizer.json the tokenizers library reads ({first})"
+        ) from None
+    return HFTokenizer(rust, f"hf:{arg}")
 
 
 def load_tokenizer(spec: str, texts: TextSource | None = None) -> Tokenizer:

@@ -8,6 +8,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from archaudit.errors import ConfigError
+from archaudit.files import atomic_write, check_output_file, file_signed
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -61,9 +62,11 @@ def curves(
 
 
 def _save(fig: Figure, plt: ModuleType, path: Path) -> Path:
+    """Replaces only a figure matplotlib drew (a PNG that says so), never through a link."""
+    check_output_file(path, "--out", file_signed(b"Software\x00Matplotlib", 512))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
     plt.close(fig)
     return path
 

@@ -7,6 +7,13 @@ module is imported; the module's command line does that and then hands over to l
 
     python -m archaudit.evals.lmeval_adapter --model archaudit \\
         --model_args path=runs/a/baseline/tiny/seed-0 --tasks arc_easy --limit 100
+
+A task file written by `write_task_yaml` also works with lm-eval's stock command: its
+`process_docs: !function archaudit_hook.process_docs` line makes lm-eval import the hook module
+written beside it, which imports this one, and lm-eval reads task files before it looks the
+model up:
+
+    lm_eval --model archaudit --model_args path=RUN --tasks tasks/toy_mc.yaml
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from lm_eval.api.registry import register_model
 
 from archaudit.evals.models import load_scoring_model
 from archaudit.evals.scoring import ScoringModel, rolling_pairs, score_tokens
+from archaudit.files import atomic_write_text
 
 
 @register_model("archaudit")
@@ -138,21 +146,42 @@ output_type: multiple_choice
 doc_to_text: "{{{{query}}}}{suffix}"
 doc_to_choice: choices
 doc_to_target: gold
+process_docs: !function {hook}.process_docs
 metric_list:
   - metric: acc
   - metric: acc_norm
 """
 
 
+HOOK = "archaudit_hook"
+HOOK_SOURCE = """\
+# Written by archaudit. lm-eval imports this module for the task files beside it (their
+# `!function` line); importing the adapter registers the `archaudit` model for
+# `lm_eval --model archaudit`.
+from archaudit.evals.lmeval_adapter import process_docs
+
+__all__ = ["process_docs"]
+"""
+
+
+def process_docs(dataset: Any) -> Any:
+    """The task's documents unchanged: the hook exists for the import it causes."""
+    return dataset
+
+
 def write_task_yaml(
     folder: str | Path, name: str, data: str | Path, prompt_suffix: str = ""
 ) -> Path:
     """Write an lm-eval task over a local `multiple_choice` JSONL file ({query, choices, gold}),
-    prompted as `archaudit` prompts it; use the folder as lm-eval's `--include_path`."""
+    prompted as `archaudit` prompts it, and its hook module; pass the YAML to lm-eval's
+    `--tasks`, or the folder as its `--include_path`."""
     suffix = json.dumps(prompt_suffix)[1:-1]  # escaped for a double-quoted YAML string
-    Path(folder).mkdir(parents=True, exist_ok=True)
-    path = Path(folder) / f"{name}.yaml"
-    path.write_text(TASK_YAML.format(name=name, data=Path(data).resolve(), suffix=suffix))
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.yaml"
+    text = TASK_YAML.format(name=name, data=Path(data).resolve(), suffix=suffix, hook=HOOK)
+    atomic_write_text(folder / f"{HOOK}.py", HOOK_SOURCE)
+    atomic_write_text(path, text)
     return path
 
 

@@ -5,26 +5,41 @@ and seeds) and, with `--log_samples`, `samples_<task>_<time>.jsonl` (one line pe
 its per-item metric). Each results file is one run; its arm, seed and scale are read by named
 label sources (`--arm-from dir`, `--seed-from seed`, `regex:...`), so runs evaluated anywhere
 can be judged and compared item by item here. Needs neither torch nor lm-eval.
+
+The defaults cannot split a scale or collide seeds: `--scale-from auto` puts runs whose
+parameter counts are within `SCALE_SPAN` of each other on one scale (an arm that adds a few
+parameters, as qk_norm does, stays beside its baseline), and `--seed-from auto` reads a
+`seed-N` folder on the path, else numbers each arm's runs in path order (lm-eval's own seed is
+its few-shot seed, the same for every checkpoint in most setups). What they chose is reported.
+Every field read is checked: a torn samples line, a `results` that is not a table, a metric
+that is not a finite number or a task name that is not a plain name is one line naming the file.
+The output folder is written whole or not at all (`files.publish_folder`, marker `import.json`).
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
+import math
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from archaudit.errors import ConfigError, DataError, did_you_mean
-from archaudit.files import atomic_write_text
+from archaudit.files import atomic_write_text, check_output_folder, publish_folder
 from archaudit.metrics import downstream_average
 from archaudit.registry import Registry
+from archaudit.stats.csvio import csv_text
 from archaudit.stats.frames import parquet_twin
 from archaudit.stats.items import ITEM_COLUMNS, ITEMS_FILE, load_items
 from archaudit.stats.table import REQUIRED_COLUMNS, RESULTS_FILE, load_table
+
+IMPORT_RECORD = "import.json"
+"""Written last into the output folder: the runs, the labels chosen and the files written."""
+SCALE_SPAN = 1.5
+"""`--scale-from auto`: parameter counts within this factor of a scale's smallest share it."""
+TASK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+\-]*")
 
 
 @dataclass(frozen=True)
@@ -41,6 +56,25 @@ class HarnessRun:
         sanitized = self.document.get("model_name_sanitized")
         parent = self.path.parent
         return parent.parent if sanitized and parent.name == sanitized else parent
+
+    def table(self, *keys: str) -> dict[str, Any]:
+        """The JSON object at `keys` (an empty one when absent), else a one-line refusal."""
+        node: Any = self.document
+        for key in keys:
+            node = node.get(key, {}) if isinstance(node, dict) else None
+        if not isinstance(node, dict):
+            where = ".".join(keys)
+            raise DataError(f"{self.path}: {where!r} is {type(node).__name__}, not a table")
+        return node
+
+    @property
+    def tasks(self) -> list[str]:
+        """The task names of `results`, each a plain name (it becomes part of a file name)."""
+        names = sorted(self.table("results"))
+        for name in names:
+            if not TASK_NAME.fullmatch(name) or ".." in name:
+                raise DataError(f"{self.path}: task name {name!r} is not a plain task name")
+        return names
 
     def samples_file(self, task: str) -> Path | None:
         stamp = self.path.stem.removeprefix("results_")
@@ -67,10 +101,12 @@ def _parent(run: HarnessRun) -> str:
 def _model(run: HarnessRun) -> str:
     """The model lm-eval loaded: the last part of `pretrained` (or of `path`; of the model's
     name when a Python caller passed a model object)."""
-    config = run.document.get("config", {})
+    config = run.table("config")
     args = config.get("model_args") or {}
     if isinstance(args, str):
         args = dict(kv.split("=", 1) for kv in args.split(",") if "=" in kv)
+    if not isinstance(args, dict):
+        raise DataError(f"{run.path}: config.model_args is {type(args).__name__}")
     name = (
         args.get("pretrained")
         or args.get("path")
@@ -84,43 +120,111 @@ def _model(run: HarnessRun) -> str:
 @LABELS.register("seed")
 def _seed(run: HarnessRun) -> str:
     """lm-eval's `--seed` (its few-shot seed, which decides the few-shot examples)."""
-    config = run.document.get("config", {})
+    config = run.table("config")
     return str(config.get("fewshot_seed", config.get("random_seed", "")))
 
 
 @LABELS.register("fewshot")
 def _fewshot(run: HarnessRun) -> str:
-    shots = sorted({str(n) for n in run.document.get("n-shot", {}).values()})
+    shots = sorted({str(n) for n in run.table("n-shot").values()})
     return "+".join(shots) + "-shot"
 
 
 @LABELS.register("params")
 def _params(run: HarnessRun) -> str:
     """The model's parameter count as lm-eval reports it, e.g. 135M."""
-    n = run.document.get("config", {}).get("model_num_parameters")
-    if not n:
-        return "default"
+    n = parameter_count(run)
+    return "default" if n is None else size_label(n)
+
+
+def parameter_count(run: HarnessRun) -> float | None:
+    """config.model_num_parameters: a positive number, or a size such as "135M"; None when
+    absent."""
+    n = run.table("config").get("model_num_parameters")
+    if n in (None, 0, ""):
+        return None
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([KMB]?)", n.strip()) if isinstance(n, str) else None
+    if match:
+        return float(match[1]) * {"": 1, "K": 1e3, "M": 1e6, "B": 1e9}[match[2]]
+    if isinstance(n, bool) or not isinstance(n, int | float) or not 0 < n < 1e16:
+        raise DataError(
+            f"{run.path}: config.model_num_parameters = {str(n)[:40]!r} is not a parameter count"
+        )
+    return float(n)
+
+
+def size_label(n: float) -> str:
     for unit, size in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
         if n >= size:
             return f"{n / size:.3g}{unit}"
-    return str(n)
+    return f"{n:.0f}"
 
 
 def label(run: HarnessRun, source: str, option: str) -> str:
     """The value `source` (a registered name or `regex:PATTERN`) reads from `run`."""
     if source.startswith("regex:"):
-        match = re.search(source.removeprefix("regex:"), str(run.path))
-        if match is None or not match.groups():
+        try:
+            match = re.search(source.removeprefix("regex:"), str(run.path))
+        except re.error as err:
+            raise ConfigError(f"{option} {source!r}: not a regular expression ({err})") from None
+        if match is None or not match.groups() or match[1] is None:
             raise ConfigError(
                 f"{option} {source!r}: the pattern (with one group) does not match {run.path}"
             )
         return match[1]
     if source not in LABELS:
         raise ConfigError(
-            f"{option} {source!r} is not a label source{did_you_mean(source, LABELS)}; or "
-            "give regex:PATTERN with one group"
+            f"{option} {source!r} is not a label source{did_you_mean(source, [*LABELS, AUTO])}; "
+            "or give regex:PATTERN with one group"
         )
     return LABELS.get(source)(run)
+
+
+AUTO = "auto"
+SEED_FOLDER = re.compile(r"seed[-_=]?(\d+)", re.IGNORECASE)
+
+
+def auto_scales(runs: Sequence[HarnessRun]) -> tuple[list[str], str]:
+    """One scale per group of parameter counts within `SCALE_SPAN` of the group's smallest,
+    named by that smallest count; and the sentence that says so."""
+    counts = [parameter_count(run) for run in runs]
+    groups: list[float] = []
+    for n in sorted({c for c in counts if c is not None}):
+        if not groups or n > groups[-1] * SCALE_SPAN:
+            groups.append(n)
+    names = [
+        "default" if n is None else size_label(max(g for g in groups if g <= n)) for n in counts
+    ]
+    return names, (
+        f"scale: from lm-eval's parameter count, counts within {SCALE_SPAN}x share one scale "
+        f"({', '.join(sorted(set(names)))}); --scale-from names another source"
+    )
+
+
+def auto_seeds(
+    runs: Sequence[HarnessRun], groups: Sequence[tuple[str, str]]
+) -> tuple[list[str], str]:
+    """Seeds from a `seed-N` folder on every run's path, else each (arm, scale)'s runs
+    numbered 0, 1, ... in path order; and the sentence that says which."""
+    found = [
+        next((m[1] for p in reversed(r.path.parts) if (m := SEED_FOLDER.fullmatch(p))), None)
+        for r in runs
+    ]
+    if all(seed is not None for seed in found):
+        return [str(seed) for seed in found], "seed: from the seed-N folder of each run's path"
+    order: dict[tuple[str, str], int] = {}
+    seeds = []
+    for group in groups:
+        seeds.append(str(order.setdefault(group, 0)))
+        order[group] += 1
+    return seeds, (
+        "seed: no seed-N folder on every path, so each arm's runs are numbered 0, 1, ... in path "
+        "order (lm-eval's --seed is its few-shot seed); --seed-from names another source"
+    )
+
+
+def labels(runs: Sequence[HarnessRun], source: str, option: str) -> list[str]:
+    return [label(run, source, option) for run in runs]
 
 
 @dataclass(frozen=True)
@@ -140,6 +244,8 @@ class ImportResult:
     items: str | None
     """None when no run had samples: verdicts work, paired item tests need `--log_samples`."""
     runs: tuple[ImportedRun, ...]
+    choices: tuple[str, ...] = ()
+    """What `auto` label sources chose, one sentence each."""
 
 
 def find_runs(roots: Sequence[str | Path]) -> list[HarnessRun]:
@@ -155,39 +261,62 @@ def find_runs(roots: Sequence[str | Path]) -> list[HarnessRun]:
         for path in files:
             try:
                 document = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-                raise DataError(f"{path}: not a readable lm-eval results file ({err})") from None
+            except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
+                line = str(err).splitlines()[0] if str(err) else type(err).__name__
+                raise DataError(f"{path}: not a readable lm-eval results file ({line})") from None
             if not isinstance(document, dict) or "results" not in document:
                 raise DataError(f"{path}: no 'results' table; is it an lm-eval results file?")
-            runs.append(HarnessRun(path, document))
+            run = HarnessRun(path, document)
+            for task in run.tasks:
+                run.table("results", task)
+            runs.append(run)
     return runs
 
 
 def main_metric(run: HarnessRun, task: str) -> str | None:
-    """The task's first declared metric (its YAML's metric_list), as lm-eval reports it."""
-    declared = run.document.get("configs", {}).get(task, {}).get("metric_list") or []
-    names = [m["metric"] for m in declared if isinstance(m, dict) and "metric" in m]
-    reported = metric_values(run.document["results"].get(task, {}))
-    return next((n for n in names if n in reported), next(iter(reported), None))
+    """The task's first declared metric (its YAML's metric_list), as lm-eval reports it; else
+    its first reported number. A declared metric reported as something else is refused, never
+    replaced by the next one."""
+    declared = run.table("configs", task).get("metric_list") or []
+    names = [
+        m["metric"] for m in declared if isinstance(m, dict) and isinstance(m.get("metric"), str)
+    ]
+    reported = metric_values(run, task)
+    row = run.table("results", task)
+    for name in names:
+        if name in reported:
+            return name
+        if any(key.partition(",")[0] == name for key in row):
+            raise DataError(
+                f"{run.path}: {task}'s main metric {name!r} is not a number "
+                f"({next(v for k, v in row.items() if k.partition(',')[0] == name)!r:.40})"
+            )
+    return next(iter(reported), None)
 
 
-def metric_values(row: dict[str, Any]) -> dict[str, float]:
+def metric_values(run: HarnessRun, task: str) -> dict[str, float]:
     """`{"acc,none": 0.6, "acc_stderr,none": ...}` → {"acc": 0.6}; other filters keep theirs
-    (`exact_match.strict-match`), standard errors and non-numbers are left out."""
+    (`exact_match.strict-match`), standard errors and non-numbers are left out; a number that
+    is not finite is refused."""
     out = {}
-    for key, value in row.items():
+    for key, value in run.table("results", task).items():
         metric, _, kind = key.partition(",")
-        if not kind or "_stderr" in metric or not isinstance(value, int | float):
+        if not kind or "_stderr" in metric or isinstance(value, bool):
             continue
-        out[metric if kind == "none" else f"{metric}.{kind}"] = float(value)
+        if not isinstance(value, int | float):
+            continue
+        number = float(value) if abs(value) < 1e300 else math.inf
+        if not math.isfinite(number):
+            raise DataError(f"{run.path}: {task} {key} = {str(value)[:40]} is not a finite number")
+        out[metric if kind == "none" else f"{metric}.{kind}"] = number
     return out
 
 
 def metric_rows(run: HarnessRun) -> Iterator[tuple[str, float]]:
     """(metric, value): each task's metrics, its `score` (main metric) and downstream_avg."""
     scores: dict[str, float] = {}
-    for task, row in sorted(run.document["results"].items()):
-        values = metric_values(row)
+    for task in run.tasks:
+        values = metric_values(run, task)
         main = main_metric(run, task)
         if main is None:
             continue
@@ -201,38 +330,68 @@ def metric_rows(run: HarnessRun) -> Iterator[tuple[str, float]]:
 
 def item_rows(run: HarnessRun) -> Iterator[tuple[str, str, int]]:
     """(task, item, correct) from the samples files, for tasks whose main metric is 0/1."""
-    for task in sorted(run.document["results"]):
+    for task in run.tasks:
         main, samples = main_metric(run, task), run.samples_file(task)
         if main is None or samples is None:
             continue
-        for n, line in enumerate(samples.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            sample = json.loads(line)
+        for n, sample in _samples(samples):
             value = sample.get(main.partition(".")[0])
-            if value not in (0, 1, 0.0, 1.0, True, False):
+            if value not in (0, 1, 0.0, 1.0, True, False) or isinstance(value, str):
                 if n == 1:
                     break  # not a per-item 0/1 metric: no paired test for this task
-                raise DataError(f"{samples}:{n}: {main} = {value!r} is not 0 or 1")
-            yield task, str(sample["doc_id"]), int(value)
+                raise DataError(f"{samples}:{n}: {main} = {value!r:.40} is not 0 or 1")
+            doc = sample.get("doc_id")
+            if isinstance(doc, bool) or not isinstance(doc, int | str):
+                raise DataError(f"{samples}:{n}: doc_id = {doc!r:.40} is not an item id")
+            yield task, str(doc), int(value)
 
 
-def import_lmeval(
-    roots: Sequence[str | Path],
-    out: str | Path,
-    *,
-    arm_from: str = "dir",
-    seed_from: str = "seed",
-    scale_from: str = "params",
-) -> ImportResult:
-    """Turn lm-eval runs under `roots` into `out/results.csv` and `out/items.csv` (and their
-    Parquet twins with the `frames` extra), checked by the loaders `archaudit stats` uses."""
-    out = Path(out)
-    results, items, imported = [], [], []
+def _samples(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, sample) of a samples JSONL file; a torn or non-object line is refused."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise DataError(f"{path}: not UTF-8 text") from None
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            sample = json.loads(line)
+        except (ValueError, RecursionError):
+            raise DataError(f"{path}:{n}: not a JSON line (torn or edited)") from None
+        if not isinstance(sample, dict):
+            raise DataError(f"{path}:{n}: {type(sample).__name__} where a sample object belongs")
+        yield n, sample
+
+
+@dataclass(frozen=True)
+class _Labelled:
+    run: HarnessRun
+    arm: str
+    scale: str
+    seed: int
+
+
+def label_runs(
+    runs: Sequence[HarnessRun], arm_from: str, seed_from: str, scale_from: str
+) -> tuple[list[_Labelled], tuple[str, ...]]:
+    """Each run's arm, scale and seed; the sentences that say what `auto` chose."""
+    notes = []
+    arms = labels(runs, arm_from, "--arm-from")
+    if scale_from == AUTO:
+        scales, note = auto_scales(runs)
+        notes.append(note)
+    else:
+        scales = labels(runs, scale_from, "--scale-from")
+    if seed_from == AUTO:
+        seeds, note = auto_seeds(runs, list(zip(arms, scales, strict=True)))
+        notes.append(note)
+    else:
+        seeds = labels(runs, seed_from, "--seed-from")
+    out: list[_Labelled] = []
     seen: dict[tuple[str, str, int], Path] = {}
-    for run in find_runs(roots):
-        arm, scale = label(run, arm_from, "--arm-from"), label(run, scale_from, "--scale-from")
-        seed = _seed_number(label(run, seed_from, "--seed-from"), seed_from, run.path)
+    for run, arm, scale, text in zip(runs, arms, scales, seeds, strict=True):
+        seed = _seed_number(text, seed_from, run.path)
         key = (arm, scale, seed)
         if key in seen:
             raise ConfigError(
@@ -240,38 +399,63 @@ def import_lmeval(
                 "tell them apart with --arm-from/--seed-from (e.g. regex:seed-(\\d+))"
             )
         seen[key] = run.path
-        results += [(arm, scale, seed, m, repr(v)) for m, v in metric_rows(run)]
-        answers = [(arm, scale, seed, *row) for row in item_rows(run)]
+        out.append(_Labelled(run, arm, scale, seed))
+    return out, tuple(notes)
+
+
+def import_lmeval(
+    roots: Sequence[str | Path],
+    out: str | Path,
+    *,
+    arm_from: str = "dir",
+    seed_from: str = AUTO,
+    scale_from: str = AUTO,
+) -> ImportResult:
+    """Turn lm-eval runs under `roots` into `out/results.csv` and `out/items.csv` (and their
+    Parquet twins with the `frames` extra), checked by the loaders `archaudit stats` uses
+    before the folder is renamed into place."""
+    out = Path(out)
+    check_output_folder(out, "--out", IMPORT_RECORD)  # before the work; publishing checks again
+    labelled, notes = label_runs(find_runs(roots), arm_from, seed_from, scale_from)
+    results, items, imported = [], [], []
+    for r in labelled:
+        results += [(r.arm, r.scale, r.seed, m, repr(v)) for m, v in metric_rows(r.run)]
+        answers = [(r.arm, r.scale, r.seed, *row) for row in item_rows(r.run)]
         items += answers
-        tasks = tuple(sorted(run.document["results"]))
-        imported.append(ImportedRun(str(run.path), arm, scale, seed, tasks, len(answers)))
-    out.mkdir(parents=True, exist_ok=True)
-    results_path, items_path = out / RESULTS_FILE, out / ITEMS_FILE
-    atomic_write_text(results_path, _csv(REQUIRED_COLUMNS, results))
-    load_table(results_path)  # the checks `archaudit stats` applies, now
+        imported.append(
+            ImportedRun(str(r.run.path), r.arm, r.scale, r.seed, tuple(r.run.tasks), len(answers))
+        )
+    result = ImportResult(
+        str(out / RESULTS_FILE), str(out / ITEMS_FILE) if items else None, tuple(imported), notes
+    )
+    publish_folder(out, lambda tmp: _write(tmp, results, items, result), flag="--out",
+                   marker=IMPORT_RECORD)  # fmt: skip
+    return result
+
+
+def _write(folder: Path, results: list[tuple], items: list[tuple], result: ImportResult) -> None:
+    """The tables into `folder`, each read back by the loader `archaudit stats` uses."""
+    results_path, items_path = folder / RESULTS_FILE, folder / ITEMS_FILE
+    atomic_write_text(results_path, csv_text(REQUIRED_COLUMNS, results))
+    load_table(results_path)
     parquet_twin(results_path, load_table)
     if items:
-        atomic_write_text(items_path, _csv(ITEM_COLUMNS, items))
+        atomic_write_text(items_path, csv_text(ITEM_COLUMNS, items))
         load_items(items_path)
         parquet_twin(items_path, load_items)
-    else:  # an items table from an earlier import would no longer match the results
-        items_path.unlink(missing_ok=True)
-        items_path.with_suffix(".parquet").unlink(missing_ok=True)
-    return ImportResult(str(results_path), str(items_path) if items else None, tuple(imported))
+    files = sorted([p.name for p in folder.iterdir()] + [IMPORT_RECORD])
+    record = {
+        "files": files,
+        "choices": list(result.choices),
+        "runs": [asdict(r) for r in result.runs],
+    }
+    atomic_write_text(folder / IMPORT_RECORD, json.dumps(record, indent=1, sort_keys=True) + "\n")
 
 
 def _seed_number(text: str, source: str, path: Path) -> int:
-    if not re.fullmatch(r"-?\d+", text):
+    if not re.fullmatch(r"-?\d{1,18}", text):
         raise ConfigError(
-            f"--seed-from {source!r} gives {text!r} for {path}, not an integer seed; use "
+            f"--seed-from {source!r} gives {text[:40]!r} for {path}, not an integer seed; use "
             "--seed-from regex:PATTERN with one group of digits"
         )
     return int(text)
-
-
-def _csv(columns: Sequence[str], rows: Sequence[tuple]) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(columns)
-    writer.writerows(rows)
-    return buffer.getvalue()

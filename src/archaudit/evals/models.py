@@ -178,15 +178,52 @@ def _transformers() -> Any:
 
 
 def _load_hf(directory: Path, device: str, name: str, **kwargs: Any) -> HFCausalLM:
+    """A Hugging Face model checked before use: a folder transformers cannot load (a bogus
+    model_type, a truncated weights file, a garbage tokenizer.json) or whose config.json and
+    weights disagree (`check_loading_info`) is a one-line refusal naming it."""
     transformers = _transformers()
     common = dict(local_files_only=True, **kwargs)
+    source = directory / kwargs.get("gguf_file", "")
     # transformers' GGUF conversion draws a raw tqdm bar that its logging switch cannot silence.
     with contextlib.redirect_stderr(io.StringIO()):
-        tokenizer = transformers.AutoTokenizer.from_pretrained(directory, **common)
-        model = transformers.AutoModelForCausalLM.from_pretrained(
-            directory, dtype=torch.float32, **common
-        )
+        try:
+            tokenizer = transformers.AutoTokenizer.from_pretrained(directory, **common)
+            model, info = transformers.AutoModelForCausalLM.from_pretrained(
+                directory,
+                dtype=torch.float32,
+                output_loading_info=True,
+                ignore_mismatched_sizes=True,  # reported by check_loading_info, in one line
+                **common,
+            )
+        except ArchauditError:
+            raise
+        except Exception as err:  # a foreign folder fails anywhere inside transformers
+            first = (str(err).splitlines() or [""])[0][:200]
+            raise DataError(
+                f"{source}: transformers cannot load it as a causal LM ({type(err).__name__}: "
+                f"{first})"
+            ) from None
+    check_loading_info(source, info)
     return HFCausalLM(model, tokenizer, name=name, device=device)
+
+
+LOADING_PROBLEMS = (
+    ("missing_keys", "config.json has places no weight fills (they would run at random init)"),
+    ("mismatched_keys", "weights do not have the shapes config.json gives"),
+    ("unexpected_keys", "weights are not used by the model config.json describes"),
+)
+
+
+def check_loading_info(source: Path, info: dict[str, Any]) -> None:
+    """Every weight present, used and of its config's shape, else a one-line refusal."""
+    for key, problem in LOADING_PROBLEMS:
+        found = sorted(str(k[0] if isinstance(k, tuple) else k) for k in info.get(key) or ())
+        if found:
+            more = f" and {len(found) - 1} more" if len(found) > 1 else ""
+            raise DataError(
+                f"{source}: the {problem}: {found[0]}{more}; the folder's config.json and "
+                "weights disagree"
+            )
 
 
 @model_adapter("gguf", accepts=lambda p: p.is_file() and p.suffix == ".gguf")

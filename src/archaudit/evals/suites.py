@@ -50,6 +50,7 @@ from archaudit.evals.tasks import (
     score_task,
     task_requests,
 )
+from archaudit.files import atomic_write_text, check_output_file, file_signed
 from archaudit.metrics import downstream_average
 
 BUILTIN_DIR = Path(__file__).parent / "suites"
@@ -204,6 +205,10 @@ class SuiteResult:
         return json.dumps(self.to_dict(include_items=include_items), indent=1)
 
 
+RESULT_SIGNATURE = b'{\n "suite": '
+"""How `SuiteResult.to_json` begins: an earlier result that `eval --out` may replace."""
+
+
 def evaluate(
     model_or_path: str | Path | ScoringModel | tuple[Any, Any],
     suite: str | Path | Suite,
@@ -218,6 +223,8 @@ def evaluate(
     """Score a model on a suite; `limit` overrides every task's item limit. With `out_path`,
     the full result (per-item outputs included, for paired tests) is written there as JSON."""
     start = time.perf_counter()
+    if out_path is not None:  # before any work: a file this command did not write is refused
+        check_output_file(Path(out_path), "--out", file_signed(RESULT_SIGNATURE, 16))
     suite = suite if isinstance(suite, Suite) else load_suite(suite)  # check it before a load
     root = resolve_data_root(data_root)
     items = file_items(suite, root, limit)  # every data file checked before the model loads
@@ -248,7 +255,7 @@ def evaluate(
         config={"limit": limit, "data_root": str(root), "device": device},
     )
     if out_path is not None:
-        Path(out_path).write_text(result.to_json())
+        atomic_write_text(Path(out_path), result.to_json())
     return result
 
 

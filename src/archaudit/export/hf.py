@@ -2,15 +2,21 @@
 `AutoModelForCausalLM.from_pretrained(DIR)` loads with no custom code (the `hf` extra).
 
 The stock class comes from `stock.pick`; transformers itself builds and saves the model, so
-the config's field names and the weight layout are the installed version's own. Before it
-returns, the export is read back from disk and its logits compared with ours on a probe
-sequence (float32): the number lands in `export.json` and in the result.
+the config's field names and the weight layout are the installed version's own. The export is
+written in a temporary sibling of the output folder, read back from disk and its logits compared
+with ours on a probe sequence (float32); only then is it renamed into place, so a failed check,
+a full disk or a kill leaves no folder `eval` would accept. The number lands in `export.json`,
+which also lists the files written: it marks the folder as an export that a later `export hf
+--out` may replace (`files.publish_folder`); any other non-empty folder is refused.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -20,8 +26,10 @@ import torch
 from archaudit.config import ModelConfig
 from archaudit.errors import ArchauditError, DataError
 from archaudit.export.stock import StockClass, pick
-from archaudit.export.tokenizer import save_tokenizer
+from archaudit.export.tokenizer import save_tokenizer, special_token_id
+from archaudit.files import atomic_write_text, check_output_folder, publish_folder
 from archaudit.model.load import load_model
+from archaudit.rundir import CHECKPOINTS, run_dir_of
 
 EXPORT_RECORD = "export.json"
 TOLERANCE = 1e-4
@@ -41,38 +49,69 @@ class ExportResult:
 
 def export_hf(run: str | Path, out: str | Path) -> ExportResult:
     """Export `run` (a run or checkpoint directory) to `out`; refuses a configuration no stock
-    class computes, naming the slot that blocks it."""
+    class computes, naming the slot that blocks it, and an `out` it does not own."""
     transformers = _transformers()
     transformers.utils.logging.disable_progress_bar()
-    model, tokenizer = load_model(run)
-    cfg = model.cfg
-    stock = pick(cfg)
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    hf = _stock_model(transformers, stock, cfg, model.state_dict(), tokenizer.eos_id)
-    hf.save_pretrained(out)
-    save_tokenizer(tokenizer, out, cfg.context_length)
-    diff, n = _logit_diff(model, out, transformers)
-    result = ExportResult(str(out), str(run), stock.model_type, stock.architecture, diff, n)
-    (out / EXPORT_RECORD).write_text(json.dumps(asdict(result), indent=2) + "\n")
-    if not diff <= TOLERANCE:
-        raise ArchauditError(
-            f"{out}: the export's logits differ from the run's by {diff:.3g} > {TOLERANCE} "
-            f"({stock.architecture}); please report this configuration"
+    _refuse_inside_checkpoints(Path(run), out)
+    check_output_folder(out, "--out", EXPORT_RECORD)  # before the work; publishing checks again
+    model, tokenizer = load_model(run)
+    stock = pick(model.cfg)
+
+    def build(tmp: Path) -> ExportResult:
+        special = special_token_id(tokenizer)
+        hf = _stock_model(transformers, stock, model.cfg, model.state_dict(), special)
+        with _os_errors(out):
+            hf.save_pretrained(tmp)
+            save_tokenizer(tokenizer, tmp, model.cfg.context_length)
+        diff, n = _logit_diff(model, tmp, transformers)
+        result = ExportResult(str(out), str(run), stock.model_type, stock.architecture, diff, n)
+        if not diff <= TOLERANCE:
+            raise ArchauditError(
+                f"{out}: the export's logits differ from the run's by {diff:.3g} > {TOLERANCE} "
+                f"({stock.architecture}); nothing was written; please report this configuration"
+            )
+        files = sorted([p.name for p in tmp.iterdir()] + [EXPORT_RECORD])
+        record = asdict(result) | {"files": files}
+        atomic_write_text(tmp / EXPORT_RECORD, json.dumps(record, indent=2) + "\n")
+        return result
+
+    return publish_folder(out, build, flag="--out", marker=EXPORT_RECORD)
+
+
+@contextlib.contextmanager
+def _os_errors(out: Path) -> Iterator[None]:
+    """safetensors reports a failed write (a full disk) as its own error type, "... (os error
+    28)": raise it as the OSError it is, naming the output, so the CLI prints one line."""
+    try:
+        yield
+    except Exception as err:
+        code = re.search(r"\(os error (\d+)\)", str(err))
+        if isinstance(err, OSError) or code is None:
+            raise
+        raise OSError(int(code[1]), os.strerror(int(code[1])), str(out)) from None
+
+
+def _refuse_inside_checkpoints(run: Path, out: Path) -> None:
+    """An export inside the run's checkpoint folder would pass for a checkpoint (or be one)."""
+    folder = run_dir_of(run).resolve() / CHECKPOINTS
+    if out.resolve().is_relative_to(folder):
+        raise DataError(
+            f"{out} is inside the run's checkpoint folder {folder}; give --out a folder outside it"
         )
-    return result
 
 
 def _stock_model(
-    transformers: Any, stock: StockClass, cfg: ModelConfig, state: dict, eos_id: int | None
+    transformers: Any, stock: StockClass, cfg: ModelConfig, state: dict, special: int
 ) -> Any:
-    """The stock model built by transformers from the class's config, holding our weights."""
+    """The stock model built by transformers from the class's config, holding our weights;
+    `special` is its BOS, EOS and pad token (lm-eval's `hf` model needs all three)."""
     config = transformers.AutoConfig.for_model(
         stock.model_type,
         architectures=[stock.architecture],
-        bos_token_id=None,
-        eos_token_id=eos_id,
-        pad_token_id=None,
+        bos_token_id=special,
+        eos_token_id=special,
+        pad_token_id=special,
         **stock.fields(cfg),
     )
     hf = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
@@ -84,7 +123,8 @@ def _stock_model(
             f"{stock.architecture}: weights without a place {sorted(unexpected)[:3]}, places "
             f"without a weight {sorted(set(missing) - tied)[:3]}; please report this configuration"
         )
-    hf.generation_config.bos_token_id, hf.generation_config.eos_token_id = None, eos_id
+    generation = hf.generation_config
+    generation.bos_token_id = generation.eos_token_id = generation.pad_token_id = special
     return hf
 
 

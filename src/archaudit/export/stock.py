@@ -6,7 +6,8 @@ weights goes. `pick` takes the first class that accepts every slot, or refuses i
 names the slot no stock class (or no single one) expresses. Read against transformers 5.x:
 `LlamaConfig`, `Qwen3Config` (per-head RMSNorm on q and k before RoPE), `SmolLM3Config`
 (`no_rope_layers`, `layer_types`), `ArceeConfig` (a non-gated MLP), `StableLmConfig`
-(LayerNorm with bias, `partial_rotary_factor`), `Phi3Config` (fused projections, partial RoPE).
+(LayerNorm with bias, `partial_rotary_factor`), `Phi3Config` (fused projections, partial RoPE),
+`MixtralConfig` (SwiGLU experts, softmax top-k routing renormalised, dropless).
 """
 
 from __future__ import annotations
@@ -41,10 +42,15 @@ SLOTS = (
     "stream.name",
     "head.name",
     "sharing.blocks",
+    "moe.shared_experts",
+    "moe.routing",
+    "moe.normalize_top_k",
+    "moe.capacity_factor",
 )
 """The config keys that change what a trained model computes at inference. Shape, RoPE base,
 tied embeddings, init and the auxiliary objective (z-loss; MTP heads are dropped, they never
-feed the next-token logits) export to every class."""
+feed the next-token logits) export to every class. The MoE options listed keep their defaults,
+Mixtral's routing (only a dense MLP or Mixtral's MoE reads them)."""
 
 GATED_ACT = {"swiglu": "silu", "geglu": "gelu", "reglu": "relu"}
 PLAIN_ACT = {"gelu": "gelu", "relu2": "relu2"}
@@ -148,7 +154,7 @@ def _shape(cfg: ModelConfig, gated: bool = True) -> dict[str, Any]:
         "num_attention_heads": cfg.n_heads,
         "num_key_value_heads": cfg.kv_heads,
         "head_dim": cfg.dim_head,
-        "hidden_act": act[cfg.mlp.name],
+        "hidden_act": act.get(cfg.mlp.name, "silu"),  # moe: SwiGLU experts
         "max_position_embeddings": cfg.context_length,
         "tie_word_embeddings": cfg.head.tie_embeddings,
         **_rope(cfg),
@@ -297,5 +303,51 @@ PHI3 = stock_class(
         },
         LLAMA_NAMES,
         _fuse_phi3,
+    )
+)
+
+
+def _mixtral(cfg: ModelConfig) -> dict[str, Any]:
+    """Mixtral: SwiGLU experts of `expert_width`, softmax router, top-k renormalised, dropless."""
+    from archaudit.model.moe import expert_width
+
+    dense = {**_rms(cfg), "hidden_act": "silu", "intermediate_size": expert_width(cfg)}
+    return {
+        **dense,
+        "num_local_experts": cfg.moe.experts,
+        "num_experts_per_tok": cfg.moe.top_k,
+        "router_jitter_noise": 0.0,
+        "output_router_logits": False,
+        "sliding_window": None,
+    }
+
+
+def _fuse_mixtral(cfg: ModelConfig, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Mixtral's experts are two stacked tensors per layer: `gate_up_proj` (E, 2H, d), gate
+    first, and `down_proj` (E, d, H)."""
+    out = dict(state)
+    for n in range(cfg.n_layers):
+        at = f"model.layers.{n}.mlp.experts."
+        experts = range(cfg.moe.experts)
+        gate_up = [torch.cat([out.pop(f"{at}{e}.w1.weight"), out.pop(f"{at}{e}.w3.weight")])
+                   for e in experts]  # fmt: skip
+        out[f"{at}gate_up_proj"] = torch.stack(gate_up)
+        out[f"{at}down_proj"] = torch.stack([out.pop(f"{at}{e}.w2.weight") for e in experts])
+    return out
+
+
+MIXTRAL_NAMES = (
+    (LAYER + r"mlp\.router\.", r"model.layers.\1.mlp.gate."),
+    (LAYER + r"mlp\.experts\.", r"model.layers.\1.mlp.experts."),
+    *LLAMA_NAMES,
+)
+MIXTRAL = stock_class(
+    StockClass(
+        "mixtral",
+        "MixtralForCausalLM",
+        {"mlp.name": ("moe",)},
+        _mixtral,
+        MIXTRAL_NAMES,
+        _fuse_mixtral,
     )
 )

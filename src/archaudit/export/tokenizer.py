@@ -40,8 +40,17 @@ def _printable(b: int) -> bool:
     return ord("!") <= b <= ord("~") or ord("¡") <= b <= ord("¬") or ord("®") <= b <= ord("ÿ")
 
 
+def special_token_id(tokenizer: Tokenizer) -> int:
+    """The export's BOS, EOS and pad token: the tokenizer's end-of-text token, else id 0 (the
+    NUL byte for byte-level tokenizers), which the `archaudit` lm-eval model uses too."""
+    return 0 if tokenizer.eos_id is None else tokenizer.eos_id
+
+
 def save_tokenizer(tokenizer: Tokenizer, out: Path, context_length: int) -> None:
-    """Write tokenizer.json, tokenizer_config.json and special_tokens_map.json into `out`."""
+    """Write tokenizer.json, tokenizer_config.json and special_tokens_map.json into `out`. The
+    special token is BOS, EOS and pad, as lm-eval's `hf` model needs. A byte tokenizer has no
+    special tokens: `split_special_tokens` keeps the NUL byte's spelling ("Ā") in a text
+    tokenised as plain text, as ours does."""
     from transformers import PreTrainedTokenizerFast
 
     if isinstance(tokenizer, ByteTokenizer):
@@ -53,10 +62,13 @@ def save_tokenizer(tokenizer: Tokenizer, out: Path, context_length: int) -> None
             f"tokenizer {getattr(tokenizer, 'spec', tokenizer)!r} has no tokenizer.json form; "
             "export supports byte, bpe:<V>, gpt2:<dir> and hf:<dir> tokenizers"
         )
-    eos = None if tokenizer.eos_id is None else rust.id_to_token(tokenizer.eos_id)
+    special = rust.id_to_token(special_token_id(tokenizer))
     fast = PreTrainedTokenizerFast(
         tokenizer_object=rust,
-        eos_token=eos,
+        bos_token=special,
+        eos_token=special,
+        pad_token=special,
+        split_special_tokens=isinstance(tokenizer, ByteTokenizer),
         model_max_length=context_length,
         clean_up_tokenization_spaces=False,
     )

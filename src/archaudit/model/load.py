@@ -44,7 +44,9 @@ def load_model(
     checkpoint_io.read_weights(model, ckpt)
     model.to(device).eval()
     tok_file = run / TOKENIZER
-    tokenizer = load_tokenizer(f"hf:{tok_file}" if tok_file.is_file() else spec["tokenizer"])
+    tokenizer = load_tokenizer(
+        f"hf:{tok_file}" if tok_file.is_file() else str(spec.get("tokenizer"))
+    )
     return model, tokenizer
 
 

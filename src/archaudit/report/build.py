@@ -8,12 +8,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from archaudit.files import atomic_write_text
+from archaudit.errors import DataError
+from archaudit.files import (
+    atomic_write_text,
+    check_output_file,
+    check_output_folder,
+    file_signed,
+    refuse_link,
+)
 from archaudit.names import BASELINE
 from archaudit.report.data import ReportData, gather
 from archaudit.report.html import render_html
 from archaudit.report.markdown import render_markdown
 from archaudit.report.sections import SECTIONS, Section
+from archaudit.stats.csvio import csv_text
+from archaudit.stats.frames import cell_text
 from archaudit.stats.table import RESULTS_FILE, load_table
 
 REPORT_FILE = "report.html"
@@ -54,7 +63,9 @@ def frame_source(source: str | Path | Any, path: Path | None = None) -> str | Pa
     if path is None:
         path = Path(tempfile.mkdtemp(prefix="archaudit-frame-")) / RESULTS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, table.to_frame().to_csv(index=False, lineterminator="\n"))
+    frame = table.to_frame()
+    rows = ([cell_text(v) for v in row] for row in frame.itertuples(index=False, name=None))
+    atomic_write_text(path, csv_text([str(c) for c in frame.columns], rows))
     return path
 
 
@@ -89,6 +100,8 @@ def write_report(
     """Write the HTML report (and, with `markdown`, its Markdown twin with figures in
     `<markdown stem>_files/`); return the HTML path."""
     # A DataFrame's rows are kept as the CSV beside the report (report.html → report.csv).
+    if markdown is not None:
+        check_markdown(Path(markdown))  # before anything is written
     source = frame_source(source, Path(out).with_suffix(".csv") if out is not None else None)
     report = build_report(source, metrics=metrics, baseline=baseline, command=command)
     html_path = write_html(report, Path(out) if out is not None else default_output(report.data))
@@ -97,18 +110,57 @@ def write_report(
     return html_path
 
 
-def write_html(report: Report, path: Path) -> Path:
+HTML_SIGNATURE = b"<title>archaudit report: "
+MARKDOWN_SIGNATURE = b"# archaudit report: "
+
+
+def write_html(report: Report, path: Path, flag: str = "--out") -> Path:
+    """The page at `path`: a new file, or one an earlier report wrote (its title says so)."""
+    check_output_file(path, flag, file_signed(HTML_SIGNATURE))
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, report.html())
     return path
 
 
 def write_markdown(report: Report, path: Path) -> Path:
-    """The Markdown twin at `path`, its figures as SVG files in `<stem>_files/` beside it."""
-    figures_dir = f"{path.stem}_files"
-    text, files = report.markdown(figures_dir)
-    (path.parent / figures_dir).mkdir(parents=True, exist_ok=True)
+    """The Markdown twin at `path`, its figures as SVG files in `<stem>_files/` beside it. The
+    folder is new, empty, or the figures of an earlier twin at `path` (only .svg files)."""
+    figures = check_markdown(path)
+    text, files = report.markdown(figures.name)
+    figures.mkdir(parents=True, exist_ok=True)
     for name, svg in files.items():
-        atomic_write_text(path.parent / figures_dir / name, svg)
+        atomic_write_text(figures / name, svg)
     atomic_write_text(path, text)
     return path
+
+
+def check_markdown(path: Path) -> Path:
+    """Refuse a twin at `path` this command may not write; its figures folder otherwise."""
+    figures = path.parent / f"{path.stem}_files"
+    check_output_file(path, "--markdown", file_signed(MARKDOWN_SIGNATURE))
+    if path.exists():
+        _check_figures(figures)
+    else:
+        check_output_folder(figures, "--markdown")
+    return figures
+
+
+def _check_figures(figures: Path) -> None:
+    refuse_link(figures, "--markdown")
+    if figures.exists() and not figures.is_dir():
+        raise DataError(
+            f"{figures} is a file where the twin's figures go: give --markdown a new name"
+        )
+    foreign = (
+        [
+            p
+            for p in sorted(figures.iterdir())
+            if p.suffix != ".svg" or not p.is_file() or p.is_symlink()
+        ]
+        if figures.is_dir()
+        else []
+    )
+    if foreign:
+        raise DataError(
+            f"{foreign[0]} is not a figure of an earlier report; give --markdown a new name"
+        )

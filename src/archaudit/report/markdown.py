@@ -3,6 +3,8 @@ folder beside the Markdown file."""
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Sequence
 
 from archaudit.report.figures import Figure
@@ -14,11 +16,11 @@ def render_markdown(
 ) -> tuple[str, dict[str, str]]:
     """(Markdown text, {file name: SVG text}) with figures linked as `figures_dir/<key>.svg`."""
     files: dict[str, str] = {}
-    out = [f"# {title}", "", subtitle, ""]
+    out = [f"# {text(title)}", "", text(subtitle), ""]
     for s in sections:
-        out += [f"## {s.title}", "", f"*{s.intro}*", ""]
+        out += [f"## {text(s.title)}", "", f"*{text(s.intro)}*", ""]
         if s.absent:
-            out += [f"> Not shown: {s.absent}", ""]
+            out += [f"> Not shown: {text(s.absent)}", ""]
         for block in s.blocks:
             out += [*_block(block, figures_dir, files), ""]
     return "\n".join(out), files
@@ -28,20 +30,20 @@ def _block(block: Block, figures_dir: str, files: dict[str, str]) -> list[str]:
     if isinstance(block, Figure):
         name = f"{block.key}.svg"
         files[name] = block.svg
-        return [f"![{block.alt}]({figures_dir}/{name})"]
+        return [f"![{text(block.alt)}]({figures_dir}/{name})"]
     if isinstance(block, Row):
         lines: list[str] = []
         for figure in block.figures:
             lines += [*_block(figure, figures_dir, files), ""]
         return lines[:-1]
     if isinstance(block, Paragraph):
-        return [block.text]
+        return [text(block.text)]
     if isinstance(block, Notice):
-        return [f"> {block.text}"]
+        return [f"> {text(block.text)}"]
     if isinstance(block, Bullets):
-        return [f"- {item}" for item in block.items]
+        return [f"- {text(item)}" for item in block.items]
     if isinstance(block, Grid):
-        lines = [f"*{block.caption}*", ""] if block.caption else []
+        lines = [f"*{text(block.caption)}*", ""] if block.caption else []
         lines.append("| " + " | ".join(_cell(c) for c in block.columns) + " |")
         lines.append("|" + "---|" * len(block.columns))
         lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in block.rows]
@@ -49,5 +51,15 @@ def _block(block: Block, figures_dir: str, files: dict[str, str]) -> list[str]:
     raise TypeError(f"unknown report block {block!r}")
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+def _cell(value: str) -> str:
+    return text(value).replace("|", "\\|").replace("\n", " ")
+
+
+_LINK_SCHEME = re.compile(r"(javascript|vbscript|data)(\s*):", re.IGNORECASE)
+
+
+def text(value: str) -> str:
+    """Report text as inert Markdown: HTML escaped (as the HTML page does), no `[..](..)` link
+    can form, and a script scheme loses its colon's meaning."""
+    escaped = html.escape(value, quote=False).replace("[", "\\[").replace("]", "\\]")
+    return _LINK_SCHEME.sub(r"\1\2\\:", escaped)

@@ -2,14 +2,19 @@
 
 Every problem becomes a `TableError` that names the file, the 1-based line (the header is line
 1), the column, the bad value and what would be right. Blank lines are skipped.
+
+Writing: a text cell that a spreadsheet would run as a formula (it starts with = + - @, a tab or
+a carriage return) gets a leading apostrophe, as OWASP advises against CSV injection; numbers
+(`-0.5`) are left as they are, and the reader takes the apostrophe off again.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -26,6 +31,7 @@ from archaudit.stats.errors import (
 MAX_MAGNITUDE = 1e100
 """Larger values are refused: their squares (variances, sums of squares) overflow to inf and a
 σ = inf would judge every arm "within noise"."""
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 _TRUE = frozenset({"true", "1", "yes"})
 _FALSE = frozenset({"false", "0", "no", ""})
 
@@ -124,6 +130,38 @@ def resolve_source(source: str | Path, filename: str, fix: str) -> Path:
     return path / filename
 
 
+def safe_cell(value: object) -> str:
+    """A cell as written: text that starts like a formula gets a leading apostrophe."""
+    text = "" if value is None else str(value)
+    if not text.startswith(FORMULA_STARTS):
+        return text
+    try:
+        float(text)
+    except ValueError:
+        return "'" + text
+    return text
+
+
+def plain_cell(text: str) -> str:
+    """A cell as read: whitespace stripped and `safe_cell`'s apostrophe taken off."""
+    text = text.strip()
+    return text[1:] if text.startswith("'") and text[1:].startswith(FORMULA_STARTS) else text
+
+
+def csv_text(
+    columns: Sequence[str], rows: Iterable[Sequence[object] | Mapping[str, object]]
+) -> str:
+    """A CSV file's text: the header, then each row (a sequence, or a mapping by column) with
+    every cell through `safe_cell`."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        cells = [row.get(c) for c in columns] if isinstance(row, Mapping) else row
+        writer.writerow([safe_cell(cell) for cell in cells])
+    return buffer.getvalue()
+
+
 def read_rows(path: Path, required: Sequence[str], optional: Sequence[str]) -> Iterator[CsvRow]:
     """Yield the data rows of `path` after checking its header against the allowed columns."""
     name = str(path)
@@ -158,7 +196,7 @@ def read_rows(path: Path, required: Sequence[str], optional: Sequence[str]) -> I
                 yield CsvRow(
                     name,
                     reader.line_num,
-                    dict(zip(header, (f.strip() for f in fields), strict=True)),
+                    dict(zip(header, map(plain_cell, fields), strict=True)),
                 )
             if count == 0:
                 raise EmptyTableError(

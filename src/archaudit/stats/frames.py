@@ -99,8 +99,9 @@ def parquet_twin(csv_path: Path, load: Callable[[Path], Any]) -> Path | None:
 
 
 def write_parquet(frame: Any, path: Path) -> Path:
-    """Write `frame` to `path` atomically (a reader never sees half a file)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    frame.to_parquet(tmp, index=False)
-    tmp.replace(path)
+    """Write `frame` to `path` atomically (a reader never sees half a file; the temporary name
+    is unique to the writer, so two processes exporting at once never share one)."""
+    from archaudit.files import atomic_write
+
+    atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
     return path
