@@ -79,7 +79,9 @@ LAYOUT_TRIES = 4
 def fit_layout(fig: MplFigure) -> None:
     """Grow a figure until its layout leaves the panels room: the warning matplotlib gives
     otherwise leaked into `run`, `report` and notebooks, and the panels it left were drawn
-    squashed. Each try adds half the height (decorations stack vertically: legend rows)."""
+    squashed. Each try adds half the height (decorations stack vertically: legend rows); past
+    the last (a hostile table: arm names of thousands of characters) the figure is drawn with no
+    layout engine rather than not at all."""
     for _ in range(LAYOUT_TRIES):
         with warnings.catch_warnings():
             warnings.filterwarnings("error", message=COLLAPSED, category=UserWarning)
@@ -88,7 +90,7 @@ def fit_layout(fig: MplFigure) -> None:
                 return
             except UserWarning:
                 fig.set_size_inches(fig.get_figwidth(), fig.get_figheight() * 1.5)
-    raise ValueError(f"figure layout does not fit even at {fig.get_size_inches()} inches")
+    fig.set_layout_engine("none")
 
 
 def render(key: str, fig: MplFigure, alt: str) -> Figure:
