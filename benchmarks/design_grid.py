@@ -26,12 +26,12 @@ from pathlib import Path
 import numpy as np
 
 from archaudit.stats import AuditDesign
-from archaudit.stats.calibrate import audit_levels, design_level
-from archaudit.stats.design_rate import arm_mde, design_rate
-from archaudit.stats.noise_models import PANEL, parse_one
-from archaudit.stats.null_kernel import simulate_outcomes
-from archaudit.stats.sequential import SequentialRule, sequential_null_fwer
-from archaudit.stats.simulate import binomial_se, null_rates
+from archaudit.stats.simulation.calibrate import audit_levels, design_level
+from archaudit.stats.simulation.design_rate import arm_mde, design_rate
+from archaudit.stats.simulation.noise_models import PANEL, parse_one
+from archaudit.stats.simulation.null_kernel import simulate_outcomes
+from archaudit.stats.simulation.sequential import SequentialRule, sequential_null_fwer
+from archaudit.stats.simulation.simulate import binomial_se, null_rates
 
 ARMS = (1, 2, 3, 5, 10, 19)
 SEEDS = (1, 2, 3, 4, 5, 6)

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from archaudit.stats.backtest import Forecast, forecast, interval, observed_draws
-from archaudit.stats.ladder_fit import LadderArrays
+from archaudit.stats.predictions.backtest import Forecast, forecast, interval, observed_draws
+from archaudit.stats.predictions.ladder_fit import LadderArrays
 
 ROOT = Path(__file__).resolve().parents[1]
 STORED = ROOT / "tests" / "stats" / "data" / "ladder"
@@ -228,7 +228,7 @@ def real_ladder(path: Path, n_boot: int) -> list[list[str]]:
     from archaudit.audit.spec import load_audit
     from archaudit.stats import load_table
     from archaudit.stats.options import DEFAULT
-    from archaudit.stats.predict import ladder_arrays
+    from archaudit.stats.predictions.predict import ladder_arrays
 
     spec = load_audit(path)
     ladder = audit_ladder(spec)
@@ -250,7 +250,7 @@ def real_ladder(path: Path, n_boot: int) -> list[list[str]]:
 def simulate(scales: int, seeds: int, noise: str, reps: int, n_boot: int) -> Hits:
     """`reps` ladders of SIM_TRUTHS (σ = 1) under one noise model, each predicted
     TARGET_STEPS doublings beyond its largest scale, scored against the true Δ there."""
-    from archaudit.stats.noise_models import parse_one
+    from archaudit.stats.simulation.noise_models import parse_one
 
     model, rng, hits = parse_one(noise), np.random.default_rng(scales * 100 + seeds), Hits()
     u = np.arange(scales, dtype=float)

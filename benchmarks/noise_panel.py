@@ -15,9 +15,9 @@ import numpy as np
 from scipy.special import digamma, polygamma, stdtr
 
 from archaudit.stats import AuditDesign
-from archaudit.stats.noise_models import PANEL, parse_one
-from archaudit.stats.sequential import SequentialRule, sequential_null_fwer
-from archaudit.stats.simulate import null_fwer
+from archaudit.stats.simulation.noise_models import PANEL, parse_one
+from archaudit.stats.simulation.sequential import SequentialRule, sequential_null_fwer
+from archaudit.stats.simulation.simulate import null_fwer
 
 MIXED = (1,) * 10 + (2,) * 5 + (3,) * 4
 FIXED = {
@@ -66,7 +66,7 @@ def squeeze_var(var: np.ndarray, df: np.ndarray) -> tuple[np.ndarray, np.ndarray
 def moderated_fwer(design: AuditDesign, audits: int, noise: str, seed: int = 0) -> float:
     """Null FWER of the moderated Welch t (baseline and every arm's variance squeezed toward one
     prior), Holm at α; balanced designs with >= 2 seeds per arm only."""
-    from archaudit.stats.corrections import adjust_pvalues
+    from archaudit.stats.inference.corrections import adjust_pvalues
     from archaudit.stats.verdicts import within_noise
 
     model, rng = parse_one(noise), np.random.default_rng(seed)

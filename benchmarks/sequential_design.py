@@ -6,7 +6,7 @@ default (Welch, every arm k seeds) on the same draws. Power is given per planted
     PYTHONPATH=src python benchmarks/sequential_design.py
 """
 
-from archaudit.stats.sequential import SequentialRule, simulate_sequential
+from archaudit.stats.simulation.sequential import SequentialRule, simulate_sequential
 
 EFFECTS = (3.0, 3.0, 3.0, 8.0, 8.0)
 

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from archaudit.stats.stability import WITHIN_NOISE, Sweep, SweepRun, judge_stability
+from archaudit.stats.analyses.stability import WITHIN_NOISE, Sweep, SweepRun, judge_stability
 
 LRS = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1)
 CURVE = (2.0, 1.0, 1.1, 1.4, 2.2, 3.5)

@@ -11,7 +11,7 @@ BASELINE = "baseline"
 RESULTS_FILE = "results.csv"
 """An audit's long-format results: one row per run and metric (`archaudit.stats.table`)."""
 ITEMS_FILE = "items.csv"
-"""Item-level results: one row per item, run and task (`archaudit.stats.items`)."""
+"""Item-level results: one row per item, run and task (`archaudit.stats.inference.items`)."""
 
 
 class ResultStatus(StrEnum):

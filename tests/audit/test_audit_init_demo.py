@@ -15,7 +15,7 @@ from archaudit.cli import app
 from archaudit.errors import ConfigError
 from archaudit.evals import builtin_suites
 from archaudit.mods import get_suite
-from archaudit.stats.sequential import SequentialRule, sequential_design_rate
+from archaudit.stats.simulation.sequential import SequentialRule, sequential_design_rate
 
 DEMO_ARMS = {"baseline", "qk_norm", "softpick", "post_ln", "hybrid_norm"}
 

@@ -231,7 +231,7 @@ def test_a_last_seed_that_cannot_settle_its_arm_is_not_scheduled():
     """Issue 22: the loop spent a seed on post_ln for "downstream_avg still open ... P(settled
     by the next seed) = 0.00". A last seed worth nothing is not run (the arm stops as futile);
     an earlier one is left to the futility rule, which looks ahead to the last seed."""
-    from archaudit.stats.sequential import OPEN, SequentialRule, arm_tests
+    from archaudit.stats.simulation.sequential import OPEN, SequentialRule, arm_tests
 
     rule = SequentialRule(max_seeds=3, baseline_seeds=3)
     tests = arm_tests(np.array([[0.0, 1.0, -1.0]]), np.array([[[0.1, np.nan], [0.2, 0.3]]]))

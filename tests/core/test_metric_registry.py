@@ -76,8 +76,9 @@ AVERAGING = re.compile(r"sum\(.*\)\s*/\s*len\(|(\w+\.)?mean\(")
 TASK_SCORES = re.compile(r"/score|\bSCORE\b|\.score\b|\btasks\b")
 """A function that handles several tasks' scores."""
 ALLOWED = {
-    "stats/aggregate.py": "`stats aggregate` bootstraps (seeds, tasks) arrays: its vectorised "
-    "macro mean and IQM resample what `downstream_average` defines; they are its analysis",
+    "stats/analyses/aggregate.py": "`stats aggregate` bootstraps (seeds, tasks) arrays: its "
+    "vectorised macro mean and IQM resample what `downstream_average` defines; they are its "
+    "analysis",
 }
 
 

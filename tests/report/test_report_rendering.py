@@ -129,7 +129,7 @@ def test_no_rank_chart_where_rho_is_not_estimable(audit_report: Report) -> None:
 @pytest.mark.parametrize("sequential", [False, True])
 def test_the_forest_legend_fits_the_figure(drawn, audit_report: Report, sequential) -> None:
     from archaudit.stats.loop import Loop
-    from archaudit.stats.sequential import SequentialRule
+    from archaudit.stats.simulation.sequential import SequentialRule
 
     v = audit_report.data.verdicts[0]
     if sequential:  # the longest legend: "95% interval, repeated, dual to the loop's test"

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from archaudit.stats.aggregate import (
+from archaudit.stats.analyses.aggregate import (
     aggregate,
     iqm,
     macro_mean,
@@ -13,8 +13,8 @@ from archaudit.stats.aggregate import (
     stratified_resample,
 )
 from archaudit.stats.errors import DesignError
+from archaudit.stats.inference.resample import percentile_interval
 from archaudit.stats.options import JudgeOptions
-from archaudit.stats.resample import percentile_interval
 from archaudit.stats.table import Row, Table
 
 TASKS = ("arc/score", "hellaswag/score", "piqa/score", "boolq/score")
@@ -209,7 +209,7 @@ def test_cli_prints_the_library_result(monkeypatch, capsys, write_csv):
 
 
 def test_performance_profiles_are_the_share_of_scores_above_each_threshold():
-    from archaudit.stats.aggregate import performance_profile
+    from archaudit.stats.analyses.aggregate import performance_profile
 
     scores = np.array([[0.1, 0.5], [0.3, 0.9]])
     assert performance_profile(scores, np.array([0.0, 0.2, 0.5, 1.0])).tolist() == [

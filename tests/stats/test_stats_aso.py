@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pytest
 
-from archaudit.stats.aso import almost_stochastic_order, violation_ratio
+from archaudit.stats.inference.aso import almost_stochastic_order, violation_ratio
 
 RNG = np.random.default_rng(11)
 FIXTURES = [

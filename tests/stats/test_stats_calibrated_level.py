@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from archaudit.stats import AuditDesign, JudgeOptions, design_rate, judge, simulate_null
-from archaudit.stats.calibrate import audit_levels, design_level, level_from_rates
-from archaudit.stats.noise_models import parse_one
-from archaudit.stats.null_kernel import simulate_outcomes
-from archaudit.stats.profile import profile_of, ratio_bounds, single_seed_bound
+from archaudit.stats.simulation.calibrate import audit_levels, design_level, level_from_rates
+from archaudit.stats.simulation.noise_models import parse_one
+from archaudit.stats.simulation.null_kernel import simulate_outcomes
+from archaudit.stats.simulation.profile import profile_of, ratio_bounds, single_seed_bound
 
 FIRST_AUDIT = AuditDesign((2, 2), 3)
 """The shape of a newcomer's first audit: 2 arms × 2 seeds against 3 baseline seeds."""

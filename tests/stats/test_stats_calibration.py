@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from archaudit.stats import AuditDesign, JudgeOptions, design_rate, simulate_null
-from archaudit.stats.power import power
+from archaudit.stats.simulation.power import power
 
 AUDITS = 2000
 """Null audits per design: a Monte-Carlo standard error of 0.0049 at a rate of 0.05."""

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from statsmodels.stats.multitest import multipletests
 
 from archaudit.errors import ConfigError
-from archaudit.stats.corrections import adjust_pvalues, fwer_uncorrected, per_test_alpha
+from archaudit.stats.inference.corrections import adjust_pvalues, fwer_uncorrected, per_test_alpha
 
 STATSMODELS_NAME = {"bonferroni": "bonferroni", "holm": "holm", "bh": "fdr_bh"}
 

@@ -5,7 +5,7 @@ import pytest
 
 from archaudit.errors import ConfigError
 from archaudit.stats import decoupling, judge
-from archaudit.stats.decoupling import (
+from archaudit.stats.analyses.decoupling import (
     DOWNSTREAM_FLAT,
     FLAT,
     FLAT_SHARE,

@@ -8,12 +8,12 @@ import json
 import pytest
 
 from archaudit.stats import AuditDesign, calibrate, design_rate, judge, simulate_null
-from archaudit.stats.design_rate import DESIGN_AUDITS, DESIGN_SEED, arm_mde
-from archaudit.stats.noise_models import PANEL
 from archaudit.stats.options import JudgeOptions
+from archaudit.stats.simulation.design_rate import DESIGN_AUDITS, DESIGN_SEED, arm_mde
+from archaudit.stats.simulation.noise_models import PANEL
 
-# The module, not the function `archaudit.stats.design_rate` that shadows it.
-design_rate_module = importlib.import_module("archaudit.stats.design_rate")
+# The module, not the function `archaudit.stats.simulation.design_rate` that shadows it.
+design_rate_module = importlib.import_module("archaudit.stats.simulation.design_rate")
 
 VALUES = {"baseline": [0.0, 1.0, 2.0], "a": [5.0], "b": [1.0, 2.0], "c": [0.5]}
 

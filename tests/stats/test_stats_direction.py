@@ -37,14 +37,14 @@ from archaudit.stats import (
     resolve_direction,
     transfer_across_baselines,
 )
-from archaudit.stats.aggregate import aggregate
+from archaudit.stats.analyses.aggregate import aggregate
+from archaudit.stats.analyses.scaling import LossSurface
+from archaudit.stats.analyses.snr import signal_to_noise
 from archaudit.stats.family import collect_family
-from archaudit.stats.items import ItemResult, ItemTable
+from archaudit.stats.inference.items import ItemResult, ItemTable
+from archaudit.stats.inference.paired import compare_item_measure
 from archaudit.stats.options import JudgeOptions
-from archaudit.stats.paired import compare_item_measure
-from archaudit.stats.predict import check_loss, predict
-from archaudit.stats.scaling import LossSurface
-from archaudit.stats.snr import signal_to_noise
+from archaudit.stats.predictions.predict import check_loss, predict
 from archaudit.stats.table import Row, Table
 
 NOISE = (-0.01, 0.0, 0.01)
@@ -215,7 +215,7 @@ def finished_audit(tmp_path: Path):
 def check_replay(tmp_path: Path):
     """The sequential loop judges a loss as lower-is-better at every look."""
     from archaudit.audit import sequential
-    from archaudit.stats.sequential import SequentialRule
+    from archaudit.stats.simulation.sequential import SequentialRule
 
     plan = finished_audit(tmp_path)
     (family,) = sequential.families(plan, ("val_loss",))
@@ -236,16 +236,18 @@ def check_pilot_effects(tmp_path: Path):
 CHECKS: dict[str, Callable[..., None]] = {
     "archaudit.stats.judge.judge": check_judge,
     "archaudit.stats.family.collect_family": check_collect_family,
-    "archaudit.stats.transfer.cross_scale_transfer": check_cross_scale_transfer,
-    "archaudit.stats.baseline_transfer.transfer_across_baselines": check_transfer_across_baselines,
-    "archaudit.stats.interactions.interactions": check_interactions,
-    "archaudit.stats.aggregate.aggregate": check_aggregate,
-    "archaudit.stats.decoupling.decoupling": check_decoupling,
-    "archaudit.stats.snr.signal_to_noise": check_signal_to_noise,
-    "archaudit.stats.scaling.fit_scaling_law": check_fit_scaling_law,
-    "archaudit.stats.paired.compare_item_measure": check_compare_item_measure,
-    "archaudit.stats.predict.predict": check_predict,
-    "archaudit.stats.predict.check_loss": check_predict,
+    "archaudit.stats.analyses.transfer.cross_scale_transfer": check_cross_scale_transfer,
+    "archaudit.stats.analyses.baseline_transfer.transfer_across_baselines": (
+        check_transfer_across_baselines
+    ),
+    "archaudit.stats.analyses.interactions.interactions": check_interactions,
+    "archaudit.stats.analyses.aggregate.aggregate": check_aggregate,
+    "archaudit.stats.analyses.decoupling.decoupling": check_decoupling,
+    "archaudit.stats.analyses.snr.signal_to_noise": check_signal_to_noise,
+    "archaudit.stats.analyses.scaling.fit_scaling_law": check_fit_scaling_law,
+    "archaudit.stats.inference.paired.compare_item_measure": check_compare_item_measure,
+    "archaudit.stats.predictions.predict.predict": check_predict,
+    "archaudit.stats.predictions.predict.check_loss": check_predict,
     "archaudit.audit.sequential.replay": check_replay,
     "archaudit.audit.sequential.pilot_effects": check_pilot_effects,
 }
@@ -253,11 +255,13 @@ CHECKS: dict[str, Callable[..., None]] = {
 it asks for one)."""
 
 DIRECTION_FREE = {
-    "archaudit.stats.predict.ladder_arrays": "the arms' means per scale, as recorded",
+    "archaudit.stats.predictions.predict.ladder_arrays": "the arms' means per scale, as recorded",
     "archaudit.stats.family.family_design": "the design is seed counts and the test",
-    "archaudit.stats.grading.grade_arm": "grades the evidence (seeds, scales), not a direction",
-    "archaudit.stats.noise.noise_floor": "σ has no direction",
-    "archaudit.stats.samples.sample_arm": "an arm's seed values, as recorded",
+    "archaudit.stats.analyses.grading.grade_arm": (
+        "grades the evidence (seeds, scales), not a direction"
+    ),
+    "archaudit.stats.inference.noise.noise_floor": "σ has no direction",
+    "archaudit.stats.inference.samples.sample_arm": "an arm's seed values, as recorded",
     "archaudit.audit.sequential.families": "groups the plan's arms per metric; replay judges",
     "archaudit.stats.judge.judge_loop": "overlays the loop's rows (judged by `replay`, checked "
     "here) on a fixed judgement, whose direction it keeps",
@@ -269,7 +273,8 @@ SEQUENTIAL_LOOP = "archaudit.audit.sequential"
 
 def metric_entry_points() -> set[str]:
     """Every public function of archaudit.stats (and the sequential loop) taking a metric."""
-    names = [f"archaudit.stats.{m.name}" for m in pkgutil.iter_modules(archaudit.stats.__path__)]
+    modules = pkgutil.walk_packages(archaudit.stats.__path__, "archaudit.stats.")
+    names = [m.name for m in modules if not m.ispkg]
     found = set()
     for name in [*names, SEQUENTIAL_LOOP]:
         module = importlib.import_module(name)

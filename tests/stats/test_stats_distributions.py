@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from archaudit.stats.distributions import chi_square_quadrature, solve_increasing
+from archaudit.stats.inference.distributions import chi_square_quadrature, solve_increasing
 
 
 @pytest.mark.parametrize("df", [1, 2, 5, 40, 2000])

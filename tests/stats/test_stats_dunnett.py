@@ -8,8 +8,8 @@ import pytest
 from scipy import stats
 
 from archaudit.stats import judge
-from archaudit.stats.corrections import adjust_pvalues
-from archaudit.stats.dunnett import critical_value, dunnett_stepdown, max_t_tail
+from archaudit.stats.inference.corrections import adjust_pvalues
+from archaudit.stats.inference.dunnett import critical_value, dunnett_stepdown, max_t_tail
 from archaudit.stats.options import JudgeOptions
 
 

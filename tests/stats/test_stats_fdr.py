@@ -10,8 +10,8 @@ import json
 import numpy as np
 
 from archaudit.stats import AuditDesign, judge, simulate_null
-from archaudit.stats.fdr_rate import fdr_simulation
 from archaudit.stats.options import JudgeOptions
+from archaudit.stats.simulation.fdr_rate import fdr_simulation
 from archaudit.stats.table import Row, Table
 
 ALPHA = 0.05

@@ -6,7 +6,13 @@ import math
 
 import pytest
 
-from archaudit.stats.forecast import Trace, backtest, crossing, depth_forecast, warning_step
+from archaudit.stats.analyses.forecast import (
+    Trace,
+    backtest,
+    crossing,
+    depth_forecast,
+    warning_step,
+)
 
 
 def test_crossing_of_exponential_growth():

@@ -11,7 +11,7 @@ from statsmodels.stats.multitest import multipletests
 
 from archaudit.stats import judge
 from archaudit.stats.options import JudgeOptions
-from archaudit.stats.power import Design, minimum_detectable_effect
+from archaudit.stats.simulation.power import Design, minimum_detectable_effect
 from archaudit.stats.table import Row, Table
 
 

@@ -17,13 +17,17 @@ from scipy import stats
 
 from archaudit.errors import ConfigError
 from archaudit.stats import AuditDesign, design_rate, judge, simulate_null
-from archaudit.stats.aa import aa_test
-from archaudit.stats.noise_models import PANEL, parse_noise, parse_one
+from archaudit.stats.inference.aa import aa_test
 from archaudit.stats.options import JudgeOptions
-from archaudit.stats.sequential import SequentialRule, sequential_null_fwer, simulate_sequential
+from archaudit.stats.simulation.noise_models import PANEL, parse_noise, parse_one
+from archaudit.stats.simulation.sequential import (
+    SequentialRule,
+    sequential_null_fwer,
+    simulate_sequential,
+)
 
 # the modules, not the functions of the same name that `archaudit.stats` exports
-null_kernel = importlib.import_module("archaudit.stats.null_kernel")
+null_kernel = importlib.import_module("archaudit.stats.simulation.null_kernel")
 
 AA_RECORD = Path(__file__).parent / "data" / "aa_tinyshakespeare.json"
 MIXED = AuditDesign(arm_seeds=(1,) * 10 + (2,) * 5 + (3,) * 4, baseline_seeds=3)

@@ -18,7 +18,7 @@ from archaudit.stats import (
     wilson_interval,
 )
 from archaudit.stats.errors import DesignError, DuplicateRowError, UnknownNameError
-from archaudit.stats.paired import paired_t_test, signed_rank_test
+from archaudit.stats.inference.paired import paired_t_test, signed_rank_test
 
 
 @given(n=st.integers(1, 500), data=st.data())

@@ -8,7 +8,7 @@ from scipy import stats
 
 from archaudit.errors import ConfigError
 from archaudit.stats.options import JudgeOptions
-from archaudit.stats.power import Design, minimum_detectable_effect, power, seeds_needed
+from archaudit.stats.simulation.power import Design, minimum_detectable_effect, power, seeds_needed
 
 
 @pytest.mark.parametrize("baseline_seeds", [2, 3, 10])

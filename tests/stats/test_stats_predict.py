@@ -13,8 +13,8 @@ import pytest
 from predict_helpers import PARAMS, TARGET, constant, ladder, log_linear, table
 
 from archaudit.errors import ConfigError
-from archaudit.stats.ladders import Ladder, LadderScale, check_ladder
-from archaudit.stats.predict import predict
+from archaudit.stats.predictions.ladders import Ladder, LadderScale, check_ladder
+from archaudit.stats.predictions.predict import predict
 
 STRONG = {
     "good": constant(-0.08),

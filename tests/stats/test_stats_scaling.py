@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from archaudit.stats import fit_loss_surface, fit_scaling_law
+from archaudit.stats.analyses.scaling import LossSurface
 from archaudit.stats.errors import DesignError
-from archaudit.stats.scaling import LossSurface
 from archaudit.stats.table import Row, Table
 
 # Hoffmann et al. (2022)'s published fit, used as ground truth.

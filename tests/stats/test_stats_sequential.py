@@ -12,7 +12,7 @@ from scipy import stats
 
 from archaudit.cli import main, stats_cmd  # noqa: F401  (registers the commands)
 from archaudit.errors import ConfigError
-from archaudit.stats.sequential import (
+from archaudit.stats.simulation.sequential import (
     FUTILE,
     IMPROVER,
     OPEN,

@@ -9,9 +9,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from archaudit.stats.noise import pooled_sd
-from archaudit.stats.ranking import kendall_tau_b, rankdata, spearman
-from archaudit.stats.significance import welch_test, z_test
+from archaudit.stats.analyses.ranking import kendall_tau_b, rankdata, spearman
+from archaudit.stats.inference.noise import pooled_sd
+from archaudit.stats.inference.significance import welch_test, z_test
 
 samples = st.lists(st.floats(min_value=-1e3, max_value=1e3), min_size=2, max_size=12)
 ranked = st.lists(st.integers(min_value=0, max_value=6), min_size=2, max_size=25)

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from archaudit.cli import main
+from archaudit.stats.analyses.snr import SELECTION_WARNING, signal_to_noise
 from archaudit.stats.errors import TableError
 from archaudit.stats.options import JudgeOptions
-from archaudit.stats.power import seeds_needed
-from archaudit.stats.snr import SELECTION_WARNING, signal_to_noise
+from archaudit.stats.simulation.power import seeds_needed
 from archaudit.stats.table import Row, Table
 
 VALUES = {

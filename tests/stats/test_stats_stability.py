@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from archaudit.stats.stability import (
+from archaudit.stats.analyses.stability import (
     MORE_FRAGILE,
     MORE_ROBUST,
     NOT_ESTIMABLE,

@@ -174,7 +174,7 @@ def test_sigma_from_more_degrees_of_freedom_narrows_the_interval():
 def test_rank_correlation_bounds_hold_every_ranking_the_intervals_allow():
     """Brute force over vectors drawn inside random intervals: ρ and τ stay within the bounds
     (the Spearman bound uses Daniels' inequality |3τ − 2ρ| <= 1 as well as the rank ranges)."""
-    from archaudit.stats.ranking import (
+    from archaudit.stats.analyses.ranking import (
         interval_order,
         kendall_bounds,
         kendall_tau_b,

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from archaudit.stats import cross_scale_transfer
-from archaudit.stats.ranking import kendall_tau_b, spearman
+from archaudit.stats.analyses.ranking import kendall_tau_b, spearman
 from archaudit.stats.table import Row, Table
 
 SEEDS = 3

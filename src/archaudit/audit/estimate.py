@@ -26,7 +26,7 @@ from archaudit.rundir import AUDIT_FILE
 if TYPE_CHECKING:
     from archaudit.audit.sequential import Family
     from archaudit.audit.store import RunStatus
-    from archaudit.stats.sequential import SequentialRule
+    from archaudit.stats.simulation.sequential import SequentialRule
 
 
 @dataclass(frozen=True)
@@ -352,7 +352,7 @@ def _family_cost(
     """Simulate the family's closed loop, and on the same draws the fixed designs of 1 to
     2·max_seeds seeds per arm. The fixed design reported is the fewest seeds per arm whose
     power reaches the sequential design's."""
-    from archaudit.stats.sequential import simulate_sequential
+    from archaudit.stats.simulation.sequential import simulate_sequential
 
     sims = [
         simulate_sequential(

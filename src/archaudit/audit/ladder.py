@@ -18,9 +18,9 @@ from archaudit.config import ModelConfig, build, merge_tables
 from archaudit.errors import ConfigError
 from archaudit.metrics import lower_is_better
 from archaudit.presets import MODEL_PRESETS
-from archaudit.stats.ladders import Ladder, LadderScale, line_tokens
 from archaudit.stats.options import JudgeOptions
-from archaudit.stats.predict import Prediction, predict
+from archaudit.stats.predictions.ladders import Ladder, LadderScale, line_tokens
+from archaudit.stats.predictions.predict import Prediction, predict
 from archaudit.stats.table import Table
 
 

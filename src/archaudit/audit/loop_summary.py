@@ -15,7 +15,7 @@ from archaudit.audit import store
 from archaudit.stats.judge import Judgement, judge, judge_loop
 from archaudit.stats.loop import Loop, LoopArm, LoopFamily
 from archaudit.stats.options import JudgeOptions
-from archaudit.stats.sequential import SequentialRule
+from archaudit.stats.simulation.sequential import SequentialRule
 from archaudit.stats.table import Table
 
 

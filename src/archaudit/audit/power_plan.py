@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from archaudit.audit.plan import BASELINE, Plan
-from archaudit.stats.plan_power import FamilyPower, family_power
+from archaudit.stats.simulation.plan_power import FamilyPower, family_power
 
 
 def plan_power(plan: Plan, sigma: float | None = None) -> list[FamilyPower]:

@@ -2,7 +2,8 @@
 `[seeds] policy = "sequential"`; docs/sequential.md).
 
 Round by round: bring every planned run to DONE (`run_audit`, so any executor works), judge every
-primary metric with the group-sequential rule of `archaudit.stats.sequential`, then add one seed
+primary metric with the group-sequential rule of `archaudit.stats.simulation.sequential`, then add
+one seed
 to each arm whose verdict could still change (ranked by value per run when the budget is short)
 and one to the baseline of their scale, until every verdict is settled or the budget is spent.
 
@@ -38,8 +39,9 @@ from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write_text
 from archaudit.metrics import lower_is_better
 from archaudit.names import BASELINE, ResultStatus
+from archaudit.stats.analyses.signal import AVERAGE, check_signal
 from archaudit.stats.loop import ARM_STOPS, ArmStop, LoopArm, LoopFamily, LoopStop
-from archaudit.stats.sequential import (
+from archaudit.stats.simulation.sequential import (
     FUTILE,
     OPEN,
     STATE_NAMES,
@@ -50,7 +52,6 @@ from archaudit.stats.sequential import (
     look,
     next_seed_value,
 )
-from archaudit.stats.signal import AVERAGE, check_signal
 from archaudit.stats.table import Row, Table
 from archaudit.stats.verdicts import DIVERGED, IMPROVER, REGRESSOR, classify
 
@@ -260,7 +261,8 @@ def collect(plan: Plan) -> Results:
 
 def as_judged(results: Results) -> Results:
     """The records with `downstream_avg` as the audit judges it: over the tasks that carry
-    signal in the audit (`archaudit.stats.signal`, docs/metrics.md), not over those each run
+    signal in the audit (`archaudit.stats.analyses.signal`, docs/metrics.md), not over those each
+    run
     kept alone; so the loop judges the very values `stats` and the report do."""
     records = [record for runs in results.values() for record in runs.values()]
     rows = tuple(

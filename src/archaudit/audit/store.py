@@ -39,8 +39,8 @@ from archaudit.rundir import ATTEMPTS as ATTEMPTS  # re-exported for the store's
 from archaudit.rundir import AUDIT_FILE, DONE, EVALS, FAILED, METRICS, RUN_FILE, check_audit_target
 from archaudit.stats.csvio import csv_text
 from archaudit.stats.frames import parquet_twin
-from archaudit.stats.items import ITEM_COLUMNS as ITEM_KEYS
-from archaudit.stats.items import ITEM_MEASURES, load_items
+from archaudit.stats.inference.items import ITEM_COLUMNS as ITEM_KEYS
+from archaudit.stats.inference.items import ITEM_MEASURES, load_items
 from archaudit.stats.table import DUTY_SEPARATOR, OPTIONAL_COLUMNS, REQUIRED_COLUMNS, load_table
 
 SEQUENTIAL_DIR, SEQUENTIAL_SUMMARY = "sequential", "summary.json"

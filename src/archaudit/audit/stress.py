@@ -38,7 +38,7 @@ from archaudit.config import ModelConfig, Recipe, build, canonical_json, merge_t
 from archaudit.data.identity import recipe_hash
 from archaudit.errors import ConfigError, did_you_mean
 from archaudit.rundir import EVENTS, METRICS
-from archaudit.stats.stability import SweepRun
+from archaudit.stats.analyses.stability import SweepRun
 
 if TYPE_CHECKING:
     from archaudit.mods import Arm

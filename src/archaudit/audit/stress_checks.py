@@ -25,7 +25,7 @@ from scipy import stats as sps
 
 from archaudit.audit.plan import BASELINE
 from archaudit.audit.stress_result import StressResult
-from archaudit.stats.stability import ArmStability, unstable_test
+from archaudit.stats.analyses.stability import ArmStability, unstable_test
 
 HOLDS, DIRECTION_ONLY, DOES_NOT_HOLD, NOT_RUN = (
     "holds",

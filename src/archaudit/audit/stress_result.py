@@ -20,8 +20,8 @@ from archaudit.audit.stress import StressPlan, StressPoint, read_sweep_run
 from archaudit.errors import DataError
 from archaudit.files import atomic_write_text
 from archaudit.rundir import METRICS
-from archaudit.stats.forecast import Backtest, Trace, backtest, depth_forecast
-from archaudit.stats.stability import (
+from archaudit.stats.analyses.forecast import Backtest, Trace, backtest, depth_forecast
+from archaudit.stats.analyses.stability import (
     ArmStability,
     StabilityVerdict,
     Sweep,

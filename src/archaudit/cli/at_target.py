@@ -12,7 +12,7 @@ from archaudit.formatting import interval, num
 
 if TYPE_CHECKING:
     from archaudit.stats import Table
-    from archaudit.stats.target import TargetPrediction
+    from archaudit.stats.predictions.target import TargetPrediction
 
 
 def print_at_target(source: Path, table: Table, metric: str, baseline: str) -> None:

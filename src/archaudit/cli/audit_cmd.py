@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from archaudit.audit.plan import Plan
     from archaudit.audit.sequential import SettledAudit
     from archaudit.stats.loop import LoopFamily
-    from archaudit.stats.sequential import SequentialRule
+    from archaudit.stats.simulation.sequential import SequentialRule
 
 Overrides = Annotated[
     list[str] | None,
@@ -373,7 +373,7 @@ def settled_table(family: LoopFamily, rule: SequentialRule) -> Table:
     measured error rate and MDE: seeds, Δ, the last look's t and p beside the threshold that p
     was compared with (its look's boundary at the family's Holm level), the verdict and why the
     arm stopped."""
-    from archaudit.stats.sequential import sequential_design_rate
+    from archaudit.stats.simulation.sequential import sequential_design_rate
 
     design = sequential_design_rate(len(family.arms), rule)
     table = Table(

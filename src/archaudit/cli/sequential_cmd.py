@@ -13,13 +13,13 @@ from archaudit.errors import ConfigError
 
 if TYPE_CHECKING:
     from archaudit.stats.options import JudgeOptions
-    from archaudit.stats.sequential import SequentialRule
+    from archaudit.stats.simulation.sequential import SequentialRule
 
 
 def loop_rule(options: JudgeOptions, max_seeds: int, baseline_seeds: int | None) -> SequentialRule:
     """The rule of `run --until-settled` at `options.alpha`, at most `max_seeds` seeds per arm,
     the baseline starting at `baseline_seeds` (None: 3, the protocol's noise floor)."""
-    from archaudit.stats.sequential import SequentialRule
+    from archaudit.stats.simulation.sequential import SequentialRule
 
     if options.correction != "holm":
         raise ConfigError(
@@ -42,7 +42,7 @@ def simulate_sequential_command(
     noise: str = "normal",
 ) -> None:
     """Print `simulate_sequential` for `n_arms` arms under the loop's `rule`."""
-    from archaudit.stats.sequential import simulate_sequential
+    from archaudit.stats.simulation.sequential import simulate_sequential
 
     if effect_arms and effect == 0.0:
         raise ConfigError("--effect-arms needs a nonzero --effect")

@@ -46,7 +46,7 @@ def aggregate_command(
 ) -> None:
     """IQM and macro mean with stratified-bootstrap intervals, P(arm > baseline), and almost
     stochastic order, over tasks × seeds (rliable's and deep-significance's definitions)."""
-    from archaudit.stats.aggregate import aggregate
+    from archaudit.stats.analyses.aggregate import aggregate
 
     quiet_output(quiet, json_)
     result = aggregate(

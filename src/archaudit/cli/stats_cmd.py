@@ -40,9 +40,9 @@ from archaudit.stats.options import DEFAULT, JudgeOptions
 if TYPE_CHECKING:
     from archaudit.audit.loop_summary import LoopSummary
     from archaudit.stats import AuditDesign, Judgement, Table
-    from archaudit.stats.paired import ItemComparison, MeasureComparison
-    from archaudit.stats.sequential import SequentialRule
-    from archaudit.stats.simulate import NullSimulation
+    from archaudit.stats.inference.paired import ItemComparison, MeasureComparison
+    from archaudit.stats.simulation.sequential import SequentialRule
+    from archaudit.stats.simulation.simulate import NullSimulation
 
 
 class _VerdictsByDefault(TyperGroup):
@@ -251,7 +251,8 @@ def _print_loop_arms(judgement: Judgement, notes: list[str]) -> None:
 
 
 def _outlier_mark(outliers: Sequence[Any]) -> str:
-    """ " (outlier seed 3)" for seeds far outside the rest (stats/outliers.py); "" otherwise."""
+    """ " (outlier seed 3)" for seeds far outside the rest (stats/inference/outliers.py); ""
+    otherwise."""
     if not outliers:
         return ""
     seeds = ", ".join(str(o.seed) for o in outliers)
@@ -576,7 +577,7 @@ def decoupling_command(
 
 def _side(verdict: str, status: str) -> str:
     """ "regressor", "within-noise, flat", "within-noise, flat not testable" (margin too wide)."""
-    from archaudit.stats.decoupling import MOVED, NOT_SHOWN_FLAT
+    from archaudit.stats.analyses.decoupling import MOVED, NOT_SHOWN_FLAT
 
     return verdict if status in (MOVED, NOT_SHOWN_FLAT) else f"{verdict}, {status}"
 

@@ -24,9 +24,9 @@ from archaudit.formatting import interval
 from archaudit.stats.options import DEFAULT, JudgeOptions
 
 if TYPE_CHECKING:
-    from archaudit.stats.backtest import Backtest
-    from archaudit.stats.predict import Prediction
-from archaudit.stats.target import TargetPrediction
+    from archaudit.stats.predictions.backtest import Backtest
+    from archaudit.stats.predictions.predict import Prediction
+from archaudit.stats.predictions.target import TargetPrediction
 
 AuditFile = Annotated[
     Path, typer.Argument(help="The audit file: its scales and [target] place the ladder.")
@@ -61,7 +61,7 @@ def predict_command(
     from archaudit.audit.ladder import audit_ladder, parse_target
     from archaudit.audit.spec import load_audit
     from archaudit.stats import load_table
-    from archaudit.stats.predict import predict
+    from archaudit.stats.predictions.predict import predict
 
     quiet_output(quiet, json_)
     spec = load_audit(audit)

@@ -36,7 +36,7 @@ def snr_command(
     beside what seed noise alone gives, and the seeds per arm the median effect would need
     (planned for `--correction` over the arms at `--alpha`)."""
     from archaudit.stats import load_table
-    from archaudit.stats.snr import signal_to_noise
+    from archaudit.stats.analyses.snr import signal_to_noise
 
     quiet_output(quiet, json_)
     result = signal_to_noise(load_table(source), options, metrics=metric)

@@ -19,7 +19,7 @@ import numpy as np
 from archaudit.errors import DataError
 from archaudit.names import BASELINE
 from archaudit.stats import load_table, spearman, welch_test
-from archaudit.stats.resample import percentile_interval
+from archaudit.stats.inference.resample import percentile_interval
 from archaudit.stats.serialize import JsonResult
 
 

@@ -32,7 +32,7 @@ from archaudit.metrics import downstream_average
 from archaudit.registry import Registry
 from archaudit.stats.csvio import csv_text
 from archaudit.stats.frames import parquet_twin
-from archaudit.stats.items import ITEM_COLUMNS, ITEMS_FILE, load_items
+from archaudit.stats.inference.items import ITEM_COLUMNS, ITEMS_FILE, load_items
 from archaudit.stats.table import REQUIRED_COLUMNS, RESULTS_FILE, load_table
 
 IMPORT_RECORD = "import.json"

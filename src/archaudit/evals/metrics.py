@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from archaudit.stats.paired import wilson_interval
+from archaudit.stats.inference.paired import wilson_interval
 
 
 @dataclass(frozen=True, kw_only=True)

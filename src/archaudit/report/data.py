@@ -41,18 +41,18 @@ from archaudit.stats import (
     load_table,
     seeds_needed,
 )
-from archaudit.stats.aggregate import TASK_SUFFIX, aggregate
-from archaudit.stats.decoupling import Side, decoupled_kind, relative_change
+from archaudit.stats.analyses.aggregate import TASK_SUFFIX, aggregate
+from archaudit.stats.analyses.decoupling import Side, decoupled_kind, relative_change
+from archaudit.stats.analyses.snr import SignalToNoise, signal_to_noise
 from archaudit.stats.errors import EmptyTableError
-from archaudit.stats.family_test import ROBUST
+from archaudit.stats.inference.family_test import ROBUST
 from archaudit.stats.judge import SEQUENTIAL, ArmVerdict, Judgement
 from archaudit.stats.options import JudgeOptions
-from archaudit.stats.power import PowerCurve, power_curve
-from archaudit.stats.predict import Prediction, with_prediction
-from archaudit.stats.sequential import (
+from archaudit.stats.predictions.predict import Prediction, with_prediction
+from archaudit.stats.simulation.power import PowerCurve, power_curve
+from archaudit.stats.simulation.sequential import (
     sequential_power_curve,
 )
-from archaudit.stats.snr import SignalToNoise, signal_to_noise
 from archaudit.stats.table import RESULTS_FILE, Table
 
 DOWNSTREAM_METRIC = "downstream_avg"
@@ -338,9 +338,9 @@ class ReportData:
     colours: dict[str, Colour] = field(default_factory=dict)
     """Arm → its one colour on every figure of the page (report.palette)."""
     signal: SignalToNoise | None = None
-    """Seed σ, spread and SNR per metric (`archaudit.stats.snr`)."""
+    """Seed σ, spread and SNR per metric (`archaudit.stats.analyses.snr`)."""
     prediction: Prediction | None = None
-    """Each arm at the audit's untrained [target] scale (`archaudit.stats.predict`)."""
+    """Each arm at the audit's untrained [target] scale (`archaudit.stats.predictions.predict`)."""
     stress: StressResult | None = None
     """The audit's stress test (`archaudit stress`), when it has one."""
 

@@ -17,12 +17,12 @@ from archaudit.report.blocks import Block, Bullets, Grid, Notice, Paragraph, Row
 from archaudit.report.data import PowerCase, ReportData, Scatter, bands
 from archaudit.report.figures import Figure
 from archaudit.report.stability import stability
-from archaudit.stats.backtest import SINGLE_SCALE
-from archaudit.stats.corrections import error_rate
-from archaudit.stats.decoupling import FLAT_SHARE
+from archaudit.stats.analyses.decoupling import FLAT_SHARE
+from archaudit.stats.inference.corrections import error_rate
 from archaudit.stats.judge import ArmVerdict, Judgement
-from archaudit.stats.predict import Prediction
-from archaudit.stats.target import TargetPrediction
+from archaudit.stats.predictions.backtest import SINGLE_SCALE
+from archaudit.stats.predictions.predict import Prediction
+from archaudit.stats.predictions.target import TargetPrediction
 from archaudit.stats.verdicts import (
     CANDIDATE_IMPROVER,
     CANDIDATE_REGRESSOR,
@@ -73,7 +73,7 @@ def _design_fwer(v: Judgement) -> str:
 
 
 def _panel_worst(v: Judgement) -> str:
-    """The noise panel's worst measured rate (stats/noise_models.py)."""
+    """The noise panel's worst measured rate (stats/simulation/noise_models.py)."""
     return num(v.design_panel_worst) if math.isfinite(v.design_panel_worst) else NOT_COMPUTED
 
 

@@ -10,8 +10,8 @@ from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import NullLocator
 
 from archaudit.report.figures import Colours, Figure, render, styled
-from archaudit.stats.predict import ArmCurve, Prediction
-from archaudit.stats.target import TargetPrediction
+from archaudit.stats.predictions.predict import ArmCurve, Prediction
+from archaudit.stats.predictions.target import TargetPrediction
 
 
 @styled

@@ -9,29 +9,33 @@ or from a CSV of anybody's runs. Never imports torch (scipy provides the distrib
 """
 
 from archaudit.metrics import lower_is_better as resolve_direction
-from archaudit.stats.adaptive import adaptive_seeding
-from archaudit.stats.baseline_transfer import transfer_across_baselines
-from archaudit.stats.corrections import CORRECTIONS, adjust_pvalues, fwer_uncorrected
-from archaudit.stats.decoupling import decoupling
-from archaudit.stats.design import AuditDesign
-from archaudit.stats.design_rate import DesignRate, design_rate
-from archaudit.stats.dunnett import dunnett_stepdown
+from archaudit.stats.analyses.baseline_transfer import transfer_across_baselines
+from archaudit.stats.analyses.decoupling import decoupling
+from archaudit.stats.analyses.grading import grade
+from archaudit.stats.analyses.interactions import interactions
+from archaudit.stats.analyses.ranking import kendall_tau_b, spearman
+from archaudit.stats.analyses.scaling import fit_loss_surface, fit_scaling_law
+from archaudit.stats.analyses.transfer import cross_scale_transfer
 from archaudit.stats.family import family_design
-from archaudit.stats.family_test import REFERENCES
-from archaudit.stats.grading import grade
-from archaudit.stats.interactions import interactions
-from archaudit.stats.items import ItemTable, load_items
-from archaudit.stats.judge import ArmVerdict, Judgement, judge
-from archaudit.stats.noise import pooled_sd
-from archaudit.stats.options import JudgeOptions
-from archaudit.stats.paired import (
+from archaudit.stats.inference.corrections import CORRECTIONS, adjust_pvalues, fwer_uncorrected
+from archaudit.stats.inference.dunnett import dunnett_stepdown
+from archaudit.stats.inference.family_test import REFERENCES
+from archaudit.stats.inference.items import ItemTable, load_items
+from archaudit.stats.inference.noise import pooled_sd
+from archaudit.stats.inference.paired import (
     compare_item_measure,
     compare_items,
     mcnemar,
     paired_bootstrap,
     wilson_interval,
 )
-from archaudit.stats.power import (
+from archaudit.stats.inference.significance import welch_test, z_test
+from archaudit.stats.judge import ArmVerdict, Judgement, judge
+from archaudit.stats.options import JudgeOptions
+from archaudit.stats.simulation.adaptive import adaptive_seeding
+from archaudit.stats.simulation.design import AuditDesign
+from archaudit.stats.simulation.design_rate import DesignRate, design_rate
+from archaudit.stats.simulation.power import (
     Design,
     DesignPower,
     design_power,
@@ -39,12 +43,8 @@ from archaudit.stats.power import (
     power,
     seeds_needed,
 )
-from archaudit.stats.ranking import kendall_tau_b, spearman
-from archaudit.stats.scaling import fit_loss_surface, fit_scaling_law
-from archaudit.stats.significance import welch_test, z_test
-from archaudit.stats.simulate import simulate_null
+from archaudit.stats.simulation.simulate import simulate_null
 from archaudit.stats.table import Row, Table, load_table
-from archaudit.stats.transfer import cross_scale_transfer
 from archaudit.stats.verdicts import VERDICTS
 
 __all__ = [

@@ -15,15 +15,15 @@ import numpy as np
 from archaudit.errors import ConfigError
 from archaudit.metrics import lower_is_better
 from archaudit.names import ResultStatus
-from archaudit.stats.calibrate import audit_level
-from archaudit.stats.compare import ArmTest, compare_arm, decide
-from archaudit.stats.design import AuditDesign
-from archaudit.stats.design_rate import DesignRate, design_rate
-from archaudit.stats.family_test import choose_test
-from archaudit.stats.noise import NoiseFloor, noise_floor
+from archaudit.stats.inference.compare import ArmTest, compare_arm, decide
+from archaudit.stats.inference.family_test import choose_test
+from archaudit.stats.inference.noise import NoiseFloor, noise_floor
+from archaudit.stats.inference.samples import ArmSample, sample_arm
 from archaudit.stats.options import DEFAULT, JudgeOptions
-from archaudit.stats.profile import NO_PROFILE, Profile, ratio_bounds, single_seed_bound
-from archaudit.stats.samples import ArmSample, sample_arm
+from archaudit.stats.simulation.calibrate import audit_level
+from archaudit.stats.simulation.design import AuditDesign
+from archaudit.stats.simulation.design_rate import DesignRate, design_rate
+from archaudit.stats.simulation.profile import NO_PROFILE, Profile, ratio_bounds, single_seed_bound
 from archaudit.stats.table import Table
 from archaudit.stats.verdicts import nominal
 
@@ -108,7 +108,7 @@ class Family:
 
     @cached_property
     def calibrated(self) -> tuple[float, Profile]:
-        """(α′, the profile model it was calibrated on as well): stats/calibrate.py."""
+        """(α′, the profile model it was calibrated on as well): stats/simulation/calibrate.py."""
         design = self.audit_design()
         if design is None:
             return self.options.alpha, NO_PROFILE

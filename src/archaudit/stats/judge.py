@@ -12,34 +12,39 @@ import numpy as np
 from archaudit.formatting import interval as written_interval
 from archaudit.formatting import num
 from archaudit.metrics import metric_info
-from archaudit.stats.calibrate import CALIBRATED_TESTS
-from archaudit.stats.compare import ArmTest
-from archaudit.stats.corrections import (
+from archaudit.stats.analyses.grading import grade_arm
+from archaudit.stats.analyses.signal import AVERAGE, check_signal
+from archaudit.stats.errors import TableError
+from archaudit.stats.family import Family, collect_family
+from archaudit.stats.inference.compare import ArmTest
+from archaudit.stats.inference.corrections import (
     ERROR_RATE_NAMES,
     FDR,
     error_rate,
     fwer_uncorrected,
 )
-from archaudit.stats.design import AuditDesign
-from archaudit.stats.design_rate import DesignRate, arm_mde
-from archaudit.stats.errors import TableError
-from archaudit.stats.family import Family, collect_family
-from archaudit.stats.family_test import POOLED_T, ROBUST, Z, interval
-from archaudit.stats.grading import grade_arm
+from archaudit.stats.inference.family_test import POOLED_T, ROBUST, Z, interval
+from archaudit.stats.inference.outliers import (
+    OUTLIER_MADS,
+    OutlierSeed,
+    family_scale,
+    outlier_seeds,
+)
+from archaudit.stats.inference.samples import ArmSample
 from archaudit.stats.loop import Loop, LoopArm, LoopFamily
-from archaudit.stats.noise_models import WIDEST_FACTOR
 from archaudit.stats.options import DEFAULT, JudgeOptions
-from archaudit.stats.outliers import OUTLIER_MADS, OutlierSeed, family_scale, outlier_seeds
-from archaudit.stats.profile import BOUND_CONFIDENCE
-from archaudit.stats.samples import ArmSample
-from archaudit.stats.sequential import sequential_design_rate
 from archaudit.stats.serialize import JsonResult
-from archaudit.stats.signal import AVERAGE, check_signal
+from archaudit.stats.simulation.calibrate import CALIBRATED_TESTS
+from archaudit.stats.simulation.design import AuditDesign
+from archaudit.stats.simulation.design_rate import DesignRate, arm_mde
+from archaudit.stats.simulation.noise_models import WIDEST_FACTOR
+from archaudit.stats.simulation.profile import BOUND_CONFIDENCE
+from archaudit.stats.simulation.sequential import sequential_design_rate
 from archaudit.stats.table import DOWNSTREAM, Table, TableLike, load_table
 from archaudit.stats.verdicts import NOISE_SIGMAS
 
 if TYPE_CHECKING:
-    from archaudit.stats.target import TargetPrediction
+    from archaudit.stats.predictions.target import TargetPrediction
 
 SEQUENTIAL = "sequential"
 """The test of an arm the sequential loop judged."""
@@ -95,12 +100,13 @@ class ArmVerdict(JsonResult):
     grade: str
     grade_missing: tuple[str, ...]
     outliers: tuple[OutlierSeed, ...] = ()
-    """Seeds beyond k robust σ from the arm's other seeds (stats/outliers.py): heavy tails."""
+    """Seeds beyond k robust σ from the arm's other seeds (stats/inference/outliers.py): heavy
+    tails."""
     threshold: float = math.nan
     """The level its p is compared with: the family's calibrated α′ for p_adj (fixed design), or
     the loop's last nominal boundary for the last look's p (sequential). NaN when not tested."""
     ratio_bound: float = math.nan
-    """Upper 90% bound of its seed σ over σ (NaN with one seed): stats/profile.py."""
+    """Upper 90% bound of its seed σ over σ (NaN with one seed): stats/simulation/profile.py."""
     seed_deltas: tuple[float, ...] = ()
     """Each finished seed's value minus the baseline mean, signed like Δ (the forest's dots)."""
     se: float = math.nan
@@ -165,7 +171,7 @@ class Judgement(JsonResult):
     """The loop this judgement comes from (`judge_loop`); None for a fixed design."""
 
     level: float = math.nan
-    """α′: the calibrated level every p_adj is compared with (stats/calibrate.py)."""
+    """α′: the calibrated level every p_adj is compared with (stats/simulation/calibrate.py)."""
     profile: str = ""
     """The audit's own profile model its level was also calibrated on ("" when its arms' ratio
     bounds are all within the panel's widest)."""
@@ -289,8 +295,8 @@ class Judgement(JsonResult):
                 f"{self.single_seed_bound:.3g}× σ: the larger of the noise panel's widest "
                 f"({WIDEST_FACTOR:g}×) and the "
                 f"{BOUND_CONFIDENCE:.0%} upper bound of the widest multi-seed arm's σ ratio "
-                "(stats/profile.py); one seed cannot show its own spread, so below that bound "
-                "they are at most candidates"
+                "(stats/simulation/profile.py); one seed cannot show its own spread, so below "
+                "that bound they are at most candidates"
             )
         if self.test == POOLED_T:
             lines.append("ASSUMED by the user: every arm's seed σ equals the baseline's")
@@ -414,7 +420,7 @@ def _judgement(
 
 def _with_calibration(judgement: Judgement, family: Family, options: JudgeOptions) -> Judgement:
     """The judgement with its calibrated level, the bounds its rate holds under, and its MDEs at
-    that level and bound (stats/calibrate.py, stats/profile.py)."""
+    that level and bound (stats/simulation/calibrate.py, stats/simulation/profile.py)."""
     level, profile = family.calibrated
     multi = [s for s in family.tested if len(s.values) > 1]
     design = family.audit_design()

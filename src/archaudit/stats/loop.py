@@ -12,8 +12,12 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 
-from archaudit.stats.sequential import SequentialDesignRate, SequentialRule, repeated_interval
 from archaudit.stats.serialize import JsonResult
+from archaudit.stats.simulation.sequential import (
+    SequentialDesignRate,
+    SequentialRule,
+    repeated_interval,
+)
 
 
 class ArmStop(StrEnum):

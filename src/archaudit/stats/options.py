@@ -14,8 +14,8 @@ from typing import Any
 
 from archaudit.errors import ConfigError
 from archaudit.names import BASELINE
-from archaudit.stats.corrections import check_correction, per_test_alpha
-from archaudit.stats.family_test import check_reference
+from archaudit.stats.inference.corrections import check_correction, per_test_alpha
+from archaudit.stats.inference.family_test import check_reference
 from archaudit.stats.serialize import JsonResult
 
 

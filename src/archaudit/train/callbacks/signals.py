@@ -18,7 +18,7 @@ import torch
 
 from archaudit.model import Transformer
 from archaudit.model.signals import SignalCapture
-from archaudit.stats.stability import log_slope
+from archaudit.stats.analyses.stability import log_slope
 from archaudit.train.callbacks import Callback, Row, StepState, Trainer
 from archaudit.train.step import autocast
 

@@ -1,0 +1,2 @@
+"""Analyses over judged tables: transfer, interactions, decoupling, aggregates, scaling,
+stability."""

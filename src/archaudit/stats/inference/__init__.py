@@ -1,0 +1,1 @@
+"""Tests and corrections: seed values → p-values, adjusted decisions, item tests."""

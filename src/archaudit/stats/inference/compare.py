@@ -1,0 +1,145 @@
+"""The core of every verdict: test each arm against the baseline, correct, classify.
+
+`judge` (from a table), `adaptive_seeding` (from hypothetical extra seeds) and, on arrays,
+`simulate_null` go through `family_test.statistics`, the corrections and `verdicts.classify`,
+so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from archaudit.stats.inference.corrections import adjust_pvalues
+from archaudit.stats.inference.dunnett import dunnett_stepdown
+from archaudit.stats.inference.family_test import (
+    POOLED_T,
+    ROBUST,
+    Z,
+    dunnett_statistics,
+    standard_error,
+    statistics,
+)
+from archaudit.stats.inference.noise import NoiseFloor
+from archaudit.stats.inference.significance import Welch, welch_test
+from archaudit.stats.options import JudgeOptions
+from archaudit.stats.simulation.noise_models import WIDEST_FACTOR
+from archaudit.stats.verdicts import candidate, classify
+
+
+@dataclass(frozen=True, slots=True)
+class ArmTest:
+    """One arm against the baseline. Δ, z and t are signed so that positive = better."""
+
+    n: int
+    mean: float
+    sd: float
+    """Seed standard deviation (NaN with one seed)."""
+    delta: float
+    z: float
+    """Paper-mode z = Δ/σ, whatever the family's test."""
+    p_z: float
+    welch: Welch | None
+    """Welch's t-test, present when the arm has >= 2 seeds, whatever the family's test."""
+    test: str
+    """The family's test: "pooled-t", "welch" or "z" (family_test)."""
+    statistic: float
+    """The family test's statistic (t or z)."""
+    df: float
+    """Its degrees of freedom (infinite for z)."""
+    scale: float
+    """What the test divides Δ by: its standard error, or σ for z."""
+    p: float
+    """Its two-sided p-value: the one the correction uses."""
+    p_pooled: float
+    """The pooled-σ t-test's p (the prediction-interval t for one seed): with the `robust`
+    test, a single-seed arm that is significant by it alone is a candidate."""
+
+
+def compare_arm(
+    values: np.ndarray,
+    baseline: np.ndarray,
+    noise: NoiseFloor,
+    sign: float,
+    test: str,
+    bound: float = WIDEST_FACTOR,
+) -> ArmTest:
+    """Test an arm's seed values against the baseline's. `sign` is −1 when lower is better;
+    `bound` is the single-seed bound of the robust test (stats/simulation/profile.py)."""
+    n, n_base = len(values), len(baseline)
+    mean = float(np.mean(values))
+    delta = sign * (mean - float(np.mean(baseline)))
+    z, _, p_z = statistics(Z, delta, n, n_base, noise.sigma, noise.dof)
+    welch = None
+    if n >= 2 and n_base >= 2 and (np.ptp(values) > 0 or np.ptp(baseline) > 0):
+        raw = welch_test(values, baseline)
+        welch = Welch(t=sign * raw.t, df=raw.df, p=raw.p)
+    sd = float(np.std(values, ddof=1)) if n >= 2 else math.nan
+    arm_var = sd**2 if n >= 2 else math.nan
+    base_var = float(np.var(baseline, ddof=1))
+    args = (n, n_base, noise.sigma, noise.dof, arm_var, base_var, bound)
+    stat, df, p = statistics(test, delta, *args)
+    scale, _ = standard_error(test, *args)
+    _, _, p_pooled = statistics(POOLED_T, delta, n, n_base, noise.sigma, noise.dof)
+    return ArmTest(
+        n=n,
+        mean=mean,
+        sd=sd,
+        delta=delta,
+        z=float(z),
+        p_z=float(p_z),
+        welch=welch,
+        test=test,
+        statistic=float(stat),
+        df=float(df),
+        scale=float(scale),
+        p=float(p),
+        p_pooled=float(p_pooled),
+    )
+
+
+def decide(
+    tests: Sequence[ArmTest],
+    noise: NoiseFloor,
+    n_base: int,
+    options: JudgeOptions,
+    level: float | None = None,
+) -> tuple[np.ndarray, list[str]]:
+    """Correct the family's p-values together (`options.correction`) and classify each arm at
+    the calibrated `level` α′ (None: `options.alpha`).
+
+    With the `robust` test, a single-seed arm that only the pooled t finds (its own spread
+    assumed equal to σ) is a candidate.
+    """
+    correction = options.correction
+    alpha = options.alpha if level is None else level
+    p_adjusted = _corrected(tests, [t.p for t in tests], noise, n_base, correction)
+    verdicts = [
+        classify(test.delta, noise.sigma, float(p), alpha)
+        for test, p in zip(tests, p_adjusted, strict=True)
+    ]
+    if any(t.test == ROBUST and t.n < 2 for t in tests):
+        plain = [t.p_pooled if t.n < 2 else t.p for t in tests]
+        p_plain = _corrected(tests, plain, noise, n_base, correction)
+        verdicts = [
+            candidate(verdict) if test.n < 2 and plain_p < alpha else verdict
+            for test, verdict, plain_p in zip(tests, verdicts, p_plain, strict=True)
+        ]
+    return p_adjusted, verdicts
+
+
+def _corrected(
+    tests: Sequence[ArmTest], p: Sequence[float], noise: NoiseFloor, n_base: int, correction: str
+) -> np.ndarray:
+    if correction != "dunnett":
+        return adjust_pvalues(p, correction)
+    statistic = dunnett_statistics(
+        tests[0].test if tests else POOLED_T,
+        np.array([t.statistic for t in tests]),
+        np.asarray(p, dtype=float),
+        noise.dof,
+    )
+    return dunnett_stepdown(statistic, [t.n for t in tests], n_base, noise.dof)

@@ -1,0 +1,154 @@
+"""Which test judges a family of arms, and its statistics on arrays.
+
+One family, one test (docs/protocol.md, Statistics), chosen from the design:
+
+- `z` (paper mode, `reference="normal"`): z = Δ/σ against the normal distribution. It treats σ as
+  exact, so it is uncalibrated when σ comes from a few seeds.
+- `pooled-t`: t = Δ / (σ·√(1/n + 1/n₀)) with the noise floor's degrees of freedom, only when
+  equal variance is declared (`--equal-variance`). For a single-seed arm this is the
+  prediction-interval t, Δ / (σ·√(1 + 1/n₀)): the candidate test of the robust family.
+- `welch`: Welch's t of the arm's seeds against the baseline's, when every arm has >= 2 seeds.
+- `robust` (the default when an arm has one seed): Welch for every arm with >= 2 seeds. A
+  single-seed arm cannot show its own spread, so it is tested as if its seed σ were F times the
+  pooled σ: t = Δ / (σ·√(F² + 1/n₀)) with σ's df, F the larger of the panel's widest (6) and the
+  upper bound of the widest multi-seed arm's ratio (stats/simulation/profile.py; ∞ with none). An
+  arm that
+  clears the ordinary prediction-interval t but not that bound is a *candidate*.
+
+Each test's p is corrected over the family and compared with the design's calibrated level α′
+(stats/simulation/calibrate.py), not with α itself. The test is chosen per family, not per arm, but
+Welch
+uses each arm's own spread, so more seeds and a larger Δ do not always mean a smaller p.
+
+Measured over the noise panel (stats/simulation/noise_models.py, docs/verdicts.md), only tests in
+which an
+arm's own variance enters hold α when arms' seed variances differ. `pooled-t` (declared equal
+variance, `--equal-variance`) and `z` (paper mode) are labelled assumptions of the user.
+
+The statistics work elementwise on numpy arrays, so `judge` (one audit) and `simulate_null`
+(thousands of audits at once) run the same arithmetic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from scipy.special import ndtr, stdtr, stdtrit
+
+from archaudit.errors import ConfigError, did_you_mean
+from archaudit.stats.simulation.noise_models import WIDEST_FACTOR
+
+REFERENCES = ("t", "normal")
+"""`t` (default, calibrated: σ's own uncertainty is in the reference distribution) and
+`normal` (paper mode: reproduces published z-tables, uncalibrated)."""
+Z, POOLED_T, WELCH, ROBUST = "z", "pooled-t", "welch", "robust"
+Values = float | np.ndarray
+"""One arm's number or an array of them: the statistics broadcast, so `judge` passes scalars
+and the simulations pass arrays of thousands of audits."""
+
+
+def check_reference(reference: str) -> str:
+    if reference not in REFERENCES:
+        raise ConfigError(f"unknown reference {reference!r}" + did_you_mean(reference, REFERENCES))
+    return reference
+
+
+def choose_test(
+    arm_seeds: Sequence[int],
+    *,
+    reference: str = "t",
+    equal_variance: bool = False,
+    correction: str = "holm",
+) -> str:
+    """The one test of a family whose tested arms have `arm_seeds` seeds (Dunnett runs on the
+    same tests, through their p-values: `dunnett_statistics`)."""
+    if check_reference(reference) == "normal":
+        return Z
+    if equal_variance:
+        return POOLED_T
+    return ROBUST if min(arm_seeds, default=2) < 2 else WELCH
+
+
+def standard_error(
+    test: str,
+    n_arm: Values,
+    n_base: int,
+    sigma: Values,
+    dof: int,
+    arm_var: Values | None = None,
+    base_var: Values | None = None,
+    bound: Values = WIDEST_FACTOR,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(the scale Δ is divided by, degrees of freedom) of the family's test, broadcast over the
+    inputs: σ for paper-mode z, σ·√(1/n + 1/n₀) for the pooled t, Welch's SE and df, and for
+    `robust` Welch's where n >= 2 and σ·√(F² + 1/n₀) with σ's df where n = 1, F the single-seed
+    `bound` (stats/simulation/profile.py; ∞ makes such an arm's p 1: a candidate at most)."""
+    if test == ROBUST:
+        n = np.asarray(n_arm)
+        welch = standard_error(WELCH, np.maximum(n, 2), n_base, sigma, dof, arm_var, base_var)
+        bound = np.asarray(sigma, dtype=float) * np.sqrt(np.square(bound) + 1.0 / n_base)
+        single = n < 2
+        return np.where(single, bound, welch[0]), np.where(single, np.asarray(dof, float), welch[1])
+    if test == Z:
+        scale = np.asarray(sigma, dtype=float) * np.ones_like(np.asarray(n_arm, dtype=float))
+        return scale, np.full_like(scale, np.inf)
+    if test == POOLED_T:
+        scale = sigma * np.sqrt(1.0 / np.asarray(n_arm, dtype=float) + 1.0 / n_base)
+        return scale, np.full_like(scale, float(dof))
+    if test == WELCH:
+        if arm_var is None or base_var is None:
+            raise ValueError("Welch's test needs the arm's and the baseline's seed variances")
+        se_arm, se_base = np.divide(arm_var, n_arm), np.divide(base_var, n_base)
+        se2 = se_arm + se_base
+        with np.errstate(divide="ignore", invalid="ignore"):
+            df = se2**2 / (se_arm**2 / np.subtract(n_arm, 1) + se_base**2 / (n_base - 1))
+        return np.sqrt(se2), df
+    raise ValueError(f"unknown test {test!r}")
+
+
+def statistics(
+    test: str,
+    delta: Values,
+    n_arm: Values,
+    n_base: int,
+    sigma: Values,
+    dof: int,
+    arm_var: Values | None = None,
+    base_var: Values | None = None,
+    bound: Values = WIDEST_FACTOR,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(statistic, degrees of freedom, two-sided p), broadcast over the inputs.
+
+    `delta` is signed so that positive = better. `arm_var` and `base_var` (sample variances) are
+    needed by Welch only; `bound` by a single-seed arm of the robust test. Degrees of freedom are
+    infinite for the normal reference.
+    """
+    scale, df = standard_error(test, n_arm, n_base, sigma, dof, arm_var, base_var, bound)
+    return scaled_statistics(test, delta, scale, df)
+
+
+def scaled_statistics(
+    test: str, delta: Values, scale: np.ndarray, df: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(statistic, df, two-sided p) of Δ over the test's `scale` (from `standard_error`)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stat = np.asarray(delta, dtype=float) / scale
+    return stat, df, 2.0 * (ndtr(-np.abs(stat)) if test == Z else stdtr(df, -np.abs(stat)))
+
+
+def dunnett_statistics(test: str, stat: np.ndarray, p: np.ndarray, dof: int) -> np.ndarray:
+    """The statistics Dunnett's step-down ranks and bounds: the pooled t itself, else each arm's
+    p-value read as the pooled t with σ's `dof` that has the same p (so Welch's and the
+    single-seed bound's own variances and df enter Dunnett's shared-baseline correlation)."""
+    if test == POOLED_T:
+        return np.asarray(stat, dtype=float)
+    return -np.sign(stat) * stdtrit(float(dof), np.asarray(p, dtype=float) / 2.0)
+
+
+def interval(delta: float, scale: float, df: float, alpha: float) -> tuple[float, float]:
+    """Δ ± q·scale, q the two-sided 1 − α quantile of the test's reference (t with df, or the
+    normal for df = ∞): it excludes 0 exactly when the test's p < α. With α/m it is one of m
+    Bonferroni-simultaneous intervals."""
+    q = float(stdtrit(df, 1.0 - alpha / 2))
+    return (delta - q * scale, delta + q * scale)

@@ -1,0 +1,1 @@
+"""Target-scale predictions: ladders, shared fits, prediction intervals, backtests."""

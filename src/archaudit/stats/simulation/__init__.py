@@ -1,0 +1,2 @@
+"""Design simulations and noise models: calibrated levels, error rates, power, the sequential
+rule."""

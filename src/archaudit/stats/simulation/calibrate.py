@@ -1,0 +1,134 @@
+"""The calibrated level of a fixed design: α′ ≤ α, set by simulation so that the whole rule holds
+α over the noise panel and over the audit's own variance profile.
+
+Welch with 1–2 df of its own is liberal when variances differ (2 arms × 2 seeds against 3
+baseline seeds: 0.072 under hetero:6:3 at the nominal α), and no fixed bound knows how wide the
+arms of a given audit are. So a design's corrected p-values are compared with a level α′ instead
+of α:
+
+- **the panel's level.** Each simulated null audit has a *declaring level* q: the smallest
+  corrected p of its arms beyond 2σ (it declares something exactly when q < α′). α′ is the
+  largest level ≤ α whose rate, the share of audits with q < α′, is at most α minus two
+  Monte-Carlo s.e. under every model of the panel (`PANEL`): the quantile of q, per model.
+- **the audit's own profile.** Each multi-seed arm's seed σ relative to the noise floor has an
+  upper confidence bound, σ-ratio / √F_{0.1}(n − 1, ν) (`ratio_bounds`). When some arm's bound
+  passes the panel's widest (6×), the audit adds one more model, `profile:F:K`: K arms (its
+  fewest-seed multi-seed arms) with seed σ × F, F the widest bound rounded up to a √2 grid; its
+  level is calibrated the same way and α′ is the smaller of the two. The bound, not the point
+  estimate, stands for the ratio's sampling uncertainty, so a bad draw of the profile is
+  covered; and the rate of the whole procedure, the profile's estimation included, is what
+  `simulate_null` measures (it looks up each simulated audit's own level).
+- **the single-seed bound.** One seed cannot show its spread: it is judged as if its seed σ
+  were the larger of 6× (the panel's widest) and that same widest bound; with no multi-seed arm
+  nothing bounds it, and single-seed arms are candidates only.
+
+Levels are cached per design (and profile key) in process and on disk, like the design rates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from archaudit.files import atomic_write_text, cache_dir
+from archaudit.stats.simulation.design import AuditDesign
+from archaudit.stats.simulation.noise_models import PANEL, parse_one
+from archaudit.stats.simulation.null_kernel import MIN_AUDITS, affordable, simulate_outcomes
+from archaudit.stats.simulation.profile import (
+    NO_PROFILE,
+    Profile,
+    profile_factors,
+    profile_of,
+    profiles,
+)
+
+CALIBRATION_AUDITS = 4000
+"""Null audits per model behind a level (its rate's MC s.e. is 0.0034 at 0.05)."""
+CALIBRATION_SEED = 1
+"""Not the design rate's seed 0: the rate printed beside a level is measured on fresh draws."""
+CALIBRATION_VERSION = 1
+CALIBRATED_TESTS = ("welch", "robust")
+
+
+def level_from_rates(q: np.ndarray, alpha: float) -> float:
+    """The largest level ≤ α at which the share of audits with declaring level q below it is at
+    most α minus two MC s.e. (so that a fresh measurement of the rate stays below α): an order
+    statistic of q."""
+    target = alpha - 2.0 * math.sqrt(alpha * (1.0 - alpha) / len(q))
+    allowed = math.floor(target * len(q))
+    ordered = np.sort(q)
+    return float(min(alpha, ordered[allowed])) if allowed < len(q) else alpha
+
+
+@lru_cache(maxsize=1024)
+def design_level(design: AuditDesign, profile: Profile = NO_PROFILE) -> float:
+    """α′ of `design`: the panel's level, or with `profile`'s wide arms the profile model's."""
+    audits = affordable(design, CALIBRATION_AUDITS)
+    if (
+        design.test not in CALIBRATED_TESTS
+        or design.correction in ("bh", "none")
+        or (audits < MIN_AUDITS)
+    ):
+        # the user's assumptions (pooled t, z), the FDR and no correction at all are not
+        # calibrated; nor is a design too large to simulate (its rate says so)
+        return design.alpha
+    models = [parse_one(name) for name in PANEL] if profile.arms == 0 else [profile.model()]
+    key = json.dumps(
+        {
+            "design": design.to_dict(),
+            "models": [m.spec for m in models],
+            "audits": audits,
+            "seed": CALIBRATION_SEED,
+            "v": CALIBRATION_VERSION,
+        },
+        sort_keys=True,
+    )
+    path = cache_dir() / "stats" / f"level-{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
+    try:
+        cached = json.loads(path.read_text())
+        if cached.get("key") == key:
+            return float(cached["level"])
+    except (OSError, ValueError, KeyError, AttributeError):
+        pass
+    level = min(
+        level_from_rates(
+            simulate_outcomes(
+                design, audits, CALIBRATION_SEED, m, candidates=False
+            ).declaring_level(),
+            design.alpha,
+        )
+        for m in models
+    )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps({"key": key, "level": level}))
+    except OSError:
+        pass  # a read-only cache only costs the simulation next time
+    return level
+
+
+def audit_level(design: AuditDesign, bounds: np.ndarray) -> tuple[float, Profile]:
+    """(α′, the profile model used) of one audit whose multi-seed arms show `bounds`."""
+    profile = profile_of(bounds)
+    return float(audit_levels(design, bounds[None, :])[0]), profile
+
+
+def audit_levels(design: AuditDesign, bounds: np.ndarray) -> np.ndarray:
+    """(B,) each simulated audit's own α′ from its (B, m) ratio bounds: the whole procedure.
+
+    Welch's size is not monotone in the variance ratio (worst near 10×, exact again far out), so
+    a profile whose widest bound is F is covered by every grid factor from 12 up to F."""
+    factors, counts = profiles(bounds)
+    levels = np.full(len(bounds), design_level(design))
+    for factor, count in set(
+        zip(factors[counts > 0].tolist(), counts[counts > 0].tolist(), strict=True)
+    ):
+        rows = (factors == factor) & (counts == count)
+        below = [f for f in profile_factors() if f <= factor]
+        level = min(design_level(design, Profile(f, count)) for f in below)
+        levels[rows] = np.minimum(levels[rows], level)
+    return levels

@@ -1,0 +1,230 @@
+"""The measured family-wise error rate and the MDE of a design: printed on every verdict table.
+
+The rate is simulated under the null (`simulate_null`) with a fixed seed, so it is the same
+number every time: under normal noise with one σ (the model the verdict arithmetic is exact for)
+and under every model of the noise panel (stats/simulation/noise_models.py), whose worst rate is
+printed
+beside it. It depends only on the design, so it is cached in-process and on disk under
+`<archaudit cache>/stats/`, keyed by the design, the number of audits, the seed and the
+simulation's version. A design too large to simulate within `DRAW_BUDGET` draws per noise model
+(e.g. 1000 arms × 1000 seeds) is simulated with fewer audits, down to `MIN_AUDITS`; below that it
+is not simulated and says why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from archaudit.files import atomic_write_text, cache_dir
+from archaudit.formatting import num
+from archaudit.stats.serialize import JsonResult
+from archaudit.stats.simulation.calibrate import design_level
+from archaudit.stats.simulation.design import AuditDesign
+from archaudit.stats.simulation.noise_models import NORMAL, PANEL, WIDEST_FACTOR, parse_one
+from archaudit.stats.simulation.null_kernel import (
+    DRAW_BUDGET,
+    MIN_AUDITS,
+    affordable,
+    draws_per_audit,
+)
+from archaudit.stats.simulation.power import minimum_detectable_effect
+from archaudit.stats.simulation.simulate import (
+    PanelRate,
+    binomial_se,
+    null_rates,
+    panel_rate,
+    worst,
+)
+
+DESIGN_AUDITS = 4000
+"""Simulated audits per design under normal noise: a Monte-Carlo s.e. of 0.0034 at 0.05."""
+PANEL_AUDITS = 2000
+"""Simulated audits per design and panel model: an s.e. of 0.0049 at 0.05."""
+DESIGN_SEED = 0
+SIMULATION_VERSION = 3
+"""Bump when the simulation's arithmetic changes, so that cached rates are recomputed."""
+
+
+@dataclass(frozen=True)
+class DesignRate(JsonResult):
+    """How often this design declares a null arm significant, and what it can detect."""
+
+    design: AuditDesign
+    description: str
+    fwer: float
+    """Measured family-wise false-positive rate under normal noise with one σ (NaN: skipped)."""
+    fwer_se: float
+    audits: int
+    seed: int
+    above_alpha: bool
+    """The normal-model or the panel's worst rate exceeds α by more than two MC s.e."""
+    power_target: float
+    mde_sigmas: float
+    """Smallest true effect, in σ, that the design's smallest arm detects with `power_target`
+    (∞: it can only be a candidate)."""
+    panel_worst: PanelRate | None = None
+    """The highest rate over the noise panel (None when skipped)."""
+    skipped: str = ""
+    """Why the rates were not simulated ("" when they were)."""
+    level: float = math.nan
+    """α′: the calibrated level corrected p-values are compared with
+    (stats/simulation/calibrate.py); an
+    audit whose own profile shows wider arms gets a lower one."""
+    candidate_rate: float = math.nan
+    """Share of null audits (normal noise) with >= 1 arm labelled candidate-*."""
+    candidate_worst: PanelRate | None = None
+    """The panel's highest false-candidate rate."""
+    mdes: tuple[tuple[int, float], ...] = ()
+    """(seeds, MDE in σ) for each seed count of the design's arms."""
+
+    def describe_rates(self) -> str:
+        """E.g. "normal noise 0.036 ± 0.003 (4000 null audits), noise panel's worst ..."."""
+        if self.skipped:
+            return f"error rate not simulated: {self.skipped}"
+        text = f"normal noise {self.fwer:.3f} ± {self.fwer_se:.3f} ({self.audits} null audits)"
+        worst_rate = self.panel_worst
+        if worst_rate is not None:
+            text += (
+                f", noise panel's worst {worst_rate.fwer:.3f} ± {worst_rate.fwer_se:.3f} "
+                f"({worst_rate.noise}, {worst_rate.audits} audits each)"
+            )
+        return text + (" — ABOVE α, verdicts do not hold" if self.above_alpha else "")
+
+    def describe_candidates(self) -> str:
+        """The false-candidate rate, when the design has single-seed arms ("" otherwise)."""
+        worst_rate = self.candidate_worst
+        if self.skipped or self.design.test != "robust" or worst_rate is None:
+            return ""
+        return (
+            f"false candidates (null audits with >= 1 candidate-* arm, each a second seed to "
+            f"run): normal noise {self.candidate_rate:.3f}, noise panel's worst "
+            f"{worst_rate.fwer:.3f} ({worst_rate.noise})"
+        )
+
+    def describe_mdes(self, sigma: float | None = None) -> str:
+        """E.g. "MDE 24.8 σ (1 seed), 51 σ (2 seeds) at 80% power", in metric units with σ."""
+        parts = []
+        for seeds, mde in self.mdes:
+            units = f" = {num(mde * sigma)}" if sigma is not None and math.isfinite(mde) else ""
+            value = f"{num(mde)} σ{units}" if math.isfinite(mde) else "none (candidates only)"
+            parts.append(
+                value + (f" ({seeds} seed{'s' * (seeds > 1)})" if len(self.mdes) > 1 else "")
+            )
+        return f"MDE {', '.join(parts)} at {self.power_target:.0%} power"
+
+
+def design_rate(
+    design: AuditDesign,
+    *,
+    power_target: float = 0.8,
+    audits: int = DESIGN_AUDITS,
+    seed: int = DESIGN_SEED,
+) -> DesignRate:
+    """The design's calibrated level, its measured family-wise error and false-candidate rates
+    (normal and panel, cached) and its MDE per seed count."""
+    normal_audits, each = affordable(design, audits), affordable(design, PANEL_AUDITS)
+    level = design_level(design)
+    mdes = tuple(
+        (n, arm_mde(design, n, power_target, level)) for n in sorted(set(design.arm_seeds))
+    )
+    unmeasured = DesignRate(
+        design=design,
+        description=design.describe(),
+        fwer=math.nan,
+        fwer_se=math.nan,
+        audits=0,
+        seed=seed,
+        above_alpha=False,
+        power_target=power_target,
+        mde_sigmas=mdes[0][1],
+        level=level,
+        mdes=mdes,
+    )
+    if normal_audits < MIN_AUDITS:
+        reason = (
+            f"{draws_per_audit(design):,} seed values per audit; fewer than {MIN_AUDITS} audits "
+            f"fit the budget of {DRAW_BUDGET:,} draws"
+        )
+        return replace(unmeasured, skipped=reason)
+    rates = _rates(design, normal_audits, each, seed)
+    fwer, candidates = rates[NORMAL.spec]
+    se = binomial_se(fwer, normal_audits)
+
+    def per_model(which: int) -> tuple[PanelRate, ...]:
+        sizes = {name: normal_audits if name == NORMAL.spec else each for name in PANEL}
+        return tuple(panel_rate(rates[n][which], sizes[n], design.alpha, n) for n in PANEL)
+
+    worst_rate = worst(per_model(0))
+    return replace(
+        unmeasured,
+        fwer=fwer,
+        fwer_se=se,
+        audits=normal_audits,
+        # no correction controls nothing: its header says "uncorrected", not "above α"
+        above_alpha=design.correction != "none"
+        and (fwer > design.alpha + 2.0 * se or bool(worst_rate and worst_rate.above_alpha)),
+        panel_worst=worst_rate,
+        candidate_rate=candidates,
+        candidate_worst=worst(per_model(1)),
+    )
+
+
+@lru_cache(maxsize=256)
+def arm_mde(
+    design: AuditDesign,
+    seeds: int,
+    target: float = 0.8,
+    level: float | None = None,
+    bound: float = WIDEST_FACTOR,
+) -> float:
+    """The MDE (in σ) of an arm of `design` with `seeds` seeds, at the calibrated `level` (None:
+    the design's own) and, for one seed, its σ bounded at `bound` (∞: a candidate at most, and
+    so is every single seed of a design without multi-seed arms)."""
+    if seeds < 2 and design.test == "robust" and max(design.arm_seeds) < 2:
+        return math.inf
+    arm = design.arm(seeds, design_level(design) if level is None else level, bound)
+    try:
+        return minimum_detectable_effect(arm, target)
+    except ArithmeticError:
+        return math.inf
+
+
+@lru_cache(maxsize=256)
+def _rates(
+    design: AuditDesign, audits: int, panel_audits: int, seed: int
+) -> dict[str, tuple[float, float]]:
+    """Noise model → (family-wise rate, false-candidate rate) of the whole calibrated procedure:
+    "normal" at `audits`, the panel's at `panel_audits`."""
+    key = json.dumps(
+        {
+            "design": design.to_dict(),
+            "audits": audits,
+            "panel": [panel_audits, *PANEL],
+            "seed": seed,
+            "v": SIMULATION_VERSION,
+        },
+        sort_keys=True,
+    )
+    path = cache_dir() / "stats" / f"design-{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
+    try:
+        cached = json.loads(path.read_text())
+        if cached.get("key") == key:
+            return {name: (float(a), float(b)) for name, (a, b) in cached["rates"].items()}
+    except (OSError, ValueError, KeyError, AttributeError, TypeError):
+        pass
+    rates = {
+        name: null_rates(
+            design, audits if name == NORMAL.spec else panel_audits, seed, parse_one(name)
+        )
+        for name in PANEL
+    }
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps({"key": key, "rates": rates}))
+    except OSError:
+        pass  # a read-only cache only costs the simulation next time
+    return rates

@@ -1,0 +1,115 @@
+"""What a planned design can detect before a seed is spent: the MDE lines of `archaudit plan`.
+
+Each family's MDE per seed count comes from the power formula at the design's calibrated level
+(stats/simulation/calibrate.py); the sequential loop's from simulating it with one planted arm
+(bisection
+on common draws), with its expected runs when no arm works. A design whose MDE exceeds
+`USABLE_MDE` says so and names the cheapest design that reaches it: a fixed design with more
+seeds per arm (power formula at α) or the loop, whichever needs fewer runs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from archaudit.formatting import num
+from archaudit.stats.serialize import JsonResult
+from archaudit.stats.simulation.design import AuditDesign
+from archaudit.stats.simulation.design_rate import arm_mde
+from archaudit.stats.simulation.power import default_baseline_seeds
+from archaudit.stats.simulation.sequential import SequentialRule, planted_power, simulate_sequential
+
+USABLE_MDE = 10.0
+"""An MDE beyond this many σ detects no realistic effect (the measured arms move 1–8 σ)."""
+LOOP_SEEDS = 6
+"""The loop the plan offers beside a fixed design: ≤ 6 seeds per arm (3.1σ at 20 arms)."""
+PLAN_AUDITS = 300
+"""Simulated audits per step of the loop's MDE bisection (a plan estimate, not a verdict)."""
+FIXED_SEEDS = range(2, 11)
+
+
+@dataclass(frozen=True)
+class FamilyPower(JsonResult):
+    """One planned family: what it can detect, and what the loop would."""
+
+    scale: str
+    design: AuditDesign
+    mdes: tuple[tuple[int, float], ...]
+    """(seeds, MDE in σ) per seed count of its arms (∞: candidates only)."""
+    sigma: float | None
+    """A known seed σ of the primary metric (--sigma), for metric units."""
+    loop_mde: float
+    loop_runs: float
+    """Expected runs of the loop (≤ `LOOP_SEEDS` seeds per arm) when no arm works."""
+    cheapest: str
+    """The cheapest design with MDE ≤ `USABLE_MDE` ("" when this one already is)."""
+
+    def lines(self) -> list[str]:
+        parts = []
+        for seeds, mde in self.mdes:
+            units = f" = {num(mde * self.sigma)}" if self.sigma and math.isfinite(mde) else ""
+            value = f"{num(mde)} σ{units}" if math.isfinite(mde) else "none (candidates only)"
+            parts.append(f"{value} ({seeds} seed{'s' * (seeds > 1)})")
+        loop_units = f" = {num(self.loop_mde * self.sigma)}" if self.sigma else ""
+        lines = [
+            f"{self.scale}: MDE at 80% power {', '.join(parts)}; sequential --until-settled "
+            f"≤ {LOOP_SEEDS} seeds: MDE {num(self.loop_mde)} σ{loop_units}, about "
+            f"{self.loop_runs:.0f} runs expected"
+        ]
+        if self.cheapest:
+            lines.append(
+                f"{self.scale}: this design cannot detect an effect under {USABLE_MDE:g} σ; "
+                f"the cheapest that can: {self.cheapest}"
+            )
+        return lines
+
+
+def family_power(
+    scale: str, arm_seeds: tuple[int, ...], baseline_seeds: int, sigma: float | None = None
+) -> FamilyPower:
+    """The power lines of one planned family (arms with `arm_seeds` seeds, Holm at 0.05)."""
+    design = AuditDesign(arm_seeds, baseline_seeds)
+    mdes = tuple((n, arm_mde(design, n)) for n in sorted(set(arm_seeds)))
+    loop_mde, loop_runs = loop_power(design.m, baseline_seeds)
+    usable = max(mde for _, mde in mdes) <= USABLE_MDE
+    return FamilyPower(
+        scale=scale,
+        design=design,
+        mdes=mdes,
+        sigma=sigma,
+        loop_mde=loop_mde,
+        loop_runs=loop_runs,
+        cheapest="" if usable else cheapest(design.m, loop_mde, loop_runs),
+    )
+
+
+def cheapest(arms: int, loop_mde: float, loop_runs: float) -> str:
+    """The fixed design (fewest seeds per arm) or the loop reaching `USABLE_MDE`, by runs."""
+    for seeds in FIXED_SEEDS:
+        base = default_baseline_seeds(seeds)
+        mde = arm_mde(AuditDesign((seeds,) * arms, base), seeds, 0.8, 0.05)
+        if mde <= USABLE_MDE:
+            runs = arms * seeds + base
+            fixed = f"{seeds} seeds per arm, baseline {base} (MDE {num(mde)} σ, {runs} runs)"
+            if loop_mde <= USABLE_MDE and loop_runs < runs:
+                return (
+                    f"--until-settled ≤ {LOOP_SEEDS} seeds (MDE {num(loop_mde)} σ, about "
+                    f"{loop_runs:.0f} runs), or {fixed}"
+                )
+            return fixed
+    return f"--until-settled ≤ {LOOP_SEEDS} seeds (MDE {num(loop_mde)} σ)"
+
+
+@lru_cache(maxsize=64)
+def loop_power(arms: int, baseline_seeds: int) -> tuple[float, float]:
+    """(MDE in σ, expected runs with no effect) of the loop ≤ `LOOP_SEEDS` seeds per arm."""
+    rule = SequentialRule(max_seeds=LOOP_SEEDS, baseline_seeds=max(baseline_seeds, 2))
+    low, high = 0.0, 32.0
+    for _ in range(9):
+        mid = (low + high) / 2
+        found = planted_power(arms, rule, mid, PLAN_AUDITS)
+        low, high = (low, mid) if found >= 0.8 else (mid, high)
+    runs = simulate_sequential(arms=arms, rule=rule, audits=PLAN_AUDITS).runs_mean
+    return high, runs
