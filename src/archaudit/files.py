@@ -74,9 +74,10 @@ def refuse_link(path: Path, flag: str) -> None:
 
 def check_output_file(path: Path, flag: str, ours: Callable[[Path], bool]) -> None:
     """Refuse to write `path` when it is a link, or an existing file or folder that `ours` does
-    not recognise as this command's earlier output."""
+    not recognise as this command's earlier output. An empty file holds nothing to lose: it is
+    the placeholder `atomic_write`'s mkstemp leaves for the writer it calls."""
     refuse_link(path, flag)
-    if path.exists() and not (path.is_file() and ours(path)):
+    if path.exists() and not (path.is_file() and (path.stat().st_size == 0 or ours(path))):
         raise DataError(
             f"{path} exists and archaudit did not write it (or not as this output); give {flag} "
             "a new name"

@@ -115,7 +115,9 @@ def test_training_runs_the_same_step_the_probe_times(tmp_path: Path, spied_step:
         eval_every=100, checkpoint_every=100, threads=1, **STEP_RECIPE,
     )  # fmt: skip
     train(model, recipe, tmp_path / "run")  # validation at the last step
-    assert spied_step == expected_calls(recipe.steps, model.n_layers, recipe.eval_batches)
+    # validation's batches, and the stability signals' one held-out batch (recipe.log_signals)
+    batches = recipe.eval_batches + int(recipe.log_signals)
+    assert spied_step == expected_calls(recipe.steps, model.n_layers, batches)
 
 
 def test_the_probe_uses_no_step_of_its_own(monkeypatch: pytest.MonkeyPatch, write_audit):

@@ -125,7 +125,7 @@ SUITE += b'params = { generator = "induction", seed = 0 }\n'
 CLI_REFUSALS = {
     "non-UTF-8 audit": ("audit", b'name = "\xff\xfe"\n', (), r"audit.toml: not UTF-8"),
     "deep arrays": ("audit", b"x = " + b"[" * 3000 + b"]" * 3000, (), r"nested too deep"),
-    "lr = inf": ("audit", None, ("recipe.lr=inf",), r"recipe.lr = inf must be > 0 and finite"),
+    "lr = inf": ("audit", None, ("recipe.lr=inf",), r"recipe.lr = inf must be a finite number"),
     "a typo'd scale": ("audit", None, ("scales.tnyi.d_model=64",), r"no scales.tnyi"),
     "unknown device": ("audit", None, ("recipe.device=quantum",), r"recipe.device = 'quantum'"),
     "absent device": ("audit", None, ("recipe.device=cuda:7",), r"device 'cuda:7'"),
@@ -192,7 +192,9 @@ def test_a_read_only_runs_directory_is_one_line(monkeypatch, capsys, read_only: 
     extra = ["--metric", "val_loss"] if command == "stats" else []
     code, _, err = cli(monkeypatch, capsys, command, str(read_only), *extra)
     if command != "report":
-        assert code == 0, err
+        # the fixture holds the baseline alone: `stats` may say so, but never fail to write
+        assert code == 0 or "no arm to judge" in err, err
+        assert "Read-only" not in err and "readonly" not in err, err
         return
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "Read-only file system" in err or "readonly" in err, err

@@ -59,6 +59,7 @@ PROBE = ["--data", "{text}", "--tokens", "62", "--window", "31", "--no-figure"]
 
 
 LMEVAL = Path(__file__).resolve().parents[1] / "data" / "lmeval" / "smollm2"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _sets(overrides: list[str]) -> list[str]:
@@ -88,6 +89,8 @@ ARGS: dict[str, list[str]] = {
     "stats items": ["{items}", "--scale", "s", "--n-boot", "50"],
     "stats aggregate": ["{results}", *STATS, "--n-boot", "50"],
     "stats snr": ["{results}"],
+    "stats predict": ["{ladder}", "--n-boot", "50"],
+    "stress": ["{stress}", "--plan", "--runs-dir", "{tmp}/stress-runs"],
     "simulate-null": ["--audits", "20", "--n-arms", "3"],
     "report": ["{audit_dir}", "--out", "{tmp}/report.html"],
     "data prepare": ["{text}", "--out", "{tmp}/prepared"],
@@ -165,6 +168,8 @@ def paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "scaling": _write_csv(tmp / "scaling.csv", scaling),
         "items": _write_csv(tmp / "items.csv", items),
         "text": tmp / "corpus.txt",
+        "ladder": REPO / "tests" / "stats" / "data" / "ladder" / "ladder.toml",
+        "stress": REPO / "benchmarks" / "stress" / "stress.toml",
     }
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -137,7 +138,9 @@ def from_markdown(markdown: str, metric: str, scale: str) -> dict[str, tuple[str
     for line in lines[lines.index(header, start) + 2 :]:
         if not line.startswith("|"):
             break
-        cell = dict(zip(columns, (c.strip() for c in line.strip("|").split("|")), strict=True))
+        # a cell reads as Markdown renders it: the twin escapes [ ] so no cell becomes a link
+        cells = (re.sub(r"\\(.)", r"\1", c.strip()) for c in line.strip("|").split("|"))
+        cell = dict(zip(columns, cells, strict=True))
         rows[cell["arm"]] = tuple(cell[k] for k in ("Δ", "interval", "threshold", "MDE", "verdict"))
     return rows
 

@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from archaudit.stats import AuditDesign, calibrate, design_rate, judge, simulate_null
+from archaudit.stats import AuditDesign, design_rate, judge, simulate_null
 from archaudit.stats.options import JudgeOptions
+from archaudit.stats.simulation import calibrate
 from archaudit.stats.simulation.design_rate import DESIGN_AUDITS, DESIGN_SEED, arm_mde
 from archaudit.stats.simulation.noise_models import PANEL
 
