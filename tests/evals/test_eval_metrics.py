@@ -34,6 +34,7 @@ class UniformLM:
 
     def __init__(self, vocab: int = 256, prefix: int | None = None, pieces: int = 1) -> None:
         self.vocab, self.prefix_token_id, self.pieces = vocab, prefix, pieces
+        self.vocab_size = vocab
 
     def encode(self, text: str) -> list[int]:
         data = text.encode("utf-8")  # `pieces` bytes per token

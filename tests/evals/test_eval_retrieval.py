@@ -117,6 +117,7 @@ class EarlyReader:
 
     name, max_length, context_length, position_limit = "early-reader", 64, 64, None
     prefix_token_id, tree_attention, device = None, False, torch.device("cpu")
+    vocab_size = 256
 
     def encode(self, text: str) -> list[int]:
         return list(text.encode())

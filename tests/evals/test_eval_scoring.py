@@ -10,6 +10,7 @@ import torch
 from eval_helpers import reference_logprob, tiny_archaudit_lm, tiny_hf_lm
 
 from archaudit.errors import DataError
+from archaudit.evals import scoring
 from archaudit.evals.scoring import encode_pair, encode_pairs, rolling_pairs, score_tokens
 
 
@@ -178,3 +179,46 @@ def test_shared_prefixes_and_packing_cut_the_tokens_the_model_sees() -> None:
     score_tokens(model, pairs, show_progress=False)
     plain = sum(len(c) + len(x) - 1 for c, x in pairs)
     assert sum(seen) < 0.4 * plain  # each context once, no padding to speak of
+
+
+class WideVocabLM:
+    """Logits a fixed function of (last input token, target) over a large vocabulary; records
+    the shape of every batch of logits it returns."""
+
+    name, max_length, context_length, position_limit = "wide", 512, 512, None
+    prefix_token_id, tree_attention, device = 0, False, torch.device("cpu")
+    vocab_size = 50_000
+
+    def __init__(self) -> None:
+        self.shapes: list[tuple[int, ...]] = []
+
+    def encode(self, text: str) -> list[int]:
+        return list(text.encode())
+
+    def decode(self, ids: list[int]) -> str:
+        return bytes(ids).decode()
+
+    def logits_at(self, ids: torch.Tensor, index: torch.Tensor, **_: object) -> torch.Tensor:
+        last = ids.gather(1, index).float()  # (B, K)
+        logits = torch.sin(last[..., None] * torch.arange(self.vocab_size) / 97)  # (B, K, V)
+        self.shapes.append(tuple(logits.shape))
+        return logits
+
+
+def test_batches_keep_their_logits_within_the_budget(monkeypatch) -> None:
+    budget = 4 * WideVocabLM.vocab_size * 300  # room for 300 scored positions
+    monkeypatch.setattr(scoring, "LOGITS_BUDGET_BYTES", budget)
+    rng = random.Random(3)
+    pairs = [
+        ([rng.randrange(256) for _ in range(rng.randint(1, 50))], [rng.randrange(256)] * k)
+        for k in (400, 120, 90, 60, 60, 30, 30, 5, 5, 5, 1, 1)
+    ]
+    model = WideVocabLM()
+    bounded = score_tokens(model, pairs, show_progress=False)
+    assert [b for b, *_ in model.shapes] != [1] * len(model.shapes)  # rows still share batches
+    for b, k, v in model.shapes:
+        assert b == 1 or 4 * b * k * v <= budget  # a row alone may exceed it: it cannot split
+    monkeypatch.setattr(scoring, "LOGITS_BUDGET_BYTES", 2**40)
+    unbounded = WideVocabLM()
+    assert score_tokens(unbounded, pairs, show_progress=False) == bounded
+    assert len(unbounded.shapes) < len(model.shapes)

@@ -41,6 +41,7 @@ class ArchauditLM:
         self.name = name
         self.device = torch.device(device)
         self.context_length = self.max_length = int(model.cfg.context_length)
+        self.vocab_size = int(model.cfg.vocab_size)
         self.prefix_token_id = tokenizer.eos_id
 
     def encode(self, text: str) -> list[int]:
@@ -99,6 +100,7 @@ class HFCausalLM:
             getattr(config, a, None) for a in ("n_positions", "max_position_embeddings", "n_ctx")
         )
         self.context_length = self.max_length = next((n for n in lengths if n), 2048)
+        self.vocab_size = int(model.get_output_embeddings().out_features)
         self.prefix_token_id = (
             tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
         )
@@ -136,6 +138,8 @@ class HFCausalLM:
             logits_to_keep=keep,
             use_cache=False,
         ).logits  # (B, P, V)
+        if index.shape[1] == len(keep) and bool((index == keep).all()):
+            return logits  # every row reads all kept positions (a held-out window): no copy
         column = torch.searchsorted(keep, index)  # (B, K)
         return logits.gather(1, column[..., None].expand(-1, -1, logits.shape[-1]))
 

@@ -32,6 +32,8 @@ class ScoringModel(Protocol):
     prefix_token_id: int | None
     """Token that conditions an empty context (BOS/EOS); None when the tokenizer has none."""
     device: torch.device
+    vocab_size: int
+    """Width V of the logits `logits_at` returns: the scorer keeps (B, K, V) within a budget."""
 
     @property
     def position_limit(self) -> int | None:
@@ -72,6 +74,11 @@ class Score(NamedTuple):
 
 
 TokenPair = tuple[list[int], list[int]]
+
+LOGITS_BUDGET_BYTES = 512 * 2**20
+"""Most bytes of fp32 logits (B, K, V) one batch may hold. Rows join a batch while it fits, so
+peak memory does not grow with the vocabulary (lm-eval holds one row's logits and their
+log-softmax); a single row over the budget still runs, alone."""
 
 
 def encode_pair(model: ScoringModel, context: str, continuation: str) -> TokenPair:
@@ -181,15 +188,17 @@ def score_tokens(
     attention mask (`tree_attention`), inputs sharing a long prefix (the choices of a question)
     form a tree whose prefix is computed once, and short trees share a row instead of padding.
     Rows are sorted longest first (memory trouble shows at once), batched under `batch_size`
-    rows and `max_batch_tokens` padded tokens, and right-padded: padding after a row's last
-    token cannot change any logit we read.
+    rows, `max_batch_tokens` padded tokens and `LOGITS_BUDGET_BYTES` of logits, and
+    right-padded: padding after a row's last token cannot change any logit we read.
     """
     inputs, cut = _model_inputs(pairs, max_length or model.max_length, description)
     layout = _Layout.of(inputs, tree=model.tree_attention)
     logprob = torch.zeros(len(pairs), dtype=torch.float64)
     misses = torch.zeros(len(pairs), dtype=torch.long)
+    budget = _Budget(batch_size, max_batch_tokens, LOGITS_BUDGET_BYTES // (4 * model.vocab_size))
+    reads_per_line = [layout.reads([line], inputs, pairs)[1] for line in layout.lines]
     with progress(description, len(pairs)) if show_progress else nullcontext() as bar:
-        for batch in _batches(layout.lines, batch_size, max_batch_tokens):
+        for batch in _batches(layout.lines, [_read_count(r) for r in reads_per_line], budget):
             members, reads = layout.reads(batch, inputs, pairs)
             logprob[members], misses[members] = _score_batch(model, batch, reads)
             if bar:
@@ -341,16 +350,35 @@ def _fill_lines(trees: list[_Tree]) -> list[Line]:
     return lines
 
 
-def _batches(lines: list[Line], batch_size: int, max_batch_tokens: int) -> Iterator[list[Line]]:
-    """Consecutive runs of rows (sorted longest first) within the row and padded-token budgets."""
+class _Budget(NamedTuple):
+    rows: int
+    tokens: int
+    """Padded input tokens (B * T)."""
+    logits: int
+    """Logit rows (B * K, K padded to the batch's most read positions): bytes / (4 V)."""
+
+
+def _read_count(reads: list[_Read]) -> int:
+    """K of a row: the distinct positions its reads go through the output head at."""
+    return len({p for r in reads for p in r.positions})
+
+
+def _batches(lines: list[Line], reads: list[int], budget: _Budget) -> Iterator[list[Line]]:
+    """Consecutive runs of rows (sorted longest first) within the row, padded-token and logits
+    budgets; `reads` is each row's K."""
     batch: list[Line] = []
-    for line in lines:
+    k_max = 0
+    for line, k in zip(lines, reads, strict=True):
         # rows arrive longest first, so the batch's padded width is its first row's width
         width = _width(batch[0]) if batch else _width(line)
-        if batch and (len(batch) == batch_size or (len(batch) + 1) * width > max_batch_tokens):
+        n = len(batch) + 1
+        if batch and (
+            n > budget.rows or n * width > budget.tokens or n * max(k_max, k) > budget.logits
+        ):
             yield batch
-            batch = []
+            batch, k_max = [], 0
         batch.append(line)
+        k_max = max(k_max, k)
     if batch:
         yield batch
 
@@ -396,10 +424,7 @@ def _score_batch(
             positions=None if allowed is None else positions.to(device),
             allowed=None if allowed is None else allowed.to(device),
         ).float()  # (B, K, V)
-        # log p(target) = logit - logsumexp: no second (B, K, V) tensor, which for a long
-        # held-out window and a large vocabulary would double the memory.
-        log_z = torch.logsumexp(logits, dim=-1)  # (B, K)
-        greedy = logits.argmax(dim=-1)  # (B, K)
+        log_z, greedy = _normaliser_and_argmax(logits)  # (B, K) each
 
         # One entry per continuation token: its row, its column in K, its target, its request.
         tok_row = torch.tensor([r.row for r in reads for _ in r.targets], device=device)
@@ -411,6 +436,20 @@ def _score_batch(
     logprob = torch.zeros(len(reads), dtype=torch.float64).index_add_(0, owner, tok_lp)
     misses = torch.zeros(len(reads), dtype=torch.long).index_add_(0, owner, tok_miss)
     return logprob, misses
+
+
+def _normaliser_and_argmax(
+    logits: torch.Tensor, chunk: int = 1024
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """logsumexp and argmax over V of (B, K, V) logits, `chunk` rows of V at a time.
+
+    log p(target) = logit - logsumexp needs no log-softmax copy of the logits, and logsumexp's
+    own temporary (exp of the shifted logits) is one chunk, not a second (B, K, V) tensor.
+    """
+    flat = logits.reshape(-1, logits.shape[-1])  # a view: the logits are contiguous
+    log_z = torch.cat([torch.logsumexp(c, dim=-1) for c in flat.split(chunk)])
+    greedy = torch.cat([c.argmax(dim=-1) for c in flat.split(chunk)])
+    return log_z.view(logits.shape[:-1]), greedy.view(logits.shape[:-1])
 
 
 def rolling_pairs(

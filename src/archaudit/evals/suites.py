@@ -293,6 +293,7 @@ class TokenizerOnly:
         self.tokenizer = tokenizer
         self.name = f"{getattr(tokenizer, 'spec', 'tokenizer')} at {context_length} tokens"
         self.context_length = self.max_length = context_length
+        self.vocab_size = tokenizer.vocab_size
         self.prefix_token_id = tokenizer.eos_id  # as `ArchauditLM`
 
     def encode(self, text: str) -> list[int]:
