@@ -417,24 +417,39 @@ def run_cli(argv: list[str], capsys) -> tuple[int | str, str]:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def lay_out(case: Case, d: Path, seed: str, monkeypatch) -> None:
+    """Write the case's files into `d`, damage them as it says, and run from there."""
+    for name, content in case.files.items():
+        (d / name).write_bytes(content)
+    if case.mutate is not None:
+        case.mutate(d, random.Random(f"{seed}:{case.id}:mutate"))
+    monkeypatch.chdir(d)
+    monkeypatch.setenv("ARCHAUDIT_DATA", str(d))
+    monkeypatch.setattr(sys, "argv", sys.argv)
+
+
+def assert_clean_exit(argv: list[str], names: tuple[str, ...], capsys) -> int:
+    """Run the CLI on `argv`: exit 0 or 2, no traceback, and a refusal's error line names one of
+    `names` (the bad key, file or flag)."""
+    code, err = run_cli(argv, capsys)
+    assert code in (0, 2), f"exit {code!r}\n{err[-3000:]}"
+    assert "Traceback" not in err, err[-3000:]
+    if code == 2:
+        lines = err.splitlines()
+        first = next(
+            (line for line in lines if line.startswith("error:")), lines[0] if lines else ""
+        )
+        assert any(name and name in first for name in names), (names, err[-3000:])
+    return code
+
+
 def test_hostile_input_is_a_clean_exit(case: Case, finished, tmp_path, monkeypatch, capsys):
     d = tmp_path / "case"
     if case.start_from:
         shutil.copytree(finished[case.start_from], d, symlinks=True)
     d.mkdir(exist_ok=True)
-    for name, content in case.files.items():
-        (d / name).write_bytes(content)
-    if case.mutate is not None:
-        case.mutate(d, random.Random(f"{SEED}:{case.id}:mutate"))
-    monkeypatch.chdir(d)
-    monkeypatch.setenv("ARCHAUDIT_DATA", str(d))
-    monkeypatch.setattr(sys, "argv", sys.argv)
+    lay_out(case, d, SEED, monkeypatch)
     out = d / case.out
     before = snapshot(tmp_path, out)
-    code, err = run_cli([a.replace("{d}", str(d)) for a in case.argv], capsys)
-    assert code in (0, 2), f"exit {code!r}\n{err[-3000:]}"
-    assert "Traceback" not in err, err[-3000:]
-    if code == 2:
-        first = err.splitlines()[0] if err else ""
-        assert any(name and name in first for name in case.names), (case.names, first)
+    assert_clean_exit([a.replace("{d}", str(d)) for a in case.argv], case.names, capsys)
     assert snapshot(tmp_path, out) == before, "something outside the output folder changed"
