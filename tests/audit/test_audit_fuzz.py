@@ -416,7 +416,6 @@ def run_cli(argv: list[str], capsys) -> tuple[int | str, str]:
     return code, capsys.readouterr().err
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def lay_out(case: Case, d: Path, seed: str, monkeypatch) -> None:
     """Write the case's files into `d`, damage them as it says, and run from there."""
     for name, content in case.files.items():
@@ -443,6 +442,7 @@ def assert_clean_exit(argv: list[str], names: tuple[str, ...], capsys) -> int:
     return code
 
 
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_hostile_input_is_a_clean_exit(case: Case, finished, tmp_path, monkeypatch, capsys):
     d = tmp_path / "case"
     if case.start_from:
