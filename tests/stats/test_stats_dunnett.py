@@ -37,6 +37,7 @@ def test_critical_value_holds_alpha_and_beats_bonferroni():
     assert c < stats.t.isf(0.05 / 19 / 2, 2)  # the shared baseline makes max |t| less extreme
 
 
+@pytest.mark.slow  # 28 s: judges many random tables, each calibrated for Dunnett and for Holm
 def test_judge_with_dunnett_is_at_least_as_powerful_as_holm(make_table):
     values = {"baseline": [0.0, 1.0, -1.0, 0.5], "a": [4.1, 4.4], "b": [3.0, 2.6], "c": [0.3]}
     holm = judge(make_table(values), "acc", JudgeOptions(correction="holm", equal_variance=True))
