@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,5 +34,9 @@ def welch_test(a: np.ndarray, b: np.ndarray) -> Welch:
         raise ValueError("Welch's t-test needs at least two values per group")
     if np.var(a) == 0.0 and np.var(b) == 0.0:
         raise ValueError("Welch's t-test is undefined when both groups have zero variance")
-    result = ttest_ind(a, b, equal_var=False)
+    # scipy warns of "precision loss" when a group's seeds agree to many digits (a tiny demo run);
+    # the result is what float64 gives, and the warning leaked into `run`'s output.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Precision loss occurred", RuntimeWarning)
+        result = ttest_ind(a, b, equal_var=False)
     return Welch(t=float(result.statistic), df=float(result.df), p=float(result.pvalue))
