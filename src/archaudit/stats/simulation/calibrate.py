@@ -27,15 +27,13 @@ Levels are cached per design (and profile key) in process and on disk, like the 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from functools import lru_cache
 
 import numpy as np
 
-from archaudit.files import atomic_write_text, cache_dir
 from archaudit.stats.simulation.design import AuditDesign
+from archaudit.stats.simulation.disk_cache import cached
 from archaudit.stats.simulation.noise_models import PANEL, parse_one
 from archaudit.stats.simulation.null_kernel import MIN_AUDITS, affordable, simulate_outcomes
 from archaudit.stats.simulation.profile import (
@@ -77,38 +75,26 @@ def design_level(design: AuditDesign, profile: Profile = NO_PROFILE) -> float:
         # calibrated; nor is a design too large to simulate (its rate says so)
         return design.alpha
     models = [parse_one(name) for name in PANEL] if profile.arms == 0 else [profile.model()]
-    key = json.dumps(
-        {
-            "design": design.to_dict(),
-            "models": [m.spec for m in models],
-            "audits": audits,
-            "seed": CALIBRATION_SEED,
-            "v": CALIBRATION_VERSION,
-        },
-        sort_keys=True,
-    )
-    path = cache_dir() / "stats" / f"level-{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
-    try:
-        cached = json.loads(path.read_text())
-        if cached.get("key") == key:
-            return float(cached["level"])
-    except (OSError, ValueError, KeyError, AttributeError):
-        pass
-    level = min(
-        level_from_rates(
-            simulate_outcomes(
-                design, audits, CALIBRATION_SEED, m, candidates=False
-            ).declaring_level(),
-            design.alpha,
+    fields = {
+        "design": design.to_dict(),
+        "models": [m.spec for m in models],
+        "audits": audits,
+        "seed": CALIBRATION_SEED,
+        "v": CALIBRATION_VERSION,
+    }
+
+    def simulate() -> float:
+        return min(
+            level_from_rates(
+                simulate_outcomes(
+                    design, audits, CALIBRATION_SEED, m, candidates=False
+                ).declaring_level(),
+                design.alpha,
+            )
+            for m in models
         )
-        for m in models
-    )
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps({"key": key, "level": level}))
-    except OSError:
-        pass  # a read-only cache only costs the simulation next time
-    return level
+
+    return cached("level", fields, "level", simulate, float)
 
 
 def audit_level(design: AuditDesign, bounds: np.ndarray) -> tuple[float, Profile]:

@@ -13,17 +13,16 @@ is not simulated and says why.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import Any
 
-from archaudit.files import atomic_write_text, cache_dir
 from archaudit.formatting import num
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.simulation.calibrate import design_level
 from archaudit.stats.simulation.design import AuditDesign
+from archaudit.stats.simulation.disk_cache import cached
 from archaudit.stats.simulation.noise_models import NORMAL, PANEL, WIDEST_FACTOR, parse_one
 from archaudit.stats.simulation.null_kernel import (
     DRAW_BUDGET,
@@ -199,32 +198,23 @@ def _rates(
 ) -> dict[str, tuple[float, float]]:
     """Noise model → (family-wise rate, false-candidate rate) of the whole calibrated procedure:
     "normal" at `audits`, the panel's at `panel_audits`."""
-    key = json.dumps(
-        {
-            "design": design.to_dict(),
-            "audits": audits,
-            "panel": [panel_audits, *PANEL],
-            "seed": seed,
-            "v": SIMULATION_VERSION,
-        },
-        sort_keys=True,
-    )
-    path = cache_dir() / "stats" / f"design-{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
-    try:
-        cached = json.loads(path.read_text())
-        if cached.get("key") == key:
-            return {name: (float(a), float(b)) for name, (a, b) in cached["rates"].items()}
-    except (OSError, ValueError, KeyError, AttributeError, TypeError):
-        pass
-    rates = {
-        name: null_rates(
-            design, audits if name == NORMAL.spec else panel_audits, seed, parse_one(name)
-        )
-        for name in PANEL
+    fields = {
+        "design": design.to_dict(),
+        "audits": audits,
+        "panel": [panel_audits, *PANEL],
+        "seed": seed,
+        "v": SIMULATION_VERSION,
     }
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps({"key": key, "rates": rates}))
-    except OSError:
-        pass  # a read-only cache only costs the simulation next time
-    return rates
+
+    def simulate() -> dict[str, tuple[float, float]]:
+        return {
+            name: null_rates(
+                design, audits if name == NORMAL.spec else panel_audits, seed, parse_one(name)
+            )
+            for name in PANEL
+        }
+
+    def read(stored: Any) -> dict[str, tuple[float, float]]:
+        return {name: (float(a), float(b)) for name, (a, b) in stored.items()}
+
+    return cached("design", fields, "rates", simulate, read)
