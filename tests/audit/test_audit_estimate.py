@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from archaudit.audit import estimate, probe
+from archaudit.audit.executors import cpu_cores
 from archaudit.audit.estimate import (
     FixedCost,
     PlanSummary,
@@ -23,7 +24,14 @@ from archaudit.audit.estimate import (
     run_time,
 )
 from archaudit.audit.plan import make_plan
-from archaudit.audit.probe import PROBE_STEPS, WARMUP_STEPS, ShapeCost, Timed, measure_shape
+from archaudit.audit.probe import (
+    PROBE_STEPS,
+    WARMUP_STEPS,
+    Neighbours,
+    ShapeCost,
+    Timed,
+    measure_shape,
+)
 from archaudit.audit.spec import load_audit
 from archaudit.config import ModelConfig, Recipe
 from archaudit.train import distributed, train
@@ -99,7 +107,7 @@ def test_the_probe_times_the_compiled_checkpointed_clipped_training_step(
     path = write_audit(recipe={"grad_accumulation": ACCUMULATION, **STEP_RECIPE})
     run = make_plan(load_audit(path)).runs[0]
     model = dataclasses.replace(run.model, vocab_size=64)
-    cost = measure_shape(model, run, threads=1)
+    cost = measure_shape(model, run, 1, Neighbours(0))
     assert cost.step.wall > 0 and cost.val_batch.wall > 0 and cost.save.wall > 0
     assert cost.suite == probe.ZERO  # the audit has no suite
     steps = WARMUP_STEPS + PROBE_STEPS
@@ -129,7 +137,7 @@ def test_the_probe_uses_no_step_of_its_own(monkeypatch: pytest.MonkeyPatch, writ
     monkeypatch.setattr(training_step, "build_training", refuse)
     run = make_plan(load_audit(write_audit())).runs[0]
     with pytest.raises(AssertionError, match="trainer's step"):
-        measure_shape(dataclasses.replace(run.model, vocab_size=64), run, threads=1)
+        measure_shape(dataclasses.replace(run.model, vocab_size=64), run, 1, Neighbours(0))
 
 
 def test_the_plan_summary_round_trips_through_json(write_audit):
@@ -169,6 +177,7 @@ def test_the_summary_wall_time_is_the_runs_seconds_over_the_workers(
     monkeypatch: pytest.MonkeyPatch, write_audit
 ):
     monkeypatch.setattr(estimate, "shape_cost", lambda *args, **kwargs: SHAPE)
+    monkeypatch.setattr(estimate, "step_cost", lambda *args, **kwargs: PART * 2)
     monkeypatch.setattr(estimate, "startup", lambda *args, **kwargs: PART)
     summary = plan_summary(make_plan(load_audit(write_audit(arms=["switch_moe"]))))
     seconds = [costed.cost.seconds for costed in summary.runs]
@@ -179,12 +188,65 @@ def test_the_summary_wall_time_is_the_runs_seconds_over_the_workers(
     assert summary.estimated_cpu_s == pytest.approx(sum(cpu))
 
 
+def test_an_arm_costs_its_own_measured_step_not_its_flops(
+    monkeypatch: pytest.MonkeyPatch, write_audit
+):
+    """An arm's compute is scaled by its own step over the probed baseline's: softpick has the
+    baseline's FLOPs but not its speed. The baseline itself is not timed twice."""
+    timed_arms: list[str] = []
+
+    def arm_step(model, run, threads, neighbours, measure=True):
+        timed_arms.append(run.arm)
+        return PART * 3  # three times the probed step
+
+    monkeypatch.setattr(estimate, "shape_cost", lambda *args, **kwargs: SHAPE)
+    monkeypatch.setattr(estimate, "step_cost", arm_step)
+    monkeypatch.setattr(estimate, "startup", lambda *args, **kwargs: PART)
+    plan = make_plan(load_audit(write_audit(arms=["softpick"])))
+    costs = estimate.estimate(plan)
+    by_arm = {run.arm: costs[run.path] for run in plan.runs}
+    assert set(timed_arms) == {"softpick"}
+    base, arm = by_arm["baseline"], by_arm["softpick"]
+    assert base.flops_per_token == arm.flops_per_token
+    assert arm.train_seconds == pytest.approx(3 * base.train_seconds)
+    run = next(r for r in plan.runs if r.arm == "softpick")
+    assert arm.seconds == pytest.approx(run_time(run, SHAPE, PART, ratio=3.0).wall)
+
+
+def test_the_probe_steps_beside_as_many_runs_as_the_pool_runs_beside_each(write_audit):
+    """Runs of a local pool share the CPU's caches and memory bandwidth: each shape is timed
+    while `beside` neighbour processes step it too, and they end with the estimate."""
+    from archaudit.audit.executors import make_executor
+
+    plan = make_plan(load_audit(write_audit(executor={"workers": 2, "threads": 1})))
+    assert make_executor(plan.spec.executor, plan.audit_dir).beside == min(2, cpu_cores()) - 1
+    run = plan.runs[0]
+    with Neighbours(1) as neighbours:
+        _, (steady, _), _ = probe.measure_steps(
+            dataclasses.replace(run.model, vocab_size=64), run, 1, neighbours
+        )
+        (proc,) = neighbours.procs
+        assert proc.poll() is None and steady.wall > 0  # it steps while the probe measures
+    assert proc.returncode == 0 and not neighbours.procs
+
+
+@pytest.mark.parametrize(
+    ("runs", "rounds", "workers", "waves"),
+    [(8, 1, 2, 4), (9, 1, 2, 5), (24, 3, 2, 12), (23, 3, 2, 12), (4, 4, 2, 4), (6, 1, 8, 1)],
+)
+def test_each_round_ends_with_its_last_wave_of_runs(runs, rounds, workers, waves):
+    """A round's runs go out `workers` at a time and the next round waits for its last: 23
+    runs in 3 rounds on 2 workers take 12 run-lengths, not 11.5."""
+    assert estimate._wall_s(runs, rounds, 10.0, workers) == pytest.approx(waves * 10.0)
+
+
 def test_a_second_plan_measures_nothing(monkeypatch: pytest.MonkeyPatch, write_audit, tmp_path):
     """The probes are cached per machine and shape: the second plan reads them back."""
     monkeypatch.setenv("ARCHAUDIT_CACHE", str(tmp_path / "cache"))
     plan = make_plan(load_audit(write_audit()))
     first = plan_summary(plan)
     monkeypatch.setattr(probe, "measure_shape", lambda *a: pytest.fail("measured again"))
+    monkeypatch.setattr(probe, "measure_steps", lambda *a: pytest.fail("measured again"))
     monkeypatch.setattr(probe.subprocess, "run", lambda *a, **k: pytest.fail("started again"))
     assert plan_summary(plan) == first
     changed = make_plan(load_audit(write_audit(recipe={"lr": 1e-3, "steps": 20})))
@@ -215,7 +277,7 @@ def test_with_torch_compile_the_timed_steps_compile_nothing(
 
     monkeypatch.setattr(training_step, "train_step", step)
     run = make_plan(load_audit(write_audit(recipe={"compile": True}))).runs[0]
-    measure_shape(dataclasses.replace(run.model, vocab_size=64), run, threads=1)
+    measure_shape(dataclasses.replace(run.model, vocab_size=64), run, 1, Neighbours(0))
     assert len(compiled_at) == WARMUP_STEPS + PROBE_STEPS and compiled_at[0] > 0
     assert compiled_at[WARMUP_STEPS:] == [0] * PROBE_STEPS, compiled_at
 
@@ -226,6 +288,7 @@ def test_status_says_how_long_is_left_from_the_plans_model(
     from archaudit.audit import store
 
     monkeypatch.setattr(estimate, "shape_cost", lambda *args, **kwargs: SHAPE)
+    monkeypatch.setattr(estimate, "step_cost", lambda *args, **kwargs: PART)
     monkeypatch.setattr(estimate, "startup", lambda *args, **kwargs: PART)
     plan = make_plan(load_audit(write_audit()))
     summary = plan_summary(plan)

@@ -179,7 +179,7 @@ def test_a_relative_corpus_is_read_from_the_audit_files_folder(write_audit, tmp_
         monkeypatch.chdir(cwd)
         plan = make_plan(load_audit(name))
         planned.append(plan)
-        assert corpus_text(plan.runs[0].recipe)[0] == corpus.read_text()
+        assert corpus_text(plan.runs[0].recipe)[0]() == corpus.read_text()
     hashes = [{recipe_hash(run.recipe) for run in plan.runs} for plan in planned]
     assert hashes[0] == hashes[1] and len(hashes[0]) == 1
     assert [r.run_id for r in planned[0].runs] == [r.run_id for r in planned[1].runs]

@@ -71,6 +71,20 @@ def test_corpus_is_cached_by_content(tmp_path):
     assert prepare_corpus(recipe, cache=tmp_path / "cache").key != first.key
 
 
+def test_a_cached_synthetic_corpus_is_not_generated_again(tmp_path, monkeypatch):
+    """Every run process prepares its corpus: the synthetic language's cache key needs no text,
+    so a cached one is read back without generating it (0.5 s per run)."""
+    from archaudit.data import synthetic
+
+    recipe = Recipe(corpus_chars=20_000)
+    first = prepare_corpus(recipe, cache=tmp_path)
+    monkeypatch.setattr(synthetic, "generate", lambda *a: pytest.fail("generated again"))
+    again = prepare_corpus(recipe, cache=tmp_path)
+    assert again.key == first.key and np.array_equal(again.train, first.train)
+    with pytest.raises(pytest.fail.Exception, match="generated again"):
+        prepare_corpus(Recipe(corpus_chars=20_001), cache=tmp_path)
+
+
 def test_jsonl_corpus_errors_name_the_line(tmp_path):
     path = tmp_path / "c.jsonl"
     path.write_text(json.dumps({"text": "ok"}) + "\n{bad json\n")

@@ -203,3 +203,25 @@ def test_a_checkpoint_with_other_weight_names_is_refused_naming_one(tmp_path):
     assert "the file lacks 'blocks.0.attn.k_proj.weight' (and 11 more)" in message
     assert "the model has no 'blocks.0.attn.sublayer.k_proj.weight'" in message
     assert "\n" not in message
+
+
+def test_a_shapes_only_model_on_the_meta_device_counts_the_same_without_torch_dynamo():
+    """`plan` builds every arm on the meta device to count its parameters. torch's own draw
+    of an embedding there imports torch._dynamo (1.5 s of every plan); the model skips it on
+    meta only, so the count is the real model's and a real model's draws are unchanged."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torch\n"
+        "from archaudit.config import ModelConfig, PositionConfig\n"
+        "from archaudit.model import build_model, count_parameters\n"
+        f"cfg = ModelConfig(**{TINY!r}, position=PositionConfig(name='learned'))\n"
+        "with torch.device('meta'):\n"
+        "    meta = count_parameters(build_model(cfg))\n"
+        "assert 'torch._dynamo' not in sys.modules\n"
+        "print(meta, count_parameters(build_model(cfg)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    meta, real = out.stdout.split()
+    assert meta == real

@@ -4,14 +4,16 @@ A run's time is its process start-up, its model's warm-up (compilation included)
 steps, its validations, its checkpoint saves and its suite, each measured on this machine by
 `archaudit.audit.probe` (the trainer's own step, compiled, activation-checkpointed and clipped as
 the recipe says) on each scale's first run and cached per machine and shape. The other arms'
-compute is scaled by their training FLOPs per token, so a plan of many arms costs one probe per
-scale. Runs spread over the executor's workers; the verdicts and the report after the runs are
-not counted.
+compute is scaled by their own training step, timed once per arm and scale (a few steps: their
+FLOPs per token miss what softpick's or an MoE's kernels cost). Runs spread over the executor's
+workers; a round of the sequential loop ends with its slowest wave of runs. The verdicts and
+the report after the runs are not counted (seconds, against minutes of training).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +21,16 @@ from typing import TYPE_CHECKING, Any
 
 from archaudit.audit import store
 from archaudit.audit.plan import Plan, RunSpec, model_sizes
-from archaudit.audit.probe import ShapeCost, Timed, shape_cost, startup
+from archaudit.audit.probe import (
+    Neighbours,
+    ShapeCost,
+    Timed,
+    shape_cost,
+    startup,
+    step_cost,
+)
 from archaudit.audit.protocol import ProtocolNote
+from archaudit.config import ModelConfig
 from archaudit.rundir import AUDIT_FILE
 
 if TYPE_CHECKING:
@@ -174,14 +184,22 @@ def vocab_size(plan: Plan) -> int:
 
 
 def estimate(
-    plan: Plan, *, probe: bool = True, threads: int = 0, measure: bool = True
+    plan: Plan, *, probe: bool = True, threads: int = 0, beside: int = 0, measure: bool = True
 ) -> dict[str, RunCost]:
     """Cost of every run, keyed by its path. Times come from the probes (measured here unless
-    cached; with `measure` False only cached ones, else none)."""
+    cached, beside `beside` runs as the executor will run them; with `measure` False only
+    cached ones, else none)."""
+    with Neighbours(beside) as neighbours:
+        return _estimate(plan, probe, threads, neighbours, measure)
+
+
+def _estimate(
+    plan: Plan, probe: bool, threads: int, neighbours: Neighbours, measure: bool
+) -> dict[str, RunCost]:
     from archaudit.model import training_flops_per_token
 
     vocab = vocab_size(plan)
-    probed: dict[str, tuple[ShapeCost | None, float]] = {}  # scale → probe, FLOPs per token
+    probed: dict[str, tuple[ShapeCost | None, ModelConfig]] = {}  # scale → probe, its model
     start = startup(plan.spec.recipe.device, threads, measure=measure) if probe else None
     costs = {}
     for run in plan.runs:
@@ -190,23 +208,41 @@ def estimate(
         flops = training_flops_per_token(model, active)
         tokens = run.recipe.steps * run.recipe.batch_tokens
         if start is not None and run.scale not in probed:
-            probed[run.scale] = (shape_cost(model, run, threads, measure=measure), flops)
-        shape, probed_flops = probed.get(run.scale, (None, flops))
-        if start is None or shape is None:
+            shape = shape_cost(model, run, threads, neighbours, measure=measure)
+            probed[run.scale] = (shape, model)
+        shape, probed_model = probed.get(run.scale, (None, model))
+        ratio = _step_ratio(shape, model, probed_model, run, threads, neighbours, measure)
+        if start is None or shape is None or ratio is None:
             costs[run.path] = RunCost(params, active, tokens, flops, None)
             continue
-        ratio = flops / probed_flops
         total = run_time(run, shape, start, ratio)
         train = (shape.step * (run.recipe.steps * ratio)).wall
         costs[run.path] = RunCost(params, active, tokens, flops, train, total.wall, total.cpu)
     return costs
 
 
+def _step_ratio(
+    shape: ShapeCost | None,
+    model: ModelConfig,
+    probed: ModelConfig,
+    run: RunSpec,
+    threads: int,
+    neighbours: Neighbours,
+    measure: bool,
+) -> float | None:
+    """The run's step time over its scale's probed step: 1 for the probed model itself, else
+    the arm's own step measured (or cached); None without a probe."""
+    if shape is None or model == probed:
+        return None if shape is None else 1.0
+    step = step_cost(model, run, threads, neighbours, measure=measure)
+    return None if step is None else step.wall / shape.step.wall
+
+
 def run_time(run: RunSpec, shape: ShapeCost, start: Timed, ratio: float = 1.0) -> Timed:
     """One run's time from its shape's measured parts: start-up and warm-up once, then its
     steps, validations (every `eval_every` steps and the last), checkpoint saves (every
-    `checkpoint_every` and the last) and suite, the compute scaled by `ratio` (the arm's FLOPs
-    per token over the probed run's)."""
+    `checkpoint_every` and the last) and suite, the compute scaled by `ratio` (the arm's step
+    time over the probed run's)."""
     recipe = run.recipe
     evals = -(-recipe.steps // recipe.eval_every)
     saves = -(-recipe.steps // recipe.checkpoint_every)
@@ -225,7 +261,7 @@ def plan_summary(plan: Plan, *, probe: bool = True) -> PlanSummary:
     if plan.spec.tracker:
         check_tracker(plan.spec.tracker)
     pool = make_executor(plan.spec.executor, plan.audit_dir)
-    costs = estimate(plan, probe=probe, threads=pool.threads)
+    costs = estimate(plan, probe=probe, threads=pool.threads, beside=pool.beside)
     seconds = [c.seconds for c in costs.values() if c.seconds is not None]
     return PlanSummary(
         audit=plan.spec.name,
@@ -250,7 +286,7 @@ def time_left(audit_dir: Path, statuses: Sequence[RunStatus]) -> float | None:
         return None
     plan = make_plan(load_audit(source, runs_dir=audit_dir.parent))
     pool = make_executor(plan.spec.executor, plan.audit_dir)
-    costs = estimate(plan, threads=pool.threads, measure=False)
+    costs = estimate(plan, threads=pool.threads, beside=pool.beside, measure=False)
     by_arm = {(run.arm, run.scale): costs[run.path].seconds for run in plan.runs}
     left = 0.0
     for status in statuses:
@@ -377,7 +413,10 @@ def _family_cost(
 def _wall_s(
     runs: float, rounds: float, seconds_per_run: float | None, workers: int
 ) -> float | None:
-    """Runs spread over the workers; every round is a barrier of at least one run."""
+    """Each round's runs go out in waves of `workers`, and a round ends with its last wave
+    (the next round's seeds depend on its verdicts): rounds × ⌈runs per round / workers⌉ runs
+    long."""
     if seconds_per_run is None:
         return None
-    return max(runs / max(workers, 1), rounds) * seconds_per_run
+    rounds = max(rounds, 1.0)
+    return rounds * math.ceil(runs / rounds / max(workers, 1) - 1e-9) * seconds_per_run

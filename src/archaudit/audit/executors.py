@@ -39,6 +39,9 @@ class Executor(Protocol):
     """Runs at the same time."""
     threads: int
     """Torch threads each run gets (an operational setting: it is not in the run id)."""
+    beside: int
+    """Runs that share this machine's CPU with each run (the probe times its steps beside as
+    many): a local pool's other workers; 0 for GPU slots and clusters."""
 
     def execute(self, run_dirs: Sequence[Path], options: RunOptions) -> dict[Path, int]:
         """Launch `run-one` for every directory; return each launch's exit code."""
@@ -69,6 +72,7 @@ class LocalExecutor:
         if self.gpu_slots:
             self.workers = min(self.workers, len(self.gpu_slots))
         self.threads = settings.threads or max(1, cores // self.workers)
+        self.beside = 0 if self.gpu_slots else min(self.workers, cores) - 1
 
     def execute(self, run_dirs: Sequence[Path], options: RunOptions) -> dict[Path, int]:
         queue = list(run_dirs)
@@ -194,6 +198,7 @@ class RayExecutor:
         self.settings = settings
         self.workers = settings.workers or CLUSTER_WORKERS
         self.threads = settings.threads or 1
+        self.beside = 0
 
     def execute(self, run_dirs: Sequence[Path], options: RunOptions) -> dict[Path, int]:
         ray = _require("ray", "ray")
@@ -224,6 +229,7 @@ class SlurmExecutor:
         self.folder = audit_dir / "_submitit"
         self.workers = settings.workers or CLUSTER_WORKERS
         self.threads = settings.threads or SLURM_THREADS
+        self.beside = 0
 
     def execute(self, run_dirs: Sequence[Path], options: RunOptions) -> dict[Path, int]:
         submitit = _require("submitit", "slurm")

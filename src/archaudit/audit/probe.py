@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from subprocess import PIPE
 from typing import TYPE_CHECKING, Any
 
 from archaudit.config import ModelConfig, to_dict
@@ -39,7 +40,7 @@ from archaudit.progress import log
 if TYPE_CHECKING:
     from archaudit.audit.plan import RunSpec
 
-PROBE_STEPS = 2
+PROBE_STEPS = 4
 WARMUP_STEPS = 2
 """Untimed: the first step pays for allocation, kernel selection and compilation. Under
 torch.compile the second recompiles once (the first call fills Python-side caches, such as
@@ -52,7 +53,12 @@ STEP_FIELDS = (
     "device", "parallel", "eval_batches", "corpus", "corpus_chars", "tokenizer",
 )  # fmt: skip
 """The recipe fields a shape's costs depend on (not the LR, steps or cadences)."""
-RUN_IMPORTS = "import archaudit.audit.runner, archaudit.train.trainer, archaudit.evals.suites"
+RUN_IMPORTS = (
+    "import archaudit.cli.app, archaudit.audit.runner, archaudit.train.trainer, "
+    "archaudit.evals.suites, torch._dynamo"
+)
+"""What `archaudit run-one` imports before its first step. torch._dynamo is among them: the
+optimizer's first parameter group imports it (1.7 s on a 2-core CPU, compile or not)."""
 
 
 @dataclass(frozen=True)
@@ -108,8 +114,9 @@ def timed(into: list[Timed]) -> Iterator[None]:
     into.append(Timed(time.perf_counter() - wall, _cpu() - cpu))
 
 
-def machine(device: str, threads: int) -> dict[str, Any]:
-    """What a measurement depends on besides the shape."""
+def machine(device: str, threads: int, beside: int = 0) -> dict[str, Any]:
+    """What a measurement depends on besides the shape: the machine, and how many runs step
+    beside the measured one."""
     import torch
 
     return {
@@ -119,7 +126,83 @@ def machine(device: str, threads: int) -> dict[str, Any]:
         "torch": torch.__version__,
         "device": device,
         "threads": threads or torch.get_num_threads(),
+        "beside": beside,
     }
+
+
+NEIGHBOUR = "from archaudit.audit.probe import neighbour; neighbour()"
+
+
+@dataclass
+class Neighbours:
+    """`count` processes that step the shape being measured beside the probe, as the audit's
+    other workers step theirs: on a CPU, runs share its caches and memory bandwidth, and not
+    every arm suffers alike (softpick's step at the tiny preset: 1.3× the baseline's alone,
+    2.2× with a run beside it). They start at the first measurement, so a plan that measures
+    nothing starts none; `close` ends them."""
+
+    count: int
+    procs: list[subprocess.Popen[str]] = dataclasses.field(default_factory=list)
+
+    def step(self, model_cfg: ModelConfig, run: RunSpec, threads: int) -> None:
+        """Have every neighbour build this shape and step it; returns once they all do."""
+        if not self.count:
+            return
+        if not self.procs:
+            self.procs = [
+                subprocess.Popen(
+                    [sys.executable, "-c", NEIGHBOUR], stdin=PIPE, stdout=PIPE, text=True
+                )
+                for _ in range(self.count)
+            ]
+        line = json.dumps({"model": to_dict(model_cfg), "run": run.to_json(), "threads": threads})
+        for proc in self.procs:
+            assert proc.stdin is not None
+            proc.stdin.write(line + "\n")
+            proc.stdin.flush()
+        for proc in self.procs:
+            assert proc.stdout is not None
+            if proc.stdout.readline().strip() != "ready":
+                self.close()
+                raise RuntimeError("plan: a probe's neighbour process failed (its error is above)")
+
+    def close(self) -> None:
+        for proc in self.procs:
+            if proc.stdin is not None:
+                proc.stdin.close()  # end of input: the neighbour stops stepping and exits
+        for proc in self.procs:
+            proc.wait()
+        self.procs = []
+
+    def __enter__(self) -> Neighbours:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def neighbour() -> None:
+    """A `Neighbours` process: each input line names a shape; build it, warm it up, say
+    `ready`, then step it until the next line or the end of input."""
+    import select
+
+    from archaudit.audit.plan import RunSpec
+    from archaudit.config import build
+
+    line = sys.stdin.readline()
+    while line:
+        data = json.loads(line)
+        run = RunSpec.from_json(data["run"])
+        model_cfg = build(ModelConfig, data["model"], section="model")
+        parts, x = _training(model_cfg, run, data["threads"])
+        for step in range(WARMUP_STEPS):
+            _step(parts, step, x, run)
+        print("ready", flush=True)
+        step = WARMUP_STEPS
+        while not select.select([sys.stdin], [], [], 0)[0]:
+            _step(parts, step, x, run)
+            step += 1
+        line = sys.stdin.readline()
 
 
 def _cpu_model() -> str:
@@ -162,19 +245,24 @@ def startup(device: str, threads: int, *, measure: bool = True) -> Timed | None:
         cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
         return dataclasses.asdict(Timed(time.perf_counter() - wall, cpu))
 
-    key = {"machine": machine(device, threads), "imports": RUN_IMPORTS}
+    key = {"machine": machine(device, threads), "imports": RUN_IMPORTS}  # alone: imports
     value = cached(key, "a run's start-up", run if measure else None)
     return None if value is None else Timed(**value)
 
 
 def shape_cost(
-    model_cfg: ModelConfig, run: RunSpec, threads: int, *, measure: bool = True
+    model_cfg: ModelConfig,
+    run: RunSpec,
+    threads: int,
+    neighbours: Neighbours,
+    *,
+    measure: bool = True,
 ) -> ShapeCost | None:
-    """The run's shape measured here (`measure_shape`), or its cached measurement (None when
-    not cached and not `measure`)."""
+    """The run's shape measured here (`measure_shape`) beside its `neighbours`, or its cached
+    measurement (None when not cached and not `measure`)."""
     recipe = to_dict(run.recipe)
     key = {
-        "machine": machine(run.recipe.device, threads),
+        "machine": machine(run.recipe.device, threads, neighbours.count),
         "model": to_dict(model_cfg),
         "recipe": {name: recipe[name] for name in STEP_FIELDS},
         "suite": run.suite,
@@ -182,14 +270,42 @@ def shape_cost(
     }
     what = f"scale {run.scale} (training steps, validation, a checkpoint"
     what += f", the {run.suite} suite)" if run.suite else ")"
-    probe = lambda: measure_shape(model_cfg, run, threads).to_json()  # noqa: E731
+    probe = lambda: measure_shape(model_cfg, run, threads, neighbours).to_json()  # noqa: E731
     value = cached(key, what, probe if measure else None)
     return None if value is None else ShapeCost.from_json(value)
 
 
-def measure_shape(model_cfg: ModelConfig, run: RunSpec, threads: int) -> ShapeCost:
-    """Time the run's parts on random tokens: `WARMUP_STEPS` + `PROBE_STEPS` training steps,
-    one validation batch, one checkpoint save, and the suite at `SUITE_PROBE_ITEMS` items."""
+def step_cost(
+    model_cfg: ModelConfig,
+    run: RunSpec,
+    threads: int,
+    neighbours: Neighbours,
+    *,
+    measure: bool = True,
+) -> Timed | None:
+    """One steady training step of `model_cfg` beside its `neighbours`, measured here or cached
+    like a shape (None when not cached and not `measure`). The arms of a scale share its
+    start-up, saves and cadences, but not their step: softpick or an MoE costs more per token
+    than its FLOPs say."""
+    recipe = to_dict(run.recipe)
+    key = {
+        "machine": machine(run.recipe.device, threads, neighbours.count),
+        "model": to_dict(model_cfg),
+        "recipe": {name: recipe[name] for name in STEP_FIELDS},
+        "part": "step",
+    }
+
+    def probe() -> dict[str, Any]:
+        return dataclasses.asdict(measure_steps(model_cfg, run, threads, neighbours)[1][0])
+
+    value = cached(
+        key, f"{run.arm}'s training step at scale {run.scale}", probe if measure else None
+    )
+    return None if value is None else Timed(**value)
+
+
+def _training(model_cfg: ModelConfig, run: RunSpec, threads: int) -> tuple[Any, Any]:
+    """(the trainer's parts for this shape, a micro-batch of random tokens)."""
     import torch
 
     from archaudit.model import build_model
@@ -205,17 +321,50 @@ def measure_shape(model_cfg: ModelConfig, run: RunSpec, threads: int) -> ShapeCo
     parts = training.build_training(build_model(model_cfg).to(device), recipe, device, World())
     n_seq = micro_batch(model_cfg, recipe, World())
     x = torch.randint(model_cfg.vocab_size, (n_seq, model_cfg.context_length), device=device)
+    return parts, x
+
+
+def _step(parts: Any, step: int, x: Any, run: RunSpec) -> None:
+    """One training step and update, as the trainer takes them."""
+    from archaudit.train import step as training
+
+    training.train_step(parts, step, [(x, x)] * run.recipe.grad_accumulation)
+    training.apply_update(parts)
+    _synchronize(x.device)
+
+
+def measure_steps(
+    model_cfg: ModelConfig, run: RunSpec, threads: int, neighbours: Neighbours
+) -> tuple[Any, tuple[Timed, Timed], Any]:
+    """(the training parts, (steady step, warm-up), the probe batch) after `WARMUP_STEPS` +
+    `PROBE_STEPS` training steps on random tokens beside the `neighbours`, timed the way the
+    trainer steps."""
+    parts, x = _training(model_cfg, run, threads)
+    neighbours.step(model_cfg, run, threads)
     steps: list[Timed] = []
     for step in range(WARMUP_STEPS + PROBE_STEPS):
         with timed(steps):
-            training.train_step(parts, step, [(x, x)] * recipe.grad_accumulation)
-            training.apply_update(parts)
-            _synchronize(device)
+            _step(parts, step, x, run)
     steady = sum(steps[WARMUP_STEPS:], ZERO) * (1 / PROBE_STEPS)
     warmup = sum(steps[:WARMUP_STEPS], ZERO) + steady * -WARMUP_STEPS
+    return parts, (steady, warmup), x
+
+
+def measure_shape(
+    model_cfg: ModelConfig, run: RunSpec, threads: int, neighbours: Neighbours
+) -> ShapeCost:
+    """Time the run's parts on random tokens beside the `neighbours`: `WARMUP_STEPS` +
+    `PROBE_STEPS` training steps, one validation batch, one checkpoint save, and the suite at
+    `SUITE_PROBE_ITEMS` items."""
+    import torch
+
+    from archaudit.train import step as training
+
+    parts, (steady, warmup), x = measure_steps(model_cfg, run, threads, neighbours)
+    device = x.device
     parts.model.eval()
     val: list[Timed] = []
-    with timed(val), torch.no_grad(), training.autocast(device, recipe):
+    with timed(val), torch.no_grad(), training.autocast(device, run.recipe):
         parts.model(x)
         _synchronize(device)
     return ShapeCost(

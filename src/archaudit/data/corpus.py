@@ -8,11 +8,12 @@ Writes are atomic (temp file + rename): concurrent runs sharing a cache cannot s
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,13 +74,17 @@ def read_text(path: str | Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def corpus_text(recipe: Recipe) -> tuple[str, str]:
-    """(text, content id): the embedded synthetic language or a file."""
+def corpus_text(recipe: Recipe) -> tuple[Callable[[], str], str]:
+    """(the text, made when first called; its content id): the embedded synthetic language,
+    whose id needs no text (every run process would otherwise generate it anew, 0.5 s, only to
+    find its tokens cached), or a file."""
     if recipe.corpus == "synthetic":
         ident = f"synthetic-v{synthetic.VERSION}-{recipe.data_seed}-{recipe.corpus_chars}"
-        return synthetic.generate(recipe.corpus_chars, recipe.data_seed), ident
+        return functools.cache(
+            lambda: synthetic.generate(recipe.corpus_chars, recipe.data_seed)
+        ), ident
     text = read_text(recipe.corpus_path)
-    return text, hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return lambda: text, hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def prepare_corpus(recipe: Recipe, cache: Path | None = None) -> TokenCorpus:
@@ -90,17 +95,17 @@ def prepare_corpus(recipe: Recipe, cache: Path | None = None) -> TokenCorpus:
     if needs_preparing(path):
         return _prepared_corpus(recipe, prepare_cached(path, recipe.tokenizer, cache))
     text, content = corpus_text(recipe)
-    if not text.strip():
-        raise DataError(f"corpus {recipe.corpus!r} is empty")
     key_fields = {"content": content, "tokenizer": recipe.tokenizer, "val": recipe.val_fraction}
     key = hashlib.sha256(canonical_json(key_fields).encode()).hexdigest()[:20]
     folder = (cache or cache_dir()) / "tokens" / key
     tok_file = folder / "tokenizer.json"
     spec = f"hf:{tok_file}" if tok_file.is_file() else recipe.tokenizer
-    tokenizer = load_tokenizer(spec, lambda: _chunks(text))
     meta_file = folder / "meta.json"
+    if not meta_file.is_file() and not text().strip():
+        raise DataError(f"corpus {recipe.corpus!r} is empty")
+    tokenizer = load_tokenizer(spec, lambda: _chunks(text()))
     if not meta_file.is_file():
-        ids = encode(tokenizer, text)
+        ids = encode(tokenizer, text())
         dtype = np.uint16 if tokenizer.vocab_size <= 2**16 else np.uint32
         n_val = max(int(len(ids) * recipe.val_fraction), 1)
         folder.mkdir(parents=True, exist_ok=True)
@@ -111,7 +116,7 @@ def prepare_corpus(recipe: Recipe, cache: Path | None = None) -> TokenCorpus:
             "n_tokens": len(ids),
             "n_val": n_val,
             "dtype": np.dtype(dtype).name,
-            "n_bytes": len(text.encode("utf-8")),
+            "n_bytes": len(text().encode("utf-8")),
         }
         atomic_write(meta_file, lambda p: p.write_text(json.dumps(meta)))
     meta = json.loads(meta_file.read_text())

@@ -15,6 +15,7 @@ from torch import nn
 
 from archaudit.config import ModelConfig
 from archaudit.errors import ConfigError
+from archaudit.model.init import embedding
 from archaudit.registry import Registry
 
 POSITIONS: Registry[type[Position]] = Registry("position")
@@ -151,7 +152,7 @@ class Learned(Position):
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__(cfg)
-        self.table = nn.Embedding(cfg.context_length, cfg.d_model)
+        self.table = embedding(cfg.context_length, cfg.d_model)
 
     def embed(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         end = start + x.shape[1]

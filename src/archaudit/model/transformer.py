@@ -22,7 +22,7 @@ from archaudit.errors import ConfigError, did_you_mean
 from archaudit.model.attention import ATTENTIONS
 from archaudit.model.context import ForwardContext
 from archaudit.model.heads import HEADS
-from archaudit.model.init import init_weights
+from archaudit.model.init import embedding, init_weights
 from archaudit.model.kv_cache import KVCache
 from archaudit.model.mlp import MLPS
 from archaudit.model.moe import ROUTINGS, MoE
@@ -127,7 +127,7 @@ class Transformer(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.cfg = cfg
-        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.embed = embedding(cfg.vocab_size, cfg.d_model)
         self.position = POSITIONS.get(cfg.position.name)(cfg)
         block = block_class(cfg)
         self.order = layer_order(cfg)
