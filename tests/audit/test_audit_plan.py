@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from archaudit.audit import plan as plan_module
+from archaudit.audit import spec as spec_module
 from archaudit.audit.plan import make_plan
 from archaudit.audit.spec import load_audit
 from archaudit.cli import app
+from archaudit.config import ModelConfig, build
 from archaudit.errors import ConfigError
 from archaudit.mods import get_suite
 
@@ -102,6 +107,28 @@ def test_several_baselines_apply_every_arm_to_each(write_audit):
     assert [(n.rule, n.arm) for n in plan.notes if n.rule == "identity"] == [
         ("identity", "qk_norm@olmo")
     ]
+
+
+def test_each_baseline_model_is_built_once_at_load(write_audit, monkeypatch):
+    """The spec builds every (baseline, scale) model once; the plan applies the arms to those
+    and never rebuilds them from the file's tables."""
+    built: Counter[str] = Counter()
+
+    def counting(cls: type, values: Any, *, section: str) -> Any:
+        built[section] += cls is ModelConfig
+        return build(cls, values, section=section)
+
+    for module in (spec_module, plan_module):
+        monkeypatch.setattr(module, "build", counting)
+    scales = {"xs": {"d_model": 32, "n_heads": 2}, "s": {"d_model": 48, "n_heads": 2}}
+    baselines = {"llama": {}, "olmo": {"attention": {"qk_norm": True}}}
+    spec = load_audit(write_audit(arms=["geglu"], scales=scales, baselines=baselines))
+    at_load = +built
+    assert at_load == {"scales.xs": 1, "scales.s": 1, "baselines.olmo": 2}
+    plan = make_plan(spec)
+    assert +built - Counter(model=built["model"]) == at_load  # "model": meta-device sizes
+    baseline_runs = [r for r in plan.runs if r.mods == "baseline"]
+    assert all(r.model == spec.models[(r.baseline, r.scale)] for r in baseline_runs)
 
 
 def test_scale_token_budget_sets_steps(write_audit):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,7 @@ def test_done_round_trips_and_status_reads_it_as_a_record(run_dir: Path):
     status = store.run_status(run_dir)
     assert status.state == "diverged" and status.result == record
     rows = list(store.result_rows(status))
-    assert [(r["metric"], r["value"], r["step"]) for r in rows] == [("val_loss", "", 7)]
+    assert [(r.metric, math.isnan(r.value), r.step) for r in rows] == [("val_loss", True, 7)]
 
 
 def test_done_holds_the_duties_so_the_export_reads_the_record_alone(run_dir: Path):
@@ -42,7 +43,7 @@ def test_done_holds_the_duties_so_the_export_reads_the_record_alone(run_dir: Pat
     assert record.duties == ("downstream",) and record.to_json()["duties"] == ["downstream"]
     store.write_done(run_dir, record)
     status = dataclasses.replace(store.run_status(run_dir), spec=None)  # run.json not consulted
-    assert {row["duties"] for row in store.result_rows(status)} == {"downstream"}
+    assert {row.duties for row in store.result_rows(status)} == {("downstream",)}
     old = {k: v for k, v in record.to_json().items() if k != "duties"}
     assert RunRecord.from_json(old, "x").duties == ()
 

@@ -15,9 +15,10 @@ import pytest
 from archaudit.audit.coordinator import _track_verdicts
 from archaudit.audit.launch import RunOptions
 from archaudit.audit.plan import make_plan
+from archaudit.audit.record import RunRecord
 from archaudit.audit.runner import run_one, train_tracked
 from archaudit.audit.spec import load_audit
-from archaudit.audit.store import materialize
+from archaudit.audit.store import materialize, write_done
 from archaudit.audit.trackers import TRACKERS, TrackedRun, check_tracker
 from archaudit.config import ModelConfig, Recipe
 from archaudit.errors import ConfigError
@@ -64,15 +65,14 @@ def test_a_tracker_sees_every_row_then_the_evals_and_is_closed(write_audit, prob
 
 def test_the_audits_verdicts_go_to_the_tracker(write_audit):
     EVENTS.clear()
-    plan = make_plan(load_audit(write_audit()))
-    plan.audit_dir.mkdir(parents=True)
     # two seeds: a single-seed arm is at most a candidate under the default (robust) test
-    rows = [("baseline", k, 3.0 + 0.01 * k) for k in range(3)]
-    rows += [("qk_norm", 0, 2.895), ("qk_norm", 1, 2.905)]
-    (plan.audit_dir / "results.csv").write_text(
-        "arm,scale,seed,metric,value\n"
-        + "".join(f"{arm},xs,{seed},val_loss,{value}\n" for arm, seed, value in rows)
-    )  # what run_audit exports before it ends with the verdicts
+    plan = make_plan(load_audit(write_audit(seeds={"noise_floor": 3, "arms": 2})))
+    materialize(plan)
+    losses = {("baseline", k): 3.0 + 0.01 * k for k in range(3)}
+    losses |= {("qk_norm", 0): 2.895, ("qk_norm", 1): 2.905}
+    for run in plan.runs:  # what the runs leave before run_audit ends with the verdicts
+        metrics = {"val_loss": losses[(run.arm, run.seed)]}
+        write_done(plan.run_dir(run), RunRecord.of_run(run, status="ok", metrics=metrics))
     _track_verdicts("test-memory", plan)
     (table,) = _events("table")
     assert [(r["metric"], r["arm"], r["scale"]) for r in table] == [("val_loss", "qk_norm", "xs")]

@@ -34,15 +34,16 @@ def audit_ladder(
             f'{spec.source}: no target scale: add a [target] table (preset = "base", or '
             "params = 1.2e9) or give --target"
         )
-    delta = spec.baselines.get(baseline, next(iter(spec.baselines.values())))
+    if baseline not in spec.baselines:
+        baseline = next(iter(spec.baselines))
     scales = []
     for scale in spec.scales:
-        model = build(ModelConfig, merge_tables(scale.model, delta), section=scale.name)
+        model = spec.models[(baseline, scale.name)]
         recipe = scale_recipe(spec.recipe, scale)
         tokens = recipe.steps * recipe.batch_tokens
         scales.append(LadderScale(scale.name, float(model_sizes(model)[0]), tokens))
     ordered = tuple(sorted(scales, key=lambda s: s.params))
-    return Ladder(ordered, target_scale(target, ordered, delta))
+    return Ladder(ordered, target_scale(target, ordered, spec.baselines[baseline]))
 
 
 def target_scale(

@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +27,6 @@ from archaudit.config import (
     Recipe,
     build,
     canonical_json,
-    merge_tables,
     to_dict,
 )
 from archaudit.config.recipe import MATCH_PARAMS
@@ -153,11 +152,6 @@ def _make_plan(spec: AuditSpec, *, strict: bool) -> Plan:
     runs: list[RunSpec] = []
     notes = protocol.noise_floor_note(spec.seeds.noise_floor)
     several = len(spec.baselines) > 1
-    bases = {  # each baseline's ModelConfig at each scale, built once; arms apply their change
-        (baseline, scale.name): _baseline_model(spec, delta, scale)
-        for baseline, delta in spec.baselines.items()
-        for scale in spec.scales
-    }
     for planned in arms:
         arm, entry = planned.arm, planned.entry
         for wanted in entry.scales or ():
@@ -173,7 +167,7 @@ def _make_plan(spec: AuditSpec, *, strict: bool) -> Plan:
         for baseline in spec.baselines:
             name = f"{arm.name}@{baseline}" if several else arm.name
             for scale in scales:
-                base = bases[(baseline, scale.name)]
+                base = spec.models[(baseline, scale.name)]
                 grid = _runs_of(spec, planned, name, baseline, base, scale, suite)
                 runs += grid
                 check_grid_size(len(runs))
@@ -328,10 +322,6 @@ def _identity_note(
         return []
     message = f"{run.arm} at scale {scale.name} is the baseline {run.baseline!r} itself"
     return [ProtocolNote("identity", run.arm, message + " (its change is already part of it)")]
-
-
-def _baseline_model(spec: AuditSpec, delta: Mapping[str, Any], scale: ScaleSpec) -> ModelConfig:
-    return build(ModelConfig, merge_tables(scale.model, delta), section=f"scales.{scale.name}")
 
 
 def resolve_eval_suite(spec: AuditSpec) -> str:

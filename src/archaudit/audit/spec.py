@@ -45,6 +45,7 @@ from archaudit.config import (
     load_toml,
     merge_tables,
     parse_override,
+    to_dict,
 )
 from archaudit.errors import ConfigError, did_you_mean
 from archaudit.names import BASELINE
@@ -199,8 +200,8 @@ class StressSpec:
 @dataclass(frozen=True, kw_only=True)
 class ScaleSpec:
     name: str
-    model: Mapping[str, Any]
-    """ModelConfig fields (a preset's, then the scale's own)."""
+    model: ModelConfig
+    """The scale's model (a preset's fields, then the scale's own), built once at load."""
     tokens: int | None = None
     """Token budget: steps = tokens // recipe.batch_tokens. None = the recipe's steps."""
 
@@ -267,6 +268,9 @@ class AuditSpec:
     arms: tuple[ArmEntry, ...]
     baselines: Mapping[str, Mapping[str, Any]]
     """Baseline name → ModelConfig delta; every arm is applied to each baseline."""
+    models: Mapping[tuple[str, str], ModelConfig]
+    """(baseline, scale) → that baseline's model at that scale, built and checked once at load:
+    the plan applies every arm to one of these, and the ladder, tune and stress count them."""
     seeds: SeedSpec
     eval: EvalSpec
     executor: ExecutorSpec
@@ -357,8 +361,6 @@ def parse_audit(
         _name(key, "baselines"): _table(_table(tree, "baselines"), key, f"baselines.{key}")
         for key in _table(tree, "baselines")
     } or {BASELINE: {}}
-    for key, delta in baselines.items():
-        build(ModelConfig, delta, section=f"baselines.{key}")  # keys and types only
     arms = tuple(_arm(entry, i) for i, entry in enumerate(_list(tree, "arms")))
     tracker, runs_dir = tree.get("tracker", ""), tree.get("runs_dir", "runs")
     if not isinstance(tracker, str) or not isinstance(runs_dir, str):
@@ -369,6 +371,7 @@ def parse_audit(
         scales=scales,
         arms=arms,
         baselines=baselines,
+        models=_baseline_models(scales, baselines),
         seeds=build(SeedSpec, _table(tree, "seeds"), section="seeds"),
         eval=build(EvalSpec, _table(tree, "eval"), section="eval"),
         executor=build(ExecutorSpec, _table(tree, "executor"), section="executor"),
@@ -399,8 +402,23 @@ def _scale(name: str, table: Any) -> ScaleSpec:
         not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 1
     ):
         raise ConfigError(f"{where}.tokens = {tokens!r} must be a whole number of tokens >= 1")
-    build(ModelConfig, model, section=where)  # keys and types; the arm's model is built later
-    return ScaleSpec(name=name, model=model, tokens=tokens)
+    return ScaleSpec(name=name, model=build(ModelConfig, model, section=where), tokens=tokens)
+
+
+def _baseline_models(
+    scales: Sequence[ScaleSpec], baselines: Mapping[str, Mapping[str, Any]]
+) -> dict[tuple[str, str], ModelConfig]:
+    """Each baseline's model at each scale: the scale's own, or its delta built over it (a bad
+    key of the delta names the baseline: the scale's keys were checked already)."""
+    return {
+        (key, scale.name): build(
+            ModelConfig, merge_tables(to_dict(scale.model), delta), section=f"baselines.{key}"
+        )
+        if delta
+        else scale.model
+        for key, delta in baselines.items()
+        for scale in scales
+    }
 
 
 def _arm(entry: Any, index: int) -> ArmEntry:

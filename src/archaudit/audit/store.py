@@ -9,6 +9,9 @@
     runs/<audit>/items.csv      arm,scale,seed,task,item,correct  (for paired tests)
     runs/<audit>/results.parquet, items.parquet   the same tables (with pandas + pyarrow)
 
+The tool reads an audit's results from the DONE records (`read_results`); results.csv is their
+export for users, written from that same table.
+
 Top-level folders starting with "_" (`_tune`, `_superseded`) are not part of the audit.
 Every `status` and `stats AUDIT_DIR` rescans the run directories. That costs about 0.35 ms of
 CPU a run (run.json and DONE parsed, each distinct model and recipe built once), so 10,000 runs
@@ -38,15 +41,15 @@ from archaudit.progress import warn
 from archaudit.rundir import ATTEMPTS as ATTEMPTS  # re-exported for the store's readers
 from archaudit.rundir import AUDIT_FILE, DONE, EVALS, FAILED, METRICS, RUN_FILE, check_audit_target
 from archaudit.stats.csvio import csv_text
+from archaudit.stats.errors import EmptyTableError
 from archaudit.stats.frames import parquet_twin
 from archaudit.stats.inference.items import ITEM_COLUMNS as ITEM_KEYS
 from archaudit.stats.inference.items import ITEM_MEASURES, load_items
-from archaudit.stats.table import DUTY_SEPARATOR, OPTIONAL_COLUMNS, REQUIRED_COLUMNS, load_table
+from archaudit.stats.table import Row, Table, check_duties
 
 SEQUENTIAL_DIR, SEQUENTIAL_SUMMARY = "sequential", "summary.json"
 """A sequential audit's round records and the last finished loop's summary (rule, verdicts)."""
 TUNE_DIR, SUPERSEDED_DIR = "_tune", "_superseded"
-RESULT_COLUMNS = (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)
 ITEM_COLUMNS = (*ITEM_KEYS, *ITEM_MEASURES)
 STATES = ("planned", "running", "stale", "failed", "done", "diverged")
 
@@ -232,24 +235,53 @@ def audit_run_dirs(audit_dir: Path) -> list[Path]:
 # results
 
 
-def result_rows(status: RunStatus) -> Iterator[dict[str, Any]]:
-    """The long-format rows (RESULT_COLUMNS) of one finished run, from its DONE record alone
-    (a DONE from before duties were kept takes them from run.json)."""
+def result_rows(status: RunStatus) -> Iterator[Row]:
+    """The results table's rows of one finished run, from its DONE record alone (a DONE from
+    before duties were kept takes them from run.json); NaN where a metric was not measured."""
     result = status.result
     if result is None:
         return
-    common = {
-        "arm": result.arm,
-        "scale": result.scale,
-        "seed": result.seed,
-        "family": result.family,
-        "status": result.status,
-        "step": result.diverged_step or "",
-        "tuned": "true" if result.tuned else "false",
-        "duties": DUTY_SEPARATOR.join(result.duties or status.spec.duties),
-    }
+    where = str(status.path / DONE)
+    duties = check_duties(result.duties or status.spec.duties, where)
     for metric, value in sorted(result.metrics.items()):
-        yield {**common, "metric": metric, "value": _cell(value)}
+        yield Row(
+            arm=result.arm,
+            scale=result.scale,
+            seed=result.seed,
+            metric=metric,
+            value=float(value) if value is not None and math.isfinite(value) else math.nan,
+            status=result.status,
+            step=result.diverged_step,
+            family=result.family or None,
+            tuned=result.tuned,
+            duties=duties,
+            origin=where,
+        )
+
+
+def results_table(audit_dir: Path, statuses: Iterable[RunStatus]) -> Table:
+    """The audit's results from its runs' DONE records, in (arm, scale, seed) order: what the
+    tool judges and reports, and what `export` writes as results.csv (empty before any run
+    finished)."""
+    rows = (row for status in _in_order(statuses) for row in result_rows(status))
+    return Table(tuple(rows), source=str(audit_dir))
+
+
+def read_results(audit_dir: Path, statuses: Iterable[RunStatus] | None = None) -> Table:
+    """The results table of an audit (its run directories scanned when `statuses` is None);
+    EmptyTableError before any run finished, as an empty results.csv gives."""
+    if statuses is None:
+        statuses = [run_status(d) for d in audit_run_dirs(audit_dir)]
+    table = results_table(audit_dir, statuses)
+    if not table.rows:
+        raise EmptyTableError(
+            str(audit_dir), "no run of the audit has finished yet", "wait for a run to finish"
+        )
+    return table
+
+
+def _in_order(statuses: Iterable[RunStatus]) -> list[RunStatus]:
+    return sorted(statuses, key=lambda s: (s.spec.arm, s.spec.scale, s.spec.seed))
 
 
 def item_rows(status: RunStatus) -> Iterator[dict[str, Any]]:
@@ -280,20 +312,18 @@ def _cell(value: float | None) -> str:
 
 
 def export(audit_dir: Path, statuses: Iterable[RunStatus] | None = None) -> tuple[Path, Path]:
-    """Write results.csv and items.csv (the `archaudit.stats` input) from the run directories.
-    A table that already holds these rows is left alone, so `stats` and `status` read a
-    finished audit in a read-only folder, and concurrent readers rewrite nothing."""
+    """Write results.csv (`results_table` as CSV, the `archaudit.stats` input for users) and
+    items.csv from the run directories. A table that already holds these rows is left alone, so
+    `stats` and `status` read a finished audit in a read-only folder, and concurrent readers
+    rewrite nothing."""
     if statuses is None:
         statuses = [run_status(d) for d in audit_run_dirs(audit_dir)]
-    statuses = sorted(statuses, key=lambda s: (s.spec.arm, s.spec.scale, s.spec.seed))
+    statuses = _in_order(statuses)
+    table = results_table(audit_dir, statuses)
     results = audit_dir / RESULTS_FILE
     items = audit_dir / ITEMS_FILE
     tables = (
-        (
-            results,
-            csv_text(RESULT_COLUMNS, (r for s in statuses for r in result_rows(s))),
-            load_table,
-        ),
+        (results, table.to_csv(), lambda _: table),
         (items, csv_text(ITEM_COLUMNS, (r for s in statuses for r in item_rows(s))), load_items),
     )
     for path, text, load in tables:

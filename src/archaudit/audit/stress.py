@@ -34,7 +34,7 @@ from archaudit.audit.plan import (
 from archaudit.audit.record import RunRecord
 from archaudit.audit.spec import AuditSpec, ScaleSpec
 from archaudit.audit.store import read_record
-from archaudit.config import ModelConfig, Recipe, build, canonical_json, merge_tables, to_dict
+from archaudit.config import ModelConfig, Recipe, canonical_json, to_dict
 from archaudit.data.identity import recipe_hash
 from archaudit.errors import ConfigError, did_you_mean
 from archaudit.rundir import EVENTS, METRICS
@@ -142,8 +142,7 @@ def _scale(spec: AuditSpec) -> ScaleSpec:
 
 
 def _model(spec: AuditSpec, scale: ScaleSpec, depth: int) -> ModelConfig:
-    delta = next(iter(spec.baselines.values()))
-    base = build(ModelConfig, merge_tables(scale.model, delta), section=f"scales.{scale.name}")
+    base = spec.models[(next(iter(spec.baselines)), scale.name)]
     return dataclasses.replace(base, n_layers=base.n_layers * depth)
 
 

@@ -25,7 +25,7 @@ from archaudit.audit.coordinator import run_audit
 from archaudit.audit.plan import Plan, RunSpec, check_model, make_plan, scale_recipe
 from archaudit.audit.spec import AuditSpec, load_audit
 from archaudit.audit.store import TUNE_DIR, read_record, write_json
-from archaudit.config import ModelConfig, build, load_toml, merge_tables
+from archaudit.config import load_toml
 from archaudit.errors import ConfigError
 from archaudit.files import atomic_write_text
 from archaudit.names import BASELINE
@@ -64,12 +64,7 @@ def point_name(lr: float, warmup_frac: float) -> str:
 def tune_plan(spec: AuditSpec, lrs: Sequence[float], warmups: Sequence[float], seeds: int) -> Plan:
     """The sweep as an audit of its own under `runs/<audit>/_tune/`: one arm per point."""
     first_baseline = next(iter(spec.baselines))
-    models = {
-        s.name: build(
-            ModelConfig, merge_tables(s.model, spec.baselines[first_baseline]), section=s.name
-        )
-        for s in spec.scales
-    }
+    models = {s.name: spec.models[(first_baseline, s.name)] for s in spec.scales}
     scale = min(spec.scales, key=lambda s: check_model(models[s.name]))
     shared = scale_recipe(spec.recipe, scale)
     sweep = dataclasses.replace(spec, name=TUNE_DIR, runs_dir=spec.audit_dir)

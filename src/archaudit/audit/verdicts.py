@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archaudit.audit.store import AUDIT_FILE, read_json
+from archaudit.audit.store import AUDIT_FILE, read_json, read_results
 from archaudit.names import BASELINE
 
 if TYPE_CHECKING:  # scipy loads only when an audit is judged
@@ -22,11 +22,12 @@ def judge_audit(audit_dir: Path, metrics: Sequence[str] = VERDICT_METRICS) -> li
     arms are named `<arm>@<baseline>` and the others' arms are left out of each family), by the
     default tests: one recipe does not make the arms' seed variances equal (a destabilised arm
     spreads wider), so each arm's own variance enters its test. A family the sequential loop
-    judged is the loop's judgement (`judge_with_loop`): what `stats` and the report show."""
+    judged is the loop's judgement (`judge_with_loop`): what `stats` and the report show. The
+    results are the runs' DONE records (`read_results`), not results.csv."""
     from archaudit.audit.loop_summary import judge_with_loop, read_loop_summary
-    from archaudit.stats import JudgeOptions, load_table
+    from archaudit.stats import JudgeOptions
 
-    table = load_table(audit_dir)
+    table = read_results(audit_dir)
     loop = read_loop_summary(audit_dir)
     baselines = (read_json(audit_dir / AUDIT_FILE) or {}).get("baselines", [BASELINE])
     names = {b: f"{BASELINE}@{b}" if len(baselines) > 1 else BASELINE for b in baselines}

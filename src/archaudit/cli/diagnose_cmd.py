@@ -306,7 +306,7 @@ def focus(
         Path, typer.Argument(help="Audit directory whose runs have diagnostics/attention.json.")
     ],
     metric: Annotated[
-        str, typer.Option("--metric", help="Retrieval metric in results.csv.")
+        str, typer.Option("--metric", help="Retrieval metric of the audit's results.")
     ] = "needle",
     baseline: Baseline = DEFAULT_BASELINE,
     scale: Annotated[
@@ -321,11 +321,14 @@ def focus(
 ) -> None:
     """Across an audit's arms: Spearman ρ (bootstrap interval) between first-token sink mass and
     long-context retrieval, and the sink mass of QK-norm arms minus the baseline's."""
+    from archaudit.audit.store import read_results
     from archaudit.diagnose import diagnose_focus
+    from archaudit.rundir import is_audit_dir
 
     quiet_output(quiet, json_out)
     result, written = diagnose_focus(
         audit_dir,
+        results=read_results(audit_dir) if is_audit_dir(audit_dir) else None,
         metric=metric,
         baseline=baseline,
         scale=scale,

@@ -4,8 +4,8 @@
     archaudit stats transfer|interactions|scaling|power|decoupling|items ...
     archaudit simulate-null --arms M --seeds K --audits N [...]
 
-SOURCE is an audit directory (its results.csv) or a long-format CSV. Library imports happen
-inside the commands so that `archaudit --help` stays fast.
+SOURCE is an audit directory (read from its runs' DONE records) or a long-format CSV. Library
+imports happen inside the commands so that `archaudit --help` stays fast.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ stats_app = typer.Typer(
 )
 app.add_typer(stats_app, name="stats")
 
-Source = Annotated[Path, typer.Argument(help="Audit directory (its results.csv) or a CSV.")]
+Source = Annotated[Path, typer.Argument(help="Audit directory (its finished runs) or a CSV.")]
 Metric = Annotated[str, typer.Option("--metric", help="Metric to judge, e.g. val_loss.")]
 VERDICT_FLAGS = (
     "baseline", "anchors", "lower_is_better", "correction", "alpha", "scale", "reference",
@@ -126,15 +126,17 @@ def verdicts_command(
 
 
 def _load(source: Path) -> tuple[Table, list[str]]:
-    """SOURCE's table. An audit directory's export is refreshed first (a running coordinator
-    writes it only as runs finish), with a note on the runs that have not finished."""
+    """SOURCE's table: an audit's from its runs' DONE records (its export, results.csv, is
+    refreshed too: a running coordinator writes it only as runs finish), with a note on the
+    runs that have not finished; a CSV's (or a folder's results.csv) as it is."""
     from archaudit.audit import store
     from archaudit.errors import DataError
     from archaudit.stats import load_table
 
     if not (source / store.AUDIT_FILE).is_file():
         return load_table(source), []
-    counts = store.state_counts(store.refresh_export(source))
+    statuses = store.refresh_export(source)
+    counts = store.state_counts(statuses)
     finished = sum(counts.get(state, 0) for state in store.FINISHED_STATES)
     open_runs = {state: n for state, n in counts.items() if state not in store.FINISHED_STATES}
     states = ", ".join(f"{n} {state}" for state, n in open_runs.items())
@@ -148,7 +150,7 @@ def _load(source: Path) -> tuple[Table, list[str]]:
         f"{total - finished} of {total} runs unfinished ({states}): the verdicts cover the "
         f"{finished} finished runs only, and arms without a finished run are missing"
     )
-    return load_table(source), [note] if open_runs else []
+    return store.results_table(source, statuses), [note] if open_runs else []
 
 
 def _loop_families(
@@ -840,7 +842,7 @@ def _sequential_like(path: Path, options: JudgeOptions) -> tuple[int, Sequential
 def _design_like(path: Path, metric: str | None, options: JudgeOptions) -> AuditDesign:
     """The design of an audit file (its plan: seeds per arm at the first baseline and scale) or
     of a results table (the family `archaudit stats` would judge)."""
-    from archaudit.stats import AuditDesign, family_design, load_table
+    from archaudit.stats import AuditDesign, family_design
 
     if path.suffix == ".toml":
         from archaudit.audit.plan import make_plan
@@ -854,7 +856,7 @@ def _design_like(path: Path, metric: str | None, options: JudgeOptions) -> Audit
         base = next(arm for arm in seeds if arm.split("@")[0] == BASELINE)
         arm_seeds = [n for arm, n in seeds.items() if arm != base]
         return AuditDesign.judged_by(options, arm_seeds, seeds[base])
-    table = load_table(path)
+    table = _load(path)[0]
     return family_design(table, metric or table.metrics[0], options)
 
 

@@ -15,6 +15,7 @@ from archaudit.cli.stats_cmd import (
     Boot,
     Metric,
     Seed,
+    _load,
     _print_notes,
     _print_table,
     _printed_json,
@@ -60,7 +61,6 @@ def predict_command(
     and of the single-scale baseline (docs/predict.md)."""
     from archaudit.audit.ladder import audit_ladder, parse_target
     from archaudit.audit.spec import load_audit
-    from archaudit.stats import load_table
     from archaudit.stats.predictions.predict import predict
 
     quiet_output(quiet, json_)
@@ -68,7 +68,7 @@ def predict_command(
     wanted = parse_target(target, target_tokens) if target is not None else None
     ladder = audit_ladder(spec, wanted, baseline=options.baseline)
     result = predict(
-        load_table(spec.audit_dir), metric, ladder, options,
+        _load(spec.audit_dir)[0], metric, ladder, options,
         confidence=confidence, n_boot=n_boot, seed=seed,
     )  # fmt: skip
     if _printed_json(result, json_):

@@ -3,7 +3,8 @@ long-context retrieval, and does QK-norm weaken it?
 
 Works on plain numbers per run — (arm, seed, sink mass, retrieval accuracy, QK-norm or not) —
 so it needs no model; `collect_runs` reads them from an audit directory (run.json of each run,
-the run's `diagnostics/attention.json`, the audit's results.csv).
+the run's `diagnostics/attention.json`) and its results table (the command passes the one the
+audit's DONE records give; by default the audit's results.csv export).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 
 from archaudit.errors import DataError
 from archaudit.names import BASELINE
-from archaudit.stats import load_table, spearman, welch_test
+from archaudit.stats import Table, load_table, spearman, welch_test
 from archaudit.stats.inference.resample import percentile_interval
 from archaudit.stats.serialize import JsonResult
 
@@ -114,13 +115,16 @@ def focus_across_arms(
     )
 
 
-def collect_runs(audit_dir: Path, metric: str, scale: str | None = None) -> list[RunFocus]:
+def collect_runs(
+    audit_dir: Path, metric: str, scale: str | None = None, results: Table | None = None
+) -> list[RunFocus]:
     """(arm, seed, sink mass, retrieval, QK-norm) for every run of an audit at one scale that
-    has a `diagnostics/attention.json` and a value of `metric` in results.csv."""
-    table = load_table(audit_dir)
+    has a `diagnostics/attention.json` and a value of `metric` in `results` (default: the
+    audit's results.csv)."""
+    table = results if results is not None else load_table(audit_dir)
     if metric not in table.metrics:
         raise DataError(
-            f"{audit_dir}/results.csv has no metric {metric!r} (it has {', '.join(table.metrics)})"
+            f"{table.source} has no metric {metric!r} (it has {', '.join(table.metrics)})"
         )
     scale = table.resolve_scale(scale)
     values = {

@@ -34,6 +34,8 @@ from archaudit.stats.serialize import JsonResult
 if TYPE_CHECKING:
     import torch
 
+    from archaudit.stats import Table
+
 
 @dataclass(frozen=True)
 class Written:
@@ -258,11 +260,13 @@ def diagnose_focus(
     seed: int = 0,
     out: str | Path | None = None,
     figure: bool = True,
+    results: Table | None = None,
 ) -> tuple[FocusResult, Written]:
-    """Sink mass vs retrieval across the arms of an audit whose runs have attention.json."""
+    """Sink mass vs retrieval across the arms of an audit whose runs have attention.json;
+    `results`: the audit's results table (default: its results.csv)."""
     audit = Path(audit_dir)
     result = focus_across_arms(
-        collect_runs(audit, metric, scale),
+        collect_runs(audit, metric, scale, results),
         metric=metric,
         baseline=baseline,
         n_boot=n_boot,

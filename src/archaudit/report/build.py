@@ -21,8 +21,6 @@ from archaudit.report.data import ReportData, gather
 from archaudit.report.html import render_html
 from archaudit.report.markdown import render_markdown
 from archaudit.report.sections import SECTIONS, Section
-from archaudit.stats.csvio import csv_text
-from archaudit.stats.frames import cell_text
 from archaudit.stats.table import RESULTS_FILE, load_table
 
 REPORT_FILE = "report.html"
@@ -63,9 +61,7 @@ def frame_source(source: str | Path | Any, path: Path | None = None) -> str | Pa
     if path is None:
         path = Path(tempfile.mkdtemp(prefix="archaudit-frame-")) / RESULTS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    frame = table.to_frame()
-    rows = ([cell_text(v) for v in row] for row in frame.itertuples(index=False, name=None))
-    atomic_write_text(path, csv_text([str(c) for c in frame.columns], rows))
+    atomic_write_text(path, table.to_csv())
     return path
 
 

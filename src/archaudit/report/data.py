@@ -33,7 +33,7 @@ from archaudit.errors import ArchauditError, DataError
 from archaudit.metrics import lower_is_better
 from archaudit.names import BASELINE
 from archaudit.report.palette import Colour, arm_colours
-from archaudit.rundir import ENV, EVENTS
+from archaudit.rundir import ENV, EVENTS, is_audit_dir
 from archaudit.stats import (
     AuditDesign,
     cross_scale_transfer,
@@ -293,7 +293,7 @@ class Scope:
 class Provenance:
     source: str
     source_sha256: str | None
-    """sha256 of the results file the verdicts were read from."""
+    """sha256 of the results file (an audit's: of the DONE records' results.csv text)."""
     recipe_hashes: tuple[str, ...]
     environments: tuple[dict[str, Any], ...]
     """Distinct env.json records of the runs (versions, device, source hash)."""
@@ -394,7 +394,7 @@ def gather(
         power=power,
         curves=curves,
         scope=_scope(table, runs, audit_dir),
-        provenance=_provenance(csv_path, runs, command),
+        provenance=_provenance(csv_path, table, runs, command),
         progress=_progress(runs) if audit_dir else None,
         protocol_notes=_protocol_notes(audit_dir),
         routing=tuple(r for run in runs if (r := _routing(run)) is not None),
@@ -433,17 +433,17 @@ def _attempt(compute: Callable[..., T], key: str, absent: dict[str, str]) -> T |
 
 
 def _load(csv_path: Path, audit_dir: Path | None, absent: dict[str, str]) -> Table | None:
-    """The results table. A running audit may have no finished run yet: then the report is
+    """The results table: an audit's from its runs' DONE records, a CSV's (or a folder's
+    results.csv) as it is. A running audit may have no finished run yet: then the report is
     partial. A CSV the user named must be readable: its errors stop the report."""
-    if audit_dir is not None and not csv_path.is_file():
-        absent["table"] = f"{csv_path} does not exist yet: no run of the audit has finished"
-        return None
     try:
+        if audit_dir is not None and is_audit_dir(audit_dir):
+            return store.read_results(audit_dir)
         return load_table(csv_path)
     except EmptyTableError as err:
         if audit_dir is None:
             raise
-        absent["table"] = f"no run of the audit has finished yet ({err})"
+        absent["table"] = str(err)
         return None
 
 
@@ -870,8 +870,10 @@ def _param_counts(table: Table | None) -> tuple[tuple[str, str, int, int], ...]:
     return tuple(out)
 
 
-def _provenance(csv_path: Path, runs: Sequence[_Run], command: str | None) -> Provenance:
-    digest = hashlib.sha256(csv_path.read_bytes()).hexdigest() if csv_path.is_file() else None
+def _provenance(
+    csv_path: Path, table: Table | None, runs: Sequence[_Run], command: str | None
+) -> Provenance:
+    digest = _digest(csv_path, table)
     hashes = tuple(sorted({r.spec["recipe_hash"] for r in runs if "recipe_hash" in r.spec}))
     envs: list[dict[str, Any]] = []
     for run in runs:
@@ -880,6 +882,14 @@ def _provenance(csv_path: Path, runs: Sequence[_Run], command: str | None) -> Pr
         if env and env not in envs:
             envs.append(env)
     return Provenance(str(csv_path), digest, hashes, tuple(envs), command)
+
+
+def _digest(csv_path: Path, table: Table | None) -> str | None:
+    """sha256 of the results file: the CSV the table was read from, or for an audit read from
+    its DONE records the text its results.csv export holds."""
+    if table is not None and table.source != str(csv_path):
+        return hashlib.sha256(table.to_csv().encode()).hexdigest()
+    return hashlib.sha256(csv_path.read_bytes()).hexdigest() if csv_path.is_file() else None
 
 
 def _progress(runs: Sequence[_Run]) -> Progress:

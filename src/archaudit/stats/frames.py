@@ -93,6 +93,8 @@ def parquet_twin(csv_path: Path, load: Callable[[Path], Any]) -> Path | None:
     try:
         frame = load(csv_path).to_frame()
     except EmptyTableError:
+        frame = None
+    if frame is None or frame.empty:
         path.unlink(missing_ok=True)
         return None
     return write_parquet(frame, path)

@@ -13,8 +13,9 @@ audit writes them as the modification registry decides them, and the analyses re
 never from the family's name. All three are properties of the arm and must agree on all of its
 rows.
 
-An audit directory is read through `<audit_dir>/results.csv`, which the audit store exports in
-exactly this format.
+An audit writes `<audit_dir>/results.csv` in exactly this format, for its users (`to_csv`):
+`load_table(audit_dir)` reads that export. The tool itself builds an audit's table from the runs'
+DONE records (`archaudit.audit.store.read_results`), so no arm property travels as a string.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import Any
 
 from archaudit.errors import did_you_mean
 from archaudit.names import RESULTS_FILE, ResultStatus
-from archaudit.stats.csvio import CsvRow, read_rows, resolve_source
+from archaudit.stats.csvio import MAX_MAGNITUDE, CsvRow, csv_text, read_rows, resolve_source
 from archaudit.stats.errors import (
     BadValueError,
     DuplicateRowError,
@@ -40,10 +41,18 @@ from archaudit.stats.errors import (
     UnknownNameError,
     check_name,
 )
-from archaudit.stats.frames import FRAME_SOURCE, frame_rows, is_frame, read_parquet, records_frame
+from archaudit.stats.frames import (
+    FRAME_SOURCE,
+    cell_text,
+    frame_rows,
+    is_frame,
+    read_parquet,
+    records_frame,
+)
 
 REQUIRED_COLUMNS = ("arm", "scale", "seed", "metric", "value")
 OPTIONAL_COLUMNS = ("family", "status", "step", "tuned", "duties")
+RESULT_COLUMNS = (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)
 
 
 class Duty(StrEnum):
@@ -84,6 +93,13 @@ class Row:
     """The arm's protocol duties, in `DUTIES` order."""
     line: int = 0
     """1-based line in the source file (the header is line 1); 0 for rows built in code."""
+    origin: str = ""
+    """The file the row was read from when it is not the table's source (a run's DONE)."""
+
+    def cells(self) -> dict[str, Any]:
+        """The row by `RESULT_COLUMNS`, duties joined as the `duties` column holds them."""
+        cells = {column: getattr(self, column) for column in RESULT_COLUMNS}
+        return cells | {"duties": DUTY_SEPARATOR.join(self.duties)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +109,8 @@ class Run:
     seed: int
     diverged: bool
     step: int | None
-    line: int
+    where: str
+    """Where its first row (its first diverged row, once it diverged) came from."""
 
 
 @dataclass(frozen=True)
@@ -109,14 +126,18 @@ class Table:
 
     def to_frame(self) -> Any:
         """The rows as a long pandas DataFrame (NaN where a value was not measured)."""
-        columns = (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)
-        records = [{c: getattr(row, c) for c in columns} for row in self.rows]
-        for record in records:
-            record["duties"] = DUTY_SEPARATOR.join(record["duties"])
-        return records_frame(records, columns)
+        return records_frame([row.cells() for row in self.rows], RESULT_COLUMNS)
+
+    def to_csv(self) -> str:
+        """The rows as a results CSV (numbers exact, empty where not measured), which
+        `load_table` reads back row for row."""
+        cells = ([cell_text(cell) for cell in row.cells().values()] for row in self.rows)
+        return csv_text(RESULT_COLUMNS, cells)
 
     def where(self, row: Row) -> str:
-        """The "file:line" of a row, for error messages."""
+        """Where a row came from, for error messages: "file:line", or its own file."""
+        if row.origin:
+            return row.origin
         return f"{self.source}:{row.line}" if row.line else self.source
 
     @cached_property
@@ -147,7 +168,7 @@ class Table:
             seen = runs[(row.arm, row.scale)].get(row.seed)
             if seen is None or (row.status == ResultStatus.DIVERGED and not seen.diverged):
                 runs[(row.arm, row.scale)][row.seed] = Run(
-                    row.seed, row.status == ResultStatus.DIVERGED, row.step, row.line
+                    row.seed, row.status == ResultStatus.DIVERGED, row.step, self.where(row)
                 )
         return runs
 
@@ -261,11 +282,15 @@ def source_rows(
 def read_duties(cells: CsvRow) -> tuple[str, ...]:
     """The `duties` cell as names from `DUTIES` (empty or absent: none)."""
     text = cells.optional_text("duties") or ""
-    names = [name.strip() for name in text.split(DUTY_SEPARATOR) if name.strip()]
-    for name in names:
+    return check_duties([name.strip() for name in text.split(DUTY_SEPARATOR)], cells.where)
+
+
+def check_duties(names: Sequence[str], where: str) -> tuple[str, ...]:
+    """Duty names (blanks skipped) in `DUTIES` order; an unknown one raises naming `where`."""
+    for name in filter(None, names):
         if name not in DUTIES:
             raise BadValueError(
-                cells.where,
+                where,
                 f"column 'duties' names an unknown duty {name!r}",
                 f"use names from {', '.join(DUTIES)} joined by {DUTY_SEPARATOR!r}"
                 + did_you_mean(name, DUTIES),
@@ -296,13 +321,20 @@ def _check_rows(table: Table) -> None:
                 f"value {row.value} is not finite",
                 "leave it empty for a missing value",
             )
+        if abs(row.value) > MAX_MAGNITUDE:
+            raise TableError(
+                table.where(row),
+                f"value {row.value:g} is beyond ±{MAX_MAGNITUDE:g}",
+                "no metric is this large: a unit or export mistake (the statistics would "
+                "overflow to inf)",
+            )
         key = (row.arm, row.scale, row.seed, row.metric)
         first = seen.setdefault(key, row)
         if first is not row:
             raise DuplicateRowError(
                 table.where(row),
                 f"duplicate row for arm={row.arm!r} scale={row.scale!r} seed={row.seed} "
-                f"metric={row.metric!r} (first at line {first.line})",
+                f"metric={row.metric!r} (first at {table.where(first)})",
                 "keep one row per (arm, scale, seed, metric)",
             )
 
@@ -315,6 +347,6 @@ def _check_arm_properties(table: Table) -> None:
                 raise InconsistentArmError(
                     table.where(row),
                     f"arm {row.arm!r} has {column}={getattr(row, column)!r} here but "
-                    f"{getattr(ref, column)!r} at line {ref.line}",
+                    f"{getattr(ref, column)!r} at {table.where(ref)}",
                     f"give every row of an arm the same {column}",
                 )

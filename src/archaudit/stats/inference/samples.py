@@ -26,7 +26,7 @@ class ArmSample:
     missing: tuple[int, ...]
     """Seeds that ran but have no value for the metric (not diverged)."""
     where: str
-    """The "file:line" of the arm's first run, for error messages."""
+    """Where the arm's first run came from ("file:line", or its DONE), for error messages."""
     seeds: tuple[int, ...] = ()
     """The seed number of each value, in the order of `values`."""
 
@@ -50,7 +50,7 @@ def sample_arm(table: Table, metric: str, scale: str, arm: str) -> ArmSample:
     values = {row.seed: row.value for row in table.rows_for(metric, scale, arm)}
     finished = sorted(seed for seed, run in runs.items() if not run.diverged)
     measured = [seed for seed in finished if not math.isnan(values.get(seed, math.nan))]
-    first = min(runs.values(), key=lambda run: run.line, default=None)
+    first = next(iter(runs.values()), None)
     return ArmSample(
         arm=arm,
         scale=scale,
@@ -58,6 +58,6 @@ def sample_arm(table: Table, metric: str, scale: str, arm: str) -> ArmSample:
         n_runs=len(runs),
         diverged=tuple(run for _, run in sorted(runs.items()) if run.diverged),
         missing=tuple(seed for seed in finished if seed not in measured),
-        where=f"{table.source}:{first.line}" if first and first.line else table.source,
+        where=first.where if first else table.source,
         seeds=tuple(measured),
     )
