@@ -10,8 +10,14 @@ between processes). Two fingerprint files are equal exactly when the recorded ru
 bit-identical (on the same machine and torch build). Runs already in `--work` are only
 fingerprinted again.
 
-    python benchmarks/golden_runs.py --out golden.json [--work DIR]
+    python benchmarks/golden_runs.py --out golden.json [--work DIR] [--no-signals]
     python benchmarks/golden_runs.py --compare before.json after.json
+
+golden_runs.json holds the current trainer's runs on the machine that recorded it;
+golden_runs_no_signals.json the same runs with `recipe.log_signals = false`, which the trainer
+before the callbacks (1998b51^) recorded identically on that machine. The two files differ in
+metrics.jsonl (the signals) and each checkpoint's meta.json (the recipe) only: weights and train
+state are the same. Another CPU may round differently: compare runs made on one machine.
 
 About 10 s of CPU (one thread).
 """
@@ -19,6 +25,7 @@ About 10 s of CPU (one thread).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import sys
@@ -129,10 +136,10 @@ def leaves(value: Any) -> Any:
         yield value
 
 
-def make(out: Path, work: Path) -> None:
+def make(out: Path, work: Path, signals: bool = True) -> None:
     prints = {}
     for name, (model, recipe) in RUNS.items():
-        train(model, recipe, work / name, seed=1)
+        train(model, dataclasses.replace(recipe, log_signals=signals), work / name, seed=1)
         prints[name] = fingerprint(work / name)
     out.write_text(json.dumps(prints, indent=2, sort_keys=True) + "\n")
 
@@ -157,11 +164,16 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--work", type=Path)
     parser.add_argument("--compare", type=Path, nargs=2)
+    parser.add_argument(
+        "--no-signals",
+        action="store_true",
+        help="recipe.log_signals = false: what the trainer recorded before the Signals callback",
+    )
     args = parser.parse_args()
     if args.compare:
         sys.exit(compare(*args.compare))
     with tempfile.TemporaryDirectory() as tmp:
-        make(args.out, args.work or Path(tmp))
+        make(args.out, args.work or Path(tmp), signals=not args.no_signals)
 
 
 if __name__ == "__main__":
