@@ -14,7 +14,6 @@ import torch
 from torch import nn
 
 from archaudit.audit import estimate, probe
-from archaudit.audit.executors import cpu_cores
 from archaudit.audit.estimate import (
     FixedCost,
     PlanSummary,
@@ -23,6 +22,7 @@ from archaudit.audit.estimate import (
     plan_summary,
     run_time,
 )
+from archaudit.audit.executors import cpu_cores
 from archaudit.audit.plan import make_plan
 from archaudit.audit.probe import (
     PROBE_STEPS,
@@ -243,15 +243,16 @@ def test_each_round_ends_with_its_last_wave_of_runs(runs, rounds, workers, waves
 def test_a_second_plan_measures_nothing(monkeypatch: pytest.MonkeyPatch, write_audit, tmp_path):
     """The probes are cached per machine and shape: the second plan reads them back."""
     monkeypatch.setenv("ARCHAUDIT_CACHE", str(tmp_path / "cache"))
-    plan = make_plan(load_audit(write_audit()))
+    one = {"executor": {"workers": 1}}  # no neighbour: test_the_probe_steps_beside… has one
+    plan = make_plan(load_audit(write_audit(**one)))
     first = plan_summary(plan)
     monkeypatch.setattr(probe, "measure_shape", lambda *a: pytest.fail("measured again"))
     monkeypatch.setattr(probe, "measure_steps", lambda *a: pytest.fail("measured again"))
     monkeypatch.setattr(probe.subprocess, "run", lambda *a, **k: pytest.fail("started again"))
     assert plan_summary(plan) == first
-    changed = make_plan(load_audit(write_audit(recipe={"lr": 1e-3, "steps": 20})))
+    changed = make_plan(load_audit(write_audit(recipe={"lr": 1e-3, "steps": 20}, **one)))
     assert plan_summary(changed).estimated_wall_s is not None  # LR and steps: same shape
-    wider = make_plan(load_audit(write_audit(recipe={"batch_tokens": 1024})))
+    wider = make_plan(load_audit(write_audit(recipe={"batch_tokens": 1024}, **one)))
     with pytest.raises(pytest.fail.Exception, match="measured again"):
         plan_summary(wider)
     assert estimate.estimate(wider, measure=False)[wider.runs[0].path].seconds is None

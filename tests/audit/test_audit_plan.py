@@ -137,7 +137,7 @@ def test_scale_token_budget_sets_steps(write_audit):
 
 
 def test_plan_json_lists_runs_and_writes_nothing(write_audit, tmp_path: Path):
-    path = write_audit(arms=["qk_norm", "geglu"])
+    path = write_audit(arms=["qk_norm", "geglu"], executor={"workers": 1})  # no neighbour
     result = CliRunner().invoke(app, ["plan", str(path), "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)

@@ -148,6 +148,8 @@ def test_sigkill_mid_audit_then_rerun(audit_file: Path, reference: Path, tmp_pat
     assert_same_results(audit_dir, reference)
 
 
+# 23 s: two real `run` processes; test_audit_claims covers the claim races unit by unit
+@pytest.mark.slow
 def test_two_run_processes_execute_each_run_once(audit_file: Path, reference: Path, tmp_path: Path):
     runs = tmp_path / "runs"
     argv = cli_command("run", str(audit_file), "--runs-dir", str(runs), "--quiet")

@@ -52,6 +52,8 @@ def test_default_data_order_is_fixed_and_optionally_varies_with_seed():
     assert derive_seed(1, "init") != derive_seed(1, "dropout")
 
 
+# 21 s: a real SIGKILL of a 400-step run; test_core_resume covers every interrupt phase in-process
+@pytest.mark.slow
 def test_killed_run_resumes_to_the_uninterrupted_curve(tmp_path):
     steps = 400
     cmd = [
