@@ -58,7 +58,8 @@ def test_the_record_table_is_what_results_csv_holds_row_for_row(write_audit, tmp
     assert {row.origin for row in records.rows} == {
         str(d / store.DONE) for d in store.audit_run_dirs(audit_dir)
     }
-    results, _ = store.export(audit_dir)
+    assert store.export(audit_dir) == records
+    results = audit_dir / store.RESULTS_FILE
     assert results.read_text() == records.to_csv()  # the export is the same table, as CSV
     assert _rows(load_table(results)) == _rows(records)
 

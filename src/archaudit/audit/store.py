@@ -311,11 +311,11 @@ def _cell(value: float | None) -> str:
     return repr(float(value)) if value is not None and math.isfinite(value) else ""
 
 
-def export(audit_dir: Path, statuses: Iterable[RunStatus] | None = None) -> tuple[Path, Path]:
+def export(audit_dir: Path, statuses: Iterable[RunStatus] | None = None) -> Table:
     """Write results.csv (`results_table` as CSV, the `archaudit.stats` input for users) and
-    items.csv from the run directories. A table that already holds these rows is left alone, so
-    `stats` and `status` read a finished audit in a read-only folder, and concurrent readers
-    rewrite nothing."""
+    items.csv from the run directories, and return that results table. A file that already
+    holds these rows is left alone, so `stats` and `status` read a finished audit in a
+    read-only folder, and concurrent readers rewrite nothing."""
     if statuses is None:
         statuses = [run_status(d) for d in audit_run_dirs(audit_dir)]
     statuses = _in_order(statuses)
@@ -332,7 +332,7 @@ def export(audit_dir: Path, statuses: Iterable[RunStatus] | None = None) -> tupl
             continue
         atomic_write_text(path, text)
         parquet_twin(path, load)  # results.parquet, items.parquet: the `frames` extra
-    return results, items
+    return table
 
 
 def _holds(path: Path, text: str) -> bool:

@@ -135,7 +135,8 @@ def _load(source: Path) -> tuple[Table, list[str]]:
 
     if not (source / store.AUDIT_FILE).is_file():
         return load_table(source), []
-    statuses = store.refresh_export(source)
+    statuses = [store.run_status(d) for d in store.audit_run_dirs(source)]
+    table = store.export(source, statuses)
     counts = store.state_counts(statuses)
     finished = sum(counts.get(state, 0) for state in store.FINISHED_STATES)
     open_runs = {state: n for state, n in counts.items() if state not in store.FINISHED_STATES}
@@ -150,7 +151,7 @@ def _load(source: Path) -> tuple[Table, list[str]]:
         f"{total - finished} of {total} runs unfinished ({states}): the verdicts cover the "
         f"{finished} finished runs only, and arms without a finished run are missing"
     )
-    return store.results_table(source, statuses), [note] if open_runs else []
+    return table, [note] if open_runs else []
 
 
 def _loop_families(
