@@ -101,14 +101,18 @@ def shown(delta, interval, threshold, mde, verdict) -> tuple[str, ...]:
     return (signed(delta), bounds, pvalue(threshold), num(mde), verdict)
 
 
-def from_json(audit: Path, metric: str, scale: str) -> dict[str, tuple[str, ...]]:
+def json_arms(audit: Path, metric: str, scale: str) -> list[dict]:
+    """The arms of `archaudit stats verdicts --json` for one metric and scale."""
     command = ["stats", "verdicts", str(audit), "--metric", metric, "--scale", scale, "--json"]
     result = CliRunner().invoke(app, command)
     assert result.exit_code == 0, result.output
-    arms = json.loads(result.output)["arms"]
+    return json.loads(result.output)["arms"]
+
+
+def from_json(audit: Path, metric: str, scale: str) -> dict[str, tuple[str, ...]]:
     return {
         a["arm"]: shown(a["delta"], a["interval"], a["threshold"], a["mde"], a["verdict"])
-        for a in arms
+        for a in json_arms(audit, metric, scale)
     }
 
 
@@ -125,6 +129,16 @@ def from_frame(audit: Path, metric: str, scale: str) -> dict[str, tuple[str, ...
 def from_report(report, metric: str, scale: str) -> dict[str, tuple[str, ...]]:
     (v,) = [v for v in report.data.verdicts if (v.metric, v.scale) == (metric, scale)]
     return {a.arm: shown(a.delta, a.interval, a.threshold, a.mde, a.verdict) for a in v.arms}
+
+
+def seed_dots_of_json(audit: Path, metric: str, scale: str) -> dict[str, list[float]]:
+    return {a["arm"]: a["seed_deltas"] for a in json_arms(audit, metric, scale)}
+
+
+def seed_dots_of_report(report, metric: str, scale: str) -> dict[str, list[float]]:
+    """The forest plot's seed dots: each seed's Δ as the report's data holds it."""
+    (v,) = [v for v in report.data.verdicts if (v.metric, v.scale) == (metric, scale)]
+    return {a.arm: list(a.seed_deltas) for a in v.arms}
 
 
 def from_markdown(markdown: str, metric: str, scale: str) -> dict[str, tuple[str, ...]]:
@@ -159,6 +173,9 @@ def test_every_room_says_the_same_numbers_for_every_arm(audits, design):
             assert from_frame(audit, metric, scale) == expected, (metric, scale)
             assert from_report(report, metric, scale) == expected, (metric, scale)
             assert from_markdown(markdown, metric, scale) == expected, (metric, scale)
+            assert seed_dots_of_report(report, metric, scale) == seed_dots_of_json(
+                audit, metric, scale
+            ), (metric, scale)
 
 
 def test_the_loop_judges_the_audits_downstream_avg_not_each_runs(audits):
