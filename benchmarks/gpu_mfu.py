@@ -30,7 +30,7 @@ from archaudit.config import ModelConfig, Recipe
 from archaudit.mods import resolve_arm
 from archaudit.train import train
 
-ATTENTION_OUTPUT_ARMS = ("softpick", "ssmax", "gated_attention", "sigmoid_attn", "diff_attn")
+ATTENTION_OUTPUT_ARMS = ("softpick", "ssmax", "gated_attn", "sigmoid_attn", "diff_attn")
 SIZES = {
     "gpu": {"model": dict(d_model=768, n_layers=18, n_heads=12, context_length=1024),
             "batch_tokens": 16 * 1024, "steps": 30, "warmup": 10, "matmul": 8192,

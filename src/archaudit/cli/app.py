@@ -9,17 +9,19 @@ import typer.core
 
 from archaudit.cli.options import Plugins, load_plugin_modules
 
-_option_type = typer.core.TyperOption.display_type_rich
+# typer < 0.2x has no `display_type_rich` (nor shows a type for flags): nothing to patch there.
+_option_type = getattr(typer.core.TyperOption, "display_type_rich", None)
 
 
 def _flag_type(self: typer.core.TyperOption, ctx: Any) -> str | None:
     """A flag takes no value, so --help shows no type for it (typer 0.2x writes `<bool>`).
     `ctx` is the click context of typer's private copy of click, hence `Any`."""
-    return None if self.is_flag else _option_type(self, ctx)
+    return None if self.is_flag or _option_type is None else _option_type(self, ctx)
 
 
 # The one patch of typer, for --help; mypy rightly flags a method replaced at run time.
-typer.core.TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign]
+if _option_type is not None:
+    typer.core.TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign]
 
 app = typer.Typer(
     name="archaudit",
