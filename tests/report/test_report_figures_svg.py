@@ -70,12 +70,19 @@ def test_each_arm_has_one_colour_across_every_figure(audit_report: Report) -> No
     assert all(f"{arm} {audit_report.data.colours[arm].name}" in key.text for arm in arms)
 
 
+def power_gid(svg: str, scale: str, part: str) -> str:
+    """The gid of the power figure's `part` for `scale`: scales that ran one design share a
+    curve, named after all of them (`power--d48--d64--curve`)."""
+    gids = [m["gid"] for m in PATH.finditer(svg) if m["gid"].startswith("power--")]
+    return next(g for g in gids if g.endswith(f"--{part}") and scale in g.split("--")[1:-1])
+
+
 def check_mde_meets_curve(svg: str, scale: str, target: float) -> float:
     """The power at which the MDE line meets the curve, read from the SVG's coordinates: the
     MDE line rises from power 0 to the target, so its two ends give the y scale."""
-    (x, y_zero), (_, y_top) = vertices(svg, f"power--{scale}--mde")
+    (x, y_zero), (_, y_top) = vertices(svg, power_gid(svg, scale, "mde"))
     per_unit = (y_zero - y_top) / target
-    curve = vertices(svg, f"power--{scale}--curve")
+    curve = vertices(svg, power_gid(svg, scale, "curve"))
     for (x0, y0), (x1, y1) in itertools.pairwise(curve):
         if x0 <= x <= x1:
             y = y0 + (y1 - y0) * (x - x0) / (x1 - x0) if x1 > x0 else y0
@@ -166,3 +173,23 @@ def test_every_arm_of_a_sequential_audit_has_an_interval(tmp_path: Path) -> None
     for case in report.data.power:
         assert case.curve.method.startswith("sequential loop, simulated")
         assert check_mde_meets_curve(power.svg, case.scale, 0.8) == pytest.approx(0.8, abs=0.02)
+
+
+def test_scales_that_ran_one_design_share_one_curve_and_one_mde_label() -> None:
+    from archaudit.report.data import PowerCase
+    from archaudit.report.figures import power_curves
+    from archaudit.stats.simulation.power import PowerCurve
+
+    curve = PowerCurve(method="sequential", target=0.8, mde_sigmas=7.7,
+                       points=((0.0, 0.02), (7.7, 0.8), (12.0, 0.99)))  # fmt: skip
+    other = PowerCurve(method="fixed", target=0.8, mde_sigmas=9.1,
+                       points=((0.0, 0.02), (9.1, 0.8), (14.0, 0.99)))  # fmt: skip
+    cases = [
+        PowerCase(metric="val_loss", scale=scale, sigma=0.02, arm_seeds=(3,), baseline_seeds=3,
+                  m=4, curve=c, seeds_for=())  # fmt: skip
+        for scale, c in (("d48", curve), ("d64", curve), ("d96", other))
+    ]
+    svg = power_curves("power-val_loss", "val_loss", cases).svg
+    gids = sorted(m["gid"] for m in PATH.finditer(svg) if m["gid"].startswith("power--"))
+    assert [g for g in gids if g.endswith("--mde")] == ["power--d48--d64--mde", "power--d96--mde"]
+    assert power_gid(svg, "d64", "curve") == "power--d48--d64--curve"

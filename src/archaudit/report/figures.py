@@ -440,24 +440,24 @@ SCALE_STYLES = (("#222222", "-"), ("#666666", "--"), ("#999999", "-."), ("#44444
 
 @styled
 def power_curves(key: str, metric: str, cases: Sequence[PowerCase]) -> Figure:
-    """Probability of a verdict against the true effect, per scale's design as it ran; the MDE
-    rises from the axis to the curve at the target power."""
+    """Probability of a verdict against the true effect, per design as it ran; the MDE rises
+    from the axis to the curve at the target power. Scales that ran the same design share one
+    curve and one MDE label (two scales of the demo once drew "MDE 7.7σ" twice on one spot)."""
     fig, (ax,) = _new(5.0, 3.6)
     target = cases[0].curve.target
-    for i, case in enumerate(cases):
+    for i, (scales, case) in enumerate(same_design_groups(cases)):
         colour, dashes = SCALE_STYLES[i % len(SCALE_STYLES)]
         effects, probabilities = zip(*case.curve.points, strict=True)
         seeds = "/".join(map(str, case.arm_seeds))
         kind = "sequential loop" if case.curve.method.startswith("sequential") else "fixed design"
-        label = (
-            f"{case.scale}: {kind}, {case.m} arms × {seeds} seeds, baseline {case.baseline_seeds}"
-        )
+        names = ", ".join(scales)
+        label = f"{names}: {kind}, {case.m} arms × {seeds} seeds, baseline {case.baseline_seeds}"
         (line,) = ax.plot(effects, probabilities, color=colour, ls=dashes, lw=1.5, label=label)
-        line.set_gid(f"power--{case.scale}--curve")
+        line.set_gid(f"power--{'--'.join(scales)}--curve")
         mde = case.curve.mde_sigmas
         if mde is not None:
             rise = ax.vlines(mde, 0.0, target, colors=colour, linestyles=":", lw=1.2)
-            rise.set_gid(f"power--{case.scale}--mde")
+            rise.set_gid(f"power--{'--'.join(scales)}--mde")
             # beside its line, on the side with room: never past the canvas' right edge
             left = mde > 0.6 * max(effects)
             ax.annotate(f"MDE {formatting.num(mde, 2)}σ", (mde, 0.04 + 0.07 * i),
@@ -468,6 +468,16 @@ def power_curves(key: str, metric: str, cases: Sequence[PowerCase]) -> Figure:
     ax.set_title(f"power on {metric} (target {target:.0%})", fontsize=9)
     fig.legend(loc="outside lower center", fontsize=7, frameon=False, ncols=1)
     return render(key, fig, f"Power against true effect for {metric}")
+
+
+def same_design_groups(cases: Sequence[PowerCase]) -> list[tuple[list[str], PowerCase]]:
+    """The cases with one curve, one MDE and one design, each group with its scales in order."""
+    groups: dict[tuple, tuple[list[str], PowerCase]] = {}
+    for case in cases:
+        design = (case.curve.points, case.curve.mde_sigmas, case.curve.method, case.m,
+                  case.arm_seeds, case.baseline_seeds)  # fmt: skip
+        groups.setdefault(design, ([], case))[0].append(case.scale)
+    return list(groups.values())
 
 
 # ---------------------------------------------------------------------------------------------
