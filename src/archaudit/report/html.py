@@ -43,6 +43,11 @@ tbody tr:nth-child(even) td:first-child { background: #fafafa; }
      of squeezing into a column one word wide and many lines tall. */
   .scroll table { width: max-content; }
   .scroll td, .scroll th { max-width: 16rem; }
+  .wide::before { content: attr(data-columns) " columns: the table scrolls sideways \\2192";
+    display: block; position: sticky; left: 0; font-size: .75rem; color: #666; }
+  /* Figures keep their drawn size (text ≥ 9 px) and scroll, rather than shrink to 5-6 px text. */
+  figure { overflow-x: auto; }
+  figure svg { min-width: 30rem; }
 }
 @media print {
   body { max-width: none; font-size: 10pt; }
@@ -53,6 +58,10 @@ tbody tr:nth-child(even) td:first-child { background: #fafafa; }
   .scroll { overflow: visible; }
 }
 """
+
+
+WIDE = 4
+"""Tables with more columns than this carry a "scrolls sideways" line on a phone."""
 
 
 def render_html(title: str, subtitle: str, sections: Sequence[Section]) -> str:
@@ -101,8 +110,10 @@ def _block(block: Block) -> str:
             "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>"
             for row in block.rows
         )
+        # A phone shows a wide table's first columns only: say that the rest scrolls into view.
+        wide = f' wide" data-columns="{len(block.columns)}' if len(block.columns) > WIDE else ""
         return (
-            f'{caption}<div class="scroll"><table><thead><tr>{head}</tr></thead>'
+            f'{caption}<div class="scroll{wide}"><table><thead><tr>{head}</tr></thead>'
             f"<tbody>{rows}</tbody></table></div>"
         )
     raise TypeError(f"unknown report block {block!r}")
