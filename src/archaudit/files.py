@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +29,20 @@ from archaudit.errors import DataError
 def cache_dir() -> Path:
     """Where archaudit keeps what it can rebuild (token caches, design error rates)."""
     return Path(os.environ.get("ARCHAUDIT_CACHE", Path.home() / ".cache" / "archaudit"))
+
+
+def read_regular_text(path: Path) -> str | None:
+    """The text of `path` when it is a regular file; None when it is missing or anything else
+    (a FIFO, a device, a folder: reading one could block forever or never end). Opened without
+    blocking, so a FIFO swapped in after the check cannot hang the reader either."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return handle.read().decode("utf-8", errors="replace")
 
 
 def _umask() -> int:

@@ -94,7 +94,10 @@ def design_level(design: AuditDesign, profile: Profile = NO_PROFILE) -> float:
             for m in models
         )
 
-    return cached("level", fields, "level", simulate, float)
+    def valid(level: float) -> bool:
+        return 0.0 <= level <= design.alpha  # NaN fails both
+
+    return cached("level", fields, "level", simulate, float, valid)
 
 
 def audit_level(design: AuditDesign, bounds: np.ndarray) -> tuple[float, Profile]:

@@ -217,4 +217,7 @@ def _rates(
     def read(stored: Any) -> dict[str, tuple[float, float]]:
         return {name: (float(a), float(b)) for name, (a, b) in stored.items()}
 
-    return cached("design", fields, "rates", simulate, read)
+    def valid(rates: dict[str, tuple[float, float]]) -> bool:
+        return set(rates) == set(PANEL) and all(0.0 <= r <= 1.0 for p in rates.values() for r in p)
+
+    return cached("design", fields, "rates", simulate, read, valid)
