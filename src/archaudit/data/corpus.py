@@ -30,8 +30,8 @@ from archaudit.data.tokenizers import (
     load_tokenizer,
 )
 from archaudit.errors import ConfigError, DataError
-from archaudit.files import atomic_write, cache_dir
-from archaudit.progress import log
+from archaudit.files import atomic_write, cache_dir, read_regular_text
+from archaudit.progress import log, warn
 
 
 @dataclass(frozen=True)
@@ -100,26 +100,12 @@ def prepare_corpus(recipe: Recipe, cache: Path | None = None) -> TokenCorpus:
     folder = (cache or cache_dir()) / "tokens" / key
     tok_file = folder / "tokenizer.json"
     spec = f"hf:{tok_file}" if tok_file.is_file() else recipe.tokenizer
-    meta_file = folder / "meta.json"
-    if not meta_file.is_file() and not text().strip():
+    meta = _verified_meta(folder)
+    if meta is None and not text().strip():
         raise DataError(f"corpus {recipe.corpus!r} is empty")
     tokenizer = load_tokenizer(spec, lambda: _chunks(text()))
-    if not meta_file.is_file():
-        ids = encode(tokenizer, text())
-        dtype = np.uint16 if tokenizer.vocab_size <= 2**16 else np.uint32
-        n_val = max(int(len(ids) * recipe.val_fraction), 1)
-        folder.mkdir(parents=True, exist_ok=True)
-        if isinstance(tokenizer, HFTokenizer):
-            atomic_write(tok_file, lambda p: tokenizer.save(p))
-        atomic_write(folder / "tokens.bin", lambda p: np.asarray(ids, dtype=dtype).tofile(p))
-        meta = {
-            "n_tokens": len(ids),
-            "n_val": n_val,
-            "dtype": np.dtype(dtype).name,
-            "n_bytes": len(text().encode("utf-8")),
-        }
-        atomic_write(meta_file, lambda p: p.write_text(json.dumps(meta)))
-    meta = json.loads(meta_file.read_text())
+    if meta is None:
+        meta = _write_tokens(folder, tokenizer, text(), recipe.val_fraction)
     tokens = np.memmap(folder / "tokens.bin", dtype=meta["dtype"], mode="r")
     split = meta["n_tokens"] - meta["n_val"]
     return TokenCorpus(
@@ -129,6 +115,64 @@ def prepare_corpus(recipe: Recipe, cache: Path | None = None) -> TokenCorpus:
         bytes_per_token=meta["n_bytes"] / meta["n_tokens"],
         key=key,
     )
+
+
+def _write_tokens(folder: Path, tokenizer: Tokenizer, text: str, val_fraction: float) -> dict:
+    """Tokenise `text` into `folder`: tokens.bin, then meta.json with the tokens' SHA-256 (the
+    meta last, so that a killed writer leaves no entry that `_verified_meta` would accept)."""
+    ids = encode(tokenizer, text)
+    dtype = np.uint16 if tokenizer.vocab_size <= 2**16 else np.uint32
+    folder.mkdir(parents=True, exist_ok=True)
+    if isinstance(tokenizer, HFTokenizer):
+        atomic_write(folder / "tokenizer.json", lambda p: tokenizer.save(p))
+    data = np.asarray(ids, dtype=dtype).tobytes()
+    atomic_write(folder / "tokens.bin", lambda p: p.write_bytes(data))
+    meta = {
+        "n_tokens": len(ids),
+        "n_val": max(int(len(ids) * val_fraction), 1),
+        "dtype": np.dtype(dtype).name,
+        "n_bytes": len(text.encode("utf-8")),
+        "sha256": hashlib.sha256(data).hexdigest(),
+    }
+    atomic_write(folder / "meta.json", lambda p: p.write_text(json.dumps(meta)))
+    return meta
+
+
+def _verified_meta(folder: Path) -> dict | None:
+    """The cached tokens' meta.json when the entry proves itself: well-formed fields, a regular
+    tokens.bin of exactly n_tokens tokens, and the SHA-256 the meta recorded. Otherwise None
+    (rebuilt by the caller), with one line when an entry was there but did not check out: a
+    zeroed or truncated tokens.bin would otherwise train on the wrong data without a word."""
+    text = read_regular_text(folder / "meta.json")
+    if text is None:
+        if (folder / "meta.json").exists():
+            warn(f"{folder / 'meta.json'}: not a regular file; the token cache is rebuilt")
+        return None
+    try:
+        meta = json.loads(text)
+        dtype = np.dtype(meta["dtype"]) if meta["dtype"] in ("uint16", "uint32") else None
+        n_tokens, n_val = meta["n_tokens"], meta["n_val"]
+        sizes_ok = type(n_tokens) is int and type(n_val) is int and 0 < n_val <= n_tokens
+        tokens = folder / "tokens.bin"
+        if dtype is None or not sizes_ok or not meta["n_bytes"] > 0 or not tokens.is_file():
+            raise ValueError
+        if tokens.stat().st_size != n_tokens * dtype.itemsize:
+            raise ValueError
+        if _file_sha256(tokens) != meta["sha256"]:
+            raise ValueError
+    except (ValueError, KeyError, TypeError):
+        warn(f"{folder}: a token cache entry that does not check out (meta, size or checksum); "
+             "rebuilt")  # fmt: skip
+        return None
+    return meta
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _prepared_corpus(recipe: Recipe, folder: str | Path) -> TokenCorpus:

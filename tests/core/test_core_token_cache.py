@@ -1,0 +1,70 @@
+"""Issue 44: the token cache proves itself before a run trains on it. A zeroed or truncated
+tokens.bin, a garbage or lying meta.json, or a FIFO in their place is rebuilt with one line,
+and the corpus read back equals the honest one."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from archaudit.config import Recipe
+from archaudit.data.corpus import prepare_corpus
+
+RECIPE = Recipe(corpus_chars=20_000)
+
+
+def zero_tokens(folder: Path) -> None:
+    tokens = folder / "tokens.bin"
+    tokens.write_bytes(bytes(tokens.stat().st_size))  # right size, wrong data
+
+
+def truncate_tokens(folder: Path) -> None:
+    tokens = folder / "tokens.bin"
+    tokens.write_bytes(tokens.read_bytes()[:100])
+
+
+def garbage_meta(folder: Path) -> None:
+    (folder / "meta.json").write_text("{not json")
+
+
+def lying_meta(folder: Path) -> None:
+    meta = json.loads((folder / "meta.json").read_text())
+    (folder / "meta.json").write_text(json.dumps({**meta, "n_tokens": meta["n_tokens"] + 7}))
+
+
+def fifo_meta(folder: Path) -> None:
+    (folder / "meta.json").unlink()
+    os.mkfifo(folder / "meta.json")
+
+
+def odd_fields(folder: Path) -> None:
+    meta = json.loads((folder / "meta.json").read_text())
+    (folder / "meta.json").write_text(json.dumps({**meta, "n_val": "x", "dtype": "float64"}))
+
+
+@pytest.mark.parametrize(
+    "tamper", [zero_tokens, truncate_tokens, garbage_meta, lying_meta, fifo_meta, odd_fields]
+)
+def test_a_tampered_token_cache_is_rebuilt_and_reads_back_the_same(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tamper: Callable[[Path], None]
+) -> None:
+    first = prepare_corpus(RECIPE, cache=tmp_path)
+    train, val = np.array(first.train), np.array(first.val)  # copies: the memmap sees tampering
+    (folder,) = (tmp_path / "tokens").iterdir()
+    tamper(folder)
+    capsys.readouterr()
+    again = prepare_corpus(RECIPE, cache=tmp_path)
+    assert np.array_equal(again.train, train) and np.array_equal(again.val, val)
+    assert "rebuilt" in capsys.readouterr().err
+
+
+def test_an_honest_cache_is_read_silently(tmp_path: Path, capsys) -> None:
+    prepare_corpus(RECIPE, cache=tmp_path)
+    capsys.readouterr()
+    prepare_corpus(RECIPE, cache=tmp_path)
+    assert capsys.readouterr().err == ""
