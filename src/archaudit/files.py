@@ -13,6 +13,7 @@ one line naming the path and the option that chooses another.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -43,6 +44,49 @@ def read_regular_text(path: Path) -> str | None:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         return handle.read().decode("utf-8", errors="replace")
+
+
+class BadEntry(Exception):
+    """A cache entry that is there but does not prove itself; the message says why."""
+
+
+def load_entry(path: Path, key: str, parse: Callable[[Any], T]) -> T | None:
+    """The value of a cache entry written by `store_entry`, or None when there is none. An entry
+    is believed only when its key equals `key`, the SHA-256 of its value matches, and `parse`
+    accepts the value (it raises ValueError, KeyError or TypeError on a value out of range):
+    otherwise `BadEntry`, so that the caller recomputes and says so, never trusts it."""
+    text = read_regular_text(path)
+    if text is None:
+        if path.exists() or path.is_symlink():
+            raise BadEntry(f"{path}: not a regular file")
+        return None
+    try:
+        stored = json.loads(text)
+        if stored.get("key") != key:
+            raise BadEntry(f"{path}: written for another key")
+        if stored.get("sha256") != value_checksum(stored["value"]):
+            raise BadEntry(f"{path}: its checksum does not match its value")
+        return parse(stored["value"])
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise BadEntry(f"{path}: unreadable or out of range ({error})") from None
+
+
+def store_entry(path: Path, key: str, value: Any) -> bool:
+    """Write a cache entry atomically; False (nothing raised) when the cache folder is read-only,
+    full or not a folder: a cache may only cost time."""
+    if path.exists() and not path.is_file():
+        return False  # a FIFO or folder in the way is left alone
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        entry = {"key": key, "sha256": value_checksum(value), "value": value}
+        atomic_write_text(path, json.dumps(entry, indent=1))
+    except (OSError, DataError):
+        return False
+    return True
+
+
+def value_checksum(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
 
 
 def _umask() -> int:

@@ -185,8 +185,16 @@ def test_scales_that_ran_one_design_share_one_curve_and_one_mde_label() -> None:
     other = PowerCurve(method="fixed", target=0.8, mde_sigmas=9.1,
                        points=((0.0, 0.02), (9.1, 0.8), (14.0, 0.99)))  # fmt: skip
     cases = [
-        PowerCase(metric="val_loss", scale=scale, sigma=0.02, arm_seeds=(3,), baseline_seeds=3,
-                  m=4, curve=c, seeds_for=())  # fmt: skip
+        PowerCase(
+            metric="val_loss",
+            scale=scale,
+            sigma=0.02,
+            arm_seeds=(3,),
+            baseline_seeds=3,
+            m=4,
+            curve=c,
+            seeds_for=(),
+        )
         for scale, c in (("d48", curve), ("d64", curve), ("d96", other))
     ]
     svg = power_curves("power-val_loss", "val_loss", cases).svg

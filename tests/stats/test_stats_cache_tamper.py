@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from archaudit.files import value_checksum as checksum
 from archaudit.stats import AuditDesign, design_rate
 from archaudit.stats.simulation.calibrate import design_level
-from archaudit.stats.simulation.disk_cache import cached, checksum
+from archaudit.stats.simulation.disk_cache import cached
 
 DESIGN = AuditDesign((2, 2), 3)
 
@@ -37,7 +38,7 @@ def level_file(cache: Path) -> Path:
 
 def rewrite(path: Path, level: object, *, fix_checksum: bool) -> None:
     stored = json.loads(path.read_text())
-    stored["level"] = level
+    stored["value"] = level
     if fix_checksum:
         stored["sha256"] = checksum(level)
     path.write_text(json.dumps(stored))
@@ -65,7 +66,7 @@ def test_a_torn_entry_and_a_foreign_key_are_recomputed(cache: Path) -> None:
     assert fresh_level() == honest
     stored = json.loads(path.read_text())
     stored["key"] = stored["key"].replace("2", "3")
-    stored["sha256"] = checksum(stored["level"])
+    stored["sha256"] = checksum(stored["value"])
     path.write_text(json.dumps(stored))
     assert fresh_level() == honest
 
@@ -85,7 +86,7 @@ def test_a_read_only_cache_computes_without_caching(cache: Path) -> None:
     try:
         calls: list[int] = []
         for _ in range(2):
-            assert cached("t", {"a": 1}, "v", lambda: calls.append(1) or 0.5, float) == 0.5
+            assert cached("t", {"a": 1}, lambda: calls.append(1) or 0.5, float) == 0.5
         assert len(calls) == 2 - (os.geteuid() == 0)  # root writes anyway
     finally:
         cache.chmod(0o700)
@@ -97,12 +98,35 @@ def test_tampered_design_rates_are_recomputed(
     honest = design_rate(DESIGN)
     (path,) = cache.glob("design-*.json")
     stored = json.loads(path.read_text())
-    name = next(iter(stored["rates"]))
-    stored["rates"][name] = [1.5, 0.0]
-    stored["sha256"] = checksum(stored["rates"])
+    name = next(iter(stored["value"]))
+    stored["value"][name] = [1.5, 0.0]
+    stored["sha256"] = checksum(stored["value"])
     path.write_text(json.dumps(stored))
     from archaudit.stats.simulation import design_rate as module
 
     module._rates.cache_clear()
     assert design_rate(DESIGN) == honest
+    assert "recomputed" in capsys.readouterr().err
+
+
+def test_a_tampered_sequential_rate_is_recomputed(
+    cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from archaudit.stats.simulation.sequential import SequentialRule, sequential_design_rate
+
+    rule = SequentialRule(max_seeds=3)
+    honest = sequential_design_rate(2, rule, audits=200)
+    (path,) = cache.glob("sequential-*.json")
+    stored = json.loads(path.read_text())
+    stored["value"]["fwer"] = 0.0  # "no false verdicts at all", the checksum left stale
+    path.write_text(json.dumps(stored))
+    sequential_design_rate.cache_clear()
+    assert sequential_design_rate(2, rule, audits=200) == honest
+    stored = json.loads(path.read_text())
+    stored["value"]["fwer"] = -0.5
+    stored["sha256"] = checksum(stored["value"])
+    path.write_text(json.dumps(stored))
+    sequential_design_rate.cache_clear()
+    capsys.readouterr()
+    assert sequential_design_rate(2, rule, audits=200) == honest
     assert "recomputed" in capsys.readouterr().err

@@ -34,8 +34,8 @@ from subprocess import PIPE
 from typing import TYPE_CHECKING, Any
 
 from archaudit.config import ModelConfig, to_dict
-from archaudit.files import atomic_write_text, cache_dir
-from archaudit.progress import log
+from archaudit.files import BadEntry, cache_dir, load_entry, store_entry
+from archaudit.progress import log, warn
 
 if TYPE_CHECKING:
     from archaudit.audit.plan import RunSpec
@@ -216,20 +216,34 @@ def _cpu_model() -> str:
 def cached(
     key: dict[str, Any], what: str, measure: Callable[[], dict[str, Any]] | None
 ) -> dict[str, Any] | None:
-    """`measure()`'s result stored under `key`; measured (saying so) when absent, or None
-    without `measure`."""
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
-    path = cache_dir() / "probes" / f"{digest}.json"
+    """`measure()`'s result stored under `key`; measured (saying so) when absent or when the
+    stored entry does not prove itself (`files.load_entry`: key, checksum, finite non-negative
+    seconds), or None without `measure`. A read-only or full cache only costs the measurement."""
+    text = json.dumps(key, sort_keys=True)
+    path = cache_dir() / "probes" / f"{hashlib.sha256(text.encode()).hexdigest()[:20]}.json"
     try:
-        return json.loads(path.read_text())["value"]
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+        value = load_entry(path, text, _seconds)
+        if value is not None:
+            return value
+    except BadEntry as bad:
+        warn(f"{bad}; measured again")
     if measure is None:
         return None
     log(f"plan: measuring {what} on this machine (once; cached in {path.parent})")
     value = measure()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps({"key": key, "value": value}, indent=2))
+    store_entry(path, text, value)
+    return value
+
+
+def _seconds(value: Any) -> dict[str, Any]:
+    """A stored measurement: a (nested) mapping whose leaves are finite seconds ≥ 0."""
+    leaves = [value]
+    while leaves:
+        leaf = leaves.pop()
+        if isinstance(leaf, dict) and leaf:
+            leaves.extend(leaf.values())
+        elif isinstance(leaf, bool) or not isinstance(leaf, int | float) or not 0 <= leaf < 1e9:
+            raise ValueError(f"{leaf!r} is not a time in seconds")
     return value
 
 

@@ -33,7 +33,7 @@ from functools import lru_cache
 import numpy as np
 
 from archaudit.stats.simulation.design import AuditDesign
-from archaudit.stats.simulation.disk_cache import cached
+from archaudit.stats.simulation.disk_cache import cached, in_range
 from archaudit.stats.simulation.noise_models import PANEL, parse_one
 from archaudit.stats.simulation.null_kernel import MIN_AUDITS, affordable, simulate_outcomes
 from archaudit.stats.simulation.profile import (
@@ -94,10 +94,7 @@ def design_level(design: AuditDesign, profile: Profile = NO_PROFILE) -> float:
             for m in models
         )
 
-    def valid(level: float) -> bool:
-        return 0.0 <= level <= design.alpha  # NaN fails both
-
-    return cached("level", fields, "level", simulate, float, valid)
+    return cached("level", fields, simulate, lambda v: in_range(v, 0.0, design.alpha))
 
 
 def audit_level(design: AuditDesign, bounds: np.ndarray) -> tuple[float, Profile]:

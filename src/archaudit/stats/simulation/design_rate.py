@@ -22,7 +22,7 @@ from archaudit.formatting import num
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.simulation.calibrate import design_level
 from archaudit.stats.simulation.design import AuditDesign
-from archaudit.stats.simulation.disk_cache import cached
+from archaudit.stats.simulation.disk_cache import cached, in_range
 from archaudit.stats.simulation.noise_models import NORMAL, PANEL, WIDEST_FACTOR, parse_one
 from archaudit.stats.simulation.null_kernel import (
     DRAW_BUDGET,
@@ -214,10 +214,11 @@ def _rates(
             for name in PANEL
         }
 
-    def read(stored: Any) -> dict[str, tuple[float, float]]:
-        return {name: (float(a), float(b)) for name, (a, b) in stored.items()}
+    def parse(stored: Any) -> dict[str, tuple[float, float]]:
+        if sorted(stored) != sorted(PANEL):
+            raise ValueError("not the panel's models")
+        return {
+            name: (in_range(a, 0.0, 1.0), in_range(b, 0.0, 1.0)) for name, (a, b) in stored.items()
+        }
 
-    def valid(rates: dict[str, tuple[float, float]]) -> bool:
-        return set(rates) == set(PANEL) and all(0.0 <= r <= 1.0 for p in rates.values() for r in p)
-
-    return cached("design", fields, "rates", simulate, read, valid)
+    return cached("design", fields, simulate, parse)

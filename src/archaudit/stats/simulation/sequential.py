@@ -39,17 +39,15 @@ one, so the audit loop and the simulation run exactly the same code.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from scipy import optimize, stats
 
 from archaudit.errors import ConfigError
-from archaudit.files import atomic_write_text, cache_dir
 from archaudit.stats.inference.family_test import (
     ROBUST,
     interval,
@@ -57,6 +55,7 @@ from archaudit.stats.inference.family_test import (
     standard_error,
 )
 from archaudit.stats.serialize import JsonResult
+from archaudit.stats.simulation.disk_cache import cached, in_range
 from archaudit.stats.simulation.noise_models import PANEL, NoiseModel, parse_one
 from archaudit.stats.simulation.power import PowerCurve, curve_points
 from archaudit.stats.simulation.simulate import PanelRate, panel_rate, worst
@@ -627,37 +626,34 @@ def sequential_design_rate(
     """Simulate the closed loop of this design under the null (seed 0), normal and over the
     noise panel, and bisect the planted effect that reaches 80% power; cached per design in
     this process and on disk (like `design_rate`)."""
-    key = json.dumps(
-        {"arms": arms, "rule": dataclasses.asdict(rule), "audits": audits, "panel": PANEL}
-        | {"panel_audits": SEQUENTIAL_PANEL_AUDITS, "v": SEQUENTIAL_RATE_VERSION},
-        sort_keys=True,
-    )
-    path = cache_dir() / "stats" / f"sequential-{hashlib.sha256(key.encode()).hexdigest()[:24]}"
-    try:
-        cached = json.loads(path.with_suffix(".json").read_text())
-        if cached.get("key") == key:
-            fwer, mde, rates = cached["fwer"], cached["mde"], cached["panel"]
-            return _sequential_rate(arms, rule, audits, fwer, mde, rates)
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    fwer = simulate_sequential(arms=arms, rule=rule, audits=audits).fwer
-    rates = {NORMAL_SPEC: fwer} | {
-        name: sequential_null_fwer(arms, rule, SEQUENTIAL_PANEL_AUDITS, 0, parse_one(name))
-        for name in PANEL
-        if name != NORMAL_SPEC
-    }
-    low, high = 0.0, 64.0
-    for _ in range(12):
-        mid = (low + high) / 2
-        found = planted_power(arms, rule, mid, audits // 4)
-        low, high = (low, mid) if found >= 0.8 else (mid, high)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        record = {"key": key, "fwer": fwer, "mde": high, "panel": rates}
-        atomic_write_text(path.with_suffix(".json"), json.dumps(record))
-    except OSError:
-        pass  # a read-only cache only costs the simulation next time
-    return _sequential_rate(arms, rule, audits, fwer, high, rates)
+    fields = {"arms": arms, "rule": dataclasses.asdict(rule), "audits": audits, "panel": PANEL}
+    fields |= {"panel_audits": SEQUENTIAL_PANEL_AUDITS, "v": SEQUENTIAL_RATE_VERSION}
+
+    def simulate() -> dict[str, Any]:
+        fwer = simulate_sequential(arms=arms, rule=rule, audits=audits).fwer
+        rates = {NORMAL_SPEC: fwer} | {
+            name: sequential_null_fwer(arms, rule, SEQUENTIAL_PANEL_AUDITS, 0, parse_one(name))
+            for name in PANEL
+            if name != NORMAL_SPEC
+        }
+        low, high = 0.0, 64.0
+        for _ in range(12):
+            mid = (low + high) / 2
+            found = planted_power(arms, rule, mid, audits // 4)
+            low, high = (low, mid) if found >= 0.8 else (mid, high)
+        return {"fwer": fwer, "mde": high, "panel": rates}
+
+    def parse(stored: Any) -> dict[str, Any]:
+        if sorted(stored["panel"]) != sorted(PANEL):
+            raise ValueError("not the panel's models")
+        return {
+            "fwer": in_range(stored["fwer"], 0.0, 1.0),
+            "mde": in_range(stored["mde"], 0.0, 64.0),
+            "panel": {name: in_range(r, 0.0, 1.0) for name, r in stored["panel"].items()},
+        }
+
+    found = cached("sequential", fields, simulate, parse)
+    return _sequential_rate(arms, rule, audits, found["fwer"], found["mde"], found["panel"])
 
 
 def _sequential_rate(
