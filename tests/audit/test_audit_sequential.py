@@ -3,6 +3,8 @@ with a stand-in for training (seed values drawn from a fixed function of arm and
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import json
 from pathlib import Path
 
@@ -24,7 +26,7 @@ from archaudit.audit.sequential import (
     run_until_settled,
 )
 from archaudit.audit.spec import load_audit
-from archaudit.cli import app
+from archaudit.cli import app, register_commands
 from archaudit.errors import ConfigError
 
 ARMS = ["qk_norm", "geglu", "post_ln", "softpick"]
@@ -295,3 +297,46 @@ def test_a_round_reads_back_as_the_records_it_was_written_from(tmp_path):
         "added": [{"arm": "a", "scale": "s", "seed": 2, "reason": "still open"}],
     }
     assert read_rounds(tmp_path)[1] == written == Round.from_json(written.to_json())
+
+
+@pytest.fixture
+def loop_above_alpha(monkeypatch):
+    """The sequential design's measured rate above α (the panel's worst at 0.083, as a 1-arm
+    loop measured before its level was calibrated), for every caller of the rate."""
+    from archaudit.stats.simulation import sequential as simulation
+    from archaudit.stats.simulation.simulate import panel_rate
+
+    real = simulation.sequential_design_rate
+
+    def above(arms, rule, audits=2000):
+        worst = panel_rate(0.083, 4000, rule.alpha, "hetero:6")
+        return dataclasses.replace(real(arms, rule, audits), panel_worst=worst)
+
+    judge_module = importlib.import_module("archaudit.stats.judge")  # the package hides it
+    for module in (sequential, judge_module, simulation):
+        monkeypatch.setattr(module, "sequential_design_rate", above)
+
+
+def test_a_one_arm_loop_above_alpha_prints_no_improver_or_regressor_anywhere(
+    write_audit, fake_training, loop_above_alpha, tmp_path
+):
+    """Issue 41, must-show 2: post_ln settles as a regressor by the loop's own boundaries, but
+    under a design whose rate is above α no command prints it as one."""
+    spec = load_audit(write_audit(arms=["post_ln"], seeds={"noise_floor": 3, "arms": 1}))
+    plan = make_plan(spec)
+    settled = run_until_settled(plan, SettleOptions(max_seeds=4), live=False)
+    (family,) = settled.families
+    (row,) = family.arms
+    assert (row.verdict, row.stopped) == ("nominal-regressor", "settled")
+    assert family.demoted == ("post_ln",)
+    register_commands()
+    printed = CliRunner().invoke(app, ["stats", str(plan.audit_dir), "--metric", "val_loss"])
+    assert printed.exit_code == 0, printed.output
+    assert "ABOVE α" in printed.output and "nominal-regressor" in printed.output
+    assert " regressor " not in printed.output.replace("nominal-regressor", "")
+    assert "reported as nominal: post_ln" in " ".join(printed.output.split())
+    document = CliRunner().invoke(
+        app, ["stats", str(plan.audit_dir), "--metric", "val_loss", "--json"]
+    )
+    verdicts = {a["arm"]: a["verdict"] for a in json.loads(document.stdout)["arms"]}
+    assert verdicts["post_ln"] == "nominal-regressor"

@@ -51,7 +51,10 @@ def read_loop_summary(audit_dir: Path) -> LoopSummary | None:
     if not summary or "rule" not in summary:
         return None
     families = tuple(
-        LoopFamily(**{**f, "arms": tuple(LoopArm(**arm) for arm in f["arms"])})
+        LoopFamily(
+            **{**f, "arms": tuple(LoopArm(**arm) for arm in f["arms"])}
+            | {"demoted": tuple(f.get("demoted", ()))}
+        )
         for f in summary["families"]
     )
     rule = SequentialRule(**summary["rule"])

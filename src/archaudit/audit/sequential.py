@@ -51,6 +51,7 @@ from archaudit.stats.simulation.sequential import (
     final_thresholds,
     look,
     next_seed_value,
+    sequential_design_rate,
 )
 from archaudit.stats.table import Row, Table
 from archaudit.stats.verdicts import DIVERGED, IMPROVER, REGRESSOR, classify
@@ -529,7 +530,7 @@ def _family_result(fs: FamilyState, rule: SequentialRule, budget: bool) -> LoopF
         rows.append(
             LoopArm(arm, seeds, delta, t, p, verdict, stopped, se, df, float(thresholds[i]))
         )
-    return LoopFamily(
+    result = LoopFamily(
         baseline=family.baseline,
         scale=family.scale,
         metric=family.metric,
@@ -538,6 +539,7 @@ def _family_result(fs: FamilyState, rule: SequentialRule, budget: bool) -> LoopF
         baseline_seeds=int(tests.n0[0]),
         arms=tuple(rows),
     )
+    return result.held_to(sequential_design_rate(len(rows), rule).above_alpha)
 
 
 def _arm_stop(state: str, seeds: int, rule: SequentialRule, budget: bool) -> ArmStop:

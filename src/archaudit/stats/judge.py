@@ -454,6 +454,7 @@ def judge_loop(fixed: Judgement, family: LoopFamily, loop: Loop) -> Judgement:
     and why it stopped, the loop's σ, and its design's measured error rate and MDE. Arms the
     loop did not judge keep the fixed design's numbers."""
     design = sequential_design_rate(len(family.arms), loop.rule)
+    family = family.held_to(design.above_alpha)  # a summary written before the rule held it
     rows = {row.arm: row for row in family.arms}
     mde = design.mde_sigmas * family.sigma
     arms = tuple(
@@ -463,6 +464,11 @@ def judge_loop(fixed: Judgement, family: LoopFamily, loop: Loop) -> Judgement:
         "Verdicts from the sequential loop (O'Brien–Fleming alpha spending within each arm, "
         "Holm across arms); p is the last look's, with no single corrected p."
     )
+    if family.demoted:
+        note += (
+            " This loop's measured error rate is above α, so the arms it declared are reported "
+            f"as nominal: {', '.join(family.demoted)}."
+        )
     worst = design.panel_worst
     return replace(
         fixed,

@@ -8,6 +8,7 @@ The loop itself (`archaudit.audit.sequential`) writes these; `judge_loop`
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from enum import StrEnum
@@ -18,6 +19,7 @@ from archaudit.stats.simulation.sequential import (
     SequentialRule,
     repeated_interval,
 )
+from archaudit.stats.verdicts import nominal
 
 
 class ArmStop(StrEnum):
@@ -92,6 +94,19 @@ class LoopFamily:
     sigma_dof: int
     baseline_seeds: int
     arms: tuple[LoopArm, ...]
+
+    demoted: tuple[str, ...] = ()
+    """Arms the loop declared but `held_to` lowered to nominal: the design is above α."""
+
+    def held_to(self, above_alpha: bool) -> LoopFamily:
+        """The family as it may be recorded and printed: under a design whose measured error
+        rate is above α no arm is an improver or regressor (each is lowered to nominal), so no
+        command (`run`, `status`, `stats`, the report, the trackers) can print one."""
+        lowered = [a.arm for a in self.arms if nominal(a.verdict) != a.verdict]
+        if not above_alpha or not lowered:
+            return self
+        arms = tuple(dataclasses.replace(a, verdict=nominal(a.verdict)) for a in self.arms)
+        return dataclasses.replace(self, arms=arms, demoted=(*self.demoted, *lowered))
 
 
 @dataclass(frozen=True)
