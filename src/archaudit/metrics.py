@@ -195,12 +195,17 @@ register_metric(TASK + "at_chance", higher_is_better=False, unit="0/1", range=UN
                 kind=Kind.FLAG, aggregation=Aggregation.PER_TASK,
                 description="1 when the score's 95% interval reaches chance or the floor")
 
+PRIMARY_LOSS = "val_loss"
+"""The loss every audit judges (one of its primary metrics unless its file says otherwise)."""
+DOWNSTREAM_AVERAGE = "downstream_avg"
+"""The downstream average, the audit's second primary metric when it has an eval suite."""
+
 # The numbers a run's DONE record holds beside the tasks' (`audit.runner.run_metrics`).
-register_metric("val_loss", higher_is_better=False, unit=NATS, range=POSITIVE,
+register_metric(PRIMARY_LOSS, higher_is_better=False, unit=NATS, range=POSITIVE,
                 description="cross-entropy on the validation split at the end of training")
 register_metric("train_loss", higher_is_better=False, unit=NATS, range=POSITIVE,
                 description="the training loss at the last step")
-register_metric("downstream_avg", higher_is_better=True, unit=UNIT_FRACTION, range=UNIT,
+register_metric(DOWNSTREAM_AVERAGE, higher_is_better=True, unit=UNIT_FRACTION, range=UNIT,
                 aggregation=Aggregation.MACRO_MEAN, downstream=True,
                 description="`downstream_average` of the informative tasks' scores")
 register_metric("downstream_avg_all", higher_is_better=True, unit=UNIT_FRACTION, range=UNIT,

@@ -239,10 +239,7 @@ def families(plan: Plan, metrics: Sequence[str]) -> list[Family]:
 
 
 def primary_metrics(plan: Plan, options: SettleOptions) -> tuple[str, ...]:
-    metrics = options.metrics or plan.spec.seeds.primary
-    if metrics:
-        return tuple(metrics)
-    return ("val_loss", "downstream_avg") if plan.spec.eval.suite else ("val_loss",)
+    return tuple(options.metrics) or plan.spec.primary_metrics
 
 
 Results = dict[tuple[str, str], dict[int, RunRecord]]

@@ -48,6 +48,7 @@ from archaudit.config import (
     to_dict,
 )
 from archaudit.errors import ConfigError, did_you_mean
+from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS
 from archaudit.names import BASELINE
 from archaudit.presets import MODEL_PRESETS
 from archaudit.rundir import check_audit_dir
@@ -76,8 +77,9 @@ class SeedSpec:
     max: int = 5
     """Sequential: the most seeds one arm may get."""
     primary: tuple[str, ...] = ()
-    """Sequential: the metrics whose verdicts must settle (default: val_loss, and downstream_avg
-    when the audit has an eval suite)."""
+    """The metrics the audit's verdicts stand on, sharing its α (split evenly over them, fixed or
+    sequential; the loop settles each); default: val_loss, and downstream_avg when the audit
+    has an eval suite. Any other metric is exploratory."""
 
     def __post_init__(self) -> None:
         if self.policy not in SEED_POLICIES:
@@ -286,6 +288,16 @@ class AuditSpec:
     @property
     def audit_dir(self) -> Path:
         return self.runs_dir / self.name
+
+    @property
+    def primary_metrics(self) -> tuple[str, ...]:
+        """The metrics the audit's verdicts stand on, sharing its α: `seeds.primary`, or the
+        loss and (with an eval suite) the downstream average."""
+        return self.seeds.primary or default_primaries(bool(self.eval.suite))
+
+
+def default_primaries(has_suite: bool) -> tuple[str, ...]:
+    return (PRIMARY_LOSS, DOWNSTREAM_AVERAGE) if has_suite else (PRIMARY_LOSS,)
 
 
 def load_audit(

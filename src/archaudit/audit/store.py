@@ -90,6 +90,7 @@ def materialize(plan: Plan) -> list[Path]:
             "notes": [note.to_json() for note in plan.notes],
             "baselines": list(plan.spec.baselines),
             "suite": plan.spec.eval.suite,
+            "primary": list(plan.spec.primary_metrics),
         },
     )
     dirs = []

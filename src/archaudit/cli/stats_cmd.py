@@ -35,6 +35,7 @@ from archaudit.cli.tables import print_table
 from archaudit.errors import ConfigError
 from archaudit.formatting import MISSING, estimate, interval, num, pvalue
 from archaudit.names import BASELINE
+from archaudit.rundir import AUDIT_FILE
 from archaudit.stats.options import DEFAULT, JudgeOptions
 
 if TYPE_CHECKING:
@@ -106,15 +107,28 @@ def verdicts_command(
 
     quiet_output(quiet, json_)
     table, notes = _load(source)
+    split = ""
+    if (source / AUDIT_FILE).is_file():
+        from archaudit.audit.verdicts import family_options
+
+        options, split = family_options(source, table, metric, options)
     loop, loop_notes = _loop_families(source, metric, options.scale)
     if loop is not None:
         from archaudit.audit.loop_summary import judge_with_loop
+        from archaudit.audit.verdicts import with_note
 
         scales = sorted({f.scale for f in loop.families})
-        judged = [judge_with_loop(table, metric, options.but(scale=s), loop) for s in scales]
+        judged = [
+            with_note(judge_with_loop(table, metric, options.but(scale=s), loop), split)
+            for s in scales
+        ]
         descriptive = judge(table, metric, options) if fixed_design else None
         return _print_loop(judged, descriptive, notes, json_)
     judgement = judge(table, metric, options)
+    if split:
+        from archaudit.audit.verdicts import with_note
+
+        judgement = with_note(judgement, split)
     if not judgement.arms:
         raise no_arm_to_judge(table, options)
     if _printed_json(judgement, json_):
