@@ -122,3 +122,21 @@ def test_paper_mode_above_alpha_reports_nominal_and_names_the_arms(make_table):
     assert judgement.design_above_alpha
     assert judgement.arm("x").verdict == "nominal-improver"
     assert any("reported as nominal: x" in note for note in judgement.notes)
+
+
+def test_no_correction_is_labelled_and_prints_no_improver_when_its_rate_is_above_alpha(
+    make_table,
+):
+    """Issue 41, item 3: `--correction none` over many arms errs far above α (19 × 3 measured
+    0.113); it is flagged above α and its significant arms are reported as nominal."""
+    rng = np.random.default_rng(0)
+    values = {"baseline": [0.0, 0.01, -0.01]}
+    values |= {f"arm{i}": list(rng.normal(0.0, 0.01, 3)) for i in range(19)}
+    values["arm0"] = [0.2, 0.21, 0.19]  # 20σ better: every correction declares it
+    corrected = judge(make_table(values), "acc", JudgeOptions())
+    uncorrected = judge(make_table(values), "acc", JudgeOptions(correction="none"))
+    assert corrected.arm("arm0").verdict == "improver" and not corrected.design_above_alpha
+    assert uncorrected.design_above_alpha
+    assert uncorrected.arm("arm0").verdict == "nominal-improver"
+    assert all(a.verdict not in ("improver", "regressor") for a in uncorrected.arms)
+    assert any("reported as nominal: arm0" in note for note in uncorrected.notes)
