@@ -18,12 +18,22 @@ from archaudit.stats.simulation.disk_cache import cached
 DESIGN = AuditDesign((2, 2), 3)
 
 
+def clear_process_caches() -> None:
+    """The in-process caches in front of the disk: a test must reach the disk."""
+    from archaudit.stats.simulation import design_rate as rates
+    from archaudit.stats.simulation.sequential import sequential_design_rate
+
+    design_level.cache_clear()
+    rates._rates.cache_clear()
+    sequential_design_rate.cache_clear()
+
+
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("ARCHAUDIT_CACHE", str(tmp_path))
-    design_level.cache_clear()
+    clear_process_caches()
     yield tmp_path / "stats"
-    design_level.cache_clear()
+    clear_process_caches()
 
 
 def fresh_level() -> float:
@@ -102,9 +112,7 @@ def test_tampered_design_rates_are_recomputed(
     stored["value"][name] = [1.5, 0.0]
     stored["sha256"] = checksum(stored["value"])
     path.write_text(json.dumps(stored))
-    from archaudit.stats.simulation import design_rate as module
-
-    module._rates.cache_clear()
+    clear_process_caches()
     assert design_rate(DESIGN) == honest
     assert "recomputed" in capsys.readouterr().err
 
