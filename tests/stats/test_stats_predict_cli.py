@@ -100,3 +100,33 @@ def test_the_verdict_table_gets_a_line_at_the_target(tmp_path, capsys):
     print_at_target(audit_file(tmp_path, target=""), load_table(tmp_path / "runs" / "lad"),
                     "val_loss", "baseline")  # fmt: skip
     assert capsys.readouterr().out == ""  # no [target]: nothing
+
+
+BAD_OPTIONS = [
+    ("--confidence 1", "--confidence 1.0: a level strictly between 0 and 1"),
+    ("--confidence 0", "--confidence 0.0: a level strictly between 0 and 1"),
+    ("--confidence 1.5", "--confidence 1.5"),
+    ("--confidence nan", "--confidence nan"),
+    ("--n-boot 0", "--n-boot 0: a whole number of replicates from 1 to 100,000"),
+    ("--n-boot -1", "--n-boot -1"),
+    ("--n-boot 1000000000", "--n-boot 1000000000"),
+    ("--seed -1", "--seed -1: a whole number >= 0"),
+    ("--baseline nobody", "--baseline 'nobody' is not an arm of the table"),
+]
+
+
+def test_options_out_of_their_meaning_get_one_line_before_any_work(cli, tmp_path):
+    """Issue 44: each of these was a traceback, a ZeroDivisionError, a 15 GiB allocation or a
+    zero-width "0% interval"; now one line and exit 2."""
+    path = audit_file(tmp_path)
+    for flag, said in BAD_OPTIONS:
+        code, _out, err = cli(f"stats predict {path} --metric val_loss {flag}")
+        assert code == 2 and said in err, (flag, err)
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1, (flag, err)
+
+
+def test_target_tokens_apply_to_the_files_target(cli, tmp_path):
+    path = audit_file(tmp_path)
+    code, out, err = cli(f"stats predict {path} --json --n-boot 50 --target-tokens 2e7")
+    assert code == 0, err
+    assert json.loads(out)["ladder"]["target"]["tokens"] == 2e7

@@ -5,6 +5,7 @@ archaudit stats predict AUDIT --metric M [--target PRESET|PARAMS] [--target-toke
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -66,6 +67,8 @@ def predict_command(
     quiet_output(quiet, json_)
     spec = load_audit(audit)
     wanted = parse_target(target, target_tokens) if target is not None else None
+    if wanted is None and target_tokens is not None and spec.target is not None:
+        wanted = dataclasses.replace(spec.target, tokens=target_tokens, tokens_per_param=None)
     ladder = audit_ladder(spec, wanted, baseline=options.baseline)
     result = predict(
         _load(spec.audit_dir)[0], metric, ladder, options,

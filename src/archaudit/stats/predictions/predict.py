@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy import stats as sps
 
-from archaudit.errors import ConfigError
+from archaudit.errors import ConfigError, did_you_mean
 from archaudit.metrics import lower_is_better
 from archaudit.stats.family import left_out
 from archaudit.stats.inference.noise import noise_floor
@@ -42,6 +42,9 @@ if TYPE_CHECKING:
     from archaudit.stats.judge import Judgement
 
 MIN_SCALES = 3
+MAX_BOOT = 100_000
+"""The most bootstrap replicates one prediction draws: each holds every arm's curve (memory
+grows with it), and intervals are stable to the printed digits long before."""
 CURVE_POINTS = 25
 """Points at which the report draws each fitted curve, from the smallest scale to the target."""
 
@@ -93,6 +96,16 @@ class Prediction(JsonResult):
         return self.model != SINGLE_SCALE
 
 
+def check_prediction_options(confidence: float, n_boot: int, seed: int) -> None:
+    """One-line refusals for options out of their meaning, before anything is computed."""
+    if not (isinstance(confidence, int | float) and 0.0 < confidence < 1.0):
+        raise ConfigError(f"--confidence {confidence}: a level strictly between 0 and 1, e.g. 0.8")
+    if isinstance(n_boot, bool) or not isinstance(n_boot, int) or not 1 <= n_boot <= MAX_BOOT:
+        raise ConfigError(f"--n-boot {n_boot}: a whole number of replicates from 1 to {MAX_BOOT:,}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ConfigError(f"--seed {seed}: a whole number >= 0")
+
+
 def predict(
     table: TableLike,
     metric: str,
@@ -104,7 +117,13 @@ def predict(
     seed: int = 0,
 ) -> Prediction:
     """Each arm's Δ at `ladder.target`, from its Δ̂ at the ladder's trained scales."""
+    check_prediction_options(confidence, n_boot, seed)
     table = load_table(table)
+    if options.baseline not in table.arms:
+        raise ConfigError(
+            f"--baseline {options.baseline!r} is not an arm of the table"
+            f"{did_you_mean(options.baseline, table.arms)}"
+        )
     check_loss(table, metric, options.lower_is_better)
     check_ladder(ladder)
     scales = tuple(s.name for s in ladder.scales)
