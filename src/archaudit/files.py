@@ -62,6 +62,8 @@ def load_entry(path: Path, key: str, parse: Callable[[Any], T]) -> T | None:
         return None
     try:
         stored = json.loads(text)
+        if "sha256" not in stored:
+            raise BadEntry(f"{path}: written by an older archaudit (no checksum)")
         if stored.get("key") != key:
             raise BadEntry(f"{path}: written for another key")
         if stored.get("sha256") != value_checksum(stored["value"]):

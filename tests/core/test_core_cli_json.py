@@ -147,7 +147,7 @@ def paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     scaling = [["arm", "scale", "seed", "metric", "value"]]
     for i, (n, d) in enumerate((n, d) for n in (1e6, 2e6, 4e6, 8e6) for d in (1e8, 4e8, 1.6e9)):
         loss = 1.7 + 400 / n**0.34 + 410 / d**0.28 + 0.002 * math.sin(i)
-        scaling += [["baseline", f"p{i}", 0, m, v] for m, v in (("n_params", n), ("tokens", d))]
+        scaling += [["baseline", f"p{i}", 0, m, v] for m, v in (("params", n), ("tokens", d))]
         scaling.append(["baseline", f"p{i}", 0, "val_loss", loss])
     items = [["arm", "scale", "seed", "task", "item", "correct"]]
     items += [

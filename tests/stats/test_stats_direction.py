@@ -140,7 +140,7 @@ def scaling_table(metric: str) -> Table:
     rows = []
     # Three token counts: with two, B/D^β and E trade off exactly (two laws fit the six points).
     for index, (n, d) in enumerate((n, d) for n in (1e7, 1e8, 1e9) for d in (2e9, 2e10, 2e11)):
-        values = {"n_params": n, "tokens": d, metric: float(truth.predict(n, d))}
+        values = {"params": n, "tokens": d, metric: float(truth.predict(n, d))}
         rows += [Row("baseline", f"run{index}", 0, m, float(v)) for m, v in values.items()]
     return Table(tuple(rows))
 

@@ -42,7 +42,7 @@ def scaling_table(noise: float, seed: int = 0) -> Table:
     rows = []
     for index, (n, d) in enumerate(zip(*grid(), strict=True)):
         loss = float(TRUTH.predict(n, d)) * math.exp(rng.normal(0, noise))
-        for metric, value in (("n_params", n), ("tokens", d), ("val_loss", loss)):
+        for metric, value in (("params", n), ("tokens", d), ("val_loss", loss)):
             rows.append(
                 Row(arm="baseline", scale=f"run{index}", seed=0, metric=metric, value=float(value))
             )

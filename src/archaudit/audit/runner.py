@@ -146,6 +146,7 @@ def run_metrics(
         "train_loss": result.final_loss,
         "params": float(result.params),
         "active_params": float(result.active_params or result.params),
+        "tokens": float(result.tokens),  # with params: the (N, D) of `stats scaling`
     }
     metrics |= routing_summary(run_dir)
     if spec.suite:

@@ -7,12 +7,13 @@ default and help come from the dataclass field, and the command receives the bui
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
 import json
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -78,11 +79,28 @@ def quiet_output(quiet: bool, json_: bool) -> None:
     set_quiet(quiet or json_)
 
 
+_collecting: list[list[Any]] = []
+
+
+@contextlib.contextmanager
+def collected_documents() -> Iterator[list[Any]]:
+    """While open, `emit` gathers its documents here instead of printing them: a command that
+    runs once per metric or scale then prints them as one JSON list."""
+    _collecting.append([])
+    try:
+        yield _collecting[-1]
+    finally:
+        _collecting.pop()
+
+
 def emit(document: Any) -> None:
     """Print one JSON document on stdout: dataclasses and numpy values become plain JSON,
     NaN becomes null, paths become strings."""
     from archaudit.stats.serialize import to_jsonable
 
+    if _collecting:
+        _collecting[-1].append(document)
+        return
     typer.echo(
         json.dumps(
             to_jsonable(document), indent=2, allow_nan=False, default=str, ensure_ascii=False

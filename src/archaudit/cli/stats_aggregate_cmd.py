@@ -5,6 +5,8 @@ archaudit stats aggregate SOURCE [--metric TASK ...] [--scale S] [--json]
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -14,6 +16,7 @@ from archaudit.cli.stats_cmd import (
     Boot,
     Seed,
     Source,
+    _each,
     _load,
     _print_notes,
     _print_table,
@@ -46,18 +49,34 @@ def aggregate_command(
 ) -> None:
     """IQM and macro mean with stratified-bootstrap intervals, P(arm > baseline), and almost
     stochastic order, over tasks × seeds (rliable's and deep-significance's definitions)."""
+    quiet_output(quiet, json_)
+    settings = Settings(n_boot=n_boot, seed=seed, confidence=confidence, aso=aso_threshold)
+
+    def run(_: str | None, s: str | None) -> None:
+        scaled = options.but(scale=s) if s else options
+        _aggregate(source, scaled, tuple(metric or ()), settings, json_)
+
+    _each(source, json_, run, scale=options.scale, scales=True)
+
+
+@dataclass(frozen=True)
+class Settings:
+    n_boot: int
+    seed: int
+    confidence: float
+    aso: float
+
+
+def _aggregate(
+    source: Path, options: JudgeOptions, metrics: tuple[str, ...], settings: Settings, json_: bool
+) -> None:
     from archaudit.stats.analyses.aggregate import aggregate
 
-    quiet_output(quiet, json_)
+    confidence = settings.confidence
     result = aggregate(
-        _load(source)[0],
-        options,
-        metrics=metric or (),
-        n_boot=n_boot,
-        seed=seed,
-        confidence=confidence,
-        aso_threshold=aso_threshold,
-    )
+        _load(source)[0], options, metrics=metrics, n_boot=settings.n_boot, seed=settings.seed,
+        confidence=confidence, aso_threshold=settings.aso,
+    )  # fmt: skip
     if _printed_json(result, json_):
         return
     level = f"{confidence:.0%}"

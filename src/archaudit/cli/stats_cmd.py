@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -27,6 +27,7 @@ from archaudit.cli.options import (
     Json,
     LowerIsBetter,
     Quiet,
+    collected_documents,
     emit,
     judge_flags,
     quiet_output,
@@ -66,6 +67,13 @@ app.add_typer(stats_app, name="stats")
 
 Source = Annotated[Path, typer.Argument(help="Audit directory (its finished runs) or a CSV.")]
 Metric = Annotated[str, typer.Option("--metric", help="Metric to judge, e.g. val_loss.")]
+OptMetric = Annotated[
+    str | None,
+    typer.Option("--metric", help="Metric to judge [default: an audit's primary metrics, each]."),
+]
+OptScale = Annotated[
+    str | None, typer.Option("--scale", help="Scale [default: every scale, each in turn].")
+]
 VERDICT_FLAGS = (
     "baseline", "anchors", "lower_is_better", "correction", "alpha", "scale", "reference",
     "equal_variance", "exclude", "arms",
@@ -94,18 +102,32 @@ FixedDesign = Annotated[
 @judge_flags(*VERDICT_FLAGS)
 def verdicts_command(
     source: Source,
-    metric: Metric,
-    options: JudgeOptions,
+    metric: OptMetric = None,
+    options: JudgeOptions = DEFAULT,
     fixed_design: FixedDesign = False,
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
     """Verdict of every arm: Δ, t, corrected p, verdict, MDE, grade, and the design's error rate.
-    On a sequential audit: the loop's verdicts, as `run` printed them and the report shows."""
+    On a sequential audit: the loop's verdicts, as `run` printed them and the report shows. On
+    an audit folder without --metric or --scale: each primary metric at each scale."""
+    from archaudit.audit.store import SEQUENTIAL_DIR
+
+    quiet_output(quiet, json_)
+    fixed_audit = not (source / SEQUENTIAL_DIR).is_dir()  # the loop judges its scales together
+
+    def run(m: str | None, s: str | None) -> None:
+        _verdicts(source, str(m), options.but(scale=s) if s else options, fixed_design, json_)
+
+    _each(source, json_, run, metric=metric, scale=options.scale, metrics=True, scales=fixed_audit)
+
+
+def _verdicts(
+    source: Path, metric: str, options: JudgeOptions, fixed_design: bool, json_: bool
+) -> None:
     from archaudit.stats import judge
     from archaudit.stats.family import no_arm_to_judge
 
-    quiet_output(quiet, json_)
     table, notes = _load(source)
     split = ""
     if (source / AUDIT_FILE).is_file():
@@ -166,6 +188,54 @@ def _load(source: Path) -> tuple[Table, list[str]]:
         f"{finished} finished runs only, and arms without a finished run are missing"
     )
     return table, [note] if open_runs else []
+
+
+def _each(
+    source: Path,
+    json_: bool,
+    run: Callable[[str | None, str | None], None],
+    *,
+    metric: str | None = None,
+    scale: str | None = None,
+    metrics: bool = False,
+    scales: bool = False,
+) -> None:
+    """`run(metric, scale)` once, or, on an audit folder where `metric` (with `metrics`) or
+    `scale` (with `scales`) is not given, once per primary metric of the audit and per scale,
+    with a line that says so; under --json the results are one list."""
+    table = _load(source)[0]
+    folder = (source / AUDIT_FILE).is_file()  # a CSV keeps asking for --scale
+    chosen_metrics = [metric] if metric or not metrics else _default_metrics(source, table)
+    chosen_scales = [scale] if scale or not (scales and folder) else list(table.scales)
+    combos = [(m, s) for m in chosen_metrics for s in chosen_scales]
+    if len(combos) == 1:
+        return run(*combos[0])
+    said = [
+        *([f"metrics {', '.join(map(str, chosen_metrics))}"] if metrics and not metric else []),
+        *([f"scales {', '.join(map(str, chosen_scales))}"] if scales and not scale else []),
+    ]
+    if json_:
+        with collected_documents() as documents:
+            for combo in combos:
+                run(*combo)
+        return emit(documents)
+    _console().print(f"defaults from the audit folder: {'; '.join(said)}")
+    for combo in combos:
+        run(*combo)
+
+
+def _default_metrics(source: Path, table: Table) -> list[str | None]:
+    """An audit folder's primary metrics the table holds; a CSV names none: --metric is needed."""
+    if (source / AUDIT_FILE).is_file():
+        from archaudit.audit.verdicts import audit_primaries
+
+        found = [m for m in audit_primaries(source) if m in table.metrics]
+        if found:
+            return list(found)
+    raise ConfigError(
+        f"{source}: pass --metric (a CSV or a folder without its primary metrics names none); "
+        f"the table has: {', '.join(table.metrics)}"
+    )
 
 
 def _loop_families(
@@ -280,7 +350,7 @@ def _outlier_mark(outliers: Sequence[Any]) -> str:
 @judge_flags("scale", "lower_is_better", "correction", "alpha", "exclude", "arms")
 def transfer_command(
     source: Source,
-    metric: Metric,
+    metric: OptMetric = None,
     baseline: Annotated[
         list[str] | None,
         typer.Option("--baseline", help="Baseline arm; repeat it to compare baselines."),
@@ -295,10 +365,28 @@ def transfer_command(
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
-    """Cross-scale transfer (one baseline) or transfer across baselines (several)."""
+    """Cross-scale transfer (one baseline) or transfer across baselines (several); on an audit
+    folder without --metric, each primary metric."""
+    quiet_output(quiet, json_)
+
+    def run(m: str | None, _: str | None) -> None:
+        _transfer(source, str(m), baseline, small, large, options, confidence, json_)
+
+    _each(source, json_, run, metric=metric, metrics=True)
+
+
+def _transfer(
+    source: Path,
+    metric: str,
+    baseline: list[str] | None,
+    small: str | None,
+    large: str | None,
+    options: JudgeOptions,
+    confidence: float,
+    json_: bool,
+) -> None:
     from archaudit.stats import cross_scale_transfer, transfer_across_baselines
 
-    quiet_output(quiet, json_)
     baselines = baseline or [DEFAULT.baseline]
     table = _load(source)[0]
     options = options.but(baseline=baselines[0])
@@ -363,16 +451,27 @@ def transfer_command(
 @judge_flags("baseline", "lower_is_better", "correction", "scale", "exclude", "arms")
 def interactions_command(
     source: Source,
-    metric: Metric,
-    options: JudgeOptions,
+    metric: OptMetric = None,
+    options: JudgeOptions = DEFAULT,
     separator: Annotated[str, typer.Option("--sep", help="Joins choices in arm names.")] = "+",
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
-    """Factorial interactions (observed vs additive) and the harmful-count regression."""
+    """Factorial interactions (observed vs additive) and the harmful-count regression; on an
+    audit folder without --metric or --scale, each primary metric at each scale."""
+    quiet_output(quiet, json_)
+
+    def run(m: str | None, s: str | None) -> None:
+        _interactions(source, str(m), options.but(scale=s) if s else options, separator, json_)
+
+    _each(source, json_, run, metric=metric, scale=options.scale, metrics=True, scales=True)
+
+
+def _interactions(
+    source: Path, metric: str, options: JudgeOptions, separator: str, json_: bool
+) -> None:
     from archaudit.stats import interactions
 
-    quiet_output(quiet, json_)
     result = interactions(_load(source)[0], metric, options, separator=separator)
     if _printed_json(result, json_):
         return
@@ -401,7 +500,7 @@ def scaling_command(
     arm: Annotated[str, typer.Option("--arm", help="Arm whose runs are fitted.")] = "baseline",
     loss_metric: Annotated[str, typer.Option("--loss-metric")] = "val_loss",
     lower_is_better: LowerIsBetter = DEFAULT.lower_is_better,
-    params_metric: Annotated[str, typer.Option("--params-metric")] = "n_params",
+    params_metric: Annotated[str, typer.Option("--params-metric")] = "params",
     tokens_metric: Annotated[str, typer.Option("--tokens-metric")] = "tokens",
     budget: Annotated[
         float | None, typer.Option("--budget", help="FLOPs (C = 6·N·D) for optimal N, D.")
@@ -472,9 +571,11 @@ def power_command(
         _names(options.arms, table=False)
         _design_power(seeds, n_arms, options, baseline_seeds, effect, json_)
         return
-    if metric is None:
-        raise typer.BadParameter("--metric is needed with SOURCE")
-    _seeding_advice(source, metric, options, json_)
+
+    def run(m: str | None, s: str | None) -> None:
+        _seeding_advice(source, str(m), options.but(scale=s) if s else options, json_)
+
+    _each(source, json_, run, metric=metric, scale=options.scale, metrics=True, scales=True)
 
 
 def _seeding_advice(source: Path, metric: str, options: JudgeOptions, json_: bool) -> None:
@@ -541,10 +642,27 @@ def decoupling_command(
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
-    """Arms whose loss and downstream verdicts disagree, per arm and per family."""
+    """Arms whose loss and downstream verdicts disagree, per arm and per family; on an audit
+    folder without --scale, at each scale."""
+    quiet_output(quiet, json_)
+
+    def run(_: str | None, s: str | None) -> None:
+        scaled = options.but(scale=s) if s else options
+        _decoupling(source, loss_metric, downstream_metric, scaled, margin, json_)
+
+    _each(source, json_, run, scale=options.scale, scales=True)
+
+
+def _decoupling(
+    source: Path,
+    loss_metric: str,
+    downstream_metric: str,
+    options: JudgeOptions,
+    margin: float | None,
+    json_: bool,
+) -> None:
     from archaudit.stats import decoupling
 
-    quiet_output(quiet, json_)
     result = decoupling(
         _load(source)[0],
         options,
@@ -602,7 +720,7 @@ def _side(verdict: str, status: str) -> str:
 @stats_app.command("items")
 def items_command(
     source: Annotated[Path, typer.Argument(help="Audit directory (its items.csv) or items CSV.")],
-    scale: Annotated[str, typer.Option("--scale", help="Scale of the runs compared.")],
+    scale: OptScale = None,
     baseline: Baseline = DEFAULT.baseline,
     task: Annotated[str | None, typer.Option("--task", help="One task (default: all).")] = None,
     measure: Annotated[
@@ -629,26 +747,34 @@ def items_command(
     arms = [arm for arm in items.arms if arm != baseline]
     if not arms:
         raise ConfigError(f"{source}: no arm but {baseline!r} to compare: nothing to judge")
-    results: list[ItemComparison] | list[MeasureComparison]
-    if measure == "correct":
-        results = [
-            compare_items(items, arm, baseline, scale, task=task, n_boot=n_boot, seed=seed)
-            for arm in arms
-        ]
-    else:
-        results = [
-            compare_item_measure(
-                items, arm, baseline, scale, measure, task=task, n_boot=n_boot, seed=seed
+    if scale is not None:
+        items.check_scale(scale)
+    scales = [scale] if scale else list(items.scales)
+    if len(scales) > 1 and not json_:
+        _console().print(f"every scale of the items in turn: {', '.join(scales)}")
+    found = []
+    for at in scales:
+        results: list[ItemComparison] | list[MeasureComparison]
+        if measure == "correct":
+            results = [
+                compare_items(items, arm, baseline, at, task=task, n_boot=n_boot, seed=seed)
+                for arm in arms
+            ]
+        else:
+            results = [
+                compare_item_measure(
+                    items, arm, baseline, at, measure, task=task, n_boot=n_boot, seed=seed
+                )
+                for arm in arms
+            ]
+        found.append(results)
+        if not json_:
+            title = f"paired on the items of these checkpoints at {at}" + (
+                f", task {task}" if task else ""
             )
-            for arm in arms
-        ]
-    if _printed_json(results, json_):
-        return
-    title = f"paired on the items of these checkpoints at {scale}" + (
-        f", task {task}" if task else ""
-    )
-    (_print_item_accuracy if measure == "correct" else _print_item_measure)(title, results)
-    _print_notes(_item_caveats(results))
+            (_print_item_accuracy if measure == "correct" else _print_item_measure)(title, results)
+            _print_notes(_item_caveats(results))
+    _printed_json(found[0] if len(found) == 1 else found, json_)
 
 
 def _item_caveats(results: Sequence[ItemComparison | MeasureComparison]) -> list[str]:

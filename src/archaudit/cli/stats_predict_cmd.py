@@ -31,7 +31,10 @@ if TYPE_CHECKING:
 from archaudit.stats.predictions.target import TargetPrediction
 
 AuditFile = Annotated[
-    Path, typer.Argument(help="The audit file: its scales and [target] place the ladder.")
+    Path,
+    typer.Argument(
+        help="The audit file, or its audit folder: its scales and [target] place the ladder."
+    ),
 ]
 
 
@@ -65,7 +68,7 @@ def predict_command(
     from archaudit.stats.predictions.predict import predict
 
     quiet_output(quiet, json_)
-    spec = load_audit(audit)
+    spec = load_audit(audit_file_of(audit))
     wanted = parse_target(target, target_tokens) if target is not None else None
     if wanted is None and target_tokens is not None and spec.target is not None:
         wanted = dataclasses.replace(spec.target, tokens=target_tokens, tokens_per_param=None)
@@ -77,6 +80,23 @@ def predict_command(
     if _printed_json(result, json_):
         return
     _print_prediction(result)
+
+
+def audit_file_of(source: Path) -> Path:
+    """The audit file itself, or the one an audit folder's audit.json names."""
+    from archaudit.audit.store import read_json
+    from archaudit.errors import ConfigError
+    from archaudit.rundir import AUDIT_FILE
+
+    if not source.is_dir():
+        return source
+    recorded = (read_json(source / AUDIT_FILE) or {}).get("source")
+    if not isinstance(recorded, str) or not Path(recorded).is_file():
+        raise ConfigError(
+            f"{source}: a folder without a readable audit file behind it (audit.json names "
+            f"{recorded!r}); pass the audit file (TOML) itself"
+        )
+    return Path(recorded)
 
 
 def _print_prediction(result: Prediction) -> None:

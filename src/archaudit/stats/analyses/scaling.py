@@ -100,7 +100,7 @@ def fit_scaling_law(
     *,
     arm: str = BASELINE,
     loss_metric: str = "val_loss",
-    params_metric: str = "n_params",
+    params_metric: str = "params",
     tokens_metric: str = "tokens",
     budget: float | None = None,
     n_boot: int = 200,

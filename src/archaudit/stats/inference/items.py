@@ -16,6 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from archaudit.errors import ConfigError, did_you_mean
 from archaudit.names import ITEMS_FILE
 from archaudit.stats.errors import DataError, DuplicateRowError
 
@@ -76,6 +77,18 @@ class ItemTable:
         for result in self.results:
             runs[(result.arm, result.scale)][result.seed][(result.task, result.item)] = result
         return runs
+
+    @property
+    def scales(self) -> tuple[str, ...]:
+        return tuple(sorted({r.scale for r in self.results}))
+
+    def check_scale(self, scale: str) -> None:
+        """A one-line refusal naming the scales the items have."""
+        if scale not in self.scales:
+            raise ConfigError(
+                f"{self.source}: no items at scale {scale!r}"
+                f"{did_you_mean(scale, self.scales)}; the items' scales: {', '.join(self.scales)}"
+            )
 
     def to_frame(self) -> Any:
         """One row per (arm, scale, seed, task, item) with `correct` as 0/1 and the measure
