@@ -610,8 +610,9 @@ def _design_power(
     design = result.design
     _console().print(
         f"{seeds} seed(s) per arm, {design.baseline_seeds} baseline seeds, m = {n_arms}, "
-        f"{design.test} test, {options.correction} at α = {options.alpha}: minimum detectable "
-        f"effect {result.mde_sigmas:.2f} σ at {result.target:.0%} power"
+        f"{design.test} test, {options.correction} at α = {options.alpha} (calibrated level "
+        f"α′ = {num(result.level)}, as a verdict table of this design states): minimum "
+        f"detectable effect {result.mde_sigmas:.2f} σ at {result.target:.0%} power"
     )
     if effect is None:
         return

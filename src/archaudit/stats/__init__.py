@@ -34,11 +34,10 @@ from archaudit.stats.judge import ArmVerdict, Judgement, judge
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.simulation.adaptive import adaptive_seeding
 from archaudit.stats.simulation.design import AuditDesign
-from archaudit.stats.simulation.design_rate import DesignRate, design_rate
+from archaudit.stats.simulation.design_rate import DesignRate, design_power, design_rate
 from archaudit.stats.simulation.power import (
     Design,
     DesignPower,
-    design_power,
     minimum_detectable_effect,
     power,
     seeds_needed,

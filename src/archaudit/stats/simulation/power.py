@@ -262,32 +262,8 @@ class DesignPower(JsonResult):
     seeds_needed: int | None = None
     """Seeds per arm that detect `effect_sigmas` (None: none asked, or more than `max_seeds`)."""
     max_seeds: int = 1000
-
-
-def design_power(
-    seeds: int,
-    n_arms: int,
-    options: JudgeOptions = DEFAULT,
-    *,
-    baseline_seeds: int | None = None,
-    effect: float | None = None,
-    max_seeds: int = 1000,
-) -> DesignPower:
-    """The MDE of one of `n_arms` arms with `seeds` seeds, judged as `options` say. With
-    `effect` (in σ), also the fewest seeds per arm that detect it."""
-    design = Design.balanced(seeds, baseline_seeds, n_arms, options)
-    return DesignPower(
-        design=design,
-        target=options.power_target,
-        mde_sigmas=minimum_detectable_effect(design, options.power_target),
-        effect_sigmas=effect,
-        seeds_needed=None
-        if effect is None
-        else seeds_needed(
-            effect, options, n_arms=n_arms, baseline_seeds=baseline_seeds, max_seeds=max_seeds
-        ),
-        max_seeds=max_seeds,
-    )
+    level: float | None = None
+    """The calibrated per-design level α′ the MDE is quoted at (None: the nominal α)."""
 
 
 def default_baseline_seeds(arm_seeds: int) -> int:
