@@ -67,12 +67,17 @@ class FamilyPower(JsonResult):
 
 
 def family_power(
-    scale: str, arm_seeds: tuple[int, ...], baseline_seeds: int, sigma: float | None = None
+    scale: str,
+    arm_seeds: tuple[int, ...],
+    baseline_seeds: int,
+    sigma: float | None = None,
+    alpha: float = 0.05,
 ) -> FamilyPower:
-    """The power lines of one planned family (arms with `arm_seeds` seeds, Holm at 0.05)."""
-    design = AuditDesign(arm_seeds, baseline_seeds)
+    """The power lines of one planned family (arms with `arm_seeds` seeds, Holm at `alpha`,
+    the audit's α split over its primary metrics), each MDE at its design's calibrated α′."""
+    design = AuditDesign(arm_seeds, baseline_seeds, alpha=alpha)
     mdes = tuple((n, arm_mde(design, n)) for n in sorted(set(arm_seeds)))
-    loop_mde, loop_runs = loop_power(design.m, baseline_seeds)
+    loop_mde, loop_runs = loop_power(design.m, baseline_seeds, alpha)
     usable = max(mde for _, mde in mdes) <= USABLE_MDE
     return FamilyPower(
         scale=scale,
@@ -81,15 +86,16 @@ def family_power(
         sigma=sigma,
         loop_mde=loop_mde,
         loop_runs=loop_runs,
-        cheapest="" if usable else cheapest(design.m, loop_mde, loop_runs),
+        cheapest="" if usable else cheapest(design.m, loop_mde, loop_runs, alpha),
     )
 
 
-def cheapest(arms: int, loop_mde: float, loop_runs: float) -> str:
-    """The fixed design (fewest seeds per arm) or the loop reaching `USABLE_MDE`, by runs."""
+def cheapest(arms: int, loop_mde: float, loop_runs: float, alpha: float = 0.05) -> str:
+    """The fixed design (fewest seeds per arm) or the loop reaching `USABLE_MDE`, by runs, each
+    fixed design's MDE at its own calibrated α′ (as its verdict table would state it)."""
     for seeds in FIXED_SEEDS:
         base = default_baseline_seeds(seeds)
-        mde = arm_mde(AuditDesign((seeds,) * arms, base), seeds, 0.8, 0.05)
+        mde = arm_mde(AuditDesign((seeds,) * arms, base, alpha=alpha), seeds, 0.8)
         if mde <= USABLE_MDE:
             runs = arms * seeds + base
             fixed = f"{seeds} seeds per arm, baseline {base} (MDE {num(mde)} σ, {runs} runs)"
@@ -103,9 +109,9 @@ def cheapest(arms: int, loop_mde: float, loop_runs: float) -> str:
 
 
 @lru_cache(maxsize=64)
-def loop_power(arms: int, baseline_seeds: int) -> tuple[float, float]:
+def loop_power(arms: int, baseline_seeds: int, alpha: float = 0.05) -> tuple[float, float]:
     """(MDE in σ, expected runs with no effect) of the loop ≤ `LOOP_SEEDS` seeds per arm."""
-    rule = SequentialRule(max_seeds=LOOP_SEEDS, baseline_seeds=max(baseline_seeds, 2))
+    rule = SequentialRule(alpha=alpha, max_seeds=LOOP_SEEDS, baseline_seeds=max(baseline_seeds, 2))
     low, high = 0.0, 32.0
     for _ in range(9):
         mid = (low + high) / 2
