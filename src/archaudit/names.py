@@ -20,3 +20,27 @@ class ResultStatus(StrEnum):
     OK = "ok"
     DIVERGED = "diverged"
     """Its loss blew up (at its `diverged_step`)."""
+
+
+class Correction(StrEnum):
+    """How a family's p-values are corrected for its many arms (`--correction`)."""
+
+    HOLM = "holm"
+    """The default: controls the family-wise error, never less powerful than Bonferroni."""
+    BONFERRONI = "bonferroni"
+    """The 2026 audit's choice."""
+    DUNNETT = "dunnett"
+    """Many-to-one step-down on the shared-σ t."""
+    BH = "bh"
+    """Benjamini–Hochberg: controls the false discovery rate, not the family-wise error."""
+    NONE = "none"
+    """No correction: labelled, and above α over several arms."""
+
+
+class Reference(StrEnum):
+    """The distribution a test statistic is read against (`--reference`)."""
+
+    T = "t"
+    """Student's t with the noise floor's degrees of freedom (default)."""
+    NORMAL = "normal"
+    """The paper's z: treats σ as exact (a labelled, uncalibrated reproduction mode)."""

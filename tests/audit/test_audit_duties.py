@@ -33,7 +33,7 @@ SINGLE_SOURCE = {
 }
 """Where each duty is decided; everything downstream of it reads `duties`."""
 READERS = {
-    "downstream": "archaudit/stats/judge.py (R6 notes), archaudit/audit/plan.py (R6 warning)",
+    "downstream": "archaudit/stats/judgement.py (R6 notes), archaudit/audit/plan.py (R6 warning)",
     "cross_scale": "archaudit/audit/plan.py (R7 warning)",
 }
 

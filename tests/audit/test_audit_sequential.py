@@ -312,7 +312,7 @@ def loop_above_alpha(monkeypatch):
         worst = panel_rate(0.083, 4000, rule.alpha, "hetero:6")
         return dataclasses.replace(real(arms, rule, audits), panel_worst=worst)
 
-    judge_module = importlib.import_module("archaudit.stats.judge")  # the package hides it
+    judge_module = importlib.import_module("archaudit.stats.judgement")
     for module in (sequential, judge_module, simulation):
         monkeypatch.setattr(module, "sequential_design_rate", above)
 

@@ -234,7 +234,7 @@ def check_pilot_effects(tmp_path: Path):
 
 
 CHECKS: dict[str, Callable[..., None]] = {
-    "archaudit.stats.judge.judge": check_judge,
+    "archaudit.stats.judgement.judge": check_judge,
     "archaudit.stats.family.collect_family": check_collect_family,
     "archaudit.stats.analyses.transfer.cross_scale_transfer": check_cross_scale_transfer,
     "archaudit.stats.analyses.baseline_transfer.transfer_across_baselines": (
@@ -263,7 +263,7 @@ DIRECTION_FREE = {
     "archaudit.stats.inference.noise.noise_floor": "σ has no direction",
     "archaudit.stats.inference.samples.sample_arm": "an arm's seed values, as recorded",
     "archaudit.audit.sequential.families": "groups the plan's arms per metric; replay judges",
-    "archaudit.stats.judge.judge_loop": "overlays the loop's rows (judged by `replay`, checked "
+    "archaudit.stats.judgement.judge_loop": "overlays the loop's rows (judged by `replay`, checked "
     "here) on a fixed judgement, whose direction it keeps",
 }
 """Public functions that take a metric but have no direction to get wrong, and why."""

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from archaudit.audit import store
-from archaudit.stats.judge import Judgement, judge, judge_loop
+from archaudit.stats.judgement import Judgement, judge, judge_loop
 from archaudit.stats.loop import Loop, LoopArm, LoopFamily
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.simulation.sequential import SequentialRule

@@ -47,7 +47,7 @@ from archaudit.stats.analyses.decoupling import Side, decoupled_kind, relative_c
 from archaudit.stats.analyses.snr import SignalToNoise, signal_to_noise
 from archaudit.stats.errors import EmptyTableError
 from archaudit.stats.inference.family_test import ROBUST
-from archaudit.stats.judge import SEQUENTIAL, ArmVerdict, Judgement
+from archaudit.stats.judgement import SEQUENTIAL, ArmVerdict, Judgement
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.predictions.predict import Prediction, with_prediction
 from archaudit.stats.simulation.power import PowerCurve, power_curve

@@ -32,7 +32,7 @@ from archaudit.report.data import (
     Scatter,
 )
 from archaudit.report.palette import DIVERGED_COLOUR, Colour, arm_gid
-from archaudit.stats.judge import ArmVerdict, Judgement
+from archaudit.stats.judgement import ArmVerdict, Judgement
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType

@@ -19,7 +19,7 @@ from archaudit.report.figures import Figure
 from archaudit.report.stability import stability
 from archaudit.stats.analyses.decoupling import FLAT_SHARE
 from archaudit.stats.inference.corrections import error_rate
-from archaudit.stats.judge import ArmVerdict, Judgement
+from archaudit.stats.judgement import ArmVerdict, Judgement
 from archaudit.stats.predictions.backtest import SINGLE_SCALE
 from archaudit.stats.predictions.predict import Prediction
 from archaudit.stats.predictions.target import TargetPrediction

@@ -2,7 +2,7 @@
 typed rows of its summary, and the vocabulary of why an arm or the loop stopped.
 
 The loop itself (`archaudit.audit.sequential`) writes these; `judge_loop`
-(`archaudit.stats.judge`) turns a family of them into the one verdict record, `Judgement`, that
+(`archaudit.stats.judgement`) turns a family of them into the one verdict record, `Judgement`, that
 `stats`, the report, `to_frame()` and the trackers render.
 """
 

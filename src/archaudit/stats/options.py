@@ -12,10 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from archaudit.errors import ConfigError
-from archaudit.names import BASELINE
+from archaudit.errors import ConfigError, did_you_mean
+from archaudit.names import BASELINE, Reference
 from archaudit.stats.inference.corrections import check_correction, per_test_alpha
-from archaudit.stats.inference.family_test import check_reference
 from archaudit.stats.serialize import JsonResult
 
 
@@ -123,7 +122,8 @@ def check_test(reference: str, correction: str, alpha: float) -> None:
 
     `JudgeOptions` and the design records (`AuditDesign`, `power.Design`) all check here.
     """
-    check_reference(reference)
+    if reference not in tuple(Reference):
+        raise ConfigError(f"unknown reference {reference!r}" + did_you_mean(reference, Reference))
     check_correction(correction)
     check_level("alpha", alpha)
     if reference == "normal" and correction == "dunnett":

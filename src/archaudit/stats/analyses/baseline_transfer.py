@@ -18,7 +18,7 @@ import numpy as np
 
 from archaudit.names import BASELINE
 from archaudit.stats.errors import DesignError
-from archaudit.stats.judge import ArmVerdict, Judgement, judge
+from archaudit.stats.judgement import ArmVerdict, Judgement, judge
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import Table, TableLike, load_table

@@ -31,7 +31,7 @@ import numpy as np
 
 from archaudit.errors import ConfigError
 from archaudit.stats.inference.family_test import ROBUST
-from archaudit.stats.judge import ArmVerdict, Judgement, judge
+from archaudit.stats.judgement import ArmVerdict, Judgement, judge
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import TableLike, load_table

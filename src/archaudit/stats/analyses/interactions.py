@@ -38,7 +38,7 @@ from archaudit.stats.errors import DesignError
 from archaudit.stats.inference.corrections import adjust_pvalues
 from archaudit.stats.inference.noise import pooled_sd
 from archaudit.stats.inference.samples import ArmSample
-from archaudit.stats.judge import collect_family
+from archaudit.stats.judgement import collect_family
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import TableLike, load_table

@@ -35,7 +35,7 @@ from archaudit.stats.analyses.ranking import (
     spearman_bounds,
 )
 from archaudit.stats.errors import DesignError
-from archaudit.stats.judge import ArmVerdict, Judgement, collect_family, judge
+from archaudit.stats.judgement import ArmVerdict, Judgement, collect_family, judge
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import Table, TableLike, load_table

@@ -36,22 +36,16 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.special import ndtr, stdtr, stdtrit
 
-from archaudit.errors import ConfigError, did_you_mean
+from archaudit.names import Reference
 from archaudit.stats.simulation.noise_models import WIDEST_FACTOR
 
-REFERENCES = ("t", "normal")
+REFERENCES = tuple(Reference)
 """`t` (default, calibrated: σ's own uncertainty is in the reference distribution) and
 `normal` (paper mode: reproduces published z-tables, uncalibrated)."""
 Z, POOLED_T, WELCH, ROBUST = "z", "pooled-t", "welch", "robust"
 Values = float | np.ndarray
 """One arm's number or an array of them: the statistics broadcast, so `judge` passes scalars
 and the simulations pass arrays of thousands of audits."""
-
-
-def check_reference(reference: str) -> str:
-    if reference not in REFERENCES:
-        raise ConfigError(f"unknown reference {reference!r}" + did_you_mean(reference, REFERENCES))
-    return reference
 
 
 def choose_test(
@@ -63,7 +57,7 @@ def choose_test(
 ) -> str:
     """The one test of a family whose tested arms have `arm_seeds` seeds (Dunnett runs on the
     same tests, through their p-values: `dunnett_statistics`)."""
-    if check_reference(reference) == "normal":
+    if reference == Reference.NORMAL:
         return Z
     if equal_variance:
         return POOLED_T

@@ -39,7 +39,7 @@ from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import TableLike, load_table
 
 if TYPE_CHECKING:
-    from archaudit.stats.judge import Judgement
+    from archaudit.stats.judgement import Judgement
 
 MIN_SCALES = 3
 MAX_BOOT = 100_000

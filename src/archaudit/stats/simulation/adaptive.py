@@ -16,7 +16,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from archaudit.stats.family import collect_family
-from archaudit.stats.judge import Judgement
+from archaudit.stats.judgement import Judgement
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import TableLike, load_table
 from archaudit.stats.verdicts import INCOMPLETE
