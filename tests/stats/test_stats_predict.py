@@ -67,11 +67,12 @@ def test_known_truth_is_found_and_covered():
     result = predict(table(STRONG, sigma=0.003), "val_loss", ladder(), n_boot=1000)
     assert result.estimable and result.model == "log_linear"
     arms = {a.arm: a for a in result.arms}
-    truth = {arm: f(TARGET.params) for arm, f in STRONG.items()}
+    # the truths shift the arm's loss; Δ is baseline − arm (positive = better), as `stats`
+    truth = {arm: -f(TARGET.params) for arm, f in STRONG.items()}
     for name in ("good", "bad", "crossing", "null"):  # the log-linear truths
         low, high = arms[name].interval
         assert low <= truth[name] <= high, (name, arms[name], truth[name])
-    assert arms["crossing"].delta < arms["good"].delta  # it overtakes "good" by the target
+    assert arms["crossing"].delta > arms["good"].delta  # it overtakes "good" by the target
     assert arms["bad"].p_sign_holds > 0.99
     assert arms["bad"].rank == max(a.rank for a in result.arms)  # last of those predicted
     assert result.backtest is not None and result.backtest.scale == "s4"

@@ -847,9 +847,10 @@ def _generator() -> dict[str, str]:
 _TARGET_TITLE = "At the target scale"
 _TARGET_INTRO = (
     "What the verdicts at the trained scales say about the scale the audit is meant for, which "
-    "was never trained: each arm's Δ (arm − baseline; below 0 = a lower loss) extrapolated "
-    "along the ladder of trained scales, with a prediction interval, the probability that its "
-    "sign there is the one seen at the largest trained scale, and its predicted rank. The "
+    "was never trained: each arm's Δ (Δ > 0 means better: a lower loss, as everywhere in this "
+    "report) extrapolated along the ladder of trained scales, with a prediction interval, the "
+    "probability that its sign there is the one seen at the largest trained scale, and its "
+    "predicted rank. The "
     "curve was chosen by a backtest that predicts each trained scale from the smaller ones; "
     "when it does not beat the ranking at the largest scale taken as it is, that ranking is "
     "shown instead."

@@ -27,12 +27,12 @@ def ladder_plot(key: str, p: Prediction, colours: Colours) -> Figure:
         _ladder_panel(ax, curve, arms[curve.arm], params, colours[curve.arm].hex)
         ax.axvline(p.ladder.target.params, color="#999999", lw=0.8, ls=":")
         ticks = (*p.ladder.scales, p.ladder.target)
-        ax.set_xticks([t.params for t in ticks], [t.name for t in ticks], fontsize=6, rotation=90)
+        ax.set_xticks([t.params for t in ticks], [t.name for t in ticks], fontsize=7, rotation=90)
         ax.xaxis.set_minor_locator(NullLocator())
     for ax in axes[len(p.curves) :]:
         ax.set_visible(False)
     fig.supxlabel("parameters (log scale)", fontsize=8)
-    fig.supylabel(f"Δ {p.metric} (arm − baseline)", fontsize=8)
+    fig.supylabel(f"Δ {p.metric} (positive = better)", fontsize=8)
     return render(key, fig, f"Each arm's Δ {p.metric} over the ladder and at the target")
 
 

@@ -51,7 +51,8 @@ CURVE_POINTS = 25
 
 @dataclass(frozen=True)
 class ArmCurve(JsonResult):
-    """What the report's ladder plot draws for one arm (metric units, arm − baseline)."""
+    """What the report's ladder plot draws for one arm (metric units, baseline − arm: positive =
+    better)."""
 
     arm: str
     observed: tuple[float, ...]
@@ -235,9 +236,11 @@ def ladder_arrays(
         noise_floor([base[i]], metric, [s[i] for s in kept.values()]) for i in range(len(scales))
     ]
     rows = [base, *kept.values()]
+    # Negated means make every Δ baseline − arm: positive = a lower loss = better, the sign
+    # `stats` prints (predict judges losses only: `check_loss`).
     arrays = LadderArrays(
         x=np.log([s.params for s in ladder.scales]),
-        means=np.array([[x.mean for x in row] for row in rows]),
+        means=-np.array([[x.mean for x in row] for row in rows]),
         counts=np.array([[len(x.values) for x in row] for row in rows], dtype=float),
         sigma=np.array([f.sigma for f in floors]),
         dof=np.array([f.dof for f in floors], dtype=float),
@@ -258,10 +261,10 @@ def _arm_rows(
     low, high = interval(draws, confidence)
     holds = np.mean(np.sign(draws) == np.sign(largest), axis=0)
     ranks = np.full(draws.shape, np.nan)
-    ranks[:, shown] = sps.rankdata(draws[:, shown], axis=1)
+    ranks[:, shown] = sps.rankdata(-draws[:, shown], axis=1)  # 1 = the largest Δ, the best
     rank_low, rank_high = interval(ranks, confidence)
     point_ranks = np.zeros(len(point), dtype=int)
-    point_ranks[shown] = sps.rankdata(point[shown], method="min")
+    point_ranks[shown] = sps.rankdata(-point[shown], method="min")
     return [
         TargetPrediction(
             arm=name,

@@ -14,13 +14,13 @@ class TargetPrediction(JsonResult):
 
     arm: str
     delta: float
-    """Predicted Δ (arm − baseline, metric units) at the target."""
+    """Predicted Δ at the target (metric units, baseline − arm: positive = better, as `stats`)."""
     interval: tuple[float, float]
     """Prediction interval of the true Δ at the target, at the prediction's confidence."""
     p_sign_holds: float
     """Probability that the sign at the target is the sign of Δ̂ at the largest trained scale."""
     rank: int
-    """Predicted rank among the arms (1 = the lowest loss)."""
+    """Predicted rank among the arms (1 = the largest Δ, the lowest loss)."""
     rank_interval: tuple[float, float]
     delta_largest: float
     """Δ̂ at the largest trained scale."""
