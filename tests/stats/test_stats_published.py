@@ -9,6 +9,7 @@ value μ₀ − z·σ: lower loss is better). The other 16 arms are fillers with
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -51,7 +52,9 @@ def test_the_default_calibrated_test_finds_no_survivor():
     # No arm has two seeds: nothing bounds a single seed's spread, so none can be declared;
     # Softpick's prediction t unbounded is 3.87 (p = 0.061), not even a candidate after Holm.
     softpick = judgement.arm("softpick")
-    assert judgement.single_seed_bound == float("inf") and softpick.p == 1.0
+    # no test at all: t and p are — (NaN), not 0 and 1, which would read as "no effect" (issue 41)
+    assert judgement.single_seed_bound == float("inf") and math.isnan(softpick.p)
     assert {v.verdict for v in judgement.arms} == {"nominal-improver", "within-noise"}
-    assert all(v.p_adj == 1.0 for v in judgement.arms)
+    assert all(math.isnan(v.p_adj) and math.isnan(v.statistic) for v in judgement.arms)
+    assert any(n.startswith("no test for ") and "run a second seed" in n for n in judgement.notes)
     assert judgement.design.mde_sigmas == float("inf")  # candidates only

@@ -362,6 +362,7 @@ def judge(table: TableLike, metric: str, options: JudgeOptions = DEFAULT) -> Jud
     notes = _notes(table, family, arms, options, rate)
     notes += _demoted(p_adjusted, tests, rate, options.alpha, family.level)
     notes += _candidates(arms)
+    notes += _untested(arms)
     notes += _outlier_notes(family.baseline.arm, base_outliers, arms)
     notes += _sigma_across_scales(table, metric, family, options)
     notes += (signal.notes if metric == AVERAGE else ()) + signal.r6_notes(
@@ -524,6 +525,8 @@ def _arm_verdict(
     evidence = grade_arm(table, sample.arm, options, metric=family.metric, seeds=len(sample.values))
     welch = test.welch if test else None
     bounds = dict(zip((s.arm for s in family.tested), family.ratio_bounds, strict=True))
+    # a single seed whose spread nothing bounds has no test: "—", not t 0 and p 1 (no effect)
+    tested = test is not None and math.isfinite(test.scale)
     return ArmVerdict(
         arm=sample.arm,
         scale=family.scale,
@@ -541,13 +544,13 @@ def _arm_verdict(
         df=welch.df if welch else math.nan,
         p_welch=welch.p if welch else math.nan,
         test=test.test if test else None,
-        statistic=test.statistic if test else math.nan,
+        statistic=test.statistic if tested else math.nan,
         statistic_df=test.df if test else math.nan,
         interval=interval(test.delta, test.scale, test.df, options.level(len(family.tested)))
         if test
         else (math.nan, math.nan),
-        p=test.p if test else math.nan,
-        p_adj=p_adj,
+        p=test.p if tested else math.nan,
+        p_adj=p_adj if tested else math.nan,
         verdict=verdict,
         mde=arm_mde(context.design, test.n, options.power_target, family.level, family.single_bound)
         * family.noise.sigma
@@ -579,6 +582,18 @@ def _demoted(
     return (
         f"at α = {alpha} these arms would be significant, but this design's measured rate is "
         f"above α, so they are reported as nominal: {', '.join(names)}",
+    )
+
+
+def _untested(arms: tuple[ArmVerdict, ...]) -> tuple[str, ...]:
+    """Why a single seed shows no t and p (they print as —)."""
+    names = [a.arm for a in arms if a.test is not None and not math.isfinite(a.se)]
+    if not names:
+        return ()
+    return (
+        f"no test for {', '.join(names)}: one seed's spread is unbounded when no arm of the "
+        "family has two seeds to bound it, so t and p are — (not 0 and 1: that would read as no "
+        "effect); run a second seed",
     )
 
 
