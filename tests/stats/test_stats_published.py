@@ -58,3 +58,21 @@ def test_the_default_calibrated_test_finds_no_survivor():
     assert all(math.isnan(v.p_adj) and math.isnan(v.statistic) for v in judgement.arms)
     assert any(n.startswith("no test for ") and "run a second seed" in n for n in judgement.notes)
     assert judgement.design.mde_sigmas == float("inf")  # candidates only
+
+
+def test_paper_mode_shows_the_papers_funnel_in_a_labelled_column(cli):
+    """Issue 41, item 4: the paper's rule gives its two survivors (Softpick, HybridNorm) in a
+    labelled column beside the calibrated verdicts (nominal: that rule errs at 0.47 here)."""
+    options = JudgeOptions(reference="normal", correction="bonferroni")
+    judgement = judge(load_table(FIXTURE), "val_loss", options)
+    survivors = [a.arm for a in judgement.arms if a.paper_verdict == "improver"]
+    assert sorted(survivors) == ["hybrid_norm", "softpick"]
+    assert judgement.arm("qk_norm").paper_verdict == "nominal-improver"
+    assert all(a.verdict not in ("improver", "regressor") for a in judgement.arms)
+    assert judge(load_table(FIXTURE), "val_loss").arm("softpick").paper_verdict is None
+    code, out, err = cli(f"stats {FIXTURE} --metric val_loss --reference normal "
+                         "--correction bonferroni")  # fmt: skip
+    assert code == 0, err
+    assert "paper's rule" in out and "measured family-wise error rate on this design" in out
+    rows = [line.split() for line in out.splitlines() if line.startswith(("softpick", "qk_norm"))]
+    assert [row[-1] for row in rows] == ["improver", "nominal-improver"]

@@ -297,6 +297,7 @@ def _print_judgement(judgement: Judgement, notes: list[str]) -> None:
     statistic = "z" if judgement.test == "z" else "t"
     # One seed count: its MDE is the header's; several: each arm's MDE gets a column.
     per_arm_mde = len({v.n_seeds for v in judgement.arms}) > 1
+    paper = any(v.paper_verdict for v in judgement.arms)
     columns = ("arm", "n", "Δ", statistic, "p", "p_adj", "verdict", "grade")
     rows = [
         (
@@ -309,10 +310,19 @@ def _print_judgement(judgement: Judgement, notes: list[str]) -> None:
             v.verdict,
             v.grade,
             *((v.mde,) if per_arm_mde else ()),
+            *((v.paper_verdict or MISSING,) if paper else ()),
         )
         for v in judgement.arms
     ]
-    _print_table(None, (*columns, *(("MDE",) if per_arm_mde else ())), rows)
+    extra = (*(("MDE",) if per_arm_mde else ()), *(("paper's rule",) if paper else ()))
+    _print_table(None, (*columns, *extra), rows)
+    if paper:
+        notes = [
+            "paper's rule: the published analysis (z against the nominal corrected α, no "
+            f"calibration), shown beside the verdicts; its measured family-wise error rate on "
+            f"this design is {judgement.design_fwer:.3f}",
+            *notes,
+        ]
     _print_notes(
         [
             "a verdict that is not significant means no effect larger than the arm's MDE "

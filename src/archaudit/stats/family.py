@@ -16,7 +16,7 @@ from archaudit.errors import ConfigError
 from archaudit.metrics import lower_is_better
 from archaudit.names import ResultStatus
 from archaudit.stats.inference.compare import ArmTest, compare_arm, decide
-from archaudit.stats.inference.family_test import choose_test
+from archaudit.stats.inference.family_test import Z, choose_test
 from archaudit.stats.inference.noise import NoiseFloor, noise_floor
 from archaudit.stats.inference.samples import ArmSample, sample_arm
 from archaudit.stats.options import DEFAULT, JudgeOptions
@@ -132,6 +132,14 @@ class Family:
         if self.above_alpha:
             verdicts = [nominal(v) for v in verdicts]
         return p, verdicts
+
+    def paper_rule(self, tests: Sequence[ArmTest]) -> list[str]:
+        """Paper mode only: each tested arm's verdict by the paper's rule (z, corrected, at the
+        nominal α), before a measured rate above α lowers it; empty otherwise."""
+        if self.test != Z:
+            return []
+        options = self.options
+        return decide(tests, self.noise, len(self.baseline.values), options, options.alpha)[1]
 
     @cached_property
     def rate(self) -> DesignRate | None:

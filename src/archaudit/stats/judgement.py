@@ -116,6 +116,10 @@ class ArmVerdict(JsonResult):
     at_target: TargetPrediction | None = None
     """The arm's predicted Δ at the audit's untrained target scale (`stats.predict`), on the
     judgement of the prediction's metric at the largest trained scale; None without one."""
+    paper_verdict: str | None = None
+    """Paper mode only (`--reference normal`): the verdict the paper's own rule gives (z against
+    the nominal corrected α, no calibration), labelled beside the calibrated verdict, which the
+    rule's measured error rate (the judgement's `design_fwer`) lowers to nominal when above α."""
     # Other verdicts slot in here as optional fields (default None), e.g. a target-scale
     # prediction or a stability verdict, so every renderer of the record shows them.
 
@@ -348,6 +352,8 @@ def judge(table: TableLike, metric: str, options: JudgeOptions = DEFAULT) -> Jud
     context = _ArmContext(table, family, design, robust_scale)
     adjusted = dict(zip(tests, p_adjusted, strict=True))
     verdict = dict(zip(tests, decided, strict=True))
+    rule = family.paper_rule(list(tests.values()))
+    paper = dict(zip(tests, rule, strict=True)) if rule else {}
     arms = tuple(
         _arm_verdict(
             sample,
@@ -358,6 +364,8 @@ def judge(table: TableLike, metric: str, options: JudgeOptions = DEFAULT) -> Jud
         )
         for sample in family.arms
     )
+    if paper:
+        arms = tuple(replace(a, paper_verdict=paper.get(a.arm)) for a in arms)
     base_outliers = outlier_seeds(family.baseline.values, family.baseline.seeds, robust_scale)
     notes = _notes(table, family, arms, options, rate)
     notes += _demoted(p_adjusted, tests, rate, options.alpha, family.level)
