@@ -98,6 +98,26 @@ def test_stored_result_reads_back_and_docs_reproduce_its_table() -> None:
     assert all(len(a.lrs) >= 6 and a.lrs[-1] / a.lrs[0] >= 100 for a in result.arms)
 
 
+@pytest.mark.parametrize(
+    ("table", "said"),
+    [
+        ('correction = "bogus"', "unknown correction 'bogus'"),
+        ("permutations = 1000000000000", r"stress\.permutations = 1000000000000 must be a whole"),
+        ("depths = [2.5]", r"stress\.depths = \[2\.5\]: whole multiples"),
+        ("depths = [nan]", r"stress\.depths = \[nan\] must be a list of finite numbers"),
+        ("seeds = 1000000000000", r"stress\.seeds = 1000000000000 must be a whole number"),
+        ("alpha = 1.5", r"stress\.alpha = 1\.5 must be in \(0, 1\)"),
+    ],
+)
+def test_the_stress_table_is_checked_before_anything_is_planned(
+    tmp_path: Path, table: str, said: str
+) -> None:
+    """Issue 44: these passed `--plan` and failed after the sweep trained (a 29 TiB
+    MemoryError for the permutations), truncated 2.5 to 2, or grew memory without bound."""
+    with pytest.raises(ConfigError, match=said):
+        load_audit(audit(tmp_path, f"[stress]\n{table}\n"))
+
+
 def test_cli_plan_prints_the_cost(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
@@ -141,3 +161,17 @@ def test_stress_trains_judges_and_stores(tmp_path: Path) -> None:
     result = read_result(tmp_path / "runs" / "s" / STRESS_DIR / "stress.json")
     assert result.missing == 0 and {a.arm for a in result.arms} == {"baseline", "post_ln"}
     assert all(t.signals["log_z_max"] for t in result.traces)
+
+
+def test_a_deep_or_foreign_stress_json_is_one_line(tmp_path: Path) -> None:
+    from archaudit.audit.stress_result import read_result
+    from archaudit.errors import DataError
+
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"arms": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(DataError, match=r"deep\.json: cannot read the stress result"):
+        read_result(deep)
+    listed = tmp_path / "list.json"
+    listed.write_text("[1, 2]")
+    with pytest.raises(DataError, match=r"list\.json: not a stress result"):
+        read_result(listed)

@@ -52,6 +52,7 @@ from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS
 from archaudit.names import BASELINE
 from archaudit.presets import MODEL_PRESETS
 from archaudit.rundir import check_audit_dir
+from archaudit.stats.inference.corrections import check_correction
 
 TOP_KEYS = ("name", "arms", "runs_dir", "tracker", "plugins")
 SECTIONS = ("seeds", "eval", "recipe", "scales", "baselines", "executor", "target", "stress")
@@ -154,6 +155,12 @@ class ExecutorSpec:
         return self.ranks_per_run or max(1, self.gpus_per_run)
 
 
+MAX_STRESS_SEEDS = 100
+"""More seeds per rate than any CPU or GPU sweep runs; a bound so that `--plan` stays finite."""
+MAX_PERMUTATIONS = 100_000
+"""The permutation test's draws (memory grows with them × arms × rates)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class StressSpec:
     """`archaudit stress`: every arm's learning-rate sweep, and optionally a depth stress."""
@@ -187,16 +194,19 @@ class StressSpec:
                 f"stress.lr_factors = {list(self.lr_factors)}: the sweep needs >= 6 rates "
                 "spanning >= 2 decades (max/min >= 100)"
             )
-        if self.seeds < 2:
-            raise ConfigError(f"stress.seeds = {self.seeds} must be >= 2 (intervals over seeds)")
-        depths = tuple(int(v) for v in _numbers(self.depths, "stress.depths"))
-        if any(d < 2 for d in depths):
-            raise ConfigError(f"stress.depths = {list(depths)}: multiples of the layers, >= 2")
-        object.__setattr__(self, "depths", depths)
+        _count(self.seeds, "stress.seeds", 2, MAX_STRESS_SEEDS, "(intervals over seeds)")
+        depths = _numbers(self.depths, "stress.depths")
+        if any(d != int(d) or d < 2 for d in depths):
+            raise ConfigError(
+                f"stress.depths = {list(depths)}: whole multiples of the layers, >= 2"
+            )
+        object.__setattr__(self, "depths", tuple(int(d) for d in depths))
         for key in ("arms", "depth_arms"):
             object.__setattr__(self, key, _strings(getattr(self, key), f"stress.{key}"))
-        if not 0 < self.alpha < 1 or self.permutations < 99:
-            raise ConfigError("stress.alpha must be in (0, 1) and stress.permutations >= 99")
+        if not 0 < self.alpha < 1:
+            raise ConfigError(f"stress.alpha = {self.alpha!r} must be in (0, 1)")
+        _count(self.permutations, "stress.permutations", 99, MAX_PERMUTATIONS, "")
+        check_correction(self.correction)  # before the sweep trains, not after
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -472,11 +482,20 @@ def _strings(value: Any, key: str) -> tuple[str, ...]:
 
 def _numbers(value: Any, key: str) -> tuple[float, ...]:
     ok = isinstance(value, list | tuple) and all(
-        isinstance(v, int | float) and not isinstance(v, bool) for v in value
+        isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in value
     )
     if not ok:
-        raise ConfigError(f"{key} = {value!r} must be a list of numbers")
+        raise ConfigError(f"{key} = {value!r} must be a list of finite numbers")
     return tuple(value)
+
+
+def _count(value: Any, key: str, low: int, high: int, why: str) -> None:
+    """A whole number in [low, high]: the upper bound keeps memory and run counts sane, and
+    is checked before anything trains or is planned."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(
+            f"{key} = {value!r} must be a whole number from {low} to {high:,} {why}".rstrip()
+        )
 
 
 def _name(value: Any, key: str) -> str:

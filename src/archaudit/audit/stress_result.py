@@ -290,8 +290,16 @@ def write_result(result: StressResult, path: Path) -> None:
 
 
 def read_result(path: Path) -> StressResult:
+    """The stored result, or one line naming `path` when it is unreadable, nested too deeply
+    for the parser (a RecursionError otherwise), or not a stress result's shape."""
     try:
         data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise DataError(f"{path}: cannot read the stress result ({err})") from None
-    return StressResult.from_json(data)
+    except (OSError, json.JSONDecodeError, RecursionError) as err:
+        why = "nested too deeply" if isinstance(err, RecursionError) else str(err)
+        raise DataError(f"{path}: cannot read the stress result ({why})") from None
+    if not isinstance(data, dict):
+        raise DataError(f"{path}: not a stress result (a JSON {type(data).__name__})")
+    try:
+        return StressResult.from_json(data)
+    except DataError as err:
+        raise DataError(f"{path}: {err}") from None
