@@ -198,6 +198,29 @@ def test_plan_until_settled_prints_both_designs(write_audit):
     assert estimate["fixed"]["power"] >= estimate["sequential"]["power"]
 
 
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--sigma", "-1"], "--sigma -1.0: a seed σ is a positive number"),
+        (["--max-seeds", "0"], "--max-seeds (0) and --budget-runs must be >= 1"),
+        (["--effects", "3,3,3,3,3,3,3,3"], "--effects: 8 effects for families of at most 4 arms"),
+        (["--effects", "3,nan"], "finite numbers only"),
+    ],
+)
+def test_plan_refuses_options_out_of_their_meaning(write_audit, capsys, flags, said):
+    """Issue 44: --sigma -1 printed "MDE 11.3 σ = -11.3", --max-seeds 0 was planned as ≤ 5 and
+    extra --effects were ignored."""
+    from archaudit.cli import main
+
+    path = write_audit(arms=ARMS)
+    argv = ["archaudit", "plan", str(path), "--no-probe", "--until-settled", *flags]
+    with pytest.MonkeyPatch.context() as patch, pytest.raises(SystemExit) as stop:
+        patch.setattr("sys.argv", argv)
+        main()
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and said in err and len(err.strip().splitlines()) == 1, err
+
+
 def test_a_loop_settled_by_its_first_round_still_writes_its_summary(write_audit, fake_training):
     # max one seed per arm: nothing can be added, so no round record (and no folder) exists
     plan = tiny_plan(write_audit)

@@ -31,6 +31,7 @@ from archaudit.audit.probe import (
 )
 from archaudit.audit.protocol import ProtocolNote
 from archaudit.config import ModelConfig
+from archaudit.errors import ConfigError
 from archaudit.rundir import AUDIT_FILE
 
 if TYPE_CHECKING:
@@ -328,6 +329,13 @@ def sequential_estimate(
     primaries = primary_metrics(plan, options)
     rule = sequential_rule(plan, options, len(primaries))
     metric = primaries[0]
+    check_plan_options(sigma, effects)
+    widest = max((len(f.arms) for f in families(plan, (metric,))), default=0)
+    if len(effects) > widest:
+        raise ConfigError(
+            f"--effects: {len(effects)} effects for families of at most {widest} arms; give one "
+            "per arm at most (the rest are null)"
+        )
     planted = [e / sigma for e in effects] if sigma else [float(e) for e in effects]
     pilot = {} if planted else pilot_effects(plan, metric)
     costs = [
@@ -355,6 +363,14 @@ def sequential_estimate(
             wall_s=_wall_s(fixed_runs, 1.0, seconds_per_run, workers),
         ),
     )
+
+
+def check_plan_options(sigma: float | None, effects: Sequence[float] = ()) -> None:
+    """`plan --sigma` is a positive finite σ; planted effects are finite numbers."""
+    if sigma is not None and not (math.isfinite(sigma) and sigma > 0):
+        raise ConfigError(f"--sigma {sigma}: a seed σ is a positive number (metric units)")
+    if not all(math.isfinite(e) for e in effects):
+        raise ConfigError(f"--effects {list(effects)}: finite numbers only")
 
 
 def _family_effects(

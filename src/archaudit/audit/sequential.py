@@ -376,7 +376,7 @@ def settle_options(
     budget_hours: float | None = None,
 ) -> SettleOptions:
     """The options of the audit file's [seeds] table, with the command line's overrides."""
-    top = max_seeds or plan.spec.seeds.max
+    top = plan.spec.seeds.max if max_seeds is None else max_seeds  # 0 is refused, not 5
     if top < 1 or (budget_runs is not None and budget_runs < 1):
         raise ConfigError(f"--max-seeds ({top}) and --budget-runs must be >= 1")
     return SettleOptions(max_seeds=top, budget_runs=budget_runs, budget_hours=budget_hours)

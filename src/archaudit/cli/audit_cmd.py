@@ -143,13 +143,14 @@ def plan(
     """Show the grid (arms × scales × seeds), parameters, tokens and estimated training time.
     With `--until-settled`, also the expected runs and time of the sequential design next to
     the fixed design with the same power. Writes nothing."""
-    from archaudit.audit.estimate import plan_summary
+    from archaudit.audit.estimate import check_plan_options, plan_summary
     from archaudit.audit.plan import make_plan
     from archaudit.audit.protocol import warn_notes
     from archaudit.audit.spec import load_audit
 
     quiet_output(quiet, json_)
     load_plugin_modules(plugin)
+    check_plan_options(sigma)
     grid = make_plan(load_audit(audit, overrides or (), runs_dir=runs_dir), strict=strict)
     summary = plan_summary(grid, probe=probe)
     if until_settled or grid.spec.seeds.policy == "sequential":
