@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,6 +16,7 @@ from archaudit.files import (
     check_output_file,
     check_output_folder,
     file_signed,
+    read_regular_text,
     refuse_link,
 )
 from archaudit.names import BASELINE
@@ -119,15 +122,24 @@ def write_html(report: Report, path: Path, flag: str = "--out") -> Path:
 
 
 def write_markdown(report: Report, path: Path) -> Path:
-    """The Markdown twin at `path`, its figures as SVG files in `<stem>_files/` beside it. The
-    folder is new, empty, or the figures of an earlier twin at `path` (only .svg files)."""
+    """The Markdown twin at `path`, its figures as SVG files in `<stem>_files/` beside it, with
+    a manifest of what it wrote (name → SHA-256). The folder is new, empty, or an earlier
+    twin's: every file there listed in its manifest, unchanged since; nothing else is touched."""
     figures = check_markdown(path)
     text, files = report.markdown(figures.name)
     figures.mkdir(parents=True, exist_ok=True)
+    for stale in set(_manifest(figures)) - set(files):  # an earlier twin's, checked as ours
+        (figures / stale).unlink(missing_ok=True)
     for name, svg in files.items():
         atomic_write_text(figures / name, svg)
+    written = {name: _sha256(svg.encode()) for name, svg in sorted(files.items())}
+    atomic_write_text(figures / FIGURES_MANIFEST, json.dumps(written, indent=1) + "\n")
     atomic_write_text(path, text)
     return path
+
+
+FIGURES_MANIFEST = "figures.json"
+"""In a twin's figures folder: the files the twin wrote, each with its SHA-256."""
 
 
 def check_markdown(path: Path) -> Path:
@@ -141,22 +153,39 @@ def check_markdown(path: Path) -> Path:
     return figures
 
 
+def _manifest(figures: Path) -> dict[str, str]:
+    text = read_regular_text(figures / FIGURES_MANIFEST)
+    try:
+        listed = json.loads(text) if text is not None else {}
+    except ValueError:
+        return {}
+    ok = isinstance(listed, dict) and all(isinstance(v, str) for v in listed.values())
+    return {str(k): v for k, v in listed.items() if "/" not in str(k)} if ok else {}
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
 def _check_figures(figures: Path) -> None:
     refuse_link(figures, "--markdown")
     if figures.exists() and not figures.is_dir():
         raise DataError(
             f"{figures} is a file where the twin's figures go: give --markdown a new name"
         )
+    listed = _manifest(figures) if figures.is_dir() else {}
     foreign = (
         [
             p
             for p in sorted(figures.iterdir())
-            if p.suffix != ".svg" or not p.is_file() or p.is_symlink()
+            if p.name != FIGURES_MANIFEST
+            and (not p.is_file() or p.is_symlink() or listed.get(p.name) != _sha256(p.read_bytes()))
         ]
         if figures.is_dir()
         else []
     )
     if foreign:
         raise DataError(
-            f"{foreign[0]} is not a figure of an earlier report; give --markdown a new name"
+            f"{foreign[0]} is not a figure an earlier report wrote (or it changed since: "
+            f"{FIGURES_MANIFEST} lists what the report wrote); give --markdown a new name"
         )

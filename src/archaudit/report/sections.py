@@ -4,6 +4,7 @@ from `ReportData`."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections import defaultdict
@@ -44,8 +45,12 @@ def _absent(key: str, title: str, intro: str, reason: str) -> Section:
 
 
 def slug(text: str) -> str:
-    """A file- and id-safe name."""
-    return re.sub(r"[^A-Za-z0-9_-]+", "_", text).strip("_") or "x"
+    """A file- and id-safe name, one per text: a name that had to change keeps a short hash of
+    the original, so `x.1` and `x_1` (or `a/b` and `a_b`) never share a figure file."""
+    safe = re.sub(r"[^A-Za-z0-9_-]+", "_", text).strip("_") or "x"
+    if safe == text:
+        return safe
+    return f"{safe}-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
 
 
 def _why(data: ReportData, *keys: str) -> str:
