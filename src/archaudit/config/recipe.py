@@ -97,9 +97,16 @@ class Recipe:
             raise ConfigError(
                 f"recipe.device = {self.device!r} is not a device: auto, cpu, cuda, cuda:N, mps"
             )
-        for name in ("min_lr_ratio", "warmup_frac", "val_fraction"):
+        for name in ("min_lr_ratio", "warmup_frac"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ConfigError(f"recipe.{name} = {getattr(self, name)} must be in [0, 1]")
+        if not 0.0 <= self.val_fraction < 1.0:  # 1 would leave no training tokens
+            raise ConfigError(
+                f"recipe.val_fraction = {self.val_fraction} must be in [0, 1): the training "
+                "split needs tokens"
+            )
+        if self.threads < 0:
+            raise ConfigError(f"recipe.threads = {self.threads} must be >= 0 (0 = torch's default)")
         if self.precision not in PRECISIONS:
             raise ConfigError(
                 f"recipe.precision = {self.precision!r}{did_you_mean(self.precision, PRECISIONS)}"
