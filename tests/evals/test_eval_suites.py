@@ -133,3 +133,16 @@ def test_bad_suite_files(tmp_path: Path, text: str, message: str) -> None:
 def test_unknown_suite_name() -> None:
     with pytest.raises(ConfigError, match=r"unknown suite 'real-smal'.*did you mean 'real-small'"):
         load_suite("real-smal")
+
+
+def test_an_out_path_in_a_missing_folder_is_refused_before_scoring(tmp_path: Path) -> None:
+    """Issue 44: `eval --out nodir/x.json` scored everything and then failed on the folder."""
+    from archaudit.errors import DataError
+
+    class Untouchable:
+        def __getattr__(self, name: str) -> object:
+            raise AssertionError(f"the model was used ({name}) before the --out check")
+
+    with pytest.raises(DataError, match="does not exist; create it"):
+        evaluate(Untouchable(), _suite(tmp_path), data_root=tmp_path,
+                 out_path=tmp_path / "nodir" / "x.json", show_progress=False)  # fmt: skip

@@ -225,6 +225,11 @@ def evaluate(
     start = time.perf_counter()
     if out_path is not None:  # before any work: a file this command did not write is refused
         check_output_file(Path(out_path), "--out", file_signed(RESULT_SIGNATURE, 16))
+        if not Path(out_path).parent.is_dir():  # scoring everything first would be wasted
+            raise DataError(
+                f"--out {out_path}: its folder {Path(out_path).parent} does not exist; create "
+                "it or give another path"
+            )
     suite = suite if isinstance(suite, Suite) else load_suite(suite)  # check it before a load
     root = resolve_data_root(data_root)
     items = file_items(suite, root, limit)  # every data file checked before the model loads
