@@ -35,7 +35,7 @@ def stress(
     """Sweep every arm's peak learning rate (and depth) at small scale, log the signals that
     forecast instability, and judge each arm against the baseline: LR sensitivity (Wortsman et
     al. 2023), largest stable rate, `more-fragile` / `more-robust` / `within-noise`. Results go
-    to runs/<audit>/_stress/stress.json and the report's stability section."""
+    to runs/AUDIT/_stress/stress.json and the report's stability section."""
     from archaudit.audit.spec import load_audit
     from archaudit.audit.stress import STRESS_DIR, run_stress, stress_plan
     from archaudit.audit.stress_result import RESULT_FILE, analyse, write_result
