@@ -349,3 +349,11 @@ def test_arms_names_arms_and_n_arms_counts_them_on_every_command():
                 if flag in getattr(param, "opts", ()):
                     repeatable[flag].add(param.multiple)
     assert repeatable == {"--arms": {True}, "--n-arms": {False}}
+
+
+def test_a_wide_table_is_told_to_be_long(cli, tmp_path):
+    """Issue 46: `model,seed,acc` was refused without saying that the table must be long."""
+    wide = tmp_path / "wide.csv"
+    wide.write_text("model,seed,acc\na,0,0.5\n")
+    code, _, err = cli(f"stats {wide} --metric acc")
+    assert code == 2 and "the table must be long" in err and "melt" in err

@@ -233,6 +233,16 @@ def _check_complete(handle: TextIO, name: str) -> None:
     handle.seek(0)
 
 
+def _long_hint(header: list[str], allowed: Sequence[str]) -> str:
+    """A header that names metrics as columns is a wide table: say what the long one is."""
+    if "metric" not in allowed or "metric" in header or "value" in header:
+        return ""  # a long table's header, or another kind of table (items)
+    return (
+        "; the table must be long, one row per (arm, scale, seed, metric) with the number in "
+        "`value` (a wide table with one column per metric: pandas' melt turns it long)"
+    )
+
+
 def check_header(
     cells: list[str], where: str, required: Sequence[str], optional: Sequence[str]
 ) -> list[str]:
@@ -246,7 +256,7 @@ def check_header(
             raise UnknownColumnError(
                 where,
                 f"unknown column {column!r}",
-                "rename or remove it" + did_you_mean(column, allowed),
+                "rename or remove it" + did_you_mean(column, allowed) + _long_hint(header, allowed),
             )
         seen.add(column)
     missing = [column for column in required if column not in seen]
