@@ -315,11 +315,13 @@ def _print_judgement(judgement: Judgement, notes: list[str]) -> None:
         for v in judgement.arms
     ]
     extra = (*(("MDE",) if per_arm_mde else ()), *(("paper's rule",) if paper else ()))
-    _print_table(None, (*columns, *extra), rows)
+    _print_table(None, (*columns, *extra), rows, optional=("paper's rule",))
     if paper:
+        kept = [v.arm for v in judgement.arms if v.paper_verdict in ("improver", "regressor")]
         notes = [
             "paper's rule: the published analysis (z against the nominal corrected α, no "
-            f"calibration), shown beside the verdicts; its measured family-wise error rate on "
+            f"calibration), beside the verdicts (its column, where the console is wide enough); "
+            f"it declares {', '.join(kept) or 'no arm'}; its measured family-wise error rate on "
             f"this design is {judgement.design_fwer:.3f}",
             *notes,
         ]
