@@ -265,6 +265,7 @@ DIRECTION_FREE = {
     "archaudit.audit.sequential.families": "groups the plan's arms per metric; replay judges",
     "archaudit.stats.judge.judge_loop": "overlays the loop's rows (judged by `replay`, checked "
     "here) on a fixed judgement, whose direction it keeps",
+    "archaudit.stats.loop.demoted": "lowers the loop's verdicts to nominal, keeping their sign",
 }
 """Public functions that take a metric but have no direction to get wrong, and why."""
 

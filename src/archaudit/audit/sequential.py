@@ -40,7 +40,7 @@ from archaudit.files import atomic_write_text
 from archaudit.metrics import lower_is_better
 from archaudit.names import BASELINE, ResultStatus
 from archaudit.stats.analyses.signal import AVERAGE, check_signal
-from archaudit.stats.loop import ARM_STOPS, ArmStop, LoopArm, LoopFamily, LoopStop
+from archaudit.stats.loop import ARM_STOPS, ArmStop, LoopArm, LoopFamily, LoopStop, demoted
 from archaudit.stats.simulation.sequential import (
     FUTILE,
     OPEN,
@@ -51,6 +51,7 @@ from archaudit.stats.simulation.sequential import (
     final_thresholds,
     look,
     next_seed_value,
+    sequential_design_rate,
 )
 from archaudit.stats.table import Row, Table
 from archaudit.stats.verdicts import DIVERGED, IMPROVER, REGRESSOR, classify
@@ -387,11 +388,13 @@ def settle_options(
 def sequential_rule(plan: Plan, options: SettleOptions, primaries: int) -> SequentialRule:
     """The stopping rule of every family of the audit: α is split evenly (Bonferroni) across
     the `primaries` primary metrics, so the audit as a whole, not each metric, errs at most α
-    (measured: docs/sequential.md)."""
+    (measured: docs/sequential.md); each family's boundaries spend the loop's calibrated level
+    (`loop_level`), which holds that share over the noise panel for its number of arms."""
     return SequentialRule(
         alpha=options.alpha / max(primaries, 1),
         max_seeds=options.max_seeds,
         baseline_seeds=plan.spec.seeds.noise_floor,
+        calibrated=True,
     )
 
 
@@ -529,7 +532,7 @@ def _family_result(fs: FamilyState, rule: SequentialRule, budget: bool) -> LoopF
         rows.append(
             LoopArm(arm, seeds, delta, t, p, verdict, stopped, se, df, float(thresholds[i]))
         )
-    return LoopFamily(
+    result = LoopFamily(
         baseline=family.baseline,
         scale=family.scale,
         metric=family.metric,
@@ -538,6 +541,7 @@ def _family_result(fs: FamilyState, rule: SequentialRule, budget: bool) -> LoopF
         baseline_seeds=int(tests.n0[0]),
         arms=tuple(rows),
     )
+    return demoted(result, sequential_design_rate(len(family.arms), rule))
 
 
 def _arm_stop(state: str, seeds: int, rule: SequentialRule, budget: bool) -> ArmStop:

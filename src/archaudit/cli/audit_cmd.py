@@ -373,6 +373,7 @@ def settled_table(family: LoopFamily, rule: SequentialRule) -> Table:
     measured error rate and MDE: seeds, Δ, the last look's t and p beside the threshold that p
     was compared with (its look's boundary at the family's Holm level), the verdict and why the
     arm stopped."""
+    from archaudit.stats.loop import demoted
     from archaudit.stats.simulation.sequential import sequential_design_rate
 
     design = sequential_design_rate(len(family.arms), rule)
@@ -384,7 +385,7 @@ def settled_table(family: LoopFamily, rule: SequentialRule) -> Table:
     )
     for column in ("arm", "seeds", "Δ", "t", "p", "threshold", "verdict", "stopped"):
         table.add_column(column, justify="left" if column in ("arm", "verdict") else "right")
-    for arm in family.arms:
+    for arm in demoted(family, design).arms:
         table.add_row(
             arm.arm, str(arm.seeds), signed(arm.delta), signed(arm.t), pvalue(arm.p),
             pvalue(arm.threshold), arm.verdict, arm.stopped,

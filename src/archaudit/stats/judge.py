@@ -31,7 +31,7 @@ from archaudit.stats.inference.outliers import (
     outlier_seeds,
 )
 from archaudit.stats.inference.samples import ArmSample
-from archaudit.stats.loop import Loop, LoopArm, LoopFamily
+from archaudit.stats.loop import Loop, LoopArm, LoopFamily, demoted
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.simulation.calibrate import CALIBRATED_TESTS
@@ -454,7 +454,7 @@ def judge_loop(fixed: Judgement, family: LoopFamily, loop: Loop) -> Judgement:
     and why it stopped, the loop's σ, and its design's measured error rate and MDE. Arms the
     loop did not judge keep the fixed design's numbers."""
     design = sequential_design_rate(len(family.arms), loop.rule)
-    rows = {row.arm: row for row in family.arms}
+    rows = {row.arm: row for row in demoted(family, design).arms}
     mde = design.mde_sigmas * family.sigma
     arms = tuple(
         _loop_verdict(arm, rows[arm.arm], mde) if arm.arm in rows else arm for arm in fixed.arms

@@ -9,7 +9,7 @@ The loop itself (`archaudit.audit.sequential`) writes these; `judge_loop`
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from archaudit.stats.serialize import JsonResult
@@ -18,6 +18,7 @@ from archaudit.stats.simulation.sequential import (
     SequentialRule,
     repeated_interval,
 )
+from archaudit.stats.verdicts import nominal
 
 
 class ArmStop(StrEnum):
@@ -105,3 +106,12 @@ class Loop(JsonResult):
     """A `LoopStop`."""
     rule: SequentialRule
     design: SequentialDesignRate | None = None
+
+
+def demoted(family: LoopFamily, design: SequentialDesignRate) -> LoopFamily:
+    """`family` with every improver/regressor lowered to nominal when its design's measured
+    rate is above α, so that no verdict is printed under an "ABOVE α" header."""
+    if not design.above_alpha:
+        return family
+    arms = tuple(replace(arm, verdict=nominal(arm.verdict)) for arm in family.arms)
+    return replace(family, arms=arms)
