@@ -171,24 +171,26 @@ def spent_level(rule: SequentialRule, arms: int) -> float:
 # ---------------------------------------------------------------------------------------------
 # the loop's calibrated level
 
-LOOP_CALIBRATION_AUDITS = 4000
-"""Null audits per panel model behind a loop's level (MC s.e. 0.0034 at 0.05); more at small α."""
+LOOP_CALIBRATION_AUDITS = 8000
+"""Null audits per panel model behind a loop's level and its printed rate (MC s.e. 0.0024 at
+0.05; more at small α). At 4,000 the panel's worst of eight fresh rates, a maximum of noisy
+estimates, printed 0.051–0.052 for loops calibrated to 0.043 (3 arms ≤ 4, 2 ≤ 5)."""
 LOOP_CALIBRATION_SEED = 1
 """Not the design rate's seed 0: the rate printed beside the level is measured on fresh draws."""
-LOOP_LEVEL_VERSION = 1
+LOOP_LEVEL_VERSION = 2
 _BISECTIONS = 12
 
 
 def resolving_audits(alpha: float) -> int:
-    """Null audits per model that resolve α − 2 MC s.e. (2 s.e. ≤ α/2, so a rate that holds is
-    measurably below α): at least `LOOP_CALIBRATION_AUDITS`, 15,984 at α = 0.001."""
-    return max(LOOP_CALIBRATION_AUDITS, math.ceil(16.0 * (1.0 - alpha) / alpha))
+    """Null audits per model that resolve α − 3 MC s.e. (3 s.e. ≤ α/2, so a rate that holds is
+    measurably below α): at least `LOOP_CALIBRATION_AUDITS`, 35,964 at α = 0.001."""
+    return max(LOOP_CALIBRATION_AUDITS, math.ceil(36.0 * (1.0 - alpha) / alpha))
 
 
 @lru_cache(maxsize=256)
 def loop_level(arms: int, rule: SequentialRule) -> float:
     """The largest spending level ≤ α at which this exact loop (arms, max seeds, baseline seeds
-    and cap, futility, rounds) declares a null arm in at most α − 2 MC s.e. of the audits under
+    and cap, futility, rounds) declares a null arm in at most α − 3 MC s.e. of the audits under
     every model of the noise panel (`PANEL`), found by bisection on common random draws; cached
     in process and on disk like the fixed designs' α′. The Welch tests of 2–3 seeds against a
     noisy baseline are liberal when an arm is wider than the rest, which O'Brien–Fleming's
@@ -203,7 +205,9 @@ def loop_level(arms: int, rule: SequentialRule) -> float:
 
 def _bisect_level(arms: int, rule: SequentialRule) -> float:
     audits = resolving_audits(rule.alpha)
-    target = rule.alpha - 2.0 * math.sqrt(rule.alpha * (1.0 - rule.alpha) / audits)
+    # 3 MC s.e. below α, not 2: the printed rate is a fresh draw's panel maximum, and at 2
+    # s.e. 1 arm ≤ 4 seeds printed 0.051 (level bisected to sit just below a jump in its draws)
+    target = rule.alpha - 3.0 * math.sqrt(rule.alpha * (1.0 - rule.alpha) / audits)
     draws = [
         _draw_sequential(arms, audits, (), rule.baseline_cap, rule.max_seeds, LOOP_CALIBRATION_SEED,
                          parse_one(name))[:2]
@@ -630,7 +634,7 @@ def _found(state: np.ndarray, effect: str) -> float:
 
 
 SEQUENTIAL_PANEL_AUDITS = LOOP_CALIBRATION_AUDITS
-"""Null audits per panel model in a sequential design's rate (s.e. 0.0034 at 0.05, enough to
+"""Null audits per panel model in a sequential design's rate (s.e. 0.0024 at 0.05, enough to
 see 0.056 above α; `resolving_audits` at small α)."""
 SEQUENTIAL_RATE_VERSION = 3
 
