@@ -7,7 +7,8 @@ module only reads it, so every reader goes through one typed reader.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,10 +61,41 @@ def read_loop_summary(audit_dir: Path) -> LoopSummary | None:
 
 
 def judge_with_loop(
-    table: Table, metric: str, options: JudgeOptions, loop: LoopSummary | None
+    table: Table,
+    metric: str,
+    options: JudgeOptions,
+    loop: LoopSummary | None,
+    primaries: Sequence[str] = (),
 ) -> Judgement:
     """The one verdict record of a family: the loop's when the sequential loop judged it
-    (`judge_loop`), else the fixed design's (`judge`)."""
+    (`judge_loop`), else the fixed design's (`judge`), with α split over the audit's
+    `primaries` (`primary_family`)."""
+    options, note = primary_family(options, metric, primaries)
     fixed = judge(table, metric, options)
     family = loop.family(metric, fixed.scale, fixed.baseline) if loop else None
-    return judge_loop(fixed, family, loop.loop) if family and loop else fixed
+    judged = judge_loop(fixed, family, loop.loop) if family and loop else fixed
+    return replace(judged, notes=(*judged.notes, note)) if note else judged
+
+
+def primary_family(
+    options: JudgeOptions, metric: str, primaries: Sequence[str]
+) -> tuple[JudgeOptions, str]:
+    """(the options `metric` is judged under, the note that says so). The audit's primary
+    metrics are one family: each is judged at α/k (Bonferroni over the k primaries, as the
+    sequential loop splits α), so the audit, not each metric, errs at most α (two metrics at
+    the single-metric α′ declared in 0.078 of null 2×2/b3 audits with both arms 6× wide). A
+    metric outside the primaries keeps α and is labelled exploratory."""
+    if not primaries:
+        return options, ""
+    if metric not in primaries:
+        return options, (
+            f"{metric} is exploratory (not one of the audit's primary metrics: "
+            f"{', '.join(primaries)}): its verdicts are outside the family's α"
+        )
+    if len(primaries) == 1:
+        return options, ""
+    split = options.alpha / len(primaries)
+    return options.but(alpha=split), (
+        f"α = {options.alpha:g} split over {len(primaries)} primary metrics "
+        f"({', '.join(primaries)}): {metric} is judged at α = {split:g}"
+    )

@@ -23,11 +23,13 @@ def judge_audit(audit_dir: Path, metrics: Sequence[str] = VERDICT_METRICS) -> li
     default tests: one recipe does not make the arms' seed variances equal (a destabilised arm
     spreads wider), so each arm's own variance enters its test. A family the sequential loop
     judged is the loop's judgement (`judge_with_loop`): what `stats` and the report show. The
-    results are the runs' DONE records (`read_results`), not results.csv."""
+    results are the runs' DONE records (`read_results`), not results.csv. The `metrics` the
+    table has are the primary family: α is split over them (`primary_family`)."""
     from archaudit.audit.loop_summary import judge_with_loop, read_loop_summary
     from archaudit.stats import JudgeOptions
 
     table = read_results(audit_dir)
+    primaries = tuple(m for m in metrics if m in table.metrics)
     loop = read_loop_summary(audit_dir)
     baselines = (read_json(audit_dir / AUDIT_FILE) or {}).get("baselines", [BASELINE])
     names = {b: f"{BASELINE}@{b}" if len(baselines) > 1 else BASELINE for b in baselines}
@@ -39,7 +41,7 @@ def judge_audit(audit_dir: Path, metrics: Sequence[str] = VERDICT_METRICS) -> li
             for metric in metrics:
                 if metric in table.metrics:
                     options = JudgeOptions(baseline=name, scale=scale, exclude=tuple(others))
-                    judgements.append(judge_with_loop(table, metric, options, loop))
+                    judgements.append(judge_with_loop(table, metric, options, loop, primaries))
     return judgements
 
 
@@ -58,3 +60,11 @@ def verdict_rows(judgements: Sequence[Judgement]) -> list[dict[str, Any]]:
         for j in judgements
         for arm in j.arms
     ]
+
+
+def audit_primaries(source: Path, table_metrics: Sequence[str]) -> tuple[str, ...]:
+    """The primary family of `source` when it is an audit (the verdict metrics its table has,
+    over which `judge_audit` splits α), else () (a results table: one metric, α alone)."""
+    if not (source / AUDIT_FILE).is_file():
+        return ()
+    return tuple(m for m in VERDICT_METRICS if m in table_metrics)

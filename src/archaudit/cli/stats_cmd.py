@@ -107,14 +107,18 @@ def verdicts_command(
     quiet_output(quiet, json_)
     table, notes = _load(source)
     loop, loop_notes = _loop_families(source, metric, options.scale)
-    if loop is not None:
-        from archaudit.audit.loop_summary import judge_with_loop
+    from archaudit.audit.loop_summary import judge_with_loop
+    from archaudit.audit.verdicts import audit_primaries
 
+    primaries = audit_primaries(source, table.metrics)  # an audit's α is split over them
+    if loop is not None:
         scales = sorted({f.scale for f in loop.families})
-        judged = [judge_with_loop(table, metric, options.but(scale=s), loop) for s in scales]
+        judged = [
+            judge_with_loop(table, metric, options.but(scale=s), loop, primaries) for s in scales
+        ]
         descriptive = judge(table, metric, options) if fixed_design else None
         return _print_loop(judged, descriptive, notes, json_)
-    judgement = judge(table, metric, options)
+    judgement = judge_with_loop(table, metric, options, None, primaries)
     if not judgement.arms:
         raise no_arm_to_judge(table, options)
     if _printed_json(judgement, json_):

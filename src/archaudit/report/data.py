@@ -468,11 +468,12 @@ def _verdicts(
     judged is the loop's judgement: fixed-design p-values would ignore its looks."""
     loop = read_loop_summary(audit_dir) if audit_dir else None
     out = []
+    primaries = tuple(m for m in metrics if m in table.metrics)
     for metric in metrics:
         for scale in table.scales:
             judgement = _attempt(
                 lambda m=metric, s=scale: judge_with_loop(
-                    table, m, JudgeOptions(baseline=baseline, scale=s), loop
+                    table, m, JudgeOptions(baseline=baseline, scale=s), loop, primaries
                 ),
                 f"verdicts:{metric}:{scale}",
                 absent,
