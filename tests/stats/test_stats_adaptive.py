@@ -14,14 +14,14 @@ def test_settled_and_borderline_arms(make_table):
     # "far" is far above with tight seeds: settled. "edge" sits near the 2σ boundary.
     values = {"baseline": [-1.0, 0.0, 1.0], "far": [10.0, 10.1, 9.9], "edge": [1.9, 2.1]}
     table = make_table(values)
-    judgement = judge(table, "acc", JudgeOptions(correction="none"))
+    judgement = judge(table, "acc", JudgeOptions(correction="holm"))
     advice = {a.arm: a for a in adaptive_seeding(table, judgement).arms}
     assert advice["far"].p_change == 0.0 and not advice["far"].add_seed
     # Monte Carlo of the same question through judge() on grown tables.
     rng = np.random.default_rng(0)
     draws = rng.normal(2.0, judgement.sigma * math.sqrt(1 + 1 / 2), 400)
     changed = [
-        judge(make_table({**values, "edge": [1.9, 2.1, x]}), "acc", JudgeOptions(correction="none"))
+        judge(make_table({**values, "edge": [1.9, 2.1, x]}), "acc", JudgeOptions(correction="holm"))
         .arm("edge")
         .verdict
         != judgement.arm("edge").verdict
