@@ -491,9 +491,11 @@ def _design_power(
     json_: bool,
 ) -> None:
     """`stats power` without SOURCE: the design's MDE, and the seeds `effect` needs."""
-    from archaudit.stats import design_power
+    from archaudit.stats.simulation.design_rate import calibrated_design_power
 
-    result = design_power(seeds, n_arms, options, baseline_seeds=baseline_seeds, effect=effect)
+    result = calibrated_design_power(
+        seeds, n_arms, options, baseline_seeds=baseline_seeds, effect=effect
+    )
     if _printed_json(result, json_):
         return
     design = result.design

@@ -262,6 +262,9 @@ class DesignPower(JsonResult):
     seeds_needed: int | None = None
     """Seeds per arm that detect `effect_sigmas` (None: none asked, or more than `max_seeds`)."""
     max_seeds: int = 1000
+    level: float = math.nan
+    """α′, the calibrated level the MDE is quoted at (`calibrated_design_power`; NaN: the
+    power formula at α itself)."""
 
 
 def design_power(
