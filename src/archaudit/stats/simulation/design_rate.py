@@ -21,7 +21,7 @@ from typing import Any
 from archaudit.formatting import num
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.serialize import JsonResult
-from archaudit.stats.simulation.calibrate import design_level
+from archaudit.stats.simulation.calibrate import calibration_audits, design_level, unresolvable
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.disk_cache import cached
 from archaudit.stats.simulation.noise_models import NORMAL, PANEL, WIDEST_FACTOR, parse_one
@@ -128,7 +128,9 @@ def design_rate(
 ) -> DesignRate:
     """The design's calibrated level, its measured family-wise error and false-candidate rates
     (normal and panel, cached) and its MDE per seed count."""
-    normal_audits, each = affordable(design, audits), affordable(design, PANEL_AUDITS)
+    enough = calibration_audits(design.alpha)  # small α needs more audits to be resolved
+    normal_audits = affordable(design, max(audits, enough))
+    each = affordable(design, max(PANEL_AUDITS, enough))
     level = design_level(design)
     mdes = tuple(
         (n, arm_mde(design, n, power_target, level)) for n in sorted(set(design.arm_seeds))
@@ -146,6 +148,8 @@ def design_rate(
         level=level,
         mdes=mdes,
     )
+    if unresolvable(design):
+        return replace(unmeasured, skipped=unresolvable(design))
     if normal_audits < MIN_AUDITS:
         reason = (
             f"{draws_per_audit(design):,} seed values per audit; fewer than {MIN_AUDITS} audits "
