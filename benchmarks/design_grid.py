@@ -31,7 +31,13 @@ from archaudit.stats.simulation.calibrate import audit_levels, design_level
 from archaudit.stats.simulation.design_rate import arm_mde, design_rate
 from archaudit.stats.simulation.noise_models import PANEL, parse_one
 from archaudit.stats.simulation.null_kernel import simulate_outcomes
-from archaudit.stats.simulation.sequential import SequentialRule, loop_level, sequential_null_fwer
+from archaudit.stats.simulation.sequential import (
+    SequentialRule,
+    loop_level,
+    sequential_design_rate,
+    sequential_null_fwer,
+    simulate_sequential,
+)
 from archaudit.stats.simulation.simulate import binomial_se, judged, null_rates
 
 ARMS = (1, 2, 3, 5, 10, 19)
@@ -190,6 +196,42 @@ def print_two_metrics(rows: dict) -> None:
         )
 
 
+MDE_FIXED = {
+    "2 × 2, baseline 3": (2, 2),
+    "3 × 2, baseline 3": (2, 2, 2),
+    "19 × 2, baseline 3": (2,) * 19,
+    "19 × 3, baseline 3": (3,) * 19,
+}
+MDE_LOOPS = {"loop ≤ 3, 20 arms": (20, 3), "loop ≤ 6, 20 arms": (20, 6), "loop ≤ 3, 2 arms": (2, 3)}
+
+
+def printed_mdes(audits: int) -> dict:
+    """The MDE each design prints (fixed: the power formula at α′, as `stats` and `stats power`;
+    the loop: its design rate's bisection) and the power simulated at exactly that effect on
+    fresh draws (seed 3): one planted arm, the others null, normal noise."""
+    out = {}
+    for name, seeds in MDE_FIXED.items():
+        design = AuditDesign(seeds, 3)
+        mde = arm_mde(design, seeds[0])
+        outcomes = simulate_outcomes(design, audits, 3, parse_one("normal"), mde, 1)
+        found = outcomes.declared(audit_levels(design, outcomes.bounds))[:, 0]
+        out[name] = {"mde": mde, "power": float(np.mean(found & (outcomes.delta[:, 0] > 0)))}
+    for name, (arms, top) in MDE_LOOPS.items():
+        rule = SequentialRule(max_seeds=top, calibrated=True)
+        mde = sequential_design_rate(arms, rule).mde_sigmas
+        run = simulate_sequential(arms=arms, rule=rule, audits=audits, effects=(mde,), seed=3)
+        out[name] = {"mde": mde, "power": run.power_planted}
+    for r in out.values():
+        r["se"] = binomial_se(r["power"], audits)
+    return out
+
+
+def print_mdes(rows: dict) -> None:
+    print("\n| design | printed MDE | power simulated there |\n|---|---|---|")
+    for name, r in rows.items():
+        print(f"| {name} | {r['mde']:.2f} σ | {r['power']:.3f} ± {r['se']:.3f} |")
+
+
 def profile_cases(audits: int) -> dict:
     """Null audits whose multi-seed arms are far wider than the panel's widest (6×)."""
     cases = {
@@ -268,7 +310,7 @@ def cost() -> dict:
     return out
 
 
-SECTIONS = ("cost", "holm", "dunnett", "extras", "loop", "two-metric", "profile", "power")
+SECTIONS = ("cost", "holm", "dunnett", "extras", "loop", "two-metric", "mde", "profile", "power")
 
 
 def main() -> None:
@@ -297,6 +339,8 @@ def main() -> None:
         print_loops(result.setdefault("loop", loops(max(args.audits, 8000))))
     if "two-metric" in sections:
         print_two_metrics(result.setdefault("two-metric", two_metrics(max(args.audits, 4000))))
+    if "mde" in sections:
+        print_mdes(result.setdefault("mde", printed_mdes(max(args.audits, 4000))))
     if "profile" in sections:
         print_profile(result.setdefault("profile", profile_cases(4 * args.audits)))
     if "power" in sections:
