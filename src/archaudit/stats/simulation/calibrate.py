@@ -53,15 +53,20 @@ CALIBRATION_VERSION = 1
 CALIBRATED_TESTS = ("welch", "robust")
 
 
+def resolving(alpha: float) -> int:
+    """The fewest null audits per model that resolve α − 2 MC s.e. (2 s.e. ≤ α/2)."""
+    return math.ceil(16.0 * (1.0 - alpha) / alpha)
+
+
 def calibration_audits(alpha: float) -> int:
-    """Null audits per model that resolve α − 2 MC s.e. (2 s.e. ≤ α/2): 4,000 down to α ≈ 0.004,
-    15,984 at α = 0.001 (at 4,000 the target was 0 and α′ 1.3e-5, an MDE of 3,446σ)."""
-    return max(CALIBRATION_AUDITS, math.ceil(16.0 * (1.0 - alpha) / alpha))
+    """Null audits per model behind a level: 4,000 down to α ≈ 0.004, enough to resolve α below
+    (15,984 at α = 0.001; at 4,000 the target was 0 and α′ 1.3e-5, an MDE of 3,446σ)."""
+    return max(CALIBRATION_AUDITS, resolving(alpha))
 
 
 def unresolvable(design: AuditDesign) -> str:
     """Why `design`'s α cannot be calibrated within the draw budget ("" when it can)."""
-    needed = calibration_audits(design.alpha)
+    needed = resolving(design.alpha)
     audits = affordable(design, needed)
     if audits >= needed:
         return ""
