@@ -8,7 +8,9 @@ of the noise panel on draws the calibration never saw (seed 0; the levels come f
     PYTHONPATH=src nice -n 10 python benchmarks/design_grid.py [--audits 500] [--full]
 
 The default grid is every arm count × seeds 1–6 at baseline 3, and baselines 2, 5 and 10 at 2
-and 3 seeds; `--full` crosses every baseline with every seed count (4× the time).
+and 3 seeds; `--full` crosses every baseline with every seed count (4× the time). The loop
+(`run --until-settled`, 1–20 arms × ≤ 3–6 seeds) and the two-metric fixed designs always run
+at >= 4,000 audits per model.
 
 Prints markdown tables (pasted into docs/verdicts.md) and writes benchmarks/design_grid.json.
 """
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import tempfile
 import time
@@ -30,14 +31,29 @@ from archaudit.stats.simulation.calibrate import audit_levels, design_level
 from archaudit.stats.simulation.design_rate import arm_mde, design_rate
 from archaudit.stats.simulation.noise_models import PANEL, parse_one
 from archaudit.stats.simulation.null_kernel import simulate_outcomes
-from archaudit.stats.simulation.sequential import SequentialRule, sequential_null_fwer
-from archaudit.stats.simulation.simulate import binomial_se, null_rates
+from archaudit.stats.simulation.sequential import (
+    SequentialRule,
+    loop_level,
+    sequential_design_rate,
+    sequential_null_fwer,
+    simulate_sequential,
+)
+from archaudit.stats.simulation.simulate import binomial_se, judged, null_rates
 
 ARMS = (1, 2, 3, 5, 10, 19)
 SEEDS = (1, 2, 3, 4, 5, 6)
 BASELINES = (2, 3, 5, 10)
 MIXED = (1,) * 10 + (2,) * 5 + (3,) * 4
 ALPHA = 0.05
+LOOP_ARMS = (1, 2, 3, 5, 20)
+LOOP_SEEDS = (3, 4, 5, 6)
+TWO_METRIC = {
+    "1 × 2, baseline 3": (2,),
+    "2 × 2, baseline 3": (2, 2),
+    "3 × 2, baseline 3": (2, 2, 2),
+    "19 × 2, baseline 3": (2,) * 19,
+    "19 × 3, baseline 3": (3,) * 19,
+}
 
 
 def panel(design: AuditDesign, audits: int) -> dict:
@@ -85,7 +101,7 @@ def print_grid(title: str, rows: dict, seeds: tuple) -> None:
 
 
 def extras(audits: int) -> dict:
-    """2×2 with baseline 3–5, the mixed design, and the sequential loops."""
+    """2×2 with baseline 3–5, the mixed design and Dunnett."""
     fixed = {
         **{f"2 × 2, baseline {b}": AuditDesign((2, 2), b) for b in (3, 4, 5)},
         "10 × 1 + 5 × 2 + 4 × 3, baseline 3": AuditDesign(MIXED, 3),
@@ -93,22 +109,127 @@ def extras(audits: int) -> dict:
         "19 × 3, baseline 3, Dunnett": AuditDesign((3,) * 19, 3, correction="dunnett"),
     }
     out = {name: panel(design, audits) for name, design in fixed.items()}
-    for top in (3, 5, 6):
-        for arms in (20,):
-            rule = SequentialRule(max_seeds=top)
-            rates = {n: sequential_null_fwer(arms, rule, audits, 0, parse_one(n)) for n in PANEL}
-            name = max(rates, key=lambda k: rates[k])
-            se = binomial_se(max(rates[name], 1.0 / audits), audits)
-            out[f"sequential ≤ {top}, {arms} arms"] = {
-                "level": ALPHA,
-                "normal": rates["normal"],
-                "worst": rates[name],
-                "worst_model": name,
-                "se": se,
-                "ok": rates[name] <= ALPHA + 2 * se,
-                "candidates": math.nan,
-            }
     return out
+
+
+def loop_cell(arms: int, top: int, audits: int, alpha: float = ALPHA) -> dict:
+    """The calibrated loop (`run --until-settled`) of `arms` arms ≤ `top` seeds, baseline 3:
+    its level (from seed 1's draws, cold: a fresh cache, CPU timed) and its null rate under
+    every panel model on fresh draws (seed 0)."""
+    rule = SequentialRule(alpha=alpha, max_seeds=top, calibrated=True)
+    saved = os.environ.get("ARCHAUDIT_CACHE")
+    with tempfile.TemporaryDirectory() as folder:
+        os.environ["ARCHAUDIT_CACHE"] = folder
+        cpu = time.process_time()
+        level = loop_level(arms, rule)
+        cold = time.process_time() - cpu
+    if saved is not None:
+        os.environ["ARCHAUDIT_CACHE"] = saved
+    rates = {n: sequential_null_fwer(arms, rule, audits, 0, parse_one(n)) for n in PANEL}
+    name = max(rates, key=lambda k: rates[k])
+    se = binomial_se(max(rates[name], 1.0 / audits), audits)
+    return {
+        "level": level,
+        "cold_cpu_s": cold,
+        "normal": rates["normal"],
+        "worst": rates[name],
+        "worst_model": name,
+        "se": se,
+        "audits": audits,
+        "ok": rates[name] <= alpha + 2 * se,
+    }
+
+
+def loops(audits: int) -> dict:
+    return {f"{m}×{top}": loop_cell(m, top, audits) for m in LOOP_ARMS for top in LOOP_SEEDS}
+
+
+def two_metric_cell(arm_seeds: tuple, audits: int) -> dict:
+    """Two primary metrics judged as `run` and the report judge them: each family at α/2 (its
+    own α′), independent draws per metric (seeds 0 and 2); the rate that either metric declares
+    a null arm, worst over the panel. By the union bound it is ≤ the sum of the two families'
+    rates whatever the metrics' correlation."""
+    design = AuditDesign(arm_seeds, 3, alpha=ALPHA / 2)
+    rates = {}
+    for name in PANEL:
+        model = parse_one(name)
+        either = np.zeros(audits, dtype=bool)
+        for seed in (0, 2):
+            outcomes, level = judged(design, audits, seed, model)
+            either |= outcomes.declared(level).any(axis=1)
+        rates[name] = float(np.mean(either))
+    worst = max(rates, key=lambda k: rates[k])
+    se = binomial_se(max(rates[worst], 1.0 / audits), audits)
+    return {
+        "level": design_level(design),
+        "normal": rates["normal"],
+        "worst": rates[worst],
+        "worst_model": worst,
+        "se": se,
+        "audits": audits,
+        "ok": rates[worst] <= ALPHA + 2 * se,
+    }
+
+
+def two_metrics(audits: int) -> dict:
+    return {name: two_metric_cell(seeds, audits) for name, seeds in TWO_METRIC.items()}
+
+
+def print_loops(rows: dict) -> None:
+    print("\n| loop (arms × max seeds), baseline 3 | level | normal | panel's worst | cold CPU |")
+    print("|---|---|---|---|---|")
+    for name, r in rows.items():
+        print(
+            f"| {name} | {r['level']:.4f} | {r['normal']:.3f} | {r['worst']:.3f} ± {r['se']:.3f} "
+            f"({r['worst_model']}, {r['audits']:,}){'' if r['ok'] else ' **ABOVE**'} | "
+            f"{r['cold_cpu_s']:.1f} s |"
+        )
+
+
+def print_two_metrics(rows: dict) -> None:
+    print("\n| two primary metrics, α/2 each | α′ per metric | normal | panel's worst (either) |")
+    print("|---|---|---|---|")
+    for name, r in rows.items():
+        print(
+            f"| {name} | {r['level']:.4f} | {r['normal']:.3f} | {r['worst']:.3f} ± {r['se']:.3f} "
+            f"({r['worst_model']}, {r['audits']:,}){'' if r['ok'] else ' **ABOVE**'} |"
+        )
+
+
+MDE_FIXED = {
+    "2 × 2, baseline 3": (2, 2),
+    "3 × 2, baseline 3": (2, 2, 2),
+    "19 × 2, baseline 3": (2,) * 19,
+    "19 × 3, baseline 3": (3,) * 19,
+}
+MDE_LOOPS = {"loop ≤ 3, 20 arms": (20, 3), "loop ≤ 6, 20 arms": (20, 6), "loop ≤ 3, 2 arms": (2, 3)}
+
+
+def printed_mdes(audits: int) -> dict:
+    """The MDE each design prints (fixed: the power formula at α′, as `stats` and `stats power`;
+    the loop: its design rate's bisection) and the power simulated at exactly that effect on
+    fresh draws (seed 3): one planted arm, the others null, normal noise."""
+    out = {}
+    for name, seeds in MDE_FIXED.items():
+        design = AuditDesign(seeds, 3)
+        mde = arm_mde(design, seeds[0])
+        outcomes = simulate_outcomes(design, audits, 3, parse_one("normal"), mde, 1)
+        found = outcomes.declared(audit_levels(design, outcomes.bounds))[:, 0]
+        out[name] = {"mde": mde, "power": float(np.mean(found & (outcomes.delta[:, 0] > 0)))}
+    for name, (arms, top) in MDE_LOOPS.items():
+        rule = SequentialRule(max_seeds=top, calibrated=True)
+        mde = sequential_design_rate(arms, rule).mde_sigmas
+        run = simulate_sequential(arms=arms, rule=rule, audits=audits, effects=(mde,), seed=3)
+        out[name] = {"mde": mde, "power": run.power_planted}
+    for r in out.values():
+        r["se"] = binomial_se(r["power"], audits)
+    return out
+
+
+def print_mdes(rows: dict) -> None:
+    print("\n| design | printed MDE | power simulated there |\n|---|---|---|")
+    for name, r in rows.items():
+        print(f"| {name} | {r['mde']:.2f} σ | {r['power']:.3f} ± {r['se']:.3f} |")
 
 
 def profile_cases(audits: int) -> dict:
@@ -189,7 +310,7 @@ def cost() -> dict:
     return out
 
 
-SECTIONS = ("cost", "holm", "dunnett", "extras", "profile", "power")
+SECTIONS = ("cost", "holm", "dunnett", "extras", "loop", "two-metric", "mde", "profile", "power")
 
 
 def main() -> None:
@@ -214,6 +335,12 @@ def main() -> None:
         print_grid("Dunnett", result["dunnett"], (2, 3, 5))
     if "extras" in sections:
         print_extras(result.setdefault("extras", extras(args.audits)))
+    if "loop" in sections:
+        print_loops(result.setdefault("loop", loops(max(args.audits, 8000))))
+    if "two-metric" in sections:
+        print_two_metrics(result.setdefault("two-metric", two_metrics(max(args.audits, 4000))))
+    if "mde" in sections:
+        print_mdes(result.setdefault("mde", printed_mdes(max(args.audits, 4000))))
     if "profile" in sections:
         print_profile(result.setdefault("profile", profile_cases(4 * args.audits)))
     if "power" in sections:

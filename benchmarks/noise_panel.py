@@ -33,8 +33,8 @@ ASSUMED = {
     "19×1 base 10 --reference normal": AuditDesign((1,) * 19, 10, reference="normal"),
 }
 SEQUENTIAL = {
-    "sequential ≤5": SequentialRule(max_seeds=5),
-    "sequential ≤6": SequentialRule(max_seeds=6),
+    "sequential ≤5": SequentialRule(max_seeds=5, calibrated=True),
+    "sequential ≤6": SequentialRule(max_seeds=6, calibrated=True),
 }
 
 

@@ -13,7 +13,7 @@ EFFECTS = (3.0, 3.0, 3.0, 8.0, 8.0)
 
 def main() -> None:
     for top in (5, 6):
-        rule = SequentialRule(max_seeds=top)
+        rule = SequentialRule(max_seeds=top, calibrated=True)
         null = simulate_sequential(arms=20, rule=rule, audits=2000, noise="panel")
         worst = null.panel_worst
         print(
@@ -26,7 +26,7 @@ def main() -> None:
     for top, fixed in ((5, 5), (6, 5), (6, 6)):
         sim = simulate_sequential(
             arms=20,
-            rule=SequentialRule(max_seeds=top),
+            rule=SequentialRule(max_seeds=top, calibrated=True),
             audits=4000,
             effects=EFFECTS,
             fixed_seeds=fixed,

@@ -28,6 +28,7 @@ from archaudit.audit.sequential import (
 from archaudit.audit.spec import load_audit
 from archaudit.cli import app, register_commands
 from archaudit.errors import ConfigError
+from archaudit.stats.simulation import sequential as loop_sim
 
 ARMS = ["qk_norm", "geglu", "post_ln", "softpick"]
 EFFECT = {"post_ln": 0.5}
@@ -363,3 +364,57 @@ def test_a_one_arm_loop_above_alpha_prints_no_improver_or_regressor_anywhere(
     )
     verdicts = {a["arm"]: a["verdict"] for a in json.loads(document.stdout)["arms"]}
     assert verdicts["post_ln"] == "nominal-regressor"
+
+
+# ---------------------------------------------------------------------------------------------
+# the loop's calibrated level (issue 41.1): one arm, where spending α itself is above α (about
+# 0.08 under the panel's hetero:6), never prints improver/regressor under an "ABOVE α" header
+
+SIGNIFICANT = ("improver", "regressor")
+
+
+@pytest.fixture
+def uncalibrated(monkeypatch):
+    """The loop spends α itself, and its design rate is simulated afresh (not from the cache)."""
+    monkeypatch.setattr(loop_sim, "loop_level", lambda arms, rule: rule.alpha)
+    monkeypatch.setattr(loop_sim, "SEQUENTIAL_RATE_VERSION", "uncalibrated-fixture")
+    loop_sim.sequential_design_rate.cache_clear()
+    yield
+    loop_sim.sequential_design_rate.cache_clear()
+
+
+def settled_output(write_audit, monkeypatch) -> str:
+    monkeypatch.setattr(sequential, "run_audit", fake_run_audit)
+    monkeypatch.setitem(EFFECT, "post_ln", 0.5)  # 50σ worse: any level calls it a regressor
+    seeds = {"noise_floor": 3, "arms": 1, "max": 5, "policy": "sequential"}
+    path = write_audit(arms=["post_ln"], seeds=seeds)
+    result = CliRunner().invoke(app, ["run", str(path)], terminal_width=400)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def verdict_words(output: str) -> set[str]:
+    rows = [line for line in output.splitlines() if "post_ln" in line]
+    return {word.strip("│ ") for row in rows for word in row.split("│")}
+
+
+def test_a_one_arm_loop_above_alpha_prints_no_regressor(write_audit, monkeypatch, uncalibrated):
+    output = settled_output(write_audit, monkeypatch)
+    assert "ABOVE α" in output
+    words = verdict_words(output)
+    assert "nominal-regressor" in words and not words & set(SIGNIFICANT)
+
+
+def test_a_one_arm_loop_at_its_calibrated_level_holds_alpha(write_audit, monkeypatch):
+    output = settled_output(write_audit, monkeypatch)
+    assert "ABOVE α" not in output and "calibrated level" in output
+    assert "regressor" in verdict_words(output)
+
+
+def test_the_calibrated_level_holds_the_one_arm_loop_over_the_panel():
+    rule = loop_sim.SequentialRule(max_seeds=5, calibrated=True)
+    level = loop_sim.loop_level(1, rule)
+    assert 0.0 < level < rule.alpha  # spending α itself is above α here
+    design = loop_sim.sequential_design_rate(1, rule)
+    assert design.panel_worst is not None and not design.above_alpha
+    assert design.audits >= loop_sim.LOOP_CALIBRATION_AUDITS

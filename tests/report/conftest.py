@@ -10,7 +10,7 @@ from report_helpers import fake_audit, write_results
 
 from archaudit.report import Report, build_report
 
-EFFECTS = {"qk_norm": -0.002, "post_ln": 0.1, "geglu": 0.001, "softpick": -0.003}
+EFFECTS = {"qk_norm": -0.002, "post_ln": 0.2, "geglu": 0.001, "softpick": -0.003}
 """True val_loss changes: post_ln is a clear regressor, the rest are noise."""
 
 

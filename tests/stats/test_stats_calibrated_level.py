@@ -153,3 +153,18 @@ def test_stats_power_quotes_the_mde_at_the_calibrated_level_and_simulation_agree
     found = simulate_null(design, audits=4000, effect=result.mde_sigmas, effect_arms=1, seed=3)
     assert found.found_rate == pytest.approx(0.80, abs=0.03)
     assert result.mde_sigmas > 15  # not the nominal 10.3σ
+
+
+def test_a_tiny_alpha_is_calibrated_with_enough_audits_or_says_it_cannot():
+    """Issue 41.5: at α = 0.001, 4,000 audits put the target α − 2 s.e. at 0 (α′ 1.3e-5, an MDE
+    of 3,446σ, "0.000 ± 0.000"); now the calibration uses enough audits (2 s.e. ≤ α/2), and a
+    design whose draws cannot afford them says so instead of printing a level."""
+    from archaudit.stats.simulation import calibrate
+
+    assert calibrate.calibration_audits(0.05) == calibrate.CALIBRATION_AUDITS
+    needed = calibrate.calibration_audits(0.001)
+    assert 2 * math.sqrt(0.001 * 0.999 / needed) <= 0.0005 + 1e-12
+    assert calibrate.unresolvable(AuditDesign((3,) * 19, 3, alpha=0.001)) == ""
+    huge = AuditDesign((50,) * 400, 50, alpha=0.001)
+    assert "not calibrated" in calibrate.unresolvable(huge)
+    assert calibrate.design_level(huge) == 0.001

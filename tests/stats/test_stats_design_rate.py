@@ -65,3 +65,19 @@ def test_rates_are_cached_in_process_and_on_disk(design_cache, monkeypatch):
     again = design_rate(design)
     assert again.fwer == first.fwer and again.panel_worst == first.panel_worst
     assert again.level == first.level and again.candidate_rate == first.candidate_rate
+
+
+def test_uncorrected_above_alpha_prints_no_improver(make_table):
+    """Issue 41.3: 19 arms × 3 seeds uncorrected measured 0.113 and printed improvers under a
+    "≤ α while no arm is wider than 12× σ" clause. Now it is flagged, labelled uncorrected, its
+    verdicts are nominal and the clause is gone."""
+    values = {"baseline": [0.0, 1.0, 2.0]} | {
+        f"arm{i}": [0.5 + 0.1 * i, 1.0, 1.5 - 0.1 * i] for i in range(18)
+    }
+    values["far"] = [40.0, 40.5, 41.0]
+    judgement = judge(make_table(values), "acc", JudgeOptions(correction="none"))
+    assert judgement.design_above_alpha and judgement.design.fwer > 0.05
+    header = "\n".join(judgement.header())
+    assert "ABOVE α (uncorrected: --correction none)" in header and "≤ α while" not in header
+    assert judgement.arm("far").verdict == "nominal-improver"
+    assert not {a.verdict for a in judgement.arms} & {"improver", "regressor"}

@@ -8,7 +8,13 @@ from scipy import stats
 
 from archaudit.errors import ConfigError
 from archaudit.stats.options import JudgeOptions
-from archaudit.stats.simulation.power import Design, minimum_detectable_effect, power, seeds_needed
+from archaudit.stats.simulation.design_rate import design_power
+from archaudit.stats.simulation.power import (
+    Design,
+    minimum_detectable_effect,
+    power,
+    seeds_needed,
+)
 
 
 @pytest.mark.parametrize("baseline_seeds", [2, 3, 10])
@@ -111,3 +117,19 @@ def test_one_seed_is_never_enough_for_a_modest_effect_by_default():
 def test_bad_designs_are_config_errors(kwargs):
     with pytest.raises(ConfigError):
         Design(**kwargs)
+
+
+def test_stats_power_quotes_the_mde_at_the_calibrated_level():
+    """Issue 41.5: 2 arms × 2 seeds against 3 printed 10.33σ, the power formula at α, where the
+    measured power is 0.70; the verdicts are judged at α′ and the stats header quotes its MDE."""
+    from archaudit.stats import AuditDesign
+    from archaudit.stats.simulation.calibrate import design_level
+    from archaudit.stats.simulation.design_rate import arm_mde
+    from archaudit.stats.simulation.power import Design, minimum_detectable_effect
+
+    options = JudgeOptions()
+    result = design_power(2, 2, options, baseline_seeds=3)
+    design = AuditDesign.balanced(2, 2, 3, options)
+    assert result.level == design_level(design) < options.alpha
+    nominal = minimum_detectable_effect(Design.balanced(2, 3, 2, options), options.power_target)
+    assert result.mde_sigmas == arm_mde(design, 2) > nominal

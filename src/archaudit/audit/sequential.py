@@ -385,11 +385,13 @@ def settle_options(
 def sequential_rule(plan: Plan, options: SettleOptions, primaries: int) -> SequentialRule:
     """The stopping rule of every family of the audit: α is split evenly (Bonferroni) across
     the `primaries` primary metrics, so the audit as a whole, not each metric, errs at most α
-    (measured: docs/sequential.md)."""
+    (measured: docs/sequential.md); each family's boundaries spend the loop's calibrated level
+    (`loop_level`), which holds that share over the noise panel for its number of arms."""
     return SequentialRule(
         alpha=options.alpha / max(primaries, 1),
         max_seeds=options.max_seeds,
         baseline_seeds=plan.spec.seeds.noise_floor,
+        calibrated=True,
     )
 
 

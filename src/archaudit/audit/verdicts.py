@@ -64,7 +64,8 @@ def judge_audit(audit_dir: Path, metrics: Sequence[str] = VERDICT_METRICS) -> li
     default tests: one recipe does not make the arms' seed variances equal (a destabilised arm
     spreads wider), so each arm's own variance enters its test. A family the sequential loop
     judged is the loop's judgement (`judge_with_loop`): what `stats` and the report show. The
-    results are the runs' DONE records (`read_results`), not results.csv."""
+    results are the runs' DONE records (`read_results`), not results.csv. α is split over the
+    audit's primary metrics (`family_options`)."""
     from archaudit.audit.loop_summary import judge_with_loop, read_loop_summary
     from archaudit.stats import JudgeOptions
 

@@ -26,7 +26,10 @@ def loop_rule(options: JudgeOptions, max_seeds: int, baseline_seeds: int | None)
             f"--sequential uses Holm across arms; --correction {options.correction} is not"
         )
     return SequentialRule(
-        alpha=options.alpha, max_seeds=max_seeds, baseline_seeds=baseline_seeds or 3
+        alpha=options.alpha,
+        max_seeds=max_seeds,
+        baseline_seeds=baseline_seeds or 3,
+        calibrated=True,
     )
 
 

@@ -281,7 +281,9 @@ class Judgement(JsonResult):
     def _holds_while(self) -> str:
         if not self.calibrated or self.test == POOLED_T or not math.isfinite(self.widest_ratio):
             return ""  # without a multi-seed arm nothing is declared: no bound is needed
-        seen = f"observed here: {self.widest_ratio:.1f}×"
+        if self.design_above_alpha:
+            return ""  # the clause is true only of a rate that holds
+        seen = f"observed here on the multi-seed arms: {self.widest_ratio:.1f}×"
         return f" (≤ α while no arm is wider than {self.covered_factor:.3g}× σ — {seen})"
 
     def assumptions(self) -> list[str]:

@@ -66,7 +66,7 @@ def aa_designs(n_seeds: int) -> dict[str, AuditDesign | SequentialRule]:
     if mixed:
         designs[f"mixed {list(mixed)}, baseline 4"] = AuditDesign(mixed, 4)
     designs[f"sequential: {arms // 4} arms ≤ 4 seeds, baseline 3 → 4"] = SequentialRule(
-        max_seeds=4, baseline_seeds=3, baseline_max=4
+        max_seeds=4, baseline_seeds=3, baseline_max=4, calibrated=True
     )
     return designs
 

@@ -45,11 +45,35 @@ from archaudit.stats.simulation.profile import (
 )
 
 CALIBRATION_AUDITS = 4000
-"""Null audits per model behind a level (its rate's MC s.e. is 0.0034 at 0.05)."""
+"""Null audits per model behind a level (its rate's MC s.e. is 0.0034 at 0.05); more at small α
+(`calibration_audits`)."""
 CALIBRATION_SEED = 1
 """Not the design rate's seed 0: the rate printed beside a level is measured on fresh draws."""
 CALIBRATION_VERSION = 1
 CALIBRATED_TESTS = ("welch", "robust")
+
+
+def resolving(alpha: float) -> int:
+    """The fewest null audits per model that resolve α − 2 MC s.e. (2 s.e. ≤ α/2)."""
+    return math.ceil(16.0 * (1.0 - alpha) / alpha)
+
+
+def calibration_audits(alpha: float) -> int:
+    """Null audits per model behind a level: 4,000 down to α ≈ 0.004, enough to resolve α below
+    (15,984 at α = 0.001; at 4,000 the target was 0 and α′ 1.3e-5, an MDE of 3,446σ)."""
+    return max(CALIBRATION_AUDITS, resolving(alpha))
+
+
+def unresolvable(design: AuditDesign) -> str:
+    """Why `design`'s α cannot be calibrated within the draw budget ("" when it can)."""
+    needed = resolving(design.alpha)
+    audits = affordable(design, needed)
+    if audits >= needed:
+        return ""
+    return (
+        f"α = {design.alpha:g} needs {needed:,} null audits per model to resolve α − 2 s.e.; "
+        f"this design's draws afford {audits:,}: not calibrated"
+    )
 
 
 def level_from_rates(q: np.ndarray, alpha: float) -> float:
@@ -65,11 +89,12 @@ def level_from_rates(q: np.ndarray, alpha: float) -> float:
 @lru_cache(maxsize=1024)
 def design_level(design: AuditDesign, profile: Profile = NO_PROFILE) -> float:
     """α′ of `design`: the panel's level, or with `profile`'s wide arms the profile model's."""
-    audits = affordable(design, CALIBRATION_AUDITS)
+    audits = affordable(design, calibration_audits(design.alpha))
     if (
         design.test not in CALIBRATED_TESTS
         or design.correction in ("bh", "none")
         or (audits < MIN_AUDITS)
+        or unresolvable(design)
     ):
         # the user's assumptions (pooled t, z), the FDR and no correction at all are not
         # calibrated; nor is a design too large to simulate (its rate says so)

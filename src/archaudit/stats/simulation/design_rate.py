@@ -21,7 +21,7 @@ from typing import Any
 from archaudit.formatting import num
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.serialize import JsonResult
-from archaudit.stats.simulation.calibrate import design_level
+from archaudit.stats.simulation.calibrate import calibration_audits, design_level, unresolvable
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.disk_cache import cached, in_range
 from archaudit.stats.simulation.noise_models import NORMAL, PANEL, WIDEST_FACTOR, parse_one
@@ -97,7 +97,9 @@ class DesignRate(JsonResult):
                 f", noise panel's worst {worst_rate.fwer:.3f} ± {worst_rate.fwer_se:.3f} "
                 f"({worst_rate.noise}, {worst_rate.audits} audits each)"
             )
-        return text + (" — ABOVE α, verdicts do not hold" if self.above_alpha else "")
+        uncorrected = " (uncorrected: --correction none)" * (self.design.correction == "none")
+        flag = f" — ABOVE α{uncorrected}, verdicts do not hold" if self.above_alpha else ""
+        return text + flag
 
     def describe_candidates(self) -> str:
         """The false-candidate rate, when the design has single-seed arms ("" otherwise)."""
@@ -131,7 +133,9 @@ def design_rate(
 ) -> DesignRate:
     """The design's calibrated level, its measured family-wise error and false-candidate rates
     (normal and panel, cached) and its MDE per seed count."""
-    normal_audits, each = affordable(design, audits), affordable(design, PANEL_AUDITS)
+    enough = calibration_audits(design.alpha)  # small α needs more audits to be resolved
+    normal_audits = affordable(design, max(audits, enough))
+    each = affordable(design, max(PANEL_AUDITS, enough))
     level = design_level(design)
     mdes = tuple(
         (n, arm_mde(design, n, power_target, level)) for n in sorted(set(design.arm_seeds))
@@ -149,6 +153,8 @@ def design_rate(
         level=level,
         mdes=mdes,
     )
+    if unresolvable(design):
+        return replace(unmeasured, skipped=unresolvable(design))
     if normal_audits < MIN_AUDITS:
         reason = (
             f"{draws_per_audit(design):,} seed values per audit; fewer than {MIN_AUDITS} audits "

@@ -111,7 +111,9 @@ def cheapest(arms: int, loop_mde: float, loop_runs: float, alpha: float = 0.05) 
 @lru_cache(maxsize=64)
 def loop_power(arms: int, baseline_seeds: int, alpha: float = 0.05) -> tuple[float, float]:
     """(MDE in σ, expected runs with no effect) of the loop ≤ `LOOP_SEEDS` seeds per arm."""
-    rule = SequentialRule(alpha=alpha, max_seeds=LOOP_SEEDS, baseline_seeds=max(baseline_seeds, 2))
+    rule = SequentialRule(
+        alpha=alpha, max_seeds=LOOP_SEEDS, baseline_seeds=max(baseline_seeds, 2), calibrated=True
+    )
     low, high = 0.0, 32.0
     for _ in range(9):
         mid = (low + high) / 2
