@@ -158,21 +158,13 @@ def _verified_meta(folder: Path) -> dict | None:
             raise ValueError
         if tokens.stat().st_size != n_tokens * dtype.itemsize:
             raise ValueError
-        if _file_sha256(tokens) != meta["sha256"]:
+        if file_digest(tokens) != meta["sha256"]:
             raise ValueError
     except (ValueError, KeyError, TypeError):
         warn(f"{folder}: a token cache entry that does not check out (meta, size or checksum); "
              "rebuilt")  # fmt: skip
         return None
     return meta
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _prepared_corpus(recipe: Recipe, folder: str | Path) -> TokenCorpus:
