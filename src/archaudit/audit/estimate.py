@@ -329,13 +329,8 @@ def sequential_estimate(
     primaries = primary_metrics(plan, options)
     rule = sequential_rule(plan, options, len(primaries))
     metric = primaries[0]
-    check_plan_options(sigma, effects)
     widest = max((len(f.arms) for f in families(plan, (metric,))), default=0)
-    if len(effects) > widest:
-        raise ConfigError(
-            f"--effects: {len(effects)} effects for families of at most {widest} arms; give one "
-            "per arm at most (the rest are null)"
-        )
+    check_plan_options(sigma, effects, widest)
     planted = [e / sigma for e in effects] if sigma else [float(e) for e in effects]
     pilot = {} if planted else pilot_effects(plan, metric)
     costs = [
@@ -365,12 +360,20 @@ def sequential_estimate(
     )
 
 
-def check_plan_options(sigma: float | None, effects: Sequence[float] = ()) -> None:
-    """`plan --sigma` is a positive finite σ; planted effects are finite numbers."""
+def check_plan_options(
+    sigma: float | None, effects: Sequence[float] = (), widest: int | None = None
+) -> None:
+    """`plan --sigma` is a positive finite σ; planted effects are finite numbers, at most one
+    per arm of the `widest` family."""
     if sigma is not None and not (math.isfinite(sigma) and sigma > 0):
         raise ConfigError(f"--sigma {sigma}: a seed σ is a positive number (metric units)")
     if not all(math.isfinite(e) for e in effects):
         raise ConfigError(f"--effects {list(effects)}: finite numbers only")
+    if widest is not None and len(effects) > widest:
+        raise ConfigError(
+            f"--effects: {len(effects)} effects for families of at most {widest} arms; give one "
+            "per arm at most (the rest are null)"
+        )
 
 
 def _family_effects(

@@ -554,12 +554,12 @@ def _arm_verdict(
         df=welch.df if welch else math.nan,
         p_welch=welch.p if welch else math.nan,
         test=test.test if test else None,
-        statistic=test.statistic if tested else math.nan,
+        statistic=test.statistic if test and tested else math.nan,
         statistic_df=test.df if test else math.nan,
         interval=interval(test.delta, test.scale, test.df, options.level(len(family.tested)))
         if test
         else (math.nan, math.nan),
-        p=test.p if tested else math.nan,
+        p=test.p if test and tested else math.nan,
         p_adj=p_adj if tested else math.nan,
         verdict=verdict,
         mde=arm_mde(context.design, test.n, options.power_target, family.level, family.single_bound)
