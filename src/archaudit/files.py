@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from archaudit.errors import DataError
+from archaudit.progress import warn
 
 
 def cache_dir() -> Path:
@@ -85,6 +86,28 @@ def store_entry(path: Path, key: str, value: Any) -> bool:
     except (OSError, DataError):
         return False
     return True
+
+
+def entry_or_compute(
+    path: Path,
+    key: str,
+    parse: Callable[[Any], T],
+    compute: Callable[[], T] | None,
+    redone: str = "recomputed",
+) -> T | None:
+    """The entry at `path` when it proves itself (`load_entry`), else `compute()` stored there
+    (one line says why an entry that was there is `redone`); None without `compute`."""
+    try:
+        value = load_entry(path, key, parse)
+        if value is not None:
+            return value
+    except BadEntry as bad:
+        warn(f"{bad}; {redone}")
+    if compute is None:
+        return None
+    value = compute()
+    store_entry(path, key, value)
+    return value
 
 
 def value_checksum(value: Any) -> str:

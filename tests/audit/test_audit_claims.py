@@ -55,6 +55,16 @@ def test_a_killed_worker_that_is_not_reaped_yet_counts_as_dead(tmp_path: Path):
     zombie.wait()
 
 
+def test_clear_stale_removes_a_dead_owners_claim_and_keeps_a_live_one(tmp_path: Path):
+    """A worker killed between DONE and its release leaves a claim; the audit clears it."""
+    dead = fake_claim(tmp_path, 0, pid=dead_pid(), host=socket.gethostname(), age=0)
+    claims.clear_stale(tmp_path, STALE_AFTER)
+    assert not dead.exists()
+    live = fake_claim(tmp_path, 0, pid=os.getpid(), host=socket.gethostname(), age=0)
+    claims.clear_stale(tmp_path, STALE_AFTER)
+    assert live.exists()
+
+
 def test_a_silent_claim_from_another_host_goes_stale(tmp_path: Path):
     fake_claim(tmp_path, 0, pid=1, host="elsewhere", age=STALE_AFTER / 2)
     assert try_claim(tmp_path, STALE_AFTER) is None, "a recent heartbeat is respected"

@@ -28,7 +28,7 @@ from archaudit.audit.plan import make_plan
 from archaudit.audit.record import RunRecord
 from archaudit.audit.sequential import SettleOptions, run_until_settled
 from archaudit.audit.spec import load_audit
-from archaudit.audit.verdicts import family_options
+from archaudit.audit.verdicts import judge_family
 from archaudit.cli import app, stats_cmd  # noqa: F401  (registers `stats`)
 from archaudit.formatting import num, pvalue, signed
 from archaudit.metrics import downstream_average
@@ -120,8 +120,7 @@ def from_json(audit: Path, metric: str, scale: str) -> dict[str, tuple[str, ...]
 def from_frame(audit: Path, metric: str, scale: str) -> dict[str, tuple[str, ...]]:
     options = JudgeOptions(scale=scale)
     table = load_table(audit)
-    options, _ = family_options(audit, table, metric, options)  # α split, as every room does
-    judgement = judge_with_loop(table, metric, options, read_loop_summary(audit))
+    judgement = judge_family(audit, table, metric, options, read_loop_summary(audit))
     frame = judgement.to_frame()
     return {
         row.arm: shown(row.delta, row.interval, row.threshold, row.mde, row.verdict)

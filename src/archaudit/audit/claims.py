@@ -134,6 +134,14 @@ def try_claim(run_dir: Path, stale_after_s: float) -> Claim | None:
     return claim
 
 
+def clear_stale(run_dir: Path, stale_after_s: float) -> None:
+    """Remove a dead owner's claim, e.g. from a finished run: a worker killed between writing
+    DONE and releasing its claim leaves one behind, and nobody claims a finished run again."""
+    held = current_claim(run_dir)
+    if held is not None and held.stale(stale_after_s):
+        held.path.unlink(missing_ok=True)
+
+
 def _generations(run_dir: Path) -> list[int]:
     if not run_dir.is_dir():
         return []

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from archaudit import progress
 from archaudit.audit import store
+from archaudit.audit.claims import clear_stale
 from archaudit.audit.executors import Interrupted, make_executor
 from archaudit.audit.launch import RunOptions, sigterm_as_interrupt
 from archaudit.audit.live import AuditMonitor
@@ -98,6 +99,9 @@ def run_audit(
         for s in statuses
         if s.state not in finished
     }
+    for s in statuses:
+        if s.state in finished:  # a worker killed between DONE and its release left a claim
+            clear_stale(s.path, settings.stale_after_s)
     counts = Counter(s.state if s.state in finished else "failed" for s in statuses)
     if tracker:
         _track_verdicts(tracker, plan)

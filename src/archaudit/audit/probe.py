@@ -34,8 +34,8 @@ from subprocess import PIPE
 from typing import TYPE_CHECKING, Any
 
 from archaudit.config import ModelConfig, to_dict
-from archaudit.files import BadEntry, cache_dir, load_entry, store_entry
-from archaudit.progress import log, warn
+from archaudit.files import cache_dir, entry_or_compute
+from archaudit.progress import log
 
 if TYPE_CHECKING:
     from archaudit.audit.plan import RunSpec
@@ -221,18 +221,16 @@ def cached(
     seconds), or None without `measure`. A read-only or full cache only costs the measurement."""
     text = json.dumps(key, sort_keys=True)
     path = cache_dir() / "probes" / f"{hashlib.sha256(text.encode()).hexdigest()[:20]}.json"
-    try:
-        value = load_entry(path, text, _seconds)
-        if value is not None:
-            return value
-    except BadEntry as bad:
-        warn(f"{bad}; measured again")
-    if measure is None:
-        return None
-    log(f"plan: measuring {what} on this machine (once; cached in {path.parent})")
-    value = measure()
-    store_entry(path, text, value)
-    return value
+
+    compute: Callable[[], dict[str, Any]] | None = None
+    if measure is not None:
+        run = measure
+
+        def compute() -> dict[str, Any]:
+            log(f"plan: measuring {what} on this machine (once; cached in {path.parent})")
+            return run()
+
+    return entry_or_compute(path, text, _seconds, compute, "measured again")
 
 
 def _seconds(value: Any) -> dict[str, Any]:

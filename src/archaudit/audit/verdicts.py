@@ -14,6 +14,7 @@ from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS
 from archaudit.names import BASELINE
 
 if TYPE_CHECKING:  # scipy loads only when an audit is judged
+    from archaudit.audit.loop_summary import LoopSummary
     from archaudit.stats import Judgement, JudgeOptions, Table
 
 VERDICT_METRICS = (PRIMARY_LOSS, DOWNSTREAM_AVERAGE)
@@ -54,8 +55,23 @@ def family_options(
     )
 
 
-def with_note(judgement: Judgement, note: str) -> Judgement:
-    return dataclasses.replace(judgement, notes=(*judgement.notes, note)) if note else judgement
+def judge_family(
+    audit_dir: Path | None,
+    table: Table,
+    metric: str,
+    options: JudgeOptions,
+    loop: LoopSummary | None,
+) -> Judgement:
+    """One family as `run`, `stats` and the report judge it: the loop's judgement where the loop
+    judged it (`judge_with_loop`), and on an audit (`audit_dir`) with α split over its primary
+    metrics and a note that says so (`family_options`); a CSV's at the options' α."""
+    from archaudit.audit.loop_summary import judge_with_loop
+
+    if audit_dir is None:
+        return judge_with_loop(table, metric, options, loop)
+    options, note = family_options(audit_dir, table, metric, options)
+    judged = judge_with_loop(table, metric, options, loop)
+    return dataclasses.replace(judged, notes=(*judged.notes, note)) if note else judged
 
 
 def judge_audit(audit_dir: Path, metrics: Sequence[str] = VERDICT_METRICS) -> list[Judgement]:
@@ -63,10 +79,10 @@ def judge_audit(audit_dir: Path, metrics: Sequence[str] = VERDICT_METRICS) -> li
     arms are named `<arm>@<baseline>` and the others' arms are left out of each family), by the
     default tests: one recipe does not make the arms' seed variances equal (a destabilised arm
     spreads wider), so each arm's own variance enters its test. A family the sequential loop
-    judged is the loop's judgement (`judge_with_loop`): what `stats` and the report show. The
-    results are the runs' DONE records (`read_results`), not results.csv. α is split over the
-    audit's primary metrics (`family_options`)."""
-    from archaudit.audit.loop_summary import judge_with_loop, read_loop_summary
+    judged is the loop's judgement, α split over the audit's primary metrics (`judge_family`):
+    what `stats` and the report show. The results are the runs' DONE records (`read_results`),
+    not results.csv."""
+    from archaudit.audit.loop_summary import read_loop_summary
     from archaudit.stats import JudgeOptions
 
     table = read_results(audit_dir)
@@ -80,10 +96,8 @@ def judge_audit(audit_dir: Path, metrics: Sequence[str] = VERDICT_METRICS) -> li
         for scale in table.scales:
             for metric in metrics:
                 if metric in table.metrics:
-                    asked = JudgeOptions(baseline=name, scale=scale, exclude=tuple(others))
-                    options, note = family_options(audit_dir, table, metric, asked)
-                    judged = judge_with_loop(table, metric, options, loop)
-                    judgements.append(with_note(judged, note))
+                    options = JudgeOptions(baseline=name, scale=scale, exclude=tuple(others))
+                    judgements.append(judge_family(audit_dir, table, metric, options, loop))
     return judgements
 
 

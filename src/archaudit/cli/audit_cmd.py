@@ -385,7 +385,7 @@ def settled_table(family: LoopFamily, rule: SequentialRule) -> Table:
     )
     for column in ("arm", "seeds", "Δ", "t", "p", "threshold", "verdict", "stopped"):
         table.add_column(column, justify="left" if column in ("arm", "verdict") else "right")
-    for arm in family.held_to(design.above_alpha).arms:
+    for arm in family.arms:  # held to the design's rate when the loop wrote them
         table.add_row(
             arm.arm, str(arm.seeds), signed(arm.delta), signed(arm.t), pvalue(arm.p),
             pvalue(arm.threshold), arm.verdict, arm.stopped,

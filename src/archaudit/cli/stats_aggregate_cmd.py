@@ -56,7 +56,7 @@ def aggregate_command(
         scaled = options.but(scale=s) if s else options
         _aggregate(source, scaled, tuple(metric or ()), settings, json_)
 
-    _each(source, json_, run, scale=options.scale, scales=True)
+    _each(source, json_, run, scale=options.scale, scale_default=True)
 
 
 @dataclass(frozen=True)

@@ -119,38 +119,32 @@ def verdicts_command(
     def run(m: str | None, s: str | None) -> None:
         _verdicts(source, str(m), options.but(scale=s) if s else options, fixed_design, json_)
 
-    _each(source, json_, run, metric=metric, scale=options.scale, metrics=True, scales=fixed_audit)
+    _each(
+        source,
+        json_,
+        run,
+        metric=metric,
+        scale=options.scale,
+        metrics=True,
+        scale_default=fixed_audit,
+    )
 
 
 def _verdicts(
     source: Path, metric: str, options: JudgeOptions, fixed_design: bool, json_: bool
 ) -> None:
-    from archaudit.stats import judge
+    from archaudit.audit.verdicts import judge_family
     from archaudit.stats.family import no_arm_to_judge
 
     table, notes = _load(source)
-    split = ""
-    if (source / AUDIT_FILE).is_file():
-        from archaudit.audit.verdicts import family_options
-
-        options, split = family_options(source, table, metric, options)
+    audit = source if (source / AUDIT_FILE).is_file() else None  # α split over its primaries
     loop, loop_notes = _loop_families(source, metric, options.scale)
     if loop is not None:
-        from archaudit.audit.loop_summary import judge_with_loop
-        from archaudit.audit.verdicts import with_note
-
         scales = sorted({f.scale for f in loop.families})
-        judged = [
-            with_note(judge_with_loop(table, metric, options.but(scale=s), loop), split)
-            for s in scales
-        ]
-        descriptive = judge(table, metric, options) if fixed_design else None
+        judged = [judge_family(audit, table, metric, options.but(scale=s), loop) for s in scales]
+        descriptive = judge_family(audit, table, metric, options, None) if fixed_design else None
         return _print_loop(judged, descriptive, notes, json_)
-    judgement = judge(table, metric, options)
-    if split:
-        from archaudit.audit.verdicts import with_note
-
-        judgement = with_note(judgement, split)
+    judgement = judge_family(audit, table, metric, options, None)
     if not judgement.arms:
         raise no_arm_to_judge(table, options)
     if _printed_json(judgement, json_):
@@ -165,6 +159,8 @@ def _load(source: Path) -> tuple[Table, list[str]]:
     """SOURCE's table: an audit's from its runs' DONE records (its export, results.csv, is
     refreshed too: a running coordinator writes it only as runs finish), with a note on the
     runs that have not finished; a CSV's (or a folder's results.csv) as it is."""
+    if source in _LOADED:
+        return _LOADED[source]
     from archaudit.audit import store
     from archaudit.errors import DataError
     from archaudit.stats import load_table
@@ -198,21 +194,39 @@ def _each(
     metric: str | None = None,
     scale: str | None = None,
     metrics: bool = False,
-    scales: bool = False,
+    scale_default: bool = False,
 ) -> None:
     """`run(metric, scale)` once, or, on an audit folder where `metric` (with `metrics`) or
-    `scale` (with `scales`) is not given, once per primary metric of the audit and per scale,
-    with a line that says so; under --json the results are one list."""
-    table = _load(source)[0]
+    `scale` (with `scale_default`) is not given, once per primary metric of the audit and per
+    scale, with a line that says so; under --json the results are one list. The audit is read
+    once for all of them (`_load` returns this reading while they run)."""
+    _LOADED[source] = _load(source)
+    try:
+        _each_loaded(source, json_, run, metric, scale, metrics, scale_default)
+    finally:
+        del _LOADED[source]
+
+
+def _each_loaded(
+    source: Path,
+    json_: bool,
+    run: Callable[[str | None, str | None], None],
+    metric: str | None,
+    scale: str | None,
+    metrics: bool,
+    scale_default: bool,
+) -> None:
+    table = _LOADED[source][0]
     folder = (source / AUDIT_FILE).is_file()  # a CSV keeps asking for --scale
     chosen_metrics = [metric] if metric or not metrics else _default_metrics(source, table)
-    chosen_scales = [scale] if scale or not (scales and folder) else list(table.scales)
+    scales = scale_default and folder and not scale
+    chosen_scales = list(table.scales) if scales else [scale]
     combos = [(m, s) for m in chosen_metrics for s in chosen_scales]
     if len(combos) == 1:
         return run(*combos[0])
     said = [
         *([f"metrics {', '.join(map(str, chosen_metrics))}"] if metrics and not metric else []),
-        *([f"scales {', '.join(map(str, chosen_scales))}"] if scales and not scale else []),
+        *([f"scales {', '.join(map(str, chosen_scales))}"] if scales else []),
     ]
     if json_:
         with collected_documents() as documents:
@@ -222,6 +236,10 @@ def _each(
     _console().print(f"defaults from the audit folder: {'; '.join(said)}")
     for combo in combos:
         run(*combo)
+
+
+_LOADED: dict[Path, tuple[Table, list[str]]] = {}
+"""Audits `_each` has read, while its runs use them."""
 
 
 def _default_metrics(source: Path, table: Table) -> list[str | None]:
@@ -476,7 +494,7 @@ def interactions_command(
     def run(m: str | None, s: str | None) -> None:
         _interactions(source, str(m), options.but(scale=s) if s else options, separator, json_)
 
-    _each(source, json_, run, metric=metric, scale=options.scale, metrics=True, scales=True)
+    _each(source, json_, run, metric=metric, scale=options.scale, metrics=True, scale_default=True)
 
 
 def _interactions(
@@ -587,7 +605,7 @@ def power_command(
     def run(m: str | None, s: str | None) -> None:
         _seeding_advice(source, str(m), options.but(scale=s) if s else options, json_)
 
-    _each(source, json_, run, metric=metric, scale=options.scale, metrics=True, scales=True)
+    _each(source, json_, run, metric=metric, scale=options.scale, metrics=True, scale_default=True)
 
 
 def _seeding_advice(source: Path, metric: str, options: JudgeOptions, json_: bool) -> None:
@@ -663,7 +681,7 @@ def decoupling_command(
         scaled = options.but(scale=s) if s else options
         _decoupling(source, loss_metric, downstream_metric, scaled, margin, json_)
 
-    _each(source, json_, run, scale=options.scale, scales=True)
+    _each(source, json_, run, scale=options.scale, scale_default=True)
 
 
 def _decoupling(

@@ -24,12 +24,12 @@ from typing import Any, TypeVar
 
 from archaudit.audit import store
 from archaudit.audit.ladder import target_prediction
-from archaudit.audit.loop_summary import LoopSummary, judge_with_loop, read_loop_summary
+from archaudit.audit.loop_summary import read_loop_summary
 from archaudit.audit.record import RoutingAtEnd, RunRecord
 from archaudit.audit.spec import resolve_audit_dir
 from archaudit.audit.stress import STRESS_DIR
 from archaudit.audit.stress_result import RESULT_FILE, StressResult, read_result
-from archaudit.audit.verdicts import family_options, with_note
+from archaudit.audit.verdicts import judge_family
 from archaudit.errors import ArchauditError, DataError
 from archaudit.metrics import lower_is_better
 from archaudit.names import BASELINE
@@ -318,7 +318,7 @@ class ReportData:
     title: str
     metrics: tuple[str, ...]
     verdicts: tuple[Judgement, ...]
-    """Every family's one verdict record, fixed or sequential (`judge_with_loop`): the numbers
+    """Every family's one verdict record, fixed or sequential (`judge_family`): the numbers
     `archaudit stats` prints for the same metric and scale."""
     scatters: tuple[Scatter, ...]
     bumps: tuple[Bump, ...]
@@ -472,29 +472,15 @@ def _verdicts(
     for metric in metrics:
         for scale in table.scales:
             judgement = _attempt(
-                lambda m=metric, s=scale: _judged(table, m, baseline, s, loop, audit_dir),
+                lambda m=metric, s=scale: judge_family(
+                    audit_dir, table, m, JudgeOptions(baseline=baseline, scale=s), loop
+                ),
                 f"verdicts:{metric}:{scale}",
                 absent,
             )
             if judgement is not None:
                 out.append(judgement)
     return tuple(out)
-
-
-def _judged(
-    table: Table,
-    metric: str,
-    baseline: str,
-    scale: str,
-    loop: LoopSummary | None,
-    audit_dir: Path | None,
-) -> Judgement:
-    """One family as `run` and `stats` judge it: an audit's α split over its primary metrics."""
-    options = JudgeOptions(baseline=baseline, scale=scale)
-    if audit_dir is None:
-        return judge_with_loop(table, metric, options, loop)
-    options, note = family_options(audit_dir, table, metric, options)
-    return with_note(judge_with_loop(table, metric, options, loop), note)
 
 
 def _finite_interval(value: Sequence[float] | None) -> tuple[float, float] | None:

@@ -13,8 +13,7 @@ import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from archaudit.files import BadEntry, cache_dir, load_entry, store_entry
-from archaudit.progress import warn
+from archaudit.files import cache_dir, entry_or_compute
 
 T = TypeVar("T")
 
@@ -27,14 +26,8 @@ def cached(
     ValueError on one out of range. A read-only or full cache only costs the simulation again."""
     key = json.dumps(fields, sort_keys=True)
     path = cache_dir() / "stats" / f"{kind}-{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
-    try:
-        value = load_entry(path, key, parse)
-        if value is not None:
-            return value
-    except BadEntry as bad:
-        warn(f"{bad}; recomputed")
-    value = compute()
-    store_entry(path, key, value)
+    value = entry_or_compute(path, key, parse, compute)
+    assert value is not None  # computed when not cached
     return value
 
 
