@@ -73,6 +73,14 @@ class SettleOptions:
     """Primary metrics ("" = seeds.primary, else val_loss and downstream_avg with a suite)."""
     alpha: float = 0.05
 
+    def __post_init__(self) -> None:
+        if self.max_seeds < 1:
+            raise ConfigError(f"--max-seeds {self.max_seeds} must be >= 1")
+        if self.budget_runs is not None and self.budget_runs < 1:
+            raise ConfigError(f"--budget-runs {self.budget_runs} must be >= 1")
+        if self.budget_hours is not None and not 0 < self.budget_hours < math.inf:
+            raise ConfigError(f"--budget-hours {self.budget_hours} must be > 0 and finite")
+
 
 @dataclass(frozen=True)
 class AddedSeed:
@@ -378,9 +386,7 @@ def settle_options(
     budget_hours: float | None = None,
 ) -> SettleOptions:
     """The options of the audit file's [seeds] table, with the command line's overrides."""
-    top = max_seeds or plan.spec.seeds.max
-    if top < 1 or (budget_runs is not None and budget_runs < 1):
-        raise ConfigError(f"--max-seeds ({top}) and --budget-runs must be >= 1")
+    top = plan.spec.seeds.max if max_seeds is None else max_seeds
     return SettleOptions(max_seeds=top, budget_runs=budget_runs, budget_hours=budget_hours)
 
 

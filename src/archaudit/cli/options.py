@@ -44,9 +44,11 @@ Plugins = Annotated[
 ]
 DEFAULT_PRESET = "tiny"
 Preset = Annotated[
-    str,
+    str | None,
     typer.Option(
-        "--preset", help="Named model size: tiny, small, base, medium, large.", show_default=True
+        "--preset",
+        help=f"Named model size: tiny, small, base, medium, large \\[default: {DEFAULT_PRESET}; "
+        "not with --config].",
     ),
 ]
 DEFAULT_DEVICE = ""
@@ -59,6 +61,26 @@ Device = Annotated[
         show_default=False,
     ),
 ]
+
+
+MAX_BOOT = 100_000
+"""Bootstrap replicates, at most: each holds a row per arm or item, and 10⁹ filled 15 GiB."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Bootstrap:
+    """A bootstrap's size and seed (`--n-boot`, `--seed`)."""
+
+    n_boot: int = 2000
+    """Bootstrap replicates."""
+    seed: int = 0
+    """Seed of the bootstrap's draws (any integer >= 0)."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.n_boot <= MAX_BOOT:
+            raise ConfigError(f"--n-boot {self.n_boot} must be in [1, {MAX_BOOT:,}]")
+        if self.seed < 0:
+            raise ConfigError(f"--seed {self.seed} must be >= 0 (numpy seeds are)")
 
 
 def torch_device(device: str) -> str:
@@ -202,14 +224,28 @@ def _repeatable(hint: Any) -> bool:
     return tuple in (typing.get_origin(hint), *map(typing.get_origin, typing.get_args(hint)))
 
 
+def _element(hint: Any) -> type:
+    """The element type of a `tuple[X, ...]` hint (or of `tuple[X, ...] | None`)."""
+    return next(
+        typing.get_args(h)[0]
+        for h in (hint, *typing.get_args(hint))
+        if typing.get_origin(h) is tuple
+    )
+
+
+METAVARS = {str: "NAME", float: "NUMBER", int: "N"}
+
+
 def _parameter(marker: Flags, field: dataclasses.Field, hint: Any, name: str) -> inspect.Parameter:
     default = marker.defaults.get(field.name, field.default)
     help = field.metadata.get("help") or _escaped(field_docs(marker.source).get(field.name, ""))
     if default is dataclasses.MISSING:  # a required field: a required flag
         default = ...
     kind, shown = hint, default is not None and default is not ...
+    metavar = None
     if _repeatable(hint):
         kind, default, shown = list[str] | None, None, False
+        metavar = f"{METAVARS.get(_element(hint), 'VALUE')},..."
     elif marker.section is not None:
         kind, default, shown = hint | None, None, False
         if field.default is dataclasses.MISSING or field.default in ("", None):
@@ -220,7 +256,10 @@ def _parameter(marker: Flags, field: dataclasses.Field, hint: Any, name: str) ->
     if kind in (bool | None,) and marker.section is not None and "/" not in names[0]:
         names = (f"{names[0]}/--{marker.prefix}no-{field.name.replace('_', '-')}", *names[1:])
     flag = Annotated[
-        kind, typer.Option(*names, help=help, show_default=shown, rich_help_panel=marker.panel)
+        kind,
+        typer.Option(
+            *names, help=help, show_default=shown, metavar=metavar, rich_help_panel=marker.panel
+        ),
     ]
     return inspect.Parameter(name, KEYWORD, default=default, annotation=flag)
 
@@ -250,11 +289,7 @@ def _value(value: Any, hint: Any, flag: str) -> Any:
     parts = [part.strip() for item in value or () for part in item.split(",") if part.strip()]
     if not parts:
         return None if type(None) in typing.get_args(hint) else ()
-    element = next(
-        typing.get_args(h)[0]
-        for h in (hint, *typing.get_args(hint))
-        if typing.get_origin(h) is tuple
-    )
+    element = _element(hint)
     try:
         return tuple(element(part) for part in parts)
     except ValueError:
