@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archaudit.audit import store
+from archaudit.audit.effects import PlannedEffects
 from archaudit.audit.plan import Plan, RunSpec, model_sizes
 from archaudit.audit.probe import (
     Neighbours,
@@ -31,7 +32,6 @@ from archaudit.audit.probe import (
 )
 from archaudit.audit.protocol import ProtocolNote
 from archaudit.config import ModelConfig
-from archaudit.errors import ConfigError
 from archaudit.rundir import AUDIT_FILE
 
 if TYPE_CHECKING:
@@ -329,8 +329,7 @@ def sequential_estimate(
     primaries = primary_metrics(plan, options)
     rule = sequential_rule(plan, options, len(primaries))
     metric = primaries[0]
-    widest = max((len(f.arms) for f in families(plan, (metric,))), default=0)
-    check_plan_options(sigma, effects, widest)
+    PlannedEffects(sigma=sigma, effects=tuple(effects)).check(plan)  # a library caller too
     planted = [e / sigma for e in effects] if sigma else [float(e) for e in effects]
     pilot = {} if planted else pilot_effects(plan, metric)
     costs = [
@@ -358,22 +357,6 @@ def sequential_estimate(
             wall_s=_wall_s(fixed_runs, 1.0, seconds_per_run, workers),
         ),
     )
-
-
-def check_plan_options(
-    sigma: float | None, effects: Sequence[float] = (), widest: int | None = None
-) -> None:
-    """`plan --sigma` is a positive finite σ; planted effects are finite numbers, at most one
-    per arm of the `widest` family."""
-    if sigma is not None and not (math.isfinite(sigma) and sigma > 0):
-        raise ConfigError(f"--sigma {sigma}: a seed σ is a positive number (metric units)")
-    if not all(math.isfinite(e) for e in effects):
-        raise ConfigError(f"--effects {list(effects)}: finite numbers only")
-    if widest is not None and len(effects) > widest:
-        raise ConfigError(
-            f"--effects: {len(effects)} effects for families of at most {widest} arms; give one "
-            "per arm at most (the rest are null)"
-        )
 
 
 def _family_effects(

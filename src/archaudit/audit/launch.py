@@ -5,12 +5,16 @@ need them."""
 from __future__ import annotations
 
 import contextlib
+import math
 import signal
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from archaudit.config.recipe import MAX_THREADS
+from archaudit.errors import ConfigError
 
 
 def cli_command(*args: str) -> list[str]:
@@ -29,8 +33,22 @@ class RunOptions:
     ranks: int = 1
     """Processes for this run; > 1 launches the training under torchrun."""
     tracker: str = ""
-    heartbeat_s: float = 15.0
-    stale_after_s: float = 120.0
+    """Mirror the run to tensorboard | wandb | mlflow (each its own extra); "" = none."""
+    heartbeat_s: float = field(default=15.0, metadata={"flag": "--heartbeat"})
+    """Seconds between the run's heartbeats (its claim's proof of life)."""
+    stale_after_s: float = field(default=120.0, metadata={"flag": "--stale-after"})
+    """A claim whose heartbeat is older than this many seconds is taken over."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.threads <= MAX_THREADS:
+            raise ConfigError(f"--threads {self.threads} must be in [0, {MAX_THREADS}]")
+        if not 1 <= self.ranks <= MAX_THREADS:
+            raise ConfigError(f"--ranks {self.ranks} must be in [1, {MAX_THREADS}]")
+        if not 0 < self.heartbeat_s < self.stale_after_s < math.inf:
+            raise ConfigError(
+                f"--heartbeat {self.heartbeat_s} must be > 0 and below --stale-after "
+                f"{self.stale_after_s} (seconds)"
+            )
 
     def to_args(self) -> list[str]:
         """The `run-one` options that reproduce these settings in another process."""

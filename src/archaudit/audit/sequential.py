@@ -74,6 +74,14 @@ class SettleOptions:
     """Primary metrics ("" = seeds.primary, else val_loss and downstream_avg with a suite)."""
     alpha: float = 0.05
 
+    def __post_init__(self) -> None:
+        if self.max_seeds < 1:
+            raise ConfigError(f"--max-seeds {self.max_seeds} must be >= 1")
+        if self.budget_runs is not None and self.budget_runs < 1:
+            raise ConfigError(f"--budget-runs {self.budget_runs} must be >= 1")
+        if self.budget_hours is not None and not 0 < self.budget_hours < math.inf:
+            raise ConfigError(f"--budget-hours {self.budget_hours} must be > 0 and finite")
+
 
 @dataclass(frozen=True)
 class AddedSeed:

@@ -58,6 +58,8 @@ TOP_KEYS = ("name", "arms", "runs_dir", "tracker", "plugins")
 SECTIONS = ("seeds", "eval", "recipe", "scales", "baselines", "executor", "target", "stress")
 SUITE_PREFIX = "suite:"
 SEED_POLICIES = ("fixed", "sequential")
+MAX_SEEDS = 10_000
+"""Seeds of one arm, at most: the bound of a whole grid (plan.MAX_RUNS)."""
 NAMED_TABLES = ("scales", "baselines")
 """Sections whose keys are names the user chooses (a scale, a baseline), not fields."""
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
@@ -75,7 +77,7 @@ class SeedSpec:
     policy: str = "fixed"
     """"fixed" runs exactly these seeds; "sequential" adds seeds round by round until every
     verdict is settled (docs/sequential.md), as `archaudit run --until-settled` does."""
-    max: int = 5
+    max: int = field(default=5, metadata={"flag": "--max-seeds"})
     """Sequential: the most seeds one arm may get."""
     primary: tuple[str, ...] = ()
     """The metrics the audit's verdicts stand on, sharing its α (split evenly over them, fixed or
@@ -87,6 +89,8 @@ class SeedSpec:
             raise ConfigError(
                 f"seeds.policy = {self.policy!r}{did_you_mean(str(self.policy), SEED_POLICIES)}"
             )
+        if not 1 <= self.max <= MAX_SEEDS:
+            raise ConfigError(f"seeds.max = {self.max} must be in [1, {MAX_SEEDS:,}]")
         if self.policy == "sequential" and self.max < self.arms:
             raise ConfigError(f"seeds.max = {self.max} must be >= seeds.arms = {self.arms}")
         object.__setattr__(self, "primary", _strings(self.primary, "seeds.primary"))
@@ -103,18 +107,18 @@ class SeedSpec:
 @dataclass(frozen=True, kw_only=True)
 class EvalSpec:
     suite: str = "demo"
-    """A built-in evaluation suite or a suite TOML file; "" trains and scores loss only."""
+    """A built-in evaluation suite or a suite TOML file; "" = none (the loss only)."""
     limit: int | None = None
     """Items per task (overrides the suite's own limits)."""
 
     def __post_init__(self) -> None:
         if self.limit is not None and self.limit < 1:
-            raise ConfigError(f"eval.limit = {self.limit} must be >= 1 (or unset)")
+            raise ConfigError(f"eval.limit (--limit) = {self.limit} must be >= 1 (or unset)")
 
 
 @dataclass(frozen=True, kw_only=True)
 class ExecutorSpec:
-    kind: str = "local"
+    kind: str = field(default="local", metadata={"flag": "--executor"})
     """A registered executor: local | ray | slurm (checked by `make_plan`, beside the arms)."""
     workers: int = 0
     """Runs at the same time; 0 = the CPU cores (local, CPU), the GPUs / gpus_per_run (local,

@@ -119,17 +119,15 @@ def _base_layers(result: StressResult) -> int:
 
 
 def _welch(a: Sequence[float], b: Sequence[float]) -> tuple[float, tuple[float, float]]:
+    """Δ = mean(a) − mean(b) and Welch's 95% interval (scipy's `ttest_ind`)."""
     if len(a) < 2 or len(b) < 2:
         return math.nan, (math.nan, math.nan)
     x, y = np.asarray(a), np.asarray(b)
     delta = float(x.mean() - y.mean())
-    va, vb = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
-    se = math.sqrt(va + vb)
-    if se == 0:
+    if x.var(ddof=1) / len(x) + y.var(ddof=1) / len(y) == 0:
         return delta, (delta, delta)
-    df = (va + vb) ** 2 / (va**2 / (len(x) - 1) + vb**2 / (len(y) - 1))
-    q = float(sps.t.ppf(0.975, df))
-    return delta, (delta - q * se, delta + q * se)
+    low, high = sps.ttest_ind(x, y, equal_var=False).confidence_interval(0.95)
+    return delta, (float(low), float(high))
 
 
 def post_ln_range(result: StressResult) -> DirectionCheck:

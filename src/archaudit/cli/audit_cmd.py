@@ -16,15 +16,21 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from archaudit.audit.effects import PlannedEffects
+from archaudit.audit.launch import RunOptions
+from archaudit.audit.sequential import SettleOptions
+from archaudit.audit.spec import ExecutorSpec, SeedSpec
 from archaudit.cli.app import app
 from archaudit.cli.options import (
     Device,
+    Flags,
     Json,
     Plugins,
     Quiet,
     emit,
     load_plugin_modules,
     quiet_output,
+    with_flags,
 )
 from archaudit.cli.report_cmd import report_audit
 from archaudit.formatting import VALUE_DIGITS, num, pvalue, signed
@@ -59,6 +65,27 @@ RunsDir = Annotated[
     ),
 ]
 Strict = Annotated[bool, typer.Option("--strict", help="Protocol warnings (R5–R7) become errors.")]
+# Flags that stand for a key of the audit file: each becomes its `--set` text, so the file's
+# own classes check it, and a flag and its `--set` cannot disagree.
+Executor = Annotated[
+    list[str],
+    Flags(ExecutorSpec, ("kind", "workers"), section="executor", unset="the audit file's"),
+]
+AuditTracker = Annotated[
+    list[str], Flags(RunOptions, ("tracker",), section="", unset="the audit file's `tracker`")
+]
+MaxSeeds = Annotated[
+    list[str], Flags(SeedSpec, ("max",), section="seeds", unset="the audit file's seeds.max")
+]
+UntilSettled = Annotated[
+    bool,
+    typer.Option(
+        "--until-settled",
+        help='The sequential design (as [seeds] policy = "sequential"): `run` adds seeds until '
+        "the verdicts settle; `plan` also estimates its runs and time.",
+    ),
+]
+SEQUENTIAL = 'seeds.policy="sequential"'
 
 
 def show(table: Table) -> None:
@@ -110,8 +137,10 @@ def init(
 
 
 @app.command()
+@with_flags
 def plan(
     audit: AuditFile,
+    *,
     overrides: Overrides = None,
     runs_dir: RunsDir = None,
     strict: Strict = False,
@@ -121,40 +150,26 @@ def plan(
     json_: Json = False,
     quiet: Quiet = False,
     plugin: Plugins = None,
-    until_settled: Annotated[
-        bool,
-        typer.Option(
-            "--until-settled", help="Also estimate the sequential design's runs and time."
-        ),
-    ] = False,
-    max_seeds: Annotated[
-        int | None, typer.Option("--max-seeds", help="Sequential: seeds per arm.")
-    ] = None,
-    sigma: Annotated[
-        float | None, typer.Option("--sigma", help="Seed σ of the primary metric.")
-    ] = None,
-    effects: Annotated[
-        str,
-        typer.Option(
-            "--effects", help="Planted effects, e.g. 3,3,8 (in σ; metric units with --sigma)."
-        ),
-    ] = "",
+    until_settled: UntilSettled = False,
+    max_seeds: MaxSeeds,
+    assumed: Annotated[PlannedEffects, Flags(PlannedEffects)],
 ) -> None:
     """Show the grid (arms × scales × seeds), parameters, tokens and estimated training time.
     With `--until-settled`, also the expected runs and time of the sequential design next to
     the fixed design with the same power. Writes nothing."""
-    from archaudit.audit.estimate import check_plan_options, plan_summary
+    from archaudit.audit.estimate import plan_summary
     from archaudit.audit.plan import make_plan
     from archaudit.audit.protocol import warn_notes
     from archaudit.audit.spec import load_audit
 
     quiet_output(quiet, json_)
     load_plugin_modules(plugin)
-    check_plan_options(sigma)
-    grid = make_plan(load_audit(audit, overrides or (), runs_dir=runs_dir), strict=strict)
+    settings = [*(overrides or ()), *max_seeds, *([SEQUENTIAL] if until_settled else [])]
+    grid = make_plan(load_audit(audit, settings, runs_dir=runs_dir), strict=strict)
+    assumed = assumed.check(grid)
     summary = plan_summary(grid, probe=probe)
-    if until_settled or grid.spec.seeds.policy == "sequential":
-        estimate = _sequential_estimate(grid, summary, max_seeds, sigma, effects)
+    if grid.spec.seeds.policy == "sequential":
+        estimate = _sequential_estimate(grid, summary, assumed)
         summary = dataclasses.replace(summary, sequential=estimate)
     if json_:
         emit(summary.to_json())
@@ -193,7 +208,7 @@ def plan(
     Console().print(line)
     from archaudit.audit.power_plan import plan_power
 
-    for family in plan_power(grid, sigma):
+    for family in plan_power(grid, assumed.sigma):
         Console().print("\n".join(family.lines()))
     if summary.sequential is not None:
         Console().print(_sequential_line(summary.sequential))
@@ -221,20 +236,14 @@ def _seed_counts(groups: dict[tuple[str, str], list[CostedRun]]) -> str:
 
 
 def _sequential_estimate(
-    grid: Plan, summary: PlanSummary, max_seeds: int | None, sigma: float | None, effects: str
+    grid: Plan, summary: PlanSummary, assumed: PlannedEffects
 ) -> SequentialEstimate:
     from archaudit.audit.estimate import sequential_estimate
-    from archaudit.errors import ConfigError
 
-    try:
-        planted = [float(e) for e in effects.split(",") if e.strip()]
-    except ValueError:
-        raise ConfigError(f"--effects {effects!r} must be numbers separated by commas") from None
     return sequential_estimate(
         grid,
-        effects=planted,
-        sigma=sigma,
-        max_seeds=max_seeds,
+        effects=assumed.effects,
+        sigma=assumed.sigma,
         seconds_per_run=summary.mean_run_seconds,
         workers=summary.workers,
     )
@@ -256,33 +265,15 @@ def _sequential_line(estimate: SequentialEstimate) -> str:
 
 
 @app.command()
+@with_flags
 def run(
     audit: AuditFile,
-    executor: Annotated[str | None, typer.Option("--executor", help="local | ray | slurm.")] = None,
-    workers: Annotated[int | None, typer.Option("--workers", help="Runs at the same time.")] = None,
-    tracker: Annotated[
-        str | None,
-        typer.Option(
-            "--tracker",
-            help="Mirror each run to tensorboard | wandb | mlflow (its own extra) "
-            "\\[default: the audit file's `tracker`].",
-        ),
-    ] = None,
-    until_settled: Annotated[
-        bool,
-        typer.Option(
-            "--until-settled", help='Add seeds until the verdicts settle (policy "sequential").'
-        ),
-    ] = False,
-    max_seeds: Annotated[
-        int | None, typer.Option("--max-seeds", help="Sequential: seeds per arm.")
-    ] = None,
-    budget_runs: Annotated[
-        int | None, typer.Option("--budget-runs", help="Sequential: max runs.")
-    ] = None,
-    budget_hours: Annotated[
-        float | None, typer.Option("--budget-hours", help="Sequential: hours.")
-    ] = None,
+    *,
+    executor: Executor,
+    tracker: AuditTracker,
+    until_settled: UntilSettled = False,
+    max_seeds: MaxSeeds,
+    budget: Annotated[SettleOptions, Flags(SettleOptions, ("budget_runs", "budget_hours"))],
     overrides: Overrides = None,
     runs_dir: RunsDir = None,
     strict: Strict = False,
@@ -302,18 +293,18 @@ def run(
     quiet_output(quiet, json_)
     load_plugin_modules(plugin)
     live = not (quiet or json_)
-    grid = make_plan(load_audit(audit, overrides or (), runs_dir=runs_dir), strict=strict)
+    settings = [*(overrides or ()), *executor, *tracker, *max_seeds]
+    settings += [SEQUENTIAL] if until_settled else []
+    grid = make_plan(load_audit(audit, settings, runs_dir=runs_dir), strict=strict)
     with resume_hint():
         document: dict[str, object] = {}
-        if until_settled or grid.spec.seeds.policy == "sequential":
+        if grid.spec.seeds.policy == "sequential":
             from archaudit.audit.sequential import describe_stop, run_until_settled, settle_options
 
             options = settle_options(
-                grid, max_seeds=max_seeds, budget_runs=budget_runs, budget_hours=budget_hours
+                grid, budget_runs=budget.budget_runs, budget_hours=budget.budget_hours
             )
-            settled = run_until_settled(
-                grid, options, executor=executor, workers=workers, tracker=tracker, live=live
-            )
+            settled = run_until_settled(grid, options, live=live)
             for family in () if json_ else settled.families:
                 show(settled_table(family, settled.rule))
             stop = describe_stop(settled)
@@ -321,9 +312,7 @@ def run(
             outcome = settled.audit
             document["sequential"] = sequential_document(settled)
         else:
-            outcome = run_audit(
-                grid, executor=executor, workers=workers, tracker=tracker, live=live
-            )
+            outcome = run_audit(grid, live=live)
         report_outcome(outcome, json_, document)
 
 
@@ -394,27 +383,11 @@ def settled_table(family: LoopFamily, rule: SequentialRule) -> Table:
 
 
 @app.command("run-one")
+@with_flags
 def run_one(
     run_dir: Annotated[Path, typer.Argument(help="A run directory (with run.json).")],
-    threads: Annotated[
-        int, typer.Option("--threads", help="Torch threads (0 = the recipe's).")
-    ] = 0,
-    device: Device = "",
-    ranks: Annotated[
-        int, typer.Option("--ranks", help="Processes; > 1 trains under torchrun.")
-    ] = 1,
-    tracker: Annotated[
-        str,
-        typer.Option(
-            "--tracker", help="Mirror the run to tensorboard | wandb | mlflow (its own extra)."
-        ),
-    ] = "",
-    heartbeat: Annotated[
-        float, typer.Option("--heartbeat", help="Seconds between heartbeats.")
-    ] = 15.0,
-    stale_after: Annotated[
-        float, typer.Option("--stale-after", help="Take over older claims.")
-    ] = 120.0,
+    *,
+    options: Annotated[RunOptions, Flags(RunOptions)],
     train_only: Annotated[
         bool, typer.Option("--train-only", help="Internal: one torchrun rank.")
     ] = False,
@@ -424,19 +397,10 @@ def run_one(
 ) -> None:
     """Run one run end to end (train → evaluate → DONE); what every executor launches."""
     from archaudit.audit import runner
-    from archaudit.audit.launch import RunOptions
     from archaudit.progress import log
 
     quiet_output(quiet, json_)
     load_plugin_modules(plugin)
-    options = RunOptions(
-        threads=threads,
-        device=device,
-        ranks=ranks,
-        tracker=tracker,
-        heartbeat_s=heartbeat,
-        stale_after_s=stale_after,
-    )
     if train_only:
         runner.train_only(run_dir, options)
         state = "trained"
@@ -488,6 +452,7 @@ def status(
 
 
 @app.command("tune-baseline")
+@with_flags
 def tune_baseline(
     audit: Annotated[Path, typer.Argument(help="The audit file (TOML); its [recipe] is updated.")],
     lr: Annotated[
@@ -497,8 +462,8 @@ def tune_baseline(
         list[float] | None, typer.Option("--warmup", help="Warmup fractions to sweep too.")
     ] = None,
     seeds: Annotated[int, typer.Option("--seeds", help="Seeds per sweep point.")] = 1,
-    executor: Annotated[str | None, typer.Option("--executor", help="local | ray | slurm.")] = None,
-    workers: Annotated[int | None, typer.Option("--workers", help="Runs at the same time.")] = None,
+    *,
+    executor: Executor,
     write: Annotated[
         bool, typer.Option("--write/--dry-run", help="Write the choice into AUDIT.")
     ] = True,
@@ -519,10 +484,8 @@ def tune_baseline(
         lrs=lr or (),
         warmups=warmup or (),
         seeds=seeds,
-        overrides=overrides or (),
+        overrides=[*(overrides or ()), *executor],
         runs_dir=runs_dir,
-        executor=executor,
-        workers=workers,
         write=write,
         live=not (quiet or json_),
     )
@@ -572,11 +535,11 @@ def rerun(
 
 
 @app.command()
+@with_flags
 def demo(
-    runs_dir: Annotated[Path, typer.Option("--runs-dir", help="Where runs/demo/ goes.")] = Path(
-        "runs"
-    ),
-    workers: Annotated[int | None, typer.Option("--workers", help="Runs at the same time.")] = None,
+    *,
+    runs_dir: RunsDir = None,
+    executor: Executor,
     overrides: Overrides = None,
     json_: Json = False,
     quiet: Quiet = False,
@@ -591,7 +554,9 @@ def demo(
     load_plugin_modules(plugin)
     with resume_hint():
         outcome = run_demo(
-            runs_dir, workers=workers, overrides=overrides or (), live=not (quiet or json_)
+            runs_dir or Path("runs"),
+            overrides=[*(overrides or ()), *executor],
+            live=not (quiet or json_),
         )
     settled = outcome.settled
     tables = (

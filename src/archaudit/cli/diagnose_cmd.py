@@ -3,22 +3,28 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from archaudit.audit.spec import EvalSpec
 from archaudit.cli.app import app
 from archaudit.cli.options import (
     DEFAULT_BASELINE,
     Baseline,
+    Bootstrap,
     Device,
+    Flags,
     Json,
     Quiet,
     emit,
     quiet_output,
     torch_device,
+    with_flags,
 )
+from archaudit.errors import ConfigError
 from archaudit.formatting import VALUE_DIGITS, interval, num, pvalue, signed
 
 if TYPE_CHECKING:
@@ -38,19 +44,57 @@ Model = Annotated[
         help="Run/checkpoint directory, Hugging Face directory, .gguf file, or KIND:PATH."
     ),
 ]
-Data = Annotated[Path, typer.Option("--data", help="UTF-8 text file to measure on.")]
-Tokens = Annotated[int | None, typer.Option("--tokens", help="Predicted tokens to measure on.")]
-Window = Annotated[int, typer.Option("--window", help="Tokens per row (capped by the context).")]
-BatchSize = Annotated[int, typer.Option("--batch-size", help="Rows per forward pass.")]
-Out = Annotated[
-    Path | None,
-    typer.Option(
-        "--out",
-        help="Folder for the JSON and figure [default: \\<run>/diagnostics, or "
-        "./diagnostics/\\<model> for HF and GGUF models].",
-    ),
+MAX_TOKENS = 1 << 24
+"""Tokens one diagnostic measures on, at most (its activations are held per token)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Measurement:
+    """What a model diagnostic measures on and where it writes: the options bottleneck,
+    attention, heads and prune share (each diagnostic's own defaults live in its function)."""
+
+    data: Path
+    """UTF-8 text file to measure on."""
+    tokens: int | None = None
+    """Predicted tokens to measure on [default: the diagnostic's own]."""
+    window: int | None = None
+    """Tokens per row, capped by the context [default: the diagnostic's own]."""
+    batch_size: int | None = None
+    """Rows per forward pass [default: the diagnostic's own]."""
+
+    def __post_init__(self) -> None:
+        for name in ("tokens", "window", "batch_size"):
+            value = getattr(self, name)
+            if value is not None and not 1 <= value <= MAX_TOKENS:
+                flag = "--" + name.replace("_", "-")
+                raise ConfigError(f"{flag} {value} must be in [1, {MAX_TOKENS:,}]")
+
+    def keywords(self, device: str) -> dict[str, Any]:
+        """The diagnostic's keyword arguments: what was given, on `device`."""
+        given = {k: getattr(self, k) for k in ("tokens", "window", "batch_size")}
+        return {k: v for k, v in given.items() if v is not None} | {"device": torch_device(device)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Output:
+    """Where a diagnostic writes its JSON and figure."""
+
+    out: Path | None = None
+    """Folder for the JSON and figure [default: <run>/diagnostics, or ./diagnostics/<model>
+    for HF and GGUF models]."""
+    no_figure: bool = False
+    """Write the JSON only."""
+
+    def keywords(self) -> dict[str, Any]:
+        return {"out": self.out, "figure": not self.no_figure}
+
+
+Measure = Annotated[Measurement, Flags(Measurement)]
+Written = Annotated[Output, Flags(Output)]
+Terms = Annotated[int, typer.Option("--terms", help="Terms per reasoning item.")]
+ReasoningSeed = Annotated[
+    int, typer.Option("--seed", help="Seed of the reasoning items (and of sampling).")
 ]
-NoFigure = Annotated[bool, typer.Option("--no-figure", help="Write the JSON only.")]
 
 
 def _finish(result: Any, written: Any, json_out: bool, lines: list[str]) -> None:
@@ -66,17 +110,15 @@ def _finish(result: Any, written: Any, json_out: bool, lines: list[str]) -> None
 
 
 @diagnose_app.command("bottleneck")
+@with_flags
 def bottleneck(
     model: Model,
-    data: Data,
-    tokens: Tokens = None,
-    window: Window = 256,
-    batch_size: BatchSize = 8,
-    out: Out = None,
+    *,
+    measure: Measure,
+    output: Written,
     device: Device = "",
     json_out: Json = False,
     quiet: Quiet = False,
-    no_figure: NoFigure = False,
 ) -> None:
     """The LM-head gradient bottleneck: the share of ‖softmax(z) − onehot(y)‖² outside the column
     space of the unembedding (arXiv 2603.10145), per token over --data."""
@@ -84,14 +126,7 @@ def bottleneck(
 
     quiet_output(quiet, json_out)
     result, written = diagnose_bottleneck(
-        model,
-        data,
-        tokens=tokens or 4096,
-        window=window,
-        batch_size=batch_size,
-        out=out,
-        device=torch_device(device),
-        figure=not no_figure,
+        model, measure.data, **measure.keywords(device), **output.keywords()
     )
     f, c = result.suppressed_fraction, result.cosine
     _finish(
@@ -110,20 +145,18 @@ def bottleneck(
 
 
 @diagnose_app.command("attention")
+@with_flags
 def attention(
     model: Model,
-    data: Data,
-    tokens: Tokens = None,
-    window: Window = 256,
+    *,
+    measure: Measure,
+    output: Written,
     sink_tokens: Annotated[
         int, typer.Option("--sink-tokens", help="k: the first k positions count as the sink.")
     ] = 1,
-    batch_size: BatchSize = 4,
-    out: Out = None,
     device: Device = "",
     json_out: Json = False,
     quiet: Quiet = False,
-    no_figure: NoFigure = False,
 ) -> None:
     """Attention focus per layer and head: sink mass on the first k tokens, entropy, and mass by
     distance, with a heatmap."""
@@ -132,14 +165,10 @@ def attention(
     quiet_output(quiet, json_out)
     result, written = diagnose_attention(
         model,
-        data,
-        tokens=tokens or 2048,
-        window=window,
+        measure.data,
         sink_tokens=sink_tokens,
-        batch_size=batch_size,
-        out=out,
-        device=torch_device(device),
-        figure=not no_figure,
+        **measure.keywords(device),
+        **output.keywords(),
     )
     per_layer = " ".join(num(m, 2) for m in result.sink_mass_per_layer)
     _finish(
@@ -155,31 +184,22 @@ def attention(
 
 
 @diagnose_app.command("heads")
+@with_flags
 def heads(
     model: Model,
-    data: Data,
-    tokens: Tokens = None,
-    window: Window = 256,
-    batch_size: BatchSize = 8,
-    out: Out = None,
+    *,
+    measure: Measure,
+    output: Written,
     device: Device = "",
     json_out: Json = False,
     quiet: Quiet = False,
-    no_figure: NoFigure = False,
 ) -> None:
     """Loss increase when each attention head is masked, per layer, with a heatmap."""
     from archaudit.diagnose import diagnose_heads
 
     quiet_output(quiet, json_out)
     result, written = diagnose_heads(
-        model,
-        data,
-        tokens=tokens or 1024,
-        window=window,
-        batch_size=batch_size,
-        out=out,
-        device=torch_device(device),
-        figure=not no_figure,
+        model, measure.data, **measure.keywords(device), **output.keywords()
     )
     per_layer = " ".join(signed(m) for m in result.layer_increase)
     _finish(
@@ -195,20 +215,17 @@ def heads(
 
 
 @diagnose_app.command("prune")
+@with_flags
 def prune(
     model: Model,
-    data: Data,
+    *,
+    measure: Measure,
+    output: Written,
     method: Annotated[
         str, typer.Option("--method", help="block-influence | angular | tail | laco.")
     ] = "block-influence",
     layers: Annotated[int, typer.Option("--layers", help="K: layers to remove.")] = 1,
-    tokens: Tokens = None,
-    window: Window = 256,
-    batch_size: BatchSize = 8,
-    suite: Annotated[
-        str | None, typer.Option("--suite", help="Also score this eval suite.")
-    ] = None,
-    limit: Annotated[int | None, typer.Option("--limit", help="Items per suite task.")] = None,
+    evaluation: Annotated[EvalSpec, Flags(EvalSpec, defaults={"suite": ""})],
     tts: Annotated[
         bool,
         typer.Option("--tts", help="Test-time scaling curves on the generated reasoning task."),
@@ -216,8 +233,8 @@ def prune(
     tts_items: Annotated[int, typer.Option("--tts-items", help="Reasoning items.")] = 100,
     samples: Annotated[int, typer.Option("--samples", help="Largest N (a power of 2).")] = 16,
     temperature: Annotated[float, typer.Option("--temperature", help="Sampling τ.")] = 1.0,
-    terms: Annotated[int, typer.Option("--terms", help="Terms per reasoning item.")] = 4,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of items and sampling.")] = 0,
+    terms: Terms = 4,
+    seed: ReasoningSeed = 0,
     recover_steps: Annotated[
         int, typer.Option("--recover-steps", help="Recovery fine-tuning steps on --data (0: none).")
     ] = 0,
@@ -229,16 +246,13 @@ def prune(
             help="Recover with LoRA of this rank (needs peft) instead of full fine-tuning.",
         ),
     ] = None,
-    out: Out = None,
     device: Device = "",
     json_out: Json = False,
     quiet: Quiet = False,
-    no_figure: NoFigure = False,
 ) -> None:
     """Score layers, remove K, and re-evaluate: held-out loss, optionally a suite and test-time
     scaling (best-of-N, majority vote, budget), optionally after recovery fine-tuning."""
     from archaudit.diagnose import TTSOptions, diagnose_prune
-    from archaudit.errors import ConfigError
 
     if samples < 1 or samples & (samples - 1):
         raise ConfigError(f"--samples {samples}: use a power of 2 (1, 2, 4, ..., 16)")
@@ -251,21 +265,17 @@ def prune(
         )
     result, written = diagnose_prune(
         model,
-        data,
+        measure.data,
         method=method,
         layers=layers,
-        tokens=tokens or 2048,
-        window=window,
-        batch_size=batch_size,
-        suite=suite,
-        limit=limit,
+        suite=evaluation.suite or None,
+        limit=evaluation.limit,
         tts=options,
         recover_steps=recover_steps,
         recover_lr=recover_lr,
         lora_rank=lora,
-        out=out,
-        device=torch_device(device),
-        figure=not no_figure,
+        **measure.keywords(device),
+        **output.keywords(),
     )
     _finish(result, written, json_out, _prune_lines(result, method))
 
@@ -301,6 +311,7 @@ def _spread(d: Distribution) -> str:
 
 
 @diagnose_app.command("focus")
+@with_flags
 def focus(
     audit_dir: Annotated[
         Path, typer.Argument(help="Audit directory whose runs have diagnostics/attention.json.")
@@ -312,12 +323,11 @@ def focus(
     scale: Annotated[
         str | None, typer.Option("--scale", help="Scale (required with several).")
     ] = None,
-    n_boot: Annotated[int, typer.Option("--n-boot", help="Bootstrap replicates.")] = 2000,
-    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
-    out: Out = None,
+    *,
+    bootstrap: Annotated[Bootstrap, Flags(Bootstrap)],
+    output: Written,
     json_out: Json = False,
     quiet: Quiet = False,
-    no_figure: NoFigure = False,
 ) -> None:
     """Across an audit's arms: Spearman ρ (bootstrap interval) between first-token sink mass and
     long-context retrieval, and the sink mass of QK-norm arms minus the baseline's."""
@@ -332,10 +342,9 @@ def focus(
         metric=metric,
         baseline=baseline,
         scale=scale,
-        n_boot=n_boot,
-        seed=seed,
-        out=out,
-        figure=not no_figure,
+        n_boot=bootstrap.n_boot,
+        seed=bootstrap.seed,
+        **output.keywords(),
     )
     low, high = result.spearman_interval
     lines = [
@@ -354,8 +363,8 @@ def focus(
 def task(
     out: Annotated[Path, typer.Argument(help="Text file to write.")],
     chars: Annotated[int, typer.Option("--chars", help="Characters of training text.")] = 1_000_000,
-    terms: Annotated[int, typer.Option("--terms", help="Terms per item.")] = 4,
-    seed: Annotated[int, typer.Option("--seed", help="Seed.")] = 0,
+    terms: Terms = 4,
+    seed: ReasoningSeed = 0,
     json_out: Json = False,
     quiet: Quiet = False,
 ) -> None:

@@ -55,7 +55,7 @@ def list_command(
 @mods_app.command("show")
 def show_command(
     name: Annotated[str, typer.Argument(help="A modification name, e.g. softpick.")],
-    size: Preset = DEFAULT_PRESET,
+    size: Preset = None,
     overrides: Annotated[
         list[str] | None,
         typer.Option("--set", metavar="model.KEY=VALUE", help="Adjust the size. Repeatable."),
@@ -69,7 +69,7 @@ def show_command(
     quiet_output(quiet, json_)
     load_plugin_modules(plugin)
     mod = get_modification(name)
-    tree = apply_overrides(preset(size), overrides or (), sections=("model",))
+    tree = apply_overrides(preset(size or DEFAULT_PRESET), overrides or (), sections=("model",))
     cfg: ModelConfig = build(ModelConfig, tree["model"], section="model")
     info: dict[str, Any] = {
         **mod.describe(),

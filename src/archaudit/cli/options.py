@@ -7,17 +7,22 @@ default and help come from the dataclass field, and the command receives the bui
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
 import functools
 import inspect
+import itertools
 import json
+import textwrap
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from archaudit.errors import ConfigError
 from archaudit.stats.options import DEFAULT, JudgeOptions
 
 Json = Annotated[
@@ -40,9 +45,11 @@ Plugins = Annotated[
 ]
 DEFAULT_PRESET = "tiny"
 Preset = Annotated[
-    str,
+    str | None,
     typer.Option(
-        "--preset", help="Named model size: tiny, small, base, medium, large.", show_default=True
+        "--preset",
+        help=f"Named model size: tiny, small, base, medium, large \\[default: {DEFAULT_PRESET}; "
+        "not with --config].",
     ),
 ]
 DEFAULT_DEVICE = ""
@@ -55,6 +62,26 @@ Device = Annotated[
         show_default=False,
     ),
 ]
+
+
+MAX_BOOT = 100_000
+"""Bootstrap replicates, at most: each holds a row per arm or item, and 10⁹ filled 15 GiB."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Bootstrap:
+    """A bootstrap's size and seed (`--n-boot`, `--seed`)."""
+
+    n_boot: int = 2000
+    """Bootstrap replicates."""
+    seed: int = 0
+    """Seed of the bootstrap's draws (any integer >= 0)."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.n_boot <= MAX_BOOT:
+            raise ConfigError(f"--n-boot {self.n_boot} must be in [1, {MAX_BOOT:,}]")
+        if self.seed < 0:
+            raise ConfigError(f"--seed {self.seed} must be >= 0 (numpy seeds are)")
 
 
 def torch_device(device: str) -> str:
@@ -111,72 +138,222 @@ def emit(document: Any) -> None:
 Command = Callable[..., Any]
 KEYWORD = inspect.Parameter.KEYWORD_ONLY
 """Typer passes every parameter by name, so a command's order is free."""
-REPEATABLE = {"anchors", "exclude", "arms"}
-"""Tuple fields: a repeatable flag (commas also split, for --arms)."""
 
 
-def judge_flags(*names: str) -> Callable[[Command], Command]:
-    """Give a command the `JudgeOptions` fields `names` as flags, generated from the dataclass
-    (flag name and help from the field's metadata, its type and default), placed before
-    --json/--quiet; the command is called with `options`, the `JudgeOptions` they build."""
-    fields = {f.name: f for f in dataclasses.fields(JudgeOptions)}
-    hints = typing.get_type_hints(JudgeOptions)
+@dataclasses.dataclass(frozen=True)
+class Flags:
+    """Marks a command parameter, `name: Annotated[T, Flags(Source)]`, that `with_flags` turns
+    into one flag per field of the dataclass `Source`. Each flag's name, help, type and
+    default come from its field: the name from `metadata["flag"]` (else `--<prefix><name>`,
+    underscores as dashes), the help from `metadata["help"]` or the field's docstring.
 
-    def decorate(command: Command) -> Command:
-        own = [
-            p.replace(kind=KEYWORD, annotation=_resolved(p.annotation, command))
-            for p in inspect.signature(command).parameters.values()
-            if p.name != "options"
+    The command receives `Source(**values)`; with `section` set, it receives instead the
+    flags given as `--set` texts (`section.field=value`, TOML values) for the command to apply
+    to its file, so that a flag and its `--set` are one thing, checked by the same class."""
+
+    source: type
+    names: tuple[str, ...] = ()
+    """The fields given as flags (default: every field)."""
+    prefix: str = ""
+    section: str | None = None
+    """Receive `--set` texts under this section ("" = top-level keys) for the flags given."""
+    defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    """This command's default for a field, where it differs from the field's."""
+    aliases: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    """More flag names for a field (`--corpus` for `--recipe.corpus`)."""
+    unset: str = ""
+    """What an unset flag means, for the help of `section` flags ("the audit file's")."""
+    panel: str | None = None
+    """The --help panel the flags are listed under."""
+
+    def fields(self) -> list[dataclasses.Field]:
+        every = {f.name: f for f in dataclasses.fields(self.source)}
+        return [every[name] for name in self.names] if self.names else list(every.values())
+
+
+def with_flags(command: Command) -> Command:
+    """Expand every `Annotated[T, Flags(...)]` parameter of `command` into its generated flags
+    (in its place), and call `command` with what they build. Put it under `@app.command()`."""
+    groups: dict[str, Flags] = {}
+    parameters = []
+    for p in inspect.signature(command).parameters.values():
+        annotation = _resolved(p.annotation, command)
+        marker = next(
+            (m for m in getattr(annotation, "__metadata__", ()) if isinstance(m, Flags)), None
+        )
+        if marker is None:
+            parameters.append(p.replace(kind=KEYWORD, annotation=annotation))
+            continue
+        groups[p.name] = marker
+        hints = typing.get_type_hints(marker.source)
+        parameters += [
+            _parameter(marker, f, hints[f.name], f"{p.name}__{f.name}") for f in marker.fields()
         ]
-        flags = [_parameter(fields[name], hints[name]) for name in names]
-        cut = next((i for i, p in enumerate(own) if p.name in ("json_", "quiet")), len(own))
 
-        @functools.wraps(command)
-        def run(**values: Any) -> Any:
-            chosen = {name: _value(name, values.pop(name)) for name in names}
-            return command(options=JudgeOptions(**chosen), **values)
+    @functools.wraps(command)
+    def run(**values: Any) -> Any:
+        for name, marker in groups.items():
+            given = {f.name: values.pop(f"{name}__{f.name}") for f in marker.fields()}
+            values[name] = _built(marker, given)
+        return command(**values)
 
-        parameters = [*own[:cut], *flags, *own[cut:]]
-        run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-        run.__annotations__ = {p.name: p.annotation for p in parameters}
-        return run
-
-    return decorate
+    run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in parameters}
+    return run
 
 
 def _resolved(annotation: Any, command: Command) -> Any:
-    """A string annotation (postponed evaluation) as the object typer reads."""
-    return eval(annotation, command.__globals__) if isinstance(annotation, str) else annotation
+    """A string annotation (postponed evaluation) as the object typer reads, evaluated where
+    the command was written."""
+    where = inspect.unwrap(command).__globals__
+    return eval(annotation, where) if isinstance(annotation, str) else annotation
+
+
+@functools.cache
+def field_docs(cls: type) -> dict[str, str]:
+    """The docstring under each field of a dataclass (and its dataclass bases), by name."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not dataclasses.is_dataclass(klass):
+            continue
+        body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body  # type: ignore[attr-defined]
+        for node, after in itertools.pairwise(body):
+            text = (
+                after.value.value
+                if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                else None
+            )
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and isinstance(text, str)
+            ):
+                docs[node.target.id] = " ".join(inspect.cleandoc(text).split())
+    return docs
+
+
+def flag_names(marker: Flags, field: dataclasses.Field) -> tuple[str, ...]:
+    """The field's flag and its aliases (`--x/--no-x` for an optional bool given as `--set`)."""
+    name = field.metadata.get("flag") or f"--{marker.prefix}{field.name.replace('_', '-')}"
+    return (name, *marker.aliases.get(field.name, ()))
+
+
+def _repeatable(hint: Any) -> bool:
+    return tuple in (typing.get_origin(hint), *map(typing.get_origin, typing.get_args(hint)))
+
+
+def _element(hint: Any) -> type:
+    """The element type of a `tuple[X, ...]` hint (or of `tuple[X, ...] | None`)."""
+    return next(
+        typing.get_args(h)[0]
+        for h in (hint, *typing.get_args(hint))
+        if typing.get_origin(h) is tuple
+    )
+
+
+METAVARS = {str: "NAME", float: "NUMBER", int: "N"}
+
+
+def _parameter(marker: Flags, field: dataclasses.Field, hint: Any, name: str) -> inspect.Parameter:
+    default = marker.defaults.get(field.name, field.default)
+    help = field.metadata.get("help") or _escaped(field_docs(marker.source).get(field.name, ""))
+    if default is dataclasses.MISSING:  # a required field: a required flag
+        default = ...
+    kind, shown = hint, default is not None and default is not ...
+    metavar = None
+    if _repeatable(hint):
+        kind, default, shown = list[str] | None, None, False
+        metavar = f"{METAVARS.get(_element(hint), 'VALUE')},..."
+    elif marker.section is not None:
+        kind, default, shown = hint | None, None, False
+        if field.default is dataclasses.MISSING or field.default in ("", None):
+            help += f" \\[default: {marker.unset}]"
+        else:
+            help += f" \\[default: {marker.unset}, else {field.default}]"
+    names = flag_names(marker, field)
+    if kind in (bool | None,) and marker.section is not None and "/" not in names[0]:
+        names = (f"{names[0]}/--{marker.prefix}no-{field.name.replace('_', '-')}", *names[1:])
+    flag = Annotated[
+        kind,
+        typer.Option(
+            *names, help=help, show_default=shown, metavar=metavar, rich_help_panel=marker.panel
+        ),
+    ]
+    return inspect.Parameter(name, KEYWORD, default=default, annotation=flag)
+
+
+def _escaped(text: str) -> str:
+    """A docstring as markdown help: rich would read `[x]` as a style and `<x>` as a tag."""
+    return text.replace("[", "\\[").replace("<", "\\<")
+
+
+def _built(marker: Flags, given: dict[str, Any]) -> Any:
+    hints = typing.get_type_hints(marker.source)
+    values = {
+        f.name: _value(given[f.name], hints[f.name], flag_names(marker, f)[0])
+        for f in marker.fields()
+    }
+    if marker.section is None:
+        return marker.source(**values)
+    prefix = f"{marker.section}." if marker.section else ""
+    return [f"{prefix}{name}={_toml(value)}" for name, value in values.items() if value is not None]
+
+
+def _value(value: Any, hint: Any, flag: str) -> Any:
+    """A flag's value as the field holds it: a repeatable flag's values (also split at commas)
+    as a tuple of the field's element type; unset means the field's default (None for --arms)."""
+    if not _repeatable(hint):
+        return value
+    parts = [part.strip() for item in value or () for part in item.split(",") if part.strip()]
+    if not parts:
+        return None if type(None) in typing.get_args(hint) else ()
+    element = _element(hint)
+    try:
+        return tuple(element(part) for part in parts)
+    except ValueError:
+        raise ConfigError(
+            f"{flag} {','.join(parts)!r}: give {element.__name__} values separated by commas"
+        ) from None
+
+
+def _toml(value: Any) -> str:
+    """A flag's value as the TOML value of its `--set` text."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | Path):
+        return json.dumps(str(value))  # a TOML basic string
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return repr(value)
+
+
+def judge_flags(*names: str) -> Callable[[Command], Command]:
+    """Give a command the `JudgeOptions` fields `names` as flags, placed before --json/--quiet;
+    the command is called with `options`, the `JudgeOptions` they build."""
+
+    def decorate(command: Command) -> Command:
+        own = [
+            p.replace(kind=KEYWORD)
+            for p in inspect.signature(command).parameters.values()
+            if p.name != "options"
+        ]
+        options = inspect.Parameter(
+            "options", KEYWORD, annotation=Annotated[JudgeOptions, Flags(JudgeOptions, names)]
+        )
+        cut = next((i for i, p in enumerate(own) if p.name in ("json_", "quiet")), len(own))
+        placed = functools.wraps(command)(lambda **values: command(**values))
+        placed.__signature__ = inspect.Signature([*own[:cut], options, *own[cut:]])  # type: ignore[attr-defined]
+        return with_flags(placed)
+
+    return decorate
 
 
 def judge_flag(name: str) -> Any:
     """One `JudgeOptions` field as a typer option type, for a command that uses the flag
     without building the options (its default: `DEFAULT.<name>`)."""
     field = next(f for f in dataclasses.fields(JudgeOptions) if f.name == name)
-    return _parameter(field, typing.get_type_hints(JudgeOptions)[name]).annotation
-
-
-def _parameter(field: dataclasses.Field, hint: Any) -> inspect.Parameter:
-    repeatable = field.name in REPEATABLE
-    kind = list[str] | None if repeatable else hint
-    help = field.metadata["help"]
-    return inspect.Parameter(
-        field.name,
-        KEYWORD,
-        default=None if repeatable else field.default,
-        annotation=Annotated[
-            kind, typer.Option(field.metadata["flag"], help=help, show_default=not repeatable)
-        ],
-    )
-
-
-def _value(name: str, value: Any) -> Any:
-    """A flag's value as the field holds it: repeatable flags as tuples (--arms also split at
-    commas; unset means every arm)."""
-    if name not in REPEATABLE:
-        return value
-    names = tuple(part for item in value or () for part in item.split(",") if part)
-    return names or (None if name == "arms" else ())
+    hint = typing.get_type_hints(JudgeOptions)[name]
+    return _parameter(Flags(JudgeOptions), field, hint, name).annotation
 
 
 if TYPE_CHECKING:  # what the generated flags hold

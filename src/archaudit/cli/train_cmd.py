@@ -7,17 +7,22 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from archaudit.audit.launch import RunOptions
+from archaudit.audit.spec import EvalSpec
 from archaudit.cli.app import app
 from archaudit.cli.options import (
     DEFAULT_PRESET,
-    Device,
+    Flags,
     Json,
     Plugins,
+    Preset,
     Quiet,
     emit,
     load_plugin_modules,
     quiet_output,
+    with_flags,
 )
+from archaudit.config import Recipe
 from archaudit.formatting import VALUE_DIGITS, num
 from archaudit.names import BASELINE
 
@@ -37,24 +42,33 @@ SUMMARY = (
 """The fields of the result that `--json` prints (beside the arm, the folder and the metrics)."""
 
 
+RecipeFlags = Annotated[
+    list[str],
+    Flags(
+        Recipe,
+        prefix="recipe.",
+        section="recipe",
+        aliases={"corpus": ("--corpus",), "device": ("--device",)},
+        unset="the config's",
+        panel="Recipe (each flag is also --set recipe.KEY=VALUE)",
+    ),
+]
+
+
 @app.command()
+@with_flags
 def train(
     out: Annotated[
         Path, typer.Option("--out", help="Run directory (created; resumed if it exists).")
     ],
+    *,
     config: Annotated[
         Path | None,
         typer.Option(
             "--config", help="TOML file with \\[model] and \\[recipe] tables (not with --preset)."
         ),
     ] = None,
-    preset: Annotated[
-        str | None,
-        typer.Option(
-            "--preset",
-            help=f"Named size: tiny, small, base, medium, large \\[default: {DEFAULT_PRESET}].",
-        ),
-    ] = None,
+    preset: Preset = None,
     arm: Annotated[
         str | None,
         typer.Option(
@@ -77,29 +91,9 @@ def train(
             help="Run seed: drives init (and data order if the recipe says vary_data_order).",
         ),
     ] = 0,
-    corpus: Annotated[
-        str | None,
-        typer.Option(
-            "--corpus",
-            help="A .txt or .jsonl file to train on (default: the embedded "
-            "synthetic language). Same as --set recipe.corpus=PATH.",
-        ),
-    ] = None,
-    tracker: Annotated[
-        str,
-        typer.Option(
-            "--tracker", help="Mirror the run to tensorboard | wandb | mlflow (its own extra)."
-        ),
-    ] = "",
-    suite: Annotated[
-        str,
-        typer.Option(
-            "--suite",
-            help="Evaluate on this suite after training (evals.json; the tracker's summary).",
-        ),
-    ] = "",
-    limit: Annotated[int | None, typer.Option("--limit", help="Items per task of --suite.")] = None,
-    device: Device = "",
+    recipe: RecipeFlags,
+    evaluation: Annotated[EvalSpec, Flags(EvalSpec, defaults={"suite": ""})],
+    mirror: Annotated[RunOptions, Flags(RunOptions, ("tracker",))],
     json_: Json = False,
     quiet: Quiet = False,
     plugin: Plugins = None,
@@ -109,7 +103,8 @@ def train(
     Rerunning the same command resumes from the newest valid checkpoint; a finished run is not
     retrained but reported. A directory that holds a different run is refused (exit 2). A run
     that diverges (NaN/Inf) ends with status `diverged` and exit code 0. Ctrl-C or SIGTERM
-    finishes the current step, saves it, and stops.
+    finishes the current step, saves it, and stops. Every recipe key is a flag of its own
+    (`--recipe.lr 1e-3`); the model's nested tables take `--set model.attention.score=...`.
     """
     from archaudit.audit.runner import train_tracked
     from archaudit.config import load_config
@@ -119,23 +114,23 @@ def train(
 
     quiet_output(quiet, json_)
     load_plugin_modules(plugin)
-    extra = [f"recipe.corpus={corpus}"] if corpus else []
-    extra += [f"recipe.device={device}"] if device else []
-    model_cfg, recipe = load_config(config, preset=preset, overrides=[*(overrides or []), *extra])
+    model_cfg, recipe_cfg = load_config(
+        config, preset=preset, overrides=[*(overrides or []), *recipe]
+    )
     if arm:
         chosen = resolve_arm(arm)
-        model_cfg, recipe = chosen.apply(model_cfg), chosen.apply_recipe(recipe)
+        model_cfg, recipe_cfg = chosen.apply(model_cfg), chosen.apply_recipe(recipe_cfg)
     finished_before = (out / TRAIN_RESULT).is_file()
     result, metrics = train_tracked(
         model_cfg,
-        recipe,
+        recipe_cfg,
         out,
         seed=seed,
         arm=arm or BASELINE,
         scale=preset or DEFAULT_PRESET,
-        tracker=tracker,
-        suite=suite,
-        limit=limit,
+        tracker=mirror.tracker,
+        suite=evaluation.suite,
+        limit=evaluation.limit,
     )
     if not is_rank_zero():  # under torchrun, one summary from rank 0
         return

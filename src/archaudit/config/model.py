@@ -299,6 +299,23 @@ class ModelConfig:
     }
     """Flat keys of the layout before the per-slot tables → their place now, so that the error
     for an old key names the new one (`unknown key model.score (it moved: ...)`)."""
+    KNOWN_AS: ClassVar[Mapping[str, str]] = {
+        "hidden_size": "d_model",
+        "dim": "d_model",
+        "n_embd": "d_model",
+        "num_layers": "n_layers",
+        "num_hidden_layers": "n_layers",
+        "n_layer": "n_layers",
+        "num_heads": "n_heads",
+        "num_attention_heads": "n_heads",
+        "n_head": "n_heads",
+        "max_seq_len": "context_length",
+        "max_position_embeddings": "context_length",
+        "block_size": "context_length",
+        "seq_len": "context_length",
+    }
+    """Other trainers' names (Hugging Face, nanoGPT, torchtitan) → this config's, for the
+    did-you-mean of an unknown key."""
 
     # --- shape --------------------------------------------------------------------------------
     vocab_size: int = 256

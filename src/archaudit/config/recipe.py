@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -27,22 +28,62 @@ class Recipe:
     """
 
     SECTION: ClassVar[str] = "recipe"
+    KNOWN_AS: ClassVar[Mapping[str, str]] = {
+        "learning_rate": "lr",
+        "max_lr": "lr",
+        "peak_lr": "lr",
+        "max_steps": "steps",
+        "train_steps": "steps",
+        "num_steps": "steps",
+        "training_steps": "steps",
+        "warmup_ratio": "warmup_frac",
+        "warmup_steps": "warmup_frac: a share of the steps",
+        "warmup": "warmup_frac",
+        "min_lr": "min_lr_ratio: a share of lr",
+        "eps": "adam_eps",
+        "adam_epsilon": "adam_eps",
+        "adam_beta1": "beta1",
+        "adam_beta2": "beta2",
+        "max_grad_norm": "grad_clip",
+        "clip_grad_norm": "grad_clip",
+        "gradient_clipping": "grad_clip",
+        "gradient_accumulation_steps": "grad_accumulation",
+        "batch_size": "batch_tokens: tokens per step, not sequences",
+        "global_batch_size": "batch_tokens: tokens per step, not sequences",
+        "dtype": "precision",
+        "mixed_precision": "precision",
+        "seed": "data_seed: the run's seed is `train --seed` or the audit's seeds",
+        "val_split": "val_fraction",
+        "validation_split": "val_fraction",
+        "dataset": "corpus",
+        "data": "corpus",
+    }
+    """Other trainers' names (Hugging Face, nanoGPT, torchtitan) → this recipe's, for the
+    did-you-mean of an unknown key: `learning_rate` is not a misspelling difflib can see."""
 
     steps: int = 300
+    """Optimizer steps (an audit's scale sets them from its token budget)."""
     batch_tokens: int = 4096
     """Tokens per optimizer step, summed over gradient accumulation and data-parallel ranks.
     Counted in tokens so that a shorter context (more, shorter sequences) keeps the recipe."""
     grad_accumulation: int = 1
     """Micro-steps per optimizer step (the batch is split evenly among them)."""
     lr: float = 3e-3
+    """Peak learning rate (AdamW), reached after the warmup."""
     min_lr_ratio: float = 0.1
     """Cosine decay ends at lr · min_lr_ratio."""
     warmup_frac: float = 0.05
+    """Share of the steps spent warming the rate up linearly from 0 (0 = no warmup)."""
     weight_decay: float = 0.1
+    """AdamW weight decay of the decayed parameters (projections, embeddings)."""
     beta1: float = 0.9
+    """AdamW β₁."""
     beta2: float = 0.95
+    """AdamW β₂."""
     adam_eps: float = 1e-8
+    """AdamW ε."""
     grad_clip: float = 1.0
+    """Gradients are clipped to this global norm."""
     precision: str = "auto"
     """auto (bf16 autocast on CUDA, fp32 on CPU) | bf16 | fp32. Master weights stay fp32."""
     tokenizer: str = "byte"
@@ -55,15 +96,23 @@ class Recipe:
     corpus_chars: int = 2_000_000
     """Characters of synthetic corpus to generate (ignored for file corpora)."""
     val_fraction: float = 0.05
+    """Share of the corpus held out for validation, in (0, 1)."""
     data_seed: int = 1234
+    """Seeds the corpus split (and the synthetic corpus) and, unless `vary_data_order`, the
+    batch order."""
     vary_data_order: bool = False
     """False (default): every seed sees the same batches and only init changes; True: the run
     seed also shuffles the data order."""
     eval_every: int = field(default=100, metadata=_OPERATIONAL)
+    """Validate every this many steps (and at the last)."""
     eval_batches: int = field(default=4, metadata=_OPERATIONAL)
+    """Batches of held-out text per validation."""
     checkpoint_every: int = field(default=100, metadata=_OPERATIONAL)
+    """Save a checkpoint every this many steps (and at the last)."""
     keep_checkpoints: int = field(default=2, metadata=_OPERATIONAL)
+    """Checkpoints kept on disk (the newest)."""
     device: str = field(default="auto", metadata=_OPERATIONAL)
+    """auto (CUDA when there is one, else CPU) | cpu | cuda | cuda:N | mps."""
     threads: int = field(default=0, metadata=_OPERATIONAL)
     """CPU threads for torch (0 = leave torch's default)."""
     compile: bool = field(default=False, metadata=_OPERATIONAL)
@@ -78,6 +127,7 @@ class Recipe:
     parameters (MoE: k of E experts; shared blocks once per use) differ from its baseline's by
     more than `match_tolerance`. None: not matched; the plan shows both counts."""
     match_tolerance: float = field(default=0.05, metadata=_OPERATIONAL)
+    """The relative parameter difference `match_params` allows (0.05 = ±5%)."""
     log_signals: bool = field(default=True, metadata=_OPERATIONAL)
     """Log the instability signals (attention logits, log Z, sublayer RMS, gradient-norm trend)
     at every validation (docs/stability.md); they ride on the validation's forward passes."""
@@ -100,13 +150,12 @@ class Recipe:
         for name in ("min_lr_ratio", "warmup_frac"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ConfigError(f"recipe.{name} = {getattr(self, name)} must be in [0, 1]")
-        if not 0.0 <= self.val_fraction < 1.0:  # 1 would leave no training tokens
+        if not 0.0 < self.val_fraction < 1.0:  # both splits need text: training and held-out
+            raise ConfigError(f"recipe.val_fraction = {self.val_fraction} must be in (0, 1)")
+        if not 0 <= self.threads <= MAX_THREADS:
             raise ConfigError(
-                f"recipe.val_fraction = {self.val_fraction} must be in [0, 1): the training "
-                "split needs tokens"
+                f"recipe.threads = {self.threads} must be 0 (torch's default) to {MAX_THREADS}"
             )
-        if self.threads < 0:
-            raise ConfigError(f"recipe.threads = {self.threads} must be >= 0 (0 = torch's default)")
         if self.precision not in PRECISIONS:
             raise ConfigError(
                 f"recipe.precision = {self.precision!r}{did_you_mean(self.precision, PRECISIONS)}"
@@ -148,6 +197,7 @@ class Recipe:
 
 
 PRECISIONS = ("auto", "bf16", "fp32")
+MAX_THREADS = 4096
 DEVICE = re.compile(r"auto|cpu|mps|(cuda|xpu)(:\d{1,3})?")
 """The devices a run can name; whether this machine has one is checked when it trains (and by
 `plan` for the local executor)."""

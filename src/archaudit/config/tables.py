@@ -10,6 +10,7 @@ recurses into its own class), every value against the field's type hint, and a m
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import json
 import math
@@ -58,15 +59,24 @@ def type_hints(cls: type) -> dict[str, Any]:
 
 
 def unknown_key(cls: type, key: str, section: str) -> ConfigError:
-    """`unknown key model.score (it moved: did you mean 'model.attention.score'?)`."""
+    """`unknown key model.score (it moved: did you mean 'model.attention.score'?)`; a name from
+    another trainer (`KNOWN_AS`) or a near miss gets its did-you-mean, anything else the whole
+    list of keys (never cut short: the key wanted may be the one left out)."""
     moved: Mapping[str, str] = getattr(cls, "MOVED", {})
     if key in moved:
         return ConfigError(
             f"unknown key {section}.{key} (it moved: did you mean {section + '.' + moved[key]!r}?)"
         )
-    return ConfigError(
-        f"unknown key {section}.{key}{did_you_mean(key, [f.name for f in dataclasses.fields(cls)])}"
-    )
+    known: Mapping[str, str] = getattr(cls, "KNOWN_AS", {})
+    if key in known:
+        ours, _, note = known[key].partition(": ")
+        hint = f" {note}" if note else ""
+        return ConfigError(f"unknown key {section}.{key} (did you mean {ours!r}?{hint})")
+    names = sorted(f.name for f in dataclasses.fields(cls))
+    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+    if close:
+        return ConfigError(f"unknown key {section}.{key} (did you mean {close[0]!r}?)")
+    return ConfigError(f"unknown key {section}.{key}; the keys of [{section}]: {', '.join(names)}")
 
 
 def to_dict(cfg: Any) -> dict[str, Any]:

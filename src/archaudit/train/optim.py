@@ -34,7 +34,11 @@ def make_optimizer(model: nn.Module, recipe: Recipe) -> torch.optim.AdamW:
 
 def lr_at(step: int, recipe: Recipe) -> float:
     """Linear warmup to the peak over `warmup_steps`, then cosine decay to `min_lr_ratio`·peak
-    at the last step. `step` counts from 0."""
+    at the last step. `step` counts from 0.
+
+    Not torch's LambdaLR/SequentialLR: they multiply the base rate by a factor (and the cosine
+    one recurses), which moves 24 of the default recipe's 300 rates by an ulp, so the golden
+    runs would not reproduce; a pure function of the step also resumes with no scheduler state."""
     warmup = recipe.warmup_steps
     if step < warmup:
         return recipe.lr * (step + 1) / warmup

@@ -1,4 +1,5 @@
-"""Two numerical tools the power and Dunnett computations need that scipy does not offer as is.
+"""Two numerical tools the power and Dunnett computations need that scipy does not offer as is:
+an unbounded bracket around scipy's `brentq`, and a χ² quadrature.
 
 Distributions themselves (normal, Student t, noncentral t, χ², incomplete beta) come from
 `scipy.stats` and `scipy.special`.
@@ -11,6 +12,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 import numpy as np
+from scipy.optimize import brentq
 
 
 def solve_increasing(
@@ -21,10 +23,11 @@ def solve_increasing(
     hi: float = 1.0,
     tol: float = 1e-9,
 ) -> float:
-    """The x in [lo, ∞) where the increasing `f` reaches `target`, by bracketing and bisection.
+    """The x in [lo, ∞) where the increasing `f` reaches `target`: the bracket is doubled until
+    it holds the crossing (scipy has no unbounded bracketing), then scipy's `brentq` solves it
+    to `tol`·max(1, x).
 
-    Returns `lo` when f(lo) already reaches the target. Stops when the bracket is narrower than
-    `tol`·max(1, x).
+    Returns `lo` when f(lo) already reaches the target.
     """
     if f(lo) >= target:
         return lo
@@ -32,12 +35,9 @@ def solve_increasing(
         lo, hi = hi, 2.0 * hi
         if hi > 1e300:
             raise ArithmeticError("target is never reached")
-    while hi - lo > tol * max(1.0, hi):
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi):
-            break
-        lo, hi = (mid, hi) if f(mid) < target else (lo, mid)
-    return hi
+    return float(
+        brentq(lambda x: f(x) - target, lo, hi, xtol=tol, rtol=max(tol, 4 * np.finfo(float).eps))
+    )
 
 
 @lru_cache(maxsize=256)

@@ -37,6 +37,7 @@ import numpy as np
 from scipy.special import ndtr, stdtr, stdtrit
 
 from archaudit.names import Reference
+from archaudit.stats.inference.significance import welch_df
 from archaudit.stats.simulation.noise_models import WIDEST_FACTOR
 
 REFERENCES = tuple(Reference)
@@ -96,7 +97,7 @@ def standard_error(
         se_arm, se_base = np.divide(arm_var, n_arm), np.divide(base_var, n_base)
         se2 = se_arm + se_base
         with np.errstate(divide="ignore", invalid="ignore"):
-            df = se2**2 / (se_arm**2 / np.subtract(n_arm, 1) + se_base**2 / (n_base - 1))
+            df = welch_df(se_arm, se_base, n_arm, n_base)
         return np.sqrt(se2), df
     raise ValueError(f"unknown test {test!r}")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.special import ndtr
@@ -19,6 +20,13 @@ class Welch:
     """Welch–Satterthwaite degrees of freedom."""
     p: float
     """Two-sided p-value."""
+
+
+def welch_df(se2_a: Any, se2_b: Any, n_a: Any, n_b: Any) -> Any:
+    """Welch–Satterthwaite degrees of freedom from each group's squared standard error
+    (variance / n) and size, elementwise: scipy computes it only inside `ttest_ind`, from the
+    values, and the calibration and the power formula have variances, not values."""
+    return (se2_a + se2_b) ** 2 / (se2_a**2 / np.subtract(n_a, 1) + se2_b**2 / np.subtract(n_b, 1))
 
 
 def z_test(delta: float, sigma: float) -> tuple[float, float]:

@@ -37,6 +37,7 @@ from archaudit.errors import ConfigError
 from archaudit.stats.inference.corrections import per_test_alpha
 from archaudit.stats.inference.distributions import chi_square_quadrature, solve_increasing
 from archaudit.stats.inference.family_test import POOLED_T, ROBUST, Z, choose_test
+from archaudit.stats.inference.significance import welch_df
 from archaudit.stats.options import DEFAULT, JudgeOptions, check_test
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.simulation.noise_models import WIDEST_FACTOR
@@ -135,7 +136,7 @@ def power(effect: float, design: Design) -> float:
     q_b, w_b = chi_square_quadrature(n_b - 1)
     var_a, var_b = q_a[:, None] / n_a, q_b[None, :] / n_b
     se2 = var_a + var_b
-    df = se2**2 / (var_a**2 / (n_a - 1) + var_b**2 / (n_b - 1))
+    df = welch_df(var_a, var_b, n_a, n_b)
     t_critical = _welch_critical(design.level, min(n_a, n_b) - 1, n_a + n_b - 2)
     threshold = np.maximum(t_critical(df) * np.sqrt(se2), NOISE_SIGMAS * np.sqrt(q_b[None, :]))
     weights = w_a[:, None] * w_b[None, :]
