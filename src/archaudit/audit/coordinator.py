@@ -91,6 +91,15 @@ def run_audit(
     except Interrupted as stop:
         say_what_was_saved(stop, plan.audit_dir)
         raise
+    outcome = _outcome(plan, run_dirs, settings.stale_after_s)
+    if tracker:
+        _track_verdicts(tracker, plan)
+    return outcome
+
+
+def _outcome(plan: Plan, run_dirs: list[Path], stale_after_s: float) -> AuditOutcome:
+    """Where the planned runs ended; a finished run's leftover claim is cleared (its worker
+    was killed between DONE and the release)."""
     planned = set(run_dirs)
     statuses = [s for s in store.refresh_export(plan.audit_dir) if s.path in planned]
     finished = ("done", "diverged")
@@ -100,11 +109,9 @@ def run_audit(
         if s.state not in finished
     }
     for s in statuses:
-        if s.state in finished:  # a worker killed between DONE and its release left a claim
-            clear_stale(s.path, settings.stale_after_s)
+        if s.state in finished:
+            clear_stale(s.path, stale_after_s)
     counts = Counter(s.state if s.state in finished else "failed" for s in statuses)
-    if tracker:
-        _track_verdicts(tracker, plan)
     return AuditOutcome(plan.audit_dir, dict(counts), failed, plan.audit_dir / store.RESULTS_FILE)
 
 
