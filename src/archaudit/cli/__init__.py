@@ -71,11 +71,11 @@ def usage_line(err: Exception, argv: list[str] | None = None) -> str:
     a valid integer ... (see archaudit run --help)`."""
     message = " ".join(err.format_message().split()).rstrip(".")  # type: ignore[attr-defined]
     param = getattr(err, "param", None)
-    value = _given(getattr(param, "opts", ()), sys.argv[1:] if argv is None else argv)
+    value = _given(list(getattr(param, "opts", ())), sys.argv[1:] if argv is None else argv)
     if value is not None and message.startswith("Invalid value for "):
         message = f"invalid value {value!r} for {message.removeprefix('Invalid value for ')}"
     ctx = getattr(err, "ctx", None)
-    names = []
+    names: list[str] = []
     while ctx is not None and ctx.parent is not None:
         names.insert(0, ctx.info_name)
         ctx = ctx.parent

@@ -259,7 +259,8 @@ def _parameter(marker: Flags, field: dataclasses.Field, hint: Any, name: str) ->
     help = field.metadata.get("help") or _escaped(field_docs(marker.source).get(field.name, ""))
     if default is dataclasses.MISSING:  # a required field: a required flag
         default = ...
-    kind, shown = hint, default is not None and default is not ...
+    kind: Any = hint  # a type built at run time: typer reads it, mypy cannot
+    shown = default is not None and default is not ...
     metavar = None
     if _repeatable(hint):
         kind, default, shown = list[str] | None, None, False
