@@ -1,23 +1,17 @@
-"""An audit's verdicts: every arm against its baseline, per baseline, scale and metric, and the
-same as plain rows for trackers."""
+"""How an audit's families are judged: its primary metrics, and α split over them (`findings`
+asks here for every family it judges)."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from archaudit.audit.spec import default_primaries
-from archaudit.audit.store import AUDIT_FILE, read_json, read_results
-from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS
-from archaudit.names import BASELINE
+from archaudit.audit.store import AUDIT_FILE, read_json
 
 if TYPE_CHECKING:  # scipy loads only when an audit is judged
     from archaudit.stats import Judgement, JudgeOptions, Table
-
-VERDICT_METRICS = (PRIMARY_LOSS, DOWNSTREAM_AVERAGE)
-"""The primary loss (lower is better, read from its name) and the downstream average."""
 
 
 def audit_primaries(audit_dir: Path) -> tuple[str, ...]:
@@ -56,49 +50,3 @@ def family_options(
 
 def with_note(judgement: Judgement, note: str) -> Judgement:
     return dataclasses.replace(judgement, notes=(*judgement.notes, note)) if note else judgement
-
-
-def judge_audit(audit_dir: Path, metrics: Sequence[str] = VERDICT_METRICS) -> list[Judgement]:
-    """Every arm against its baseline, per baseline, scale and metric (with several baselines,
-    arms are named `<arm>@<baseline>` and the others' arms are left out of each family), by the
-    default tests: one recipe does not make the arms' seed variances equal (a destabilised arm
-    spreads wider), so each arm's own variance enters its test. A family the sequential loop
-    judged is the loop's judgement (`judge_with_loop`): what `stats` and the report show. The
-    results are the runs' DONE records (`read_results`), not results.csv. α is split over the
-    audit's primary metrics (`family_options`)."""
-    from archaudit.audit.loop_summary import judge_with_loop, read_loop_summary
-    from archaudit.stats import JudgeOptions
-
-    table = read_results(audit_dir)
-    loop = read_loop_summary(audit_dir)
-    baselines = (read_json(audit_dir / AUDIT_FILE) or {}).get("baselines", [BASELINE])
-    names = {b: f"{BASELINE}@{b}" if len(baselines) > 1 else BASELINE for b in baselines}
-    judgements = []
-    for base, name in names.items():
-        own = f"@{base}"
-        others = [a for a in table.arms if len(baselines) > 1 and not a.endswith(own)]
-        for scale in table.scales:
-            for metric in metrics:
-                if metric in table.metrics:
-                    asked = JudgeOptions(baseline=name, scale=scale, exclude=tuple(others))
-                    options, note = family_options(audit_dir, table, metric, asked)
-                    judged = judge_with_loop(table, metric, options, loop)
-                    judgements.append(with_note(judged, note))
-    return judgements
-
-
-def verdict_rows(judgements: Sequence[Judgement]) -> list[dict[str, Any]]:
-    """One row per (metric, arm, scale): the verdict, Δ (positive = better), adjusted p."""
-    return [
-        {
-            "metric": j.metric,
-            "arm": arm.arm,
-            "scale": arm.scale,
-            "verdict": arm.verdict,
-            "delta": arm.delta,
-            "p_adj": arm.p_adj,
-            "n_seeds": arm.n_seeds,
-        }
-        for j in judgements
-        for arm in j.arms
-    ]
