@@ -13,7 +13,8 @@ from archaudit.audit import store
 from archaudit.audit.plan import make_plan
 from archaudit.audit.record import RunRecord
 from archaudit.audit.spec import load_audit
-from archaudit.audit.verdicts import audit_primaries, judge_audit
+from archaudit.audit.findings import VERDICTS_ONLY, findings
+from archaudit.audit.verdicts import audit_primaries
 from archaudit.cli import app, register_commands
 from archaudit.report.data import gather
 
@@ -43,7 +44,8 @@ def fake_audit(write_audit):
 def test_alpha_is_split_over_the_primaries_everywhere(write_audit):
     audit = fake_audit(write_audit)
     assert audit_primaries(audit) == tuple(PRIMARY)
-    judged = judge_audit(audit, ("val_loss", "downstream_avg", "train_loss"))
+    judged = findings(audit, ("val_loss", "downstream_avg", "train_loss"), asked=VERDICTS_ONLY)
+    judged = judged.judgements
     alphas = {j.metric: j.alpha for j in judged}
     assert alphas == {"val_loss": 0.025, "downstream_avg": 0.025, "train_loss": 0.05}
     notes = {j.metric: " ".join(j.notes) for j in judged}

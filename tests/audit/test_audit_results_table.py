@@ -14,7 +14,7 @@ from archaudit.audit import store
 from archaudit.audit.plan import make_plan
 from archaudit.audit.record import RunRecord
 from archaudit.audit.spec import load_audit
-from archaudit.audit.verdicts import judge_audit, verdict_rows
+from archaudit.audit.findings import VERDICTS_ONLY, findings
 from archaudit.stats import Table, load_table
 from archaudit.stats.errors import EmptyTableError, TableError
 
@@ -69,14 +69,18 @@ def test_judging_an_audit_reads_its_records_not_results_csv(write_audit, tmp_pat
     outside `stats` parses an audit's tuned, duties or family back out of its CSV strings."""
     audit_dir = finished_audit(write_audit, tmp_path)
     store.export(audit_dir)
-    verdicts = json.dumps(verdict_rows(judge_audit(audit_dir)))
+    verdicts = _verdict_rows(audit_dir)
     (audit_dir / "results.parquet").unlink(missing_ok=True)
     for garbled in ("arm,tuned\nqk_norm,maybe\n", None):
         results = audit_dir / store.RESULTS_FILE
         results.unlink()
         if garbled is not None:
             results.write_text(garbled)
-        assert json.dumps(verdict_rows(judge_audit(audit_dir))) == verdicts
+        assert _verdict_rows(audit_dir) == verdicts
+
+
+def _verdict_rows(audit_dir: Path) -> str:
+    return json.dumps([row.to_dict() for row in findings(audit_dir, asked=VERDICTS_ONLY).rows()])
 
 
 def test_a_bad_record_value_is_named_by_its_done_file(write_audit, tmp_path: Path):

@@ -215,6 +215,104 @@ def test_mlflow_gets_the_config_as_flat_params_and_each_value_once(monkeypatch, 
     tracker.summary({"val_loss": 2.5, "downstream_avg": 0.3, "missing": None})
     (params,) = [c[1] for c in calls if c[0] == "params"]
     assert params == {"arm": "qk_norm", "mods": '["qk_norm"]', "model.attention.score": "softpick",
-                      "model.extra": "{}", "model.n_layers": "2", "seed": "3"}  # fmt: skip
+                      "model.extra": "{}", "model.n_layers": "2", "scale": "xs",
+                      "seed": "3"}  # fmt: skip
     metrics = [c[1:] for c in calls if c[0] == "metric"]
     assert metrics == [("loss", 2.4, 6), ("val_loss", 2.5, 6), ("downstream_avg", 0.3, 6)]
+
+
+def test_every_judgeable_verdict_is_tracked_and_the_rest_noted(write_audit):
+    """Issue 44: downstream_avg that cannot be judged (every baseline seed equal: no noise
+    floor) no longer keeps val_loss's verdicts from the tracker; it is a note beside them."""
+    EVENTS.clear()
+    plan = make_plan(load_audit(write_audit(seeds={"noise_floor": 3, "arms": 2})))
+    materialize(plan)
+    losses = {("baseline", k): 3.0 + 0.01 * k for k in range(3)}
+    losses |= {("qk_norm", 0): 2.895, ("qk_norm", 1): 2.905}
+    for run in plan.runs:
+        metrics = {"val_loss": losses[(run.arm, run.seed)], "downstream_avg": 0.25}
+        write_done(plan.run_dir(run), RunRecord.of_run(run, status="ok", metrics=metrics))
+    _track_verdicts("test-memory", plan)
+    verdicts, notes = _events("table")
+    assert [(r["metric"], r["arm"], r["verdict"]) for r in verdicts] == [
+        ("val_loss", "qk_norm", "improver")
+    ]
+    (note,) = notes
+    assert note["analysis"] == "verdicts" and note["where"] == "downstream_avg:xs"
+    assert "baseline" in note["reason"]
+
+
+def _stand_in_mlflow(monkeypatch) -> list[tuple]:
+    """A stand-in MLflow client that records its calls (the tests need no mlflow)."""
+    import collections
+    import types
+
+    calls: list[tuple] = []
+
+    class Client:
+        def __init__(self, tracking_uri: str) -> None:
+            pass
+
+        def get_experiment_by_name(self, name: str) -> None:
+            return None
+
+        def create_experiment(self, name: str) -> str:
+            return "1"
+
+        def create_run(self, experiment_id: str, tags: dict) -> Any:
+            calls.append(("tags", tags))
+            return types.SimpleNamespace(info=types.SimpleNamespace(run_id="r"))
+
+        def log_dict(self, run_id: str, value: Any, name: str) -> None:
+            calls.append(("dict", name, value))
+
+        def log_batch(self, run_id: str, params: list) -> None:
+            calls.append(("params", {p.key: p.value for p in params}))
+
+        def log_metric(self, run_id: str, key: str, value: float, step: int) -> None:
+            calls.append(("metric", key, value, step))
+
+        def set_tag(self, run_id: str, key: str, value: str) -> None:
+            calls.append(("tag", key, value))
+
+        def set_terminated(self, run_id: str) -> None:
+            calls.append(("end",))
+
+    modules = {name: types.ModuleType(name) for name in ("mlflow", "mlflow.tracking",
+                                                          "mlflow.entities")}  # fmt: skip
+    modules["mlflow.tracking"].MlflowClient = Client
+    modules["mlflow.entities"].Param = collections.namedtuple("Param", "key value")
+    for name, module in modules.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "file:///nowhere")
+    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: object())
+    return calls
+
+
+def test_a_train_run_has_its_arm_as_a_param_in_mlflow(monkeypatch, tmp_path):
+    """Issue 44: `train --tracker mlflow` logged the arm only as a tag (an audit run's config
+    holds it, a train run's config does not): now arm, scale and seed are params everywhere."""
+    calls = _stand_in_mlflow(monkeypatch)
+    config = {"model": {"n_layers": 2}, "recipe": {"lr": 1e-3}, "seed": 3}
+    TRACKERS.get("mlflow")(TrackedRun("archaudit-train", "out", "qk_norm", "xs", 3, tmp_path,
+                                      config))  # fmt: skip
+    (params,) = [c[1] for c in calls if c[0] == "params"]
+    assert (params["arm"], params["scale"], params["seed"]) == ("qk_norm", "xs", "3")
+
+
+def test_wandb_writes_where_wandb_dir_says(monkeypatch, tmp_path):
+    """Issue 44: W&B ignored WANDB_DIR (the run's folder always won)."""
+    import types
+
+    seen: dict[str, Any] = {}
+    wandb = types.ModuleType("wandb")
+    wandb.init = lambda **kwargs: seen.update(kwargs) or types.SimpleNamespace()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "wandb", wandb)
+    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: object())
+    run = TrackedRun("p", "r", "qk_norm", "xs", 3, tmp_path / "run", {"seed": 3})
+    monkeypatch.delenv("WANDB_DIR", raising=False)
+    TRACKERS.get("wandb")(run)
+    assert seen["dir"] == str(tmp_path / "run") and seen["config"]["arm"] == "qk_norm"
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path / "elsewhere"))
+    TRACKERS.get("wandb")(run)
+    assert seen["dir"] == str(tmp_path / "elsewhere")

@@ -18,6 +18,7 @@ from archaudit.report import Report, build_report
 from archaudit.report.data import gather
 from archaudit.report.figures import Figure
 from archaudit.report.sections import Row
+from archaudit.stats.judgement_text import interval_kind
 
 GROUP = re.compile(r'<g id="arm--(?P<arm>[^"]+?)--(?P<what>[^"]*)">(?P<body>.*?)</g>', re.S)
 COLOUR = re.compile(r"(?:stroke|fill): (#[0-9a-f]{6})")
@@ -60,7 +61,7 @@ def test_each_arm_has_one_colour_across_every_figure(audit_report: Report) -> No
     assert arms <= set(colours)
     for arm in arms:
         assert len(colours[arm]) == 1, (arm, colours[arm])
-        ranked = any(arm in {a.arm for a in b.arms} for b in audit_report.data.bumps)
+        ranked = any(arm in {a.arm for a in b.arms} for b in audit_report.data.findings.transfers)
         expected = {"forest", "decoupling", "curves", *(["bump"] if ranked else [])}
         assert figures_with[arm] >= expected, arm  # geglu diverged at d48: no rank there
     assert len({next(iter(colours[a])) for a in arms}) == len(arms)  # and no two arms share one
@@ -165,7 +166,7 @@ def test_every_arm_of_a_sequential_audit_has_an_interval(tmp_path: Path) -> None
             assert (arm, f"interval--{scale}") in tagged, (arm, scale)
             assert (arm, f"seeds--{scale}") in tagged, (arm, scale)
     for v in report.data.verdicts:
-        assert v.sequential is not None and "repeated confidence interval" in v.interval_kind
+        assert v.sequential is not None and "repeated confidence interval" in interval_kind(v)
         assert all(a.interval is not None and a.interval[0] < a.delta < a.interval[1]
                    for a in v.arms)  # fmt: skip
     # the power figure is the loop's, says so, and its MDE line still meets its curve
@@ -176,7 +177,7 @@ def test_every_arm_of_a_sequential_audit_has_an_interval(tmp_path: Path) -> None
 
 
 def test_scales_that_ran_one_design_share_one_curve_and_one_mde_label() -> None:
-    from archaudit.report.data import PowerCase
+    from archaudit.audit.power_cases import PowerCase
     from archaudit.report.figures import power_curves
     from archaudit.stats.simulation.power import PowerCurve
 

@@ -20,17 +20,12 @@ from report_helpers import fake_audit
 
 from archaudit.audit import store
 from archaudit.report import Report, figures
-from archaudit.report.data import (
-    Band,
-    Bump,
-    BumpArm,
-    Curve,
-    Scatter,
-    ScatterPoint,
-    gather,
-)
+from archaudit.report.data import Band, Curve, gather
 from archaudit.report.palette import arm_colours
 from archaudit.report.sections import Notice, Paragraph, transfer
+from archaudit.stats.analyses.decoupling import ArmDecoupling, Decoupling
+from archaudit.stats.analyses.transfer import ArmTransfer, ScaleTransfer
+from archaudit.stats.verdicts import WITHIN_NOISE
 
 LONG = ("baseline", "gated_attn_headwise", "qk_norm", "softpick_with_a_long_name", "x")
 
@@ -77,8 +72,22 @@ def texts(fig: MplFigure) -> list[Text]:
 
 def test_scatter_labels_stay_on_the_canvas_and_are_not_struck_through(drawn) -> None:
     colours = arm_colours(LONG, "baseline")
+    side = (WITHIN_NOISE, False, 0.1)  # verdict, flat, margin
     points = tuple(
-        ScatterPoint(arm, None, change, delta, False, None, "moved", "flat not testable")
+        ArmDecoupling(
+            arm,
+            None,
+            change,
+            *side,
+            "moved",
+            0.0,
+            delta,
+            0.0,
+            *side,
+            "flat not testable",
+            False,
+            None,
+        )
         for arm, change, delta in (
             ("gated_attn_headwise", 0.031, -0.18),
             ("qk_norm", -0.004, 0.0),
@@ -86,7 +95,7 @@ def test_scatter_labels_stay_on_the_canvas_and_are_not_struck_through(drawn) -> 
             ("x", -0.005, 0.0003),
         )
     )
-    figures.scatter("s", Scatter("d64", "val_loss", "downstream_avg", points), colours)
+    figures.scatter("s", Decoupling("val_loss", "downstream_avg", None, "d64", points, ()), colours)
     (fig,) = drawn
     renderer = fig.canvas.get_renderer()
     for text in texts(fig):
@@ -102,9 +111,25 @@ def test_scatter_labels_stay_on_the_canvas_and_are_not_struck_through(drawn) -> 
 
 def test_bump_names_stay_on_the_canvas_and_rho_is_in_the_title(drawn) -> None:
     colours = arm_colours(LONG, "baseline")
-    arms = tuple(BumpArm(a, None, r, 5 - r, "within-noise") for r, a in enumerate(LONG[1:], 1))
-    figures.bump("b", Bump("acc", "d48", "d64", -0.8, (-1.0, -0.2), -0.6, 0.5, arms, (), ()),
-                 colours)  # fmt: skip
+    arms = tuple(
+        ArmTransfer(
+            a,
+            0.0,
+            0.0,
+            True,
+            r,
+            5 - r,
+            5 - 2 * r,
+            (r, r),
+            (5 - r, 5 - r),
+            WITHIN_NOISE,
+            WITHIN_NOISE,
+        )
+        for r, a in enumerate(LONG[1:], 1)
+    )
+    transfer = ScaleTransfer("acc", "baseline", "d48", "d64", len(arms), 0.5, -0.8, (-1.0, -0.2),
+                             -0.6, (-1.0, 0.0), 0.95, arms, (), ())  # fmt: skip
+    figures.bump("b", transfer, colours)
     (fig,) = drawn
     renderer = fig.canvas.get_renderer()
     shown = [t.get_text() for t in texts(fig)]
@@ -117,8 +142,12 @@ def test_bump_names_stay_on_the_canvas_and_rho_is_in_the_title(drawn) -> None:
 
 def test_no_rank_chart_where_rho_is_not_estimable(audit_report: Report) -> None:
     data = audit_report.data
-    bump = dataclasses.replace(data.bumps[0], spearman=0.0, spearman_interval=None)
-    section = transfer(dataclasses.replace(data, bumps=(bump,)))
+    nan = float("nan")
+    bump = dataclasses.replace(
+        data.findings.transfers[0], spearman=0.0, spearman_interval=(nan, nan)
+    )
+    found = dataclasses.replace(data.findings, transfers=(bump,))
+    section = transfer(dataclasses.replace(data, findings=found))
     assert not any(isinstance(b, figures.Figure) for b in section.blocks)
     (notice,) = [b for b in section.blocks if isinstance(b, Notice)]
     assert "not estimable" in notice.text and "no chart" in notice.text
@@ -191,8 +220,8 @@ def test_the_decoupling_claim_reads_the_verdicts_the_answer_shows(tmp_path: Path
     """For a sequential audit, "loss moved" must be the loop's verdict (the answer's), not a
     fixed-design re-analysis' (issue 32: post_ln at d64)."""
     audit = fake_audit(tmp_path, {"qk_norm": 0.0, "geglu": 0.0, "softpick": 0.0})
-    fixed = {s.scale: s for s in gather(audit).scatters}
-    assert {p.loss for p in fixed["d48"].points} != {"moved"}
+    fixed = {s.scale: s for s in gather(audit).findings.decouplings}
+    assert {p.loss_status for p in fixed["d48"].arms} != {"moved"}
     rows = [
         {"arm": arm, "p": 1e-4, "t": 10.0, "verdict": "improver", "stopped": "settled",
          "seeds": 2, "delta": 0.05, "se": 0.005, "df": 3.5, "threshold": 0.003}
@@ -208,9 +237,9 @@ def test_the_decoupling_claim_reads_the_verdicts_the_answer_shows(tmp_path: Path
     data = gather(audit)
     answer = {(a.arm): a.verdict for v in data.verdicts for a in v.arms
               if (v.metric, v.scale) == ("val_loss", "d48")}  # fmt: skip
-    looped = {p.arm: p for s in data.scatters if s.scale == "d48" for p in s.points}
+    looped = {p.arm: p for s in data.findings.decouplings if s.scale == "d48" for p in s.arms}
     for arm in ("qk_norm", "softpick"):
-        assert answer[arm] == "improver" and looped[arm].loss == "moved"
+        assert answer[arm] == "improver" and looped[arm].loss_status == "moved"
 
 
 def test_an_mde_beyond_the_metrics_range_cannot_be_detected() -> None:

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from archaudit.stats import AuditDesign, JudgeOptions, design_rate, judge, simulate_null
+from archaudit.stats.judgement_text import header
 from archaudit.stats.simulation.calibrate import audit_levels, design_level, level_from_rates
 from archaudit.stats.simulation.noise_models import parse_one
 from archaudit.stats.simulation.null_kernel import simulate_outcomes
@@ -57,7 +58,7 @@ def test_without_a_multi_seed_arm_single_seeds_are_candidates_only(make_table):
     judgement = judge(make_table(values), "acc")
     assert judgement.single_seed_bound == math.inf
     assert judgement.arm("a").verdict == "candidate-improver"
-    assert any("candidates only" in line for line in judgement.header())
+    assert any("candidates only" in line for line in header(judgement))
 
 
 def test_candidate_rates_are_in_the_json(make_table):
@@ -101,7 +102,7 @@ def test_no_significant_verdict_under_an_above_alpha_header(
     values |= {f"a{i}": list(rng.normal(0.0, 1.0, seeds)) for i in range(arms)}
     options = JudgeOptions(reference="normal" if paper else "t")
     judgement = judge(make_table(values), "acc", options)
-    if any("ABOVE α" in line for line in judgement.header()):
+    if any("ABOVE α" in line for line in header(judgement)):
         assert not [a.arm for a in judgement.arms if a.verdict in ("improver", "regressor")]
 
 

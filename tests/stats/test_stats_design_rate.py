@@ -8,6 +8,7 @@ import json
 import pytest
 
 from archaudit.stats import AuditDesign, design_rate, judge, simulate_null
+from archaudit.stats.judgement_text import header
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.simulation import calibrate
 from archaudit.stats.simulation.design_rate import DESIGN_AUDITS, DESIGN_SEED, arm_mde
@@ -45,9 +46,9 @@ def test_a_design_above_alpha_is_flagged(make_table):
     values = {"baseline": [0.0, 1.0, 2.0], **{f"arm{i}": [0.1 * i] for i in range(19)}}
     judgement = judge(make_table(values), "acc", JudgeOptions(reference="normal"))
     assert judgement.design_above_alpha and judgement.design.fwer > 0.4
-    assert any("ABOVE α" in line for line in judgement.header())
+    assert any("ABOVE α" in line for line in header(judgement))
     assert any("above α = 0.05" in note for note in judgement.notes)
-    assert not any("ABOVE" in line for line in judge(make_table(values), "acc").header())
+    assert not any("ABOVE" in line for line in header(judge(make_table(values), "acc")))
 
 
 def test_rates_are_cached_in_process_and_on_disk(design_cache, monkeypatch):
@@ -77,7 +78,7 @@ def test_uncorrected_above_alpha_prints_no_improver(make_table):
     values["far"] = [40.0, 40.5, 41.0]
     judgement = judge(make_table(values), "acc", JudgeOptions(correction="none"))
     assert judgement.design_above_alpha and judgement.design.fwer > 0.05
-    header = "\n".join(judgement.header())
-    assert "ABOVE α (uncorrected: --correction none)" in header and "≤ α while" not in header
+    said = "\n".join(header(judgement))
+    assert "ABOVE α (uncorrected: --correction none)" in said and "≤ α while" not in said
     assert judgement.arm("far").verdict == "nominal-improver"
     assert not {a.verdict for a in judgement.arms} & {"improver", "regressor"}

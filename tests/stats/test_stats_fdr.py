@@ -10,6 +10,7 @@ import json
 import numpy as np
 
 from archaudit.stats import AuditDesign, judge, simulate_null
+from archaudit.stats.judgement_text import header
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.simulation.fdr_rate import fdr_simulation
 from archaudit.stats.table import Row, Table
@@ -53,11 +54,11 @@ def table() -> Table:
 
 def test_judge_labels_bh_as_fdr_in_header_and_json():
     bh = judge(table(), "acc", JudgeOptions(correction="bh"))
-    header = "\n".join(bh.header())
-    assert "false discovery rate" in header and "measured family-wise" not in header
+    said = "\n".join(header(bh))
+    assert "false discovery rate" in said and "measured family-wise" not in said
     assert json.loads(bh.to_json())["error_rate"] == "FDR"
     holm = judge(table(), "acc")
-    assert "family-wise error rate" in "\n".join(holm.header())
+    assert "family-wise error rate" in "\n".join(header(holm))
     assert holm.to_dict()["error_rate"] == "FWER"
 
 

@@ -18,6 +18,7 @@ from scipy import stats
 from archaudit.errors import ConfigError
 from archaudit.stats import AuditDesign, design_rate, judge, simulate_null
 from archaudit.stats.inference.aa import aa_test
+from archaudit.stats.judgement_text import header
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.simulation.noise_models import PANEL, parse_noise, parse_one
 from archaudit.stats.simulation.sequential import (
@@ -105,12 +106,12 @@ def test_sequential_loop_holds_on_the_panel():
 def test_every_table_states_the_panels_worst_rate_and_flags_assumptions(make_table):
     values = {"baseline": [0.0, 1.0, 2.0], **{f"arm{i}": [0.1 * i] for i in range(6)}}
     robust = judge(make_table(values), "acc")
-    header = "\n".join(robust.header())
-    assert "noise panel's worst" in header and "ABOVE" not in header
-    assert "candidates only" in header  # no multi-seed arm bounds a single seed
+    said = "\n".join(header(robust))
+    assert "noise panel's worst" in said and "ABOVE" not in said
+    assert "candidates only" in said  # no multi-seed arm bounds a single seed
     assumed = judge(make_table(values), "acc", JudgeOptions(equal_variance=True))
-    header = "\n".join(assumed.header())
-    assert "ASSUMED by the user" in header and "ABOVE α" in header
+    said = "\n".join(header(assumed))
+    assert "ASSUMED by the user" in said and "ABOVE α" in said
     assert assumed.design_panel_worst > 0.05 and assumed.design_above_alpha
 
 

@@ -4,7 +4,9 @@ of run directories and the results table `archaudit.stats` reads.
     from archaudit.audit import load_audit, make_plan, run_audit
     outcome = run_audit(make_plan(load_audit("audit.toml")))
 
-See docs/audit.md. Importing this package does not import torch.
+Its findings (every verdict and analysis, `archaudit.audit.findings.findings`) load scipy, so
+they are imported from their module. See docs/audit.md. Importing this package does not import
+torch.
 """
 
 from archaudit.audit.coordinator import AuditOutcome, run_audit
@@ -20,7 +22,6 @@ from archaudit.audit.starter import write_starter
 from archaudit.audit.store import refresh_export, run_status
 from archaudit.audit.trackers import TRACKERS
 from archaudit.audit.tune import tune_baseline
-from archaudit.audit.verdicts import judge_audit
 
 __all__ = [
     "EXECUTORS",
@@ -32,7 +33,6 @@ __all__ = [
     "RunOptions",
     "RunRecord",
     "RunSpec",
-    "judge_audit",
     "load_audit",
     "make_executor",
     "make_plan",

@@ -14,7 +14,6 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from archaudit import progress
 from archaudit.audit import store
 from archaudit.audit.claims import clear_stale
 from archaudit.audit.executors import Interrupted, make_executor
@@ -23,9 +22,7 @@ from archaudit.audit.live import AuditMonitor
 from archaudit.audit.plan import Plan
 from archaudit.audit.protocol import warn_notes
 from archaudit.audit.spec import ExecutorSpec
-from archaudit.audit.trackers import check_tracker, log_verdicts
-from archaudit.audit.verdicts import judge_audit, verdict_rows
-from archaudit.errors import ArchauditError
+from archaudit.audit.trackers import check_tracker, track_verdicts
 from archaudit.rundir import checkpoint_dirs, checkpoint_step
 
 WAIT_S = 1.0
@@ -116,14 +113,8 @@ def _outcome(plan: Plan, run_dirs: list[Path], stale_after_s: float) -> AuditOut
 
 
 def _track_verdicts(tracker: str, plan: Plan) -> None:
-    """The verdict table as the audit's own tracker run; an audit too small to judge yet
-    (one baseline seed, no finished run) is a warning, not a failure."""
-    try:
-        rows = verdict_rows(judge_audit(plan.audit_dir))
-    except ArchauditError as err:
-        progress.warn(f"verdicts not sent to the {tracker} tracker: {err}")
-        return
-    log_verdicts(tracker, plan.spec.name, plan.audit_dir, rows)
+    """The verdicts as the audit's own tracker run (`trackers.track_verdicts`)."""
+    track_verdicts(tracker, plan.spec.name, plan.audit_dir)
 
 
 def say_what_was_saved(stop: Interrupted, audit_dir: Path) -> None:

@@ -24,7 +24,6 @@ from archaudit.audit.coordinator import AuditOutcome, run_audit
 from archaudit.audit.plan import make_plan
 from archaudit.audit.sequential import SettledAudit, run_until_settled
 from archaudit.audit.spec import load_audit
-from archaudit.audit.verdicts import judge_audit
 
 if TYPE_CHECKING:  # scipy loads only when the demo judges
     from archaudit.stats import Judgement
@@ -55,13 +54,18 @@ def run_demo(
         settled = run_until_settled(plan, workers=workers, live=live)
         return DemoOutcome(settled.audit, [], time.perf_counter() - start, settled)
     outcome = run_audit(plan, workers=workers, live=live)
-    return DemoOutcome(outcome, judge_audit(outcome.audit_dir), time.perf_counter() - start)
+    from archaudit.audit.findings import VERDICTS_ONLY, findings
+
+    judged = list(findings(outcome.audit_dir, asked=VERDICTS_ONLY).judgements)
+    return DemoOutcome(outcome, judged, time.perf_counter() - start)
 
 
 def verdict_table(judgement: Judgement) -> Table:
     """One judgement as a table under its header (direction, σ, test, the design's measured
     error rate and MDE): Δ (positive = better), t, p, corrected p and the verdict."""
-    table = Table(title="\n".join(judgement.header()), title_justify="left")
+    from archaudit.stats.judgement_text import header
+
+    table = Table(title="\n".join(header(judgement)), title_justify="left")
     statistic = "z" if judgement.test == "z" else "t"
     for column in ("arm", "seeds", "mean", "Δ", statistic, "p", "p_adj", "verdict"):
         table.add_column(column, justify="left" if column in ("arm", "verdict") else "right")

@@ -7,6 +7,7 @@ module only reads it, so every reader goes through one typed reader.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,3 +71,24 @@ def judge_with_loop(
     fixed = judge(table, metric, options)
     family = loop.family(metric, fixed.scale, fixed.baseline) if loop else None
     return judge_loop(fixed, family, loop.loop) if family and loop else fixed
+
+
+def loop_notes(
+    audit_dir: Path | None, loop: LoopSummary | None, metrics: Sequence[str]
+) -> tuple[str, ...]:
+    """What a reader of a sequential audit's verdicts must know: the loop has not finished (the
+    verdicts are fixed-design and descriptive), or it did not judge one of `metrics`."""
+    if audit_dir is None or not (audit_dir / store.SEQUENTIAL_DIR).is_dir():
+        return ()
+    if loop is None:
+        return (
+            "the sequential loop has not finished: these fixed-design verdicts ignore its looks "
+            "and are descriptive only",
+        )
+    judged = sorted({f"{f.metric} at {f.scale}" for f in loop.families})
+    return tuple(
+        f"{metric} was not judged by the sequential loop ({', '.join(judged)}): these are "
+        "fixed-design verdicts on the seeds the loop chose"
+        for metric in metrics
+        if all(f.metric != metric for f in loop.families)
+    )

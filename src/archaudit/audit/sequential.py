@@ -54,7 +54,7 @@ from archaudit.stats.simulation.sequential import (
     sequential_design_rate,
 )
 from archaudit.stats.table import Row, Table
-from archaudit.stats.verdicts import DIVERGED, IMPROVER, REGRESSOR, classify
+from archaudit.stats.verdicts import DIVERGED, IMPROVER, REGRESSOR, Verdict, classify
 
 RECORD_DIR, SUMMARY = store.SEQUENTIAL_DIR, store.SEQUENTIAL_SUMMARY
 VALUELESS = 0.005
@@ -524,12 +524,12 @@ def _family_result(fs: FamilyState, rule: SequentialRule, budget: bool) -> LoopF
         state = STATE_NAMES[fs.state[i]]
         delta = float(tests.delta[0, i])
         seeds, t, p = int(tests.n[0, i]), float(tests.t[0, i]), float(tests.p[0, i])
-        verdict: str
+        verdict: Verdict
         stopped: ArmStop
         if fs.diverged[i]:
             verdict, stopped = DIVERGED, ArmStop.DIVERGED
         elif state in (IMPROVER, REGRESSOR):
-            verdict, stopped = state, ArmStop.SETTLED
+            verdict, stopped = Verdict(state), ArmStop.SETTLED
         else:
             verdict = classify(delta, sigma, 1.0, 0.0)
             stopped = _arm_stop(state, seeds, rule, budget)

@@ -4,9 +4,11 @@
 A tracker is a registered factory `(TrackedRun) -> Tracker`. It receives every metrics row while
 the run trains (`log`, called by the trainer's callback from `tracker_callbacks`), then the
 run's final numbers — validation loss and every eval metric — as its summary (`summary`); the
-audit's verdict table goes to one more tracker run per audit (`log_verdicts`). W&B groups runs
-by (arm, scale) with the seed as a tag, so its group view shows the spread across seeds.
-Trackers are never required: the run directory holds every number they show.
+audit's verdicts go to one more tracker run per audit (`track_verdicts`): every verdict that
+could be judged (`Findings.rows()`), and a note for each family that could not. W&B groups runs
+by (arm, scale) with the seed as a tag, so its group view shows the spread across seeds. The
+arm, scale and seed are params (config) as well as tags everywhere. Trackers are never required:
+the run directory holds every number they show.
 """
 
 from __future__ import annotations
@@ -21,13 +23,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from archaudit.audit.plan import RunSpec
-from archaudit.errors import ConfigError
+from archaudit.errors import ArchauditError, ConfigError
 from archaudit.registry import Registry
 
 if TYPE_CHECKING:
+    from archaudit.audit.findings import Findings
     from archaudit.train.callbacks import Callback
-
-VERDICT_COLUMNS = ("metric", "arm", "scale", "verdict", "delta", "p_adj", "n_seeds")
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,12 @@ class TrackedRun:
     def tags(self) -> dict[str, str]:
         seed = {} if self.seed is None else {"seed": str(self.seed)}
         return {"arm": self.arm, "scale": self.scale, **seed}
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The run's config with its arm, scale and seed: an audit run's config holds them, a
+        `train` run's does not, and every tracker filters runs by them."""
+        return {**self.tags, **self.config}
 
 
 def tracked_run(run_dir: Path, run: RunSpec) -> TrackedRun:
@@ -134,14 +141,36 @@ def tracker_callbacks(tracker: Tracker | None) -> tuple[Callback, ...]:
     return () if tracker is None else (LogRows(tracker.log),)
 
 
-def log_verdicts(name: str, audit: str, folder: Path, rows: Sequence[Mapping[str, Any]]) -> None:
-    """The audit's verdict table as one tracker run (`<audit>/verdicts`): the table itself,
-    and `verdict/<metric>/<arm>` with Δ and adjusted p in its summary."""
+def track_verdicts(name: str, audit: str, audit_dir: Path) -> None:
+    """The audit's verdicts as its own tracker run: every family that can be judged is, and one
+    that cannot (one baseline seed, a metric at chance) is a warning and a note, not a reason
+    to send nothing. An audit with no finished run is a warning."""
+    from archaudit.audit.findings import VERDICTS_ONLY, findings
+    from archaudit.progress import warn
+
+    try:
+        found = findings(audit_dir, asked=VERDICTS_ONLY)
+    except ArchauditError as err:
+        warn(f"verdicts not sent to the {name} tracker: {err}")
+        return
+    for absence in found.absent:
+        warn(f"not judged, noted in the {name} tracker: {absence.where}: {absence.reason}")
+    if found.judgements or found.absent:
+        log_verdicts(name, audit, audit_dir, found)
+
+
+def log_verdicts(name: str, audit: str, folder: Path, found: Findings) -> None:
+    """The findings' verdicts as one tracker run (`<audit>/verdicts`): the table of
+    `Findings.rows()`, Δ and adjusted p of each in its summary, and a table of the families
+    that could not be judged, with the reason."""
     run = TrackedRun(audit, f"{audit}/verdicts", "verdicts", "all", None, folder)
+    rows = [row.to_dict() for row in found.rows()]
     with tracking(name, run) as tracker:
         if tracker is None:
             return
         tracker.table("verdicts", rows)
+        if found.absent:
+            tracker.table("not_judged", [a.to_dict() for a in found.absent])
         summary: dict[str, float | None] = {}
         for row in rows:
             key = f"{row['metric']}/{row['arm']}/{row['scale']}"
@@ -166,7 +195,7 @@ def _scalars(row: Mapping[str, Any]) -> dict[str, float]:
 
 
 def _markdown(rows: Sequence[Mapping[str, Any]]) -> str:
-    columns = list(rows[0]) if rows else list(VERDICT_COLUMNS)
+    columns = list(rows[0]) if rows else []
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(str(row.get(c, "")) for c in columns) + " |" for row in rows]
     return "\n".join(lines)
@@ -206,7 +235,8 @@ class TensorBoardTracker:
 class WandbTracker:
     """One W&B run per audit run, grouped by (arm, scale), tagged with its seed. Online when
     W&B has an API key (WANDB_API_KEY or `wandb login`), else offline files to `wandb sync`
-    later; WANDB_MODE overrides both."""
+    later; WANDB_MODE overrides both. Its files go to WANDB_DIR when set, else the run's
+    folder."""
 
     package = "wandb"
 
@@ -221,8 +251,8 @@ class WandbTracker:
             job_type=run.arm,
             name=run.name,
             tags=[f"{k}:{v}" for k, v in run.tags.items()],
-            dir=str(run.folder),
-            config={**run.config, **run.tags},
+            dir=os.environ.get("WANDB_DIR") or str(run.folder),
+            config=run.params,
             mode=_wandb_mode(),
             reinit="create_new",
         )
@@ -235,7 +265,7 @@ class WandbTracker:
         self._run.summary.update({k: v for k, v in values.items() if v is not None})
 
     def table(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        columns: list[str | int] = list(rows[0]) if rows else list(VERDICT_COLUMNS)
+        columns: list[str | int] = list(rows[0]) if rows else []
         data = [[row.get(str(c)) for c in columns] for row in rows]
         self._run.log({name: self._wandb.Table(columns=columns, data=data)})
 
@@ -263,8 +293,8 @@ def _wandb_key() -> bool:
 @TRACKERS.register("mlflow")
 class MlflowTracker:
     """One MLflow run per audit run in the experiment named after the audit, tagged with arm,
-    scale and seed, with the run's config as flat params (`model.attention.score`) to filter
-    runs by. The store is MLFLOW_TRACKING_URI, else a file store `<folder>/mlruns`
+    scale and seed, with those and the run's config as flat params (`model.attention.score`,
+    `arm`) to filter runs by. The store is MLFLOW_TRACKING_URI, else a file store `<folder>/mlruns`
     (`mlflow ui --backend-store-uri runs/<audit>/mlruns`)."""
 
     package = "mlflow"
@@ -289,7 +319,7 @@ class MlflowTracker:
         self._at_step: dict[str, float] = {}
         """The values logged at `_step`: the summary does not log them a second time."""
         self._client.log_dict(self._run_id, _jsonable(run.config), "config.json")
-        self._log_params(flat_params(run.config))
+        self._log_params(flat_params(run.params))
 
     def _log_params(self, params: Mapping[str, str]) -> None:
         from mlflow.entities import Param
@@ -313,8 +343,9 @@ class MlflowTracker:
     def table(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
         self._client.log_dict(self._run_id, _jsonable(list(rows)), f"{name}.json")
         for row in rows:
-            key = _mlflow_key(f"verdict/{row['metric']}/{row['arm']}/{row['scale']}")
-            self._client.set_tag(self._run_id, key, str(row["verdict"]))
+            if "verdict" in row:  # a verdict row; a note row only goes to the file
+                key = _mlflow_key(f"verdict/{row['metric']}/{row['arm']}/{row['scale']}")
+                self._client.set_tag(self._run_id, key, str(row["verdict"]))
 
     def close(self) -> None:
         self._client.set_terminated(self._run_id)

@@ -1,24 +1,17 @@
-"""An audit's verdicts: every arm against its baseline, per baseline, scale and metric, and the
-same as plain rows for trackers."""
+"""How an audit's families are judged: its primary metrics, and α split over them (`findings`
+asks here for every family it judges)."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from archaudit.audit.spec import default_primaries
-from archaudit.audit.store import AUDIT_FILE, read_json, read_results
-from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS
-from archaudit.names import BASELINE
+from archaudit.audit.store import AUDIT_FILE, read_json
 
 if TYPE_CHECKING:  # scipy loads only when an audit is judged
-    from archaudit.audit.loop_summary import LoopSummary
     from archaudit.stats import Judgement, JudgeOptions, Table
-
-VERDICT_METRICS = (PRIMARY_LOSS, DOWNSTREAM_AVERAGE)
-"""The primary loss (lower is better, read from its name) and the downstream average."""
 
 
 def audit_primaries(audit_dir: Path) -> tuple[str, ...]:
@@ -55,64 +48,5 @@ def family_options(
     )
 
 
-def judge_family(
-    audit_dir: Path | None,
-    table: Table,
-    metric: str,
-    options: JudgeOptions,
-    loop: LoopSummary | None,
-) -> Judgement:
-    """One family as `run`, `stats` and the report judge it: the loop's judgement where the loop
-    judged it (`judge_with_loop`), and on an audit (`audit_dir`) with α split over its primary
-    metrics and a note that says so (`family_options`); a CSV's at the options' α."""
-    from archaudit.audit.loop_summary import judge_with_loop
-
-    if audit_dir is None:
-        return judge_with_loop(table, metric, options, loop)
-    options, note = family_options(audit_dir, table, metric, options)
-    judged = judge_with_loop(table, metric, options, loop)
-    return dataclasses.replace(judged, notes=(*judged.notes, note)) if note else judged
-
-
-def judge_audit(audit_dir: Path, metrics: Sequence[str] = VERDICT_METRICS) -> list[Judgement]:
-    """Every arm against its baseline, per baseline, scale and metric (with several baselines,
-    arms are named `<arm>@<baseline>` and the others' arms are left out of each family), by the
-    default tests: one recipe does not make the arms' seed variances equal (a destabilised arm
-    spreads wider), so each arm's own variance enters its test. A family the sequential loop
-    judged is the loop's judgement, α split over the audit's primary metrics (`judge_family`):
-    what `stats` and the report show. The results are the runs' DONE records (`read_results`),
-    not results.csv."""
-    from archaudit.audit.loop_summary import read_loop_summary
-    from archaudit.stats import JudgeOptions
-
-    table = read_results(audit_dir)
-    loop = read_loop_summary(audit_dir)
-    baselines = (read_json(audit_dir / AUDIT_FILE) or {}).get("baselines", [BASELINE])
-    names = {b: f"{BASELINE}@{b}" if len(baselines) > 1 else BASELINE for b in baselines}
-    judgements = []
-    for base, name in names.items():
-        own = f"@{base}"
-        others = [a for a in table.arms if len(baselines) > 1 and not a.endswith(own)]
-        for scale in table.scales:
-            for metric in metrics:
-                if metric in table.metrics:
-                    options = JudgeOptions(baseline=name, scale=scale, exclude=tuple(others))
-                    judgements.append(judge_family(audit_dir, table, metric, options, loop))
-    return judgements
-
-
-def verdict_rows(judgements: Sequence[Judgement]) -> list[dict[str, Any]]:
-    """One row per (metric, arm, scale): the verdict, Δ (positive = better), adjusted p."""
-    return [
-        {
-            "metric": j.metric,
-            "arm": arm.arm,
-            "scale": arm.scale,
-            "verdict": arm.verdict,
-            "delta": arm.delta,
-            "p_adj": arm.p_adj,
-            "n_seeds": arm.n_seeds,
-        }
-        for j in judgements
-        for arm in j.arms
-    ]
+def with_note(judgement: Judgement, note: str) -> Judgement:
+    return dataclasses.replace(judgement, notes=(*judgement.notes, note)) if note else judgement

@@ -5,9 +5,7 @@ archaudit stats aggregate SOURCE [--metric TASK ...] [--scale S] [--json]
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -16,15 +14,19 @@ from archaudit.cli.stats_cmd import (
     Boot,
     Seed,
     Source,
-    _each,
-    _load,
+    _findings,
+    _one,
     _print_notes,
     _print_table,
     _printed_json,
+    _say_defaults,
     stats_app,
 )
 from archaudit.formatting import interval
 from archaudit.stats.options import DEFAULT, JudgeOptions
+
+if TYPE_CHECKING:
+    from archaudit.stats.analyses.aggregate import Aggregates
 
 
 @stats_app.command("aggregate")
@@ -49,37 +51,24 @@ def aggregate_command(
 ) -> None:
     """IQM and macro mean with stratified-bootstrap intervals, P(arm > baseline), and almost
     stochastic order, over tasks × seeds (rliable's and deep-significance's definitions)."""
+    from archaudit.audit.findings import Analysis, Settings
+
     quiet_output(quiet, json_)
-    settings = Settings(n_boot=n_boot, seed=seed, confidence=confidence, aso=aso_threshold)
-
-    def run(_: str | None, s: str | None) -> None:
-        scaled = options.but(scale=s) if s else options
-        _aggregate(source, scaled, tuple(metric or ()), settings, json_)
-
-    _each(source, json_, run, scale=options.scale, scale_default=True)
-
-
-@dataclass(frozen=True)
-class Settings:
-    n_boot: int
-    seed: int
-    confidence: float
-    aso: float
-
-
-def _aggregate(
-    source: Path, options: JudgeOptions, metrics: tuple[str, ...], settings: Settings, json_: bool
-) -> None:
-    from archaudit.stats.analyses.aggregate import aggregate
-
-    confidence = settings.confidence
-    result = aggregate(
-        _load(source)[0], options, metrics=metrics, n_boot=settings.n_boot, seed=settings.seed,
-        confidence=confidence, aso_threshold=settings.aso,
+    settings = Settings(
+        task_metrics=tuple(metric or ()), n_boot=n_boot, seed=seed, confidence=confidence,
+        aso_threshold=aso_threshold,
     )  # fmt: skip
-    if _printed_json(result, json_):
+    found = _findings(source, (), options, Analysis.AGGREGATES, settings=settings)
+    found.require(Analysis.AGGREGATES, found.aggregates)
+    if _printed_json(_one(found.aggregates), json_):
         return
-    level = f"{confidence:.0%}"
+    _say_defaults(found, scales_only=True)
+    for result in found.aggregates:
+        _print_aggregate(result)
+
+
+def _print_aggregate(result: Aggregates) -> None:
+    level = f"{result.confidence:.0%}"
     _print_table(
         f"{len(result.tasks)} tasks at {result.scale} against {result.baseline}; "
         f"{level} stratified-bootstrap intervals ({result.n_boot} replicates, seed {result.seed})",

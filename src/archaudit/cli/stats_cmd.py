@@ -10,10 +10,9 @@ imports happen inside the commands so that `archaudit --help` stays fast.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -27,7 +26,6 @@ from archaudit.cli.options import (
     Json,
     LowerIsBetter,
     Quiet,
-    collected_documents,
     emit,
     judge_flags,
     quiet_output,
@@ -35,13 +33,17 @@ from archaudit.cli.options import (
 from archaudit.cli.tables import print_table
 from archaudit.errors import ConfigError
 from archaudit.formatting import MISSING, estimate, interval, num, pvalue
+from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS
 from archaudit.names import BASELINE
-from archaudit.rundir import AUDIT_FILE
 from archaudit.stats.options import DEFAULT, JudgeOptions
 
 if TYPE_CHECKING:
-    from archaudit.audit.loop_summary import LoopSummary
+    from archaudit.audit.findings import Analysis, Findings, Settings
     from archaudit.stats import AuditDesign, Judgement, Table
+    from archaudit.stats.analyses.baseline_transfer import BaselineTransfer
+    from archaudit.stats.analyses.decoupling import Decoupling
+    from archaudit.stats.analyses.interactions import Interactions
+    from archaudit.stats.analyses.transfer import ScaleTransfer
     from archaudit.stats.inference.paired import ItemComparison, MeasureComparison
     from archaudit.stats.simulation.sequential import SequentialRule
     from archaudit.stats.simulation.simulate import NullSimulation
@@ -111,205 +113,108 @@ def verdicts_command(
     """Verdict of every arm: Δ, t, corrected p, verdict, MDE, grade, and the design's error rate.
     On a sequential audit: the loop's verdicts, as `run` printed them and the report shows. On
     an audit folder without --metric or --scale: each primary metric at each scale."""
-    from archaudit.audit.store import SEQUENTIAL_DIR
-
-    quiet_output(quiet, json_)
-    fixed_audit = not (source / SEQUENTIAL_DIR).is_dir()  # the loop judges its scales together
-
-    def run(m: str | None, s: str | None) -> None:
-        _verdicts(source, str(m), options.but(scale=s) if s else options, fixed_design, json_)
-
-    _each(
-        source,
-        json_,
-        run,
-        metric=metric,
-        scale=options.scale,
-        metrics=True,
-        scale_default=fixed_audit,
-    )
-
-
-def _verdicts(
-    source: Path, metric: str, options: JudgeOptions, fixed_design: bool, json_: bool
-) -> None:
-    from archaudit.audit.verdicts import judge_family
+    from archaudit.audit.findings import Analysis
     from archaudit.stats.family import no_arm_to_judge
 
-    table, notes = _load(source)
-    audit = source if (source / AUDIT_FILE).is_file() else None  # α split over its primaries
-    loop, loop_notes = _loop_families(source, metric, options.scale)
-    if loop is not None:
-        scales = sorted({f.scale for f in loop.families})
-        judged = [judge_family(audit, table, metric, options.but(scale=s), loop) for s in scales]
-        descriptive = judge_family(audit, table, metric, options, None) if fixed_design else None
-        return _print_loop(judged, descriptive, notes, json_)
-    judgement = judge_family(audit, table, metric, options, None)
-    if not judgement.arms:
-        raise no_arm_to_judge(table, options)
-    if _printed_json(judgement, json_):
+    quiet_output(quiet, json_)
+    found = _findings(source, metric, options, Analysis.VERDICTS)
+    found.require(Analysis.VERDICTS, found.judgements)
+    for judgement in found.judgements:
+        if not judgement.arms:
+            raise no_arm_to_judge(_table(found), judgement.options)
+    looped = any(j.sequential for j in found.judgements)
+    descriptive = (
+        _findings(source, metric, options, Analysis.VERDICTS, loop=False).judgements
+        if looped and fixed_design
+        else ()
+    )
+    if json_:
+        shown = _one(found.judgements)
+        emit({"verdicts": list(found.judgements), "descriptive": _one(descriptive)}
+             if descriptive else shown)  # fmt: skip
         return
-    _print_judgement(judgement, [*loop_notes, *notes])
-    from archaudit.cli.at_target import print_at_target
+    _say_defaults(found)
+    for judgement in found.judgements:
+        _print_judgement(judgement, [])
+        if judgement.sequential is None:
+            from archaudit.cli.at_target import print_at_target
 
-    print_at_target(source, table, metric, options.baseline)
+            print_at_target(source, _table(found), judgement.metric, judgement.baseline)
+    _print_loop_end(looped, descriptive)
+    _print_notes([*found.notes, *_absent_notes(found)])
+
+
+def _findings(
+    source: Path,
+    metric: str | Sequence[str] | None,
+    options: JudgeOptions,
+    *analyses: Analysis,
+    each_scale: bool | None = None,
+    loop: bool = True,
+    settings: Settings | None = None,
+) -> Findings:
+    """The slices `analyses` of SOURCE's findings (`audit.findings`: the one loader and the one
+    loop over baselines, metrics and scales), `metric` alone when named."""
+    from archaudit.audit.findings import Asked, Settings, findings
+
+    named = [metric] if isinstance(metric, str) else list(metric or ())
+    asked = Asked(frozenset(analyses), each_scale, loop, settings=settings or Settings())
+    return findings(source, named, options, asked=asked)
 
 
 def _load(source: Path) -> tuple[Table, list[str]]:
-    """SOURCE's table: an audit's from its runs' DONE records (its export, results.csv, is
-    refreshed too: a running coordinator writes it only as runs finish), with a note on the
-    runs that have not finished; a CSV's (or a folder's results.csv) as it is."""
-    if source in _LOADED:
-        return _LOADED[source]
-    from archaudit.audit import store
-    from archaudit.errors import DataError
-    from archaudit.stats import load_table
+    """SOURCE's table and what its reader must know (`audit.source.load_source`)."""
+    from archaudit.audit.source import load_source
 
-    if not (source / store.AUDIT_FILE).is_file():
-        return load_table(source), []
-    statuses = [store.run_status(d) for d in store.audit_run_dirs(source)]
-    table = store.export(source, statuses)
-    counts = store.state_counts(statuses)
-    finished = sum(counts.get(state, 0) for state in store.FINISHED_STATES)
-    open_runs = {state: n for state, n in counts.items() if state not in store.FINISHED_STATES}
-    states = ", ".join(f"{n} {state}" for state, n in open_runs.items())
-    if not finished:
-        raise DataError(
-            f"{source}: no run of the audit has finished yet ({states}); "
-            f"`archaudit status {source}` shows how far they are"
-        )
-    total = sum(counts.values())
-    note = (
-        f"{total - finished} of {total} runs unfinished ({states}): the verdicts cover the "
-        f"{finished} finished runs only, and arms without a finished run are missing"
-    )
-    return table, [note] if open_runs else []
+    loaded = load_source(source)
+    assert loaded.table is not None  # not partial: an audit with no finished run raised
+    return loaded.table, list(loaded.notes)
 
 
-def _each(
-    source: Path,
-    json_: bool,
-    run: Callable[[str | None, str | None], None],
-    *,
-    metric: str | None = None,
-    scale: str | None = None,
-    metrics: bool = False,
-    scale_default: bool = False,
-) -> None:
-    """`run(metric, scale)` once, or, on an audit folder where `metric` (with `metrics`) or
-    `scale` (with `scale_default`) is not given, once per primary metric of the audit and per
-    scale, with a line that says so; under --json the results are one list. The audit is read
-    once for all of them (`_load` returns this reading while they run)."""
-    _LOADED[source] = _load(source)
-    try:
-        _each_loaded(source, json_, run, metric, scale, metrics, scale_default)
-    finally:
-        del _LOADED[source]
+def _table(found: Findings) -> Table:
+    assert found.table is not None  # a CLI findings record is never partial
+    return found.table
 
 
-def _each_loaded(
-    source: Path,
-    json_: bool,
-    run: Callable[[str | None, str | None], None],
-    metric: str | None,
-    scale: str | None,
-    metrics: bool,
-    scale_default: bool,
-) -> None:
-    table = _LOADED[source][0]
-    folder = (source / AUDIT_FILE).is_file()  # a CSV keeps asking for --scale
-    chosen_metrics = [metric] if metric or not metrics else _default_metrics(source, table)
-    scales = scale_default and folder and not scale
-    chosen_scales = list(table.scales) if scales else [scale]
-    combos = [(m, s) for m in chosen_metrics for s in chosen_scales]
-    if len(combos) == 1:
-        return run(*combos[0])
-    said = [
-        *([f"metrics {', '.join(map(str, chosen_metrics))}"] if metrics and not metric else []),
-        *([f"scales {', '.join(map(str, chosen_scales))}"] if scales else []),
-    ]
-    if json_:
-        with collected_documents() as documents:
-            for combo in combos:
-                run(*combo)
-        return emit(documents)
-    _console().print(f"defaults from the audit folder: {'; '.join(said)}")
-    for combo in combos:
-        run(*combo)
+def _one(results: Sequence[Any]) -> Any:
+    """One result as itself, several as a list (the JSON of one analysis over many)."""
+    return results[0] if len(results) == 1 else list(results)
 
 
-_LOADED: dict[Path, tuple[Table, list[str]]] = {}
-"""Audits `_each` has read, while its runs use them."""
+def _say_defaults(found: Findings, *, scales_only: bool = False) -> None:
+    """The line that says what the source chose where the command line named nothing."""
+    said = [d for d in found.defaults if not scales_only or not d.startswith("metrics")]
+    if said:
+        where = "the audit folder" if found.kind == "audit" else "the table"
+        _console().print(f"defaults from {where}: {'; '.join(said)}")
 
 
-def _default_metrics(source: Path, table: Table) -> list[str | None]:
-    """An audit folder's primary metrics the table holds; a CSV names none: --metric is needed."""
-    if (source / AUDIT_FILE).is_file():
-        from archaudit.audit.verdicts import audit_primaries
-
-        found = [m for m in audit_primaries(source) if m in table.metrics]
-        if found:
-            return list(found)
-    raise ConfigError(
-        f"{source}: pass --metric (a CSV or a folder without its primary metrics names none); "
-        f"the table has: {', '.join(table.metrics)}"
-    )
+def _absent_notes(found: Findings) -> list[str]:
+    return [f"not computed ({a.analysis} {a.where}): {a.reason}" for a in found.absent]
 
 
-def _loop_families(
-    source: Path, metric: str, scale: str | None
-) -> tuple[LoopSummary | None, list[str]]:
-    """(the sequential loop's summary narrowed to `metric` at `scale`, notes): None when
-    SOURCE is no sequential audit or its loop did not judge `metric` (then a note says so)."""
-    from archaudit.audit import store
-    from archaudit.audit.loop_summary import read_loop_summary
-
-    if not (source / store.SEQUENTIAL_DIR).is_dir():
-        return None, []
-    summary = read_loop_summary(source)
-    if summary is None:
-        return None, [
-            "the sequential loop has not finished: these fixed-design verdicts ignore its looks "
-            "and are descriptive only"
-        ]
-    families = [f for f in summary.families if f.metric == metric and scale in (None, f.scale)]
-    if not families:
-        judged = sorted({f"{f.metric} at {f.scale}" for f in summary.families})
-        return None, [
-            f"{metric} was not judged by the sequential loop ({', '.join(judged)}): these are "
-            "fixed-design verdicts on the seeds the loop chose"
-        ]
-    return dataclasses.replace(summary, families=tuple(families)), []
-
-
-def _print_loop(
-    judged: list[Judgement], descriptive: Judgement | None, notes: list[str], json_: bool
-) -> None:
-    """The loop's judgements (one per scale), then (under --fixed-design) the descriptive
-    re-analysis. JSON: the judgement (a list of them for several scales), or with
-    --fixed-design {"verdicts": [...], "descriptive": ...}."""
-    if json_:
-        shown = judged[0] if len(judged) == 1 else judged
-        emit({"verdicts": judged, "descriptive": descriptive} if descriptive else shown)
+def _print_loop_end(looped: bool, descriptive: Sequence[Judgement]) -> None:
+    """After a sequential audit's verdicts: whose they are, and the descriptive re-analysis."""
+    if not looped:
         return
-    for judgement in judged:
-        _print_judgement(judgement, [])
     _console().print(
         "verdicts of the sequential loop, the same as `archaudit run` printed and the report shows"
     )
-    if descriptive is None:
-        notes = [*notes, "--fixed-design adds a fixed-design re-analysis (descriptive only)"]
-    else:
-        _console().print(
-            "\ndescriptive fixed-design re-analysis (NOT the verdicts: it ignores the loop's "
-            "looks and its seeds chosen after looking):"
-        )
-        _print_judgement(descriptive, [])
-    _print_notes(notes)
+    if not descriptive:
+        _print_notes(["--fixed-design adds a fixed-design re-analysis (descriptive only)"])
+        return
+    _console().print(
+        "\ndescriptive fixed-design re-analysis (NOT the verdicts: it ignores the loop's "
+        "looks and its seeds chosen after looking):"
+    )
+    for judgement in descriptive:
+        _print_judgement(judgement, [])
 
 
 def _print_judgement(judgement: Judgement, notes: list[str]) -> None:
-    _console().print("\n".join(judgement.header()))
+    from archaudit.stats.judgement_text import header
+
+    _console().print("\n".join(header(judgement)))
     if judgement.sequential:
         return _print_loop_arms(judgement, notes)
     statistic = "z" if judgement.test == "z" else "t"
@@ -397,49 +302,52 @@ def transfer_command(
 ) -> None:
     """Cross-scale transfer (one baseline) or transfer across baselines (several); on an audit
     folder without --metric, each primary metric."""
+    from archaudit.audit.findings import Analysis, Settings
+
     quiet_output(quiet, json_)
-
-    def run(m: str | None, _: str | None) -> None:
-        _transfer(source, str(m), baseline, small, large, options, confidence, json_)
-
-    _each(source, json_, run, metric=metric, metrics=True)
-
-
-def _transfer(
-    source: Path,
-    metric: str,
-    baseline: list[str] | None,
-    small: str | None,
-    large: str | None,
-    options: JudgeOptions,
-    confidence: float,
-    json_: bool,
-) -> None:
-    from archaudit.stats import cross_scale_transfer, transfer_across_baselines
-
-    baselines = baseline or [DEFAULT.baseline]
-    table = _load(source)[0]
-    options = options.but(baseline=baselines[0])
-    if len(baselines) > 1:
-        across = transfer_across_baselines(table, metric, baselines, options)
-        if _printed_json(across, json_):
-            return
-        _print_table(
-            f"{metric} at {across.scale}: sign agreement {across.sign_agreement:.0%}",
-            ("arm", *(f"Δ vs {b}" for b in baselines), *(f"verdict vs {b}" for b in baselines)),
-            [(a.arm, *a.deltas.values(), *a.verdicts.values()) for a in across.arms],
-        )
-        _print_notes(
-            [f"verdict flips between baselines: {', '.join(across.flipped)}"]
-            if across.flipped
-            else []
-        )
-        return
-    result = cross_scale_transfer(
-        table, metric, options, small=small, large=large, confidence=confidence
+    several = tuple(baseline or ()) if baseline and len(baseline) > 1 else ()
+    if options.scale is not None and not several:
+        _refuse_one_scale(options)
+    settings = Settings(small=small, large=large, confidence=confidence, baselines=several)
+    analysis = Analysis.BASELINES if several else Analysis.TRANSFER
+    asked = (
+        options.but(baseline=several[0])
+        if several
+        else options.but(baseline=(baseline or [options.baseline])[0])
     )
-    if _printed_json(result, json_):
+    found = _findings(source, metric, asked, analysis, each_scale=True, settings=settings)
+    results = found.baseline_transfers if several else found.transfers
+    found.require(analysis, results)
+    if _printed_json(_one(results), json_):
         return
+    _say_defaults(found)
+    for across in found.baseline_transfers:
+        _print_across(across)
+    for transfer in found.transfers:
+        _print_transfer(transfer)
+
+
+def _refuse_one_scale(options: JudgeOptions) -> None:
+    raise ConfigError(
+        f"cross-scale transfer compares two scales, not scale {options.scale!r}: "
+        "name them with small and large (--from, --to)"
+    )
+
+
+def _print_across(across: BaselineTransfer) -> None:
+    baselines = across.baselines
+    _print_table(
+        f"{across.metric} at {across.scale}: sign agreement {across.sign_agreement:.0%}",
+        ("arm", *(f"Δ vs {b}" for b in baselines), *(f"verdict vs {b}" for b in baselines)),
+        [(a.arm, *a.deltas.values(), *a.verdicts.values()) for a in across.arms],
+    )
+    _print_notes(
+        [f"verdict flips between baselines: {', '.join(across.flipped)}"] if across.flipped else []
+    )
+
+
+def _print_transfer(result: ScaleTransfer) -> None:
+    metric = result.metric
     _print_table(
         f"{metric}: {result.small} → {result.large}, sign kept by {result.sign_preserved:.0%}; "
         f"{estimate('Spearman ρ', result.spearman, result.spearman_interval)}, "
@@ -489,22 +397,22 @@ def interactions_command(
 ) -> None:
     """Factorial interactions (observed vs additive) and the harmful-count regression; on an
     audit folder without --metric or --scale, each primary metric at each scale."""
+    from archaudit.audit.findings import Analysis, Settings
+
     quiet_output(quiet, json_)
-
-    def run(m: str | None, s: str | None) -> None:
-        _interactions(source, str(m), options.but(scale=s) if s else options, separator, json_)
-
-    _each(source, json_, run, metric=metric, scale=options.scale, metrics=True, scale_default=True)
-
-
-def _interactions(
-    source: Path, metric: str, options: JudgeOptions, separator: str, json_: bool
-) -> None:
-    from archaudit.stats import interactions
-
-    result = interactions(_load(source)[0], metric, options, separator=separator)
-    if _printed_json(result, json_):
+    found = _findings(
+        source, metric, options, Analysis.INTERACTIONS, settings=Settings(separator=separator)
+    )
+    found.require(Analysis.INTERACTIONS, found.interactions)
+    if _printed_json(_one(found.interactions), json_):
         return
+    _say_defaults(found)
+    for result in found.interactions:
+        _print_interactions(result)
+
+
+def _print_interactions(result: Interactions) -> None:
+    metric = result.metric
     _print_table(
         f"{metric} at {result.scale}: R² additive {num(result.r2_additive)}, R² harmful count "
         f"{num(result.r2_harmful_count)} (harmful: {', '.join(result.harmful) or 'none'})",
@@ -527,8 +435,8 @@ def _interactions(
 @stats_app.command("scaling")
 def scaling_command(
     source: Source,
-    arm: Annotated[str, typer.Option("--arm", help="Arm whose runs are fitted.")] = "baseline",
-    loss_metric: Annotated[str, typer.Option("--loss-metric")] = "val_loss",
+    arm: Annotated[str, typer.Option("--arm", help="Arm whose runs are fitted.")] = BASELINE,
+    loss_metric: Annotated[str, typer.Option("--loss-metric")] = PRIMARY_LOSS,
     lower_is_better: LowerIsBetter = DEFAULT.lower_is_better,
     params_metric: Annotated[str, typer.Option("--params-metric")] = "params",
     tokens_metric: Annotated[str, typer.Option("--tokens-metric")] = "tokens",
@@ -602,25 +510,27 @@ def power_command(
         _design_power(seeds, n_arms, options, baseline_seeds, effect, json_)
         return
 
-    def run(m: str | None, s: str | None) -> None:
-        _seeding_advice(source, str(m), options.but(scale=s) if s else options, json_)
-
-    _each(source, json_, run, metric=metric, scale=options.scale, metrics=True, scale_default=True)
+    _seeding_advice(source, metric, options, json_)
 
 
-def _seeding_advice(source: Path, metric: str, options: JudgeOptions, json_: bool) -> None:
-    """`stats power SOURCE --metric M`: per arm, could one more seed change its verdict?"""
-    from archaudit.stats import adaptive_seeding, judge
+def _seeding_advice(source: Path, metric: str | None, options: JudgeOptions, json_: bool) -> None:
+    """`stats power SOURCE`: per arm of each fixed-design judgement, could one more seed change
+    its verdict?"""
+    from archaudit.audit.findings import Analysis
+    from archaudit.stats import adaptive_seeding
 
-    table = _load(source)[0]
-    advice = adaptive_seeding(table, judge(table, metric, options))
-    if _printed_json(advice, json_):
+    found = _findings(source, metric, options, Analysis.VERDICTS, loop=False)
+    found.require(Analysis.VERDICTS, found.judgements)
+    advice = [adaptive_seeding(_table(found), j) for j in found.judgements]
+    if _printed_json(_one(advice), json_):
         return
-    _print_table(
-        f"{metric} at {advice.scale}: could one more seed change the verdict?",
-        ("arm", "seeds", "verdict", "P(change)", "add a seed"),
-        [(a.arm, a.n_seeds, a.verdict, a.p_change, a.add_seed) for a in advice.arms],
-    )
+    _say_defaults(found)
+    for judged, each in zip(found.judgements, advice, strict=True):
+        _print_table(
+            f"{judged.metric} at {each.scale}: could one more seed change the verdict?",
+            ("arm", "seeds", "verdict", "P(change)", "add a seed"),
+            [(a.arm, a.n_seeds, a.verdict, a.p_change, a.add_seed) for a in each.arms],
+        )
 
 
 def _design_power(
@@ -659,8 +569,8 @@ def _design_power(
 @judge_flags("baseline", "correction", "alpha", "scale", "exclude", "arms")
 def decoupling_command(
     source: Source,
-    loss_metric: Annotated[str, typer.Option("--loss-metric")] = "val_loss",
-    downstream_metric: Annotated[str, typer.Option("--downstream-metric")] = "downstream_avg",
+    loss_metric: Annotated[str, typer.Option("--loss-metric")] = PRIMARY_LOSS,
+    downstream_metric: Annotated[str, typer.Option("--downstream-metric")] = DOWNSTREAM_AVERAGE,
     options: JudgeOptions = DEFAULT,
     margin: Annotated[
         float | None,
@@ -675,34 +585,24 @@ def decoupling_command(
 ) -> None:
     """Arms whose loss and downstream verdicts disagree, per arm and per family; on an audit
     folder without --scale, at each scale."""
+    from archaudit.audit.findings import Analysis, Settings
+
     quiet_output(quiet, json_)
-
-    def run(_: str | None, s: str | None) -> None:
-        scaled = options.but(scale=s) if s else options
-        _decoupling(source, loss_metric, downstream_metric, scaled, margin, json_)
-
-    _each(source, json_, run, scale=options.scale, scale_default=True)
-
-
-def _decoupling(
-    source: Path,
-    loss_metric: str,
-    downstream_metric: str,
-    options: JudgeOptions,
-    margin: float | None,
-    json_: bool,
-) -> None:
-    from archaudit.stats import decoupling
-
-    result = decoupling(
-        _load(source)[0],
-        options,
-        loss_metric=loss_metric,
-        downstream_metric=downstream_metric,
-        margin=margin,
-    )
-    if _printed_json(result, json_):
+    settings = Settings(margin=margin, loss_metric=loss_metric, downstream_metric=downstream_metric)
+    metrics = (loss_metric, downstream_metric)
+    found = _findings(source, metrics, options, Analysis.DECOUPLING, settings=settings)
+    found.require(Analysis.DECOUPLING, found.decouplings)
+    if _printed_json(_one(found.decouplings), json_):
         return
+    _say_defaults(found)
+    for result in found.decouplings:
+        _print_decoupling(result)
+
+
+def _print_decoupling(result: Decoupling) -> None:
+    loss_metric, downstream_metric, margin = (
+        result.loss_metric, result.downstream_metric, result.margin,
+    )  # fmt: skip
     _print_table(
         f"{loss_metric} vs {downstream_metric} at {result.scale} (flat: equivalent within "
         + ("each arm's MDE" if margin is None else f"±{margin} σ")

@@ -12,7 +12,7 @@ import typer
 from archaudit.cli.options import Json, Quiet, judge_flags, quiet_output
 from archaudit.cli.stats_cmd import (
     Source,
-    _load,
+    _findings,
     _print_notes,
     _print_table,
     _printed_json,
@@ -36,10 +36,14 @@ def snr_command(
     """Signal-to-noise per metric and scale: seed σ, the spread of the arm means, their ratio
     beside what seed noise alone gives, and the seeds per arm the median effect would need
     (planned for `--correction` over the arms at `--alpha`)."""
-    from archaudit.stats.analyses.snr import signal_to_noise
+    from archaudit.audit.findings import Analysis
 
     quiet_output(quiet, json_)
-    result = signal_to_noise(_load(source)[0], options, metrics=metric)
+    found = _findings(source, metric, options, Analysis.SNR)
+    result = found.snr
+    if result is None:
+        found.require(Analysis.SNR, None)
+        return
     if _printed_json(result, json_):
         return
     _print_table(

@@ -22,16 +22,13 @@ from matplotlib.figure import Figure as MplFigure
 from matplotlib.lines import Line2D
 
 from archaudit import formatting
-from archaudit.report.data import (
-    Aggregate,
-    Band,
-    Bump,
-    Curve,
-    Heatmap,
-    PowerCase,
-    Scatter,
-)
+from archaudit.audit.power_cases import PowerCase
+from archaudit.report.data import Band, Curve
 from archaudit.report.palette import DIVERGED_COLOUR, Colour, arm_gid
+from archaudit.stats.analyses.aggregate import Aggregates
+from archaudit.stats.analyses.decoupling import Decoupling
+from archaudit.stats.analyses.interactions import Interactions
+from archaudit.stats.analyses.transfer import ScaleTransfer
 from archaudit.stats.judgement import ArmVerdict, Judgement
 
 if TYPE_CHECKING:
@@ -153,8 +150,8 @@ def forest_range(deltas: Sequence[float], band: float) -> tuple[float, float]:
 @styled
 def forest(key: str, v: Judgement, colours: Colours) -> Figure:
     """One scale's arms: Δ (positive = better) as a dot, each seed as a small dot, the interval
-    `v.interval_kind` names as a line, and the ±2σ noise band; sorted by Δ, one colour per arm.
-    The figure grows with its legend's rows, so that the panel never collapses."""
+    `judgement_text.interval_kind` names as a line, and the ±2σ noise band; sorted by Δ, one
+    colour per arm. The figure grows with its legend's rows, so the panel never collapses."""
     shown = sorted((a for a in v.arms if math.isfinite(a.delta)), key=lambda a: a.delta)
     legend = _forest_legend(v)
     rows = math.ceil(len(legend) / legend_columns([str(h.get_label()) for h in legend], 5.0))
@@ -209,19 +206,19 @@ def _forest_arm(ax, y: int, a: ArmVerdict, colour: str, edges: tuple[float, floa
 
 
 @styled
-def scatter(key: str, s: Scatter, colours: Colours) -> Figure:
+def scatter(key: str, s: Decoupling, colours: Colours) -> Figure:
     """One scale: relative loss change against downstream Δ, every arm labelled in its colour;
     decoupled arms as diamonds. No "flat" band: each arm's loss has its own margin, and the
     table under the figure says which arms were shown flat."""
     fig, (ax,) = _new(5.0, 3.8)
     ax.axhline(0, color="0.3", lw=0.8)
     ax.axvline(0, color="0.3", lw=0.8)
-    xs, ys = [100 * p.loss_change for p in s.points], [p.downstream_delta for p in s.points]
-    for point, x, y in zip(s.points, xs, ys, strict=True):
+    xs, ys = [100 * p.loss_change for p in s.arms], [p.downstream_delta for p in s.arms]
+    for point, x, y in zip(s.arms, xs, ys, strict=True):
         mark = ax.scatter([x], [y], color=_hex(colours, point.arm), s=30, zorder=3,
                           marker="D" if point.decoupled else "o")  # fmt: skip
         mark.set_gid(arm_gid(point.arm, "point", s.scale))
-    _label_points(ax, [p.arm for p in s.points], xs, ys, colours)
+    _label_points(ax, [p.arm for p in s.arms], xs, ys, colours)
     ax.set_xlabel(f"{s.loss_metric} change vs baseline (%)")
     ax.set_ylabel(f"Δ {s.downstream_metric} (positive = better)")
     ax.set_title(f"scale {s.scale}", fontsize=9)
@@ -313,7 +310,7 @@ def grad_norms(key: str, scale: str, runs: Sequence[Curve], colours: Colours) ->
 
 
 @styled
-def bump(key: str, b: Bump, colours: Colours) -> Figure:
+def bump(key: str, b: ScaleTransfer, colours: Colours) -> Figure:
     """Each arm's rank at the small and the large scale (1 = best). The names are the tick
     labels of the two sides, so the layout makes room for them (none runs off the canvas);
     they are spread apart so that tied ranks do not print over each other. Drawn only when ρ's
@@ -357,10 +354,11 @@ def spread(values: Sequence[float], gap: float) -> list[float]:
 
 
 @styled
-def heatmap(key: str, h: Heatmap) -> Figure:
+def heatmap(key: str, h: Interactions) -> Figure:
     """Main effects (diagonal) and pairwise interactions (off the diagonal), in σ."""
-    n = len(h.factors)
-    index = {f: i for i, f in enumerate(h.factors)}
+    factors = tuple(h.main_effects)
+    n = len(factors)
+    index = {f: i for i, f in enumerate(factors)}
     grid = [[math.nan] * n for _ in range(n)]
     for factor, effect in h.main_sigmas.items():
         grid[index[factor]][index[factor]] = effect
@@ -378,8 +376,8 @@ def heatmap(key: str, h: Heatmap) -> Figure:
                 ax.text(
                     j, i, formatting.signed(grid[i][j], 2), ha="center", va="center", fontsize=7
                 )
-    ax.set_xticks(range(n), h.factors, rotation=45, ha="right", fontsize=7)
-    ax.set_yticks(range(n), h.factors, fontsize=7)
+    ax.set_xticks(range(n), factors, rotation=45, ha="right", fontsize=7)
+    ax.set_yticks(range(n), factors, fontsize=7)
     ax.grid(False)
     fig.colorbar(image, ax=ax, label="σ (positive = better)")
     ax.set_title(f"{h.metric} at {h.scale}", fontsize=9)
@@ -387,7 +385,7 @@ def heatmap(key: str, h: Heatmap) -> Figure:
 
 
 @styled
-def task_aggregate(key: str, agg: Aggregate, colours: Colours) -> Figure:
+def task_aggregate(key: str, agg: Aggregates, colours: Colours) -> Figure:
     """rliable's two panels at one scale: each arm's IQM over tasks × seeds and its probability
     of improvement over the baseline, with stratified-bootstrap intervals."""
     fig, (iqm_ax, prob_ax) = _new(5.0, 1.6 + 0.3 * len(agg.arms), 2)
@@ -396,11 +394,11 @@ def task_aggregate(key: str, agg: Aggregate, colours: Colours) -> Figure:
         colour = _hex(colours, a.arm)
         for ax, value, interval, what in (
             (iqm_ax, a.iqm, a.iqm_interval, "iqm"),
-            (prob_ax, a.prob_improvement, a.prob_interval, "improvement"),
+            (prob_ax, a.prob_improvement, a.prob_improvement_interval, "improvement"),
         ):
             if not math.isfinite(value):
                 continue  # the baseline has no P(improvement) over itself
-            if interval is not None:
+            if all(map(math.isfinite, interval)):  # a single-seed arm has none
                 ax.hlines(y, *interval, colors=colour, lw=1.6).set_gid(
                     arm_gid(a.arm, what, "interval", agg.scale)
                 )
@@ -416,22 +414,23 @@ def task_aggregate(key: str, agg: Aggregate, colours: Colours) -> Figure:
     iqm_ax.set(xlabel="IQM of task scores", title=f"IQM at {agg.scale}")
     prob_ax.set(xlabel="P(arm > baseline)", title="probability of improvement")
     return render(
-        key, fig, f"IQM and probability of improvement over {agg.tasks} tasks at {agg.scale}"
+        key, fig, f"IQM and probability of improvement over {len(agg.tasks)} tasks at {agg.scale}"
     )
 
 
 @styled
-def performance_profiles(key: str, agg: Aggregate, colours: Colours) -> Figure:
+def performance_profiles(key: str, agg: Aggregates, colours: Colours) -> Figure:
     """rliable's performance profiles at one scale: per arm, the share of its seeds × tasks
     scores above each threshold τ (a curve further right is better)."""
     fig, (ax,) = _new(5.0, 3.4)
-    for arm, profile in agg.profiles.items():
-        (line,) = ax.step(agg.taus, profile, where="post", color=_hex(colours, arm), lw=1.3)
+    profiles = agg.profiles or {}
+    for arm, profile in profiles.items():
+        (line,) = ax.step(agg.profile_taus, profile, where="post", color=_hex(colours, arm), lw=1.3)
         line.set_gid(arm_gid(arm, "profile", agg.scale))
     ax.set(xlabel="task score τ", ylabel="share of runs × tasks with score > τ", ylim=(0, 1.02))
     ax.set_title(f"performance profiles at {agg.scale}", fontsize=9)
-    _arm_legend(fig, list(agg.profiles), colours)
-    return render(key, fig, f"Performance profiles over {agg.tasks} tasks at {agg.scale}")
+    _arm_legend(fig, list(profiles), colours)
+    return render(key, fig, f"Performance profiles over {len(agg.tasks)} tasks at {agg.scale}")
 
 
 SCALE_STYLES = (("#222222", "-"), ("#666666", "--"), ("#999999", "-."), ("#444444", ":"))

@@ -11,16 +11,21 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from archaudit.audit.findings import Analysis
+from archaudit.audit.power_cases import PowerCase
 from archaudit.formatting import DIGITS, MISSING, VALUE_DIGITS, num, pvalue, signed
 from archaudit.metrics import metric_info
+from archaudit.names import BASELINE
 from archaudit.report import figures, target_figures
 from archaudit.report.blocks import Block, Bullets, Grid, Notice, Paragraph, Row, Section
-from archaudit.report.data import PowerCase, ReportData, Scatter, bands
+from archaudit.report.data import ReportData, bands
 from archaudit.report.figures import Figure
 from archaudit.report.stability import stability
-from archaudit.stats.analyses.decoupling import FLAT_SHARE
+from archaudit.stats.analyses.aggregate import TASK_SUFFIX
+from archaudit.stats.analyses.decoupling import FLAT_SHARE, Decoupling
 from archaudit.stats.inference.corrections import error_rate
 from archaudit.stats.judgement import ArmVerdict, Judgement
+from archaudit.stats.judgement_text import interval_kind
 from archaudit.stats.predictions.backtest import SINGLE_SCALE
 from archaudit.stats.predictions.predict import Prediction
 from archaudit.stats.predictions.target import TargetPrediction
@@ -53,13 +58,15 @@ def slug(text: str) -> str:
     return f"{safe}-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
 
 
-def _why(data: ReportData, *keys: str) -> str:
-    """The recorded reason for the first analysis among `keys` that could not be made."""
-    for key in keys:
-        for name, reason in data.absent.items():
-            if name == key or name.startswith(key + ":"):
-                return reason
-    return "the results hold no finished runs to judge yet"
+def _key(kind: str, metric: str, baseline: str) -> str:
+    """A figure's name: one per metric, and per baseline when an audit has several."""
+    return f"{kind}-{slug(metric)}" + ("" if baseline == BASELINE else f"-{slug(baseline)}")
+
+
+def _why(data: ReportData, *analyses: Analysis) -> str:
+    """The recorded reason for the first of `analyses` that could not be made."""
+    why = data.findings.why(*analyses)
+    return why or "the results hold no finished runs to judge yet"
 
 
 def _where(scales: Sequence[str], all_scales: Sequence[str]) -> str:
@@ -204,7 +211,7 @@ def answer(data: ReportData) -> Section:
         "this design would have caught with the stated power.",
     )
     if not data.verdicts:
-        return _absent("answer", title, intro, _why(data, "table", "verdicts"))
+        return _absent("answer", title, intro, _why(data, Analysis.VERDICTS))
     blocks: list[Block] = []
     if data.progress is not None and data.progress.finished < data.progress.total:
         blocks.append(
@@ -285,7 +292,7 @@ def noise_floor(data: ReportData) -> Section:
         "baseline: an effect inside it is within noise by rule.",
     )
     if not data.verdicts:
-        return _absent("forest", title, intro, _why(data, "table", "verdicts"))
+        return _absent("forest", title, intro, _why(data, Analysis.VERDICTS))
     blocks: list[Block] = [
         Row(
             tuple(
@@ -296,7 +303,7 @@ def noise_floor(data: ReportData) -> Section:
         )
         for metric in data.metrics
     ]
-    kinds = dict.fromkeys(v.interval_kind for v in data.verdicts)
+    kinds = dict.fromkeys(interval_kind(v) for v in data.verdicts)
     blocks.append(Paragraph("Intervals: " + "; ".join(kinds) + "."))
     untested = sorted({a.arm for v in data.verdicts for a in v.arms if not _has_interval(a)})
     if untested:
@@ -324,29 +331,24 @@ def decoupling(data: ReportData) -> Section:
         f"MDE) with an MDE of at most {FLAT_SHARE:.0%} of the baseline's value; a wider MDE makes "
         "flat not testable. Not significant alone is not flat.",
     )
-    if not data.scatters:
-        return _absent("decoupling", title, intro, _why(data, "decoupling", "table"))
-    decoupled = [
-        f"{p.arm} at {s.scale}: {p.kind}" for s in data.scatters for p in s.points if p.decoupled
-    ]
+    shown = data.findings.decouplings
+    if not shown:
+        reason = _why(data, Analysis.DECOUPLING, Analysis.VERDICTS)
+        return _absent("decoupling", title, intro, reason)
+    decoupled = [f"{p.arm} at {s.scale}: {p.kind}" for s in shown for p in s.arms if p.decoupled]
     blocks: list[Block] = [
-        Row(
-            tuple(
-                figures.scatter(f"decoupling-{slug(s.scale)}", s, data.colours)
-                for s in data.scatters
-            )
-        )
+        Row(tuple(figures.scatter(f"decoupling-{slug(s.scale)}", s, data.colours) for s in shown))
     ]
     blocks.append(
         Bullets(tuple(decoupled))
         if decoupled
         else Paragraph("No arm is decoupled: loss and downstream agree wherever either moved.")
     )
-    blocks += [_sides(s) for s in data.scatters]
+    blocks += [_sides(s) for s in shown]
     return Section("decoupling", title, intro, tuple(blocks))
 
 
-def _sides(s: Scatter) -> Grid:
+def _sides(s: Decoupling) -> Grid:
     """Each arm's two sides at one scale as the figure plots them: what each claim rests on."""
     return Grid(
         f"At {s.scale}: each side moved (significant), flat (shown equivalent), not shown flat, "
@@ -354,9 +356,9 @@ def _sides(s: Scatter) -> Grid:
         ("arm", "decoupled", "loss", "downstream", f"{s.loss_metric} change",
          f"Δ {s.downstream_metric}"),
         tuple(
-            (p.arm, p.kind or "no", p.loss, p.downstream, f"{signed(100 * p.loss_change, 2)}%",
-             signed(p.downstream_delta))
-            for p in s.points
+            (p.arm, p.kind or "no", p.loss_status, p.downstream_status,
+             f"{signed(100 * p.loss_change, 2)}%", signed(p.downstream_delta))
+            for p in s.arms
         ),
     )  # fmt: skip
 
@@ -372,8 +374,13 @@ def aggregates(data: ReportData) -> Section:
         "threshold. A probability interval clear of 0.5 says the arm is better (or worse) on "
         "most tasks.",
     )
-    if not data.aggregates:
-        return _absent("aggregates", title, intro, _why(data, "aggregates", "table"))
+    shown = [a for a in data.findings.aggregates if len(a.tasks) >= 2]
+    if not shown:
+        reason = data.findings.why(Analysis.AGGREGATES) or (
+            f"the results hold fewer than 2 per-task metrics ('<task>{TASK_SUFFIX}') with "
+            "signal: the audit scored no multi-task downstream suite"
+        )
+        return _absent("aggregates", title, intro, reason)
     rows = tuple(
         Row(
             (
@@ -381,14 +388,14 @@ def aggregates(data: ReportData) -> Section:
                 figures.performance_profiles(f"profile-{slug(a.scale)}", a, data.colours),
             )
         )
-        for a in data.aggregates
+        for a in shown
     )
-    level = f"{data.aggregates[0].confidence:.0%}"
+    level = f"{shown[0].confidence:.0%}"
     note = Paragraph(
         f"Intervals: {level} stratified bootstrap (stats.aggregate); an arm with one seed has "
         "none. `archaudit stats aggregate` prints the numbers and the almost-stochastic order."
     )
-    notes = tuple(dict.fromkeys(f"{a.scale}: {n}" for a in data.aggregates for n in a.notes))
+    notes = tuple(dict.fromkeys(f"{a.scale}: {n}" for a in shown for n in a.notes))
     return Section("aggregates", title, intro, (*rows, note, *((Bullets(notes),) if notes else ())))
 
 
@@ -486,12 +493,12 @@ def transfer(data: ReportData) -> Section:
         "order is kept, 0 when it is unrelated; its interval holds the true effects' ρ with 95% "
         "probability, or the ranking is not estimable when the arms are within noise.",
     )
-    if not data.bumps:
-        return _absent("transfer", title, intro, _why(data, "transfer", "table"))
+    if not data.findings.transfers:
+        return _absent("transfer", title, intro, _why(data, Analysis.TRANSFER, Analysis.VERDICTS))
     blocks: list[Block] = []
-    for b in data.bumps:
-        if b.spearman_interval:
-            blocks.append(figures.bump(f"bump-{slug(b.metric)}", b, data.colours))
+    for b in data.findings.transfers:
+        if all(map(math.isfinite, b.spearman_interval)):
+            blocks.append(figures.bump(_key("bump", b.metric, b.baseline), b, data.colours))
             rho = (
                 f"Spearman ρ = {num(b.spearman, 2)} (95% interval "
                 f"{num(b.spearman_interval[0], 2)} to {num(b.spearman_interval[1], 2)}), "
@@ -514,7 +521,7 @@ def transfer(data: ReportData) -> Section:
             text += f" Diverged only at {b.large}: {', '.join(b.diverged_only_at_large)}."
         blocks.append(Paragraph(text))
         if b.notes:
-            blocks.append(Bullets(b.notes))
+            blocks.append(Bullets(tuple(b.notes)))
     return Section("transfer", title, intro, tuple(blocks))
 
 
@@ -530,11 +537,12 @@ def interactions(data: ReportData) -> Section:
         "of σ (positive = better). The harmful-count fit asks whether the number of harmful "
         "choices alone predicts the result.",
     )
-    if not data.heatmaps:
-        return _absent("interactions", title, intro, _why(data, "interactions", "table"))
+    if not data.findings.interactions:
+        return _absent("interactions", title, intro, _why(data, Analysis.INTERACTIONS))
     blocks: list[Block] = []
-    for h in data.heatmaps:
-        blocks.append(figures.heatmap(f"heatmap-{slug(h.metric)}-{slug(h.scale)}", h))
+    for h in data.findings.interactions:
+        key = _key("heatmap", h.metric, h.baseline) + f"-{slug(h.scale)}"
+        blocks.append(figures.heatmap(key, h))
         blocks.append(
             Grid(
                 f"{h.metric} at {h.scale}: additive fit R² = {num(h.r2_additive)}, "
@@ -576,7 +584,7 @@ def power(data: ReportData) -> Section:
             "power",
             title,
             intro,
-            _why(data, "verdicts", "table")
+            _why(data, Analysis.VERDICTS)
             if not data.verdicts
             else "no judged family has 2 baseline seeds and a tested arm: power needs both",
         )
@@ -637,7 +645,7 @@ def signal_noise(data: ReportData) -> Section:
         "after seeing this is selection: declare primaries in the audit file before the run.",
     )
     if data.signal is None:
-        return _absent("signal", title, intro, _why(data, "snr", "table"))
+        return _absent("signal", title, intro, _why(data, Analysis.SNR, Analysis.VERDICTS))
     rows = data.signal.metrics[:SIGNAL_ROWS]
     grid = Grid(
         f"The {len(rows)} most informative of {len(data.signal.metrics)} metric × scale rows.",
@@ -674,7 +682,7 @@ def arm_table(data: ReportData) -> Section:
         "test) and protocol warnings.",
     )
     if not data.verdicts:
-        return _absent("arms", title, intro, _why(data, "table", "verdicts"))
+        return _absent("arms", title, intro, _why(data, Analysis.VERDICTS))
     blocks: list[Block] = []
     for v in data.verdicts:
         blocks.append(
@@ -749,7 +757,7 @@ def scope(data: ReportData) -> Section:
     )
     s = data.scope
     if not s.scales:
-        return _absent("scope", title, intro, _why(data, "table"))
+        return _absent("scope", title, intro, _why(data, Analysis.VERDICTS))
     rows = tuple(
         (
             sc.name,
@@ -865,7 +873,7 @@ _TARGET_INTRO = (
 def target(data: ReportData) -> Section:
     p = data.prediction
     if p is None:
-        reason = data.absent.get("target", "the audit file names no [target] scale")
+        reason = data.findings.why(Analysis.TARGET) or "the audit file names no [target] scale"
         return Section("target", _TARGET_TITLE, _TARGET_INTRO, absent=reason)
     target = p.ladder.target
     how = (

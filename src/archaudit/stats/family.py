@@ -25,7 +25,7 @@ from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.design_rate import DesignRate, design_rate
 from archaudit.stats.simulation.profile import NO_PROFILE, Profile, ratio_bounds, single_seed_bound
 from archaudit.stats.table import Table
-from archaudit.stats.verdicts import nominal
+from archaudit.stats.verdicts import Verdict, nominal
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ class Family:
             values, self.baseline.values, self.noise, self.sign, self.test, self.single_bound
         )
 
-    def decide(self, tests: Sequence[ArmTest]) -> tuple[np.ndarray, list[str]]:
+    def decide(self, tests: Sequence[ArmTest]) -> tuple[np.ndarray, list[Verdict]]:
         """(corrected p, verdict) of each tested arm, corrected together as the options say and
         compared with the family's calibrated level; nothing is significant under a design
         whose measured rate is above α (its verdicts are nominal)."""
@@ -133,7 +133,7 @@ class Family:
             verdicts = [nominal(v) for v in verdicts]
         return p, verdicts
 
-    def paper_rule(self, tests: Sequence[ArmTest]) -> list[str]:
+    def paper_rule(self, tests: Sequence[ArmTest]) -> list[Verdict]:
         """Paper mode only: each tested arm's verdict by the paper's rule (z, corrected, at the
         nominal α), before a measured rate above α lowers it; empty otherwise."""
         if self.test != Z:

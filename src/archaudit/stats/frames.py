@@ -80,6 +80,39 @@ def records_frame(records: Sequence[dict[str, Any]], columns: Sequence[str]) -> 
     return pd.json_normalize(list(records))
 
 
+def typed_frame(records: Sequence[dict[str, Any]]) -> Any:
+    """A DataFrame of result records (`JsonResult.to_frame`) in pandas' nullable dtypes, which a
+    Parquet round trip keeps: nested dicts become dotted columns, a column's missing values
+    are <NA> (not None or NaN), and its dtype is boolean, Int64, Float64 or string as its
+    values are; sequences (intervals, seed Δs) stay lists, stored by Parquet as lists."""
+    pd = pandas()
+    frame = pd.json_normalize(list(records)) if records else pd.DataFrame()
+    for column in frame.columns:
+        frame[column] = _nullable(pd, frame[column])
+    return frame
+
+
+def _nullable(pd: Any, column: Any) -> Any:
+    values = [v for v in column if not _missing(v)]
+    for dtype, holds in _NULLABLE:
+        if values and all(map(holds, values)):
+            return pd.array([None if _missing(v) else v for v in column], dtype=dtype)
+    return column
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+_NULLABLE: tuple[tuple[str, Callable[[Any], bool]], ...] = (
+    ("boolean", lambda v: isinstance(v, bool)),
+    ("Int64", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    ("Float64", lambda v: isinstance(v, int | float) and not isinstance(v, bool)),
+    ("string", lambda v: isinstance(v, str)),
+)
+"""Each nullable dtype and what its values must be (a StrEnum member is a str), in order."""
+
+
 def parquet_twin(csv_path: Path, load: Callable[[Path], Any]) -> Path | None:
     """`<name>.parquet` beside a results or items CSV, read back through `load` (so the
     Parquet holds exactly what the CSV's checks accept). Nothing without pandas and pyarrow;

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -19,11 +19,10 @@ from archaudit.stats.family import Family, collect_family
 from archaudit.stats.inference.compare import ArmTest
 from archaudit.stats.inference.corrections import (
     ERROR_RATE_NAMES,
-    FDR,
     error_rate,
     fwer_uncorrected,
 )
-from archaudit.stats.inference.family_test import POOLED_T, ROBUST, Z, interval
+from archaudit.stats.inference.family_test import POOLED_T, Z, interval
 from archaudit.stats.inference.outliers import (
     OUTLIER_MADS,
     OutlierSeed,
@@ -31,29 +30,21 @@ from archaudit.stats.inference.outliers import (
     outlier_seeds,
 )
 from archaudit.stats.inference.samples import ArmSample
-from archaudit.stats.loop import Loop, LoopArm, LoopFamily
+from archaudit.stats.loop import ArmStop, Loop, LoopArm, LoopFamily
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.serialize import JsonResult
-from archaudit.stats.simulation.calibrate import CALIBRATED_TESTS
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.design_rate import DesignRate, arm_mde
 from archaudit.stats.simulation.noise_models import WIDEST_FACTOR
-from archaudit.stats.simulation.profile import BOUND_CONFIDENCE
 from archaudit.stats.simulation.sequential import sequential_design_rate
 from archaudit.stats.table import DOWNSTREAM, Table, TableLike, load_table
-from archaudit.stats.verdicts import NOISE_SIGMAS
+from archaudit.stats.verdicts import NOISE_SIGMAS, Verdict
 
 if TYPE_CHECKING:
     from archaudit.stats.predictions.target import TargetPrediction
 
 SEQUENTIAL = "sequential"
 """The test of an arm the sequential loop judged."""
-FIXED_INTERVAL = "Bonferroni-simultaneous (1 − α) interval of the fixed design"
-REPEATED_INTERVAL = (
-    "repeated confidence interval of the sequential loop's last test of each arm (its Welch SE "
-    "and df, or the 6σ bound for one seed, at its last look's O'Brien–Fleming boundary and Holm "
-    "level): it excludes 0 exactly when that test crosses its boundary"
-)
 SIGMA_RATIO_WARNING = 2.0
 """Warn when σ of one metric differs by more than this factor between scales of one audit."""
 
@@ -61,6 +52,8 @@ SIGMA_RATIO_WARNING = 2.0
 @dataclass(frozen=True)
 class ArmVerdict(JsonResult):
     """One arm's numbers and verdict. Δ, z and t are signed so that positive = better."""
+
+    JSON_PROPERTIES: ClassVar[tuple[str, ...]] = ("stopped",)
 
     arm: str
     scale: str
@@ -94,7 +87,7 @@ class ArmVerdict(JsonResult):
     rejects. Holm, Hochberg, BH and Dunnett reject at least as much. NaN when not tested."""
     p: float
     p_adj: float
-    verdict: str
+    verdict: Verdict
     mde: float
     """Smallest true effect (metric units) this design detects with the target power."""
     grade: str
@@ -111,42 +104,48 @@ class ArmVerdict(JsonResult):
     """Each finished seed's value minus the baseline mean, signed like Δ (the forest's dots)."""
     se: float = math.nan
     """The standard error of the test behind the verdict (NaN when not tested)."""
-    stopped: str | None = None
-    """Sequential only: why the loop stopped giving the arm seeds (`stats.loop.ArmStop`)."""
+    loop: LoopArm | None = None
+    """The sequential loop's last look at the arm, when the loop judged it (its seeds, Δ, test,
+    boundary, verdict and why it stopped): the numbers above are then the loop's."""
     at_target: TargetPrediction | None = None
     """The arm's predicted Δ at the audit's untrained target scale (`stats.predict`), on the
     judgement of the prediction's metric at the largest trained scale; None without one."""
-    paper_verdict: str | None = None
+    paper_verdict: Verdict | None = None
     """Paper mode only (`--reference normal`): the verdict the paper's own rule gives (z against
     the nominal corrected α, no calibration), labelled beside the calibrated verdict, which the
     rule's measured error rate (the judgement's `design_fwer`) lowers to nominal when above α."""
     # Other verdicts slot in here as optional fields (default None), e.g. a target-scale
     # prediction or a stability verdict, so every renderer of the record shows them.
 
+    @property
+    def stopped(self) -> ArmStop | None:
+        """Sequential only: why the loop stopped giving the arm seeds."""
+        return self.loop.stopped if self.loop else None
+
 
 @dataclass(frozen=True)
 class Judgement(JsonResult):
-    """The verdicts of all arms against one baseline, with the family's parameters."""
+    """The verdicts of all arms against one baseline, with the family's parameters. Its text
+    (the header above a verdict table) is `stats.judgement_text`'s."""
+
+    JSON_PROPERTIES: ClassVar[tuple[str, ...]] = (
+        "baseline", "anchors", "excluded", "reference", "equal_variance", "correction", "alpha",
+        "power_target",
+    )  # fmt: skip
 
     source: str
     metric: str
     scale: str
-    baseline: str
-    anchors: tuple[str, ...]
-    excluded: tuple[str, ...]
+    options: JudgeOptions = field(metadata={"json": False})
+    """The options the family was judged under, its scale, direction and exclusions resolved
+    (`judge(table, metric, options)` judges it again); the JSON spreads them at the top."""
     lower_is_better: bool
     direction: str
     """E.g. "Δ > 0 means better (lower val_loss is better, declared in the metric registry)"."""
-    reference: str
-    """"t" (calibrated, the default) or "normal" (paper mode)."""
     calibrated: bool
     """False in paper mode: its z-test treats σ as exact."""
     test: str
     """The family's one test: "pooled-t", "welch" or "z"."""
-    equal_variance: bool
-    correction: str
-    alpha: float
-    power_target: float
     sigma: float
     sigma_dof: int
     sigma_interval: tuple[float, float]
@@ -202,126 +201,38 @@ class Judgement(JsonResult):
         return NOISE_SIGMAS * self.sigma
 
     @property
-    def interval_kind(self) -> str:
-        """What each arm's `interval` is."""
-        return REPEATED_INTERVAL if self.sequential else FIXED_INTERVAL
+    def baseline(self) -> str:
+        return self.options.baseline
 
-    def header(self) -> list[str]:
-        """The lines above a verdict table: direction, σ and its interval, the test, the
-        calibrated level, the design's measured error rates and MDE, and the bounds they hold
-        under (the loop's own lines for a sequential judgement)."""
-        if self.sequential:
-            return self._loop_header()
-        test = self._test_text()
-        groups = self.sigma_groups
-        pooled = ", ".join(groups) if len(groups) <= 3 else f"{len(groups)} groups"
-        spread = written_interval(self.sigma_interval)
-        lines = [
-            f"{self.metric} at scale {self.scale}: {self.direction}",
-            f"σ = {num(self.sigma)} (95% {spread}, {self.sigma_dof} df, pooled over {pooled}); "
-            f"baseline mean {num(self.baseline_mean, 4)} ({self.baseline_n} seeds)",
-            f"{test}; {self.correction} at α = {self.alpha}, m = {self.m}"
-            + (" (controls the FDR, not the family-wise rate)" if self.error_rate == FDR else ""),
-        ]
-        rate = self.design
-        if rate is not None:
-            name = ERROR_RATE_NAMES[self.error_rate]
-            lines.append(self._level_text())
-            lines.append(f"design's measured {name}: {rate.describe_rates()}{self._holds_while()}")
-            lines += [line for line in (rate.describe_candidates(),) if line]
-            lines.append(replace(rate, mdes=self.mdes).describe_mdes(self.sigma))
-        lines += self.assumptions()
-        return lines
+    @property
+    def anchors(self) -> tuple[str, ...]:
+        return self.options.anchors
 
-    def _loop_header(self) -> list[str]:
-        loop = self.sequential
-        assert loop is not None
-        lines = [
-            f"{self.metric} at scale {self.scale} (sequential): {self.direction}",
-            f"σ = {num(self.sigma)} ({self.sigma_dof} df); baseline mean "
-            f"{num(self.baseline_mean, 4)} ({self.baseline_n} seeds)",
-            f"the sequential loop: {loop.rounds} rounds, {loop.runs} runs, stopped: {loop.stop}; "
-            f"O'Brien–Fleming within each arm, Holm across arms at α = {loop.rule.alpha}",
-        ]
-        if loop.design is not None:
-            lines += [loop.design.describe(), f"MDE {num(self.mde)} at 80% power"]
-        return lines
+    @property
+    def excluded(self) -> tuple[str, ...]:
+        """The arms left out of the family (`options.exclude`, and those not in `arms`)."""
+        return self.options.exclude
 
-    def _test_text(self) -> str:
-        if not self.calibrated:
-            return "z test, UNCALIBRATED paper mode (σ treated as exact)"
-        if self.test == POOLED_T:
-            return f"pooled-t test (t with σ's {self.sigma_dof} df)"
-        dfs = [a.statistic_df for a in self.arms if a.n_seeds > 1 and math.isfinite(a.statistic_df)]
-        own = (
-            f"each arm's own Welch–Satterthwaite df ({num(min(dfs))}–{num(max(dfs))})"
-            if dfs
-            else ""
-        )
-        single = f"single seeds: t with σ's {self.sigma_dof} df at the bound below" * (
-            self.test == ROBUST
-        )
-        return f"{self.test} test (calibrated: {'; '.join(t for t in (own, single) if t)})"
+    @property
+    def reference(self) -> str:
+        """ "t" (calibrated, the default) or "normal" (paper mode)."""
+        return self.options.reference
 
-    def _level_text(self) -> str:
-        if self.test not in CALIBRATED_TESTS or self.correction in ("bh", "none"):
-            return f"p_adj is compared with α = {self.alpha} (test or correction uncalibrated)"
-        if not math.isfinite(self.level) or (self.level >= self.alpha and not self.profile):
-            return f"p_adj is compared with α = {self.alpha} (the panel needs no lower level)"
-        source = (
-            f"the noise panel and this audit's own profile ({self.profile})"
-            if self.profile
-            else "the noise panel"
-        )
-        return (
-            f"p_adj is compared with the calibrated level α′ = {self.level:.3g}, set by "
-            f"simulation so that the whole rule's rate is ≤ α = {self.alpha} over {source}"
-        )
+    @property
+    def equal_variance(self) -> bool:
+        return self.options.equal_variance
 
-    def _holds_while(self) -> str:
-        if not self.calibrated or self.test == POOLED_T or not math.isfinite(self.widest_ratio):
-            return ""  # without a multi-seed arm nothing is declared: no bound is needed
-        if self.design_above_alpha:
-            return ""  # the clause is true only of a rate that holds
-        seen = f"observed here on the multi-seed arms: {self.widest_ratio:.1f}×"
-        return f" (≤ α while no arm is wider than {self.covered_factor:.3g}× σ — {seen})"
+    @property
+    def correction(self) -> str:
+        return self.options.correction
 
-    def assumptions(self) -> list[str]:
-        """What the verdicts assume beyond the seeds themselves (labelled, never silent)."""
-        lines = []
-        if self.test == ROBUST and not math.isfinite(self.single_seed_bound):
-            lines.append(
-                "single-seed arms are candidates only: no arm with >= 2 seeds shows how wide a "
-                "seed's σ may be, so nothing bounds a single seed's spread; a candidate's second "
-                "seed decides"
-            )
-        elif self.test == ROBUST:
-            lines.append(
-                "single-seed arms are judged as if their seed σ were "
-                f"{self.single_seed_bound:.3g}× σ: the larger of the noise panel's widest "
-                f"({WIDEST_FACTOR:g}×) and the "
-                f"{BOUND_CONFIDENCE:.0%} upper bound of the widest multi-seed arm's σ ratio "
-                "(stats/simulation/profile.py); one seed cannot show its own spread, so below "
-                "that bound they are at most candidates"
-            )
-        if self.test == POOLED_T:
-            lines.append("ASSUMED by the user: every arm's seed σ equals the baseline's")
-        return lines
+    @property
+    def alpha(self) -> float:
+        return self.options.alpha
 
-    def options(self) -> JudgeOptions:
-        """The options that reproduce this judgement's family (its exclusions spelled out)."""
-        return JudgeOptions(
-            baseline=self.baseline,
-            anchors=self.anchors,
-            lower_is_better=self.lower_is_better,
-            scale=self.scale,
-            exclude=self.excluded,
-            reference=self.reference,
-            equal_variance=self.equal_variance,
-            correction=self.correction,
-            alpha=self.alpha,
-            power_target=self.power_target,
-        )
+    @property
+    def power_target(self) -> float:
+        return self.options.power_target
 
     def arm(self, name: str) -> ArmVerdict:
         """The verdict of one arm."""
@@ -361,7 +272,7 @@ def judge(table: TableLike, metric: str, options: JudgeOptions = DEFAULT) -> Jud
             sample,
             tests.get(sample.arm),
             float(adjusted.get(sample.arm, math.nan)),
-            verdict.get(sample.arm, sample.status),
+            Verdict(verdict.get(sample.arm, sample.status)),
             context,
         )
         for sample in family.arms
@@ -397,18 +308,13 @@ def _judgement(
         source=table.source,
         metric=family.metric,
         scale=family.scale,
-        baseline=options.baseline,
-        anchors=options.anchors,
-        excluded=family.excluded,
+        options=options.but(
+            scale=family.scale, exclude=family.excluded, arms=None, lower_is_better=lower
+        ),
         lower_is_better=lower,
         direction=_direction(family.metric, lower, options.lower_is_better is None),
-        reference=options.reference,
         calibrated=family.test != Z,
         test=family.test,
-        equal_variance=options.equal_variance,
-        correction=options.correction,
-        alpha=options.alpha,
-        power_target=options.power_target,
         sigma=noise.sigma,
         sigma_dof=noise.dof,
         sigma_interval=noise.interval,
@@ -511,7 +417,7 @@ def _loop_verdict(arm: ArmVerdict, row: LoopArm, mde: float) -> ArmVerdict:
         mde=mde,
         threshold=row.threshold,
         se=row.se,
-        stopped=row.stopped,
+        loop=row,
     )
 
 
@@ -526,7 +432,7 @@ class _ArmContext:
 
 
 def _arm_verdict(
-    sample: ArmSample, test: ArmTest | None, p_adj: float, verdict: str, context: _ArmContext
+    sample: ArmSample, test: ArmTest | None, p_adj: float, verdict: Verdict, context: _ArmContext
 ) -> ArmVerdict:
     """One arm's row: its test (None for an arm outside the family, e.g. diverged), its
     corrected p and verdict, its MDE under the design, and its evidence grade."""

@@ -19,7 +19,7 @@ from archaudit.stats.simulation.sequential import (
     SequentialRule,
     repeated_interval,
 )
-from archaudit.stats.verdicts import nominal
+from archaudit.stats.verdicts import Verdict, nominal
 
 
 class ArmStop(StrEnum):
@@ -62,9 +62,8 @@ class LoopArm:
     delta: float
     t: float
     p: float
-    verdict: str
-    stopped: str
-    """An `ArmStop`."""
+    verdict: Verdict
+    stopped: ArmStop
     se: float = math.nan
     """The standard error of its last test (Welch's, or the 6σ bound for one seed); NaN in the
     summary of an older loop."""
@@ -72,6 +71,11 @@ class LoopArm:
     """That test's degrees of freedom."""
     threshold: float = math.nan
     """Its last look's nominal p threshold at the family's final Holm level (its interval's)."""
+
+    def __post_init__(self) -> None:
+        # typed whether written by the loop or read back from its summary's JSON
+        object.__setattr__(self, "verdict", Verdict(self.verdict))
+        object.__setattr__(self, "stopped", ArmStop(self.stopped))
 
     def interval(self) -> tuple[float, float]:
         """The repeated confidence interval dual to its last test (Jennison & Turnbull 2000,

@@ -11,13 +11,18 @@ import numpy as np
 
 
 def to_jsonable(value: Any) -> Any:
-    """Plain JSON types for dataclasses, mappings, sequences, numpy scalars and floats."""
+    """Plain JSON types for dataclasses, mappings, sequences, numpy scalars and floats.
+
+    A dataclass gives its fields (less those named `_x` or marked `metadata={"json": False}`),
+    then the derived properties its class lists in `JSON_PROPERTIES`."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {
-            f.name: to_jsonable(getattr(value, f.name))
+        names = [
+            f.name
             for f in dataclasses.fields(value)
-            if not f.name.startswith("_")
-        }
+            if not f.name.startswith("_") and f.metadata.get("json", True)
+        ]
+        names += getattr(type(value), "JSON_PROPERTIES", ())
+        return {name: to_jsonable(getattr(value, name)) for name in names}
     if isinstance(value, dict):
         return {str(key): to_jsonable(item) for key, item in value.items()}
     if isinstance(value, list | tuple | np.ndarray):
@@ -39,13 +44,13 @@ class JsonResult:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     def to_frame(self) -> Any:
-        """A pandas DataFrame (the `frames` extra): one row per record of the result's first
-        field that holds records (a judgement's arms, ...), else one row of the whole result;
-        nested fields become dotted columns."""
-        from archaudit.stats.frames import records_frame
+        """A pandas DataFrame (the `frames` extra) with pandas' nullable dtypes: one row per
+        record of the result's first field that holds records (a judgement's arms, ...), else
+        one row of the whole result; nested fields become dotted columns."""
+        from archaudit.stats.frames import typed_frame
 
         for f in dataclasses.fields(self):  # type: ignore[arg-type]
             value = getattr(self, f.name)
             if isinstance(value, tuple) and value and dataclasses.is_dataclass(value[0]):
-                return records_frame([to_jsonable(v) for v in value], ())
-        return records_frame([self.to_dict()], ())
+                return typed_frame([to_jsonable(v) for v in value])
+        return typed_frame([self.to_dict()])

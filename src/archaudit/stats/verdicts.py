@@ -44,7 +44,7 @@ def within_noise(delta: float | np.ndarray, sigma: float | np.ndarray) -> bool |
     return np.abs(delta) < NOISE_SIGMAS * sigma
 
 
-def classify(delta: float, sigma: float, p_adjusted: float, alpha: float) -> str:
+def classify(delta: float, sigma: float, p_adjusted: float, alpha: float) -> Verdict:
     """The verdict of a finished arm: Δ is "positive = better", p is already corrected."""
     if within_noise(delta, sigma):
         return WITHIN_NOISE
@@ -53,16 +53,16 @@ def classify(delta: float, sigma: float, p_adjusted: float, alpha: float) -> str
     return NOMINAL_IMPROVER if delta > 0 else NOMINAL_REGRESSOR
 
 
-def nominal(verdict: str) -> str:
+def nominal(verdict: str) -> Verdict:
     """A significant verdict lowered to nominal (where the design cannot support it)."""
-    lowered: dict[str, str] = {IMPROVER: NOMINAL_IMPROVER, REGRESSOR: NOMINAL_REGRESSOR}
-    return lowered.get(verdict, verdict)
+    lowered: dict[str, Verdict] = {IMPROVER: NOMINAL_IMPROVER, REGRESSOR: NOMINAL_REGRESSOR}
+    return lowered.get(verdict, Verdict(verdict))
 
 
-def candidate(verdict: str) -> str:
+def candidate(verdict: str) -> Verdict:
     """A nominal verdict raised to a candidate (a within-noise one stays within noise)."""
-    raised: dict[str, str] = {
+    raised: dict[str, Verdict] = {
         NOMINAL_IMPROVER: CANDIDATE_IMPROVER,
         NOMINAL_REGRESSOR: CANDIDATE_REGRESSOR,
     }
-    return raised.get(verdict, verdict)
+    return raised.get(verdict, Verdict(verdict))

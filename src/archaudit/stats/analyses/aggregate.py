@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from archaudit.errors import ConfigError
-from archaudit.metrics import lower_is_better
+from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS, lower_is_better
 from archaudit.names import ResultStatus
 from archaudit.stats.analyses.signal import check_signal
 from archaudit.stats.errors import DesignError, TooFewSeedsError
@@ -132,7 +132,7 @@ class Aggregates(JsonResult):
     """Arm → its performance profile: the share of its seeds × tasks scores above each τ."""
 
 
-FALLBACK_METRICS = ("downstream_avg", "val_loss")
+FALLBACK_METRICS = (DOWNSTREAM_AVERAGE, PRIMARY_LOSS)
 """Aggregated, as one stratum, when the results hold no per-task metrics."""
 
 

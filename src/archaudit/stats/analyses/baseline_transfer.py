@@ -22,7 +22,7 @@ from archaudit.stats.judgement import ArmVerdict, Judgement, judge
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import Table, TableLike, load_table
-from archaudit.stats.verdicts import DIVERGED, INCOMPLETE
+from archaudit.stats.verdicts import DIVERGED, INCOMPLETE, Verdict
 
 
 def _audit_layout(table: Table, baselines: Sequence[str]) -> dict[str, Table]:
@@ -49,7 +49,7 @@ class ArmAcrossBaselines(JsonResult):
 
     arm: str
     deltas: dict[str, float]
-    verdicts: dict[str, str]
+    verdicts: dict[str, Verdict]
     sign_agrees: bool
     verdict_flips: bool
 

@@ -30,12 +30,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from archaudit.errors import ConfigError
+from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS
 from archaudit.stats.inference.family_test import ROBUST
-from archaudit.stats.judgement import ArmVerdict, Judgement, judge
+from archaudit.stats.judgement import SEQUENTIAL, ArmVerdict, Judgement, judge
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import TableLike, load_table
-from archaudit.stats.verdicts import IMPROVER, REGRESSOR, WITHIN_NOISE
+from archaudit.stats.verdicts import IMPROVER, REGRESSOR, WITHIN_NOISE, Verdict
 
 LOSS_FLAT = "loss flat, downstream moved"
 DOWNSTREAM_FLAT = "downstream flat, loss moved"
@@ -53,7 +54,7 @@ class Side:
     """One arm on one metric as its judgement gave it: what the flat test reads. The report
     builds these from the verdicts it shows, so its claims are those verdicts'."""
 
-    verdict: str
+    verdict: Verdict
     interval: tuple[float, float] | None
     margin: float
     """The equivalence margin, in the metric's units."""
@@ -93,7 +94,7 @@ class ArmDecoupling(JsonResult):
     family: str | None
     loss_change: float
     """r_L = (L − L₀)/L₀."""
-    loss_verdict: str
+    loss_verdict: Verdict
     loss_flat: bool
     """The loss is equivalent to the baseline's within `loss_margin` (TOST)."""
     loss_margin: float
@@ -105,7 +106,7 @@ class ArmDecoupling(JsonResult):
     downstream_delta: float
     downstream_z: float
     """Δ_D in units of the downstream noise floor."""
-    downstream_verdict: str
+    downstream_verdict: Verdict
     downstream_flat: bool
     downstream_margin: float
     downstream_status: str
@@ -142,8 +143,8 @@ def decoupling(
     table: TableLike,
     options: JudgeOptions = DEFAULT,
     *,
-    loss_metric: str = "val_loss",
-    downstream_metric: str = "downstream_avg",
+    loss_metric: str = PRIMARY_LOSS,
+    downstream_metric: str = DOWNSTREAM_AVERAGE,
     margin: float | None = None,
 ) -> Decoupling:
     """Find arms whose loss is flat while downstream moved (or the reverse, or opposite moves).
@@ -152,10 +153,16 @@ def decoupling(
     always lower-is-better.
     """
     table = load_table(table)
+    loss = judge(table, loss_metric, options.but(lower_is_better=True))
+    return decouple(loss, judge(table, downstream_metric, options), margin)
+
+
+def decouple(loss: Judgement, downstream: Judgement, margin: float | None = None) -> Decoupling:
+    """Decoupling of one family from its two judgements (a loss, a downstream metric) as they
+    were made: `findings` passes the ones every room shows (the sequential loop's included)."""
     if margin is not None and not margin > 0:
         raise ConfigError(f"margin must be a positive number of noise floors σ, got {margin}")
-    loss = judge(table, loss_metric, options.but(lower_is_better=True))
-    downstream = judge(table, downstream_metric, options)
+    loss_metric, downstream_metric = loss.metric, downstream.metric
     loss_by_arm = {v.arm: v for v in loss.arms if not math.isnan(v.delta)}
     arms = [
         _arm(loss, loss_by_arm[verdict.arm], downstream, verdict, margin)
@@ -204,16 +211,16 @@ def _arm(
 
 
 def _side(verdict: ArmVerdict, judgement: Judgement, margin: float | None) -> Side:
-    """The margin is `margin` σ, else the arm's MDE. A single seed judged by the robust test is
-    never flat: its own spread is unseen, so it can no more show equivalence than an effect
-    (docs/verdicts.md)."""
+    """The margin is `margin` σ, else the arm's MDE. A single seed judged without its own spread
+    (the robust test, the loop's 6σ bound) is never flat: its spread is unseen, so it can no
+    more show equivalence than an effect (docs/verdicts.md)."""
     low, high = verdict.interval
     return Side(
         verdict=verdict.verdict,
         interval=(low, high),
         margin=verdict.mde if margin is None else margin * judgement.sigma,
         baseline=judgement.baseline_mean,
-        single_seed_robust=verdict.test == ROBUST and verdict.n_seeds < 2,
+        single_seed_robust=verdict.test in (ROBUST, SEQUENTIAL) and verdict.n_seeds < 2,
     )
 
 

@@ -88,6 +88,11 @@ class Interactions(JsonResult):
     combinations: tuple[CombinationEffect, ...]
     notes: tuple[str, ...]
 
+    @property
+    def main_sigmas(self) -> dict[str, float]:
+        """Each choice's additive effect in σ (the heatmap's diagonal)."""
+        return {factor: effect / self.sigma for factor, effect in self.main_effects.items()}
+
 
 def interactions(
     table: TableLike,

@@ -39,7 +39,7 @@ from archaudit.stats.judgement import ArmVerdict, Judgement, collect_family, jud
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import Table, TableLike, load_table
-from archaudit.stats.verdicts import DIVERGED, INCOMPLETE
+from archaudit.stats.verdicts import DIVERGED, INCOMPLETE, Verdict
 
 LOW_RHO = 0.5
 """Below this Spearman ρ the report says the small-scale ranking does not carry over."""
@@ -60,8 +60,8 @@ class ArmTransfer(JsonResult):
     rank_small_range: tuple[int, int]
     """(best, worst) rank the simultaneous intervals allow at the small scale."""
     rank_large_range: tuple[int, int]
-    verdict_small: str
-    verdict_large: str
+    verdict_small: Verdict
+    verdict_large: Verdict
 
 
 @dataclass(frozen=True)
@@ -100,43 +100,50 @@ def cross_scale_transfer(
     `options` judges the family at each of the two scales, so its `scale` must be unset.
     """
     table = load_table(table)
-    small, large = _two_scales(table, options, small, large)
-    judged = {s: judge(table, metric, options.but(scale=s)) for s in (small, large)}
-    verdicts = {s: {v.arm: v for v in judged[s].arms} for s in (small, large)}
-    names = _finished_at_both(table.source, verdicts, small, large)
-    deltas = {s: np.array([verdicts[s][arm].delta for arm in names]) for s in (small, large)}
-    level = (1.0 - confidence) / (2 * len(names))  # Bonferroni over both scales' intervals
-    orders = {s: _order(table, metric, s, names, options, level) for s in (small, large)}
-    rho = spearman(deltas[small], deltas[large])
-    rho_interval = _estimable(spearman_bounds(orders[small], orders[large]))
-    arms = _arm_rows(names, deltas, orders, verdicts, (small, large))
-    return ScaleTransfer(
-        metric=metric,
-        baseline=options.baseline,
-        small=small,
-        large=large,
-        n_arms=len(names),
-        sign_preserved=float(np.mean([arm.sign_preserved for arm in arms])),
-        spearman=rho,
-        spearman_interval=rho_interval,
-        kendall=kendall_tau_b(deltas[small], deltas[large]),
-        kendall_interval=_estimable(kendall_bounds(orders[small], orders[large])),
-        confidence=confidence,
-        arms=arms,
-        diverged_only_at_large=_diverged_only_at_large(judged[small], judged[large]),
-        notes=tuple(_notes(rho, rho_interval, small, large, confidence)),
-    )
-
-
-def _two_scales(
-    table: Table, options: JudgeOptions, small: str | None, large: str | None
-) -> tuple[str, str]:
-    """The scales to compare: as given, else the table's smallest and largest."""
     if options.scale is not None:
         raise ConfigError(
             f"cross-scale transfer compares two scales, not scale {options.scale!r}: "
             "name them with small and large (--from, --to)"
         )
+    small, large = two_scales(table, small, large)
+    judged = [judge(table, metric, options.but(scale=s)) for s in (small, large)]
+    return transfer_between(table, judged[0], judged[1], confidence)
+
+
+def transfer_between(
+    table: Table, small: Judgement, large: Judgement, confidence: float = 0.95
+) -> ScaleTransfer:
+    """The transfer of one family's effects from the judgement at a smaller scale to the one at
+    a larger scale (as `findings` judged them: its verdicts are theirs)."""
+    scales = small.scale, large.scale
+    verdicts = {j.scale: {v.arm: v for v in j.arms} for j in (small, large)}
+    names = _finished_at_both(table.source, verdicts, *scales)
+    deltas = {s: np.array([verdicts[s][arm].delta for arm in names]) for s in scales}
+    level = (1.0 - confidence) / (2 * len(names))  # Bonferroni over both scales' intervals
+    orders = {j.scale: _order(table, j, names, level) for j in (small, large)}
+    rho = spearman(deltas[small.scale], deltas[large.scale])
+    rho_interval = _estimable(spearman_bounds(orders[small.scale], orders[large.scale]))
+    arms = _arm_rows(names, deltas, orders, verdicts, scales)
+    return ScaleTransfer(
+        metric=small.metric,
+        baseline=small.baseline,
+        small=small.scale,
+        large=large.scale,
+        n_arms=len(names),
+        sign_preserved=float(np.mean([arm.sign_preserved for arm in arms])),
+        spearman=rho,
+        spearman_interval=rho_interval,
+        kendall=kendall_tau_b(deltas[small.scale], deltas[large.scale]),
+        kendall_interval=_estimable(kendall_bounds(orders[small.scale], orders[large.scale])),
+        confidence=confidence,
+        arms=arms,
+        diverged_only_at_large=_diverged_only_at_large(small, large),
+        notes=tuple(_notes(rho, rho_interval, *scales, confidence)),
+    )
+
+
+def two_scales(table: Table, small: str | None, large: str | None) -> tuple[str, str]:
+    """The scales to compare: as given, else the table's smallest and largest."""
     if len(table.scales) < 2:
         raise DesignError(
             f"{table.source} (column 'scale')",
@@ -195,13 +202,11 @@ def _arm_rows(
     )
 
 
-def _order(
-    table: Table, metric: str, scale: str, names: list[str], options: JudgeOptions, level: float
-) -> np.ndarray:
-    """The order of the arms' true means that their simultaneous intervals fix at `scale`
-    (`ranking.interval_order`, positive = better): mean ± q·σ̂/√n, q the two-sided 1 − `level`
-    quantile of t with the noise floor's degrees of freedom."""
-    family = collect_family(table, metric, options.but(scale=scale))
+def _order(table: Table, judged: Judgement, names: list[str], level: float) -> np.ndarray:
+    """The order of the arms' true means that their simultaneous intervals fix at the
+    judgement's scale (`ranking.interval_order`, positive = better): mean ± q·σ̂/√n, q the
+    two-sided 1 − `level` quantile of t with the noise floor's degrees of freedom."""
+    family = collect_family(table, judged.metric, judged.options)
     samples = {sample.arm: sample for sample in family.arms}
     means = np.array([family.sign * samples[arm].mean for arm in names])
     seeds = np.array([len(samples[arm].values) for arm in names])

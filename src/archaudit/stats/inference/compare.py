@@ -27,7 +27,7 @@ from archaudit.stats.inference.noise import NoiseFloor
 from archaudit.stats.inference.significance import Welch, welch_test
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.simulation.noise_models import WIDEST_FACTOR
-from archaudit.stats.verdicts import candidate, classify
+from archaudit.stats.verdicts import Verdict, candidate, classify
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +107,7 @@ def decide(
     n_base: int,
     options: JudgeOptions,
     level: float | None = None,
-) -> tuple[np.ndarray, list[str]]:
+) -> tuple[np.ndarray, list[Verdict]]:
     """Correct the family's p-values together (`options.correction`) and classify each arm at
     the calibrated `level` α′ (None: `options.alpha`).
 

@@ -19,7 +19,7 @@ from archaudit.stats.family import collect_family
 from archaudit.stats.judgement import Judgement
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import TableLike, load_table
-from archaudit.stats.verdicts import INCOMPLETE
+from archaudit.stats.verdicts import INCOMPLETE, Verdict
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class ArmAdvice(JsonResult):
     """Whether another seed of this arm is worth running."""
 
     arm: str
-    verdict: str
+    verdict: Verdict
     n_seeds: int
     p_change: float
     """Probability that one more seed changes the verdict (NaN when the arm was not tested)."""
@@ -52,7 +52,7 @@ def adaptive_seeding(
     An incomplete arm always gets "add seed" (finish its runs). A diverged one never does.
     """
     table = load_table(table)
-    family = collect_family(table, judgement.metric, judgement.options())
+    family = collect_family(table, judgement.metric, judgement.options)
     tested = family.tested
     quantiles = ndtri((np.arange(grid) + 0.5) / grid)
     change = {}

@@ -1,0 +1,252 @@
+"""The slices of `Findings` beyond the verdicts, each computed once from the loaded table and
+the judgements (`ANALYSES`: one function per `Analysis`, in the order they depend on each
+other). Each records what it could not make, with the reason the analysis gave."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from archaudit.audit.findings_families import FamilyPlan
+from archaudit.audit.findings_record import Absence, Analysis, Asked, Findings, Settings, attempt
+from archaudit.audit.power_cases import power_case
+from archaudit.audit.source import Source
+from archaudit.metrics import lower_is_better
+from archaudit.names import BASELINE
+from archaudit.stats.table import Table
+
+if TYPE_CHECKING:
+    from archaudit.stats.analyses.aggregate import Aggregates
+    from archaudit.stats.judgement import Judgement
+    from archaudit.stats.options import JudgeOptions
+
+Slice = Callable[[Findings, Source, FamilyPlan, Asked, list[Absence]], Findings]
+
+
+def _table(record: Findings) -> Table:
+    assert record.table is not None  # findings without a table run no analysis
+    return record.table
+
+
+def _target(
+    record: Findings, loaded: Source, plan: FamilyPlan, asked: Asked, absent: list[Absence]
+) -> Findings:
+    """The prediction at the audit's [target] scale, and each judgement's `at_target` slot."""
+    from archaudit.audit.ladder import target_prediction
+    from archaudit.stats.predictions.predict import with_prediction
+
+    if loaded.audit_dir is None and not loaded.name.endswith(".toml"):
+        return record  # a [target] is read from the audit file
+    base = plan.baselines[0].baseline
+    prediction = attempt(
+        lambda: target_prediction(
+            Path(loaded.name), loaded.audit_dir, _table(record), plan.metrics, base
+        ),
+        Analysis.TARGET,
+        "target",
+        absent,
+    )
+    if prediction is None:
+        return record
+    judged = tuple(with_prediction(j, prediction) for j in record.judgements)
+    return dataclasses.replace(record, prediction=prediction, judgements=judged)
+
+
+def _transfers(
+    record: Findings, loaded: Source, plan: FamilyPlan, asked: Asked, absent: list[Absence]
+) -> Findings:
+    """Cross-scale transfer per baseline and metric, from the judgements at its two scales."""
+    from archaudit.stats.analyses.transfer import transfer_between, two_scales
+
+    table, settings = _table(record), asked.settings
+    if len(table.scales) < 2:
+        reason = (
+            f"the results hold one scale ({table.scales[0]}); rank shifts need the arms "
+            "trained at two scales"
+        )
+        absent.append(Absence(Analysis.TRANSFER, "scales", reason))
+        return record
+    small, large = two_scales(table, settings.small, settings.large)
+    out = []
+    for base in plan.baselines:
+        for metric in plan.metrics:
+            pair = [_judged(record, metric, s, base.baseline) for s in (small, large)]
+            if pair[0] is None or pair[1] is None:
+                why = record.why(Analysis.VERDICTS) or f"{metric} is not judged at both scales"
+                absent.append(Absence(Analysis.TRANSFER, metric, why))
+                continue
+            found = attempt(
+                lambda p=pair: transfer_between(table, p[0], p[1], settings.confidence),
+                Analysis.TRANSFER,
+                metric,
+                absent,
+            )
+            out += [found] if found is not None else []
+    return dataclasses.replace(record, transfers=tuple(out))
+
+
+def _judged(record: Findings, metric: str, scale: str, baseline: str) -> Judgement | None:
+    return next(
+        (
+            j
+            for j in record.judgements
+            if (j.metric, j.scale, j.baseline) == (metric, scale, baseline)
+        ),
+        None,
+    )
+
+
+def _baseline_transfers(
+    record: Findings, loaded: Source, plan: FamilyPlan, asked: Asked, absent: list[Absence]
+) -> Findings:
+    """Δ and verdicts of each arm against every baseline (several named, or an audit's own)."""
+    from archaudit.stats.analyses.baseline_transfer import transfer_across_baselines
+
+    names = asked.settings.baselines or tuple(
+        b.baseline.removeprefix(f"{BASELINE}@") for b in plan.baselines
+    )
+    if len(names) < 2:
+        return record
+    options = plan.baselines[0].but(exclude=())
+    out = []
+    for metric in plan.metrics:
+        for scale in plan.scales or (None,):
+            found = attempt(
+                lambda m=metric, s=scale: transfer_across_baselines(
+                    _table(record), m, names, options.but(scale=s, baseline=names[0])
+                ),
+                Analysis.BASELINES,
+                f"{metric}:{scale or ''}",
+                absent,
+            )
+            out += [found] if found is not None else []
+    return dataclasses.replace(record, baseline_transfers=tuple(out))
+
+
+def _interactions(
+    record: Findings, loaded: Source, plan: FamilyPlan, asked: Asked, absent: list[Absence]
+) -> Findings:
+    """A factorial audit's main effects and interactions, per family."""
+    from archaudit.stats.analyses.interactions import interactions
+
+    table, separator = _table(record), asked.settings.separator
+    if not any(separator in arm for arm in table.arms):
+        reason = (
+            "the audit is not factorial: no arm combines choices (names like "
+            f"qk_norm{separator}gqa), so there are no interactions to show"
+        )
+        absent.append(Absence(Analysis.INTERACTIONS, "arms", reason))
+        return record
+    out = []
+    for family in plan.families:
+        found = attempt(
+            lambda f=family: interactions(table, f.metric, f.options, separator=separator),
+            Analysis.INTERACTIONS,
+            f"{family.metric}:{family.scale or ''}",
+            absent,
+        )
+        out += [found] if found is not None else []
+    return dataclasses.replace(record, interactions=tuple(out))
+
+
+def _aggregates(
+    record: Findings, loaded: Source, plan: FamilyPlan, asked: Asked, absent: list[Absence]
+) -> Findings:
+    """IQM, P(arm > baseline) and ASO over the per-task scores, per baseline and scale."""
+    table, settings = _table(record), asked.settings
+    out = []
+    for base in plan.baselines:
+        for scale in plan.scales or (None,):
+            found = attempt(
+                lambda s=scale, b=base: _aggregate(table, b.but(scale=s), settings),
+                Analysis.AGGREGATES,
+                scale or "",
+                absent,
+            )
+            out += [found] if found is not None else []
+    return dataclasses.replace(record, aggregates=tuple(out))
+
+
+def _aggregate(table: Table, options: JudgeOptions, settings: Settings) -> Aggregates:
+    from archaudit.stats.analyses.aggregate import aggregate
+
+    return aggregate(
+        table, options, metrics=settings.task_metrics, n_boot=settings.n_boot, seed=settings.seed,
+        confidence=settings.confidence, aso_threshold=settings.aso_threshold,
+    )  # fmt: skip
+
+
+def _decouplings(
+    record: Findings, loaded: Source, plan: FamilyPlan, asked: Asked, absent: list[Absence]
+) -> Findings:
+    """Loss against downstream per baseline and scale, read from the judgements shown."""
+    from archaudit.stats.analyses.decoupling import decouple
+
+    settings = asked.settings
+    loss = settings.loss_metric or next((m for m in plan.metrics if lower_is_better(m)), None)
+    down = settings.downstream_metric or next(
+        (m for m in plan.metrics if not lower_is_better(m)), None
+    )
+    if loss is None or down is None:
+        reason = (
+            "decoupling compares a loss with a downstream metric; judged here: "
+            f"{', '.join(plan.metrics)} (name both with --metric)"
+        )
+        absent.append(Absence(Analysis.DECOUPLING, "metrics", reason))
+        return record
+    out = []
+    for base in plan.baselines:
+        for j in record.judgements:
+            if (j.metric, j.baseline) != (loss, base.baseline):
+                continue
+            other = _judged(record, down, j.scale, base.baseline)
+            found = (
+                attempt(
+                    lambda a=j, b=other: decouple(a, b, settings.margin),
+                    Analysis.DECOUPLING,
+                    j.scale,
+                    absent,
+                )
+                if other is not None
+                else None
+            )
+            out += [found] if found is not None and found.arms else []
+    return dataclasses.replace(record, decouplings=tuple(out))
+
+
+def _power(
+    record: Findings, loaded: Source, plan: FamilyPlan, asked: Asked, absent: list[Absence]
+) -> Findings:
+    cases = tuple(case for j in record.judgements if (case := power_case(j)) is not None)
+    return dataclasses.replace(record, power=cases)
+
+
+def _snr(
+    record: Findings, loaded: Source, plan: FamilyPlan, asked: Asked, absent: list[Absence]
+) -> Findings:
+    """Seed σ against the spread of the arm means, every metric (or the ones named)."""
+    from archaudit.stats.analyses.snr import signal_to_noise
+
+    named = plan.metrics if plan.named_metrics else None
+    found = attempt(
+        lambda: signal_to_noise(_table(record), plan.baselines[0], metrics=named),
+        Analysis.SNR,
+        "metrics",
+        absent,
+    )
+    return dataclasses.replace(record, snr=found)
+
+
+ANALYSES: dict[Analysis, Slice] = {
+    Analysis.TARGET: _target,
+    Analysis.TRANSFER: _transfers,
+    Analysis.BASELINES: _baseline_transfers,
+    Analysis.INTERACTIONS: _interactions,
+    Analysis.AGGREGATES: _aggregates,
+    Analysis.DECOUPLING: _decouplings,
+    Analysis.POWER: _power,
+    Analysis.SNR: _snr,
+}
+"""Each slice after the verdicts, in order: the prediction fills the judgements' slot first."""

@@ -1,0 +1,214 @@
+"""The `Findings` record and what it is asked for: every analysis of one source as typed slices
+(judgements, transfers, interactions, aggregates, decouplings, power, the prediction and
+stability slots, signal-to-noise), what is absent and why, and its flat rows for trackers.
+`audit.findings.findings` builds it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from archaudit.audit.power_cases import PowerCase
+from archaudit.audit.source import SourceKind
+from archaudit.errors import ArchauditError
+from archaudit.stats.serialize import JsonResult
+
+if TYPE_CHECKING:
+    from archaudit.stats.analyses.aggregate import Aggregates
+    from archaudit.stats.analyses.baseline_transfer import BaselineTransfer
+    from archaudit.stats.analyses.decoupling import Decoupling
+    from archaudit.stats.analyses.interactions import Interactions
+    from archaudit.stats.analyses.snr import SignalToNoise
+    from archaudit.stats.analyses.transfer import ScaleTransfer
+    from archaudit.stats.judgement import ArmVerdict, Judgement
+    from archaudit.stats.predictions.predict import Prediction
+    from archaudit.stats.table import Table
+
+T = TypeVar("T")
+
+
+class Analysis(StrEnum):
+    """The slices of a `Findings` record; each is computed when asked for."""
+
+    VERDICTS = "verdicts"
+    TRANSFER = "transfer"
+    BASELINES = "baselines"
+    INTERACTIONS = "interactions"
+    AGGREGATES = "aggregates"
+    DECOUPLING = "decoupling"
+    POWER = "power"
+    SNR = "snr"
+    TARGET = "target"
+    STRESS = "stress"
+    """Not computed here: the report fills the slot from the audit's stored stress test."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How the analyses beyond the verdicts run (each default is the analysis' own)."""
+
+    small: str | None = None
+    """Transfer: the smaller scale (None: the smallest)."""
+    large: str | None = None
+    confidence: float = 0.95
+    """Coverage of the transfer's rank intervals and the aggregates' bootstrap intervals."""
+    baselines: tuple[str, ...] = ()
+    """Transfer across these baselines (an audit's own when it has several)."""
+    separator: str = "+"
+    """Joins the choices in a factorial arm's name (interactions)."""
+    margin: float | None = None
+    """Decoupling's equivalence margin in σ (None: each arm's MDE)."""
+    loss_metric: str | None = None
+    """Decoupling's loss and downstream metrics (None: the first of each among the metrics)."""
+    downstream_metric: str | None = None
+    task_metrics: tuple[str, ...] = ()
+    """Aggregates: the task metrics (empty: every `<task>/score`)."""
+    n_boot: int = 2000
+    seed: int = 0
+    aso_threshold: float = 0.2
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What `findings` computes: which analyses, over which scales, with which settings."""
+
+    analyses: frozenset[Analysis] = frozenset(Analysis)
+    each_scale: bool | None = None
+    """Judge every scale of the table: None = an audit's yes, a CSV's only with one scale (its
+    `options.scale` otherwise, or the error that asks for one)."""
+    loop: bool = True
+    """False: the fixed-design re-analysis of a sequential audit (descriptive only)."""
+    partial: bool = False
+    """An audit with no finished run gives findings without a table instead of an error."""
+    settings: Settings = Settings()
+
+
+ASKED = Asked()
+"""Every analysis; an audit's every scale, a CSV's one."""
+EVERYTHING = Asked(each_scale=True, partial=True)
+"""What the report asks for."""
+VERDICTS_ONLY = Asked(frozenset({Analysis.VERDICTS}), each_scale=True)
+"""What `run`, the demo and the trackers ask for: every family judged."""
+JUDGED = frozenset(
+    (Analysis.VERDICTS, Analysis.TRANSFER, Analysis.DECOUPLING, Analysis.POWER, Analysis.TARGET)
+)
+"""The analyses read from the judgements: asking for one judges every family."""
+
+
+@dataclass(frozen=True)
+class Absence(JsonResult):
+    """An analysis (at one place: `metric:scale`, a scale, ...) that could not be made."""
+
+    analysis: Analysis
+    where: str
+    reason: str
+
+
+class NotComputed(ArchauditError):
+    """Nothing of an asked slice could be computed: the first reason, as the analysis gave it."""
+
+
+@dataclass(frozen=True)
+class VerdictRow(JsonResult):
+    """One arm's verdict on one metric at one scale, flat: what trackers log."""
+
+    metric: str
+    scale: str
+    baseline: str
+    arm: str
+    verdict: str
+    delta: float
+    interval_low: float
+    interval_high: float
+    p_adj: float
+    threshold: float
+    mde: float
+    n_seeds: int
+    sequential: bool
+
+    @classmethod
+    def of(cls, j: Judgement, a: ArmVerdict) -> VerdictRow:
+        low, high = a.interval
+        return cls(
+            metric=j.metric, scale=j.scale, baseline=j.baseline, arm=a.arm, verdict=a.verdict,
+            delta=a.delta, interval_low=low, interval_high=high, p_adj=a.p_adj,
+            threshold=a.threshold, mde=a.mde, n_seeds=a.n_seeds,
+            sequential=j.sequential is not None,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Findings(JsonResult):
+    """Every analysis of one source, with what is absent and why."""
+
+    source: str
+    kind: SourceKind
+    metrics: tuple[str, ...]
+    scales: tuple[str, ...]
+    defaults: tuple[str, ...]
+    """What an audit folder chose where the caller named nothing ("metrics val_loss, ...")."""
+    judgements: tuple[Judgement, ...] = ()
+    transfers: tuple[ScaleTransfer, ...] = ()
+    baseline_transfers: tuple[BaselineTransfer, ...] = ()
+    interactions: tuple[Interactions, ...] = ()
+    aggregates: tuple[Aggregates, ...] = ()
+    decouplings: tuple[Decoupling, ...] = ()
+    power: tuple[PowerCase, ...] = ()
+    prediction: Prediction | None = None
+    """Each arm at the audit's untrained [target] scale (a slot `stats.predictions` fills)."""
+    stability: object | None = None
+    """The audit's stress test, an `audit.stress_result.StressResult` (a slot: the report fills
+    it from `_stress/stress.json`). Typed `object` here because the stress modules run audits
+    (they import the coordinator, which tracks these findings): naming the type would close an
+    import cycle; a reader narrows it with `isinstance`."""
+    snr: SignalToNoise | None = None
+    absent: tuple[Absence, ...] = ()
+    notes: tuple[str, ...] = ()
+    """What a reader of every slice must know (unfinished runs, a loop not finished)."""
+    audit_dir: Path | None = field(default=None, metadata={"json": False})
+    results_path: Path | None = field(default=None, metadata={"json": False})
+    """The results file read (an audit's: its results.csv export)."""
+    table: Table | None = field(default=None, metadata={"json": False})
+
+    def why(self, *analyses: Analysis) -> str | None:
+        """The recorded reason the first of `analyses` could not be made, if one is."""
+        for analysis in analyses:
+            for absence in self.absent:
+                if absence.analysis == analysis:
+                    return absence.reason
+        return None
+
+    def require(self, analysis: Analysis, found: Sequence[Any] | None) -> None:
+        """Refuse (one line) when an asked slice came out empty, with the analysis' reason."""
+        if not found:
+            raise NotComputed(self.why(analysis) or f"{self.source}: no {analysis} to show")
+
+    def judgement(self, metric: str, scale: str) -> Judgement | None:
+        return next((j for j in self.judgements if (j.metric, j.scale) == (metric, scale)), None)
+
+    def rows(self) -> tuple[VerdictRow, ...]:
+        """One row per (metric, scale, baseline, arm): its verdict and the numbers beside it."""
+        return tuple(VerdictRow.of(j, a) for j in self.judgements for a in j.arms)
+
+    def to_frame(self) -> Any:
+        """`rows()` as a DataFrame with pandas' nullable dtypes."""
+        from archaudit.stats.frames import typed_frame
+
+        return typed_frame([r.to_dict() for r in self.rows()])
+
+
+def attempt(
+    compute: Callable[..., T], analysis: Analysis, where: str, absent: list[Absence]
+) -> T | None:
+    """The analysis' result, or None with the user-facing reason it gave recorded as absent.
+
+    `compute` is called with no arguments; its type says `...` because callers' lambdas bind
+    their loop variables as default arguments, which mypy cannot infer."""
+    try:
+        return compute()
+    except ArchauditError as err:
+        absent.append(Absence(analysis, where, str(err)))
+        return None

@@ -1,0 +1,132 @@
+"""A judgement in words: the lines above a verdict table (direction, σ, the test, the
+calibrated level, the design's measured error rates and MDE, what the verdicts assume) and what
+an arm's interval is. `stats`, the demo and the report print these; the record holds numbers."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from archaudit.formatting import interval as written_interval
+from archaudit.formatting import num
+from archaudit.names import Correction
+from archaudit.stats.inference.corrections import ERROR_RATE_NAMES, FDR
+from archaudit.stats.inference.family_test import POOLED_T, ROBUST
+from archaudit.stats.judgement import Judgement
+from archaudit.stats.simulation.calibrate import CALIBRATED_TESTS
+from archaudit.stats.simulation.noise_models import WIDEST_FACTOR
+from archaudit.stats.simulation.profile import BOUND_CONFIDENCE
+
+FIXED_INTERVAL = "Bonferroni-simultaneous (1 − α) interval of the fixed design"
+REPEATED_INTERVAL = (
+    "repeated confidence interval of the sequential loop's last test of each arm (its Welch SE "
+    "and df, or the 6σ bound for one seed, at its last look's O'Brien–Fleming boundary and Holm "
+    "level): it excludes 0 exactly when that test crosses its boundary"
+)
+UNCALIBRATED = (Correction.BH, Correction.NONE)
+"""Corrections whose level is not calibrated by simulation."""
+
+
+def interval_kind(j: Judgement) -> str:
+    """What each arm's `interval` is."""
+    return REPEATED_INTERVAL if j.sequential else FIXED_INTERVAL
+
+
+def header(j: Judgement) -> list[str]:
+    """The lines above a verdict table: direction, σ and its interval, the test, the calibrated
+    level, the design's measured error rates and MDE, and the bounds they hold under (the
+    loop's own lines for a sequential judgement)."""
+    if j.sequential:
+        return _loop_header(j)
+    groups = j.sigma_groups
+    pooled = ", ".join(groups) if len(groups) <= 3 else f"{len(groups)} groups"
+    spread = written_interval(j.sigma_interval)
+    lines = [
+        f"{j.metric} at scale {j.scale}: {j.direction}",
+        f"σ = {num(j.sigma)} (95% {spread}, {j.sigma_dof} df, pooled over {pooled}); "
+        f"baseline mean {num(j.baseline_mean, 4)} ({j.baseline_n} seeds)",
+        f"{_test_text(j)}; {j.correction} at α = {j.alpha}, m = {j.m}"
+        + (" (controls the FDR, not the family-wise rate)" if j.error_rate == FDR else ""),
+    ]
+    rate = j.design
+    if rate is not None:
+        name = ERROR_RATE_NAMES[j.error_rate]
+        lines.append(_level_text(j))
+        lines.append(f"design's measured {name}: {rate.describe_rates()}{_holds_while(j)}")
+        lines += [line for line in (rate.describe_candidates(),) if line]
+        lines.append(replace(rate, mdes=j.mdes).describe_mdes(j.sigma))
+    return lines + assumptions(j)
+
+
+def _loop_header(j: Judgement) -> list[str]:
+    loop = j.sequential
+    assert loop is not None
+    lines = [
+        f"{j.metric} at scale {j.scale} (sequential): {j.direction}",
+        f"σ = {num(j.sigma)} ({j.sigma_dof} df); baseline mean "
+        f"{num(j.baseline_mean, 4)} ({j.baseline_n} seeds)",
+        f"the sequential loop: {loop.rounds} rounds, {loop.runs} runs, stopped: {loop.stop}; "
+        f"O'Brien–Fleming within each arm, Holm across arms at α = {loop.rule.alpha}",
+    ]
+    if loop.design is not None:
+        lines += [loop.design.describe(), f"MDE {num(j.mde)} at 80% power"]
+    return lines
+
+
+def _test_text(j: Judgement) -> str:
+    if not j.calibrated:
+        return "z test, UNCALIBRATED paper mode (σ treated as exact)"
+    if j.test == POOLED_T:
+        return f"pooled-t test (t with σ's {j.sigma_dof} df)"
+    dfs = [a.statistic_df for a in j.arms if a.n_seeds > 1 and math.isfinite(a.statistic_df)]
+    own = f"each arm's own Welch–Satterthwaite df ({num(min(dfs))}–{num(max(dfs))})" if dfs else ""
+    single = f"single seeds: t with σ's {j.sigma_dof} df at the bound below" * (j.test == ROBUST)
+    return f"{j.test} test (calibrated: {'; '.join(t for t in (own, single) if t)})"
+
+
+def _level_text(j: Judgement) -> str:
+    if j.test not in CALIBRATED_TESTS or j.correction in UNCALIBRATED:
+        return f"p_adj is compared with α = {j.alpha} (test or correction uncalibrated)"
+    if not math.isfinite(j.level) or (j.level >= j.alpha and not j.profile):
+        return f"p_adj is compared with α = {j.alpha} (the panel needs no lower level)"
+    source = (
+        f"the noise panel and this audit's own profile ({j.profile})"
+        if j.profile
+        else "the noise panel"
+    )
+    return (
+        f"p_adj is compared with the calibrated level α′ = {j.level:.3g}, set by "
+        f"simulation so that the whole rule's rate is ≤ α = {j.alpha} over {source}"
+    )
+
+
+def _holds_while(j: Judgement) -> str:
+    if not j.calibrated or j.test == POOLED_T or not math.isfinite(j.widest_ratio):
+        return ""  # without a multi-seed arm nothing is declared: no bound is needed
+    if j.design_above_alpha:
+        return ""  # the clause is true only of a rate that holds
+    seen = f"observed here on the multi-seed arms: {j.widest_ratio:.1f}×"
+    return f" (≤ α while no arm is wider than {j.covered_factor:.3g}× σ — {seen})"
+
+
+def assumptions(j: Judgement) -> list[str]:
+    """What the verdicts assume beyond the seeds themselves (labelled, never silent)."""
+    lines = []
+    if j.test == ROBUST and not math.isfinite(j.single_seed_bound):
+        lines.append(
+            "single-seed arms are candidates only: no arm with >= 2 seeds shows how wide a "
+            "seed's σ may be, so nothing bounds a single seed's spread; a candidate's second "
+            "seed decides"
+        )
+    elif j.test == ROBUST:
+        lines.append(
+            "single-seed arms are judged as if their seed σ were "
+            f"{j.single_seed_bound:.3g}× σ: the larger of the noise panel's widest "
+            f"({WIDEST_FACTOR:g}×) and the "
+            f"{BOUND_CONFIDENCE:.0%} upper bound of the widest multi-seed arm's σ ratio "
+            "(stats/simulation/profile.py); one seed cannot show its own spread, so below "
+            "that bound they are at most candidates"
+        )
+    if j.test == POOLED_T:
+        lines.append("ASSUMED by the user: every arm's seed σ equals the baseline's")
+    return lines

@@ -1,0 +1,201 @@
+"""One findings record (issue 40, must-show 1): `stats --json`, the report's data, `to_frame()`
+and the rows the MLflow tracker logs are the same verdicts and numbers, on an audit with two
+baselines and on a sequential audit, because all four read one `Findings` (`audit.findings`).
+
+Defect: three rooms loaded and judged an audit each their own way; on two baselines the
+trackers named arms `baseline@b` and left the other baselines' arms out while the report did
+not judge them at all."""
+
+from __future__ import annotations
+
+import collections
+import json
+import math
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).parent))
+from report_helpers import AUDIT_TOML
+from test_report_one_record import METRICS, fake_run_audit
+
+from archaudit.audit import sequential, store
+from archaudit.audit.findings import VERDICTS_ONLY, findings
+from archaudit.audit.plan import make_plan
+from archaudit.audit.record import RunRecord
+from archaudit.audit.sequential import SettleOptions, run_until_settled
+from archaudit.audit.spec import load_audit
+from archaudit.audit.trackers import log_verdicts
+from archaudit.cli import app, stats_cmd  # noqa: F401  (registers `stats`)
+from archaudit.report.data import gather
+
+ARMS = ("qk_norm", "post_ln", "geglu")
+TWO_BASELINES = "[baselines.pre]\n[baselines.post]\ndropout = 0.1\n"
+
+Key = tuple[str, str, str, str]
+"""(metric, scale, baseline, arm)."""
+
+
+def two_baseline_audit(root: Path) -> Path:
+    """Every arm on two baselines (`<arm>@pre`, `<arm>@post`), DONE records made up."""
+    audit_file = root / "two.toml"
+    audit_file.write_text(AUDIT_TOML.format(arms=json.dumps(list(ARMS))) + TWO_BASELINES)
+    plan = make_plan(load_audit(audit_file, runs_dir=root / "runs"))
+    store.materialize(plan)
+    for run in plan.runs:
+        arm, base = run.arm.split("@")
+        shift = {"post_ln": 0.08, "qk_norm": -0.04}.get(arm, 0.0) + (0.02 if base == "post" else 0)
+        noise = 0.01 * math.sin(17.0 * run.seed + len(run.arm) + len(run.scale))
+        metrics = {"val_loss": 3.0 + shift / 10 + noise / 3, "downstream_avg": 0.5 - shift + noise}
+        record = RunRecord.of_run(run, status="ok", metrics=metrics)
+        store.write_done(plan.run_dir(run), record)
+    store.refresh_export(plan.audit_dir)
+    return plan.audit_dir
+
+
+def sequential_audit(root: Path) -> Path:
+    audit_file = root / "looped.toml"
+    audit_file.write_text(AUDIT_TOML.format(arms=json.dumps(list(ARMS))))
+    plan = make_plan(load_audit(audit_file, runs_dir=root / "runs"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sequential, "run_audit", fake_run_audit)
+        run_until_settled(plan, SettleOptions(max_seeds=3, metrics=METRICS), live=False)
+    return plan.audit_dir
+
+
+@pytest.fixture(scope="module")
+def audits(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return {
+        "two baselines": two_baseline_audit(tmp_path_factory.mktemp("two")),
+        "sequential": sequential_audit(tmp_path_factory.mktemp("looped")),
+    }
+
+
+def same(value: Any) -> Any:
+    """A number as every room must agree on it: missing (None, NaN, <NA>) as None."""
+    if value is None or value is getattr(sys.modules.get("pandas"), "NA", object()):
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value if isinstance(value, str) else float(value)
+
+
+def numbers(delta, low, high, threshold, mde, verdict) -> tuple:  # type: ignore[no-untyped-def]
+    return (same(delta), same(low), same(high), same(threshold), same(mde), str(verdict))
+
+
+def from_json(audit: Path) -> dict[Key, tuple]:
+    result = CliRunner().invoke(app, ["stats", "verdicts", str(audit), "--json"])
+    assert result.exit_code == 0, result.output
+    judged = json.loads(result.stdout)
+    return {
+        (j["metric"], j["scale"], j["baseline"], a["arm"]): numbers(
+            a["delta"], *a["interval"], a["threshold"], a["mde"], a["verdict"]
+        )
+        for j in (judged if isinstance(judged, list) else [judged])
+        for a in j["arms"]
+    }
+
+
+def from_report(audit: Path) -> dict[Key, tuple]:
+    return {
+        (j.metric, j.scale, j.baseline, a.arm): numbers(
+            a.delta, *a.interval, a.threshold, a.mde, a.verdict
+        )
+        for j in gather(audit).verdicts
+        for a in j.arms
+    }
+
+
+def from_frame(audit: Path) -> dict[Key, tuple]:
+    frame = findings(audit, asked=VERDICTS_ONLY).to_frame()
+    return {
+        (r.metric, r.scale, r.baseline, r.arm): numbers(
+            r.delta, r.interval_low, r.interval_high, r.threshold, r.mde, r.verdict
+        )
+        for r in frame.itertuples()
+    }
+
+
+def from_mlflow(audit: Path, monkeypatch: pytest.MonkeyPatch) -> dict[Key, tuple]:
+    """The verdicts.json the MLflow tracker logs (a stand-in client records it) and its tags."""
+    logged: dict[str, Any] = {}
+
+    class Client:
+        def __init__(self, tracking_uri: str) -> None:
+            pass
+
+        def get_experiment_by_name(self, name: str) -> None:
+            return None
+
+        def create_experiment(self, name: str) -> str:
+            return "1"
+
+        def create_run(self, experiment_id: str, tags: dict) -> Any:
+            return types.SimpleNamespace(info=types.SimpleNamespace(run_id="r"))
+
+        def log_dict(self, run_id: str, value: Any, name: str) -> None:
+            logged[name] = value
+
+        def set_tag(self, run_id: str, key: str, value: str) -> None:
+            logged.setdefault("tags", {})[key] = value
+
+        def __getattr__(self, name: str) -> Any:
+            return lambda *args, **kwargs: None
+
+    modules = {name: types.ModuleType(name) for name in ("mlflow", "mlflow.tracking",
+                                                          "mlflow.entities")}  # fmt: skip
+    modules["mlflow.tracking"].MlflowClient = Client  # type: ignore[attr-defined]
+    modules["mlflow.entities"].Param = collections.namedtuple("Param", "key value")  # type: ignore[attr-defined]
+    for name, module in modules.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: object())
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "file:///nowhere")
+    log_verdicts("mlflow", "audit", audit, findings(audit, asked=VERDICTS_ONLY))
+    rows = logged["verdicts.json"]
+    for row in rows:
+        tag = f"verdict/{row['metric']}/{row['arm']}/{row['scale']}".replace("@", "_")
+        assert logged["tags"][tag] == row["verdict"]
+    fields = ("delta", "interval_low", "interval_high", "threshold", "mde", "verdict")
+    return {
+        (r["metric"], r["scale"], r["baseline"], r["arm"]): numbers(*(r[f] for f in fields))
+        for r in rows
+    }
+
+
+@pytest.mark.parametrize("design", ["two baselines", "sequential"])
+def test_stats_the_report_the_frame_and_mlflow_show_one_record(audits, design, monkeypatch):
+    audit = audits[design]
+    expected = from_json(audit)
+    metrics = {key[0] for key in expected}
+    assert metrics == set(METRICS)
+    if design == "two baselines":  # each baseline judges its own arms, none of the other's
+        by_baseline = collections.defaultdict(set)
+        for _, _, base, arm in expected:
+            by_baseline[base].add(arm)
+        assert by_baseline == {
+            f"baseline@{b}": {f"{arm}@{b}" for arm in ARMS} for b in ("pre", "post")
+        }
+    else:
+        assert store.read_json(audit / store.SEQUENTIAL_DIR / store.SEQUENTIAL_SUMMARY)
+    assert from_report(audit) == expected
+    assert from_frame(audit) == expected
+    assert from_mlflow(audit, monkeypatch) == expected
+
+
+def test_the_frame_keeps_its_nullable_dtypes_through_parquet(audits, tmp_path):
+    """Issue 44: `to_frame()` had object columns (None for NaN) that Parquet did not round-trip."""
+    pandas = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    found = findings(audits["sequential"], asked=VERDICTS_ONLY)
+    for frame in (found.to_frame(), found.judgements[0].to_frame()):
+        numeric = frame.select_dtypes(include=["Float64", "Int64", "boolean", "string"])
+        assert {"delta", "mde", "threshold", "n_seeds", "verdict"} <= set(numeric.columns)
+        assert not any(frame[c].map(lambda v: v is None).any() for c in numeric.columns)
+        frame.to_parquet(tmp_path / "f.parquet")
+        back = pandas.read_parquet(tmp_path / "f.parquet")
+        pandas.testing.assert_frame_equal(frame, back)
