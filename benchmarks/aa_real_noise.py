@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from archaudit.stats.inference.aa import aa_test
+from archaudit.stats.simulation.aa import aa_test
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "data" / "corpora" / "tinyshakespeare" / "input.txt"

@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from archaudit.stats import AuditDesign
+from archaudit.stats.noise_panel import PANEL, parse_one
 from archaudit.stats.simulation.calibrate import audit_levels, design_level
 from archaudit.stats.simulation.design_rate import arm_mde, design_rate
-from archaudit.stats.simulation.noise_models import PANEL, parse_one
 from archaudit.stats.simulation.null_kernel import simulate_outcomes
 from archaudit.stats.simulation.sequential import (
     SequentialRule,

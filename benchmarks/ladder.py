@@ -250,7 +250,7 @@ def real_ladder(path: Path, n_boot: int) -> list[list[str]]:
 def simulate(scales: int, seeds: int, noise: str, reps: int, n_boot: int) -> Hits:
     """`reps` ladders of SIM_TRUTHS (σ = 1) under one noise model, each predicted
     TARGET_STEPS doublings beyond its largest scale, scored against the true Δ there."""
-    from archaudit.stats.simulation.noise_models import parse_one
+    from archaudit.stats.noise_panel import parse_one
 
     model, rng, hits = parse_one(noise), np.random.default_rng(scales * 100 + seeds), Hits()
     u = np.arange(scales, dtype=float)

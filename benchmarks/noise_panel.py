@@ -15,7 +15,7 @@ import numpy as np
 from scipy.special import digamma, polygamma, stdtr
 
 from archaudit.stats import AuditDesign
-from archaudit.stats.simulation.noise_models import PANEL, parse_one
+from archaudit.stats.noise_panel import PANEL, parse_one
 from archaudit.stats.simulation.sequential import SequentialRule, sequential_null_fwer
 from archaudit.stats.simulation.simulate import null_fwer
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from archaudit.audit import store
+from archaudit.audit.findings import VERDICTS_ONLY, findings
 from archaudit.audit.plan import make_plan
 from archaudit.audit.record import RunRecord
 from archaudit.audit.spec import load_audit
-from archaudit.audit.findings import VERDICTS_ONLY, findings
 from archaudit.stats import Table, load_table
 from archaudit.stats.errors import EmptyTableError, TableError
 

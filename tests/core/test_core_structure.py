@@ -87,3 +87,29 @@ def test_the_length_check_counts_decorators_and_docstrings(tmp_path: Path) -> No
     assert [(f.name, f.lines) for f in lengths.functions(root)] == [("f", 60)]
     _write(tmp_path, {"a.py": source + "    x = 0\n"})
     assert [f.name for f in lengths.too_long(root)] == ["f"]
+
+
+def test_stats_keeps_its_layers(tmp_path: Path) -> None:
+    """Issue 40: inside stats, tests → simulation → judge → analyses, nothing back up (a test that
+    imports the simulation, or the judge that imports an analysis, is refused)."""
+    root = _write(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "stats/__init__.py": "from archaudit.stats.analyses import transfer\n",
+            "stats/inference/__init__.py": "",
+            "stats/inference/compare.py": "from archaudit.stats.simulation import design\n",
+            "stats/simulation/__init__.py": "",
+            "stats/simulation/design.py": "from archaudit.stats.inference import compare\n",
+            "stats/judgement.py": "from archaudit.stats.analyses.transfer import t\n",
+            "stats/analyses/__init__.py": "",
+            "stats/analyses/transfer.py": "from archaudit.stats import judgement\n",
+        },
+    )
+    upward = [line for line in imports.problems(root) if line.startswith("upward")]
+    assert upward == [
+        "upward: archaudit/stats/inference/compare.py:1: archaudit.stats.inference.compare "
+        "imports archaudit.stats.simulation.design",
+        "upward: archaudit/stats/judgement.py:1: archaudit.stats.judgement imports "
+        "archaudit.stats.analyses.transfer",
+    ]

@@ -23,12 +23,12 @@ from typer.testing import CliRunner
 
 from archaudit.audit import sequential, store
 from archaudit.audit.coordinator import AuditOutcome
+from archaudit.audit.findings import VERDICTS_ONLY, findings
 from archaudit.audit.loop_summary import judge_with_loop, read_loop_summary
 from archaudit.audit.plan import make_plan
 from archaudit.audit.record import RunRecord
 from archaudit.audit.sequential import SettleOptions, run_until_settled
 from archaudit.audit.spec import load_audit
-from archaudit.audit.verdicts import judge_family
 from archaudit.cli import app, stats_cmd  # noqa: F401  (registers `stats`)
 from archaudit.formatting import num, pvalue, signed
 from archaudit.metrics import downstream_average
@@ -118,13 +118,12 @@ def from_json(audit: Path, metric: str, scale: str) -> dict[str, tuple[str, ...]
 
 
 def from_frame(audit: Path, metric: str, scale: str) -> dict[str, tuple[str, ...]]:
-    options = JudgeOptions(scale=scale)
-    table = load_table(audit)
-    judgement = judge_family(audit, table, metric, options, read_loop_summary(audit))
-    frame = judgement.to_frame()
+    found = findings(audit, (metric,), JudgeOptions(scale=scale), asked=VERDICTS_ONLY)
+    judgement = found.judgement(metric, scale)
+    assert judgement is not None, found.absent
     return {
         row.arm: shown(row.delta, row.interval, row.threshold, row.mde, row.verdict)
-        for row in frame.itertuples()
+        for row in judgement.to_frame().itertuples()
     }
 
 

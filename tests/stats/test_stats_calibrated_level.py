@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from archaudit.stats import AuditDesign, JudgeOptions, design_rate, judge, simulate_null
 from archaudit.stats.judgement_text import header
+from archaudit.stats.noise_panel import parse_one
 from archaudit.stats.simulation.calibrate import audit_levels, design_level, level_from_rates
-from archaudit.stats.simulation.noise_models import parse_one
 from archaudit.stats.simulation.null_kernel import simulate_outcomes
 from archaudit.stats.simulation.profile import profile_of, ratio_bounds, single_seed_bound
 

@@ -9,10 +9,10 @@ import pytest
 
 from archaudit.stats import AuditDesign, design_rate, judge, simulate_null
 from archaudit.stats.judgement_text import header
+from archaudit.stats.noise_panel import PANEL
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.simulation import calibrate
 from archaudit.stats.simulation.design_rate import DESIGN_AUDITS, DESIGN_SEED, arm_mde
-from archaudit.stats.simulation.noise_models import PANEL
 
 # The module, not the function `archaudit.stats.simulation.design_rate` that shadows it.
 design_rate_module = importlib.import_module("archaudit.stats.simulation.design_rate")

@@ -5,7 +5,7 @@ import itertools
 import pytest
 
 from archaudit.stats import grade
-from archaudit.stats.analyses.grading import CRITERIA
+from archaudit.stats.grading import CRITERIA
 
 
 @pytest.mark.parametrize(

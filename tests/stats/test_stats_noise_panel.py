@@ -17,10 +17,10 @@ from scipy import stats
 
 from archaudit.errors import ConfigError
 from archaudit.stats import AuditDesign, design_rate, judge, simulate_null
-from archaudit.stats.inference.aa import aa_test
 from archaudit.stats.judgement_text import header
+from archaudit.stats.noise_panel import PANEL, parse_noise, parse_one
 from archaudit.stats.options import JudgeOptions
-from archaudit.stats.simulation.noise_models import PANEL, parse_noise, parse_one
+from archaudit.stats.simulation.aa import aa_test
 from archaudit.stats.simulation.sequential import (
     SequentialRule,
     sequential_null_fwer,

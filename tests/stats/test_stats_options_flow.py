@@ -20,8 +20,8 @@ from archaudit.stats import (
     seeds_needed,
     simulate_null,
 )
-from archaudit.stats.analyses.grading import grade_arm
 from archaudit.stats.family import collect_family
+from archaudit.stats.grading import grade_arm
 from archaudit.stats.inference.compare import decide
 
 OPTION_FIELDS = {field.name for field in dataclasses.fields(JudgeOptions)}

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from archaudit.stats import judge
-from archaudit.stats.analyses.signal import check_signal
 from archaudit.stats.errors import TableError
 from archaudit.stats.options import JudgeOptions
+from archaudit.stats.signal import check_signal
 from archaudit.stats.table import Row, Table
 
 ARMS = {"baseline": (), "sigmoid_attn": ("downstream",), "qk_norm": ("cross_scale",)}

@@ -39,8 +39,8 @@ from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write_text
 from archaudit.metrics import lower_is_better
 from archaudit.names import BASELINE, ResultStatus
-from archaudit.stats.analyses.signal import AVERAGE, check_signal
 from archaudit.stats.loop import ARM_STOPS, ArmStop, LoopArm, LoopFamily, LoopStop
+from archaudit.stats.signal import AVERAGE, check_signal
 from archaudit.stats.simulation.sequential import (
     FUTILE,
     OPEN,
@@ -267,7 +267,7 @@ def collect(plan: Plan) -> Results:
 
 def as_judged(results: Results) -> Results:
     """The records with `downstream_avg` as the audit judges it: over the tasks that carry
-    signal in the audit (`archaudit.stats.analyses.signal`, docs/metrics.md), not over those each
+    signal in the audit (`archaudit.stats.signal`, docs/metrics.md), not over those each
     run
     kept alone; so the loop judges the very values `stats` and the report do."""
     records = [record for runs in results.values() for record in runs.values()]

@@ -27,6 +27,17 @@ FLOORS: tuple[frozenset[str], ...] = (
         | {"metrics", "names"}
         | {"checkpoint_io", "rundir"}
     ),
+    # stats in layers (docs/stats.md): records and tables; tests; the simulated designs that
+    # calibrate them; the judge; the analyses and predictions built on judgements; the facade
+    frozenset(
+        {"stats.errors", "stats.csvio", "stats.frames", "stats.serialize", "stats.table"}
+        | {"stats.verdicts", "stats.noise_panel", "stats.predictions.target"}
+    ),
+    frozenset({"stats.inference", "stats.options"}),
+    frozenset({"stats.simulation"}),
+    frozenset({"stats.family", "stats.loop", "stats.judgement", "stats.judgement_text"})
+    | frozenset({"stats.grading", "stats.signal"}),
+    frozenset({"stats.analyses", "stats.predictions"}),
     frozenset({"model", "data", "stats"}),
     frozenset({"mods", "evals", "export"}),
     frozenset({"train", "diagnose"}),

@@ -85,7 +85,7 @@ def _design_fwer(v: Judgement) -> str:
 
 
 def _panel_worst(v: Judgement) -> str:
-    """The noise panel's worst measured rate (stats/simulation/noise_models.py)."""
+    """The noise panel's worst measured rate (stats/noise_panel.py)."""
     return num(v.design_panel_worst) if math.isfinite(v.design_panel_worst) else NOT_COMPUTED
 
 

@@ -18,14 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from archaudit.metrics import lower_is_better as resolve_direction
+    from archaudit.stats.analyses.adaptive import adaptive_seeding
     from archaudit.stats.analyses.baseline_transfer import transfer_across_baselines
     from archaudit.stats.analyses.decoupling import decoupling
-    from archaudit.stats.analyses.grading import grade
     from archaudit.stats.analyses.interactions import interactions
     from archaudit.stats.analyses.ranking import kendall_tau_b, spearman
     from archaudit.stats.analyses.scaling import fit_loss_surface, fit_scaling_law
     from archaudit.stats.analyses.transfer import cross_scale_transfer
     from archaudit.stats.family import family_design
+    from archaudit.stats.grading import grade
     from archaudit.stats.inference.corrections import CORRECTIONS, adjust_pvalues, fwer_uncorrected
     from archaudit.stats.inference.dunnett import dunnett_stepdown
     from archaudit.stats.inference.family_test import REFERENCES
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
     from archaudit.stats.inference.significance import welch_test, z_test
     from archaudit.stats.judgement import ArmVerdict, Judgement, judge
     from archaudit.stats.options import JudgeOptions
-    from archaudit.stats.simulation.adaptive import adaptive_seeding
     from archaudit.stats.simulation.design import AuditDesign
     from archaudit.stats.simulation.design_rate import DesignRate, design_power, design_rate
     from archaudit.stats.simulation.power import (
@@ -62,7 +62,7 @@ _LAZY: dict[str, tuple[str, str]] = {
         "transfer_across_baselines",
     ),
     "decoupling": ("archaudit.stats.analyses.decoupling", "decoupling"),
-    "grade": ("archaudit.stats.analyses.grading", "grade"),
+    "grade": ("archaudit.stats.grading", "grade"),
     "interactions": ("archaudit.stats.analyses.interactions", "interactions"),
     "kendall_tau_b": ("archaudit.stats.analyses.ranking", "kendall_tau_b"),
     "spearman": ("archaudit.stats.analyses.ranking", "spearman"),
@@ -89,7 +89,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "Judgement": ("archaudit.stats.judgement", "Judgement"),
     "judge": ("archaudit.stats.judgement", "judge"),
     "JudgeOptions": ("archaudit.stats.options", "JudgeOptions"),
-    "adaptive_seeding": ("archaudit.stats.simulation.adaptive", "adaptive_seeding"),
+    "adaptive_seeding": ("archaudit.stats.analyses.adaptive", "adaptive_seeding"),
     "AuditDesign": ("archaudit.stats.simulation.design", "AuditDesign"),
     "DesignRate": ("archaudit.stats.simulation.design_rate", "DesignRate"),
     "design_power": ("archaudit.stats.simulation.design_rate", "design_power"),

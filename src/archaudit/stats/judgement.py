@@ -12,10 +12,9 @@ import numpy as np
 from archaudit.formatting import interval as written_interval
 from archaudit.formatting import num
 from archaudit.metrics import metric_info
-from archaudit.stats.analyses.grading import grade_arm
-from archaudit.stats.analyses.signal import AVERAGE, check_signal
 from archaudit.stats.errors import TableError
 from archaudit.stats.family import Family, collect_family
+from archaudit.stats.grading import grade_arm
 from archaudit.stats.inference.compare import ArmTest
 from archaudit.stats.inference.corrections import (
     ERROR_RATE_NAMES,
@@ -31,11 +30,12 @@ from archaudit.stats.inference.outliers import (
 )
 from archaudit.stats.inference.samples import ArmSample
 from archaudit.stats.loop import ArmStop, Loop, LoopArm, LoopFamily
+from archaudit.stats.noise_panel import WIDEST_FACTOR
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.serialize import JsonResult
+from archaudit.stats.signal import AVERAGE, check_signal
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.design_rate import DesignRate, arm_mde
-from archaudit.stats.simulation.noise_models import WIDEST_FACTOR
 from archaudit.stats.simulation.sequential import sequential_design_rate
 from archaudit.stats.table import DOWNSTREAM, Table, TableLike, load_table
 from archaudit.stats.verdicts import NOISE_SIGMAS, Verdict

@@ -13,8 +13,8 @@ from archaudit.names import Correction
 from archaudit.stats.inference.corrections import ERROR_RATE_NAMES, FDR
 from archaudit.stats.inference.family_test import POOLED_T, ROBUST
 from archaudit.stats.judgement import Judgement
+from archaudit.stats.noise_panel import WIDEST_FACTOR
 from archaudit.stats.simulation.calibrate import CALIBRATED_TESTS
-from archaudit.stats.simulation.noise_models import WIDEST_FACTOR
 from archaudit.stats.simulation.profile import BOUND_CONFIDENCE
 
 FIXED_INTERVAL = "Bonferroni-simultaneous (1 − α) interval of the fixed design"

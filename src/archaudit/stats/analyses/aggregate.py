@@ -31,7 +31,6 @@ import numpy as np
 from archaudit.errors import ConfigError
 from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS, lower_is_better
 from archaudit.names import ResultStatus
-from archaudit.stats.analyses.signal import check_signal
 from archaudit.stats.errors import DesignError, TooFewSeedsError
 from archaudit.stats.family import left_out
 from archaudit.stats.inference.aso import (
@@ -43,6 +42,7 @@ from archaudit.stats.inference.resample import estimable_interval
 from archaudit.stats.inference.samples import sample_arm
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.serialize import JsonResult
+from archaudit.stats.signal import check_signal
 from archaudit.stats.table import Table, TableLike, load_table
 
 TASK_SUFFIX = "/score"

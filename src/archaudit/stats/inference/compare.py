@@ -25,8 +25,8 @@ from archaudit.stats.inference.family_test import (
 )
 from archaudit.stats.inference.noise import NoiseFloor
 from archaudit.stats.inference.significance import Welch, welch_test
+from archaudit.stats.noise_panel import WIDEST_FACTOR
 from archaudit.stats.options import JudgeOptions
-from archaudit.stats.simulation.noise_models import WIDEST_FACTOR
 from archaudit.stats.verdicts import Verdict, candidate, classify
 
 

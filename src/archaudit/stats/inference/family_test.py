@@ -20,7 +20,7 @@ Each test's p is corrected over the family and compared with the design's calibr
 Welch
 uses each arm's own spread, so more seeds and a larger Δ do not always mean a smaller p.
 
-Measured over the noise panel (stats/simulation/noise_models.py, docs/verdicts.md), only tests in
+Measured over the noise panel (stats/noise_panel.py, docs/verdicts.md), only tests in
 which an
 arm's own variance enters hold α when arms' seed variances differ. `pooled-t` (declared equal
 variance, `--equal-variance`) and `z` (paper mode) are labelled assumptions of the user.
@@ -38,7 +38,7 @@ from scipy.special import ndtr, stdtr, stdtrit
 
 from archaudit.names import Reference
 from archaudit.stats.inference.significance import welch_df
-from archaudit.stats.simulation.noise_models import WIDEST_FACTOR
+from archaudit.stats.noise_panel import WIDEST_FACTOR
 
 REFERENCES = tuple(Reference)
 """`t` (default, calibrated: σ's own uncertainty is in the reference distribution) and

@@ -32,9 +32,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from archaudit.stats.noise_panel import PANEL, parse_one
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.disk_cache import cached, in_range
-from archaudit.stats.simulation.noise_models import PANEL, parse_one
 from archaudit.stats.simulation.null_kernel import MIN_AUDITS, affordable, simulate_outcomes
 from archaudit.stats.simulation.profile import (
     NO_PROFILE,

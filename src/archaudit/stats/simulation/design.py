@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from archaudit.errors import ConfigError
 from archaudit.stats.inference.family_test import Z, choose_test
+from archaudit.stats.noise_panel import WIDEST_FACTOR
 from archaudit.stats.options import DEFAULT, JudgeOptions, check_test
 from archaudit.stats.serialize import JsonResult
-from archaudit.stats.simulation.noise_models import WIDEST_FACTOR
 from archaudit.stats.simulation.power import Design, default_baseline_seeds
 
 

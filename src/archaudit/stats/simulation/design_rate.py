@@ -2,7 +2,7 @@
 
 The rate is simulated under the null (`simulate_null`) with a fixed seed, so it is the same
 number every time: under normal noise with one σ (the model the verdict arithmetic is exact for)
-and under every model of the noise panel (stats/simulation/noise_models.py), whose worst rate is
+and under every model of the noise panel (stats/noise_panel.py), whose worst rate is
 printed
 beside it. It depends only on the design, so it is cached in-process and on disk under
 `<archaudit cache>/stats/`, keyed by the design, the number of audits, the seed and the
@@ -19,12 +19,12 @@ from functools import lru_cache
 from typing import Any
 
 from archaudit.formatting import num
+from archaudit.stats.noise_panel import NORMAL, PANEL, WIDEST_FACTOR, parse_one
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.simulation.calibrate import calibration_audits, design_level, unresolvable
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.disk_cache import cached, in_range
-from archaudit.stats.simulation.noise_models import NORMAL, PANEL, WIDEST_FACTOR, parse_one
 from archaudit.stats.simulation.null_kernel import (
     DRAW_BUDGET,
     MIN_AUDITS,

@@ -20,8 +20,8 @@ import numpy as np
 from archaudit.stats.inference.corrections import adjust_pvalues
 from archaudit.stats.inference.dunnett import critical_value, max_t_tail, max_t_tails
 from archaudit.stats.inference.family_test import POOLED_T, dunnett_statistics, statistics
+from archaudit.stats.noise_panel import NORMAL, NoiseModel
 from archaudit.stats.simulation.design import AuditDesign
-from archaudit.stats.simulation.noise_models import NORMAL, NoiseModel
 from archaudit.stats.simulation.profile import ratio_bounds, single_seed_bound
 from archaudit.stats.verdicts import within_noise
 

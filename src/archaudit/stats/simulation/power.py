@@ -38,9 +38,9 @@ from archaudit.stats.inference.corrections import per_test_alpha
 from archaudit.stats.inference.distributions import chi_square_quadrature, solve_increasing
 from archaudit.stats.inference.family_test import POOLED_T, ROBUST, Z, choose_test
 from archaudit.stats.inference.significance import welch_df
+from archaudit.stats.noise_panel import WIDEST_FACTOR
 from archaudit.stats.options import DEFAULT, JudgeOptions, check_test
 from archaudit.stats.serialize import JsonResult
-from archaudit.stats.simulation.noise_models import WIDEST_FACTOR
 from archaudit.stats.verdicts import NOISE_SIGMAS
 
 _CRITICAL_GRID = 48

@@ -59,7 +59,7 @@ def grade_arm(table: Table, arm: str, options: JudgeOptions, *, metric: str, see
     The test counts as corrected unless `options.correction` is "none". Downstream evaluation
     means a finite value for any of `options.downstream_metrics`. By default that is every
     higher-is-better downstream measurement of the metric registry. Tasks
-    without signal are out of the table by then (`archaudit.stats.analyses.signal`). Scales count
+    without signal are out of the table by then (`archaudit.stats.signal`). Scales count
     where
     the arm has a finite `metric`. A downstream number the arm's own run scored at chance or at
     the floor (its `<task>/at_chance` flag; for an average, every task of the run flagged) is
