@@ -44,3 +44,18 @@ class Reference(StrEnum):
     """Student's t with the noise floor's degrees of freedom (default)."""
     NORMAL = "normal"
     """The paper's z: treats σ as exact (a labelled, uncalibrated reproduction mode)."""
+
+
+class Test(StrEnum):
+    """The one test a family's arms are judged by (chosen from their seeds and the options)."""
+
+    WELCH = "welch"
+    """Each arm's own seed variance (the default with ≥ 2 seeds per arm)."""
+    ROBUST = "robust"
+    """Welch, with single-seed arms held to the noise panel's widest σ."""
+    POOLED_T = "pooled-t"
+    """One pooled σ for every arm (`--equal-variance`): uncalibrated when arms differ."""
+    Z = "z"
+    """The paper's z on the noise floor's σ (`--reference normal`): a reproduction mode."""
+    SEQUENTIAL = "sequential"
+    """The sequential loop's group-sequential test (`run --until-settled`)."""

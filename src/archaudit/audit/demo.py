@@ -24,6 +24,7 @@ from archaudit.audit.coordinator import AuditOutcome, run_audit
 from archaudit.audit.plan import make_plan
 from archaudit.audit.sequential import SettledAudit, run_until_settled
 from archaudit.audit.spec import load_audit
+from archaudit.names import Test
 
 if TYPE_CHECKING:  # scipy loads only when the demo judges
     from archaudit.stats import Judgement
@@ -66,7 +67,7 @@ def verdict_table(judgement: Judgement) -> Table:
     from archaudit.stats.judgement_text import header
 
     table = Table(title="\n".join(header(judgement)), title_justify="left")
-    statistic = "z" if judgement.test == "z" else "t"
+    statistic = "z" if judgement.test == Test.Z else "t"
     for column in ("arm", "seeds", "mean", "Δ", statistic, "p", "p_adj", "verdict"):
         table.add_column(column, justify="left" if column in ("arm", "verdict") else "right")
     for arm in judgement.arms:

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from archaudit.audit.plan import RunSpec
 from archaudit.audit.store import RUN_FILE, STATES, RunStatus, read_spec, run_status
+from archaudit.metrics import PRIMARY_LOSS
 from archaudit.progress import console, log
 
 FINAL = ("done", "diverged", "failed")
@@ -31,11 +32,11 @@ def arm_table(statuses: Sequence[RunStatus], title: str = "") -> Table:
     table.add_column("arm")
     for state in STATES:
         table.add_column(state, justify="right")
-    table.add_column("val_loss", justify="right")
+    table.add_column(PRIMARY_LOSS, justify="right")
     for arm, runs in by_arm.items():
         counts = Counter(s.state for s in runs)
         done = [s.result for s in runs if s.result and s.state == "done"]
-        losses = [v for record in done if (v := record.metric("val_loss")) is not None]
+        losses = [v for record in done if (v := record.metric(PRIMARY_LOSS)) is not None]
         mean = f"{sum(losses) / len(losses):.4f}" if losses else "-"
         table.add_row(arm, *(str(counts[state] or "") for state in STATES), mean)
     return table
@@ -115,7 +116,7 @@ class AuditMonitor:
         for s in statuses:
             if s.state in FINAL and self._seen.get(s.path) != s.state:
                 self._seen[s.path] = s.state
-                loss = s.result.metric("val_loss") if s.result else None
+                loss = s.result.metric(PRIMARY_LOSS) if s.result else None
                 detail = f" val_loss {loss:.4f}" if isinstance(loss, float) else ""
                 log(f"[{len(self._seen)}/{len(statuses)}] {s.spec.path}: {s.state}{detail}")
 

@@ -14,8 +14,9 @@ from typing import Any
 
 from archaudit.audit import store
 from archaudit.errors import DataError
+from archaudit.metrics import PRIMARY_LOSS
 
-CURVE_KEYS = ("loss", "val_loss", "grad_norm")
+CURVE_KEYS = ("loss", PRIMARY_LOSS, "grad_norm")
 RERUN_FILE = "rerun.json"
 
 

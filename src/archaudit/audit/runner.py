@@ -37,6 +37,7 @@ from archaudit.audit.trackers import (
 from archaudit.config import ModelConfig, Recipe, to_dict
 from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write, atomic_write_text
+from archaudit.metrics import PRIMARY_LOSS
 from archaudit.names import BASELINE, ResultStatus
 from archaudit.progress import log
 from archaudit.rundir import ATTEMPTS, EVALS, FAILED, METRICS, checkpoint_dirs, checkpoint_step
@@ -139,10 +140,10 @@ def run_metrics(
     """A trained run's metrics as DONE records them (and `rerun` compares them): losses,
     total and active parameters, MoE routing, and the suite's scores when it has one."""
     if result.status != ResultStatus.OK:
-        missing: dict[str, float | None] = {"val_loss": None}
+        missing: dict[str, float | None] = {PRIMARY_LOSS: None}
         return missing | ({"downstream_avg": None} if spec.suite else {})
     metrics: dict[str, float | None] = {
-        "val_loss": result.val_loss,
+        PRIMARY_LOSS: result.val_loss,
         "train_loss": result.final_loss,
         "params": float(result.params),
         "active_params": float(result.active_params or result.params),
@@ -244,7 +245,7 @@ def train_tracked(
     run = TrackedRun("archaudit-train", out.name, arm, scale, seed, out, config)
     with tracking(tracker if rank0 else "", run) as tracked:
         result = train(model, recipe, out, seed=seed, callbacks=tracker_callbacks(tracked))
-        metrics: dict[str, float | None] = {"val_loss": result.val_loss}
+        metrics: dict[str, float | None] = {PRIMARY_LOSS: result.val_loss}
         metrics["train_loss"] = result.final_loss
         if suite and rank0 and result.status == ResultStatus.OK:
             metrics |= evaluate(out, suite, limit=limit, out_path=out / EVALS).metrics

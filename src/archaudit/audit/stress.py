@@ -37,6 +37,7 @@ from archaudit.audit.store import read_record
 from archaudit.config import ModelConfig, Recipe, canonical_json, to_dict
 from archaudit.data.identity import recipe_hash
 from archaudit.errors import ConfigError, did_you_mean
+from archaudit.metrics import PRIMARY_LOSS
 from archaudit.rundir import EVENTS, METRICS
 from archaudit.stats.analyses.stability import SweepRun
 
@@ -239,7 +240,7 @@ def read_sweep_run(run_dir: Path, run: RunSpec, recipe_lr: float) -> SweepRun | 
 
 
 def _final_loss(record: RunRecord) -> float | None:
-    value = record.metrics.get("val_loss")
+    value = record.metrics.get(PRIMARY_LOSS)
     return None if record.status != "ok" or value is None else float(value)
 
 

@@ -28,6 +28,7 @@ from archaudit.audit.store import TUNE_DIR, read_record, write_json
 from archaudit.config import load_toml
 from archaudit.errors import ConfigError
 from archaudit.files import atomic_write_text
+from archaudit.metrics import PRIMARY_LOSS
 from archaudit.names import BASELINE
 
 LR_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
@@ -116,7 +117,7 @@ def tune_baseline(
     losses: dict[tuple[float, float], list[float]] = defaultdict(list)
     for run in plan.runs:
         done = read_record(plan.run_dir(run))
-        value = done.metric("val_loss") if done else None
+        value = done.metric(PRIMARY_LOSS) if done else None
         finite = value if value is not None and math.isfinite(value) else math.inf
         losses[(run.recipe.lr, run.recipe.warmup_frac)].append(finite)
     points = tuple(TunePoint(lr, w, tuple(v)) for (lr, w), v in losses.items())
@@ -131,7 +132,7 @@ def tune_baseline(
             "audit_file": str(audit_file),
             "scale": plan.runs[0].scale,
             "seeds": seeds,
-            "metric": "val_loss",
+            "metric": PRIMARY_LOSS,
             "points": [dataclasses.asdict(p) | {"mean": p.mean} for p in points],
             "chosen": chosen,
             "time": time.time(),

@@ -34,7 +34,7 @@ from archaudit.cli.tables import print_table
 from archaudit.errors import ConfigError
 from archaudit.formatting import MISSING, estimate, interval, num, pvalue
 from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS
-from archaudit.names import BASELINE
+from archaudit.names import BASELINE, Test
 from archaudit.stats.options import DEFAULT, JudgeOptions
 
 if TYPE_CHECKING:
@@ -217,7 +217,7 @@ def _print_judgement(judgement: Judgement, notes: list[str]) -> None:
     _console().print("\n".join(header(judgement)))
     if judgement.sequential:
         return _print_loop_arms(judgement, notes)
-    statistic = "z" if judgement.test == "z" else "t"
+    statistic = "z" if judgement.test == Test.Z else "t"
     # One seed count: its MDE is the header's; several: each arm's MDE gets a column.
     per_arm_mde = len({v.n_seeds for v in judgement.arms}) > 1
     paper = any(v.paper_verdict for v in judgement.arms)

@@ -24,6 +24,7 @@ from archaudit.cli.options import (
 )
 from archaudit.config import Recipe
 from archaudit.formatting import VALUE_DIGITS, num
+from archaudit.metrics import PRIMARY_LOSS
 from archaudit.names import BASELINE
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ SUMMARY = (
     "steps",
     "tokens",
     "final_loss",
-    "val_loss",
+    PRIMARY_LOSS,
     "tokens_per_s",
     "params",
     "active_params",

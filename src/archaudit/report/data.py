@@ -23,6 +23,7 @@ from archaudit.audit.record import RoutingAtEnd, RunRecord
 from archaudit.audit.stress import STRESS_DIR
 from archaudit.audit.stress_result import RESULT_FILE, StressResult, read_result
 from archaudit.errors import ArchauditError, DataError
+from archaudit.metrics import PRIMARY_LOSS
 from archaudit.names import BASELINE
 from archaudit.report.palette import Colour, arm_colours
 from archaudit.rundir import ENV, EVENTS
@@ -287,8 +288,8 @@ def _curve(run: _Run) -> Curve | None:
         loss=tuple(_number(r.get("loss")) for r in rows),
         grad_norm=tuple(_number(r.get("grad_norm")) for r in rows),
         diverged_step=run.done.diverged_step if run.done else None,
-        val_steps=tuple(int(r["step"]) for r in rows if r.get("val_loss") is not None),
-        val_loss=tuple(float(r["val_loss"]) for r in rows if r.get("val_loss") is not None),
+        val_steps=tuple(int(r["step"]) for r in rows if r.get(PRIMARY_LOSS) is not None),
+        val_loss=tuple(float(r[PRIMARY_LOSS]) for r in rows if r.get(PRIMARY_LOSS) is not None),
     )
 
 

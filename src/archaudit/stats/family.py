@@ -14,9 +14,9 @@ import numpy as np
 
 from archaudit.errors import ConfigError
 from archaudit.metrics import lower_is_better
-from archaudit.names import ResultStatus
+from archaudit.names import ResultStatus, Test
 from archaudit.stats.inference.compare import ArmTest, compare_arm, decide
-from archaudit.stats.inference.family_test import Z, choose_test
+from archaudit.stats.inference.family_test import choose_test
 from archaudit.stats.inference.noise import NoiseFloor, noise_floor
 from archaudit.stats.inference.samples import ArmSample, sample_arm
 from archaudit.stats.options import DEFAULT, JudgeOptions
@@ -136,7 +136,7 @@ class Family:
     def paper_rule(self, tests: Sequence[ArmTest]) -> list[Verdict]:
         """Paper mode only: each tested arm's verdict by the paper's rule (z, corrected, at the
         nominal α), before a measured rate above α lowers it; empty otherwise."""
-        if self.test != Z:
+        if self.test != Test.Z:
             return []
         options = self.options
         return decide(tests, self.noise, len(self.baseline.values), options, options.alpha)[1]

@@ -12,6 +12,7 @@ import numpy as np
 from archaudit.formatting import interval as written_interval
 from archaudit.formatting import num
 from archaudit.metrics import metric_info
+from archaudit.names import Test
 from archaudit.stats.errors import TableError
 from archaudit.stats.family import Family, collect_family
 from archaudit.stats.grading import grade_arm
@@ -21,7 +22,7 @@ from archaudit.stats.inference.corrections import (
     error_rate,
     fwer_uncorrected,
 )
-from archaudit.stats.inference.family_test import POOLED_T, Z, interval
+from archaudit.stats.inference.family_test import interval
 from archaudit.stats.inference.outliers import (
     OUTLIER_MADS,
     OutlierSeed,
@@ -43,8 +44,6 @@ from archaudit.stats.verdicts import NOISE_SIGMAS, Verdict
 if TYPE_CHECKING:
     from archaudit.stats.predictions.target import TargetPrediction
 
-SEQUENTIAL = "sequential"
-"""The test of an arm the sequential loop judged."""
 SIGMA_RATIO_WARNING = 2.0
 """Warn when σ of one metric differs by more than this factor between scales of one audit."""
 
@@ -313,7 +312,7 @@ def _judgement(
         ),
         lower_is_better=lower,
         direction=_direction(family.metric, lower, options.lower_is_better is None),
-        calibrated=family.test != Z,
+        calibrated=family.test != Test.Z,
         test=family.test,
         sigma=noise.sigma,
         sigma_dof=noise.dof,
@@ -391,7 +390,7 @@ def judge_loop(fixed: Judgement, family: LoopFamily, loop: Loop) -> Judgement:
         fixed,
         sigma=family.sigma,
         sigma_dof=family.sigma_dof,
-        test=SEQUENTIAL,
+        test=Test.SEQUENTIAL,
         design=None,
         design_fwer=design.fwer,
         design_above_alpha=design.above_alpha,
@@ -407,7 +406,7 @@ def _loop_verdict(arm: ArmVerdict, row: LoopArm, mde: float) -> ArmVerdict:
         arm,
         n_seeds=row.seeds,
         delta=row.delta,
-        test=SEQUENTIAL,
+        test=Test.SEQUENTIAL,
         statistic=row.t,
         statistic_df=row.df,
         interval=row.interval(),
@@ -609,7 +608,7 @@ def _notes(
             f"{len(family.baseline.diverged)} diverged, "
             f"{len(family.baseline.missing)} without {family.metric}"
         )
-    if family.test == Z:
+    if family.test == Test.Z:
         notes.append(
             "UNCALIBRATED paper mode (--reference normal): the z-test treats σ as exact, though "
             f"it comes from {family.noise.dof} degrees of freedom"
@@ -621,7 +620,7 @@ def _notes(
             "level ("
             + (
                 "drop --equal-variance / --reference normal: the default test is calibrated"
-                if family.test in (POOLED_T, Z)
+                if family.test in (Test.POOLED_T, Test.Z)
                 else "more seeds per arm, or the sequential loop"
             )
             + ")"

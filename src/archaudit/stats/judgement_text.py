@@ -9,9 +9,8 @@ from dataclasses import replace
 
 from archaudit.formatting import interval as written_interval
 from archaudit.formatting import num
-from archaudit.names import Correction
+from archaudit.names import Correction, Test
 from archaudit.stats.inference.corrections import ERROR_RATE_NAMES, FDR
-from archaudit.stats.inference.family_test import POOLED_T, ROBUST
 from archaudit.stats.judgement import Judgement
 from archaudit.stats.noise_panel import WIDEST_FACTOR
 from archaudit.stats.simulation.calibrate import CALIBRATED_TESTS
@@ -76,11 +75,13 @@ def _loop_header(j: Judgement) -> list[str]:
 def _test_text(j: Judgement) -> str:
     if not j.calibrated:
         return "z test, UNCALIBRATED paper mode (σ treated as exact)"
-    if j.test == POOLED_T:
+    if j.test == Test.POOLED_T:
         return f"pooled-t test (t with σ's {j.sigma_dof} df)"
     dfs = [a.statistic_df for a in j.arms if a.n_seeds > 1 and math.isfinite(a.statistic_df)]
     own = f"each arm's own Welch–Satterthwaite df ({num(min(dfs))}–{num(max(dfs))})" if dfs else ""
-    single = f"single seeds: t with σ's {j.sigma_dof} df at the bound below" * (j.test == ROBUST)
+    single = f"single seeds: t with σ's {j.sigma_dof} df at the bound below" * (
+        j.test == Test.ROBUST
+    )
     return f"{j.test} test (calibrated: {'; '.join(t for t in (own, single) if t)})"
 
 
@@ -101,7 +102,7 @@ def _level_text(j: Judgement) -> str:
 
 
 def _holds_while(j: Judgement) -> str:
-    if not j.calibrated or j.test == POOLED_T or not math.isfinite(j.widest_ratio):
+    if not j.calibrated or j.test == Test.POOLED_T or not math.isfinite(j.widest_ratio):
         return ""  # without a multi-seed arm nothing is declared: no bound is needed
     if j.design_above_alpha:
         return ""  # the clause is true only of a rate that holds
@@ -112,13 +113,13 @@ def _holds_while(j: Judgement) -> str:
 def assumptions(j: Judgement) -> list[str]:
     """What the verdicts assume beyond the seeds themselves (labelled, never silent)."""
     lines = []
-    if j.test == ROBUST and not math.isfinite(j.single_seed_bound):
+    if j.test == Test.ROBUST and not math.isfinite(j.single_seed_bound):
         lines.append(
             "single-seed arms are candidates only: no arm with >= 2 seeds shows how wide a "
             "seed's σ may be, so nothing bounds a single seed's spread; a candidate's second "
             "seed decides"
         )
-    elif j.test == ROBUST:
+    elif j.test == Test.ROBUST:
         lines.append(
             "single-seed arms are judged as if their seed σ were "
             f"{j.single_seed_bound:.3g}× σ: the larger of the noise panel's widest "
@@ -127,6 +128,6 @@ def assumptions(j: Judgement) -> list[str]:
             "(stats/simulation/profile.py); one seed cannot show its own spread, so below "
             "that bound they are at most candidates"
         )
-    if j.test == POOLED_T:
+    if j.test == Test.POOLED_T:
         lines.append("ASSUMED by the user: every arm's seed σ equals the baseline's")
     return lines

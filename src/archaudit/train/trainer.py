@@ -41,6 +41,7 @@ from archaudit.data.sampler import BatchSampler
 from archaudit.data.tokenizers import HFTokenizer
 from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write_text, read_json_object
+from archaudit.metrics import PRIMARY_LOSS
 from archaudit.model import build_model, count_parameters, training_flops_per_token
 from archaudit.progress import progress, warn
 from archaudit.rundir import (
@@ -289,7 +290,7 @@ class Trainer:
             if self.eval_due(p.state.step):
                 for callback in self.callbacks:
                     callback.at_eval(self, row)
-                self.tally.last_val = row.get("val_loss", self.tally.last_val)
+                self.tally.last_val = row.get(PRIMARY_LOSS, self.tally.last_val)
             _append_jsonl(self.run.out / METRICS, [row], self.run.world)
             for callback in self.callbacks:
                 callback.log(row)

@@ -31,8 +31,8 @@ import numpy as np
 
 from archaudit.errors import ConfigError
 from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS
-from archaudit.stats.inference.family_test import ROBUST
-from archaudit.stats.judgement import SEQUENTIAL, ArmVerdict, Judgement, judge
+from archaudit.names import Test
+from archaudit.stats.judgement import ArmVerdict, Judgement, judge
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.table import TableLike, load_table
@@ -220,7 +220,7 @@ def _side(verdict: ArmVerdict, judgement: Judgement, margin: float | None) -> Si
         interval=(low, high),
         margin=verdict.mde if margin is None else margin * judgement.sigma,
         baseline=judgement.baseline_mean,
-        single_seed_robust=verdict.test in (ROBUST, SEQUENTIAL) and verdict.n_seeds < 2,
+        single_seed_robust=verdict.test in (Test.ROBUST, Test.SEQUENTIAL) and verdict.n_seeds < 2,
     )
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from archaudit.errors import ConfigError
+from archaudit.metrics import PRIMARY_LOSS
 from archaudit.metrics import lower_is_better as resolve_lower
 from archaudit.names import BASELINE, ResultStatus
 from archaudit.stats.errors import DesignError
@@ -99,7 +100,7 @@ def fit_scaling_law(
     table: Table,
     *,
     arm: str = BASELINE,
-    loss_metric: str = "val_loss",
+    loss_metric: str = PRIMARY_LOSS,
     params_metric: str = "params",
     tokens_metric: str = "tokens",
     budget: float | None = None,

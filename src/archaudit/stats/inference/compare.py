@@ -13,16 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from archaudit.names import Test
 from archaudit.stats.inference.corrections import adjust_pvalues
 from archaudit.stats.inference.dunnett import dunnett_stepdown
-from archaudit.stats.inference.family_test import (
-    POOLED_T,
-    ROBUST,
-    Z,
-    dunnett_statistics,
-    standard_error,
-    statistics,
-)
+from archaudit.stats.inference.family_test import dunnett_statistics, standard_error, statistics
 from archaudit.stats.inference.noise import NoiseFloor
 from archaudit.stats.inference.significance import Welch, welch_test
 from archaudit.stats.noise_panel import WIDEST_FACTOR
@@ -72,7 +66,7 @@ def compare_arm(
     n, n_base = len(values), len(baseline)
     mean = float(np.mean(values))
     delta = sign * (mean - float(np.mean(baseline)))
-    z, _, p_z = statistics(Z, delta, n, n_base, noise.sigma, noise.dof)
+    z, _, p_z = statistics(Test.Z, delta, n, n_base, noise.sigma, noise.dof)
     welch = None
     if n >= 2 and n_base >= 2 and (np.ptp(values) > 0 or np.ptp(baseline) > 0):
         raw = welch_test(values, baseline)
@@ -83,7 +77,7 @@ def compare_arm(
     args = (n, n_base, noise.sigma, noise.dof, arm_var, base_var, bound)
     stat, df, p = statistics(test, delta, *args)
     scale, _ = standard_error(test, *args)
-    _, _, p_pooled = statistics(POOLED_T, delta, n, n_base, noise.sigma, noise.dof)
+    _, _, p_pooled = statistics(Test.POOLED_T, delta, n, n_base, noise.sigma, noise.dof)
     return ArmTest(
         n=n,
         mean=mean,
@@ -121,7 +115,7 @@ def decide(
         classify(test.delta, noise.sigma, float(p), alpha)
         for test, p in zip(tests, p_adjusted, strict=True)
     ]
-    if any(t.test == ROBUST and t.n < 2 for t in tests):
+    if any(t.test == Test.ROBUST and t.n < 2 for t in tests):
         plain = [t.p_pooled if t.n < 2 else t.p for t in tests]
         p_plain = _corrected(tests, plain, noise, n_base, correction)
         verdicts = [
@@ -137,7 +131,7 @@ def _corrected(
     if correction != "dunnett":
         return adjust_pvalues(p, correction)
     statistic = dunnett_statistics(
-        tests[0].test if tests else POOLED_T,
+        tests[0].test if tests else Test.POOLED_T,
         np.array([t.statistic for t in tests]),
         np.asarray(p, dtype=float),
         noise.dof,

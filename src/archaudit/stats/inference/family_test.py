@@ -36,14 +36,13 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.special import ndtr, stdtr, stdtrit
 
-from archaudit.names import Reference
+from archaudit.names import Reference, Test
 from archaudit.stats.inference.significance import welch_df
 from archaudit.stats.noise_panel import WIDEST_FACTOR
 
 REFERENCES = tuple(Reference)
 """`t` (default, calibrated: σ's own uncertainty is in the reference distribution) and
 `normal` (paper mode: reproduces published z-tables, uncalibrated)."""
-Z, POOLED_T, WELCH, ROBUST = "z", "pooled-t", "welch", "robust"
 Values = float | np.ndarray
 """One arm's number or an array of them: the statistics broadcast, so `judge` passes scalars
 and the simulations pass arrays of thousands of audits."""
@@ -59,10 +58,10 @@ def choose_test(
     """The one test of a family whose tested arms have `arm_seeds` seeds (Dunnett runs on the
     same tests, through their p-values: `dunnett_statistics`)."""
     if reference == Reference.NORMAL:
-        return Z
+        return Test.Z
     if equal_variance:
-        return POOLED_T
-    return ROBUST if min(arm_seeds, default=2) < 2 else WELCH
+        return Test.POOLED_T
+    return Test.ROBUST if min(arm_seeds, default=2) < 2 else Test.WELCH
 
 
 def standard_error(
@@ -79,19 +78,19 @@ def standard_error(
     inputs: σ for paper-mode z, σ·√(1/n + 1/n₀) for the pooled t, Welch's SE and df, and for
     `robust` Welch's where n >= 2 and σ·√(F² + 1/n₀) with σ's df where n = 1, F the single-seed
     `bound` (stats/simulation/profile.py; ∞ makes such an arm's p 1: a candidate at most)."""
-    if test == ROBUST:
+    if test == Test.ROBUST:
         n = np.asarray(n_arm)
-        welch = standard_error(WELCH, np.maximum(n, 2), n_base, sigma, dof, arm_var, base_var)
+        welch = standard_error(Test.WELCH, np.maximum(n, 2), n_base, sigma, dof, arm_var, base_var)
         bound = np.asarray(sigma, dtype=float) * np.sqrt(np.square(bound) + 1.0 / n_base)
         single = n < 2
         return np.where(single, bound, welch[0]), np.where(single, np.asarray(dof, float), welch[1])
-    if test == Z:
+    if test == Test.Z:
         scale = np.asarray(sigma, dtype=float) * np.ones_like(np.asarray(n_arm, dtype=float))
         return scale, np.full_like(scale, np.inf)
-    if test == POOLED_T:
+    if test == Test.POOLED_T:
         scale = sigma * np.sqrt(1.0 / np.asarray(n_arm, dtype=float) + 1.0 / n_base)
         return scale, np.full_like(scale, float(dof))
-    if test == WELCH:
+    if test == Test.WELCH:
         if arm_var is None or base_var is None:
             raise ValueError("Welch's test needs the arm's and the baseline's seed variances")
         se_arm, se_base = np.divide(arm_var, n_arm), np.divide(base_var, n_base)
@@ -129,14 +128,14 @@ def scaled_statistics(
     """(statistic, df, two-sided p) of Δ over the test's `scale` (from `standard_error`)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         stat = np.asarray(delta, dtype=float) / scale
-    return stat, df, 2.0 * (ndtr(-np.abs(stat)) if test == Z else stdtr(df, -np.abs(stat)))
+    return stat, df, 2.0 * (ndtr(-np.abs(stat)) if test == Test.Z else stdtr(df, -np.abs(stat)))
 
 
 def dunnett_statistics(test: str, stat: np.ndarray, p: np.ndarray, dof: int) -> np.ndarray:
     """The statistics Dunnett's step-down ranks and bounds: the pooled t itself, else each arm's
     p-value read as the pooled t with σ's `dof` that has the same p (so Welch's and the
     single-seed bound's own variances and df enter Dunnett's shared-baseline correlation)."""
-    if test == POOLED_T:
+    if test == Test.POOLED_T:
         return np.asarray(stat, dtype=float)
     return -np.sign(stat) * stdtrit(float(dof), np.asarray(p, dtype=float) / 2.0)
 

@@ -32,6 +32,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from archaudit.names import Test
 from archaudit.stats.noise_panel import PANEL, parse_one
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.disk_cache import cached, in_range
@@ -50,7 +51,7 @@ CALIBRATION_AUDITS = 4000
 CALIBRATION_SEED = 1
 """Not the design rate's seed 0: the rate printed beside a level is measured on fresh draws."""
 CALIBRATION_VERSION = 1
-CALIBRATED_TESTS = ("welch", "robust")
+CALIBRATED_TESTS = (Test.WELCH, Test.ROBUST)
 
 
 def resolving(alpha: float) -> int:

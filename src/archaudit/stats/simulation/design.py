@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from archaudit.errors import ConfigError
-from archaudit.stats.inference.family_test import Z, choose_test
+from archaudit.names import Test
+from archaudit.stats.inference.family_test import choose_test
 from archaudit.stats.noise_panel import WIDEST_FACTOR
 from archaudit.stats.options import DEFAULT, JudgeOptions, check_test
 from archaudit.stats.serialize import JsonResult
@@ -95,7 +96,7 @@ class AuditDesign(JsonResult):
 
     @property
     def calibrated(self) -> bool:
-        return self.test != Z
+        return self.test != Test.Z
 
     @property
     def sigma_dof(self) -> int:

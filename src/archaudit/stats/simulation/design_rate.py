@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from archaudit.formatting import num
+from archaudit.names import Test
 from archaudit.stats.noise_panel import NORMAL, PANEL, WIDEST_FACTOR, parse_one
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.serialize import JsonResult
@@ -104,7 +105,7 @@ class DesignRate(JsonResult):
     def describe_candidates(self) -> str:
         """The false-candidate rate, when the design has single-seed arms ("" otherwise)."""
         worst_rate = self.candidate_worst
-        if self.skipped or self.design.test != "robust" or worst_rate is None:
+        if self.skipped or self.design.test != Test.ROBUST or worst_rate is None:
             return ""
         return (
             f"false candidates (null audits with >= 1 candidate-* arm, each a second seed to "
@@ -195,7 +196,7 @@ def arm_mde(
     """The MDE (in σ) of an arm of `design` with `seeds` seeds, at the calibrated `level` (None:
     the design's own) and, for one seed, its σ bounded at `bound` (∞: a candidate at most, and
     so is every single seed of a design without multi-seed arms)."""
-    if seeds < 2 and design.test == "robust" and max(design.arm_seeds) < 2:
+    if seeds < 2 and design.test == Test.ROBUST and max(design.arm_seeds) < 2:
         return math.inf
     arm = design.arm(seeds, design_level(design) if level is None else level, bound)
     try:

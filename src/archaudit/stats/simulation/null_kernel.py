@@ -17,9 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from archaudit.names import Test
 from archaudit.stats.inference.corrections import adjust_pvalues
 from archaudit.stats.inference.dunnett import critical_value, max_t_tail, max_t_tails
-from archaudit.stats.inference.family_test import POOLED_T, dunnett_statistics, statistics
+from archaudit.stats.inference.family_test import dunnett_statistics, statistics
 from archaudit.stats.noise_panel import NORMAL, NoiseModel
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.profile import ratio_bounds, single_seed_bound
@@ -180,7 +181,7 @@ def family_outcomes(
     single = n_arm < 2
     plain_adj = np.ones_like(p)
     if single.any() and candidates:
-        plain_stat, _, plain = statistics(POOLED_T, delta, *args[:4])
+        plain_stat, _, plain = statistics(Test.POOLED_T, delta, *args[:4])
         plain = np.where(single, plain, p)
         plain_stat = np.where(single, plain_stat, stat)
         plain_adj = _corrected(design, plain_stat, plain)

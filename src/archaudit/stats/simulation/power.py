@@ -34,9 +34,10 @@ from scipy import stats as sps
 from scipy.special import ndtr
 
 from archaudit.errors import ConfigError
+from archaudit.names import Test
 from archaudit.stats.inference.corrections import per_test_alpha
 from archaudit.stats.inference.distributions import chi_square_quadrature, solve_increasing
-from archaudit.stats.inference.family_test import POOLED_T, ROBUST, Z, choose_test
+from archaudit.stats.inference.family_test import choose_test
 from archaudit.stats.inference.significance import welch_df
 from archaudit.stats.noise_panel import WIDEST_FACTOR
 from archaudit.stats.options import DEFAULT, JudgeOptions, check_test
@@ -118,10 +119,10 @@ def power(effect: float, design: Design) -> float:
     n_a, n_b = design.arm_seeds, design.baseline_seeds
     spread = math.sqrt(1.0 / n_a + 1.0 / n_b)
     test = design.test
-    single_bound = test == ROBUST and n_a < 2
-    if test in (Z, POOLED_T) or single_bound:
+    single_bound = test == Test.ROBUST and n_a < 2
+    if test in (Test.Z, Test.POOLED_T) or single_bound:
         # Reject when |Δ|/(σ̂·a) >= the threshold below: a noncentral-t tail, exactly.
-        if test == Z:
+        if test == Test.Z:
             threshold = max(sps.norm.isf(design.level / 2), NOISE_SIGMAS) / spread
         else:
             bound = math.sqrt(design.single_bound**2 + 1.0 / n_b) if single_bound else spread

@@ -48,12 +48,8 @@ import numpy as np
 from scipy import optimize, stats
 
 from archaudit.errors import ConfigError
-from archaudit.stats.inference.family_test import (
-    ROBUST,
-    interval,
-    scaled_statistics,
-    standard_error,
-)
+from archaudit.names import Test
+from archaudit.stats.inference.family_test import interval, scaled_statistics, standard_error
 from archaudit.stats.noise_panel import PANEL, NoiseModel, parse_one
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.simulation.disk_cache import cached, in_range
@@ -122,7 +118,7 @@ def nominal_levels(alpha: float, looks: int) -> tuple[float, ...]:
     times = np.arange(1, looks + 1) / looks
     spent = np.asarray(obf_spending(times, alpha))
     bounds = [float(stats.norm.isf(spent[0] / 2.0))]
-    # density of the score S = Z·√t on a grid of the continuation region after look 1
+    # density of the score S = Test.Z·√t on a grid of the continuation region after look 1
     grid = np.linspace(-bounds[0], bounds[0], _GRID) * math.sqrt(times[0])
     density = stats.norm.pdf(grid, scale=math.sqrt(times[0]))
     for k in range(1, looks):
@@ -284,7 +280,7 @@ def arm_tests(baseline: np.ndarray, arms: np.ndarray, sign: float = 1.0) -> ArmT
     with np.errstate(divide="ignore", invalid="ignore"):
         arm_var = arm_squares / (n - 1)
         scale, arm_df = standard_error(
-            ROBUST,
+            Test.ROBUST,
             n,
             n0[:, None],
             sigma[:, None],
@@ -292,7 +288,7 @@ def arm_tests(baseline: np.ndarray, arms: np.ndarray, sign: float = 1.0) -> ArmT
             arm_var,
             (squares0 / (n0 - 1))[:, None],
         )
-        stat, _, p = scaled_statistics(ROBUST, delta, scale, arm_df)
+        stat, _, p = scaled_statistics(Test.ROBUST, delta, scale, arm_df)
     return ArmTests(delta, sigma, df, stat, p, n, n0, scale, arm_df)
 
 
@@ -309,7 +305,7 @@ def crossing_probability(
     threshold: np.ndarray,
     predictive: bool = False,
 ) -> np.ndarray:
-    """P(|Z| at (n_then, n0_then) seeds crosses the nominal two-sided `threshold`), given the
+    """P(|Test.Z| at (n_then, n0_then) seeds crosses the nominal two-sided `threshold`), given the
     score at (n, n0) seeds and a true effect of `effect` σ (the current trend): the Brownian
     motion of the z statistic on the information scale I = 1/(1/n + 1/n₀). `predictive`
     averages over the effect's flat-prior posterior N(effect, 1/I) instead (predictive power,

@@ -7,6 +7,7 @@ from torch import nn
 
 from archaudit.config import Recipe
 from archaudit.data.sampler import BatchSampler
+from archaudit.metrics import PRIMARY_LOSS
 from archaudit.train.callbacks import Callback, Row, Trainer
 from archaudit.train.step import autocast
 
@@ -30,6 +31,6 @@ def validation_loss(
 class Validation(Callback):
     def at_eval(self, trainer: Trainer, row: Row) -> None:
         run = trainer.run
-        row["val_loss"] = validation_loss(
+        row[PRIMARY_LOSS] = validation_loss(
             trainer.model, trainer.val_data, run.recipe, run.device, trainer.micro
         )
