@@ -15,6 +15,7 @@ from archaudit.audit.power_cases import PowerCase
 from archaudit.audit.source import SourceKind
 from archaudit.errors import ArchauditError
 from archaudit.stats.serialize import JsonResult
+from archaudit.stats.verdicts import Verdict
 
 if TYPE_CHECKING:
     from archaudit.stats.analyses.aggregate import Aggregates
@@ -119,7 +120,7 @@ class VerdictRow(JsonResult):
     scale: str
     baseline: str
     arm: str
-    verdict: str
+    verdict: Verdict
     delta: float
     interval_low: float
     interval_high: float
