@@ -202,10 +202,10 @@ def test_plan_until_settled_prints_both_designs(write_audit):
 @pytest.mark.parametrize(
     ("flags", "said"),
     [
-        (["--sigma", "-1"], "--sigma -1.0: a seed σ is a positive number"),
-        (["--max-seeds", "0"], "--max-seeds (0) and --budget-runs must be >= 1"),
-        (["--effects", "3,3,3,3,3,3,3,3"], "--effects: 8 effects for families of at most 4 arms"),
-        (["--effects", "3,nan"], "finite numbers only"),
+        (["--sigma", "-1"], "--sigma -1.0: a seed σ is a positive, finite number"),
+        (["--max-seeds", "0"], "seeds.max = 0 must be in [1, 10,000]"),
+        (["--effects", "3,3,3,3,3,3,3,3"], "--effects gives 8 effects, but a family of this audit has at most 4 arms"),
+        (["--effects", "3,nan"], "every effect must be finite"),
     ],
 )
 def test_plan_refuses_options_out_of_their_meaning(write_audit, capsys, flags, said):
