@@ -204,7 +204,10 @@ def test_plan_until_settled_prints_both_designs(write_audit):
     [
         (["--sigma", "-1"], "--sigma -1.0: a seed σ is a positive, finite number"),
         (["--max-seeds", "0"], "seeds.max = 0 must be in [1, 10,000]"),
-        (["--effects", "3,3,3,3,3,3,3,3"], "--effects gives 8 effects, but a family of this audit has at most 4 arms"),
+        (
+            ["--effects", "3,3,3,3,3,3,3,3"],
+            "--effects gives 8 effects, but a family of this audit has at most 4 arms",
+        ),
         (["--effects", "3,nan"], "every effect must be finite"),
     ],
 )
