@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from audit_helpers import TINY
 from typer.testing import CliRunner
 
 from archaudit.audit import plan as plan_module
@@ -214,3 +215,29 @@ def test_a_relative_corpus_is_read_from_the_audit_files_folder(write_audit, tmp_
     corpus.unlink()
     with pytest.raises(DataError, match=f"'{corpus}' does not exist"):
         corpus_text(planned[1].runs[0].recipe)
+
+
+def test_the_planned_model_carries_its_tokenizers_vocabulary(write_audit):
+    """Issue 40 item 6: the model is final where the plan builds it, so the parameter counts (and
+    the parameter match) measure the shape that trains, not the default vocabulary of 256; run
+    ids do not depend on it (the recipe's hash holds the tokenizer), so older audits keep theirs."""
+    import dataclasses
+
+    from archaudit.audit.plan import model_sizes
+    from archaudit.data.corpus import recipe_tokenizer
+
+    path = write_audit(recipe={**TINY["recipe"], "tokenizer": "bpe:300"})
+    plan = make_plan(load_audit(path))
+    vocab = recipe_tokenizer(plan.spec.recipe).vocab_size
+    assert vocab != ModelConfig().vocab_size
+    assert {run.model.vocab_size for run in plan.runs} == {vocab}
+    run = plan.runs[0]
+    placeholder = dataclasses.replace(run.model, vocab_size=ModelConfig().vocab_size)
+    assert model_sizes(run.model) != model_sizes(placeholder)
+    assert dataclasses.replace(run, model=placeholder).run_id == run.run_id
+
+
+def test_a_vocabulary_written_by_hand_must_be_the_tokenizers(write_audit):
+    scales = {"xs": {**TINY["scales"]["xs"], "vocab_size": 1000}}
+    with pytest.raises(ConfigError, match=r"scales\.xs\.vocab_size = 1000, but recipe\.tokenizer"):
+        load_audit(write_audit(scales=scales))

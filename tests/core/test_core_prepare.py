@@ -14,6 +14,7 @@ from archaudit.data.identity import recipe_hash
 from archaudit.data.prepare import pieces, prepare
 from archaudit.data.shards import TokenShards, open_prepared
 from archaudit.data.tokenizers import load_tokenizer
+from archaudit.data.vocabulary import trained_model
 from archaudit.errors import ConfigError, DataError
 from archaudit.train import train
 
@@ -111,7 +112,7 @@ def test_training_on_the_prepared_folder_equals_training_on_the_file(tmp_path, s
             steps=6, batch_tokens=256, corpus=str(corpus), tokenizer="bpe:400", threads=1,
             eval_every=3,
         )  # fmt: skip
-        train(model, recipe, tmp_path / name)
+        train(trained_model(model, recipe), recipe, tmp_path / name)
         rows = (tmp_path / name / "metrics.jsonl").read_text().splitlines()
         curves.append([(r["loss"], r.get("val_loss")) for r in map(json.loads, rows)])
     assert curves[0] == curves[1]

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from archaudit.config import ModelConfig, Recipe
+from archaudit.data.vocabulary import trained_model
 from archaudit.mods import resolve_arm
 
 transformers = pytest.importorskip("transformers")
@@ -47,9 +48,9 @@ def _run(root: Path, arm: str, tokenizer: str = "byte", context: int = 32) -> Pa
 
     run = root / arm
     recipe = Recipe(**{**STEPS.__dict__, "tokenizer": tokenizer})
-    vocab = {"vocab_size": 300} if tokenizer != "byte" else {}
-    cfg = ModelConfig(**{**TINY.__dict__, **vocab, "context_length": context})
-    assert train(resolve_arm(arm).apply(cfg), recipe, run, seed=0).status == "ok"
+    cfg = ModelConfig(**{**TINY.__dict__, "context_length": context})
+    model = trained_model(resolve_arm(arm).apply(cfg), recipe)  # the tokenizer's vocabulary
+    assert train(model, recipe, run, seed=0).status == "ok"
     return run
 
 

@@ -177,13 +177,6 @@ class PlanSummary:
         )
 
 
-def vocab_size(plan: Plan) -> int:
-    """The tokenizer's vocabulary (the trainer sets it on the model; BPE learns it here once)."""
-    from archaudit.data.corpus import prepare_corpus
-
-    return prepare_corpus(plan.spec.recipe).tokenizer.vocab_size
-
-
 def estimate(
     plan: Plan, *, probe: bool = True, threads: int = 0, beside: int = 0, measure: bool = True
 ) -> dict[str, RunCost]:
@@ -199,12 +192,11 @@ def _estimate(
 ) -> dict[str, RunCost]:
     from archaudit.model import training_flops_per_token
 
-    vocab = vocab_size(plan)
     probed: dict[str, tuple[ShapeCost | None, ModelConfig]] = {}  # scale → probe, its model
     start = startup(plan.spec.recipe.device, threads, measure=measure) if probe else None
     costs = {}
     for run in plan.runs:
-        model = dataclasses.replace(run.model, vocab_size=vocab)
+        model = run.model  # final, vocabulary included (data/vocabulary.py)
         params, active = model_sizes(model)
         flops = training_flops_per_token(model, active)
         tokens = run.recipe.steps * run.recipe.batch_tokens

@@ -31,8 +31,12 @@ from archaudit.config import (
 )
 from archaudit.config.recipe import MATCH_PARAMS
 from archaudit.data.identity import recipe_hash
+from archaudit.data.vocabulary import trained_model
 from archaudit.errors import ConfigError, did_you_mean
 from archaudit.names import BASELINE
+
+VOCAB_PLACEHOLDER = ModelConfig().vocab_size
+"""What run ids hash for the vocabulary (see `RunSpec.run_id`)."""
 
 if TYPE_CHECKING:
     from archaudit.mods import Arm
@@ -75,9 +79,13 @@ class RunSpec:
 
     @functools.cached_property
     def run_id(self) -> str:
-        """sha256 over what determines the run's numbers (operational recipe fields excluded)."""
+        """sha256 over what determines the run's numbers (operational recipe fields excluded).
+        The vocabulary is the recipe's tokenizer's (`recipe_hash` holds it), so the model enters
+        with the field's default there: the ids of runs planned before the model carried its
+        vocabulary stay the same, and their directories are not superseded."""
+        model = {**to_dict(self.model), "vocab_size": VOCAB_PLACEHOLDER}
         key = {
-            "model": to_dict(self.model),
+            "model": model,
             "recipe_hash": recipe_hash(self.recipe),
             "seed": self.seed,
             "suite": self.suite,
@@ -230,11 +238,13 @@ def _runs_of(
     arm, entry = planned.arm, planned.entry
     where = f"arm {name!r} at scale {scale.name!r}"
     try:
-        model = arm.apply(base)
         shared = scale_recipe(spec.recipe, scale)
         recipe = arm.apply_recipe(shared)
         if entry.recipe:
             recipe = build(Recipe, {**to_dict(recipe), **entry.recipe}, section=f"{name}.recipe")
+        # final here: the arm's change, and the vocabulary of its recipe's tokenizer (the
+        # base's already, unless a tuned arm trains another tokenizer)
+        model = trained_model(arm.apply(base), recipe)
         # a catalogue recipe arm (long_warmup, ...) declares itself tuned; anything else must say so
         declared = entry.tuned or arm.changes_recipe
         differs = protocol.recipe_lock(name, recipe, shared, tuned=declared)
@@ -371,23 +381,25 @@ def check_suite_fits(runs: list[RunSpec]) -> None:
                 )
 
 
-@functools.lru_cache(maxsize=256)
-def _model_sizes(key: str) -> tuple[int, int]:
-    import torch
-
-    from archaudit.model import build_model, count_parameters
-
-    cfg = build(ModelConfig, json.loads(key), section="model")
-    with torch.device("meta"):  # shapes only: no memory, no init
-        model = build_model(cfg)
-        return count_parameters(model), model.active_parameters()
+_SIZES: dict[str, tuple[int, int]] = {}
+"""(total, active) parameters by model (its canonical JSON: a config holds dicts, so it is not
+hashable): the arms of a plan share a few shapes, and building one takes a while."""
 
 
 def model_sizes(cfg: ModelConfig) -> tuple[int, int]:
     """(total, active) parameters of the model built on the meta device (every slot checked).
     A model past the size bounds is refused first: building it would take minutes."""
     check_size(cfg)
-    return _model_sizes(canonical_json(to_dict(cfg)))
+    key = canonical_json(to_dict(cfg))
+    if key not in _SIZES:
+        import torch
+
+        from archaudit.model import build_model, count_parameters
+
+        with torch.device("meta"):  # shapes only: no memory, no init
+            model = build_model(cfg)
+            _SIZES[key] = (count_parameters(model), model.active_parameters())
+    return _SIZES[key]
 
 
 def check_model(cfg: ModelConfig) -> int:

@@ -47,6 +47,7 @@ from archaudit.config import (
     parse_override,
     to_dict,
 )
+from archaudit.data.vocabulary import trained_model
 from archaudit.errors import ConfigError, did_you_mean
 from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS
 from archaudit.names import BASELINE
@@ -391,13 +392,19 @@ def parse_audit(
     tracker, runs_dir = tree.get("tracker", ""), tree.get("runs_dir", "runs")
     if not isinstance(tracker, str) or not isinstance(runs_dir, str):
         raise ConfigError("tracker and runs_dir must be strings")
+    models = _baseline_models(scales, baselines)
+    # the shape that trains, final here: the tokenizer sets the vocabulary (one given by hand
+    # must agree), so the plan's parameter counts and match see the trained model
+    scales = tuple(dataclasses.replace(s, model=trained_model(s.model, recipe)) for s in scales)
+    models = {key: trained_model(model, recipe) for key, model in models.items()}
+    _check_vocabulary(tree, scales[0].model.vocab_size, recipe.tokenizer)
     return AuditSpec(
         name=name,
         recipe=recipe,
         scales=scales,
         arms=arms,
         baselines=baselines,
-        models=_baseline_models(scales, baselines),
+        models=models,
         seeds=build(SeedSpec, _table(tree, "seeds"), section="seeds"),
         eval=build(EvalSpec, _table(tree, "eval"), section="eval"),
         executor=build(ExecutorSpec, _table(tree, "executor"), section="executor"),
@@ -408,6 +415,19 @@ def parse_audit(
         target=build(TargetSpec, tree["target"], section="target") if "target" in tree else None,
         source=source,
     )
+
+
+def _check_vocabulary(tree: Mapping[str, Any], vocab: int, tokenizer: str) -> None:
+    """A `vocab_size` written in a scale or baseline table is the tokenizer's, or refused."""
+    for section in NAMED_TABLES:
+        for name, table in _table(tree, section).items():
+            given = table.get("vocab_size", vocab) if isinstance(table, Mapping) else vocab
+            if given != vocab:
+                raise ConfigError(
+                    f"{section}.{name}.vocab_size = {given!r}, but recipe.tokenizer = "
+                    f"{tokenizer!r} has {vocab} tokens: leave vocab_size out (the tokenizer "
+                    "sets it)"
+                )
 
 
 def _scale(name: str, table: Any) -> ScaleSpec:

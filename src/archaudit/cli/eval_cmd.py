@@ -9,15 +9,18 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from archaudit.audit.spec import EvalSpec
 from archaudit.cli.app import app
 from archaudit.cli.options import (
     Device,
+    Flags,
     Json,
     Plugins,
     Quiet,
     load_plugin_modules,
     quiet_output,
     torch_device,
+    with_flags,
 )
 from archaudit.formatting import MISSING, VALUE_DIGITS, interval, num
 
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
 
 
 @app.command("eval")
+@with_flags
 def eval_command(
     model: Annotated[
         str,
@@ -33,12 +37,8 @@ def eval_command(
             help="Run/checkpoint directory, Hugging Face directory, .gguf file, or KIND:PATH."
         ),
     ],
-    suite: Annotated[
-        str, typer.Option("--suite", help="Built-in suite name or suite TOML file.")
-    ] = "demo",
-    limit: Annotated[
-        int | None, typer.Option("--limit", help="Items per task (overrides the suite).")
-    ] = None,
+    *,
+    evaluation: Annotated[EvalSpec, Flags(EvalSpec)],
     json_: Json = False,
     out: Annotated[
         Path | None,
@@ -69,8 +69,8 @@ def eval_command(
 
     result = evaluate(
         model,
-        suite,
-        limit=limit,
+        evaluation.suite,
+        limit=evaluation.limit,
         out_path=out,
         device=torch_device(device),
         batch_size=batch_size,

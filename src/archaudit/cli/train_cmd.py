@@ -109,6 +109,7 @@ def train(
     """
     from archaudit.audit.runner import train_tracked
     from archaudit.config import load_config
+    from archaudit.data.vocabulary import trained_model
     from archaudit.mods import resolve_arm
     from archaudit.progress import is_rank_zero, log
     from archaudit.rundir import TRAIN_RESULT
@@ -121,6 +122,7 @@ def train(
     if arm:
         chosen = resolve_arm(arm)
         model_cfg, recipe_cfg = chosen.apply(model_cfg), chosen.apply_recipe(recipe_cfg)
+    model_cfg = trained_model(model_cfg, recipe_cfg)  # the tokenizer sets the vocabulary
     finished_before = (out / TRAIN_RESULT).is_file()
     result, metrics = train_tracked(
         model_cfg,

@@ -24,7 +24,6 @@ no host sync on one process; the monitor then finds the same divergence step as 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import json
 from collections.abc import Iterator, Sequence
@@ -129,7 +128,12 @@ def train(
     check_train_target(out)
     device, world = place(recipe)
     corpus = prepare_corpus(recipe)
-    model_cfg = dataclasses.replace(model_cfg, vocab_size=corpus.tokenizer.vocab_size)
+    if model_cfg.vocab_size != corpus.tokenizer.vocab_size:  # set where the model is built
+        raise ConfigError(
+            f"model.vocab_size = {model_cfg.vocab_size}, but recipe.tokenizer = "
+            f"{recipe.tokenizer!r} has {corpus.tokenizer.vocab_size} tokens: build the model "
+            "with archaudit.data.vocabulary.trained_model"
+        )
     spec = run_spec(model_cfg, recipe, seed, corpus)
     stored_spec = read_json_object(out / SPEC) if (out / SPEC).is_file() else None
     if stored_spec is not None:
