@@ -26,7 +26,6 @@ from archaudit.formatting import interval
 from archaudit.stats.options import DEFAULT, JudgeOptions
 
 if TYPE_CHECKING:
-    from archaudit.stats.predictions.backtest import Backtest
     from archaudit.stats.predictions.predict import Prediction
 from archaudit.stats.predictions.target import TargetPrediction
 
@@ -101,7 +100,7 @@ def audit_file_of(source: Path) -> Path:
 
 def _print_prediction(result: Prediction) -> None:
     largest, target = result.ladder.scales[-1], result.ladder.target
-    how = "not estimable" if not result.estimable else result.model.replace("_", "-")
+    how = "not estimable" if not result.estimable else _how(result)
     _print_table(
         f"{result.metric} at target {target.name} ({target.params:,.0f} parameters, "
         f"{target.tokens:,.0f} tokens) from {len(result.ladder.scales)} scales "
@@ -110,8 +109,19 @@ def _print_prediction(result: Prediction) -> None:
         [_arm_cells(a) for a in result.arms],
     )
     for test in result.candidates:
-        _print_backtest(test, chosen=test.model == result.curve)
+        _print_notes([test.summary()])
+    if result.backtest is not None and not result.beats_baseline:
+        _print_notes([result.backtest.summary()])
     _print_notes([*((result.reason,) if result.reason else ()), *result.notes])
+
+
+def _how(result: Prediction) -> str:
+    """What the prediction is, and the coverage its interval earned in the backtest."""
+    test = result.backtest
+    held = f", held {test.coverage:.0%} of {test.n_arms} backtest predictions" if test else ""
+    if result.beats_baseline:
+        return f"the stack of curves (it beat the single-scale prediction){held}"
+    return f"the single-scale prediction (Δ̂ at the largest trained scale){held}"
 
 
 def _arm_cells(a: TargetPrediction) -> tuple[object, ...]:
@@ -127,7 +137,3 @@ def _arm_cells(a: TargetPrediction) -> tuple[object, ...]:
         a.rank,
         f"{low:.0f}–{high:.0f}",
     )
-
-
-def _print_backtest(test: Backtest, *, chosen: bool) -> None:
-    _print_notes([test.summary() + (" (the curve chosen)" if chosen else "")])
