@@ -1,11 +1,14 @@
 """`archaudit stats predict`: each arm's Δ at the audit's untrained target scale.
 
 archaudit stats predict AUDIT --metric M [--target PRESET|PARAMS] [--target-tokens D] [--json]
+archaudit stats predict RESULTS.csv --target PARAMS [--params-column params]
+                        [--tokens-column tokens] [--target-tokens D] [--json]
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -26,15 +29,19 @@ from archaudit.formatting import interval
 from archaudit.stats.options import DEFAULT, JudgeOptions
 
 if TYPE_CHECKING:
+    from archaudit.stats import Table
+    from archaudit.stats.predictions.ladders import Ladder
     from archaudit.stats.predictions.predict import Prediction
 from archaudit.stats.predictions.target import TargetPrediction
 
 AuditFile = Annotated[
     Path,
     typer.Argument(
-        help="The audit file, or its audit folder: its scales and [target] place the ladder."
+        help="The audit file, or its audit folder: its scales and [target] place the ladder; "
+        "or a results CSV/Parquet whose rows give their scale's parameters and tokens."
     ),
 ]
+RUNS_SUFFIXES = (".csv", ".parquet")
 
 
 @stats_app.command("predict")
@@ -53,6 +60,13 @@ def predict_command(
     confidence: Annotated[
         float, typer.Option("--confidence", help="Level of the prediction intervals.")
     ] = 0.8,
+    params_column: Annotated[
+        str | None,
+        typer.Option("--params-column", help="A results table's column of parameters."),
+    ] = None,
+    tokens_column: Annotated[
+        str, typer.Option("--tokens-column", help="A results table's column of tokens.")
+    ] = "tokens",
     n_boot: Boot = 2000,
     seed: Seed = 0,
     options: JudgeOptions = DEFAULT,
@@ -67,18 +81,46 @@ def predict_command(
     from archaudit.stats.predictions.predict import predict
 
     quiet_output(quiet, json_)
-    spec = load_audit(audit_file_of(audit))
-    wanted = parse_target(target, target_tokens) if target is not None else None
-    if wanted is None and target_tokens is not None and spec.target is not None:
-        wanted = dataclasses.replace(spec.target, tokens=target_tokens, tokens_per_param=None)
-    ladder = audit_ladder(spec, wanted, baseline=options.baseline)
+    if params_column is not None or audit.suffix in RUNS_SUFFIXES:
+        table, ladder = runs_ladder(audit, target, target_tokens, params_column, tokens_column)
+    else:
+        spec = load_audit(audit_file_of(audit))
+        wanted = parse_target(target, target_tokens) if target is not None else None
+        if wanted is None and target_tokens is not None and spec.target is not None:
+            wanted = dataclasses.replace(spec.target, tokens=target_tokens, tokens_per_param=None)
+        ladder = audit_ladder(spec, wanted, baseline=options.baseline)
+        table = _load(spec.audit_dir)[0]
     result = predict(
-        _load(spec.audit_dir)[0], metric, ladder, options,
-        confidence=confidence, n_boot=n_boot, seed=seed,
-    )  # fmt: skip
+        table, metric, ladder, options, confidence=confidence, n_boot=n_boot, seed=seed
+    )
     if _printed_json(result, json_):
         return
     _print_prediction(result)
+
+
+def runs_ladder(
+    source: Path,
+    target: str | None,
+    tokens: float | None,
+    params_column: str | None,
+    tokens_column: str,
+) -> tuple[Table, Ladder]:
+    """A results table whose rows give their scale's size, and its ladder to `--target`."""
+    from archaudit.errors import ConfigError
+    from archaudit.stats.predictions.runs_ladder import read_runs_ladder
+
+    runs = read_runs_ladder(source, params_column or "params", tokens_column)
+    try:
+        params = float(target) if target is not None else math.nan
+    except ValueError:
+        params = math.nan
+    if math.isnan(params):
+        raise ConfigError(
+            f"--target {target}: a results table's target is a number of parameters beyond its "
+            f"largest scale ({runs.scales[-1].params:,.0f}), e.g. --target "
+            f"{runs.scales[-1].params * 4:.3g} (a preset is counted only from an audit file)"
+        )
+    return runs.table, runs.to(params, tokens, name=str(target))
 
 
 def audit_file_of(source: Path) -> Path:
