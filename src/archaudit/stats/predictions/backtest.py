@@ -149,22 +149,37 @@ class Calibration:
         return self.quantile(level) / float(sps.norm.ppf((1.0 + level) / 2.0))
 
 
-def _moments(excess: np.ndarray, h2: np.ndarray) -> float:
-    """κ² by least squares of error² − noise on h² (negative when the errors are smaller than
-    their seed noise: clipped only once combined)."""
-    return float(np.sum(excess * h2) / np.sum(h2**2)) if len(h2) else 0.0
+def _moments(excess: np.ndarray, noise: np.ndarray, h2: np.ndarray) -> tuple[float, float]:
+    """(κ², its standard error) by least squares of error² − noise on h² (κ² negative when
+    the errors are smaller than their seed noise: clipped only once combined). The error² of
+    a normal error has variance 2·(its variance)²."""
+    if not len(h2):
+        return 0.0, 0.0
+    total = float(np.sum(h2**2))
+    estimate = float(np.sum(excess * h2)) / total
+    variance = 2.0 * (noise + max(estimate, 0.0) * h2) ** 2
+    return estimate, math.sqrt(float(np.sum(h2**2 * variance))) / total
 
 
 def calibrate(errors: Errors) -> Calibration:
-    """Each arm's κ² by moments, then the standardised errors."""
+    """Each arm's κ² by moments, less SE_DISCOUNT of its standard error (the positive part of
+    a noisy estimate is biased up, and the target's horizon magnifies it), then the
+    standardised errors."""
     excess, h2 = errors.error**2 - errors.noise, errors.horizon**2
-    pooled = _moments(excess, h2)
+    pooled, pooled_se = _moments(excess, errors.noise, h2)
     arms = int(errors.arm.max()) + 1 if len(errors.arm) else 0
-    own = np.array([_moments(excess[errors.arm == a], h2[errors.arm == a]) for a in range(arms)])
-    drift2 = np.maximum(ARM_SHARE * own + (1.0 - ARM_SHARE) * pooled, 0.0)
-    pooled = max(pooled, 0.0)
+    own = np.array(
+        [_moments(excess[errors.arm == a], errors.noise[errors.arm == a], h2[errors.arm == a])
+         for a in range(arms)]
+    ).reshape(-1, 2)  # fmt: skip
+    mixed = ARM_SHARE * own[:, 0] + (1.0 - ARM_SHARE) * pooled
+    mixed_se = np.sqrt((ARM_SHARE * own[:, 1]) ** 2 + ((1.0 - ARM_SHARE) * pooled_se) ** 2)
+    drift2 = np.maximum(mixed - SE_DISCOUNT * mixed_se, 0.0)
     z = np.abs(errors.error) / np.sqrt(errors.noise + drift2[errors.arm] * h2)
-    return Calibration(pooled, drift2, z, errors.horizon)
+    return Calibration(max(pooled, 0.0), drift2, z, errors.horizon)
+
+
+SE_DISCOUNT = 0.5
 
 
 @dataclass(frozen=True)
