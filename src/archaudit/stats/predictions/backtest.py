@@ -76,7 +76,9 @@ class Backtest(JsonResult):
     weight: float
     """Its share in the mixture (the mixture itself: 1)."""
     drift: float
-    """κ: the structural error's standard deviation per unit of log N of horizon."""
+    """√τ_b: the spread of the arms' drift, in Δ per unit of log N."""
+    bend: float
+    """√τ_c: the spread of the arms' bend, in Δ per unit of log N squared."""
     widening: float
     """How much wider than normal the calibrated interval is (quantile of |z| / normal's)."""
 
@@ -108,6 +110,8 @@ class Errors:
     """(P,) the seed variance of that error (prediction and observation)."""
     horizon: np.ndarray
     """(P,) log N from the largest scale fitted to the scale predicted."""
+    exposure: np.ndarray
+    """(P, 2) what a drift and a curvature of Δ along log N cost the prediction (`exposure`)."""
     arm: np.ndarray
     """(P,) the arm's index."""
     group: np.ndarray
@@ -115,23 +119,33 @@ class Errors:
 
 
 ARM_SHARE = 0.5
-"""Each arm's drift is this share of its own estimate and the rest the pooled one's: an arm
-whose Δ moves gets the wider interval, the pooled estimate steadies the few errors of one."""
+"""Each arm's structure is this share of its own estimate and the rest the pooled one's: an
+arm whose Δ moves gets the wider interval, the pooled estimate steadies the few errors of one."""
+
+
+def exposure(weights: np.ndarray, distance: np.ndarray) -> np.ndarray:
+    """(..., 2) what a linear smoother with these weights on the fitted scales, at `distance`
+    (x_s − x_new) from them, loses to a Δ that drifts along log N (b·Σ Lₛ dₛ) and to one that
+    bends (c·Σ Lₛ dₛ²), squared: its error variance is τ_b·[0] + τ_c·[1] for random b and c.
+    The single-scale prediction is exposed to both (h², h⁴); a line only to the bend."""
+    first = np.sum(weights * distance, axis=-1)
+    second = np.sum(weights * distance**2, axis=-1)
+    return np.stack([first**2, second**2], axis=-1)
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """What a backtest measured for one method: its drift and the quantiles of its errors."""
+    """What a backtest measured for one method: its structure and the quantiles of its errors."""
 
-    pooled: float
-    """κ²: the structural variance per squared unit of log N, pooled over the arms."""
-    drift2: np.ndarray
-    """(m,) each arm's κ², shrunk towards the pooled one."""
+    pooled: np.ndarray
+    """(2,) τ_b, τ_c: the variances of the arms' drift and bend along log N, pooled."""
+    structure: np.ndarray
+    """(m, 2) each arm's, shrunk towards the pooled ones."""
     z: np.ndarray
-    """(P,) the standardised errors |error| / √(noise + κₐ²h²)."""
+    """(P,) the standardised errors |error| / √(noise + exposure·τₐ)."""
     horizon: np.ndarray
     """(P,) their horizons: the quantile weighs each error by h², as the target lies beyond
-    every horizon of the backtest, where the drift, not the seed noise, sets the error."""
+    every horizon of the backtest, where the structure, not the seed noise, sets the error."""
 
     def quantile(self, level: float) -> float:
         """The calibrated quantile of |z| at `level` (normal's when too few errors)."""
@@ -149,37 +163,32 @@ class Calibration:
         return self.quantile(level) / float(sps.norm.ppf((1.0 + level) / 2.0))
 
 
-def _moments(excess: np.ndarray, noise: np.ndarray, h2: np.ndarray) -> tuple[float, float]:
-    """(κ², its standard error) by least squares of error² − noise on h² (κ² negative when
-    the errors are smaller than their seed noise: clipped only once combined). The error² of
-    a normal error has variance 2·(its variance)²."""
-    if not len(h2):
-        return 0.0, 0.0
-    total = float(np.sum(h2**2))
-    estimate = float(np.sum(excess * h2)) / total
-    variance = 2.0 * (noise + max(estimate, 0.0) * h2) ** 2
-    return estimate, math.sqrt(float(np.sum(h2**2 * variance))) / total
+def _structure(excess: np.ndarray, exposure: np.ndarray) -> np.ndarray:
+    """(2,) τ_b, τ_c by least squares of error² − noise on the exposures: unbiased, so either
+    may be negative; only the variance they give is clipped at 0 (`structural`)."""
+    if not len(excess):
+        return np.zeros(2)
+    return np.linalg.lstsq(exposure, excess, rcond=None)[0]
+
+
+def structural(exposure: np.ndarray, structure: np.ndarray) -> np.ndarray:
+    """The structural variance exposure·τ, clipped at 0."""
+    return np.maximum(np.sum(exposure * structure, axis=-1), 0.0)
 
 
 def calibrate(errors: Errors) -> Calibration:
-    """Each arm's κ² by moments, less SE_DISCOUNT of its standard error (the positive part of
-    a noisy estimate is biased up, and the target's horizon magnifies it), then the
-    standardised errors."""
-    excess, h2 = errors.error**2 - errors.noise, errors.horizon**2
-    pooled, pooled_se = _moments(excess, errors.noise, h2)
+    """Each arm's structure by moments, then the standardised errors."""
+    excess = errors.error**2 - errors.noise
+    pooled = _structure(excess, errors.exposure)
     arms = int(errors.arm.max()) + 1 if len(errors.arm) else 0
     own = np.array(
-        [_moments(excess[errors.arm == a], errors.noise[errors.arm == a], h2[errors.arm == a])
+        [_structure(excess[errors.arm == a], errors.exposure[errors.arm == a])
          for a in range(arms)]
     ).reshape(-1, 2)  # fmt: skip
-    mixed = ARM_SHARE * own[:, 0] + (1.0 - ARM_SHARE) * pooled
-    mixed_se = np.sqrt((ARM_SHARE * own[:, 1]) ** 2 + ((1.0 - ARM_SHARE) * pooled_se) ** 2)
-    drift2 = np.maximum(mixed - SE_DISCOUNT * mixed_se, 0.0)
-    z = np.abs(errors.error) / np.sqrt(errors.noise + drift2[errors.arm] * h2)
-    return Calibration(max(pooled, 0.0), drift2, z, errors.horizon)
-
-
-SE_DISCOUNT = 0.5
+    structure = ARM_SHARE * own + (1.0 - ARM_SHARE) * pooled
+    variance = errors.noise + structural(errors.exposure, structure[errors.arm])
+    z = np.abs(errors.error) / np.sqrt(variance)
+    return Calibration(pooled, structure, z, errors.horizon)
 
 
 @dataclass(frozen=True)
@@ -195,6 +204,8 @@ class Pieces:
     observed: np.ndarray
     """(P,) the held-out Δ̂."""
     observed_variance: np.ndarray
+    distance: np.ndarray
+    """(P, S) x_s − x of the scale predicted."""
     horizon: np.ndarray
     arm: np.ndarray
     group: np.ndarray
@@ -210,6 +221,7 @@ def backtest_pieces(ladder: LadderArrays, names: tuple[str, ...], first: int) ->
         variance=np.concatenate([o.variance for o in origins]),
         observed=np.concatenate([o.observed for o in origins]),
         observed_variance=np.concatenate([o.observed_variance for o in origins]),
+        distance=np.concatenate([o.distance for o in origins]),
         horizon=np.concatenate([o.horizon for o in origins]),
         arm=np.concatenate([o.arm for o in origins]),
         group=np.concatenate([o.group + at for o, at in zip(origins, offsets, strict=False)]),
@@ -231,18 +243,24 @@ def _origin(ladder: LadderArrays, names: tuple[str, ...], k: int) -> Pieces:
         variance=variance.reshape(m * T, S),
         observed=ladder.deltas[:, k:].reshape(-1),
         observed_variance=ladder.variances[:, k:].reshape(-1),
+        distance=np.tile(ladder.x[None, :] - new[:, None], (m, 1)),
         horizon=np.tile(new - fit.x[-1], m),
         arm=np.repeat(np.arange(m), T),
         group=np.tile(np.arange(T), m),
     )
 
 
-def mixture_errors(pieces: Pieces, mixes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """((G, P) errors, (G, P) their seed variances) of the (G, K) mixtures of the smoothers."""
+def mixture_errors(pieces: Pieces, mixes: np.ndarray) -> list[Errors]:
+    """The errors of each of the (G, K) mixtures of the smoothers."""
     weights = np.einsum("gk,kps->gps", mixes, pieces.weights)
     error = pieces.observed - np.einsum("gps,ps->gp", weights, pieces.fitted)
     noise = np.einsum("gps,ps->gp", weights**2, pieces.variance) + pieces.observed_variance
-    return error, noise
+    exposed = exposure(weights, pieces.distance)
+    return [
+        Errors(pieces.observed, error[g], noise[g], pieces.horizon, exposed[g], pieces.arm,
+               pieces.group)
+        for g in range(len(mixes))
+    ]  # fmt: skip
 
 
 def simplex(parts: int, step: int = GRID_STEP) -> np.ndarray:
@@ -250,10 +268,6 @@ def simplex(parts: int, step: int = GRID_STEP) -> np.ndarray:
     largest first (so that ties go to the single-scale prediction)."""
     grid = [c for c in itertools.product(range(step, -1, -1), repeat=parts) if sum(c) == step]
     return np.array(grid, dtype=float) / step
-
-
-def errors_of(pieces: Pieces, error: np.ndarray, noise: np.ndarray) -> Errors:
-    return Errors(pieces.observed, error, noise, pieces.horizon, pieces.arm, pieces.group)
 
 
 @dataclass(frozen=True)
@@ -272,21 +286,27 @@ class Stack:
 def stack(pieces: Pieces, names: tuple[str, ...]) -> Stack:
     """Weights on the simplex that minimise Σ error²/h², all arms and leaving each one out."""
     grid = simplex(len(names))
-    error, noise = mixture_errors(pieces, grid)
+    mixtures = mixture_errors(pieces, grid)
     per_arm = np.zeros((len(grid), int(pieces.arm.max()) + 1))
-    np.add.at(per_arm.T, pieces.arm, (error**2).T)
+    for g, errors in enumerate(mixtures):
+        np.add.at(per_arm[g], pieces.arm, errors.error**2)
     best = int(np.argmin(per_arm.sum(1)))
     without = np.argmin(per_arm.sum(1, keepdims=True) - per_arm, axis=0)  # (m,)
-    chosen = without[pieces.arm]
-    points = np.arange(len(pieces.observed))
-    held_out = errors_of(pieces, error[chosen, points], noise[chosen, points])
-    single = errors_of(pieces, error[0], noise[0])  # the grid's first: all single-scale
+    held_out = _pick([mixtures[g] for g in without], pieces.arm)
+    single = mixtures[0]  # the grid's first: all single-scale
     return Stack(
         mix=dict(zip(names, (float(w) for w in grid[best]), strict=True)),
         held_out=held_out,
         single=single,
         p_value=_gain_p_value(single, held_out),
     )
+
+
+def _pick(per_arm: list[Errors], arm: np.ndarray) -> Errors:
+    """Each point's errors from the mixture chosen for its arm."""
+    fields = ("observed", "error", "noise", "horizon", "exposure", "arm", "group")
+    return Errors(*(np.stack([getattr(e, f) for e in per_arm])[arm, np.arange(len(arm))]
+                    for f in fields))  # fmt: skip
 
 
 def _gain_p_value(single: Errors, held_out: Errors) -> float:
@@ -304,8 +324,7 @@ def _gain_p_value(single: Errors, held_out: Errors) -> float:
 def single_scale_errors(ladder: LadderArrays) -> Errors:
     """The single-scale prediction's errors from every origin (1 scale fitted on)."""
     pieces = backtest_pieces(ladder, (SINGLE_SCALE,), 1)
-    error, noise = mixture_errors(pieces, np.ones((1, 1)))
-    return errors_of(pieces, error[0], noise[0])
+    return mixture_errors(pieces, np.ones((1, 1)))[0]
 
 
 def share(hits: np.ndarray) -> float:
@@ -351,7 +370,8 @@ def score(model: str, errors: Errors, weight: float, how: Scoring) -> Backtest:
         baseline_sign_accuracy=share(np.sign(single) == np.sign(observed)),
         baseline_decision_accuracy=share(pair_hits(single, observed, errors.group)),
         weight=weight,
-        drift=math.sqrt(calibration.pooled),
+        drift=math.sqrt(max(calibration.pooled[0], 0.0)),
+        bend=math.sqrt(max(calibration.pooled[1], 0.0)),
         widening=calibration.widening(how.confidence),
     )
 
@@ -375,8 +395,8 @@ def band(
     calibration = calibrate(errors)
     weights = smoother_weights(mix, ladder.x, 1.0 / ladder.variances, new)
     point, noise = predict_linear(weights, ladder.deltas, ladder.variances)
-    horizon = np.maximum(new - ladder.x[-1], 0.0)
-    spread = np.sqrt(noise + calibration.drift2[:, None] * horizon**2)
+    exposed = exposure(weights, ladder.x[None, None, :] - new[None, :, None])  # (m, T, 2)
+    spread = np.sqrt(noise + structural(exposed, calibration.structure[:, None, :]))
     return point, weights, Band(calibration, spread)
 
 
@@ -445,5 +465,4 @@ def _closer(stacked: Band, single: Band) -> bool:
 
 def _alone(pieces: Pieces, names: tuple[str, ...], name: str) -> Errors:
     """One smoother's errors on its own."""
-    error, noise = mixture_errors(pieces, np.array([[float(n == name) for n in names]]))
-    return errors_of(pieces, error[0], noise[0])
+    return mixture_errors(pieces, np.array([[float(n == name) for n in names]]))[0]
