@@ -330,9 +330,10 @@ def _method_notes(method: Forecast) -> tuple[str, ...]:
     mix = ", ".join(f"{c} {w:.0%}" for c, w in method.mix.items() if w)
     test = method.backtest
     drift = (
-        f"the interval is the seed noise plus the drift the ladder showed between scales "
-        f"(κ = {test.drift:.3g} per unit of log N), calibrated on {test.n_arms} held-out "
-        f"predictions ({test.confidence:.0%} intervals held {test.coverage:.0%} of them)"
+        f"the interval is the seed noise plus the drift (√τ_b = {test.drift:.3g} per unit of "
+        f"log N) and bend (√τ_c = {test.bend:.3g}) the ladder showed between scales, "
+        f"calibrated on {test.n_arms} held-out predictions ({test.confidence:.0%} intervals "
+        f"held {test.coverage:.0%} of them)"
     )
     if method.model != SINGLE_SCALE:
         return (
