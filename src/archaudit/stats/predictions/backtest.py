@@ -390,14 +390,14 @@ class Band:
 
 def band(
     errors: Errors, mix: dict[str, float], ladder: LadderArrays, new: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, Band]:
-    """((m, T) weights-applied point, (m, T, S) weights, its band) of one mixture."""
+) -> tuple[np.ndarray, Band]:
+    """((m, T) the prediction at the new points, its band) of one mixture."""
     calibration = calibrate(errors)
     weights = smoother_weights(mix, ladder.x, 1.0 / ladder.variances, new)
     point, noise = predict_linear(weights, ladder.deltas, ladder.variances)
     exposed = exposure(weights, ladder.x[None, None, :] - new[None, :, None])  # (m, T, 2)
     spread = np.sqrt(noise + structural(exposed, calibration.structure[:, None, :]))
-    return point, weights, Band(calibration, spread)
+    return point, Band(calibration, spread)
 
 
 @dataclass(frozen=True)
@@ -446,8 +446,8 @@ def forecast(
         score(STACKED, stacked.held_out, 1.0, how),
     )
     single_errors = single_scale_errors(ladder)
-    single_point, _, single_band = band(single_errors, {SINGLE_SCALE: 1.0}, ladder, new)
-    point, _, own = band(stacked.held_out, stacked.mix, ladder, new)
+    single_point, single_band = band(single_errors, {SINGLE_SCALE: 1.0}, ladder, new)
+    point, own = band(stacked.held_out, stacked.mix, ladder, new)
     if stacked.p_value < CLAIM_LEVEL and _closer(own, single_band):
         return Forecast(STACKED, stacked.mix, stacked.mix, stacked.p_value, candidates,
                         candidates[-1], point, (own, single_band))  # fmt: skip
