@@ -131,3 +131,12 @@ def test_no_arm_finished_at_every_scale_is_not_estimable():
                      "val_loss", ladder(), n_boot=100)  # fmt: skip
     assert not result.estimable and "no arm besides the baseline" in result.reason
     assert any("a is left out" in note for note in result.notes)
+
+
+def test_each_arm_carries_its_method_and_measured_coverage():
+    """What the verdict table's target line and the report print beside the interval."""
+    result = predict(table(STRONG), "val_loss", ladder(), confidence=0.9, n_boot=200)
+    assert result.backtest is not None
+    for arm in result.arms:
+        assert arm.method == result.model and arm.confidence == result.confidence
+        assert arm.coverage == result.backtest.coverage

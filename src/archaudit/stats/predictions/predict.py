@@ -303,6 +303,9 @@ def _arm_rows(
             rank_interval=(float(np.floor(rank_low[i])), float(np.ceil(rank_high[i]))),
             delta_largest=float(largest[i]),
             estimable=True,
+            method=method.model,
+            confidence=confidence,
+            coverage=method.backtest.coverage,
         )
         for i, name in enumerate(names)
     )
