@@ -4,8 +4,9 @@ Trains an audit ladder on tinyshakespeare (6 arms × 5 widths × 3 seeds, tokens
 about 15 minutes of CPU; `--full` for 6 widths, 7 arms and 5 seeds), in this process and
 resumably (finished runs are read back, not retrained), and stores its results.csv beside its
 audit file in tests/stats/data/ladder/ so that the default tests reuse it. Then measures the
-adopted method by backtests on that ladder (largest 1 and 2 scales held out) and by simulated
-ladders with known Δ(N) under the noise panel's models, and writes docs/predict.md's tables.
+prediction on that ladder (the per-arm table, the backtest lines, the largest scale predicted
+from the smaller ones) and writes docs/predict.md's block on it. The method's coverage on
+ladders of known truth is benchmarks/predict_coverage.py's.
 
     PYTHONPATH=src nice -n 10 python benchmarks/ladder.py                # train, then measure
     PYTHONPATH=src python benchmarks/ladder.py --measure-only             # stored results only
@@ -14,18 +15,13 @@ ladders with known Δ(N) under the noise panel's models, and writes docs/predict
 from __future__ import annotations
 
 import argparse
-import itertools
-import math
 import shutil
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
-from archaudit.stats.predictions.backtest import Forecast, forecast, interval, observed_draws
-from archaudit.stats.predictions.ladder_fit import LadderArrays
+from archaudit.stats.predictions.ladders import Ladder
+from archaudit.stats.predictions.predict import Prediction, predict
+from archaudit.stats.table import Table
 
 ROOT = Path(__file__).resolve().parents[1]
 STORED = ROOT / "tests" / "stats" / "data" / "ladder"
@@ -143,8 +139,6 @@ def main() -> None:
     parser.add_argument("--train-only", action="store_true")
     parser.add_argument("--reverse", action="store_true", help="train from the last run back")
     parser.add_argument("--middle", action="store_true", help="train from the middle run on")
-    parser.add_argument("--reps", type=int, default=60, help="simulated ladders per row")
-    parser.add_argument("--n-boot", type=int, default=400)
     parser.add_argument("--measure-only", action="store_true")
     args = parser.parse_args()
     if not args.measure_only:
@@ -153,129 +147,51 @@ def main() -> None:
         print(f"stored {store_results(results, args.full)}")
     if args.train_only:
         return
-    text = measure(STORED / ("full" if args.full else "") / "ladder.toml", args.reps, args.n_boot)
+    text = measure(STORED / ("full" if args.full else "") / "ladder.toml")
     print(text)
     write_doc(text)
 
 
 # ---------------------------------------------------------------------------------------------
-# measuring the method: backtests on the real ladder, and simulated ladders with known truth
+# the stored real ladder: its prediction at the target, and d64 predicted from the scales below
+# (benchmarks/predict_coverage.py measures the method on ladders of known truth)
+
+
+def arm_table(result: Prediction) -> list[str]:
+    """The per-arm table `stats predict` prints, as markdown."""
+    largest = result.ladder.scales[-1].name
+    head = ["arm", f"Δ̂ {largest}", f"Δ̂ {result.ladder.target.name}",
+            f"{result.confidence:.0%} interval", "P(sign holds)", "rank (could be)"]  # fmt: skip
+    rows = [
+        [a.arm, f"{a.delta_largest:+.4f}", f"{a.delta:+.4f}",
+         f"[{a.interval[0]:+.4f}, {a.interval[1]:+.4f}]", f"{a.p_sign_holds:.2f}",
+         f"{a.rank} ({a.rank_interval[0]:.0f}–{a.rank_interval[1]:.0f})"]
+        for a in result.arms
+    ]  # fmt: skip
+    return table_lines(head, rows)
+
+
+def held_out_line(table: Table, ladder: Ladder) -> str:
+    """The largest scale predicted by `predict` from the smaller ones: how many of its
+    observed Δ̂ fell in the intervals (they carry the target's seed noise only through the
+    drift term: a stricter test than the truth)."""
+    scales = ladder.scales
+    smaller = Ladder(scales[:-1], scales[-1])
+    hits = []
+    for level in LEVELS:
+        result = predict(table, "val_loss", smaller, confidence=level, n_boot=N_BOOT)
+        observed = predict(table, "val_loss", ladder, n_boot=N_BOOT).arms
+        hits.append(sum(p.interval[0] <= o.delta_largest <= p.interval[1]
+                        for p, o in zip(result.arms, observed, strict=True)))  # fmt: skip
+    return (
+        f"{scales[-1].name} predicted from {', '.join(s.name for s in scales[:-1])} "
+        f"({result.model.replace('_', '-')}): the observed Δ̂ of {hits[0]} of "
+        f"{len(result.arms)} arms in the 80% intervals, {hits[1]} in the 95% intervals."
+    )
+
 
 LEVELS = (0.8, 0.95)
-SIM_TRUTHS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "gain": lambda u: -1.5 + 0.0 * u,
-    "loss": lambda u: 1.0 + 0.0 * u,
-    "fading": lambda u: -3.0 * 2.0 ** (-0.5 * u),
-    "crossing": lambda u: 1.5 - 0.5 * u,
-    "growing": lambda u: -0.3 * u,
-    "null": lambda u: 0.0 * u,
-}
-"""Δ(N) in units of the seed σ, u = doublings of N above the smallest scale: effects that
-persist, fade as N^-0.5, cross zero at u = 3, grow, and none."""
-TARGET_STEPS = 2
-"""The simulated target lies this many doublings beyond the largest trained scale."""
-
-
-@dataclass
-class Hits:
-    """Counts behind coverage, sign and pairwise decision accuracy, method and baseline."""
-
-    covered: dict[float, list[bool]] = field(default_factory=lambda: {x: [] for x in LEVELS})
-    sign: list[bool] = field(default_factory=list)
-    pairs: list[bool] = field(default_factory=list)
-    base_sign: list[bool] = field(default_factory=list)
-    base_pairs: list[bool] = field(default_factory=list)
-    adopted: list[bool] = field(default_factory=list)
-
-    def score(self, method: Forecast, draws: np.ndarray, truth: np.ndarray, single: np.ndarray,
-              signed: np.ndarray) -> None:  # fmt: skip
-        """One ladder's predictions against the truth (or the held-out observation)."""
-        shown = np.isfinite(method.point)
-        for level in LEVELS:
-            low, high = interval(draws[:, shown], level)
-            self.covered[level] += list((low <= truth[shown]) & (truth[shown] <= high))
-        keep = shown & signed
-        self.sign += list(np.sign(method.point[keep]) == np.sign(truth[keep]))
-        self.base_sign += list(np.sign(single[keep]) == np.sign(truth[keep]))
-        for i, j in itertools.combinations(np.flatnonzero(shown), 2):
-            if truth[i] != truth[j]:
-                self.pairs.append(
-                    bool(np.sign(method.point[i] - method.point[j]) == np.sign(truth[i] - truth[j]))
-                )
-                self.base_pairs.append(
-                    bool(np.sign(single[i] - single[j]) == np.sign(truth[i] - truth[j]))
-                )
-        self.adopted.append(method.adopted)
-
-    def row(self) -> list[str]:
-        def pct(values: list[bool]) -> str:
-            return f"{np.mean(values):.0%}" if values else "–"
-
-        return [
-            *(pct(self.covered[level]) for level in LEVELS),
-            pct(self.sign), pct(self.base_sign), pct(self.pairs), pct(self.base_pairs),
-            pct(self.adopted),
-        ]  # fmt: skip
-
-
-COLUMNS = ["80% coverage", "95% coverage", "signs", "signs (single-scale)", "pairs",
-           "pairs (single-scale)", "curve adopted"]  # fmt: skip
-
-
-def real_ladder(path: Path, n_boot: int) -> list[list[str]]:
-    """Hold out the largest 1 and 2 scales of the stored ladder and predict the largest."""
-    from archaudit.audit.ladder import audit_ladder
-    from archaudit.audit.spec import load_audit
-    from archaudit.stats import load_table
-    from archaudit.stats.options import DEFAULT
-    from archaudit.stats.predictions.predict import ladder_arrays
-
-    spec = load_audit(path)
-    ladder = audit_ladder(spec)
-    _, arrays, _ = ladder_arrays(load_table(spec.audit_dir), "val_loss", ladder, DEFAULT)
-    scales = tuple(s.name for s in ladder.scales)
-    rows = []
-    for held_out in (1, 2):
-        hits = Hits()
-        seen = arrays.first(len(scales) - held_out)
-        method = forecast(seen, scales[: len(seen.x)], arrays.x[-1:], n_boot=n_boot)
-        draws = observed_draws(method.draws, seen, arrays.counts[:, -1], np.random.default_rng(0))
-        observed = arrays.deltas[:, -1]
-        hits.score(method, draws, observed, seen.deltas[:, -1], np.ones(len(observed), bool))
-        label = f"{scales[-1]} from {', '.join(scales[: len(seen.x)])} ({method.curve})"
-        rows.append([label, *hits.row()])
-    return rows
-
-
-def simulate(scales: int, seeds: int, noise: str, reps: int, n_boot: int) -> Hits:
-    """`reps` ladders of SIM_TRUTHS (σ = 1) under one noise model, each predicted
-    TARGET_STEPS doublings beyond its largest scale, scored against the true Δ there."""
-    from archaudit.stats.noise_panel import parse_one
-
-    model, rng, hits = parse_one(noise), np.random.default_rng(scales * 100 + seeds), Hits()
-    u = np.arange(scales, dtype=float)
-    truth = np.array([[0.0] * scales, *(f(u) for f in SIM_TRUTHS.values())])  # baseline first
-    target = np.array([f(np.array(scales - 1.0 + TARGET_STEPS)) for f in SIM_TRUTHS.values()])
-    names = tuple(f"u{i}" for i in range(scales))
-    widths = model.arm_sigmas(len(truth))[:, None, None]
-    for rep in range(reps):
-        values = truth[..., None] + model.draw(rng, (*truth.shape, seeds)) * widths
-        arrays = LadderArrays(
-            x=u * math.log(2.0),
-            means=values.mean(-1),
-            counts=np.full(truth.shape, float(seeds)),
-            sigma=np.sqrt(values.var(-1, ddof=1).mean(0)),
-            dof=np.full(scales, float(len(truth) * (seeds - 1))),
-        )
-        x_target = np.array([(scales - 1.0 + TARGET_STEPS) * math.log(2.0)])
-        method = forecast(arrays, names, x_target, n_boot=n_boot, seed=rep)
-        hits.score(method, method.draws, target, arrays.deltas[:, -1], target != 0)
-    return hits
-
-
-SIM_GRID = [(3, 3, "normal"), (5, 2, "normal"), (5, 3, "normal"), (5, 5, "normal"),
-            (7, 3, "normal"), (5, 3, "t3"), (5, 3, "lognormal:1"), (5, 3, "hetero:3"),
-            (5, 3, "hetero:6:3")]  # fmt: skip
+N_BOOT = 2000
 
 
 def table_lines(head: list[str], rows: list[list[str]]) -> list[str]:
@@ -286,22 +202,29 @@ def table_lines(head: list[str], rows: list[list[str]]) -> list[str]:
     ]
 
 
-def measure(path: Path, reps: int, n_boot: int) -> str:
-    """The tables of docs/predict.md: the real ladder's backtests and the simulations."""
+def measure(path: Path) -> str:
+    """docs/predict.md's block on the stored ladder: the per-arm table, the backtest lines."""
+    from archaudit.audit.ladder import audit_ladder
+    from archaudit.audit.spec import load_audit
+    from archaudit.stats import load_table
+
     start = time.process_time()
-    lines = ["Real ladder (`" + str(path.relative_to(ROOT)) + "`), val_loss, the largest "
-             "scale predicted from the smaller ones:", ""]  # fmt: skip
-    lines += table_lines(["held out", *COLUMNS], real_ladder(path, n_boot))
-    sims = []
-    for scales, seeds, noise in SIM_GRID:
-        hits = simulate(scales, seeds, noise, reps, n_boot)
-        sims.append([str(scales), str(seeds), noise, *hits.row()])
-        print(f"simulated {scales} scales, {seeds} seeds, {noise}", flush=True)
-    lines += ["", f"Simulated ladders ({reps} per row; truth {', '.join(SIM_TRUTHS)}; target "
-              f"{TARGET_STEPS} doublings beyond the largest scale; σ = 1):", ""]  # fmt: skip
-    lines += table_lines(["scales", "seeds", "noise", *COLUMNS], sims)
-    lines += ["", f"(`benchmarks/ladder.py --measure-only --reps {reps}`, "
-              f"{time.process_time() - start:.0f} s of CPU.)"]  # fmt: skip
+    spec = load_audit(path)
+    ladder, table = audit_ladder(spec), load_table(spec.audit_dir)
+    result = predict(table, "val_loss", ladder, n_boot=N_BOOT)
+    where = path.relative_to(ROOT)
+    lines = [
+        f"The stored ladder (`{where}`), val_loss at {ladder.target.name} "
+        f"({ladder.target.params:,.0f} parameters): `archaudit stats predict {where}`",
+        "",
+        *arm_table(result),
+        "",
+        *(f"- {b.summary()}" for b in (*result.candidates, result.backtest) if b is not None),
+        *(f"- {note}" for note in result.notes),
+        f"- {held_out_line(table, ladder)}",
+        "",
+        f"(`benchmarks/ladder.py --measure-only`, {time.process_time() - start:.0f} s of CPU.)",
+    ]
     return "\n".join(lines)
 
 

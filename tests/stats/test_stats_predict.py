@@ -1,8 +1,9 @@
 """`stats predict`: Δ at an untrained target from a ladder of trained scales, with its backtest.
 
-The "not estimable" cases (2 scales, a null audit, intervals wider than the effects, a rejected
-curve), the refusal of accuracies, the ladder checks, and known-truth ladders where the curve
-must find the truth.
+The "not estimable" cases (2 scales, no seed noise), the answers that used to be refusals (a
+null audit, intervals wider than the effects), the refusal of accuracies, the ladder checks,
+and known-truth ladders whose truth the intervals must hold (benchmarks/predict_coverage.py
+measures how often, docs/predict.md).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import pytest
 from predict_helpers import PARAMS, TARGET, constant, ladder, log_linear, table
 
 from archaudit.errors import ConfigError
+from archaudit.stats.predictions.backtest import CLAIM_LEVEL
 from archaudit.stats.predictions.ladders import Ladder, LadderScale, check_ladder
 from archaudit.stats.predictions.predict import predict
 
@@ -32,62 +34,65 @@ def test_two_scales_are_not_estimable():
     assert result.backtest is None
 
 
-def test_a_null_audit_is_not_estimable():
+def test_a_null_audit_is_answered_with_intervals_that_hold_zero():
+    """Issue 42: intervals wider than the effects are an answer (the arms cannot be told apart),
+    not a refusal; they must still hold the truth about as often as they claim."""
     nulls = {f"null{i}": constant(0.0) for i in range(5)}
     results = [predict(table(nulls, seed=s), "val_loss", ladder(), n_boot=400) for s in range(8)]
-    refused = [r for r in results if not r.estimable]
-    assert len(refused) >= 7, [r.reason for r in results]
-    assert all("wider than the range of the effects" in r.reason for r in refused)
+    assert all(r.estimable for r in results)
+    noted = [r for r in results if any("cannot tell the arms apart" in n for n in r.notes)]
+    assert len(noted) > len(results) / 2, [r.notes for r in results]
+    held = [a.interval[0] <= 0.0 <= a.interval[1] for r in results for a in r.arms]
+    assert sum(held) / len(held) >= results[0].confidence - 2 * math.sqrt(0.8 * 0.2 / len(held))
 
 
-def test_intervals_wider_than_the_effects_are_not_estimable():
-    tiny = {"a": constant(0.002), "b": constant(-0.002), "c": log_linear(0.001, -0.001)}
-    result = predict(table(tiny, sigma=0.05, seeds=2), "val_loss", ladder(), n_boot=400)
-    assert not result.estimable
-    assert "wider than the range of the effects" in result.reason
-    assert all(a.reason == result.reason for a in result.arms)
-
-
-def test_an_arm_whose_curve_is_rejected_is_not_estimable():
-    family = {
-        "good": constant(-0.08),
-        "bad": constant(0.06),
-        "null": constant(0.0),
-        "crosser": log_linear(0.1, -0.04),  # worse than null at s3, better at s4
-        "zigzag": lambda n: 0.2 * (-1) ** round(math.log2(n / 1e4)),
-    }
+def test_an_arm_whose_effect_moves_gets_a_wider_interval():
+    """The drift term is each arm's own (shrunk to the pooled one): an arm whose Δ crosses zero
+    along the ladder is less certain at the target than one that stays put."""
+    family = {"good": constant(-0.08), "bad": constant(0.06), "crosser": log_linear(0.1, -0.04)}
     result = predict(table(family, sigma=0.002), "val_loss", ladder(), n_boot=400)
-    arms = {a.arm: a for a in result.arms}
-    assert result.model != "single_scale", result.notes
-    assert not arms["zigzag"].estimable and "rejected by the χ² test" in arms["zigzag"].reason
-    assert all(arms[name].estimable for name in ("good", "bad", "null")), result.arms
+    width = {a.arm: a.interval[1] - a.interval[0] for a in result.arms}
+    assert width["crosser"] > max(width["good"], width["bad"]), width
 
 
-def test_known_truth_is_found_and_covered():
+def test_known_truth_is_covered():
     result = predict(table(STRONG, sigma=0.003), "val_loss", ladder(), n_boot=1000)
-    assert result.estimable and result.model == "log_linear"
+    assert result.estimable and result.backtest is not None
     arms = {a.arm: a for a in result.arms}
     # the truths shift the arm's loss; Δ is baseline − arm (positive = better), as `stats`
     truth = {arm: -f(TARGET.params) for arm, f in STRONG.items()}
-    for name in ("good", "bad", "crossing", "null"):  # the log-linear truths
-        low, high = arms[name].interval
-        assert low <= truth[name] <= high, (name, arms[name], truth[name])
-    assert arms["crossing"].delta > arms["good"].delta  # it overtakes "good" by the target
-    assert arms["bad"].p_sign_holds > 0.99
-    assert arms["bad"].rank == max(a.rank for a in result.arms)  # last of those predicted
-    assert result.backtest is not None and result.backtest.scale == "s4"
-    assert {b.model for b in result.candidates} == {"constant", "shared_power", "log_linear"}
+    for name, arm in arms.items():
+        low, high = arm.interval
+        assert low <= truth[name] <= high, (name, arm, truth[name])
+    assert arms["bad"].interval[1] < 0 and arms["bad"].p_sign_holds > result.confidence
+    assert arms["bad"].rank == len(result.arms)  # the largest loss: the last rank
+    assert result.backtest.scale == "s4"
+    assert [b.model for b in result.candidates] == ["constant", "log_linear", "stacked"]
+    assert math.isclose(sum(w.weight for w in result.mix), 1.0)
 
 
-def test_a_curve_that_does_not_beat_the_baseline_falls_back_to_it():
+def test_the_single_scale_prediction_is_the_default():
     flat = {"good": constant(-0.05), "bad": constant(0.05), "ok": constant(-0.02)}
     result = predict(table(flat, sigma=0.001), "val_loss", ladder(), n_boot=400)
-    assert result.backtest is not None
-    assert result.backtest.decision_accuracy == result.backtest.baseline_decision_accuracy
-    assert result.model == "single_scale" and "no curve beat" in " ".join(result.notes)
-    for arm in result.arms:  # the Δ̂ at the largest trained scale, with its seed interval
+    assert result.model == "single_scale" and not result.beats_baseline
+    assert "the prediction is the single-scale one" in " ".join(result.notes)
+    assert result.backtest is not None and result.backtest.model == "single_scale"
+    for arm in result.arms:  # the Δ̂ at the largest trained scale, with its calibrated interval
         assert arm.delta == arm.delta_largest
         assert arm.interval[0] < arm.delta < arm.interval[1]
+
+
+def test_a_stack_that_beats_the_single_scale_prediction_is_adopted():
+    """Seed noise large against effects that do not move: the curves average it out over the
+    scales, and the backtest says so on arms held out of the stack's choice."""
+    flat = {f"arm{i}": constant(0.01 * (i - 3)) for i in range(12)}
+    result = predict(table(flat, sigma=0.05, seeds=2), "val_loss", ladder(), n_boot=400)
+    assert result.model == "stacked" and result.beats_baseline, (result.p_value, result.mix)
+    assert result.p_value < CLAIM_LEVEL
+    assert "beat the single-scale prediction" in " ".join(result.notes)
+    weights = {w.curve: w.weight for w in result.mix}
+    assert weights["single_scale"] < 1.0
+    assert any(a.delta != a.delta_largest for a in result.arms)
 
 
 def test_an_accuracy_is_refused_with_the_loss_to_use():
@@ -116,3 +121,22 @@ def test_the_ladder_must_lie_on_one_line_with_the_target_beyond():
 def test_the_same_inputs_give_the_same_prediction():
     one, two = (predict(table(STRONG), "val_loss", ladder(), n_boot=300) for _ in range(2))
     assert one.to_json() == two.to_json()
+
+
+def test_no_arm_finished_at_every_scale_is_not_estimable():
+    from archaudit.stats.table import Table
+
+    rows = table({"a": constant(0.1)}).rows
+    result = predict(Table(tuple(r for r in rows if (r.arm, r.scale) != ("a", "s2"))),
+                     "val_loss", ladder(), n_boot=100)  # fmt: skip
+    assert not result.estimable and "no arm besides the baseline" in result.reason
+    assert any("a is left out" in note for note in result.notes)
+
+
+def test_each_arm_carries_its_method_and_measured_coverage():
+    """What the verdict table's target line and the report print beside the interval."""
+    result = predict(table(STRONG), "val_loss", ladder(), confidence=0.9, n_boot=200)
+    assert result.backtest is not None
+    for arm in result.arms:
+        assert arm.method == result.model and arm.confidence == result.confidence
+        assert arm.coverage == result.backtest.coverage

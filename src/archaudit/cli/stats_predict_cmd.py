@@ -1,11 +1,14 @@
 """`archaudit stats predict`: each arm's Δ at the audit's untrained target scale.
 
 archaudit stats predict AUDIT --metric M [--target PRESET|PARAMS] [--target-tokens D] [--json]
+archaudit stats predict RESULTS.csv --target PARAMS [--params-column params]
+                        [--tokens-column tokens] [--target-tokens D] [--json]
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -23,26 +26,30 @@ from archaudit.cli.stats_cmd import (
     stats_app,
 )
 from archaudit.formatting import interval
+from archaudit.metrics import PRIMARY_LOSS
 from archaudit.stats.options import DEFAULT, JudgeOptions
 
 if TYPE_CHECKING:
-    from archaudit.stats.predictions.backtest import Backtest
+    from archaudit.stats import Table
+    from archaudit.stats.predictions.ladders import Ladder
     from archaudit.stats.predictions.predict import Prediction
 from archaudit.stats.predictions.target import TargetPrediction
 
 AuditFile = Annotated[
     Path,
     typer.Argument(
-        help="The audit file, or its audit folder: its scales and [target] place the ladder."
+        help="The audit file, or its audit folder: its scales and [target] place the ladder; "
+        "or a results CSV/Parquet whose rows give their scale's parameters and tokens."
     ),
 ]
+RUNS_SUFFIXES = (".csv", ".parquet")
 
 
 @stats_app.command("predict")
 @judge_flags("baseline", "lower_is_better")
 def predict_command(
     audit: AuditFile,
-    metric: Metric = "val_loss",
+    metric: Metric = PRIMARY_LOSS,
     target: Annotated[
         str | None,
         typer.Option("--target", help="A model preset or a parameter count (default: [target])."),
@@ -54,6 +61,13 @@ def predict_command(
     confidence: Annotated[
         float, typer.Option("--confidence", help="Level of the prediction intervals.")
     ] = 0.8,
+    params_column: Annotated[
+        str | None,
+        typer.Option("--params-column", help="A results table's column of parameters."),
+    ] = None,
+    tokens_column: Annotated[
+        str, typer.Option("--tokens-column", help="A results table's column of tokens.")
+    ] = "tokens",
     n_boot: Boot = 2000,
     seed: Seed = 0,
     options: JudgeOptions = DEFAULT,
@@ -68,18 +82,46 @@ def predict_command(
     from archaudit.stats.predictions.predict import predict
 
     quiet_output(quiet, json_)
-    spec = load_audit(audit_file_of(audit))
-    wanted = parse_target(target, target_tokens) if target is not None else None
-    if wanted is None and target_tokens is not None and spec.target is not None:
-        wanted = dataclasses.replace(spec.target, tokens=target_tokens, tokens_per_param=None)
-    ladder = audit_ladder(spec, wanted, baseline=options.baseline)
+    if params_column is not None or audit.suffix in RUNS_SUFFIXES:
+        table, ladder = runs_ladder(audit, target, target_tokens, params_column, tokens_column)
+    else:
+        spec = load_audit(audit_file_of(audit))
+        wanted = parse_target(target, target_tokens) if target is not None else None
+        if wanted is None and target_tokens is not None and spec.target is not None:
+            wanted = dataclasses.replace(spec.target, tokens=target_tokens, tokens_per_param=None)
+        ladder = audit_ladder(spec, wanted, baseline=options.baseline)
+        table = _load(spec.audit_dir)[0]
     result = predict(
-        _load(spec.audit_dir)[0], metric, ladder, options,
-        confidence=confidence, n_boot=n_boot, seed=seed,
-    )  # fmt: skip
+        table, metric, ladder, options, confidence=confidence, n_boot=n_boot, seed=seed
+    )
     if _printed_json(result, json_):
         return
     _print_prediction(result)
+
+
+def runs_ladder(
+    source: Path,
+    target: str | None,
+    tokens: float | None,
+    params_column: str | None,
+    tokens_column: str,
+) -> tuple[Table, Ladder]:
+    """A results table whose rows give their scale's size, and its ladder to `--target`."""
+    from archaudit.errors import ConfigError
+    from archaudit.stats.predictions.runs_ladder import read_runs_ladder
+
+    runs = read_runs_ladder(source, params_column or "params", tokens_column)
+    try:
+        params = float(target) if target is not None else math.nan
+    except ValueError:
+        params = math.nan
+    if math.isnan(params):
+        raise ConfigError(
+            f"--target {target}: a results table's target is a number of parameters beyond its "
+            f"largest scale ({runs.scales[-1].params:,.0f}), e.g. --target "
+            f"{runs.scales[-1].params * 4:.3g} (a preset is counted only from an audit file)"
+        )
+    return runs.table, runs.to(params, tokens, name=str(target))
 
 
 def audit_file_of(source: Path) -> Path:
@@ -101,7 +143,7 @@ def audit_file_of(source: Path) -> Path:
 
 def _print_prediction(result: Prediction) -> None:
     largest, target = result.ladder.scales[-1], result.ladder.target
-    how = "not estimable" if not result.estimable else result.model.replace("_", "-")
+    how = "not estimable" if not result.estimable else _how(result)
     _print_table(
         f"{result.metric} at target {target.name} ({target.params:,.0f} parameters, "
         f"{target.tokens:,.0f} tokens) from {len(result.ladder.scales)} scales "
@@ -110,8 +152,19 @@ def _print_prediction(result: Prediction) -> None:
         [_arm_cells(a) for a in result.arms],
     )
     for test in result.candidates:
-        _print_backtest(test, chosen=test.model == result.curve)
+        _print_notes([test.summary()])
+    if result.backtest is not None and not result.beats_baseline:
+        _print_notes([result.backtest.summary()])
     _print_notes([*((result.reason,) if result.reason else ()), *result.notes])
+
+
+def _how(result: Prediction) -> str:
+    """What the prediction is, and the coverage its interval earned in the backtest."""
+    test = result.backtest
+    held = f", held {test.coverage:.0%} of {test.n_arms} backtest predictions" if test else ""
+    if result.beats_baseline:
+        return f"the stack of curves (it beat the single-scale prediction){held}"
+    return f"the single-scale prediction (Δ̂ at the largest trained scale){held}"
 
 
 def _arm_cells(a: TargetPrediction) -> tuple[object, ...]:
@@ -127,7 +180,3 @@ def _arm_cells(a: TargetPrediction) -> tuple[object, ...]:
         a.rank,
         f"{low:.0f}–{high:.0f}",
     )
-
-
-def _print_backtest(test: Backtest, *, chosen: bool) -> None:
-    _print_notes([test.summary() + (" (the curve chosen)" if chosen else "")])

@@ -1,12 +1,26 @@
-"""Backtests of a ladder extrapolation against the single-scale baseline.
+"""Backtests of a ladder extrapolation: held-out scales, a stack of curves, calibrated widths.
 
-Each scale with 2 or more scales below it (the largest trained scale last) is held out in turn
-and predicted by the curves fitted on the scales below it; the predictions are scored against
-what was observed: the coverage of the prediction
-intervals (for the observed Δ̂, so they carry that scale's seed noise too), the share of arms
-whose sign was right, and the share of arm pairs ordered right (pairwise decision accuracy).
-The single-scale baseline (DataDecide's strong baseline, Magnusson et al. 2025) takes the Δ̂ at
-the largest scale that was fitted as its prediction.
+Every scale is held out in turn and predicted from each smaller set of scales (every origin:
+the first k scales fitted, each larger scale predicted at its horizon h, the log N from the
+largest scale fitted to it). The errors against the observed Δ̂ do three things:
+
+1. **Stacking.** The prediction is a mixture of the single-scale prediction and the curves
+   (`ladder_fit.SMOOTHERS`), its weights on a grid of the simplex chosen to minimise the
+   backtest's squared error per unit of horizon: model averaging, not a pick of one curve.
+   Each arm's errors are those of the mixture chosen on the *other* arms (leave one arm out),
+   so what is measured was not fitted on what it measures.
+2. **Drift.** A mixture's error at horizon h is its seed noise plus a structural part that
+   grows with h (an arm whose Δ moves along log N; a curve whose shape is wrong): its variance
+   κ²·h² is fitted by moments to the errors beyond their seed noise.
+3. **Calibration.** The standardised errors z = error / √(noise + κ²h²) give the quantile of
+   |z| at the stated level (split-conformal over arms × held-out scales, with the finite-sample
+   step (n + 1)/n): intervals are z-widths of that size, so their coverage is earned on the
+   ladder's own data.
+
+The mixture replaces the single-scale prediction only when it beats it on the held-out arms by
+a margin the backtest supports (a one-sided t-test over the arms of the gain in squared error,
+p < CLAIM_LEVEL); otherwise the prediction is the single-scale one, with its own drift and
+calibration from its own backtest.
 """
 
 from __future__ import annotations
@@ -16,64 +30,67 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats as sps
 
 from archaudit.stats.predictions.ladder_fit import (
     CURVES,
-    CurveFit,
+    SMOOTHERS,
     LadderArrays,
-    bootstrap_deltas,
-    fit_curves,
+    predict_linear,
+    smoother_weights,
 )
 from archaudit.stats.serialize import JsonResult
 
 SINGLE_SCALE = "single_scale"
-"""The baseline's name where a model's would stand."""
+"""The baseline's name where a mixture's would stand."""
+STACKED = "stacked"
+"""The name of a mixture of curves that beat the single-scale prediction."""
+CLAIM_LEVEL = 0.01
+"""The one-sided p-value below which the backtest supports "beats the single-scale baseline"."""
+GRID_STEP = 10
+"""The simplex of mixture weights is searched in steps of 1/GRID_STEP."""
+MIN_ERRORS = 4
+"""Fewer backtest errors than this calibrate nothing: the normal quantile is used."""
 
 
 @dataclass(frozen=True)
 class Backtest(JsonResult):
-    """One model's prediction of a held-out scale, scored beside the single-scale baseline."""
+    """One prediction method on the held-out scales, scored beside the single-scale baseline."""
 
     model: str
     scale: str
-    """The largest trained scale (the last one predicted)."""
+    """The largest trained scale."""
     predicted: tuple[str, ...]
-    """The scales predicted, each from the scales below it."""
+    """The scales predicted, each from every smaller set of scales below it."""
     n_arms: int
-    """Predictions scored (arms × scales predicted): arms whose curve was not rejected on the
-    scales fitted."""
+    """Predictions scored (arms × origins × held-out scales)."""
     confidence: float
     coverage: float
-    """Share of arms whose observed Δ̂ fell inside its prediction interval."""
+    """Share of the observed Δ̂ inside the calibrated interval (the conformal step makes it
+    about `confidence` by construction; with few predictions it is coarse)."""
     sign_accuracy: float
     decision_accuracy: float
-    """Share of arm pairs the prediction ordered as observed."""
+    """Share of arm pairs ordered as observed."""
     baseline_sign_accuracy: float
     baseline_decision_accuracy: float
-    interval_score: float
-    """Mean interval score (width + 2/(1 − confidence) × the miss), in metric units: lower is
-    better, rewarding narrow intervals that still hold the observation."""
-    calibration: float = 1.0
-    """max(1, √(median z² / 0.455)), a robust RMS of the standardized errors: how much wider
-    the intervals had to be to hold the backtest's observations as often as they claim; the
-    adopted curve's intervals are widened by it."""
+    weight: float
+    """Its share in the mixture (the mixture itself: 1)."""
+    drift: float
+    """√τ_b: the spread of the arms' drift, in Δ per unit of log N."""
+    bend: float
+    """√τ_c: the spread of the arms' bend, in Δ per unit of log N squared."""
+    widening: float
+    """How much wider than normal the calibrated interval is (quantile of |z| / normal's)."""
 
     def summary(self) -> str:
-        """One line: the curve's scores beside the single-scale baseline's."""
+        """One line: the method's scores beside the single-scale baseline's."""
         return (
-            f"backtest of {self.model}: {', '.join(self.predicted)} each predicted from the "
-            f"scales below ({self.n_arms} predictions): {self.confidence:.0%} intervals held "
-            f"{_pct(self.coverage)}, signs {_pct(self.sign_accuracy)}, pairs "
-            f"{_pct(self.decision_accuracy)}; single-scale baseline: signs "
-            f"{_pct(self.baseline_sign_accuracy)}, pairs {_pct(self.baseline_decision_accuracy)}"
-        )
-
-    @property
-    def beats_baseline(self) -> bool:
-        """More pairs right than the baseline, or as many and more signs right."""
-        return (self.decision_accuracy, self.sign_accuracy) > (
-            self.baseline_decision_accuracy,
-            self.baseline_sign_accuracy,
+            f"backtest of {self.model} (weight {self.weight:.0%}): {', '.join(self.predicted)} "
+            f"each predicted from the scales below ({self.n_arms} predictions): "
+            f"{self.confidence:.0%} intervals held {_pct(self.coverage)}, signs "
+            f"{_pct(self.sign_accuracy)}, pairs {_pct(self.decision_accuracy)}; single-scale "
+            f"baseline: signs {_pct(self.baseline_sign_accuracy)}, pairs "
+            f"{_pct(self.baseline_decision_accuracy)}"
         )
 
 
@@ -81,149 +98,371 @@ def _pct(value: float) -> str:
     return "–" if math.isnan(value) else f"{value:.0%}"
 
 
-def share(hits: np.ndarray) -> float:
-    """The share of true values (NaN when there are none: no arm was scored)."""
-    return float(np.mean(hits)) if len(hits) else float("nan")
+@dataclass(frozen=True)
+class Errors:
+    """A method's backtest errors, one per arm × origin × held-out scale."""
+
+    observed: np.ndarray
+    """(P,) the held-out Δ̂."""
+    error: np.ndarray
+    """(P,) observed Δ̂ − predicted."""
+    noise: np.ndarray
+    """(P,) the seed variance of that error (prediction and observation)."""
+    horizon: np.ndarray
+    """(P,) log N from the largest scale fitted to the scale predicted."""
+    exposure: np.ndarray
+    """(P, 2) what a drift and a curvature of Δ along log N cost the prediction (`exposure`)."""
+    arm: np.ndarray
+    """(P,) the arm's index."""
+    group: np.ndarray
+    """(P,) the (origin, held-out scale) pair's index: the arms predicted together."""
 
 
-def pair_hits(predicted: np.ndarray, observed: np.ndarray) -> list[bool]:
-    """For every arm pair: whether the prediction orders it as observed."""
-    return [
-        bool(np.sign(predicted[i] - predicted[j]) == np.sign(observed[i] - observed[j]))
-        for i, j in itertools.combinations(range(len(observed)), 2)
-    ]
+ARM_SHARE = 0.5
+"""Each arm's structure is this share of its own estimate and the rest the pooled one's: an
+arm whose Δ moves gets the wider interval, the pooled estimate steadies the few errors of one."""
 
 
-def observed_draws(
-    fit_draws: np.ndarray, ladder: LadderArrays, counts: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """(B, m) draws of the Δ̂ a scale with these seed `counts` ((m + 1,), baseline first) would
-    show: the fitted curve's draws plus that scale's seed noise (σ of the largest fitted scale)."""
-    variance = ladder.sigma[-1] ** 2 * (1.0 / counts[1:] + 1.0 / counts[0])
-    return fit_draws + rng.standard_normal(fit_draws.shape) * np.sqrt(variance)
+def exposure(weights: np.ndarray, distance: np.ndarray) -> np.ndarray:
+    """(..., 2) what a linear smoother with these weights on the fitted scales, at `distance`
+    (x_s − x_new) from them, loses to a Δ that drifts along log N (b·Σ Lₛ dₛ) and to one that
+    bends (c·Σ Lₛ dₛ²), squared: its error variance is τ_b·[0] + τ_c·[1] for random b and c.
+    The single-scale prediction is exposed to both (h², h⁴); a line only to the bend."""
+    first = np.sum(weights * distance, axis=-1)
+    second = np.sum(weights * distance**2, axis=-1)
+    return np.stack([first**2, second**2], axis=-1)
 
 
-def interval(draws: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
-    """Equal-tailed interval of the draws along axis 0."""
-    tail = (1.0 - confidence) / 2.0
-    low, high = np.quantile(draws, [tail, 1.0 - tail], axis=0)
-    return low, high
+@dataclass(frozen=True)
+class Calibration:
+    """What a backtest measured for one method: its structure and the quantiles of its errors."""
+
+    pooled: np.ndarray
+    """(2,) τ_b, τ_c: the variances of the arms' drift and bend along log N, pooled."""
+    structure: np.ndarray
+    """(m, 2) each arm's, shrunk towards the pooled ones."""
+    z: np.ndarray
+    """(P,) the standardised errors |error| / √(noise + exposure·τₐ)."""
+    horizon: np.ndarray
+    """(P,) their horizons: the quantile weighs each error by h², as the target lies beyond
+    every horizon of the backtest, where the structure, not the seed noise, sets the error."""
+
+    def quantile(self, level: float) -> float:
+        """The calibrated quantile of |z| at `level` (normal's when too few errors)."""
+        weight = self.horizon**2
+        n = float(weight.sum() ** 2 / np.sum(weight**2)) if len(weight) else 0.0
+        if n < MIN_ERRORS:
+            return float(sps.norm.ppf((1.0 + level) / 2.0))
+        order = np.argsort(self.z)
+        cumulative = np.cumsum(weight[order]) / weight.sum()
+        step = min(1.0, level * (n + 1) / n)
+        at = min(int(np.searchsorted(cumulative, step)), len(order) - 1)
+        return float(self.z[order][at])
+
+    def widening(self, level: float) -> float:
+        return self.quantile(level) / float(sps.norm.ppf((1.0 + level) / 2.0))
 
 
-CHI2_1_MEDIAN = 0.4549364
-"""The median of χ² with 1 degree of freedom: median(z²) of well-calibrated errors."""
-MIN_FITTED = 2
-"""A backtest fits at least this many scales below the one it predicts."""
+def _structure(excess: np.ndarray, exposure: np.ndarray) -> np.ndarray:
+    """(2,) τ_b, τ_c by least squares of error² − noise on the exposures: unbiased, so either
+    may be negative; only the variance they give is clipped at 0 (`structural`)."""
+    if not len(excess):
+        return np.zeros(2)
+    return np.linalg.lstsq(exposure, excess, rcond=None)[0]
 
 
-def backtest(
-    model: str,
-    ladder: LadderArrays,
-    scales: tuple[str, ...],
-    *,
-    confidence: float = 0.8,
-    n_boot: int = 2000,
-    seed: int = 0,
-) -> Backtest:
-    """Predict each scale that has >= MIN_FITTED scales below it from those (rolling origins,
-    the largest trained scale last), and pool the scores."""
-    rng = np.random.default_rng(seed)
-    hits: dict[str, list] = {key: [] for key in ("cover", "sign", "pairs", "bsign", "bpairs")}
-    scores, z2 = [], []
-    for k in range(MIN_FITTED, len(scales)):
-        kept = ladder.first(k)
-        fit = fit_curves(model, kept, ladder.x[k : k + 1], rng, n_boot)
-        scored = ~fit.rejected  # a rejected curve predicts nothing; the baseline is scored alike
-        counts = np.concatenate([ladder.counts[:1, k], ladder.counts[1:, k][scored]])
-        draws = observed_draws(fit.draws[:, scored, 0], kept, counts, rng)
-        low, high = interval(draws, confidence)
-        observed, predicted = ladder.deltas[scored, k], fit.point[scored, 0]
-        single = kept.deltas[scored, -1]
-        miss = np.maximum(low - observed, 0.0) + np.maximum(observed - high, 0.0)
-        hits["cover"] += list((low <= observed) & (observed <= high))
-        hits["sign"] += list(np.sign(predicted) == np.sign(observed))
-        hits["bsign"] += list(np.sign(single) == np.sign(observed))
-        hits["pairs"] += pair_hits(predicted, observed)
-        hits["bpairs"] += pair_hits(single, observed)
-        scores += list(high - low + 2.0 / (1.0 - confidence) * miss)
-        z2 += list((observed - predicted) ** 2 / np.maximum(draws.var(axis=0), 1e-300))
-    return Backtest(
-        model=model,
-        scale=scales[-1],
-        predicted=scales[MIN_FITTED:],
-        n_arms=len(hits["sign"]),
-        confidence=confidence,
-        coverage=share(np.array(hits["cover"])),
-        sign_accuracy=share(np.array(hits["sign"])),
-        decision_accuracy=share(np.array(hits["pairs"])),
-        baseline_sign_accuracy=share(np.array(hits["bsign"])),
-        baseline_decision_accuracy=share(np.array(hits["bpairs"])),
-        interval_score=share(np.array(scores)),
-        calibration=max(1.0, math.sqrt(np.median(z2) / CHI2_1_MEDIAN)) if z2 else 1.0,
+def structural(exposure: np.ndarray, structure: np.ndarray) -> np.ndarray:
+    """The structural variance exposure·τ, clipped at 0."""
+    return np.maximum(np.sum(exposure * structure, axis=-1), 0.0)
+
+
+def calibrate(errors: Errors) -> Calibration:
+    """Each arm's structure by moments, then the standardised errors."""
+    excess = errors.error**2 - errors.noise
+    pooled = _structure(excess, errors.exposure)
+    arms = int(errors.arm.max()) + 1 if len(errors.arm) else 0
+    own = np.array(
+        [_structure(excess[errors.arm == a], errors.exposure[errors.arm == a])
+         for a in range(arms)]
+    ).reshape(-1, 2)  # fmt: skip
+    structure = ARM_SHARE * own + (1.0 - ARM_SHARE) * pooled
+    variance = errors.noise + structural(errors.exposure, structure[errors.arm])
+    z = np.abs(errors.error) / np.sqrt(variance)
+    return Calibration(pooled, structure, z, errors.horizon)
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """Every smoother's backtest pieces, one per arm × origin × held-out scale."""
+
+    weights: np.ndarray
+    """(K, P, S) each smoother's weights on the fitted Δ̂ (zero beyond the scales fitted)."""
+    fitted: np.ndarray
+    """(P, S) the fitted Δ̂ (zero beyond the scales fitted)."""
+    variance: np.ndarray
+    """(P, S) their seed variances (zero beyond)."""
+    observed: np.ndarray
+    """(P,) the held-out Δ̂."""
+    observed_variance: np.ndarray
+    distance: np.ndarray
+    """(P, S) x_s − x of the scale predicted."""
+    horizon: np.ndarray
+    arm: np.ndarray
+    group: np.ndarray
+
+
+def backtest_pieces(ladder: LadderArrays, names: tuple[str, ...], first: int) -> Pieces:
+    """Every origin from `first` scales fitted on, every larger scale held out."""
+    origins = [_origin(ladder, names, k) for k in range(first, len(ladder.x))]
+    offsets = np.cumsum([0, *(len(np.unique(o.group)) for o in origins)])
+    return Pieces(
+        weights=np.concatenate([o.weights for o in origins], axis=1),
+        fitted=np.concatenate([o.fitted for o in origins]),
+        variance=np.concatenate([o.variance for o in origins]),
+        observed=np.concatenate([o.observed for o in origins]),
+        observed_variance=np.concatenate([o.observed_variance for o in origins]),
+        distance=np.concatenate([o.distance for o in origins]),
+        horizon=np.concatenate([o.horizon for o in origins]),
+        arm=np.concatenate([o.arm for o in origins]),
+        group=np.concatenate([o.group + at for o, at in zip(origins, offsets, strict=False)]),
     )
 
 
-def choose_model(backtests: dict[str, Backtest]) -> str:
-    """The model whose backtest predicted the most arms (rejected the fewest curves), then
-    ordered the most pairs right, then got the most signs right, then had the best interval
-    score."""
+def _origin(ladder: LadderArrays, names: tuple[str, ...], k: int) -> Pieces:
+    """The first k scales fitted; each larger scale predicted (arm-major, then scale)."""
+    fit, new = ladder.first(k), ladder.x[k:]
+    (m, S), T = ladder.deltas.shape, len(new)
+    weights = np.zeros((len(names), m, T, S))
+    for i, name in enumerate(names):
+        weights[i, ..., :k] = smoother_weights({name: 1.0}, fit.x, 1.0 / fit.variances, new)
+    fitted, variance = np.zeros((m, T, S)), np.zeros((m, T, S))
+    fitted[..., :k], variance[..., :k] = fit.deltas[:, None], fit.variances[:, None]
+    return Pieces(
+        weights=weights.reshape(len(names), m * T, S),
+        fitted=fitted.reshape(m * T, S),
+        variance=variance.reshape(m * T, S),
+        observed=ladder.deltas[:, k:].reshape(-1),
+        observed_variance=ladder.variances[:, k:].reshape(-1),
+        distance=np.tile(ladder.x[None, :] - new[:, None], (m, 1)),
+        horizon=np.tile(new - fit.x[-1], m),
+        arm=np.repeat(np.arange(m), T),
+        group=np.tile(np.arange(T), m),
+    )
 
-    def merit(name: str) -> tuple[float, float, float, float]:
-        b = backtests[name]
-        decisions = -1.0 if np.isnan(b.decision_accuracy) else b.decision_accuracy
-        return (b.n_arms, decisions, b.sign_accuracy, -b.interval_score)
 
-    return max(backtests, key=merit)  # ties: the simplest (CURVES order)
+def mixture_errors(pieces: Pieces, mixes: np.ndarray) -> list[Errors]:
+    """The errors of each of the (G, K) mixtures of the smoothers."""
+    weights = np.einsum("gk,kps->gps", mixes, pieces.weights)
+    error = pieces.observed - np.einsum("gps,ps->gp", weights, pieces.fitted)
+    noise = np.einsum("gps,ps->gp", weights**2, pieces.variance) + pieces.observed_variance
+    exposed = exposure(weights, pieces.distance)
+    return [
+        Errors(pieces.observed, error[g], noise[g], pieces.horizon, exposed[g], pieces.arm,
+               pieces.group)
+        for g in range(len(mixes))
+    ]  # fmt: skip
+
+
+def simplex(parts: int, step: int = GRID_STEP) -> np.ndarray:
+    """(G, parts) every mixture with weights in multiples of 1/step, the first part's
+    largest first (so that ties go to the single-scale prediction)."""
+    grid = [c for c in itertools.product(range(step, -1, -1), repeat=parts) if sum(c) == step]
+    return np.array(grid, dtype=float) / step
+
+
+@dataclass(frozen=True)
+class Stack:
+    """The mixture chosen on every arm, and the errors of the mixtures chosen without each."""
+
+    mix: dict[str, float]
+    held_out: Errors
+    """Each arm's errors under the mixture chosen on the other arms."""
+    single: Errors
+    """The single-scale prediction's errors on the same pieces."""
+    p_value: float
+    """One-sided p of "the held-out mixture beats the single-scale prediction"."""
+
+
+def stack(pieces: Pieces, names: tuple[str, ...]) -> Stack:
+    """Weights on the simplex that minimise Σ error²/h², all arms and leaving each one out."""
+    grid = simplex(len(names))
+    mixtures = mixture_errors(pieces, grid)
+    per_arm = np.zeros((len(grid), int(pieces.arm.max()) + 1))
+    for g, errors in enumerate(mixtures):
+        np.add.at(per_arm[g], pieces.arm, errors.error**2)
+    best = int(np.argmin(per_arm.sum(1)))
+    without = np.argmin(per_arm.sum(1, keepdims=True) - per_arm, axis=0)  # (m,)
+    held_out = _pick([mixtures[g] for g in without], pieces.arm)
+    single = mixtures[0]  # the grid's first: all single-scale
+    return Stack(
+        mix=dict(zip(names, (float(w) for w in grid[best]), strict=True)),
+        held_out=held_out,
+        single=single,
+        p_value=_gain_p_value(single, held_out),
+    )
+
+
+def _pick(per_arm: list[Errors], arm: np.ndarray) -> Errors:
+    """Each point's errors from the mixture chosen for its arm."""
+    fields = ("observed", "error", "noise", "horizon", "exposure", "arm", "group")
+    return Errors(*(np.stack([getattr(e, f) for e in per_arm])[arm, np.arange(len(arm))]
+                    for f in fields))  # fmt: skip
+
+
+def _gain_p_value(single: Errors, held_out: Errors) -> float:
+    """One-sided t-test over the arms of the mean gain in squared error per unit horizon²."""
+    gain = single.error**2 - held_out.error**2
+    arms = np.unique(single.arm)
+    per_arm = np.array([gain[single.arm == a].mean() for a in arms])
+    if len(per_arm) < 2 or not np.any(per_arm):
+        return 1.0
+    if np.ptp(per_arm) == 0:
+        return 0.0 if per_arm[0] > 0 else 1.0
+    return float(sps.ttest_1samp(per_arm, 0.0, alternative="greater").pvalue)
+
+
+def single_scale_errors(ladder: LadderArrays) -> Errors:
+    """The single-scale prediction's errors from every origin (1 scale fitted on)."""
+    pieces = backtest_pieces(ladder, (SINGLE_SCALE,), 1)
+    return mixture_errors(pieces, np.ones((1, 1)))[0]
+
+
+def share(hits: np.ndarray) -> float:
+    """The share of true values (NaN when there are none)."""
+    return float(np.mean(hits)) if len(hits) else float("nan")
+
+
+def pair_hits(predicted: np.ndarray, observed: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """For every pair of arms predicted together: whether the prediction orders it as observed."""
+    hits = [
+        np.sign(predicted[i] - predicted[j]) == np.sign(observed[i] - observed[j])
+        for g in np.unique(group)
+        for i, j in itertools.combinations(np.flatnonzero(group == g), 2)
+    ]
+    return np.array(hits, dtype=bool)
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """What every Backtest of one ladder shares."""
+
+    scale: str
+    predicted: tuple[str, ...]
+    confidence: float
+    baseline: Errors
+    """The single-scale prediction's errors on the same held-out Δ̂."""
+
+
+def score(model: str, errors: Errors, weight: float, how: Scoring) -> Backtest:
+    """A method's backtest record from its errors, beside the single-scale baseline's."""
+    calibration = calibrate(errors)
+    observed = errors.observed
+    predicted, single = observed - errors.error, observed - how.baseline.error
+    return Backtest(
+        model=model,
+        scale=how.scale,
+        predicted=how.predicted,
+        n_arms=len(errors.error),
+        confidence=how.confidence,
+        coverage=share(calibration.z <= calibration.quantile(how.confidence)),
+        sign_accuracy=share(np.sign(predicted) == np.sign(observed)),
+        decision_accuracy=share(pair_hits(predicted, observed, errors.group)),
+        baseline_sign_accuracy=share(np.sign(single) == np.sign(observed)),
+        baseline_decision_accuracy=share(pair_hits(single, observed, errors.group)),
+        weight=weight,
+        drift=math.sqrt(max(calibration.pooled[0], 0.0)),
+        bend=math.sqrt(max(calibration.pooled[1], 0.0)),
+        widening=calibration.widening(how.confidence),
+    )
+
+
+@dataclass(frozen=True)
+class Band:
+    """A calibrated interval around a prediction at the new points."""
+
+    calibration: Calibration
+    spread: np.ndarray
+    """(m, T) √(seed variance + κₐ²h²): the interval at level L is ± quantile(L)·spread."""
+
+    def halfwidth(self, level: float) -> np.ndarray:
+        return self.calibration.quantile(level) * self.spread
+
+
+def band(
+    errors: Errors, mix: dict[str, float], ladder: LadderArrays, new: np.ndarray
+) -> tuple[np.ndarray, Band]:
+    """((m, T) the prediction at the new points, its band) of one mixture."""
+    calibration = calibrate(errors)
+    weights = smoother_weights(mix, ladder.x, 1.0 / ladder.variances, new)
+    point, noise = predict_linear(weights, ladder.deltas, ladder.variances)
+    exposed = exposure(weights, ladder.x[None, None, :] - new[None, :, None])  # (m, T, 2)
+    spread = np.sqrt(noise + structural(exposed, calibration.structure[:, None, :]))
+    return point, Band(calibration, spread)
 
 
 @dataclass(frozen=True)
 class Forecast:
-    """The method: every curve backtested, the best one fitted on every scale, and adopted only
-    if its backtest beat the single-scale baseline's."""
+    """The method: the stack backtested and adopted only when it beats the single-scale
+    prediction with a margin; the prediction at the new points with calibrated widths."""
 
-    curve: str
-    adopted: bool
-    candidates: dict[str, Backtest]
-    fit: CurveFit
-    """The chosen curve at the new points (adopted or not)."""
+    model: str
+    """STACKED or SINGLE_SCALE: the prediction made."""
+    mix: dict[str, float]
+    """The stack's weights (shown whether adopted or not)."""
+    made: dict[str, float]
+    """The weights of the prediction made (the stack's, or the single-scale one alone)."""
+    p_value: float
+    """One-sided p of the stack's gain over the single-scale prediction on held-out arms."""
+    candidates: tuple[Backtest, ...]
+    """Each curve alone, then the stack, on the origins where every curve fits."""
+    backtest: Backtest
+    """The backtest of the prediction made."""
     point: np.ndarray
-    """(m,) the prediction at the last new point: the curve's, or the single-scale Δ̂."""
-    draws: np.ndarray
-    """(B, m) its bootstrap draws (of the true Δ)."""
+    """(m, T) the prediction at the new points."""
+    bands: tuple[Band, ...]
+    """The prediction's own band, and for a stack the single-scale one's too: a stack claims
+    a better point, never a narrower interval than the single-scale prediction earned."""
+
+    def halfwidth(self, level: float) -> np.ndarray:
+        return np.max([b.halfwidth(level) for b in self.bands], axis=0)
+
+    def draws(self, level: float, n: int, rng: np.random.Generator) -> np.ndarray:
+        """(n, m) normal draws at the last new point, as wide as the interval at `level`."""
+        scale = self.halfwidth(level)[:, -1] / float(sps.norm.ppf((1.0 + level) / 2.0))
+        return self.point[:, -1] + scale * rng.standard_normal((n, len(scale)))
 
 
 def forecast(
-    ladder: LadderArrays,
-    scales: tuple[str, ...],
-    new: np.ndarray,
-    *,
-    confidence: float = 0.8,
-    n_boot: int = 2000,
-    seed: int = 0,
+    ladder: LadderArrays, scales: tuple[str, ...], new: np.ndarray, *, confidence: float = 0.8
 ) -> Forecast:
-    """Predict every arm's Δ at the log N in `new` (the last one is the target)."""
-    candidates = {
-        model: backtest(model, ladder, scales, confidence=confidence, n_boot=n_boot, seed=seed)
-        for model in CURVES
-    }
-    curve = choose_model(candidates)
-    rng = np.random.default_rng(seed)
-    fit = fit_curves(curve, ladder, new, rng, n_boot)
-    adopted = candidates[curve].beats_baseline
-    if adopted:  # widened by what the backtest measured
-        point = fit.point[:, -1]
-        draws = point + candidates[curve].calibration * (fit.draws[..., -1] - point)
-    else:  # the single-scale baseline: Δ̂ at the largest trained scale, from its seed noise
-        point, draws = ladder.deltas[:, -1], bootstrap_deltas(ladder, rng, n_boot)[..., -1]
-        spread = math.sqrt(drift(ladder) * max(0.0, float(new[-1] - ladder.x[-1])))
-        draws = draws + spread * rng.standard_normal(draws.shape)
-    return Forecast(curve, adopted, candidates, fit, point, draws)
+    """Predict every arm's Δ at the log N in `new` (the last one is the target); the ladder
+    needs >= 3 scales (every curve is backtested from 2)."""
+    names = tuple(SMOOTHERS)
+    common = backtest_pieces(ladder, names, 2)
+    stacked = stack(common, names)
+    how = Scoring(scales[-1], scales[2:], confidence, stacked.single)
+    candidates = (
+        *(score(name, _alone(common, names, name), stacked.mix[name], how) for name in CURVES),
+        score(STACKED, stacked.held_out, 1.0, how),
+    )
+    single_errors = single_scale_errors(ladder)
+    single_point, single_band = band(single_errors, {SINGLE_SCALE: 1.0}, ladder, new)
+    point, own = band(stacked.held_out, stacked.mix, ladder, new)
+    if stacked.p_value < CLAIM_LEVEL and _closer(own, single_band):
+        return Forecast(STACKED, stacked.mix, stacked.mix, stacked.p_value, candidates,
+                        candidates[-1], point, (own, single_band))  # fmt: skip
+    alone = Scoring(scales[-1], scales[1:], confidence, single_errors)
+    made = score(SINGLE_SCALE, single_errors, stacked.mix[SINGLE_SCALE], alone)
+    return Forecast(SINGLE_SCALE, stacked.mix, {SINGLE_SCALE: 1.0}, stacked.p_value,
+                    candidates, made, single_point, (single_band,))  # fmt: skip
 
 
-def drift(ladder: LadderArrays) -> float:
-    """τ²: how far the arms' true Δ wander per unit of log N beyond what seed noise explains,
-    from the steps between successive scales (a random walk in log N; 0 when they do not):
-    the single-scale baseline's interval at a target grows by τ²·(log N_target − log N_L)."""
-    steps = np.diff(ladder.deltas, axis=1) ** 2
-    noise = ladder.variances[:, 1:] + ladder.variances[:, :-1]
-    return max(0.0, float(np.mean((steps - noise) / np.diff(ladder.x))))
+def _closer(stacked: Band, single: Band) -> bool:
+    """The stack's expected squared error at the target (seed noise and drift, summed over the
+    arms) is below the single-scale prediction's: the backtest's gain extends that far."""
+    return bool(np.sum(stacked.spread[:, -1] ** 2) < np.sum(single.spread[:, -1] ** 2))
+
+
+def _alone(pieces: Pieces, names: tuple[str, ...], name: str) -> Errors:
+    """One smoother's errors on its own."""
+    return mixture_errors(pieces, np.array([[float(n == name) for n in names]]))[0]

@@ -2,17 +2,14 @@
 
 A ladder is >= 3 trained scales of one recipe, their tokens growing with their parameters along
 one line in (log N, log D), and a target further out on that line. For every arm, `predict`
-fits Δₐ(log N) over the ladder (the curves of `ladder_fit`, chosen by their backtest), and
 gives the predicted Δ at the target with a prediction interval, the probability that its sign
 there is the sign at the largest trained scale, and its predicted rank with an interval.
 
-Every prediction carries its backtest (`backtest.py`): the largest trained scale is held out
-and predicted from the others, beside the single-scale baseline (the Δ̂ at the largest scale
-fitted). A method that does not beat that baseline on the audit's own ladder says so, and the
-prediction falls back to the baseline: the Δ̂ at the largest trained scale with its seed
-interval. It is "not estimable" when the ladder has fewer than 3 scales, when the intervals are
-wider than the range of the effects (nothing could be ranked), or, for one arm, when its
-curve is rejected by the χ² test of its fit.
+The prediction is the single-scale one (the Δ̂ at the largest trained scale) unless a stack of
+curves beat it on the ladder's own backtest by a margin the backtest supports (`backtest.py`);
+either way its interval is the seed noise plus the drift the ladder showed between scales,
+calibrated on the ladder's held-out scales. It is "not estimable" only when the ladder has
+fewer than 3 scales or no arm is finished at every one of them.
 """
 
 from __future__ import annotations
@@ -31,8 +28,8 @@ from archaudit.stats.family import left_out
 from archaudit.stats.inference.noise import noise_floor
 from archaudit.stats.inference.samples import sample_arm
 from archaudit.stats.options import DEFAULT, JudgeOptions
-from archaudit.stats.predictions.backtest import SINGLE_SCALE, Backtest, forecast, interval
-from archaudit.stats.predictions.ladder_fit import CurveFit, LadderArrays
+from archaudit.stats.predictions.backtest import SINGLE_SCALE, Backtest, Forecast, forecast
+from archaudit.stats.predictions.ladder_fit import LadderArrays, predict_linear, smoother_weights
 from archaudit.stats.predictions.ladders import Ladder, check_ladder
 from archaudit.stats.predictions.target import TargetPrediction
 from archaudit.stats.serialize import JsonResult
@@ -43,8 +40,8 @@ if TYPE_CHECKING:
 
 MIN_SCALES = 3
 MAX_BOOT = 100_000
-"""The most bootstrap replicates one prediction draws: each holds every arm's curve (memory
-grows with it), and intervals are stable to the printed digits long before."""
+"""The most draws one prediction makes for P(sign holds) and the ranks: each holds every arm
+(memory grows with it), and both are stable to the printed digits long before."""
 CURVE_POINTS = 25
 """Points at which the report draws each fitted curve, from the smallest scale to the target."""
 
@@ -67,7 +64,19 @@ class ArmCurve(JsonResult):
     """The curve's prediction interval at each of `params` (NaN where a shared fit left the
     arm out)."""
     rejected: bool = False
-    """The χ² test of its fit rejects the curve for this arm."""
+    """The arm's Δ̂ on the trained scales depart from the curve beyond their seed noise (χ²
+    test, p < REJECT_LEVEL): the drift term of the interval is what covers it."""
+
+
+REJECT_LEVEL = 0.01
+
+
+@dataclass(frozen=True)
+class CurveWeight(JsonResult):
+    """One curve's weight in the stack (the single-scale prediction's included)."""
+
+    curve: str
+    weight: float
 
 
 @dataclass(frozen=True)
@@ -76,25 +85,29 @@ class Prediction(JsonResult):
     baseline: str
     ladder: Ladder
     model: str
-    """The curve adopted, or "single_scale" when no curve beat the baseline's backtest."""
-    curve: str
-    """The curve with the best backtest (the one adopted unless it lost to the baseline)."""
+    """"stacked" when the stack of curves beat the single-scale prediction in the backtest with
+    a margin it supports, else "single_scale" ("" when not estimable)."""
     confidence: float
-    dispersion: float
-    """The adopted curve's φ = max(1, χ²/df) that widened its intervals (1 for the baseline)."""
     arms: tuple[TargetPrediction, ...]
     backtest: Backtest | None
-    """The chosen curve's backtest (largest trained scale held out); None when not estimable."""
+    """The backtest of the prediction made: its coverage is the interval's measured coverage
+    on the ladder's held-out scales; None when not estimable."""
     candidates: tuple[Backtest, ...]
+    """Each curve alone, then the stack, on the origins where every curve fits."""
     estimable: bool
     reason: str
     notes: tuple[str, ...]
+    mix: tuple[CurveWeight, ...] = ()
+    """The stack's weights (whether it was adopted or not)."""
+    p_value: float = math.nan
+    """One-sided p of the stack's gain in squared error over the single-scale prediction, on
+    arms held out of its choice: "beats the single-scale baseline" needs p < 0.05."""
     curves: tuple[ArmCurve, ...] = ()
-    """The chosen curve, fitted on every trained scale, for plotting (adopted or not)."""
+    """The prediction made, at every trained scale and out to the target, for plotting."""
 
     @property
     def beats_baseline(self) -> bool:
-        return self.model != SINGLE_SCALE
+        return self.model not in (SINGLE_SCALE, "")
 
 
 def check_prediction_options(confidence: float, n_boot: int, seed: int) -> None:
@@ -129,45 +142,56 @@ def predict(
     check_ladder(ladder)
     scales = tuple(s.name for s in ladder.scales)
     names, arrays, notes = ladder_arrays(table, metric, ladder, options)
-    if len(scales) < MIN_SCALES:
-        reason = (
-            f"too few scales: {len(scales)} trained ({', '.join(scales)}); an extrapolation "
-            f"needs a ladder of >= {MIN_SCALES} (and a backtest needs 2 below the largest)"
-        )
+    reason = _unanswerable(scales, arrays)
+    if reason:
         return _not_estimable(metric, options, ladder, names, arrays, confidence, reason, notes)
     grid = np.linspace(arrays.x[0], math.log(ladder.target.params), CURVE_POINTS)
-    method = forecast(arrays, scales, grid, confidence=confidence, n_boot=n_boot, seed=seed)
-    fit, adopted, curve = method.fit, method.adopted, method.curve
-    rows = _arm_rows(names, method.point, method.draws, arrays.deltas[:, -1], confidence)
-    if adopted:
-        rows = [_blank(row, _rejection(fit, i)) if fit.rejected[i] else row
-                for i, row in enumerate(rows)]  # fmt: skip
-    arms, reason = _too_wide(tuple(rows), method.draws)
-    candidates = method.candidates
+    method = forecast(arrays, scales, grid, confidence=confidence)
+    draws = method.draws(confidence, n_boot, np.random.default_rng(seed))
+    arms = _arm_rows(names, method, draws, arrays.deltas[:, -1], confidence)
     return Prediction(
         metric=metric,
         baseline=options.baseline,
         ladder=ladder,
-        model=curve if adopted else SINGLE_SCALE,
-        curve=curve,
+        model=method.model,
         confidence=confidence,
-        dispersion=fit.dispersion if adopted else 1.0,
         arms=arms,
-        backtest=candidates[curve],
-        candidates=tuple(candidates.values()),
-        estimable=not reason,
-        reason=reason,
-        notes=(*notes, *_backtest_notes(candidates[curve], adopted)),
-        curves=_curves(names, arrays, fit, grid, confidence),
+        backtest=method.backtest,
+        candidates=method.candidates,
+        estimable=True,
+        reason="",
+        notes=(*notes, *_method_notes(method), *_too_wide(arms, method)),
+        mix=tuple(CurveWeight(c, w) for c, w in method.mix.items()),
+        p_value=method.p_value,
+        curves=_curves(names, arrays, method, grid, confidence),
     )
 
 
+def _unanswerable(scales: tuple[str, ...], arrays: LadderArrays) -> str:
+    """Why no method can answer ("" when one can)."""
+    if len(scales) < MIN_SCALES:
+        return (
+            f"too few scales: {len(scales)} trained ({', '.join(scales)}); an extrapolation "
+            f"needs a ladder of >= {MIN_SCALES} (its backtest fits 2 and predicts a third)"
+        )
+    if not len(arrays.deltas):
+        return "no arm besides the baseline is finished at every scale of the ladder"
+    return ""
+
+
 def _curves(
-    names: tuple[str, ...], arrays: LadderArrays, fit: CurveFit, grid: np.ndarray, level: float
+    names: tuple[str, ...], arrays: LadderArrays, method: Forecast, grid: np.ndarray, level: float
 ) -> tuple[ArmCurve, ...]:
     quantile = sps.t.ppf((1.0 + level) / 2.0, arrays.dof)
     halfwidth = quantile * np.sqrt(arrays.variances)
-    low, high = interval(fit.draws, level)
+    band = method.halfwidth(level)
+    fitted, _ = predict_linear(
+        smoother_weights(method.made, arrays.x, 1.0 / arrays.variances, arrays.x),
+        arrays.deltas,
+        arrays.variances,
+    )
+    chi2 = np.sum((arrays.deltas - fitted) ** 2 / arrays.variances, axis=1)
+    rejected = sps.chi2.sf(chi2, max(1, len(arrays.x) - 1)) < REJECT_LEVEL
 
     def floats(values: np.ndarray) -> tuple[float, ...]:
         return tuple(float(v) for v in values)
@@ -178,10 +202,10 @@ def _curves(
             observed=floats(arrays.deltas[i]),
             seed_halfwidth=floats(halfwidth[i]),
             params=floats(np.exp(grid)),
-            fitted=floats(fit.point[i]),
-            low=floats(low[i]),
-            high=floats(high[i]),
-            rejected=bool(fit.rejected[i]),
+            fitted=floats(method.point[i]),
+            low=floats(method.point[i] - band[i]),
+            high=floats(method.point[i] + band[i]),
+            rejected=bool(rejected[i]),
         )
         for i, name in enumerate(names)
     )
@@ -248,57 +272,42 @@ def ladder_arrays(
     return tuple(kept), arrays, notes
 
 
+def interval(draws: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """Equal-tailed interval of the draws along axis 0."""
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(draws, [tail, 1.0 - tail], axis=0)
+    return low, high
+
+
 def _arm_rows(
     names: tuple[str, ...],
-    point: np.ndarray,
+    method: Forecast,
     draws: np.ndarray,
     largest: np.ndarray,
     confidence: float,
-) -> list[TargetPrediction]:
-    """Per arm: the point, its interval, P(sign holds) and ranks from the (B, m) draws; arms
-    without a prediction (NaN) are left out of the ranks."""
-    shown = np.isfinite(point)
-    low, high = interval(draws, confidence)
+) -> tuple[TargetPrediction, ...]:
+    """Per arm: the point and its calibrated interval; P(sign holds) and ranks from the (B, m)
+    draws."""
+    point, halfwidth = method.point[:, -1], method.halfwidth(confidence)[:, -1]
     holds = np.mean(np.sign(draws) == np.sign(largest), axis=0)
-    ranks = np.full(draws.shape, np.nan)
-    ranks[:, shown] = sps.rankdata(-draws[:, shown], axis=1)  # 1 = the largest Δ, the best
+    ranks = sps.rankdata(-draws, axis=1)  # 1 = the largest Δ, the best
     rank_low, rank_high = interval(ranks, confidence)
-    point_ranks = np.zeros(len(point), dtype=int)
-    point_ranks[shown] = sps.rankdata(-point[shown], method="min")
-    return [
+    point_ranks = sps.rankdata(-point, method="min")
+    return tuple(
         TargetPrediction(
             arm=name,
             delta=float(point[i]),
-            interval=(float(low[i]), float(high[i])),
+            interval=(float(point[i] - halfwidth[i]), float(point[i] + halfwidth[i])),
             p_sign_holds=float(holds[i]),
             rank=int(point_ranks[i]),
             rank_interval=(float(np.floor(rank_low[i])), float(np.ceil(rank_high[i]))),
             delta_largest=float(largest[i]),
             estimable=True,
+            method=method.model,
+            confidence=confidence,
+            coverage=method.backtest.coverage,
         )
         for i, name in enumerate(names)
-    ]
-
-
-def _rejection(fit: CurveFit, arm: int) -> str:
-    return (
-        f"its {fit.model} curve is rejected by the χ² test of its fit (χ² = {fit.chi2[arm]:.1f} "
-        f"on {fit.arm_dof:.1f} df, p = {fit.pvalues[arm]:.2g})"
-    )
-
-
-def _blank(row: TargetPrediction, reason: str) -> TargetPrediction:
-    nan = math.nan
-    return TargetPrediction(
-        arm=row.arm,
-        delta=nan,
-        interval=(nan, nan),
-        p_sign_holds=nan,
-        rank=0,
-        rank_interval=(nan, nan),
-        delta_largest=row.delta_largest,
-        estimable=False,
-        reason=reason,
     )
 
 
@@ -306,41 +315,39 @@ WIDTH_LEVEL = 0.95
 """The level of the intervals compared with the range of the effects."""
 
 
-def _too_wide(
-    arms: tuple[TargetPrediction, ...], draws: np.ndarray
-) -> tuple[tuple[TargetPrediction, ...], str]:
-    """Every arm blanked when the median 95% interval is wider than the range of the predicted
-    effects (the baseline's 0 included): the ladder cannot tell the arms apart. The level is
-    fixed, not the prediction's: at 80% a family of null arms passes about half the time."""
-    shown = np.array([a.estimable for a in arms])
-    if not shown.any():
-        return arms, "no arm's curve fits its ladder"
-    low, high = interval(draws[:, shown], WIDTH_LEVEL)
-    width = float(np.median(high - low))
-    effects = [0.0, *(a.delta for a in arms if a.estimable)]
+def _too_wide(arms: tuple[TargetPrediction, ...], method: Forecast) -> tuple[str, ...]:
+    """A note when the median 95% interval is wider than the range of the predicted effects
+    (the baseline's 0 included): the intervals hold, but they cannot tell the arms apart."""
+    width = 2.0 * float(np.median(method.halfwidth(WIDTH_LEVEL)[:, -1]))
+    effects = [0.0, *(a.delta for a in arms)]
     spread = max(effects) - min(effects)
     if width <= spread:
-        return arms, ""
-    reason = (
+        return ()
+    return (
         f"the 95% intervals (median width {width:.3g}) are wider than the range of the effects "
-        f"({spread:.3g}): this ladder cannot tell the arms apart at the target"
+        f"({spread:.3g}): at the target this ladder cannot tell the arms apart",
     )
-    return tuple(_blank(a, reason) for a in arms), reason
 
 
-def _backtest_notes(test: Backtest, adopted: bool) -> tuple[str, ...]:
-    if adopted:
+def _method_notes(method: Forecast) -> tuple[str, ...]:
+    mix = ", ".join(f"{c} {w:.0%}" for c, w in method.mix.items() if w)
+    test = method.backtest
+    drift = (
+        f"the interval is the seed noise plus the drift (√τ_b = {test.drift:.3g} per unit of "
+        f"log N) and bend (√τ_c = {test.bend:.3g}) the ladder showed between scales, "
+        f"calibrated on {test.n_arms} held-out predictions ({test.confidence:.0%} intervals "
+        f"held {test.coverage:.0%} of them)"
+    )
+    if method.model != SINGLE_SCALE:
         return (
-            f"the {test.model} curve beat the single-scale baseline in the backtest (each of "
-            f"{', '.join(test.predicted)} predicted from the scales below); the curve was chosen "
-            "on that same backtest, so its figures flatter it "
-            "(docs/predict.md measures the method on ladders it was not chosen on)",
+            f"the stack of curves ({mix}) beat the single-scale prediction on arms held out "
+            f"of its choice (one-sided p = {method.p_value:.2g}): the prediction is the stack's; "
+            + drift,
         )
     return (
-        "no curve beat the single-scale baseline in the backtest (best: "
-        f"{test.model}, {test.decision_accuracy:.0%} of pairs vs "
-        f"{test.baseline_decision_accuracy:.0%}): the prediction is the Δ̂ at the largest "
-        "trained scale, with its seed interval",
+        "the prediction is the single-scale one: the Δ̂ at the largest trained scale (the "
+        f"stack of curves, {mix}, did not beat it with a margin the backtest supports: "
+        f"p = {method.p_value:.2g}); " + drift,
     )
 
 
@@ -364,9 +371,7 @@ def _not_estimable(
         baseline=options.baseline,
         ladder=ladder,
         model="",
-        curve="",
         confidence=confidence,
-        dispersion=nan,
         arms=arms,
         backtest=None,
         candidates=(),

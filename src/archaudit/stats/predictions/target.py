@@ -3,6 +3,7 @@ verdict record (`ArmVerdict.at_target`) carries."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from archaudit.stats.serialize import JsonResult
@@ -27,3 +28,11 @@ class TargetPrediction(JsonResult):
     estimable: bool
     reason: str = ""
     """Why not estimable ("" when it is)."""
+    method: str = ""
+    """"single_scale" (the Δ̂ at the largest trained scale) or "stacked" (the stack of curves
+    that beat it in the backtest); "" when not estimable. A report says it in words."""
+    confidence: float = math.nan
+    """The interval's level."""
+    coverage: float = math.nan
+    """The share of the ladder's held-out observations its method's intervals held in the
+    backtest (the measured coverage to print beside the interval)."""

@@ -1,0 +1,227 @@
+"""Issue 42: does `stats predict` hold what it prints? Ladders of known truth, scored.
+
+Each simulated ladder has a baseline and six arms whose true Δ(N) is known, in units of an
+effect E (u = doublings of N above the smallest scale):
+
+    shrinking  Δ = 2·2^(−u/2)        a power law that fades
+    growing    Δ = −0.5·2^(u/4)      a power law that grows
+    crossing   Δ = 1.5 − u/3         changes sign at u = 4.5: between the largest trained
+                                     scale and every target
+    constant   Δ = 1
+    null, null Δ = 0
+
+and seed noise σ (σ/E = 0.3, 1, 3) on every run. Cells: 4 and 5 scales doubling in size, 2 and
+3 seeds, the target 4× and 16× the largest trained scale. Every ladder goes through the library
+`predict()` the CLI calls (as a `Table` and a `Ladder`), once at 80% and once at 95%, and is
+scored against the true Δ at the target:
+
+- coverage when answered: the share of answered arms whose interval holds the true Δ;
+- refused: the share of arms without an answer;
+- signs (non-null arms) and pairs (arm pairs whose true Δ differ) ordered right, by the
+  prediction printed and by the single-scale prediction (the Δ̂ at the largest trained scale);
+- "beats single-scale": how often it was printed, and how often it was true when printed (the
+  printed prediction's squared error at the target, summed over the arms, below the
+  single-scale prediction's).
+
+    PYTHONPATH=src python benchmarks/predict_coverage.py              # writes docs/predict.md
+    PYTHONPATH=src python benchmarks/predict_coverage.py --reps 20 --no-doc
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from archaudit.stats.predictions.ladders import Ladder, LadderScale
+from archaudit.stats.predictions.predict import Prediction, predict
+from archaudit.stats.table import Row, Table
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "predict.md"
+BEGIN, END = "<!-- predict_coverage.py: begin -->", "<!-- predict_coverage.py: end -->"
+
+TRUTHS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "shrinking": lambda u: 2.0 * 2.0 ** (-u / 2.0),
+    "growing": lambda u: -0.5 * 2.0 ** (u / 4.0),
+    "crossing": lambda u: 1.5 - u / 3.0,
+    "constant": lambda u: 1.0 + 0.0 * u,
+    "null": lambda u: 0.0 * u,
+    "null2": lambda u: 0.0 * u,
+}
+"""Δ(u) in units of E, u = doublings of N above the smallest scale."""
+SMALLEST = 1e6
+"""Parameters of the smallest scale; every scale trains 20 tokens per parameter."""
+LEVELS = (0.8, 0.95)
+CELLS = [
+    (scales, seeds, noise, target)
+    for scales in (4, 5)
+    for seeds in (2, 3)
+    for noise in (0.3, 1.0, 3.0)
+    for target in (4, 16)
+]
+"""(scales, seeds, σ/E, target as a multiple of the largest trained scale)."""
+
+
+def sim_ladder(scales: int, factor: int) -> Ladder:
+    params = [SMALLEST * 2.0**i for i in range(scales)]
+    target = params[-1] * factor
+    return Ladder(
+        tuple(LadderScale(f"s{i}", n, 20 * n) for i, n in enumerate(params)),
+        LadderScale("T", target, 20 * target),
+    )
+
+
+def truth_at(u: np.ndarray) -> np.ndarray:
+    """(arms, len(u)) the true Δ of every arm."""
+    return np.array([f(u) for f in TRUTHS.values()])
+
+
+def sim_table(
+    rng: np.random.Generator, scales: int, seeds: int, noise: float, reps: int
+) -> list[Table]:
+    """`reps` tables: the baseline's loss falls with log N; arm loss = baseline − Δ + noise."""
+    u = np.arange(scales, dtype=float)
+    loss = np.vstack([np.zeros(scales), -truth_at(u)]) + 3.0 - 0.1 * u  # (arms + 1, S)
+    values = loss[None, ..., None] + noise * rng.standard_normal((reps, *loss.shape, seeds))
+    arms = ("baseline", *TRUTHS)
+    keys = list(itertools.product(range(len(arms)), range(scales), range(seeds)))
+    return [
+        Table(tuple(Row(arms[a], f"s{s}", k, "val_loss", float(v[a, s, k])) for a, s, k in keys))
+        for v in values
+    ]
+
+
+@dataclass
+class Scores:
+    """Counts behind one cell's row."""
+
+    covered: dict[float, list[bool]] = field(default_factory=lambda: {x: [] for x in LEVELS})
+    refused: list[bool] = field(default_factory=list)
+    sign: list[bool] = field(default_factory=list)
+    base_sign: list[bool] = field(default_factory=list)
+    pairs: list[bool] = field(default_factory=list)
+    base_pairs: list[bool] = field(default_factory=list)
+    claimed: list[bool] = field(default_factory=list)
+    claim_true: list[bool] = field(default_factory=list)
+    by_family: dict[str, list[bool]] = field(default_factory=dict)
+
+    def score(self, level: float, result: Prediction, truth: np.ndarray) -> None:
+        shown = np.array([a.estimable for a in result.arms])
+        low = np.array([a.interval[0] for a in result.arms])
+        high = np.array([a.interval[1] for a in result.arms])
+        hits = (low <= truth) & (truth <= high)
+        self.covered[level] += list(hits[shown])
+        if level == LEVELS[0]:
+            for name, hit, ok in zip(TRUTHS, hits, shown, strict=True):
+                if ok:
+                    self.by_family.setdefault(name, []).append(bool(hit))
+            self._decisions(result, truth, shown)
+
+    def _decisions(self, result: Prediction, truth: np.ndarray, shown: np.ndarray) -> None:
+        point = np.array([a.delta for a in result.arms])
+        single = np.array([a.delta_largest for a in result.arms])
+        self.refused += list(~shown)
+        signed = shown & (truth != 0)
+        self.sign += list(np.sign(point[signed]) == np.sign(truth[signed]))
+        self.base_sign += list(np.sign(single[signed]) == np.sign(truth[signed]))
+        for i, j in itertools.combinations(np.flatnonzero(shown), 2):
+            if truth[i] != truth[j]:
+                right = np.sign(truth[i] - truth[j])
+                self.pairs.append(bool(np.sign(point[i] - point[j]) == right))
+                self.base_pairs.append(bool(np.sign(single[i] - single[j]) == right))
+        self.claimed.append(result.beats_baseline and bool(shown.any()))
+        if self.claimed[-1]:
+            error = np.sum((point[shown] - truth[shown]) ** 2)
+            self.claim_true.append(bool(error < np.sum((single[shown] - truth[shown]) ** 2)))
+
+    def row(self) -> list[str]:
+        return [
+            *(pct(self.covered[level]) for level in LEVELS),
+            pct(self.refused),
+            f"{pct(self.sign)} / {pct(self.base_sign)}",
+            f"{pct(self.pairs)} / {pct(self.base_pairs)}",
+            pct(self.claimed),
+            f"{pct(self.claim_true)} of {len(self.claim_true)}",
+        ]
+
+
+def pct(values: list[bool]) -> str:
+    return f"{np.mean(values):.0%}" if values else "–"
+
+
+COLUMNS = ["80% coverage", "95% coverage", "refused", "signs: tool / single-scale",
+           "pairs: tool / single-scale", "claims to beat single-scale",
+           "claim true"]  # fmt: skip
+
+
+def run_cell(cell: tuple[int, int, float, int], reps: int, n_boot: int, total: Scores) -> Scores:
+    scales, seeds, noise, factor = cell
+    rng = np.random.default_rng([scales, seeds, int(noise * 10), factor])
+    ladder = sim_ladder(scales, factor)
+    truth = truth_at(np.array([scales - 1 + math.log2(factor)]))[:, 0]
+    scores = Scores()
+    for i, table in enumerate(sim_table(rng, scales, seeds, noise, reps)):
+        for level in LEVELS:
+            result = predict(table, "val_loss", ladder, confidence=level, n_boot=n_boot, seed=i)
+            scores.score(level, result, truth)
+            total.score(level, result, truth)
+    return scores
+
+
+def measure(reps: int, n_boot: int) -> str:
+    start = time.process_time()
+    rows, total = [], Scores()
+    for cell in CELLS:
+        scores = run_cell(cell, reps, n_boot, total)
+        scales, seeds, noise, factor = cell
+        rows.append([str(scales), str(seeds), f"{noise:g}", f"{factor}×", *scores.row()])
+        print("| " + " | ".join(rows[-1]) + " |", flush=True)
+    seconds = time.process_time() - start
+    head = ["scales", "seeds", "σ/E", "target"]
+    lines = [
+        f"Known-truth ladders ({reps} per row; arms {', '.join(TRUTHS)}; each through "
+        "`predict()` at 80% and at 95%):",
+        "",
+        "| " + " | ".join([*head, *COLUMNS]) + " |",
+        "|" + "---|" * (len(head) + len(COLUMNS)),
+        *("| " + " | ".join(row) + " |" for row in rows),
+        "| all | | | | " + " | ".join(total.row()) + " |",
+        "",
+        "80% coverage by truth family, all cells: "
+        + ", ".join(f"{name} {pct(hits)}" for name, hits in total.by_family.items())
+        + ".",
+        "",
+        f"(`benchmarks/predict_coverage.py --reps {reps} --n-boot {n_boot}`, "
+        f"{seconds:.0f} s of CPU.)",
+    ]
+    return "\n".join(lines)
+
+
+def write_doc(text: str) -> None:
+    doc = DOC.read_text()
+    head, rest = doc.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    DOC.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=200, help="ladders per cell")
+    parser.add_argument("--n-boot", type=int, default=400, help="draws of each prediction")
+    parser.add_argument("--no-doc", action="store_true", help="print, do not write the doc")
+    args = parser.parse_args()
+    text = measure(args.reps, args.n_boot)
+    print(text)
+    if not args.no_doc:
+        write_doc(text)
+
+
+if __name__ == "__main__":
+    main()
