@@ -299,3 +299,17 @@ def test_malformed_csvs_raise_named_errors(case):
     assert str(path) in str(error)
     if line is not None:
         assert f"{path}:{line}:" in str(error)
+
+
+def test_a_ladders_size_columns_are_accepted_and_ignored(tmp_path):
+    """Issue 42: one CSV of anyone's runs, with the `params` and `tokens` columns `stats predict`
+    reads, is judged by `stats verdicts` as if they were absent."""
+    rows = ["baseline,s,0,val_loss,3.0", "baseline,s,1,val_loss,3.1", "x,s,0,val_loss,2.9"]
+    plain, sized = tmp_path / "plain.csv", tmp_path / "sized.csv"
+    plain.write_text("arm,scale,seed,metric,value\n" + "\n".join(rows) + "\n")
+    sized.write_text(
+        "arm,scale,seed,metric,value,params,tokens\n"
+        + "\n".join(f"{r},100,1000" for r in rows)
+        + "\n"
+    )
+    assert load_table(sized).rows == load_table(plain).rows

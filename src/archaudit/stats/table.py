@@ -53,6 +53,9 @@ from archaudit.stats.frames import (
 REQUIRED_COLUMNS = ("arm", "scale", "seed", "metric", "value")
 OPTIONAL_COLUMNS = ("family", "status", "step", "tuned", "duties")
 RESULT_COLUMNS = (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)
+SIZE_COLUMNS = ("params", "tokens")
+"""A ladder's sizes per row, as `stats predict` reads them (`--params-column`): accepted in a
+results table and ignored there, so one CSV of anyone's runs serves every `stats` command."""
 
 
 class Duty(StrEnum):
@@ -242,7 +245,8 @@ def load_table(source: str | Path | Any) -> Table:
     directory, or a pandas DataFrame with the same columns (checked the same way)."""
     if isinstance(source, Table):
         return source
-    cells, name = source_rows(source, RESULTS_FILE, REQUIRED_COLUMNS, OPTIONAL_COLUMNS)
+    optional = (*OPTIONAL_COLUMNS, *SIZE_COLUMNS)
+    cells, name = source_rows(source, RESULTS_FILE, REQUIRED_COLUMNS, optional)
     rows = tuple(
         Row(
             arm=cells.text("arm"),
