@@ -3,6 +3,7 @@ per-arm table, the ladder plot and the backtest figure), absent with its reason 
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -25,6 +26,9 @@ def test_an_audit_with_a_target_shows_the_prediction(tmp_path):
     assert [f.key for f in figures] == ["target-ladder", "target-backtest"]
     assert all(f.svg.count("<path") > 10 for f in figures)
     assert "backtest of log_linear" in text and "single-scale baseline" in text
+    # issue 42 item 5: the method in words, with the coverage its intervals earned
+    assert "prediction: the single-scale prediction: each arm's Δ̂ at the largest" in text
+    assert re.search(r"its 80% intervals held \d+% of \d+ backtest predictions", text)
 
 
 def test_without_a_target_the_section_says_why(tmp_path):

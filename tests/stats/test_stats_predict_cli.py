@@ -95,8 +95,9 @@ def test_the_verdict_table_gets_a_line_at_the_target(tmp_path, capsys):
 
     path = audit_file(tmp_path)
     print_at_target(path, load_table(tmp_path / "runs" / "lad"), "val_loss", "baseline")
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # the console wraps long lines
     assert out.startswith("- at target target (") and "`stats predict` for the backtest" in out
+    assert "intervals held" in out  # issue 42 item 5: the coverage its intervals earned
     assert "qk_norm Δ̂ " in out and "P(sign holds)" in out
     print_at_target(audit_file(tmp_path, target=""), load_table(tmp_path / "runs" / "lad"),
                     "val_loss", "baseline")  # fmt: skip

@@ -12,7 +12,6 @@ from archaudit.formatting import interval, num
 
 if TYPE_CHECKING:
     from archaudit.stats import Table
-    from archaudit.stats.predictions.predict import Prediction
     from archaudit.stats.predictions.target import TargetPrediction
 
 
@@ -29,16 +28,8 @@ def print_at_target(source: Path, table: Table, metric: str, baseline: str) -> N
         return
     if p is None:
         return
-    how = _how(p) if p.estimable else f"not estimable: {p.reason}"
-    head = f"at target {p.ladder.target.name} ({how}; `stats predict` for the backtest): "
+    head = f"at target {p.ladder.target.name} ({p.how()}; `stats predict` for the backtest): "
     _note(head + "; ".join(_at_target(a) for a in p.arms))
-
-
-def _how(p: Prediction) -> str:
-    what = "stack of curves" if p.beats_baseline else "single-scale prediction"
-    test = p.backtest
-    return what + (f"; its {test.confidence:.0%} intervals held {test.coverage:.0%} of "
-                   f"{test.n_arms} backtest predictions" if test else "")  # fmt: skip
 
 
 def _at_target(a: TargetPrediction) -> str:

@@ -26,7 +26,6 @@ from archaudit.stats.analyses.decoupling import FLAT_SHARE, Decoupling
 from archaudit.stats.inference.corrections import error_rate
 from archaudit.stats.judgement import ArmVerdict, Judgement
 from archaudit.stats.judgement_text import interval_kind
-from archaudit.stats.predictions.backtest import SINGLE_SCALE
 from archaudit.stats.predictions.predict import Prediction
 from archaudit.stats.predictions.target import TargetPrediction
 from archaudit.stats.verdicts import (
@@ -863,10 +862,10 @@ _TARGET_INTRO = (
     "was never trained: each arm's Δ (Δ > 0 means better: a lower loss, as everywhere in this "
     "report) extrapolated along the ladder of trained scales, with a prediction interval, the "
     "probability that its sign there is the one seen at the largest trained scale, and its "
-    "predicted rank. The "
-    "curve was chosen by a backtest that predicts each trained scale from the smaller ones; "
-    "when it does not beat the ranking at the largest scale taken as it is, that ranking is "
-    "shown instead."
+    "predicted rank. The prediction is the largest scale's Δ with the drift the ladder shows "
+    "between scales in its interval, unless a stack of curves beat it in a backtest that "
+    "predicts each trained scale from the smaller ones; the intervals are calibrated on that "
+    "backtest, and the line below says how often they held there."
 )
 
 
@@ -876,17 +875,10 @@ def target(data: ReportData) -> Section:
         reason = data.findings.why(Analysis.TARGET) or "the audit file names no [target] scale"
         return Section("target", _TARGET_TITLE, _TARGET_INTRO, absent=reason)
     target = p.ladder.target
-    how = (
-        f"not estimable: {p.reason}"
-        if not p.estimable
-        else "the single-scale baseline (no curve beat it)"
-        if p.model == SINGLE_SCALE
-        else f"the {p.model.replace('_', '-')} curve"
-    )
     head = Paragraph(
         f"{p.metric} at {target.name} ({target.params:,.0f} parameters, {target.tokens:,.0f} "
         f"tokens), from {len(p.ladder.scales)} trained scales; {p.confidence:.0%} intervals; "
-        f"prediction: {how}."
+        f"prediction: {p.how()}."
     )
     blocks: list[Block] = [head, _grid(p, _largest_verdicts(data, p))]
     if p.curves:

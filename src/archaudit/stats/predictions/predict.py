@@ -109,6 +109,25 @@ class Prediction(JsonResult):
     def beats_baseline(self) -> bool:
         return self.model not in (SINGLE_SCALE, "")
 
+    def how(self) -> str:
+        """How the prediction was made and how its intervals held in the backtest, in words:
+        what `stats` and the report print beside it."""
+        if not self.estimable:
+            return f"not estimable: {self.reason}"
+        what = (
+            "the stack of curves (it beat the single-scale prediction in the backtest)"
+            if self.beats_baseline
+            else "the single-scale prediction: each arm's Δ̂ at the largest trained scale, "
+            "with the drift the ladder shows between scales in its interval"
+        )
+        test = self.backtest
+        if test is None:
+            return what
+        return (
+            f"{what}; its {test.confidence:.0%} intervals held {test.coverage:.0%} of "
+            f"{test.n_arms} backtest predictions"
+        )
+
 
 def check_prediction_options(confidence: float, n_boot: int, seed: int) -> None:
     """One-line refusals for options out of their meaning, before anything is computed."""
