@@ -69,7 +69,7 @@ def test_plan_sizes_the_sweep_and_labels_its_runs(tmp_path: Path) -> None:
     assert lrs[-1] / lrs[0] == pytest.approx(300) and len(lrs) == 6
     assert {p.run.recipe.warmup_frac for p in plan.points} == {spec.recipe.warmup_frac}
     assert re.match(
-        r"stress test: 28 runs \(28 to train, 0 reused .* FLOPs, [0-9.]+× the audit",
+        r"stress test: 28 runs \(28 to train, 0 finished, 0 reused .* FLOPs, [0-9.]+× the audit",
         plan.cost_line(),
     )
 
@@ -86,6 +86,29 @@ def test_a_finished_audit_run_is_reused(tmp_path: Path) -> None:
         ("baseline", 0, spec.recipe.lr)
     ]
     assert len(plan.plan.runs) == len(plan.points) - 1
+
+
+def test_a_finished_stress_run_is_not_counted_to_train(tmp_path: Path) -> None:
+    """Issue 43: `--plan` said "108 to train" after every run had finished."""
+    spec = load_audit(audit(tmp_path))
+    before = stress_plan(spec)
+    materialize(before.plan)
+    done = before.plan.runs[0]
+    write_done(before.plan.run_dir(done), RunRecord.of_run(done, status="ok", metrics={}))
+    after = stress_plan(spec)
+    assert len(after.plan.runs) == len(before.plan.runs) - 1 and after.finished == 1
+    assert done not in after.plan.runs and len(after.points) == len(before.points)
+    assert f"({len(after.plan.runs)} to train, 1 finished" in after.cost_line()
+
+
+def test_the_default_depth_stress_covers_the_residual_and_norm_arms(tmp_path: Path) -> None:
+    """Issue 43: without `depth_arms` the depth stress takes every swept R7 arm."""
+    text = audit(tmp_path, "[stress]\ndepths = [2]\n").read_text()
+    path = tmp_path / "b.toml"
+    path.write_text(text.replace('arms = ["post_ln"]', 'arms = ["post_ln", "softpick"]'))
+    plan = stress_plan(load_audit(path))
+    depth = {p.run.arm for p in plan.points if p.kind == "depth"}
+    assert depth == {"baseline", "post_ln"}  # post_ln is a norm arm; softpick is not R7
 
 
 def test_stored_result_reads_back_and_docs_reproduce_its_table() -> None:

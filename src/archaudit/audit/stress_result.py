@@ -23,18 +23,23 @@ from archaudit.rundir import METRICS
 from archaudit.stats.analyses.forecast import Backtest, Trace, backtest, depth_forecast
 from archaudit.stats.analyses.stability import (
     ArmStability,
+    DepthVerdict,
     StabilityVerdict,
     Sweep,
     SweepRun,
+    judge_depth,
     judge_stability,
     measure,
 )
 
 RESULT_FILE = "stress.json"
 SIGNAL_THRESHOLDS = {"attn_logit_max": 100.0, "log_z_max": 20.0, "grad_norm": 20.0}
-"""Divergence thresholds of the forecast, fixed before any run: an attention logit of 100 makes
-the softmax one-hot (the entropy collapse of Zhai et al. 2023), |log Z| of 20 is a normaliser
-e^20 away from 1, and a gradient norm 20× the clip threshold of 1.0 is a blow-up."""
+"""The depth forecast's divergence thresholds, fixed before any run: an attention logit of 100
+makes the softmax one-hot (the entropy collapse of Zhai et al. 2023), |log Z| of 20 is a
+normaliser e^20 away from 1, and a gradient norm 20× the clip threshold of 1.0 is a blow-up."""
+RELATIVE_THRESHOLD = 4.0
+"""The forecast over steps warns when a signal's fit reaches this multiple of the baseline's
+own signal at the same rate, depth and step (fixed before the relative backtest was run)."""
 WINDOWS = {"attn_logit_max": 3, "log_z_max": 3, "grad_norm": 10}
 """Points each forecast fits: the last 3 validations, or the last 10 steps of the gradient
 norm (logged every step, smoothed as the stability monitor does: EMA 0.9)."""
@@ -104,6 +109,8 @@ class StressResult:
     traces: tuple[SignalTrace, ...]
     missing: int
     """Points without a result yet (not trained, or failed)."""
+    depth_verdicts: tuple[DepthVerdict, ...] = ()
+    """Each depth-stress arm against the baseline (the depth-fragility test)."""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -128,6 +135,7 @@ _ITEMS: dict[str, type] = {
     "depth_forecasts": DepthForecast,
     "backtests": Backtest,
     "traces": SignalTrace,
+    "depth_verdicts": DepthVerdict,
 }
 
 
@@ -175,6 +183,18 @@ def analyse(plan: StressPlan) -> StressResult:
     )
     traces = [t for _, _, t in read]
     depth = _depth_points(read)
+    depth_runs = _depth_runs(read)
+    depth_verdicts = (
+        judge_depth(
+            depth_runs,
+            BASELINE,
+            alpha=settings.alpha,
+            correction=settings.correction,
+            permutations=settings.permutations,
+        )
+        if BASELINE in depth_runs
+        else []
+    )
     return StressResult(
         audit=plan.spec.name,
         scale=plan.scale,
@@ -183,10 +203,28 @@ def analyse(plan: StressPlan) -> StressResult:
         verdicts=tuple(verdicts),
         depth=tuple(depth),
         depth_forecasts=tuple(_depth_forecasts(depth)),
-        backtests=tuple(_backtests(traces, plan)),
+        backtests=tuple(backtests(traces, max(p.run.recipe.steps for p in plan.points))),
         traces=tuple(traces),
         missing=len(plan.points) - len(read),
+        depth_verdicts=tuple(depth_verdicts),
     )
+
+
+def _at_depth_rates(
+    read: Sequence[tuple[StressPoint, SweepRun, SignalTrace]],
+) -> list[tuple[SweepRun, SignalTrace]]:
+    """The runs of each depth-stress arm at its depth rates, the sweep's depth included."""
+    rates = {(p.run.arm, r.lr) for p, r, _ in read if p.kind == "depth"}
+    return [(run, trace) for _, run, trace in read if (run.arm, run.lr) in rates]
+
+
+def _depth_runs(
+    read: Sequence[tuple[StressPoint, SweepRun, SignalTrace]],
+) -> dict[str, list[SweepRun]]:
+    out: dict[str, list[SweepRun]] = {}
+    for run, _ in _at_depth_rates(read):
+        out.setdefault(run.arm, []).append(run)
+    return out
 
 
 def _trace(run_dir: Path, run: SweepRun) -> SignalTrace:
@@ -228,11 +266,9 @@ def _number(value: Any) -> float:
 
 def _depth_points(read: Sequence[tuple[StressPoint, SweepRun, SignalTrace]]) -> list[DepthPoint]:
     """Per arm, rate and depth of the depth stress, with the 1× runs at the same rate."""
-    depth_rates = {(p.run.arm, r.lr) for p, r, _ in read if p.kind == "depth"}
     groups: dict[tuple[str, int, float], list[tuple[SweepRun, SignalTrace]]] = {}
-    for _, run, trace in read:
-        if (run.arm, run.lr) in depth_rates:
-            groups.setdefault((run.arm, run.layers, run.lr), []).append((run, trace))
+    for run, trace in _at_depth_rates(read):
+        groups.setdefault((run.arm, run.layers, run.lr), []).append((run, trace))
     out = []
     for (arm, layers, lr), group in sorted(groups.items()):
         peaks = {
@@ -272,17 +308,46 @@ def _mean(values: Sequence[float]) -> float:
     return sum(finite) / len(finite) if finite else math.nan
 
 
-def _backtests(traces: Sequence[SignalTrace], plan: StressPlan) -> list[Backtest]:
-    steps = max((p.run.recipe.steps for p in plan.points), default=1)
+def backtests(traces: Sequence[SignalTrace], steps: int) -> list[Backtest]:
+    """Each signal's forecast over steps relative to the baseline (`forecast` module), replayed
+    on every run of an arm with baseline runs at its rate and depth; a horizon of half the
+    run's `steps`."""
     horizon = max(1, int(steps * HORIZON_FRACTION))
+    reference = _baseline_means(traces)
     out = []
-    for name, threshold in SIGNAL_THRESHOLDS.items():
+    for name in SIGNAL_THRESHOLDS:
         runs = [
-            Trace(f"{t.arm}/{t.lr:g}/{t.seed}/L{t.layers}", *t.series(name), t.break_step)
+            _relative_trace(t, name, reference[(t.lr, t.layers, name)])
             for t in traces
+            if t.arm != BASELINE and (t.lr, t.layers, name) in reference
         ]
-        out.append(backtest(name, runs, threshold, horizon, WINDOWS[name]))
+        out.append(backtest(name, runs, RELATIVE_THRESHOLD, horizon, WINDOWS[name], True))
     return out
+
+
+def _baseline_means(
+    traces: Sequence[SignalTrace],
+) -> dict[tuple[float, int, str], dict[int, float]]:
+    """Per rate, depth and signal: the baseline seeds' mean |signal| at each logged step."""
+    sums: dict[tuple[float, int, str], dict[int, list[float]]] = {}
+    for t in (t for t in traces if t.arm == BASELINE):
+        for name in SIGNAL_THRESHOLDS:
+            by_step = sums.setdefault((t.lr, t.layers, name), {})
+            for step, value in zip(*t.series(name), strict=True):
+                if math.isfinite(value):
+                    by_step.setdefault(step, []).append(abs(value))
+    return {key: {s: _mean(v) for s, v in steps.items()} for key, steps in sums.items()}
+
+
+def _relative_trace(trace: SignalTrace, name: str, reference: dict[int, float]) -> Trace:
+    """The run's |signal| over the baseline's at each step both logged (a non-finite value of
+    the run, e.g. after it diverged, stays non-finite)."""
+    steps, values = trace.series(name)
+    kept = [
+        (s, abs(v) / reference[s]) for s, v in zip(steps, values, strict=True) if reference.get(s)
+    ]
+    run = f"{trace.arm}/{trace.lr:g}/{trace.seed}/L{trace.layers}"
+    return Trace(run, tuple(s for s, _ in kept), tuple(r for _, r in kept), trace.break_step)
 
 
 def write_result(result: StressResult, path: Path) -> None:
