@@ -21,7 +21,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from archaudit.stats.analyses.stability import Sweep, SweepRun
+from archaudit.stats.analyses.stability import (
+    PERMUTATIONS,
+    StabilityVerdict,
+    Sweep,
+    SweepRun,
+    judge_stability,
+)
 
 LRS = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1)
 RECIPE_LR = 3e-3
@@ -92,3 +98,34 @@ def simulate_audit(
 ) -> dict[str, Sweep]:
     """Every arm's sweep (the first is the baseline) at `seeds` seeds per rate."""
     return {arm: Sweep.of(arm, simulate_sweep(arm, m, seeds, rng)) for arm, m in models.items()}
+
+
+@dataclass(frozen=True)
+class AdaptiveOutcome:
+    verdicts: tuple[StabilityVerdict, ...]
+    runs: int
+    """Runs trained over all arms, the baseline included."""
+
+
+def simulate_adaptive(
+    models: dict[str, SweepModel],
+    rng: np.random.Generator,
+    *,
+    seeds: int = 2,
+    promising: float = 0.25,
+    permutations: int = PERMUTATIONS,
+) -> AdaptiveOutcome:
+    """The sweep at `seeds` seeds, then one more seed at every rate for each arm whose primary
+    p is ≤ `promising` (and for the baseline when any arm gets one), judged again on all runs:
+    a seed is added only where the verdict can still change."""
+    runs = {a: simulate_sweep(a, m, seeds, rng) for a, m in models.items()}
+    baseline = next(iter(models))
+    first = judge_stability(
+        {a: Sweep.of(a, r) for a, r in runs.items()}, baseline, permutations=permutations
+    )
+    more = [v.arm for v in first if v.p_primary is not None and v.p_primary <= promising]
+    for arm in [baseline, *more] if more else []:
+        runs[arm] += simulate_sweep(arm, models[arm], 1, rng, first_seed=seeds)
+    sweeps = {a: Sweep.of(a, r) for a, r in runs.items()}
+    verdicts = judge_stability(sweeps, baseline, permutations=permutations)
+    return AdaptiveOutcome(tuple(verdicts), sum(len(r) for r in runs.values()))
