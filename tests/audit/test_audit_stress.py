@@ -21,6 +21,7 @@ from archaudit.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 STORED = ROOT / "tests" / "data" / "stress" / "stress-tiny.json"
+SMALL = ROOT / "tests" / "data" / "stress" / "stress-small.json"
 AUDIT = """
 name = "s"
 arms = ["post_ln"]
@@ -111,8 +112,9 @@ def test_the_default_depth_stress_covers_the_residual_and_norm_arms(tmp_path: Pa
     assert depth == {"baseline", "post_ln"}  # post_ln is a norm arm; softpick is not R7
 
 
-def test_stored_result_reads_back_and_docs_reproduce_its_table() -> None:
-    result = read_result(STORED)
+@pytest.mark.parametrize("stored", [STORED, SMALL], ids=["stress-tiny", "stress-small"])
+def test_stored_result_reads_back_and_docs_reproduce_its_table(stored: Path) -> None:
+    result = read_result(stored)
     assert StressResult.from_json(json.loads(json.dumps(result.to_json()))) == result
     table = directions_table(check_directions(result))
     docs = (ROOT / "docs" / "stability.md").read_text()

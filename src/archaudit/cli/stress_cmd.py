@@ -90,8 +90,8 @@ def print_result(result: StressResult) -> None:
     if result.verdicts:
         v = result.verdicts[0]
         Console().print(
-            f"primary test (rank of breaks, loss and gradient norm above the recipe's rate vs "
-            f"the baseline's at the same rate): {v.correction} over {len(result.verdicts)} "
+            f"primary test (rank of breaks, loss and gradient norm at the upper half of the "
+            f"grid vs the baseline's at the same rate): {v.correction} over {len(result.verdicts)} "
             f"arms, {v.error_rate} ≤ {v.alpha:g}; ΔS and unstable runs are secondary"
         )
     if result.depth:
