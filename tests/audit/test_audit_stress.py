@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from pathlib import Path
 
@@ -16,7 +17,14 @@ from archaudit.audit.spec import load_audit
 from archaudit.audit.store import materialize, write_done
 from archaudit.audit.stress import STRESS_DIR, stress_plan
 from archaudit.audit.stress_checks import check_directions, directions_table
-from archaudit.audit.stress_result import StressResult, read_result
+from archaudit.audit.stress_result import (
+    RELATIVE_THRESHOLD,
+    SIGNALS,
+    DepthPoint,
+    StressResult,
+    _depth_forecasts,
+    read_result,
+)
 from archaudit.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -151,7 +159,12 @@ def test_cli_plan_prints_the_cost(tmp_path: Path) -> None:
     register_commands()
     out = CliRunner().invoke(app, ["stress", str(audit(tmp_path)), "--plan", "--json"])
     assert out.exit_code == 0, out.output
-    assert json.loads(out.stdout)["cost"].startswith("stress test: 24 runs")
+    cost = json.loads(out.stdout)
+    assert cost["cost"].startswith("stress test: 24 runs")
+    # issue 43: the probe's time of the runs to train, as `archaudit plan` estimates it
+    assert cost["estimated_wall_s"] > 0 and cost["estimated_cpu_s"] > 0
+    bare = CliRunner().invoke(app, ["stress", str(audit(tmp_path)), "--plan", "--no-probe"])
+    assert bare.exit_code == 0 and "min on" not in bare.output
 
 
 def test_report_shows_the_stored_stress_test(tmp_path: Path) -> None:
@@ -200,3 +213,27 @@ def test_a_deep_or_foreign_stress_json_is_one_line(tmp_path: Path) -> None:
     listed.write_text("[1, 2]")
     with pytest.raises(DataError, match=r"list\.json: not a stress result"):
         read_result(listed)
+
+
+def test_the_depth_forecast_is_relative_to_the_baseline() -> None:
+    """Issue 43: the absolute fit placed an arm's threshold at 4 layers where it was stable; a
+    signal that grows with depth as the baseline's does forecasts no break."""
+
+    def point(arm: str, layers: int, value: float) -> DepthPoint:
+        return DepthPoint(arm, layers, 0.03, 2, 0, 2.0, dict.fromkeys(SIGNALS, value))
+
+    growth = 2.0  # the arm's signal over the baseline's doubles from 2 to 4 layers
+    points = [
+        point("baseline", 2, 10.0),
+        point("baseline", 4, 40.0),
+        point("alike", 2, 10.0),
+        point("alike", 4, 40.0),
+        point("grows", 2, 10.0),
+        point("grows", 4, 40.0 * growth),
+    ]
+    got = {f.arm: f for f in _depth_forecasts(points)}
+    assert set(got) == {"alike", "grows"} and all(f.relative for f in got.values())
+    assert got["alike"].forecast["grad_norm"] == math.inf
+    # ln r grows by ln 2 per 2 layers from r = 1 at 2 layers: r = 4 at 2 + 2·log2(4)
+    expected = 2 + 2 * math.log(RELATIVE_THRESHOLD) / math.log(growth)
+    assert got["grows"].forecast["grad_norm"] == pytest.approx(expected)

@@ -21,6 +21,7 @@ from archaudit.stats.simulation.sweeps import (
     SweepModel,
     breaking_at_top,
     grad_norm_times,
+    simulate_adaptive,
     simulate_audit,
 )
 
@@ -94,3 +95,16 @@ def test_the_verdict_keeps_its_secondary_tests():
     assert v.p_primary is not None and v.p_primary_adjusted == v.p_primary  # one arm
     assert v.p_sensitivity is not None and v.p_stability is not None
     assert len(v.primary_z) == len(MEASURES)
+
+
+def test_a_third_seed_goes_only_where_the_verdict_can_still_change():
+    rng = np.random.default_rng(9)
+    base = SweepModel()
+    models = {"baseline": base, "fragile": breaking_at_top(base, 2), "null": base}
+    outcome = simulate_adaptive(models, rng, promising=0.25, permutations=PERMUTATIONS)
+    two, three = 2 * len(LRS), 3 * len(LRS)
+    # the baseline and the fragile arm get a third seed; the null arm keeps two unless promising
+    assert outcome.runs in (2 * three + two, 3 * three)
+    assert outcome.verdicts[0].verdict == MORE_FRAGILE
+    none = simulate_adaptive(models, rng, promising=0.0, permutations=PERMUTATIONS)
+    assert none.runs == 3 * two

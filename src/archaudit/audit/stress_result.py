@@ -33,13 +33,13 @@ from archaudit.stats.analyses.stability import (
 )
 
 RESULT_FILE = "stress.json"
-SIGNAL_THRESHOLDS = {"attn_logit_max": 100.0, "log_z_max": 20.0, "grad_norm": 20.0}
-"""The depth forecast's divergence thresholds, fixed before any run: an attention logit of 100
-makes the softmax one-hot (the entropy collapse of Zhai et al. 2023), |log Z| of 20 is a
-normaliser e^20 away from 1, and a gradient norm 20× the clip threshold of 1.0 is a blow-up."""
+SIGNALS = ("attn_logit_max", "log_z_max", "grad_norm")
+"""The signals forecast. (Results stored before issue 43 forecast them up to fixed thresholds:
+100, 20 and 20; their backtests keep them.)"""
 RELATIVE_THRESHOLD = 4.0
-"""The forecast over steps warns when a signal's fit reaches this multiple of the baseline's
-own signal at the same rate, depth and step (fixed before the relative backtest was run)."""
+"""The forecasts (over steps and over depth) reach their threshold at this multiple of the
+baseline's own signal at the same rate, depth (and step); fixed before the relative backtest
+was run."""
 WINDOWS = {"attn_logit_max": 3, "log_z_max": 3, "grad_norm": 10}
 """Points each forecast fits: the last 3 validations, or the last 10 steps of the gradient
 norm (logged every step, smoothed as the stability monitor does: EMA 0.9)."""
@@ -94,6 +94,9 @@ class DepthForecast:
     """The fewest layers at which a run broke (None: none did)."""
     forecast: dict[str, float]
     """Signal → the depth (layers) its fit reaches the threshold at (inf: it does not grow)."""
+    relative: bool = False
+    """The fit is of the signal over the baseline's at the same depth and rate, up to
+    `RELATIVE_THRESHOLD` (False, in results stored before issue 43: of the signal itself)."""
 
 
 @dataclass(frozen=True)
@@ -271,10 +274,7 @@ def _depth_points(read: Sequence[tuple[StressPoint, SweepRun, SignalTrace]]) -> 
         groups.setdefault((run.arm, run.layers, run.lr), []).append((run, trace))
     out = []
     for (arm, layers, lr), group in sorted(groups.items()):
-        peaks = {
-            name: _mean([_largest(t.series(name)[1]) for _, t in group])
-            for name in SIGNAL_THRESHOLDS
-        }
+        peaks = {name: _mean([_largest(t.series(name)[1]) for _, t in group]) for name in SIGNALS}
         out.append(
             DepthPoint(
                 arm,
@@ -290,17 +290,31 @@ def _depth_points(read: Sequence[tuple[StressPoint, SweepRun, SignalTrace]]) -> 
 
 
 def _depth_forecasts(points: Sequence[DepthPoint]) -> list[DepthForecast]:
+    """Per arm (the baseline is the reference) and depth rate: each signal's peak over the
+    baseline's at the same depth and rate, fitted over depth up to `RELATIVE_THRESHOLD`."""
+    base = {(p.layers, p.lr): p for p in points if p.arm == BASELINE}
     out = []
-    for arm, lr in dict.fromkeys((p.arm, p.lr) for p in points):
+    for arm, lr in dict.fromkeys((p.arm, p.lr) for p in points if p.arm != BASELINE):
         group = sorted((p for p in points if (p.arm, p.lr) == (arm, lr)), key=lambda p: p.layers)
         broke = next((p.layers for p in group if p.unstable), None)
-        fit = [p for p in group if broke is None or p.layers < broke]
+        fit = [p for p in group if (broke is None or p.layers < broke) and (p.layers, lr) in base]
         forecast = {
-            name: depth_forecast([p.layers for p in fit], [p.signals[name] for p in fit], limit)
-            for name, limit in SIGNAL_THRESHOLDS.items()
+            name: depth_forecast(
+                [p.layers for p in fit],
+                [_ratio(p.signals[name], base[(p.layers, lr)].signals[name]) for p in fit],
+                RELATIVE_THRESHOLD,
+            )
+            for name in SIGNALS
         }
-        out.append(DepthForecast(arm, lr, tuple(p.layers for p in group), broke, forecast))
+        layers = tuple(p.layers for p in group)
+        out.append(DepthForecast(arm, lr, layers, broke, forecast, relative=True))
     return out
+
+
+def _ratio(value: float, reference: float) -> float:
+    """|value| / |reference|; NaN unless the reference is a finite non-zero number."""
+    ok = math.isfinite(reference) and reference != 0
+    return abs(value) / abs(reference) if ok else math.nan
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -315,7 +329,7 @@ def backtests(traces: Sequence[SignalTrace], steps: int) -> list[Backtest]:
     horizon = max(1, int(steps * HORIZON_FRACTION))
     reference = _baseline_means(traces)
     out = []
-    for name in SIGNAL_THRESHOLDS:
+    for name in SIGNALS:
         runs = [
             _relative_trace(t, name, reference[(t.lr, t.layers, name)])
             for t in traces
@@ -331,7 +345,7 @@ def _baseline_means(
     """Per rate, depth and signal: the baseline seeds' mean |signal| at each logged step."""
     sums: dict[tuple[float, int, str], dict[int, list[float]]] = {}
     for t in (t for t in traces if t.arm == BASELINE):
-        for name in SIGNAL_THRESHOLDS:
+        for name in SIGNALS:
             by_step = sums.setdefault((t.lr, t.layers, name), {})
             for step, value in zip(*t.series(name), strict=True):
                 if math.isfinite(value):

@@ -128,7 +128,13 @@ def _depth_table(result: StressResult) -> Table:
     forecasts = {(f.arm, f.lr): f for f in result.depth_forecasts}
     table = Table(title="depth stress (the same width at more layers)")
     columns = ("arm", "layers", "LR", "unstable runs", "max attn logit", "max |log Z|")
-    for column in (*columns, "max grad norm", "forecast depth (grad)", "p (Holm)", "verdict"):
+    for column in (
+        *columns,
+        "max grad norm",
+        "forecast depth (grad)",
+        "p (Holm)",
+        "verdict",
+    ):
         table.add_column(column, justify="left" if column in ("arm", "verdict") else "right")
     for d in result.depth:
         v = verdicts.get(d.arm)
