@@ -237,3 +237,23 @@ def test_the_depth_forecast_is_relative_to_the_baseline() -> None:
     # ln r grows by ln 2 per 2 layers from r = 1 at 2 layers: r = 4 at 2 + 2·log2(4)
     expected = 2 + 2 * math.log(RELATIVE_THRESHOLD) / math.log(growth)
     assert got["grows"].forecast["grad_norm"] == pytest.approx(expected)
+
+
+def test_the_table_shows_censored_ranges_depth_and_useless_forecasts(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 43: "≥ top rate", the depth stress and its verdict in the CLI table, and "not
+    useful here" for a forecast whose warnings are mostly wrong."""
+    from archaudit.cli.stress_cmd import print_result
+
+    monkeypatch.setenv("COLUMNS", "400")
+    result = read_result(SMALL)
+    print_result(result)
+    out = capsys.readouterr().out
+    censored = [a for a in result.arms if a.censored]
+    assert censored and f"≥ {censored[0].lrs[-1]:.3g}" in out
+    assert "depth stress" in out
+    for v in result.depth_verdicts:
+        assert v.arm in out and v.verdict in out
+    useless = [b for b in result.backtests if not b.useful]
+    assert useless and out.count("not useful here") == len(useless)

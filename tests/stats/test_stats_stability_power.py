@@ -3,6 +3,7 @@ powerful against planted fragile arms (stats/simulation/sweeps.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -11,8 +12,12 @@ import pytest
 from archaudit.stats.analyses.fragility import MEASURES, Stratum, fragility_test, high_weights
 from archaudit.stats.analyses.stability import (
     MORE_FRAGILE,
+    NOT_ESTIMABLE,
     WITHIN_NOISE,
+    SweepRun,
+    judge_depth,
     judge_stability,
+    measure,
 )
 from archaudit.stats.simulation.sweeps import (
     LRS,
@@ -108,3 +113,42 @@ def test_a_third_seed_goes_only_where_the_verdict_can_still_change():
     assert outcome.verdicts[0].verdict == MORE_FRAGILE
     none = simulate_adaptive(models, rng, promising=0.0, permutations=PERMUTATIONS)
     assert none.runs == 3 * two
+
+
+def test_a_range_that_reaches_the_top_of_the_grid_is_censored():
+    rng = np.random.default_rng(4)
+    sweeps = simulate_audit(
+        {"baseline": SweepModel(), "top": breaking_at_top(SweepModel(), 2)}, 2, rng
+    )
+    assert measure(sweeps["baseline"]).censored  # never broke: "≥ the top rate"
+    top = measure(sweeps["top"])
+    assert not top.censored and top.largest_stable_lr == LRS[-3]
+
+
+def _depth_runs(arm: str, deep_breaks: bool, rng: np.random.Generator) -> list[SweepRun]:
+    """Runs at one rate and 2, 4, 8 layers; the deeper ones break when `deep_breaks`."""
+    runs = []
+    for layers in (2, 4, 8):
+        for seed in range(3):
+            broke = deep_breaks and layers > 2
+            level = float(rng.normal(0.0, 0.1))
+            loss = None if broke else 2.0 + float(rng.normal(0.0, 0.1))
+            runs.append(
+                SweepRun(arm, 0.03, seed, 5.5, loss, not broke, 1 if broke else None, layers, level)
+            )
+    return runs
+
+
+def test_the_depth_verdict_sees_an_arm_that_breaks_deeper():
+    rng = np.random.default_rng(8)
+    base = _depth_runs("baseline", False, rng)
+    runs = {
+        "baseline": base,
+        "deep": _depth_runs("deep", True, rng),
+        "same": [dataclasses.replace(r, arm="same") for r in base],  # ties at every depth
+    }
+    verdicts = {v.arm: v for v in judge_depth(runs, "baseline", permutations=999)}
+    assert verdicts["deep"].verdict == MORE_FRAGILE and verdicts["deep"].unstable_delta == 6
+    assert verdicts["same"].verdict == WITHIN_NOISE
+    one_seed = {"baseline": runs["baseline"], "x": runs["same"][:1]}
+    assert judge_depth(one_seed, "baseline")[0].verdict == NOT_ESTIMABLE

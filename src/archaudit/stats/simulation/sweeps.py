@@ -48,7 +48,7 @@ class SweepModel:
 
 
 RANDOM_BREAKS = SweepModel(breaks=(0.0, 0.0, 0.0, 0.0, 0.5, 0.5))
-"""The harsher null of benchmarks/stress_calibration.py: every arm's runs at the top two rates
+"""The harsher null (the calibration's before issue 43): every arm's runs at the top two rates
 break with probability 1/2."""
 
 
