@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from pathlib import Path
 
@@ -16,11 +17,19 @@ from archaudit.audit.spec import load_audit
 from archaudit.audit.store import materialize, write_done
 from archaudit.audit.stress import STRESS_DIR, stress_plan
 from archaudit.audit.stress_checks import check_directions, directions_table
-from archaudit.audit.stress_result import StressResult, read_result
+from archaudit.audit.stress_result import (
+    RELATIVE_THRESHOLD,
+    SIGNALS,
+    DepthPoint,
+    StressResult,
+    _depth_forecasts,
+    read_result,
+)
 from archaudit.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 STORED = ROOT / "tests" / "data" / "stress" / "stress-tiny.json"
+SMALL = ROOT / "tests" / "data" / "stress" / "stress-small.json"
 AUDIT = """
 name = "s"
 arms = ["post_ln"]
@@ -69,7 +78,7 @@ def test_plan_sizes_the_sweep_and_labels_its_runs(tmp_path: Path) -> None:
     assert lrs[-1] / lrs[0] == pytest.approx(300) and len(lrs) == 6
     assert {p.run.recipe.warmup_frac for p in plan.points} == {spec.recipe.warmup_frac}
     assert re.match(
-        r"stress test: 28 runs \(28 to train, 0 reused .* FLOPs, [0-9.]+× the audit",
+        r"stress test: 28 runs \(28 to train, 0 finished, 0 reused .* FLOPs, [0-9.]+× the audit",
         plan.cost_line(),
     )
 
@@ -88,8 +97,32 @@ def test_a_finished_audit_run_is_reused(tmp_path: Path) -> None:
     assert len(plan.plan.runs) == len(plan.points) - 1
 
 
-def test_stored_result_reads_back_and_docs_reproduce_its_table() -> None:
-    result = read_result(STORED)
+def test_a_finished_stress_run_is_not_counted_to_train(tmp_path: Path) -> None:
+    """Issue 43: `--plan` said "108 to train" after every run had finished."""
+    spec = load_audit(audit(tmp_path))
+    before = stress_plan(spec)
+    materialize(before.plan)
+    done = before.plan.runs[0]
+    write_done(before.plan.run_dir(done), RunRecord.of_run(done, status="ok", metrics={}))
+    after = stress_plan(spec)
+    assert len(after.plan.runs) == len(before.plan.runs) - 1 and after.finished == 1
+    assert done not in after.plan.runs and len(after.points) == len(before.points)
+    assert f"({len(after.plan.runs)} to train, 1 finished" in after.cost_line()
+
+
+def test_the_default_depth_stress_covers_the_residual_and_norm_arms(tmp_path: Path) -> None:
+    """Issue 43: without `depth_arms` the depth stress takes every swept R7 arm."""
+    text = audit(tmp_path, "[stress]\ndepths = [2]\n").read_text()
+    path = tmp_path / "b.toml"
+    path.write_text(text.replace('arms = ["post_ln"]', 'arms = ["post_ln", "softpick"]'))
+    plan = stress_plan(load_audit(path))
+    depth = {p.run.arm for p in plan.points if p.kind == "depth"}
+    assert depth == {"baseline", "post_ln"}  # post_ln is a norm arm; softpick is not R7
+
+
+@pytest.mark.parametrize("stored", [STORED, SMALL], ids=["stress-tiny", "stress-small"])
+def test_stored_result_reads_back_and_docs_reproduce_its_table(stored: Path) -> None:
+    result = read_result(stored)
     assert StressResult.from_json(json.loads(json.dumps(result.to_json()))) == result
     table = directions_table(check_directions(result))
     docs = (ROOT / "docs" / "stability.md").read_text()
@@ -126,7 +159,12 @@ def test_cli_plan_prints_the_cost(tmp_path: Path) -> None:
     register_commands()
     out = CliRunner().invoke(app, ["stress", str(audit(tmp_path)), "--plan", "--json"])
     assert out.exit_code == 0, out.output
-    assert json.loads(out.stdout)["cost"].startswith("stress test: 24 runs")
+    cost = json.loads(out.stdout)
+    assert cost["cost"].startswith("stress test: 24 runs")
+    # issue 43: the probe's time of the runs to train, as `archaudit plan` estimates it
+    assert cost["estimated_wall_s"] > 0 and cost["estimated_cpu_s"] > 0
+    bare = CliRunner().invoke(app, ["stress", str(audit(tmp_path)), "--plan", "--no-probe"])
+    assert bare.exit_code == 0 and "min on" not in bare.output
 
 
 def test_report_shows_the_stored_stress_test(tmp_path: Path) -> None:
@@ -175,3 +213,47 @@ def test_a_deep_or_foreign_stress_json_is_one_line(tmp_path: Path) -> None:
     listed.write_text("[1, 2]")
     with pytest.raises(DataError, match=r"list\.json: not a stress result"):
         read_result(listed)
+
+
+def test_the_depth_forecast_is_relative_to_the_baseline() -> None:
+    """Issue 43: the absolute fit placed an arm's threshold at 4 layers where it was stable; a
+    signal that grows with depth as the baseline's does forecasts no break."""
+
+    def point(arm: str, layers: int, value: float) -> DepthPoint:
+        return DepthPoint(arm, layers, 0.03, 2, 0, 2.0, dict.fromkeys(SIGNALS, value))
+
+    growth = 2.0  # the arm's signal over the baseline's doubles from 2 to 4 layers
+    points = [
+        point("baseline", 2, 10.0),
+        point("baseline", 4, 40.0),
+        point("alike", 2, 10.0),
+        point("alike", 4, 40.0),
+        point("grows", 2, 10.0),
+        point("grows", 4, 40.0 * growth),
+    ]
+    got = {f.arm: f for f in _depth_forecasts(points)}
+    assert set(got) == {"alike", "grows"} and all(f.relative for f in got.values())
+    assert got["alike"].forecast["grad_norm"] == math.inf
+    # ln r grows by ln 2 per 2 layers from r = 1 at 2 layers: r = 4 at 2 + 2·log2(4)
+    expected = 2 + 2 * math.log(RELATIVE_THRESHOLD) / math.log(growth)
+    assert got["grows"].forecast["grad_norm"] == pytest.approx(expected)
+
+
+def test_the_table_shows_censored_ranges_depth_and_useless_forecasts(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 43: "≥ top rate", the depth stress and its verdict in the CLI table, and "not
+    useful here" for a forecast whose warnings are mostly wrong."""
+    from archaudit.cli.stress_cmd import print_result
+
+    monkeypatch.setenv("COLUMNS", "400")
+    result = read_result(SMALL)
+    print_result(result)
+    out = capsys.readouterr().out
+    censored = [a for a in result.arms if a.censored]
+    assert censored and f"≥ {censored[0].lrs[-1]:.3g}" in out
+    assert "depth stress" in out
+    for v in result.depth_verdicts:
+        assert v.arm in out and v.verdict in out
+    useless = [b for b in result.backtests if not b.useful]
+    assert useless and out.count("not useful here") == len(useless)

@@ -183,7 +183,8 @@ class StressSpec:
     depth_lr_factors: tuple[float, ...] = (1.0,)
     """The rates (multiples of recipe.lr) the depth stress trains at."""
     depth_arms: tuple[str, ...] = ()
-    """The arms of the depth stress (besides the baseline); empty = the swept arms."""
+    """The arms of the depth stress (besides the baseline); empty = the swept residual/norm
+    arms (R7: those with a cross-scale duty)."""
     alpha: float = 0.05
     correction: str = "holm"
     permutations: int = 4999

@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import itertools
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,7 +65,7 @@ class StressPoint:
 class StressPlan:
     spec: AuditSpec
     plan: Plan
-    """The runs to train, under runs/<audit>/_stress/."""
+    """The runs still to train, under runs/<audit>/_stress/ (finished ones are left out)."""
     points: tuple[StressPoint, ...]
     scale: str
     tokens: int
@@ -72,18 +73,20 @@ class StressPlan:
     flops: float
     audit_flops: float
     """The audit's own training FLOPs, for scale."""
+    finished: int = 0
+    """Stress runs already trained (in runs/<audit>/_stress/)."""
 
     def run_dir(self, point: StressPoint) -> Path:
         return point.reused or self.plan.run_dir(point.run)
 
     def cost_line(self) -> str:
         trained = len(self.plan.runs)
-        reused = len(self.points) - trained
+        reused = len(self.points) - trained - self.finished
         ratio = self.flops / self.audit_flops if self.audit_flops else float("nan")
         return (
-            f"stress test: {len(self.points)} runs ({trained} to train, {reused} reused from the "
-            f"audit) at scale {self.scale!r}: {self.tokens:,} tokens, {self.flops:.2e} FLOPs, "
-            f"{ratio:.1f}× the audit's training"
+            f"stress test: {len(self.points)} runs ({trained} to train, {self.finished} "
+            f"finished, {reused} reused from the audit) at scale {self.scale!r}: "
+            f"{self.tokens:,} tokens, {self.flops:.2e} FLOPs, {ratio:.1f}× the audit's training"
         )
 
 
@@ -94,8 +97,7 @@ def stress_plan(spec: AuditSpec) -> StressPlan:
     scale = _scale(spec)
     planned = expand_arms(spec)
     arms = [p for p in planned if _chosen(p.arm.name, settings.arms, planned)]
-    wanted = settings.depth_arms or settings.arms
-    depth_arms = [p for p in arms if _chosen(p.arm.name, wanted, planned)]
+    depth_arms = _depth_arms(arms, settings.depth_arms, planned)
     points: list[StressPoint] = []
     for chosen in arms:
         for factor in settings.lr_factors:
@@ -106,18 +108,29 @@ def stress_plan(spec: AuditSpec) -> StressPlan:
                 points += _points(spec, chosen.arm, scale, depth, factor, "depth")
     finished = _finished(audit)
     points = [_reuse(p, finished) for p in _distinct(points)]
-    todo = tuple(p.run for p in points if p.reused is None)
     stress = dataclasses.replace(spec, name=STRESS_DIR, runs_dir=spec.audit_dir)
-    plan = Plan(stress, todo, ())
+    own = Plan(stress, tuple(p.run for p in points if p.reused is None), ())
+    todo = tuple(r for r in own.runs if read_record(own.run_dir(r)) is None)
     return StressPlan(
         spec,
-        plan,
+        dataclasses.replace(own, runs=todo),
         tuple(points),
         scale.name,
         sum(_tokens(r) for r in todo),
         sum(_flops(r) for r in todo),
         sum(_flops(r) for r in audit.runs),
+        len(own.runs) - len(todo),
     )
+
+
+def _depth_arms(
+    arms: Sequence[PlannedArm], named: Sequence[str], planned: Sequence[PlannedArm]
+) -> list[PlannedArm]:
+    """The depth stress's arms: the baseline and those named, or when none is, every swept
+    residual/norm arm (R7: the arms with a cross-scale duty)."""
+    if named:
+        return [p for p in arms if _chosen(p.arm.name, named, planned)]
+    return [p for p in arms if p.arm.name == BASELINE or p.arm.requires_cross_scale]
 
 
 def _chosen(arm: str, wanted: Sequence[str], planned: Sequence[PlannedArm]) -> bool:
@@ -236,7 +249,20 @@ def read_sweep_run(run_dir: Path, run: RunSpec, recipe_lr: float) -> SweepRun | 
         stable=broke is None and final is not None,
         break_step=broke,
         layers=run.model.n_layers,
+        grad_level=grad_level(rows),
     )
+
+
+def grad_level(rows: Sequence[dict]) -> float:
+    """The mean of ln ‖g‖ over the second half of the logged steps (NaN when none has a
+    finite positive gradient norm): the primary test's gradient-norm measure."""
+    half = rows[len(rows) // 2 :]
+    logs = [
+        math.log(g)
+        for g in (row.get("grad_norm") for row in half)
+        if isinstance(g, int | float) and math.isfinite(g) and g > 0
+    ]
+    return sum(logs) / len(logs) if logs else math.nan
 
 
 def _final_loss(record: RunRecord) -> float | None:

@@ -25,6 +25,7 @@ from scipy import stats as sps
 
 from archaudit.audit.plan import BASELINE
 from archaudit.audit.stress_result import StressResult
+from archaudit.stats.analyses.fragility import MEASURES
 from archaudit.stats.analyses.stability import ArmStability, unstable_test
 
 HOLDS, DIRECTION_ONLY, DOES_NOT_HOLD, NOT_RUN = (
@@ -131,11 +132,35 @@ def _welch(a: Sequence[float], b: Sequence[float]) -> tuple[float, tuple[float, 
 
 
 def post_ln_range(result: StressResult) -> DirectionCheck:
-    return _unstable_check(
-        result,
-        "post_ln",
-        BASELINE,
-        "Post-LN is stable over fewer rates than Pre-LN",
+    claim = "Post-LN is stable over fewer rates than Pre-LN"
+    verdict = next((v for v in result.verdicts if v.arm == "post_ln"), None)
+    if verdict is None or verdict.p_primary_adjusted is None:  # a result from before issue 43
+        return _unstable_check(result, "post_ln", BASELINE, claim)
+    return _primary_check(
+        claim,
+        "Xiong et al. 2020",
+        "rates",
+        verdict.primary_measure,
+        verdict.primary_z,
+        verdict.p_primary_adjusted,
+    )
+
+
+def _primary_check(
+    claim: str, source: str, over: str, measure: str, z: Sequence[float], p: float
+) -> DirectionCheck:
+    """A direction judged by the verdict's primary test (post_ln against the baseline): its
+    estimate is the z of the measure that decided, its p the Holm-corrected one."""
+    estimate = z[MEASURES.index(measure)] if measure else math.nan
+    nan = (math.nan, math.nan)
+    return DirectionCheck(
+        claim,
+        source,
+        f"primary test over {over} (post_ln vs baseline): z of {measure or '–'}, Holm p",
+        estimate,
+        nan,
+        p,
+        _status(estimate, nan, p, 1),
     )
 
 
@@ -166,6 +191,11 @@ def post_ln_depth(result: StressResult) -> DirectionCheck:
         "Xiong et al. 2020 (depth stress)",
         "Δ unstable runs (post_ln − baseline), 2×/4× depth",
     )
+    verdict = next((v for v in result.depth_verdicts if v.arm == "post_ln"), None)
+    if verdict is not None and verdict.p_adjusted is not None:
+        return _primary_check(
+            claim, source, "depth", verdict.measure, verdict.z, verdict.p_adjusted
+        )
     deep = [d for d in result.depth if d.layers > _base_layers(result)]
     pairs = [
         (p, b)
@@ -203,8 +233,7 @@ def check_directions(result: StressResult) -> list[DirectionCheck]:
 def directions_table(checks: Sequence[DirectionCheck]) -> str:
     """The Markdown table docs/stability.md reproduces from the stored result."""
     lines = [
-        "| published direction | source | measure | estimate | 95% interval | exact p "
-        "| at this scale |",
+        "| published direction | source | measure | estimate | 95% interval | p | at this scale |",
         "|---|---|---|---|---|---|---|",
     ]
     for c in checks:

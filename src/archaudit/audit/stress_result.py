@@ -23,18 +23,23 @@ from archaudit.rundir import METRICS
 from archaudit.stats.analyses.forecast import Backtest, Trace, backtest, depth_forecast
 from archaudit.stats.analyses.stability import (
     ArmStability,
+    DepthVerdict,
     StabilityVerdict,
     Sweep,
     SweepRun,
+    judge_depth,
     judge_stability,
     measure,
 )
 
 RESULT_FILE = "stress.json"
-SIGNAL_THRESHOLDS = {"attn_logit_max": 100.0, "log_z_max": 20.0, "grad_norm": 20.0}
-"""Divergence thresholds of the forecast, fixed before any run: an attention logit of 100 makes
-the softmax one-hot (the entropy collapse of Zhai et al. 2023), |log Z| of 20 is a normaliser
-e^20 away from 1, and a gradient norm 20× the clip threshold of 1.0 is a blow-up."""
+SIGNALS = ("attn_logit_max", "log_z_max", "grad_norm")
+"""The signals forecast. (Results stored before issue 43 forecast them up to fixed thresholds:
+100, 20 and 20; their backtests keep them.)"""
+RELATIVE_THRESHOLD = 4.0
+"""The forecasts (over steps and over depth) reach their threshold at this multiple of the
+baseline's own signal at the same rate, depth (and step); fixed before the relative backtest
+was run."""
 WINDOWS = {"attn_logit_max": 3, "log_z_max": 3, "grad_norm": 10}
 """Points each forecast fits: the last 3 validations, or the last 10 steps of the gradient
 norm (logged every step, smoothed as the stability monitor does: EMA 0.9)."""
@@ -89,6 +94,9 @@ class DepthForecast:
     """The fewest layers at which a run broke (None: none did)."""
     forecast: dict[str, float]
     """Signal → the depth (layers) its fit reaches the threshold at (inf: it does not grow)."""
+    relative: bool = False
+    """The fit is of the signal over the baseline's at the same depth and rate, up to
+    `RELATIVE_THRESHOLD` (False, in results stored before issue 43: of the signal itself)."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +112,8 @@ class StressResult:
     traces: tuple[SignalTrace, ...]
     missing: int
     """Points without a result yet (not trained, or failed)."""
+    depth_verdicts: tuple[DepthVerdict, ...] = ()
+    """Each depth-stress arm against the baseline (the depth-fragility test)."""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -128,6 +138,7 @@ _ITEMS: dict[str, type] = {
     "depth_forecasts": DepthForecast,
     "backtests": Backtest,
     "traces": SignalTrace,
+    "depth_verdicts": DepthVerdict,
 }
 
 
@@ -175,6 +186,18 @@ def analyse(plan: StressPlan) -> StressResult:
     )
     traces = [t for _, _, t in read]
     depth = _depth_points(read)
+    depth_runs = _depth_runs(read)
+    depth_verdicts = (
+        judge_depth(
+            depth_runs,
+            BASELINE,
+            alpha=settings.alpha,
+            correction=settings.correction,
+            permutations=settings.permutations,
+        )
+        if BASELINE in depth_runs
+        else []
+    )
     return StressResult(
         audit=plan.spec.name,
         scale=plan.scale,
@@ -183,10 +206,28 @@ def analyse(plan: StressPlan) -> StressResult:
         verdicts=tuple(verdicts),
         depth=tuple(depth),
         depth_forecasts=tuple(_depth_forecasts(depth)),
-        backtests=tuple(_backtests(traces, plan)),
+        backtests=tuple(backtests(traces, max(p.run.recipe.steps for p in plan.points))),
         traces=tuple(traces),
         missing=len(plan.points) - len(read),
+        depth_verdicts=tuple(depth_verdicts),
     )
+
+
+def _at_depth_rates(
+    read: Sequence[tuple[StressPoint, SweepRun, SignalTrace]],
+) -> list[tuple[SweepRun, SignalTrace]]:
+    """The runs of each depth-stress arm at its depth rates, the sweep's depth included."""
+    rates = {(p.run.arm, r.lr) for p, r, _ in read if p.kind == "depth"}
+    return [(run, trace) for _, run, trace in read if (run.arm, run.lr) in rates]
+
+
+def _depth_runs(
+    read: Sequence[tuple[StressPoint, SweepRun, SignalTrace]],
+) -> dict[str, list[SweepRun]]:
+    out: dict[str, list[SweepRun]] = {}
+    for run, _ in _at_depth_rates(read):
+        out.setdefault(run.arm, []).append(run)
+    return out
 
 
 def _trace(run_dir: Path, run: SweepRun) -> SignalTrace:
@@ -228,17 +269,12 @@ def _number(value: Any) -> float:
 
 def _depth_points(read: Sequence[tuple[StressPoint, SweepRun, SignalTrace]]) -> list[DepthPoint]:
     """Per arm, rate and depth of the depth stress, with the 1× runs at the same rate."""
-    depth_rates = {(p.run.arm, r.lr) for p, r, _ in read if p.kind == "depth"}
     groups: dict[tuple[str, int, float], list[tuple[SweepRun, SignalTrace]]] = {}
-    for _, run, trace in read:
-        if (run.arm, run.lr) in depth_rates:
-            groups.setdefault((run.arm, run.layers, run.lr), []).append((run, trace))
+    for run, trace in _at_depth_rates(read):
+        groups.setdefault((run.arm, run.layers, run.lr), []).append((run, trace))
     out = []
     for (arm, layers, lr), group in sorted(groups.items()):
-        peaks = {
-            name: _mean([_largest(t.series(name)[1]) for _, t in group])
-            for name in SIGNAL_THRESHOLDS
-        }
+        peaks = {name: _mean([_largest(t.series(name)[1]) for _, t in group]) for name in SIGNALS}
         out.append(
             DepthPoint(
                 arm,
@@ -254,17 +290,31 @@ def _depth_points(read: Sequence[tuple[StressPoint, SweepRun, SignalTrace]]) -> 
 
 
 def _depth_forecasts(points: Sequence[DepthPoint]) -> list[DepthForecast]:
+    """Per arm (the baseline is the reference) and depth rate: each signal's peak over the
+    baseline's at the same depth and rate, fitted over depth up to `RELATIVE_THRESHOLD`."""
+    base = {(p.layers, p.lr): p for p in points if p.arm == BASELINE}
     out = []
-    for arm, lr in dict.fromkeys((p.arm, p.lr) for p in points):
+    for arm, lr in dict.fromkeys((p.arm, p.lr) for p in points if p.arm != BASELINE):
         group = sorted((p for p in points if (p.arm, p.lr) == (arm, lr)), key=lambda p: p.layers)
         broke = next((p.layers for p in group if p.unstable), None)
-        fit = [p for p in group if broke is None or p.layers < broke]
+        fit = [p for p in group if (broke is None or p.layers < broke) and (p.layers, lr) in base]
         forecast = {
-            name: depth_forecast([p.layers for p in fit], [p.signals[name] for p in fit], limit)
-            for name, limit in SIGNAL_THRESHOLDS.items()
+            name: depth_forecast(
+                [p.layers for p in fit],
+                [_ratio(p.signals[name], base[(p.layers, lr)].signals[name]) for p in fit],
+                RELATIVE_THRESHOLD,
+            )
+            for name in SIGNALS
         }
-        out.append(DepthForecast(arm, lr, tuple(p.layers for p in group), broke, forecast))
+        layers = tuple(p.layers for p in group)
+        out.append(DepthForecast(arm, lr, layers, broke, forecast, relative=True))
     return out
+
+
+def _ratio(value: float, reference: float) -> float:
+    """|value| / |reference|; NaN unless the reference is a finite non-zero number."""
+    ok = math.isfinite(reference) and reference != 0
+    return abs(value) / abs(reference) if ok else math.nan
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -272,17 +322,46 @@ def _mean(values: Sequence[float]) -> float:
     return sum(finite) / len(finite) if finite else math.nan
 
 
-def _backtests(traces: Sequence[SignalTrace], plan: StressPlan) -> list[Backtest]:
-    steps = max((p.run.recipe.steps for p in plan.points), default=1)
+def backtests(traces: Sequence[SignalTrace], steps: int) -> list[Backtest]:
+    """Each signal's forecast over steps relative to the baseline (`forecast` module), replayed
+    on every run of an arm with baseline runs at its rate and depth; a horizon of half the
+    run's `steps`."""
     horizon = max(1, int(steps * HORIZON_FRACTION))
+    reference = _baseline_means(traces)
     out = []
-    for name, threshold in SIGNAL_THRESHOLDS.items():
+    for name in SIGNALS:
         runs = [
-            Trace(f"{t.arm}/{t.lr:g}/{t.seed}/L{t.layers}", *t.series(name), t.break_step)
+            _relative_trace(t, name, reference[(t.lr, t.layers, name)])
             for t in traces
+            if t.arm != BASELINE and (t.lr, t.layers, name) in reference
         ]
-        out.append(backtest(name, runs, threshold, horizon, WINDOWS[name]))
+        out.append(backtest(name, runs, RELATIVE_THRESHOLD, horizon, WINDOWS[name], True))
     return out
+
+
+def _baseline_means(
+    traces: Sequence[SignalTrace],
+) -> dict[tuple[float, int, str], dict[int, float]]:
+    """Per rate, depth and signal: the baseline seeds' mean |signal| at each logged step."""
+    sums: dict[tuple[float, int, str], dict[int, list[float]]] = {}
+    for t in (t for t in traces if t.arm == BASELINE):
+        for name in SIGNALS:
+            by_step = sums.setdefault((t.lr, t.layers, name), {})
+            for step, value in zip(*t.series(name), strict=True):
+                if math.isfinite(value):
+                    by_step.setdefault(step, []).append(abs(value))
+    return {key: {s: _mean(v) for s, v in steps.items()} for key, steps in sums.items()}
+
+
+def _relative_trace(trace: SignalTrace, name: str, reference: dict[int, float]) -> Trace:
+    """The run's |signal| over the baseline's at each step both logged (a non-finite value of
+    the run, e.g. after it diverged, stays non-finite)."""
+    steps, values = trace.series(name)
+    kept = [
+        (s, abs(v) / reference[s]) for s, v in zip(steps, values, strict=True) if reference.get(s)
+    ]
+    run = f"{trace.arm}/{trace.lr:g}/{trace.seed}/L{trace.layers}"
+    return Trace(run, tuple(s for s, _ in kept), tuple(r for _, r in kept), trace.break_step)
 
 
 def write_result(result: StressResult, path: Path) -> None:

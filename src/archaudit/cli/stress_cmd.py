@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -15,6 +16,7 @@ from archaudit.cli.options import Json, Plugins, Quiet, emit, load_plugin_module
 from archaudit.formatting import num, pvalue
 
 if TYPE_CHECKING:
+    from archaudit.audit.plan import Plan
     from archaudit.audit.stress_result import StressResult
 
 
@@ -26,6 +28,9 @@ def stress(
     ] = False,
     executor: Annotated[str | None, typer.Option("--executor", help="local | ray | slurm.")] = None,
     workers: Annotated[int | None, typer.Option("--workers", help="Runs at the same time.")] = None,
+    probe: Annotated[
+        bool, typer.Option("--probe/--no-probe", help="--plan: time a few training steps.")
+    ] = True,
     overrides: Overrides = None,
     runs_dir: RunsDir = None,
     json_: Json = False,
@@ -45,7 +50,9 @@ def stress(
     spec = load_audit(audit, overrides or (), runs_dir=runs_dir)
     if plan_only:
         plan = stress_plan(spec)
-        emit({"cost": plan.cost_line()}) if json_ else Console().print(plan.cost_line())
+        cost = {"cost": plan.cost_line(), **_time(plan.plan, probe)}
+        line = "; ".join(str(cost[k]) for k in ("cost", "time") if k in cost)
+        emit(cost) if json_ else Console().print(line)
         return
     plan = run_stress(spec, executor=executor, workers=workers, live=not (quiet or json_))
     result = analyse(plan)
@@ -58,47 +65,112 @@ def stress(
     Console().print(f"{result.cost}\nstored in {path}")
 
 
+def _time(plan: Plan, probe: bool) -> dict[str, str | float]:
+    """The estimated wall and CPU time of the runs still to train, from the probe (as `plan`
+    estimates them); nothing without the probe or runs."""
+    from archaudit.audit.estimate import plan_summary
+
+    if not probe or not plan.runs:
+        return {}
+    summary = plan_summary(plan, probe=True)
+    wall, cpu = summary.estimated_wall_s, summary.estimated_cpu_s
+    if wall is None or cpu is None:
+        return {}
+    return {
+        "estimated_wall_s": wall,
+        "estimated_cpu_s": cpu,
+        "time": f"about {wall / 60:.1f} min on {summary.workers} workers ({cpu / 60:.1f} CPU-min, "
+        "measured here by the probe)",
+    }
+
+
 def print_result(result: StressResult) -> None:
-    """The per-arm table, then the forecast backtest."""
+    """The per-arm table, the depth stress, then the forecast backtest."""
+    show(_arm_table(result))
+    if result.verdicts:
+        v = result.verdicts[0]
+        Console().print(
+            f"primary test (rank of breaks, loss and gradient norm at the upper half of the "
+            f"grid vs the baseline's at the same rate): {v.correction} over {len(result.verdicts)} "
+            f"arms, {v.error_rate} ≤ {v.alpha:g}; ΔS and unstable runs are secondary"
+        )
+    if result.depth:
+        show(_depth_table(result))
+    show(_backtest_table(result))
+
+
+def _arm_table(result: StressResult) -> Table:
     verdicts = {v.arm: v for v in result.verdicts}
     table = Table(title=f"stress test of {result.audit} at scale {result.scale}")
     columns = ("arm", "LR sensitivity [95% CI]", "largest stable LR [seeds]", "best LR")
-    for column in (*columns, "unstable runs", "p (sens, stab, Holm)", "verdict"):
+    for column in (*columns, "unstable runs", "p primary (Holm)", "p ΔS, unstable", "verdict"):
         table.add_column(column, justify="left" if column in ("arm", "verdict") else "right")
     for arm in result.arms:
         v = verdicts.get(arm.arm)
         lo, hi = arm.sensitivity_interval
         low, high = arm.largest_stable_range
-        ps = "" if v is None else f"{_p(v.p_sensitivity_adjusted)}, {_p(v.p_stability_adjusted)}"
+        at_least = "≥ " if arm.censored else ""
         table.add_row(
             arm.arm,
             f"{num(arm.sensitivity, 3)} [{num(lo, 3)}, {num(hi, 3)}]",
-            f"{_lr(arm.largest_stable_lr)} [{_lr(low)}, {_lr(high)}]",
+            f"{at_least}{_lr(arm.largest_stable_lr)} [{_lr(low)}, {_lr(high)}]",
             _lr(arm.best_lr),
-            f"{sum(arm.unstable)}/{arm.seeds * len(arm.lrs)}",
-            ps,
+            f"{sum(arm.unstable)}/{sum(arm.runs)}",
+            "" if v is None else f"{_p(v.p_primary_adjusted)} ({v.primary_measure or '–'})",
+            "" if v is None else f"{_p(v.p_sensitivity)}, {_p(v.p_stability)}",
             "(reference)" if v is None else v.verdict,
         )
-    show(table)
-    if result.verdicts:
-        v = result.verdicts[0]
-        Console().print(
-            f"{v.correction} over {2 * len(result.verdicts)} tests: {v.error_rate} ≤ {v.alpha:g}"
+    return table
+
+
+def _depth_table(result: StressResult) -> Table:
+    verdicts = {v.arm: v for v in result.depth_verdicts}
+    forecasts = {(f.arm, f.lr): f for f in result.depth_forecasts}
+    table = Table(title="depth stress (the same width at more layers)")
+    columns = ("arm", "layers", "LR", "unstable runs", "max attn logit", "max |log Z|")
+    for column in (
+        *columns,
+        "max grad norm",
+        "forecast depth (grad)",
+        "p (Holm)",
+        "verdict",
+    ):
+        table.add_column(column, justify="left" if column in ("arm", "verdict") else "right")
+    for d in result.depth:
+        v = verdicts.get(d.arm)
+        forecast = forecasts.get((d.arm, d.lr))
+        table.add_row(
+            d.arm,
+            str(d.layers),
+            _lr(d.lr),
+            f"{d.unstable}/{d.runs}",
+            num(d.signals.get("attn_logit_max", math.nan), 3),
+            num(d.signals.get("log_z_max", math.nan), 3),
+            num(d.signals.get("grad_norm", math.nan), 3),
+            "" if forecast is None else num(forecast.forecast.get("grad_norm", math.inf), 3),
+            "" if v is None else f"{_p(v.p_adjusted)} ({v.measure or '–'})",
+            "(reference)" if v is None else v.verdict,
         )
+    return table
+
+
+def _backtest_table(result: StressResult) -> Table:
     forecast = Table(title="forecast backtest (fit of the signal's growth over steps)")
-    for column in ("signal", "threshold", "broke", "warned in time", "median lead (steps)"):
+    columns = ("signal", "threshold", "broke", "warned in time", "false alarms", "precision")
+    for column in (*columns, "recall", "median lead (steps)"):
         forecast.add_column(column, justify="right")
-    forecast.add_column("false alarms", justify="right")
     for b in result.backtests:
         forecast.add_row(
             b.signal,
-            f"{b.threshold:g}",
+            f"{b.threshold:g}× baseline" if b.relative else f"{b.threshold:g}",
             str(b.broke),
             str(b.warned_in_time),
-            num(b.median_lead, 3),
             f"{b.false_alarms}/{b.stable}",
+            num(b.precision, 2),
+            num(b.recall, 2),
+            num(b.median_lead, 3) if b.useful else "not useful here",
         )
-    show(forecast)
+    return forecast
 
 
 def _p(value: float | None) -> str:

@@ -10,7 +10,14 @@ layers) gives the depth at which the signal would reach θ.
 
 `backtest` replays the forecast on finished runs with only the points logged so far: for runs
 that broke, the **lead** is how many steps before the break the warning came (a warning at or
-after the break is a miss); for runs that stayed stable, a warning is a **false alarm**.
+after the break is a miss); for runs that stayed stable, a warning is a **false alarm**. Its
+**precision** is the share of warned runs that broke, its **recall** the share of broken runs
+warned in time; below `USEFUL_PRECISION` the forecast is "not useful here".
+
+A signal can also be forecast **relative** to the baseline: the series is the run's signal over
+the baseline's (its seeds' mean) at the same rate, depth and step, and the threshold a multiple
+of it, so growth every arm shares at a rate (the baseline's attention logits grow with the rate
+without breaking it) does not warn.
 """
 
 from __future__ import annotations
@@ -20,6 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+USEFUL_PRECISION = 0.5
+"""A forecast whose warnings are wrong more often than right is not shown as one."""
 
 
 @dataclass(frozen=True)
@@ -44,10 +54,30 @@ class Backtest:
     """Per run warned in time: break step − warning step."""
     stable: int
     false_alarms: int
+    relative: bool = False
+    """The threshold is a multiple of the baseline's own signal at the same rate, depth and
+    step (the baseline's runs are the reference, not replayed)."""
 
     @property
     def false_alarm_rate(self) -> float:
         return self.false_alarms / self.stable if self.stable else math.nan
+
+    @property
+    def precision(self) -> float:
+        """Of the runs it warned (before any break), the share that broke (NaN: none)."""
+        warned = self.warned_in_time + self.false_alarms
+        return self.warned_in_time / warned if warned else math.nan
+
+    @property
+    def recall(self) -> float:
+        """Of the runs that broke, the share it warned in time (NaN: none broke)."""
+        return self.warned_in_time / self.broke if self.broke else math.nan
+
+    @property
+    def useful(self) -> bool:
+        """Its warnings are right at least `USEFUL_PRECISION` of the time; otherwise the table
+        says "not useful here" instead of printing them."""
+        return self.precision >= USEFUL_PRECISION
 
     @property
     def median_lead(self) -> float:
@@ -83,7 +113,12 @@ def warning_step(trace: Trace, threshold: float, horizon: int, window: int = 3) 
 
 
 def backtest(
-    signal: str, traces: Sequence[Trace], threshold: float, horizon: int, window: int = 3
+    signal: str,
+    traces: Sequence[Trace],
+    threshold: float,
+    horizon: int,
+    window: int = 3,
+    relative: bool = False,
 ) -> Backtest:
     """Replay the forecast on every trace (only points logged before a break count)."""
     leads: list[int] = []
@@ -102,7 +137,7 @@ def backtest(
         if warned is not None:
             leads.append(trace.break_step - warned)
     return Backtest(
-        signal, threshold, horizon, broke, len(leads), tuple(leads), stable, false_alarms
+        signal, threshold, horizon, broke, len(leads), tuple(leads), stable, false_alarms, relative
     )
 
 

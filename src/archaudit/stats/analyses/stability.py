@@ -12,19 +12,20 @@ unigram loss). The **largest stable rate** of a seed is the largest rate of the 
 every one of that seed's runs was stable; the arm's is their lower median (a rate of the
 grid), with the seeds' range.
 
-The **verdict** compares an arm with the baseline on both measures, with tests that are exact
-under the null "at every rate, the arm's runs and the baseline's are exchangeable" (each rate
-is a stratum of independent runs):
+The **verdict** compares an arm with the baseline by one declared **primary test**
+(`fragility.fragility_test` on `rate_strata`): at the upper half of the grid, the arm's runs
+are ranked with the baseline's at the same rate on whether they broke, on min(L, L₀) and on the
+level of the gradient norm; the larger standardised rank gap, calibrated by relabelling the
+runs within each rate, is exact under the null "at every rate, the arm's runs and the
+baseline's are exchangeable". One primary test per arm forms the family, corrected by Holm
+(family-wise error α, 0.05 by default): `more-fragile` when the corrected p < α and the arm
+ranks worse, `more-robust` in the mirror case, `within-noise` otherwise, `not estimable` when a
+rate lacks two runs of the arm or of the baseline.
 
-- sensitivity: a stratified randomisation test of ΔS = S(arm) − S(baseline), shuffling the
-  arm/baseline labels among the runs of each rate (`permutations` Monte-Carlo draws);
-- stability: the exact stratified test of the number of the arm's unstable runs (a sum of
-  hypergeometrics, one per rate; the conditional test behind Cochran–Mantel–Haenszel).
-
-Both p-values of every arm form one family, corrected by Holm (family-wise error α, 0.05 by
-default). An arm is `more-fragile` when a corrected test says it is worse (higher sensitivity
-or more unstable runs) and none says better, `more-robust` in the mirror case, `within-noise`
-otherwise, and `not estimable` when a rate lacks two runs of the arm or of the baseline.
+Secondary, reported and deciding nothing: a stratified randomisation test of ΔS = S(arm) −
+S(baseline) (labels shuffled among the runs of each rate), and the exact stratified test of
+the number of the arm's unstable runs (a sum of hypergeometrics, one per rate: the conditional
+test behind Cochran–Mantel–Haenszel), each corrected over the arms on its own.
 """
 
 from __future__ import annotations
@@ -37,6 +38,12 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats as sps
 
+from archaudit.stats.analyses.fragility import (
+    FragilityTest,
+    Stratum,
+    fragility_test,
+    high_weights,
+)
 from archaudit.stats.inference.corrections import adjust_pvalues, error_rate
 
 MORE_FRAGILE, MORE_ROBUST = "more-fragile", "more-robust"
@@ -61,6 +68,8 @@ class SweepRun:
     """The first step at which it diverged, warned of a rising gradient norm, or rose back above
     its initial loss; None for a run that stayed stable."""
     layers: int = 0
+    grad_level: float = math.nan
+    """The mean of ln ‖g‖ over the second half of its logged steps (NaN: not logged)."""
 
     @property
     def clamped(self) -> float:
@@ -94,11 +103,15 @@ class ArmStability:
     break_steps: tuple[tuple[int | None, ...], ...]
     """Per rate: each seed's break step (None = stable)."""
     seeds: int
+    censored: bool = False
+    """The largest stable rate is the top of the grid: the arm's real range is ≥ it (the
+    sweep never broke it there), so it is written "≥ rate"."""
 
 
 @dataclass(frozen=True)
 class StabilityVerdict:
-    """An arm against the baseline on both measures, corrected over the family of arms."""
+    """An arm against the baseline: the primary test corrected over the family of arms, and
+    the secondary tests."""
 
     arm: str
     baseline: str
@@ -109,12 +122,23 @@ class StabilityVerdict:
     p_sensitivity: float | None
     p_stability: float | None
     p_sensitivity_adjusted: float | None
+    """Secondary: corrected over the arms' sensitivity tests alone (decides nothing)."""
     p_stability_adjusted: float | None
+    """Secondary: corrected over the arms' unstable-run tests alone (decides nothing)."""
     verdict: str
     alpha: float
     correction: str
     error_rate: str
     """What the correction controls over the family (FWER for Holm)."""
+    p_primary: float | None = None
+    """The primary test's two-sided p (`fragility.fragility_test`); None: not estimable."""
+    p_primary_adjusted: float | None = None
+    """Corrected over the family of one primary test per arm: the verdict's p."""
+    primary_measure: str = ""
+    """The primary measure with the larger |z|, which gave the direction."""
+    primary_z: tuple[float, ...] = ()
+    """Per measure of `fragility.MEASURES` (loss, grad_norm): the rank contrast in SDs of its
+    permutation distribution; positive = the arm degrades more at the high rates."""
 
 
 @dataclass(frozen=True)
@@ -175,6 +199,7 @@ def measure(sweep: Sweep, confidence: float = 0.95) -> ArmStability:
         runs=tuple(len(runs) for runs in sweep.by_rate),
         break_steps=tuple(tuple(r.break_step for r in runs) for runs in sweep.by_rate),
         seeds=min(len(runs) for runs in sweep.by_rate),
+        censored=bool(stable) and statistics.median_low(stable) == sweep.lrs[-1],
     )
 
 
@@ -271,6 +296,23 @@ def estimable(arm: Sweep, base: Sweep) -> bool:
     return all(len(runs) >= 2 for sweep in (arm, base) for runs in sweep.by_rate)
 
 
+def rate_strata(arm: Sweep, base: Sweep) -> list[Stratum]:
+    """The primary test's strata of a rate sweep: one per rate, the high ones the upper half of
+    the grid (above its lower median: the top 3 of 6 rates)."""
+    weights = high_weights(base.lrs, statistics.median_low(base.lrs))
+    return [
+        Stratum(_scores(a), _scores(b), w)
+        for a, b, w in zip(arm.by_rate, base.by_rate, weights, strict=True)
+    ]
+
+
+def _scores(runs: Sequence[SweepRun]) -> tuple[tuple[float, ...], ...]:
+    """Each run's score on the primary measures (`fragility.MEASURES`): +∞ when it broke."""
+    return tuple(
+        (0.0, r.clamped, r.grad_level) if r.stable else (1.0, math.inf, math.inf) for r in runs
+    )
+
+
 def judge_stability(
     sweeps: Mapping[str, Sweep],
     baseline: str,
@@ -279,45 +321,56 @@ def judge_stability(
     correction: str = "holm",
     permutations: int = PERMUTATIONS,
 ) -> list[StabilityVerdict]:
-    """Every arm but the baseline against it; one family of 2 tests per estimable arm."""
+    """Every arm but the baseline against it. The family is one primary test per estimable
+    arm (`fragility_test` on `rate_strata`); the secondary tests (ΔS, unstable runs) are each
+    corrected over the arms on their own and decide nothing."""
     base = sweeps[baseline]
-    arms = [a for a in sweeps if a != baseline]
-    tests: dict[str, tuple[float, float, int, float]] = {}
-    for arm in arms:
-        if estimable(sweeps[arm], base):
-            ds, ps = sensitivity_test(sweeps[arm], base, permutations)
-            du, pu = stability_test(sweeps[arm], base)
-            tests[arm] = (ds, ps, du, pu)
-    flat = [p for ds, ps, du, pu in tests.values() for p in (ps, pu)]
-    adjusted = iter(adjust_pvalues(flat, correction)) if flat else iter(())
-    out = []
-    for arm in arms:
-        if arm not in tests:
-            out.append(_not_estimable(arm, baseline, alpha, correction))
-            continue
-        ds, ps, du, pu = tests[arm]
-        aps, apu = float(next(adjusted)), float(next(adjusted))
-        worse = (aps < alpha and ds > 0) or (apu < alpha and du > 0)
-        better = (aps < alpha and ds < 0) or (apu < alpha and du < 0)
-        verdict = MORE_FRAGILE if worse and not better else WITHIN_NOISE
-        verdict = MORE_ROBUST if better and not worse else verdict
-        out.append(
-            StabilityVerdict(
-                arm,
-                baseline,
-                ds,
-                du,
-                ps,
-                pu,
-                aps,
-                apu,
-                verdict,
-                alpha,
-                correction,
-                error_rate(correction),
-            )
+    arms = [a for a in sweeps if a != baseline and estimable(sweeps[a], base)]
+    primary = [fragility_test(rate_strata(sweeps[a], base), permutations) for a in arms]
+    secondary = [
+        (*sensitivity_test(sweeps[a], base, permutations), *stability_test(sweeps[a], base))
+        for a in arms
+    ]
+    adjusted = _adjusted([t.p for t in primary], correction)
+    adjusted_s = _adjusted([s[1] for s in secondary], correction)
+    adjusted_u = _adjusted([s[3] for s in secondary], correction)
+    judged = {}
+    for i, arm in enumerate(arms):
+        ds, ps, du, pu = secondary[i]
+        test = primary[i]
+        judged[arm] = StabilityVerdict(
+            arm,
+            baseline,
+            ds,
+            int(du),
+            ps,
+            pu,
+            adjusted_s[i],
+            adjusted_u[i],
+            _verdict(test, adjusted[i], alpha),
+            alpha,
+            correction,
+            error_rate(correction),
+            test.p,
+            adjusted[i],
+            test.measure,
+            test.z,
         )
-    return out
+    return [
+        judged.get(a) or _not_estimable(a, baseline, alpha, correction)
+        for a in sweeps
+        if a != baseline
+    ]
+
+
+def _adjusted(pvalues: Sequence[float], correction: str) -> list[float]:
+    return [float(p) for p in adjust_pvalues(pvalues, correction)] if pvalues else []
+
+
+def _verdict(test: FragilityTest, p_adjusted: float, alpha: float) -> str:
+    if p_adjusted >= alpha or test.direction == 0:
+        return WITHIN_NOISE
+    return MORE_FRAGILE if test.direction > 0 else MORE_ROBUST
 
 
 def _not_estimable(arm: str, baseline: str, alpha: float, correction: str) -> StabilityVerdict:
@@ -335,3 +388,79 @@ def _not_estimable(arm: str, baseline: str, alpha: float, correction: str) -> St
         correction,
         error_rate(correction),
     )
+
+
+@dataclass(frozen=True)
+class DepthVerdict:
+    """An arm against the baseline in the depth stress: the primary test with the deeper
+    models (at each depth rate) as the high strata, corrected over the depth stress's arms."""
+
+    arm: str
+    baseline: str
+    unstable_delta: int
+    """The arm's unstable runs minus the baseline's in the deeper models."""
+    p: float | None
+    p_adjusted: float | None
+    measure: str
+    """The primary measure with the larger |z| (`fragility.MEASURES`)."""
+    z: tuple[float, ...]
+    verdict: str
+    alpha: float
+    correction: str
+    error_rate: str
+
+
+def depth_strata(arm: Sequence[SweepRun], base: Sequence[SweepRun]) -> list[Stratum] | None:
+    """One stratum per (rate, layers) of the depth stress, high when deeper than the sweep's
+    models; None unless both have the same strata with two runs or more in each."""
+    keys = sorted({(r.lr, r.layers) for r in base})
+    if keys != sorted({(r.lr, r.layers) for r in arm}):
+        return None
+    grouped = [
+        ([r for r in arm if (r.lr, r.layers) == key], [r for r in base if (r.lr, r.layers) == key])
+        for key in keys
+    ]
+    if any(len(a) < 2 or len(b) < 2 for a, b in grouped):
+        return None
+    weights = high_weights([layers for _, layers in keys], min(k[1] for k in keys))
+    return [Stratum(_scores(a), _scores(b), w) for (a, b), w in zip(grouped, weights, strict=True)]
+
+
+def judge_depth(
+    runs: Mapping[str, Sequence[SweepRun]],
+    baseline: str,
+    *,
+    alpha: float = 0.05,
+    correction: str = "holm",
+    permutations: int = PERMUTATIONS,
+) -> list[DepthVerdict]:
+    """Every arm of the depth stress but the baseline against it: one primary test per arm,
+    its own family (beside the rate sweep's)."""
+    base = runs[baseline]
+    strata = {a: depth_strata(runs[a], base) for a in runs if a != baseline}
+    tested = {a: fragility_test(s, permutations) for a, s in strata.items() if s is not None}
+    adjusted = dict(zip(tested, _adjusted([t.p for t in tested.values()], correction), strict=True))
+    out = []
+    for arm in strata:
+        test = tested.get(arm)
+        deeper = min(r.layers for r in base)
+        delta = sum(not r.stable for r in runs[arm] if r.layers > deeper) - sum(
+            not r.stable for r in base if r.layers > deeper
+        )
+        verdict = NOT_ESTIMABLE if test is None else _verdict(test, adjusted[arm], alpha)
+        out.append(
+            DepthVerdict(
+                arm,
+                baseline,
+                delta,
+                None if test is None else test.p,
+                adjusted.get(arm),
+                "" if test is None else test.measure,
+                () if test is None else test.z,
+                verdict,
+                alpha,
+                correction,
+                error_rate(correction),
+            )
+        )
+    return out
