@@ -1,5 +1,5 @@
 """The stability verdict's FWER on null sweeps and its power on planted fragile arms, by
-simulation (stats/simulation/sweeps.py), before and after the primary test (issue 43).
+simulation (stats/analyses/sweeps.py), before and after the primary test (issue 43).
 
 Audits of the baseline and `--arms − 1` arms, 6 rates, 2 and 3 seeds per rate. Null audits:
 every arm is the baseline's model (`quiet`: no breaks; `random breaks`: the top two rates break
@@ -30,8 +30,7 @@ from archaudit.stats.analyses.stability import (
     StabilityVerdict,
     judge_stability,
 )
-from archaudit.stats.inference.corrections import adjust_pvalues
-from archaudit.stats.simulation.sweeps import (
+from archaudit.stats.analyses.sweeps import (
     RANDOM_BREAKS,
     SweepModel,
     breaking_at_top,
@@ -39,6 +38,7 @@ from archaudit.stats.simulation.sweeps import (
     simulate_adaptive,
     simulate_audit,
 )
+from archaudit.stats.inference.corrections import adjust_pvalues
 
 QUIET = SweepModel()
 SCENARIOS: dict[str, tuple[SweepModel, SweepModel | None]] = {

@@ -1,5 +1,5 @@
 """The stability verdict's primary test (stats/analyses/fragility.py): exact under the null,
-powerful against planted fragile arms (stats/simulation/sweeps.py)."""
+powerful against planted fragile arms (stats/analyses/sweeps.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from archaudit.stats.analyses.stability import (
     judge_stability,
     measure,
 )
-from archaudit.stats.simulation.sweeps import (
+from archaudit.stats.analyses.sweeps import (
     LRS,
     RANDOM_BREAKS,
     RECIPE_LR,
