@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 
 from archaudit.audit.spec import load_audit
-from archaudit.audit.stress import run_stress
 from archaudit.audit.stress_checks import check_directions, directions_table
 from archaudit.audit.stress_result import analyse, read_result, write_result
+from archaudit.audit.stress_run import run_stress
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import json
 import math
+import shutil
 import sys
 import types
 from pathlib import Path
@@ -34,6 +35,7 @@ from archaudit.cli import app, stats_cmd  # noqa: F401  (registers `stats`)
 from archaudit.report.data import gather
 
 ARMS = ("qk_norm", "post_ln", "geglu")
+STORED_STRESS = Path(__file__).parents[1] / "data" / "stress" / "stress-small.json"
 TWO_BASELINES = "[baselines.pre]\n[baselines.post]\ndropout = 0.1\n"
 
 Key = tuple[str, str, str, str]
@@ -121,8 +123,8 @@ def from_frame(audit: Path) -> dict[Key, tuple]:
     }
 
 
-def from_mlflow(audit: Path, monkeypatch: pytest.MonkeyPatch) -> dict[Key, tuple]:
-    """The verdicts.json the MLflow tracker logs (a stand-in client records it) and its tags."""
+def fake_mlflow(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """A stand-in MLflow client: what the tracker logs lands in the returned dict."""
     logged: dict[str, Any] = {}
 
     class Client:
@@ -155,6 +157,12 @@ def from_mlflow(audit: Path, monkeypatch: pytest.MonkeyPatch) -> dict[Key, tuple
         monkeypatch.setitem(sys.modules, name, module)
     monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: object())
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "file:///nowhere")
+    return logged
+
+
+def from_mlflow(audit: Path, monkeypatch: pytest.MonkeyPatch) -> dict[Key, tuple]:
+    """The verdicts.json the MLflow tracker logs (a stand-in client records it) and its tags."""
+    logged = fake_mlflow(monkeypatch)
     log_verdicts("mlflow", "audit", audit, findings(audit, asked=VERDICTS_ONLY))
     rows = logged["verdicts.json"]
     for row in rows:
@@ -199,3 +207,29 @@ def test_the_frame_keeps_its_nullable_dtypes_through_parquet(audits, tmp_path):
         frame.to_parquet(tmp_path / "f.parquet")
         back = pandas.read_parquet(tmp_path / "f.parquet")
         pandas.testing.assert_frame_equal(frame, back)
+
+
+def test_a_stored_stress_test_is_one_slice_of_the_record(audits, tmp_path, monkeypatch):
+    """Issue 43 item 6: the stability verdicts of `archaudit stress` live in the findings
+    (`stability`), and `stats verdicts`, the report and the tracker show those same rows."""
+    from archaudit.audit.stress import STRESS_DIR
+    from archaudit.audit.stress_result import RESULT_FILE
+    from archaudit.audit.trackers import track_verdicts
+
+    audit = tmp_path / "audit"
+    shutil.copytree(audits["sequential"], audit)
+    (audit / STRESS_DIR).mkdir()
+    shutil.copy(STORED_STRESS, audit / STRESS_DIR / RESULT_FILE)
+    found = findings(audit)
+    rows = found.stability_rows()
+    rates, depth = "stability/rates", "stability/depth"
+    shown = {(r.metric, r.arm, r.verdict) for r in rows}
+    assert {(rates, "post_ln", "more-fragile"), (depth, "post_ln", "more-fragile"),
+            (rates, "qk_norm", "within-noise")} <= shown  # fmt: skip
+    assert gather(str(audit)).stress == found.stability
+    out = CliRunner().invoke(app, ["stats", "verdicts", str(audit)])
+    assert out.exit_code == 0, out.output
+    assert all(r.line() in " ".join(out.output.split()) for r in rows)
+    logged = fake_mlflow(monkeypatch)
+    track_verdicts("mlflow", "audit", audit)
+    assert logged["stability.json"] == [r.to_dict() for r in rows]

@@ -239,6 +239,21 @@ def _snr(
     return dataclasses.replace(record, snr=found)
 
 
+def _stability(
+    record: Findings, loaded: Source, plan: FamilyPlan, asked: Asked, absent: list[Absence]
+) -> Findings:
+    """The audit's stored stress test (`_stress/stress.json`, written by `archaudit stress`),
+    if it has one; an unreadable one is absent, with the reason."""
+    from archaudit.audit.stress import STRESS_DIR
+    from archaudit.audit.stress_result import RESULT_FILE, read_result
+
+    path = loaded.audit_dir / STRESS_DIR / RESULT_FILE if loaded.audit_dir else None
+    if path is None or not path.is_file():
+        return record
+    stored = attempt(lambda: read_result(path), Analysis.STRESS, str(path), absent)
+    return dataclasses.replace(record, stability=stored) if stored else record
+
+
 ANALYSES: dict[Analysis, Slice] = {
     Analysis.TARGET: _target,
     Analysis.TRANSFER: _transfers,
@@ -248,5 +263,6 @@ ANALYSES: dict[Analysis, Slice] = {
     Analysis.DECOUPLING: _decouplings,
     Analysis.POWER: _power,
     Analysis.SNR: _snr,
+    Analysis.STRESS: _stability,
 }
 """Each slice after the verdicts, in order: the prediction fills the judgements' slot first."""

@@ -5,6 +5,7 @@ stability slots, signal-to-noise), what is absent and why, and its flat rows for
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -18,6 +19,7 @@ from archaudit.stats.serialize import JsonResult
 from archaudit.stats.verdicts import Verdict
 
 if TYPE_CHECKING:
+    from archaudit.audit.stress_result import StressResult
     from archaudit.stats.analyses.aggregate import Aggregates
     from archaudit.stats.analyses.baseline_transfer import BaselineTransfer
     from archaudit.stats.analyses.decoupling import Decoupling
@@ -44,7 +46,7 @@ class Analysis(StrEnum):
     SNR = "snr"
     TARGET = "target"
     STRESS = "stress"
-    """Not computed here: the report fills the slot from the audit's stored stress test."""
+    """Read, not computed: the audit's stored stress test (`archaudit stress` computes it)."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,49 @@ class VerdictRow(JsonResult):
 
 
 @dataclass(frozen=True)
+class StabilityRow(JsonResult):
+    """One arm's stability verdict from the audit's stored stress test, flat, in the shape of a
+    `VerdictRow` where it can be (trackers tag both alike)."""
+
+    metric: str
+    """What was stressed: `stability/rates` (the rate sweep) or `stability/depth`."""
+    scale: str
+    baseline: str
+    arm: str
+    verdict: str
+    p_adj: float
+    measure: str
+
+    @classmethod
+    def of(cls, result: StressResult) -> tuple[StabilityRow, ...]:
+        def p(value: float | None) -> float:
+            return math.nan if value is None else value
+
+        rates = tuple(
+            cls("stability/rates", result.scale, v.baseline, v.arm, v.verdict,
+                p(v.p_primary_adjusted), v.primary_measure)
+            for v in result.verdicts
+        )  # fmt: skip
+        depth = tuple(
+            cls(
+                "stability/depth",
+                result.scale,
+                v.baseline,
+                v.arm,
+                v.verdict,
+                p(v.p_adjusted),
+                v.measure,
+            )
+            for v in result.depth_verdicts
+        )
+        return rates + depth
+
+    def line(self) -> str:
+        p = "" if math.isnan(self.p_adj) else f", p_adj {self.p_adj:.3g}"
+        return f"{self.arm} {self.verdict} over {self.metric.removeprefix('stability/')}{p}"
+
+
+@dataclass(frozen=True)
 class Findings(JsonResult):
     """Every analysis of one source, with what is absent and why."""
 
@@ -160,11 +205,9 @@ class Findings(JsonResult):
     power: tuple[PowerCase, ...] = ()
     prediction: Prediction | None = None
     """Each arm at the audit's untrained [target] scale (a slot `stats.predictions` fills)."""
-    stability: object | None = None
-    """The audit's stress test, an `audit.stress_result.StressResult` (a slot: the report fills
-    it from `_stress/stress.json`). Typed `object` here because the stress modules run audits
-    (they import the coordinator, which tracks these findings): naming the type would close an
-    import cycle; a reader narrows it with `isinstance`."""
+    stability: StressResult | None = None
+    """The audit's stored stress test (`archaudit stress`): each arm's stability verdicts over
+    rates and depth, beside the verdicts on the metrics."""
     snr: SignalToNoise | None = None
     absent: tuple[Absence, ...] = ()
     notes: tuple[str, ...] = ()
@@ -193,6 +236,10 @@ class Findings(JsonResult):
     def rows(self) -> tuple[VerdictRow, ...]:
         """One row per (metric, scale, baseline, arm): its verdict and the numbers beside it."""
         return tuple(VerdictRow.of(j, a) for j in self.judgements for a in j.arms)
+
+    def stability_rows(self) -> tuple[StabilityRow, ...]:
+        """The stored stress test's verdicts, one row per arm and stress (none without one)."""
+        return StabilityRow.of(self.stability) if self.stability else ()
 
     def to_frame(self) -> Any:
         """`rows()` as a DataFrame with pandas' nullable dtypes."""

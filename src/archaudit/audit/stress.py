@@ -304,15 +304,3 @@ def _rows(path: Path) -> list[dict]:
     if not path.is_file():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def run_stress(
-    spec: AuditSpec, *, executor: str | None = None, workers: int | None = None, live: bool = True
-) -> StressPlan:
-    """Train (or resume) every stress run the plan has left to train."""
-    from archaudit.audit.coordinator import run_audit
-
-    plan = stress_plan(spec)
-    if plan.plan.runs:
-        run_audit(plan.plan, executor=executor, workers=workers, tracker="", live=live)
-    return plan

@@ -13,6 +13,7 @@ the run directory holds every number they show.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -145,11 +146,12 @@ def track_verdicts(name: str, audit: str, audit_dir: Path) -> None:
     """The audit's verdicts as its own tracker run: every family that can be judged is, and one
     that cannot (one baseline seed, a metric at chance) is a warning and a note, not a reason
     to send nothing. An audit with no finished run is a warning."""
-    from archaudit.audit.findings import VERDICTS_ONLY, findings
+    from archaudit.audit.findings import VERDICTS_ONLY, Analysis, findings
     from archaudit.progress import warn
 
+    asked = dataclasses.replace(VERDICTS_ONLY, analyses=VERDICTS_ONLY.analyses | {Analysis.STRESS})
     try:
-        found = findings(audit_dir, asked=VERDICTS_ONLY)
+        found = findings(audit_dir, asked=asked)
     except ArchauditError as err:
         warn(f"verdicts not sent to the {name} tracker: {err}")
         return
@@ -171,6 +173,8 @@ def log_verdicts(name: str, audit: str, folder: Path, found: Findings) -> None:
         tracker.table("verdicts", rows)
         if found.absent:
             tracker.table("not_judged", [a.to_dict() for a in found.absent])
+        if found.stability_rows():  # the stored stress test, beside the metrics' verdicts
+            tracker.table("stability", [row.to_dict() for row in found.stability_rows()])
         summary: dict[str, float | None] = {}
         for row in rows:
             key = f"{row['metric']}/{row['arm']}/{row['scale']}"

@@ -117,7 +117,7 @@ def verdicts_command(
     from archaudit.stats.family import no_arm_to_judge
 
     quiet_output(quiet, json_)
-    found = _findings(source, metric, options, Analysis.VERDICTS)
+    found = _findings(source, metric, options, Analysis.VERDICTS, Analysis.STRESS)
     found.require(Analysis.VERDICTS, found.judgements)
     for judgement in found.judgements:
         if not judgement.arms:
@@ -141,7 +141,9 @@ def verdicts_command(
 
             print_at_target(source, _table(found), judgement.metric, judgement.baseline)
     _print_loop_end(looped, descriptive)
-    _print_notes([*found.notes, *_absent_notes(found)])
+    stability = [row.line() for row in found.stability_rows()]
+    stress = ["stability (`archaudit stress`): " + "; ".join(stability)] if stability else []
+    _print_notes([*stress, *found.notes, *_absent_notes(found)])
 
 
 def _findings(

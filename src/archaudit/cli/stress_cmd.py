@@ -42,8 +42,9 @@ def stress(
     al. 2023), largest stable rate, `more-fragile` / `more-robust` / `within-noise`. Results go
     to runs/AUDIT/_stress/stress.json and the report's stability section."""
     from archaudit.audit.spec import load_audit
-    from archaudit.audit.stress import STRESS_DIR, run_stress, stress_plan
+    from archaudit.audit.stress import STRESS_DIR, stress_plan
     from archaudit.audit.stress_result import RESULT_FILE, analyse, write_result
+    from archaudit.audit.stress_run import run_stress
 
     quiet_output(quiet, json_)
     load_plugin_modules(plugin)

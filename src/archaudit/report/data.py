@@ -6,7 +6,6 @@ render it. A value stats leaves undefined (NaN) is "not computed" on the page.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import math
@@ -17,12 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archaudit.audit import store
-from archaudit.audit.findings import EVERYTHING, Absence, Analysis, Findings, findings
+from archaudit.audit.findings import EVERYTHING, Findings, findings
 from archaudit.audit.power_cases import PowerCase
 from archaudit.audit.record import RoutingAtEnd, RunRecord
-from archaudit.audit.stress import STRESS_DIR
-from archaudit.audit.stress_result import RESULT_FILE, StressResult, read_result
-from archaudit.errors import ArchauditError, DataError
+from archaudit.audit.stress_result import StressResult
+from archaudit.errors import DataError
 from archaudit.metrics import PRIMARY_LOSS
 from archaudit.names import BASELINE
 from archaudit.report.palette import Colour, arm_colours
@@ -204,8 +202,7 @@ class ReportData:
 
     @property
     def stress(self) -> StressResult | None:
-        found = self.findings.stability
-        return found if isinstance(found, StressResult) else None
+        return self.findings.stability
 
 
 def gather(
@@ -220,10 +217,9 @@ def gather(
     runs' curves, scope and provenance."""
     found = findings(source, metrics, JudgeOptions(baseline=baseline), asked=EVERYTHING)
     audit_dir, table = found.audit_dir, found.table
-    found = _with_stress(found) if audit_dir else found
     runs = _runs(audit_dir) if audit_dir else ()
     curves = tuple(curve for run in runs if (curve := _curve(run)) is not None)
-    stress = found.stability if isinstance(found.stability, StressResult) else None
+    stress = found.stability
     arms = (*(table.arms if table else ()), *(c.arm for c in curves))
     arms += tuple(a.arm for a in stress.arms) if stress else ()
     csv_path = found.results_path or Path(found.source)
@@ -410,20 +406,6 @@ def _protocol_notes(audit_dir: Path | None) -> dict[str, tuple[tuple[str | None,
         text = f"{note['rule']}: {note['message']}"
         notes.setdefault(note["arm"], []).append((note.get("scale"), text))
     return {arm: tuple(items) for arm, items in notes.items()}
-
-
-def _with_stress(found: Findings) -> Findings:
-    """The findings with the audit's stored stress test in their stability slot, if it has one
-    (`_stress/stress.json`); an unreadable one is absent, with the reason."""
-    assert found.audit_dir is not None
-    path = found.audit_dir / STRESS_DIR / RESULT_FILE
-    if not path.is_file():
-        return found
-    try:
-        return dataclasses.replace(found, stability=read_result(path))
-    except ArchauditError as err:
-        absent = Absence(Analysis.STRESS, str(path), str(err))
-        return dataclasses.replace(found, absent=(*found.absent, absent))
 
 
 def _title(audit_dir: Path | None, csv_path: Path) -> str:
