@@ -65,6 +65,10 @@ RunsDir = Annotated[
     ),
 ]
 Strict = Annotated[bool, typer.Option("--strict", help="Protocol warnings (R5–R7) become errors.")]
+Probe = Annotated[
+    bool,
+    typer.Option("--probe/--no-probe", help="Time a few training steps for the time estimate."),
+]
 # Flags that stand for a key of the audit file: each becomes its `--set` text, so the file's
 # own classes check it, and a flag and its `--set` cannot disagree.
 Executor = Annotated[
@@ -144,9 +148,7 @@ def plan(
     overrides: Overrides = None,
     runs_dir: RunsDir = None,
     strict: Strict = False,
-    probe: Annotated[
-        bool, typer.Option("--probe/--no-probe", help="Time a few training steps.")
-    ] = True,
+    probe: Probe = True,
     json_: Json = False,
     quiet: Quiet = False,
     plugin: Plugins = None,

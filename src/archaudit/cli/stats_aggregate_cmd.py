@@ -12,6 +12,7 @@ import typer
 from archaudit.cli.options import Json, Quiet, judge_flags, quiet_output
 from archaudit.cli.stats_cmd import (
     Boot,
+    Confidence,
     Seed,
     Source,
     _findings,
@@ -42,7 +43,7 @@ def aggregate_command(
     options: JudgeOptions = DEFAULT,
     n_boot: Boot = 2000,
     seed: Seed = 0,
-    confidence: Annotated[float, typer.Option("--confidence", help="Interval coverage.")] = 0.95,
+    confidence: Confidence = 0.95,
     aso_threshold: Annotated[
         float, typer.Option("--aso-threshold", help="τ: ε_min below it decides the ASO.")
     ] = 0.2,

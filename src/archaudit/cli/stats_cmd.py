@@ -83,6 +83,10 @@ VERDICT_FLAGS = (
 """The judging flags of `stats verdicts` (generated from `JudgeOptions`)."""
 Seed = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap / simulation.")]
 Boot = Annotated[int, typer.Option("--n-boot", help="Bootstrap replicates.")]
+Confidence = Annotated[
+    float, typer.Option("--confidence", help="Coverage of the intervals: a level in (0, 1).")
+]
+LossMetric = Annotated[str, typer.Option("--loss-metric", help="The loss (lower is better).")]
 
 
 def _console() -> Console:
@@ -295,10 +299,7 @@ def transfer_command(
     small: Annotated[str | None, typer.Option("--from", help="Smaller scale.")] = None,
     large: Annotated[str | None, typer.Option("--to", help="Larger scale.")] = None,
     options: JudgeOptions = DEFAULT,
-    confidence: Annotated[
-        float,
-        typer.Option("--confidence", help="Coverage of the intervals for ρ and τ (simultaneous)."),
-    ] = 0.95,
+    confidence: Confidence = 0.95,
     json_: Json = False,
     quiet: Quiet = False,
 ) -> None:
@@ -438,7 +439,7 @@ def _print_interactions(result: Interactions) -> None:
 def scaling_command(
     source: Source,
     arm: Annotated[str, typer.Option("--arm", help="Arm whose runs are fitted.")] = BASELINE,
-    loss_metric: Annotated[str, typer.Option("--loss-metric")] = PRIMARY_LOSS,
+    loss_metric: LossMetric = PRIMARY_LOSS,
     lower_is_better: LowerIsBetter = DEFAULT.lower_is_better,
     params_metric: Annotated[str, typer.Option("--params-metric")] = "params",
     tokens_metric: Annotated[str, typer.Option("--tokens-metric")] = "tokens",
@@ -494,7 +495,7 @@ def power_command(
     source: Annotated[
         Path | None, typer.Argument(help="With --metric: per-arm adaptive-seeding advice.")
     ] = None,
-    metric: Annotated[str | None, typer.Option("--metric")] = None,
+    metric: OptMetric = None,
     options: JudgeOptions = DEFAULT,
     seeds: DesignSeeds = 3,
     baseline_seeds: BaselineSeeds = None,
@@ -571,7 +572,7 @@ def _design_power(
 @judge_flags("baseline", "correction", "alpha", "scale", "exclude", "arms")
 def decoupling_command(
     source: Source,
-    loss_metric: Annotated[str, typer.Option("--loss-metric")] = PRIMARY_LOSS,
+    loss_metric: LossMetric = PRIMARY_LOSS,
     downstream_metric: Annotated[str, typer.Option("--downstream-metric")] = DOWNSTREAM_AVERAGE,
     options: JudgeOptions = DEFAULT,
     margin: Annotated[

@@ -17,6 +17,7 @@ import typer
 from archaudit.cli.options import Json, Quiet, judge_flags, quiet_output
 from archaudit.cli.stats_cmd import (
     Boot,
+    Confidence,
     Metric,
     Seed,
     _load,
@@ -58,9 +59,7 @@ def predict_command(
         float | None,
         typer.Option("--target-tokens", help="Tokens at the target (default: the ladder's line)."),
     ] = None,
-    confidence: Annotated[
-        float, typer.Option("--confidence", help="Level of the prediction intervals.")
-    ] = 0.8,
+    confidence: Confidence = 0.8,
     params_column: Annotated[
         str | None,
         typer.Option("--params-column", help="A results table's column of parameters."),

@@ -11,8 +11,16 @@ from rich.console import Console
 from rich.table import Table
 
 from archaudit.cli.app import app
-from archaudit.cli.audit_cmd import Overrides, RunsDir, show
-from archaudit.cli.options import Json, Plugins, Quiet, emit, load_plugin_modules, quiet_output
+from archaudit.cli.audit_cmd import Executor, Overrides, Probe, RunsDir, show
+from archaudit.cli.options import (
+    Json,
+    Plugins,
+    Quiet,
+    emit,
+    load_plugin_modules,
+    quiet_output,
+    with_flags,
+)
 from archaudit.formatting import num, pvalue
 
 if TYPE_CHECKING:
@@ -21,16 +29,15 @@ if TYPE_CHECKING:
 
 
 @app.command("stress")
+@with_flags
 def stress(
     audit: Annotated[Path, typer.Argument(help="The audit file (TOML); its [stress] section.")],
     plan_only: Annotated[
         bool, typer.Option("--plan", help="Print the sweep and its cost; train nothing.")
     ] = False,
-    executor: Annotated[str | None, typer.Option("--executor", help="local | ray | slurm.")] = None,
-    workers: Annotated[int | None, typer.Option("--workers", help="Runs at the same time.")] = None,
-    probe: Annotated[
-        bool, typer.Option("--probe/--no-probe", help="--plan: time a few training steps.")
-    ] = True,
+    *,
+    executor: Executor,
+    probe: Probe = True,
     overrides: Overrides = None,
     runs_dir: RunsDir = None,
     json_: Json = False,
@@ -48,14 +55,14 @@ def stress(
 
     quiet_output(quiet, json_)
     load_plugin_modules(plugin)
-    spec = load_audit(audit, overrides or (), runs_dir=runs_dir)
+    spec = load_audit(audit, [*(overrides or ()), *executor], runs_dir=runs_dir)
     if plan_only:
         plan = stress_plan(spec)
         cost = {"cost": plan.cost_line(), **_time(plan.plan, probe)}
         line = "; ".join(str(cost[k]) for k in ("cost", "time") if k in cost)
         emit(cost) if json_ else Console().print(line)
         return
-    plan = run_stress(spec, executor=executor, workers=workers, live=not (quiet or json_))
+    plan = run_stress(spec, live=not (quiet or json_))
     result = analyse(plan)
     path = spec.audit_dir / STRESS_DIR / RESULT_FILE
     write_result(result, path)
