@@ -22,6 +22,7 @@ from pathlib import Path
 from archaudit.stats.predictions.ladders import Ladder
 from archaudit.stats.predictions.predict import Prediction, predict
 from archaudit.stats.table import Table
+from doc_blocks import replace_block
 
 ROOT = Path(__file__).resolve().parents[1]
 STORED = ROOT / "tests" / "stats" / "data" / "ladder"
@@ -149,7 +150,7 @@ def main() -> None:
         return
     text = measure(STORED / ("full" if args.full else "") / "ladder.toml")
     print(text)
-    write_doc(text)
+    replace_block(DOC, BEGIN, END, text)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -226,14 +227,6 @@ def measure(path: Path) -> str:
         f"(`benchmarks/ladder.py --measure-only`, {time.process_time() - start:.0f} s of CPU.)",
     ]
     return "\n".join(lines)
-
-
-def write_doc(text: str) -> None:
-    """Replace the generated block of docs/predict.md."""
-    doc = DOC.read_text()
-    head, rest = doc.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    DOC.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
 
 
 BEGIN, END = "<!-- ladder.py: begin -->", "<!-- ladder.py: end -->"

@@ -42,6 +42,7 @@ import numpy as np
 from archaudit.stats.predictions.ladders import Ladder, LadderScale
 from archaudit.stats.predictions.predict import Prediction, predict
 from archaudit.stats.table import Row, Table
+from doc_blocks import replace_block
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "predict.md"
@@ -204,13 +205,6 @@ def measure(reps: int, n_boot: int) -> str:
     return "\n".join(lines)
 
 
-def write_doc(text: str) -> None:
-    doc = DOC.read_text()
-    head, rest = doc.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    DOC.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=200, help="ladders per cell")
@@ -220,7 +214,7 @@ def main() -> None:
     text = measure(args.reps, args.n_boot)
     print(text)
     if not args.no_doc:
-        write_doc(text)
+        replace_block(DOC, BEGIN, END, text)
 
 
 if __name__ == "__main__":
