@@ -16,11 +16,9 @@ from archaudit.cli.stats_cmd import (
     Seed,
     Source,
     _findings,
-    _one,
     _print_notes,
     _print_table,
-    _printed_json,
-    _say_defaults,
+    _show,
     stats_app,
 )
 from archaudit.formatting import interval
@@ -60,12 +58,7 @@ def aggregate_command(
         aso_threshold=aso_threshold,
     )  # fmt: skip
     found = _findings(source, (), options, Analysis.AGGREGATES, settings=settings)
-    found.require(Analysis.AGGREGATES, found.aggregates)
-    if _printed_json(_one(found.aggregates), json_):
-        return
-    _say_defaults(found, scales_only=True)
-    for result in found.aggregates:
-        _print_aggregate(result)
+    _show(found, Analysis.AGGREGATES, found.aggregates, json_, _print_aggregate, scales_only=True)
 
 
 def _print_aggregate(result: Aggregates) -> None:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -187,6 +187,28 @@ def _one(results: Sequence[Any]) -> Any:
     return results[0] if len(results) == 1 else list(results)
 
 
+T = TypeVar("T")
+
+
+def _show(
+    found: Findings,
+    analysis: Analysis,
+    results: Sequence[T],
+    json_: bool,
+    printer: Callable[[T], None],
+    *,
+    scales_only: bool = False,
+) -> None:
+    """One slice of the findings: refused with its reason when empty, else its JSON, or the
+    defaults line and each result printed."""
+    found.require(analysis, results)
+    if _printed_json(_one(results), json_):
+        return
+    _say_defaults(found, scales_only=scales_only)
+    for result in results:
+        printer(result)
+
+
 def _say_defaults(found: Findings, *, scales_only: bool = False) -> None:
     """The line that says what the source chose where the command line named nothing."""
     said = [d for d in found.defaults if not scales_only or not d.startswith("metrics")]
@@ -319,15 +341,10 @@ def transfer_command(
         else options.but(baseline=(baseline or [options.baseline])[0])
     )
     found = _findings(source, metric, asked, analysis, each_scale=True, settings=settings)
-    results = found.baseline_transfers if several else found.transfers
-    found.require(analysis, results)
-    if _printed_json(_one(results), json_):
-        return
-    _say_defaults(found)
-    for across in found.baseline_transfers:
-        _print_across(across)
-    for transfer in found.transfers:
-        _print_transfer(transfer)
+    if several:
+        _show(found, analysis, found.baseline_transfers, json_, _print_across)
+    else:
+        _show(found, analysis, found.transfers, json_, _print_transfer)
 
 
 def _refuse_one_scale(options: JudgeOptions) -> None:
@@ -406,12 +423,7 @@ def interactions_command(
     found = _findings(
         source, metric, options, Analysis.INTERACTIONS, settings=Settings(separator=separator)
     )
-    found.require(Analysis.INTERACTIONS, found.interactions)
-    if _printed_json(_one(found.interactions), json_):
-        return
-    _say_defaults(found)
-    for result in found.interactions:
-        _print_interactions(result)
+    _show(found, Analysis.INTERACTIONS, found.interactions, json_, _print_interactions)
 
 
 def _print_interactions(result: Interactions) -> None:
@@ -594,12 +606,7 @@ def decoupling_command(
     settings = Settings(margin=margin, loss_metric=loss_metric, downstream_metric=downstream_metric)
     metrics = (loss_metric, downstream_metric)
     found = _findings(source, metrics, options, Analysis.DECOUPLING, settings=settings)
-    found.require(Analysis.DECOUPLING, found.decouplings)
-    if _printed_json(_one(found.decouplings), json_):
-        return
-    _say_defaults(found)
-    for result in found.decouplings:
-        _print_decoupling(result)
+    _show(found, Analysis.DECOUPLING, found.decouplings, json_, _print_decoupling)
 
 
 def _print_decoupling(result: Decoupling) -> None:
