@@ -233,3 +233,19 @@ def test_a_stored_stress_test_is_one_slice_of_the_record(audits, tmp_path, monke
     logged = fake_mlflow(monkeypatch)
     track_verdicts("mlflow", "audit", audit)
     assert logged["stability.json"] == [r.to_dict() for r in rows]
+
+
+def test_a_loops_judgement_keeps_no_fixed_design_calibration(audits):
+    """Issue 40 item 2: a sequential judgement used to keep the fixed design's α′, profile and
+    per-seed MDEs beside the loop's verdicts; its level is now the loop's own."""
+    from archaudit.names import Test
+    from archaudit.stats.simulation.sequential import spent_level
+
+    found = findings(audits["sequential"], asked=VERDICTS_ONLY)
+    looped = [j for j in found.judgements if j.sequential is not None]
+    assert looped
+    for j in looped:
+        arms = sum(a.test == Test.SEQUENTIAL for a in j.arms)
+        assert j.level == spent_level(j.sequential.rule, arms)
+        assert (j.profile, j.mdes) == ("", ())
+        assert j.mde == j.sequential.design.mde_sigmas * j.sigma
