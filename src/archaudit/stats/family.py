@@ -109,7 +109,7 @@ class Family:
     @cached_property
     def calibrated(self) -> tuple[float, Profile]:
         """(α′, the profile model it was calibrated on as well): stats/simulation/calibrate.py."""
-        design = self.audit_design()
+        design = self.audit_design
         if design is None:
             return self.options.alpha, NO_PROFILE
         return audit_level(design, self.ratio_bounds)
@@ -144,15 +144,17 @@ class Family:
     @cached_property
     def rate(self) -> DesignRate | None:
         """The design's measured error rates and MDE (None when no arm can be tested)."""
-        design = self.audit_design()
+        design = self.audit_design
         return design_rate(design, power_target=self.options.power_target) if design else None
 
     @property
     def above_alpha(self) -> bool:
         return bool(self.rate and self.rate.above_alpha)
 
+    @cached_property
     def audit_design(self) -> AuditDesign | None:
-        """The design of the tested family under its options (None when no arm can be tested)."""
+        """The design of the tested family under its options (None when no arm can be tested);
+        built once per family (its level, rate and MDEs all read it)."""
         if not self.tested:
             return None
         tested = {s.arm for s in self.tested}
@@ -189,7 +191,7 @@ def collect_family(table: Table, metric: str, options: JudgeOptions = DEFAULT) -
 
 def family_design(table: Table, metric: str, options: JudgeOptions = DEFAULT) -> AuditDesign:
     """The design `judge` would judge this table's family under (for `simulate-null --like`)."""
-    design = collect_family(table, metric, options).audit_design()
+    design = collect_family(table, metric, options).audit_design
     if design is None:
         raise ConfigError(f"{table.source}: no arm of {metric!r} finished every seed; no design")
     return design

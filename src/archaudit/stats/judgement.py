@@ -256,7 +256,7 @@ def judge(table: TableLike, metric: str, options: JudgeOptions = DEFAULT) -> Jud
     family = collect_family(table, metric, options)
     tests = {s.arm: family.compare(s.values) for s in family.tested}
     p_adjusted, decided = family.decide(list(tests.values()))
-    design = family.audit_design()
+    design = family.audit_design
     rate = family.rate
     robust_scale = family_scale(
         [s.values for s in (family.baseline, *family.anchors, *family.arms)]
@@ -339,7 +339,7 @@ def _with_calibration(judgement: Judgement, family: Family, options: JudgeOption
     that level and bound (stats/simulation/calibrate.py, stats/simulation/profile.py)."""
     level, profile = family.calibrated
     multi = [s for s in family.tested if len(s.values) > 1]
-    design = family.audit_design()
+    design = family.audit_design
     bound = family.single_bound
     return replace(
         judgement,
