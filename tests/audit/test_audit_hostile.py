@@ -198,3 +198,12 @@ def test_a_read_only_runs_directory_is_one_line(monkeypatch, capsys, read_only: 
         return
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "Read-only file system" in err or "readonly" in err, err
+
+
+@pytest.mark.parametrize("factor", ["1e300", "0", "-1", "nan", "inf"])
+def test_a_moe_capacity_factor_out_of_use_is_refused_in_one_line(write_audit, factor: str):
+    """Issue 44: `capacity_factor = 1e300` was an OverflowError in training."""
+    with pytest.raises(
+        ConfigError, match=r"capacity_factor = .* must be (> 0 and at most|a finite)"
+    ):
+        make_plan(load_audit(write_audit(), [f"scales.xs.moe.capacity_factor={factor}"]))

@@ -183,3 +183,12 @@ def test_a_formula_folder_name_is_quoted_in_the_csv_and_read_back(tmp_path: Path
     text = (tmp_path / "out" / "results.csv").read_text()
     assert f"\n'{name}," in text and f"\n{name}," not in text
     assert load_table(tmp_path / "out").arms == (name,)
+
+
+@pytest.mark.parametrize("name", ["'=x", "''+1", "'plain"])
+def test_a_name_that_only_looks_escaped_comes_back_as_it_was(name: str, tmp_path: Path) -> None:
+    """Issue 44: an arm named '=x came back as =x after import (the apostrophe was read as
+    safe_cell's escape)."""
+    root = _copy(tmp_path, {f"{name}/seed-0": RUNS[0], "baseline/seed-0": RUNS[1]})
+    import_lmeval([root], tmp_path / "out", arm_from="parent")
+    assert set(load_table(tmp_path / "out").arms) == {name, "baseline"}

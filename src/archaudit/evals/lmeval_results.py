@@ -27,7 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from archaudit.errors import ConfigError, DataError, did_you_mean
-from archaudit.files import atomic_write_text, check_output_folder, publish_folder
+from archaudit.files import (
+    atomic_write_text,
+    check_output_folder,
+    publish_folder,
+    read_regular_bytes,
+)
 from archaudit.metrics import downstream_average
 from archaudit.registry import Registry
 from archaudit.stats.csvio import csv_text
@@ -260,7 +265,7 @@ def find_runs(roots: Sequence[str | Path]) -> list[HarnessRun]:
             )
         for path in files:
             try:
-                document = json.loads(path.read_text(encoding="utf-8"))
+                document = json.loads(read_regular_bytes(path).decode("utf-8"))  # no FIFO wait
             except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
                 line = str(err).splitlines()[0] if str(err) else type(err).__name__
                 raise DataError(f"{path}: not a readable lm-eval results file ({line})") from None
@@ -349,7 +354,7 @@ def item_rows(run: HarnessRun) -> Iterator[tuple[str, str, int]]:
 def _samples(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, sample) of a samples JSONL file; a torn or non-object line is refused."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_regular_bytes(path).decode("utf-8").splitlines()
     except UnicodeDecodeError:
         raise DataError(f"{path}: not UTF-8 text") from None
     for n, line in enumerate(lines, start=1):

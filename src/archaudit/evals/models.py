@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from archaudit.errors import ArchauditError, DataError
+from archaudit.evals.hf_config import check_hf_config
 from archaudit.evals.scoring import ScoringModel
 from archaudit.registry import Registry
 
@@ -188,6 +189,8 @@ def _load_hf(directory: Path, device: str, name: str, **kwargs: Any) -> HFCausal
     transformers = _transformers()
     common = dict(local_files_only=True, **kwargs)
     source = directory / kwargs.get("gguf_file", "")
+    if "gguf_file" not in kwargs:
+        check_hf_config(directory)  # its sizes, before transformers allocates them
     # transformers' GGUF conversion draws a raw tqdm bar that its logging switch cannot silence.
     with contextlib.redirect_stderr(io.StringIO()):
         try:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from archaudit.errors import DataError
+from archaudit.files import open_regular
 from archaudit.stats.csvio import CsvRow, check_header
 from archaudit.stats.errors import EmptyTableError
 
@@ -65,7 +66,8 @@ def cell_text(value: Any) -> str:
 def read_parquet(path: Path) -> Any:
     pd = pandas()
     try:
-        return pd.read_parquet(path)
+        with open_regular(path) as handle:  # a FIFO named results.parquet is never waited on
+            return pd.read_parquet(handle)
     except ImportError:
         raise DataError(f"{path}: reading Parquet needs pyarrow (the `frames` extra)") from None
     except (OSError, ValueError) as err:
