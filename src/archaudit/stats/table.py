@@ -44,15 +44,22 @@ from archaudit.stats.errors import (
 from archaudit.stats.frames import (
     FRAME_SOURCE,
     cell_text,
+    declared_frame,
     frame_rows,
     is_frame,
     read_parquet,
-    records_frame,
 )
 
 REQUIRED_COLUMNS = ("arm", "scale", "seed", "metric", "value")
 OPTIONAL_COLUMNS = ("family", "status", "step", "tuned", "duties")
 RESULT_COLUMNS = (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)
+RESULT_DTYPES = {
+    "arm": "string", "scale": "string", "seed": "Int64", "metric": "string", "value": "float64",
+    "family": "string", "status": "string", "step": "Int64", "tuned": "boolean",
+    "duties": "string",
+}  # fmt: skip
+"""Each column's pandas dtype in `Table.to_frame` (and so in results.parquet): as the CSV
+reads it, typed also when empty; value stays float64, where NaN is a value (a diverged run)."""
 
 
 class Duty(StrEnum):
@@ -126,7 +133,7 @@ class Table:
 
     def to_frame(self) -> Any:
         """The rows as a long pandas DataFrame (NaN where a value was not measured)."""
-        return records_frame([row.cells() for row in self.rows], RESULT_COLUMNS)
+        return declared_frame([row.cells() for row in self.rows], RESULT_DTYPES)
 
     def to_csv(self) -> str:
         """The rows as a results CSV (numbers exact, empty where not measured), which
