@@ -8,6 +8,15 @@ speed of decoding does not depend on what the weights learned.
 
     PYTHONPATH=src python benchmarks/kv_cache.py                  # preset small, 5 keys
     PYTHONPATH=src python benchmarks/kv_cache.py --keys 75 --preset base --prompts 2
+
+Issue 44: `eval` of a Hugging Face folder or a GGUF decoded without a cache (15.3x slower than
+`generate` on SmolLM2). `hf_export` decodes the stock Llama peer as `eval` loads an export
+(`HFCausalLM`), `--gguf FILE` a GGUF as `eval` loads it; each reports its time over
+transformers' `generate` on the same weights in the same run, and whether the tokens equal
+`generate`'s and the uncached path's:
+
+    PYTHONPATH=src python benchmarks/kv_cache.py --prompts 2 --new-tokens 32 --threads 2 \
+        --gguf shared/data/models/smollm2-135m-instruct-q4/SmolLM2-135M-Instruct.Q4_1.gguf
 """
 
 from __future__ import annotations
@@ -65,6 +74,50 @@ def hf_peer(cfg: ModelConfig):
     return transformers.LlamaForCausalLM(config).eval()
 
 
+def hf_path(model, encoded: list[list[int]], new_tokens: int, repeats: int) -> dict:
+    """An `HFCausalLM` decoded greedily as `eval` decodes it (through its cache, and without),
+    against `generate` on its own weights: time ratio and token equality."""
+    from archaudit.evals.generation import greedy_tokens
+
+    def decode(cache: bool) -> list[list[int]]:
+        with torch.no_grad():
+            runs = [greedy_tokens(model, ids, cache=cache) for ids in encoded]
+            return [[next(run) for _ in range(new_tokens)] for run in runs]
+
+    def generate() -> list[list[int]]:
+        options = dict(max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False)
+        pad = model.tokenizer.eos_token_id or 0
+        with torch.no_grad():
+            return [
+                model.model.generate(torch.tensor([ids]), pad_token_id=pad, **options)[
+                    0, len(ids) :
+                ].tolist()
+                for ids in encoded
+            ]
+
+    eval_s, cached = timed(lambda: decode(True), repeats)
+    hf_s, generated = timed(generate, repeats)
+    uncached_s, uncached = timed(lambda: decode(False), 1)
+    return {
+        "eval_s": eval_s,
+        "generate_s": hf_s,
+        "uncached_s": uncached_s,
+        "eval_time_over_generate": eval_s / hf_s,
+        "uncached_time_over_generate": uncached_s / hf_s,
+        "tokens_equal_generate": cached == generated,
+        "tokens_equal_uncached": cached == uncached,
+    }
+
+
+class _ByteIds:
+    """The byte tokenizer's ids with the attributes `HFCausalLM` reads."""
+
+    bos_token_id, eos_token_id = None, 0
+
+    def decode(self, ids: list[int], **_: object) -> str:
+        return bytes(i % 256 for i in ids).decode(errors="replace")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="small")
@@ -73,6 +126,7 @@ def main() -> None:
     parser.add_argument("--new-tokens", type=int, default=48)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--gguf", default="", help="A GGUF file, decoded as `eval` loads it.")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -114,6 +168,15 @@ def main() -> None:
         "speedup_cached_over_uncached": uncached_s / cached_s,
         "time_over_hf_generate": {"cached": cached_s / hf_s, "uncached": uncached_s / hf_s},
     }
+    from archaudit.evals.models import HFCausalLM, load_scoring_model
+
+    result["hf_export"] = hf_path(
+        HFCausalLM(peer, _ByteIds(), name="llama-peer"), encoded, args.new_tokens, args.repeats
+    )
+    if args.gguf:
+        gguf = load_scoring_model(args.gguf, device="cpu")
+        ids = [gguf.encode(t) for t in texts]
+        result["gguf"] = hf_path(gguf, ids, args.new_tokens, args.repeats) | {"file": args.gguf}
     print(json.dumps(result, indent=1))
     if not result["equal_token_for_token"]:
         raise SystemExit("cached and uncached decoding differ")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import os
 import re
@@ -33,18 +34,40 @@ def cache_dir() -> Path:
     return Path(os.environ.get("ARCHAUDIT_CACHE", Path.home() / ".cache" / "archaudit"))
 
 
+KINDS = {stat.S_IFDIR: "a folder", stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket"}
+
+
+def open_regular(path: Path) -> io.BufferedReader:
+    """`path` opened for reading when it is a regular file (links followed); a FIFO, device,
+    socket or folder is a one-line DataError, raised at once: the open does not wait for a
+    FIFO's writer, and the kind is read from the opened descriptor, not looked up before (a FIFO
+    swapped in after a check cannot hang the reader either)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = KINDS.get(stat.S_IFMT(mode), "a device")
+            raise DataError(f"{path} is {kind}, not a regular file: archaudit reads only files")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular_bytes(path: Path) -> bytes:
+    """The bytes of the regular file at `path` (`open_regular`: anything else is refused)."""
+    with open_regular(path) as handle:
+        return handle.read()
+
+
 def read_regular_text(path: Path) -> str | None:
     """The text of `path` when it is a regular file; None when it is missing or anything else
-    (a FIFO, a device, a folder: reading one could block forever or never end). Opened without
-    blocking, so a FIFO swapped in after the check cannot hang the reader either."""
+    (a FIFO, a device, a folder: reading one could block forever or never end)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
+        return read_regular_bytes(path).decode("utf-8", errors="replace")
+    except (OSError, DataError):
         return None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return handle.read().decode("utf-8", errors="replace")
 
 
 class BadEntry(Exception):
@@ -261,15 +284,14 @@ def _alive(pid: int) -> bool:
 
 def read_json(path: Path) -> Any:
     """The JSON value in `path`, None when there is no such file; a file that is not UTF-8
-    JSON (torn, edited, binary) is a one-line DataError naming it."""
+    JSON (torn, edited, binary) or not a regular file (a FIFO is never waited on) is a one-line
+    DataError naming it."""
     try:
-        return json.loads(path.read_text())
+        return json.loads(read_regular_bytes(path).decode("utf-8"))
     except FileNotFoundError:
         return None
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:
         raise DataError(f"{path} is not valid JSON ({str(err).splitlines()[0]})") from None
-    except IsADirectoryError:
-        raise DataError(f"{path} is a folder, where archaudit expects a JSON file") from None
 
 
 def read_json_object(path: Path) -> dict[str, Any] | None:

@@ -43,8 +43,12 @@ def log(message: str, *, style: str | None = None) -> None:
 
 
 def warn(message: str) -> None:
+    """One line on stderr, never wrapped at the console's width (a reader greps it for the path
+    it names) and never read as markup (a path may hold `[...]`)."""
     if is_rank_zero():
-        console.print(f"warning: {message}", style="yellow", highlight=False)
+        console.print(
+            f"warning: {message}", style="yellow", highlight=False, markup=False, soft_wrap=True
+        )
 
 
 class _Bar:

@@ -134,8 +134,15 @@ def check_audit_target(path: Path) -> None:
     if path.exists() and not path.is_dir():
         raise DataError(f"{path} is a file where the audit's folder goes: give --runs-dir another")
     problem = _audit_problem(path) if path.is_dir() and any(path.iterdir()) else None
-    if problem:
+    if problem and not _holds_only_audits(path):
         raise DataError(f"{problem}, and it is not empty; give --runs-dir another folder")
+
+
+def _holds_only_audits(path: Path) -> bool:
+    """Whether every entry of `path` is an audit directory of this tool: `stress` keeps its
+    sweep as one inside the audit's folder (`_stress/`), which `run` then fills beside it."""
+    entries = list(path.iterdir())
+    return all(e.is_dir() and not e.is_symlink() and _audit_problem(e) is None for e in entries)
 
 
 def _audit_problem(path: Path) -> str | None:

@@ -20,7 +20,7 @@ from archaudit.audit.runner import run_one
 from archaudit.audit.spec import load_audit
 from archaudit.audit.store import materialize, run_status
 from archaudit.cli import main
-from archaudit.errors import ConfigError
+from archaudit.errors import ConfigError, DataError
 from archaudit.rundir import DONE
 
 
@@ -198,3 +198,30 @@ def test_a_read_only_runs_directory_is_one_line(monkeypatch, capsys, read_only: 
         return
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "Read-only file system" in err or "readonly" in err, err
+
+
+@pytest.mark.parametrize("factor", ["1e300", "0", "-1", "nan", "inf"])
+def test_a_moe_capacity_factor_out_of_use_is_refused_in_one_line(write_audit, factor: str):
+    """Issue 44: `capacity_factor = 1e300` was an OverflowError in training."""
+    with pytest.raises(
+        ConfigError, match=r"capacity_factor = .* must be (> 0 and at most|a finite)"
+    ):
+        make_plan(load_audit(write_audit(), [f"scales.xs.moe.capacity_factor={factor}"]))
+
+
+def test_run_fills_the_folder_a_stress_sweep_was_put_in_first(write_audit):
+    """Issue 44: `stress` then `run` on one audit file refused ("not an audit directory"): the
+    sweep's `_stress/` audit directory is the folder's only entry. A foreign file beside it is
+    still refused."""
+    from archaudit.audit.stress import stress_plan
+
+    spec = load_audit(write_audit())
+    materialize(stress_plan(spec).plan)  # what `stress` lays out before it trains
+    assert [p.name for p in spec.audit_dir.iterdir()] == ["_stress"]
+    assert materialize(make_plan(spec))
+    assert (spec.audit_dir / "audit.json").is_file()
+    foreign = load_audit(write_audit(), runs_dir=spec.runs_dir.parent / "other")
+    materialize(stress_plan(foreign).plan)
+    (foreign.audit_dir / "notes.txt").write_text("mine")
+    with pytest.raises(DataError, match="not an audit directory of archaudit"):
+        materialize(make_plan(foreign))

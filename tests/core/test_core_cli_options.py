@@ -203,3 +203,31 @@ def test_every_command_declares_its_options_in_one_style() -> None:
                 named = named or ast.unparse(first or node) == "*names"
                 old_style += [] if named else [f"{path.name}:{node.lineno} (no flag name)"]
     assert not old_style, f"options outside Annotated[...] or unnamed: {old_style}"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "{audit}", "--workers", "nan"],
+        ["run", "{audit}", "--workers", "1e9"],
+        ["plan", "{audit}", "--max-seeds", "x"],
+        ["train", "--seed", "nan"],
+        ["run", "{audit}", "--no-such-flag"],
+    ],
+)
+def test_a_bad_flag_value_is_one_line_not_the_usage_box(
+    argv: list[str], tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """Issue 44: `--workers nan`, `--seed nan` got typer's multi-line usage box; main() says
+    it in one line naming the command and the value, exit 2."""
+    from archaudit.cli import main
+
+    audit = tmp_path / "audit.toml"
+    audit.write_text(AUDIT)
+    given = [a.replace("{audit}", str(audit)) for a in argv]
+    monkeypatch.setattr(sys, "argv", ["archaudit", *given])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert exit_.value.code == 2 and f"archaudit {given[0]}" in line, line
+    assert given[-1] in line and "Usage:" not in line, line

@@ -68,3 +68,16 @@ def test_an_honest_cache_is_read_silently(tmp_path: Path, capsys) -> None:
     capsys.readouterr()
     prepare_corpus(RECIPE, cache=tmp_path)
     assert capsys.readouterr().err == ""
+
+
+def test_a_cache_that_cannot_be_written_keeps_the_tokens_in_memory(tmp_path: Path, capsys) -> None:
+    """A file where the cache folder belongs (as a read-only or full one): the run tokenizes,
+    says so once, and trains on the tokens a writable cache would hold (it was an exit 2)."""
+    honest = prepare_corpus(RECIPE, cache=tmp_path / "ok")
+    blocked = tmp_path / "blocked"
+    blocked.write_text("in the way")
+    capsys.readouterr()
+    corpus = prepare_corpus(RECIPE, cache=blocked)
+    assert np.array_equal(corpus.train, honest.train) and np.array_equal(corpus.val, honest.val)
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if "cannot be" in x]
+    assert str(blocked) in line and blocked.read_text() == "in the way"

@@ -103,3 +103,43 @@ def test_training_forward_takes_no_cache_and_is_unchanged() -> None:
 
     ctx = ForwardContext(T=4, device=ids.device, position=model.position)
     assert ctx.start == 0 and ctx.mask(None).causal_only
+
+
+class _HFIds:
+    """What `HFCausalLM` reads of a tokenizer."""
+
+    bos_token_id, eos_token_id = None, 0
+
+    def decode(self, ids: list[int], **_: object) -> str:
+        return "".join(chr(65 + i % 26) for i in ids)
+
+
+@pytest.mark.parametrize("layout", [{}, {"num_key_value_heads": 2}])
+def test_an_hf_model_decodes_through_its_cache_as_generate_does(layout: dict) -> None:
+    """Issue 44: `eval` of an HF export or a GGUF recomputed the prefix at every step
+    (`use_cache=False`). Its decoder keeps transformers' cache; the tokens equal the uncached
+    path's and `generate`'s, token for token."""
+    transformers = pytest.importorskip("transformers")
+    from archaudit.evals.models import HFCausalLM
+
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=64, max_position_embeddings=256, tie_word_embeddings=False, **layout,
+    )  # fmt: skip
+    peer = transformers.LlamaForCausalLM(config).eval()
+    with torch.no_grad():
+        for p in peer.parameters():
+            p.mul_(8)  # peaked logits: a near-tie cannot decide the comparison
+    model = HFCausalLM(peer, _HFIds(), name="peer")
+    assert model.position_limit is None and model.decoder() is not None
+    prompt = [(7 * i + 3) % 64 for i in range(12)]
+    with torch.no_grad():
+        cached, uncached = greedy_tokens(model, prompt), greedy_tokens(model, prompt, cache=False)
+        tokens = [(next(cached), next(uncached)) for _ in range(16)]
+        generated = peer.generate(
+            torch.tensor([prompt]), do_sample=False, max_new_tokens=16, min_new_tokens=16,
+            pad_token_id=0,
+        )[0, len(prompt) :].tolist()  # fmt: skip
+    assert [a for a, _ in tokens] == [b for _, b in tokens] == generated
+    assert len(set(generated)) > 1, "a constant output would prove nothing"

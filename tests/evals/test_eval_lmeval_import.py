@@ -183,3 +183,68 @@ def test_a_formula_folder_name_is_quoted_in_the_csv_and_read_back(tmp_path: Path
     text = (tmp_path / "out" / "results.csv").read_text()
     assert f"\n'{name}," in text and f"\n{name}," not in text
     assert load_table(tmp_path / "out").arms == (name,)
+
+
+@pytest.mark.parametrize("name", ["'=x", "''+1", "'plain"])
+def test_a_name_that_only_looks_escaped_comes_back_as_it_was(name: str, tmp_path: Path) -> None:
+    """Issue 44: an arm named '=x came back as =x after import (the apostrophe was read as
+    safe_cell's escape)."""
+    root = _copy(tmp_path, {f"{name}/seed-0": RUNS[0], "baseline/seed-0": RUNS[1]})
+    import_lmeval([root], tmp_path / "out", arm_from="parent")
+    assert set(load_table(tmp_path / "out").arms) == {name, "baseline"}
+
+
+def _one_output_path(tmp_path: Path, models: dict[str, Path], args: dict[str, str]) -> Path:
+    """lm-eval's habit: one --output_path, a subfolder per model (model_name_sanitized)."""
+    out = tmp_path / "in" / "evals"
+    for name, run in models.items():
+        (source,) = run.iterdir()
+        sanitized = args[name].partition(",")[0].removeprefix("pretrained=").replace("/", "__")
+        shutil.copytree(source, out / sanitized)
+        _edit(
+            out / sanitized,
+            lambda d, a=args[name], s=sanitized: (
+                d["config"].update(model="hf", model_args=a),
+                d.update(model_name_sanitized=s),
+            ),
+        )
+    return out
+
+
+def test_two_models_in_one_output_folder_import_as_two_arms(tmp_path: Path) -> None:
+    """Issue 44: lm-eval runs of baseline and qk_norm written to one --output_path became one
+    arm (qk_norm was baseline's seed 1). `auto` (the default) names them by model, says so."""
+    args = {"baseline": "pretrained=ckpt/baseline,dtype=float32",
+            "qk_norm": "pretrained=ckpt/qk_norm,dtype=float32"}  # fmt: skip
+    root = _one_output_path(tmp_path, {"baseline": RUNS[0], "qk_norm": RUNS[3]}, args)
+    result = import_lmeval([root], tmp_path / "out")
+    assert sorted((r.arm, r.seed) for r in result.runs) == [("baseline", 0), ("qk_norm", 0)]
+    (said,) = [c for c in result.choices if c.startswith("arm:")]
+    assert str(root) in said and "2 models" in said and "baseline, qk_norm" in said
+    assert set(load_table(tmp_path / "out").arms) == {"baseline", "qk_norm"}
+    merged = import_lmeval([root], tmp_path / "dir", arm_from="dir")  # the old default
+    assert {r.arm for r in merged.runs} == {"evals"}
+
+
+def test_two_revisions_of_one_checkpoint_are_told_apart_by_their_args(tmp_path: Path) -> None:
+    args = {"a": "pretrained=ckpt/m,revision=step1", "b": "pretrained=ckpt/m,revision=step2"}
+    root = tmp_path / "in" / "evals"
+    for name, run in (("a", RUNS[0]), ("b", RUNS[1])):
+        (source,) = run.iterdir()
+        shutil.copytree(source, root / name)
+        _edit(
+            root / name,
+            lambda d, a=args[name], s=name: (
+                d["config"].update(model="hf", model_args=a),
+                d.update(model_name_sanitized=s),
+            ),
+        )
+    result = import_lmeval([root], tmp_path / "out")
+    assert sorted(r.arm for r in result.runs) == ["m,revision=step1", "m,revision=step2"]
+
+
+def test_one_model_per_folder_keeps_the_folder_names(tmp_path: Path) -> None:
+    root = _copy(tmp_path, {"baseline": RUNS[0], "qk_norm": RUNS[3]})
+    result = import_lmeval([root], tmp_path / "out")
+    assert sorted(r.arm for r in result.runs) == ["baseline", "qk_norm"]
+    assert any(c.startswith("arm: the name of each run's output folder") for c in result.choices)

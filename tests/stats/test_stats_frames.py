@@ -161,3 +161,26 @@ def test_concurrent_parquet_writers_never_share_a_temporary(tmp_path: Path) -> N
         worker.join(timeout=120)
     assert [w.exitcode for w in workers] == [0, 0, 0]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.parquet"]
+
+
+def test_parquet_columns_are_typed_as_in_the_csv_also_when_empty(tmp_path: Path) -> None:
+    """Issue 44: results.parquet stored `step` (and `family`) as Parquet `null` when no run had
+    one. Every column has its declared type, and the frames round-trip equal."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    from archaudit.stats.inference.items import ITEM_DTYPES
+    from archaudit.stats.table import RESULT_DTYPES
+
+    frame = _frame().drop(columns=["family"])
+    frame.to_csv(tmp_path / "results.csv", index=False)
+    _items().to_csv(tmp_path / "items.csv", index=False)
+    for name, load, dtypes in (
+        ("results", load_table, RESULT_DTYPES),
+        ("items", load_items, ITEM_DTYPES),
+    ):
+        path = parquet_twin(tmp_path / f"{name}.csv", load)
+        assert path is not None
+        schema = pq.read_schema(path)
+        assert not [f.name for f in schema if str(f.type) == "null"], schema
+        back = pd.read_parquet(path)
+        assert {c: str(t) for c, t in back.dtypes.items() if c in dtypes} == dtypes
+        pd.testing.assert_frame_equal(load(tmp_path / f"{name}.csv").to_frame(), back)

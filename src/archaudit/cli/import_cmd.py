@@ -31,9 +31,10 @@ def import_lmeval_command(
         typer.Option(
             "--arm-from",
             help="Where a run's arm comes from: dir (its output folder's name) | parent | model | "
-            "fewshot | seed | params | regex:PATTERN (one group, on the results file's path).",
+            "fewshot | seed | params | regex:PATTERN (one group, on the results file's path); "
+            "auto: dir, and the model's name for runs of several models in one output folder.",
         ),
-    ] = "dir",
+    ] = "auto",
     seed_from: Annotated[
         str,
         typer.Option(

@@ -167,9 +167,11 @@ class MoEConfig:
             )
         if self.expert_hidden is not None:
             positive(self, "expert_hidden")
-        if self.capacity_factor is not None and not self.capacity_factor > 0:
+        # a factor of E or more drops nothing: past MAX_EXPERTS it only overflows the capacity
+        if self.capacity_factor is not None and not 0 < self.capacity_factor <= MAX_EXPERTS:
             raise ConfigError(
-                f"{self.SECTION}.capacity_factor = {self.capacity_factor} must be > 0 (or unset)"
+                f"{self.SECTION}.capacity_factor = {self.capacity_factor} must be > 0 and at "
+                f"most {MAX_EXPERTS} (or unset: dropless)"
             )
 
 

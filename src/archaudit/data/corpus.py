@@ -105,8 +105,9 @@ def prepare_corpus(recipe: Recipe, cache: Path | None = None) -> TokenCorpus:
         raise DataError(f"corpus {recipe.corpus!r} is empty")
     tokenizer = load_tokenizer(spec, lambda: _chunks(text()))
     if meta is None:
-        meta = _write_tokens(folder, tokenizer, text(), recipe.val_fraction)
-    tokens = np.memmap(folder / "tokens.bin", dtype=meta["dtype"], mode="r")
+        meta, tokens = _write_tokens(folder, tokenizer, text(), recipe.val_fraction)
+    else:
+        tokens = np.memmap(folder / "tokens.bin", dtype=meta["dtype"], mode="r")
     split = meta["n_tokens"] - meta["n_val"]
     return TokenCorpus(
         train=tokens[:split],
@@ -117,25 +118,35 @@ def prepare_corpus(recipe: Recipe, cache: Path | None = None) -> TokenCorpus:
     )
 
 
-def _write_tokens(folder: Path, tokenizer: Tokenizer, text: str, val_fraction: float) -> dict:
+def _write_tokens(
+    folder: Path, tokenizer: Tokenizer, text: str, val_fraction: float
+) -> tuple[dict, np.ndarray]:
     """Tokenise `text` into `folder`: tokens.bin, then meta.json with the tokens' SHA-256 (the
-    meta last, so that a killed writer leaves no entry that `_verified_meta` would accept)."""
+    meta last, so that a killed writer leaves no entry that `_verified_meta` would accept). A
+    cache folder that cannot be written (read-only, full, a file in its place) costs only the
+    caching: the tokens are kept in memory, said in one line."""
     ids = encode(tokenizer, text)
     dtype = np.uint16 if tokenizer.vocab_size <= 2**16 else np.uint32
-    folder.mkdir(parents=True, exist_ok=True)
-    if isinstance(tokenizer, HFTokenizer):
-        atomic_write(folder / "tokenizer.json", lambda p: tokenizer.save(p))
-    data = np.asarray(ids, dtype=dtype).tobytes()
-    atomic_write(folder / "tokens.bin", lambda p: p.write_bytes(data))
+    tokens = np.asarray(ids, dtype=dtype)
+    data = tokens.tobytes()
     meta = {
-        "n_tokens": len(ids),
-        "n_val": max(int(len(ids) * val_fraction), 1),
+        "n_tokens": len(tokens),
+        "n_val": max(int(len(tokens) * val_fraction), 1),
         "dtype": np.dtype(dtype).name,
         "n_bytes": len(text.encode("utf-8")),
         "sha256": hashlib.sha256(data).hexdigest(),
     }
-    atomic_write(folder / "meta.json", lambda p: p.write_text(json.dumps(meta)))
-    return meta
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if isinstance(tokenizer, HFTokenizer):
+            atomic_write(folder / "tokenizer.json", lambda p: tokenizer.save(p))
+        atomic_write(folder / "tokens.bin", lambda p: p.write_bytes(data))
+        atomic_write(folder / "meta.json", lambda p: p.write_text(json.dumps(meta)))
+    except (OSError, DataError) as err:
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        warn(f"token cache {folder} cannot be written ({reason}); tokens kept in memory")
+        return meta, tokens
+    return meta, np.memmap(folder / "tokens.bin", dtype=dtype, mode="r")  # paged, not held
 
 
 def _verified_meta(folder: Path) -> dict | None:

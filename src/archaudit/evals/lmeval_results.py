@@ -27,7 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from archaudit.errors import ConfigError, DataError, did_you_mean
-from archaudit.files import atomic_write_text, check_output_folder, publish_folder
+from archaudit.files import (
+    atomic_write_text,
+    check_output_folder,
+    publish_folder,
+    read_regular_bytes,
+)
 from archaudit.metrics import downstream_average
 from archaudit.registry import Registry
 from archaudit.stats.csvio import csv_text
@@ -101,20 +106,38 @@ def _parent(run: HarnessRun) -> str:
 def _model(run: HarnessRun) -> str:
     """The model lm-eval loaded: the last part of `pretrained` (or of `path`; of the model's
     name when a Python caller passed a model object)."""
-    config = run.table("config")
-    args = config.get("model_args") or {}
+    return Path(model_name(run)).name
+
+
+def model_args(run: HarnessRun) -> dict[str, Any]:
+    """config.model_args as a table (lm-eval writes `pretrained=x,dtype=y` or an object)."""
+    args = run.table("config").get("model_args") or {}
     if isinstance(args, str):
         args = dict(kv.split("=", 1) for kv in args.split(",") if "=" in kv)
     if not isinstance(args, dict):
         raise DataError(f"{run.path}: config.model_args is {type(args).__name__}")
+    return args
+
+
+def model_name(run: HarnessRun) -> str:
+    """`pretrained` (or `path`) of model_args, else lm-eval's model_name, else config.model."""
+    args = model_args(run)
     name = (
         args.get("pretrained")
         or args.get("path")
         or run.document.get("model_name")
-        or config.get("model")
+        or run.table("config").get("model")
         or ""
     )
-    return Path(str(name)).name
+    return str(name)
+
+
+def model_identity(run: HarnessRun) -> tuple[str, str]:
+    """(the model's name, its other model_args as `,key=value...`): runs of one model share it,
+    two revisions or dtypes of one checkpoint do not."""
+    args = model_args(run)
+    rest = "".join(f",{k}={args[k]}" for k in sorted(args) if k not in ("pretrained", "path"))
+    return model_name(run), rest
 
 
 @LABELS.register("seed")
@@ -223,6 +246,46 @@ def auto_seeds(
     )
 
 
+def auto_arms(runs: Sequence[HarnessRun]) -> tuple[list[str], str]:
+    """Each run's output folder names its arm (`dir`), unless the folder holds runs of several
+    models (lm-eval's habit: one --output_path, a subfolder per model), which `dir` would merge
+    into one arm: those runs are named by their model (`model_arm`); and the sentence that says
+    which."""
+    models: dict[Path, set[tuple[str, str]]] = {}
+    for run in runs:
+        models.setdefault(run.folder, set()).add(model_identity(run))
+    shared = sorted(str(folder) for folder, found in models.items() if len(found) > 1)
+    arms = [
+        model_arm(model_identity(run), models[run.folder])
+        if len(models[run.folder]) > 1
+        else run.folder.name
+        for run in runs
+    ]
+    if not shared:
+        return arms, "arm: the name of each run's output folder (one model in each)"
+    split = sorted({a for run, a in zip(runs, arms, strict=True) if str(run.folder) in shared})
+    return arms, (
+        f"arm: {', '.join(shared)} holds runs of {len(split)} models (model_args), so each is "
+        f"its own arm: {', '.join(split)}; --arm-from names another source"
+    )
+
+
+def model_arm(identity: tuple[str, str], others: set[tuple[str, str]]) -> str:
+    """The first of a model's `arm_names` that no other model of its folder (`others`) shares."""
+    names = arm_names(identity)
+    for i, name in enumerate(names):
+        if [arm_names(other)[i] for other in others].count(name) == 1:
+            return name or "model"
+    return names[-1] or "model"
+
+
+def arm_names(identity: tuple[str, str]) -> tuple[str, str, str]:
+    """A model's arm names, shortest first: the last part of its name; that with its other
+    model_args; its whole name and args (`/` as lm-eval's `__`)."""
+    name, rest = identity
+    return Path(name).name, Path(name).name + rest, (name + rest).replace("/", "__")
+
+
 def labels(runs: Sequence[HarnessRun], source: str, option: str) -> list[str]:
     return [label(run, source, option) for run in runs]
 
@@ -260,7 +323,7 @@ def find_runs(roots: Sequence[str | Path]) -> list[HarnessRun]:
             )
         for path in files:
             try:
-                document = json.loads(path.read_text(encoding="utf-8"))
+                document = json.loads(read_regular_bytes(path).decode("utf-8"))  # no FIFO wait
             except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
                 line = str(err).splitlines()[0] if str(err) else type(err).__name__
                 raise DataError(f"{path}: not a readable lm-eval results file ({line})") from None
@@ -349,7 +412,7 @@ def item_rows(run: HarnessRun) -> Iterator[tuple[str, str, int]]:
 def _samples(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, sample) of a samples JSONL file; a torn or non-object line is refused."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_regular_bytes(path).decode("utf-8").splitlines()
     except UnicodeDecodeError:
         raise DataError(f"{path}: not UTF-8 text") from None
     for n, line in enumerate(lines, start=1):
@@ -377,7 +440,11 @@ def label_runs(
 ) -> tuple[list[_Labelled], tuple[str, ...]]:
     """Each run's arm, scale and seed; the sentences that say what `auto` chose."""
     notes = []
-    arms = labels(runs, arm_from, "--arm-from")
+    if arm_from == AUTO:
+        arms, note = auto_arms(runs)
+        notes.append(note)
+    else:
+        arms = labels(runs, arm_from, "--arm-from")
     if scale_from == AUTO:
         scales, note = auto_scales(runs)
         notes.append(note)
@@ -407,7 +474,7 @@ def import_lmeval(
     roots: Sequence[str | Path],
     out: str | Path,
     *,
-    arm_from: str = "dir",
+    arm_from: str = AUTO,
     seed_from: str = AUTO,
     scale_from: str = AUTO,
 ) -> ImportResult:

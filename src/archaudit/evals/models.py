@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import io
 import os
 from collections.abc import Callable, Sequence
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from archaudit.errors import ArchauditError, DataError
+from archaudit.evals.hf_config import check_hf_config
 from archaudit.evals.scoring import ScoringModel
 from archaudit.registry import Registry
 
@@ -114,6 +116,28 @@ class HFCausalLM:
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), clean_up_tokenization_spaces=False)
 
+    def decoder(self) -> Callable[[Sequence[int]], torch.Tensor]:
+        """Greedy decoding through the model's own KV cache (transformers' `past_key_values`,
+        as `generate` keeps it): the prompt once, then one token per call. `greedy_tokens` uses
+        it for rotary models, which run any length; without it every step recomputed the whole
+        prefix (15.3x slower than `generate` on SmolLM2)."""
+        # transformers 5 names the cache `cache`; 4.x named it `past_key_values`
+        key = (
+            "cache"
+            if "cache" in inspect.signature(self.model.forward).parameters
+            else ("past_key_values")
+        )
+        past: dict[str, Any] = {key: None}
+
+        @torch.no_grad()
+        def step(ids: Sequence[int]) -> torch.Tensor:
+            ids_ = torch.tensor([list(ids)], device=self.device)
+            out = self.model(input_ids=ids_, use_cache=True, logits_to_keep=1, **past)
+            past[key] = out[key]
+            return out.logits[0, -1]
+
+        return step
+
     def logits_at(
         self,
         ids: torch.Tensor,
@@ -188,6 +212,8 @@ def _load_hf(directory: Path, device: str, name: str, **kwargs: Any) -> HFCausal
     transformers = _transformers()
     common = dict(local_files_only=True, **kwargs)
     source = directory / kwargs.get("gguf_file", "")
+    if "gguf_file" not in kwargs:
+        check_hf_config(directory)  # its sizes, before transformers allocates them
     # transformers' GGUF conversion draws a raw tqdm bar that its logging switch cannot silence.
     with contextlib.redirect_stderr(io.StringIO()):
         try:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from archaudit.errors import did_you_mean
+from archaudit.files import open_regular
 from archaudit.stats.errors import (
     BadValueError,
     EmptyTableError,
@@ -131,8 +132,12 @@ def resolve_source(source: str | Path, filename: str, fix: str) -> Path:
 
 
 def safe_cell(value: object) -> str:
-    """A cell as written: text that starts like a formula gets a leading apostrophe."""
+    """A cell as written: text that starts like a formula gets a leading apostrophe, and so
+    does text that only looks escaped (`'=x`: apostrophes before a formula start), so that
+    `plain_cell` gives every text back as it was."""
     text = "" if value is None else str(value)
+    if text.startswith("'") and text.lstrip("'").startswith(FORMULA_STARTS):
+        return "'" + text
     if not text.startswith(FORMULA_STARTS):
         return text
     try:
@@ -145,7 +150,8 @@ def safe_cell(value: object) -> str:
 def plain_cell(text: str) -> str:
     """A cell as read: whitespace stripped and `safe_cell`'s apostrophe taken off."""
     text = text.strip()
-    return text[1:] if text.startswith("'") and text[1:].startswith(FORMULA_STARTS) else text
+    escaped = text.startswith("'") and text.lstrip("'").startswith(FORMULA_STARTS)
+    return text[1:] if escaped else text
 
 
 def csv_text(
@@ -166,7 +172,8 @@ def read_rows(path: Path, required: Sequence[str], optional: Sequence[str]) -> I
     """Yield the data rows of `path` after checking its header against the allowed columns."""
     name = str(path)
     try:
-        with path.open(newline="", encoding="utf-8-sig") as handle:
+        # a regular file only: a FIFO named results.csv is refused at once, never waited on
+        with io.TextIOWrapper(open_regular(path), encoding="utf-8-sig", newline="") as handle:
             _check_complete(handle, name)
             reader = csv.reader(handle, strict=True)
             header = next((row for row in reader if any(cell.strip() for cell in row)), None)

@@ -10,11 +10,12 @@ the statistics need none of it.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from archaudit.errors import DataError
+from archaudit.files import open_regular
 from archaudit.stats.csvio import CsvRow, check_header
 from archaudit.stats.errors import EmptyTableError
 
@@ -65,19 +66,27 @@ def cell_text(value: Any) -> str:
 def read_parquet(path: Path) -> Any:
     pd = pandas()
     try:
-        return pd.read_parquet(path)
+        with open_regular(path) as handle:  # a FIFO named results.parquet is never waited on
+            return pd.read_parquet(handle)
     except ImportError:
         raise DataError(f"{path}: reading Parquet needs pyarrow (the `frames` extra)") from None
     except (OSError, ValueError) as err:
         raise DataError(f"{path}: not a readable Parquet file ({err})") from None
 
 
-def records_frame(records: Sequence[dict[str, Any]], columns: Sequence[str]) -> Any:
-    """A DataFrame of plain records with nested dicts spread into dotted columns."""
+def declared_frame(records: Sequence[Mapping[str, Any]], dtypes: Mapping[str, str]) -> Any:
+    """A DataFrame of flat records with each column in its declared dtype (pandas' nullable
+    `string`, `Int64`, `boolean`, or `float64`: missing values <NA>, NaN in float64), also when
+    no record has a value for it: a column of Nones would be an untyped `null` column in Parquet
+    (`step` when no run has one)."""
     pd = pandas()
-    if not records:
-        return pd.DataFrame(columns=list(columns))
-    return pd.json_normalize(list(records))
+    columns = {
+        column: pd.Series(
+            [None if _missing(r[column]) else r[column] for r in records], dtype=dtype
+        )
+        for column, dtype in dtypes.items()
+    }
+    return pd.DataFrame(columns)
 
 
 def typed_frame(records: Sequence[dict[str, Any]]) -> Any:

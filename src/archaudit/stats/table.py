@@ -44,10 +44,10 @@ from archaudit.stats.errors import (
 from archaudit.stats.frames import (
     FRAME_SOURCE,
     cell_text,
+    declared_frame,
     frame_rows,
     is_frame,
     read_parquet,
-    records_frame,
 )
 
 REQUIRED_COLUMNS = ("arm", "scale", "seed", "metric", "value")
@@ -56,6 +56,13 @@ RESULT_COLUMNS = (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)
 SIZE_COLUMNS = ("params", "tokens")
 """A ladder's sizes per row, as `stats predict` reads them (`--params-column`): accepted in a
 results table and ignored there, so one CSV of anyone's runs serves every `stats` command."""
+RESULT_DTYPES = {
+    "arm": "string", "scale": "string", "seed": "Int64", "metric": "string", "value": "float64",
+    "family": "string", "status": "string", "step": "Int64", "tuned": "boolean",
+    "duties": "string",
+}  # fmt: skip
+"""Each column's pandas dtype in `Table.to_frame` (and so in results.parquet): as the CSV
+reads it, typed also when empty; value stays float64, where NaN is a value (a diverged run)."""
 
 
 class Duty(StrEnum):
@@ -129,7 +136,7 @@ class Table:
 
     def to_frame(self) -> Any:
         """The rows as a long pandas DataFrame (NaN where a value was not measured)."""
-        return records_frame([row.cells() for row in self.rows], RESULT_COLUMNS)
+        return declared_frame([row.cells() for row in self.rows], RESULT_DTYPES)
 
     def to_csv(self) -> str:
         """The rows as a results CSV (numbers exact, empty where not measured), which

@@ -21,6 +21,11 @@ from archaudit.names import ITEMS_FILE
 from archaudit.stats.errors import DataError, DuplicateRowError
 
 ITEM_COLUMNS = ("arm", "scale", "seed", "task", "item", "correct")
+ITEM_DTYPES = {
+    "arm": "string", "scale": "string", "seed": "Int64", "task": "string", "item": "string",
+    "correct": "Int64",
+}  # fmt: skip
+"""Each column's pandas dtype in `Items.to_frame` (and items.parquet), as the CSV reads it."""
 ITEM_MEASURES: tuple[str, ...] = ("bpb", "margin")
 """Optional per-item continuous columns (NaN where a task has none)."""
 
@@ -93,13 +98,13 @@ class ItemTable:
     def to_frame(self) -> Any:
         """One row per (arm, scale, seed, task, item) with `correct` as 0/1 and the measure
         columns the source has (NaN where an item has none)."""
-        from archaudit.stats.frames import records_frame
+        from archaudit.stats.frames import declared_frame
 
-        columns = (*ITEM_COLUMNS, *self.measures)
+        dtypes = ITEM_DTYPES | dict.fromkeys(self.measures, "float64")
         records = [
-            {c: getattr(r, c) for c in columns} | {"correct": int(r.correct)} for r in self.results
+            {c: getattr(r, c) for c in dtypes} | {"correct": int(r.correct)} for r in self.results
         ]
-        return records_frame(records, columns)
+        return declared_frame(records, dtypes)
 
     @cached_property
     def arms(self) -> tuple[str, ...]:
