@@ -250,6 +250,7 @@ def _print_judgement(judgement: Judgement, notes: list[str]) -> None:
         ]
     _print_notes(
         [
+            *_limits(judgement),
             "a verdict that is not significant means no effect larger than the arm's MDE "
             f"(detected with {judgement.power_target:.0%} power) was found, not that there is "
             "none",
@@ -257,6 +258,18 @@ def _print_judgement(judgement: Judgement, notes: list[str]) -> None:
             *notes,
         ]
     )
+
+
+def _limits(judgement: Judgement) -> list[str]:
+    """One line per arm whose verdict something limits, in the report's and the JSON's words
+    (`ArmVerdict.caveats`)."""
+    from archaudit.stats.grading import CAVEAT_SEPARATOR
+
+    return [
+        f"limits of {v.arm}: {CAVEAT_SEPARATOR.join(v.caveats)}"
+        for v in judgement.arms
+        if v.caveats
+    ]
 
 
 def _print_loop_arms(judgement: Judgement, notes: list[str]) -> None:
@@ -269,7 +282,7 @@ def _print_loop_arms(judgement: Judgement, notes: list[str]) -> None:
         for v in judgement.arms
     ]  # fmt: skip
     _print_table(None, columns, rows)
-    _print_notes([*judgement.notes, *notes])
+    _print_notes([*_limits(judgement), *judgement.notes, *notes])
 
 
 def _outlier_mark(outliers: Sequence[Any]) -> str:

@@ -23,6 +23,7 @@ from archaudit.report.figures import Figure
 from archaudit.report.stability import stability
 from archaudit.stats.analyses.aggregate import TASK_SUFFIX
 from archaudit.stats.analyses.decoupling import FLAT_SHARE, Decoupling
+from archaudit.stats.grading import CAVEAT_SEPARATOR
 from archaudit.stats.inference.corrections import error_rate
 from archaudit.stats.judgement import ArmVerdict, Judgement
 from archaudit.stats.judgement_text import interval_kind
@@ -142,8 +143,21 @@ def arm_lines(verdicts: Sequence[Judgement]) -> list[str]:
             steps = sorted({row.diverged_step for row in at.values() if row.diverged_step})
             step = f" (step {', '.join(map(str, steps))})" if steps else ""
             parts.insert(0, f"{state} {_where(list(at), scales)}{step}")
-        lines.append(f"{arm}: " + "; ".join(parts))
+        lines.append(f"{arm}: " + "; ".join(parts) + _limits(metrics))
     return lines
+
+
+def _limits(metrics: dict[str, list[tuple[str, ArmVerdict]]]) -> str:
+    """What limits an arm's line: each caveat of its verdicts once (`ArmVerdict.caveats`, the
+    words of the detail table, the console and the JSON), with the scales it holds at when
+    that is not every scale of the line."""
+    at: dict[str, list[str]] = defaultdict(list)
+    for scale, row in (item for rows in metrics.values() for item in rows):
+        for text in row.caveats:
+            at[text] += [scale] * (scale not in at[text])
+    scales = {scale for rows in metrics.values() for scale, _ in rows}
+    said = [text + ("" if set(s) == scales else f" at {', '.join(s)}") for text, s in at.items()]
+    return f" — limits: {CAVEAT_SEPARATOR.join(said)}" if said else ""
 
 
 def _metric_parts(
@@ -206,8 +220,9 @@ def answer(data: ReportData) -> Section:
     title, intro = (
         "The answer",
         "One line per modification (arm): what the audit can claim about it, on each metric and "
-        "scale, after the multiple-testing correction. Δ > 0 always means better than the "
-        "baseline. 'No effect detected' is not 'no effect': the MDE is the smallest true effect "
+        "scale, after the multiple-testing correction, and what limits it (the same words as the "
+        "detail table's limits). Δ > 0 always means better than the baseline. 'No effect "
+        "detected' is not 'no effect': the MDE is the smallest true effect "
         "this design would have caught with the stated power.",
     )
     if not data.verdicts:
@@ -674,10 +689,12 @@ def signal_noise(data: ReportData) -> Section:
 def arm_table(data: ReportData) -> Section:
     title, intro = (
         "Every arm in detail",
-        "Per metric and scale: the arm's mean ± seed SD, Δ against the baseline (positive = "
+        "Per metric and scale: the verdict and what limits it (a grade below A with what it "
+        "misses, a protocol duty the arm owes: R6 downstream, R7 a second scale, a candidate's "
+        "second seed), the arm's mean ± seed SD, Δ against the baseline (positive = "
         "better) with its interval, the test used, p before and after the correction, the "
         "threshold p is compared with (the calibrated level α′, or the sequential loop's last "
-        "boundary), the minimum detectable effect (MDE), the verdict, the evidence grade (A needs "
+        "boundary), the minimum detectable effect (MDE), the evidence grade (A needs "
         "3+ seeds, downstream scores above chance, 2+ scales, the shared recipe and a corrected "
         "test) and protocol warnings.",
     )
@@ -721,13 +738,14 @@ def _arm_row(a: ArmVerdict, notes: Sequence[str]) -> tuple[str, ...]:
     return (
         a.arm,
         a.verdict,
+        CAVEAT_SEPARATOR.join(a.caveats) or MISSING,
         signed(a.delta),
         interval,
         pvalue(a.p),
         pvalue(a.p_adj),
         pvalue(a.threshold),
         num(a.mde),
-        a.grade + (f" (missing: {', '.join(a.grade_missing)})" if a.grade_missing else ""),
+        a.grade,
         str(a.n_seeds),
         num(a.mean, VALUE_DIGITS) + sd,
         a.test or MISSING,
@@ -737,11 +755,11 @@ def _arm_row(a: ArmVerdict, notes: Sequence[str]) -> tuple[str, ...]:
 
 
 ARM_COLUMNS = (
-    "arm", "verdict", "Δ", "interval", "p", "p_adj", "threshold", "MDE", "grade", "seeds",
+    "arm", "verdict", "limits", "Δ", "interval", "p", "p_adj", "threshold", "MDE", "grade", "seeds",
     "mean ± sd", "test", "family", "warnings",
 )  # fmt: skip
-"""The verdict right after the arm: on a phone the table scrolls sideways, and the first
-columns are what a reader sees without scrolling."""
+"""The verdict and what limits it right after the arm: on a phone the table scrolls sideways,
+and the first columns are what a reader sees without scrolling."""
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from archaudit.metrics import metric_info
 from archaudit.names import Test
 from archaudit.stats.errors import TableError
 from archaudit.stats.family import Family, collect_family
-from archaudit.stats.grading import grade_arm
+from archaudit.stats.grading import Grade, caveats, grade_arm, owed
 from archaudit.stats.inference.compare import ArmTest
 from archaudit.stats.inference.corrections import (
     ERROR_RATE_NAMES,
@@ -52,7 +52,7 @@ SIGMA_RATIO_WARNING = 2.0
 class ArmVerdict(JsonResult):
     """One arm's numbers and verdict. Δ, z and t are signed so that positive = better."""
 
-    JSON_PROPERTIES: ClassVar[tuple[str, ...]] = ("stopped",)
+    JSON_PROPERTIES: ClassVar[tuple[str, ...]] = ("stopped", "caveats")
 
     arm: str
     scale: str
@@ -91,6 +91,9 @@ class ArmVerdict(JsonResult):
     """Smallest true effect (metric units) this design detects with the target power."""
     grade: str
     grade_missing: tuple[str, ...]
+    owed: tuple[str, ...] = ()
+    """The protocol duties that limit its claim on this metric, in words (`grading.owed`: R6
+    judged by a loss, R7 at one scale)."""
     outliers: tuple[OutlierSeed, ...] = ()
     """Seeds beyond k robust σ from the arm's other seeds (stats/inference/outliers.py): heavy
     tails."""
@@ -115,6 +118,11 @@ class ArmVerdict(JsonResult):
     rule's measured error rate (the judgement's `design_fwer`) lowers to nominal when above α."""
     # Other verdicts slot in here as optional fields (default None), e.g. a target-scale
     # prediction or a stability verdict, so every renderer of the record shows them.
+
+    @property
+    def caveats(self) -> tuple[str, ...]:
+        """What limits this verdict, in the words every renderer prints (`grading.caveats`)."""
+        return caveats(Grade(self.grade, self.grade_missing), self.owed, self.verdict)
 
     @property
     def stopped(self) -> ArmStop | None:
@@ -475,6 +483,7 @@ def _arm_verdict(
         ratio_bound=float(bounds.get(sample.arm, math.nan)),
         grade=evidence.grade,
         grade_missing=evidence.missing,
+        owed=owed(table, sample.arm, family.metric, evidence, by_loss=_by_loss(family)),
         outliers=outlier_seeds(sample.values, sample.seeds, context.robust_scale),
         seed_deltas=tuple(float(family.sign * (v - family.baseline.mean)) for v in sample.values),
         se=test.scale if test else math.nan,
@@ -526,6 +535,12 @@ def _candidates(arms: tuple[ArmVerdict, ...]) -> tuple[str, ...]:
 def _owing(table: Table, arms: Sequence[ArmVerdict], duty: str) -> list[str]:
     """The judged arms that owe a protocol duty, as the table's `duties` column says."""
     return [arm.arm for arm in arms if table.owes(arm.arm, duty)]
+
+
+def _by_loss(family: Family) -> bool:
+    """Whether the family is judged as a loss (lower is better, not a downstream score): what
+    an arm with a downstream duty must not be ranked by (R6)."""
+    return family.sign < 0 and not metric_info(family.metric).downstream
 
 
 def _outlier_notes(
@@ -633,7 +648,7 @@ def _notes(
             "other way, as asked"
         )
     downstream = _owing(table, arms, DOWNSTREAM)
-    if family.sign < 0 and downstream and not declared.downstream:
+    if downstream and _by_loss(family):
         notes.append(
             "R6: arms with a downstream duty (attention-output changes and those that declare "
             "it) can look harmless on loss and lose downstream; do not rank them by this "
