@@ -167,7 +167,7 @@ def test_items_on_bpb(cli, write_csv):
     code, out, _ = cli(f"stats items {path} --scale s --measure bpb --n-boot 100 --json")
     assert code == 0
     (result,) = json.loads(out)
-    assert result["measure"] == "bpb" and result["improvement"] == pytest.approx(0.05)
+    assert result["measure"] == "bpb" and result["difference"]["difference"] == pytest.approx(0.05)
     code, out, _ = cli(f"stats items {path} --scale s --measure bpb --n-boot 100")
     assert code == 0 and "lower is better" in out
 

@@ -176,7 +176,7 @@ def check_compare_item_measure():
         )
     )
     result = compare_item_measure(items, "better", "baseline", "s", "bpb", n_boot=50)
-    assert result.higher_is_better is False and result.improvement > 0
+    assert result.higher_is_better is False and result.difference.difference > 0
 
 
 PILOT_AUDIT = """\

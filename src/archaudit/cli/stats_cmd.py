@@ -775,7 +775,7 @@ def _print_item_measure(title: str, results: list) -> None:
     measure = results[0].measure if results else ""
     better = "higher" if results and results[0].higher_is_better else "lower"
     _print_table(
-        f"{title}, {measure} ({better} is better)",
+        f"{title}, {measure} ({better} is better; Δ > 0 means better)",
         (
             "arm",
             "items",
@@ -792,7 +792,7 @@ def _print_item_measure(title: str, results: list) -> None:
                 r.n_items,
                 r.difference.difference,
                 interval((r.difference.low, r.difference.high)),
-                "arm" if r.improvement > 0 else "baseline" if r.improvement < 0 else "neither",
+                _favours(r.difference.difference),
                 r.t_test.p,
                 r.wilcoxon.p,
                 r.se_seeds,
@@ -801,6 +801,10 @@ def _print_item_measure(title: str, results: list) -> None:
         ],
         optional=("Wilcoxon p", "items", "favours"),
     )
+
+
+def _favours(delta: float) -> str:
+    return "arm" if delta > 0 else "baseline" if delta < 0 else "neither"
 
 
 @app.command("simulate-null")
