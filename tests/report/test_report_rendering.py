@@ -107,6 +107,10 @@ def test_scatter_labels_stay_on_the_canvas_and_are_not_struck_through(drawn) -> 
         leader = note.arrow_patch.get_window_extent(renderer)
         overlap = min(label.x1, leader.x1) - max(label.x0, leader.x0)
         assert overlap <= 2.0, f"the leader line of {note.get_text()} crosses its label"
+        # issue 46: post_ln at Δ 0 had its name on the zero line, struck through
+        zero = fig.axes[0].transData.transform((0.0, 0.0))[1]
+        assert not label.y0 < zero < label.y1, f"{note.get_text()} sits on the Δ = 0 line"
+        assert note.get_bbox_patch() is not None  # it covers the vertical 0 line it may cross
 
 
 def test_bump_names_stay_on_the_canvas_and_rho_is_in_the_title(drawn) -> None:
