@@ -696,12 +696,18 @@ def arm_table(data: ReportData) -> Section:
         "threshold p is compared with (the calibrated level α′, or the sequential loop's last "
         "boundary), the minimum detectable effect (MDE), the evidence grade (A needs "
         "3+ seeds, downstream scores above chance, 2+ scales, the shared recipe and a corrected "
-        "test) and protocol warnings.",
+        "test) and protocol warnings (each once: in the first table with its arm at its scale).",
     )
     if not data.verdicts:
         return _absent("arms", title, intro, _why(data, Analysis.VERDICTS))
     blocks: list[Block] = []
+    said: set[str] = set()
     for v in data.verdicts:
+        rows = []
+        for a in v.arms:
+            notes = [text for text in _notes_at(data, a.arm, v.scale) if text not in said]
+            said.update(notes)
+            rows.append(_arm_row(a, notes))
         blocks.append(
             Grid(
                 f"{v.metric} at {v.scale} ({'lower' if v.lower_is_better else 'higher'} is "
@@ -710,7 +716,7 @@ def arm_table(data: ReportData) -> Section:
                 f"α = {v.alpha}; design error rate {_design_fwer(v)} (noise panel's worst "
                 f"{_panel_worst(v)}).",
                 ARM_COLUMNS,
-                tuple(_arm_row(a, _notes_at(data, a.arm, v.scale)) for a in v.arms),
+                tuple(rows),
             )
         )
         if v.notes:
