@@ -438,7 +438,10 @@ def task_aggregate(key: str, agg: Aggregates, colours: Colours) -> Figure:
     iqm_ax.set(xlabel="IQM of task scores", title=f"IQM at {agg.scale}")
     prob_ax.set(xlabel="P(arm > baseline)", title="probability of improvement")
     return render(
-        key, fig, f"IQM and probability of improvement over {len(agg.tasks)} tasks at {agg.scale}"
+        key,
+        fig,
+        f"IQM and probability of improvement over {formatting.counted(len(agg.tasks), 'task')} "
+        f"at {agg.scale}",
     )
 
 
@@ -454,7 +457,8 @@ def performance_profiles(key: str, agg: Aggregates, colours: Colours) -> Figure:
     ax.set(xlabel="task score τ", ylabel="share of runs × tasks with score > τ", ylim=(0, 1.02))
     ax.set_title(f"performance profiles at {agg.scale}", fontsize=9)
     _arm_legend(fig, list(profiles), colours)
-    return render(key, fig, f"Performance profiles over {len(agg.tasks)} tasks at {agg.scale}")
+    tasks = formatting.counted(len(agg.tasks), "task")
+    return render(key, fig, f"Performance profiles over {tasks} at {agg.scale}")
 
 
 SCALE_STYLES = (("#222222", "-"), ("#666666", "--"), ("#999999", "-."), ("#444444", ":"))

@@ -122,7 +122,7 @@ class ArmVerdict(JsonResult):
     @property
     def caveats(self) -> tuple[str, ...]:
         """What limits this verdict, in the words every renderer prints (`grading.caveats`)."""
-        return caveats(Grade(self.grade, self.grade_missing), self.owed, self.verdict)
+        return caveats(Grade(self.grade, self.grade_missing), self.owed, self.verdict, self.delta)
 
     @property
     def stopped(self) -> ArmStop | None:
