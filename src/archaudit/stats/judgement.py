@@ -382,7 +382,8 @@ def judge_loop(fixed: Judgement, family: LoopFamily, loop: Loop) -> Judgement:
     rows = {row.arm: row for row in family.arms}
     mde = design.mde_sigmas * family.sigma
     arms = tuple(
-        _loop_verdict(arm, rows[arm.arm], mde) if arm.arm in rows else arm for arm in fixed.arms
+        _loop_verdict(arm, rows[arm.arm], mde, fixed.metric) if arm.arm in rows else arm
+        for arm in fixed.arms
     )
     note = (
         "Verdicts from the sequential loop (O'Brien–Fleming alpha spending within each arm, "
@@ -409,7 +410,7 @@ def judge_loop(fixed: Judgement, family: LoopFamily, loop: Loop) -> Judgement:
     )
 
 
-def _loop_verdict(arm: ArmVerdict, row: LoopArm, mde: float) -> ArmVerdict:
+def _loop_verdict(arm: ArmVerdict, row: LoopArm, mde: float, metric: str) -> ArmVerdict:
     return replace(
         arm,
         n_seeds=row.seeds,
@@ -417,7 +418,7 @@ def _loop_verdict(arm: ArmVerdict, row: LoopArm, mde: float) -> ArmVerdict:
         test=Test.SEQUENTIAL,
         statistic=row.t,
         statistic_df=row.df,
-        interval=row.interval(),
+        interval=metric_info(metric).within_span(row.interval()),
         p=row.p,
         p_adj=math.nan,
         verdict=row.verdict,
@@ -469,7 +470,9 @@ def _arm_verdict(
         test=test.test if test else None,
         statistic=test.statistic if test and tested else math.nan,
         statistic_df=test.df if test else math.nan,
-        interval=interval(test.delta, test.scale, test.df, options.level(len(family.tested)))
+        interval=metric_info(family.metric).within_span(
+            interval(test.delta, test.scale, test.df, options.level(len(family.tested)))
+        )
         if test
         else (math.nan, math.nan),
         p=test.p if test and tested else math.nan,
