@@ -438,6 +438,7 @@ def curves(data: ReportData) -> Section:
     blocks: list[Block] = []
     for scale in dict.fromkeys(c.scale for c in data.curves):
         blocks.append(Row(tuple(_scale_curves(data, scale))))
+        blocks += _one_evaluation(data, scale)
     diverged = [
         f"{c.arm} at {c.scale}, seed {c.seed}: step {c.diverged_step}"
         for c in data.curves
@@ -446,6 +447,22 @@ def curves(data: ReportData) -> Section:
     if diverged:
         blocks.append(Bullets(tuple(diverged)))
     return Section("curves", title, intro, tuple(blocks))
+
+
+def _one_evaluation(data: ReportData, scale: str) -> list[Block]:
+    """Why the validation loss at `scale` is one dot per arm, when it is: each run evaluated
+    once (the trainer evaluates every `recipe.eval_every` steps and at the end)."""
+    steps = {step for band in bands(data.curves, scale, "val") for step in band.steps}
+    if len(steps) != 1:
+        return []
+    return [
+        Paragraph(
+            f"Validation loss at {scale}: one evaluation per run (step {min(steps)}), so one dot "
+            "per arm and no curve: these runs train fewer steps than `recipe.eval_every` (the "
+            "trainer evaluates every eval_every steps and once at the end); a smaller "
+            "eval_every draws the curve."
+        )
+    ]
 
 
 def _scale_curves(data: ReportData, scale: str) -> list[Figure]:
