@@ -118,9 +118,7 @@ R6_CAVEAT = "R6: rank it by downstream scores, not by {metric}"
 R7_CAVEAT = "R7: one scale, and it owes a second"
 """An arm with a cross-scale duty judged at one scale (docs/protocol.md R7)."""
 CANDIDATE_CAVEAT = "candidate: one seed, its second seed decides"
-TIED_CAVEAT = (
-    "Δ exactly 0: its seeds score what the baseline's do, so this metric cannot tell them apart"
-)
+TIED_CAVEAT = "Δ exactly 0: its seeds score the baseline's, so {metric} cannot tell them apart"
 """A degenerate comparison (post_ln's downstream_avg in the demo: every task at its floor)."""
 CAVEAT_SEPARATOR = "; "
 """Joins caveats where one cell or line holds them."""
@@ -136,12 +134,14 @@ def owed(table: Table, arm: str, metric: str, evidence: Grade, *, by_loss: bool)
 
 
 def caveats(
-    evidence: Grade, duties: tuple[str, ...], verdict: str, delta: float
+    evidence: Grade, duties: tuple[str, ...], verdict: str, *, tied: str | None = None
 ) -> tuple[str, ...]:
     """What limits one verdict, in the words every renderer prints (the console's `stats`, the
     JSON, the report's answer and detail table, its Markdown twin): the grade below A with what
     it misses, the duties the arm owes (`owed`), a candidate's missing second seed, and a Δ of
-    exactly 0 (its t 0 and p 1 say nothing of the arm: the metric does not separate the runs)."""
+    exactly 0 on the metric `tied` names (its t 0 and p 1 say nothing of the arm: the metric
+    does not separate the runs)."""
     graded = (f"grade {evidence.text}",) if evidence.missing else ()
     candidate = (CANDIDATE_CAVEAT,) * (verdict in (CANDIDATE_IMPROVER, CANDIDATE_REGRESSOR))
-    return (*graded, *duties, *candidate, *((TIED_CAVEAT,) * (delta == 0.0)))
+    same = (TIED_CAVEAT.format(metric=tied),) if tied else ()
+    return (*graded, *duties, *candidate, *same)

@@ -55,6 +55,7 @@ class ArmVerdict(JsonResult):
     JSON_PROPERTIES: ClassVar[tuple[str, ...]] = ("stopped", "caveats")
 
     arm: str
+    metric: str
     scale: str
     family: str | None
     tuned: bool
@@ -122,7 +123,8 @@ class ArmVerdict(JsonResult):
     @property
     def caveats(self) -> tuple[str, ...]:
         """What limits this verdict, in the words every renderer prints (`grading.caveats`)."""
-        return caveats(Grade(self.grade, self.grade_missing), self.owed, self.verdict, self.delta)
+        tied = self.metric if self.delta == 0.0 else None
+        return caveats(Grade(self.grade, self.grade_missing), self.owed, self.verdict, tied=tied)
 
     @property
     def stopped(self) -> ArmStop | None:
@@ -453,6 +455,7 @@ def _arm_verdict(
     tested = test is not None and math.isfinite(test.scale)
     return ArmVerdict(
         arm=sample.arm,
+        metric=family.metric,
         scale=family.scale,
         family=table.family(sample.arm),
         tuned=table.tuned(sample.arm),
