@@ -98,6 +98,7 @@ def test_the_report_and_its_twin_say_the_same_words(audit, judged):
     grids = [b for b in sections["arms"].blocks if isinstance(b, Grid)]
     markdown, _ = report.markdown("figures")
     page = report.html()
+    assert all("threshold: the level p_adj must fall below" in g.caption for g in grids)
     limits = ARM_COLUMNS.index("limits")
     rows = {(g.caption.split(" at ")[0], row[0]): row[limits] for g in grids for row in g.rows}
     for (metric, arm), caveats in judged.items():

@@ -357,3 +357,12 @@ def test_a_wide_table_is_told_to_be_long(cli, tmp_path):
     wide.write_text("model,seed,acc\na,0,0.5\n")
     code, _, err = cli(f"stats {wide} --metric acc")
     assert code == 2 and "the table must be long" in err and "melt" in err
+
+
+def test_stats_help_lists_the_default_tables_options(cli):
+    """Issue 46: `stats --help` listed only the sub-commands; `stats SOURCE` is `verdicts`."""
+    code, out, _ = cli("stats --help")
+    assert code == 0
+    assert "stats verdicts SOURCE" in out
+    for flag in ("--metric", "--correction", "--alpha", "--scale", "--json"):
+        assert flag in out, flag

@@ -58,6 +58,14 @@ class _VerdictsByDefault(TyperGroup):
             args = ["verdicts", *args]
         return super().parse_args(ctx, args)
 
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        """The group's help, then the default table's own (`stats SOURCE` runs `verdicts`):
+        its options were otherwise only under `stats verdicts --help`."""
+        super().format_help(ctx, formatter)
+        default = self.commands["verdicts"]
+        _console().print("\n`archaudit stats SOURCE` is `archaudit stats verdicts SOURCE`:")
+        default.format_help(type(ctx)(default, info_name="verdicts", parent=ctx), formatter)
+
 
 stats_app = typer.Typer(
     cls=_VerdictsByDefault,

@@ -731,7 +731,7 @@ def arm_table(data: ReportData) -> Section:
                 f"better): baseline {num(v.baseline_mean, VALUE_DIGITS)} from {v.baseline_n} "
                 f"seeds, σ = {num(v.sigma)} ({v.sigma_dof} df), m = {v.m}, {v.correction} at "
                 f"α = {v.alpha}; design error rate {_design_fwer(v)} (noise panel's worst "
-                f"{_panel_worst(v)}).",
+                f"{_panel_worst(v)}); threshold: the level {_threshold_of(v)}.",
                 ARM_COLUMNS,
                 tuple(rows),
             )
@@ -739,6 +739,13 @@ def arm_table(data: ReportData) -> Section:
         if v.notes:
             blocks.append(Bullets(v.notes))
     return Section("arms", title, intro, tuple(blocks))
+
+
+def _threshold_of(v: Judgement) -> str:
+    """What the detail table's threshold column holds for this family."""
+    if v.sequential:
+        return "the loop's last look's p is compared with (its O'Brien–Fleming boundary)"
+    return "p_adj must fall below (the calibrated α′, at most α)"
 
 
 def _has_interval(a: ArmVerdict) -> bool:
