@@ -163,6 +163,15 @@ def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
             os.unlink(tmp)
 
 
+def plain_modes(folder: Path) -> None:
+    """Give every file in `folder` the mode a plain `open()` would give it (`FILE_MODE`):
+    a library that writes through a private temporary file (safetensors: 0600) would otherwise
+    leave a file the other members of a shared folder cannot read."""
+    for path in folder.iterdir():
+        if path.is_file() and not path.is_symlink():
+            os.chmod(path, FILE_MODE)
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write(path, lambda tmp: tmp.write_text(text))
 

@@ -39,6 +39,11 @@ def pvalue(value: float | None) -> str:
     return f"< {SMALLEST_P:g}" if value < SMALLEST_P else num(value)
 
 
+def counted(n: int, noun: str) -> str:
+    """ "1 task", "3 tasks": a count with its noun in the number it takes."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def interval(bounds: tuple[float, float], digits: int = DIGITS) -> str:
     """An interval as "[low, high]"."""
     low, high = bounds

@@ -82,6 +82,15 @@ class Metric:
         """The width of its range (inf when unbounded)."""
         return self.high - self.low
 
+    def within_span(self, interval: tuple[float, float]) -> tuple[float, float]:
+        """A Δ's interval cut to what a difference of two of its values can be (±`span`: an
+        accuracy's Δ lies in [−1, 1]). Zero stays inside, so the cut never changes whether an
+        interval excludes it; an interval with a NaN end (not tested) is kept as it is."""
+        low, high = interval
+        if math.isnan(low) or math.isnan(high):
+            return interval
+        return max(low, -self.span), min(high, self.span)
+
     def beyond_range(self, effect: float) -> bool:
         """An effect (an MDE, a margin) wider than the whole range: no design can detect it."""
         return math.isfinite(effect) and abs(effect) > self.span

@@ -15,13 +15,17 @@ import pytest
 
 import archaudit
 from archaudit.metrics import (
+    DOWNSTREAM_AVERAGE,
     METRICS,
+    PRIMARY_LOSS,
     Kind,
     downstream_average,
     lower_is_better,
     metric_info,
     register_metric,
 )
+from archaudit.stats import JudgeOptions, judge
+from archaudit.stats.table import Row, Table
 
 SRC = Path(archaudit.__file__).parent
 REGISTRY = SRC / "metrics.py"
@@ -127,3 +131,21 @@ def test_no_module_outside_the_registry_reads_direction_from_a_name():
         if "looks_like_loss" in text or "resolve_direction(" in text:
             found.append(f"{path.relative_to(SRC)}: calls a name rule")
     assert not found, found
+
+
+def test_a_delta_interval_is_cut_to_what_a_difference_can_be():
+    """Issue 46: softpick's downstream_avg interval read [−1.68, +1.68] for a score in [0, 1]."""
+    score = metric_info(DOWNSTREAM_AVERAGE)
+    assert score.within_span((-1.68, 1.68)) == (-score.span, score.span)
+    assert score.within_span((-0.2, 0.1)) == (-0.2, 0.1)
+    assert metric_info(PRIMARY_LOSS).within_span((-9.0, 9.0)) == (-9.0, 9.0)  # unbounded
+    assert all(math.isnan(v) for v in score.within_span((math.nan, math.nan)))
+    values = {"baseline": (0.1, 0.9, 0.5), "wild": (0.0, 1.0)}
+    rows = [
+        Row(arm, "s", seed, DOWNSTREAM_AVERAGE, value)
+        for arm, seeds in values.items()
+        for seed, value in enumerate(seeds)
+    ]
+    (arm,) = judge(Table(tuple(rows)), DOWNSTREAM_AVERAGE, JudgeOptions(scale="s")).arms
+    low, high = arm.interval
+    assert -score.span <= low < 0 < high <= score.span

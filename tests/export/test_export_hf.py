@@ -4,6 +4,8 @@ compute the run's logits; what no stock class computes is refused by its slot.""
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ import torch
 
 from archaudit.config import ModelConfig, Recipe
 from archaudit.data.vocabulary import trained_model
+from archaudit.files import FILE_MODE
 from archaudit.mods import resolve_arm
 
 transformers = pytest.importorskip("transformers")
@@ -69,6 +72,11 @@ def test_stock_class_computes_the_runs_logits(arm: str, tmp_path: Path) -> None:
     assert result.architecture == EXPORTED[arm]
     files = {p.name for p in (tmp_path / "hf").iterdir()}
     assert {"config.json", "model.safetensors", "generation_config.json", "tokenizer.json"} <= files
+    # issue 46: model.safetensors was 0600 and export.json held the run's absolute path
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "hf").iterdir()}
+    assert set(modes.values()) == {FILE_MODE}, modes
+    record = json.loads((tmp_path / "hf" / "export.json").read_text())
+    assert record["run"] == os.path.join("..", arm) and "out" not in record
     # Read back independently of the exporter's own check, on other tokens.
     loaded = transformers.AutoModelForCausalLM.from_pretrained(
         tmp_path / "hf", dtype=torch.float32, local_files_only=True

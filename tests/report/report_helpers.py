@@ -87,12 +87,14 @@ def fake_audit(
     finished: float = 1.0,
     diverge: tuple[str, str, int, int] | None = None,
     seed: int = 0,
+    audit_toml: str = AUDIT_TOML,
 ) -> Path:
     """An audit directory as `archaudit run` leaves it (plan, run.json, metrics.jsonl, env.json,
     DONE, results.csv), with made-up numbers instead of training. `finished` is the share of
-    runs that have a DONE file; `diverge` = (arm, scale, seed, step) makes one run diverge."""
+    runs that have a DONE file; `diverge` = (arm, scale, seed, step) makes one run diverge;
+    `audit_toml` is the audit file, with `{arms}` where its arms go."""
     audit_file = root / "fake.toml"
-    audit_file.write_text(AUDIT_TOML.format(arms=json.dumps(list(effects))))
+    audit_file.write_text(audit_toml.format(arms=json.dumps(list(effects))))
     plan = make_plan(load_audit(audit_file, runs_dir=root / "runs"))
     store.materialize(plan)
     rng = random.Random(seed)

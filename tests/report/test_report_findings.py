@@ -249,3 +249,21 @@ def test_a_loops_judgement_keeps_no_fixed_design_calibration(audits):
         assert j.level == spent_level(j.sequential.rule, arms)
         assert (j.profile, j.mdes) == ("", ())
         assert j.mde == j.sequential.design.mde_sigmas * j.sigma
+
+
+def test_a_plans_warning_is_said_once_in_the_detail_tables(audits):
+    """Issue 46: the downstream_avg rows repeated the seeds val_loss asked for; each warning of
+    the plan (a seed the loop added, R5–R7) now stands in one row, the first with its arm at its
+    scale, and every one of them is said."""
+    from archaudit.report.blocks import Grid
+    from archaudit.report.sections import ARM_COLUMNS, arm_table
+
+    data = gather(audits["sequential"])
+    grids = [b for b in arm_table(data).blocks if isinstance(b, Grid)]
+    column = ARM_COLUMNS.index("warnings")
+    cells = [row[column] for grid in grids for row in grid.rows]
+    planned = {text for notes in data.protocol_notes.values() for _, text in notes}
+    seeds = [text for text in planned if text.startswith("seed: ")]
+    assert seeds
+    for text in seeds:
+        assert sum(text in cell for cell in cells) == 1, text

@@ -22,7 +22,7 @@ from archaudit.audit import store
 from archaudit.report import Report, figures
 from archaudit.report.data import Band, Curve, gather
 from archaudit.report.palette import arm_colours
-from archaudit.report.sections import Notice, Paragraph, transfer
+from archaudit.report.sections import Notice, Paragraph, curves, transfer
 from archaudit.stats.analyses.decoupling import ArmDecoupling, Decoupling
 from archaudit.stats.analyses.transfer import ArmTransfer, ScaleTransfer
 from archaudit.stats.verdicts import WITHIN_NOISE
@@ -107,6 +107,10 @@ def test_scatter_labels_stay_on_the_canvas_and_are_not_struck_through(drawn) -> 
         leader = note.arrow_patch.get_window_extent(renderer)
         overlap = min(label.x1, leader.x1) - max(label.x0, leader.x0)
         assert overlap <= 2.0, f"the leader line of {note.get_text()} crosses its label"
+        # issue 46: post_ln at Δ 0 had its name on the zero line, struck through
+        zero = fig.axes[0].transData.transform((0.0, 0.0))[1]
+        assert not label.y0 < zero < label.y1, f"{note.get_text()} sits on the Δ = 0 line"
+        assert note.get_bbox_patch() is not None  # it covers the vertical 0 line it may cross
 
 
 def test_bump_names_stay_on_the_canvas_and_rho_is_in_the_title(drawn) -> None:
@@ -184,6 +188,23 @@ def test_a_curve_with_one_evaluation_is_visible(drawn) -> None:
     lines = [line for line in fig.axes[0].get_lines() if line.get_gid()]
     assert len(lines) == 2
     assert all(line.get_marker() not in (None, "None", "") for line in lines)
+
+
+def test_a_validation_loss_of_one_dot_per_arm_says_why(tmp_path: Path) -> None:
+    """Issue 46: runs shorter than eval_every drew one dot per arm with no word of why."""
+    (tmp_path / "short").mkdir()
+    (tmp_path / "long").mkdir()
+    audit = fake_audit(tmp_path / "short", {"qk_norm": 0.0})
+    for log in sorted(audit.glob(f"*/*/seed-*/{store.METRICS}")):
+        rows = [json.loads(line) for line in log.read_text().splitlines()]
+        last = rows[-1]["step"]
+        for row in rows[:-1]:
+            row.pop("val_loss", None)  # the trainer's one evaluation, at the end
+        log.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    said = [b.text for b in curves(gather(audit)).blocks if isinstance(b, Paragraph)]
+    assert said and all(f"one evaluation per run (step {last})" in text for text in said)
+    assert not [b for b in curves(gather(fake_audit(tmp_path / "long", {"qk_norm": 0.0}))).blocks
+                if isinstance(b, Paragraph)]  # fmt: skip
 
 
 def test_no_legend_entry_for_a_curve_that_drew_nothing(drawn) -> None:

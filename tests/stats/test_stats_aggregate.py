@@ -204,6 +204,9 @@ def test_cli_prints_the_library_result(monkeypatch, capsys, write_csv):
     assert code == 0 and json.loads(out) == json.loads(expected.to_json())
     code, text, _ = run_cli(monkeypatch, capsys, f"stats aggregate {path} {options}")
     assert code == 0 and "IQM" in text and "far" in text and "not estimable" in text
+    assert "2 tasks at" in text
+    code, text, _ = run_cli(monkeypatch, capsys, f"stats aggregate {path} --metric arc/score")
+    assert code == 0 and "1 task at" in text  # issue 46: it said "1 tasks"
     code, _, err = run_cli(monkeypatch, capsys, f"stats aggregate {path} --metric arc/scor")
     assert code == 2 and "did you mean 'arc/score'" in err
 

@@ -167,7 +167,7 @@ def test_items_on_bpb(cli, write_csv):
     code, out, _ = cli(f"stats items {path} --scale s --measure bpb --n-boot 100 --json")
     assert code == 0
     (result,) = json.loads(out)
-    assert result["measure"] == "bpb" and result["improvement"] == pytest.approx(0.05)
+    assert result["measure"] == "bpb" and result["difference"]["difference"] == pytest.approx(0.05)
     code, out, _ = cli(f"stats items {path} --scale s --measure bpb --n-boot 100")
     assert code == 0 and "lower is better" in out
 
@@ -357,3 +357,12 @@ def test_a_wide_table_is_told_to_be_long(cli, tmp_path):
     wide.write_text("model,seed,acc\na,0,0.5\n")
     code, _, err = cli(f"stats {wide} --metric acc")
     assert code == 2 and "the table must be long" in err and "melt" in err
+
+
+def test_stats_help_lists_the_default_tables_options(cli):
+    """Issue 46: `stats --help` listed only the sub-commands; `stats SOURCE` is `verdicts`."""
+    code, out, _ = cli("stats --help")
+    assert code == 0
+    assert "stats verdicts SOURCE" in out
+    for flag in ("--metric", "--correction", "--alpha", "--scale", "--json"):
+        assert flag in out, flag

@@ -109,6 +109,9 @@ def test_fit_keeps_names_whole_and_drops_optional_columns_in_order():
     assert narrow.widths[0] == len("gated_attn_headwise")
     assert sum(narrow.widths) + 2 * (len(narrow.kept) - 1) <= 48
     assert narrow.widths[1] >= len("nominal-improver")  # a word is never cut
+    # an optional column this table lacks (the verdicts' "paper's rule" outside paper mode)
+    absent = fit(columns, cells, 48, optional=("paper's rule", "family", "z"))
+    assert absent == narrow
 
 
 def test_transfer_prints_not_estimable_instead_of_a_rho(cli, write_csv):

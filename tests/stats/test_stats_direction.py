@@ -176,7 +176,7 @@ def check_compare_item_measure():
         )
     )
     result = compare_item_measure(items, "better", "baseline", "s", "bpb", n_boot=50)
-    assert result.higher_is_better is False and result.improvement > 0
+    assert result.higher_is_better is False and result.difference.difference > 0
 
 
 PILOT_AUDIT = """\
@@ -258,6 +258,7 @@ DIRECTION_FREE = {
     "archaudit.stats.predictions.predict.ladder_arrays": "the arms' means per scale, as recorded",
     "archaudit.stats.family.family_design": "the design is seed counts and the test",
     "archaudit.stats.grading.grade_arm": ("grades the evidence (seeds, scales), not a direction"),
+    "archaudit.stats.grading.owed": "names the metric in R6's words; the judge passes `by_loss`",
     "archaudit.stats.inference.noise.noise_floor": "σ has no direction",
     "archaudit.stats.inference.samples.sample_arm": "an arm's seed values, as recorded",
     "archaudit.audit.sequential.families": "groups the plan's arms per metric; replay judges",

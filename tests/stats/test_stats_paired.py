@@ -137,13 +137,13 @@ def test_paired_tests_on_bpb_equal_scipy(measured_csv):
     a, b = _seed_mean(BPB, "wide", slice(None)), _seed_mean(BPB, "baseline", slice(None))
     assert result.n_items == 8
     assert result.arm_mean == pytest.approx(a.mean()) and result.baseline_mean == b.mean()
-    assert result.difference.difference == pytest.approx((a - b).mean())
-    t = scipy_stats.ttest_rel(a, b)
+    # lower bpb is better: Δ is baseline − arm, so the arm's fewer bits are a Δ > 0
+    assert result.difference.difference == pytest.approx((b - a).mean())
+    assert result.difference.difference > 0
+    t = scipy_stats.ttest_rel(b, a)
     assert (result.t_test.statistic, result.t_test.p) == pytest.approx((t.statistic, t.pvalue))
-    w = scipy_stats.wilcoxon(a, b)
+    w = scipy_stats.wilcoxon(b, a)
     assert (result.wilcoxon.statistic, result.wilcoxon.p) == pytest.approx((w.statistic, w.pvalue))
-    # lower bpb is better: the arm's fewer bits are an improvement
-    assert result.difference.difference < 0 < result.improvement
     assert not result.higher_is_better
 
 
@@ -152,7 +152,8 @@ def test_margin_is_higher_better_and_skips_cloze_items(measured_csv):
     a, b = _seed_mean(MARGIN, "wide", slice(0, 6)), _seed_mean(MARGIN, "baseline", slice(0, 6))
     assert result.n_items == 6  # the cloze items have no margin
     assert result.t_test.p == pytest.approx(scipy_stats.ttest_rel(a, b).pvalue)
-    assert result.improvement == result.difference.difference > 0
+    assert result.difference.difference == pytest.approx((a - b).mean())
+    assert result.difference.difference > 0
     with pytest.raises(DesignError, match="share no items with a margin"):
         compare_item_measure(measured_csv, "wide", "baseline", "d6", "margin", task="cloze")
     with pytest.raises(UnknownNameError, match="did you mean 'bpb'"):

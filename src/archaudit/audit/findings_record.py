@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from archaudit.audit.power_cases import PowerCase
 from archaudit.audit.source import SourceKind
 from archaudit.errors import ArchauditError
+from archaudit.stats.grading import CAVEAT_SEPARATOR
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.verdicts import Verdict
 
@@ -131,6 +132,8 @@ class VerdictRow(JsonResult):
     mde: float
     n_seeds: int
     sequential: bool
+    caveats: str
+    """What limits the verdict (`ArmVerdict.caveats`), joined by "; "."""
 
     @classmethod
     def of(cls, j: Judgement, a: ArmVerdict) -> VerdictRow:
@@ -139,7 +142,7 @@ class VerdictRow(JsonResult):
             metric=j.metric, scale=j.scale, baseline=j.baseline, arm=a.arm, verdict=a.verdict,
             delta=a.delta, interval_low=low, interval_high=high, p_adj=a.p_adj,
             threshold=a.threshold, mde=a.mde, n_seeds=a.n_seeds,
-            sequential=j.sequential is not None,
+            sequential=j.sequential is not None, caveats=CAVEAT_SEPARATOR.join(a.caveats),
         )  # fmt: skip
 
 

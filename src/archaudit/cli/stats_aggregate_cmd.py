@@ -21,7 +21,7 @@ from archaudit.cli.stats_cmd import (
     _show,
     stats_app,
 )
-from archaudit.formatting import interval
+from archaudit.formatting import counted, interval
 from archaudit.stats.options import DEFAULT, JudgeOptions
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def aggregate_command(
 def _print_aggregate(result: Aggregates) -> None:
     level = f"{result.confidence:.0%}"
     _print_table(
-        f"{len(result.tasks)} tasks at {result.scale} against {result.baseline}; "
+        f"{counted(len(result.tasks), 'task')} at {result.scale} against {result.baseline}; "
         f"{level} stratified-bootstrap intervals ({result.n_boot} replicates, seed {result.seed})",
         (
             "arm",

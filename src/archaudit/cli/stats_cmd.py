@@ -58,6 +58,14 @@ class _VerdictsByDefault(TyperGroup):
             args = ["verdicts", *args]
         return super().parse_args(ctx, args)
 
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        """The group's help, then the default table's own (`stats SOURCE` runs `verdicts`):
+        its options were otherwise only under `stats verdicts --help`."""
+        super().format_help(ctx, formatter)
+        default = self.commands["verdicts"]
+        _console().print("\n`archaudit stats SOURCE` is `archaudit stats verdicts SOURCE`:")
+        default.format_help(type(ctx)(default, info_name="verdicts", parent=ctx), formatter)
+
 
 stats_app = typer.Typer(
     cls=_VerdictsByDefault,
@@ -278,6 +286,7 @@ def _print_judgement(judgement: Judgement, notes: list[str]) -> None:
         ]
     _print_notes(
         [
+            *_limits(judgement),
             "a verdict that is not significant means no effect larger than the arm's MDE "
             f"(detected with {judgement.power_target:.0%} power) was found, not that there is "
             "none",
@@ -285,6 +294,18 @@ def _print_judgement(judgement: Judgement, notes: list[str]) -> None:
             *notes,
         ]
     )
+
+
+def _limits(judgement: Judgement) -> list[str]:
+    """One line per arm whose verdict something limits, in the report's and the JSON's words
+    (`ArmVerdict.caveats`)."""
+    from archaudit.stats.grading import CAVEAT_SEPARATOR
+
+    return [
+        f"limits of {v.arm}: {CAVEAT_SEPARATOR.join(v.caveats)}"
+        for v in judgement.arms
+        if v.caveats
+    ]
 
 
 def _print_loop_arms(judgement: Judgement, notes: list[str]) -> None:
@@ -297,7 +318,7 @@ def _print_loop_arms(judgement: Judgement, notes: list[str]) -> None:
         for v in judgement.arms
     ]  # fmt: skip
     _print_table(None, columns, rows)
-    _print_notes([*judgement.notes, *notes])
+    _print_notes([*_limits(judgement), *judgement.notes, *notes])
 
 
 def _outlier_mark(outliers: Sequence[Any]) -> str:
@@ -772,7 +793,7 @@ def _print_item_measure(title: str, results: list) -> None:
     measure = results[0].measure if results else ""
     better = "higher" if results and results[0].higher_is_better else "lower"
     _print_table(
-        f"{title}, {measure} ({better} is better)",
+        f"{title}, {measure} ({better} is better; Δ > 0 means better)",
         (
             "arm",
             "items",
@@ -789,7 +810,7 @@ def _print_item_measure(title: str, results: list) -> None:
                 r.n_items,
                 r.difference.difference,
                 interval((r.difference.low, r.difference.high)),
-                "arm" if r.improvement > 0 else "baseline" if r.improvement < 0 else "neither",
+                _favours(r.difference.difference),
                 r.t_test.p,
                 r.wilcoxon.p,
                 r.se_seeds,
@@ -798,6 +819,10 @@ def _print_item_measure(title: str, results: list) -> None:
         ],
         optional=("Wilcoxon p", "items", "favours"),
     )
+
+
+def _favours(delta: float) -> str:
+    return "arm" if delta > 0 else "baseline" if delta < 0 else "neither"
 
 
 @app.command("simulate-null")

@@ -37,13 +37,14 @@ def fit(
     columns: Sequence[str], cells: Sequence[Sequence[str]], width: int, optional: Sequence[str]
 ) -> Layout:
     """Widths for `columns` within `width` characters: names whole, other cells wrapped at
-    spaces only; optional columns left out (in order) until the narrowest layout fits."""
+    spaces only; optional columns left out (in order) until the narrowest layout fits (an
+    optional column the table does not have is skipped)."""
     texts = [[column, *(row[i] for row in cells)] for i, column in enumerate(columns)]
     widest = [max(len(t) for t in column) for column in texts]
     narrowest = [widest[0], *(max(map(_longest_word, column)) for column in texts[1:])]
     kept = list(range(len(columns)))
     dropped: list[str] = []
-    for name in optional:
+    for name in (name for name in optional if name in columns):
         if _total(narrowest, kept) <= width:
             break
         kept.remove(columns.index(name))

@@ -27,7 +27,7 @@ from archaudit.config import ModelConfig
 from archaudit.errors import ArchauditError, DataError
 from archaudit.export.stock import StockClass, pick
 from archaudit.export.tokenizer import save_tokenizer, special_token_id
-from archaudit.files import atomic_write_text, check_output_folder, publish_folder
+from archaudit.files import atomic_write_text, check_output_folder, plain_modes, publish_folder
 from archaudit.model.load import load_model
 from archaudit.rundir import CHECKPOINTS, run_dir_of
 
@@ -71,9 +71,11 @@ def export_hf(run: str | Path, out: str | Path) -> ExportResult:
                 f"{out}: the export's logits differ from the run's by {diff:.3g} > {TOLERANCE} "
                 f"({stock.architecture}); nothing was written; please report this configuration"
             )
+        plain_modes(tmp)  # safetensors writes model.safetensors 0600
         files = sorted([p.name for p in tmp.iterdir()] + [EXPORT_RECORD])
-        record = asdict(result) | {"files": files}
-        atomic_write_text(tmp / EXPORT_RECORD, json.dumps(record, indent=2) + "\n")
+        atomic_write_text(
+            tmp / EXPORT_RECORD, json.dumps(_record(result, out, files), indent=2) + "\n"
+        )
         return result
 
     return publish_folder(out, build, flag="--out", marker=EXPORT_RECORD)
@@ -90,6 +92,15 @@ def _os_errors(out: Path) -> Iterator[None]:
         if isinstance(err, OSError) or code is None:
             raise
         raise OSError(int(code[1]), os.strerror(int(code[1])), str(out)) from None
+
+
+def _record(result: ExportResult, out: Path, files: list[str]) -> dict[str, Any]:
+    """What `export.json` says: the run as a path relative to the export folder (no user's home
+    or machine in it, and still right when both move together), the measured agreement and the
+    files written."""
+    run = os.path.relpath(Path(result.run).resolve(), out.resolve())
+    kept = {k: v for k, v in asdict(result).items() if k != "out"}  # the folder it sits in
+    return kept | {"run": run, "files": files}
 
 
 def _refuse_inside_checkpoints(run: Path, out: Path) -> None:

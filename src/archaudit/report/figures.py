@@ -234,18 +234,21 @@ def scatter(key: str, s: Decoupling, colours: Colours) -> Figure:
 
 def _label_points(ax, arms: Sequence[str], xs: Sequence[float], ys: Sequence[float], colours):
     """Each point's arm name beside it, on the side towards the middle of the panel (so that no
-    label runs off the canvas), spread apart vertically; the leader line ends at the label's
-    near edge, never through it. The limits make room for the labels."""
+    label runs off the canvas), spread apart vertically and off the Δ = 0 line (a label on the
+    line was struck through: post_ln at Δ 0); the leader line ends at the label's near edge,
+    never through it, and a label crossing the vertical 0 line covers it. The limits make room
+    for the labels."""
     x_span = (max(0.0, *xs) - min(0.0, *xs)) or 1.0
     y_span = (max(0.0, *ys) - min(0.0, *ys)) or 1.0
     middle = (max(0.0, *xs) + min(0.0, *xs)) / 2
-    label_ys = spread(ys, 0.09 * y_span)
+    label_ys = off_zero(ys, 0.09 * y_span, AXIS_CLEARANCE * y_span)
     for arm, x, y, label_y in zip(arms, xs, ys, label_ys, strict=True):
         right = x <= middle
         ax.annotate(
             arm, (x, y), xytext=(x + (0.06 if right else -0.06) * x_span, label_y),
             textcoords="data", fontsize=7, color=_hex(colours, arm),
-            ha="left" if right else "right", va="center",
+            ha="left" if right else "right", va="center", zorder=4,
+            bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none"},
             arrowprops={"arrowstyle": "-", "color": _hex(colours, arm), "lw": 0.5,
                         "relpos": (0.0 if right else 1.0, 0.5), "shrinkA": 1, "shrinkB": 3},
         )  # fmt: skip
@@ -342,6 +345,27 @@ def bump(key: str, b: ScaleTransfer, colours: Colours) -> Figure:
     return render(key, fig, f"Rank of each arm at {b.small} and {b.large} on {b.metric}")
 
 
+AXIS_CLEARANCE = 0.06
+"""How far (a share of the y span) a scatter label's centre keeps from the Δ = 0 line: more than
+half a 7-pt label's height on the report's panels."""
+
+
+def off_zero(values: Sequence[float], gap: float, clearance: float) -> list[float]:
+    """`spread` label positions, none within `clearance` of 0: those of values ≥ 0 above it,
+    the rest below it, the labels beyond a moved one moved on only as far as `gap` needs."""
+    placed = [0.0] * len(values)
+    for sign in (1.0, -1.0):
+        group = [i for i, v in enumerate(values) if (v >= 0) == (sign > 0)]
+        away = spread([sign * values[i] for i in group], gap)  # distances from 0, this side
+        floor = clearance
+        for k in sorted(range(len(group)), key=lambda k: away[k]):
+            away[k] = max(away[k], floor)
+            floor = away[k] + gap
+        for i, distance in zip(group, away, strict=True):
+            placed[i] = sign * distance
+    return placed
+
+
 def spread(values: Sequence[float], gap: float) -> list[float]:
     """Label positions as close to `values` as possible, at least `gap` apart, order kept."""
     order = sorted(range(len(values)), key=lambda i: (values[i], i))
@@ -414,7 +438,10 @@ def task_aggregate(key: str, agg: Aggregates, colours: Colours) -> Figure:
     iqm_ax.set(xlabel="IQM of task scores", title=f"IQM at {agg.scale}")
     prob_ax.set(xlabel="P(arm > baseline)", title="probability of improvement")
     return render(
-        key, fig, f"IQM and probability of improvement over {len(agg.tasks)} tasks at {agg.scale}"
+        key,
+        fig,
+        f"IQM and probability of improvement over {formatting.counted(len(agg.tasks), 'task')} "
+        f"at {agg.scale}",
     )
 
 
@@ -430,7 +457,8 @@ def performance_profiles(key: str, agg: Aggregates, colours: Colours) -> Figure:
     ax.set(xlabel="task score τ", ylabel="share of runs × tasks with score > τ", ylim=(0, 1.02))
     ax.set_title(f"performance profiles at {agg.scale}", fontsize=9)
     _arm_legend(fig, list(profiles), colours)
-    return render(key, fig, f"Performance profiles over {len(agg.tasks)} tasks at {agg.scale}")
+    tasks = formatting.counted(len(agg.tasks), "task")
+    return render(key, fig, f"Performance profiles over {tasks} at {agg.scale}")
 
 
 SCALE_STYLES = (("#222222", "-"), ("#666666", "--"), ("#999999", "-."), ("#444444", ":"))

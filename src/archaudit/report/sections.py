@@ -23,6 +23,7 @@ from archaudit.report.figures import Figure
 from archaudit.report.stability import stability
 from archaudit.stats.analyses.aggregate import TASK_SUFFIX
 from archaudit.stats.analyses.decoupling import FLAT_SHARE, Decoupling
+from archaudit.stats.grading import CAVEAT_SEPARATOR
 from archaudit.stats.inference.corrections import error_rate
 from archaudit.stats.judgement import ArmVerdict, Judgement
 from archaudit.stats.judgement_text import interval_kind
@@ -141,8 +142,21 @@ def arm_lines(verdicts: Sequence[Judgement]) -> list[str]:
             steps = sorted({row.diverged_step for row in at.values() if row.diverged_step})
             step = f" (step {', '.join(map(str, steps))})" if steps else ""
             parts.insert(0, f"{state} {_where(list(at), scales)}{step}")
-        lines.append(f"{arm}: " + "; ".join(parts))
+        lines.append(f"{arm}: " + "; ".join(parts) + _limits(metrics))
     return lines
+
+
+def _limits(metrics: dict[str, list[tuple[str, ArmVerdict]]]) -> str:
+    """What limits an arm's line: each caveat of its verdicts once (`ArmVerdict.caveats`, the
+    words of the detail table, the console and the JSON), with the scales it holds at when
+    that is not every scale of the line."""
+    at: dict[str, list[str]] = defaultdict(list)
+    for scale, row in (item for rows in metrics.values() for item in rows):
+        for text in row.caveats:
+            at[text] += [scale] * (scale not in at[text])
+    scales = {scale for rows in metrics.values() for scale, _ in rows}
+    said = [text + ("" if set(s) == scales else f" at {', '.join(s)}") for text, s in at.items()]
+    return f" — limits: {CAVEAT_SEPARATOR.join(said)}" if said else ""
 
 
 def _metric_parts(
@@ -205,8 +219,9 @@ def answer(data: ReportData) -> Section:
     title, intro = (
         "The answer",
         "One line per modification (arm): what the audit can claim about it, on each metric and "
-        "scale, after the multiple-testing correction. Δ > 0 always means better than the "
-        "baseline. 'No effect detected' is not 'no effect': the MDE is the smallest true effect "
+        "scale, after the multiple-testing correction, and what limits it (the same words as the "
+        "detail table's limits). Δ > 0 always means better than the baseline. 'No effect "
+        "detected' is not 'no effect': the MDE is the smallest true effect "
         "this design would have caught with the stated power.",
     )
     if not data.verdicts:
@@ -422,6 +437,7 @@ def curves(data: ReportData) -> Section:
     blocks: list[Block] = []
     for scale in dict.fromkeys(c.scale for c in data.curves):
         blocks.append(Row(tuple(_scale_curves(data, scale))))
+        blocks += _one_evaluation(data, scale)
     diverged = [
         f"{c.arm} at {c.scale}, seed {c.seed}: step {c.diverged_step}"
         for c in data.curves
@@ -430,6 +446,22 @@ def curves(data: ReportData) -> Section:
     if diverged:
         blocks.append(Bullets(tuple(diverged)))
     return Section("curves", title, intro, tuple(blocks))
+
+
+def _one_evaluation(data: ReportData, scale: str) -> list[Block]:
+    """Why the validation loss at `scale` is one dot per arm, when it is: each run evaluated
+    once (the trainer evaluates every `recipe.eval_every` steps and at the end)."""
+    steps = {step for band in bands(data.curves, scale, "val") for step in band.steps}
+    if len(steps) != 1:
+        return []
+    return [
+        Paragraph(
+            f"Validation loss at {scale}: one evaluation per run (step {min(steps)}), so one dot "
+            "per arm and no curve: these runs train fewer steps than `recipe.eval_every` (the "
+            "trainer evaluates every eval_every steps and once at the end); a smaller "
+            "eval_every draws the curve."
+        )
+    ]
 
 
 def _scale_curves(data: ReportData, scale: str) -> list[Figure]:
@@ -673,31 +705,46 @@ def signal_noise(data: ReportData) -> Section:
 def arm_table(data: ReportData) -> Section:
     title, intro = (
         "Every arm in detail",
-        "Per metric and scale: the arm's mean ± seed SD, Δ against the baseline (positive = "
+        "Per metric and scale: the verdict and what limits it (a grade below A with what it "
+        "misses, a protocol duty the arm owes: R6 downstream, R7 a second scale, a candidate's "
+        "second seed), the arm's mean ± seed SD, Δ against the baseline (positive = "
         "better) with its interval, the test used, p before and after the correction, the "
         "threshold p is compared with (the calibrated level α′, or the sequential loop's last "
-        "boundary), the minimum detectable effect (MDE), the verdict, the evidence grade (A needs "
+        "boundary), the minimum detectable effect (MDE), the evidence grade (A needs "
         "3+ seeds, downstream scores above chance, 2+ scales, the shared recipe and a corrected "
-        "test) and protocol warnings.",
+        "test) and protocol warnings (each once: in the first table with its arm at its scale).",
     )
     if not data.verdicts:
         return _absent("arms", title, intro, _why(data, Analysis.VERDICTS))
     blocks: list[Block] = []
+    said: set[str] = set()
     for v in data.verdicts:
+        rows = []
+        for a in v.arms:
+            notes = [text for text in _notes_at(data, a.arm, v.scale) if text not in said]
+            said.update(notes)
+            rows.append(_arm_row(a, notes))
         blocks.append(
             Grid(
                 f"{v.metric} at {v.scale} ({'lower' if v.lower_is_better else 'higher'} is "
                 f"better): baseline {num(v.baseline_mean, VALUE_DIGITS)} from {v.baseline_n} "
                 f"seeds, σ = {num(v.sigma)} ({v.sigma_dof} df), m = {v.m}, {v.correction} at "
                 f"α = {v.alpha}; design error rate {_design_fwer(v)} (noise panel's worst "
-                f"{_panel_worst(v)}).",
+                f"{_panel_worst(v)}); threshold: the level {_threshold_of(v)}.",
                 ARM_COLUMNS,
-                tuple(_arm_row(a, _notes_at(data, a.arm, v.scale)) for a in v.arms),
+                tuple(rows),
             )
         )
         if v.notes:
             blocks.append(Bullets(v.notes))
     return Section("arms", title, intro, tuple(blocks))
+
+
+def _threshold_of(v: Judgement) -> str:
+    """What the detail table's threshold column holds for this family."""
+    if v.sequential:
+        return "the loop's last look's p is compared with (its O'Brien–Fleming boundary)"
+    return "p_adj must fall below (the calibrated α′, at most α)"
 
 
 def _has_interval(a: ArmVerdict) -> bool:
@@ -720,13 +767,14 @@ def _arm_row(a: ArmVerdict, notes: Sequence[str]) -> tuple[str, ...]:
     return (
         a.arm,
         a.verdict,
+        CAVEAT_SEPARATOR.join(a.caveats) or MISSING,
         signed(a.delta),
         interval,
         pvalue(a.p),
         pvalue(a.p_adj),
         pvalue(a.threshold),
         num(a.mde),
-        a.grade + (f" (missing: {', '.join(a.grade_missing)})" if a.grade_missing else ""),
+        a.grade,
         str(a.n_seeds),
         num(a.mean, VALUE_DIGITS) + sd,
         a.test or MISSING,
@@ -736,11 +784,11 @@ def _arm_row(a: ArmVerdict, notes: Sequence[str]) -> tuple[str, ...]:
 
 
 ARM_COLUMNS = (
-    "arm", "verdict", "Δ", "interval", "p", "p_adj", "threshold", "MDE", "grade", "seeds",
+    "arm", "verdict", "limits", "Δ", "interval", "p", "p_adj", "threshold", "MDE", "grade", "seeds",
     "mean ± sd", "test", "family", "warnings",
 )  # fmt: skip
-"""The verdict right after the arm: on a phone the table scrolls sideways, and the first
-columns are what a reader sees without scrolling."""
+"""The verdict and what limits it right after the arm: on a phone the table scrolls sideways,
+and the first columns are what a reader sees without scrolling."""
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from archaudit.metrics import Kind, metric_info
 from archaudit.names import ResultStatus
 from archaudit.stats.options import JudgeOptions
-from archaudit.stats.table import Row, Table
+from archaudit.stats.table import Duty, Row, Table
+from archaudit.stats.verdicts import CANDIDATE_IMPROVER, CANDIDATE_REGRESSOR
 
 SEEDS = "3+ seeds"
 DOWNSTREAM = "downstream evaluation"
@@ -32,6 +33,11 @@ class Grade:
 
     grade: str
     missing: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        """ "A", or "B (missing: 2+ scales)": how every renderer writes the grade."""
+        return self.grade + (f" (missing: {', '.join(self.missing)})" if self.missing else "")
 
 
 def grade(*, seeds: int, downstream: bool, scales: int, tuned: bool, corrected: bool) -> Grade:
@@ -105,3 +111,37 @@ def _above_chance(rows: list[Row]) -> Callable[[Row], bool]:
         return not run.get(task, False) if task else not all(run.values())
 
     return above
+
+
+R6_CAVEAT = "R6: rank it by downstream scores, not by {metric}"
+"""An arm with a downstream duty judged on a loss (docs/protocol.md R6)."""
+R7_CAVEAT = "R7: one scale, and it owes a second"
+"""An arm with a cross-scale duty judged at one scale (docs/protocol.md R7)."""
+CANDIDATE_CAVEAT = "candidate: one seed, its second seed decides"
+TIED_CAVEAT = "Δ exactly 0: its seeds score the baseline's, so {metric} cannot tell them apart"
+"""A degenerate comparison (post_ln's downstream_avg in the demo: every task at its floor)."""
+CAVEAT_SEPARATOR = "; "
+"""Joins caveats where one cell or line holds them."""
+
+
+def owed(table: Table, arm: str, metric: str, evidence: Grade, *, by_loss: bool) -> tuple[str, ...]:
+    """The protocol duties that limit the arm's claim on `metric`, in words: R6 when the arm
+    owes a downstream evaluation and `metric` is judged as a loss (`by_loss`), R7 when it owes a
+    second scale and has one."""
+    r6 = by_loss and table.owes(arm, Duty.DOWNSTREAM)
+    r7 = SCALES in evidence.missing and table.owes(arm, Duty.CROSS_SCALE)
+    return (R6_CAVEAT.format(metric=metric),) * r6 + (R7_CAVEAT,) * r7
+
+
+def caveats(
+    evidence: Grade, duties: tuple[str, ...], verdict: str, *, tied: str | None = None
+) -> tuple[str, ...]:
+    """What limits one verdict, in the words every renderer prints (the console's `stats`, the
+    JSON, the report's answer and detail table, its Markdown twin): the grade below A with what
+    it misses, the duties the arm owes (`owed`), a candidate's missing second seed, and a Δ of
+    exactly 0 on the metric `tied` names (its t 0 and p 1 say nothing of the arm: the metric
+    does not separate the runs)."""
+    graded = (f"grade {evidence.text}",) if evidence.missing else ()
+    candidate = (CANDIDATE_CAVEAT,) * (verdict in (CANDIDATE_IMPROVER, CANDIDATE_REGRESSOR))
+    same = (TIED_CAVEAT.format(metric=tied),) if tied else ()
+    return (*graded, *duties, *candidate, *same)

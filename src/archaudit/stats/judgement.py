@@ -15,7 +15,7 @@ from archaudit.metrics import metric_info
 from archaudit.names import Test
 from archaudit.stats.errors import TableError
 from archaudit.stats.family import Family, collect_family
-from archaudit.stats.grading import grade_arm
+from archaudit.stats.grading import Grade, caveats, grade_arm, owed
 from archaudit.stats.inference.compare import ArmTest
 from archaudit.stats.inference.corrections import (
     ERROR_RATE_NAMES,
@@ -52,9 +52,10 @@ SIGMA_RATIO_WARNING = 2.0
 class ArmVerdict(JsonResult):
     """One arm's numbers and verdict. Δ, z and t are signed so that positive = better."""
 
-    JSON_PROPERTIES: ClassVar[tuple[str, ...]] = ("stopped",)
+    JSON_PROPERTIES: ClassVar[tuple[str, ...]] = ("stopped", "caveats")
 
     arm: str
+    metric: str
     scale: str
     family: str | None
     tuned: bool
@@ -91,6 +92,9 @@ class ArmVerdict(JsonResult):
     """Smallest true effect (metric units) this design detects with the target power."""
     grade: str
     grade_missing: tuple[str, ...]
+    owed: tuple[str, ...] = ()
+    """The protocol duties that limit its claim on this metric, in words (`grading.owed`: R6
+    judged by a loss, R7 at one scale)."""
     outliers: tuple[OutlierSeed, ...] = ()
     """Seeds beyond k robust σ from the arm's other seeds (stats/inference/outliers.py): heavy
     tails."""
@@ -115,6 +119,12 @@ class ArmVerdict(JsonResult):
     rule's measured error rate (the judgement's `design_fwer`) lowers to nominal when above α."""
     # Other verdicts slot in here as optional fields (default None), e.g. a target-scale
     # prediction or a stability verdict, so every renderer of the record shows them.
+
+    @property
+    def caveats(self) -> tuple[str, ...]:
+        """What limits this verdict, in the words every renderer prints (`grading.caveats`)."""
+        tied = self.metric if self.delta == 0.0 else None
+        return caveats(Grade(self.grade, self.grade_missing), self.owed, self.verdict, tied=tied)
 
     @property
     def stopped(self) -> ArmStop | None:
@@ -375,7 +385,8 @@ def judge_loop(fixed: Judgement, family: LoopFamily, loop: Loop) -> Judgement:
     rows = {row.arm: row for row in family.arms}
     mde = design.mde_sigmas * family.sigma
     arms = tuple(
-        _loop_verdict(arm, rows[arm.arm], mde) if arm.arm in rows else arm for arm in fixed.arms
+        _loop_verdict(arm, rows[arm.arm], mde, fixed.metric) if arm.arm in rows else arm
+        for arm in fixed.arms
     )
     note = (
         "Verdicts from the sequential loop (O'Brien–Fleming alpha spending within each arm, "
@@ -406,7 +417,7 @@ def judge_loop(fixed: Judgement, family: LoopFamily, loop: Loop) -> Judgement:
     )
 
 
-def _loop_verdict(arm: ArmVerdict, row: LoopArm, mde: float) -> ArmVerdict:
+def _loop_verdict(arm: ArmVerdict, row: LoopArm, mde: float, metric: str) -> ArmVerdict:
     return replace(
         arm,
         n_seeds=row.seeds,
@@ -414,7 +425,7 @@ def _loop_verdict(arm: ArmVerdict, row: LoopArm, mde: float) -> ArmVerdict:
         test=Test.SEQUENTIAL,
         statistic=row.t,
         statistic_df=row.df,
-        interval=row.interval(),
+        interval=metric_info(metric).within_span(row.interval()),
         p=row.p,
         p_adj=math.nan,
         verdict=row.verdict,
@@ -449,6 +460,7 @@ def _arm_verdict(
     tested = test is not None and math.isfinite(test.scale)
     return ArmVerdict(
         arm=sample.arm,
+        metric=family.metric,
         scale=family.scale,
         family=table.family(sample.arm),
         tuned=table.tuned(sample.arm),
@@ -466,7 +478,9 @@ def _arm_verdict(
         test=test.test if test else None,
         statistic=test.statistic if test and tested else math.nan,
         statistic_df=test.df if test else math.nan,
-        interval=interval(test.delta, test.scale, test.df, options.level(len(family.tested)))
+        interval=metric_info(family.metric).within_span(
+            interval(test.delta, test.scale, test.df, options.level(len(family.tested)))
+        )
         if test
         else (math.nan, math.nan),
         p=test.p if test and tested else math.nan,
@@ -480,6 +494,7 @@ def _arm_verdict(
         ratio_bound=float(bounds.get(sample.arm, math.nan)),
         grade=evidence.grade,
         grade_missing=evidence.missing,
+        owed=owed(table, sample.arm, family.metric, evidence, by_loss=_by_loss(family)),
         outliers=outlier_seeds(sample.values, sample.seeds, context.robust_scale),
         seed_deltas=tuple(float(family.sign * (v - family.baseline.mean)) for v in sample.values),
         se=test.scale if test else math.nan,
@@ -531,6 +546,12 @@ def _candidates(arms: tuple[ArmVerdict, ...]) -> tuple[str, ...]:
 def _owing(table: Table, arms: Sequence[ArmVerdict], duty: str) -> list[str]:
     """The judged arms that owe a protocol duty, as the table's `duties` column says."""
     return [arm.arm for arm in arms if table.owes(arm.arm, duty)]
+
+
+def _by_loss(family: Family) -> bool:
+    """Whether the family is judged as a loss (lower is better, not a downstream score): what
+    an arm with a downstream duty must not be ranked by (R6)."""
+    return family.sign < 0 and not metric_info(family.metric).downstream
 
 
 def _outlier_notes(
@@ -638,7 +659,7 @@ def _notes(
             "other way, as asked"
         )
     downstream = _owing(table, arms, DOWNSTREAM)
-    if family.sign < 0 and downstream and not declared.downstream:
+    if downstream and _by_loss(family):
         notes.append(
             "R6: arms with a downstream duty (attention-output changes and those that declare "
             "it) can look harmless on loss and lose downstream; do not rank them by this "

@@ -217,11 +217,10 @@ class MeasureComparison(JsonResult):
     arm_mean: float
     baseline_mean: float
     difference: PairedBootstrap
-    """Seed-averaged measure of the arm minus the baseline's, bootstrapped over items."""
-    improvement: float
-    """The difference signed so that > 0 means the arm is better (−Δ for bpb)."""
+    """Δ, bootstrapped over items: the seed-averaged measure of the arm minus the baseline's,
+    signed like every Δ so that > 0 means the arm is better (baseline − arm for bpb)."""
     t_test: PairedTest
-    """scipy's `ttest_rel` on the seed-averaged per-item values, two-sided."""
+    """scipy's `ttest_rel` on the seed-averaged per-item values, two-sided, signed like Δ."""
     wilcoxon: PairedTest
     """scipy's `wilcoxon` signed-rank test on the same differences, two-sided."""
     se_items: float
@@ -262,8 +261,9 @@ def compare_item_measure(
     arm_matrix = _run_matrix(arm_values, common)
     base_matrix = _run_matrix(base_values, common)
     a, b = arm_matrix.mean(axis=0), base_matrix.mean(axis=0)
-    difference = paired_bootstrap(a, b, n_boot=n_boot, seed=seed, confidence=confidence)
     higher = metric_info(f"{task}/{measure}").higher_is_better  # fewer bits, a wider margin
+    better, worse = (a, b) if higher else (b, a)  # Δ > 0 means better, as everywhere
+    difference = paired_bootstrap(better, worse, n_boot=n_boot, seed=seed, confidence=confidence)
     return MeasureComparison(
         arm=arm,
         baseline=baseline,
@@ -275,9 +275,8 @@ def compare_item_measure(
         arm_mean=float(a.mean()),
         baseline_mean=float(b.mean()),
         difference=difference,
-        improvement=difference.difference if higher else -difference.difference,
-        t_test=paired_t_test(a, b),
-        wilcoxon=signed_rank_test(a, b),
+        t_test=paired_t_test(better, worse),
+        wilcoxon=signed_rank_test(better, worse),
         se_items=difference.se,
         se_seeds=_seed_se(arm_matrix.mean(axis=1), base_matrix.mean(axis=1)),
     )
