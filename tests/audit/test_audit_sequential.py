@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -115,6 +116,27 @@ def test_added_seeds_are_runs_of_their_own_with_a_note(write_audit):
 
 # ---------------------------------------------------------------------------------------------
 # the loop
+
+
+def test_each_round_says_what_it_runs_before_the_total_grows(write_audit, fake_training, capsys):
+    """Issue 46: progress went [n/14] → 22 → 25 with no word of why; each round now opens with
+    "round k of ≤ K: n more runs for ARMS (the audit now has N runs: ...)"."""
+    plan = tiny_plan(write_audit)
+    run_until_settled(plan, SettleOptions(max_seeds=4), live=False)
+    said = " ".join(capsys.readouterr().err.split())  # rich wraps at the console's width
+    rounds = read_rounds(plan.audit_dir)
+    assert rounds, "the fixture's loop adds seeds"
+    first = re.findall(r"round 1 of ≤ (\d+): the (\d+) planned runs", said)
+    assert first == [(first[0][0], str(len(plan.runs)))]
+    later = re.findall(r"round (\d+) of ≤ (\d+): (\d+) more runs for ([^(]+) \(the audit now "
+                       r"has (\d+) runs", said)  # fmt: skip
+    total = len(plan.runs)
+    assert len(later) == len(rounds)
+    for k, (r, (index, bound, n, arms, runs)) in enumerate(zip(rounds, later, strict=True), 2):
+        total += len(r.added)
+        assert (int(index), int(n), int(runs)) == (k, len(r.added), total)
+        assert arms.split(", ") == list(dict.fromkeys(a.arm for a in r.added))
+        assert k <= int(bound) == int(first[0][0])
 
 
 def test_the_loop_settles_the_regressor_and_stops_the_null_arms(write_audit, fake_training):

@@ -39,6 +39,7 @@ from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write_text
 from archaudit.metrics import lower_is_better
 from archaudit.names import BASELINE, ResultStatus
+from archaudit.progress import log
 from archaudit.stats.loop import ARM_STOPS, ArmStop, LoopArm, LoopFamily, LoopStop
 from archaudit.stats.signal import AVERAGE, check_signal
 from archaudit.stats.simulation.sequential import (
@@ -423,6 +424,7 @@ def run_until_settled(
     while True:
         rounds = read_rounds(plan.audit_dir)
         current = extend_plan(plan, rounds)
+        log(round_line(rounds, first, rule.max_seeds, len(plan.runs), len(current.runs)))
         outcome = run_audit(
             current, executor=executor, workers=workers, tracker=tracker, live=live, warn=warn
         )
@@ -448,6 +450,25 @@ def run_until_settled(
         for item in added:
             counts[key(item.arm, item.scale)] += 1
         publish_round(plan.audit_dir, Round(len(rounds) + 1, counts, tuple(added)))
+
+
+def round_line(
+    rounds: Sequence[Round], first: dict[str, int], max_seeds: int, planned: int, runs: int
+) -> str:
+    """What the round about to run is, e.g. "round 2 of ≤ 3: 4 runs for qk_norm, softpick (the
+    audit now has 18 runs: their verdicts are still open)": the run count a progress line shows
+    grows only after a line that says why. Rounds are at most one per seed an arm can still
+    get (each round adds at most one seed to an arm)."""
+    fewest = min(first.values(), default=max_seeds)  # an arm's (a baseline has more)
+    bound = max(1 + max(0, max_seeds - fewest), len(rounds) + 1)
+    if not rounds:
+        return f"round 1 of ≤ {bound}: the {planned} planned runs"
+    added = rounds[-1].added
+    names = ", ".join(dict.fromkeys(a.arm for a in added))
+    return (
+        f"round {len(rounds) + 1} of ≤ {bound}: {len(added)} more runs for {names} (the audit "
+        f"now has {runs} runs: their verdicts are still open)"
+    )
 
 
 def next_seeds(
