@@ -39,6 +39,9 @@ EXPORTED = {
     "layernorm": "StableLmForCausalLM",
     "partial_rope": "Phi3ForCausalLM",
     "mixtral_moe": "MixtralForCausalLM",
+    "albert_sharing": "LlamaForCausalLM",  # shared blocks copied to every layer (issue 44)
+    "repeat_block": "LlamaForCausalLM",
+    "depth_recurrence": "LlamaForCausalLM",
 }
 
 
@@ -53,7 +56,7 @@ def _run(root: Path, arm: str, tokenizer: str = "byte", context: int = 32) -> Pa
     return run
 
 
-FAST = ("baseline", "qk_norm", "gelu_mlp", "layernorm")
+FAST = ("baseline", "qk_norm", "gelu_mlp", "layernorm", "albert_sharing")
 
 
 @pytest.mark.parametrize(
@@ -93,7 +96,7 @@ def test_stock_class_computes_the_runs_logits(arm: str, tmp_path: Path) -> None:
         ("mla", "model.attention.name = 'latent'"),
         ("switch_moe", "model.moe.normalize_top_k = False"),
         ("deepseek_moe", "model.moe.shared_experts = 1"),
-        ("albert_sharing", "model.sharing.blocks = 1"),
+        ("attn_res", "model.stream.name = 'attn_res'"),
     ],
 )
 def test_refusal_names_the_slot(arm: str, slot: str) -> None:

@@ -95,13 +95,33 @@ class StockClass:
     def weights(self, cfg: ModelConfig, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Our state dict under this class's names (tied heads and MTP heads left out)."""
         out = {}
-        for name, tensor in state.items():
+        for name, tensor in unshared(cfg, state).items():
             if name.startswith("mtp.") or (cfg.head.tie_embeddings and name == "head.proj.weight"):
                 continue
             for pattern, replacement in self.renames:
                 name = re.sub(pattern, replacement, name)
             out[name] = tensor
         return self.fuse(cfg, out)
+
+
+def unshared(cfg: ModelConfig, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """`state` with one block per layer: a block that several layers run (`model.sharing`:
+    ALBERT's one block, repeat_block, depth recurrence) copied to each of them, in the order
+    the model runs them (`layer_order`). A stock class has no shared layers; copies of one block
+    compute what it computes, only the file is larger."""
+    if not cfg.sharing.blocks:
+        return state
+    from archaudit.model.transformer import layer_order
+
+    out = {name: t for name, t in state.items() if not name.startswith("blocks.")}
+    for layer, block in enumerate(layer_order(cfg)):
+        prefix = f"blocks.{block}."
+        out |= {
+            f"blocks.{layer}.{name.removeprefix(prefix)}": t.clone()  # safetensors: no aliases
+            for name, t in state.items()
+            if name.startswith(prefix)
+        }
+    return out
 
 
 STOCK: list[StockClass] = []
@@ -214,7 +234,8 @@ LLAMA = stock_class(
     StockClass(
         "llama",
         "LlamaForCausalLM",
-        {"mlp.name": tuple(GATED_ACT)},
+        # every layer of a Llama is alike, so shared blocks copied into it compute the same
+        {"mlp.name": tuple(GATED_ACT), "sharing.blocks": WINDOW},
         lambda cfg: _rms(cfg),
         LLAMA_NAMES,
     )
