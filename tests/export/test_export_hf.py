@@ -42,6 +42,8 @@ EXPORTED = {
     "albert_sharing": "LlamaForCausalLM",  # shared blocks copied to every layer (issue 44)
     "repeat_block": "LlamaForCausalLM",
     "depth_recurrence": "LlamaForCausalLM",
+    "qwen_moe": "Qwen2MoeForCausalLM",  # a shared expert behind its gate (issue 44)
+    "deepseek_moe": "Qwen2MoeForCausalLM",  # the gate at σ(0), the expert doubled
 }
 
 
@@ -94,8 +96,7 @@ def test_stock_class_computes_the_runs_logits(arm: str, tmp_path: Path) -> None:
         ("parallel_block", "model.block.name = 'parallel'"),
         ("mos", "model.head.name = 'mos'"),
         ("mla", "model.attention.name = 'latent'"),
-        ("switch_moe", "model.moe.normalize_top_k = False"),
-        ("deepseek_moe", "model.moe.shared_experts = 1"),
+        ("switch_moe", "model.moe.capacity_factor = 1.25"),  # unnormalised gates: Qwen2-MoE
         ("attn_res", "model.stream.name = 'attn_res'"),
     ],
 )
