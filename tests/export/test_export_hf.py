@@ -43,6 +43,11 @@ EXPORTED = {
     "layernorm": "StableLmForCausalLM",
     "partial_rope": "Phi3ForCausalLM",
     "mixtral_moe": "MixtralForCausalLM",
+    "albert_sharing": "LlamaForCausalLM",  # shared blocks copied to every layer (issue 44)
+    "repeat_block": "LlamaForCausalLM",
+    "depth_recurrence": "LlamaForCausalLM",
+    "qwen_moe": "Qwen2MoeForCausalLM",  # a shared expert behind its gate (issue 44)
+    "deepseek_moe": "Qwen2MoeForCausalLM",  # the gate at σ(0), the expert doubled
 }
 
 
@@ -57,7 +62,7 @@ def _run(root: Path, arm: str, tokenizer: str = "byte", context: int = 32) -> Pa
     return run
 
 
-FAST = ("baseline", "qk_norm", "gelu_mlp", "layernorm")
+FAST = ("baseline", "qk_norm", "gelu_mlp", "layernorm", "albert_sharing")
 
 
 @pytest.mark.parametrize(
@@ -100,9 +105,8 @@ def test_stock_class_computes_the_runs_logits(arm: str, tmp_path: Path) -> None:
         ("parallel_block", "model.block.name = 'parallel'"),
         ("mos", "model.head.name = 'mos'"),
         ("mla", "model.attention.name = 'latent'"),
-        ("switch_moe", "model.moe.normalize_top_k = False"),
-        ("deepseek_moe", "model.moe.shared_experts = 1"),
-        ("albert_sharing", "model.sharing.blocks = 1"),
+        ("switch_moe", "model.moe.capacity_factor = 1.25"),  # unnormalised gates: Qwen2-MoE
+        ("attn_res", "model.stream.name = 'attn_res'"),
     ],
 )
 def test_refusal_names_the_slot(arm: str, slot: str) -> None:

@@ -7,7 +7,9 @@ names the slot no stock class (or no single one) expresses. Read against transfo
 `LlamaConfig`, `Qwen3Config` (per-head RMSNorm on q and k before RoPE), `SmolLM3Config`
 (`no_rope_layers`, `layer_types`), `ArceeConfig` (a non-gated MLP), `StableLmConfig`
 (LayerNorm with bias, `partial_rotary_factor`), `Phi3Config` (fused projections, partial RoPE),
-`MixtralConfig` (SwiGLU experts, softmax top-k routing renormalised, dropless).
+`MixtralConfig` (SwiGLU experts, softmax top-k routing renormalised, dropless),
+`Qwen2MoeConfig` (the same experts, top-k renormalised or not, a shared expert with a sigmoid
+gate).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ SLOTS = (
     "head.name",
     "sharing.blocks",
     "moe.shared_experts",
+    "moe.shared_gate",
     "moe.routing",
     "moe.normalize_top_k",
     "moe.capacity_factor",
@@ -95,13 +98,33 @@ class StockClass:
     def weights(self, cfg: ModelConfig, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Our state dict under this class's names (tied heads and MTP heads left out)."""
         out = {}
-        for name, tensor in state.items():
+        for name, tensor in unshared(cfg, state).items():
             if name.startswith("mtp.") or (cfg.head.tie_embeddings and name == "head.proj.weight"):
                 continue
             for pattern, replacement in self.renames:
                 name = re.sub(pattern, replacement, name)
             out[name] = tensor
         return self.fuse(cfg, out)
+
+
+def unshared(cfg: ModelConfig, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """`state` with one block per layer: a block that several layers run (`model.sharing`:
+    ALBERT's one block, repeat_block, depth recurrence) copied to each of them, in the order
+    the model runs them (`layer_order`). A stock class has no shared layers; copies of one block
+    compute what it computes, only the file is larger."""
+    if not cfg.sharing.blocks:
+        return state
+    from archaudit.model.transformer import layer_order
+
+    out = {name: t for name, t in state.items() if not name.startswith("blocks.")}
+    for layer, block in enumerate(layer_order(cfg)):
+        prefix = f"blocks.{block}."
+        out |= {
+            f"blocks.{layer}.{name.removeprefix(prefix)}": t.clone()  # safetensors: no aliases
+            for name, t in state.items()
+            if name.startswith(prefix)
+        }
+    return out
 
 
 STOCK: list[StockClass] = []
@@ -214,7 +237,8 @@ LLAMA = stock_class(
     StockClass(
         "llama",
         "LlamaForCausalLM",
-        {"mlp.name": tuple(GATED_ACT)},
+        # every layer of a Llama is alike, so shared blocks copied into it compute the same
+        {"mlp.name": tuple(GATED_ACT), "sharing.blocks": WINDOW},
         lambda cfg: _rms(cfg),
         LLAMA_NAMES,
     )
@@ -349,5 +373,70 @@ MIXTRAL = stock_class(
         _mixtral,
         MIXTRAL_NAMES,
         _fuse_mixtral,
+    )
+)
+
+
+def _qwen2_moe(cfg: ModelConfig) -> dict[str, Any]:
+    """Qwen2-MoE: Mixtral's experts and router, `norm_topk_prob` as ours, a shared expert of
+    the shared experts' total width behind a sigmoid gate, no q/k/v biases, every layer MoE."""
+    from archaudit.model.moe import expert_width
+
+    width = expert_width(cfg)
+    return {
+        **_rms(cfg),
+        "hidden_act": "silu",
+        "num_experts": cfg.moe.experts,
+        "num_experts_per_tok": cfg.moe.top_k,
+        "moe_intermediate_size": width,
+        "shared_expert_intermediate_size": max(cfg.moe.shared_experts, 1) * width,
+        "norm_topk_prob": cfg.moe.normalize_top_k,
+        "qkv_bias": False,
+        "decoder_sparse_step": 1,
+        "mlp_only_layers": [],
+        "output_router_logits": False,
+        "use_sliding_window": False,
+    }
+
+
+def _fuse_qwen2_moe(cfg: ModelConfig, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Mixtral's stacked experts, and a shared expert that always has a gate: where ours has
+    none, the gate's weights are 0 (σ(0) = 1/2) and the shared down projection doubled, which
+    is exact (a power of two); where ours has no shared expert, its weights are 0."""
+    out = _fuse_mixtral(cfg, state)
+    d = cfg.d_model
+    for n in range(cfg.n_layers):
+        at = f"model.layers.{n}.mlp."
+        if not cfg.moe.shared_experts:
+            out |= {f"{at}shared_expert.{w}.weight": torch.zeros(shape)
+                    for w, shape in (("gate_proj", (1, d)), ("up_proj", (1, d)),
+                                     ("down_proj", (d, 1)))}  # fmt: skip
+        if not cfg.moe.shared_gate:
+            out[f"{at}shared_expert_gate.weight"] = torch.zeros(1, d)
+            down = f"{at}shared_expert.down_proj.weight"
+            out[down] = out[down] * 2
+    return out
+
+
+QWEN2_MOE_NAMES = (
+    (LAYER + r"mlp\.shared_gate\.", r"model.layers.\1.mlp.shared_expert_gate."),
+    (LAYER + r"mlp\.shared\.w1\.", r"model.layers.\1.mlp.shared_expert.gate_proj."),
+    (LAYER + r"mlp\.shared\.w3\.", r"model.layers.\1.mlp.shared_expert.up_proj."),
+    (LAYER + r"mlp\.shared\.w2\.", r"model.layers.\1.mlp.shared_expert.down_proj."),
+    *MIXTRAL_NAMES,
+)
+QWEN2_MOE = stock_class(
+    StockClass(
+        "qwen2_moe",
+        "Qwen2MoeForCausalLM",
+        {
+            "mlp.name": ("moe",),
+            "moe.shared_experts": (int,),
+            "moe.shared_gate": (True, False),
+            "moe.normalize_top_k": (True, False),
+        },
+        _qwen2_moe,
+        QWEN2_MOE_NAMES,
+        _fuse_qwen2_moe,
     )
 )

@@ -32,7 +32,10 @@ def cached(
 
 
 def in_range(value: float, low: float, high: float) -> float:
-    """`value` as a float, or ValueError when it is outside [low, high] (NaN included)."""
+    """`value` as a float, or ValueError when it is not a number (a string or a bool that
+    `float` would take: "0.02", true) or outside [low, high] (NaN included)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{value!r:.40} is not a number")
     number = float(value)
     if not low <= number <= high:
         raise ValueError(f"{number} is outside [{low}, {high}]")
