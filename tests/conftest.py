@@ -32,6 +32,18 @@ def _python_sigint() -> Iterator[None]:
         signal.signal(signal.SIGINT, launched)
 
 
+@pytest.fixture(autouse=True)
+def _speaking_progress() -> Iterator[None]:
+    """Each test starts with progress and log lines on, as a fresh process does: a command run
+    in-process with --json or -q turns them off for the process (`progress.set_quiet`), which
+    silenced the next test's lines."""
+    from archaudit.progress import set_quiet
+
+    set_quiet(False)
+    yield
+    set_quiet(False)
+
+
 @pytest.fixture
 def shared_data() -> Path:
     data = SHARED / "data"
