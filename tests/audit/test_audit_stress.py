@@ -256,3 +256,21 @@ def test_the_table_shows_censored_ranges_depth_and_useless_forecasts(
         assert v.arm in out and v.verdict in out
     useless = [b for b in result.backtests if not b.useful]
     assert useless and out.count("not useful here") == len(useless)
+
+
+def test_cli_plan_says_when_the_sweep_cannot_declare_an_arm(tmp_path: Path) -> None:
+    """Issue 43: at 2 seeds per rate the primary test's smallest p is 2/6³ ≈ 0.0093, so below
+    that first Holm threshold no arm can be declared; the plan says so (and how many seeds could)
+    before anything trains, and says nothing where the sweep can."""
+    from typer.testing import CliRunner
+
+    from archaudit.cli import app, register_commands
+
+    register_commands()
+    (tmp_path / "default").mkdir()
+    strict = audit(tmp_path, "[stress]\nalpha = 0.005\n")
+    for path, said in ((strict, True), (audit(tmp_path / "default"), False)):
+        out = CliRunner().invoke(app, ["stress", str(path), "--plan", "--no-probe", "--json"])
+        assert out.exit_code == 0, out.output
+        power = json.loads(out.stdout).get("power", "")
+        assert ("set stress.seeds = 3" in power) == said, power

@@ -152,3 +152,19 @@ def test_the_depth_verdict_sees_an_arm_that_breaks_deeper():
     assert verdicts["same"].verdict == WITHIN_NOISE
     one_seed = {"baseline": runs["baseline"], "x": runs["same"][:1]}
     assert judge_depth(one_seed, "baseline")[0].verdict == NOT_ESTIMABLE
+
+
+def test_the_smallest_p_is_exact_and_the_permutation_test_cannot_beat_it():
+    """Issue 43: 2 seeds per side at 3 high rates split 6³ ways, the observed split and its
+    mirror the most extreme: p ≥ 2/216. An arm that broke in every high run reaches it."""
+    from archaudit.stats.analyses.fragility import smallest_p
+    from archaudit.stats.analyses.stability import undeclarable
+
+    assert smallest_p([(2, 2)] * 3) == pytest.approx(2 / 216)
+    broke, fine = (1.0, math.inf, math.inf), (0.0, 3.0, 0.5)
+    strata = [Stratum((broke, broke), (fine, (0.0, 3.1, 0.6)), 1 / 3) for _ in range(3)]
+    test = fragility_test(strata, permutations=4999)
+    assert test.p >= smallest_p([(2, 2)] * 3) * 0.8 and test.direction == 1
+    rates = (1 / 3, 1.0, 3.0, 10.0, 30.0, 100.0)
+    assert "set stress.seeds = 3" in undeclarable(2, rates, 7, 0.05)
+    assert undeclarable(3, rates, 7, 0.05) == "" and undeclarable(2, rates, 1, 0.05) == ""

@@ -40,7 +40,7 @@ from archaudit.data.identity import recipe_hash
 from archaudit.errors import ConfigError, did_you_mean
 from archaudit.metrics import PRIMARY_LOSS
 from archaudit.rundir import EVENTS, METRICS
-from archaudit.stats.analyses.stability import SweepRun
+from archaudit.stats.analyses.stability import SweepRun, undeclarable
 
 if TYPE_CHECKING:
     from archaudit.mods import Arm
@@ -78,6 +78,13 @@ class StressPlan:
 
     def run_dir(self, point: StressPoint) -> Path:
         return point.reused or self.plan.run_dir(point.run)
+
+    def power_note(self) -> str:
+        """Why this sweep cannot declare any arm, with the seeds that could ("" when it can):
+        said before anything trains."""
+        settings = self.spec.stress
+        swept = {p.run.arm for p in self.points if p.kind == "lr" and p.run.mods != BASELINE}
+        return undeclarable(settings.seeds, settings.lr_factors, len(swept), settings.alpha)
 
     def cost_line(self) -> str:
         trained = len(self.plan.runs)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from archaudit.audit.spec import AuditSpec
 from archaudit.audit.stress import StressPlan, stress_plan
+from archaudit.progress import warn
 
 
 def run_stress(
@@ -15,6 +16,8 @@ def run_stress(
     from archaudit.audit.coordinator import run_audit
 
     plan = stress_plan(spec)
+    if plan.power_note():
+        warn(plan.power_note())
     if plan.plan.runs:
         run_audit(plan.plan, executor=executor, workers=workers, tracker="", live=live)
     return plan

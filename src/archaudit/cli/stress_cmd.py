@@ -22,6 +22,7 @@ from archaudit.cli.options import (
     with_flags,
 )
 from archaudit.formatting import num, pvalue
+from archaudit.progress import warn
 
 if TYPE_CHECKING:
     from archaudit.audit.plan import Plan
@@ -59,8 +60,13 @@ def stress(
     if plan_only:
         plan = stress_plan(spec)
         cost = {"cost": plan.cost_line(), **_time(plan.plan, probe)}
+        cost |= {"power": plan.power_note()} if plan.power_note() else {}
         line = "; ".join(str(cost[k]) for k in ("cost", "time") if k in cost)
-        emit(cost) if json_ else Console().print(line)
+        if json_:
+            return emit(cost)
+        Console().print(line)
+        if plan.power_note():
+            warn(plan.power_note())
         return
     plan = run_stress(spec, live=not (quiet or json_))
     result = analyse(plan)

@@ -63,6 +63,14 @@ def high_weights(values: Sequence[float], reference: float) -> tuple[float, ...]
     return tuple(1 / sum(high) if h else 0.0 for h in high)
 
 
+def smallest_p(sizes: Sequence[tuple[int, int]]) -> float:
+    """The smallest p the test can give on high strata of (arm, baseline) runs `sizes`: the
+    observed split and its mirror among every split of each stratum's runs (exact; the
+    permutation p only estimates it)."""
+    splits = math.prod(math.comb(a + b, a) for a, b in sizes)
+    return min(1.0, 2.0 / splits)
+
+
 def fragility_test(strata: Sequence[Stratum], permutations: int, seed: int = 0) -> FragilityTest:
     """The stratified rank contrast of the module docstring, on `strata`."""
     rng = np.random.default_rng(seed)

@@ -43,6 +43,7 @@ from archaudit.stats.analyses.fragility import (
     Stratum,
     fragility_test,
     high_weights,
+    smallest_p,
 )
 from archaudit.stats.inference.corrections import adjust_pvalues, error_rate
 
@@ -294,6 +295,31 @@ def estimable(arm: Sweep, base: Sweep) -> bool:
     if arm.lrs != base.lrs or len(arm.lrs) < 2:
         return False
     return all(len(runs) >= 2 for sweep in (arm, base) for runs in sweep.by_rate)
+
+
+def undeclarable(seeds: int, rates: Sequence[float], arms: int, alpha: float) -> str:
+    """Why a sweep of `seeds` runs per rate over `rates` cannot declare any of `arms` arms
+    more-fragile or more-robust under Holm at `alpha` ("" when it can): its primary test's
+    smallest p is above the first Holm threshold α/m."""
+    high = sum(w > 0 for w in high_weights(rates, statistics.median_low(rates)))
+    floor = smallest_p([(seeds, seeds)] * high)
+    threshold = alpha / max(arms, 1)
+    if floor <= threshold:
+        return ""
+    return (
+        f"with {seeds} seeds per rate the primary test's smallest p over the {high} high rates "
+        f"is {floor:.2g}, above Holm's first threshold α/m = {threshold:.2g} for {arms} "
+        f"arm{'s' * (arms != 1)}: "
+        "no arm can be declared more-fragile or more-robust; set stress.seeds = "
+        f"{_seeds_needed(high, threshold)} (docs/stability.md)"
+    )
+
+
+def _seeds_needed(high: int, threshold: float) -> int:
+    seeds = 2
+    while smallest_p([(seeds, seeds)] * high) > threshold:
+        seeds += 1
+    return seeds
 
 
 def rate_strata(arm: Sweep, base: Sweep) -> list[Stratum]:
