@@ -130,6 +130,10 @@ CLI_REFUSALS = {
     "unknown device": ("audit", None, ("recipe.device=quantum",), r"recipe.device = 'quantum'"),
     "absent device": ("audit", None, ("recipe.device=cuda:7",), r"device 'cuda:7'"),
     "unknown tracker": ("audit", None, ('tracker="myspace"',), r"unknown tracker 'myspace'"),
+    "workers = 1e8": (
+        "audit", None, ("executor.workers=100000000",),
+        r"executor.workers = 100000000 must be in \[0, 100,000\]",
+    ),
     "a 300-char name": ("audit", None, (f'name="{"a" * 300}"',), r"300 bytes"),
     "a 300-char scale": (
         "audit", None, (f"scales.{'s' * 300}={{ preset = 'tiny' }}",), r"300 bytes",

@@ -117,6 +117,11 @@ class EvalSpec:
             raise ConfigError(f"eval.limit (--limit) = {self.limit} must be >= 1 (or unset)")
 
 
+MAX_PARALLEL = 100_000
+"""More workers, threads, GPUs or ranks per run than any cluster gives one audit: a bound that
+keeps a typo (`--workers 100000000`) from sizing pools and queues by it."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ExecutorSpec:
     kind: str = field(default="local", metadata={"flag": "--executor"})
@@ -145,8 +150,10 @@ class ExecutorSpec:
 
     def __post_init__(self) -> None:
         for name in ("workers", "threads", "gpus_per_run", "ranks_per_run"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"executor.{name} = {getattr(self, name)} must be >= 0")
+            if not 0 <= getattr(self, name) <= MAX_PARALLEL:
+                raise ConfigError(
+                    f"executor.{name} = {getattr(self, name)} must be in [0, {MAX_PARALLEL:,}]"
+                )
         if self.timeout_min < 1 or self.max_attempts < 1:
             raise ConfigError("executor.timeout_min and executor.max_attempts must be >= 1")
         if not 0 < self.heartbeat_s < self.stale_after_s:
