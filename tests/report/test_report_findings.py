@@ -25,7 +25,7 @@ from report_helpers import AUDIT_TOML
 from test_report_one_record import METRICS, fake_run_audit
 
 from archaudit.audit import sequential, store
-from archaudit.audit.findings import VERDICTS_ONLY, findings
+from archaudit.audit.findings import VERDICTS_ONLY, Analysis, findings
 from archaudit.audit.plan import make_plan
 from archaudit.audit.record import RunRecord
 from archaudit.audit.sequential import SettleOptions, run_until_settled
@@ -267,3 +267,23 @@ def test_a_plans_warning_is_said_once_in_the_detail_tables(audits):
     assert seeds
     for text in seeds:
         assert sum(text in cell for cell in cells) == 1, text
+
+
+def test_a_folder_with_only_its_stress_test_reports_it(tmp_path):
+    """Issue 44 item 3: `stress` may fill an audit folder before `run` does; `report` then shows
+    the stability section and says why there are no verdicts yet (it refused the folder)."""
+    from archaudit.audit.findings import EVERYTHING
+    from archaudit.audit.stress import STRESS_DIR
+    from archaudit.audit.stress_result import RESULT_FILE
+    from archaudit.report.build import build_report
+
+    folder = tmp_path / "runs" / "audit"
+    (folder / STRESS_DIR).mkdir(parents=True)
+    shutil.copy(STORED_STRESS, folder / STRESS_DIR / RESULT_FILE)
+    found = findings(folder, asked=EVERYTHING)
+    assert found.stability is not None and not found.judgements
+    assert "only its stress test has run" in (found.why(Analysis.VERDICTS) or "")
+    sections = {s.key: s for s in build_report(folder).sections}
+    assert sections["stability"].absent is None
+    out = CliRunner().invoke(app, ["stats", "verdicts", str(folder)])  # no table: one reason
+    assert out.exit_code != 0 and "only its stress test has run" in str(out.exception)

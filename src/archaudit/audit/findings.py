@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archaudit.audit.findings_analyses import ANALYSES
+from archaudit.audit.findings_analyses import ANALYSES, with_stability
 from archaudit.audit.findings_families import PlannedFamily, chosen_defaults, families
 from archaudit.audit.findings_record import (
     ASKED,
@@ -66,12 +66,14 @@ def findings(
     metrics, else the registry's primary loss and downstream average the table holds, else
     every metric) under `options`, over every baseline and scale (`Asked.each_scale`)."""
     loaded = load_source(source, partial=asked.partial)
+    absent: list[Absence] = []
     if loaded.table is None:
-        empty = Absence(Analysis.VERDICTS, "table", loaded.empty)
-        return _empty(loaded, empty)
+        record = _empty(loaded, Absence(Analysis.VERDICTS, "table", loaded.empty))
+        if Analysis.STRESS in asked.analyses:  # a stress sweep may be all there is yet
+            record = with_stability(record, loaded.audit_dir, absent)
+        return dataclasses.replace(record, absent=(*record.absent, *absent))
     table = loaded.table
     plan = families(loaded, table, metrics, options, asked.each_scale)
-    absent: list[Absence] = []
     loop = read_loop_summary(loaded.audit_dir) if loaded.audit_dir and asked.loop else None
     judged = _judgements(table, plan.families, loop, absent) if asked.analyses & JUDGED else ()
     looped = loop_notes(loaded.audit_dir, loop, plan.metrics) if asked.loop else ()

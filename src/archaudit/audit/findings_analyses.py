@@ -242,12 +242,17 @@ def _snr(
 def _stability(
     record: Findings, loaded: Source, plan: FamilyPlan, asked: Asked, absent: list[Absence]
 ) -> Findings:
+    return with_stability(record, loaded.audit_dir, absent)
+
+
+def with_stability(record: Findings, audit_dir: Path | None, absent: list[Absence]) -> Findings:
     """The audit's stored stress test (`_stress/stress.json`, written by `archaudit stress`),
-    if it has one; an unreadable one is absent, with the reason."""
+    if it has one, also before any run of the audit itself finished; an unreadable one is
+    absent, with the reason."""
     from archaudit.audit.stress import STRESS_DIR
     from archaudit.audit.stress_result import RESULT_FILE, read_result
 
-    path = loaded.audit_dir / STRESS_DIR / RESULT_FILE if loaded.audit_dir else None
+    path = audit_dir / STRESS_DIR / RESULT_FILE if audit_dir else None
     if path is None or not path.is_file():
         return record
     stored = attempt(lambda: read_result(path), Analysis.STRESS, str(path), absent)

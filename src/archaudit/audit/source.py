@@ -54,10 +54,27 @@ def load_source(source: str | Path | Any, *, partial: bool = False) -> Source:
     folder = resolve_audit_dir(path) if path.suffix == ".toml" else path
     if is_audit_dir(folder):
         return _audit(str(path), folder, partial)
+    if _stress_only(folder):
+        why = EmptyTableError(
+            str(folder), "only its stress test has run", "`archaudit run AUDIT` trains the audit"
+        )
+        if not partial:
+            raise why
+        return Source(
+            str(path), SourceKind.AUDIT, None, folder, folder / RESULTS_FILE, empty=str(why)
+        )
     if not folder.exists():
         raise DataError(f"{path} does not exist: give an audit directory, file or results CSV")
     csv = folder / RESULTS_FILE if folder.is_dir() else folder
     return Source(str(path), SourceKind.CSV, load_table(csv), None, csv)
+
+
+def _stress_only(folder: Path) -> bool:
+    """A folder `archaudit stress` filled before `archaudit run` (its `_stress/` alone)."""
+    from archaudit.audit.stress import STRESS_DIR
+    from archaudit.audit.stress_result import RESULT_FILE
+
+    return (folder / STRESS_DIR / RESULT_FILE).is_file()
 
 
 def _audit(name: str, audit_dir: Path, partial: bool) -> Source:
