@@ -81,3 +81,34 @@ def test_a_cache_that_cannot_be_written_keeps_the_tokens_in_memory(tmp_path: Pat
     assert np.array_equal(corpus.train, honest.train) and np.array_equal(corpus.val, honest.val)
     (line,) = [x for x in capsys.readouterr().err.splitlines() if "cannot be" in x]
     assert str(blocked) in line and blocked.read_text() == "in the way"
+
+
+BPE = Recipe(corpus_chars=20_000, tokenizer="bpe:300")
+
+
+def damage_tokenizer(folder: Path) -> None:
+    """A learned tokenizer whose merges were edited: it would split the corpus another way."""
+    path = folder / "tokenizer.json"
+    data = json.loads(path.read_text())
+    data["model"]["merges"] = data["model"]["merges"][:10]
+    path.write_text(json.dumps(data))
+
+
+def drop_tokenizer(folder: Path) -> None:
+    (folder / "tokenizer.json").unlink()
+
+
+@pytest.mark.parametrize("tamper", [damage_tokenizer, drop_tokenizer])
+def test_a_tampered_learned_tokenizer_is_relearned_not_believed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tamper: Callable[[Path], None]
+) -> None:
+    """The meta records the learned tokenizer's SHA-256 too: an edited or missing tokenizer.json
+    rebuilds the entry (the tokenizer learned again, the same), never tokenises with it."""
+    first = prepare_corpus(BPE, cache=tmp_path)
+    train, vocab = np.array(first.train), first.tokenizer.vocab_size
+    (folder,) = (tmp_path / "tokens").iterdir()
+    tamper(folder)
+    capsys.readouterr()
+    again = prepare_corpus(BPE, cache=tmp_path)
+    assert np.array_equal(again.train, train) and again.tokenizer.vocab_size == vocab
+    assert "rebuilt" in capsys.readouterr().err

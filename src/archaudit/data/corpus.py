@@ -99,8 +99,10 @@ def prepare_corpus(recipe: Recipe, cache: Path | None = None) -> TokenCorpus:
     key = hashlib.sha256(canonical_json(key_fields).encode()).hexdigest()[:20]
     folder = (cache or cache_dir()) / "tokens" / key
     tok_file = folder / "tokenizer.json"
-    spec = f"hf:{tok_file}" if tok_file.is_file() else recipe.tokenizer
     meta = _verified_meta(folder)
+    # a learned tokenizer is read back only from an entry that proved itself (its digest is in
+    # the meta): a damaged one would otherwise re-tokenise the corpus wrongly without a word
+    spec = f"hf:{tok_file}" if meta is not None and tok_file.is_file() else recipe.tokenizer
     if meta is None and not text().strip():
         raise DataError(f"corpus {recipe.corpus!r} is empty")
     tokenizer = load_tokenizer(spec, lambda: _chunks(text()))
@@ -140,6 +142,7 @@ def _write_tokens(
         folder.mkdir(parents=True, exist_ok=True)
         if isinstance(tokenizer, HFTokenizer):
             atomic_write(folder / "tokenizer.json", lambda p: tokenizer.save(p))
+            meta["tokenizer_sha256"] = file_digest(folder / "tokenizer.json")
         atomic_write(folder / "tokens.bin", lambda p: p.write_bytes(data))
         atomic_write(folder / "meta.json", lambda p: p.write_text(json.dumps(meta)))
     except (OSError, DataError) as err:
@@ -151,7 +154,8 @@ def _write_tokens(
 
 def _verified_meta(folder: Path) -> dict | None:
     """The cached tokens' meta.json when the entry proves itself: well-formed fields, a regular
-    tokens.bin of exactly n_tokens tokens, and the SHA-256 the meta recorded. Otherwise None
+    tokens.bin of exactly n_tokens tokens, and the SHA-256s the meta recorded (of the tokens and
+    of a learned tokenizer.json, which must be there exactly when it was saved). Otherwise None
     (rebuilt by the caller), with one line when an entry was there but did not check out: a
     zeroed or truncated tokens.bin would otherwise train on the wrong data without a word."""
     text = read_regular_text(folder / "meta.json")
@@ -171,11 +175,19 @@ def _verified_meta(folder: Path) -> dict | None:
             raise ValueError
         if file_digest(tokens) != meta["sha256"]:
             raise ValueError
+        if _tokenizer_digest(folder) != meta.get("tokenizer_sha256"):
+            raise ValueError
     except (ValueError, KeyError, TypeError):
         warn(f"{folder}: a token cache entry that does not check out (meta, size or checksum); "
              "rebuilt")  # fmt: skip
         return None
     return meta
+
+
+def _tokenizer_digest(folder: Path) -> str | None:
+    """The learned tokenizer's SHA-256 (None without one: a byte or GPT-2 file tokenizer)."""
+    path = folder / "tokenizer.json"
+    return file_digest(path) if path.is_file() else None
 
 
 def _prepared_corpus(recipe: Recipe, folder: str | Path) -> TokenCorpus:
