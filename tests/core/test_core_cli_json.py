@@ -90,7 +90,7 @@ ARGS: dict[str, list[str]] = {
     "stats aggregate": ["{results}", *STATS, "--n-boot", "50"],
     "stats snr": ["{results}"],
     "stats predict": ["{ladder}", "--n-boot", "50"],
-    "stress": ["{stress}", "--plan", "--runs-dir", "{tmp}/stress-runs"],
+    "stress": ["{stress}", "--plan", "--no-probe", "--runs-dir", "{tmp}/stress-runs"],
     "simulate-null": ["--audits", "20", "--n-arms", "3"],
     "report": ["{audit_dir}", "--out", "{tmp}/report.html"],
     "data prepare": ["{text}", "--out", "{tmp}/prepared"],
