@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,3 +52,54 @@ def shared_data() -> Path:
     if not data.is_dir():
         pytest.skip("../shared/data is absent")
     return data
+
+
+@pytest.fixture
+def stand_in_mlflow(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
+    """A stand-in MLflow client that records its calls, in order (the tests need no mlflow)."""
+    import collections
+    import types
+
+    calls: list[tuple] = []
+
+    class Client:
+        def __init__(self, tracking_uri: str) -> None:
+            pass
+
+        def get_experiment_by_name(self, name: str) -> None:
+            return None
+
+        def create_experiment(self, name: str) -> str:
+            return "1"
+
+        def create_run(self, experiment_id: str, tags: dict) -> Any:
+            calls.append(("tags", tags))
+            return types.SimpleNamespace(info=types.SimpleNamespace(run_id="r"))
+
+        def log_dict(self, run_id: str, value: Any, name: str) -> None:
+            calls.append(("dict", name, value))
+
+        def log_batch(self, run_id: str, params: list) -> None:
+            calls.append(("params", {p.key: p.value for p in params}))
+
+        def log_metric(self, run_id: str, key: str, value: float, step: int) -> None:
+            calls.append(("metric", key, value, step))
+
+        def set_tag(self, run_id: str, key: str, value: str) -> None:
+            calls.append(("tag", key, value))
+
+        def set_terminated(self, run_id: str) -> None:
+            calls.append(("end",))
+
+        def __getattr__(self, name: str) -> Any:
+            return lambda *args, **kwargs: calls.append((name, args, kwargs))
+
+    modules = {name: types.ModuleType(name) for name in ("mlflow", "mlflow.tracking",
+                                                          "mlflow.entities")}  # fmt: skip
+    modules["mlflow.tracking"].MlflowClient = Client
+    modules["mlflow.entities"].Param = collections.namedtuple("Param", "key value")
+    for name, module in modules.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "file:///nowhere")
+    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: object())
+    return calls

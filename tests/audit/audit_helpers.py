@@ -3,10 +3,13 @@ CLI in a fresh process."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import math
+import signal
 import subprocess
+from collections.abc import Iterator
 from typing import Any
 
 from archaudit.audit.launch import cli_command
@@ -68,3 +71,23 @@ def merged(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
 def archaudit(*args: str, **kwargs: Any) -> subprocess.CompletedProcess:
     """Run the CLI in a fresh process, as a user (or an executor) would."""
     return subprocess.run(cli_command(*args), capture_output=True, text=True, **kwargs)
+
+
+class Blocked(BaseException):
+    """Raised by `alarm_after`: no handler of an OSError (TimeoutError is one) can swallow it."""
+
+
+@contextlib.contextmanager
+def alarm_after(seconds: int) -> Iterator[None]:
+    """A command that waits on a FIFO fails its case instead of hanging the suite."""
+
+    def hung(*_: Any) -> None:
+        raise Blocked("the command blocked (a FIFO read?)")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

@@ -17,7 +17,6 @@ import math
 import os
 import random
 import shutil
-import signal
 import sys
 import traceback
 from collections.abc import Iterator
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from audit_helpers import to_toml
+from audit_helpers import alarm_after, to_toml
 from test_audit_fuzz import CONFIG, HOSTILE, SEED, TRAIN, mutate_bytes, results_csv
 
 from archaudit.cli import main
@@ -173,20 +172,10 @@ def clean(tmp_path_factory) -> Iterator[dict[str, tuple[Path, dict]]]:
     forget_in_process()
 
 
-class Blocked(BaseException):
-    """Raised by the alarm: no handler of an OSError can swallow it."""
-
-
 @pytest.fixture
 def alarm() -> Iterator[None]:
-    def hung(*_: Any) -> None:
-        raise Blocked("the command blocked (a FIFO read?)")
-
-    previous = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(ALARM_S)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+    with alarm_after(ALARM_S):
+        yield
 
 
 def without(data: dict, free: tuple[str, ...]) -> dict:

@@ -13,13 +13,11 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from audit_helpers import to_toml
+from audit_helpers import alarm_after, to_toml
 from test_audit_fuzz import (
     AUDIT,
     CONFIG,
@@ -96,22 +94,10 @@ def fifo_cases() -> Iterator[Case]:
 FIFO_CASES = list(fifo_cases())
 
 
-class Blocked(BaseException):
-    """Raised by the alarm: no handler of an OSError (TimeoutError is one) can swallow it."""
-
-
 @pytest.fixture
 def alarm() -> Iterator[None]:
-    """A command that waits on a FIFO fails its case instead of hanging the suite."""
-
-    def hung(*_: Any) -> None:
-        raise Blocked("the command blocked (a FIFO read?)")
-
-    previous = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(ALARM_S)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+    with alarm_after(ALARM_S):
+        yield
 
 
 @pytest.mark.parametrize("case", FIFO_CASES, ids=[c.id for c in FIFO_CASES])

@@ -171,43 +171,10 @@ def test_train_tracker_mlflow_file_store_holds_the_eval_metrics(tmp_path, monkey
     assert [m.step for m in client.get_metric_history(run.info.run_id, "loss")] == list(range(1, 7))
 
 
-def test_mlflow_gets_the_config_as_flat_params_and_each_value_once(monkeypatch, tmp_path):
+def test_mlflow_gets_the_config_as_flat_params_and_each_value_once(stand_in_mlflow, tmp_path):
     """Issue 36: runs can be filtered by `params."model.attention.score"`, and the summary
     does not log val_loss a second time at the last step (a stand-in client records calls)."""
-    import collections
-    import types
-
-    calls: list[tuple] = []
-
-    class Client:
-        def __init__(self, tracking_uri: str) -> None:
-            pass
-
-        def get_experiment_by_name(self, name: str) -> None:
-            return None
-
-        def create_experiment(self, name: str) -> str:
-            return "1"
-
-        def create_run(self, experiment_id: str, tags: dict) -> Any:
-            return types.SimpleNamespace(info=types.SimpleNamespace(run_id="r"))
-
-        def log_dict(self, run_id: str, value: Any, name: str) -> None:
-            pass
-
-        def log_batch(self, run_id: str, params: list) -> None:
-            calls.append(("params", {p.key: p.value for p in params}))
-
-        def log_metric(self, run_id: str, key: str, value: float, step: int) -> None:
-            calls.append(("metric", key, value, step))
-
-    modules = {name: types.ModuleType(name) for name in ("mlflow", "mlflow.tracking",
-                                                          "mlflow.entities")}  # fmt: skip
-    modules["mlflow.tracking"].MlflowClient = Client
-    modules["mlflow.entities"].Param = collections.namedtuple("Param", "key value")
-    for name, module in modules.items():
-        monkeypatch.setitem(sys.modules, name, module)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", "file:///nowhere")
+    calls = stand_in_mlflow
     config = {"arm": "qk_norm", "mods": ["qk_norm"], "model": {"attention": {"score": "softpick"},
               "n_layers": 2, "extra": {}}, "seed": 3}  # fmt: skip
     tracker = TRACKERS.get("mlflow")(TrackedRun("p", "r", "qk_norm", "xs", 3, tmp_path, config))
@@ -242,57 +209,10 @@ def test_every_judgeable_verdict_is_tracked_and_the_rest_noted(write_audit):
     assert "baseline" in note["reason"]
 
 
-def _stand_in_mlflow(monkeypatch) -> list[tuple]:
-    """A stand-in MLflow client that records its calls (the tests need no mlflow)."""
-    import collections
-    import types
-
-    calls: list[tuple] = []
-
-    class Client:
-        def __init__(self, tracking_uri: str) -> None:
-            pass
-
-        def get_experiment_by_name(self, name: str) -> None:
-            return None
-
-        def create_experiment(self, name: str) -> str:
-            return "1"
-
-        def create_run(self, experiment_id: str, tags: dict) -> Any:
-            calls.append(("tags", tags))
-            return types.SimpleNamespace(info=types.SimpleNamespace(run_id="r"))
-
-        def log_dict(self, run_id: str, value: Any, name: str) -> None:
-            calls.append(("dict", name, value))
-
-        def log_batch(self, run_id: str, params: list) -> None:
-            calls.append(("params", {p.key: p.value for p in params}))
-
-        def log_metric(self, run_id: str, key: str, value: float, step: int) -> None:
-            calls.append(("metric", key, value, step))
-
-        def set_tag(self, run_id: str, key: str, value: str) -> None:
-            calls.append(("tag", key, value))
-
-        def set_terminated(self, run_id: str) -> None:
-            calls.append(("end",))
-
-    modules = {name: types.ModuleType(name) for name in ("mlflow", "mlflow.tracking",
-                                                          "mlflow.entities")}  # fmt: skip
-    modules["mlflow.tracking"].MlflowClient = Client
-    modules["mlflow.entities"].Param = collections.namedtuple("Param", "key value")
-    for name, module in modules.items():
-        monkeypatch.setitem(sys.modules, name, module)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", "file:///nowhere")
-    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: object())
-    return calls
-
-
-def test_a_train_run_has_its_arm_as_a_param_in_mlflow(monkeypatch, tmp_path):
+def test_a_train_run_has_its_arm_as_a_param_in_mlflow(stand_in_mlflow, tmp_path):
     """Issue 44: `train --tracker mlflow` logged the arm only as a tag (an audit run's config
     holds it, a train run's config does not): now arm, scale and seed are params everywhere."""
-    calls = _stand_in_mlflow(monkeypatch)
+    calls = stand_in_mlflow
     config = {"model": {"n_layers": 2}, "recipe": {"lr": 1e-3}, "seed": 3}
     TRACKERS.get("mlflow")(TrackedRun("archaudit-train", "out", "qk_norm", "xs", 3, tmp_path,
                                       config))  # fmt: skip

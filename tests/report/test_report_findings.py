@@ -13,7 +13,6 @@ import json
 import math
 import shutil
 import sys
-import types
 from pathlib import Path
 from typing import Any
 
@@ -123,51 +122,21 @@ def from_frame(audit: Path) -> dict[Key, tuple]:
     }
 
 
-def fake_mlflow(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """A stand-in MLflow client: what the tracker logs lands in the returned dict."""
-    logged: dict[str, Any] = {}
-
-    class Client:
-        def __init__(self, tracking_uri: str) -> None:
-            pass
-
-        def get_experiment_by_name(self, name: str) -> None:
-            return None
-
-        def create_experiment(self, name: str) -> str:
-            return "1"
-
-        def create_run(self, experiment_id: str, tags: dict) -> Any:
-            return types.SimpleNamespace(info=types.SimpleNamespace(run_id="r"))
-
-        def log_dict(self, run_id: str, value: Any, name: str) -> None:
-            logged[name] = value
-
-        def set_tag(self, run_id: str, key: str, value: str) -> None:
-            logged.setdefault("tags", {})[key] = value
-
-        def __getattr__(self, name: str) -> Any:
-            return lambda *args, **kwargs: None
-
-    modules = {name: types.ModuleType(name) for name in ("mlflow", "mlflow.tracking",
-                                                          "mlflow.entities")}  # fmt: skip
-    modules["mlflow.tracking"].MlflowClient = Client  # type: ignore[attr-defined]
-    modules["mlflow.entities"].Param = collections.namedtuple("Param", "key value")  # type: ignore[attr-defined]
-    for name, module in modules.items():
-        monkeypatch.setitem(sys.modules, name, module)
-    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: object())
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", "file:///nowhere")
-    return logged
+def logged(calls: list[tuple]) -> dict[str, Any]:
+    """What the stand-in MLflow client received (the `stand_in_mlflow` fixture): each file it
+    logged by name, and its tags under "tags"."""
+    files: dict[str, Any] = {c[1]: c[2] for c in calls if c[0] == "dict"}
+    return files | {"tags": {c[1]: c[2] for c in calls if c[0] == "tag"}}
 
 
-def from_mlflow(audit: Path, monkeypatch: pytest.MonkeyPatch) -> dict[Key, tuple]:
+def from_mlflow(audit: Path, calls: list[tuple]) -> dict[Key, tuple]:
     """The verdicts.json the MLflow tracker logs (a stand-in client records it) and its tags."""
-    logged = fake_mlflow(monkeypatch)
     log_verdicts("mlflow", "audit", audit, findings(audit, asked=VERDICTS_ONLY))
-    rows = logged["verdicts.json"]
+    received = logged(calls)
+    rows = received["verdicts.json"]
     for row in rows:
         tag = f"verdict/{row['metric']}/{row['arm']}/{row['scale']}".replace("@", "_")
-        assert logged["tags"][tag] == row["verdict"]
+        assert received["tags"][tag] == row["verdict"]
     fields = ("delta", "interval_low", "interval_high", "threshold", "mde", "verdict")
     return {
         (r["metric"], r["scale"], r["baseline"], r["arm"]): numbers(*(r[f] for f in fields))
@@ -176,7 +145,7 @@ def from_mlflow(audit: Path, monkeypatch: pytest.MonkeyPatch) -> dict[Key, tuple
 
 
 @pytest.mark.parametrize("design", ["two baselines", "sequential"])
-def test_stats_the_report_the_frame_and_mlflow_show_one_record(audits, design, monkeypatch):
+def test_stats_the_report_the_frame_and_mlflow_show_one_record(audits, design, stand_in_mlflow):
     audit = audits[design]
     expected = from_json(audit)
     metrics = {key[0] for key in expected}
@@ -192,7 +161,7 @@ def test_stats_the_report_the_frame_and_mlflow_show_one_record(audits, design, m
         assert store.read_json(audit / store.SEQUENTIAL_DIR / store.SEQUENTIAL_SUMMARY)
     assert from_report(audit) == expected
     assert from_frame(audit) == expected
-    assert from_mlflow(audit, monkeypatch) == expected
+    assert from_mlflow(audit, stand_in_mlflow) == expected
 
 
 def test_the_frame_keeps_its_nullable_dtypes_through_parquet(audits, tmp_path):
@@ -209,7 +178,7 @@ def test_the_frame_keeps_its_nullable_dtypes_through_parquet(audits, tmp_path):
         pandas.testing.assert_frame_equal(frame, back)
 
 
-def test_a_stored_stress_test_is_one_slice_of_the_record(audits, tmp_path, monkeypatch):
+def test_a_stored_stress_test_is_one_slice_of_the_record(audits, tmp_path, stand_in_mlflow):
     """Issue 43 item 6: the stability verdicts of `archaudit stress` live in the findings
     (`stability`), and `stats verdicts`, the report and the tracker show those same rows."""
     from archaudit.audit.stress import STRESS_DIR
@@ -230,9 +199,8 @@ def test_a_stored_stress_test_is_one_slice_of_the_record(audits, tmp_path, monke
     out = CliRunner().invoke(app, ["stats", "verdicts", str(audit)])
     assert out.exit_code == 0, out.output
     assert all(r.line() in " ".join(out.output.split()) for r in rows)
-    logged = fake_mlflow(monkeypatch)
     track_verdicts("mlflow", "audit", audit)
-    assert logged["stability.json"] == [r.to_dict() for r in rows]
+    assert logged(stand_in_mlflow)["stability.json"] == [r.to_dict() for r in rows]
 
 
 def test_a_loops_judgement_keeps_no_fixed_design_calibration(audits):
