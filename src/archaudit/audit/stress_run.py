@@ -16,8 +16,8 @@ def run_stress(
     from archaudit.audit.coordinator import run_audit
 
     plan = stress_plan(spec)
-    if plan.power_note():
-        warn(plan.power_note())
+    if power := plan.power_note():
+        warn(power)
     if plan.plan.runs:
         run_audit(plan.plan, executor=executor, workers=workers, tracker="", live=live)
     return plan

@@ -60,13 +60,14 @@ def stress(
     if plan_only:
         plan = stress_plan(spec)
         cost = {"cost": plan.cost_line(), **_time(plan.plan, probe)}
-        cost |= {"power": plan.power_note()} if plan.power_note() else {}
+        power = plan.power_note()
+        cost |= {"power": power} if power else {}
         line = "; ".join(str(cost[k]) for k in ("cost", "time") if k in cost)
         if json_:
             return emit(cost)
         Console().print(line)
-        if plan.power_note():
-            warn(plan.power_note())
+        if power:
+            warn(power)
         return
     plan = run_stress(spec, live=not (quiet or json_))
     result = analyse(plan)
