@@ -12,9 +12,9 @@ import pytest
 
 from archaudit.audit.plan import make_plan
 from archaudit.audit.record import RunRecord
-from archaudit.audit.spec import load_audit
+from archaudit.audit.spec import StressSpec, load_audit
 from archaudit.audit.store import materialize, write_done
-from archaudit.audit.stress import STRESS_DIR, stress_plan
+from archaudit.audit.stress import STRESS_DIR, StressPoint, stress_plan, unigram_loss
 from archaudit.audit.stress_checks import check_directions, directions_table
 from archaudit.audit.stress_result import (
     RELATIVE_THRESHOLD,
@@ -22,9 +22,13 @@ from archaudit.audit.stress_result import (
     DepthPoint,
     StressResult,
     _depth_forecasts,
+    analyse,
     read_result,
 )
 from archaudit.errors import ConfigError
+from archaudit.metrics import PRIMARY_LOSS
+from archaudit.rundir import METRICS
+from archaudit.stats.analyses.stability import undeclarable
 
 ROOT = Path(__file__).resolve().parents[2]
 STORED = ROOT / "tests" / "data" / "stress" / "stress-tiny.json"
@@ -69,7 +73,8 @@ def test_plan_sizes_the_sweep_and_labels_its_runs(tmp_path: Path) -> None:
     plan = stress_plan(spec)
     sweep = [p for p in plan.points if p.kind == "lr"]
     depth = [p for p in plan.points if p.kind == "depth"]
-    assert len(sweep) == 2 * 6 * 2 and len(depth) == 2 * 2  # baseline and post_ln
+    seeds = spec.stress.seeds
+    assert len(sweep) == 2 * 6 * seeds and len(depth) == 2 * seeds  # baseline and post_ln
     assert {p.run.model.n_layers for p in depth} == {2}
     assert all(p.run.audit == "s-stress" for p in plan.points)
     assert plan.plan.audit_dir == spec.audit_dir / STRESS_DIR
@@ -77,7 +82,8 @@ def test_plan_sizes_the_sweep_and_labels_its_runs(tmp_path: Path) -> None:
     assert lrs[-1] / lrs[0] == pytest.approx(300) and len(lrs) == 6
     assert {p.run.recipe.warmup_frac for p in plan.points} == {spec.recipe.warmup_frac}
     assert re.match(
-        r"stress test: 28 runs \(28 to train, 0 finished, 0 reused .* FLOPs, [0-9.]+× the audit",
+        rf"stress test: {14 * seeds} runs \({14 * seeds} to train, 0 finished, 0 reused .* FLOPs, "
+        r"[0-9.]+× the audit",
         plan.cost_line(),
     )
 
@@ -107,6 +113,76 @@ def test_a_finished_stress_run_is_not_counted_to_train(tmp_path: Path) -> None:
     assert len(after.plan.runs) == len(before.plan.runs) - 1 and after.finished == 1
     assert done not in after.plan.runs and len(after.points) == len(before.points)
     assert f"({len(after.plan.runs)} to train, 1 finished" in after.cost_line()
+
+
+def test_the_default_seeds_can_declare_an_arm_among_the_audit2026_arms() -> None:
+    """Issue 43: at the old default of 2 seeds no arm of 6 or more could be declared."""
+    from archaudit.mods.suites import SUITES
+
+    default = StressSpec()
+    arms = len(SUITES["audit2026"]) - 1  # besides the baseline
+    assert undeclarable(default.seeds, default.lr_factors, arms, default.alpha) == ""
+    assert undeclarable(2, default.lr_factors, arms, default.alpha)
+
+
+def _finish(plan_dir: Path, point: StressPoint, broke: bool) -> None:
+    """A finished stress run: stable (its loss falls to half the unigram loss), or diverged at
+    its last step."""
+    run_dir = plan_dir / point.run.path
+    run_dir.mkdir(parents=True, exist_ok=True)
+    steps, unigram = point.run.recipe.steps, unigram_loss(point.run.recipe)
+    rows = [
+        {"step": s, "loss": unigram * (1 - s / (2 * steps)), "grad_norm": 1.0}
+        for s in range(1, steps + 1)
+    ]
+    (run_dir / METRICS).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    final = {PRIMARY_LOSS: None if broke else rows[-1]["loss"]}
+    record = RunRecord.of_run(
+        point.run, status="ok", metrics=final, diverged_step=steps if broke else None
+    )
+    write_done(run_dir, record)
+
+
+def test_rates_above_the_grid_until_the_baseline_breaks(tmp_path: Path) -> None:
+    """Issue 43 item 2: while the baseline has not broken at the top rate trained, the next
+    rate (the grid's last ratio again) is added for it and every arm still censored, at most
+    `stress.extra_rates`; the range is then read over them, and the verdict's grid is kept."""
+    spec = load_audit(audit(tmp_path))
+    first = stress_plan(spec)
+    extra = spec.stress.extra_rates
+    assert not [p for p in first.points if p.kind == "above"]
+    assert f"up to {extra * 2 * spec.stress.seeds} more runs above the grid" in first.cost_line()
+    for point in first.points:  # post_ln breaks at the top rate; the baseline does not
+        top = point.run.recipe.lr == max(p.run.recipe.lr for p in first.points)
+        _finish(first.plan.audit_dir, point, broke=top and point.run.arm == "post_ln")
+    second = stress_plan(spec)
+    above = [p for p in second.points if p.kind == "above"]
+    factors = spec.stress.lr_factors
+    step = factors[-1] / factors[-2]
+    assert {p.run.arm for p in above} == {"baseline"} and len(above) == spec.stress.seeds
+    expected = spec.recipe.lr * factors[-1] * step
+    assert [p.run.recipe.lr for p in above] == pytest.approx([expected] * len(above))
+    for point in above:  # the baseline breaks there: no further rate
+        _finish(second.plan.audit_dir, point, broke=True)
+    third = stress_plan(spec)
+    assert [p.run.path for p in third.points] == [p.run.path for p in second.points]
+    assert not third.plan.runs and "above the grid" not in third.cost_line()
+    result = analyse(third)
+    base = result.arm("baseline")
+    assert base is not None and not base.censored
+    assert base.extra_lrs == (above[0].run.recipe.lr,) and len(base.lrs) == len(factors)
+    assert base.largest_stable_lr == base.lrs[-1]
+
+
+def test_no_rate_above_the_grid_when_extra_rates_is_0(tmp_path: Path) -> None:
+    spec = load_audit(audit(tmp_path, "[stress]\nextra_rates = 0\n"))
+    plan = stress_plan(spec)
+    for point in plan.points:
+        _finish(plan.plan.audit_dir, point, broke=False)
+    again = stress_plan(spec)
+    assert not [p for p in again.points if p.kind == "above"]
+    result = analyse(again)
+    assert all(a.censored and not a.extra_lrs for a in result.arms)
 
 
 def test_the_default_depth_stress_covers_the_residual_and_norm_arms(tmp_path: Path) -> None:
@@ -159,7 +235,7 @@ def test_cli_plan_prints_the_cost(tmp_path: Path) -> None:
     out = CliRunner().invoke(app, ["stress", str(audit(tmp_path)), "--plan", "--json"])
     assert out.exit_code == 0, out.output
     cost = json.loads(out.stdout)
-    assert cost["cost"].startswith("stress test: 24 runs")
+    assert cost["cost"].startswith(f"stress test: {12 * StressSpec().seeds} runs")
     # issue 43: the probe's time of the runs to train, as `archaudit plan` estimates it
     assert cost["estimated_wall_s"] > 0 and cost["estimated_cpu_s"] > 0
     bare = CliRunner().invoke(app, ["stress", str(audit(tmp_path)), "--plan", "--no-probe"])
@@ -268,7 +344,7 @@ def test_cli_plan_says_when_the_sweep_cannot_declare_an_arm(tmp_path: Path) -> N
 
     register_commands()
     (tmp_path / "default").mkdir()
-    strict = audit(tmp_path, "[stress]\nalpha = 0.005\n")
+    strict = audit(tmp_path, "[stress]\nseeds = 2\nalpha = 0.005\n")
     for path, said in ((strict, True), (audit(tmp_path / "default"), False)):
         out = CliRunner().invoke(app, ["stress", str(path), "--plan", "--no-probe", "--json"])
         assert out.exit_code == 0, out.output

@@ -15,7 +15,7 @@ import functools
 import itertools
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,7 +40,7 @@ from archaudit.data.identity import recipe_hash
 from archaudit.errors import ConfigError, did_you_mean
 from archaudit.metrics import PRIMARY_LOSS
 from archaudit.rundir import EVENTS, METRICS
-from archaudit.stats.analyses.stability import SweepRun, undeclarable
+from archaudit.stats.analyses.stability import Sweep, SweepRun, measure, undeclarable
 
 if TYPE_CHECKING:
     from archaudit.mods import Arm
@@ -56,7 +56,8 @@ class StressPoint:
 
     run: RunSpec
     kind: str
-    """"lr" (the sweep) or "depth" (the depth stress)."""
+    """"lr" (the sweep), "depth" (the depth stress) or "above" (a rate above the grid, while
+    the baseline has not broken: `stress.extra_rates`)."""
     reused: Path | None = None
     """The audit's finished run this point reads instead of training."""
 
@@ -75,6 +76,9 @@ class StressPlan:
     """The audit's own training FLOPs, for scale."""
     finished: int = 0
     """Stress runs already trained (in runs/<audit>/_stress/)."""
+    above_left: int = 0
+    """Runs the rates above the grid may still add (the baseline has not broken yet; not in
+    `points`, the tokens or the FLOPs)."""
 
     def run_dir(self, point: StressPoint) -> Path:
         return point.reused or self.plan.run_dir(point.run)
@@ -94,6 +98,15 @@ class StressPlan:
             f"stress test: {len(self.points)} runs ({trained} to train, {self.finished} "
             f"finished, {reused} reused from the audit) at scale {self.scale!r}: "
             f"{self.tokens:,} tokens, {self.flops:.2e} FLOPs, {ratio:.1f}× the audit's training"
+            + self._above_note()
+        )
+
+    def _above_note(self) -> str:
+        if not self.above_left:
+            return ""
+        return (
+            f"; up to {self.above_left} more runs above the grid while the baseline does not "
+            "break (stress.extra_rates)"
         )
 
 
@@ -108,14 +121,19 @@ def stress_plan(spec: AuditSpec) -> StressPlan:
     points: list[StressPoint] = []
     for chosen in arms:
         for factor in settings.lr_factors:
-            points += _points(spec, chosen.arm, scale, 1, factor, "lr")
+            points += _points(spec, chosen.arm, scale=scale, depth=1, factor=factor, kind="lr")
     for chosen in depth_arms if settings.depths else []:
         for depth in settings.depths:
             for factor in settings.depth_lr_factors:
-                points += _points(spec, chosen.arm, scale, depth, factor, "depth")
+                points += _points(
+                    spec, chosen.arm, scale=scale, depth=depth, factor=factor, kind="depth"
+                )
     finished = _finished(audit)
     points = [_reuse(p, finished) for p in _distinct(points)]
     stress = dataclasses.replace(spec, name=STRESS_DIR, runs_dir=spec.audit_dir)
+    reach = functools.partial(_points, spec, scale=scale, depth=1, kind="above")
+    above, more = _above_grid(spec, arms, points, reach, Plan(stress, (), ()).run_dir)
+    points += above
     own = Plan(stress, tuple(p.run for p in points if p.reused is None), ())
     todo = tuple(r for r in own.runs if read_record(own.run_dir(r)) is None)
     return StressPlan(
@@ -127,7 +145,51 @@ def stress_plan(spec: AuditSpec) -> StressPlan:
         sum(_flops(r) for r in todo),
         sum(_flops(r) for r in audit.runs),
         len(own.runs) - len(todo),
+        more,
     )
+
+
+def _above_grid(
+    spec: AuditSpec,
+    arms: Sequence[PlannedArm],
+    points: Sequence[StressPoint],
+    reach: Callable[..., list[StressPoint]],
+    run_dir: Callable[[RunSpec], Path],
+) -> tuple[list[StressPoint], int]:
+    """The rates above the grid (`stress.extra_rates`), each the top one × the grid's last
+    ratio, for the baseline and every arm still censored there, while the baseline's finished
+    runs have not broken at the top rate trained; and how many more runs such rates may still
+    add (0 once the baseline broke). Decided from the finished runs only, so each `run_stress`
+    round adds the next rate once the previous one has trained."""
+    factors = spec.stress.lr_factors
+    swept = [p for p in points if p.kind == "lr"]
+    added: list[StressPoint] = []
+    for k in range(1, spec.stress.extra_rates + 1):
+        censored = _censored(spec, [*swept, *added], run_dir)
+        if not censored.get(BASELINE):
+            left = spec.stress.extra_rates - k + 1
+            broke = censored.get(BASELINE) is False
+            return added, 0 if broke else left * len(arms) * spec.stress.seeds
+        factor = factors[-1] * (factors[-1] / factors[-2]) ** k
+        chosen = [a.arm for a in arms if censored.get(a.arm.name)]
+        added += [p for arm in chosen for p in reach(arm, factor=factor)]
+    return added, 0
+
+
+def _censored(
+    spec: AuditSpec, points: Sequence[StressPoint], run_dir: Callable[[RunSpec], Path]
+) -> dict[str, bool | None]:
+    """Per arm, whether its largest stable rate is the top rate trained
+    (`ArmStability.censored`); None while some of its points have not finished."""
+    by_arm: dict[str, list[SweepRun | None]] = {}
+    for p in points:
+        read = read_sweep_run(p.reused or run_dir(p.run), p.run, spec.recipe.lr)
+        by_arm.setdefault(p.run.arm, []).append(read)
+    done = {arm: [r for r in runs if r is not None] for arm, runs in by_arm.items()}
+    return {
+        arm: measure(Sweep.of(arm, done[arm])).censored if len(done[arm]) == len(runs) else None
+        for arm, runs in by_arm.items()
+    }
 
 
 def _depth_arms(
@@ -168,7 +230,7 @@ def _model(spec: AuditSpec, scale: ScaleSpec, depth: int) -> ModelConfig:
 
 
 def _points(
-    spec: AuditSpec, arm: Arm, scale: ScaleSpec, depth: int, factor: float, kind: str
+    spec: AuditSpec, arm: Arm, *, scale: ScaleSpec, depth: int, factor: float, kind: str
 ) -> list[StressPoint]:
     model = arm.apply(_model(spec, scale, depth))
     recipe = arm.apply_recipe(scale_recipe(spec.recipe, scale))

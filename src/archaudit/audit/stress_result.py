@@ -202,7 +202,7 @@ def analyse(plan: StressPlan) -> StressResult:
         audit=plan.spec.name,
         scale=plan.scale,
         cost=plan.cost_line(),
-        arms=tuple(measure(s) for s in sweeps.values()),
+        arms=tuple(measure(s, above=_above(read, s.arm)) for s in sweeps.values()),
         verdicts=tuple(verdicts),
         depth=tuple(depth),
         depth_forecasts=tuple(_depth_forecasts(depth)),
@@ -211,6 +211,11 @@ def analyse(plan: StressPlan) -> StressResult:
         missing=len(plan.points) - len(read),
         depth_verdicts=tuple(depth_verdicts),
     )
+
+
+def _above(read: Sequence[tuple[StressPoint, SweepRun, SignalTrace]], arm: str) -> list[SweepRun]:
+    """The arm's runs at the rates above the grid (they count for its largest stable rate)."""
+    return [r for p, r, _ in read if p.kind == "above" and p.run.arm == arm]
 
 
 def _at_depth_rates(

@@ -12,12 +12,16 @@ from archaudit.progress import warn
 def run_stress(
     spec: AuditSpec, *, executor: str | None = None, workers: int | None = None, live: bool = True
 ) -> StressPlan:
-    """Train (or resume) every stress run the plan has left to train."""
+    """Train (or resume) every stress run the plan has left to train, then each rate above the
+    grid that the finished runs call for (`stress.extra_rates`: the baseline has not broken)."""
     from archaudit.audit.coordinator import run_audit
 
     plan = stress_plan(spec)
     if power := plan.power_note():
         warn(power)
-    if plan.plan.runs:
+    for _ in range(spec.stress.extra_rates + 1):  # a round per rate above the grid, at most
+        if not plan.plan.runs:
+            break
         run_audit(plan.plan, executor=executor, workers=workers, tracker="", live=live)
+        plan = stress_plan(spec)
     return plan

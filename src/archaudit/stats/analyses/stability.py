@@ -105,8 +105,11 @@ class ArmStability:
     """Per rate: each seed's break step (None = stable)."""
     seeds: int
     censored: bool = False
-    """The largest stable rate is the top of the grid: the arm's real range is ≥ it (the
-    sweep never broke it there), so it is written "≥ rate"."""
+    """The largest stable rate is the top rate trained (of the grid, or of `extra_lrs`): the
+    arm's real range is ≥ it (the sweep never broke it there), so it is written "≥ rate"."""
+    extra_lrs: tuple[float, ...] = ()
+    """Rates trained above the grid (`stress.extra_rates`: while the baseline had not broken);
+    they count for the largest stable rate only, not for the other measures or the verdict."""
 
 
 @dataclass(frozen=True)
@@ -178,14 +181,17 @@ def log_slope(values: Sequence[float]) -> float:
     return float(np.polyfit(np.arange(len(y), dtype=float), y, 1)[0])
 
 
-def measure(sweep: Sweep, confidence: float = 0.95) -> ArmStability:
-    """The arm's sensitivity, largest stable rate, best rate and break steps."""
+def measure(sweep: Sweep, confidence: float = 0.95, above: Sequence[SweepRun] = ()) -> ArmStability:
+    """The arm's sensitivity, largest stable rate, best rate and break steps. `above`: runs at
+    rates above the grid (the stress test's extension while the baseline has not broken),
+    which count only for the largest stable rate."""
     losses = sweep.clamped()
     means = np.array([v.mean() for v in losses])
     best = int(np.argmin(means))
     s = sensitivity(means)
     half = _contrast_half_width(losses, best, confidence)
-    per_seed = _largest_stable_per_seed(sweep)
+    reach = Sweep.of(sweep.arm, [*(r for runs in sweep.by_rate for r in runs), *above])
+    per_seed = _largest_stable_per_seed(reach)
     stable = [lr for lr in per_seed if lr is not None]
     return ArmStability(
         arm=sweep.arm,
@@ -200,7 +206,8 @@ def measure(sweep: Sweep, confidence: float = 0.95) -> ArmStability:
         runs=tuple(len(runs) for runs in sweep.by_rate),
         break_steps=tuple(tuple(r.break_step for r in runs) for runs in sweep.by_rate),
         seeds=min(len(runs) for runs in sweep.by_rate),
-        censored=bool(stable) and statistics.median_low(stable) == sweep.lrs[-1],
+        censored=bool(stable) and statistics.median_low(stable) == reach.lrs[-1],
+        extra_lrs=reach.lrs[len(sweep.lrs) :],
     )
 
 
