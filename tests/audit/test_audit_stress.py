@@ -238,6 +238,11 @@ def test_cli_plan_prints_the_cost(tmp_path: Path) -> None:
     assert cost["cost"].startswith(f"stress test: {12 * StressSpec().seeds} runs")
     # issue 43: the probe's time of the runs to train, as `archaudit plan` estimates it
     assert cost["estimated_wall_s"] > 0 and cost["estimated_cpu_s"] > 0
+    # the rates above the grid: each run as one of the grid's (the same shape) costs
+    per_run = cost["estimated_cpu_s"] / (12 * StressSpec().seeds)
+    above = StressSpec().extra_rates * 2 * StressSpec().seeds
+    assert cost["above_grid_cpu_s"] == pytest.approx(above * per_run)
+    assert "the runs above the grid up to" in cost["time"]
     bare = CliRunner().invoke(app, ["stress", str(audit(tmp_path)), "--plan", "--no-probe"])
     assert bare.exit_code == 0 and "min on" not in bare.output
 
