@@ -59,7 +59,7 @@ def stress(
     spec = load_audit(audit, [*(overrides or ()), *executor], runs_dir=runs_dir)
     if plan_only:
         plan = stress_plan(spec)
-        cost = {"cost": plan.cost_line(), **_time(plan, probe)}
+        cost = {"cost": plan.cost_line(), **plan_time(plan, probe)}
         power = plan.power_note()
         cost |= {"power": power} if power else {}
         line = "; ".join(str(cost[k]) for k in ("cost", "time") if k in cost)
@@ -80,7 +80,7 @@ def stress(
     Console().print(f"{result.cost}\nstored in {path}")
 
 
-def _time(plan: StressPlan, probe: bool) -> dict[str, str | float]:
+def plan_time(plan: StressPlan, probe: bool) -> dict[str, str | float]:
     """The estimated wall and CPU time of the runs still to train, from the probe (as `plan`
     estimates them), and of the runs the rates above the grid may add (each as a sweep run
     of the grid costs); nothing without the probe or runs."""
