@@ -5,8 +5,9 @@ published-directions table of docs/stability.md from it.
     python benchmarks/stress.py --docs        # only rewrite the docs tables from the stored results
 
 Default: benchmarks/stress/stress.toml (six arms below the tiny preset's width, six rates over
-2.5 decades, three seeds, a depth stress of the R7 arms at 2× and 4× the layers): about 25
-minutes of CPU on 2 cores. `--small` runs stress-small.toml (the same at 40 steps), `--full`
+2.5 decades, three seeds, a depth stress of the R7 arms at 2× and 4× the layers, and
+the rates above the grid while the baseline holds): 18.4 CPU-minutes measured. `--small` runs
+stress-small.toml (the same at 40 steps), `--full`
 stress-full.toml (the audit2026 suite's residual, norm and attention-logit arms at the tiny
 preset, three seeds, eight rates). The result goes to tests/data/stress/<audit name>.json,
 which the default tests read (they never train); the default's and the small one's directions
