@@ -115,7 +115,7 @@ def main() -> None:
             f"{result.cost}; wall {wall:.0f} s; the runs' CPU {runs_cpu:.0f} s; stored in {stored}"
         )
         print(f"this process's CPU {time.process_time() - c0:.0f} s")
-        if estimated is not None:
+        if estimated is not None and "estimated_cpu_s" in estimated:  # runs were left to train
             write_ratio(spec.name, estimated, plan, wall, runs_cpu)
     for audit_name, marker in TABLES.items():
         if (DATA / f"{audit_name}.json").is_file():
