@@ -12,10 +12,10 @@ largest scale fitted to it). The errors against the observed Δ̂ do three thing
 2. **Drift.** A mixture's error at horizon h is its seed noise plus a structural part that
    grows with h (an arm whose Δ moves along log N; a curve whose shape is wrong): its variance
    κ²·h² is fitted by moments to the errors beyond their seed noise.
-3. **Calibration.** The standardised errors z = error / √(noise + κ²h²) give the quantile of
-   |z| at the stated level (split-conformal over arms × held-out scales, with the finite-sample
-   step (n + 1)/n): intervals are z-widths of that size, so their coverage is earned on the
-   ladder's own data.
+3. **Calibration.** The standardised errors z = error / √(noise + κ²h²), each with its arm's
+   κ estimated without it, give the quantile of |z| at the stated level (split-conformal over
+   arms × held-out scales, with the finite-sample step (n + 1)/n): intervals are z-widths of
+   that size, so their coverage is earned on the ladder's own data.
 
 The mixture replaces the single-scale prediction only when it beats it on the held-out arms by
 a margin the backtest supports (a one-sided t-test over the arms of the gain in squared error,
@@ -177,7 +177,9 @@ def structural(exposure: np.ndarray, structure: np.ndarray) -> np.ndarray:
 
 
 def calibrate(errors: Errors) -> Calibration:
-    """Each arm's structure by moments, then the standardised errors."""
+    """Each arm's structure by moments, then the standardised errors, each scaled by its arm's
+    structure estimated without it (normalised conformal, honest: an arm's few errors do not
+    set their own width, so the quantile carries the uncertainty of the arm's drift too)."""
     excess = errors.error**2 - errors.noise
     pooled = _structure(excess, errors.exposure)
     arms = int(errors.arm.max()) + 1 if len(errors.arm) else 0
@@ -186,9 +188,23 @@ def calibrate(errors: Errors) -> Calibration:
          for a in range(arms)]
     ).reshape(-1, 2)  # fmt: skip
     structure = ARM_SHARE * own + (1.0 - ARM_SHARE) * pooled
-    variance = errors.noise + structural(errors.exposure, structure[errors.arm])
+    without = ARM_SHARE * _own_without_each(excess, errors.exposure, errors.arm, arms)
+    variance = errors.noise + structural(errors.exposure, without + (1.0 - ARM_SHARE) * pooled)
     z = np.abs(errors.error) / np.sqrt(variance)
     return Calibration(pooled, structure, z, errors.horizon)
+
+
+def _own_without_each(
+    excess: np.ndarray, exposure: np.ndarray, arm: np.ndarray, arms: int
+) -> np.ndarray:
+    """(P, 2) each error's arm's τ_b, τ_c by least squares on the arm's other errors (the
+    minimum-norm solution, as `_structure`'s, where they do not determine both)."""
+    outer = np.einsum("pi,pj->pij", exposure, exposure)
+    moments, sums = np.zeros((arms, 2, 2)), np.zeros((arms, 2))
+    np.add.at(moments, arm, outer)
+    np.add.at(sums, arm, exposure * excess[:, None])
+    held = np.linalg.pinv(moments[arm] - outer, hermitian=True)
+    return np.einsum("pij,pj->pi", held, sums[arm] - exposure * excess[:, None])
 
 
 @dataclass(frozen=True)
