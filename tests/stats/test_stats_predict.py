@@ -14,7 +14,6 @@ import pytest
 from predict_helpers import PARAMS, TARGET, constant, ladder, log_linear, table
 
 from archaudit.errors import ConfigError
-from archaudit.stats.predictions.backtest import CLAIM_LEVEL
 from archaudit.stats.predictions.ladders import Ladder, LadderScale, check_ladder
 from archaudit.stats.predictions.predict import predict
 
@@ -74,7 +73,7 @@ def test_known_truth_is_covered():
 def test_the_single_scale_prediction_is_the_default():
     flat = {"good": constant(-0.05), "bad": constant(0.05), "ok": constant(-0.02)}
     result = predict(table(flat, sigma=0.001), "val_loss", ladder(), n_boot=400)
-    assert result.model == "single_scale" and not result.beats_baseline
+    assert result.model == "single_scale"
     assert "the prediction is the single-scale one" in " ".join(result.notes)
     assert result.backtest is not None and result.backtest.model == "single_scale"
     for arm in result.arms:  # the Δ̂ at the largest trained scale, with its calibrated interval
@@ -82,17 +81,19 @@ def test_the_single_scale_prediction_is_the_default():
         assert arm.interval[0] < arm.delta < arm.interval[1]
 
 
-def test_a_stack_that_beats_the_single_scale_prediction_is_adopted():
+def test_a_stack_that_wins_the_backtest_is_shown_but_not_adopted():
     """Seed noise large against effects that do not move: the curves average it out over the
-    scales, and the backtest says so on arms held out of the stack's choice."""
+    scales and win the backtest on held-out arms, but a backtest win did not carry to the target
+    on known-truth ladders often enough to claim it (docs/predict.md): the prediction stays the
+    single-scale one and the stack is shown beside it."""
     flat = {f"arm{i}": constant(0.01 * (i - 3)) for i in range(12)}
     result = predict(table(flat, sigma=0.05, seeds=2), "val_loss", ladder(), n_boot=400)
-    assert result.model == "stacked" and result.beats_baseline, (result.p_value, result.mix)
-    assert result.p_value < CLAIM_LEVEL
-    assert "beat the single-scale prediction" in " ".join(result.notes)
     weights = {w.curve: w.weight for w in result.mix}
-    assert weights["single_scale"] < 1.0
-    assert any(a.delta != a.delta_largest for a in result.arms)
+    assert weights["single_scale"] < 1.0 and result.p_value < 0.05, (result.p_value, weights)
+    assert result.model == "single_scale"
+    assert all(a.delta == a.delta_largest for a in result.arms)
+    notes = " ".join(result.notes)
+    assert f"one-sided p = {result.p_value:.2g}" in notes and "not adopted" in notes
 
 
 def test_an_accuracy_is_refused_with_the_loss_to_use():

@@ -152,7 +152,7 @@ def _print_prediction(result: Prediction) -> None:
     )
     for test in result.candidates:
         _print_notes([test.summary()])
-    if result.backtest is not None and not result.beats_baseline:
+    if result.backtest is not None:
         _print_notes([result.backtest.summary()])
     _print_notes([*((result.reason,) if result.reason else ()), *result.notes])
 
@@ -161,8 +161,6 @@ def _how(result: Prediction) -> str:
     """What the prediction is, and the coverage its interval earned in the backtest."""
     test = result.backtest
     held = f", held {test.coverage:.0%} of {test.n_arms} backtest predictions" if test else ""
-    if result.beats_baseline:
-        return f"the stack of curves (it beat the single-scale prediction){held}"
     return f"the single-scale prediction (Δ̂ at the largest trained scale){held}"
 
 
