@@ -37,6 +37,7 @@ from archaudit.stats.serialize import JsonResult
 from archaudit.stats.signal import AVERAGE, check_signal
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.design_rate import DesignRate, arm_mde
+from archaudit.stats.simulation.profile import Profile
 from archaudit.stats.simulation.sequential import sequential_design_rate, spent_level
 from archaudit.stats.table import DOWNSTREAM, Table, TableLike, load_table
 from archaudit.stats.verdicts import NOISE_SIGMAS, Verdict
@@ -410,8 +411,8 @@ def judge_loop(fixed: Judgement, family: LoopFamily, loop: Loop) -> Judgement:
         arms=arms,
         notes=(*fixed.notes, note),
         sequential=replace(loop, design=design),
-        level=spent_level(loop.rule, len(family.arms)),
-        profile="",  # the loop's level holds over the panel, its widest arm included
+        level=spent_level(loop.rule, len(family.arms), Profile.from_spec(fixed.profile)),
+        profile=fixed.profile,  # the loop's level is lowered to it too, as α′ is
         covered_factor=WIDEST_FACTOR,
         mdes=(),  # the loop's MDE is its design's (`mde`), not a fixed design's per seed count
     )

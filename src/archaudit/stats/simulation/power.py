@@ -11,14 +11,16 @@ when seeds are normal with a common σ: an arm is declared an improver/regressor
 - robust, single-seed arm: the pooled-t rule with a = √(6² + 1/n_b) in the threshold (the arm's
   seed σ bounded at the noise panel's widest) while Δ still spreads as √(1 + 1/n_b)·σ;
 - z (paper mode): |Δ| >= max(c, 2)·σ̂, c the two-sided normal quantile;
-- Welch (several seeds per arm): |Δ| >= max(t(ν̂)·SE, 2·s_b), SE² = s_a²/n_a + s_b²/n_b, ν̂ the
-  Welch–Satterthwaite degrees of freedom and s_b the baseline's own seed SD;
+- moderated Welch (several seeds per arm): |Δ| >= max(t(ν̂)·SE, 2·σ̂), SE² = s̃_a²/n_a + s̃_b²/n_b
+  with each side's variance moderated toward σ̂² (family_test.moderated_welch), ν̂ the
+  Welch–Satterthwaite degrees of freedom on the moderated df;
 
 where Δ ~ N(effect, a²) is independent of the variance estimates. The pooled-t and z rules are
 noncentral-t tails (scipy.stats.nct), exactly. For Welch, conditional on the variances the
-rejection probability is two normal tails; the expectation over the two χ² variance estimates
-is taken by Gauss–Legendre quadrature. The per-test level is α/m for every correction (exact for
-Bonferroni, a lower bound on power for Holm, Dunnett and BH) and α without one.
+rejection probability is two normal tails; the expectation over the three χ² sums of squares
+(the arm's, the baseline's, the rest of σ's) is taken by Gauss–Legendre quadrature. The
+per-test level is α/m for every correction (exact for Bonferroni, a lower bound on power for
+Holm, Dunnett and BH) and α without one.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from archaudit.errors import ConfigError
 from archaudit.names import Test
 from archaudit.stats.inference.corrections import per_test_alpha
 from archaudit.stats.inference.distributions import chi_square_quadrature, solve_increasing
-from archaudit.stats.inference.family_test import choose_test
+from archaudit.stats.inference.family_test import PRIOR_DF, choose_test, moderated
 from archaudit.stats.inference.significance import welch_df
 from archaudit.stats.noise_panel import WIDEST_FACTOR
 from archaudit.stats.options import DEFAULT, JudgeOptions, check_test
@@ -45,6 +47,7 @@ from archaudit.stats.serialize import JsonResult
 from archaudit.stats.verdicts import NOISE_SIGMAS
 
 _CRITICAL_GRID = 48
+_QUADRATURE = 32
 CURVE_STEP, CURVE_SPAN = 0.5, 15.0
 """A power curve is computed every CURVE_STEP σ up to CURVE_SPAN σ, or past the MDE."""
 
@@ -133,14 +136,27 @@ def power(effect: float, design: Design) -> float:
         upper = sps.nct.sf(threshold, design.dof, noncentrality)
         lower = sps.nct.sf(threshold, design.dof, -noncentrality)
         return float(upper + lower)
-    q_a, w_a = chi_square_quadrature(n_a - 1)
-    q_b, w_b = chi_square_quadrature(n_b - 1)
-    var_a, var_b = q_a[:, None] / n_a, q_b[None, :] / n_b
-    se2 = var_a + var_b
-    df = welch_df(var_a, var_b, n_a, n_b)
-    t_critical = _welch_critical(design.level, min(n_a, n_b) - 1, n_a + n_b - 2)
-    threshold = np.maximum(t_critical(df) * np.sqrt(se2), NOISE_SIGMAS * np.sqrt(q_b[None, :]))
-    weights = w_a[:, None] * w_b[None, :]
+    return _moderated_welch_power(effect, design, spread)
+
+
+def _moderated_welch_power(effect: float, design: Design, spread: float) -> float:
+    """The moderated Welch rule's power (family_test.moderated_welch): the expectation over the
+    arm's, the baseline's and the rest of σ's χ² sums of squares, by Gauss–Legendre quadrature
+    (`_QUADRATURE` nodes each), of the two normal tails beyond max(t(ν̂)·SE, 2σ̂)."""
+    n_a, n_b, dof = design.arm_seeds, design.baseline_seeds, design.dof
+    rest = dof - (n_a - 1) - (n_b - 1)
+    q_a, w_a = chi_square_quadrature(n_a - 1, _QUADRATURE)
+    q_b, w_b = chi_square_quadrature(n_b - 1, _QUADRATURE)
+    q_r, w_r = chi_square_quadrature(rest, _QUADRATURE) if rest else (np.ones(1), np.ones(1))
+    ss_a, ss_b = (n_a - 1) * q_a[:, None, None], (n_b - 1) * q_b[None, :, None]
+    sigma2 = (ss_a + ss_b + rest * q_r[None, None, :]) / dof
+    var_a = moderated(ss_a / (n_a - 1), n_a - 1, np.sqrt(sigma2)) / n_a
+    var_b = moderated(ss_b / (n_b - 1), n_b - 1, np.sqrt(sigma2)) / n_b
+    df_a, df_b = min(n_a - 1 + PRIOR_DF, dof), min(n_b - 1 + PRIOR_DF, dof)
+    df = welch_df(var_a, var_b, df_a + 1, df_b + 1)
+    t_critical = _welch_critical(design.level, min(df_a, df_b), df_a + df_b)
+    threshold = np.maximum(t_critical(df) * np.sqrt(var_a + var_b), NOISE_SIGMAS * np.sqrt(sigma2))
+    weights = w_a[:, None, None] * w_b[None, :, None] * w_r[None, None, :]
     tails = ndtr((effect - threshold) / spread) + ndtr((-effect - threshold) / spread)
     return float(np.sum(weights * tails))
 
@@ -274,7 +290,7 @@ def default_baseline_seeds(arm_seeds: int) -> int:
 
 
 @lru_cache(maxsize=64)
-def _welch_critical(level: float, df_min: int, df_max: int):
+def _welch_critical(level: float, df_min: float, df_max: float):
     """t(ν) for ν in [df_min, df_max], interpolated in log–log space between exact quantiles."""
     grid = np.geomspace(df_min, df_max, _CRITICAL_GRID) if df_max > df_min else np.array([df_min])
     log_t = np.log(sps.t.isf(level / 2, grid))
