@@ -311,6 +311,8 @@ def cost() -> dict:
 
 
 SECTIONS = ("cost", "holm", "dunnett", "extras", "loop", "two-metric", "mde", "profile", "power")
+"""The default sections; `small` (1–3 and 19 arms against 3 at >= 4,000 audits per model) runs
+only when named."""
 
 
 def main() -> None:
@@ -330,6 +332,12 @@ def main() -> None:
         others = BASELINES if args.full else (2, 5, 10)
         result["holm"] |= grid(args.audits, "holm", ARMS, SEEDS if args.full else (2, 3), others)
         print_grid("Holm (worst panel rate; α′ where below α)", result["holm"], SEEDS)
+    if "small" in sections:
+        audits = max(args.audits, 4000)
+        result["small"] = grid(audits, "holm", (1, 2, 3), SEEDS, (3,))
+        result["small"] |= grid(audits, "holm", (19,), (2, 3, 5), (3,))
+        title = f"Small and 19-arm families, {audits:,} audits per model"
+        print_grid(title, result["small"], SEEDS)
     if "dunnett" in sections:
         result["dunnett"] = grid(args.audits, "dunnett", (2, 5, 19), (2, 3, 5), (3,))
         print_grid("Dunnett", result["dunnett"], (2, 3, 5))
