@@ -56,6 +56,11 @@ def reference(
             se = sigma * np.sqrt(bound**2 + 1 / len(base))
             p, test = 2 * stats.t.sf(abs(delta / se), dof), "robust"
             interval = stats.t.interval(level, dof, loc=delta, scale=se)
+        elif single:  # a robust family: plain Welch for its multi-seed arms
+            welch = stats.ttest_ind(x, base, equal_var=False)
+            p, test = welch.pvalue, "robust"
+            low, high = welch.confidence_interval(level)  # for mean(x) − mean(base)
+            interval = (low, high) if sign > 0 else (-high, -low)
         else:  # Welch on variances moderated toward σ² with PRIOR_DF prior df (Smyth 2004)
             var_x = (PRIOR_DF * sigma**2 + (len(x) - 1) * np.var(x, ddof=1)) / (
                 PRIOR_DF + len(x) - 1
@@ -67,7 +72,7 @@ def reference(
             df_x, df_b = min(len(x) - 1 + PRIOR_DF, dof), min(len(base) - 1 + PRIOR_DF, dof)
             df = (se_x + se_b) ** 2 / (se_x**2 / df_x + se_b**2 / df_b)
             se = np.sqrt(se_x + se_b)
-            p, test = 2 * stats.t.sf(abs(delta / se), df), "robust" if single else "welch"
+            p, test = 2 * stats.t.sf(abs(delta / se), df), "welch"
             interval = stats.t.interval(level, df, loc=delta, scale=se)
         plain = 2 * stats.t.sf(abs(delta / (sigma * np.sqrt(1 + 1 / len(base)))), dof)
         result[arm] = {"delta": delta, "z": delta / sigma, "p": p, "test": test}

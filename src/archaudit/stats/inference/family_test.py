@@ -11,7 +11,7 @@ One family, one test (docs/protocol.md, Statistics), chosen from the design:
   >= 2 seeds: each side's seed variance is shrunk toward the pooled σ² with `PRIOR_DF` prior
   degrees of freedom (limma's moderated variance, Smyth 2004) before Welch's SE and df; a wide
   arm still enters with its own spread, a 2-seed arm's one-df variance no longer decides alone.
-- `robust` (the default when an arm has one seed): Welch for every arm with >= 2 seeds. A
+- `robust` (the default when an arm has one seed): plain Welch for every arm with >= 2 seeds. A
   single-seed arm cannot show its own spread, so it is tested as if its seed σ were F times the
   pooled σ: t = Δ / (σ·√(F² + 1/n₀)) with σ's df, F the larger of the panel's widest (6) and the
   upper bound of the widest multi-seed arm's ratio (stats/simulation/profile.py; ∞ with none). An
@@ -83,21 +83,17 @@ def standard_error(
     arm_var: Values | None = None,
     base_var: Values | None = None,
     bound: Values = WIDEST_FACTOR,
-    *,
-    moderate: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(the scale Δ is divided by, degrees of freedom) of the family's test, broadcast over the
-    inputs: σ for paper-mode z, σ·√(1/n + 1/n₀) for the pooled t, Welch's SE and df, and for
-    `robust` Welch's where n >= 2 and σ·√(F² + 1/n₀) with σ's df where n = 1, F the single-seed
-    `bound` (stats/simulation/profile.py; ∞ makes such an arm's p 1: a candidate at most).
-    Welch's variances are moderated toward σ² (`moderated_welch`) unless `moderate` is False:
-    the sequential loop keeps plain Welch (its level was not shown to gain, and under a 20×
-    arm the moderated loop's rate was 0.060)."""
+    inputs: σ for paper-mode z, σ·√(1/n + 1/n₀) for the pooled t, the moderated Welch SE and df
+    (`moderated_welch`), and for `robust` plain Welch's where n >= 2 and σ·√(F² + 1/n₀) with σ's
+    df where n = 1, F the single-seed `bound` (stats/simulation/profile.py; ∞ makes such an
+    arm's p 1: a candidate at most). `robust` keeps plain Welch: moderated, a mixed design's
+    α′ fell so far that its single seeds lost power (1 + 2 seeds against 3: 37.5σ -> 178σ),
+    and the sequential loop (also `robust`) erred 0.060 with one arm 20× wide."""
     if test == Test.ROBUST:
         n = np.asarray(n_arm)
-        welch = standard_error(
-            Test.WELCH, np.maximum(n, 2), n_base, sigma, dof, arm_var, base_var, moderate=moderate
-        )
+        welch = plain_welch(np.maximum(n, 2), n_base, arm_var, base_var)
         bound = np.asarray(sigma, dtype=float) * np.sqrt(np.square(bound) + 1.0 / n_base)
         single = n < 2
         return np.where(single, bound, welch[0]), np.where(single, np.asarray(dof, float), welch[1])
@@ -110,12 +106,19 @@ def standard_error(
     if test == Test.WELCH:
         if arm_var is None or base_var is None:
             raise ValueError("Welch's test needs the arm's and the baseline's seed variances")
-        if moderate:
-            return moderated_welch(n_arm, n_base, sigma, dof, arm_var, base_var)
-        se_arm, se_base = np.divide(arm_var, n_arm), np.divide(base_var, n_base)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.sqrt(se_arm + se_base), welch_df(se_arm, se_base, n_arm, n_base)
+        return moderated_welch(n_arm, n_base, sigma, dof, arm_var, base_var)
     raise ValueError(f"unknown test {test!r}")
+
+
+def plain_welch(
+    n_arm: Values, n_base: int, arm_var: Values | None, base_var: Values | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(SE, df) of Welch's t on the arm's and the baseline's own variances."""
+    if arm_var is None or base_var is None:
+        raise ValueError("Welch's test needs the arm's and the baseline's seed variances")
+    se_arm, se_base = np.divide(arm_var, n_arm), np.divide(base_var, n_base)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.sqrt(se_arm + se_base), welch_df(se_arm, se_base, n_arm, n_base)
 
 
 def moderated(var: Values, df: Values, sigma: Values) -> np.ndarray:

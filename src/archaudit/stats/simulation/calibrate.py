@@ -44,7 +44,7 @@ CALIBRATION_AUDITS = 4000
 (`calibration_audits`)."""
 CALIBRATION_SEED = 1
 """Not the design rate's seed 0: the rate printed beside a level is measured on fresh draws."""
-CALIBRATION_VERSION = 2
+CALIBRATION_VERSION = 3
 CALIBRATED_TESTS = (Test.WELCH, Test.ROBUST)
 
 

@@ -11,9 +11,11 @@ when seeds are normal with a common σ: an arm is declared an improver/regressor
 - robust, single-seed arm: the pooled-t rule with a = √(6² + 1/n_b) in the threshold (the arm's
   seed σ bounded at the noise panel's widest) while Δ still spreads as √(1 + 1/n_b)·σ;
 - z (paper mode): |Δ| >= max(c, 2)·σ̂, c the two-sided normal quantile;
-- moderated Welch (several seeds per arm): |Δ| >= max(t(ν̂)·SE, 2·σ̂), SE² = s̃_a²/n_a + s̃_b²/n_b
-  with each side's variance moderated toward σ̂² (family_test.moderated_welch), ν̂ the
-  Welch–Satterthwaite degrees of freedom on the moderated df;
+- moderated Welch (every arm with several seeds): |Δ| >= max(t(ν̂)·SE, 2·σ̂),
+  SE² = s̃_a²/n_a + s̃_b²/n_b with each side's variance moderated toward σ̂²
+  (family_test.moderated_welch), ν̂ the Welch–Satterthwaite df on the moderated df;
+- plain Welch (a multi-seed arm of a `robust` family): |Δ| >= max(t(ν̂)·SE, 2·s_b),
+  SE² = s_a²/n_a + s_b²/n_b, s_b the baseline's own seed SD;
 
 where Δ ~ N(effect, a²) is independent of the variance estimates. The pooled-t and z rules are
 noncentral-t tails (scipy.stats.nct), exactly. For Welch, conditional on the variances the
@@ -136,7 +138,26 @@ def power(effect: float, design: Design) -> float:
         upper = sps.nct.sf(threshold, design.dof, noncentrality)
         lower = sps.nct.sf(threshold, design.dof, -noncentrality)
         return float(upper + lower)
-    return _moderated_welch_power(effect, design, spread)
+    if test == Test.WELCH:
+        return _moderated_welch_power(effect, design, spread)
+    return _welch_power(effect, design, spread)
+
+
+def _welch_power(effect: float, design: Design, spread: float) -> float:
+    """Plain Welch's power (a multi-seed arm of a `robust` family): the expectation over the
+    two χ² variance estimates, by Gauss–Legendre quadrature, of the two normal tails beyond
+    max(t(ν̂)·SE, 2·s_b)."""
+    n_a, n_b = design.arm_seeds, design.baseline_seeds
+    q_a, w_a = chi_square_quadrature(n_a - 1)
+    q_b, w_b = chi_square_quadrature(n_b - 1)
+    var_a, var_b = q_a[:, None] / n_a, q_b[None, :] / n_b
+    se2 = var_a + var_b
+    df = welch_df(var_a, var_b, n_a, n_b)
+    t_critical = _welch_critical(design.level, min(n_a, n_b) - 1, n_a + n_b - 2)
+    threshold = np.maximum(t_critical(df) * np.sqrt(se2), NOISE_SIGMAS * np.sqrt(q_b[None, :]))
+    weights = w_a[:, None] * w_b[None, :]
+    tails = ndtr((effect - threshold) / spread) + ndtr((-effect - threshold) / spread)
+    return float(np.sum(weights * tails))
 
 
 def _moderated_welch_power(effect: float, design: Design, spread: float) -> float:

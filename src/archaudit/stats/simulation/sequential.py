@@ -320,7 +320,6 @@ def arm_tests(baseline: np.ndarray, arms: np.ndarray, sign: float = 1.0) -> ArmT
             df[:, None],
             arm_var,
             (squares0 / (n0 - 1))[:, None],
-            moderate=False,
         )
         stat, _, p = scaled_statistics(Test.ROBUST, delta, scale, arm_df)
         ratio = ratio_bounds(arm_var, sigma[:, None], n, df[:, None])
