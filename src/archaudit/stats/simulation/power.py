@@ -28,8 +28,7 @@ Holm, Dunnett and BH) and α without one.
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -207,11 +206,16 @@ def power_curve(
     *,
     step: float = CURVE_STEP,
     span: float = CURVE_SPAN,
+    shares: Sequence[float] = (),
 ) -> PowerCurve:
     """The family's power: the expected share of its arms given a verdict when every arm's true
     effect is x·σ, each arm with its own seeds (`designs`, one per tested arm, so a family that
-    mixes 2- and 3-seed arms is averaged as it ran)."""
-    weights = Counter(designs)
+    mixes 2- and 3-seed arms is averaged as it ran), each weighted by its `shares` entry (by
+    default 1: a design at each of the levels its audits get, `level_shares`, is one arm's
+    share of it)."""
+    weights: dict[Design, float] = {}
+    for design, share in zip(designs, shares or [1.0] * len(designs), strict=True):
+        weights[design] = weights.get(design, 0.0) + share
     total = sum(weights.values())
 
     def family_power(effect: float) -> float:
@@ -246,7 +250,7 @@ def curve_points(
     return PowerCurve(method=method, target=target, mde_sigmas=mde, points=points)
 
 
-def _method(weights: Counter[Design]) -> str:
+def _method(weights: Mapping[Design, float]) -> str:
     first = next(iter(weights))
     seeds = sorted({d.arm_seeds for d in weights})
     arms = "/".join(map(str, seeds))
