@@ -21,7 +21,9 @@ tool's printed MDE.
 
     PYTHONPATH=src nice -n 10 python benchmarks/power_candidates.py [--audits 4000]
 
-Writes benchmarks/power_candidates.json.
+Writes benchmarks/power_candidates.json. Its `tool_level` and `printed_mde` fields are the
+tool's own at the time of the run (the stored JSON: plain Welch, before the tool adopted the
+moderated t); the `welch` rows are this benchmark's own kernel.
 """
 
 from __future__ import annotations
