@@ -31,6 +31,7 @@ from archaudit.stats.noise_panel import PANEL, parse_one
 from archaudit.stats.simulation.calibrate import audit_levels, design_level
 from archaudit.stats.simulation.design_rate import arm_mde, design_rate
 from archaudit.stats.simulation.null_kernel import simulate_outcomes
+from archaudit.stats.simulation.profile import Profile
 from archaudit.stats.simulation.sequential import (
     SequentialRule,
     loop_level,
@@ -138,6 +139,31 @@ def loop_cell(arms: int, top: int, audits: int, alpha: float = ALPHA) -> dict:
         "audits": audits,
         "ok": rates[name] <= alpha + 2 * se,
     }
+
+
+LOOP_PROFILES = ((1, 3), (2, 3), (1, 5))
+WIDE_MODELS = ("hetero:20:1", "hetero:50:1")
+
+
+def loop_profiles(audits: int) -> dict:
+    """The calibrated loop, each audit at its own levels (the panel's, lowered by the profile its
+    seeds show at each look), under one arm far wider than the panel's widest: its null rate on
+    fresh draws (seed 0) and the profile levels it can reach."""
+    out = {}
+    for arms, top in LOOP_PROFILES:
+        rule = SequentialRule(max_seeds=top, calibrated=True)
+        rates = {m: sequential_null_fwer(arms, rule, audits, 0, parse_one(m)) for m in WIDE_MODELS}
+        out[f"{arms}×{top}"] = {
+            "level": loop_level(arms, rule),
+            "profile_levels": {
+                p.spec: loop_level(arms, rule, p) for p in (Profile(12, 1), Profile(24, 1))
+            },
+            "rates": rates,
+            "se": {m: binomial_se(max(r, 1.0 / audits), audits) for m, r in rates.items()},
+            "audits": audits,
+        }
+        print(f"loop {arms}×{top}: {out[f'{arms}×{top}']}", flush=True)
+    return out
 
 
 def loops(audits: int) -> dict:
@@ -311,6 +337,8 @@ def cost() -> dict:
 
 
 SECTIONS = ("cost", "holm", "dunnett", "extras", "loop", "two-metric", "mde", "profile", "power")
+"""The default sections; `small` (1–3 and 19 arms against 3 at >= 4,000 audits per model) and
+`loop-profile` (the loop under an arm 20× and 50× wide) run only when named."""
 
 
 def main() -> None:
@@ -330,6 +358,12 @@ def main() -> None:
         others = BASELINES if args.full else (2, 5, 10)
         result["holm"] |= grid(args.audits, "holm", ARMS, SEEDS if args.full else (2, 3), others)
         print_grid("Holm (worst panel rate; α′ where below α)", result["holm"], SEEDS)
+    if "small" in sections:
+        audits = max(args.audits, 4000)
+        result["small"] = grid(audits, "holm", (1, 2, 3), SEEDS, (3,))
+        result["small"] |= grid(audits, "holm", (19,), (2, 3, 5), (3,))
+        title = f"Small and 19-arm families, {audits:,} audits per model"
+        print_grid(title, result["small"], SEEDS)
     if "dunnett" in sections:
         result["dunnett"] = grid(args.audits, "dunnett", (2, 5, 19), (2, 3, 5), (3,))
         print_grid("Dunnett", result["dunnett"], (2, 3, 5))
@@ -337,6 +371,8 @@ def main() -> None:
         print_extras(result.setdefault("extras", extras(args.audits)))
     if "loop" in sections:
         print_loops(result.setdefault("loop", loops(max(args.audits, 8000))))
+    if "loop-profile" in sections:
+        result["loop-profile"] = loop_profiles(max(args.audits, 8000))
     if "two-metric" in sections:
         print_two_metrics(result.setdefault("two-metric", two_metrics(max(args.audits, 4000))))
     if "mde" in sections:

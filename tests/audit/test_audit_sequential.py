@@ -401,7 +401,7 @@ SIGNIFICANT = ("improver", "regressor")
 @pytest.fixture
 def uncalibrated(monkeypatch):
     """The loop spends α itself, and its design rate is simulated afresh (not from the cache)."""
-    monkeypatch.setattr(loop_sim, "loop_level", lambda arms, rule: rule.alpha)
+    monkeypatch.setattr(loop_sim, "loop_level", lambda arms, rule, profile=None: rule.alpha)
     monkeypatch.setattr(loop_sim, "SEQUENTIAL_RATE_VERSION", "uncalibrated-fixture")
     loop_sim.sequential_design_rate.cache_clear()
     yield

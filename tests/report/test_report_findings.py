@@ -205,8 +205,10 @@ def test_a_stored_stress_test_is_one_slice_of_the_record(audits, tmp_path, stand
 
 def test_a_loops_judgement_keeps_no_fixed_design_calibration(audits):
     """Issue 40 item 2: a sequential judgement used to keep the fixed design's α′, profile and
-    per-seed MDEs beside the loop's verdicts; its level is now the loop's own."""
+    per-seed MDEs beside the loop's verdicts; its level is now the loop's own, with the profile
+    its seeds show (issue 41: the loop's level is lowered by it as α′ is)."""
     from archaudit.names import Test
+    from archaudit.stats.simulation.profile import Profile
     from archaudit.stats.simulation.sequential import spent_level
 
     found = findings(audits["sequential"], asked=VERDICTS_ONLY)
@@ -214,8 +216,8 @@ def test_a_loops_judgement_keeps_no_fixed_design_calibration(audits):
     assert looped
     for j in looped:
         arms = sum(a.test == Test.SEQUENTIAL for a in j.arms)
-        assert j.level == spent_level(j.sequential.rule, arms)
-        assert (j.profile, j.mdes) == ("", ())
+        assert j.level == spent_level(j.sequential.rule, arms, Profile.from_spec(j.profile))
+        assert j.level <= spent_level(j.sequential.rule, arms) and j.mdes == ()
         assert j.mde == j.sequential.design.mde_sigmas * j.sigma
 
 

@@ -24,6 +24,8 @@ from archaudit.stats import (
     simulate_null,
 )
 from archaudit.stats.options import JudgeOptions
+from archaudit.stats.simulation.calibrate import design_level
+from archaudit.stats.simulation.design_rate import arm_mde
 
 HEADER = ["arm", "scale", "seed", "metric", "value", "family", "duties"]
 LEVELS = {"baseline": 0.50, "qk": 0.56, "gqa": 0.44, "qk+gqa": 0.52, "wide": 0.70}
@@ -100,9 +102,12 @@ def test_power(cli, results):
     code, out, _ = cli("stats power --seeds 3 --n-arms 19 --effect 3 --json")
     data = json.loads(out)
     assert code == 0
-    assert data["mde_sigmas"] == pytest.approx(
-        minimum_detectable_effect(Design(arm_seeds=3, baseline_seeds=3, n_arms=19))
-    )
+    # the MDE at the design's calibrated levels (arm_mde averages them), not the formula at α
+    design = AuditDesign((3,) * 19, 3)
+    assert data["level"] == pytest.approx(design_level(design))
+    assert data["mde_sigmas"] == pytest.approx(arm_mde(design, 3))
+    nominal = minimum_detectable_effect(Design(arm_seeds=3, baseline_seeds=3, n_arms=19))
+    assert data["mde_sigmas"] >= nominal
     assert data["seeds_needed"] >= 3
     code, out, _ = cli(f"stats power {results} --metric acc --scale d6 --json")
     assert code == 0
@@ -311,7 +316,7 @@ def test_power_counts_seeds_under_the_reference_of_its_mde(cli):
     paper = JudgeOptions(reference="normal")
     assert data["design"]["reference"] == "normal"
     assert data["seeds_needed"] == seeds_needed(4.0, paper, n_arms=19) == 2
-    assert seeds_needed(4.0, n_arms=19) == 5
+    assert seeds_needed(4.0, n_arms=19) > data["seeds_needed"]
 
 
 def test_decoupling_judges_the_family_its_options_name(cli, results):

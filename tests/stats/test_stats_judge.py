@@ -10,6 +10,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from archaudit.stats import judge
+from archaudit.stats.inference.family_test import PRIOR_DF
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.simulation.power import Design, minimum_detectable_effect
 from archaudit.stats.table import Row, Table
@@ -55,11 +56,24 @@ def reference(
             se = sigma * np.sqrt(bound**2 + 1 / len(base))
             p, test = 2 * stats.t.sf(abs(delta / se), dof), "robust"
             interval = stats.t.interval(level, dof, loc=delta, scale=se)
-        else:
+        elif single:  # a robust family: plain Welch for its multi-seed arms
             welch = stats.ttest_ind(x, base, equal_var=False)
-            p, test = welch.pvalue, "robust" if single else "welch"
+            p, test = welch.pvalue, "robust"
             low, high = welch.confidence_interval(level)  # for mean(x) − mean(base)
             interval = (low, high) if sign > 0 else (-high, -low)
+        else:  # Welch on variances moderated toward σ² with PRIOR_DF prior df (Smyth 2004)
+            var_x = (PRIOR_DF * sigma**2 + (len(x) - 1) * np.var(x, ddof=1)) / (
+                PRIOR_DF + len(x) - 1
+            )
+            var_b = (PRIOR_DF * sigma**2 + (len(base) - 1) * np.var(base, ddof=1)) / (
+                PRIOR_DF + len(base) - 1
+            )
+            se_x, se_b = var_x / len(x), var_b / len(base)
+            df_x, df_b = min(len(x) - 1 + PRIOR_DF, dof), min(len(base) - 1 + PRIOR_DF, dof)
+            df = (se_x + se_b) ** 2 / (se_x**2 / df_x + se_b**2 / df_b)
+            se = np.sqrt(se_x + se_b)
+            p, test = 2 * stats.t.sf(abs(delta / se), df), "welch"
+            interval = stats.t.interval(level, df, loc=delta, scale=se)
         plain = 2 * stats.t.sf(abs(delta / (sigma * np.sqrt(1 + 1 / len(base)))), dof)
         result[arm] = {"delta": delta, "z": delta / sigma, "p": p, "test": test}
         result[arm]["plain"] = plain if len(x) == 1 and not paper else p
@@ -74,7 +88,11 @@ def reference(
         elif p_adj < level_p and not demoted:
             entry["verdict"] = "improver" if entry["delta"] > 0 else "regressor"
         else:
-            level_name = "candidate-" if p_plain < level_p and p_adj >= level_p else "nominal-"
+            # only a single seed can be a candidate (its spread unseen); BH's step-up can put a
+            # multi-seed arm's p under level among the plain p's without making it one
+            single_seed = len(values[arm]) == 1
+            raised = single_seed and p_plain < level_p and p_adj >= level_p
+            level_name = "candidate-" if raised else "nominal-"
             entry["verdict"] = level_name + ("improver" if entry["delta"] > 0 else "regressor")
     return result
 

@@ -7,6 +7,7 @@ import pytest
 from scipy import stats
 
 from archaudit.errors import ConfigError
+from archaudit.stats.inference.family_test import moderated_welch
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.simulation.design_rate import design_power
 from archaudit.stats.simulation.power import (
@@ -55,14 +56,24 @@ def test_single_seed_power_is_a_noncentral_t_tail(
         assert power(effect, robust) == pytest.approx(t.sf(threshold) + t.cdf(-threshold), abs=1e-9)
 
 
-def simulated_power(arm_seeds, baseline_seeds, effect, level, n=20_000, seed=0):
-    """Share of draws the verdict rule calls significant: Welch p < level and |Δ| >= 2·s_b."""
+def simulated_power(arm_seeds, baseline_seeds, effect, level, arms=5, n=20_000, seed=0):
+    """Share of draws the verdict rule calls significant: the moderated Welch p of the first of
+    `arms` arms (family_test.moderated_welch: each side's variance shrunk toward the pooled σ²)
+    below level and |Δ| >= 2σ̂, the other arms null and pooled into σ̂."""
     rng = np.random.default_rng(seed)
-    arm = rng.normal(effect, 1.0, (n, arm_seeds))
+    values = rng.normal(0.0, 1.0, (n, arms, arm_seeds))
+    values[:, 0] += effect
     base = rng.normal(0.0, 1.0, (n, baseline_seeds))
-    p = stats.ttest_ind(arm, base, axis=1, equal_var=False).pvalue
+    dof = baseline_seeds - 1 + arms * (arm_seeds - 1)
+    squares = base.var(axis=1, ddof=1) * (baseline_seeds - 1)
+    sigma = np.sqrt((squares + values.var(axis=2, ddof=1).sum(axis=1) * (arm_seeds - 1)) / dof)
+    arm = values[:, 0]
+    se, df = moderated_welch(
+        arm_seeds, baseline_seeds, sigma, dof, arm.var(axis=1, ddof=1), base.var(axis=1, ddof=1)
+    )
     delta = arm.mean(axis=1) - base.mean(axis=1)
-    return np.mean((p < level) & (np.abs(delta) >= 2 * base.std(axis=1, ddof=1)))
+    p = 2 * stats.t.sf(np.abs(delta) / se, df)
+    return np.mean((p < level) & (np.abs(delta) >= 2 * sigma))
 
 
 @pytest.mark.parametrize(("arm_seeds", "baseline_seeds"), [(2, 2), (3, 3), (5, 5), (3, 8)])

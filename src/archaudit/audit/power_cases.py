@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from archaudit.stats.judgement import Judgement
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.serialize import JsonResult
+from archaudit.stats.simulation.calibrate import level_shares
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.power import PowerCurve, power_curve, seeds_needed
 from archaudit.stats.simulation.sequential import sequential_power_curve
@@ -47,7 +48,7 @@ def power_case(v: Judgement) -> PowerCase | None:
         seeds = tuple(sorted({a.n_seeds for a in v.arms if a.stopped is not None}))
     elif v.design is not None:
         arms, seeds = v.m, tuple(sorted(set(v.design.design.arm_seeds)))
-        curve = _fixed_curve(v.design.design, v.power_target, v.design.level)
+        curve = _fixed_curve(v.design.design, v.power_target)
     else:
         return None
     return PowerCase(
@@ -64,9 +65,12 @@ def power_case(v: Judgement) -> PowerCase | None:
 
 # Metrics judged at one scale share their design, so each is computed once per process.
 @functools.lru_cache(maxsize=64)
-def _fixed_curve(design: AuditDesign, target: float, level: float) -> PowerCurve:
-    """The power at the design's calibrated level α′, as its verdicts and MDE are held to."""
-    return power_curve([design.arm(n, level) for n in design.arm_seeds], target)
+def _fixed_curve(design: AuditDesign, target: float) -> PowerCurve:
+    """The power at the design's calibrated levels, averaged over how often its audits get each
+    (`level_shares`), as its design MDE (`arm_mde`) is."""
+    levels = level_shares(design)
+    arms = [(design.arm(n, at), share) for n in design.arm_seeds for at, share in levels]
+    return power_curve([a for a, _ in arms], target, shares=[s for _, s in arms])
 
 
 @functools.lru_cache(maxsize=64)

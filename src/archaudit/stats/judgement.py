@@ -37,6 +37,7 @@ from archaudit.stats.serialize import JsonResult
 from archaudit.stats.signal import AVERAGE, check_signal
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.design_rate import DesignRate, arm_mde
+from archaudit.stats.simulation.profile import Profile
 from archaudit.stats.simulation.sequential import sequential_design_rate, spent_level
 from archaudit.stats.table import DOWNSTREAM, Table, TableLike, load_table
 from archaudit.stats.verdicts import NOISE_SIGMAS, Verdict
@@ -378,8 +379,9 @@ def judge_loop(fixed: Judgement, family: LoopFamily, loop: Loop) -> Judgement:
     """The sequential loop's verdicts as the one record: `fixed` (`judge` on the same seeds)
     with, for every arm the loop judged, its Δ, last test, repeated interval, boundary, verdict
     and why it stopped, the loop's σ, and its design's measured error rate, level and MDE (none
-    of the fixed design's calibration is left in it). Arms the loop did not judge keep the
-    fixed design's numbers."""
+    of the fixed design's calibration is left in it; its level is lowered by the profile the
+    same seeds show, as the loop's looks are: `sequential.look_levels`). Arms the loop did not
+    judge keep the fixed design's numbers."""
     design = sequential_design_rate(len(family.arms), loop.rule)
     family = family.held_to(design.above_alpha)  # a summary written before the rule held it
     rows = {row.arm: row for row in family.arms}
@@ -398,6 +400,7 @@ def judge_loop(fixed: Judgement, family: LoopFamily, loop: Loop) -> Judgement:
             f"as nominal: {', '.join(family.demoted)}."
         )
     worst = design.panel_worst
+    profile = Profile.from_spec(fixed.profile)  # what the same seeds show (stats/judgement.py)
     return replace(
         fixed,
         sigma=family.sigma,
@@ -410,9 +413,9 @@ def judge_loop(fixed: Judgement, family: LoopFamily, loop: Loop) -> Judgement:
         arms=arms,
         notes=(*fixed.notes, note),
         sequential=replace(loop, design=design),
-        level=spent_level(loop.rule, len(family.arms)),
-        profile="",  # the loop's level holds over the panel, its widest arm included
-        covered_factor=WIDEST_FACTOR,
+        level=spent_level(loop.rule, len(family.arms), profile),
+        profile=fixed.profile,  # the loop's level is lowered to it too, as α′ is
+        covered_factor=profile.factor if profile.arms else WIDEST_FACTOR,
         mdes=(),  # the loop's MDE is its design's (`mde`), not a fixed design's per seed count
     )
 

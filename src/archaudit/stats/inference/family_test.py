@@ -7,8 +7,11 @@ One family, one test (docs/protocol.md, Statistics), chosen from the design:
 - `pooled-t`: t = Δ / (σ·√(1/n + 1/n₀)) with the noise floor's degrees of freedom, only when
   equal variance is declared (`--equal-variance`). For a single-seed arm this is the
   prediction-interval t, Δ / (σ·√(1 + 1/n₀)): the candidate test of the robust family.
-- `welch`: Welch's t of the arm's seeds against the baseline's, when every arm has >= 2 seeds.
-- `robust` (the default when an arm has one seed): Welch for every arm with >= 2 seeds. A
+- `welch`: the moderated Welch t of the arm's seeds against the baseline's, when every arm has
+  >= 2 seeds: each side's seed variance is shrunk toward the pooled σ² with `PRIOR_DF` prior
+  degrees of freedom (limma's moderated variance, Smyth 2004) before Welch's SE and df; a wide
+  arm still enters with its own spread, a 2-seed arm's one-df variance no longer decides alone.
+- `robust` (the default when an arm has one seed): plain Welch for every arm with >= 2 seeds. A
   single-seed arm cannot show its own spread, so it is tested as if its seed σ were F times the
   pooled σ: t = Δ / (σ·√(F² + 1/n₀)) with σ's df, F the larger of the panel's widest (6) and the
   upper bound of the widest multi-seed arm's ratio (stats/simulation/profile.py; ∞ with none). An
@@ -46,6 +49,13 @@ REFERENCES = tuple(Reference)
 Values = float | np.ndarray
 """One arm's number or an array of them: the statistics broadcast, so `judge` passes scalars
 and the simulations pass arrays of thousands of audits."""
+PRIOR_DF = 2.0
+"""d₀, the prior degrees of freedom with which Welch's variances are moderated toward the
+pooled σ² (limma's moderated t, Smyth 2004, Stat. Appl. Genet. Mol. Biol. 3:3). Chosen by
+simulation over the noise panel (benchmarks/power_candidates.py): at each design's calibrated
+level, d₀ = 2 detects 8.1σ in 2 arms × 2 seeds (plain Welch 18.1σ), 7.3σ in 19 × 2 (48.2σ),
+4.7σ in 19 × 3 (10.4σ); d₀ = 1, 4, ∞ (the pooled t) and limma's own estimate of d₀ do worse
+somewhere."""
 
 
 def choose_test(
@@ -75,12 +85,15 @@ def standard_error(
     bound: Values = WIDEST_FACTOR,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(the scale Δ is divided by, degrees of freedom) of the family's test, broadcast over the
-    inputs: σ for paper-mode z, σ·√(1/n + 1/n₀) for the pooled t, Welch's SE and df, and for
-    `robust` Welch's where n >= 2 and σ·√(F² + 1/n₀) with σ's df where n = 1, F the single-seed
-    `bound` (stats/simulation/profile.py; ∞ makes such an arm's p 1: a candidate at most)."""
+    inputs: σ for paper-mode z, σ·√(1/n + 1/n₀) for the pooled t, the moderated Welch SE and df
+    (`moderated_welch`), and for `robust` plain Welch's where n >= 2 and σ·√(F² + 1/n₀) with σ's
+    df where n = 1, F the single-seed `bound` (stats/simulation/profile.py; ∞ makes such an
+    arm's p 1: a candidate at most). `robust` keeps plain Welch: moderated, a mixed design's
+    α′ fell so far that its single seeds lost power (1 + 2 seeds against 3: 37.5σ -> 178σ),
+    and the sequential loop (also `robust`) erred 0.060 with one arm 20× wide."""
     if test == Test.ROBUST:
         n = np.asarray(n_arm)
-        welch = standard_error(Test.WELCH, np.maximum(n, 2), n_base, sigma, dof, arm_var, base_var)
+        welch = plain_welch(np.maximum(n, 2), n_base, arm_var, base_var)
         bound = np.asarray(sigma, dtype=float) * np.sqrt(np.square(bound) + 1.0 / n_base)
         single = n < 2
         return np.where(single, bound, welch[0]), np.where(single, np.asarray(dof, float), welch[1])
@@ -93,12 +106,41 @@ def standard_error(
     if test == Test.WELCH:
         if arm_var is None or base_var is None:
             raise ValueError("Welch's test needs the arm's and the baseline's seed variances")
-        se_arm, se_base = np.divide(arm_var, n_arm), np.divide(base_var, n_base)
-        se2 = se_arm + se_base
-        with np.errstate(divide="ignore", invalid="ignore"):
-            df = welch_df(se_arm, se_base, n_arm, n_base)
-        return np.sqrt(se2), df
+        return moderated_welch(n_arm, n_base, sigma, dof, arm_var, base_var)
     raise ValueError(f"unknown test {test!r}")
+
+
+def plain_welch(
+    n_arm: Values, n_base: int, arm_var: Values | None, base_var: Values | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(SE, df) of Welch's t on the arm's and the baseline's own variances."""
+    if arm_var is None or base_var is None:
+        raise ValueError("Welch's test needs the arm's and the baseline's seed variances")
+    se_arm, se_base = np.divide(arm_var, n_arm), np.divide(base_var, n_base)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.sqrt(se_arm + se_base), welch_df(se_arm, se_base, n_arm, n_base)
+
+
+def moderated(var: Values, df: Values, sigma: Values) -> np.ndarray:
+    """A group's seed variance with `df` degrees of freedom shrunk toward σ²:
+    (d₀·σ² + df·s²)/(d₀ + df), d₀ = `PRIOR_DF` (Smyth 2004)."""
+    prior = np.square(np.asarray(sigma, dtype=float))
+    return (PRIOR_DF * prior + np.multiply(df, var)) / (PRIOR_DF + np.asarray(df, dtype=float))
+
+
+def moderated_welch(
+    n_arm: Values, n_base: int, sigma: Values, dof: int, arm_var: Values, base_var: Values
+) -> tuple[np.ndarray, np.ndarray]:
+    """(SE, df) of the moderated Welch t: each side's variance moderated toward σ², the
+    Welch–Satterthwaite df with nᵢ − 1 + d₀ df per side, at most σ's `dof`."""
+    n = np.asarray(n_arm, dtype=float)
+    se_arm = moderated(arm_var, n - 1, sigma) / n
+    se_base = moderated(base_var, n_base - 1, sigma) / n_base
+    df_arm = np.minimum(n - 1 + PRIOR_DF, dof)
+    df_base = np.minimum(n_base - 1 + PRIOR_DF, dof)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = welch_df(se_arm, se_base, df_arm + 1, df_base + 1)
+    return np.sqrt(se_arm + se_base), df
 
 
 def statistics(

@@ -33,24 +33,18 @@ from functools import lru_cache
 import numpy as np
 
 from archaudit.names import Test
-from archaudit.stats.noise_panel import PANEL, parse_one
+from archaudit.stats.noise_panel import NORMAL, PANEL, parse_one
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.disk_cache import cached, in_range
 from archaudit.stats.simulation.null_kernel import MIN_AUDITS, affordable, simulate_outcomes
-from archaudit.stats.simulation.profile import (
-    NO_PROFILE,
-    Profile,
-    profile_factors,
-    profile_of,
-    profiles,
-)
+from archaudit.stats.simulation.profile import NO_PROFILE, Profile, profile_levels, profile_of
 
 CALIBRATION_AUDITS = 4000
 """Null audits per model behind a level (its rate's MC s.e. is 0.0034 at 0.05); more at small α
 (`calibration_audits`)."""
 CALIBRATION_SEED = 1
 """Not the design rate's seed 0: the rate printed beside a level is measured on fresh draws."""
-CALIBRATION_VERSION = 1
+CALIBRATION_VERSION = 3
 CALIBRATED_TESTS = (Test.WELCH, Test.ROBUST)
 
 
@@ -87,18 +81,37 @@ def level_from_rates(q: np.ndarray, alpha: float) -> float:
     return float(min(alpha, ordered[allowed])) if allowed < len(q) else alpha
 
 
+def calibrated(design: AuditDesign) -> bool:
+    """Whether `design` gets a calibrated level: not the user's assumptions (pooled t, z), the
+    FDR or no correction at all, nor a design too large to simulate (its rate says so)."""
+    audits = affordable(design, calibration_audits(design.alpha))
+    return (
+        design.test in CALIBRATED_TESTS
+        and design.correction not in ("bh", "none")
+        and audits >= MIN_AUDITS
+        and not unresolvable(design)
+    )
+
+
+@lru_cache(maxsize=256)
+def level_shares(design: AuditDesign) -> tuple[tuple[float, float], ...]:
+    """(α′, share) of the whole procedure's own levels over the calibration's null audits under
+    normal noise: what a design's MDE is averaged over before its seeds are seen. A 2-seed arm's
+    upper ratio bound passes 6× in about half of such audits, and the profile model's level is
+    then lower (the moderated Welch t trusts σ² more than a wide arm deserves)."""
+    if not calibrated(design):
+        return ((design.alpha, 1.0),)
+    audits = affordable(design, calibration_audits(design.alpha))
+    outcomes = simulate_outcomes(design, audits, CALIBRATION_SEED, NORMAL, candidates=False)
+    levels, counts = np.unique(audit_levels(design, outcomes.bounds), return_counts=True)
+    return tuple(zip(levels.tolist(), (counts / counts.sum()).tolist(), strict=True))
+
+
 @lru_cache(maxsize=1024)
 def design_level(design: AuditDesign, profile: Profile = NO_PROFILE) -> float:
     """α′ of `design`: the panel's level, or with `profile`'s wide arms the profile model's."""
     audits = affordable(design, calibration_audits(design.alpha))
-    if (
-        design.test not in CALIBRATED_TESTS
-        or design.correction in ("bh", "none")
-        or (audits < MIN_AUDITS)
-        or unresolvable(design)
-    ):
-        # the user's assumptions (pooled t, z), the FDR and no correction at all are not
-        # calibrated; nor is a design too large to simulate (its rate says so)
+    if not calibrated(design):
         return design.alpha
     models = [parse_one(name) for name in PANEL] if profile.arms == 0 else [profile.model()]
     fields = {
@@ -130,17 +143,7 @@ def audit_level(design: AuditDesign, bounds: np.ndarray) -> tuple[float, Profile
 
 
 def audit_levels(design: AuditDesign, bounds: np.ndarray) -> np.ndarray:
-    """(B,) each simulated audit's own α′ from its (B, m) ratio bounds: the whole procedure.
-
-    Welch's size is not monotone in the variance ratio (worst near 10×, exact again far out), so
-    a profile whose widest bound is F is covered by every grid factor from 12 up to F."""
-    factors, counts = profiles(bounds)
-    levels = np.full(len(bounds), design_level(design))
-    for factor, count in set(
-        zip(factors[counts > 0].tolist(), counts[counts > 0].tolist(), strict=True)
-    ):
-        rows = (factors == factor) & (counts == count)
-        below = [f for f in profile_factors() if f <= factor]
-        level = min(design_level(design, Profile(f, count)) for f in below)
-        levels[rows] = np.minimum(levels[rows], level)
-    return levels
+    """(B,) each simulated audit's own α′ from its (B, m) ratio bounds: the whole procedure."""
+    return profile_levels(
+        bounds, design_level(design), lambda profile: design_level(design, profile)
+    )

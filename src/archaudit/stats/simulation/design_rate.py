@@ -20,10 +20,16 @@ from typing import Any
 
 from archaudit.formatting import num
 from archaudit.names import Test
+from archaudit.stats.inference.distributions import solve_increasing
 from archaudit.stats.noise_panel import NORMAL, PANEL, WIDEST_FACTOR, parse_one
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.serialize import JsonResult
-from archaudit.stats.simulation.calibrate import calibration_audits, design_level, unresolvable
+from archaudit.stats.simulation.calibrate import (
+    calibration_audits,
+    design_level,
+    level_shares,
+    unresolvable,
+)
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.disk_cache import cached, in_range
 from archaudit.stats.simulation.null_kernel import (
@@ -36,7 +42,7 @@ from archaudit.stats.simulation.power import (
     Design,
     DesignPower,
     default_baseline_seeds,
-    minimum_detectable_effect,
+    power,
 )
 from archaudit.stats.simulation.simulate import (
     PanelRate,
@@ -51,7 +57,7 @@ DESIGN_AUDITS = 4000
 PANEL_AUDITS = 2000
 """Simulated audits per design and panel model: an s.e. of 0.0049 at 0.05."""
 DESIGN_SEED = 0
-SIMULATION_VERSION = 3
+SIMULATION_VERSION = 5
 """Bump when the simulation's arithmetic changes, so that cached rates are recomputed."""
 
 
@@ -138,9 +144,7 @@ def design_rate(
     normal_audits = affordable(design, max(audits, enough))
     each = affordable(design, max(PANEL_AUDITS, enough))
     level = design_level(design)
-    mdes = tuple(
-        (n, arm_mde(design, n, power_target, level)) for n in sorted(set(design.arm_seeds))
-    )
+    mdes = tuple((n, arm_mde(design, n, power_target)) for n in sorted(set(design.arm_seeds)))
     unmeasured = DesignRate(
         design=design,
         description=design.describe(),
@@ -194,13 +198,17 @@ def arm_mde(
     bound: float = WIDEST_FACTOR,
 ) -> float:
     """The MDE (in σ) of an arm of `design` with `seeds` seeds, at the calibrated `level` (None:
-    the design's own) and, for one seed, its σ bounded at `bound` (∞: a candidate at most, and
-    so is every single seed of a design without multi-seed arms)."""
+    the design's own levels, averaged over how often each occurs: `level_shares`) and, for one
+    seed, its σ bounded at `bound` (∞: a candidate at most, and so is every single seed of a
+    design without multi-seed arms)."""
     if seeds < 2 and design.test == Test.ROBUST and max(design.arm_seeds) < 2:
         return math.inf
-    arm = design.arm(seeds, design_level(design) if level is None else level, bound)
+    shares = level_shares(design) if level is None else ((level, 1.0),)
+    arms = [(design.arm(seeds, at, bound), share) for at, share in shares]
     try:
-        return minimum_detectable_effect(arm, target)
+        return solve_increasing(
+            lambda effect: sum(share * power(effect, arm) for arm, share in arms), target, tol=1e-5
+        )
     except ArithmeticError:
         return math.inf
 

@@ -11,21 +11,24 @@ when seeds are normal with a common σ: an arm is declared an improver/regressor
 - robust, single-seed arm: the pooled-t rule with a = √(6² + 1/n_b) in the threshold (the arm's
   seed σ bounded at the noise panel's widest) while Δ still spreads as √(1 + 1/n_b)·σ;
 - z (paper mode): |Δ| >= max(c, 2)·σ̂, c the two-sided normal quantile;
-- Welch (several seeds per arm): |Δ| >= max(t(ν̂)·SE, 2·s_b), SE² = s_a²/n_a + s_b²/n_b, ν̂ the
-  Welch–Satterthwaite degrees of freedom and s_b the baseline's own seed SD;
+- moderated Welch (every arm with several seeds): |Δ| >= max(t(ν̂)·SE, 2·σ̂),
+  SE² = s̃_a²/n_a + s̃_b²/n_b with each side's variance moderated toward σ̂²
+  (family_test.moderated_welch), ν̂ the Welch–Satterthwaite df on the moderated df;
+- plain Welch (a multi-seed arm of a `robust` family): |Δ| >= max(t(ν̂)·SE, 2·s_b),
+  SE² = s_a²/n_a + s_b²/n_b, s_b the baseline's own seed SD;
 
 where Δ ~ N(effect, a²) is independent of the variance estimates. The pooled-t and z rules are
 noncentral-t tails (scipy.stats.nct), exactly. For Welch, conditional on the variances the
-rejection probability is two normal tails; the expectation over the two χ² variance estimates
-is taken by Gauss–Legendre quadrature. The per-test level is α/m for every correction (exact for
-Bonferroni, a lower bound on power for Holm, Dunnett and BH) and α without one.
+rejection probability is two normal tails; the expectation over the three χ² sums of squares
+(the arm's, the baseline's, the rest of σ's) is taken by Gauss–Legendre quadrature. The
+per-test level is α/m for every correction (exact for Bonferroni, a lower bound on power for
+Holm, Dunnett and BH) and α without one.
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -37,7 +40,7 @@ from archaudit.errors import ConfigError
 from archaudit.names import Test
 from archaudit.stats.inference.corrections import per_test_alpha
 from archaudit.stats.inference.distributions import chi_square_quadrature, solve_increasing
-from archaudit.stats.inference.family_test import choose_test
+from archaudit.stats.inference.family_test import PRIOR_DF, choose_test, moderated
 from archaudit.stats.inference.significance import welch_df
 from archaudit.stats.noise_panel import WIDEST_FACTOR
 from archaudit.stats.options import DEFAULT, JudgeOptions, check_test
@@ -45,6 +48,7 @@ from archaudit.stats.serialize import JsonResult
 from archaudit.stats.verdicts import NOISE_SIGMAS
 
 _CRITICAL_GRID = 48
+_QUADRATURE = 32
 CURVE_STEP, CURVE_SPAN = 0.5, 15.0
 """A power curve is computed every CURVE_STEP σ up to CURVE_SPAN σ, or past the MDE."""
 
@@ -133,6 +137,16 @@ def power(effect: float, design: Design) -> float:
         upper = sps.nct.sf(threshold, design.dof, noncentrality)
         lower = sps.nct.sf(threshold, design.dof, -noncentrality)
         return float(upper + lower)
+    if test == Test.WELCH:
+        return _moderated_welch_power(effect, design, spread)
+    return _welch_power(effect, design, spread)
+
+
+def _welch_power(effect: float, design: Design, spread: float) -> float:
+    """Plain Welch's power (a multi-seed arm of a `robust` family): the expectation over the
+    two χ² variance estimates, by Gauss–Legendre quadrature, of the two normal tails beyond
+    max(t(ν̂)·SE, 2·s_b)."""
+    n_a, n_b = design.arm_seeds, design.baseline_seeds
     q_a, w_a = chi_square_quadrature(n_a - 1)
     q_b, w_b = chi_square_quadrature(n_b - 1)
     var_a, var_b = q_a[:, None] / n_a, q_b[None, :] / n_b
@@ -141,6 +155,28 @@ def power(effect: float, design: Design) -> float:
     t_critical = _welch_critical(design.level, min(n_a, n_b) - 1, n_a + n_b - 2)
     threshold = np.maximum(t_critical(df) * np.sqrt(se2), NOISE_SIGMAS * np.sqrt(q_b[None, :]))
     weights = w_a[:, None] * w_b[None, :]
+    tails = ndtr((effect - threshold) / spread) + ndtr((-effect - threshold) / spread)
+    return float(np.sum(weights * tails))
+
+
+def _moderated_welch_power(effect: float, design: Design, spread: float) -> float:
+    """The moderated Welch rule's power (family_test.moderated_welch): the expectation over the
+    arm's, the baseline's and the rest of σ's χ² sums of squares, by Gauss–Legendre quadrature
+    (`_QUADRATURE` nodes each), of the two normal tails beyond max(t(ν̂)·SE, 2σ̂)."""
+    n_a, n_b, dof = design.arm_seeds, design.baseline_seeds, design.dof
+    rest = dof - (n_a - 1) - (n_b - 1)
+    q_a, w_a = chi_square_quadrature(n_a - 1, _QUADRATURE)
+    q_b, w_b = chi_square_quadrature(n_b - 1, _QUADRATURE)
+    q_r, w_r = chi_square_quadrature(rest, _QUADRATURE) if rest else (np.ones(1), np.ones(1))
+    ss_a, ss_b = (n_a - 1) * q_a[:, None, None], (n_b - 1) * q_b[None, :, None]
+    sigma2 = (ss_a + ss_b + rest * q_r[None, None, :]) / dof
+    var_a = moderated(ss_a / (n_a - 1), n_a - 1, np.sqrt(sigma2)) / n_a
+    var_b = moderated(ss_b / (n_b - 1), n_b - 1, np.sqrt(sigma2)) / n_b
+    df_a, df_b = min(n_a - 1 + PRIOR_DF, dof), min(n_b - 1 + PRIOR_DF, dof)
+    df = welch_df(var_a, var_b, df_a + 1, df_b + 1)
+    t_critical = _welch_critical(design.level, min(df_a, df_b), df_a + df_b)
+    threshold = np.maximum(t_critical(df) * np.sqrt(var_a + var_b), NOISE_SIGMAS * np.sqrt(sigma2))
+    weights = w_a[:, None, None] * w_b[None, :, None] * w_r[None, None, :]
     tails = ndtr((effect - threshold) / spread) + ndtr((-effect - threshold) / spread)
     return float(np.sum(weights * tails))
 
@@ -170,11 +206,16 @@ def power_curve(
     *,
     step: float = CURVE_STEP,
     span: float = CURVE_SPAN,
+    shares: Sequence[float] = (),
 ) -> PowerCurve:
     """The family's power: the expected share of its arms given a verdict when every arm's true
     effect is x·σ, each arm with its own seeds (`designs`, one per tested arm, so a family that
-    mixes 2- and 3-seed arms is averaged as it ran)."""
-    weights = Counter(designs)
+    mixes 2- and 3-seed arms is averaged as it ran), each weighted by its `shares` entry (by
+    default 1: a design at each of the levels its audits get, `level_shares`, is one arm's
+    share of it)."""
+    weights: dict[Design, float] = {}
+    for design, share in zip(designs, shares or [1.0] * len(designs), strict=True):
+        weights[design] = weights.get(design, 0.0) + share
     total = sum(weights.values())
 
     def family_power(effect: float) -> float:
@@ -209,7 +250,7 @@ def curve_points(
     return PowerCurve(method=method, target=target, mde_sigmas=mde, points=points)
 
 
-def _method(weights: Counter[Design]) -> str:
+def _method(weights: Mapping[Design, float]) -> str:
     first = next(iter(weights))
     seeds = sorted({d.arm_seeds for d in weights})
     arms = "/".join(map(str, seeds))
@@ -274,7 +315,7 @@ def default_baseline_seeds(arm_seeds: int) -> int:
 
 
 @lru_cache(maxsize=64)
-def _welch_critical(level: float, df_min: int, df_max: int):
+def _welch_critical(level: float, df_min: float, df_max: float):
     """t(ν) for ν in [df_min, df_max], interpolated in log–log space between exact quantiles."""
     grid = np.geomspace(df_min, df_max, _CRITICAL_GRID) if df_max > df_min else np.array([df_min])
     log_t = np.log(sps.t.isf(level / 2, grid))

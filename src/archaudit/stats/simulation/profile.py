@@ -8,6 +8,7 @@ variance is a χ² draw, so (s²/σ̂²)/ρ² ~ F(n − 1, ν)). The widest boun
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +41,14 @@ class Profile:
     def model(self) -> NoiseModel:
         return NoiseModel(self.spec, "hetero", factor=self.factor, wide_arms=self.arms)
 
+    @classmethod
+    def from_spec(cls, spec: str) -> Profile:
+        """The profile a `spec` ("profile:F:K") names; "" is no profile."""
+        if not spec:
+            return NO_PROFILE
+        _, factor, arms = spec.split(":")
+        return cls(float(factor), int(arms))
+
 
 NO_PROFILE = Profile(WIDEST_FACTOR, 0)
 
@@ -48,10 +57,10 @@ def ratio_bounds(
     arm_var: np.ndarray, sigma: np.ndarray | float, n_arm: np.ndarray, dof: int
 ) -> np.ndarray:
     """Upper `BOUND_CONFIDENCE` bounds of each arm's seed σ over the noise floor's, from its
-    sample variance: (s²/σ̂²)/ρ² ~ F(n − 1, ν). NaN for single-seed arms; `arm_var` is (..., m)
-    and `n_arm` (m,)."""
+    sample variance: (s²/σ̂²)/ρ² ~ F(n − 1, ν). NaN for single-seed arms; `arm_var` is (..., m),
+    `n_arm` (m,) or (..., m) and `dof` ν a number or (..., 1)."""
     n = np.asarray(n_arm, dtype=float)
-    quantile = fdtri(np.maximum(n - 1, 1), float(dof), 1.0 - BOUND_CONFIDENCE)  # once per arm
+    quantile = fdtri(np.maximum(n - 1, 1), np.asarray(dof, dtype=float), 1.0 - BOUND_CONFIDENCE)
     with np.errstate(divide="ignore", invalid="ignore"):
         bound = np.sqrt(np.asarray(arm_var) / quantile) / sigma
     return np.where(n >= 2, bound, np.nan)
@@ -89,3 +98,23 @@ def profiles(bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     counts = grid[np.minimum(np.searchsorted(grid, wide.sum(axis=1)), len(grid) - 1)]
     counts = np.where(wide.any(axis=1), np.minimum(counts, known.sum(axis=1)), 0)
     return factors, counts
+
+
+def profile_levels(
+    bounds: np.ndarray, base: float, level_of: Callable[[Profile], float]
+) -> np.ndarray:
+    """(B,) each audit's own level from its (B, m) ratio bounds: `base` (the panel's), lowered
+    to `level_of(profile)` for the profile its bounds show. Welch's size is not monotone in the
+    variance ratio (worst near 10×, exact again far out), so a profile whose widest bound is F
+    is covered by every grid factor from 12 up to F. Used by the fixed designs' α′
+    (calibrate.audit_levels) and the sequential loop's level (sequential.look_levels)."""
+    factors, counts = profiles(bounds)
+    levels = np.full(len(bounds), base)
+    wide = counts > 0
+    shown = set(zip(factors[wide].tolist(), counts[wide].tolist(), strict=True))
+    for factor, count in sorted(shown):
+        rows = (factors == factor) & (counts == count)
+        below = [f for f in profile_factors() if f <= factor]
+        level = min(level_of(Profile(f, count)) for f in below)
+        levels[rows] = np.minimum(levels[rows], level)
+    return levels

@@ -54,6 +54,7 @@ from archaudit.stats.noise_panel import PANEL, NoiseModel, parse_one
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.simulation.disk_cache import cached, in_range
 from archaudit.stats.simulation.power import PowerCurve, curve_points
+from archaudit.stats.simulation.profile import NO_PROFILE, Profile, profile_levels, ratio_bounds
 from archaudit.stats.simulation.simulate import PanelRate, panel_rate, worst
 from archaudit.stats.simulation.simulation_checks import sequential_models
 from archaudit.stats.verdicts import NOISE_SIGMAS
@@ -155,14 +156,40 @@ def holm_boundaries(alpha: float, arms: int, looks: int) -> np.ndarray:
     return np.array([nominal_levels(alpha / (arms - r), looks) for r in range(arms)])
 
 
-def boundaries(rule: SequentialRule, arms: int) -> np.ndarray:
-    """`holm_boundaries` of a family of `arms` arms under `rule`, at its calibrated level."""
-    return holm_boundaries(spent_level(rule, arms), arms, rule.max_seeds)
+def row_boundaries(rule: SequentialRule, tests: ArmTests) -> np.ndarray:
+    """(B, m, looks) `holm_boundaries` of each audit of the batch at its own level
+    (`look_levels`: the loop's calibrated level with the profile its seeds show)."""
+    levels = look_levels(rule, tests)
+    arms = tests.delta.shape[1]
+    out = np.empty((len(levels), arms, rule.max_seeds))
+    for level in np.unique(levels):
+        out[levels == level] = holm_boundaries(float(level), arms, rule.max_seeds)
+    return out
 
 
-def spent_level(rule: SequentialRule, arms: int) -> float:
-    """The level the rule's boundaries spend: `loop_level` when calibrated, else α."""
-    return loop_level(arms, rule) if rule.calibrated else rule.alpha
+def look_levels(rule: SequentialRule, tests: ArmTests) -> np.ndarray:
+    """(B,) the level each audit's boundaries spend at this look: α for an uncalibrated rule;
+    for a calibrated one the loop's level over the panel, lowered, as a fixed design's α′ is,
+    to the level of the profile model its multi-seed arms' ratio bounds show
+    (stats/simulation/profile.py)."""
+    arms = tests.delta.shape[1]
+    if not rule.calibrated:
+        return np.full(len(tests.delta), rule.alpha)
+    return profile_levels(
+        tests.ratio, loop_level(arms, rule), lambda profile: loop_level(arms, rule, profile)
+    )
+
+
+def spent_level(rule: SequentialRule, arms: int, profile: Profile = NO_PROFILE) -> float:
+    """The level the rule's boundaries spend for an audit showing `profile`: `loop_level` when
+    calibrated (with the profile's models, as `look_levels`), else α."""
+    if not rule.calibrated:
+        return rule.alpha
+    bounds = np.full((1, arms), np.nan)
+    bounds[0, : profile.arms] = profile.factor
+    return float(
+        profile_levels(bounds, loop_level(arms, rule), lambda p: loop_level(arms, rule, p))[0]
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -174,7 +201,7 @@ LOOP_CALIBRATION_AUDITS = 8000
 estimates, printed 0.051–0.052 for loops calibrated to 0.043 (3 arms ≤ 4, 2 ≤ 5)."""
 LOOP_CALIBRATION_SEED = 1
 """Not the design rate's seed 0: the rate printed beside the level is measured on fresh draws."""
-LOOP_LEVEL_VERSION = 2
+LOOP_LEVEL_VERSION = 4
 _BISECTIONS = 12
 
 
@@ -185,35 +212,38 @@ def resolving_audits(alpha: float) -> int:
 
 
 @lru_cache(maxsize=256)
-def loop_level(arms: int, rule: SequentialRule) -> float:
+def loop_level(arms: int, rule: SequentialRule, profile: Profile = NO_PROFILE) -> float:
     """The largest spending level ≤ α at which this exact loop (arms, max seeds, baseline seeds
     and cap, futility, rounds) declares a null arm in at most α − 3 MC s.e. of the audits under
     every model of the noise panel (`PANEL`), found by bisection on common random draws; cached
     in process and on disk like the fixed designs' α′. The Welch tests of 2–3 seeds against a
     noisy baseline are liberal when an arm is wider than the rest, which O'Brien–Fleming's
     nominal boundaries do not know about: 1 arm ≤ 5 seeds spends 0.079 at α = 0.05 under
-    hetero:6 uncalibrated."""
+    hetero:6 uncalibrated. With a `profile` (arms wider than the panel's 6×, from the audit's
+    own seeds), the level is the same bisection under that one model, as a fixed design's α′
+    is (`look_levels` takes the smaller)."""
     plain = dataclasses.replace(rule, calibrated=False)
-    fields = {"arms": arms, "rule": dataclasses.asdict(plain), "panel": PANEL}
+    models = tuple(parse_one(name) for name in PANEL) if not profile.arms else (profile.model(),)
+    fields = {"arms": arms, "rule": dataclasses.asdict(plain), "models": [m.spec for m in models]}
     fields |= {"audits": resolving_audits(rule.alpha), "seed": LOOP_CALIBRATION_SEED}
     fields |= {"v": LOOP_LEVEL_VERSION}
     return cached(
         "loop-level",
         fields,
-        lambda: _bisect_level(arms, plain),
+        lambda: _bisect_level(arms, plain, models),
         lambda v: in_range(v, 0.0, plain.alpha),
     )
 
 
-def _bisect_level(arms: int, rule: SequentialRule) -> float:
+def _bisect_level(arms: int, rule: SequentialRule, models: tuple[NoiseModel, ...]) -> float:
     audits = resolving_audits(rule.alpha)
     # 3 MC s.e. below α, not 2: the printed rate is a fresh draw's panel maximum, and at 2
     # s.e. 1 arm ≤ 4 seeds printed 0.051 (level bisected to sit just below a jump in its draws)
     target = rule.alpha - 3.0 * math.sqrt(rule.alpha * (1.0 - rule.alpha) / audits)
     draws = [
         _draw_sequential(arms, audits, (), rule.baseline_cap, rule.max_seeds, LOOP_CALIBRATION_SEED,
-                         parse_one(name))[:2]
-        for name in PANEL
+                         model)[:2]
+        for model in models
     ]  # fmt: skip
 
     def holds(level: float) -> bool:
@@ -264,6 +294,9 @@ class ArmTests:
     """(B, m) the scale Δ is divided by in `t` (its standard error)."""
     arm_df: np.ndarray
     """(B, m) the degrees of freedom of each arm's test (Welch's, or σ's for one seed)."""
+    ratio: np.ndarray
+    """(B, m) each multi-seed arm's upper bound on its seed σ over σ (NaN for one seed): the
+    profile the loop's level is calibrated with (`look_levels`)."""
 
 
 def arm_tests(baseline: np.ndarray, arms: np.ndarray, sign: float = 1.0) -> ArmTests:
@@ -289,7 +322,8 @@ def arm_tests(baseline: np.ndarray, arms: np.ndarray, sign: float = 1.0) -> ArmT
             (squares0 / (n0 - 1))[:, None],
         )
         stat, _, p = scaled_statistics(Test.ROBUST, delta, scale, arm_df)
-    return ArmTests(delta, sigma, df, stat, p, n, n0, scale, arm_df)
+        ratio = ratio_bounds(arm_var, sigma[:, None], n, df[:, None])
+    return ArmTests(delta, sigma, df, stat, p, n, n0, scale, arm_df, ratio)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -332,13 +366,13 @@ def look(
     of the rest, until no more cross; then open arms that are futile (or at their last look) stop.
     """
     m = state.shape[1]
-    bounds = boundaries(rule, m)
+    bounds = row_boundaries(rule, tests)
     look_index = np.clip(tests.n - 1, 0, rule.max_seeds - 1)
     state = holm_step_down(
         state, tests, tested & (tests.n >= CONFIRMATION_SEEDS), bounds, look_index
     )
     level = np.minimum(np.sum(_significant(state), axis=1), m - 1)
-    final = bounds[level, rule.max_seeds - 1][:, None]
+    final = bounds[np.arange(len(state)), level, rule.max_seeds - 1][:, None]
     power = crossing_probability(
         tests.delta / tests.sigma[:, None],
         tests.n,
@@ -362,13 +396,16 @@ def holm_step_down(
     look_index: np.ndarray,
 ) -> np.ndarray:
     """Reject every tested open arm beyond 2σ whose p is below its look's threshold at the
-    current Holm level; repeat while rejections raise the level."""
+    current Holm level (`bounds`: (B, m, looks), each audit's own); repeat while rejections
+    raise the level."""
     state = state.copy()
     m = state.shape[1]
+    rows = np.arange(len(state))[:, None]
     big = np.abs(tests.delta) >= NOISE_SIGMAS * tests.sigma[:, None]
     while True:
         level = np.minimum(np.sum(_significant(state), axis=1), m - 1)
-        cross = (state == OPEN) & tested & big & (tests.p <= bounds[level[:, None], look_index])
+        threshold = bounds[rows, level[:, None], look_index]
+        cross = (state == OPEN) & tested & big & (tests.p <= threshold)
         if not cross.any():
             return state
         state[cross] = np.where(tests.delta > 0, IMPROVER, REGRESSOR)[cross]
@@ -378,9 +415,10 @@ def next_seed_value(rule: SequentialRule, tests: ArmTests, state: np.ndarray) ->
     """Value per run of one more seed of each open arm: the probability that its next look
     settles it (crosses its boundary, current trend, Holm level as it stands); 0 for the rest."""
     m = state.shape[1]
-    bounds = boundaries(rule, m)
+    bounds = row_boundaries(rule, tests)
     level = np.minimum(np.sum(_significant(state), axis=1), m - 1)
-    threshold = bounds[level[:, None], np.clip(tests.n, 0, rule.max_seeds - 1)]
+    rows = np.arange(len(state))[:, None]
+    threshold = bounds[rows, level[:, None], np.clip(tests.n, 0, rule.max_seeds - 1)]
     n0_then = np.minimum(tests.n0 + 1, rule.baseline_cap)[:, None]
     value = crossing_probability(
         tests.delta / tests.sigma[:, None],
@@ -522,7 +560,7 @@ def _fixed_design(rule: SequentialRule, baseline: np.ndarray, values: np.ndarray
         np.zeros((audits, arms), dtype=np.int8),
         arm_tests(baseline, values),
         np.ones((audits, arms), dtype=bool),
-        holm_boundaries(rule.alpha, arms, 1),
+        np.broadcast_to(holm_boundaries(rule.alpha, arms, 1), (audits, arms, 1)),
         np.zeros((audits, arms), dtype=int),
     )
 
@@ -638,16 +676,17 @@ def _found(state: np.ndarray, effect: str) -> float:
 SEQUENTIAL_PANEL_AUDITS = LOOP_CALIBRATION_AUDITS
 """Null audits per panel model in a sequential design's rate (s.e. 0.0024 at 0.05, enough to
 see 0.056 above α; `resolving_audits` at small α)."""
-SEQUENTIAL_RATE_VERSION = 4
+SEQUENTIAL_RATE_VERSION = 6
 
 
 def final_thresholds(rule: SequentialRule, tests: ArmTests, state: np.ndarray) -> np.ndarray:
     """(B, m) the nominal two-sided p threshold of each arm's last look (its seeds' look) at the
     family's final Holm level: the level its final test is judged at."""
     m = state.shape[1]
-    bounds = boundaries(rule, m)
+    bounds = row_boundaries(rule, tests)
     level = np.minimum(np.sum(_significant(state), axis=1), m - 1)
-    return bounds[level[:, None], np.clip(tests.n - 1, 0, rule.max_seeds - 1)]
+    rows = np.arange(len(state))[:, None]
+    return bounds[rows, level[:, None], np.clip(tests.n - 1, 0, rule.max_seeds - 1)]
 
 
 def repeated_interval(
