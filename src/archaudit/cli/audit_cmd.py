@@ -8,7 +8,7 @@ import dataclasses
 import shlex
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     )
     from archaudit.audit.plan import Plan
     from archaudit.audit.sequential import SettledAudit
+    from archaudit.stats import Judgement
     from archaudit.stats.loop import LoopFamily
     from archaudit.stats.simulation.sequential import SequentialRule
 
@@ -307,8 +308,8 @@ def run(
                 grid, budget_runs=budget.budget_runs, budget_hours=budget.budget_hours
             )
             settled = run_until_settled(grid, options, live=live)
-            for family in () if json_ else settled.families:
-                show(settled_table(family, settled.rule))
+            if not json_:
+                show_with_limits(settled_tables(settled))
             stop = describe_stop(settled)
             log(f"{settled.rounds} round(s), {settled.runs} runs: stopped because {stop}")
             outcome = settled.audit
@@ -358,6 +359,30 @@ def report_outcome(outcome: AuditOutcome, json_: bool, extra: dict[str, object])
     report_audit(outcome.audit_dir, err=json_)
     if outcome.failed:
         raise typer.Exit(1)
+
+
+def show_with_limits(tables: Sequence[tuple[Table, Judgement | None]]) -> None:
+    """Each end table of `run` and `demo`, with what limits its verdicts under it: `stats`'s
+    "limits of ARM: ..." lines (`ArmVerdict.caveats`, the report's and the JSON's words)."""
+    from archaudit.cli.stats_cmd import limit_lines
+
+    for table, judgement in tables:
+        show(table)
+        for line in limit_lines(judgement) if judgement else ():
+            Console().print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def settled_tables(settled: SettledAudit) -> list[tuple[Table, Judgement | None]]:
+    """The loop's families as tables, each beside its judgement as `stats` reads it back
+    (`judge_with_loop`: the same verdicts, with their grades and duties)."""
+    from archaudit.audit.findings import VERDICTS_ONLY, findings
+
+    judged = findings(settled.audit.audit_dir, asked=VERDICTS_ONLY).judgements
+    by_family = {(j.metric, j.scale, j.baseline): j for j in judged}
+    return [
+        (settled_table(f, settled.rule), by_family.get((f.metric, f.scale, f.baseline)))
+        for f in settled.families
+    ]
 
 
 def settled_table(family: LoopFamily, rule: SequentialRule) -> Table:
@@ -562,14 +587,13 @@ def demo(
             live=not (quiet or json_),
         )
     settled = outcome.settled
-    tables = (
-        [settled_table(family, settled.rule) for family in settled.families]
-        if settled
-        else [verdict_table(judgement) for judgement in outcome.judgements]
-    )
     if not json_:
-        for table in tables:
-            show(table)
+        tables = (
+            settled_tables(settled)
+            if settled
+            else [(verdict_table(j), j) for j in outcome.judgements]
+        )
+        show_with_limits(tables)
         runs = f"{settled.runs} runs in {settled.rounds} rounds, " if settled else ""
         Console().print(
             f"demo audit: {len(tables)} verdict tables, {runs}{outcome.seconds / 60:.1f} min; "
