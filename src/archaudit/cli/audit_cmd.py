@@ -206,8 +206,10 @@ def plan(
     line += f"({_seed_counts(groups)}) = {summary.total_runs} runs"
     if summary.estimated_wall_s is not None and summary.estimated_cpu_s is not None:
         minutes, cpu = summary.estimated_wall_s / 60, summary.estimated_cpu_s / 60
-        line += f"; about {minutes:.1f} min on {summary.workers} workers ({cpu:.1f} CPU-min:"
-        line += " start-up, compilation, training, validation and evaluation, measured here)"
+        line += f"; about {minutes:.1f} min{_minutes_range(summary.estimated_wall_range_s)}"
+        line += f" on {summary.workers} workers ({cpu:.1f} CPU-min: start-up, compilation,"
+        line += " training, validation and evaluation, measured here and read at this"
+        line += " machine's speed now; the range: its speed's spread now)"
     Console().print(line)
     from archaudit.audit.power_plan import plan_power
 
@@ -215,6 +217,11 @@ def plan(
         Console().print("\n".join(family.lines()))
     if summary.sequential is not None:
         Console().print(_sequential_line(summary.sequential))
+
+
+def _minutes_range(seconds: tuple[float, float] | None) -> str:
+    """ " (4.9–6.8)": a wall time's range in minutes ("" without one)."""
+    return "" if seconds is None else f" ({seconds[0] / 60:.1f}–{seconds[1] / 60:.1f})"
 
 
 def _params_cell(cost: RunCost) -> str:
@@ -248,22 +255,25 @@ def _sequential_estimate(
         effects=assumed.effects,
         sigma=assumed.sigma,
         seconds_per_run=summary.mean_run_seconds,
+        speed_range=summary.speed_range or (1.0, 1.0),
         workers=summary.workers,
     )
 
 
 def _sequential_line(estimate: SequentialEstimate) -> str:
-    def cost(design: SequentialCost | FixedCost, runs: float) -> str:
-        minutes = "" if design.wall_s is None else f", about {design.wall_s / 60:.1f} min"
+    def cost(design: SequentialCost | FixedCost, runs: str, wall: str) -> str:
+        minutes = "" if design.wall_s is None else f", about {design.wall_s / 60:.1f} min{wall}"
         power = "" if design.power is None else f", power {design.power:.2f}"
-        return f"{runs:.0f} runs{power}{minutes}"
+        return f"{runs} runs{power}{minutes}"
 
     seq, fixed = estimate.sequential, estimate.fixed
+    low, high = seq.runs_range
+    runs = f"{seq.expected_runs:.0f} ({low:.0f}–{high:.0f} in 80% of simulated loops)"
     return (
         f"--until-settled (≤ {estimate.max_seeds} seeds per arm, effects: "
-        f"{estimate.effects_from}): about {cost(seq, seq.expected_runs)} expected; the "
-        f"fixed design with the same power, {fixed.seeds_per_arm} seeds per arm: "
-        f"{cost(fixed, fixed.runs)}"
+        f"{estimate.effects_from}): about {cost(seq, runs, _minutes_range(seq.wall_range_s))}"
+        f" expected; the fixed design with the same power, {fixed.seeds_per_arm} seeds per "
+        f"arm: {cost(fixed, f'{fixed.runs:.0f}', '')}"
     )
 
 
