@@ -3,6 +3,7 @@
 quarter of its tokens) and a 2-arm `--until-settled` audit (qk_norm, softpick at the demo's d48).
 
     python benchmarks/plan_load.py [--quick] [--load 4] [--out benchmarks/plan_load.json]
+                                   [--audits demo_small,two_arms] [--conditions idle,loaded]
 
 For each condition (idle, then `--load` busy processes that this benchmark starts and stops), each
 audit is planned (`plan --json`: its sequential estimate, the loop's expected runs at the
@@ -106,21 +107,29 @@ def train_ratios(summary: dict[str, Any], audit_dir: Path) -> dict[str, float]:
 
 
 def condition(
-    name: str, files: dict[str, Path], work: Path, env: dict[str, str], busy: int
-) -> dict[str, object]:
-    """Every audit planned and run beside `busy` spinning processes (started and ended here)."""
+    name: str, files: dict[str, Path], work: Path, env: dict[str, str], busy: int, out: Path
+) -> None:
+    """Every audit planned and run beside `busy` spinning processes (started and ended here),
+    each result written into `out` as it comes (a long run stopped halfway keeps its part)."""
     procs = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(busy)]
     try:
         time.sleep(2.0 if busy else 0.0)  # let the load settle before the plan measures it
-        result: dict[str, object] = {"busy_processes": busy, "uptime_before": uptime()}
+        record(out, name, {"busy_processes": busy, "uptime_before": uptime()})
         for audit, path in files.items():
-            result[audit] = measure(path, work / name / audit, env)
-            print(name, audit, result[audit], flush=True)
-        return result
+            result = measure(path, work / name / audit, env)
+            record(out, name, {audit: result})
+            print(name, audit, result, flush=True)
     finally:
         for proc in procs:
             proc.kill()
             proc.wait()
+
+
+def record(out: Path, name: str, values: dict[str, object]) -> None:
+    """Merge `values` into the condition `name` of the JSON at `out`."""
+    results = json.loads(out.read_text()) if out.is_file() else {}
+    results.setdefault(name, {}).update(values)
+    out.write_text(json.dumps(results, indent=1) + "\n")
 
 
 def main() -> None:
@@ -128,19 +137,23 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="an eighth of the demo's tokens")
     parser.add_argument("--load", type=int, default=4, help="busy processes in the loaded run")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "plan_load.json")
+    parser.add_argument("--audits", default="demo_small,two_arms", help="which, comma-separated")
+    parser.add_argument("--conditions", default="idle,loaded", help="which, comma-separated")
+    parser.add_argument(
+        "--work", type=Path, help="a folder to keep (its probe cache is reused) [a temporary one]"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="plan_load-") as tmp:
-        work = Path(tmp)
+        work = args.work or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "ARCHAUDIT_CACHE": str(work / "cache")}
         env["PYTHONPATH"] = str(ROOT / "src")
         files = audit_files(work, args.quick)
-        results = {
-            "quick": args.quick,
-            "cpus": os.cpu_count(),
-            "idle": condition("idle", files, work, env, 0),
-            "loaded": condition("loaded", files, work, env, args.load),
-        }
-    args.out.write_text(json.dumps(results, indent=1) + "\n")
+        chosen = {name: files[name] for name in args.audits.split(",")}
+        record(args.out, "machine", {"quick": args.quick, "cpus": os.cpu_count()})
+        for name in args.conditions.split(","):
+            busy = args.load if name == "loaded" else 0
+            condition(name, chosen, work, env, busy, args.out)
     print(f"wrote {args.out}")
 
 

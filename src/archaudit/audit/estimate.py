@@ -305,30 +305,31 @@ class ProbeCount:
     """The pairs the probe has to measure, said up front with their estimated time ("plan:
     measuring 40 (arm, scale) pairs on this machine, about 12.5 min"), then each pair's line
     headed by its place in that total and the time left ("[3/40, about 10.1 min left]": the
-    estimate at first, then the pairs measured so far)."""
+    estimates of the pairs left, times the measured over the estimated time of those done)."""
 
-    paths: tuple[str, ...]
-    estimate_s: float
+    estimates: dict[str, float]
+    """Each pair's estimated seconds (`probe_seconds`), by its first run's path, in order."""
     started: float
     done: int = 0
 
     @classmethod
     def of(cls, missing: list[RunSpec]) -> ProbeCount:
-        seconds = sum(probe_seconds(run) for run in missing)
+        estimates = {run.path: probe_seconds(run) for run in missing}
         if missing:
             pairs = f"{len(missing)} (arm, scale) pair{'s' * (len(missing) != 1)}"
-            log(f"plan: measuring {pairs} on this machine, about {seconds / 60:.1f} min")
-        return cls(tuple(run.path for run in missing), seconds, time.perf_counter())
+            minutes = sum(estimates.values()) / 60
+            log(f"plan: measuring {pairs} on this machine, about {minutes:.1f} min")
+        return cls(estimates, time.perf_counter())
 
     def label(self, run: RunSpec) -> str:
         """The count for `run`'s line ("" for a cached pair); counts it as measured."""
-        if run.path not in self.paths:
+        if run.path not in self.estimates:
             return ""
-        elapsed = time.perf_counter() - self.started
-        per_pair = elapsed / self.done if self.done else self.estimate_s / len(self.paths)
-        left = per_pair * (len(self.paths) - self.done)
+        seconds = list(self.estimates.values())
+        done, left = sum(seconds[: self.done]), sum(seconds[self.done :])
+        pace = (time.perf_counter() - self.started) / done if done else 1.0
         self.done += 1
-        return f"[{self.done}/{len(self.paths)}, about {left / 60:.1f} min left] "
+        return f"[{self.done}/{len(seconds)}, about {left * pace / 60:.1f} min left] "
 
 
 def _unmeasured(pairs: list[RunSpec], threads: int, neighbours: Neighbours) -> list[RunSpec]:
