@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -148,10 +149,18 @@ def test_the_plan_summary_round_trips_through_json(write_audit):
         effects_from="given",
         max_seeds=5,
         audits=1000,
-        sequential=SequentialCost(expected_runs=14.9, power=0.95, expected_rounds=4.2, wall_s=None),
+        sequential=SequentialCost(
+            expected_runs=14.9,
+            power=0.95,
+            expected_rounds=4.2,
+            wall_s=60.0,
+            runs_range=(12.0, 18.0),
+            wall_range_s=(48.0, 72.0),
+        ),
         fixed=FixedCost(seeds_per_arm=5, runs=20, power=0.95, wall_s=None),
     )
-    for record in (summary, dataclasses.replace(summary, sequential=sequential)):
+    probed = dataclasses.replace(summary, sequential=sequential, speed_range=(0.9, 1.2))
+    for record in (summary, probed):
         document = json.loads(json.dumps(record.to_json()))
         assert PlanSummary.from_json(document) == record
     assert summary.total_runs == len(plan.runs) and summary.estimated_wall_s is None
@@ -195,7 +204,7 @@ def test_an_arm_costs_its_own_measured_step_not_its_flops(
     baseline's FLOPs but not its speed. The baseline itself is not timed twice."""
     timed_arms: list[str] = []
 
-    def arm_step(model, run, threads, neighbours, measure=True):
+    def arm_step(model, run, threads, neighbours, measure=True, label=""):
         timed_arms.append(run.arm)
         return PART * 3  # three times the probed step
 
@@ -299,3 +308,43 @@ def test_status_says_how_long_is_left_from_the_plans_model(
     assert left == pytest.approx(summary.estimated_wall_s)
     halfway = [dataclasses.replace(s, step=s.spec.recipe.steps // 2) for s in statuses]
     assert estimate.time_left(plan.audit_dir, halfway) == pytest.approx(left / 2)
+
+
+def test_the_probe_says_its_total_and_time_up_front_and_counts_toward_it(
+    monkeypatch: pytest.MonkeyPatch, write_audit, tmp_path, capsys
+):
+    """Issue 46 item 4: "measuring N (arm, scale) pairs on this machine, about M min" before
+    the first, then each pair's line counts toward N; a second plan measures nothing."""
+    monkeypatch.setenv("ARCHAUDIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(estimate, "startup", lambda *args, **kwargs: PART)
+    monkeypatch.setattr(probe, "measure_shape", lambda *args: SHAPE)
+    monkeypatch.setattr(probe, "measure_steps", lambda *args: (None, (PART, PART), None))
+    plan = make_plan(load_audit(write_audit(arms=["qk_norm", "softpick"])))
+    pairs = estimate.pair_runs(plan)
+    first = {run.scale: run for run in reversed(pairs)}
+    expected = len(first) + sum(run.model != first[run.scale].model for run in pairs)
+    plan_summary(plan)
+    said = " ".join(capsys.readouterr().err.split())
+    up_front = re.search(r"measuring (\d+) \(arm, scale\) pairs on this machine, about", said)
+    assert up_front is not None and int(up_front.group(1)) == expected
+    assert said.index(up_front.group(0)) < said.index(f"[1/{expected},")
+    assert [int(k) for k in re.findall(rf"\[(\d+)/{expected}, about", said)] == list(
+        range(1, expected + 1)
+    )
+    plan_summary(plan)
+    assert "pairs" not in capsys.readouterr().err
+
+
+def test_plans_power_lines_and_until_settled_give_the_loop_one_number(write_audit):
+    """Issue 46 item 3: plain `plan` said "≤ 6 seeds … about 11 runs" and `plan
+    --until-settled` "about 10 runs" for one audit; both are now the audit's own loop (its
+    seeds.max), simulated on the same audits."""
+    from archaudit.audit.power_plan import plan_power
+
+    plan = make_plan(load_audit(write_audit(arms=["qk_norm", "softpick"])))
+    (family,) = plan_power(plan)
+    loop = estimate.sequential_estimate(plan)
+    assert family.loop_seeds == loop.max_seeds == plan.spec.seeds.max
+    assert family.loop_runs == loop.sequential.expected_runs
+    low, high = loop.sequential.runs_range
+    assert low <= loop.sequential.expected_runs <= high

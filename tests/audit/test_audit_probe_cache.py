@@ -51,3 +51,50 @@ def test_a_read_only_or_blocked_cache_only_costs_the_measurement(cache: Path) ->
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text("a file where the folder should be")
     assert probe.cached(KEY, "a step", lambda: dict(HONEST)) == HONEST  # no OSError
+
+
+def at_reference(monkeypatch: pytest.MonkeyPatch, wall: float) -> None:
+    """The machine's reference step now takes `wall` seconds (CPU alike)."""
+    monkeypatch.setattr(probe, "reference_step", lambda: probe.Timed(wall, wall))
+
+
+def test_an_entry_is_read_at_the_machines_speed_now(cache: Path, monkeypatch) -> None:
+    """Issue 46 item 3: timings taken at another load are scaled by the reference step's time
+    now over then (a loaded machine: slower), not mixed in as they were taken."""
+    at_reference(monkeypatch, 0.1)
+    probe.cached(KEY, "a step", lambda: dict(HONEST))
+    slower = 1.5
+    at_reference(monkeypatch, 0.1 * slower)
+    read = probe.cached(KEY, "a step", lambda: pytest.fail("measured again"))
+    assert read == pytest.approx({k: v * slower for k, v in HONEST.items()})
+
+
+def test_a_machine_that_moved_past_the_tolerance_is_measured_again(
+    cache: Path, monkeypatch, capsys
+) -> None:
+    at_reference(monkeypatch, 0.1)
+    probe.cached(KEY, "a step", lambda: dict(HONEST))
+    far = 0.1 * probe.SPEED_TOLERANCE * 2
+    at_reference(monkeypatch, far)
+    assert probe.cached(KEY, "a step", None) == pytest.approx(  # status: read, scaled
+        {k: v * probe.SPEED_TOLERANCE * 2 for k, v in HONEST.items()}
+    )
+    calls: list[int] = []
+    assert probe.cached(KEY, "a step", lambda: measured(calls)) == HONEST
+    said = " ".join(capsys.readouterr().err.split())
+    assert calls == [1] and "measured again" in said and "reference step" in said
+
+
+def test_an_entry_without_a_reference_step_is_measured_again(cache: Path) -> None:
+    probe.cached(KEY, "a step", lambda: dict(HONEST))
+    (path,) = cache.glob("*.json")
+    stored = json.loads(path.read_text())
+    old = {k: v for k, v in stored["value"].items() if k != probe.REFERENCE}
+    path.write_text(json.dumps({**stored, "value": old, "sha256": value_checksum(old)}))
+    calls: list[int] = []
+    assert probe.cached(KEY, "a step", lambda: measured(calls)) == HONEST and calls == [1]
+
+
+def test_the_reference_step_says_how_steady_the_machine_is() -> None:
+    now = probe.reference()
+    assert now.mean.wall > 0 and now.fastest <= 1.0 <= now.slowest

@@ -443,3 +443,27 @@ def test_the_calibrated_level_holds_the_one_arm_loop_over_the_panel():
     design = loop_sim.sequential_design_rate(1, rule)
     assert design.panel_worst is not None and not design.above_alpha
     assert design.audits >= loop_sim.LOOP_CALIBRATION_AUDITS
+
+
+def limit_lines_of(output: str) -> list[str]:
+    return [line for line in output.splitlines() if line.startswith("limits of ")]
+
+
+def test_runs_end_tables_carry_each_verdicts_limits_in_stats_words(write_audit, monkeypatch):
+    """Issue 46 item 2: the table `run --until-settled` ends with names what limits each verdict
+    (one scale: R7 for post_ln, R6 for softpick judged by a loss), as `stats` does, word for
+    word."""
+    monkeypatch.setattr(sequential, "run_audit", fake_run_audit)
+    seeds = {"noise_floor": 3, "arms": 1, "max": 4, "policy": "sequential"}
+    path = write_audit(arms=ARMS, seeds=seeds)
+    ran = CliRunner().invoke(app, ["run", str(path)], terminal_width=400)
+    assert ran.exit_code == 0, ran.output
+    register_commands()
+    audit_dir = make_plan(load_audit(path)).audit_dir
+    stats = CliRunner().invoke(app, ["stats", str(audit_dir)], terminal_width=400)
+    assert stats.exit_code == 0, stats.output
+    limits = limit_lines_of(ran.output)
+    assert {line.split(":")[0] for line in limits} >= {"limits of post_ln", "limits of softpick"}
+    said = " ".join(stats.output.split())  # stats wraps its notes at the console's width
+    assert said.count("limits of ") == len(limits)
+    assert all(line in said for line in limits), (limits, said)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,15 +24,20 @@ from archaudit.audit import store
 from archaudit.audit.effects import PlannedEffects
 from archaudit.audit.plan import Plan, RunSpec, model_sizes
 from archaudit.audit.probe import (
+    PROBE_STEPS,
+    WARMUP_STEPS,
     Neighbours,
     ShapeCost,
     Timed,
+    reference,
+    reference_step,
     shape_cost,
     startup,
     step_cost,
 )
 from archaudit.audit.protocol import ProtocolNote
 from archaudit.config import ModelConfig
+from archaudit.progress import log
 from archaudit.rundir import AUDIT_FILE
 
 if TYPE_CHECKING:
@@ -82,6 +88,11 @@ class SequentialCost:
     expected_rounds: float
     wall_s: float | None
     """None without a time per run (the probe was skipped)."""
+    runs_range: tuple[float, float]
+    """The runs of 80% of the simulated loops (10th to 90th percentile, summed over families)."""
+    wall_range_s: tuple[float, float] | None
+    """The wall time at the range's ends, each at the reference step's fastest and slowest
+    repeat (`PlanSummary.speed_range`); None without a time per run."""
 
 
 @dataclass(frozen=True)
@@ -113,9 +124,24 @@ class SequentialEstimate:
     def from_json(cls, data: dict[str, Any]) -> SequentialEstimate:
         return cls(
             **{k: data[k] for k in ("metric", "effects_from", "max_seeds", "audits")},
-            sequential=SequentialCost(**data["sequential"]),
+            sequential=_sequential_cost(data["sequential"]),
             fixed=FixedCost(**data["fixed"]),
         )
+
+
+def _sequential_cost(data: dict[str, Any]) -> SequentialCost:
+    """A `SequentialCost` from its JSON (its ranges are lists there)."""
+    wall = data.get("wall_range_s")
+    return SequentialCost(
+        **{k: v for k, v in data.items() if not k.endswith("range_s") and k != "runs_range"},
+        runs_range=_pair(data["runs_range"]),
+        wall_range_s=None if wall is None else _pair(wall),
+    )
+
+
+def _pair(values: Sequence[float]) -> tuple[float, float]:
+    low, high = values
+    return float(low), float(high)
 
 
 @dataclass(frozen=True)
@@ -132,6 +158,17 @@ class PlanSummary:
     notes: tuple[ProtocolNote, ...]
     sequential: SequentialEstimate | None = None
     """With `--until-settled` or a sequential seed policy."""
+    speed_range: tuple[float, float] | None = None
+    """The reference step's fastest and slowest repeat over its mean at plan time: how far this
+    machine's speed moves now, the estimate's range (None without the probe)."""
+
+    @property
+    def estimated_wall_range_s(self) -> tuple[float, float] | None:
+        """The estimated wall time at the machine's fastest and slowest speed now."""
+        if self.estimated_wall_s is None or self.speed_range is None:
+            return None
+        low, high = self.speed_range
+        return self.estimated_wall_s * low, self.estimated_wall_s * high
 
     @property
     def total_runs(self) -> int:
@@ -157,6 +194,8 @@ class PlanSummary:
             "total_runs": self.total_runs,
             "workers": self.workers,
             "estimated_wall_s": self.estimated_wall_s,
+            "estimated_wall_range_s": self.estimated_wall_range_s,
+            "speed_range": self.speed_range,
             "notes": [note.to_json() for note in self.notes],
         }
         if self.sequential is not None:
@@ -174,6 +213,7 @@ class PlanSummary:
             estimated_wall_s=data["estimated_wall_s"],
             notes=tuple(ProtocolNote(**note) for note in data["notes"]),
             sequential=SequentialEstimate.from_json(sequential) if sequential else None,
+            speed_range=_pair(data["speed_range"]) if data.get("speed_range") else None,
         )
 
 
@@ -192,19 +232,15 @@ def _estimate(
 ) -> dict[str, RunCost]:
     from archaudit.model import training_flops_per_token
 
-    probed: dict[str, tuple[ShapeCost | None, ModelConfig]] = {}  # scale → probe, its model
     start = startup(plan.spec.recipe.device, threads, measure=measure) if probe else None
+    parts = _probed(plan, threads, neighbours, measure) if start is not None else {}
     costs = {}
     for run in plan.runs:
         model = run.model  # final, vocabulary included (data/vocabulary.py)
         params, active = model_sizes(model)
         flops = training_flops_per_token(model, active)
         tokens = run.recipe.steps * run.recipe.batch_tokens
-        if start is not None and run.scale not in probed:
-            shape = shape_cost(model, run, threads, neighbours, measure=measure)
-            probed[run.scale] = (shape, model)
-        shape, probed_model = probed.get(run.scale, (None, model))
-        ratio = _step_ratio(shape, model, probed_model, run, threads, neighbours, measure)
+        shape, ratio = parts.get((run.arm, run.scale), (None, None))
         if start is None or shape is None or ratio is None:
             costs[run.path] = RunCost(params, active, tokens, flops, None)
             continue
@@ -212,6 +248,106 @@ def _estimate(
         train = (shape.step * (run.recipe.steps * ratio)).wall
         costs[run.path] = RunCost(params, active, tokens, flops, train, total.wall, total.cpu)
     return costs
+
+
+def pair_runs(plan: Plan) -> list[RunSpec]:
+    """The first run of each (arm, scale) pair, in the plan's order: what the probe measures
+    (each scale's first run whole, every other arm's training step)."""
+    firsts: dict[tuple[str, str], RunSpec] = {}
+    for run in plan.runs:
+        firsts.setdefault((run.arm, run.scale), run)
+    return list(firsts.values())
+
+
+def _probed(
+    plan: Plan, threads: int, neighbours: Neighbours, measure: bool
+) -> dict[tuple[str, str], tuple[ShapeCost | None, float | None]]:
+    """(arm, scale) → (its scale's measured shape, its step over that shape's), measured here
+    (the pairs not cached first counted, with their time, and each line counting toward
+    them: `ProbeCount`) or cached."""
+    pairs = pair_runs(plan)
+    count = ProbeCount.of(_unmeasured(pairs, threads, neighbours) if measure else [])
+    scales: dict[str, tuple[ShapeCost | None, ModelConfig]] = {}
+    parts = {}
+    for run in pairs:
+        label = count.label(run)
+        if run.scale not in scales:
+            shape = shape_cost(run.model, run, threads, neighbours, measure=measure, label=label)
+            scales[run.scale] = (shape, run.model)
+        shape, probed = scales[run.scale]
+        ratio = _step_ratio(shape, run.model, probed, run, threads, neighbours, measure, label)
+        parts[(run.arm, run.scale)] = (shape, ratio)
+    return parts
+
+
+PAIR_START_REFS = 40.0
+"""A probed pair's fixed cost (building the model and its optimizer, a neighbour's start,
+the checkpoint and the suite of a whole shape), in reference steps (`probe.reference_step`)."""
+STEP_REFS_PER_GFLOP = 8.0
+"""A probed training step's time per GFLOP of the step (6·N·tokens and attention), in
+reference steps: the model's kernels are slower per FLOP than the reference's 160 × 160 matmuls
+(small matrices, softmax, norms, the optimizer)."""
+
+
+def probe_seconds(run: RunSpec) -> float:
+    """About how long the probe takes to measure `run`'s pair, said before it starts: its fixed
+    part and its `WARMUP_STEPS` + `PROBE_STEPS` steps from their FLOPs, both in reference steps
+    at this machine's speed now (so a loaded machine's estimate is longer)."""
+    from archaudit.model import training_flops_per_token
+
+    flops = training_flops_per_token(run.model, model_sizes(run.model)[1])
+    gflops = (WARMUP_STEPS + PROBE_STEPS) * flops * run.recipe.batch_tokens / 1e9
+    return reference_step().wall * (PAIR_START_REFS + STEP_REFS_PER_GFLOP * gflops)
+
+
+@dataclass
+class ProbeCount:
+    """The pairs the probe has to measure, said up front with their estimated time ("plan:
+    measuring 40 (arm, scale) pairs on this machine, about 12.5 min"), then each pair's line
+    headed by its place in that total and the time left ("[3/40, about 10.1 min left]": the
+    estimates of the pairs left, times the measured over the estimated time of those done)."""
+
+    estimates: dict[str, float]
+    """Each pair's estimated seconds (`probe_seconds`), by its first run's path, in order."""
+    started: float
+    done: int = 0
+
+    @classmethod
+    def of(cls, missing: list[RunSpec]) -> ProbeCount:
+        estimates = {run.path: probe_seconds(run) for run in missing}
+        if missing:
+            pairs = f"{len(missing)} (arm, scale) pair{'s' * (len(missing) != 1)}"
+            minutes = sum(estimates.values()) / 60
+            log(f"plan: measuring {pairs} on this machine, about {minutes:.1f} min")
+        return cls(estimates, time.perf_counter())
+
+    def label(self, run: RunSpec) -> str:
+        """The count for `run`'s line ("" for a cached pair); counts it as measured."""
+        if run.path not in self.estimates:
+            return ""
+        seconds = list(self.estimates.values())
+        done, left = sum(seconds[: self.done]), sum(seconds[self.done :])
+        pace = (time.perf_counter() - self.started) / done if done else 1.0
+        self.done += 1
+        return f"[{self.done}/{len(seconds)}, about {left * pace / 60:.1f} min left] "
+
+
+def _unmeasured(pairs: list[RunSpec], threads: int, neighbours: Neighbours) -> list[RunSpec]:
+    """The pairs whose probe is not cached: a scale's first run without its shape, another
+    model without its own step."""
+    shapes: dict[str, RunSpec] = {}
+    missing = []
+    for run in pairs:
+        first = shapes.setdefault(run.scale, run)
+        if first is run:
+            cached: object = shape_cost(run.model, run, threads, neighbours, measure=False)
+        elif run.model == first.model:
+            continue
+        else:
+            cached = step_cost(run.model, run, threads, neighbours, measure=False)
+        if cached is None:
+            missing.append(run)
+    return missing
 
 
 def _step_ratio(
@@ -222,12 +358,13 @@ def _step_ratio(
     threads: int,
     neighbours: Neighbours,
     measure: bool,
+    label: str = "",
 ) -> float | None:
     """The run's step time over its scale's probed step: 1 for the probed model itself, else
     the arm's own step measured (or cached); None without a probe."""
     if shape is None or model == probed:
         return None if shape is None else 1.0
-    step = step_cost(model, run, threads, neighbours, measure=measure)
+    step = step_cost(model, run, threads, neighbours, measure=measure, label=label)
     return None if step is None else step.wall / shape.step.wall
 
 
@@ -256,6 +393,7 @@ def plan_summary(plan: Plan, *, probe: bool = True) -> PlanSummary:
     pool = make_executor(plan.spec.executor, plan.audit_dir)
     costs = estimate(plan, probe=probe, threads=pool.threads, beside=pool.beside)
     seconds = [c.seconds for c in costs.values() if c.seconds is not None]
+    now = reference() if probe else None
     return PlanSummary(
         audit=plan.spec.name,
         audit_dir=str(plan.audit_dir),
@@ -263,6 +401,7 @@ def plan_summary(plan: Plan, *, probe: bool = True) -> PlanSummary:
         workers=pool.workers,
         estimated_wall_s=sum(seconds) / pool.workers if probe else None,
         notes=plan.notes,
+        speed_range=None if now is None else (now.fastest, now.slowest),
     )
 
 
@@ -298,8 +437,9 @@ def sequential_estimate(
     sigma: float | None = None,
     max_seeds: int | None = None,
     seconds_per_run: float | None = None,
+    speed_range: tuple[float, float] = (1.0, 1.0),
     workers: int = 1,
-    audits: int = 1000,
+    audits: int | None = None,
     seed: int = 0,
 ) -> SequentialEstimate:
     """Expected runs (and wall time) of `run --until-settled` next to the fixed design with the
@@ -307,7 +447,8 @@ def sequential_estimate(
 
     `effects` are planted on the first arms of each family, in σ (in metric units when `sigma`
     is given). Without them a pilot (results already in the audit directory) supplies every
-    arm's observed Δ/σ on the first primary metric. With neither, every arm is null.
+    arm's observed Δ/σ on the first primary metric. With neither, every arm is null. The
+    wall time's range: the runs' range at `speed_range` times `seconds_per_run`.
     """
     from archaudit.audit.sequential import (
         families,
@@ -316,6 +457,9 @@ def sequential_estimate(
         sequential_rule,
         settle_options,
     )
+    from archaudit.stats.simulation.plan_power import LOOP_AUDITS
+
+    audits = LOOP_AUDITS if audits is None else audits  # the plan's power lines' audits
 
     options = settle_options(plan, max_seeds=max_seeds)
     primaries = primary_metrics(plan, options)
@@ -331,6 +475,9 @@ def sequential_estimate(
     arms = sum(c.planted for c in costs)
     seq_runs, rounds = sum(c.sequential_runs for c in costs), max([0.0, *(c.rounds for c in costs)])
     fixed_runs = sum(c.fixed_runs for c in costs)
+    runs_range = (sum(c.runs_range[0] for c in costs), sum(c.runs_range[1] for c in costs))
+    ends = zip(runs_range, speed_range, strict=True)
+    walls = [_wall_s(runs, rounds, seconds_per_run, workers, speed) for runs, speed in ends]
     return SequentialEstimate(
         metric=metric,
         effects_from="pilot" if pilot else ("given" if planted else "null"),
@@ -341,6 +488,8 @@ def sequential_estimate(
             power=sum(c.sequential_found for c in costs) / arms if arms else None,
             expected_rounds=rounds,
             wall_s=_wall_s(seq_runs, rounds, seconds_per_run, workers),
+            runs_range=runs_range,
+            wall_range_s=None if walls[0] is None or walls[1] is None else (walls[0], walls[1]),
         ),
         fixed=FixedCost(
             seeds_per_arm=max([0, *(c.fixed_seeds for c in costs)]),
@@ -366,6 +515,7 @@ class FamilyCost:
     """One (baseline, scale) family's simulated cost, summed over families by the estimate."""
 
     sequential_runs: float
+    runs_range: tuple[float, float]
     rounds: float
     fixed_runs: float
     fixed_seeds: int
@@ -395,6 +545,7 @@ def _family_cost(
     count = sum(1 for e in effects if e != 0.0)
     return FamilyCost(
         sequential_runs=sim.runs_mean,
+        runs_range=sim.runs_range,
         rounds=sim.rounds_mean,
         fixed_runs=same.fixed_runs,
         fixed_seeds=same.fixed_seeds,
@@ -405,12 +556,12 @@ def _family_cost(
 
 
 def _wall_s(
-    runs: float, rounds: float, seconds_per_run: float | None, workers: int
+    runs: float, rounds: float, seconds_per_run: float | None, workers: int, speed: float = 1.0
 ) -> float | None:
     """Each round's runs go out in waves of `workers`, and a round ends with its last wave
     (the next round's seeds depend on its verdicts): rounds × ⌈runs per round / workers⌉ runs
-    long."""
+    long, each `seconds_per_run` × `speed`."""
     if seconds_per_run is None:
         return None
     rounds = max(rounds, 1.0)
-    return rounds * math.ceil(runs / rounds / max(workers, 1) - 1e-9) * seconds_per_run
+    return rounds * math.ceil(runs / rounds / max(workers, 1) - 1e-9) * seconds_per_run * speed

@@ -11,7 +11,8 @@ from archaudit.stats.simulation.plan_power import FamilyPower, family_power
 
 def plan_power(plan: Plan, sigma: float | None = None) -> list[FamilyPower]:
     """One `FamilyPower` per (baseline, scale): its arms' planned seeds against the baseline's
-    (`sigma`, a known seed σ of the primary metric, turns σ into metric units)."""
+    (`sigma`, a known seed σ of the primary metric, turns σ into metric units), and the loop
+    `run --until-settled` would run on it (≤ `seeds.max` seeds per arm)."""
     seeds = Counter((run.baseline, run.scale, run.arm, run.mods == BASELINE) for run in plan.runs)
     families: dict[tuple[str, str], tuple[list[int], int]] = {}
     for (baseline, scale, _, is_baseline), count in seeds.items():
@@ -22,7 +23,7 @@ def plan_power(plan: Plan, sigma: float | None = None) -> list[FamilyPower]:
             arms.append(count)
     alpha = DEFAULT.alpha / len(plan.spec.primary_metrics)  # split over them, as the verdicts are
     return [
-        family_power(scale, tuple(arms), max(base, 2), sigma, alpha)
+        family_power(scale, tuple(arms), max(base, 2), sigma, alpha, plan.spec.seeds.max)
         for (_, scale), (arms, base) in families.items()
         if arms
     ]

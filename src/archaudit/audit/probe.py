@@ -13,13 +13,22 @@ that an estimate made on a loaded machine can be read in CPU time too.
 Results are cached in `<cache>/probes/` under a key of this machine (host, CPU, torch, device,
 threads) and the shape (model config, the step's recipe fields, the suite and its limit): a
 second `plan` probes nothing.
+
+A machine shared with others is not as fast at every `plan`: each entry stores the time of a
+fixed reference step (`reference_step`, measured once per process, before any probe's
+neighbours start), and an entry is read back scaled by the reference's time now over its time
+then, so that timings taken at different loads are all read at today's (issue 46: per-arm
+estimates taken at different loads were off by 5-16×). An entry whose machine has moved by more
+than `SPEED_TOLERANCE` either way is measured again.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
+import math
 import platform
 import resource
 import subprocess
@@ -59,6 +68,17 @@ RUN_IMPORTS = (
 )
 """What `archaudit run-one` imports before its first step. torch._dynamo is among them: the
 optimizer's first parameter group imports it (1.7 s on a 2-core CPU, compile or not)."""
+REFERENCE_SIZE = 160
+REFERENCE_MATMULS = 96
+REFERENCE_REPEATS = 6
+"""The reference step: `REFERENCE_REPEATS` chains of `REFERENCE_MATMULS` (160 × 160) matmuls
+and tanh on one thread, about 0.3 s on an idle core: long enough to see the share of a core this
+process gets now (a scheduler's slices are milliseconds), short against any probe."""
+SPEED_TOLERANCE = 2.0
+"""An entry whose reference step ran more than this factor faster or slower than it does now is
+measured again, not scaled: the machine has changed too much for one factor to carry it."""
+REFERENCE = "reference"
+"""The key of an entry's reference-step time, beside its measured seconds."""
 
 
 @dataclass(frozen=True)
@@ -216,11 +236,15 @@ def _cpu_model() -> str:
 def cached(
     key: dict[str, Any], what: str, measure: Callable[[], dict[str, Any]] | None
 ) -> dict[str, Any] | None:
-    """`measure()`'s result stored under `key`; measured (saying so) when absent or when the
-    stored entry does not prove itself (`files.load_entry`: key, checksum, finite non-negative
-    seconds), or None without `measure`. A read-only or full cache only costs the measurement."""
+    """`measure()`'s result stored under `key` beside the reference step's time, read back at
+    this machine's speed now (`at_speed`); measured (saying so) when absent, when the stored
+    entry does not prove itself (`files.load_entry`: key, checksum, finite non-negative seconds)
+    or when the machine's speed has moved past `SPEED_TOLERANCE`, or None without `measure`. A
+    read-only or full cache only costs the measurement."""
     text = json.dumps(key, sort_keys=True)
     path = cache_dir() / "probes" / f"{hashlib.sha256(text.encode()).hexdigest()[:20]}.json"
+    now = reference_step()
+    tolerance = SPEED_TOLERANCE if measure is not None else math.inf
 
     compute: Callable[[], dict[str, Any]] | None = None
     if measure is not None:
@@ -228,9 +252,82 @@ def cached(
 
         def compute() -> dict[str, Any]:
             log(f"plan: measuring {what} on this machine (once; cached in {path.parent})")
-            return run()
+            return {**run(), REFERENCE: dataclasses.asdict(now)}
 
-    return entry_or_compute(path, text, _seconds, compute, "measured again")
+    def parse(value: Any) -> dict[str, Any]:
+        return at_speed(_seconds(value), now, tolerance)
+
+    value = entry_or_compute(path, text, parse, compute, "measured again")
+    return None if value is None else {k: v for k, v in value.items() if k != REFERENCE}
+
+
+def at_speed(value: dict[str, Any], now: Timed, tolerance: float) -> dict[str, Any]:
+    """A stored entry's seconds (its reference left out) scaled to the machine's speed `now`:
+    wall times by the reference step's wall now over then, CPU times by its CPU. ValueError
+    when it has no reference (an older archaudit) or the speed moved past `tolerance`."""
+    if not isinstance(value.get(REFERENCE), dict):
+        raise ValueError("no reference step beside it (written by an older archaudit)")
+    then = Timed(**value[REFERENCE])
+    scale = Timed(now.wall / max(then.wall, 1e-9), now.cpu / max(then.cpu, 1e-9))
+    if not 1 / tolerance <= scale.wall <= tolerance:
+        raise ValueError(
+            f"measured when this machine ran a reference step in {then.wall:.3f} s, now "
+            f"{now.wall:.3f} s ({scale.wall:.2f}×, past ×{tolerance:g})"
+        )
+    return _scaled({k: v for k, v in value.items() if k != REFERENCE}, scale)
+
+
+def _scaled(value: Any, scale: Timed) -> Any:
+    """A (nested) mapping of seconds with every `wall` leaf times `scale.wall` and every `cpu`
+    leaf times `scale.cpu`."""
+    if not isinstance(value, dict):
+        return value
+    return {
+        k: v * getattr(scale, k) if k in ("wall", "cpu") and not isinstance(v, dict)
+        else _scaled(v, scale)
+        for k, v in value.items()
+    }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The reference step's time now: its mean, and its fastest and slowest repeat over the
+    mean (how steady the machine's speed is: about 1 on an idle machine, further apart on a
+    loaded one; `plan`'s range)."""
+
+    mean: Timed
+    fastest: float
+    slowest: float
+
+
+def reference_step() -> Timed:
+    """This process's time for a fixed reference step on one thread (the mean of
+    `REFERENCE_REPEATS`): what a share of a core is worth on this machine now."""
+    return reference().mean
+
+
+@functools.cache
+def reference() -> Reference:
+    """The reference step measured on one thread, `REFERENCE_REPEATS` times, once per process
+    and first thing (before a probe starts its neighbours)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+    a = torch.randn(REFERENCE_SIZE, REFERENCE_SIZE, generator=generator) / REFERENCE_SIZE**0.5
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    times: list[Timed] = []
+    try:
+        for _ in range(REFERENCE_REPEATS):
+            with timed(times):
+                b = a
+                for _ in range(REFERENCE_MATMULS):
+                    b = torch.tanh(b @ a)
+    finally:
+        torch.set_num_threads(threads)
+    mean = sum(times, ZERO) * (1 / REFERENCE_REPEATS)
+    walls = [t.wall / mean.wall for t in times]
+    return Reference(mean, min(walls), max(walls))
 
 
 def _seconds(value: Any) -> dict[str, Any]:
@@ -269,9 +366,11 @@ def shape_cost(
     neighbours: Neighbours,
     *,
     measure: bool = True,
+    label: str = "",
 ) -> ShapeCost | None:
     """The run's shape measured here (`measure_shape`) beside its `neighbours`, or its cached
-    measurement (None when not cached and not `measure`)."""
+    measurement (None when not cached and not `measure`); `label` heads the line that says so
+    (the probe's count, "[3/40]")."""
     recipe = to_dict(run.recipe)
     key = {
         "machine": machine(run.recipe.device, threads, neighbours.count),
@@ -280,7 +379,7 @@ def shape_cost(
         "suite": run.suite,
         "limit": run.eval_limit,
     }
-    what = f"scale {run.scale} (training steps, validation, a checkpoint"
+    what = f"{label}scale {run.scale} (training steps, validation, a checkpoint"
     what += f", the {run.suite} suite)" if run.suite else ")"
     probe = lambda: measure_shape(model_cfg, run, threads, neighbours).to_json()  # noqa: E731
     value = cached(key, what, probe if measure else None)
@@ -294,11 +393,12 @@ def step_cost(
     neighbours: Neighbours,
     *,
     measure: bool = True,
+    label: str = "",
 ) -> Timed | None:
     """One steady training step of `model_cfg` beside its `neighbours`, measured here or cached
-    like a shape (None when not cached and not `measure`). The arms of a scale share its
-    start-up, saves and cadences, but not their step: softpick or an MoE costs more per token
-    than its FLOPs say."""
+    like a shape (None when not cached and not `measure`; `label` as `shape_cost`'s). The arms
+    of a scale share its start-up, saves and cadences, but not their step: softpick or an MoE
+    costs more per token than its FLOPs say."""
     recipe = to_dict(run.recipe)
     key = {
         "machine": machine(run.recipe.device, threads, neighbours.count),
@@ -311,7 +411,7 @@ def step_cost(
         return dataclasses.asdict(measure_steps(model_cfg, run, threads, neighbours)[1][0])
 
     value = cached(
-        key, f"{run.arm}'s training step at scale {run.scale}", probe if measure else None
+        key, f"{label}{run.arm}'s training step at scale {run.scale}", probe if measure else None
     )
     return None if value is None else Timed(**value)
 

@@ -8,7 +8,7 @@ import dataclasses
 import shlex
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     )
     from archaudit.audit.plan import Plan
     from archaudit.audit.sequential import SettledAudit
+    from archaudit.stats import Judgement
     from archaudit.stats.loop import LoopFamily
     from archaudit.stats.simulation.sequential import SequentialRule
 
@@ -205,8 +206,10 @@ def plan(
     line += f"({_seed_counts(groups)}) = {summary.total_runs} runs"
     if summary.estimated_wall_s is not None and summary.estimated_cpu_s is not None:
         minutes, cpu = summary.estimated_wall_s / 60, summary.estimated_cpu_s / 60
-        line += f"; about {minutes:.1f} min on {summary.workers} workers ({cpu:.1f} CPU-min:"
-        line += " start-up, compilation, training, validation and evaluation, measured here)"
+        line += f"; about {minutes:.1f} min{_minutes_range(summary.estimated_wall_range_s)}"
+        line += f" on {summary.workers} workers ({cpu:.1f} CPU-min: start-up, compilation,"
+        line += " training, validation and evaluation, measured here and read at this"
+        line += " machine's speed now; the range: its speed's spread now)"
     Console().print(line)
     from archaudit.audit.power_plan import plan_power
 
@@ -214,6 +217,11 @@ def plan(
         Console().print("\n".join(family.lines()))
     if summary.sequential is not None:
         Console().print(_sequential_line(summary.sequential))
+
+
+def _minutes_range(seconds: tuple[float, float] | None) -> str:
+    """ " (4.9–6.8)": a wall time's range in minutes ("" without one)."""
+    return "" if seconds is None else f" ({seconds[0] / 60:.1f}–{seconds[1] / 60:.1f})"
 
 
 def _params_cell(cost: RunCost) -> str:
@@ -247,22 +255,25 @@ def _sequential_estimate(
         effects=assumed.effects,
         sigma=assumed.sigma,
         seconds_per_run=summary.mean_run_seconds,
+        speed_range=summary.speed_range or (1.0, 1.0),
         workers=summary.workers,
     )
 
 
 def _sequential_line(estimate: SequentialEstimate) -> str:
-    def cost(design: SequentialCost | FixedCost, runs: float) -> str:
-        minutes = "" if design.wall_s is None else f", about {design.wall_s / 60:.1f} min"
+    def cost(design: SequentialCost | FixedCost, runs: str, wall: str) -> str:
+        minutes = "" if design.wall_s is None else f", about {design.wall_s / 60:.1f} min{wall}"
         power = "" if design.power is None else f", power {design.power:.2f}"
-        return f"{runs:.0f} runs{power}{minutes}"
+        return f"{runs} runs{power}{minutes}"
 
     seq, fixed = estimate.sequential, estimate.fixed
+    low, high = seq.runs_range
+    runs = f"{seq.expected_runs:.0f} ({low:.0f}–{high:.0f} in 80% of simulated loops)"
     return (
         f"--until-settled (≤ {estimate.max_seeds} seeds per arm, effects: "
-        f"{estimate.effects_from}): about {cost(seq, seq.expected_runs)} expected; the "
-        f"fixed design with the same power, {fixed.seeds_per_arm} seeds per arm: "
-        f"{cost(fixed, fixed.runs)}"
+        f"{estimate.effects_from}): about {cost(seq, runs, _minutes_range(seq.wall_range_s))}"
+        f" expected; the fixed design with the same power, {fixed.seeds_per_arm} seeds per "
+        f"arm: {cost(fixed, f'{fixed.runs:.0f}', '')}"
     )
 
 
@@ -307,8 +318,8 @@ def run(
                 grid, budget_runs=budget.budget_runs, budget_hours=budget.budget_hours
             )
             settled = run_until_settled(grid, options, live=live)
-            for family in () if json_ else settled.families:
-                show(settled_table(family, settled.rule))
+            if not json_:
+                show_with_limits(settled_tables(settled))
             stop = describe_stop(settled)
             log(f"{settled.rounds} round(s), {settled.runs} runs: stopped because {stop}")
             outcome = settled.audit
@@ -358,6 +369,30 @@ def report_outcome(outcome: AuditOutcome, json_: bool, extra: dict[str, object])
     report_audit(outcome.audit_dir, err=json_)
     if outcome.failed:
         raise typer.Exit(1)
+
+
+def show_with_limits(tables: Sequence[tuple[Table, Judgement | None]]) -> None:
+    """Each end table of `run` and `demo`, with what limits its verdicts under it: `stats`'s
+    "limits of ARM: ..." lines (`ArmVerdict.caveats`, the report's and the JSON's words)."""
+    from archaudit.cli.stats_cmd import limit_lines
+
+    for table, judgement in tables:
+        show(table)
+        for line in limit_lines(judgement) if judgement else ():
+            Console().print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def settled_tables(settled: SettledAudit) -> list[tuple[Table, Judgement | None]]:
+    """The loop's families as tables, each beside its judgement as `stats` reads it back
+    (`judge_with_loop`: the same verdicts, with their grades and duties)."""
+    from archaudit.audit.findings import VERDICTS_ONLY, findings
+
+    judged = findings(settled.audit.audit_dir, asked=VERDICTS_ONLY).judgements
+    by_family = {(j.metric, j.scale, j.baseline): j for j in judged}
+    return [
+        (settled_table(f, settled.rule), by_family.get((f.metric, f.scale, f.baseline)))
+        for f in settled.families
+    ]
 
 
 def settled_table(family: LoopFamily, rule: SequentialRule) -> Table:
@@ -562,14 +597,13 @@ def demo(
             live=not (quiet or json_),
         )
     settled = outcome.settled
-    tables = (
-        [settled_table(family, settled.rule) for family in settled.families]
-        if settled
-        else [verdict_table(judgement) for judgement in outcome.judgements]
-    )
     if not json_:
-        for table in tables:
-            show(table)
+        tables = (
+            settled_tables(settled)
+            if settled
+            else [(verdict_table(j), j) for j in outcome.judgements]
+        )
+        show_with_limits(tables)
         runs = f"{settled.runs} runs in {settled.rounds} rounds, " if settled else ""
         Console().print(
             f"demo audit: {len(tables)} verdict tables, {runs}{outcome.seconds / 60:.1f} min; "

@@ -286,7 +286,7 @@ def _print_judgement(judgement: Judgement, notes: list[str]) -> None:
         ]
     _print_notes(
         [
-            *_limits(judgement),
+            *limit_lines(judgement),
             "a verdict that is not significant means no effect larger than the arm's MDE "
             f"(detected with {judgement.power_target:.0%} power) was found, not that there is "
             "none",
@@ -296,9 +296,9 @@ def _print_judgement(judgement: Judgement, notes: list[str]) -> None:
     )
 
 
-def _limits(judgement: Judgement) -> list[str]:
+def limit_lines(judgement: Judgement) -> list[str]:
     """One line per arm whose verdict something limits, in the report's and the JSON's words
-    (`ArmVerdict.caveats`)."""
+    (`ArmVerdict.caveats`); `run` and `demo` print them under their end tables too."""
     from archaudit.stats.grading import CAVEAT_SEPARATOR
 
     return [
@@ -318,7 +318,7 @@ def _print_loop_arms(judgement: Judgement, notes: list[str]) -> None:
         for v in judgement.arms
     ]  # fmt: skip
     _print_table(None, columns, rows)
-    _print_notes([*_limits(judgement), *judgement.notes, *notes])
+    _print_notes([*limit_lines(judgement), *judgement.notes, *notes])
 
 
 def _outlier_mark(outliers: Sequence[Any]) -> str:

@@ -24,9 +24,13 @@ from archaudit.stats.simulation.sequential import SequentialRule, planted_power,
 USABLE_MDE = 10.0
 """An MDE beyond this many σ detects no realistic effect (the measured arms move 1–8 σ)."""
 LOOP_SEEDS = 6
-"""The loop the plan offers beside a fixed design: ≤ 6 seeds per arm (3.1σ at 20 arms)."""
+"""The loop's seeds per arm when the caller names none: ≤ 6 (3.1σ at 20 arms). `plan` names
+its audit's `seeds.max`, the loop `run --until-settled` would run."""
 PLAN_AUDITS = 300
 """Simulated audits per step of the loop's MDE bisection (a plan estimate, not a verdict)."""
+LOOP_AUDITS = 1000
+"""Simulated audits (seed 0) behind the loop's expected runs: `plan --until-settled`'s estimate
+simulates the same audits, so one design has one number (issue 46: 11 runs here, 10 there)."""
 FIXED_SEEDS = range(2, 11)
 
 
@@ -42,9 +46,10 @@ class FamilyPower(JsonResult):
     """A known seed σ of the primary metric (--sigma), for metric units."""
     loop_mde: float
     loop_runs: float
-    """Expected runs of the loop (≤ `LOOP_SEEDS` seeds per arm) when no arm works."""
+    """Expected runs of the loop (≤ `loop_seeds` seeds per arm) when no arm works."""
     cheapest: str
     """The cheapest design with MDE ≤ `USABLE_MDE` ("" when this one already is)."""
+    loop_seeds: int = LOOP_SEEDS
 
     def lines(self) -> list[str]:
         parts = []
@@ -55,7 +60,7 @@ class FamilyPower(JsonResult):
         loop_units = f" = {num(self.loop_mde * self.sigma)}" if self.sigma else ""
         lines = [
             f"{self.scale}: MDE at 80% power {', '.join(parts)}; sequential --until-settled "
-            f"≤ {LOOP_SEEDS} seeds: MDE {num(self.loop_mde)} σ{loop_units}, about "
+            f"≤ {self.loop_seeds} seeds: MDE {num(self.loop_mde)} σ{loop_units}, about "
             f"{self.loop_runs:.0f} runs expected"
         ]
         if self.cheapest:
@@ -72,12 +77,14 @@ def family_power(
     baseline_seeds: int,
     sigma: float | None = None,
     alpha: float = 0.05,
+    loop_seeds: int = LOOP_SEEDS,
 ) -> FamilyPower:
     """The power lines of one planned family (arms with `arm_seeds` seeds, Holm at `alpha`,
-    the audit's α split over its primary metrics), each MDE at its design's calibrated α′."""
+    the audit's α split over its primary metrics), each MDE at its design's calibrated α′, and
+    the loop's with ≤ `loop_seeds` seeds per arm."""
     design = AuditDesign(arm_seeds, baseline_seeds, alpha=alpha)
     mdes = tuple((n, arm_mde(design, n)) for n in sorted(set(arm_seeds)))
-    loop_mde, loop_runs = loop_power(design.m, baseline_seeds, alpha)
+    loop_mde, loop_runs = loop_power(design.m, baseline_seeds, alpha, loop_seeds)
     usable = max(mde for _, mde in mdes) <= USABLE_MDE
     return FamilyPower(
         scale=scale,
@@ -86,11 +93,14 @@ def family_power(
         sigma=sigma,
         loop_mde=loop_mde,
         loop_runs=loop_runs,
-        cheapest="" if usable else cheapest(design.m, loop_mde, loop_runs, alpha),
+        cheapest="" if usable else cheapest(design.m, loop_mde, loop_runs, alpha, loop_seeds),
+        loop_seeds=loop_seeds,
     )
 
 
-def cheapest(arms: int, loop_mde: float, loop_runs: float, alpha: float = 0.05) -> str:
+def cheapest(
+    arms: int, loop_mde: float, loop_runs: float, alpha: float = 0.05, loop_seeds: int = LOOP_SEEDS
+) -> str:
     """The fixed design (fewest seeds per arm) or the loop reaching `USABLE_MDE`, by runs, each
     fixed design's MDE at its own calibrated α′ (as its verdict table would state it)."""
     for seeds in FIXED_SEEDS:
@@ -101,23 +111,28 @@ def cheapest(arms: int, loop_mde: float, loop_runs: float, alpha: float = 0.05) 
             fixed = f"{seeds} seeds per arm, baseline {base} (MDE {num(mde)} σ, {runs} runs)"
             if loop_mde <= USABLE_MDE and loop_runs < runs:
                 return (
-                    f"--until-settled ≤ {LOOP_SEEDS} seeds (MDE {num(loop_mde)} σ, about "
+                    f"--until-settled ≤ {loop_seeds} seeds (MDE {num(loop_mde)} σ, about "
                     f"{loop_runs:.0f} runs), or {fixed}"
                 )
             return fixed
-    return f"--until-settled ≤ {LOOP_SEEDS} seeds (MDE {num(loop_mde)} σ)"
+    return f"--until-settled ≤ {loop_seeds} seeds (MDE {num(loop_mde)} σ)"
 
 
 @lru_cache(maxsize=64)
-def loop_power(arms: int, baseline_seeds: int, alpha: float = 0.05) -> tuple[float, float]:
-    """(MDE in σ, expected runs with no effect) of the loop ≤ `LOOP_SEEDS` seeds per arm."""
+def loop_power(
+    arms: int, baseline_seeds: int, alpha: float = 0.05, loop_seeds: int = LOOP_SEEDS
+) -> tuple[float, float]:
+    """(MDE in σ, expected runs with no effect) of the loop ≤ `loop_seeds` seeds per arm; the
+    runs from `LOOP_AUDITS` null audits, drawn as `plan --until-settled`'s estimate draws them
+    (one fixed seed beside the loop)."""
     rule = SequentialRule(
-        alpha=alpha, max_seeds=LOOP_SEEDS, baseline_seeds=max(baseline_seeds, 2), calibrated=True
+        alpha=alpha, max_seeds=loop_seeds, baseline_seeds=max(baseline_seeds, 2), calibrated=True
     )
     low, high = 0.0, 32.0
     for _ in range(9):
         mid = (low + high) / 2
         found = planted_power(arms, rule, mid, PLAN_AUDITS)
         low, high = (low, mid) if found >= 0.8 else (mid, high)
-    runs = simulate_sequential(arms=arms, rule=rule, audits=PLAN_AUDITS).runs_mean
+    null = simulate_sequential(arms=arms, rule=rule, audits=LOOP_AUDITS, fixed_seeds=1)
+    runs = null.runs_mean
     return high, runs

@@ -435,6 +435,10 @@ def next_seed_value(rule: SequentialRule, tests: ArmTests, state: np.ndarray) ->
 # simulation of the closed loop
 
 
+RUNS_RANGE = (10, 90)
+"""The percentiles of the simulated runs per audit that `plan` states as its range."""
+
+
 @dataclass(frozen=True)
 class SequentialSimulation(JsonResult):
     """The whole sequential loop under planted effects, next to the fixed design on the same
@@ -463,6 +467,8 @@ class SequentialSimulation(JsonResult):
     runs_mean: float
     """Runs per audit (arms' seeds plus the baseline's)."""
     runs_max: int
+    runs_range: tuple[float, float]
+    """The 10th and 90th percentiles of the runs per audit: `plan`'s range."""
     rounds_mean: float
     """Rounds (looks) per audit: each is a barrier, so wall time >= rounds × one run."""
     fixed_fwer: float
@@ -529,6 +535,7 @@ def simulate_sequential(
         all_found=all_found,
         runs_mean=float(np.mean(n.sum(axis=1) + n0)),
         runs_max=int(np.max(n.sum(axis=1) + n0)),
+        runs_range=_percentiles(n.sum(axis=1) + n0),
         rounds_mean=float(np.mean(rounds)),
         fixed_fwer=fixed_fwer,
         fixed_power=fixed_power,
@@ -542,6 +549,11 @@ def simulate_sequential(
         panel=panel,
         panel_worst=worst(panel),
     )
+
+
+def _percentiles(runs: np.ndarray) -> tuple[float, float]:
+    low, high = np.percentile(runs, RUNS_RANGE)
+    return float(low), float(high)
 
 
 def _seeds_mean(

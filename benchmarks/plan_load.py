@@ -1,0 +1,161 @@
+"""`plan`'s estimate against the measured wall time, on an idle machine and under load (issue
+46, must-show 2): a reduced copy of the demo (its arms, scales, suite and sequential design, a
+quarter of its tokens) and a 2-arm `--until-settled` audit (qk_norm, softpick at the demo's d48).
+
+    python benchmarks/plan_load.py [--quick] [--load 4] [--out benchmarks/plan_load.json]
+                                   [--audits demo_small,two_arms] [--conditions idle,loaded]
+
+For each condition (idle, then `--load` busy processes that this benchmark starts and stops), each
+audit is planned (`plan --json`: its sequential estimate, the loop's expected runs at the
+machine's speed now) and run (`run --until-settled`) in a fresh runs folder; one probe cache
+serves both conditions, so the loaded plan reads timings taken idle (scaled by the reference
+step, `archaudit.audit.probe`). The ratio is measured wall over `plan`'s estimate; `per_run` is
+the same with the estimate taken at the runs the loop did spend (the loop's run count is a draw;
+its range is in `plan`). `--quick`: an eighth of the demo's tokens. Writes JSON with `uptime` at
+each step; the lead reruns it on idle cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "src" / "archaudit" / "audit" / "demo.toml"
+TWO_ARMS = 'arms = ["qk_norm", "softpick"]'
+BUSY = "while True: pass"
+
+
+def audit_files(folder: Path, quick: bool) -> dict[str, Path]:
+    """The reduced demo and the 2-arm audit, written into `folder`."""
+    tokens = 491520 // (8 if quick else 4)
+    text = DEMO.read_text().replace("tokens = 491520", f"tokens = {tokens}")
+    text = text.replace("eval_every = 50", "eval_every = 20")
+    demo = folder / "demo_small.toml"
+    demo.write_text(text.replace('name = "demo"', 'name = "demo_small"'))
+    two = text.replace('name = "demo"', 'name = "two_arms"')
+    two = two.replace('arms = ["qk_norm", "softpick", "post_ln", "hybrid_norm"]', TWO_ARMS)
+    two = two[: two.index("[scales.d64]")] + two[two.index("[executor]") :]
+    path = folder / "two_arms.toml"
+    path.write_text(two)
+    return {"demo_small": demo, "two_arms": path}
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def cli(args: list[str], env: dict[str, str]) -> tuple[str, float]:
+    """(stdout, wall seconds) of one archaudit command."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "archaudit.cli", *args], env=env, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"archaudit {' '.join(args)} failed:\n{done.stderr[-2000:]}")
+    return done.stdout, time.perf_counter() - start
+
+
+def measure(audit: Path, runs_dir: Path, env: dict[str, str]) -> dict[str, object]:
+    """Plan the audit, run it until settled, and compare."""
+    common = ["--runs-dir", str(runs_dir), "--until-settled"]
+    planned, plan_wall = cli(["plan", str(audit), *common, "--json"], env)
+    summary = json.loads(planned)
+    loop = summary["sequential"]["sequential"]
+    ran, wall = cli(["run", str(audit), *common, "--json", "--quiet"], env)
+    runs = json.loads(ran)["sequential"]["runs"]
+    per_run = loop["wall_s"] / loop["expected_runs"]
+    return {
+        "train_ratio_by_arm": train_ratios(summary, runs_dir / audit.stem),
+        "plan_s": round(plan_wall, 1),
+        "estimate_s": round(loop["wall_s"], 1),
+        "estimate_range_s": [round(x, 1) for x in loop["wall_range_s"]],
+        "expected_runs": round(loop["expected_runs"], 2),
+        "runs_range": loop["runs_range"],
+        "runs": runs,
+        "measured_s": round(wall, 1),
+        "ratio": round(wall / loop["wall_s"], 3),
+        "per_run_ratio": round(wall / (per_run * runs), 3),
+        "speed_range": summary["speed_range"],
+        "uptime_after": uptime(),
+    }
+
+
+def train_ratios(summary: dict[str, Any], audit_dir: Path) -> dict[str, float]:
+    """Per arm: its runs' measured training seconds (tokens over the trainer's tokens/s, in
+    each run's train.json) over `plan`'s `train_seconds` for them, summed over its runs and
+    scales: where one arm's estimate misses (softpick's, issue 45)."""
+    planned = {run["path"]: run["train_seconds"] for run in summary["runs"]}
+    sums: dict[str, list[float]] = {}
+    for result in sorted(audit_dir.glob("*/*/seed-*/train.json")):
+        path = str(result.parent.relative_to(audit_dir))
+        arm = path.split("/")[0]
+        done = json.loads(result.read_text())
+        estimate = planned.get(path) or planned.get(path.rsplit("/", 1)[0] + "/seed-0")
+        if estimate and done["tokens_per_s"]:
+            pair = sums.setdefault(arm, [0.0, 0.0])
+            pair[0] += done["tokens"] / done["tokens_per_s"]
+            pair[1] += estimate
+    return {arm: round(measured / planned_s, 3) for arm, (measured, planned_s) in sums.items()}
+
+
+def condition(
+    name: str, files: dict[str, Path], work: Path, env: dict[str, str], busy: int, out: Path
+) -> None:
+    """Every audit planned and run beside `busy` spinning processes (started and ended here),
+    each result written into `out` as it comes (a long run stopped halfway keeps its part)."""
+    procs = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(busy)]
+    try:
+        time.sleep(2.0 if busy else 0.0)  # let the load settle before the plan measures it
+        record(out, name, {"busy_processes": busy, "uptime_before": uptime()})
+        for audit, path in files.items():
+            result = measure(path, work / name / audit, env)
+            record(out, name, {audit: result})
+            print(name, audit, result, flush=True)
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def record(out: Path, name: str, values: dict[str, object]) -> None:
+    """Merge `values` into the condition `name` of the JSON at `out`."""
+    results = json.loads(out.read_text()) if out.is_file() else {}
+    results.setdefault(name, {}).update(values)
+    out.write_text(json.dumps(results, indent=1) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="an eighth of the demo's tokens")
+    parser.add_argument("--load", type=int, default=4, help="busy processes in the loaded run")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "plan_load.json")
+    parser.add_argument("--audits", default="demo_small,two_arms", help="which, comma-separated")
+    parser.add_argument("--conditions", default="idle,loaded", help="which, comma-separated")
+    parser.add_argument(
+        "--work", type=Path, help="a folder to keep (its probe cache is reused) [a temporary one]"
+    )
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="plan_load-") as tmp:
+        work = args.work or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "ARCHAUDIT_CACHE": str(work / "cache")}
+        env["PYTHONPATH"] = str(ROOT / "src")
+        files = audit_files(work, args.quick)
+        chosen = {name: files[name] for name in args.audits.split(",")}
+        record(args.out, "machine", {"quick": args.quick, "cpus": os.cpu_count()})
+        for name in args.conditions.split(","):
+            busy = args.load if name == "loaded" else 0
+            condition(name, chosen, work, env, busy, args.out)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
