@@ -472,31 +472,49 @@ def sequential_estimate(
         _family_cost(rule, len(f.arms), _family_effects(f, pilot, planted), audits, seed)
         for f in families(plan, (metric,))
     ]
-    arms = sum(c.planted for c in costs)
-    seq_runs, rounds = sum(c.sequential_runs for c in costs), max([0.0, *(c.rounds for c in costs)])
-    fixed_runs = sum(c.fixed_runs for c in costs)
-    runs_range = (sum(c.runs_range[0] for c in costs), sum(c.runs_range[1] for c in costs))
-    ends = zip(runs_range, speed_range, strict=True)
-    walls = [_wall_s(runs, rounds, seconds_per_run, workers, speed) for runs, speed in ends]
     return SequentialEstimate(
         metric=metric,
         effects_from="pilot" if pilot else ("given" if planted else "null"),
         max_seeds=rule.max_seeds,
         audits=audits,
-        sequential=SequentialCost(
-            expected_runs=seq_runs,
-            power=sum(c.sequential_found for c in costs) / arms if arms else None,
-            expected_rounds=rounds,
-            wall_s=_wall_s(seq_runs, rounds, seconds_per_run, workers),
-            runs_range=runs_range,
-            wall_range_s=None if walls[0] is None or walls[1] is None else (walls[0], walls[1]),
-        ),
-        fixed=FixedCost(
-            seeds_per_arm=max([0, *(c.fixed_seeds for c in costs)]),
-            runs=fixed_runs,
-            power=sum(c.fixed_found for c in costs) / arms if arms else None,
-            wall_s=_wall_s(fixed_runs, 1.0, seconds_per_run, workers),
-        ),
+        sequential=_loop_cost(costs, seconds_per_run, speed_range, workers),
+        fixed=_fixed_design_cost(costs, seconds_per_run, workers),
+    )
+
+
+def _loop_cost(
+    costs: Sequence[FamilyCost],
+    seconds_per_run: float | None,
+    speed_range: tuple[float, float],
+    workers: int,
+) -> SequentialCost:
+    """The loop's runs, rounds, power and wall time summed over the families."""
+    arms = sum(c.planted for c in costs)
+    runs, rounds = sum(c.sequential_runs for c in costs), max([0.0, *(c.rounds for c in costs)])
+    runs_range = (sum(c.runs_range[0] for c in costs), sum(c.runs_range[1] for c in costs))
+    ends = zip(runs_range, speed_range, strict=True)
+    walls = [_wall_s(n, rounds, seconds_per_run, workers, speed) for n, speed in ends]
+    return SequentialCost(
+        expected_runs=runs,
+        power=sum(c.sequential_found for c in costs) / arms if arms else None,
+        expected_rounds=rounds,
+        wall_s=_wall_s(runs, rounds, seconds_per_run, workers),
+        runs_range=runs_range,
+        wall_range_s=None if walls[0] is None or walls[1] is None else (walls[0], walls[1]),
+    )
+
+
+def _fixed_design_cost(
+    costs: Sequence[FamilyCost], seconds_per_run: float | None, workers: int
+) -> FixedCost:
+    """The fixed design of the same power, summed over the families."""
+    arms = sum(c.planted for c in costs)
+    runs = sum(c.fixed_runs for c in costs)
+    return FixedCost(
+        seeds_per_arm=max([0, *(c.fixed_seeds for c in costs)]),
+        runs=runs,
+        power=sum(c.fixed_found for c in costs) / arms if arms else None,
+        wall_s=_wall_s(runs, 1.0, seconds_per_run, workers),
     )
 
 
