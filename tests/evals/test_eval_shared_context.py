@@ -78,28 +78,51 @@ def _agree(model: ScoringModel, monkeypatch: pytest.MonkeyPatch) -> float:
     return max(abs(a.logprob - b.logprob) for a, b in zip(shared, full, strict=True))
 
 
-def test_the_shared_path_is_taken_and_agrees(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The cache runs once per group of inputs sharing a context, not once per input."""
-    model = tiny_archaudit_lm(context_length=128)
+def _count_cache_calls(model: ScoringModel, monkeypatch: pytest.MonkeyPatch) -> list:
+    """(prefix length, rows) of every pass through the model's shared context."""
     calls: list[tuple[int, int]] = []
-    make = model.context_cache
+    make = model.context_cache  # type: ignore[attr-defined]
 
     def counting() -> object:
         cache = make()
         assert cache is not None
 
-        def run(prefix: torch.Tensor, ids: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-            calls.append((prefix.shape[1], ids.shape[0]))
-            return cache(prefix, ids, index)
+        def run(prefixes: torch.Tensor, rows: torch.Tensor, *rest: torch.Tensor) -> torch.Tensor:
+            calls.append((prefixes.shape[1], int(rows.sum())))
+            return cache(prefixes, rows, *rest)
 
         return run
 
     monkeypatch.setattr(model, "context_cache", counting)
+    return calls
+
+
+def test_the_shared_path_is_taken_and_agrees(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache runs once per group of inputs sharing a context, not once per input."""
+    model = tiny_archaudit_lm(context_length=128)
+    calls = _count_cache_calls(model, monkeypatch)
     score_tokens(model, _choice_pairs(model), show_progress=False, batch_size=5)
     rows = sum(b for _, b in calls)
     assert calls and all(p >= MIN_SHARED for p, _ in calls)
     assert rows < 16, "the input that is a prefix of another is read from the longer one's row"
     assert _agree(tiny_archaudit_lm(context_length=128), monkeypatch) <= TOLERANCE
+
+
+def test_the_lm_eval_adapter_scores_from_shared_contexts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """lm-eval hands every loglikelihood request of a task to `_loglikelihood_tokens` at once
+    (`TemplateLM.loglikelihood`), so the adapter's choices share their context as ours do."""
+    adapter = pytest.importorskip("archaudit.evals.lmeval_adapter")
+    model = tiny_archaudit_lm(context_length=128)
+    pairs = _choice_pairs(model)
+    ours = [s.logprob for s in score_tokens(model, pairs, show_progress=False)]
+    calls = _count_cache_calls(model, monkeypatch)
+    harness = adapter.ArchauditHarnessLM(model=model)
+    requests = [(None, context, continuation) for context, continuation in pairs]
+    theirs = [lp for lp, _ in harness._loglikelihood_tokens(requests, disable_tqdm=True)]
+    assert calls and len(calls) < len(pairs)
+    assert max(abs(a - b) for a, b in zip(ours, theirs, strict=True)) == 0.0
 
 
 def test_a_hugging_face_model_shares_its_cache(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -81,10 +81,12 @@ class ArchauditLM:
         if not self.model.supports_kv_cache():
             return None
 
-        def logits(prefix: torch.Tensor, ids: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        def logits(
+            prefixes: torch.Tensor, rows: torch.Tensor, ids: torch.Tensor, index: torch.Tensor
+        ) -> torch.Tensor:
             cache = KVCache()
-            self.model.hidden(prefix.to(self.device), cache)
-            cache.share(ids.shape[0])
+            self.model.hidden(prefixes.to(self.device), cache)
+            cache.share(rows.to(self.device))
             h = self.model.hidden(ids.to(self.device), cache)  # (B, S, d)
             h = h.gather(1, index.to(self.device)[..., None].expand(-1, -1, h.shape[-1]))
             return self.model.head(h)  # (B, K, V)
@@ -159,13 +161,16 @@ class HFCausalLM:
 
     def context_cache(self) -> ContextCache:
         """Scoring from a shared context (`scoring.ContextCache`) through transformers' KV
-        cache, as `decoder` keeps it: the prefix once, its cache repeated for every row."""
+        cache, as `decoder` keeps it: the prefixes once, each one's cache repeated for its rows."""
         key = self._cache_key
 
-        def logits(prefix: torch.Tensor, ids: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-            out = self.model(input_ids=prefix.to(self.device), use_cache=True, logits_to_keep=1)
+        def logits(
+            prefixes: torch.Tensor, rows: torch.Tensor, ids: torch.Tensor, index: torch.Tensor
+        ) -> torch.Tensor:
+            out = self.model(input_ids=prefixes.to(self.device), use_cache=True, logits_to_keep=1)
             cache = out[key]
-            cache.batch_repeat_interleave(ids.shape[0])
+            owner = torch.arange(len(rows)).repeat_interleave(rows)  # each row's prefix
+            cache.batch_select_indices(owner.to(self.device))
             keep = torch.unique(index).to(self.device)  # (P,) sorted
             kept = self.model(
                 input_ids=ids.to(self.device), use_cache=True, logits_to_keep=keep, **{key: cache}

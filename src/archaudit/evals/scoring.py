@@ -8,7 +8,7 @@ so numbers are comparable with published lm-eval results.
 
 A model that keeps a KV cache (`context_cache`) scores the choices of a multiple-choice or cloze
 item from one pass over their shared context: the context's keys and values are computed once
-and every continuation continues from them (`_shared_groups`, `_score_group`).
+and every continuation continues from them (`_shared_groups`, `_score_shared`).
 """
 
 from __future__ import annotations
@@ -69,11 +69,12 @@ class ScoringModel(Protocol):
         ...
 
 
-ContextCache = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
-"""`(prefix (1, P), ids (B, S), index (B, K)) → (B, K, V)`: the prefix runs once through the
-model's KV cache, every row of `ids` continues it, and the next-token logits are read at row
-positions `index` of `ids`. What a model's optional `context_cache()` returns; it returns None
-when caching would change what the model computes (`Transformer.supports_kv_cache`)."""
+ContextCache = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+"""`(prefixes (G, P), rows (G,), ids (B, S), index (B, K)) → (B, K, V)`: the prefixes run once
+through the model's KV cache, prefix g is continued by the next `rows[g]` rows of `ids` (B =
+rows.sum()), and the next-token logits are read at row positions `index` of `ids`. What a
+model's optional `context_cache()` returns; it returns None when caching would change what the
+model computes (`Transformer.supports_kv_cache`)."""
 
 
 class Score(NamedTuple):
@@ -202,7 +203,8 @@ def score_tokens(
     When the model offers a `context_cache` (and `shared_context`), inputs that share a
     context of at least `MIN_SHARED` tokens before their first scored token (the choices of a
     question, questions under one few-shot preamble) form a group: the shared tokens run once
-    through the KV cache and the rest of every input continues from it, one row each. The
+    through the KV cache and the rest of every input continues from it, one row each; groups
+    of similar context lengths share the two passes (`_group_batches`). The
     other inputs, and every input of a model without a cache, are scored in full:
     when the model takes an attention mask (`tree_attention`), inputs sharing a long prefix
     form a tree whose prefix is computed once, and short trees share a row instead of padding.
@@ -220,7 +222,7 @@ def score_tokens(
     rest: Sequence[int] = range(len(pairs))
     if cache is not None:
         groups, rest = _shared_groups(inputs, pairs, budget)
-        parts.append(_score_groups(cache, groups, inputs, pairs))
+        parts.append(_score_groups(cache, groups, inputs, pairs, budget))
     parts.append(_score_in_full(model, rest, inputs, pairs, budget))
     with progress(description, len(pairs)) if show_progress else nullcontext() as bar:
         for members, lp, miss in itertools.chain(*parts):
@@ -560,29 +562,74 @@ def _worth_sharing(run: list[Seq], split: int, budget: _Budget) -> bool:
 
 
 def _score_groups(
-    cache: ContextCache, groups: list[_SharedGroup], inputs: list[Seq], pairs: Sequence[TokenPair]
+    cache: ContextCache,
+    groups: list[_SharedGroup],
+    inputs: list[Seq],
+    pairs: Sequence[TokenPair],
+    budget: _Budget,
 ) -> Iterator[_Scored]:
-    for group in groups:
-        yield group.requests, *_score_group(cache, group, inputs, pairs)
+    for batch in _group_batches(groups, budget):
+        requests = [i for g in batch for i in g.requests]
+        yield requests, *_score_shared(cache, batch, inputs, pairs)
 
 
-def _score_group(
-    cache: ContextCache, group: _SharedGroup, inputs: list[Seq], pairs: Sequence[TokenPair]
+PREFIX_KEPT = 0.5
+"""A group joins a batch of shared contexts when the batch's prefix length (the shortest of its
+groups') keeps this share of its own; the rest of its context runs in each of its rows."""
+
+
+def _group_batches(groups: list[_SharedGroup], budget: _Budget) -> Iterator[list[_SharedGroup]]:
+    """Groups, longest split first, into batches under the budgets: one pass over the batch's
+    prefixes, cut to one length, then one over all their rows. Small groups alone would cost
+    two tiny passes each, and a small pass on a CPU costs about what reading the weights
+    costs, whatever its tokens."""
+    batch: list[_SharedGroup] = []
+    for group in sorted(groups, key=lambda g: g.split, reverse=True):
+        trial = [*batch, group]
+        if batch and not _batch_fits(trial, budget):
+            yield batch
+            trial = [group]
+        batch = trial
+    if batch:
+        yield batch
+
+
+def _batch_fits(batch: list[_SharedGroup], budget: _Budget) -> bool:
+    split = min(g.split for g in batch)
+    rows = sum(len(g.members) for g in batch)
+    width = max(len(m) for g in batch for m in g.members) - split
+    # `batch_size` bounds the prefixes; the rows after them are short, so their tokens and
+    # logits (K <= width per row) bound them: on a CPU a pass costs its weights' reads too.
+    return (
+        split >= PREFIX_KEPT * batch[0].split
+        and len(batch) <= budget.rows
+        and rows * width <= min(budget.tokens, budget.logits)
+    )
+
+
+def _score_shared(
+    cache: ContextCache, batch: list[_SharedGroup], inputs: list[Seq], pairs: Sequence[TokenPair]
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Summed log-probabilities and greedy misses of a group's requests, in its order: the
-    shared context once through the cache, each member's own tokens as one right-padded row."""
-    split, members = group.split, group.members
+    """Summed log-probabilities and greedy misses of a batch of groups' requests, in its
+    order: each group's shared context once through the cache (all cut to the batch's
+    shortest), each member's own tokens as one right-padded row continuing it."""
+    split = min(g.split for g in batch)
+    members = [m for g in batch for m in g.members]
     width = max(len(m) for m in members) - split
     ids = torch.zeros(len(members), width, dtype=torch.long)  # (B, S)
     for b, m in enumerate(members):
         ids[b, : len(m) - split] = torch.tensor(m[split:])
-    reads = []
-    for i, row in zip(group.requests, group.rows, strict=True):
-        positions = _read_positions(inputs[i], pairs[i][1])
-        reads.append(_Read(row, [p - split for p in positions], pairs[i][1]))
+    reads, offset = [], 0
+    for g in batch:
+        for i, row in zip(g.requests, g.rows, strict=True):
+            positions = _read_positions(inputs[i], pairs[i][1])
+            reads.append(_Read(offset + row, [p - split for p in positions], pairs[i][1]))
+        offset += len(g.members)
     index, column = _read_index(reads, len(members))
+    prefixes = torch.tensor([g.members[0][:split] for g in batch])  # (G, P)
+    rows = torch.tensor([len(g.members) for g in batch])  # (G,)
     with torch.no_grad():
-        logits = cache(torch.tensor([members[0][:split]]), ids, index)
+        logits = cache(prefixes, rows, ids, index)
         return _sum_reads(logits.float(), reads, column)
 
 

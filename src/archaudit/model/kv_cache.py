@@ -42,11 +42,11 @@ class KVCache:
             self.values[call] = torch.cat((self.values[call], v), dim=-2)
         return self.keys[call], self.values[call]
 
-    def share(self, rows: int) -> None:
-        """Let `rows` rows continue the one row cached so far (a context shared by several
-        continuations): each sees the same keys and values, copied only when extended."""
-        self.keys = [k.expand(rows, *k.shape[1:]) for k in self.keys]
-        self.values = [v.expand(rows, *v.shape[1:]) for v in self.values]
+    def share(self, rows: torch.Tensor) -> None:
+        """Let `rows[g]` rows continue cached row g (a context shared by several
+        continuations): each sees its row's keys and values."""
+        self.keys = [k.repeat_interleave(rows, dim=0) for k in self.keys]
+        self.values = [v.repeat_interleave(rows, dim=0) for v in self.values]
 
     def advance(self, tokens: int) -> None:
         """Close one forward pass of `tokens` new tokens."""
