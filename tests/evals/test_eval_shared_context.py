@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from eval_helpers import SHARED_DATA, tiny_archaudit_lm, tiny_hf_lm
+from eval_helpers import SHARED_DATA, tiny_archaudit_lm
 
 from archaudit.config import ModelConfig, build
 from archaudit.evals import ArchauditLM, builtin_suites, load_suite
@@ -123,11 +123,6 @@ def test_the_lm_eval_adapter_scores_from_shared_contexts(
     theirs = [lp for lp, _ in harness._loglikelihood_tokens(requests, disable_tqdm=True)]
     assert calls and len(calls) < len(pairs)
     assert max(abs(a - b) for a, b in zip(ours, theirs, strict=True)) == 0.0
-
-
-def test_a_hugging_face_model_shares_its_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    """transformers' past_key_values, repeated for every continuation."""
-    assert _agree(tiny_hf_lm(), monkeypatch) <= TOLERANCE
 
 
 BASE = {"vocab_size": 300, "d_model": 64, "n_layers": 2, "n_heads": 4, "context_length": 128}

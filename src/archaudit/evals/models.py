@@ -159,26 +159,6 @@ class HFCausalLM:
         parameters = inspect.signature(self.model.forward).parameters
         return "cache" if "cache" in parameters else "past_key_values"
 
-    def context_cache(self) -> ContextCache:
-        """Scoring from a shared context (`scoring.ContextCache`) through transformers' KV
-        cache, as `decoder` keeps it: the prefixes once, each one's cache repeated for its rows."""
-        key = self._cache_key
-
-        def logits(
-            prefixes: torch.Tensor, rows: torch.Tensor, ids: torch.Tensor, index: torch.Tensor
-        ) -> torch.Tensor:
-            out = self.model(input_ids=prefixes.to(self.device), use_cache=True, logits_to_keep=1)
-            cache = out[key]
-            owner = torch.arange(len(rows)).repeat_interleave(rows)  # each row's prefix
-            cache.batch_select_indices(owner.to(self.device))
-            keep = torch.unique(index).to(self.device)  # (P,) sorted
-            kept = self.model(
-                input_ids=ids.to(self.device), use_cache=True, logits_to_keep=keep, **{key: cache}
-            ).logits  # (B, P, V)
-            return _kept_at(kept, keep, index.to(self.device))
-
-        return logits
-
     def logits_at(
         self,
         ids: torch.Tensor,

@@ -206,8 +206,9 @@ def score_tokens(
     through the KV cache and the rest of every input continues from it, one row each; groups
     of similar context lengths share the two passes (`_group_batches`). The
     other inputs, and every input of a model without a cache, are scored in full:
-    when the model takes an attention mask (`tree_attention`), inputs sharing a long prefix
-    form a tree whose prefix is computed once, and short trees share a row instead of padding.
+    when the model takes an attention mask (`tree_attention`: Hugging Face models, which
+    therefore need no cache), inputs sharing a long prefix form a tree whose prefix is computed
+    once in the same pass as the continuations, and short trees share a row instead of padding.
     Rows are sorted longest first (memory trouble shows at once), batched under `batch_size`
     rows, `max_batch_tokens` padded tokens and `LOGITS_BUDGET_BYTES` of logits, and
     right-padded: padding after a row's last token cannot change any logit we read.
