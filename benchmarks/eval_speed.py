@@ -1,17 +1,19 @@
 """Scoring speed: archaudit's scorer against lm-evaluation-harness's `hf` model on the same
 model and items, and archaudit's scorer before and after shared-context scoring (issue 45).
 
-All sides start from the same loaded model (SmolLM2-135M, 4-bit GGUF dequantised to an HF
-Llama, on the CPU) and the same local task files: a 4-choice suite (ARC-Easy: HellaSwag is not
-in ../shared/data) and a 2-choice one (PIQA). Each side's time covers building the requests,
-tokenising and scoring, not loading the model; wall and CPU (user + system) seconds. `before`
-is today's scorer with the shared context switched off (every input in full, choices sharing a
-prefix as a tree in one row); `after` scores the choices from one cached pass over their
-context. Runs alternate (best wall of `--repeats`) because a shared machine's load changes
-under a benchmark. Predictions (argmax choice, acc_norm's verdict) must be identical per item.
-Needs the `hf` and `lmeval` extras and ../shared/data; writes benchmarks/eval_speed.json.
+All sides start from the same model (SmolLM2-135M, 4-bit GGUF dequantised to an HF Llama, on the
+CPU; or with `--run`, an archaudit run scored by archaudit and its `export hf` copy scored by
+lm-eval) and the same local task files: a 4-choice suite (ARC-Easy: HellaSwag is not in
+../shared/data) and a 2-choice one (PIQA). Each side's time covers building the requests,
+tokenising and scoring, not loading the model; wall and CPU (user + system) seconds. `before` is
+today's scorer with the shared context switched off; `after` scores the choices from one cached
+pass over their context (archaudit models; an HF model shares each context in a tree row either
+way, so its `before` and `after` are the same path). Runs alternate (best wall of `--repeats`)
+because a shared machine's load changes under a benchmark. Predictions (argmax choice,
+acc_norm's verdict) must be identical per item. Needs the `hf` and `lmeval` extras and
+../shared/data; writes benchmarks/eval_speed.json.
 
-    nice -n 10 python benchmarks/eval_speed.py [--tasks arc_easy,piqa] [--limit 60]
+    nice -n 10 python benchmarks/eval_speed.py [--run RUN] [--tasks arc_easy,piqa] [--limit 60]
 """
 
 from __future__ import annotations
@@ -155,6 +157,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--model", type=Path, default=GGUF)
+    parser.add_argument(
+        "--run", type=Path, help="an archaudit run: ours scores it, lm-eval its `export hf` copy"
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
 
@@ -162,14 +167,21 @@ def main() -> None:
 
     logging.getLogger("lm_eval").setLevel(logging.ERROR)
     torch.set_num_threads(args.threads)
-    model = load_scoring_model(args.model)
-    harness = HFLM(
-        pretrained=model.model, tokenizer=model.tokenizer, batch_size=args.batch_size, device="cpu"
-    )
+    if args.run is None:
+        model = load_scoring_model(args.model)
+        harness = HFLM(pretrained=model.model, tokenizer=model.tokenizer,
+                       batch_size=args.batch_size, device="cpu")  # fmt: skip
+    else:
+        from archaudit.export.hf import export_hf
+
+        export = Path(tempfile.mkdtemp()) / "hf"
+        export_hf(args.run, export)
+        model = load_scoring_model(args.run)
+        harness = HFLM(pretrained=str(export), batch_size=args.batch_size, device="cpu")
     load_start = load_avg()
     tasks = [bench_task(model, harness, task, args) for task in args.tasks.split(",")]
     result = {
-        "model": model.name,
+        "model": model.name if args.run is None else f"{args.run} (lm-eval: its HF export)",
         "threads": args.threads,
         "batch_size": args.batch_size,
         "repeats": args.repeats,

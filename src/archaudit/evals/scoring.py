@@ -579,6 +579,10 @@ PREFIX_KEPT = 0.5
 groups') keeps this share of its own; the rest of its context runs in each of its rows."""
 
 
+PADDING_ALLOWED = 1.5
+"""Most padded row tokens a batch of shared contexts may hold per token of its rows' own."""
+
+
 def _group_batches(groups: list[_SharedGroup], budget: _Budget) -> Iterator[list[_SharedGroup]]:
     """Groups, longest split first, into batches under the budgets: one pass over the batch's
     prefixes, cut to one length, then one over all their rows. Small groups alone would cost
@@ -601,10 +605,11 @@ def _batch_fits(batch: list[_SharedGroup], budget: _Budget) -> bool:
     width = max(len(m) for g in batch for m in g.members) - split
     # `batch_size` bounds the prefixes; the rows after them are short, so their tokens and
     # logits (K <= width per row) bound them: on a CPU a pass costs its weights' reads too.
+    own = sum(len(m) - split for g in batch for m in g.members)  # the rows' unpadded tokens
     return (
         split >= PREFIX_KEPT * batch[0].split
         and len(batch) <= budget.rows
-        and rows * width <= min(budget.tokens, budget.logits)
+        and rows * width <= min(budget.tokens, budget.logits, PADDING_ALLOWED * own)
     )
 
 
