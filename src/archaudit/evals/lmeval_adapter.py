@@ -91,6 +91,10 @@ class ArchauditHarnessLM(TemplateLM):
     def _loglikelihood_tokens(
         self, requests: list, disable_tqdm: bool = False, **_: Any
     ) -> list[tuple[float, bool]]:
+        """Every loglikelihood request of a task arrives here at once (lm-eval's
+        `TemplateLM.loglikelihood`), so the choices of a question share one cached pass over
+        their context (`score_tokens`), where `hf` runs each (context, choice) in full and
+        reuses logits only for one-token choices (its `group_by="contexts"`)."""
         pairs = [(list(context), list(continuation)) for _, context, continuation in requests]
         scores = score_tokens(
             self.scorer, pairs, batch_size=self._batch_size, show_progress=not disable_tqdm

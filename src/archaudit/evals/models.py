@@ -23,7 +23,7 @@ import torch
 
 from archaudit.errors import ArchauditError, DataError
 from archaudit.evals.hf_config import check_hf_config
-from archaudit.evals.scoring import ScoringModel
+from archaudit.evals.scoring import ContextCache, ScoringModel
 from archaudit.registry import Registry
 
 if TYPE_CHECKING:
@@ -73,6 +73,26 @@ class ArchauditLM:
 
         return step
 
+    def context_cache(self) -> ContextCache | None:
+        """Scoring from a shared context (`scoring.ContextCache`) through the model's KV
+        cache; None when the model cannot decode so (`Transformer.supports_kv_cache`)."""
+        from archaudit.model.kv_cache import KVCache
+
+        if not self.model.supports_kv_cache():
+            return None
+
+        def logits(
+            prefixes: torch.Tensor, rows: torch.Tensor, ids: torch.Tensor, index: torch.Tensor
+        ) -> torch.Tensor:
+            cache = KVCache()
+            self.model.hidden(prefixes.to(self.device), cache)
+            cache.share(rows.to(self.device))
+            h = self.model.hidden(ids.to(self.device), cache)  # (B, S, d)
+            h = h.gather(1, index.to(self.device)[..., None].expand(-1, -1, h.shape[-1]))
+            return self.model.head(h)  # (B, K, V)
+
+        return logits
+
     @functools.cached_property
     def position_limit(self) -> int | None:
         """Longest input the model runs at all: its context for learned absolute positions,
@@ -121,12 +141,7 @@ class HFCausalLM:
         as `generate` keeps it): the prompt once, then one token per call. `greedy_tokens` uses
         it for rotary models, which run any length; without it every step recomputed the whole
         prefix (15.3x slower than `generate` on SmolLM2)."""
-        # transformers 5 names the cache `cache`; 4.x named it `past_key_values`
-        key = (
-            "cache"
-            if "cache" in inspect.signature(self.model.forward).parameters
-            else ("past_key_values")
-        )
+        key = self._cache_key
         past: dict[str, Any] = {key: None}
 
         @torch.no_grad()
@@ -137,6 +152,12 @@ class HFCausalLM:
             return out.logits[0, -1]
 
         return step
+
+    @functools.cached_property
+    def _cache_key(self) -> str:
+        """transformers 5 names the cache `cache`; 4.x named it `past_key_values`."""
+        parameters = inspect.signature(self.model.forward).parameters
+        return "cache" if "cache" in parameters else "past_key_values"
 
     def logits_at(
         self,
@@ -162,10 +183,15 @@ class HFCausalLM:
             logits_to_keep=keep,
             use_cache=False,
         ).logits  # (B, P, V)
-        if index.shape[1] == len(keep) and bool((index == keep).all()):
-            return logits  # every row reads all kept positions (a held-out window): no copy
-        column = torch.searchsorted(keep, index)  # (B, K)
-        return logits.gather(1, column[..., None].expand(-1, -1, logits.shape[-1]))
+        return _kept_at(logits, keep, index)
+
+
+def _kept_at(logits: torch.Tensor, keep: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """Logits (B, P, V) kept at the sorted positions `keep` → at each row's `index` (B, K)."""
+    if index.shape[1] == len(keep) and bool((index == keep).all()):
+        return logits  # every row reads all kept positions (a held-out window): no copy
+    column = torch.searchsorted(keep, index)  # (B, K)
+    return logits.gather(1, column[..., None].expand(-1, -1, logits.shape[-1]))
 
 
 # ---------------------------------------------------------------------------------------------

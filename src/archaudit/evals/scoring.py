@@ -5,11 +5,16 @@ lm-evaluation-harness adapter) reduces to `score_tokens`: for (context_ids, cont
 pairs, the summed log-probability of the continuation and whether greedy decoding would have
 produced it. Text pairs are joined exactly as lm-evaluation-harness joins them (`encode_pair`),
 so numbers are comparable with published lm-eval results.
+
+A model that keeps a KV cache (`context_cache`) scores the choices of a multiple-choice or cloze
+item from one pass over their shared context: the context's keys and values are computed once
+and every continuation continues from them (`_shared_groups`, `_score_shared`).
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -62,6 +67,14 @@ class ScoringModel(Protocol):
         sees; both None means plain causal attention over positions 0..T-1.
         """
         ...
+
+
+ContextCache = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+"""`(prefixes (G, P), rows (G,), ids (B, S), index (B, K)) → (B, K, V)`: the prefixes run once
+through the model's KV cache, prefix g is continued by the next `rows[g]` rows of `ids` (B =
+rows.sum()), and the next-token logits are read at row positions `index` of `ids`. What a
+model's optional `context_cache()` returns; it returns None when caching would change what the
+model computes (`Transformer.supports_kv_cache`)."""
 
 
 class Score(NamedTuple):
@@ -177,6 +190,7 @@ def score_tokens(
     max_length: int | None = None,
     show_progress: bool = True,
     description: str = "scoring",
+    shared_context: bool = True,
 ) -> list[Score]:
     """Summed continuation log-probability and greediness for each token pair, in input order.
 
@@ -184,28 +198,62 @@ def score_tokens(
     `max_length` (default: the model's), as lm-eval does; `Score.truncated` says it was cut.
     Only a continuation that cannot fit at all is refused. Causal logits at a position do not
     depend on what follows, so an input that is a prefix of another is read from the longer
-    one's row (all single-token choices of a question cost one row). When the model takes an
-    attention mask (`tree_attention`), inputs sharing a long prefix (the choices of a question)
-    form a tree whose prefix is computed once, and short trees share a row instead of padding.
+    one's row (all single-token choices of a question cost one row).
+
+    When the model offers a `context_cache` (and `shared_context`), inputs that share a
+    context of at least `MIN_SHARED` tokens before their first scored token (the choices of a
+    question, questions under one few-shot preamble) form a group: the shared tokens run once
+    through the KV cache and the rest of every input continues from it, one row each; groups
+    of similar context lengths share the two passes (`_group_batches`). The
+    other inputs, and every input of a model without a cache, are scored in full:
+    when the model takes an attention mask (`tree_attention`: Hugging Face models, which
+    therefore need no cache), inputs sharing a long prefix form a tree whose prefix is computed
+    once in the same pass as the continuations, and short trees share a row instead of padding.
     Rows are sorted longest first (memory trouble shows at once), batched under `batch_size`
     rows, `max_batch_tokens` padded tokens and `LOGITS_BUDGET_BYTES` of logits, and
     right-padded: padding after a row's last token cannot change any logit we read.
     """
     inputs, cut = _model_inputs(pairs, max_length or model.max_length, description)
-    layout = _Layout.of(inputs, tree=model.tree_attention)
     logprob = torch.zeros(len(pairs), dtype=torch.float64)
     misses = torch.zeros(len(pairs), dtype=torch.long)
     budget = _Budget(batch_size, max_batch_tokens, LOGITS_BUDGET_BYTES // (4 * model.vocab_size))
-    reads_per_line = [layout.reads([line], inputs, pairs)[1] for line in layout.lines]
+    make_cache = getattr(model, "context_cache", None) if shared_context else None
+    cache: ContextCache | None = make_cache() if make_cache is not None else None
+    parts: list[Iterator[_Scored]] = []
+    rest: Sequence[int] = range(len(pairs))
+    if cache is not None:
+        groups, rest = _shared_groups(inputs, pairs, budget)
+        parts.append(_score_groups(cache, groups, inputs, pairs, budget))
+    parts.append(_score_in_full(model, rest, inputs, pairs, budget))
     with progress(description, len(pairs)) if show_progress else nullcontext() as bar:
-        for batch in _batches(layout.lines, [_read_count(r) for r in reads_per_line], budget):
-            members, reads = layout.reads(batch, inputs, pairs)
-            logprob[members], misses[members] = _score_batch(model, batch, reads)
+        for members, lp, miss in itertools.chain(*parts):
+            logprob[members], misses[members] = lp, miss
             if bar:
                 bar.update(advance=len(members))
     return [
         Score(float(lp), bool(m == 0), c) for lp, m, c in zip(logprob, misses, cut, strict=True)
     ]
+
+
+_Scored = tuple[list[int], torch.Tensor, torch.Tensor]
+"""(request indices, their summed log-probabilities, their greedy-miss counts)."""
+
+
+def _score_in_full(
+    model: ScoringModel,
+    requests: Sequence[int],
+    inputs: list[Seq],
+    pairs: Sequence[TokenPair],
+    budget: _Budget,
+) -> Iterator[_Scored]:
+    """The `requests` batch by batch, each input computed in full (or in a tree with the
+    inputs it shares a prefix with)."""
+    sub_inputs, sub_pairs = [inputs[i] for i in requests], [pairs[i] for i in requests]
+    layout = _Layout.of(sub_inputs, tree=model.tree_attention)
+    reads_per_line = [layout.reads([line], sub_inputs, sub_pairs)[1] for line in layout.lines]
+    for batch in _batches(layout.lines, [_read_count(r) for r in reads_per_line], budget):
+        members, reads = layout.reads(batch, sub_inputs, sub_pairs)
+        yield [requests[i] for i in members], *_score_batch(model, batch, reads)
 
 
 def _model_inputs(
@@ -405,15 +453,7 @@ def _score_batch(
         visible = (branches[:, None, :] == branches[:, :, None]) | (branches[:, None, :] == -1)
         allowed = causal & same_tree & visible
 
-    # Only positions some request reads go through the output head: the full (B, T, V) logits
-    # would be mostly waste for long contexts and short answers.
-    needed: list[list[int]] = [
-        sorted({p for r in reads if r.row == b for p in r.positions}) for b in range(len(batch))
-    ]
-    k_max = max(map(len, needed))
-    index = torch.tensor([row + [row[0]] * (k_max - len(row)) for row in needed])  # (B, K)
-    column = [{p: k for k, p in enumerate(row)} for row in needed]
-
+    index, column = _read_index(reads, len(batch))
     device = model.device
     # no_grad, not inference_mode: tensors a model caches here (rotary tables) must stay
     # usable when the same model object trains on afterwards.
@@ -423,19 +463,180 @@ def _score_batch(
             index.to(device),
             positions=None if allowed is None else positions.to(device),
             allowed=None if allowed is None else allowed.to(device),
-        ).float()  # (B, K, V)
-        log_z, greedy = _normaliser_and_argmax(logits)  # (B, K) each
+        )
+        return _sum_reads(logits.float(), reads, column)  # (B, K, V) logits
 
-        # One entry per continuation token: its row, its column in K, its target, its request.
-        tok_row = torch.tensor([r.row for r in reads for _ in r.targets], device=device)
-        tok_k = torch.tensor([column[r.row][p] for r in reads for p in r.positions], device=device)
-        tok_target = torch.tensor([t for r in reads for t in r.targets], device=device)
-        tok_lp = (logits[tok_row, tok_k, tok_target] - log_z[tok_row, tok_k]).double().cpu()
-        tok_miss = (greedy[tok_row, tok_k] != tok_target).long().cpu()
+
+def _read_index(reads: list[_Read], rows: int) -> tuple[torch.Tensor, list[dict[int, int]]]:
+    """The row positions whose logits the reads need, (B, K) padded with each row's first,
+    and each position's column in K. Only these go through the output head: the full
+    (B, T, V) logits would be mostly waste for long contexts and short answers."""
+    needed = [sorted({p for r in reads if r.row == b for p in r.positions}) for b in range(rows)]
+    k_max = max(map(len, needed))
+    index = torch.tensor([row + [row[0]] * (k_max - len(row)) for row in needed])  # (B, K)
+    return index, [{p: k for k, p in enumerate(row)} for row in needed]
+
+
+def _sum_reads(
+    logits: torch.Tensor, reads: list[_Read], column: list[dict[int, int]]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Summed log-probabilities and greedy-miss counts of `reads` from (B, K, V) logits."""
+    device = logits.device
+    log_z, greedy = _normaliser_and_argmax(logits)  # (B, K) each
+    # One entry per continuation token: its row, its column in K, its target, its request.
+    tok_row = torch.tensor([r.row for r in reads for _ in r.targets], device=device)
+    tok_k = torch.tensor([column[r.row][p] for r in reads for p in r.positions], device=device)
+    tok_target = torch.tensor([t for r in reads for t in r.targets], device=device)
+    tok_lp = (logits[tok_row, tok_k, tok_target] - log_z[tok_row, tok_k]).double().cpu()
+    tok_miss = (greedy[tok_row, tok_k] != tok_target).long().cpu()
     owner = torch.tensor([j for j, r in enumerate(reads) for _ in r.targets])
     logprob = torch.zeros(len(reads), dtype=torch.float64).index_add_(0, owner, tok_lp)
     misses = torch.zeros(len(reads), dtype=torch.long).index_add_(0, owner, tok_miss)
     return logprob, misses
+
+
+MIN_SHARED = 8
+"""Fewest shared tokens worth a pass of their own through the KV cache."""
+
+
+@dataclass(frozen=True)
+class _SharedGroup:
+    """Inputs (none a prefix of another) whose first `split` tokens are the same and hold no
+    scored position: the split runs once, each member's own tokens continue it in a row."""
+
+    members: tuple[Seq, ...]
+    split: int
+    requests: list[int]
+    """The request indices the members answer."""
+    rows: list[int]
+    """Each request's member (its row)."""
+
+
+def _shared_groups(
+    inputs: list[Seq], pairs: Sequence[TokenPair], budget: _Budget
+) -> tuple[list[_SharedGroup], list[int]]:
+    """Groups of inputs to score from a shared cached context, and the requests left over
+    (whose input shares too little with its neighbours) to score in full.
+
+    Inputs are sorted, so a run of neighbours shares the common prefix of its ends. A
+    neighbour joins while the run still shares `MIN_SHARED` tokens before any scored position,
+    the rows fit the batch budgets, and the run costs no more tokens than its members alone.
+    """
+    longest = _longest_extension(inputs)
+    asked: dict[Seq, list[int]] = {}
+    for i, seq in enumerate(inputs):
+        asked.setdefault(longest[seq], []).append(i)
+    first_read = {m: min(len(inputs[i]) - len(pairs[i][1]) for i in asked[m]) for m in asked}
+    runs: list[list[Seq]] = []
+    for seq in sorted(asked):
+        run = runs[-1] + [seq] if runs else []
+        if run and _worth_sharing(run, _split(run, first_read), budget):
+            runs[-1] = run
+        else:
+            runs.append([seq])
+    groups, rest = [], []
+    for run in runs:
+        split = _split(run, first_read)
+        if len(run) == 1 or split < MIN_SHARED:
+            rest += [i for m in run for i in asked[m]]
+            continue
+        requests = [i for m in run for i in asked[m]]
+        rows = [b for b, m in enumerate(run) for _ in asked[m]]
+        groups.append(_SharedGroup(tuple(run), split, requests, rows))
+    return groups, sorted(rest)
+
+
+def _split(run: list[Seq], first_read: dict[Seq, int]) -> int:
+    """Tokens the sorted run shares before the first position any of its requests reads."""
+    return min(_common_prefix(run[0], run[-1]), *(first_read[m] for m in run))
+
+
+def _worth_sharing(run: list[Seq], split: int, budget: _Budget) -> bool:
+    width = max(len(m) for m in run) - split  # the padded rows after the shared part
+    return (
+        split >= MIN_SHARED
+        and len(run) <= budget.rows
+        and len(run) * width <= budget.tokens
+        and len(run) * (width + 1) <= budget.logits
+        and split + len(run) * width <= sum(map(len, run))
+    )
+
+
+def _score_groups(
+    cache: ContextCache,
+    groups: list[_SharedGroup],
+    inputs: list[Seq],
+    pairs: Sequence[TokenPair],
+    budget: _Budget,
+) -> Iterator[_Scored]:
+    for batch in _group_batches(groups, budget):
+        requests = [i for g in batch for i in g.requests]
+        yield requests, *_score_shared(cache, batch, inputs, pairs)
+
+
+PREFIX_KEPT = 0.5
+"""A group joins a batch of shared contexts when the batch's prefix length (the shortest of its
+groups') keeps this share of its own; the rest of its context runs in each of its rows."""
+
+
+PADDING_ALLOWED = 1.5
+"""Most padded row tokens a batch of shared contexts may hold per token of its rows' own."""
+
+
+def _group_batches(groups: list[_SharedGroup], budget: _Budget) -> Iterator[list[_SharedGroup]]:
+    """Groups, longest split first, into batches under the budgets: one pass over the batch's
+    prefixes, cut to one length, then one over all their rows. Small groups alone would cost
+    two tiny passes each, and a small pass on a CPU costs about what reading the weights
+    costs, whatever its tokens."""
+    batch: list[_SharedGroup] = []
+    for group in sorted(groups, key=lambda g: g.split, reverse=True):
+        trial = [*batch, group]
+        if batch and not _batch_fits(trial, budget):
+            yield batch
+            trial = [group]
+        batch = trial
+    if batch:
+        yield batch
+
+
+def _batch_fits(batch: list[_SharedGroup], budget: _Budget) -> bool:
+    split = min(g.split for g in batch)
+    rows = sum(len(g.members) for g in batch)
+    width = max(len(m) for g in batch for m in g.members) - split
+    # `batch_size` bounds the prefixes; the rows after them are short, so their tokens and
+    # logits (K <= width per row) bound them: on a CPU a pass costs its weights' reads too.
+    own = sum(len(m) - split for g in batch for m in g.members)  # the rows' unpadded tokens
+    return (
+        split >= PREFIX_KEPT * batch[0].split
+        and len(batch) <= budget.rows
+        and rows * width <= min(budget.tokens, budget.logits, PADDING_ALLOWED * own)
+    )
+
+
+def _score_shared(
+    cache: ContextCache, batch: list[_SharedGroup], inputs: list[Seq], pairs: Sequence[TokenPair]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Summed log-probabilities and greedy misses of a batch of groups' requests, in its
+    order: each group's shared context once through the cache (all cut to the batch's
+    shortest), each member's own tokens as one right-padded row continuing it."""
+    split = min(g.split for g in batch)
+    members = [m for g in batch for m in g.members]
+    width = max(len(m) for m in members) - split
+    ids = torch.zeros(len(members), width, dtype=torch.long)  # (B, S)
+    for b, m in enumerate(members):
+        ids[b, : len(m) - split] = torch.tensor(m[split:])
+    reads, offset = [], 0
+    for g in batch:
+        for i, row in zip(g.requests, g.rows, strict=True):
+            positions = _read_positions(inputs[i], pairs[i][1])
+            reads.append(_Read(offset + row, [p - split for p in positions], pairs[i][1]))
+        offset += len(g.members)
+    index, column = _read_index(reads, len(members))
+    prefixes = torch.tensor([g.members[0][:split] for g in batch])  # (G, P)
+    rows = torch.tensor([len(g.members) for g in batch])  # (G,)
+    with torch.no_grad():
+        logits = cache(prefixes, rows, ids, index)
+        return _sum_reads(logits.float(), reads, column)
 
 
 def _normaliser_and_argmax(

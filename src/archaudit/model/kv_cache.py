@@ -10,6 +10,9 @@ a block shared by several layers (`model.sharing`) keeps one entry per layer tha
     cache = KVCache()
     logits = model.head(model.hidden(prompt, cache))[:, -1]     # prefill: T tokens
     logits = model.head(model.hidden(next_token, cache))[:, -1]  # then one at a time
+
+Scoring shares one cached context among several continuations (`KVCache.share`, used by
+`ArchauditLM.context_cache`): the context once, then every continuation as a row of one pass.
 """
 
 from __future__ import annotations
@@ -38,6 +41,12 @@ class KVCache:
             self.keys[call] = torch.cat((self.keys[call], k), dim=-2)
             self.values[call] = torch.cat((self.values[call], v), dim=-2)
         return self.keys[call], self.values[call]
+
+    def share(self, rows: torch.Tensor) -> None:
+        """Let `rows[g]` rows continue cached row g (a context shared by several
+        continuations): each sees its row's keys and values."""
+        self.keys = [k.repeat_interleave(rows, dim=0) for k in self.keys]
+        self.values = [v.repeat_interleave(rows, dim=0) for v in self.values]
 
     def advance(self, tokens: int) -> None:
         """Close one forward pass of `tokens` new tokens."""
