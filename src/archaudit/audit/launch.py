@@ -5,7 +5,9 @@ need them."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import math
+import os
 import signal
 import sys
 import threading
@@ -79,3 +81,13 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def die_with_parent(parent: int) -> None:
+    """Linux: this process gets SIGKILL when `parent` dies, so no orphan keeps training (its
+    claim then goes stale at once, and a rerun resumes it from its checkpoint)."""
+    if sys.platform.startswith("linux"):
+        pr_set_pdeathsig = 1
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os.kill(os.getpid(), signal.SIGKILL)
