@@ -43,6 +43,8 @@ class Executor(Protocol):
     beside: int
     """Runs that share this machine's CPU with each run (the probe times its steps beside as
     many): a local pool's other workers; 0 for GPU slots and clusters."""
+    warm: bool
+    """Runs start forked from a warm server (`archaudit.audit.warm`), not as fresh processes."""
 
     def execute(self, run_dirs: Sequence[Path], options: RunOptions) -> dict[Path, int]:
         """Launch `run-one` for every directory; return each launch's exit code."""
@@ -85,9 +87,10 @@ class LocalExecutor:
             self.workers = min(self.workers, len(self.gpu_slots))
         self.threads = settings.threads or max(1, cores // self.workers)
         self.beside = 0 if self.gpu_slots else min(self.workers, cores) - 1
+        self.warm = warm_starts()
 
     def execute(self, run_dirs: Sequence[Path], options: RunOptions) -> dict[Path, int]:
-        server = WarmServer() if warm_starts() else None
+        server = WarmServer() if self.warm else None
         try:
             return self._execute(run_dirs, options, server)
         finally:
@@ -216,7 +219,7 @@ class RayExecutor:
         self.settings = settings
         self.workers = settings.workers or CLUSTER_WORKERS
         self.threads = settings.threads or 1
-        self.beside = 0
+        self.beside, self.warm = 0, False
 
     def execute(self, run_dirs: Sequence[Path], options: RunOptions) -> dict[Path, int]:
         ray = _require("ray", "ray")
@@ -247,7 +250,7 @@ class SlurmExecutor:
         self.folder = audit_dir / "_submitit"
         self.workers = settings.workers or CLUSTER_WORKERS
         self.threads = settings.threads or SLURM_THREADS
-        self.beside = 0
+        self.beside, self.warm = 0, False
 
     def execute(self, run_dirs: Sequence[Path], options: RunOptions) -> dict[Path, int]:
         submitit = _require("submitit", "slurm")

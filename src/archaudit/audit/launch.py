@@ -18,10 +18,13 @@ from typing import Any
 from archaudit.config.recipe import MAX_THREADS
 from archaudit.errors import ConfigError
 
+CLI_MODULE = "archaudit.cli"
+"""The command line's package: `python -m archaudit.cli` is `archaudit`."""
+
 
 def cli_command(*args: str) -> list[str]:
     """`archaudit ARGS...` as an argv for this interpreter (executors, torchrun, tests)."""
-    return [sys.executable, "-m", "archaudit.cli", *args]
+    return [sys.executable, "-m", CLI_MODULE, *args]
 
 
 @dataclass(frozen=True, kw_only=True)

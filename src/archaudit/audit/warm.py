@@ -14,7 +14,8 @@ requests on stdin, one JSON object per line, and answers on stdout:
 
     {"start": {"argv": [...], "log": "...", "env": {...}, "threads": 2}}  →  {"started": PID}
     {"signal": [PID, SIGNUM]}      (sent only while PID is its unreaped child)
-    (a run exits)                  →  {"exited": [PID, CODE]}   CODE as Popen.returncode
+    (a run exits)                  →  {"exited": [PID, CODE, CPU]}
+                                      CODE as Popen.returncode; CPU: its user + system seconds
 
 A child sets its environment, torch threads, stdout and stderr (the run's log) as `Popen` would
 have, then runs `python -m archaudit.cli ARGS` in itself (`runpy`), so its exit code, atexit
@@ -24,29 +25,32 @@ torch operation: a thread pool started before a fork would not survive it.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import importlib
 import json
+import math
 import os
 import runpy
 import select
 import signal
+import statistics
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+import time
+import traceback
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from queue import SimpleQueue
 from subprocess import PIPE
-from typing import Any
+from typing import Any, NoReturn
 
-from archaudit.audit.launch import die_with_parent
+from archaudit.audit.launch import CLI_MODULE, die_with_parent
 
 PRELOAD = (
-    "archaudit.cli",
-    "archaudit.cli.app",
     "archaudit.audit.runner",
     "archaudit.train.trainer",
     "archaudit.evals.suites",
@@ -56,6 +60,17 @@ PRELOAD = (
 or not: torch.optim's `Optimizer.add_param_group` is wrapped in `torch._disable_dynamo`, which
 imports it at the first parameter group (1.7 s on a 2-core CPU; torch 2.13 has no switch)."""
 SERVER = "from archaudit.audit.warm import main; main()"
+COLD_START = f"import {', '.join(PRELOAD)}, {CLI_MODULE}; {CLI_MODULE}.register_commands()"
+"""`preload` as one statement for a fresh interpreter (the probe's and the benchmark's cold
+start; any checkout runs it)."""
+
+
+def preload() -> None:
+    """Import `PRELOAD` and register the CLI's commands, as `python -m archaudit.cli` does
+    before it parses its arguments (their help texts are read from the source: 0.7 s)."""
+    for module in PRELOAD:
+        importlib.import_module(module)
+    importlib.import_module(CLI_MODULE).register_commands()
 
 
 def warm_starts() -> bool:
@@ -77,11 +92,13 @@ class Launch:
 
 class WarmRun:
     """A run forked by the server, seen from the coordinator as a `subprocess.Popen` is: its pid,
-    `poll`, `wait`, `send_signal`, `kill` and `returncode` (negative: the signal that ended it)."""
+    `poll`, `wait`, `send_signal`, `kill` and `returncode` (negative: the signal that ended it);
+    once it has exited, `cpu` is its user + system seconds."""
 
     def __init__(self, pid: int, server: WarmServer) -> None:
         self.pid, self.server = pid, server
         self.returncode: int | None = None
+        self.cpu = 0.0
         self._exited = threading.Event()
 
     def poll(self) -> int | None:
@@ -99,8 +116,8 @@ class WarmRun:
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
 
-    def exited(self, code: int) -> None:
-        self.returncode = code
+    def exited(self, code: int, cpu: float) -> None:
+        self.returncode, self.cpu = code, cpu
         self._exited.set()
 
 
@@ -156,18 +173,17 @@ class WarmServer:
                 self.runs[pid] = WarmRun(pid, self)
                 self._started.put(self.runs[pid])
             else:
-                pid, code = answer["exited"]
-                self.runs[pid].exited(code)
+                pid, code, cpu = answer["exited"]
+                self.runs[pid].exited(code, cpu)
         self._started.put(None)
         for run in self.runs.values():
             if run.returncode is None:
-                run.exited(-signal.SIGKILL)
+                run.exited(-signal.SIGKILL, math.nan)
 
 
 def main() -> None:
-    """The server process: import `PRELOAD`, then serve; in a forked child, run the run."""
-    for module in PRELOAD:
-        importlib.import_module(module)
+    """The server process: `preload`, then serve; in a forked child, run the run (and exit)."""
+    preload()
     launch = serve()
     if launch is not None:
         run_in_child(launch)
@@ -189,8 +205,8 @@ def serve() -> Launch | None:
         ready, _, _ = select.select([wake_r, requests] if requests_open else [wake_r], [], [])
         if wake_r in ready:
             os.read(wake_r, 4096)
-            for pid, code in _reaped(children):
-                _answer({"exited": [pid, code]})
+            for pid, code, cpu in _reaped(children):
+                _answer({"exited": [pid, code, cpu]})
         if requests in ready:
             for message in next(lines):
                 if message is None:
@@ -220,22 +236,22 @@ def _lines(fd: int) -> Iterator[list[dict[str, Any] | None]]:
         yield [json.loads(line) for line in complete] + ([] if chunk else [None])
 
 
-def _reaped(children: set[int]) -> Iterator[tuple[int, int]]:
-    """(pid, exit code) of each child that has exited, reaped."""
+def _reaped(children: set[int]) -> Iterator[tuple[int, int, float]]:
+    """(pid, exit code, CPU seconds) of each child that has exited, reaped."""
     for pid in sorted(children):
-        done, status = os.waitpid(pid, os.WNOHANG)
+        done, status, usage = os.wait4(pid, os.WNOHANG)
         if done:
             children.remove(pid)
-            yield pid, os.waitstatus_to_exitcode(status)
+            yield pid, os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime
 
 
 def _answer(message: dict[str, Any]) -> None:
     os.write(sys.stdout.fileno(), json.dumps(message).encode() + b"\n")
 
 
-def run_in_child(launch: Launch) -> None:
+def run_in_child(launch: Launch) -> NoReturn:
     """Become the run's process: the server's signal set-up undone, the run's environment, torch
-    threads and log, then `python -m archaudit.cli ARGS` in here."""
+    threads and log, then `python -m archaudit.cli ARGS` in here, and exit as it would."""
     import torch
 
     signal.set_wakeup_fd(-1)
@@ -247,7 +263,44 @@ def run_in_child(launch: Launch) -> None:
     _redirect(Path(launch.log))
     module_flag = launch.argv.index("-m")
     sys.argv = [launch.argv[0], *launch.argv[module_flag + 2 :]]
-    runpy.run_module(launch.argv[module_flag + 1], run_name="__main__", alter_sys=True)
+    module = launch.argv[module_flag + 1]
+    _exit(_exit_code(lambda: runpy.run_module(module, run_name="__main__", alter_sys=True)))
+
+
+def _exit_code(main: Callable[[], object]) -> int:
+    """`main()`'s exit code as the interpreter computes it (a KeyboardInterrupt: -SIGINT)."""
+    try:
+        main()
+    except SystemExit as done:
+        if done.code is None or isinstance(done.code, int):
+            return done.code or 0
+        print(done.code, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        return -signal.SIGINT
+    except BaseException:
+        traceback.print_exc()
+        return 1
+    return 0
+
+
+def _exit(code: int) -> NoReturn:
+    """End as the interpreter ends (its threads joined, atexit handlers run, output flushed),
+    without tearing down its modules: a forked child's finalisation touches every inherited page
+    (1.2 s of CPU and 3.5 s of wall per run at a load of 7), and `os._exit` is the exit the
+    `os` documentation prescribes after a fork. A KeyboardInterrupt ends it by SIGINT."""
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    if code == -signal.SIGINT:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    os._exit(code & 0xFF)
 
 
 def _redirect(log: Path) -> None:
@@ -259,3 +312,21 @@ def _redirect(log: Path) -> None:
     os.dup2(out, 2)
     os.close(null)
     os.close(out)
+
+
+def warm_start(argv: tuple[str, ...], starts: int) -> tuple[float, float]:
+    """Median (wall, CPU) seconds of `starts` runs of `argv` forked by a fresh server, from the
+    request to the exit report, after one untimed start (the server's imports); CPU is the
+    child's (the fork itself is the server's CPU: benchmarks/startup.py measures it)."""
+    server = WarmServer()
+    try:
+        server.start(Launch(argv, os.devnull, dict(os.environ), 0)).wait()
+        times = []
+        for _ in range(starts):
+            wall = time.perf_counter()
+            run = server.start(Launch(argv, os.devnull, dict(os.environ), 0))
+            run.wait()
+            times.append((time.perf_counter() - wall, run.cpu))
+    finally:
+        server.close()
+    return statistics.median(w for w, _ in times), statistics.median(c for _, c in times)
