@@ -1,8 +1,9 @@
 """Start-up of a run process, cold against warm, and the demo's CPU per run, each side measured in
 one run of this script so that both see the same machine.
 
-    python benchmarks/startup.py [--rounds 7] [--against /path/to/other/checkout/src] [--demo]
+    python benchmarks/startup.py [--rounds 7] [--against /path/to/other/checkout/src]
         [--json benchmarks/startup.json]
+    python benchmarks/startup.py --demo [--against SRC] [--json benchmarks/startup-demo.json]
 
 - cold: a fresh interpreter doing what `archaudit run-one` does before its first step
   (`archaudit.audit.warm.COLD_START`: torch, torch._dynamo, the runner, the trainer, the suites,
@@ -11,8 +12,9 @@ one run of this script so that both see the same machine.
 - warm: `archaudit run-one --help` forked by the warm server (`archaudit.audit.warm.warm_start`,
   what the probe measures), from the request to the exit report; its CPU is the child's;
 - fork: the server's own CPU for one fork and reap of a child that exits at once;
-- `--demo`: `archaudit demo --quiet` in a fresh folder for this checkout and then `--against`:
-  wall, CPU of the whole process tree (user + system of the reaped children), and CPU per run.
+- `--demo` (instead of the starts): `archaudit demo --quiet` in a fresh folder for this checkout
+  and `--against`, both at once (the same load for both): wall, CPU of each whole process tree
+  (user + system of it and its reaped descendants) and CPU per finished run.
 
 Prints the median wall and CPU seconds per start and the ratios; `--json` stores them.
 """
@@ -91,44 +93,63 @@ def fork_cost(rounds: int) -> tuple[float, float]:
     return float(wall), float(cpu)
 
 
-def demo(src: Path) -> dict[str, float]:
-    """`archaudit demo --quiet` from scratch with `src`: wall, CPU, CPU per run."""
+def demos(trees: dict[str, Path]) -> dict[str, dict[str, float]]:
+    """`archaudit demo --quiet` from scratch in each tree at once: wall, CPU, CPU per run."""
+    argv = [sys.executable, "-m", "archaudit.cli", "demo", "--quiet"]
     with tempfile.TemporaryDirectory() as folder:
-        argv = [sys.executable, "-m", "archaudit.cli", "demo", "--quiet"]
-        wall, cpu = timed_child(argv, src, cwd=Path(folder))
-        runs = len(list(Path(folder).glob("runs/demo/**/DONE")))
-    return {"wall_s": wall, "cpu_s": cpu, "runs": runs, "cpu_per_run_s": cpu / max(runs, 1)}
+        start, procs = time.perf_counter(), {}
+        for name, src in trees.items():
+            cwd = Path(folder) / name.replace(" ", "-")
+            cwd.mkdir()
+            env = {**os.environ, "PYTHONPATH": str(src)}
+            out = subprocess.DEVNULL
+            procs[name] = (subprocess.Popen(argv, env=env, cwd=cwd, stdout=out), cwd)
+        figures, names = {}, {proc.pid: name for name, (proc, _) in procs.items()}
+        while names:  # in the order they finish, so that each wall is its own
+            pid, status, usage = os.wait4(-1, 0)
+            name = names.pop(pid)
+            proc, cwd = procs[name]
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            cpu = usage.ru_utime + usage.ru_stime
+            runs = len(list(cwd.glob("runs/demo/**/DONE")))
+            figures[name] = {"exit": proc.returncode, "wall_s": time.perf_counter() - start}
+            figures[name] |= {"cpu_s": cpu, "runs": runs, "cpu_per_run_s": cpu / max(runs, 1)}
+            print(f"demo {name:<14} " + "  ".join(f"{k} {v:.1f}" for k, v in figures[name].items()))
+    return figures
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--against", type=Path, help="another checkout's src folder")
-    parser.add_argument("--demo", action="store_true", help="also run the demo on each side")
+    parser.add_argument("--demo", action="store_true", help="run the demo on each side instead")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
     trees = {"this checkout": HERE} | ({"against": args.against} if args.against else {})
     load = os.getloadavg()[0]
-    cold = cold_starts(trees, args.rounds)
-    warm = warm_start(WARM_START, args.rounds)
-    fork = fork_cost(args.rounds)
-    print(f"load {load:.2f}; {args.rounds} starts each; median seconds per start")
+    if args.demo:
+        result: dict[str, object] = {"load": load, "demo": demos(trees)}
+        result["load_after"] = os.getloadavg()[0]
+    else:
+        result = starts(trees, args.rounds)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+
+
+def starts(trees: dict[str, Path], rounds: int) -> dict[str, object]:
+    """Cold, warm and fork figures, printed and returned."""
+    load = os.getloadavg()[0]
+    cold = cold_starts(trees, rounds)
+    warm = warm_start(WARM_START, rounds)
+    fork = fork_cost(rounds)
+    print(f"load {load:.2f}; {rounds} starts each; median seconds per start")
     for name, (wall, cpu) in cold.items():
         print(f"cold {name:<14} wall {wall:6.2f}  CPU {cpu:6.2f}  ({trees[name]})")
     print(f"warm {'this checkout':<14} wall {warm[0]:6.2f}  CPU {warm[1]:6.2f}  (forked)")
     print(f"fork (server)       wall {fork[0]:6.3f}  CPU {fork[1]:6.3f}")
     (cw, cc) = cold["this checkout"]
     print(f"warm / cold: wall {warm[0] / cw:.3f}×, CPU {(warm[1] + fork[1]) / cc:.3f}×")
-    result: dict[str, object] = {"load": load, "rounds": args.rounds, "warm": warm, "fork": fork}
-    result["cold"] = cold
-    if args.demo:
-        demos = {name: demo(src) for name, src in trees.items()}
-        for name, figures in demos.items():
-            print(f"demo {name:<14} " + "  ".join(f"{k} {v:.1f}" for k, v in figures.items()))
-        result["demo"] = demos
-        result["load_after"] = os.getloadavg()[0]
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    return {"load": load, "rounds": rounds, "cold": cold, "warm": warm, "fork": fork}
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """Runs that start warm: a fork server that has imported torch and what `run-one` imports, and
-forks one child per run (docs/audit.md, "Executors").
+forks one child per run (docs/audit.md, "Warm starts").
 
 Every run is still a process of its own (a crash, `kill -9` or a resume touches that run only),
-but it no longer pays the interpreter, torch and archaudit's imports (`PRELOAD`, 3 to 5 s of
-CPU on a 2-core machine; benchmarks/startup.py): the fork shares them copy-on-write. Not the
+but it no longer pays the interpreter, torch and archaudit's imports (`preload`: 4.8 s of CPU
+and 13 s of wall per run on the shared 2-core machine at a load of 5 to 12, against 0.23 s and
+0.6 s forked; benchmarks/startup.py): the fork shares them copy-on-write. Not the
 standard library's `forkserver`: its children hold the pipe that tells the server its client
 has gone, so a coordinator killed with -9 would leave them training, and its server is never
 reaped, so the runs' CPU time would be missing from the coordinator's.
@@ -18,9 +19,9 @@ requests on stdin, one JSON object per line, and answers on stdout:
                                       CODE as Popen.returncode; CPU: its user + system seconds
 
 A child sets its environment, torch threads, stdout and stderr (the run's log) as `Popen` would
-have, then runs `python -m archaudit.cli ARGS` in itself (`runpy`), so its exit code, atexit
-handlers and signal handling are those of the subprocess it replaces. The server never runs a
-torch operation: a thread pool started before a fork would not survive it.
+have, then runs `python -m archaudit.cli ARGS` in itself (`runpy`) and exits as that process
+would (`_exit`): the same exit code, signal handling, atexit handlers and flushed output. The
+server never runs a torch operation: a thread pool started before a fork would not survive it.
 """
 
 from __future__ import annotations
