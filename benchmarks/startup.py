@@ -1,66 +1,155 @@
-"""Start-up of a run process: fresh interpreters importing what `archaudit run-one` imports
-(`archaudit.audit.probe.RUN_IMPORTS`), for this checkout and, with `--against SRC`, another
-checkout's `src` folder, alternating in one run so that both see the same machine.
+"""Start-up of a run process, cold against warm, and the demo's CPU per run, each side measured in
+one run of this script so that both see the same machine.
 
     python benchmarks/startup.py [--rounds 7] [--against /path/to/other/checkout/src]
+        [--json benchmarks/startup.json]
+    python benchmarks/startup.py --demo [--against SRC] [--json benchmarks/startup-demo.json]
 
-Prints the median wall and CPU (user + system of the child) seconds per start for each, and
-their ratio. torch._dynamo is left out of the import list here: it is imported by torch's
-optimizer at the first step, whatever archaudit imports, and would only add the same constant
-to both sides.
+- cold: a fresh interpreter doing what `archaudit run-one` does before its first step
+  (`archaudit.audit.warm.COLD_START`: torch, torch._dynamo, the runner, the trainer, the suites,
+  the CLI's commands), for this checkout and, with `--against SRC`, another checkout's `src`
+  (alternating, the same statement on both sides);
+- warm: `archaudit run-one --help` forked by the warm server (`archaudit.audit.warm.warm_start`,
+  what the probe measures), from the request to the exit report; its CPU is the child's;
+- fork: the server's own CPU for one fork and reap of a child that exits at once;
+- `--demo` (instead of the starts): `archaudit demo --quiet` in a fresh folder for this checkout
+  and `--against`, both at once (the same load for both): wall, CPU of each whole process tree
+  (user + system of it and its reaped descendants) and CPU per finished run.
+
+Prints the median wall and CPU seconds per start and the ratios; `--json` stores them.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1] / "src"
-IMPORTS = (
-    "import archaudit.cli.app, archaudit.audit.runner, archaudit.train.trainer, "
-    "archaudit.evals.suites"
-)
+sys.path.insert(0, str(HERE))
+os.environ["PYTHONPATH"] = str(HERE)  # the warm server imports this checkout too
+
+from archaudit.audit.probe import WARM_START  # noqa: E402
+from archaudit.audit.warm import COLD_START, warm_start  # noqa: E402
+
+FORK = """
+import os, resource, statistics, sys, time
+from archaudit.audit.warm import preload
+preload()
+walls, cpus = [], []
+for _ in range(int(sys.argv[1])):
+    usage, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    walls.append(time.perf_counter() - wall)
+    cpus.append(after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime)
+print(statistics.median(walls), statistics.median(cpus))
+"""
 
 
-def one_start(src: Path) -> tuple[float, float]:
-    """(wall, CPU) seconds of one fresh interpreter importing IMPORTS from `src`."""
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed_child(argv: list[str], src: Path, cwd: Path | None = None) -> tuple[float, float]:
+    """(wall, CPU) seconds of `argv` with `src` on the path, its whole reaped process tree."""
     env = {**os.environ, "PYTHONPATH": str(src)}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", IMPORTS], check=True, env=env)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    before, start = children_cpu(), time.perf_counter()
+    subprocess.run(argv, check=True, env=env, cwd=cwd, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start, children_cpu() - before
+
+
+def cold_starts(trees: dict[str, Path], rounds: int) -> dict[str, tuple[float, float]]:
+    """Median (wall, CPU) of a fresh interpreter's start-up per tree, alternating."""
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
+    for src in trees.values():
+        timed_child([sys.executable, "-c", COLD_START], src)  # warm the page cache once
+    for _ in range(rounds):
+        for name, src in trees.items():
+            times[name].append(timed_child([sys.executable, "-c", COLD_START], src))
+    return {
+        name: (statistics.median(w for w, _ in pairs), statistics.median(c for _, c in pairs))
+        for name, pairs in times.items()
+    }
+
+
+def fork_cost(rounds: int) -> tuple[float, float]:
+    env = {**os.environ, "PYTHONPATH": str(HERE)}
+    out = subprocess.run(
+        [sys.executable, "-c", FORK, str(rounds)], check=True, env=env, capture_output=True
+    )
+    wall, cpu = out.stdout.split()
+    return float(wall), float(cpu)
+
+
+def demos(trees: dict[str, Path]) -> dict[str, dict[str, float]]:
+    """`archaudit demo --quiet` from scratch in each tree at once: wall, CPU, CPU per run."""
+    argv = [sys.executable, "-m", "archaudit.cli", "demo", "--quiet"]
+    with tempfile.TemporaryDirectory() as folder:
+        start, procs = time.perf_counter(), {}
+        for name, src in trees.items():
+            cwd = Path(folder) / name.replace(" ", "-")
+            cwd.mkdir()
+            env = {**os.environ, "PYTHONPATH": str(src)}
+            out = subprocess.DEVNULL
+            procs[name] = (subprocess.Popen(argv, env=env, cwd=cwd, stdout=out), cwd)
+        figures, names = {}, {proc.pid: name for name, (proc, _) in procs.items()}
+        while names:  # in the order they finish, so that each wall is its own
+            pid, status, usage = os.wait4(-1, 0)
+            name = names.pop(pid)
+            proc, cwd = procs[name]
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            cpu = usage.ru_utime + usage.ru_stime
+            runs = len(list(cwd.glob("runs/demo/**/DONE")))
+            figures[name] = {"exit": proc.returncode, "wall_s": time.perf_counter() - start}
+            figures[name] |= {"cpu_s": cpu, "runs": runs, "cpu_per_run_s": cpu / max(runs, 1)}
+            print(f"demo {name:<14} " + "  ".join(f"{k} {v:.1f}" for k, v in figures[name].items()))
+    return figures
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--against", type=Path, help="another checkout's src folder")
+    parser.add_argument("--demo", action="store_true", help="run the demo on each side instead")
+    parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
     trees = {"this checkout": HERE} | ({"against": args.against} if args.against else {})
-    times: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
-    for src in trees.values():
-        one_start(src)  # warm the page cache once
-    for _ in range(args.rounds):
-        for name, src in trees.items():
-            times[name].append(one_start(src))
-    print(f"load {os.getloadavg()[0]:.2f}; {args.rounds} starts each; median seconds per start")
-    medians = {}
-    for name, pairs in times.items():
-        wall = statistics.median(w for w, _ in pairs)
-        cpu = statistics.median(c for _, c in pairs)
-        medians[name] = (wall, cpu)
-        print(f"{name:<14} wall {wall:6.2f}  CPU {cpu:6.2f}  ({trees[name]})")
-    if args.against:
-        (w0, c0), (w1, c1) = medians["this checkout"], medians["against"]
-        print(f"this / against: wall {w0 / w1:.2f}×, CPU {c0 / c1:.2f}×")
+    load = os.getloadavg()[0]
+    if args.demo:
+        result: dict[str, object] = {"load": load, "demo": demos(trees)}
+        result["load_after"] = os.getloadavg()[0]
+    else:
+        result = starts(trees, args.rounds)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+
+
+def starts(trees: dict[str, Path], rounds: int) -> dict[str, object]:
+    """Cold, warm and fork figures, printed and returned."""
+    load = os.getloadavg()[0]
+    cold = cold_starts(trees, rounds)
+    warm = warm_start(WARM_START, rounds)
+    fork = fork_cost(rounds)
+    print(f"load {load:.2f}; {rounds} starts each; median seconds per start")
+    for name, (wall, cpu) in cold.items():
+        print(f"cold {name:<14} wall {wall:6.2f}  CPU {cpu:6.2f}  ({trees[name]})")
+    print(f"warm {'this checkout':<14} wall {warm[0]:6.2f}  CPU {warm[1]:6.2f}  (forked)")
+    print(f"fork (server)       wall {fork[0]:6.3f}  CPU {fork[1]:6.3f}")
+    (cw, cc) = cold["this checkout"]
+    print(f"warm / cold: wall {warm[0] / cw:.3f}×, CPU {(warm[1] + fork[1]) / cc:.3f}×")
+    return {"load": load, "rounds": rounds, "cold": cold, "warm": warm, "fork": fork}
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@
 
 Trains the baseline's run at the recipe's rate of the stress audit in a temporary folder, each
 round in a fresh process as `run-one` does, and times its phases in CPU seconds (user +
-system, `time.process_time`): the probe's start-up imports (`probe.RUN_IMPORTS`), what the
-CLI adds (`register_commands`), the trainer's steps, the rest of its loop (the rows, metrics.jsonl,
+system, `time.process_time`): the probe's cold start (`warm.COLD_START`: the imports and the
+CLI's `register_commands`; the stored JSON predates its `register_commands`, timed apart then),
+the trainer's steps, the rest of its loop (the rows, metrics.jsonl,
 the callbacks, validation and signals, the save), and the whole process (its exit included).
 In the same process it measures the probe's own step (`probe.measure_steps`), so that the
 trainer's step and the probe's are compared under the same load. Writes
@@ -32,15 +33,10 @@ HERE = Path(__file__).resolve().parent
 def child(run_dir: str) -> dict[str, float]:
     """The phases of one run, in this fresh process."""
     t = time.process_time()
-    from archaudit.audit.probe import RUN_IMPORTS
+    from archaudit.audit.warm import COLD_START
 
-    exec(RUN_IMPORTS)  # the probe's own start-up imports
-    parts = {"probe imports": time.process_time() - t}
-    t = time.process_time()
-    from archaudit.cli import register_commands
-
-    register_commands()
-    parts["register_commands"] = time.process_time() - t
+    exec(COLD_START)  # the probe's own start-up imports
+    parts = {"probe start-up": time.process_time() - t}
     from archaudit.audit import runner, store
     from archaudit.audit.launch import RunOptions
     from archaudit.audit.probe import measure_steps

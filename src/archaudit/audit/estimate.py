@@ -218,21 +218,27 @@ class PlanSummary:
 
 
 def estimate(
-    plan: Plan, *, probe: bool = True, threads: int = 0, beside: int = 0, measure: bool = True
+    plan: Plan,
+    *,
+    probe: bool = True,
+    threads: int = 0,
+    beside: int = 0,
+    warm: bool = False,
+    measure: bool = True,
 ) -> dict[str, RunCost]:
     """Cost of every run, keyed by its path. Times come from the probes (measured here unless
-    cached, beside `beside` runs as the executor will run them; with `measure` False only
-    cached ones, else none)."""
+    cached, beside `beside` runs and starting `warm` as the executor will run them; with
+    `measure` False only cached ones, else none)."""
     with Neighbours(beside) as neighbours:
-        return _estimate(plan, probe, threads, neighbours, measure)
+        return _estimate(plan, probe, threads, neighbours, warm, measure)
 
 
 def _estimate(
-    plan: Plan, probe: bool, threads: int, neighbours: Neighbours, measure: bool
+    plan: Plan, probe: bool, threads: int, neighbours: Neighbours, warm: bool, measure: bool
 ) -> dict[str, RunCost]:
     from archaudit.model import training_flops_per_token
 
-    start = startup(plan.spec.recipe.device, threads, measure=measure) if probe else None
+    start = startup(plan.spec.recipe.device, threads, warm=warm, measure=measure) if probe else None
     parts = _probed(plan, threads, neighbours, measure) if start is not None else {}
     costs = {}
     for run in plan.runs:
@@ -391,7 +397,7 @@ def plan_summary(plan: Plan, *, probe: bool = True) -> PlanSummary:
     if plan.spec.tracker:
         check_tracker(plan.spec.tracker)
     pool = make_executor(plan.spec.executor, plan.audit_dir)
-    costs = estimate(plan, probe=probe, threads=pool.threads, beside=pool.beside)
+    costs = estimate(plan, probe=probe, threads=pool.threads, beside=pool.beside, warm=pool.warm)
     seconds = [c.seconds for c in costs.values() if c.seconds is not None]
     now = reference() if probe else None
     return PlanSummary(
@@ -418,7 +424,7 @@ def time_left(audit_dir: Path, statuses: Sequence[RunStatus]) -> float | None:
         return None
     plan = make_plan(load_audit(source, runs_dir=audit_dir.parent))
     pool = make_executor(plan.spec.executor, plan.audit_dir)
-    costs = estimate(plan, threads=pool.threads, beside=pool.beside, measure=False)
+    costs = estimate(plan, threads=pool.threads, beside=pool.beside, warm=pool.warm, measure=False)
     by_arm = {(run.arm, run.scale): costs[run.path].seconds for run in plan.runs}
     left = 0.0
     for status in statuses:

@@ -4,6 +4,8 @@ live in the run directories, so executors can be swapped, mixed and restarted fr
 
 - `local`: a process pool on this machine (the default). Torch threads per run are
   cores // workers; with `gpus_per_run` each worker gets its own CUDA_VISIBLE_DEVICES slice.
+  On Linux each run is forked from a warm server that has imported torch and archaudit once
+  per `execute` (`archaudit.audit.warm`); elsewhere it is a fresh interpreter.
 - `ray`: one Ray task per run, against a local `ray.init()` or a cluster address (`ray` extra).
 - `slurm`: a submitit job array (`slurm` extra); preempted or timed-out jobs are requeued and
   resume from their checkpoints. `cluster = "local"` uses submitit's local executor (tests).
@@ -12,20 +14,19 @@ live in the run directories, so executors can be swapped, mixed and restarted fr
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import os
 import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from queue import SimpleQueue
 from typing import Any, Protocol
 
-from archaudit.audit.launch import RunOptions, cli_command
+from archaudit.audit.launch import RunOptions, cli_command, die_with_parent
 from archaudit.audit.spec import ExecutorSpec
+from archaudit.audit.warm import Launch, WarmServer, warm_starts
 from archaudit.errors import ConfigError
 from archaudit.registry import Registry
 
@@ -42,10 +43,23 @@ class Executor(Protocol):
     beside: int
     """Runs that share this machine's CPU with each run (the probe times its steps beside as
     many): a local pool's other workers; 0 for GPU slots and clusters."""
+    warm: bool
+    """Runs start forked from a warm server (`archaudit.audit.warm`), not as fresh processes."""
 
     def execute(self, run_dirs: Sequence[Path], options: RunOptions) -> dict[Path, int]:
         """Launch `run-one` for every directory; return each launch's exit code."""
         ...
+
+
+class Worker(Protocol):
+    """A launched `run-one`: a `subprocess.Popen`, or a `WarmRun` forked by the warm server."""
+
+    pid: int
+
+    def poll(self) -> int | None: ...
+    def wait(self) -> int: ...
+    def send_signal(self, signum: int) -> None: ...
+    def kill(self) -> None: ...
 
 
 EXECUTORS: Registry[type] = Registry("executor")
@@ -73,10 +87,21 @@ class LocalExecutor:
             self.workers = min(self.workers, len(self.gpu_slots))
         self.threads = settings.threads or max(1, cores // self.workers)
         self.beside = 0 if self.gpu_slots else min(self.workers, cores) - 1
+        self.warm = warm_starts()
 
     def execute(self, run_dirs: Sequence[Path], options: RunOptions) -> dict[Path, int]:
+        server = WarmServer() if self.warm else None
+        try:
+            return self._execute(run_dirs, options, server)
+        finally:
+            if server is not None:
+                server.close()
+
+    def _execute(
+        self, run_dirs: Sequence[Path], options: RunOptions, server: WarmServer | None
+    ) -> dict[Path, int]:
         queue = list(run_dirs)
-        running: dict[int, tuple[Path, subprocess.Popen]] = {}  # worker slot → launch
+        running: dict[int, tuple[Path, Worker]] = {}  # worker slot → launch
         exited: SimpleQueue[int] = SimpleQueue()  # slots whose launch has exited
         codes: dict[Path, int] = {}
         try:
@@ -84,7 +109,7 @@ class LocalExecutor:
                 for slot in range(self.workers):
                     if slot not in running and queue:
                         run_dir = queue.pop(0)
-                        running[slot] = (run_dir, self._launch(run_dir, slot, options))
+                        running[slot] = (run_dir, self._launch(run_dir, slot, options, server))
                         _notify_on_exit(running[slot][1], slot, exited)
                 slot = exited.get()  # blocks without polling until a launch exits
                 run_dir, proc = running.pop(slot)
@@ -97,21 +122,27 @@ class LocalExecutor:
             raise
         return codes
 
-    def _launch(self, run_dir: Path, slot: int, options: RunOptions) -> subprocess.Popen:
+    def _launch(
+        self, run_dir: Path, slot: int, options: RunOptions, server: WarmServer | None
+    ) -> Worker:
+        """`run-one` forked from the warm server, or (without one) a fresh interpreter."""
         env = dict(os.environ, OMP_NUM_THREADS=str(self.threads))
         if self.gpu_slots:
             env["CUDA_VISIBLE_DEVICES"] = self.gpu_slots[slot]
+        argv = run_one_argv(run_dir, options)
+        if server is not None:
+            return server.start(Launch(tuple(argv), str(run_dir / LOG_FILE), env, self.threads))
         with open(run_dir / LOG_FILE, "a") as out:
             # A process group of its own: a terminal's Ctrl-C reaches the coordinator only,
             # which then sends each worker exactly one SIGTERM (a second signal would abort
             # the worker's save).
             return subprocess.Popen(
-                run_one_argv(run_dir, options),
+                argv,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env=env,
                 process_group=0,
-                preexec_fn=functools.partial(_die_with_parent, os.getpid()),
+                preexec_fn=functools.partial(die_with_parent, os.getpid()),
             )
 
 
@@ -124,7 +155,7 @@ class Interrupted(KeyboardInterrupt):
         self.signal_name, self.stopped, self.aborted = signal_name, stopped, aborted
 
 
-def stop_workers(procs: Sequence[subprocess.Popen]) -> bool:
+def stop_workers(procs: Sequence[Worker]) -> bool:
     """One SIGTERM to each worker (it finishes its step, saves it and exits), then wait for
     them. A second Ctrl-C while waiting kills them unsaved: True then."""
     from archaudit.progress import log, warn
@@ -152,7 +183,7 @@ def stop_workers(procs: Sequence[subprocess.Popen]) -> bool:
     return False
 
 
-def _notify_on_exit(proc: subprocess.Popen, slot: int, exited: SimpleQueue[int]) -> None:
+def _notify_on_exit(proc: Worker, slot: int, exited: SimpleQueue[int]) -> None:
     """Put `slot` on `exited` when `proc` ends; the thread sleeps in waitpid meanwhile."""
 
     def wait() -> None:
@@ -182,23 +213,13 @@ def _gpu_slots(gpus_per_run: int) -> list[str]:
     return slots
 
 
-def _die_with_parent(parent: int) -> None:
-    """Linux: the child gets SIGKILL when `archaudit run` dies, so no orphan keeps training
-    (its claim then goes stale at once, and a rerun resumes it from its checkpoint)."""
-    if sys.platform.startswith("linux"):
-        pr_set_pdeathsig = 1
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os.kill(os.getpid(), signal.SIGKILL)
-
-
 @EXECUTORS.register("ray")
 class RayExecutor:
     def __init__(self, settings: ExecutorSpec, audit_dir: Path) -> None:
         self.settings = settings
         self.workers = settings.workers or CLUSTER_WORKERS
         self.threads = settings.threads or 1
-        self.beside = 0
+        self.beside, self.warm = 0, False
 
     def execute(self, run_dirs: Sequence[Path], options: RunOptions) -> dict[Path, int]:
         ray = _require("ray", "ray")
@@ -229,7 +250,7 @@ class SlurmExecutor:
         self.folder = audit_dir / "_submitit"
         self.workers = settings.workers or CLUSTER_WORKERS
         self.threads = settings.threads or SLURM_THREADS
-        self.beside = 0
+        self.beside, self.warm = 0, False
 
     def execute(self, run_dirs: Sequence[Path], options: RunOptions) -> dict[Path, int]:
         submitit = _require("submitit", "slurm")

@@ -5,7 +5,9 @@ need them."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import math
+import os
 import signal
 import sys
 import threading
@@ -16,10 +18,13 @@ from typing import Any
 from archaudit.config.recipe import MAX_THREADS
 from archaudit.errors import ConfigError
 
+CLI_MODULE = "archaudit.cli"
+"""The command line's package: `python -m archaudit.cli` is `archaudit`."""
+
 
 def cli_command(*args: str) -> list[str]:
     """`archaudit ARGS...` as an argv for this interpreter (executors, torchrun, tests)."""
-    return [sys.executable, "-m", "archaudit.cli", *args]
+    return [sys.executable, "-m", CLI_MODULE, *args]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,3 +84,13 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def die_with_parent(parent: int) -> None:
+    """Linux: this process gets SIGKILL when `parent` dies, so no orphan keeps training (its
+    claim then goes stale at once, and a rerun resumes it from its checkpoint)."""
+    if sys.platform.startswith("linux"):
+        pr_set_pdeathsig = 1
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os.kill(os.getpid(), signal.SIGKILL)

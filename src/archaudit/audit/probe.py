@@ -6,9 +6,10 @@ steps, validates every `eval_every` steps, saves every `checkpoint_every` steps 
 suite. `measure_shape` times each part on a scale's baseline, the way the run does it: the
 trainer's own step (`archaudit.train.step`) after `WARMUP_STEPS` untimed ones, a validation
 batch, a checkpoint save, and the suite on the random-initialised model (its items cost the same
-forward passes as a trained model's). `startup` times a fresh process importing what `run-one`
-imports, once per machine. Every part is measured in wall and CPU seconds (user + system), so
-that an estimate made on a loaded machine can be read in CPU time too.
+forward passes as a trained model's). `startup` times a run's start, once per machine: a fork
+of the local executor's warm server (`archaudit.audit.warm`), or for Ray and Slurm a fresh
+process importing what `run-one` imports. Every part is measured in wall and CPU seconds (user +
+system), so that an estimate made on a loaded machine can be read in CPU time too.
 
 Results are cached in `<cache>/probes/` under a key of this machine (host, CPU, torch, device,
 threads) and the shape (model config, the step's recipe fields, the suite and its limit): a
@@ -42,6 +43,8 @@ from pathlib import Path
 from subprocess import PIPE
 from typing import TYPE_CHECKING, Any
 
+from archaudit.audit.launch import cli_command
+from archaudit.audit.warm import COLD_START, warm_start
 from archaudit.config import ModelConfig, to_dict
 from archaudit.files import cache_dir, entry_or_compute
 from archaudit.progress import log
@@ -55,6 +58,8 @@ WARMUP_STEPS = 2
 torch.compile the second recompiles once (the first call fills Python-side caches, such as
 RoPE's cos/sin tables, that the compiled graph's guards check): 0.8 s against a steady
 0.003 s for a 1-layer, d_model 32 model on CPU."""
+WARM_STARTS = 3
+"""Warm starts timed (their median) after the server's first, untimed one."""
 SUITE_PROBE_ITEMS = 20
 """Items per task scored when timing the suite; the time is scaled to the run's limit."""
 STEP_FIELDS = (
@@ -62,12 +67,6 @@ STEP_FIELDS = (
     "device", "parallel", "eval_batches", "corpus", "corpus_chars", "tokenizer",
 )  # fmt: skip
 """The recipe fields a shape's costs depend on (not the LR, steps or cadences)."""
-RUN_IMPORTS = (
-    "import archaudit.cli.app, archaudit.audit.runner, archaudit.train.trainer, "
-    "archaudit.evals.suites, torch._dynamo"
-)
-"""What `archaudit run-one` imports before its first step. torch._dynamo is among them: the
-optimizer's first parameter group imports it (1.7 s on a 2-core CPU, compile or not)."""
 REFERENCE_SIZE = 160
 REFERENCE_MATMULS = 96
 REFERENCE_REPEATS = 6
@@ -79,6 +78,8 @@ SPEED_TOLERANCE = 2.0
 measured again, not scaled: the machine has changed too much for one factor to carry it."""
 REFERENCE = "reference"
 """The key of an entry's reference-step time, beside its measured seconds."""
+WARM_START = tuple(cli_command("run-one", "--help"))
+"""A warm start timed end to end: forked, the CLI parses its command line, and the child exits."""
 
 
 @dataclass(frozen=True)
@@ -342,20 +343,27 @@ def _seconds(value: Any) -> dict[str, Any]:
     return value
 
 
-def startup(device: str, threads: int, *, measure: bool = True) -> Timed | None:
-    """A run's process start: a fresh interpreter importing what `run-one` imports (None
-    when not cached and not `measure`)."""
+def startup(device: str, threads: int, *, warm: bool, measure: bool = True) -> Timed | None:
+    """A run's process start: forked from the executor's warm server (`warm`: the median of
+    `WARM_STARTS`), or a fresh interpreter importing what `run-one` imports (None when not
+    cached and not `measure`)."""
 
-    def run() -> dict[str, Any]:
+    def cold() -> dict[str, Any]:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         wall = time.perf_counter()
-        subprocess.run([sys.executable, "-c", RUN_IMPORTS], check=True)
+        subprocess.run([sys.executable, "-c", COLD_START], check=True)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
         return dataclasses.asdict(Timed(time.perf_counter() - wall, cpu))
 
-    key = {"machine": machine(device, threads), "imports": RUN_IMPORTS}  # alone: imports
-    value = cached(key, "a run's start-up", run if measure else None)
+    def forked() -> dict[str, Any]:
+        return dataclasses.asdict(Timed(*warm_start(WARM_START, WARM_STARTS)))
+
+    key = {"machine": machine(device, threads), "imports": COLD_START}  # alone: imports
+    if warm:
+        key["start"] = "warm"
+    what = "a run's warm start" if warm else "a run's start-up"
+    value = cached(key, what, (forked if warm else cold) if measure else None)
     return None if value is None else Timed(**value)
 
 

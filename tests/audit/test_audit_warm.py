@@ -1,0 +1,81 @@
+"""Runs that start warm (archaudit.audit.warm): forked from a server that has imported torch and
+archaudit, each run still behaves as the fresh interpreter it replaces: its exit code, its log,
+its torch threads and environment, and it dies with the server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from archaudit.audit.executors import LOG_FILE, LocalExecutor, run_one_argv
+from archaudit.audit.launch import RunOptions, cli_command
+from archaudit.audit.plan import make_plan
+from archaudit.audit.spec import ExecutorSpec, load_audit
+from archaudit.audit.store import ATTEMPTS, DONE, materialize
+from archaudit.audit.warm import Launch, WarmServer, warm_starts
+from archaudit.rundir import ENV
+
+pytestmark = pytest.mark.skipif(not warm_starts(), reason="warm starts need Linux")
+WAIT_S = 120.0
+
+
+def test_a_warm_run_exits_and_logs_as_a_fresh_interpreter_does(tmp_path: Path):
+    argv = cli_command("run-one", str(tmp_path / "missing"), "--quiet")
+    cold = subprocess.run(argv, capture_output=True, text=True, check=False)
+    server = WarmServer()
+    try:
+        log = tmp_path / LOG_FILE
+        code = server.start(Launch(tuple(argv), str(log), dict(os.environ), 0)).wait()
+    finally:
+        server.close()
+    assert cold.returncode != 0 and code == cold.returncode
+    assert cold.stderr.strip() and cold.stderr.strip() in log.read_text()
+
+
+def test_warm_runs_train_with_the_executors_threads(write_audit):
+    threads = 1 if torch.get_num_threads() > 1 else 2  # not what the server's torch has
+    plan = make_plan(load_audit(write_audit(arms=[])))
+    run_dirs = materialize(plan)
+    pool = LocalExecutor(ExecutorSpec(workers=2, threads=threads), plan.audit_dir)
+    codes = pool.execute(run_dirs, RunOptions())
+    assert set(codes.values()) == {0}
+    for run_dir in run_dirs:
+        assert (run_dir / DONE).is_file(), (run_dir / LOG_FILE).read_text()
+        assert json.loads((run_dir / ENV).read_text())["torch_threads"] == threads
+
+
+def test_a_run_has_its_launchs_environment_and_dies_with_its_server(write_audit, monkeypatch):
+    plan = make_plan(load_audit(write_audit(arms=[])))
+    run_dir = materialize(plan)[0]
+    server = WarmServer()
+    cache = plan.audit_dir / "cache"
+    monkeypatch.setenv("ARCHAUDIT_CACHE", str(cache))  # after the server started
+    argv = tuple(run_one_argv(run_dir, RunOptions(threads=1)))
+    run = server.start(Launch(argv, str(run_dir / LOG_FILE), dict(os.environ), 1))
+    deadline = time.monotonic() + WAIT_S
+    while not cache.is_dir() and time.monotonic() < deadline:
+        time.sleep(0.05)  # the run prepares its corpus in the cache its launch named
+    assert (run_dir / ATTEMPTS).is_file() and cache.is_dir()
+    server.proc.kill()
+    assert run.wait() == -signal.SIGKILL
+    while _alive(run.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(run.pid), "the run outlived its server"
+    with pytest.raises(RuntimeError, match="warm start server exited"):
+        server.start(Launch(argv, str(run_dir / LOG_FILE), dict(os.environ), 1))
+    server.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
