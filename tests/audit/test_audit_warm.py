@@ -19,7 +19,7 @@ from archaudit.audit.launch import RunOptions, cli_command
 from archaudit.audit.plan import make_plan
 from archaudit.audit.spec import ExecutorSpec, load_audit
 from archaudit.audit.store import ATTEMPTS, DONE, materialize
-from archaudit.audit.warm import Launch, WarmServer, warm_starts
+from archaudit.audit.warm import Launch, WarmServer, kept_server, warm_server, warm_starts
 from archaudit.rundir import ENV
 
 pytestmark = pytest.mark.skipif(not warm_starts(), reason="warm starts need Linux")
@@ -79,3 +79,19 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def test_a_kept_server_serves_every_execute_in_its_block_and_closes_at_its_end():
+    with warm_server() as alone:
+        pass
+    assert alone.proc.poll() is not None  # a server of its own closes with its execute
+    with kept_server():
+        with warm_server() as first:
+            pass
+        with warm_server() as second:
+            assert second is first and first.proc.poll() is None  # the next round's, running
+        first.proc.kill()
+        first.proc.wait()
+        with warm_server() as third:
+            assert third is not first and third.proc.poll() is None  # a dead one is replaced
+    assert third.proc.poll() is not None

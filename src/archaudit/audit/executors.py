@@ -5,7 +5,8 @@ live in the run directories, so executors can be swapped, mixed and restarted fr
 - `local`: a process pool on this machine (the default). Torch threads per run are
   cores // workers; with `gpus_per_run` each worker gets its own CUDA_VISIBLE_DEVICES slice.
   On Linux each run is forked from a warm server that has imported torch and archaudit once
-  per `execute` (`archaudit.audit.warm`); elsewhere it is a fresh interpreter.
+  per `execute`, or once per `kept_server` block (the sequential loop's rounds;
+  `archaudit.audit.warm`); elsewhere it is a fresh interpreter.
 - `ray`: one Ray task per run, against a local `ray.init()` or a cluster address (`ray` extra).
 - `slurm`: a submitit job array (`slurm` extra); preempted or timed-out jobs are requeued and
   resume from their checkpoints. `cluster = "local"` uses submitit's local executor (tests).
@@ -26,7 +27,7 @@ from typing import Any, Protocol
 
 from archaudit.audit.launch import RunOptions, cli_command, die_with_parent
 from archaudit.audit.spec import ExecutorSpec
-from archaudit.audit.warm import Launch, WarmServer, warm_starts
+from archaudit.audit.warm import Launch, WarmServer, warm_server, warm_starts
 from archaudit.errors import ConfigError
 from archaudit.registry import Registry
 
@@ -90,12 +91,10 @@ class LocalExecutor:
         self.warm = warm_starts()
 
     def execute(self, run_dirs: Sequence[Path], options: RunOptions) -> dict[Path, int]:
-        server = WarmServer() if self.warm else None
-        try:
+        if not self.warm:
+            return self._execute(run_dirs, options, None)
+        with warm_server() as server:
             return self._execute(run_dirs, options, server)
-        finally:
-            if server is not None:
-                server.close()
 
     def _execute(
         self, run_dirs: Sequence[Path], options: RunOptions, server: WarmServer | None

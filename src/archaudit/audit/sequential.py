@@ -35,6 +35,7 @@ from archaudit.audit.coordinator import SEED_NOTE, AuditOutcome, run_audit
 from archaudit.audit.plan import Plan, RunSpec
 from archaudit.audit.protocol import ProtocolNote
 from archaudit.audit.record import RunRecord
+from archaudit.audit.warm import kept_server
 from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write_text
 from archaudit.metrics import lower_is_better
@@ -416,9 +417,24 @@ def run_until_settled(
     """Run the audit round by round until every primary verdict is settled or the budget is
     spent; resumable and safe to run twice at once."""
     options = options or settle_options(plan)
-    start = time.monotonic()
     metrics = primary_metrics(plan, options)
     rule = sequential_rule(plan, options, len(metrics))
+    with kept_server():  # one warm server for every round
+        return _rounds(plan, options, rule, metrics, executor, workers, tracker, live)
+
+
+def _rounds(
+    plan: Plan,
+    options: SettleOptions,
+    rule: SequentialRule,
+    metrics: Sequence[str],
+    executor: str | None,
+    workers: int | None,
+    tracker: str | None,
+    live: bool,
+) -> SettledAudit:
+    """The loop of `run_until_settled`: a round, its judgement, the next round's seeds."""
+    start = time.monotonic()
     first = initial_counts(plan)
     warn = True  # the protocol notes are printed once, before the first round
     while True:

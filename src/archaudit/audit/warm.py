@@ -182,6 +182,44 @@ class WarmServer:
                 run.exited(-signal.SIGKILL, math.nan)
 
 
+_KEPT: list[WarmServer | None] = []
+"""The server a `kept_server` block shares (None until its first run); empty outside one."""
+
+
+@contextlib.contextmanager
+def kept_server() -> Iterator[None]:
+    """Inside the block, every `warm_server` is one server, started at the first run and closed
+    at the block's end: the sequential loop's rounds pay its start (the preload, 3–5 s of wall
+    before a round's first run can end) once, not once per round."""
+    _KEPT.append(None)
+    try:
+        yield
+    finally:
+        server = _KEPT.pop()
+        if server is not None:
+            server.close()
+
+
+@contextlib.contextmanager
+def warm_server() -> Iterator[WarmServer]:
+    """A server for one `execute`: the `kept_server` block's (started again if it has exited),
+    or else a server of its own, closed when the block ends."""
+    if not _KEPT:
+        server = WarmServer()
+        try:
+            yield server
+        finally:
+            server.close()
+        return
+    kept = _KEPT[-1]
+    if kept is not None and kept.proc.poll() is not None:  # it died: reap it, start another
+        kept.close()
+        kept = None
+    if kept is None:
+        kept = _KEPT[-1] = WarmServer()
+    yield kept
+
+
 def main() -> None:
     """The server process: `preload`, then serve; in a forked child, run the run (and exit)."""
     preload()
