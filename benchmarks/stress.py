@@ -58,12 +58,12 @@ def children_cpu() -> float:
 def estimate(spec: AuditSpec) -> dict[str, float]:
     """`stress --plan`'s estimate of the runs to train (the grid, and the rates above it at
     most), from the probe."""
-    from archaudit.cli.stress_cmd import plan_time
+    from archaudit.audit.stress_time import stress_time
 
     plan = stress_plan(spec)
-    timed = plan_time(plan, probe=True)
+    timed = stress_time(plan)
     return {"runs": len(plan.plan.runs), "above_left": plan.above_left} | {
-        k: float(v) for k, v in timed.items() if k != "time"
+        k: float(v) for k, v in (timed.to_json() if timed else {}).items() if k != "time"
     }
 
 

@@ -25,7 +25,6 @@ from archaudit.formatting import num, pvalue
 from archaudit.progress import warn
 
 if TYPE_CHECKING:
-    from archaudit.audit.stress import StressPlan
     from archaudit.audit.stress_result import StressResult
 
 
@@ -53,13 +52,15 @@ def stress(
     from archaudit.audit.stress import STRESS_DIR, stress_plan
     from archaudit.audit.stress_result import RESULT_FILE, analyse, write_result
     from archaudit.audit.stress_run import run_stress
+    from archaudit.audit.stress_time import stress_time
 
     quiet_output(quiet, json_)
     load_plugin_modules(plugin)
     spec = load_audit(audit, [*(overrides or ()), *executor], runs_dir=runs_dir)
     if plan_only:
         plan = stress_plan(spec)
-        cost = {"cost": plan.cost_line(), **plan_time(plan, probe)}
+        timed = stress_time(plan) if probe else None
+        cost = {"cost": plan.cost_line(), **(timed.to_json() if timed else {})}
         power = plan.power_note()
         cost |= {"power": power} if power else {}
         line = "; ".join(str(cost[k]) for k in ("cost", "time") if k in cost)
@@ -78,39 +79,6 @@ def stress(
         return
     print_result(result)
     Console().print(f"{result.cost}\nstored in {path}")
-
-
-def plan_time(plan: StressPlan, probe: bool) -> dict[str, str | float]:
-    """The estimated wall and CPU time of the runs still to train, from the probe (as `plan`
-    estimates them), and of the runs the rates above the grid may add (each as a sweep run
-    of the grid costs); nothing without the probe or runs."""
-    from archaudit.audit.estimate import plan_summary
-
-    if not probe or not plan.plan.runs:
-        return {}
-    summary = plan_summary(plan.plan, probe=True)
-    wall, cpu = summary.estimated_wall_s, summary.estimated_cpu_s
-    if wall is None or cpu is None:
-        return {}
-    swept = {p.run.path for p in plan.points if p.kind == "lr"}
-    each = [r.cost for r in summary.runs if r.run.path in swept and r.cost.seconds is not None]
-    share = plan.above_left / max(len(each), 1)
-    above_wall = share * sum(c.seconds or 0.0 for c in each) / summary.workers
-    above_cpu = share * sum(c.cpu_seconds or 0.0 for c in each)
-    more = (
-        f"; the runs above the grid up to {above_wall / 60:.1f} min more "
-        f"({above_cpu / 60:.1f} CPU-min)"
-        if plan.above_left
-        else ""
-    )
-    return {
-        "estimated_wall_s": wall,
-        "estimated_cpu_s": cpu,
-        "above_grid_wall_s": above_wall,
-        "above_grid_cpu_s": above_cpu,
-        "time": f"about {wall / 60:.1f} min on {summary.workers} workers ({cpu / 60:.1f} CPU-min, "
-        f"measured here by the probe){more}",
-    }
 
 
 def print_result(result: StressResult) -> None:
