@@ -194,12 +194,19 @@ def test_a_name_that_only_looks_escaped_comes_back_as_it_was(name: str, tmp_path
     assert set(load_table(tmp_path / "out").arms) == {name, "baseline"}
 
 
-def _one_output_path(tmp_path: Path, models: dict[str, Path], args: dict[str, str]) -> Path:
-    """lm-eval's habit: one --output_path, a subfolder per model (model_name_sanitized)."""
+def _one_output_path(
+    tmp_path: Path,
+    models: dict[str, Path],
+    args: dict[str, str],
+    folders: dict[str, str] | None = None,
+) -> Path:
+    """lm-eval's habit: one --output_path, a subfolder per model (model_name_sanitized, or the
+    name `folders` gives)."""
     out = tmp_path / "in" / "evals"
     for name, run in models.items():
         (source,) = run.iterdir()
         sanitized = args[name].partition(",")[0].removeprefix("pretrained=").replace("/", "__")
+        sanitized = (folders or {}).get(name, sanitized)
         shutil.copytree(source, out / sanitized)
         _edit(
             out / sanitized,
@@ -228,17 +235,8 @@ def test_two_models_in_one_output_folder_import_as_two_arms(tmp_path: Path) -> N
 
 def test_two_revisions_of_one_checkpoint_are_told_apart_by_their_args(tmp_path: Path) -> None:
     args = {"a": "pretrained=ckpt/m,revision=step1", "b": "pretrained=ckpt/m,revision=step2"}
-    root = tmp_path / "in" / "evals"
-    for name, run in (("a", RUNS[0]), ("b", RUNS[1])):
-        (source,) = run.iterdir()
-        shutil.copytree(source, root / name)
-        _edit(
-            root / name,
-            lambda d, a=args[name], s=name: (
-                d["config"].update(model="hf", model_args=a),
-                d.update(model_name_sanitized=s),
-            ),
-        )
+    models = {"a": RUNS[0], "b": RUNS[1]}
+    root = _one_output_path(tmp_path, models, args, folders={"a": "a", "b": "b"})
     result = import_lmeval([root], tmp_path / "out")
     assert sorted(r.arm for r in result.runs) == ["m,revision=step1", "m,revision=step2"]
 
