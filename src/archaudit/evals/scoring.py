@@ -520,7 +520,10 @@ def _shared_groups(
 
     Inputs are sorted, so a run of neighbours shares the common prefix of its ends. A
     neighbour joins while the run still shares `MIN_SHARED` tokens before any scored position,
-    the rows fit the batch budgets, and the run costs no more tokens than its members alone.
+    the rows fit the batch budgets, and the run costs no more tokens than the run before it
+    and the neighbour apart: the next question's first choice does not cut the run's shared
+    context to the few tokens that open every question, but a few-shot preamble still joins
+    the questions under it.
     """
     longest = _longest_extension(inputs)
     asked: dict[Seq, list[int]] = {}
@@ -530,7 +533,7 @@ def _shared_groups(
     runs: list[list[Seq]] = []
     for seq in sorted(asked):
         run = runs[-1] + [seq] if runs else []
-        if run and _worth_sharing(run, _split(run, first_read), budget):
+        if run and _worth_sharing(run, runs[-1], first_read, budget):
             runs[-1] = run
         else:
             runs.append([seq])
@@ -551,15 +554,27 @@ def _split(run: list[Seq], first_read: dict[Seq, int]) -> int:
     return min(_common_prefix(run[0], run[-1]), *(first_read[m] for m in run))
 
 
-def _worth_sharing(run: list[Seq], split: int, budget: _Budget) -> bool:
+def _worth_sharing(
+    run: list[Seq], before: list[Seq], first_read: dict[Seq, int], budget: _Budget
+) -> bool:
+    """Whether `run` (`before` and one more input) is a group worth its tokens."""
+    split = _split(run, first_read)
     width = max(len(m) for m in run) - split  # the padded rows after the shared part
     return (
         split >= MIN_SHARED
         and len(run) <= budget.rows
         and len(run) * width <= budget.tokens
         and len(run) * (width + 1) <= budget.logits
-        and split + len(run) * width <= sum(map(len, run))
+        and split + len(run) * width <= _run_tokens(before, first_read) + len(run[-1])
     )
+
+
+def _run_tokens(run: list[Seq], first_read: dict[Seq, int]) -> int:
+    """Tokens a run costs: its shared part once and its padded rows, or its input alone."""
+    if len(run) == 1:
+        return len(run[0])
+    split = _split(run, first_read)
+    return split + len(run) * (max(len(m) for m in run) - split)
 
 
 def _score_groups(
@@ -574,24 +589,22 @@ def _score_groups(
         yield requests, *_score_shared(cache, batch, inputs, pairs)
 
 
-PREFIX_KEPT = 0.5
-"""A group joins a batch of shared contexts when the batch's prefix length (the shortest of its
-groups') keeps this share of its own; the rest of its context runs in each of its rows."""
-
-
-PADDING_ALLOWED = 1.5
-"""Most padded row tokens a batch of shared contexts may hold per token of its rows' own."""
+PASS_TOKENS = 32
+"""What one forward pass costs beyond its tokens, in tokens: on a CPU a pass reads every weight
+whatever its size (a 25M-parameter model: 14 ms for a pass of 8 tokens, 0.36-0.45 ms per token
+in passes of 128-2048; `benchmarks/eval_speed.py`'s model)."""
 
 
 def _group_batches(groups: list[_SharedGroup], budget: _Budget) -> Iterator[list[_SharedGroup]]:
     """Groups, longest split first, into batches under the budgets: one pass over the batch's
-    prefixes, cut to one length, then one over all their rows. Small groups alone would cost
-    two tiny passes each, and a small pass on a CPU costs about what reading the weights
-    costs, whatever its tokens."""
+    prefixes, cut to the shortest, then one over all their rows, which carry the rest of their
+    context. A group joins the batch when that costs fewer tokens (`_batch_tokens`) than a
+    batch of its own: small groups alone would cost two small passes each, long contexts cut
+    to a much shorter one would run their rest in every row."""
     batch: list[_SharedGroup] = []
     for group in sorted(groups, key=lambda g: g.split, reverse=True):
         trial = [*batch, group]
-        if batch and not _batch_fits(trial, budget):
+        if batch and not _worth_joining(trial, budget):
             yield batch
             trial = [group]
         batch = trial
@@ -599,17 +612,27 @@ def _group_batches(groups: list[_SharedGroup], budget: _Budget) -> Iterator[list
         yield batch
 
 
-def _batch_fits(batch: list[_SharedGroup], budget: _Budget) -> bool:
+def _batch_tokens(batch: list[_SharedGroup]) -> int:
+    """Padded tokens of a batch's two passes (prefixes cut to the shortest, then the rows),
+    plus `PASS_TOKENS` for each pass."""
+    split = min(g.split for g in batch)
+    rows = sum(len(g.members) for g in batch)
+    width = max(len(m) for g in batch for m in g.members) - split
+    return 2 * PASS_TOKENS + len(batch) * split + rows * width
+
+
+def _worth_joining(batch: list[_SharedGroup], budget: _Budget) -> bool:
+    """Whether the last group of `batch` joins the others: within the budgets and cheaper
+    together than apart."""
     split = min(g.split for g in batch)
     rows = sum(len(g.members) for g in batch)
     width = max(len(m) for g in batch for m in g.members) - split
     # `batch_size` bounds the prefixes; the rows after them are short, so their tokens and
-    # logits (K <= width per row) bound them: on a CPU a pass costs its weights' reads too.
-    own = sum(len(m) - split for g in batch for m in g.members)  # the rows' unpadded tokens
+    # logits (K <= width per row) bound them.
     return (
-        split >= PREFIX_KEPT * batch[0].split
-        and len(batch) <= budget.rows
-        and rows * width <= min(budget.tokens, budget.logits, PADDING_ALLOWED * own)
+        len(batch) <= budget.rows
+        and rows * width <= min(budget.tokens, budget.logits)
+        and _batch_tokens(batch) <= _batch_tokens(batch[:-1]) + _batch_tokens(batch[-1:])
     )
 
 
