@@ -30,6 +30,8 @@ class KVCache:
     length: int = 0
     """Tokens cached: the next forward's first token sits at this position."""
     _calls: int = 0
+    _rows: list[int] | None = None
+    """Set by `share` until the next pass: how many rows continue each cached row."""
 
     def extend(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """This call's new keys and values (B, h, T, d) → every key and value so far."""
@@ -38,15 +40,15 @@ class KVCache:
             self.keys.append(k)
             self.values.append(v)
         else:
-            self.keys[call] = torch.cat((self.keys[call], k), dim=-2)
-            self.values[call] = torch.cat((self.values[call], v), dim=-2)
+            self.keys[call] = _joined(self.keys[call], k, self._rows)
+            self.values[call] = _joined(self.values[call], v, self._rows)
         return self.keys[call], self.values[call]
 
     def share(self, rows: torch.Tensor) -> None:
-        """Let `rows[g]` rows continue cached row g (a context shared by several
-        continuations): each sees its row's keys and values."""
-        self.keys = [k.repeat_interleave(rows, dim=0) for k in self.keys]
-        self.values = [v.repeat_interleave(rows, dim=0) for v in self.values]
+        """Let `rows[g]` rows of the next pass continue cached row g (a context shared by
+        several continuations): each sees its row's keys and values. The cached rows are not
+        repeated here but broadcast into the next pass's keys and values, one copy in all."""
+        self._rows = [int(r) for r in rows]
 
     def advance(self, tokens: int) -> None:
         """Close one forward pass of `tokens` new tokens."""
@@ -56,3 +58,18 @@ class KVCache:
             )
         self.length += tokens
         self._calls = 0
+        self._rows = None
+
+
+def _joined(cached: torch.Tensor, new: torch.Tensor, rows: list[int] | None) -> torch.Tensor:
+    """Cached (G, h, S, d) and new (B, h, T, d) keys or values → (B, h, S + T, d); with `rows`,
+    cached row g is broadcast to the next `rows[g]` rows (B = sum(rows))."""
+    if rows is None:
+        return torch.cat((cached, new), dim=-2)
+    out = new.new_empty(new.shape[0], new.shape[1], cached.shape[-2] + new.shape[-2], new.shape[-1])
+    out[..., cached.shape[-2] :, :] = new
+    start = 0
+    for g, n in enumerate(rows):
+        out[start : start + n, :, : cached.shape[-2]] = cached[g]
+        start += n
+    return out
