@@ -14,6 +14,10 @@ acc_norm's verdict) must be identical per item. Needs the `hf` and `lmeval` extr
 ../shared/data; writes benchmarks/eval_speed.json.
 
     nice -n 10 python benchmarks/eval_speed.py [--run RUN] [--tasks arc_easy,piqa] [--limit 60]
+
+`--float64` runs both sides in float64 (written to `--out`, e.g. eval_speed-float64.json): the
+log-likelihoods then differ by what the two implementations compute differently, not by float32
+rounding of sums over long continuations.
 """
 
 from __future__ import annotations
@@ -160,6 +164,12 @@ def main() -> None:
     parser.add_argument(
         "--run", type=Path, help="an archaudit run: ours scores it, lm-eval its `export hf` copy"
     )
+    parser.add_argument(
+        "--float64",
+        action="store_true",
+        help="both sides in float64: log-likelihoods compared "
+        "without float32's rounding of sums over long continuations (timings not comparable)",
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
 
@@ -169,6 +179,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     if args.run is None:
         model = load_scoring_model(args.model)
+        if args.float64:
+            model.model.double()  # type: ignore[attr-defined]  # the HF model both sides score
         harness = HFLM(pretrained=model.model, tokenizer=model.tokenizer,
                        batch_size=args.batch_size, device="cpu")  # fmt: skip
     else:
@@ -177,12 +189,16 @@ def main() -> None:
         export = Path(tempfile.mkdtemp()) / "hf"
         export_hf(args.run, export)
         model = load_scoring_model(args.run)
-        harness = HFLM(pretrained=str(export), batch_size=args.batch_size, device="cpu")
+        if args.float64:
+            model.model.double()  # type: ignore[attr-defined]
+        harness = HFLM(pretrained=str(export), batch_size=args.batch_size, device="cpu",
+                       dtype="float64" if args.float64 else "auto")  # fmt: skip
     load_start = load_avg()
     tasks = [bench_task(model, harness, task, args) for task in args.tasks.split(",")]
     result = {
         "model": model.name if args.run is None else f"{args.run} (lm-eval: its HF export)",
         "threads": args.threads,
+        "dtype": "float64" if args.float64 else "float32",
         "batch_size": args.batch_size,
         "repeats": args.repeats,
         "load_average": {"start": load_start, "end": load_avg()},

@@ -464,7 +464,7 @@ def _score_batch(
             positions=None if allowed is None else positions.to(device),
             allowed=None if allowed is None else allowed.to(device),
         )
-        return _sum_reads(logits.float(), reads, column)  # (B, K, V) logits
+        return _sum_reads(logits, reads, column)  # (B, K, V) logits
 
 
 def _read_index(reads: list[_Read], rows: int) -> tuple[torch.Tensor, list[dict[int, int]]]:
@@ -481,6 +481,8 @@ def _sum_reads(
     logits: torch.Tensor, reads: list[_Read], column: list[dict[int, int]]
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Summed log-probabilities and greedy-miss counts of `reads` from (B, K, V) logits."""
+    # half precision is read in float32; a float64 model keeps its precision
+    logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
     device = logits.device
     log_z, greedy = _normaliser_and_argmax(logits)  # (B, K) each
     # One entry per continuation token: its row, its column in K, its target, its request.
@@ -659,7 +661,7 @@ def _score_shared(
     rows = torch.tensor([len(g.members) for g in batch])  # (G,)
     with torch.no_grad():
         logits = cache(prefixes, rows, ids, index)
-        return _sum_reads(logits.float(), reads, column)
+        return _sum_reads(logits, reads, column)
 
 
 def _normaliser_and_argmax(
