@@ -110,14 +110,15 @@ def test_the_shared_path_is_taken_and_agrees(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_each_question_keeps_its_whole_context(monkeypatch: pytest.MonkeyPatch) -> None:
     """The next question, which shares the preamble and "Question " with this one, does not
-    cut the cached context to those: every pass through the cache carries a whole question."""
+    cut the cached context to those: every pass through the cache carries a whole question,
+    and questions of one context length share their passes."""
     model = tiny_archaudit_lm(context_length=128)
     calls = _count_cache_calls(model, monkeypatch)
     pairs = _choice_pairs(model)
     score_tokens(model, pairs, show_progress=False, batch_size=5)
     questions = {tuple(context) for context, _ in pairs if len(context) >= MIN_SHARED}
     # the input before a question's first scored token: its context less the last token
-    assert {p for p, _ in calls} == {min(map(len, questions)) - 1}
+    assert [p for p, _ in calls] == [min(map(len, questions)) - 1]
 
 
 def test_the_lm_eval_adapter_scores_from_shared_contexts(

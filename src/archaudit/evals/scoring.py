@@ -567,7 +567,7 @@ def _worth_sharing(
         and len(run) <= budget.rows
         and len(run) * width <= budget.tokens
         and len(run) * (width + 1) <= budget.logits
-        and split + len(run) * width <= _run_tokens(before, first_read) + len(run[-1])
+        and _run_tokens(run, first_read) <= _run_tokens(before, first_read) + len(run[-1])
     )
 
 
@@ -614,26 +614,36 @@ def _group_batches(groups: list[_SharedGroup], budget: _Budget) -> Iterator[list
         yield batch
 
 
+class _BatchShape(NamedTuple):
+    split: int
+    """The prefix length: the shortest of the batch's groups'."""
+    rows: int
+    width: int
+    """The padded rows' tokens after the prefix."""
+
+    @classmethod
+    def of(cls, batch: list[_SharedGroup]) -> _BatchShape:
+        split = min(g.split for g in batch)
+        width = max(len(m) for g in batch for m in g.members) - split
+        return cls(split, sum(len(g.members) for g in batch), width)
+
+
 def _batch_tokens(batch: list[_SharedGroup]) -> int:
     """Padded tokens of a batch's two passes (prefixes cut to the shortest, then the rows),
     plus `PASS_TOKENS` for each pass."""
-    split = min(g.split for g in batch)
-    rows = sum(len(g.members) for g in batch)
-    width = max(len(m) for g in batch for m in g.members) - split
-    return 2 * PASS_TOKENS + len(batch) * split + rows * width
+    shape = _BatchShape.of(batch)
+    return 2 * PASS_TOKENS + len(batch) * shape.split + shape.rows * shape.width
 
 
 def _worth_joining(batch: list[_SharedGroup], budget: _Budget) -> bool:
     """Whether the last group of `batch` joins the others: within the budgets and cheaper
     together than apart."""
-    split = min(g.split for g in batch)
-    rows = sum(len(g.members) for g in batch)
-    width = max(len(m) for g in batch for m in g.members) - split
+    shape = _BatchShape.of(batch)
     # `batch_size` bounds the prefixes; the rows after them are short, so their tokens and
     # logits (K <= width per row) bound them.
     return (
         len(batch) <= budget.rows
-        and rows * width <= min(budget.tokens, budget.logits)
+        and shape.rows * shape.width <= min(budget.tokens, budget.logits)
         and _batch_tokens(batch) <= _batch_tokens(batch[:-1]) + _batch_tokens(batch[-1:])
     )
 
@@ -644,9 +654,8 @@ def _score_shared(
     """Summed log-probabilities and greedy misses of a batch of groups' requests, in its
     order: each group's shared context once through the cache (all cut to the batch's
     shortest), each member's own tokens as one right-padded row continuing it."""
-    split = min(g.split for g in batch)
+    split, _, width = _BatchShape.of(batch)
     members = [m for g in batch for m in g.members]
-    width = max(len(m) for m in members) - split
     ids = torch.zeros(len(members), width, dtype=torch.long)  # (B, S)
     for b, m in enumerate(members):
         ids[b, : len(m) - split] = torch.tensor(m[split:])
