@@ -25,7 +25,10 @@ scored against the true Δ at the target:
   arms, below the single-scale prediction's): the measurement behind never adopting it.
 
     PYTHONPATH=src python benchmarks/predict_coverage.py              # writes docs/predict.md
-    PYTHONPATH=src python benchmarks/predict_coverage.py --reps 20 --no-doc
+    PYTHONPATH=src python benchmarks/predict_coverage.py --reps 40 --seed 1 --no-doc   # tuning
+
+The doc reports simulation seed 0; every choice of the method was tried on seed 1 (40 ladders
+per cell), so the reported table is not the one it was tuned on.
 """
 
 from __future__ import annotations
@@ -183,9 +186,11 @@ def stack_at_target(table: Table, ladder: Ladder, result: Prediction) -> np.ndar
     return predict_linear(weights, arrays.deltas, arrays.variances)[0][:, 0]
 
 
-def run_cell(cell: tuple[int, int, float, int], reps: int, n_boot: int, total: Scores) -> Scores:
+def run_cell(
+    cell: tuple[int, int, float, int], reps: int, n_boot: int, seed: int, total: Scores
+) -> Scores:
     scales, seeds, noise, factor = cell
-    rng = np.random.default_rng([scales, seeds, int(noise * 10), factor])
+    rng = np.random.default_rng([seed, scales, seeds, int(noise * 10), factor])
     ladder = sim_ladder(scales, factor)
     truth = truth_at(np.array([scales - 1 + math.log2(factor)]))[:, 0]
     scores = Scores()
@@ -198,19 +203,29 @@ def run_cell(cell: tuple[int, int, float, int], reps: int, n_boot: int, total: S
     return scores
 
 
-def measure(reps: int, n_boot: int) -> str:
+def family_line(level: float, label: str, by_family: dict[str, list[bool]]) -> str:
+    shares = ", ".join(f"{name} {pct(hits)}" for name, hits in by_family.items())
+    return f"{level:.0%} coverage by truth family, {label}: {shares}."
+
+
+def measure(reps: int, n_boot: int, seed: int) -> str:
     start = time.process_time()
     rows, total = [], Scores()
+    by_noise: dict[float, Scores] = {}
     for cell in CELLS:
-        scores = run_cell(cell, reps, n_boot, total)
+        scores = run_cell(cell, reps, n_boot, seed, total)
         scales, seeds, noise, factor = cell
+        for level in LEVELS:
+            merged = by_noise.setdefault(noise, Scores()).by_family[level]
+            for name, hits in scores.by_family[level].items():
+                merged.setdefault(name, []).extend(hits)
         rows.append([str(scales), str(seeds), f"{noise:g}", f"{factor}×", *scores.row()])
         print("| " + " | ".join(rows[-1]) + " |", flush=True)
     seconds = time.process_time() - start
     head = ["scales", "seeds", "σ/E", "target"]
     lines = [
-        f"Known-truth ladders ({reps} per row; arms {', '.join(TRUTHS)}; each through "
-        "`predict()` at 80% and at 95%):",
+        f"Known-truth ladders ({reps} per row, simulation seed {seed}; arms "
+        f"{', '.join(TRUTHS)}; each through `predict()` at 80% and at 95%):",
         "",
         "| " + " | ".join([*head, *COLUMNS]) + " |",
         "|" + "---|" * (len(head) + len(COLUMNS)),
@@ -218,13 +233,18 @@ def measure(reps: int, n_boot: int) -> str:
         "| all | | | | " + " | ".join(total.row()) + " |",
         "",
         *(
-            f"{level:.0%} coverage by truth family, all cells: "
-            + ", ".join(f"{name} {pct(hits)}" for name, hits in total.by_family[level].items())
-            + "."
+            line
             for level in LEVELS
+            for line in (
+                family_line(level, "all cells", total.by_family[level]),
+                *(
+                    family_line(level, f"σ/E {noise:g}", scores.by_family[level])
+                    for noise, scores in by_noise.items()
+                ),
+            )
         ),
         "",
-        f"(`benchmarks/predict_coverage.py --reps {reps} --n-boot {n_boot}`, "
+        f"(`benchmarks/predict_coverage.py --reps {reps} --n-boot {n_boot} --seed {seed}`, "
         f"{seconds:.0f} s of CPU.)",
     ]
     return "\n".join(lines)
@@ -234,9 +254,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=200, help="ladders per cell")
     parser.add_argument("--n-boot", type=int, default=400, help="draws of each prediction")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="simulation seed (0 reports; tune on another)"
+    )
     parser.add_argument("--no-doc", action="store_true", help="print, do not write the doc")
     args = parser.parse_args()
-    text = measure(args.reps, args.n_boot)
+    text = measure(args.reps, args.n_boot, args.seed)
     print(text)
     if not args.no_doc:
         replace_block(DOC, BEGIN, END, text)

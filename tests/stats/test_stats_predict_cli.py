@@ -89,19 +89,30 @@ def test_the_stored_ladder_is_predicted_and_backtested(cli):
     assert out.count("backtest of ") >= 3 and "d32, d48, d64 each predicted" in out
 
 
-def test_the_verdict_table_gets_a_line_at_the_target(tmp_path, capsys):
+def test_the_verdict_table_gets_a_line_at_the_target(cli, tmp_path, capsys):
+    """`stats` renders the findings record's prediction (issue 42 item 5), computed once."""
+    from archaudit.audit.findings import findings
+    from archaudit.audit.findings_record import Analysis, Asked
     from archaudit.cli.at_target import print_at_target
-    from archaudit.stats import load_table
+    from archaudit.formatting import interval
 
     path = audit_file(tmp_path)
-    print_at_target(path, load_table(tmp_path / "runs" / "lad"), "val_loss", "baseline")
-    out = " ".join(capsys.readouterr().out.split())  # the console wraps long lines
-    assert out.startswith("- at target target (") and "`stats predict` for the backtest" in out
-    assert "intervals held" in out  # issue 42 item 5: the coverage its intervals earned
-    assert "qk_norm Δ̂ " in out and "P(sign holds)" in out
-    print_at_target(audit_file(tmp_path, target=""), load_table(tmp_path / "runs" / "lad"),
-                    "val_loss", "baseline")  # fmt: skip
-    assert capsys.readouterr().out == ""  # no [target]: nothing
+    code, out, err = cli(f"stats {path} --metric val_loss --scale d48")
+    assert code == 0, err
+    out = " ".join(out.split())  # the console wraps long lines
+    assert "- at target target (" in out and "`stats predict` for the backtest" in out
+    assert "intervals held" in out  # the coverage its intervals earned
+    asked = Asked(frozenset({Analysis.VERDICTS, Analysis.TARGET}))
+    record = findings(path, ("val_loss",), asked=asked)
+    assert record.prediction is not None
+    for arm in record.prediction.arms:
+        assert f"{arm.arm} Δ̂ " in out and " ".join(interval(arm.interval).split()) in out
+    capsys.readouterr()
+    print_at_target(record.prediction, "train_loss")  # under another metric's table: nothing
+    assert capsys.readouterr().out == ""
+    code, out, err = cli(f"stats {audit_file(tmp_path, target='')} --metric val_loss --scale d48")
+    assert code == 0, err
+    assert "at target" not in out  # no [target]: nothing
 
 
 BAD_OPTIONS = [

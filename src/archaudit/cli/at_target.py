@@ -1,9 +1,9 @@
 """The line `archaudit stats` prints under its verdict table for an audit whose file names a
-[target]: each arm's predicted Δ there (`stats predict` prints the whole prediction)."""
+[target]: each arm's predicted Δ there, rendered from the findings record's `prediction` (`stats
+predict` prints the whole prediction)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -11,25 +11,20 @@ from rich.console import Console
 from archaudit.formatting import interval, num
 
 if TYPE_CHECKING:
-    from archaudit.stats import Table
+    from archaudit.stats.predictions.predict import Prediction
     from archaudit.stats.predictions.target import TargetPrediction
 
 
-def print_at_target(source: Path, table: Table, metric: str, baseline: str) -> None:
-    """Under the verdict table of an audit whose file names a [target]: each arm there."""
-    from archaudit.audit.ladder import target_prediction
-    from archaudit.errors import ArchauditError
-
-    try:
-        p = target_prediction(source, source if source.is_dir() else None, table, (metric,),
-                              baseline)  # fmt: skip
-    except ArchauditError as err:
-        _note(f"at the target: not computed ({err})")
+def print_at_target(prediction: Prediction | None, metric: str) -> None:
+    """Under the verdict table of `metric`: each arm at the target, when the record holds a
+    prediction of that metric (why it could not be made is among the record's absent notes)."""
+    if prediction is None or prediction.metric != metric:
         return
-    if p is None:
-        return
-    head = f"at target {p.ladder.target.name} ({p.how()}; `stats predict` for the backtest): "
-    _note(head + "; ".join(_at_target(a) for a in p.arms))
+    head = (
+        f"at target {prediction.ladder.target.name} ({prediction.how()}; `stats predict` for "
+        "the backtest): "
+    )
+    _note(head + "; ".join(_at_target(a) for a in prediction.arms))
 
 
 def _at_target(a: TargetPrediction) -> str:

@@ -129,7 +129,7 @@ def verdicts_command(
     from archaudit.stats.family import no_arm_to_judge
 
     quiet_output(quiet, json_)
-    found = _findings(source, metric, options, Analysis.VERDICTS, Analysis.STRESS)
+    found = _findings(source, metric, options, Analysis.VERDICTS, Analysis.TARGET, Analysis.STRESS)
     found.require(Analysis.VERDICTS, found.judgements)
     for judgement in found.judgements:
         if not judgement.arms:
@@ -151,7 +151,7 @@ def verdicts_command(
         if judgement.sequential is None:
             from archaudit.cli.at_target import print_at_target
 
-            print_at_target(source, _table(found), judgement.metric, judgement.baseline)
+            print_at_target(found.prediction, judgement.metric)
     _print_loop_end(looped, descriptive)
     stability = [row.line() for row in found.stability_rows()]
     stress = ["stability (`archaudit stress`): " + "; ".join(stability)] if stability else []
