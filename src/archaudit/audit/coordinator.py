@@ -16,6 +16,7 @@ from pathlib import Path
 
 from archaudit.audit import store
 from archaudit.audit.claims import clear_stale
+from archaudit.audit.dispatch import longest_first
 from archaudit.audit.executors import Interrupted, make_executor
 from archaudit.audit.launch import RunOptions, sigterm_as_interrupt
 from archaudit.audit.live import AuditMonitor
@@ -80,7 +81,7 @@ def run_audit(
                 todo = [s.path for s in statuses if _runnable(s, launches[s.path], settings)]
                 if todo:
                     launches.update(todo)
-                    pool.execute(todo, options)
+                    pool.execute(longest_first(todo, statuses), options)
                 elif any(s.state == "running" for s in statuses):
                     time.sleep(WAIT_S)  # another worker holds these runs: wait for it
                 else:
