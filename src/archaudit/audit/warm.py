@@ -68,7 +68,8 @@ start; any checkout runs it)."""
 
 def preload() -> None:
     """Import `PRELOAD` and register the CLI's commands, as `python -m archaudit.cli` does
-    before it parses its arguments (their help texts are read from the source: 0.7 s)."""
+    before it parses its arguments (their help texts are read from the source, each file parsed
+    once: 0.16 s)."""
     for module in PRELOAD:
         importlib.import_module(module)
     importlib.import_module(CLI_MODULE).register_commands()
