@@ -48,3 +48,11 @@ def test_the_measured_slower_group_goes_first(tmp_path, post_ln_speed):
     todo = [path[("baseline", "d48", 1)], path[("post_ln", "d48", 0)]]
     slower_first = todo[::-1] if post_ln_speed < baseline_speed else todo
     assert longest_first(todo, runs) == slower_first
+
+
+def test_an_arm_measured_slow_at_one_scale_goes_first_at_the_other(tmp_path):
+    speeds = {("baseline", "d64", 0): 4000.0, ("post_ln", "d64", 0): 1000.0}
+    runs = statuses(tmp_path, speeds)
+    path = {(s.spec.arm, s.spec.scale, s.spec.seed): s.path for s in runs}
+    todo = [path[("baseline", "d48", 0)], path[("post_ln", "d48", 0)]]
+    assert longest_first(todo, runs) == todo[::-1]
