@@ -28,6 +28,29 @@ def test_local_threads_share_the_cores(tmp_path: Path):
     assert make_executor(ExecutorSpec(workers=2, threads=3), tmp_path).threads == 3
 
 
+class _Exited:
+    """A launch that has already exited with code 0."""
+
+    pid = 0
+
+    def poll(self) -> int:
+        return 0
+
+    def wait(self) -> int:
+        return 0
+
+
+def test_local_asks_its_order_each_time_a_worker_is_free(tmp_path: Path, monkeypatch):
+    pool = LocalExecutor(ExecutorSpec(workers=1), tmp_path)
+    asked, launched = [], []
+    pool.order = lambda queue: asked.append(list(queue)) or sorted(queue, reverse=True)
+    monkeypatch.setattr(pool, "_launch", lambda run_dir, *_: launched.append(run_dir) or _Exited())
+    dirs = [tmp_path / name for name in ("a", "b", "c")]
+    assert pool._execute(dirs, RunOptions(), None) == dict.fromkeys(dirs, 0)
+    assert launched == dirs[::-1]
+    assert [len(queue) for queue in asked] == [3, 2, 1]
+
+
 def test_local_gpu_slots_split_the_visible_gpus(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3,4")
     pool = LocalExecutor(ExecutorSpec(gpus_per_run=2), tmp_path)

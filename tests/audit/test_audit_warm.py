@@ -95,3 +95,21 @@ def test_a_kept_server_serves_every_execute_in_its_block_and_closes_at_its_end()
         with warm_server() as third:
             assert third is not first and third.proc.poll() is None  # a dead one is replaced
     assert third.proc.poll() is not None
+
+
+def test_a_started_kept_server_is_shared_by_inner_blocks_and_killed_without_runs():
+    with kept_server(start=True):
+        with warm_server() as first:
+            pass
+        with kept_server(), warm_server() as inner:  # the loop's block inside the demo's
+            assert inner is first
+        assert first.proc.poll() is None  # the inner block's end did not close it
+    assert first.proc.poll() is not None
+    assert first.proc.returncode == -signal.SIGKILL  # it started no run: not waited for
+
+
+def test_a_server_that_started_runs_is_waited_for_not_killed(tmp_path):
+    with warm_server() as server:
+        argv = tuple(cli_command("run-one", "--help"))
+        server.start(Launch(argv, str(tmp_path / LOG_FILE), dict(os.environ), 1)).wait()
+    assert server.proc.returncode == 0

@@ -11,7 +11,7 @@ import torch
 from archaudit.config import ModelConfig, build
 from archaudit.model import build_model
 from archaudit.model.signals import SignalCapture
-from archaudit.train.callbacks.signals import SIGNALS
+from archaudit.train.callbacks.signals import SIGNALS, log_slope
 
 
 def tiny(**extra) -> torch.nn.Module:
@@ -88,3 +88,8 @@ def test_signals_in_metrics_at_the_eval_cadence(tmp_path):
     assert all(SIGNALS not in r for r in off)
     # the signals only read the model: training is the same with them on or off
     assert [r["loss"] for r in off] == [r["loss"] for r in rows]
+
+
+def test_log_slope():
+    assert log_slope([1.0, math.e, math.e**2]) == pytest.approx(1.0)
+    assert math.isnan(log_slope([1.0]))

@@ -15,7 +15,6 @@ from archaudit.stats.analyses.stability import (
     Sweep,
     SweepRun,
     judge_stability,
-    log_slope,
     measure,
     sensitivity,
     sensitivity_test,
@@ -59,11 +58,6 @@ def test_interval_covers_and_needs_replicates():
     assert lo < m.sensitivity < hi
     single = measure(sweep("a", [2.0, 1.0, 1.5, 3.0, 4.0, 5.0], seeds=1))
     assert all(math.isnan(x) for x in single.sensitivity_interval)
-
-
-def test_log_slope():
-    assert log_slope([1.0, math.e, math.e**2]) == pytest.approx(1.0)
-    assert math.isnan(log_slope([1.0]))
 
 
 def test_tests_see_a_real_difference():

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from archaudit.audit import store
 from archaudit.audit.claims import clear_stale
-from archaudit.audit.executors import Interrupted, make_executor
+from archaudit.audit.dispatch import longest_first
+from archaudit.audit.executors import Interrupted, LocalExecutor, make_executor
 from archaudit.audit.launch import RunOptions, sigterm_as_interrupt
 from archaudit.audit.live import AuditMonitor
 from archaudit.audit.plan import Plan
@@ -75,12 +76,14 @@ def run_audit(
             sigterm_as_interrupt(),
             AuditMonitor(run_dirs, stale_after_s=settings.stale_after_s, live=live) as monitor,
         ):
+            if isinstance(pool, LocalExecutor):  # re-ranked as runs finish (round 1 has no times)
+                pool.order = lambda queue: longest_first(queue, monitor.snapshot())
             while True:
                 statuses = monitor.snapshot()
                 todo = [s.path for s in statuses if _runnable(s, launches[s.path], settings)]
                 if todo:
                     launches.update(todo)
-                    pool.execute(todo, options)
+                    pool.execute(longest_first(todo, statuses), options)
                 elif any(s.state == "running" for s in statuses):
                     time.sleep(WAIT_S)  # another worker holds these runs: wait for it
                 else:

@@ -25,6 +25,7 @@ from archaudit.audit.coordinator import AuditOutcome, run_audit
 from archaudit.audit.plan import make_plan
 from archaudit.audit.sequential import SettledAudit, run_until_settled
 from archaudit.audit.spec import load_audit
+from archaudit.audit.warm import kept_server
 from archaudit.names import Test
 
 if TYPE_CHECKING:  # scipy loads only when the demo judges
@@ -51,11 +52,13 @@ def run_demo(
     live: bool = True,
 ) -> DemoOutcome:
     start = time.perf_counter()
-    plan = make_plan(load_audit(DEMO_FILE, overrides, runs_dir=runs_dir))
-    if plan.spec.seeds.policy == "sequential":
-        settled = run_until_settled(plan, workers=workers, live=live)
-        return DemoOutcome(settled.audit, [], time.perf_counter() - start, settled)
-    outcome = run_audit(plan, workers=workers, live=live)
+    spec = load_audit(DEMO_FILE, overrides, runs_dir=runs_dir)
+    with kept_server(start=spec.executor.kind == "local"):  # its preload beside the plan's
+        plan = make_plan(spec)
+        if plan.spec.seeds.policy == "sequential":
+            settled = run_until_settled(plan, workers=workers, live=live)
+            return DemoOutcome(settled.audit, [], time.perf_counter() - start, settled)
+        outcome = run_audit(plan, workers=workers, live=live)
     from archaudit.audit.findings import VERDICTS_ONLY, findings
 
     judged = list(findings(outcome.audit_dir, asked=VERDICTS_ONLY).judgements)

@@ -20,7 +20,7 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from queue import SimpleQueue
 from typing import Any, Protocol
@@ -89,6 +89,9 @@ class LocalExecutor:
         self.threads = settings.threads or max(1, cores // self.workers)
         self.beside = 0 if self.gpu_slots else min(self.workers, cores) - 1
         self.warm = warm_starts()
+        self.order: Callable[[list[Path]], list[Path]] = list
+        """The runs still queued in the order to launch them, asked each time a worker is free
+        (the coordinator's `dispatch.longest_first`, with what has finished by then)."""
 
     def execute(self, run_dirs: Sequence[Path], options: RunOptions) -> dict[Path, int]:
         if not self.warm:
@@ -107,6 +110,7 @@ class LocalExecutor:
             while queue or running:
                 for slot in range(self.workers):
                     if slot not in running and queue:
+                        queue = self.order(queue)
                         run_dir = queue.pop(0)
                         running[slot] = (run_dir, self._launch(run_dir, slot, options, server))
                         _notify_on_exit(running[slot][1], slot, exited)

@@ -142,8 +142,8 @@ def stress_plan(spec: AuditSpec) -> StressPlan:
         tuple(points),
         scale.name,
         sum(_tokens(r) for r in todo),
-        sum(_flops(r) for r in todo),
-        sum(_flops(r) for r in audit.runs),
+        sum(run_flops(r) for r in todo),
+        sum(run_flops(r) for r in audit.runs),
         len(own.runs) - len(todo),
         more,
     )
@@ -287,7 +287,8 @@ def _tokens(run: RunSpec) -> int:
     return run.recipe.steps * run.recipe.batch_tokens
 
 
-def _flops(run: RunSpec) -> float:
+def run_flops(run: RunSpec) -> float:
+    """The run's training FLOPs: its tokens times `training_flops_per_token`."""
     from archaudit.model import training_flops_per_token
 
     active = model_sizes(run.model)[1]

@@ -173,14 +173,6 @@ def sensitivity(curve: Sequence[float] | np.ndarray) -> float:
     return float(values.mean() - values.min())
 
 
-def log_slope(values: Sequence[float]) -> float:
-    """Least-squares slope of ln(value) per step over consecutive steps (NaN for < 2 values)."""
-    if len(values) < 2:
-        return math.nan
-    y = np.log(np.asarray(values, dtype=float))
-    return float(np.polyfit(np.arange(len(y), dtype=float), y, 1)[0])
-
-
 def measure(sweep: Sweep, confidence: float = 0.95, above: Sequence[SweepRun] = ()) -> ArmStability:
     """The arm's sensitivity, largest stable rate, best rate and break steps. `above`: runs at
     rates above the grid (the stress test's extension while the baseline has not broken),

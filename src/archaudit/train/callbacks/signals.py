@@ -12,13 +12,14 @@ uninterrupted one would have.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
+import numpy as np
 import torch
 
 from archaudit.model import Transformer
 from archaudit.model.signals import SignalCapture
-from archaudit.stats.analyses.stability import log_slope
 from archaudit.train.callbacks import Callback, Row, StepState, Trainer
 from archaudit.train.step import autocast
 
@@ -57,6 +58,15 @@ class Signals(Callback):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.grad_norms = list(state["grad_norms"])
+
+
+def log_slope(values: Sequence[float]) -> float:
+    """Least-squares slope of ln(value) per step over consecutive steps (NaN for < 2 values).
+    numpy only: scipy (via `archaudit.stats.analyses`) stays off the run's imports."""
+    if len(values) < 2:
+        return math.nan
+    y = np.log(np.asarray(values, dtype=float))
+    return float(np.polyfit(np.arange(len(y), dtype=float), y, 1)[0])
 
 
 def _finite(value: Any) -> Any:
