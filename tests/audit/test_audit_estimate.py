@@ -182,16 +182,19 @@ def test_a_run_costs_start_up_warm_up_steps_validations_saves_and_its_suite(writ
     assert run_time(run, SHAPE, start, ratio=2.0) == Timed(parts, (parts - 4) / 2 + 3)
 
 
-def test_the_summary_wall_time_is_the_runs_seconds_over_the_workers(
+def test_the_summary_wall_time_is_the_audit_start_and_the_runs_seconds_over_the_workers(
     monkeypatch: pytest.MonkeyPatch, write_audit
 ):
     monkeypatch.setattr(estimate, "shape_cost", lambda *args, **kwargs: SHAPE)
     monkeypatch.setattr(estimate, "step_cost", lambda *args, **kwargs: PART * 2)
     monkeypatch.setattr(estimate, "startup", lambda *args, **kwargs: PART)
+    monkeypatch.setattr(estimate, "audit_start", lambda *args, **kwargs: SHAPE.suite)
     summary = plan_summary(make_plan(load_audit(write_audit(arms=["switch_moe"]))))
     seconds = [costed.cost.seconds for costed in summary.runs]
     assert all(s is not None and s > 0 for s in seconds)
-    assert summary.estimated_wall_s == pytest.approx(sum(seconds) / summary.workers)
+    assert summary.audit_start_s == SHAPE.suite.wall
+    wall = SHAPE.suite.wall + sum(seconds) / summary.workers
+    assert summary.estimated_wall_s == pytest.approx(wall)
     assert summary.mean_run_seconds == pytest.approx(sum(seconds) / len(seconds))
     cpu = [costed.cost.cpu_seconds for costed in summary.runs]
     assert summary.estimated_cpu_s == pytest.approx(sum(cpu))
@@ -246,7 +249,18 @@ def test_the_probe_steps_beside_as_many_runs_as_the_pool_runs_beside_each(write_
 def test_each_round_ends_with_its_last_wave_of_runs(runs, rounds, workers, waves):
     """A round's runs go out `workers` at a time and the next round waits for its last: 23
     runs in 3 rounds on 2 workers take 12 run-lengths, not 11.5."""
-    assert estimate._wall_s(runs, rounds, 10.0, workers) == pytest.approx(waves * 10.0)
+    assert estimate._wall_s(runs, rounds, estimate.Pace(10.0, workers, 0.0)) == pytest.approx(
+        waves * 10.0
+    )
+
+
+def test_the_audit_start_is_paid_once_at_the_machine_speed():
+    """Rounds and waves add runs' lengths; the audit's own start comes once, and a slower
+    machine slows it as much as the runs."""
+    pace, speed = estimate.Pace(10.0, 2, 7.0), 1.5
+    waves = estimate._wall_s(9, 3, estimate.Pace(10.0, 2, 0.0))
+    assert waves is not None
+    assert estimate._wall_s(9, 3, pace, speed) == pytest.approx((7.0 + waves) * speed)
 
 
 def test_a_second_plan_measures_nothing(monkeypatch: pytest.MonkeyPatch, write_audit, tmp_path):
@@ -300,12 +314,14 @@ def test_status_says_how_long_is_left_from_the_plans_model(
     monkeypatch.setattr(estimate, "shape_cost", lambda *args, **kwargs: SHAPE)
     monkeypatch.setattr(estimate, "step_cost", lambda *args, **kwargs: PART)
     monkeypatch.setattr(estimate, "startup", lambda *args, **kwargs: PART)
+    monkeypatch.setattr(estimate, "audit_start", lambda *args, **kwargs: SHAPE.suite)
     plan = make_plan(load_audit(write_audit()))
     summary = plan_summary(plan)
     store.materialize(plan)
     statuses = store.refresh_export(plan.audit_dir)
     left = estimate.time_left(plan.audit_dir, statuses)
-    assert left == pytest.approx(summary.estimated_wall_s)
+    assert summary.estimated_wall_s is not None  # the audit has started: its start is spent
+    assert left == pytest.approx(summary.estimated_wall_s - SHAPE.suite.wall)
     halfway = [dataclasses.replace(s, step=s.spec.recipe.steps // 2) for s in statuses]
     assert estimate.time_left(plan.audit_dir, halfway) == pytest.approx(left / 2)
 

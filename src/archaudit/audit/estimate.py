@@ -29,6 +29,7 @@ from archaudit.audit.probe import (
     Neighbours,
     ShapeCost,
     Timed,
+    audit_start,
     reference,
     reference_step,
     shape_cost,
@@ -161,6 +162,9 @@ class PlanSummary:
     speed_range: tuple[float, float] | None = None
     """The reference step's fastest and slowest repeat over its mean at plan time: how far this
     machine's speed moves now, the estimate's range (None without the probe)."""
+    audit_start_s: float | None = None
+    """What the audit pays once beside its runs (`probe.audit_start`), in `estimated_wall_s`;
+    None without the probe."""
 
     @property
     def estimated_wall_range_s(self) -> tuple[float, float] | None:
@@ -196,6 +200,7 @@ class PlanSummary:
             "estimated_wall_s": self.estimated_wall_s,
             "estimated_wall_range_s": self.estimated_wall_range_s,
             "speed_range": self.speed_range,
+            "audit_start_s": self.audit_start_s,
             "notes": [note.to_json() for note in self.notes],
         }
         if self.sequential is not None:
@@ -214,6 +219,7 @@ class PlanSummary:
             notes=tuple(ProtocolNote(**note) for note in data["notes"]),
             sequential=SequentialEstimate.from_json(sequential) if sequential else None,
             speed_range=_pair(data["speed_range"]) if data.get("speed_range") else None,
+            audit_start_s=data.get("audit_start_s"),
         )
 
 
@@ -400,14 +406,17 @@ def plan_summary(plan: Plan, *, probe: bool = True) -> PlanSummary:
     costs = estimate(plan, probe=probe, threads=pool.threads, beside=pool.beside, warm=pool.warm)
     seconds = [c.seconds for c in costs.values() if c.seconds is not None]
     now = reference() if probe else None
+    start = audit_start(plan.spec.recipe.device, pool.threads, warm=pool.warm) if probe else None
+    fixed = 0.0 if start is None else start.wall
     return PlanSummary(
         audit=plan.spec.name,
         audit_dir=str(plan.audit_dir),
         runs=tuple(CostedRun(run, costs[run.path]) for run in plan.runs),
         workers=pool.workers,
-        estimated_wall_s=sum(seconds) / pool.workers if probe else None,
+        estimated_wall_s=fixed + sum(seconds) / pool.workers if probe else None,
         notes=plan.notes,
         speed_range=None if now is None else (now.fastest, now.slowest),
+        audit_start_s=None if start is None else start.wall,
     )
 
 
@@ -447,6 +456,7 @@ def sequential_estimate(
     workers: int = 1,
     audits: int | None = None,
     seed: int = 0,
+    audit_start_s: float = 0.0,
 ) -> SequentialEstimate:
     """Expected runs (and wall time) of `run --until-settled` next to the fixed design with the
     same power, from simulations of the closed loop per (baseline, scale) family.
@@ -454,7 +464,8 @@ def sequential_estimate(
     `effects` are planted on the first arms of each family, in σ (in metric units when `sigma`
     is given). Without them a pilot (results already in the audit directory) supplies every
     arm's observed Δ/σ on the first primary metric. With neither, every arm is null. The
-    wall time's range: the runs' range at `speed_range` times `seconds_per_run`.
+    wall time's range: the runs' range at `speed_range` times `seconds_per_run`; both add
+    `audit_start_s`, what the audit pays once beside its runs.
     """
     from archaudit.audit.sequential import (
         families,
@@ -483,36 +494,41 @@ def sequential_estimate(
         effects_from="pilot" if pilot else ("given" if planted else "null"),
         max_seeds=rule.max_seeds,
         audits=audits,
-        sequential=_loop_cost(costs, seconds_per_run, speed_range, workers),
-        fixed=_fixed_design_cost(costs, seconds_per_run, workers),
+        sequential=_loop_cost(costs, Pace(seconds_per_run, workers, audit_start_s), speed_range),
+        fixed=_fixed_design_cost(costs, Pace(seconds_per_run, workers, audit_start_s)),
     )
 
 
+@dataclass(frozen=True)
+class Pace:
+    """How fast runs go: each `seconds_per_run` (None without the probe), `workers` at a time,
+    after `audit_start_s` paid once."""
+
+    seconds_per_run: float | None
+    workers: int
+    audit_start_s: float
+
+
 def _loop_cost(
-    costs: Sequence[FamilyCost],
-    seconds_per_run: float | None,
-    speed_range: tuple[float, float],
-    workers: int,
+    costs: Sequence[FamilyCost], pace: Pace, speed_range: tuple[float, float]
 ) -> SequentialCost:
     """The loop's runs, rounds, power and wall time summed over the families."""
     arms = sum(c.planted for c in costs)
     runs, rounds = sum(c.sequential_runs for c in costs), max([0.0, *(c.rounds for c in costs)])
     runs_range = (sum(c.runs_range[0] for c in costs), sum(c.runs_range[1] for c in costs))
     ends = zip(runs_range, speed_range, strict=True)
-    walls = [_wall_s(n, rounds, seconds_per_run, workers, speed) for n, speed in ends]
+    walls = [_wall_s(n, rounds, pace, speed) for n, speed in ends]
     return SequentialCost(
         expected_runs=runs,
         power=sum(c.sequential_found for c in costs) / arms if arms else None,
         expected_rounds=rounds,
-        wall_s=_wall_s(runs, rounds, seconds_per_run, workers),
+        wall_s=_wall_s(runs, rounds, pace),
         runs_range=runs_range,
         wall_range_s=None if walls[0] is None or walls[1] is None else (walls[0], walls[1]),
     )
 
 
-def _fixed_design_cost(
-    costs: Sequence[FamilyCost], seconds_per_run: float | None, workers: int
-) -> FixedCost:
+def _fixed_design_cost(costs: Sequence[FamilyCost], pace: Pace) -> FixedCost:
     """The fixed design of the same power, summed over the families."""
     arms = sum(c.planted for c in costs)
     runs = sum(c.fixed_runs for c in costs)
@@ -520,7 +536,7 @@ def _fixed_design_cost(
         seeds_per_arm=max([0, *(c.fixed_seeds for c in costs)]),
         runs=runs,
         power=sum(c.fixed_found for c in costs) / arms if arms else None,
-        wall_s=_wall_s(runs, 1.0, seconds_per_run, workers),
+        wall_s=_wall_s(runs, 1.0, pace),
     )
 
 
@@ -579,13 +595,12 @@ def _family_cost(
     )
 
 
-def _wall_s(
-    runs: float, rounds: float, seconds_per_run: float | None, workers: int, speed: float = 1.0
-) -> float | None:
+def _wall_s(runs: float, rounds: float, pace: Pace, speed: float = 1.0) -> float | None:
     """Each round's runs go out in waves of `workers`, and a round ends with its last wave
     (the next round's seeds depend on its verdicts): rounds × ⌈runs per round / workers⌉ runs
-    long, each `seconds_per_run` × `speed`."""
-    if seconds_per_run is None:
+    long, each `seconds_per_run`, after the audit's start, all × `speed`."""
+    if pace.seconds_per_run is None:
         return None
     rounds = max(rounds, 1.0)
-    return rounds * math.ceil(runs / rounds / max(workers, 1) - 1e-9) * seconds_per_run * speed
+    waves = rounds * math.ceil(runs / rounds / max(pace.workers, 1) - 1e-9)
+    return (pace.audit_start_s + waves * pace.seconds_per_run) * speed

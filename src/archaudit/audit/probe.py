@@ -367,6 +367,30 @@ def startup(device: str, threads: int, *, warm: bool, measure: bool = True) -> T
     return None if value is None else Timed(**value)
 
 
+def audit_start(device: str, threads: int, *, warm: bool, measure: bool = True) -> Timed | None:
+    """What an audit pays once, beside its runs: the `run` command's own interpreter (a cold
+    start) and, with `warm` starts, its server's preload (a fresh server's first start less a
+    forked one; None when not cached and not `measure`)."""
+
+    def server() -> dict[str, Any]:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        wall = time.perf_counter()
+        each = Timed(*warm_start(WARM_START, 1))
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        total = Timed(time.perf_counter() - wall, cpu)
+        return dataclasses.asdict(
+            Timed(max(total.wall - 2 * each.wall, 0.0), max(total.cpu - 2 * each.cpu, 0.0))
+        )
+
+    cold = startup(device, threads, warm=False, measure=measure)
+    if not warm or cold is None:
+        return cold
+    key = {"machine": machine(device, threads), "imports": COLD_START, "start": "server"}
+    value = cached(key, "a warm server's start", server if measure else None)
+    return None if value is None else cold + Timed(**value)
+
+
 def shape_cost(
     model_cfg: ModelConfig,
     run: RunSpec,

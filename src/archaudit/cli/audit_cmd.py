@@ -257,6 +257,7 @@ def _sequential_estimate(
         seconds_per_run=summary.mean_run_seconds,
         speed_range=summary.speed_range or (1.0, 1.0),
         workers=summary.workers,
+        audit_start_s=summary.audit_start_s or 0.0,
     )
 
 
