@@ -584,7 +584,7 @@ def demo(
     plugin: Plugins = None,
 ) -> None:
     """The built-in audit: baseline + 4 modifications at two tiny scales on the embedded corpus,
-    seeds added where a verdict could still change (25 runs in 3 rounds: about 5 minutes on two
+    seeds added where a verdict could still change (25 runs in 3 rounds: about 3 minutes on two
     idle CPU cores, longer on a busy machine), then the
     verdict tables under the design's measured error rate."""
     from archaudit.audit.demo import run_demo, verdict_table
