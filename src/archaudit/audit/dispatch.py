@@ -16,9 +16,9 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
+from archaudit.audit.plan import run_flops
 from archaudit.audit.record import RunRecord
 from archaudit.audit.store import RunStatus
-from archaudit.audit.stress import run_flops
 
 
 def longest_first(todo: Sequence[Path], statuses: Sequence[RunStatus]) -> list[Path]:

@@ -402,6 +402,14 @@ def model_sizes(cfg: ModelConfig) -> tuple[int, int]:
     return _SIZES[key]
 
 
+def run_flops(run: RunSpec) -> float:
+    """The run's training FLOPs: its tokens times `training_flops_per_token`."""
+    from archaudit.model import training_flops_per_token
+
+    tokens = run.recipe.steps * run.recipe.batch_tokens
+    return tokens * training_flops_per_token(run.model, model_sizes(run.model)[1])
+
+
 def check_model(cfg: ModelConfig) -> int:
     """Build the model on the meta device (every slot name checked); its parameter count."""
     return model_sizes(cfg)[0]

@@ -30,6 +30,7 @@ from archaudit.audit.plan import (
     expand_arms,
     make_plan,
     model_sizes,
+    run_flops,
     scale_recipe,
 )
 from archaudit.audit.record import RunRecord
@@ -285,14 +286,6 @@ def _reuse(point: StressPoint, finished: dict[tuple[str, str, int], Path]) -> St
 
 def _tokens(run: RunSpec) -> int:
     return run.recipe.steps * run.recipe.batch_tokens
-
-
-def run_flops(run: RunSpec) -> float:
-    """The run's training FLOPs: its tokens times `training_flops_per_token`."""
-    from archaudit.model import training_flops_per_token
-
-    active = model_sizes(run.model)[1]
-    return _tokens(run) * training_flops_per_token(run.model, active)
 
 
 def read_sweep_run(run_dir: Path, run: RunSpec, recipe_lr: float) -> SweepRun | None:
