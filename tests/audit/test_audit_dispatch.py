@@ -6,11 +6,10 @@ import pytest
 
 from archaudit.audit.demo import DEMO_FILE
 from archaudit.audit.dispatch import longest_first
-from archaudit.audit.plan import make_plan
+from archaudit.audit.plan import make_plan, run_flops
 from archaudit.audit.record import RunRecord
 from archaudit.audit.spec import load_audit
 from archaudit.audit.store import RunStatus
-from archaudit.audit.stress import run_flops
 
 
 def statuses(tmp_path, speeds=None):
