@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from archaudit.stats.analyses.stability import (
     MORE_FRAGILE,
@@ -17,6 +18,7 @@ from archaudit.stats.analyses.stability import (
     judge_stability,
     measure,
     sensitivity,
+    sensitivity_interval,
     sensitivity_test,
     stability_test,
 )
@@ -121,3 +123,42 @@ def test_calibrated_under_the_null():
         verdicts = judge_stability(sweeps, "baseline", permutations=199)
         hits += any(v.verdict != WITHIN_NOISE for v in verdicts)
     assert hits / trials <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / trials)
+
+
+def _tied_bottom(rates: int, seeds: int, sweeps: int) -> tuple[np.ndarray, float]:
+    """Sweeps of a curve with every rate but the top two at the optimum (the winner's curse
+    at its worst), normal seed noise: (sweeps, rates, seeds) losses and the true S."""
+    mu = np.zeros(rates)
+    mu[-2:] = (0.5, 1.0)
+    rng = np.random.default_rng(0)
+    return mu[None, :, None] + rng.normal(0, 0.1, (sweeps, rates, seeds)), sensitivity(mu)
+
+
+def test_interval_holds_its_coverage_where_the_fixed_best_interval_does_not():
+    rates, seeds, sweeps, confidence = 8, 3, 2000, 0.95
+    losses, true_s = _tied_bottom(rates, seeds, sweeps)
+    means, variances = losses.mean(axis=2), losses.var(axis=2, ddof=1)
+    lo, hi = sensitivity_interval(means, variances, np.full(rates, seeds), confidence)
+    slack = 3 * math.sqrt(confidence * (1 - confidence) / sweeps)
+    assert np.mean((lo <= true_s) & (true_s <= hi)) >= confidence - slack
+    # the replaced construction: the plug-in contrast at the chosen best rate, held fixed
+    s = means.mean(axis=1) - means.min(axis=1)
+    dof = rates * (seeds - 1)
+    half = stats.t.ppf(0.5 + confidence / 2, dof) * np.sqrt(
+        variances.mean(axis=1) * (rates - 1) / rates / seeds
+    )
+    assert np.mean((s - half <= true_s) & (true_s <= s + half)) < confidence - slack
+
+
+def test_interval_with_one_clear_best_is_its_contrast_t_interval_bonferroni_below():
+    rng = np.random.default_rng(3)
+    built = sweep("a", (2.0, 1.0, 1.5, 3.0, 4.0, 5.0), seeds=3, noise=0.01, rng=rng)
+    m = measure(built)
+    losses = built.clamped()
+    rates, seeds = len(losses), len(losses[0])
+    dof = rates * (seeds - 1)
+    pooled = np.mean([v.var(ddof=1) for v in losses])
+    se = math.sqrt(pooled * ((rates - 1) / rates**2 + (1 - 1 / rates) ** 2) / seeds)
+    lo, hi = m.sensitivity_interval
+    assert hi == pytest.approx(m.sensitivity + stats.t.ppf(0.975, dof) * se)
+    assert lo == pytest.approx(m.sensitivity - stats.t.ppf(1 - 0.025 / rates, dof) * se)

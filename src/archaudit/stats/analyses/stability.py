@@ -90,7 +90,8 @@ class ArmStability:
     """Per rate: the seeds' mean of min(L(η), L₀)."""
     sensitivity: float
     sensitivity_interval: tuple[float, float]
-    """95% interval of the plug-in contrast (seed noise pooled over rates, t with its df)."""
+    """95% selection-aware interval (`sensitivity_interval`): it covers whichever rate is
+    truly best; not symmetric about `sensitivity`."""
     largest_stable_lr: float | None
     """The lower median over seeds of each seed's largest stable rate (a rate of the grid);
     None when no run was stable."""
@@ -181,7 +182,12 @@ def measure(sweep: Sweep, confidence: float = 0.95, above: Sequence[SweepRun] = 
     means = np.array([v.mean() for v in losses])
     best = int(np.argmin(means))
     s = sensitivity(means)
-    half = _contrast_half_width(losses, best, confidence)
+    lo, hi = sensitivity_interval(
+        means,
+        np.array([v.var(ddof=1) if len(v) > 1 else math.nan for v in losses]),
+        np.array([len(v) for v in losses]),
+        confidence,
+    )
     reach = Sweep.of(sweep.arm, [*(r for runs in sweep.by_rate for r in runs), *above])
     per_seed = _largest_stable_per_seed(reach)
     stable = [lr for lr in per_seed if lr is not None]
@@ -190,7 +196,7 @@ def measure(sweep: Sweep, confidence: float = 0.95, above: Sequence[SweepRun] = 
         lrs=sweep.lrs,
         mean_loss=tuple(float(m) for m in means),
         sensitivity=s,
-        sensitivity_interval=(s - half, s + half),
+        sensitivity_interval=(float(lo), float(hi)),
         largest_stable_lr=statistics.median_low(stable) if stable else None,
         largest_stable_range=(min(stable, default=None), max(stable, default=None)),
         best_lr=sweep.lrs[best],
@@ -203,17 +209,31 @@ def measure(sweep: Sweep, confidence: float = 0.95, above: Sequence[SweepRun] = 
     )
 
 
-def _contrast_half_width(losses: list[np.ndarray], best: int, confidence: float) -> float:
-    """S = Σ c_η·L̄(η), c = 1/R − [η = best]: its SE from the seed variance pooled over
-    rates, times the t quantile with the pooled df (NaN without replicated rates)."""
-    dof = sum(len(v) - 1 for v in losses)
+def sensitivity_interval(
+    means: np.ndarray, variances: np.ndarray, counts: np.ndarray, confidence: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]:
+    """The selection-aware interval of S = max_k θ_k, θ_k = mean_η μ(η) − μ(k) (the best rate
+    is the k that maximises it), over the last axis (rates) of per-rate seed means, seed
+    variances (ddof 1) and seed counts; leading axes are a batch. Each θ_k has a t interval
+    (seed variance pooled over rates, its df): every θ_k lies above its lower bound at once
+    (Bonferroni over the R rates, one-sided (1 − confidence)/2R), so S ≥ the largest lower
+    bound; the true best rate's θ lies below its upper bound (one-sided (1 − confidence)/2),
+    so S ≤ the largest upper bound. NaN without replicated rates (docs/stability.md)."""
+    means, variances = np.asarray(means, float), np.asarray(variances, float)
+    counts = np.asarray(counts, float)
+    rates = means.shape[-1]
+    dof = float((counts - 1).sum())
     if dof < 1:
-        return math.nan
-    pooled = sum(float(((v - v.mean()) ** 2).sum()) for v in losses) / dof
-    c = np.full(len(losses), 1.0 / len(losses))
-    c[best] -= 1.0
-    se = math.sqrt(pooled * sum(ci**2 / len(v) for ci, v in zip(c, losses, strict=True)))
-    return float(sps.t.ppf(0.5 + confidence / 2, dof) * se)
+        nan = np.full(means.shape[:-1], math.nan)
+        return nan, nan
+    pooled = ((counts - 1) * np.nan_to_num(variances)).sum(axis=-1, keepdims=True) / dof
+    weights = np.full((rates, rates), 1.0 / rates) - np.eye(rates)  # row k: c of θ_k
+    estimate = means @ weights.T
+    se = np.sqrt(pooled * ((weights**2) / counts).sum(axis=-1))
+    alpha = 1 - confidence
+    below = sps.t.ppf(1 - alpha / (2 * rates), dof)
+    above = sps.t.ppf(1 - alpha / 2, dof)
+    return (estimate - below * se).max(axis=-1), (estimate + above * se).max(axis=-1)
 
 
 def _largest_stable_per_seed(sweep: Sweep) -> list[float | None]:
