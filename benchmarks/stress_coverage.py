@@ -35,7 +35,7 @@ import numpy as np
 from scipy import integrate
 from scipy import stats as sps
 
-from archaudit.stats.analyses.stability import sensitivity_interval
+from archaudit.stats.analyses.stability import SweepLosses, sensitivity_interval
 
 HERE = Path(__file__).resolve().parent
 DOCS = HERE.parent / "docs" / "stability.md"
@@ -113,8 +113,8 @@ def pooled_fixed_best(losses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def current(losses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The library's interval, over the batch at once."""
-    counts = np.full(losses.shape[1], losses.shape[2])
-    return sensitivity_interval(losses.mean(axis=2), losses.var(axis=2, ddof=1), counts, CONFIDENCE)
+    sweeps = SweepLosses(losses, losses >= L0, np.full(losses.shape, L0))
+    return sensitivity_interval(sweeps, CONFIDENCE)
 
 
 def delta_interval(

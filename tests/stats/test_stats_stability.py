@@ -14,6 +14,7 @@ from archaudit.stats.analyses.stability import (
     NOT_ESTIMABLE,
     WITHIN_NOISE,
     Sweep,
+    SweepLosses,
     SweepRun,
     judge_stability,
     measure,
@@ -134,20 +135,46 @@ def _tied_bottom(rates: int, seeds: int, sweeps: int) -> tuple[np.ndarray, float
     return mu[None, :, None] + rng.normal(0, 0.1, (sweeps, rates, seeds)), sensitivity(mu)
 
 
+def _fixed_best(losses: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """The replaced construction: the plug-in contrast at the chosen best rate, held fixed,
+    the seed variance pooled over rates, t with its df."""
+    _, rates, seeds = losses.shape
+    means = losses.mean(axis=2)
+    s = means.mean(axis=1) - means.min(axis=1)
+    pooled = losses.var(axis=2, ddof=1).mean(axis=1)
+    half = stats.t.ppf(0.5 + confidence / 2, rates * (seeds - 1)) * np.sqrt(
+        pooled * (rates - 1) / rates / seeds
+    )
+    return s - half, s + half
+
+
+def _coverage(lo: np.ndarray, hi: np.ndarray, truth: float) -> float:
+    return float(np.mean((lo <= truth) & (truth <= hi)))
+
+
 def test_interval_holds_its_coverage_where_the_fixed_best_interval_does_not():
     rates, seeds, sweeps, confidence = 8, 3, 2000, 0.95
     losses, true_s = _tied_bottom(rates, seeds, sweeps)
-    means, variances = losses.mean(axis=2), losses.var(axis=2, ddof=1)
-    lo, hi = sensitivity_interval(means, variances, np.full(rates, seeds), confidence)
+    batch = SweepLosses(losses, np.zeros(losses.shape, bool), np.full(losses.shape, L0))
     slack = 3 * math.sqrt(confidence * (1 - confidence) / sweeps)
-    assert np.mean((lo <= true_s) & (true_s <= hi)) >= confidence - slack
-    # the replaced construction: the plug-in contrast at the chosen best rate, held fixed
-    s = means.mean(axis=1) - means.min(axis=1)
-    dof = rates * (seeds - 1)
-    half = stats.t.ppf(0.5 + confidence / 2, dof) * np.sqrt(
-        variances.mean(axis=1) * (rates - 1) / rates / seeds
-    )
-    assert np.mean((s - half <= true_s) & (true_s <= s + half)) < confidence - slack
+    assert _coverage(*sensitivity_interval(batch, confidence), true_s) >= confidence - slack
+    assert _coverage(*_fixed_best(losses, confidence), true_s) < confidence - slack
+
+
+def test_interval_holds_at_the_edge_of_stability_where_seeds_miss_divergences():
+    """Two seeds; the fifth of six rates diverges with chance 0.3, the top with 0.95: a
+    divergence the seeds did not draw leaves that rate's spread near 0."""
+    sweeps, confidence, chance = 2000, 0.95, np.array([0, 0, 0, 0, 0.3, 0.95])
+    mu = np.array([3.5, 3.2, 3.0, 3.1, 3.6, 4.2])
+    rng = np.random.default_rng(2)
+    shape = (sweeps, len(mu), 2)
+    diverged = rng.random(shape) < chance[:, None]
+    losses = np.where(diverged, L0, mu[:, None] + rng.normal(0, 0.05, shape))
+    true_s = sensitivity(chance * L0 + (1 - chance) * mu)
+    batch = SweepLosses(losses, diverged, np.full(shape, L0))
+    slack = 3 * math.sqrt(confidence * (1 - confidence) / sweeps)
+    assert _coverage(*sensitivity_interval(batch, confidence), true_s) >= confidence - slack
+    assert _coverage(*_fixed_best(losses, confidence), true_s) < confidence - slack
 
 
 def test_interval_with_one_clear_best_is_its_contrast_t_interval_bonferroni_below():
