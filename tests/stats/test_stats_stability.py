@@ -189,3 +189,25 @@ def test_interval_with_one_clear_best_is_its_contrast_t_interval_bonferroni_belo
     lo, hi = m.sensitivity_interval
     assert hi == pytest.approx(m.sensitivity + stats.t.ppf(0.975, dof) * se)
     assert lo == pytest.approx(m.sensitivity - stats.t.ppf(1 - 0.025 / rates, dof) * se)
+
+
+def test_docs_show_the_stored_coverage_and_it_holds(monkeypatch):
+    """docs/stability.md's table is the one benchmarks/stress_coverage.py made of its stored
+    record, and every cell of that record covers S within 3 SE of 95%."""
+    import importlib.util
+    import json
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).parents[2]
+    spec = importlib.util.spec_from_file_location("cov", root / "benchmarks/stress_coverage.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "cov", bench)  # its dataclasses look their module up
+    spec.loader.exec_module(bench)
+    record = json.loads(bench.OUT.read_text())
+    cells = [bench.Cell(**cell) for cell in record["cells"]]
+    docs = (root / "docs" / "stability.md").read_text()
+    assert bench.table(cells, record["reps"]) in docs, "regenerate: benchmarks/stress_coverage.py"
+    slack = 3 * math.sqrt(0.95 * 0.05 / record["reps"])
+    assert min(c.cover_after for c in cells) >= 0.95 - slack
