@@ -262,23 +262,23 @@ def _rate_variances(losses: SweepLosses, counts: np.ndarray, dof: float) -> np.n
     diverged = np.sum(losses.diverged, axis=-1)
     kept = np.where(losses.diverged, np.nan, losses.clamped)
     has_kept = diverged < counts
-    rates = np.arange(counts.shape[-1])
-    nearest = np.maximum.accumulate(np.where(has_kept, rates, 0), axis=-1)
+    index = np.arange(counts.shape[-1])
+    nearest = np.maximum.accumulate(np.where(has_kept, index, 0), axis=-1)
     gap = np.nanmean(losses.initial, axis=-1) - np.take_along_axis(
         np.nanmean(np.where(has_kept[..., None], kept, 0.0), axis=-1), nearest, axis=-1
     )
     gap = np.where(np.take_along_axis(has_kept, nearest, axis=-1), gap, 0.0)
     chance = (diverged + 0.5) / (counts + 1)
-    edge = _edge(diverged > 0, diverged == counts, rates)
+    edge = _edge(diverged > 0, diverged == counts, index)
     return np.where(edge, np.maximum(pooled, chance * (1 - chance) * gap**2), pooled)
 
 
-def _edge(some: np.ndarray, every: np.ndarray, rates: np.ndarray) -> np.ndarray:
+def _edge(some: np.ndarray, every: np.ndarray, index: np.ndarray) -> np.ndarray:
     """The rates from the one below the first with a divergence up to the first at which every
     run diverged (none when no run diverged)."""
-    first = np.where(some.any(axis=-1), some.argmax(axis=-1), rates.size)[..., None]
-    last = np.where(every.any(axis=-1), every.argmax(axis=-1), rates.size - 1)[..., None]
-    return (rates >= first - 1) & (rates <= last) & some.any(axis=-1, keepdims=True)
+    first = np.where(some.any(axis=-1), some.argmax(axis=-1), index.size)[..., None]
+    last = np.where(every.any(axis=-1), every.argmax(axis=-1), index.size - 1)[..., None]
+    return (index >= first - 1) & (index <= last) & some.any(axis=-1, keepdims=True)
 
 
 def _largest_stable_per_seed(sweep: Sweep) -> list[float | None]:
