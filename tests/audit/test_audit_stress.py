@@ -355,3 +355,24 @@ def test_cli_plan_says_when_the_sweep_cannot_declare_an_arm(tmp_path: Path) -> N
         assert out.exit_code == 0, out.output
         power = json.loads(out.stdout).get("power", "")
         assert ("set stress.seeds = 3" in power) == said, power
+
+
+def test_sensitivity_delta_adds_each_side_of_the_intervals_apart() -> None:
+    """ΔS = S(qk_norm) − S(baseline): below, the arm's reach below and the baseline's above
+    in quadrature; above, the mirror (the S intervals are not symmetric)."""
+    from dataclasses import replace
+
+    result = read_result(STORED)
+    arm, base = result.arm("qk_norm"), result.arm("baseline")
+    assert arm is not None and base is not None
+    arm = replace(arm, sensitivity_interval=(arm.sensitivity - 0.1, arm.sensitivity + 0.4))
+    base = replace(base, sensitivity_interval=(base.sensitivity - 0.3, base.sensitivity + 0.2))
+    swapped = {"qk_norm": arm, "baseline": base}
+    arms = tuple(swapped.get(a.arm, a) for a in result.arms)
+    checks = check_directions(replace(result, arms=arms))
+    check = next(c for c in checks if c.measure.startswith("ΔS"))
+    delta = arm.sensitivity - base.sensitivity
+    assert check.estimate == pytest.approx(delta)
+    assert check.interval == pytest.approx(
+        (delta - math.hypot(0.1, 0.2), delta + math.hypot(0.4, 0.3))
+    )

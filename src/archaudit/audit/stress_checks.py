@@ -78,15 +78,20 @@ def qk_norm_sensitivity(result: StressResult) -> DirectionCheck:
 
 
 def _sensitivity_delta(arm: ArmStability, base: ArmStability) -> tuple[float, tuple[float, float]]:
-    """ΔS with the two arms' 95% half-widths added in quadrature."""
+    """ΔS with the two arms' 95% half-widths added in quadrature, each side apart: below, the
+    arm's lower reach and the baseline's upper one (the S intervals are not symmetric)."""
     delta = arm.sensitivity - base.sensitivity
-    half = math.hypot(*(_half(a) for a in (arm, base)))
-    return delta, (delta - half, delta + half)
+    (arm_below, arm_above), (base_below, base_above) = _reach(arm), _reach(base)
+    return delta, (
+        delta - math.hypot(arm_below, base_above),
+        delta + math.hypot(arm_above, base_below),
+    )
 
 
-def _half(arm: ArmStability) -> float:
+def _reach(arm: ArmStability) -> tuple[float, float]:
+    """How far the S interval reaches below and above S."""
     lo, hi = arm.sensitivity_interval
-    return (hi - lo) / 2
+    return arm.sensitivity - lo, hi - arm.sensitivity
 
 
 def z_loss_log_z(result: StressResult) -> DirectionCheck:

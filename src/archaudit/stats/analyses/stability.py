@@ -90,7 +90,8 @@ class ArmStability:
     """Per rate: the seeds' mean of min(L(η), L₀)."""
     sensitivity: float
     sensitivity_interval: tuple[float, float]
-    """95% interval of the plug-in contrast (seed noise pooled over rates, t with its df)."""
+    """95% selection-aware interval (`sensitivity_interval`): it covers whichever rate is
+    truly best; not symmetric about `sensitivity`."""
     largest_stable_lr: float | None
     """The lower median over seeds of each seed's largest stable rate (a rate of the grid);
     None when no run was stable."""
@@ -181,7 +182,7 @@ def measure(sweep: Sweep, confidence: float = 0.95, above: Sequence[SweepRun] = 
     means = np.array([v.mean() for v in losses])
     best = int(np.argmin(means))
     s = sensitivity(means)
-    half = _contrast_half_width(losses, best, confidence)
+    lo, hi = sensitivity_interval(SweepLosses.of(sweep), confidence)
     reach = Sweep.of(sweep.arm, [*(r for runs in sweep.by_rate for r in runs), *above])
     per_seed = _largest_stable_per_seed(reach)
     stable = [lr for lr in per_seed if lr is not None]
@@ -190,7 +191,7 @@ def measure(sweep: Sweep, confidence: float = 0.95, above: Sequence[SweepRun] = 
         lrs=sweep.lrs,
         mean_loss=tuple(float(m) for m in means),
         sensitivity=s,
-        sensitivity_interval=(s - half, s + half),
+        sensitivity_interval=(float(lo), float(hi)),
         largest_stable_lr=statistics.median_low(stable) if stable else None,
         largest_stable_range=(min(stable, default=None), max(stable, default=None)),
         best_lr=sweep.lrs[best],
@@ -203,17 +204,81 @@ def measure(sweep: Sweep, confidence: float = 0.95, above: Sequence[SweepRun] = 
     )
 
 
-def _contrast_half_width(losses: list[np.ndarray], best: int, confidence: float) -> float:
-    """S = Σ c_η·L̄(η), c = 1/R − [η = best]: its SE from the seed variance pooled over
-    rates, times the t quantile with the pooled df (NaN without replicated rates)."""
-    dof = sum(len(v) - 1 for v in losses)
+@dataclass(frozen=True)
+class SweepLosses:
+    """A sweep's clamped final losses as arrays (…, rates, seeds): leading axes are a batch of
+    sweeps, NaN pads a rate with fewer seeds."""
+
+    clamped: np.ndarray
+    """min(L(η), L₀) of each run."""
+    diverged: np.ndarray
+    """Whether the run counts as L₀ (it diverged or ended at or above its initial loss)."""
+    initial: np.ndarray
+    """L₀ of each run."""
+
+    @classmethod
+    def of(cls, sweep: Sweep) -> SweepLosses:
+        width = max(len(runs) for runs in sweep.by_rate)
+        pad = [[*runs, *[None] * (width - len(runs))] for runs in sweep.by_rate]
+        clamped = np.array([[r.clamped if r else math.nan for r in row] for row in pad])
+        initial = np.array([[r.initial_loss if r else math.nan for r in row] for row in pad])
+        return cls(clamped, clamped >= initial, initial)
+
+
+def sensitivity_interval(
+    losses: SweepLosses, confidence: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]:
+    """The interval of S = max_k θ_k, θ_k = mean_η μ(η) − μ(k), μ the expected clamped loss
+    (the best rate is the k that maximises it; docs/stability.md). Each θ_k has a t interval
+    (`_rate_variances`, the pooled df): every θ_k lies above its lower bound at once
+    (Bonferroni over the R rates, one-sided (1 − confidence)/2R), so S ≥ the largest lower
+    bound; the true best rate's θ lies below its upper bound (one-sided (1 − confidence)/2),
+    so S ≤ the largest upper bound. NaN without replicated rates."""
+    counts = np.sum(~np.isnan(losses.clamped), axis=-1)
+    rates = counts.shape[-1]
+    dof = float((counts - 1).sum(axis=-1).min())
     if dof < 1:
-        return math.nan
-    pooled = sum(float(((v - v.mean()) ** 2).sum()) for v in losses) / dof
-    c = np.full(len(losses), 1.0 / len(losses))
-    c[best] -= 1.0
-    se = math.sqrt(pooled * sum(ci**2 / len(v) for ci, v in zip(c, losses, strict=True)))
-    return float(sps.t.ppf(0.5 + confidence / 2, dof) * se)
+        nan = np.full(counts.shape[:-1], math.nan)
+        return nan, nan
+    weights = np.full((rates, rates), 1.0 / rates) - np.eye(rates)  # row k: the c of θ_k
+    estimate = np.nanmean(losses.clamped, axis=-1) @ weights.T
+    spread = _rate_variances(losses, counts, dof) / counts
+    se = np.sqrt(np.einsum("...j,kj->...k", spread, weights**2))
+    alpha = 1 - confidence
+    below = sps.t.ppf(1 - alpha / (2 * rates), dof)
+    above = sps.t.ppf(1 - alpha / 2, dof)
+    return (estimate - below * se).max(axis=-1), (estimate + above * se).max(axis=-1)
+
+
+def _rate_variances(losses: SweepLosses, counts: np.ndarray, dof: float) -> np.ndarray:
+    """Per rate, the seed variance of its clamped loss: the variance pooled over rates, or at a
+    rate of the **edge** (from the rate below the first divergence up to the first rate at
+    which every run diverged) the larger of it and the variance of a divergence of chance
+    p̃ = (k + ½)/(n + 1), k of its n runs diverged: p̃(1 − p̃)·(L₀ − the kept loss)², the kept
+    loss that of its runs that did not diverge (else of the nearest rate below). Seeds cannot
+    show a divergence they did not draw; this keeps an edge rate's spread from reading 0."""
+    centred = losses.clamped - np.nanmean(losses.clamped, axis=-1, keepdims=True)
+    pooled = np.nansum(centred**2, axis=(-1, -2))[..., None] / dof
+    diverged = np.sum(losses.diverged, axis=-1)
+    kept = np.where(losses.diverged, np.nan, losses.clamped)
+    has_kept = diverged < counts
+    index = np.arange(counts.shape[-1])
+    nearest = np.maximum.accumulate(np.where(has_kept, index, 0), axis=-1)
+    gap = np.nanmean(losses.initial, axis=-1) - np.take_along_axis(
+        np.nanmean(np.where(has_kept[..., None], kept, 0.0), axis=-1), nearest, axis=-1
+    )
+    gap = np.where(np.take_along_axis(has_kept, nearest, axis=-1), gap, 0.0)
+    chance = (diverged + 0.5) / (counts + 1)
+    edge = _edge(diverged > 0, diverged == counts, index)
+    return np.where(edge, np.maximum(pooled, chance * (1 - chance) * gap**2), pooled)
+
+
+def _edge(some: np.ndarray, every: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """The rates from the one below the first with a divergence up to the first at which every
+    run diverged (none when no run diverged)."""
+    first = np.where(some.any(axis=-1), some.argmax(axis=-1), index.size)[..., None]
+    last = np.where(every.any(axis=-1), every.argmax(axis=-1), index.size - 1)[..., None]
+    return (index >= first - 1) & (index <= last) & some.any(axis=-1, keepdims=True)
 
 
 def _largest_stable_per_seed(sweep: Sweep) -> list[float | None]:
