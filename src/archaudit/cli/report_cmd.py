@@ -72,9 +72,12 @@ def report(
 def report_audit(audit_dir: Path, *, err: bool = False) -> None:
     """Write <audit_dir>/report.html and print its path (on stderr with `err`); what `run`,
     `demo` and `status --report` end with. Without the `report` extra: a hint, not a failure."""
+    from archaudit.audit.executors import cpu_cores  # the runs are over: draw on every core
+
     try:
         from archaudit.report import write_report
     except ArchauditError as error:
         warn(str(error))
         return
-    typer.echo(f"report: {write_report(audit_dir, command=command_line())}", err=err)
+    path = write_report(audit_dir, command=command_line(), workers=cpu_cores())
+    typer.echo(f"report: {path}", err=err)
