@@ -442,7 +442,13 @@ def _rounds(
         current = extend_plan(plan, rounds)
         log(round_line(rounds, first, rule.max_seeds, len(plan.runs), len(current.runs)))
         outcome = run_audit(
-            current, executor=executor, workers=workers, tracker=tracker, live=live, warn=warn
+            current,
+            executor=executor,
+            workers=workers,
+            tracker=tracker,
+            live=live,
+            warn=warn,
+            export=False,  # once, when the loop ends (`_finish`)
         )
         warn = False
         # an arm added to the audit after rounds exist starts from its planned seeds
@@ -536,6 +542,7 @@ def _finish(
     stop: LoopStop,
     rule: SequentialRule,
 ) -> SettledAudit:
+    store.refresh_export(plan.audit_dir)  # results.csv: every round's runs
     budget = stop in (LoopStop.BUDGET_RUNS, LoopStop.BUDGET_HOURS)
     results = tuple(_family_result(fs, rule, budget) for fs in states)
     if stop == LoopStop.SETTLED and any(
