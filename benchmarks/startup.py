@@ -3,7 +3,8 @@ one run of this script so that both see the same machine.
 
     python benchmarks/startup.py [--rounds 7] [--against /path/to/other/checkout/src]
         [--json benchmarks/startup.json]
-    python benchmarks/startup.py --demo [--against SRC] [--json benchmarks/startup-demo.json]
+    python benchmarks/startup.py --demo [--against SRC] [--keep DIR]
+        [--json benchmarks/startup-demo.json]
 
 - cold: a fresh interpreter doing what `archaudit run-one` does before its first step
   (`archaudit.audit.warm.COLD_START`: torch, torch._dynamo, the runner, the trainer, the suites,
@@ -14,7 +15,9 @@ one run of this script so that both see the same machine.
 - fork: the server's own CPU for one fork and reap of a child that exits at once;
 - `--demo` (instead of the starts): `archaudit demo --quiet` in a fresh folder for this checkout
   and `--against`, both at once (the same load for both): wall, CPU of each whole process tree
-  (user + system of it and its reaped descendants) and CPU per finished run.
+  (user + system of it and its reaped descendants), CPU per finished run, the seconds before
+  its first run and after its last, and whether both printed the same verdict tables (each
+  demo's printout is `demo.out` in its folder: under `--keep DIR` when given).
 
 Prints the median wall and CPU seconds per start and the ratios; `--json` stores them.
 """
@@ -38,6 +41,7 @@ os.environ["PYTHONPATH"] = str(HERE)  # the warm server imports this checkout to
 
 from archaudit.audit.probe import WARM_START  # noqa: E402
 from archaudit.audit.warm import COLD_START, warm_start  # noqa: E402
+from demo_parts import run_spans  # noqa: E402
 
 FORK = """
 import os, resource, statistics, sys, time
@@ -93,29 +97,59 @@ def fork_cost(rounds: int) -> tuple[float, float]:
     return float(wall), float(cpu)
 
 
-def demos(trees: dict[str, Path]) -> dict[str, dict[str, float]]:
-    """`archaudit demo --quiet` from scratch in each tree at once: wall, CPU, CPU per run."""
+def demos(trees: dict[str, Path], keep: Path | None) -> dict[str, object]:
+    """`archaudit demo --quiet` from scratch in each tree at once: wall, CPU, CPU per run, the
+    seconds before its first run started and after its last run ended (`demo_parts.run_spans`),
+    and whether every demo printed the same verdict tables. `keep`: the demos' folders go there
+    (each with its printout, demo.out), else in a temporary folder."""
     argv = [sys.executable, "-m", "archaudit.cli", "demo", "--quiet"]
-    with tempfile.TemporaryDirectory() as folder:
-        start, procs = time.perf_counter(), {}
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = keep or Path(scratch)
+        start, wall_start, procs = time.perf_counter(), time.time(), {}
         for name, src in trees.items():
-            cwd = Path(folder) / name.replace(" ", "-")
-            cwd.mkdir()
+            cwd = folder / name.replace(" ", "-")
+            cwd.mkdir(parents=True)
             env = {**os.environ, "PYTHONPATH": str(src)}
-            out = subprocess.DEVNULL
-            procs[name] = (subprocess.Popen(argv, env=env, cwd=cwd, stdout=out), cwd)
-        figures, names = {}, {proc.pid: name for name, (proc, _) in procs.items()}
+            with open(cwd / "demo.out", "w") as out:
+                procs[name] = (subprocess.Popen(argv, env=env, cwd=cwd, stdout=out), cwd)
+        figures: dict[str, object] = {}
+        names = {proc.pid: name for name, (proc, _) in procs.items()}
         while names:  # in the order they finish, so that each wall is its own
             pid, status, usage = os.wait4(-1, 0)
             name = names.pop(pid)
             proc, cwd = procs[name]
             proc.returncode = os.waitstatus_to_exitcode(status)
-            cpu = usage.ru_utime + usage.ru_stime
-            runs = len(list(cwd.glob("runs/demo/**/DONE")))
-            figures[name] = {"exit": proc.returncode, "wall_s": time.perf_counter() - start}
-            figures[name] |= {"cpu_s": cpu, "runs": runs, "cpu_per_run_s": cpu / max(runs, 1)}
-            print(f"demo {name:<14} " + "  ".join(f"{k} {v:.1f}" for k, v in figures[name].items()))
-    return figures
+            figures[name] = demo_figures(cwd, proc.returncode, usage, start, wall_start)
+            shown = figures[name].items()  # type: ignore[attr-defined]
+            print(f"demo {name:<14} " + "  ".join(f"{k} {v:.1f}" for k, v in shown))
+        tables = {verdict_tables(cwd / "demo.out") for _, cwd in procs.values()}
+    print(f"verdict tables identical: {len(tables) == 1}")
+    return figures | {"verdict_tables_identical": len(tables) == 1}
+
+
+def demo_figures(
+    cwd: Path, code: int, usage: resource.struct_rusage, start: float, wall_start: float
+) -> dict[str, float]:
+    """One finished demo's figures (see `demos`)."""
+    cpu = usage.ru_utime + usage.ru_stime
+    spans = run_spans(cwd / "runs" / "demo")
+    first, last = min(s for _, s, _ in spans), max(e for _, _, e in spans)
+    return {
+        "exit": code,
+        "wall_s": time.perf_counter() - start,
+        "cpu_s": cpu,
+        "runs": len(spans),
+        "cpu_per_run_s": cpu / max(len(spans), 1),
+        "before_first_run_s": first - wall_start,
+        "after_last_run_s": time.time() - last,
+    }
+
+
+def verdict_tables(printout: Path) -> str:
+    """The demo's verdict tables as printed: everything before its closing line (which states
+    the minutes it took and where its results are)."""
+    text = printout.read_text()
+    return text[: text.index("demo audit:")]
 
 
 def main() -> None:
@@ -123,12 +157,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--against", type=Path, help="another checkout's src folder")
     parser.add_argument("--demo", action="store_true", help="run the demo on each side instead")
+    parser.add_argument("--keep", type=Path, help="with --demo: keep the demos' folders here")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
     trees = {"this checkout": HERE} | ({"against": args.against} if args.against else {})
     load = os.getloadavg()[0]
     if args.demo:
-        result: dict[str, object] = {"load": load, "demo": demos(trees)}
+        result: dict[str, object] = {"load": load, "demo": demos(trees, args.keep)}
         result["load_after"] = os.getloadavg()[0]
     else:
         result = starts(trees, args.rounds)

@@ -21,14 +21,13 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
-from archaudit.audit.coordinator import AuditOutcome, run_audit
-from archaudit.audit.plan import make_plan
-from archaudit.audit.sequential import SettledAudit, run_until_settled
 from archaudit.audit.spec import load_audit
 from archaudit.audit.warm import kept_server
 from archaudit.names import Test
 
-if TYPE_CHECKING:  # scipy loads only when the demo judges
+if TYPE_CHECKING:  # the loop, the plan and scipy load once the warm server has started
+    from archaudit.audit.coordinator import AuditOutcome
+    from archaudit.audit.sequential import SettledAudit
     from archaudit.stats import Judgement
 
 DEMO_FILE = Path(__file__).with_name("demo.toml")
@@ -53,7 +52,11 @@ def run_demo(
 ) -> DemoOutcome:
     start = time.perf_counter()
     spec = load_audit(DEMO_FILE, overrides, runs_dir=runs_dir)
-    with kept_server(start=spec.executor.kind == "local"):  # its preload beside the plan's
+    with kept_server(start=spec.executor.kind == "local"):  # its preload beside what follows
+        from archaudit.audit.coordinator import run_audit
+        from archaudit.audit.plan import make_plan
+        from archaudit.audit.sequential import run_until_settled
+
         plan = make_plan(spec)
         if plan.spec.seeds.policy == "sequential":
             settled = run_until_settled(plan, workers=workers, live=live)

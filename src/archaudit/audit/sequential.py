@@ -35,6 +35,7 @@ from archaudit.audit.coordinator import SEED_NOTE, AuditOutcome, run_audit
 from archaudit.audit.plan import Plan, RunSpec
 from archaudit.audit.protocol import ProtocolNote
 from archaudit.audit.record import RunRecord
+from archaudit.audit.settle import SettleOptions
 from archaudit.audit.warm import kept_server
 from archaudit.errors import ConfigError, DataError
 from archaudit.files import atomic_write_text
@@ -63,26 +64,6 @@ VALUELESS = 0.005
 """An arm's last seed is not run when its probability to settle the arm is below this (it
 prints as 0.00): it would spend a run on nothing. Earlier seeds are left to the futility rule,
 which looks ahead to the last seed."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class SettleOptions:
-    max_seeds: int = 5
-    budget_runs: int | None = None
-    """The most runs of the whole audit (first round included)."""
-    budget_hours: float | None = None
-    """No new round starts after this many hours of this coordinator."""
-    metrics: tuple[str, ...] = ()
-    """Primary metrics ("" = seeds.primary, else val_loss and downstream_avg with a suite)."""
-    alpha: float = 0.05
-
-    def __post_init__(self) -> None:
-        if self.max_seeds < 1:
-            raise ConfigError(f"--max-seeds {self.max_seeds} must be >= 1")
-        if self.budget_runs is not None and self.budget_runs < 1:
-            raise ConfigError(f"--budget-runs {self.budget_runs} must be >= 1")
-        if self.budget_hours is not None and not 0 < self.budget_hours < math.inf:
-            raise ConfigError(f"--budget-hours {self.budget_hours} must be > 0 and finite")
 
 
 @dataclass(frozen=True)
@@ -442,7 +423,13 @@ def _rounds(
         current = extend_plan(plan, rounds)
         log(round_line(rounds, first, rule.max_seeds, len(plan.runs), len(current.runs)))
         outcome = run_audit(
-            current, executor=executor, workers=workers, tracker=tracker, live=live, warn=warn
+            current,
+            executor=executor,
+            workers=workers,
+            tracker=tracker,
+            live=live,
+            warn=warn,
+            export=False,  # once, when the loop ends (`_finish`)
         )
         warn = False
         # an arm added to the audit after rounds exist starts from its planned seeds
@@ -536,6 +523,7 @@ def _finish(
     stop: LoopStop,
     rule: SequentialRule,
 ) -> SettledAudit:
+    store.refresh_export(plan.audit_dir)  # results.csv: every round's runs
     budget = stop in (LoopStop.BUDGET_RUNS, LoopStop.BUDGET_HOURS)
     results = tuple(_family_result(fs, rule, budget) for fs in states)
     if stop == LoopStop.SETTLED and any(

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from archaudit.audit.effects import PlannedEffects
 from archaudit.audit.launch import RunOptions
-from archaudit.audit.sequential import SettleOptions
+from archaudit.audit.settle import SettleOptions
 from archaudit.audit.spec import ExecutorSpec, SeedSpec
 from archaudit.cli.app import app
 from archaudit.cli.options import (
@@ -367,7 +367,9 @@ def report_outcome(outcome: AuditOutcome, json_: bool, extra: dict[str, object])
         log(f"{counts} → {outcome.results}")
         for path, error in outcome.failed.items():
             typer.secho(f"failed: {path}: {error}", err=True, fg="red")
-    report_audit(outcome.audit_dir, err=json_)
+    from archaudit.audit.executors import cpu_cores  # the runs are over: draw on every core
+
+    report_audit(outcome.audit_dir, err=json_, workers=cpu_cores())
     if outcome.failed:
         raise typer.Exit(1)
 

@@ -69,12 +69,14 @@ def report(
     typer.echo(f"report: {html_path}" + (f" (Markdown: {md_path})" if md_path else ""))
 
 
-def report_audit(audit_dir: Path, *, err: bool = False) -> None:
-    """Write <audit_dir>/report.html and print its path (on stderr with `err`); what `run`,
-    `demo` and `status --report` end with. Without the `report` extra: a hint, not a failure."""
+def report_audit(audit_dir: Path, *, err: bool = False, workers: int = 1) -> None:
+    """Write <audit_dir>/report.html and print its path (on stderr with `err`), its figures drawn
+    by `workers` processes; what `run`, `demo` and `status --report` end with. Without the
+    `report` extra: a hint, not a failure."""
     try:
         from archaudit.report import write_report
     except ArchauditError as error:
         warn(str(error))
         return
-    typer.echo(f"report: {write_report(audit_dir, command=command_line())}", err=err)
+    path = write_report(audit_dir, command=command_line(), workers=workers)
+    typer.echo(f"report: {path}", err=err)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import tempfile
@@ -20,7 +21,9 @@ from archaudit.files import (
     refuse_link,
 )
 from archaudit.names import BASELINE
+from archaudit.report.blocks import Row
 from archaudit.report.data import ReportData, gather
+from archaudit.report.figures import DrawingPool, Figure, drawn_apart
 from archaudit.report.html import render_html
 from archaudit.report.markdown import render_markdown
 from archaudit.report.sections import SECTIONS, Section
@@ -74,11 +77,30 @@ def build_report(
     metrics: Sequence[str] = (),
     baseline: str = BASELINE,
     command: str | None = None,
+    workers: int = 1,
 ) -> Report:
     """Gather the results of SOURCE (audit directory, audit file, results CSV, or a pandas
-    DataFrame in the long shape) and lay out every section, in order."""
+    DataFrame in the long shape) and lay out every section, in order; `workers` > 1 draws the
+    figures in that many forked processes meanwhile (the same bytes, in less wall time)."""
     data = gather(frame_source(source), metrics=metrics, baseline=baseline, command=command)
-    return Report(data, tuple(section(data) for section in SECTIONS))
+    with drawn_apart(workers) as pool:
+        sections = tuple(section(data) for section in SECTIONS)
+        if pool is not None:
+            sections = tuple(with_figures(section, pool) for section in sections)
+    return Report(data, sections)
+
+
+def with_figures(section: Section, pool: DrawingPool) -> Section:
+    """The section with each placeholder the pool handed out replaced by its figure."""
+    blocks = tuple(
+        Row(tuple(pool.drawn(f) for f in block.figures))
+        if isinstance(block, Row)
+        else pool.drawn(block)
+        if isinstance(block, Figure)
+        else block
+        for block in section.blocks
+    )
+    return dataclasses.replace(section, blocks=blocks)
 
 
 def default_output(data: ReportData) -> Path:
@@ -95,14 +117,17 @@ def write_report(
     metrics: Sequence[str] = (),
     baseline: str = BASELINE,
     command: str | None = None,
+    workers: int = 1,
 ) -> Path:
     """Write the HTML report (and, with `markdown`, its Markdown twin with figures in
-    `<markdown stem>_files/`); return the HTML path."""
+    `<markdown stem>_files/`); return the HTML path. `workers`: as `build_report`'s."""
     # A DataFrame's rows are kept as the CSV beside the report (report.html → report.csv).
     if markdown is not None:
         check_markdown(Path(markdown))  # before anything is written
     source = frame_source(source, Path(out).with_suffix(".csv") if out is not None else None)
-    report = build_report(source, metrics=metrics, baseline=baseline, command=command)
+    report = build_report(
+        source, metrics=metrics, baseline=baseline, command=command, workers=workers
+    )
     html_path = write_html(report, Path(out) if out is not None else default_output(report.data))
     if markdown is not None:
         write_markdown(report, Path(markdown))

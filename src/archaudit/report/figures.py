@@ -8,12 +8,15 @@ needed to read the figures anywhere.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import math
+import multiprocessing
 import re
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec
 
@@ -23,6 +26,7 @@ from matplotlib.lines import Line2D
 
 from archaudit import formatting
 from archaudit.audit.power_cases import PowerCase
+from archaudit.audit.warm import warm_starts
 from archaudit.report.data import Band, Curve
 from archaudit.report.palette import DIVERGED_COLOUR, Colour, arm_gid
 from archaudit.stats.analyses.aggregate import Aggregates
@@ -58,14 +62,58 @@ class Figure:
 
 
 def styled(draw: Callable[P, Figure]) -> Callable[P, Figure]:
-    """Draw under the report's style without touching the caller's global rcParams."""
+    """Draw under the report's style without touching the caller's global rcParams; inside a
+    `drawn_apart` block, hand the drawing to its pool and return a placeholder (`drawn`)."""
 
     @functools.wraps(draw)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> Figure:
+        if _POOL:
+            return _POOL[-1].submit(wrapper, *args, **kwargs)
         with matplotlib.rc_context(STYLE):
             return draw(*args, **kwargs)
 
     return wrapper
+
+
+class DrawingPool:
+    """Figures drawn by forked processes while the report's sections are laid out: `submit`
+    returns a placeholder (no SVG yet, a key of its own) that `drawn` swaps for the figure.
+    Each figure is drawn as it would be here (its own style, its key as the SVG hash salt), so
+    the page's bytes are the same as when drawn one by one."""
+
+    def __init__(self, workers: int) -> None:
+        context = multiprocessing.get_context("fork")
+        self.pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_POOL.clear)
+        self.pending: dict[str, Future[Figure]] = {}
+
+    def submit(self, draw: Callable[P, Figure], *args: P.args, **kwargs: P.kwargs) -> Figure:
+        placeholder = Figure(key=f"pending-{len(self.pending)}", svg="", alt="")
+        self.pending[placeholder.key] = self.pool.submit(draw, *args, **kwargs)
+        return placeholder
+
+    def drawn(self, figure: Figure) -> Figure:
+        """The figure a placeholder stands for."""
+        return self.pending[figure.key].result()
+
+
+_POOL: list[DrawingPool] = []
+"""The pool of the innermost `drawn_apart` block; empty outside one (and in its workers)."""
+
+
+@contextlib.contextmanager
+def drawn_apart(workers: int) -> Iterator[DrawingPool | None]:
+    """Inside the block, figures are drawn by `workers` forked processes (None: one worker, or
+    a platform where a fork is not safe, and figures are drawn here as they are asked for)."""
+    if workers < 2 or not warm_starts():
+        yield None
+        return
+    pool = DrawingPool(workers)
+    _POOL.append(pool)
+    try:
+        yield pool
+    finally:
+        _POOL.remove(pool)
+        pool.pool.shutdown(cancel_futures=True)
 
 
 COLLAPSED = "constrained_layout not applied"
