@@ -364,3 +364,23 @@ def test_plans_power_lines_and_until_settled_give_the_loop_one_number(write_audi
     assert family.loop_runs == loop.sequential.expected_runs
     low, high = loop.sequential.runs_range
     assert low <= loop.sequential.expected_runs <= high
+
+
+def test_with_no_effect_known_the_loop_is_simulated_from_null_up_to_its_mde(write_audit):
+    """Issue 46 item 3: the loop's expected runs assumed every arm null, and the loops that
+    ran (arms with effects) spent more; with nothing known each arm's effect now spreads from
+    null to the loop's MDE, said in words, and its range covers the spread and the draws."""
+    from archaudit.audit.sequential import sequential_rule, settle_options
+    from archaudit.stats.simulation.sequential import simulate_sequential
+
+    plan = make_plan(load_audit(write_audit(arms=["qk_norm", "softpick"])))
+    loop = estimate.sequential_estimate(plan)
+    rule = sequential_rule(plan, settle_options(plan), len(plan.spec.primary_metrics))
+    null = simulate_sequential(arms=2, rule=rule, audits=loop.audits)
+    assert loop.effects_from == "prior" and "null to 1 MDE assumed" in loop.assumed
+    assert loop.sequential.expected_runs > null.runs_mean
+    assert loop.sequential.expected_rounds > null.rounds_mean
+    low, high = loop.sequential.runs_range
+    assert low <= loop.sequential.expected_runs <= high
+    given = estimate.sequential_estimate(plan, effects=(0.0, 0.0))
+    assert given.effects_from == "given" and given.sequential.expected_runs == null.runs_mean

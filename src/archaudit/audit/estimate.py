@@ -112,11 +112,14 @@ class SequentialEstimate:
 
     metric: str
     effects_from: str
-    """pilot | given | null: where the simulated effects came from."""
+    """pilot | given | prior: where the simulated effects came from (`prior`: none known, each
+    arm's from null to its family's loop MDE, `stats.simulation.plan_power.prior_loop`)."""
     max_seeds: int
     audits: int
     sequential: SequentialCost
     fixed: FixedCost
+    assumed: str = ""
+    """The effects simulated, in words (`plan`'s line says them)."""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -125,6 +128,7 @@ class SequentialEstimate:
     def from_json(cls, data: dict[str, Any]) -> SequentialEstimate:
         return cls(
             **{k: data[k] for k in ("metric", "effects_from", "max_seeds", "audits")},
+            assumed=data.get("assumed", ""),
             sequential=_sequential_cost(data["sequential"]),
             fixed=FixedCost(**data["fixed"]),
         )
@@ -463,9 +467,10 @@ def sequential_estimate(
 
     `effects` are planted on the first arms of each family, in σ (in metric units when `sigma`
     is given). Without them a pilot (results already in the audit directory) supplies every
-    arm's observed Δ/σ on the first primary metric. With neither, every arm is null. The
-    wall time's range: the runs' range at `speed_range` times `seconds_per_run`; both add
-    `audit_start_s`, what the audit pays once beside its runs.
+    arm's observed Δ/σ on the first primary metric. With neither, each arm's effect spreads
+    from null to its family's loop MDE (`prior_loop`: the mean and range over that spread and
+    the loop's randomness). The wall time's range: the runs' range at `speed_range` times
+    `seconds_per_run`; both add `audit_start_s`, what the audit pays once beside its runs.
     """
     from archaudit.audit.sequential import (
         families,
@@ -485,17 +490,61 @@ def sequential_estimate(
     PlannedEffects(sigma=sigma, effects=tuple(effects)).check(plan)  # a library caller too
     planted = [e / sigma for e in effects] if sigma else [float(e) for e in effects]
     pilot = {} if planted else pilot_effects(plan, metric)
+    known = pilot or planted
+    tops = (
+        {} if known else {f.scale: _loop_mde(rule, len(f.arms)) for f in families(plan, (metric,))}
+    )
     costs = [
         _family_cost(rule, len(f.arms), _family_effects(f, pilot, planted), audits, seed)
+        if known
+        else _prior_cost(rule, len(f.arms), tops[f.scale], audits, seed)
         for f in families(plan, (metric,))
     ]
     return SequentialEstimate(
         metric=metric,
-        effects_from="pilot" if pilot else ("given" if planted else "null"),
+        effects_from="pilot" if pilot else ("given" if planted else "prior"),
         max_seeds=rule.max_seeds,
         audits=audits,
         sequential=_loop_cost(costs, Pace(seconds_per_run, workers, audit_start_s), speed_range),
         fixed=_fixed_design_cost(costs, Pace(seconds_per_run, workers, audit_start_s)),
+        assumed=_assumed(pilot, planted, tops),
+    )
+
+
+def _assumed(
+    pilot: dict[tuple[str, str], float], planted: list[float], tops: dict[str, float]
+) -> str:
+    """The effects simulated, in words."""
+    if pilot:
+        return "the pilot's observed Δ/σ of each arm"
+    if planted:
+        return f"{', '.join(f'{e:g}' for e in planted)} σ on the first arms, the rest null"
+    spread = ", ".join(f"0–{top:.1f} σ at {scale}" for scale, top in tops.items())
+    return f"none known — null to 1 MDE assumed (each arm's |Δ| uniform on {spread})"
+
+
+def _loop_mde(rule: SequentialRule, arms: int) -> float:
+    """The loop's MDE in σ for `arms` arms, as `plan`'s power lines state it."""
+    from archaudit.stats.simulation.plan_power import loop_power
+
+    return loop_power(arms, rule.baseline_seeds, rule.alpha, rule.max_seeds)[0]
+
+
+def _prior_cost(rule: SequentialRule, arms: int, top: float, audits: int, seed: int) -> FamilyCost:
+    """One family's cost with no effect known: its arms' effects spread from null to `top` σ
+    (`prior_loop`), every arm counted as planted (each has some effect in the spread)."""
+    from archaudit.stats.simulation.plan_power import prior_loop
+
+    loop = prior_loop(arms, rule, top, audits, seed)
+    return FamilyCost(
+        sequential_runs=loop.runs_mean,
+        runs_range=loop.runs_range,
+        rounds=loop.rounds_mean,
+        fixed_runs=loop.fixed_runs,
+        fixed_seeds=loop.fixed_seeds,
+        planted=arms,
+        sequential_found=arms * loop.power,
+        fixed_found=arms * loop.fixed_power,
     )
 
 

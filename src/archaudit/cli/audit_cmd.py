@@ -270,9 +270,10 @@ def _sequential_line(estimate: SequentialEstimate) -> str:
     seq, fixed = estimate.sequential, estimate.fixed
     low, high = seq.runs_range
     runs = f"{seq.expected_runs:.0f} ({low:.0f}–{high:.0f} in 80% of simulated loops)"
+    effects = estimate.assumed or estimate.effects_from
     return (
-        f"--until-settled (≤ {estimate.max_seeds} seeds per arm, effects: "
-        f"{estimate.effects_from}): about {cost(seq, runs, _minutes_range(seq.wall_range_s))}"
+        f"--until-settled (≤ {estimate.max_seeds} seeds per arm, effects: {effects}): "
+        f"about {cost(seq, runs, _minutes_range(seq.wall_range_s))}"
         f" expected; the fixed design with the same power, {fixed.seeds_per_arm} seeds per "
         f"arm: {cost(fixed, f'{fixed.runs:.0f}', '')}"
     )
