@@ -6,8 +6,10 @@ steps, its validations, its checkpoint saves and its suite, each measured on thi
 the recipe says) on each scale's first run and cached per machine and shape. The other arms'
 compute is scaled by their own training step, timed once per arm and scale (a few steps: their
 FLOPs per token miss what softpick's or an MoE's kernels cost). Runs spread over the executor's
-workers; a round of the sequential loop ends with its slowest wave of runs. The verdicts and
-the report after the runs are not counted (seconds, against minutes of training).
+workers; a round of the sequential loop ends with its slowest wave of runs. The audit's own
+start (`probe.audit_start`) and, on the local executor, the coordinator's work per run and each
+round's judgement (`probe.loop_cost`, from the timeline of a tiny audit run once per machine)
+are counted beside the runs; the report and the verdict tables printed at the end are not.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from archaudit.audit.probe import (
     ShapeCost,
     Timed,
     audit_start,
+    loop_cost,
     reference,
     reference_step,
     shape_cost,
@@ -169,6 +172,11 @@ class PlanSummary:
     audit_start_s: float | None = None
     """What the audit pays once beside its runs (`probe.audit_start`), in `estimated_wall_s`;
     None without the probe."""
+    run_overhead_s: float | None = None
+    """The coordinator's work per run beyond the run's own time, and `round_overhead_s` per
+    judgement (`probe.loop_cost`, local executor), both in `estimated_wall_s` and the loop's
+    wall; None without the probe or off the local executor."""
+    round_overhead_s: float | None = None
 
     @property
     def estimated_wall_range_s(self) -> tuple[float, float] | None:
@@ -205,6 +213,8 @@ class PlanSummary:
             "estimated_wall_range_s": self.estimated_wall_range_s,
             "speed_range": self.speed_range,
             "audit_start_s": self.audit_start_s,
+            "run_overhead_s": self.run_overhead_s,
+            "round_overhead_s": self.round_overhead_s,
             "notes": [note.to_json() for note in self.notes],
         }
         if self.sequential is not None:
@@ -224,6 +234,8 @@ class PlanSummary:
             sequential=SequentialEstimate.from_json(sequential) if sequential else None,
             speed_range=_pair(data["speed_range"]) if data.get("speed_range") else None,
             audit_start_s=data.get("audit_start_s"),
+            run_overhead_s=data.get("run_overhead_s"),
+            round_overhead_s=data.get("round_overhead_s"),
         )
 
 
@@ -401,7 +413,7 @@ def run_time(run: RunSpec, shape: ShapeCost, start: Timed, ratio: float = 1.0) -
 def plan_summary(plan: Plan, *, probe: bool = True) -> PlanSummary:
     """Every run of `plan` with its cost, probed unless `probe` is False. The tracker is
     checked first, as `run` checks it before anything starts."""
-    from archaudit.audit.executors import make_executor
+    from archaudit.audit.executors import LocalExecutor, make_executor
     from archaudit.audit.trackers import check_tracker
 
     if plan.spec.tracker:
@@ -410,25 +422,44 @@ def plan_summary(plan: Plan, *, probe: bool = True) -> PlanSummary:
     costs = estimate(plan, probe=probe, threads=pool.threads, beside=pool.beside, warm=pool.warm)
     seconds = [c.seconds for c in costs.values() if c.seconds is not None]
     now = reference() if probe else None
-    start = audit_start(plan.spec.recipe.device, pool.threads, warm=pool.warm) if probe else None
-    fixed = 0.0 if start is None else start.wall
+    device = plan.spec.recipe.device
+    start = audit_start(device, pool.threads, warm=pool.warm) if probe else None
+    local = probe and isinstance(pool, LocalExecutor)
+    loop = loop_cost(device, pool.threads, warm=pool.warm) if local else None
+    pace = Pace(
+        None,  # each run's own seconds, below
+        pool.workers,
+        0.0 if start is None else start.wall,
+        0.0 if loop is None else loop.run.wall,
+        0.0 if loop is None else loop.round.wall,
+    )
     return PlanSummary(
         audit=plan.spec.name,
         audit_dir=str(plan.audit_dir),
         runs=tuple(CostedRun(run, costs[run.path]) for run in plan.runs),
         workers=pool.workers,
-        estimated_wall_s=fixed + sum(seconds) / pool.workers if probe else None,
+        estimated_wall_s=_fixed_wall_s(seconds, pace) if probe else None,
         notes=plan.notes,
         speed_range=None if now is None else (now.fastest, now.slowest),
         audit_start_s=None if start is None else start.wall,
+        run_overhead_s=None if loop is None else loop.run.wall,
+        round_overhead_s=None if loop is None else loop.round.wall,
     )
+
+
+def _fixed_wall_s(seconds: Sequence[float], pace: Pace) -> float:
+    """The audit's start, then every run's seconds and its coordinator's work over the
+    workers, then one judgement."""
+    runs = sum(seconds) + len(seconds) * pace.run_overhead_s
+    return pace.audit_start_s + runs / max(pace.workers, 1) + pace.round_overhead_s
 
 
 def time_left(audit_dir: Path, statuses: Sequence[RunStatus]) -> float | None:
     """Wall seconds until the audit's runs finish, from `plan`'s model and its cached probes
     (None without the audit file or a probe): each unfinished run's time, less the share of
-    its steps already trained, over the executor's workers."""
-    from archaudit.audit.executors import make_executor
+    its steps already trained, and the coordinator's work per run, over the executor's
+    workers, then a judgement (`probe.loop_cost`, when cached)."""
+    from archaudit.audit.executors import LocalExecutor, make_executor
     from archaudit.audit.plan import make_plan
     from archaudit.audit.spec import load_audit
 
@@ -439,14 +470,18 @@ def time_left(audit_dir: Path, statuses: Sequence[RunStatus]) -> float | None:
     pool = make_executor(plan.spec.executor, plan.audit_dir)
     costs = estimate(plan, threads=pool.threads, beside=pool.beside, warm=pool.warm, measure=False)
     by_arm = {(run.arm, run.scale): costs[run.path].seconds for run in plan.runs}
+    local = isinstance(pool, LocalExecutor)
+    device = plan.spec.recipe.device
+    loop = loop_cost(device, pool.threads, warm=pool.warm, measure=False) if local else None
+    per_run = 0.0 if loop is None else loop.run.wall
     left = 0.0
     for status in statuses:
         seconds = by_arm.get((status.spec.arm, status.spec.scale))
         if seconds is None:
             return None
         if status.state != "done":
-            left += seconds * (1 - status.step / max(status.spec.recipe.steps, 1))
-    return left / max(pool.workers, 1)
+            left += seconds * (1 - status.step / max(status.spec.recipe.steps, 1)) + per_run
+    return left / max(pool.workers, 1) + (0.0 if loop is None else loop.round.wall)
 
 
 def sequential_estimate(
@@ -461,6 +496,7 @@ def sequential_estimate(
     audits: int | None = None,
     seed: int = 0,
     audit_start_s: float = 0.0,
+    loop: tuple[float, float] = (0.0, 0.0),
 ) -> SequentialEstimate:
     """Expected runs (and wall time) of `run --until-settled` next to the fixed design with the
     same power, from simulations of the closed loop per (baseline, scale) family.
@@ -470,7 +506,8 @@ def sequential_estimate(
     arm's observed Δ/σ on the first primary metric. With neither, each arm's effect spreads
     from null to its family's loop MDE (`prior_loop`: the mean and range over that spread and
     the loop's randomness). The wall time's range: the runs' range at `speed_range` times
-    `seconds_per_run`; both add `audit_start_s`, what the audit pays once beside its runs.
+    `seconds_per_run`; both add `audit_start_s`, what the audit pays once beside its runs,
+    and `loop`'s (seconds per run, per round) of the coordinator's work (`probe.loop_cost`).
     """
     from archaudit.audit.sequential import (
         families,
@@ -491,6 +528,7 @@ def sequential_estimate(
     planted = [e / sigma for e in effects] if sigma else [float(e) for e in effects]
     pilot = {} if planted else pilot_effects(plan, metric)
     known = pilot or planted
+    pace = Pace(seconds_per_run, workers, audit_start_s, *loop)
     tops = (
         {} if known else {f.scale: _loop_mde(rule, len(f.arms)) for f in families(plan, (metric,))}
     )
@@ -505,8 +543,8 @@ def sequential_estimate(
         effects_from="pilot" if pilot else ("given" if planted else "prior"),
         max_seeds=rule.max_seeds,
         audits=audits,
-        sequential=_loop_cost(costs, Pace(seconds_per_run, workers, audit_start_s), speed_range),
-        fixed=_fixed_design_cost(costs, Pace(seconds_per_run, workers, audit_start_s)),
+        sequential=_loop_cost(costs, pace, speed_range),
+        fixed=_fixed_design_cost(costs, pace),
         assumed=_assumed(pilot, planted, tops),
     )
 
@@ -550,12 +588,15 @@ def _prior_cost(rule: SequentialRule, arms: int, top: float, audits: int, seed: 
 
 @dataclass(frozen=True)
 class Pace:
-    """How fast runs go: each `seconds_per_run` (None without the probe), `workers` at a time,
-    after `audit_start_s` paid once."""
+    """How fast runs go: each `seconds_per_run` (None without the probe) and the coordinator's
+    `run_overhead_s`, `workers` at a time, after `audit_start_s` paid once; each round's
+    judgement `round_overhead_s` (`probe.loop_cost`)."""
 
     seconds_per_run: float | None
     workers: int
     audit_start_s: float
+    run_overhead_s: float = 0.0
+    round_overhead_s: float = 0.0
 
 
 def _loop_cost(
@@ -646,10 +687,12 @@ def _family_cost(
 
 def _wall_s(runs: float, rounds: float, pace: Pace, speed: float = 1.0) -> float | None:
     """Each round's runs go out in waves of `workers`, and a round ends with its last wave
-    (the next round's seeds depend on its verdicts): rounds × ⌈runs per round / workers⌉ runs
-    long, each `seconds_per_run`, after the audit's start, all × `speed`."""
+    and its judgement (the next round's seeds depend on its verdicts): rounds × ⌈runs per
+    round / workers⌉ runs long, each `seconds_per_run` and the coordinator's work, plus a
+    judgement per round, after the audit's start, all × `speed`."""
     if pace.seconds_per_run is None:
         return None
     rounds = max(rounds, 1.0)
     waves = rounds * math.ceil(runs / rounds / max(pace.workers, 1) - 1e-9)
-    return (pace.audit_start_s + waves * pace.seconds_per_run) * speed
+    each = pace.seconds_per_run + pace.run_overhead_s
+    return (pace.audit_start_s + waves * each + rounds * pace.round_overhead_s) * speed
