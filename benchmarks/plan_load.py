@@ -16,8 +16,9 @@ reads timings taken idle (scaled by the reference step, `archaudit.audit.probe`)
 measured wall over `plan`'s estimate; `per_run` is the same with the estimate taken at the runs
 the loop did spend (the loop's run count is a draw; its range is in `plan`). `--quick`: an eighth
 of the demo's tokens. The examples' reductions (`EXAMPLE_DIVISORS`): moe-tiny's tokens / 2
-(/ 4 with --quick), the starter's (5 arms × 2 scales × 3 seeds, 30 runs) / 8 (/ 16), same arms,
-scales, seeds and suite. Writes JSON with `uptime` at each step; the lead reruns it on idle cores.
+(/ 4 with --quick), the starter's (the baseline and 4 arms × 2 scales × 3 seeds, 30 runs) / 8
+(/ 16), same arms, scales, seeds and suite. Writes JSON with `uptime` at each step; the lead
+reruns it on idle cores.
 """
 
 from __future__ import annotations
