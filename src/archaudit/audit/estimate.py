@@ -410,9 +410,10 @@ def run_time(run: RunSpec, shape: ShapeCost, start: Timed, ratio: float = 1.0) -
     return start + shape.warmup + shape.save * saves + compute * ratio
 
 
-def plan_summary(plan: Plan, *, probe: bool = True) -> PlanSummary:
-    """Every run of `plan` with its cost, probed unless `probe` is False. The tracker is
-    checked first, as `run` checks it before anything starts."""
+def plan_summary(plan: Plan, *, probe: bool = True, loop: bool = True) -> PlanSummary:
+    """Every run of `plan` with its cost, probed unless `probe` is False; the coordinator's
+    costs (`probe.loop_cost`) unless `loop` is False. The tracker is checked first, as `run`
+    checks it before anything starts."""
     from archaudit.audit.executors import LocalExecutor, make_executor
     from archaudit.audit.trackers import check_tracker
 
@@ -424,14 +425,14 @@ def plan_summary(plan: Plan, *, probe: bool = True) -> PlanSummary:
     now = reference() if probe else None
     device = plan.spec.recipe.device
     start = audit_start(device, pool.threads, warm=pool.warm) if probe else None
-    local = probe and isinstance(pool, LocalExecutor)
-    loop = loop_cost(device, pool.threads, warm=pool.warm) if local else None
+    local = probe and loop and isinstance(pool, LocalExecutor)
+    costs_between = loop_cost(device, pool.threads, warm=pool.warm) if local else None
     pace = Pace(
         None,  # each run's own seconds, below
         pool.workers,
         0.0 if start is None else start.wall,
-        0.0 if loop is None else loop.run.wall,
-        0.0 if loop is None else loop.round.wall,
+        0.0 if costs_between is None else costs_between.run.wall,
+        0.0 if costs_between is None else costs_between.round.wall,
     )
     return PlanSummary(
         audit=plan.spec.name,
@@ -442,8 +443,8 @@ def plan_summary(plan: Plan, *, probe: bool = True) -> PlanSummary:
         notes=plan.notes,
         speed_range=None if now is None else (now.fastest, now.slowest),
         audit_start_s=None if start is None else start.wall,
-        run_overhead_s=None if loop is None else loop.run.wall,
-        round_overhead_s=None if loop is None else loop.round.wall,
+        run_overhead_s=None if costs_between is None else costs_between.run.wall,
+        round_overhead_s=None if costs_between is None else costs_between.round.wall,
     )
 
 
