@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -171,7 +172,9 @@ def condition(
         time.sleep(2.0 if busy else 0.0)  # let the load settle before the plan measures it
         record(out, name, {"busy_processes": busy, "uptime_before": uptime()})
         for audit, path in files.items():
-            result = measure(path, work / name / audit, env)
+            runs_dir = work / name / audit
+            shutil.rmtree(runs_dir, ignore_errors=True)  # fresh: a kept --work ran it before
+            result = measure(path, runs_dir, env)
             record(out, name, {audit: result})
             print(name, audit, result, flush=True)
     finally:
