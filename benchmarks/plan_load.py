@@ -1,18 +1,24 @@
 """`plan`'s estimate against the measured wall time, on an idle machine and under load (issue
 46, must-show 2): a reduced copy of the demo (its arms, scales, suite and sequential design, a
-quarter of its tokens) and a 2-arm `--until-settled` audit (qk_norm, softpick at the demo's d48).
+quarter of its tokens) and a 2-arm `--until-settled` audit (qk_norm, softpick at the demo's d48);
+with `--examples`, issue 45's must-show 3: docs/examples/moe-tiny.toml and `archaudit init`'s
+starter (fixed designs), each with its tokens divided (below) to fit a 10-minute run.
 
     python benchmarks/plan_load.py [--quick] [--load 4] [--out benchmarks/plan_load.json]
                                    [--audits demo_small,two_arms] [--conditions idle,loaded]
+    python benchmarks/plan_load.py --examples [--quick]   # idle; plan_load-examples.json
 
 For each condition (idle, then `--load` busy processes that this benchmark starts and stops), each
 audit is planned (`plan --json`: its sequential estimate, the loop's expected runs at the
-machine's speed now) and run (`run --until-settled`) in a fresh runs folder; one probe cache
-serves both conditions, so the loaded plan reads timings taken idle (scaled by the reference
-step, `archaudit.audit.probe`). The ratio is measured wall over `plan`'s estimate; `per_run` is
-the same with the estimate taken at the runs the loop did spend (the loop's run count is a draw;
-its range is in `plan`). `--quick`: an eighth of the demo's tokens. Writes JSON with `uptime` at
-each step; the lead reruns it on idle cores.
+machine's speed now, or a fixed design's estimated wall) and run (`run`, `--until-settled` for a
+sequential one) in a fresh runs folder; one probe cache serves both conditions, so the loaded plan
+reads timings taken idle (scaled by the reference step, `archaudit.audit.probe`). The ratio is
+measured wall over `plan`'s estimate; `per_run` is the same with the estimate taken at the runs
+the loop did spend (the loop's run count is a draw; its range is in `plan`). `--quick`: an eighth
+of the demo's tokens. The examples' reductions (`EXAMPLE_DIVISORS`): moe-tiny's tokens / 2
+(/ 4 with --quick), the starter's (the baseline and 4 arms × 2 scales × 3 seeds, 30 runs) / 8
+(/ 16), same arms, scales, seeds and suite. Writes JSON with `uptime` at each step; the lead
+reruns it on idle cores.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -48,6 +56,32 @@ def audit_files(folder: Path, quick: bool) -> dict[str, Path]:
     return {"demo_small": demo, "two_arms": path}
 
 
+MOE_TINY = ROOT / "docs" / "examples" / "moe-tiny.toml"
+EXAMPLE_DIVISORS = {"moe_tiny": (2, 4), "starter": (8, 16)}
+"""Each example's tokens divided by (full run, --quick)."""
+
+
+def example_files(folder: Path, quick: bool) -> dict[str, Path]:
+    """moe-tiny and `archaudit init`'s starter, their token budgets divided
+    (`EXAMPLE_DIVISORS`), written into `folder`."""
+    from archaudit.audit.starter import starter_text
+
+    texts = {"moe_tiny": MOE_TINY.read_text(), "starter": starter_text(folder / "starter.toml")}
+    files = {}
+    for name, text in texts.items():
+        divisor = EXAMPLE_DIVISORS[name][quick]
+        text = re.sub(
+            r"^tokens = ([\d_]+)",
+            lambda m, d=divisor: f"tokens = {int(m.group(1).replace('_', '')) // d}",
+            text,
+            flags=re.MULTILINE,
+        )
+        text = re.sub(r'^name = ".*"', f'name = "{name}"', text, count=1, flags=re.MULTILINE)
+        files[name] = folder / f"{name}.toml"
+        files[name].write_text(text)
+    return files
+
+
 def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
@@ -64,13 +98,15 @@ def cli(args: list[str], env: dict[str, str]) -> tuple[str, float]:
 
 
 def measure(audit: Path, runs_dir: Path, env: dict[str, str]) -> dict[str, object]:
-    """Plan the audit, run it until settled, and compare."""
-    common = ["--runs-dir", str(runs_dir), "--until-settled"]
+    """Plan the audit (until settled when it is sequential), run it, and compare."""
+    common = ["--runs-dir", str(runs_dir)]
+    common += ["--until-settled"] if 'policy = "sequential"' in audit.read_text() else []
     planned, plan_wall = cli(["plan", str(audit), *common, "--json"], env)
     summary = json.loads(planned)
-    loop = summary["sequential"]["sequential"]
+    loop = planned_loop(summary)
     ran, wall = cli(["run", str(audit), *common, "--json", "--quiet"], env)
-    runs = json.loads(ran)["sequential"]["runs"]
+    done = json.loads(ran)
+    runs = done["sequential"]["runs"] if "sequential" in done else summary["total_runs"]
     per_run = loop["wall_s"] / loop["expected_runs"]
     return {
         "train_ratio_by_arm": train_ratios(summary, runs_dir / audit.stem),
@@ -79,12 +115,32 @@ def measure(audit: Path, runs_dir: Path, env: dict[str, str]) -> dict[str, objec
         "estimate_range_s": [round(x, 1) for x in loop["wall_range_s"]],
         "expected_runs": round(loop["expected_runs"], 2),
         "runs_range": loop["runs_range"],
+        "effects": loop["effects"],
+        "audit_start_s": summary["audit_start_s"],
+        "run_overhead_s": summary["run_overhead_s"],
+        "round_overhead_s": summary["round_overhead_s"],
         "runs": runs,
         "measured_s": round(wall, 1),
         "ratio": round(wall / loop["wall_s"], 3),
         "per_run_ratio": round(wall / (per_run * runs), 3),
         "speed_range": summary["speed_range"],
         "uptime_after": uptime(),
+    }
+
+
+def planned_loop(summary: dict[str, Any]) -> dict[str, Any]:
+    """The estimate compared: the sequential loop's (with the effects it assumed), or a fixed
+    design's wall and runs in the same fields."""
+    if "sequential" in summary:
+        estimate = summary["sequential"]
+        return estimate["sequential"] | {"effects": estimate["assumed"]}
+    runs = summary["total_runs"]
+    return {
+        "wall_s": summary["estimated_wall_s"],
+        "wall_range_s": summary["estimated_wall_range_s"],
+        "expected_runs": runs,
+        "runs_range": [runs, runs],
+        "effects": "fixed design",
     }
 
 
@@ -116,7 +172,9 @@ def condition(
         time.sleep(2.0 if busy else 0.0)  # let the load settle before the plan measures it
         record(out, name, {"busy_processes": busy, "uptime_before": uptime()})
         for audit, path in files.items():
-            result = measure(path, work / name / audit, env)
+            runs_dir = work / name / audit
+            shutil.rmtree(runs_dir, ignore_errors=True)  # fresh: a kept --work ran it before
+            result = measure(path, runs_dir, env)
             record(out, name, {audit: result})
             print(name, audit, result, flush=True)
     finally:
@@ -142,14 +200,26 @@ def main() -> None:
     parser.add_argument(
         "--work", type=Path, help="a folder to keep (its probe cache is reused) [a temporary one]"
     )
+    parser.add_argument(
+        "--examples",
+        action="store_true",
+        help="moe-tiny and init's starter, reduced (issue 45), idle; into plan_load-examples.json",
+    )
     args = parser.parse_args()
+    if args.examples:
+        args.audits = ",".join(EXAMPLE_DIVISORS)
+        if args.conditions == parser.get_default("conditions"):
+            args.conditions = "idle"
+        if args.out == parser.get_default("out"):
+            args.out = ROOT / "benchmarks" / "plan_load-examples.json"
     with tempfile.TemporaryDirectory(prefix="plan_load-") as tmp:
         work = args.work or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "ARCHAUDIT_CACHE": str(work / "cache")}
         env["PYTHONPATH"] = str(ROOT / "src")
-        files = audit_files(work, args.quick)
+        files = audit_files(work, args.quick) | example_files(work, args.quick)
         chosen = {name: files[name] for name in args.audits.split(",")}
+        args.out.unlink(missing_ok=True)  # a fresh record (each result is merged in as it comes)
         record(args.out, "machine", {"quick": args.quick, "cpus": os.cpu_count()})
         for name in args.conditions.split(","):
             busy = args.load if name == "loaded" else 0

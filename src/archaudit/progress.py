@@ -32,6 +32,10 @@ def set_quiet(quiet: bool) -> None:
     _quiet = quiet
 
 
+def is_quiet() -> bool:
+    return _quiet
+
+
 def is_rank_zero() -> bool:
     """False on the other ranks of a torchrun launch: only rank 0 talks to the terminal."""
     return os.environ.get("RANK", "0") == "0"

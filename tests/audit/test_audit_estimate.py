@@ -5,6 +5,7 @@ machine and shape, and its summary is a typed record that round-trips through JS
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import re
 from collections import Counter
@@ -28,6 +29,7 @@ from archaudit.audit.plan import make_plan
 from archaudit.audit.probe import (
     PROBE_STEPS,
     WARMUP_STEPS,
+    LoopCost,
     Neighbours,
     ShapeCost,
     Timed,
@@ -53,6 +55,16 @@ class Compiled(nn.Module):
     def forward(self, *args, **kwargs):
         self.calls["compiled forward"] += 1
         return self.module(*args, **kwargs)
+
+
+LOOP = LoopCost(run=Timed(wall=0.5, cpu=0.25), round=Timed(wall=2.0, cpu=1.0))
+
+
+@pytest.fixture(autouse=True)
+def _loop_costs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop probe runs a tiny audit (seconds): every plan here reads `LOOP` instead, but
+    the tests of the probe itself."""
+    monkeypatch.setattr(estimate, "loop_cost", lambda *args, **kwargs: LOOP)
 
 
 @pytest.fixture
@@ -193,8 +205,10 @@ def test_the_summary_wall_time_is_the_audit_start_and_the_runs_seconds_over_the_
     seconds = [costed.cost.seconds for costed in summary.runs]
     assert all(s is not None and s > 0 for s in seconds)
     assert summary.audit_start_s == SHAPE.suite.wall
-    wall = SHAPE.suite.wall + sum(seconds) / summary.workers
+    runs = sum(seconds) + len(seconds) * LOOP.run.wall  # each run and the coordinator's work
+    wall = SHAPE.suite.wall + runs / summary.workers + LOOP.round.wall  # one judgement
     assert summary.estimated_wall_s == pytest.approx(wall)
+    assert (summary.run_overhead_s, summary.round_overhead_s) == (LOOP.run.wall, LOOP.round.wall)
     assert summary.mean_run_seconds == pytest.approx(sum(seconds) / len(seconds))
     cpu = [costed.cost.cpu_seconds for costed in summary.runs]
     assert summary.estimated_cpu_s == pytest.approx(sum(cpu))
@@ -263,6 +277,60 @@ def test_the_audit_start_is_paid_once_at_the_machine_speed():
     assert estimate._wall_s(9, 3, pace, speed) == pytest.approx((7.0 + waves) * speed)
 
 
+def test_each_wave_pays_the_coordinators_work_and_each_round_its_judgement():
+    """The loop's fixed costs (`probe.loop_cost`): a run's dispatch and record rides with each
+    wave of runs, a judgement ends each round."""
+    bare = estimate._wall_s(9, 3, estimate.Pace(10.0, 2, 0.0))
+    run, judged = LOOP.run.wall, LOOP.round.wall
+    loop = estimate._wall_s(9, 3, estimate.Pace(10.0, 2, 0.0, run, judged))
+    assert bare is not None and loop is not None
+    assert loop == pytest.approx(bare * (10.0 + run) / 10.0 + 3 * judged)
+
+
+def test_the_loop_costs_come_from_a_sequential_audits_timeline(tmp_path: Path):
+    """Gaps between runs of one round are the coordinator's work per run; the gap between
+    rounds, beyond that, and the last run's end to the loop's are a round's judgement."""
+    from archaudit.audit.sequential import AddedSeed, Round, publish_round
+
+    spans = {
+        ("baseline", 0): (0.0, 1.0, 1),
+        ("baseline", 1): (1.5, 2.5, 1),
+        ("relu2", 0): (3.0, 4.0, 1),
+        ("relu2", 1): (6.5, 7.5, 2),
+    }
+    for (arm, seed), (started, finished, _) in spans.items():
+        run_dir = tmp_path / arm / "xs" / f"seed-{seed}"
+        run_dir.mkdir(parents=True)
+        (run_dir / "attempts.jsonl").write_text(json.dumps({"started": started}) + "\n")
+        (run_dir / "DONE").write_text(json.dumps({"finished": finished}))
+    publish_round(tmp_path, Round(1, {}, (AddedSeed("relu2", "xs", 1, "open"),)))
+    ended = 9.5
+    ordered = sorted(spans.values())
+    within = [b[0] - a[1] for a, b in itertools.pairwise(ordered) if a[2] == b[2]]
+    run = sum(within) / len(within)
+    (between,) = [b[0] - a[1] - run for a, b in itertools.pairwise(ordered) if a[2] != b[2]]
+    judged = (between + ended - ordered[-1][1]) / 2
+    gaps = sum(within) + between + run + ended - ordered[-1][1]
+    assert probe.loop_gaps(tmp_path, ended) == pytest.approx((run, judged, gaps))
+
+
+def test_the_loop_probe_is_measured_once_and_read_at_the_machines_speed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+):
+    monkeypatch.setenv("ARCHAUDIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(probe, "startup", lambda *args, **kwargs: PART)
+    measured = {"run": dataclasses.asdict(LOOP.run), "round": dataclasses.asdict(LOOP.round)}
+    monkeypatch.setattr(probe, "_loop_probe", lambda *args: measured)
+    assert probe.loop_cost("cpu", 1, warm=True) == LOOP
+    monkeypatch.setattr(probe, "_loop_probe", lambda *args: pytest.fail("measured again"))
+    then = probe.reference_step()
+    monkeypatch.setattr(probe, "reference_step", lambda: then * 1.5)  # a slower machine now
+    cost = probe.loop_cost("cpu", 1, warm=True)
+    assert cost is not None
+    assert cost.run.wall == pytest.approx(LOOP.run.wall * 1.5)
+    assert cost.round.wall == pytest.approx(LOOP.round.wall * 1.5)
+
+
 def test_a_second_plan_measures_nothing(monkeypatch: pytest.MonkeyPatch, write_audit, tmp_path):
     """The probes are cached per machine and shape: the second plan reads them back."""
     monkeypatch.setenv("ARCHAUDIT_CACHE", str(tmp_path / "cache"))
@@ -323,7 +391,8 @@ def test_status_says_how_long_is_left_from_the_plans_model(
     assert summary.estimated_wall_s is not None  # the audit has started: its start is spent
     assert left == pytest.approx(summary.estimated_wall_s - SHAPE.suite.wall)
     halfway = [dataclasses.replace(s, step=s.spec.recipe.steps // 2) for s in statuses]
-    assert estimate.time_left(plan.audit_dir, halfway) == pytest.approx(left / 2)
+    fixed = len(statuses) * LOOP.run.wall / summary.workers + LOOP.round.wall  # not trained
+    assert estimate.time_left(plan.audit_dir, halfway) == pytest.approx((left - fixed) / 2 + fixed)
 
 
 def test_the_probe_says_its_total_and_time_up_front_and_counts_toward_it(
@@ -364,3 +433,23 @@ def test_plans_power_lines_and_until_settled_give_the_loop_one_number(write_audi
     assert family.loop_runs == loop.sequential.expected_runs
     low, high = loop.sequential.runs_range
     assert low <= loop.sequential.expected_runs <= high
+
+
+def test_with_no_effect_known_the_loop_is_simulated_from_null_up_to_its_mde(write_audit):
+    """Issue 46 item 3: the loop's expected runs assumed every arm null, and the loops that
+    ran (arms with effects) spent more; with nothing known each arm's effect now spreads from
+    null to the loop's MDE, said in words, and its range covers the spread and the draws."""
+    from archaudit.audit.sequential import sequential_rule, settle_options
+    from archaudit.stats.simulation.sequential import simulate_sequential
+
+    plan = make_plan(load_audit(write_audit(arms=["qk_norm", "softpick"])))
+    loop = estimate.sequential_estimate(plan)
+    rule = sequential_rule(plan, settle_options(plan), len(plan.spec.primary_metrics))
+    null = simulate_sequential(arms=2, rule=rule, audits=loop.audits)
+    assert loop.effects_from == "prior" and "null to 1 MDE assumed" in loop.assumed
+    assert loop.sequential.expected_runs > null.runs_mean
+    assert loop.sequential.expected_rounds > null.rounds_mean
+    low, high = loop.sequential.runs_range
+    assert low <= loop.sequential.expected_runs <= high
+    given = estimate.sequential_estimate(plan, effects=(0.0, 0.0))
+    assert given.effects_from == "given" and given.sequential.expected_runs == null.runs_mean

@@ -137,7 +137,14 @@ def test_scale_token_budget_sets_steps(write_audit):
     assert {r.recipe.steps for r in plan.runs} == {5120 // 512}
 
 
-def test_plan_json_lists_runs_and_writes_nothing(write_audit, tmp_path: Path):
+def test_plan_json_lists_runs_and_writes_nothing(
+    write_audit, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from archaudit.audit import estimate
+    from archaudit.audit.probe import LoopCost, Timed
+
+    loop = LoopCost(run=Timed(0.5, 0.25), round=Timed(2.0, 1.0))  # its probe runs an audit
+    monkeypatch.setattr(estimate, "loop_cost", lambda *args, **kwargs: loop)
     path = write_audit(arms=["qk_norm", "geglu"], executor={"workers": 1})  # no neighbour
     result = CliRunner().invoke(app, ["plan", str(path), "--json"])
     assert result.exit_code == 0, result.output
@@ -145,6 +152,7 @@ def test_plan_json_lists_runs_and_writes_nothing(write_audit, tmp_path: Path):
     assert summary["total_runs"] == len(summary["runs"]) == 2 + 1 + 1
     assert all(r["train_seconds"] > 0 and r["params"] > 0 for r in summary["runs"])
     assert summary["estimated_wall_s"] > 0
+    assert (summary["run_overhead_s"], summary["round_overhead_s"]) == (0.5, 2.0)
     assert not (tmp_path / "runs").exists()
 
 

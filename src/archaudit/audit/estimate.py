@@ -6,8 +6,10 @@ steps, its validations, its checkpoint saves and its suite, each measured on thi
 the recipe says) on each scale's first run and cached per machine and shape. The other arms'
 compute is scaled by their own training step, timed once per arm and scale (a few steps: their
 FLOPs per token miss what softpick's or an MoE's kernels cost). Runs spread over the executor's
-workers; a round of the sequential loop ends with its slowest wave of runs. The verdicts and
-the report after the runs are not counted (seconds, against minutes of training).
+workers; a round of the sequential loop ends with its slowest wave of runs. The audit's own
+start (`probe.audit_start`) and, on the local executor, the coordinator's work per run and each
+round's judgement (`probe.loop_cost`, from the timeline of a tiny audit run once per machine)
+are counted beside the runs; the report and the verdict tables printed at the end are not.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from archaudit.audit.probe import (
     ShapeCost,
     Timed,
     audit_start,
+    loop_cost,
     reference,
     reference_step,
     shape_cost,
@@ -112,11 +115,14 @@ class SequentialEstimate:
 
     metric: str
     effects_from: str
-    """pilot | given | null: where the simulated effects came from."""
+    """pilot | given | prior: where the simulated effects came from (`prior`: none known, each
+    arm's from null to its family's loop MDE, `stats.simulation.plan_power.prior_loop`)."""
     max_seeds: int
     audits: int
     sequential: SequentialCost
     fixed: FixedCost
+    assumed: str = ""
+    """The effects simulated, in words (`plan`'s line says them)."""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -125,6 +131,7 @@ class SequentialEstimate:
     def from_json(cls, data: dict[str, Any]) -> SequentialEstimate:
         return cls(
             **{k: data[k] for k in ("metric", "effects_from", "max_seeds", "audits")},
+            assumed=data.get("assumed", ""),
             sequential=_sequential_cost(data["sequential"]),
             fixed=FixedCost(**data["fixed"]),
         )
@@ -165,6 +172,11 @@ class PlanSummary:
     audit_start_s: float | None = None
     """What the audit pays once beside its runs (`probe.audit_start`), in `estimated_wall_s`;
     None without the probe."""
+    run_overhead_s: float | None = None
+    """The coordinator's work per run beyond the run's own time, and `round_overhead_s` per
+    judgement (`probe.loop_cost`, local executor), both in `estimated_wall_s` and the loop's
+    wall; None without the probe or off the local executor."""
+    round_overhead_s: float | None = None
 
     @property
     def estimated_wall_range_s(self) -> tuple[float, float] | None:
@@ -201,6 +213,8 @@ class PlanSummary:
             "estimated_wall_range_s": self.estimated_wall_range_s,
             "speed_range": self.speed_range,
             "audit_start_s": self.audit_start_s,
+            "run_overhead_s": self.run_overhead_s,
+            "round_overhead_s": self.round_overhead_s,
             "notes": [note.to_json() for note in self.notes],
         }
         if self.sequential is not None:
@@ -220,6 +234,8 @@ class PlanSummary:
             sequential=SequentialEstimate.from_json(sequential) if sequential else None,
             speed_range=_pair(data["speed_range"]) if data.get("speed_range") else None,
             audit_start_s=data.get("audit_start_s"),
+            run_overhead_s=data.get("run_overhead_s"),
+            round_overhead_s=data.get("round_overhead_s"),
         )
 
 
@@ -394,10 +410,11 @@ def run_time(run: RunSpec, shape: ShapeCost, start: Timed, ratio: float = 1.0) -
     return start + shape.warmup + shape.save * saves + compute * ratio
 
 
-def plan_summary(plan: Plan, *, probe: bool = True) -> PlanSummary:
-    """Every run of `plan` with its cost, probed unless `probe` is False. The tracker is
-    checked first, as `run` checks it before anything starts."""
-    from archaudit.audit.executors import make_executor
+def plan_summary(plan: Plan, *, probe: bool = True, loop: bool = True) -> PlanSummary:
+    """Every run of `plan` with its cost, probed unless `probe` is False; the coordinator's
+    costs (`probe.loop_cost`) unless `loop` is False. The tracker is checked first, as `run`
+    checks it before anything starts."""
+    from archaudit.audit.executors import LocalExecutor, make_executor
     from archaudit.audit.trackers import check_tracker
 
     if plan.spec.tracker:
@@ -406,25 +423,44 @@ def plan_summary(plan: Plan, *, probe: bool = True) -> PlanSummary:
     costs = estimate(plan, probe=probe, threads=pool.threads, beside=pool.beside, warm=pool.warm)
     seconds = [c.seconds for c in costs.values() if c.seconds is not None]
     now = reference() if probe else None
-    start = audit_start(plan.spec.recipe.device, pool.threads, warm=pool.warm) if probe else None
-    fixed = 0.0 if start is None else start.wall
+    device = plan.spec.recipe.device
+    start = audit_start(device, pool.threads, warm=pool.warm) if probe else None
+    local = probe and loop and isinstance(pool, LocalExecutor)
+    costs_between = loop_cost(device, pool.threads, warm=pool.warm) if local else None
+    pace = Pace(
+        None,  # each run's own seconds, below
+        pool.workers,
+        0.0 if start is None else start.wall,
+        0.0 if costs_between is None else costs_between.run.wall,
+        0.0 if costs_between is None else costs_between.round.wall,
+    )
     return PlanSummary(
         audit=plan.spec.name,
         audit_dir=str(plan.audit_dir),
         runs=tuple(CostedRun(run, costs[run.path]) for run in plan.runs),
         workers=pool.workers,
-        estimated_wall_s=fixed + sum(seconds) / pool.workers if probe else None,
+        estimated_wall_s=_fixed_wall_s(seconds, pace) if probe else None,
         notes=plan.notes,
         speed_range=None if now is None else (now.fastest, now.slowest),
         audit_start_s=None if start is None else start.wall,
+        run_overhead_s=None if costs_between is None else costs_between.run.wall,
+        round_overhead_s=None if costs_between is None else costs_between.round.wall,
     )
+
+
+def _fixed_wall_s(seconds: Sequence[float], pace: Pace) -> float:
+    """The audit's start, then every run's seconds and its coordinator's work over the
+    workers, then one judgement."""
+    runs = sum(seconds) + len(seconds) * pace.run_overhead_s
+    return pace.audit_start_s + runs / max(pace.workers, 1) + pace.round_overhead_s
 
 
 def time_left(audit_dir: Path, statuses: Sequence[RunStatus]) -> float | None:
     """Wall seconds until the audit's runs finish, from `plan`'s model and its cached probes
     (None without the audit file or a probe): each unfinished run's time, less the share of
-    its steps already trained, over the executor's workers."""
-    from archaudit.audit.executors import make_executor
+    its steps already trained, and the coordinator's work per run, over the executor's
+    workers, then a judgement (`probe.loop_cost`, when cached)."""
+    from archaudit.audit.executors import LocalExecutor, make_executor
     from archaudit.audit.plan import make_plan
     from archaudit.audit.spec import load_audit
 
@@ -435,14 +471,18 @@ def time_left(audit_dir: Path, statuses: Sequence[RunStatus]) -> float | None:
     pool = make_executor(plan.spec.executor, plan.audit_dir)
     costs = estimate(plan, threads=pool.threads, beside=pool.beside, warm=pool.warm, measure=False)
     by_arm = {(run.arm, run.scale): costs[run.path].seconds for run in plan.runs}
+    local = isinstance(pool, LocalExecutor)
+    device = plan.spec.recipe.device
+    loop = loop_cost(device, pool.threads, warm=pool.warm, measure=False) if local else None
+    per_run = 0.0 if loop is None else loop.run.wall
     left = 0.0
     for status in statuses:
         seconds = by_arm.get((status.spec.arm, status.spec.scale))
         if seconds is None:
             return None
         if status.state != "done":
-            left += seconds * (1 - status.step / max(status.spec.recipe.steps, 1))
-    return left / max(pool.workers, 1)
+            left += seconds * (1 - status.step / max(status.spec.recipe.steps, 1)) + per_run
+    return left / max(pool.workers, 1) + (0.0 if loop is None else loop.round.wall)
 
 
 def sequential_estimate(
@@ -457,15 +497,18 @@ def sequential_estimate(
     audits: int | None = None,
     seed: int = 0,
     audit_start_s: float = 0.0,
+    loop: tuple[float, float] = (0.0, 0.0),
 ) -> SequentialEstimate:
     """Expected runs (and wall time) of `run --until-settled` next to the fixed design with the
     same power, from simulations of the closed loop per (baseline, scale) family.
 
     `effects` are planted on the first arms of each family, in σ (in metric units when `sigma`
     is given). Without them a pilot (results already in the audit directory) supplies every
-    arm's observed Δ/σ on the first primary metric. With neither, every arm is null. The
-    wall time's range: the runs' range at `speed_range` times `seconds_per_run`; both add
-    `audit_start_s`, what the audit pays once beside its runs.
+    arm's observed Δ/σ on the first primary metric. With neither, each arm's effect spreads
+    from null to its family's loop MDE (`prior_loop`: the mean and range over that spread and
+    the loop's randomness). The wall time's range: the runs' range at `speed_range` times
+    `seconds_per_run`; both add `audit_start_s`, what the audit pays once beside its runs,
+    and `loop`'s (seconds per run, per round) of the coordinator's work (`probe.loop_cost`).
     """
     from archaudit.audit.sequential import (
         families,
@@ -485,28 +528,76 @@ def sequential_estimate(
     PlannedEffects(sigma=sigma, effects=tuple(effects)).check(plan)  # a library caller too
     planted = [e / sigma for e in effects] if sigma else [float(e) for e in effects]
     pilot = {} if planted else pilot_effects(plan, metric)
+    known = pilot or planted
+    pace = Pace(seconds_per_run, workers, audit_start_s, *loop)
+    tops = (
+        {} if known else {f.scale: _loop_mde(rule, len(f.arms)) for f in families(plan, (metric,))}
+    )
     costs = [
         _family_cost(rule, len(f.arms), _family_effects(f, pilot, planted), audits, seed)
+        if known
+        else _prior_cost(rule, len(f.arms), tops[f.scale], audits, seed)
         for f in families(plan, (metric,))
     ]
     return SequentialEstimate(
         metric=metric,
-        effects_from="pilot" if pilot else ("given" if planted else "null"),
+        effects_from="pilot" if pilot else ("given" if planted else "prior"),
         max_seeds=rule.max_seeds,
         audits=audits,
-        sequential=_loop_cost(costs, Pace(seconds_per_run, workers, audit_start_s), speed_range),
-        fixed=_fixed_design_cost(costs, Pace(seconds_per_run, workers, audit_start_s)),
+        sequential=_loop_cost(costs, pace, speed_range),
+        fixed=_fixed_design_cost(costs, pace),
+        assumed=_assumed(pilot, planted, tops),
+    )
+
+
+def _assumed(
+    pilot: dict[tuple[str, str], float], planted: list[float], tops: dict[str, float]
+) -> str:
+    """The effects simulated, in words."""
+    if pilot:
+        return "the pilot's observed Δ/σ of each arm"
+    if planted:
+        return f"{', '.join(f'{e:g}' for e in planted)} σ on the first arms, the rest null"
+    spread = ", ".join(f"0–{top:.1f} σ at {scale}" for scale, top in tops.items())
+    return f"none known — null to 1 MDE assumed (each arm's |Δ| uniform on {spread})"
+
+
+def _loop_mde(rule: SequentialRule, arms: int) -> float:
+    """The loop's MDE in σ for `arms` arms, as `plan`'s power lines state it."""
+    from archaudit.stats.simulation.plan_power import loop_power
+
+    return loop_power(arms, rule.baseline_seeds, rule.alpha, rule.max_seeds)[0]
+
+
+def _prior_cost(rule: SequentialRule, arms: int, top: float, audits: int, seed: int) -> FamilyCost:
+    """One family's cost with no effect known: its arms' effects spread from null to `top` σ
+    (`prior_loop`), every arm counted as planted (each has some effect in the spread)."""
+    from archaudit.stats.simulation.plan_power import prior_loop
+
+    loop = prior_loop(arms, rule, top, audits, seed)
+    return FamilyCost(
+        sequential_runs=loop.runs_mean,
+        runs_range=loop.runs_range,
+        rounds=loop.rounds_mean,
+        fixed_runs=loop.fixed_runs,
+        fixed_seeds=loop.fixed_seeds,
+        planted=arms,
+        sequential_found=arms * loop.power,
+        fixed_found=arms * loop.fixed_power,
     )
 
 
 @dataclass(frozen=True)
 class Pace:
-    """How fast runs go: each `seconds_per_run` (None without the probe), `workers` at a time,
-    after `audit_start_s` paid once."""
+    """How fast runs go: each `seconds_per_run` (None without the probe) and the coordinator's
+    `run_overhead_s`, `workers` at a time, after `audit_start_s` paid once; each round's
+    judgement `round_overhead_s` (`probe.loop_cost`)."""
 
     seconds_per_run: float | None
     workers: int
     audit_start_s: float
+    run_overhead_s: float = 0.0
+    round_overhead_s: float = 0.0
 
 
 def _loop_cost(
@@ -597,10 +688,12 @@ def _family_cost(
 
 def _wall_s(runs: float, rounds: float, pace: Pace, speed: float = 1.0) -> float | None:
     """Each round's runs go out in waves of `workers`, and a round ends with its last wave
-    (the next round's seeds depend on its verdicts): rounds × ⌈runs per round / workers⌉ runs
-    long, each `seconds_per_run`, after the audit's start, all × `speed`."""
+    and its judgement (the next round's seeds depend on its verdicts): rounds × ⌈runs per
+    round / workers⌉ runs long, each `seconds_per_run` and the coordinator's work, plus a
+    judgement per round, after the audit's start, all × `speed`."""
     if pace.seconds_per_run is None:
         return None
     rounds = max(rounds, 1.0)
     waves = rounds * math.ceil(runs / rounds / max(pace.workers, 1) - 1e-9)
-    return (pace.audit_start_s + waves * pace.seconds_per_run) * speed
+    each = pace.seconds_per_run + pace.run_overhead_s
+    return (pace.audit_start_s + waves * each + rounds * pace.round_overhead_s) * speed

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import itertools
 import json
 import math
 import platform
@@ -559,3 +560,119 @@ def _suite_time(model: Any, run: RunSpec, device: Any) -> Timed:
             (model, tokenizer), suite, limit=probe_items, device=str(device), show_progress=False
         )
     return scored[0] * (full / probe_items)
+
+
+LOOP_PROBE_AUDIT = """
+name = "loop_probe"
+arms = ["relu2"]
+[seeds]
+noise_floor = 3
+arms = 1
+policy = "sequential"
+max = 2
+[eval]
+suite = ""
+[recipe]
+steps = 2
+batch_tokens = 128
+corpus_chars = 100000
+eval_every = 2
+eval_batches = 1
+checkpoint_every = 2
+device = "{device}"
+[scales.xs]
+d_model = 16
+n_layers = 1
+n_heads = 2
+context_length = 16
+[executor]
+kind = "local"
+workers = 1
+threads = {threads}
+"""
+"""The loop probe's audit: a baseline of 3 seeds and one arm (no protocol duty: nothing to warn
+of), ≤ 2 seeds, 2 steps of a tiny model on one worker: round 1 runs 4 runs, round 2 the arm's
+confirmation seed (an arm is never declared on one seed), so its timeline has gaps between runs
+and between rounds."""
+
+
+@dataclass(frozen=True)
+class LoopCost:
+    """What the local executor's loop costs beside its runs' own time: `run`, each run's
+    coordinator work (its exit noticed, its record written, the next one dispatched) less the
+    start-up the run's estimate counts already; `round`, each judgement between rounds (and the
+    last one) with the next round's set-up."""
+
+    run: Timed
+    round: Timed
+
+
+def loop_cost(device: str, threads: int, *, warm: bool, measure: bool = True) -> LoopCost | None:
+    """The local loop's fixed costs, from the timestamps of a tiny sequential audit run here
+    (`LOOP_PROBE_AUDIT`), cached like a shape (None when not cached and not `measure`)."""
+    start = startup(device, threads, warm=warm, measure=measure)
+    key = {"machine": machine(device, threads), "imports": COLD_START, "part": "loop"}
+    key["start"] = "warm" if warm else "cold"
+    probe = lambda: _loop_probe(device, threads, start or ZERO)  # noqa: E731
+    value = cached(key, "the loop's costs between runs and rounds", probe if measure else None)
+    return None if value is None else LoopCost(Timed(**value["run"]), Timed(**value["round"]))
+
+
+def _loop_probe(device: str, threads: int, start: Timed) -> dict[str, Any]:
+    """Run the probe's audit in a temporary folder, quietly, and read its timeline: the
+    coordinator's CPU spread over its gaps by their wall time."""
+    from archaudit import progress
+    from archaudit.audit.plan import make_plan
+    from archaudit.audit.sequential import run_until_settled
+    from archaudit.audit.spec import load_audit
+
+    with tempfile.TemporaryDirectory(prefix="archaudit-loop-") as tmp:
+        path = Path(tmp) / "loop_probe.toml"
+        path.write_text(LOOP_PROBE_AUDIT.format(device=device, threads=max(threads, 1)))
+        plan = make_plan(load_audit(path, runs_dir=Path(tmp)))
+        quiet, cpu = progress.is_quiet(), _cpu()
+        progress.set_quiet(True)
+        try:
+            run_until_settled(plan, live=False)
+            ended = time.time()
+        finally:
+            progress.set_quiet(quiet)
+        runs, rounds, gaps = loop_gaps(plan.audit_dir, ended)
+    per_run = max(runs - start.wall, 0.0)
+    share = (_cpu() - cpu) / max(gaps, 1e-9)  # the coordinator's CPU per second of its gaps
+    return {
+        "run": dataclasses.asdict(Timed(per_run, per_run * share)),
+        "round": dataclasses.asdict(Timed(rounds, rounds * share)),
+    }
+
+
+def loop_gaps(audit_dir: Path, ended: float) -> tuple[float, float, float]:
+    """(seconds between a run's end and the next one's start within a round, seconds a round
+    adds beyond that, all gaps' seconds) from a finished sequential audit's records, its runs
+    run one at a time: each run's first attempt's start and its DONE record's end, the rounds
+    from the loop's record; a round's gaps are the one between rounds and the last run's end
+    to `ended`."""
+    from archaudit.audit import store
+    from archaudit.audit.sequential import read_rounds
+    from archaudit.rundir import ATTEMPTS, DONE
+
+    later = {
+        (seed.arm, seed.scale, seed.seed): r.index + 1
+        for r in read_rounds(audit_dir)
+        for seed in r.added
+    }
+    timeline = []
+    for done in sorted(audit_dir.glob(f"*/*/seed-*/{DONE}")):
+        run_dir = done.parent
+        first = json.loads((run_dir / ATTEMPTS).read_text().splitlines()[0])
+        arm, scale, seed = run_dir.relative_to(audit_dir).parts
+        index = later.get((arm, scale, int(seed.removeprefix("seed-"))), 1)
+        timeline.append((first["started"], (store.read_json(done) or {})["finished"], index))
+    timeline.sort()
+    pairs = list(itertools.pairwise(timeline))
+    within = [b[0] - a[1] for a, b in pairs if a[2] == b[2]]
+    run = sum(within) / max(len(within), 1)
+    between = [b[0] - a[1] - run for a, b in pairs if a[2] != b[2]]
+    ends = [*between, ended - timeline[-1][1]]
+    gaps = sum(within) + sum(ends) + run * len(between)
+    return run, max(sum(ends) / len(ends), 0.0), gaps

@@ -49,7 +49,7 @@ def stress_time(plan: StressPlan) -> StressTime | None:
 
     if not plan.plan.runs:
         return None
-    summary = plan_summary(plan.plan, probe=True)
+    summary = plan_summary(plan.plan, probe=True, loop=False)  # a grid: runs, no loop to judge
     wall, cpu = summary.estimated_wall_s, summary.estimated_cpu_s
     if wall is None or cpu is None:
         return None

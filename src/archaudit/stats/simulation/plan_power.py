@@ -2,8 +2,8 @@
 
 Each family's MDE per seed count comes from the power formula at the design's calibrated level
 (stats/simulation/calibrate.py); the sequential loop's from simulating it with one planted arm
-(bisection
-on common draws), with its expected runs when no arm works. A design whose MDE exceeds
+(bisection on common draws), with its expected runs over effects from null up to that MDE
+(`prior_loop`). A design whose MDE exceeds
 `USABLE_MDE` says so and names the cheapest design that reaches it: a fixed design with more
 seeds per arm (power formula at α) or the loop, whichever needs fewer runs.
 """
@@ -14,12 +14,21 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
+
 from archaudit.formatting import num
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.design_rate import arm_mde
 from archaudit.stats.simulation.power import default_baseline_seeds
-from archaudit.stats.simulation.sequential import SequentialRule, planted_power, simulate_sequential
+from archaudit.stats.simulation.sequential import (
+    IMPROVER,
+    RUNS_RANGE,
+    SequentialRule,
+    fixed_design,
+    planted_power,
+    run_sequential,
+)
 
 USABLE_MDE = 10.0
 """An MDE beyond this many σ detects no realistic effect (the measured arms move 1–8 σ)."""
@@ -46,7 +55,8 @@ class FamilyPower(JsonResult):
     """A known seed σ of the primary metric (--sigma), for metric units."""
     loop_mde: float
     loop_runs: float
-    """Expected runs of the loop (≤ `loop_seeds` seeds per arm) when no arm works."""
+    """Expected runs of the loop (≤ `loop_seeds` seeds per arm), its arms' effects from null
+    to `loop_mde` (`prior_loop`)."""
     cheapest: str
     """The cheapest design with MDE ≤ `USABLE_MDE` ("" when this one already is)."""
     loop_seeds: int = LOOP_SEEDS
@@ -122,9 +132,9 @@ def cheapest(
 def loop_power(
     arms: int, baseline_seeds: int, alpha: float = 0.05, loop_seeds: int = LOOP_SEEDS
 ) -> tuple[float, float]:
-    """(MDE in σ, expected runs with no effect) of the loop ≤ `loop_seeds` seeds per arm; the
-    runs from `LOOP_AUDITS` null audits, drawn as `plan --until-settled`'s estimate draws them
-    (one fixed seed beside the loop)."""
+    """(MDE in σ, expected runs) of the loop ≤ `loop_seeds` seeds per arm; the runs from
+    `LOOP_AUDITS` audits whose arms' effects spread from null to that MDE (`prior_loop`), the
+    audits `plan --until-settled`'s estimate draws when no effect is known."""
     rule = SequentialRule(
         alpha=alpha, max_seeds=loop_seeds, baseline_seeds=max(baseline_seeds, 2), calibrated=True
     )
@@ -133,6 +143,60 @@ def loop_power(
         mid = (low + high) / 2
         found = planted_power(arms, rule, mid, PLAN_AUDITS)
         low, high = (low, mid) if found >= 0.8 else (mid, high)
-    null = simulate_sequential(arms=arms, rule=rule, audits=LOOP_AUDITS, fixed_seeds=1)
-    runs = null.runs_mean
-    return high, runs
+    return high, prior_loop(arms, rule, high).runs_mean
+
+
+@dataclass(frozen=True)
+class PriorLoop(JsonResult):
+    """The loop over a spread of effects, not one: in each simulated audit each arm's true
+    effect is drawn uniform from null (0) up to `top` σ (the loop's own MDE when nothing is
+    known), so the runs' mean and range hold over the spread and the loop's randomness
+    together; beside it the fixed design with the same power on the same draws."""
+
+    top: float
+    runs_mean: float
+    runs_range: tuple[float, float]
+    """The 10th and 90th percentiles of the runs per audit (`RUNS_RANGE`)."""
+    rounds_mean: float
+    power: float
+    """The share of arms declared in their true direction (improvers), over the spread."""
+    fixed_seeds: int
+    """The fewest seeds per arm (≤ 2 × the loop's) whose fixed design reaches `power`."""
+    fixed_runs: int
+    fixed_power: float
+
+
+@lru_cache(maxsize=64)
+def prior_loop(
+    arms: int, rule: SequentialRule, top: float, audits: int = LOOP_AUDITS, seed: int = 0
+) -> PriorLoop:
+    """`audits` loops of `arms` arms, each arm's effect uniform on [0, `top`] σ per audit
+    (reproducible from `seed`), and the fixed designs of 1 to 2 × max_seeds seeds per arm (the
+    baseline as many, ≥ its noise floor) on the same draws."""
+    rng = np.random.default_rng(seed)
+    most = 2 * rule.max_seeds
+    shift = rng.uniform(0.0, top, (audits, arms))
+    baseline = rng.standard_normal((audits, max(rule.baseline_cap, most)))
+    values = rng.standard_normal((audits, arms, most)) + shift[..., None]
+    state, n, n0, rounds = run_sequential(
+        rule, baseline[:, : rule.baseline_cap], values[..., : rule.max_seeds]
+    )
+    runs = n.sum(axis=1) + n0
+    power = float(np.mean(state == IMPROVER))
+    fixed = []
+    for seeds in range(1, most + 1):
+        base = max(seeds, rule.baseline_seeds)
+        found = fixed_design(rule, baseline[:, :base], values[..., :seeds]) == IMPROVER
+        fixed.append((seeds, arms * seeds + base, float(np.mean(found))))
+    same = next((f for f in fixed if f[2] >= power), fixed[-1])
+    low, high = np.percentile(runs, RUNS_RANGE)
+    return PriorLoop(
+        top=top,
+        runs_mean=float(np.mean(runs)),
+        runs_range=(float(low), float(high)),
+        rounds_mean=float(np.mean(rounds)),
+        power=power,
+        fixed_seeds=same[0],
+        fixed_runs=same[1],
+        fixed_power=same[2],
+    )

@@ -513,7 +513,7 @@ def simulate_sequential(
         arms, audits, effects, max(cap, fixed_baseline), max(top, fixed_seeds), seed, models[0]
     )
     state, n, n0, rounds = run_sequential(rule, baseline[:, :cap], values[..., :top])
-    fixed_state = _fixed_design(rule, baseline[:, :fixed_baseline], values[..., :fixed_seeds])
+    fixed_state = fixed_design(rule, baseline[:, :fixed_baseline], values[..., :fixed_seeds])
     groups = {f"{e:g}": np.flatnonzero(shift == e) for e in sorted(set(effects)) if e != 0.0}
     fwer, power, planted, all_found = _declared(state, shift, groups)
     fixed_fwer, fixed_power, fixed_planted, fixed_all_found = _declared(fixed_state, shift, groups)
@@ -565,7 +565,7 @@ def _seeds_mean(
     return means | ({"null": float(np.mean(n[:, null]))} if null.any() else {})
 
 
-def _fixed_design(rule: SequentialRule, baseline: np.ndarray, values: np.ndarray) -> np.ndarray:
+def fixed_design(rule: SequentialRule, baseline: np.ndarray, values: np.ndarray) -> np.ndarray:
     """The final states of the fixed design on these seeds: one look at every arm, Holm."""
     audits, arms = values.shape[:2]
     return holm_step_down(
