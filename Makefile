@@ -24,8 +24,12 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 demo: $(BASE)
 	.venv/bin/archaudit demo
 
+# pytest-xdist workers for `make test`: one per core, at most 4 (each holds a torch); the tests
+# share nothing outside their tmp_path (tests/conftest.py). PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 4 ] && n=4; echo $$n)
+
 test: $(TEST)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal
 
 test-slow: $(FULL)
 	command -v chromium >/dev/null || \
