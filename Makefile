@@ -24,8 +24,17 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 demo: $(BASE)
 	.venv/bin/archaudit demo
 
+# pytest-xdist workers for `make test`: one per core, at most 4 (each holds a torch); the tests
+# share nothing outside their tmp_path (tests/conftest.py). PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 4 ] && n=4; echo $$n)
+
+# With workers, each one's torch (and the runs it starts) uses one thread, as OMP_NUM_THREADS=1:
+# tests/report on two workers took 209 s / 126 CPU-s with two threads each, 106 s / 116 CPU-s
+# with one, at the same load (docs/testing.md).
+WORKER_THREADS := $(if $(filter 0 1,$(PYTEST_WORKERS)),,OMP_NUM_THREADS=1)
+
 test: $(TEST)
-	$(PY) -m pytest -q
+	$(WORKER_THREADS) $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist worksteal
 
 test-slow: $(FULL)
 	command -v chromium >/dev/null || \

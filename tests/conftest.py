@@ -1,5 +1,10 @@
-"""Shared fixtures: a private token cache per test session, Python's own SIGINT handler in every
-test however the suite was launched, and the path to ../shared data."""
+"""Shared fixtures: a private cache per test session, Python's own SIGINT handler in every test
+however the suite was launched, and the path to ../shared data.
+
+`make test` runs the suite on pytest-xdist workers (one process per core); each worker is its own
+session, so it gets its own cache below, its own tmp_path tree (`popen-gwN`) and its own
+session-scoped fixtures. A test that writes outside tmp_path or the cache would be shared between
+workers: none does."""
 
 from __future__ import annotations
 
@@ -18,6 +23,8 @@ SHARED = REPO.parent / "shared"
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """$ARCHAUDIT_CACHE (calibrated levels, probe costs, tokenised corpora) under this session's
+    tmp dir: never ~/.cache/archaudit, never another worker's."""
     os.environ["ARCHAUDIT_CACHE"] = str(tmp_path_factory.mktemp("archaudit-cache"))
 
 
