@@ -528,17 +528,8 @@ def sequential_estimate(
     PlannedEffects(sigma=sigma, effects=tuple(effects)).check(plan)  # a library caller too
     planted = [e / sigma for e in effects] if sigma else [float(e) for e in effects]
     pilot = {} if planted else pilot_effects(plan, metric)
-    known = pilot or planted
     pace = Pace(seconds_per_run, workers, audit_start_s, *loop)
-    tops = (
-        {} if known else {f.scale: _loop_mde(rule, len(f.arms)) for f in families(plan, (metric,))}
-    )
-    costs = [
-        _family_cost(rule, len(f.arms), _family_effects(f, pilot, planted), audits, seed)
-        if known
-        else _prior_cost(rule, len(f.arms), tops[f.scale], audits, seed)
-        for f in families(plan, (metric,))
-    ]
+    costs, tops = _costs(families(plan, (metric,)), rule, (pilot, planted), audits, seed)
     return SequentialEstimate(
         metric=metric,
         effects_from="pilot" if pilot else ("given" if planted else "prior"),
@@ -548,6 +539,25 @@ def sequential_estimate(
         fixed=_fixed_design_cost(costs, pace),
         assumed=_assumed(pilot, planted, tops),
     )
+
+
+def _costs(
+    fams: Sequence[Family],
+    rule: SequentialRule,
+    known: tuple[dict[tuple[str, str], float], list[float]],
+    audits: int,
+    seed: int,
+) -> tuple[list[FamilyCost], dict[str, float]]:
+    """Each family's simulated cost: from the known effects (pilot, planted), else over the
+    spread from null to the family's loop MDE (`tops`, by scale; empty when effects are known)."""
+    pilot, planted = known
+    if pilot or planted:
+        return [
+            _family_cost(rule, len(f.arms), _family_effects(f, pilot, planted), audits, seed)
+            for f in fams
+        ], {}
+    tops = {f.scale: _loop_mde(rule, len(f.arms)) for f in fams}
+    return [_prior_cost(rule, len(f.arms), tops[f.scale], audits, seed) for f in fams], tops
 
 
 def _assumed(
