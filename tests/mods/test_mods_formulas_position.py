@@ -64,6 +64,35 @@ def test_rope_rotation_and_scores_depend_only_on_relative_position(spec, rot, ba
     assert not torch.allclose(scores[0, 1], scores[0, 2])  # yet they do depend on i − j
 
 
+
+def half_form_rope(x: torch.Tensor, rot: int, base: float) -> torch.Tensor:
+    """The rotation written on the two halves, (x1·cos − x2·sin, x2·cos + x1·sin), with the
+    float32 tables rounded from float64 angles, as `RoPE` builds them."""
+    freqs = torch.outer(
+        torch.arange(x.shape[-2], dtype=torch.float64),
+        base ** (-torch.arange(0, rot, 2, dtype=torch.float64) / rot),
+    )
+    cos, sin = freqs.cos().float(), freqs.sin().float()
+    x1, x2 = x[..., :rot].chunk(2, dim=-1)
+    return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin, x[..., rot:]), dim=-1)
+
+
+@pytest.mark.parametrize(("spec", "rot"), [("baseline", 16), ("partial_rope", 4)])
+def test_rope_full_width_form_has_the_half_forms_bits_forward_and_backward(spec, rot):
+    """`RoPE` rotates in a full-width form for speed; its outputs and the gradients it passes
+    back must be the half form's bit for bit, so that no training run changes by it. The
+    input is a transposed view, as attention's (B, h, T, d_h) query is."""
+    position = build(spec).position
+    base = torch.randn(3, T, 4, 16)
+    upstream = torch.randn(3, 4, T, 16)
+    grads = []
+    for rotate in (lambda x: position.rotate(x, x)[0], lambda x: half_form_rope(x, rot, 1e4)):
+        x = base.clone().requires_grad_(True)
+        y = rotate(x.transpose(1, 2))
+        y.backward(upstream)
+        grads.append((y.detach(), x.grad))
+    assert torch.equal(grads[0][0], grads[1][0]) and torch.equal(grads[0][1], grads[1][1])
+
 @formula("nope")
 def test_nope_last_position_ignores_the_order_of_the_prefix():
     # One causal layer without positions sees its prefix as a set: permuting the earlier
