@@ -12,8 +12,9 @@ process importing what `run-one` imports. Every part is measured in wall and CPU
 system), so that an estimate made on a loaded machine can be read in CPU time too.
 
 Results are cached in `<cache>/probes/` under a key of this machine (host, CPU, torch, device,
-threads) and the shape (model config, the step's recipe fields, the suite and its limit): a
-second `plan` probes nothing.
+threads), archaudit's own code (`cost_code`: after an edit or an upgrade every entry is
+measured again, not read at the old cost) and the shape (model config, the step's recipe
+fields, the suite and its limit): a second `plan` probes nothing.
 
 A machine shared with others is not as fast at every `plan`: each entry stores the time of a
 fixed reference step (`reference_step`, measured once per process, before any probe's
@@ -137,8 +138,8 @@ def timed(into: list[Timed]) -> Iterator[None]:
 
 
 def machine(device: str, threads: int, beside: int = 0) -> dict[str, Any]:
-    """What a measurement depends on besides the shape: the machine, and how many runs step
-    beside the measured one."""
+    """What a measurement depends on besides the shape: the machine, the code that runs, and
+    how many runs step beside the measured one."""
     import torch
 
     return {
@@ -146,10 +147,21 @@ def machine(device: str, threads: int, beside: int = 0) -> dict[str, Any]:
         "cpu": _cpu_model(),
         "python": platform.python_version(),
         "torch": torch.__version__,
+        "code": cost_code(),
         "device": device,
         "threads": threads or torch.get_num_threads(),
         "beside": beside,
     }
+
+
+@functools.cache
+def cost_code() -> str:
+    """The hash of archaudit's sources, once per process: an entry measured before an edit of
+    the code (a faster rotation, a cheaper suite, a leaner loop) would state the old cost, so it
+    is measured again rather than believed."""
+    from archaudit.train.provenance import source_hash
+
+    return source_hash()[:16]
 
 
 NEIGHBOUR = "from archaudit.audit.probe import neighbour; neighbour()"
