@@ -19,10 +19,10 @@ scored against the true Δ at the target:
 - refused: the share of arms without an answer;
 - signs (non-null arms) and pairs (arm pairs whose true Δ differ) ordered right, by the
   prediction printed and by the single-scale prediction (the Δ̂ at the largest trained scale);
-- "stack won the backtest": how often the stack of curves beat the single-scale prediction on
-  held-out arms at one-sided p < 0.01 (what once printed "beats the single-scale baseline"),
-  and how often that was true at the target (the stack's squared error there, summed over the
-  arms, below the single-scale prediction's): the measurement behind never adopting it.
+- "stack claimed": how often the output says the stack of curves beats the single-scale
+  prediction (and answers with it: `backtest.claims_stack`), and "claim true": how often that
+  was true at the target (the stack's squared error there, summed over the arms, below the
+  single-scale prediction's).
 
     PYTHONPATH=src python benchmarks/predict_coverage.py              # writes docs/predict.md
     PYTHONPATH=src python benchmarks/predict_coverage.py --reps 40 --seed 1 --no-doc   # tuning
@@ -43,10 +43,9 @@ from pathlib import Path
 
 import numpy as np
 
-from archaudit.stats.options import DEFAULT
-from archaudit.stats.predictions.ladder_fit import predict_linear, smoother_weights
+from archaudit.stats.predictions.backtest import STACKED
 from archaudit.stats.predictions.ladders import Ladder, LadderScale
-from archaudit.stats.predictions.predict import Prediction, ladder_arrays, predict
+from archaudit.stats.predictions.predict import Prediction, predict
 from archaudit.stats.table import Row, Table
 from doc_blocks import replace_block
 
@@ -66,9 +65,6 @@ TRUTHS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 SMALLEST = 1e6
 """Parameters of the smallest scale; every scale trains 20 tokens per parameter."""
 LEVELS = (0.8, 0.95)
-WIN_LEVEL = 0.01
-"""The one-sided p at which the stack's backtest gain over the single-scale prediction counts
-as a win (the level at which it was once adopted and printed as beating it)."""
 CELLS = [
     (scales, seeds, noise, target)
     for scales in (4, 5)
@@ -124,9 +120,7 @@ class Scores:
         default_factory=lambda: {x: {} for x in LEVELS}
     )
 
-    def score(
-        self, level: float, result: Prediction, truth: np.ndarray, stacked: np.ndarray
-    ) -> None:
+    def score(self, level: float, result: Prediction, truth: np.ndarray) -> None:
         shown = np.array([a.estimable for a in result.arms])
         low = np.array([a.interval[0] for a in result.arms])
         high = np.array([a.interval[1] for a in result.arms])
@@ -136,11 +130,9 @@ class Scores:
             if ok:
                 self.by_family[level].setdefault(name, []).append(bool(hit))
         if level == LEVELS[0]:
-            self._decisions(result, truth, shown, stacked)
+            self._decisions(result, truth, shown)
 
-    def _decisions(
-        self, result: Prediction, truth: np.ndarray, shown: np.ndarray, stacked: np.ndarray
-    ) -> None:
+    def _decisions(self, result: Prediction, truth: np.ndarray, shown: np.ndarray) -> None:
         point = np.array([a.delta for a in result.arms])
         single = np.array([a.delta_largest for a in result.arms])
         self.refused += list(~shown)
@@ -152,9 +144,9 @@ class Scores:
                 right = np.sign(truth[i] - truth[j])
                 self.pairs.append(bool(np.sign(point[i] - point[j]) == right))
                 self.base_pairs.append(bool(np.sign(single[i] - single[j]) == right))
-        self.claimed.append(result.p_value < WIN_LEVEL and bool(shown.any()))
+        self.claimed.append(result.model == STACKED)
         if self.claimed[-1]:
-            error = np.sum((stacked[shown] - truth[shown]) ** 2)
+            error = np.sum((point[shown] - truth[shown]) ** 2)
             self.claim_true.append(bool(error < np.sum((single[shown] - truth[shown]) ** 2)))
 
     def row(self) -> list[str]:
@@ -173,17 +165,7 @@ def pct(values: list[bool]) -> str:
 
 
 COLUMNS = ["80% coverage", "95% coverage", "refused", "signs: tool / single-scale",
-           "pairs: tool / single-scale", "stack won the backtest",
-           "won at the target"]  # fmt: skip
-
-
-def stack_at_target(table: Table, ladder: Ladder, result: Prediction) -> np.ndarray:
-    """(arms,) the stack of curves' prediction at the target (the mixture `result` shows)."""
-    _, arrays, _ = ladder_arrays(table, "val_loss", ladder, DEFAULT)
-    mix = {w.curve: w.weight for w in result.mix}
-    new = np.array([math.log(ladder.target.params)])
-    weights = smoother_weights(mix, arrays.x, 1.0 / arrays.variances, new)
-    return predict_linear(weights, arrays.deltas, arrays.variances)[0][:, 0]
+           "pairs: tool / single-scale", "stack claimed", "claim true"]  # fmt: skip
 
 
 def run_cell(
@@ -197,9 +179,8 @@ def run_cell(
     for i, table in enumerate(sim_table(rng, scales, seeds, noise, reps)):
         for level in LEVELS:
             result = predict(table, "val_loss", ladder, confidence=level, n_boot=n_boot, seed=i)
-            stacked = stack_at_target(table, ladder, result)
-            scores.score(level, result, truth, stacked)
-            total.score(level, result, truth, stacked)
+            scores.score(level, result, truth)
+            total.score(level, result, truth)
     return scores
 
 
