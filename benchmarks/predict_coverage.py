@@ -115,6 +115,10 @@ class Scores:
     """Counts behind one cell's row."""
 
     covered: dict[float, list[bool]] = field(default_factory=lambda: {x: [] for x in LEVELS})
+    covered_stacked: dict[float, list[bool]] = field(
+        default_factory=lambda: {x: [] for x in LEVELS}
+    )
+    """The same, in the ladders where the stack was claimed and answered."""
     refused: list[bool] = field(default_factory=list)
     sign: list[bool] = field(default_factory=list)
     base_sign: list[bool] = field(default_factory=list)
@@ -136,6 +140,8 @@ class Scores:
         high = np.array([a.interval[1] for a in result.arms])
         hits = (low <= truth) & (truth <= high)
         self.covered[level] += list(hits[shown])
+        if result.model == STACKED:
+            self.covered_stacked[level] += list(hits[shown])
         for name, hit, ok in zip(TRUTHS, hits, shown, strict=True):
             if ok:
                 self.by_family[level].setdefault(name, []).append(bool(hit))
@@ -269,6 +275,14 @@ def measure(reps: int, n_boot: int, seed: int) -> str:
         "settings of its gate, the same ladders:",
         "",
         *gate_lines(total.gate),
+        "",
+        "Where the stack was claimed and answered: "
+        + ", ".join(
+            f"{level:.0%} intervals held {pct(total.covered_stacked[level])} of "
+            f"{len(total.covered_stacked[level])} arms"
+            for level in LEVELS
+        )
+        + ".",
         "",
         f"(`benchmarks/predict_coverage.py --reps {reps} --n-boot {n_boot} --seed {seed}`, "
         f"{seconds:.0f} s of CPU.)",
