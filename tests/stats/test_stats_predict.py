@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from predict_helpers import PARAMS, TARGET, constant, ladder, log_linear, table
 
@@ -173,3 +174,29 @@ def test_each_arm_carries_its_method_and_measured_coverage():
     for arm in result.arms:
         assert arm.method == result.model and arm.confidence == result.confidence
         assert arm.coverage == result.backtest.coverage
+
+
+def test_the_single_scale_bend_is_not_extrapolated_past_the_backtest():
+    """Issue 42: the bend's h⁴ exposure at the target is capped at the largest the backtest
+    checked (uncapped, it alone set the width at a 16× target: docs/predict.md)."""
+    from archaudit.stats.options import DEFAULT
+    from archaudit.stats.predictions.backtest import band, calibrate, single_scale_errors
+    from archaudit.stats.predictions.predict import ladder_arrays
+
+    bending = {"good": constant(-0.08), "crossing": log_linear(0.05, -0.03), "null": constant(0)}
+    far = LadderScale("F", 64 * PARAMS[-1], 20 * 64 * PARAMS[-1])  # 6 doublings out
+    _, arrays, _ = ladder_arrays(
+        table(bending, sigma=0.01), "val_loss", ladder(target=far), DEFAULT
+    )
+    errors = single_scale_errors(arrays)
+    new = np.array([math.log(far.params)])
+    horizon = new[0] - arrays.x[-1]
+    longest = errors.exposure[:, 1].max()
+    assert longest < horizon**4  # the target lies beyond every backtest horizon
+    tau = calibrate(errors).structure
+    capped = tau[:, 0] * horizon**2 + tau[:, 1] * longest
+    _, capped_band = band(errors, {"single_scale": 1.0}, arrays, new, cap_bend=True)
+    expected = arrays.variances[:, -1] + np.maximum(capped, 0.0)
+    assert np.allclose(capped_band.spread[:, 0] ** 2, expected)
+    _, full_band = band(errors, {"single_scale": 1.0}, arrays, new)
+    assert not np.allclose(full_band.spread, capped_band.spread)
