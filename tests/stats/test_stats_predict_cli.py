@@ -7,7 +7,9 @@ import json
 import math
 from pathlib import Path
 
-from predict_helpers import constant, log_linear, table, write_csv
+from predict_helpers import PARAMS, TARGET, constant, log_linear, table, write_csv
+
+from archaudit.stats.table import Table
 
 AUDIT = """name = "lad"
 arms = ["qk_norm", "post_ln", "gelu_mlp"]
@@ -150,7 +152,11 @@ def runs_csv(root: Path, params=(1e6, 2e6, 4e6, 8e6), tokens_per_param=20.0) -> 
     truth = {"qk_norm": constant(-0.05), "post_ln": log_linear(0.2, -0.05),
              "gelu_mlp": constant(0.03)}  # fmt: skip
     rows = table(truth, params=params, sigma=0.004, names=[f"{n / 1e6:g}M" for n in params])
-    size = {f"{n / 1e6:g}M": n for n in params}
+    return sized_csv(root, rows, {f"{n / 1e6:g}M": n for n in params}, tokens_per_param)
+
+
+def sized_csv(root: Path, rows: Table, size: dict[str, float], tokens_per_param: float) -> Path:
+    """The rows as a results CSV with each scale's parameters and tokens."""
     lines = ["arm,scale,seed,metric,value,params,tokens"]
     lines += [f"{r.arm},{r.scale},{r.seed},{r.metric},{r.value!r},{size[r.scale]:g},"
               f"{size[r.scale] * tokens_per_param:g}" for r in rows.rows]  # fmt: skip
@@ -175,6 +181,20 @@ def test_a_csv_ladder_is_predicted_end_to_end(cli, tmp_path):
     result = json.loads(out)
     assert [s["name"] for s in result["ladder"]["scales"]] == ["1M", "2M", "4M", "8M"]
     assert all(a["estimable"] for a in result["arms"])
+
+
+def test_a_claimed_stack_is_said_in_the_title(cli, tmp_path):
+    """Issue 42: on a ladder at its noise floor whose stack wins the backtest significantly,
+    the answer is the stack and the title says it beats the single-scale baseline."""
+    flat = {f"arm{i}": constant(0.002 * (i - 3)) for i in range(12)}
+    rows = table(flat, sigma=0.05, seeds=2, seed=1)
+    path = sized_csv(tmp_path, rows, {f"s{i}": n for i, n in enumerate(PARAMS)}, 20.0)
+    code, out, err = cli(f"stats predict {path} --target {TARGET.params:g} --n-boot 200")
+    assert code == 0, err
+    assert "the stack of curves, which beats the single-scale baseline in the backtest" in out
+    code, out, err = cli(f"stats predict {path} --target {TARGET.params:g} --json --n-boot 100")
+    assert code == 0, err
+    assert json.loads(out)["model"] == "stacked"
 
 
 def test_a_csv_ladder_is_checked_as_strictly_as_an_audits(cli, tmp_path):
