@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from archaudit.audit.findings import Findings
 from archaudit.errors import DataError
 from archaudit.files import (
     atomic_write_text,
@@ -78,11 +79,15 @@ def build_report(
     baseline: str = BASELINE,
     command: str | None = None,
     workers: int = 1,
+    found: Findings | None = None,
 ) -> Report:
     """Gather the results of SOURCE (audit directory, audit file, results CSV, or a pandas
     DataFrame in the long shape) and lay out every section, in order; `workers` > 1 draws the
-    figures in that many forked processes meanwhile (the same bytes, in less wall time)."""
-    data = gather(frame_source(source), metrics=metrics, baseline=baseline, command=command)
+    figures in that many forked processes meanwhile (the same bytes, in less wall time).
+    `found`: SOURCE's `report_findings(source, metrics, baseline)` if the caller holds them."""
+    data = gather(
+        frame_source(source), metrics=metrics, baseline=baseline, command=command, found=found
+    )
     with drawn_apart(workers) as pool:
         sections = tuple(section(data) for section in SECTIONS)
         if pool is not None:
@@ -118,15 +123,16 @@ def write_report(
     baseline: str = BASELINE,
     command: str | None = None,
     workers: int = 1,
+    found: Findings | None = None,
 ) -> Path:
     """Write the HTML report (and, with `markdown`, its Markdown twin with figures in
-    `<markdown stem>_files/`); return the HTML path. `workers`: as `build_report`'s."""
+    `<markdown stem>_files/`); return the HTML path. `workers`, `found`: as `build_report`'s."""
     # A DataFrame's rows are kept as the CSV beside the report (report.html → report.csv).
     if markdown is not None:
         check_markdown(Path(markdown))  # before anything is written
     source = frame_source(source, Path(out).with_suffix(".csv") if out is not None else None)
     report = build_report(
-        source, metrics=metrics, baseline=baseline, command=command, workers=workers
+        source, metrics=metrics, baseline=baseline, command=command, workers=workers, found=found
     )
     html_path = write_html(report, Path(out) if out is not None else default_output(report.data))
     if markdown is not None:
