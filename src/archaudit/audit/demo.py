@@ -63,15 +63,16 @@ def run_demo(
         from archaudit.audit.sequential import run_until_settled
 
         plan = make_plan(spec)
+        settled = None
         if plan.spec.seeds.policy == "sequential":
             settled = run_until_settled(plan, workers=workers, live=live)
-            seconds = time.perf_counter() - start
-            found = report_findings(settled.audit.audit_dir)
-            return DemoOutcome(settled.audit, [], seconds, found, settled)
-        outcome = run_audit(plan, workers=workers, live=live)
+            outcome = settled.audit
+        else:
+            outcome = run_audit(plan, workers=workers, live=live)
     seconds = time.perf_counter() - start
-    found = report_findings(outcome.audit_dir)
-    return DemoOutcome(outcome, list(found.judgements), seconds, found)
+    found = report_findings(outcome.audit_dir)  # the server is gone: its core is free
+    judged = [] if settled else list(found.judgements)
+    return DemoOutcome(outcome, judged, seconds, found, settled)
 
 
 def verdict_table(judgement: Judgement) -> Table:
