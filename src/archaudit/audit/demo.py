@@ -27,6 +27,7 @@ from archaudit.names import Test
 
 if TYPE_CHECKING:  # the loop, the plan and scipy load once the warm server has started
     from archaudit.audit.coordinator import AuditOutcome
+    from archaudit.audit.findings import Findings
     from archaudit.audit.sequential import SettledAudit
     from archaudit.stats import Judgement
 
@@ -39,6 +40,9 @@ class DemoOutcome:
     judgements: list[Judgement]
     """One per (baseline, scale, metric) (a fixed design)."""
     seconds: float
+    """From the start to the last run's end."""
+    findings: Findings
+    """The audit's findings, computed once: the verdict tables and the report read them."""
     settled: SettledAudit | None = None
     """The sequential loop's verdicts (a sequential design)."""
 
@@ -54,18 +58,21 @@ def run_demo(
     spec = load_audit(DEMO_FILE, overrides, runs_dir=runs_dir)
     with kept_server(start=spec.executor.kind == "local"):  # its preload beside what follows
         from archaudit.audit.coordinator import run_audit
+        from archaudit.audit.findings import report_findings
         from archaudit.audit.plan import make_plan
         from archaudit.audit.sequential import run_until_settled
 
         plan = make_plan(spec)
+        settled = None
         if plan.spec.seeds.policy == "sequential":
             settled = run_until_settled(plan, workers=workers, live=live)
-            return DemoOutcome(settled.audit, [], time.perf_counter() - start, settled)
-        outcome = run_audit(plan, workers=workers, live=live)
-    from archaudit.audit.findings import VERDICTS_ONLY, findings
-
-    judged = list(findings(outcome.audit_dir, asked=VERDICTS_ONLY).judgements)
-    return DemoOutcome(outcome, judged, time.perf_counter() - start)
+            outcome = settled.audit
+        else:
+            outcome = run_audit(plan, workers=workers, live=live)
+    seconds = time.perf_counter() - start
+    found = report_findings(outcome.audit_dir)  # the server is gone: its core is free
+    judged = [] if settled else list(found.judgements)
+    return DemoOutcome(outcome, judged, seconds, found, settled)
 
 
 def verdict_table(judgement: Judgement) -> Table:

@@ -42,6 +42,7 @@ from archaudit.audit.loop_summary import (
 )
 from archaudit.audit.source import Source, load_source
 from archaudit.audit.verdicts import with_note
+from archaudit.names import BASELINE
 from archaudit.stats.options import DEFAULT, JudgeOptions
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EVERYTHING", "VERDICTS_ONLY", "Absence", "Analysis", "Asked", "Findings", "NotComputed",
-    "Settings", "VerdictRow", "findings",
+    "Settings", "VerdictRow", "findings", "report_findings",
 ]  # fmt: skip
 """The record's names, importable from here beside the function that builds it."""
 
@@ -93,6 +94,14 @@ def findings(
         if analysis in asked.analyses:
             record = compute(record, loaded, plan, asked, absent)
     return dataclasses.replace(record, absent=(*record.absent, *absent))
+
+
+def report_findings(
+    source: str | Path | Any, metrics: Sequence[str] = (), baseline: str = BASELINE
+) -> Findings:
+    """What the report of SOURCE shows (every analysis, every scale): `run` and `demo` compute
+    it once and print their verdict tables from it before the report lays it out."""
+    return findings(source, metrics, JudgeOptions(baseline=baseline), asked=EVERYTHING)
 
 
 def _empty(loaded: Source, empty: Absence) -> Findings:

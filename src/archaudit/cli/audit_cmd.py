@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         SequentialCost,
         SequentialEstimate,
     )
+    from archaudit.audit.findings import Findings
     from archaudit.audit.plan import Plan
     from archaudit.audit.sequential import SettledAudit
     from archaudit.stats import Judgement
@@ -328,21 +329,22 @@ def run(
     with resume_hint():
         document: dict[str, object] = {}
         if grid.spec.seeds.policy == "sequential":
+            from archaudit.audit.findings import report_findings
             from archaudit.audit.sequential import describe_stop, run_until_settled, settle_options
 
             options = settle_options(
                 grid, budget_runs=budget.budget_runs, budget_hours=budget.budget_hours
             )
             settled = run_until_settled(grid, options, live=live)
+            found = report_findings(settled.audit.audit_dir)
             if not json_:
-                show_with_limits(settled_tables(settled))
+                show_with_limits(settled_tables(settled, found.judgements))
             stop = describe_stop(settled)
             log(f"{settled.rounds} round(s), {settled.runs} runs: stopped because {stop}")
-            outcome = settled.audit
             document["sequential"] = sequential_document(settled)
+            report_outcome(settled.audit, json_, document, found)
         else:
-            outcome = run_audit(grid, live=live)
-        report_outcome(outcome, json_, document)
+            report_outcome(run_audit(grid, live=live), json_, document)
 
 
 @contextlib.contextmanager
@@ -368,8 +370,14 @@ def sequential_document(settled: SettledAudit) -> dict[str, object]:
     }
 
 
-def report_outcome(outcome: AuditOutcome, json_: bool, extra: dict[str, object]) -> None:
-    """The end of `run` and `demo`: counts and failures as a log line or in the JSON document;
+def report_outcome(
+    outcome: AuditOutcome,
+    json_: bool,
+    extra: dict[str, object],
+    found: Findings | None = None,
+) -> None:
+    """The end of `run` and `demo`: counts and failures as a log line or in the JSON document,
+    then the report (from `found`, the record the verdict tables were read from, when given);
     exit 1 if any run failed (after the document is printed)."""
     from archaudit.progress import log
 
@@ -384,7 +392,7 @@ def report_outcome(outcome: AuditOutcome, json_: bool, extra: dict[str, object])
             typer.secho(f"failed: {path}: {error}", err=True, fg="red")
     from archaudit.audit.executors import cpu_cores  # the runs are over: draw on every core
 
-    report_audit(outcome.audit_dir, err=json_, workers=cpu_cores())
+    report_audit(outcome.audit_dir, err=json_, workers=cpu_cores(), found=found)
     if outcome.failed:
         raise typer.Exit(1)
 
@@ -400,12 +408,12 @@ def show_with_limits(tables: Sequence[tuple[Table, Judgement | None]]) -> None:
             Console().print(line, highlight=False, markup=False, soft_wrap=True)
 
 
-def settled_tables(settled: SettledAudit) -> list[tuple[Table, Judgement | None]]:
+def settled_tables(
+    settled: SettledAudit, judged: Sequence[Judgement]
+) -> list[tuple[Table, Judgement | None]]:
     """The loop's families as tables, each beside its judgement as `stats` reads it back
-    (`judge_with_loop`: the same verdicts, with their grades and duties)."""
-    from archaudit.audit.findings import VERDICTS_ONLY, findings
-
-    judged = findings(settled.audit.audit_dir, asked=VERDICTS_ONLY).judgements
+    (`judged`: the audit's findings, `judge_with_loop`: the same verdicts, with their grades
+    and duties)."""
     by_family = {(j.metric, j.scale, j.baseline): j for j in judged}
     return [
         (settled_table(f, settled.rule), by_family.get((f.metric, f.scale, f.baseline)))
@@ -617,7 +625,7 @@ def demo(
     settled = outcome.settled
     if not json_:
         tables = (
-            settled_tables(settled)
+            settled_tables(settled, outcome.findings.judgements)
             if settled
             else [(verdict_table(j), j) for j in outcome.judgements]
         )
@@ -630,4 +638,4 @@ def demo(
     extra: dict[str, object] = {"judgements": outcome.judgements, "seconds": outcome.seconds}
     if settled:
         extra["sequential"] = sequential_document(settled)
-    report_outcome(outcome.audit, json_, extra)
+    report_outcome(outcome.audit, json_, extra, outcome.findings)

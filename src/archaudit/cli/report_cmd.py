@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,6 +14,9 @@ from archaudit.cli.app import app
 from archaudit.cli.options import DEFAULT_BASELINE, Baseline, Json, Quiet, emit, quiet_output
 from archaudit.errors import ArchauditError
 from archaudit.progress import warn
+
+if TYPE_CHECKING:
+    from archaudit.audit.findings import Findings
 
 
 def command_line() -> str:
@@ -69,14 +72,16 @@ def report(
     typer.echo(f"report: {html_path}" + (f" (Markdown: {md_path})" if md_path else ""))
 
 
-def report_audit(audit_dir: Path, *, err: bool = False, workers: int = 1) -> None:
+def report_audit(
+    audit_dir: Path, *, err: bool = False, workers: int = 1, found: Findings | None = None
+) -> None:
     """Write <audit_dir>/report.html and print its path (on stderr with `err`), its figures drawn
-    by `workers` processes; what `run`, `demo` and `status --report` end with. Without the
-    `report` extra: a hint, not a failure."""
+    by `workers` processes, from `found` (the audit's `report_findings`) when given; what `run`,
+    `demo` and `status --report` end with. Without the `report` extra: a hint, not a failure."""
     try:
         from archaudit.report import write_report
     except ArchauditError as error:
         warn(str(error))
         return
-    path = write_report(audit_dir, command=command_line(), workers=workers)
+    path = write_report(audit_dir, command=command_line(), workers=workers, found=found)
     typer.echo(f"report: {path}", err=err)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from archaudit.audit.findings import Findings
 from archaudit.errors import DataError
 from archaudit.files import (
     atomic_write_text,
@@ -58,17 +60,23 @@ class Report:
         return self.html()
 
 
-def frame_source(source: str | Path | Any, path: Path | None = None) -> str | Path:
-    """A DataFrame (long shape) or `Table` as the results CSV the report reads: written to
-    `path` (in a fresh temporary folder by default) after the same checks `judge` applies."""
+@contextlib.contextmanager
+def frame_source(source: str | Path | Any, path: Path | None = None) -> Iterator[str | Path]:
+    """A DataFrame (long shape) or `Table` as the results CSV the report reads, after the same
+    checks `judge` applies: written to `path`, or by default in a temporary folder that is
+    removed when the block ends (the report holds what it read). A path is itself."""
     if isinstance(source, str | Path):
-        return source
+        yield source
+        return
     table = load_table(source)  # the checks first: a bad frame fails before anything is written
-    if path is None:
-        path = Path(tempfile.mkdtemp(prefix="archaudit-frame-")) / RESULTS_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, table.to_csv())
-    return path
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, table.to_csv())
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="archaudit-frame-") as folder:
+        atomic_write_text(Path(folder) / RESULTS_FILE, table.to_csv())
+        yield Path(folder) / RESULTS_FILE
 
 
 def build_report(
@@ -78,11 +86,14 @@ def build_report(
     baseline: str = BASELINE,
     command: str | None = None,
     workers: int = 1,
+    found: Findings | None = None,
 ) -> Report:
     """Gather the results of SOURCE (audit directory, audit file, results CSV, or a pandas
     DataFrame in the long shape) and lay out every section, in order; `workers` > 1 draws the
-    figures in that many forked processes meanwhile (the same bytes, in less wall time)."""
-    data = gather(frame_source(source), metrics=metrics, baseline=baseline, command=command)
+    figures in that many forked processes meanwhile (the same bytes, in less wall time).
+    `found`: SOURCE's `report_findings(source, metrics, baseline)` if the caller holds them."""
+    with frame_source(source) as path:
+        data = gather(path, metrics=metrics, baseline=baseline, command=command, found=found)
     with drawn_apart(workers) as pool:
         sections = tuple(section(data) for section in SECTIONS)
         if pool is not None:
@@ -118,16 +129,20 @@ def write_report(
     baseline: str = BASELINE,
     command: str | None = None,
     workers: int = 1,
+    found: Findings | None = None,
 ) -> Path:
     """Write the HTML report (and, with `markdown`, its Markdown twin with figures in
-    `<markdown stem>_files/`); return the HTML path. `workers`: as `build_report`'s."""
-    # A DataFrame's rows are kept as the CSV beside the report (report.html → report.csv).
+    `<markdown stem>_files/`); return the HTML path. `workers`, `found`: as `build_report`'s."""
+    # A DataFrame's rows are kept as the CSV beside the report (report.html → report.csv), by
+    # default both in a new temporary folder: the page's own.
     if markdown is not None:
         check_markdown(Path(markdown))  # before anything is written
-    source = frame_source(source, Path(out).with_suffix(".csv") if out is not None else None)
-    report = build_report(
-        source, metrics=metrics, baseline=baseline, command=command, workers=workers
-    )
+    if out is None and not isinstance(source, str | Path):
+        out = Path(tempfile.mkdtemp(prefix="archaudit-report-")) / REPORT_FILE
+    with frame_source(source, Path(out).with_suffix(".csv") if out is not None else None) as path:
+        report = build_report(
+            path, metrics=metrics, baseline=baseline, command=command, workers=workers, found=found
+        )
     html_path = write_html(report, Path(out) if out is not None else default_output(report.data))
     if markdown is not None:
         write_markdown(report, Path(markdown))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archaudit.audit import store
-from archaudit.audit.findings import EVERYTHING, Findings, findings
+from archaudit.audit.findings import Findings, report_findings
 from archaudit.audit.power_cases import PowerCase
 from archaudit.audit.record import RoutingAtEnd, RunRecord
 from archaudit.audit.stress_result import StressResult
@@ -25,7 +25,6 @@ from archaudit.metrics import PRIMARY_LOSS
 from archaudit.names import BASELINE
 from archaudit.report.palette import Colour, arm_colours
 from archaudit.rundir import ENV, EVENTS
-from archaudit.stats.options import JudgeOptions
 from archaudit.stats.table import Table
 
 if TYPE_CHECKING:
@@ -211,11 +210,14 @@ def gather(
     metrics: Sequence[str] = (),
     baseline: str = BASELINE,
     command: str | None = None,
+    found: Findings | None = None,
 ) -> ReportData:
     """Read SOURCE (an audit directory, an audit file or a results CSV): its findings, every
     analysis asked (those that do not apply are recorded as absent with the reason), and its
-    runs' curves, scope and provenance."""
-    found = findings(source, metrics, JudgeOptions(baseline=baseline), asked=EVERYTHING)
+    runs' curves, scope and provenance. `found`: SOURCE's `report_findings`, when the caller
+    already holds them (`run` and `demo` print their verdict tables from the same record)."""
+    if found is None:
+        found = report_findings(source, metrics, baseline)
     audit_dir, table = found.audit_dir, found.table
     runs = _runs(audit_dir) if audit_dir else ()
     curves = tuple(curve for run in runs if (curve := _curve(run)) is not None)

@@ -121,29 +121,29 @@ COLLAPSED = "constrained_layout not applied"
 LAYOUT_TRIES = 4
 
 
-def fit_layout(fig: MplFigure) -> None:
-    """Grow a figure until its layout leaves the panels room: the warning matplotlib gives
-    otherwise leaked into `run`, `report` and notebooks, and the panels it left were drawn
+def render(key: str, fig: MplFigure, alt: str) -> Figure:
+    """The figure as SVG, grown until its layout leaves the panels room: the warning matplotlib
+    gives otherwise leaked into `run`, `report` and notebooks, and the panels it left were drawn
     squashed. Each try adds half the height (decorations stack vertically: legend rows); past
     the last (a hostile table: arm names of thousands of characters) the figure is drawn with no
-    layout engine rather than not at all."""
-    for _ in range(LAYOUT_TRIES):
-        with warnings.catch_warnings():
-            warnings.filterwarnings("error", message=COLLAPSED, category=UserWarning)
-            try:
-                fig.draw_without_rendering()
-                return
-            except UserWarning:
-                fig.set_size_inches(fig.get_figwidth(), fig.get_figheight() * 1.5)
-    fig.set_layout_engine("none")
-
-
-def render(key: str, fig: MplFigure, alt: str) -> Figure:
-    fit_layout(fig)
+    layout engine rather than not at all. The layout is the one `savefig` computes before it
+    draws (one layout per try, not a test draw and then savefig's own)."""
     with matplotlib.rc_context({"svg.hashsalt": key}):
-        buffer = io.StringIO()
-        fig.savefig(buffer, format="svg", metadata={"Date": None})
-    return Figure(key=key, svg=buffer.getvalue(), alt=alt)
+        for _ in range(LAYOUT_TRIES):
+            with warnings.catch_warnings():
+                warnings.filterwarnings("error", message=COLLAPSED, category=UserWarning)
+                try:
+                    return Figure(key=key, svg=_svg(fig), alt=alt)
+                except UserWarning:
+                    fig.set_size_inches(fig.get_figwidth(), fig.get_figheight() * 1.5)
+        fig.set_layout_engine("none")
+        return Figure(key=key, svg=_svg(fig), alt=alt)
+
+
+def _svg(fig: MplFigure) -> str:
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", metadata={"Date": None})
+    return buffer.getvalue()
 
 
 def _new(width: float, height: float, panels: int = 1) -> tuple[MplFigure, list]:

@@ -146,6 +146,28 @@ def _welch_power(effect: float, design: Design, spread: float) -> float:
     """Plain Welch's power (a multi-seed arm of a `robust` family): the expectation over the
     two χ² variance estimates, by Gauss–Legendre quadrature, of the two normal tails beyond
     max(t(ν̂)·SE, 2·s_b)."""
+    return _expected_tails(effect, spread, *_welch_thresholds(design))
+
+
+def _moderated_welch_power(effect: float, design: Design, spread: float) -> float:
+    """The moderated Welch rule's power (family_test.moderated_welch): the expectation over the
+    arm's, the baseline's and the rest of σ's χ² sums of squares, by Gauss–Legendre quadrature
+    (`_QUADRATURE` nodes each), of the two normal tails beyond max(t(ν̂)·SE, 2σ̂)."""
+    return _expected_tails(effect, spread, *_moderated_welch_thresholds(design))
+
+
+def _expected_tails(
+    effect: float, spread: float, threshold: np.ndarray, weights: np.ndarray
+) -> float:
+    """P(|Δ̂| beyond the threshold) for a true `effect`, weighted over the quadrature nodes."""
+    tails = ndtr((effect - threshold) / spread) + ndtr((-effect - threshold) / spread)
+    return float(np.sum(weights * tails))
+
+
+@lru_cache(maxsize=1024)
+def _welch_thresholds(design: Design) -> tuple[np.ndarray, np.ndarray]:
+    """Plain Welch's rejection threshold at each quadrature node, and the node's weight: all of
+    `_welch_power` but the effect, computed once per design (an MDE search asks for dozens)."""
     n_a, n_b = design.arm_seeds, design.baseline_seeds
     q_a, w_a = chi_square_quadrature(n_a - 1)
     q_b, w_b = chi_square_quadrature(n_b - 1)
@@ -154,15 +176,13 @@ def _welch_power(effect: float, design: Design, spread: float) -> float:
     df = welch_df(var_a, var_b, n_a, n_b)
     t_critical = _welch_critical(design.level, min(n_a, n_b) - 1, n_a + n_b - 2)
     threshold = np.maximum(t_critical(df) * np.sqrt(se2), NOISE_SIGMAS * np.sqrt(q_b[None, :]))
-    weights = w_a[:, None] * w_b[None, :]
-    tails = ndtr((effect - threshold) / spread) + ndtr((-effect - threshold) / spread)
-    return float(np.sum(weights * tails))
+    return _frozen(threshold, w_a[:, None] * w_b[None, :])
 
 
-def _moderated_welch_power(effect: float, design: Design, spread: float) -> float:
-    """The moderated Welch rule's power (family_test.moderated_welch): the expectation over the
-    arm's, the baseline's and the rest of σ's χ² sums of squares, by Gauss–Legendre quadrature
-    (`_QUADRATURE` nodes each), of the two normal tails beyond max(t(ν̂)·SE, 2σ̂)."""
+@lru_cache(maxsize=1024)
+def _moderated_welch_thresholds(design: Design) -> tuple[np.ndarray, np.ndarray]:
+    """The moderated Welch rule's threshold at each quadrature node, and the node's weight: all
+    of `_moderated_welch_power` but the effect, computed once per design."""
     n_a, n_b, dof = design.arm_seeds, design.baseline_seeds, design.dof
     rest = dof - (n_a - 1) - (n_b - 1)
     q_a, w_a = chi_square_quadrature(n_a - 1, _QUADRATURE)
@@ -176,9 +196,14 @@ def _moderated_welch_power(effect: float, design: Design, spread: float) -> floa
     df = welch_df(var_a, var_b, df_a + 1, df_b + 1)
     t_critical = _welch_critical(design.level, min(df_a, df_b), df_a + df_b)
     threshold = np.maximum(t_critical(df) * np.sqrt(var_a + var_b), NOISE_SIGMAS * np.sqrt(sigma2))
-    weights = w_a[:, None, None] * w_b[None, :, None] * w_r[None, None, :]
-    tails = ndtr((effect - threshold) / spread) + ndtr((-effect - threshold) / spread)
-    return float(np.sum(weights * tails))
+    return _frozen(threshold, w_a[:, None, None] * w_b[None, :, None] * w_r[None, None, :])
+
+
+def _frozen(threshold: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The cached arrays, read-only (every caller shares them)."""
+    threshold.flags.writeable = False
+    weights.flags.writeable = False
+    return threshold, weights
 
 
 def minimum_detectable_effect(design: Design, target: float = 0.8) -> float:
