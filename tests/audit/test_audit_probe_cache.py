@@ -53,7 +53,6 @@ def test_a_read_only_or_blocked_cache_only_costs_the_measurement(cache: Path) ->
     assert probe.cached(KEY, "a step", lambda: dict(HONEST)) == HONEST  # no OSError
 
 
-
 def test_an_entry_measured_by_other_code_is_measured_again(cache: Path, monkeypatch) -> None:
     """A run's cost changes with the code (a faster model, a cheaper suite): an entry stored
     before an edit or an upgrade is not read at the old cost."""
@@ -63,6 +62,7 @@ def test_an_entry_measured_by_other_code_is_measured_again(cache: Path, monkeypa
         key = {"machine": probe.machine("cpu", 1), "part": "step"}
         assert probe.cached(key, "a step", lambda: measured(calls)) == HONEST
     assert len(calls) == 2  # once per code, not again for the same code
+
 
 def at_reference(monkeypatch: pytest.MonkeyPatch, wall: float) -> None:
     """The machine's reference step now takes `wall` seconds (CPU alike)."""

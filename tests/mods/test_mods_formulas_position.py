@@ -64,7 +64,6 @@ def test_rope_rotation_and_scores_depend_only_on_relative_position(spec, rot, ba
     assert not torch.allclose(scores[0, 1], scores[0, 2])  # yet they do depend on i − j
 
 
-
 def half_form_rope(x: torch.Tensor, rot: int, base: float) -> torch.Tensor:
     """The rotation written on the two halves, (x1·cos − x2·sin, x2·cos + x1·sin), with the
     float32 tables rounded from float64 angles, as `RoPE` builds them."""
@@ -92,6 +91,7 @@ def test_rope_full_width_form_has_the_half_forms_bits_forward_and_backward(spec,
         y.backward(upstream)
         grads.append((y.detach(), x.grad))
     assert torch.equal(grads[0][0], grads[1][0]) and torch.equal(grads[0][1], grads[1][1])
+
 
 @formula("nope")
 def test_nope_last_position_ignores_the_order_of_the_prefix():

@@ -911,7 +911,9 @@ _TARGET_INTRO = (
     "report) extrapolated along the ladder of trained scales, with a prediction interval, the "
     "probability that its sign there is the one seen at the largest trained scale, and its "
     "predicted rank. The prediction is the largest scale's Δ with the drift the ladder shows "
-    "between scales in its interval; the intervals are calibrated on a backtest that predicts "
+    "between scales in its interval, unless a stack of fitted curves beat it significantly in "
+    "the backtest on a ladder at its seed-noise floor (the line below says which answers); the "
+    "intervals are calibrated on a backtest that predicts "
     "each trained scale from the smaller ones, and the line below says how often they held "
     "there."
 )
