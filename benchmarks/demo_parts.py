@@ -113,7 +113,7 @@ def main() -> None:
     imports = medians(trees, RUN_IMPORTS, args.rounds)
     result["run_imports_cpu_s"] = {k: v[0] for k, v in imports.items()}
     result["run_imports_scipy_stats"] = {k: bool(v[1]) for k, v in imports.items()}
-    result["demos"] = {str(d): timeline(d / "runs" / "demo", args.workers) for d in args.demo}
+    result["demos"] = {d.name: timeline(d / "runs" / "demo", args.workers) for d in args.demo}
     result["load_after"] = os.getloadavg()[0]
     for key, value in result.items():
         if key == "demos":

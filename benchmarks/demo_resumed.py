@@ -110,7 +110,11 @@ def main() -> None:
     }  # fmt: skip
     print(json.dumps(medians, indent=1))
     if args.json:
-        record = {"checkouts": {k: str(v) for k, v in checkouts.items()}, "demo": str(args.demo)}
+        # Named, not located: absolute paths would tie the record to this machine.
+        record = {
+            "checkouts": {"this": "src", "against": "--against's src"},
+            "demo": args.demo.name,
+        }
         args.json.write_text(
             json.dumps({**record, "medians": medians, "samples": samples}, indent=1) + "\n"
         )

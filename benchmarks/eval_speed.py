@@ -196,7 +196,7 @@ def main() -> None:
     load_start = load_avg()
     tasks = [bench_task(model, harness, task, args) for task in args.tasks.split(",")]
     result = {
-        "model": model.name if args.run is None else f"{args.run} (lm-eval: its HF export)",
+        "model": model.name if args.run is None else f"{args.run.name} (lm-eval: its HF export)",
         "threads": args.threads,
         "dtype": "float64" if args.float64 else "float32",
         "batch_size": args.batch_size,
