@@ -159,9 +159,11 @@ def _print_prediction(result: Prediction) -> None:
 
 def _how(result: Prediction) -> str:
     """What the prediction is, and the coverage its interval earned in the backtest."""
+    from archaudit.stats.predictions.backtest import STACKED
+
     test = result.backtest
     held = f", held {test.coverage:.0%} of {test.n_arms} backtest predictions" if test else ""
-    if result.model == "stacked":
+    if result.model == STACKED:
         return f"the stack of curves, which beats the single-scale baseline in the backtest{held}"
     return f"the single-scale prediction (Δ̂ at the largest trained scale){held}"
 
