@@ -67,3 +67,54 @@ def test_too_few_sizes_is_a_design_error():
     rows = [row for row in scaling_table(0.0).rows if row.scale in {"run0", "run1", "run2"}]
     with pytest.raises(DesignError, match="fewer than 5 distinct"):
         fit_scaling_law(Table(tuple(rows)), n_boot=5)
+
+
+def one_count_per_size_table() -> Table:
+    """Six sizes, each trained at 20 tokens per parameter: N and D never vary apart."""
+    rows = []
+    for index, n in enumerate(SIZES):
+        values = {"params": n, "tokens": 20 * n, "val_loss": float(TRUTH.predict(n, 20 * n))}
+        rows += [Row("baseline", f"run{index}", 0, m, float(v)) for m, v in values.items()]
+    return Table(tuple(rows))
+
+
+def test_one_tokens_count_per_size_is_refused_not_fitted():
+    with pytest.raises(DesignError, match="one tokens count per size"):
+        fit_scaling_law(one_count_per_size_table(), n_boot=5)
+
+
+def test_two_tokens_counts_are_refused():
+    rows = [row for row in scaling_table(0.0).rows if int(row.scale[3:]) < 12]
+    with pytest.raises(DesignError, match="2 tokens count"):
+        fit_scaling_law(Table(tuple(rows)), n_boot=5)
+
+
+def test_a_good_fit_has_no_collapse_notes():
+    assert fit_scaling_law(scaling_table(noise=0.002), n_boot=20, seed=1).notes == ()
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"E": 4.33e-115}, "E = 4.33e-115 ran off to zero"),
+        ({"alpha": 0.0}, "alpha = 0 lies outside (0, 10]"),
+        ({"beta": 37.0}, "beta = 37 lies outside (0, 10]"),
+    ],
+)
+def test_a_collapsed_surface_is_flagged_in_one_line(change, words):
+    from dataclasses import replace
+
+    from archaudit.stats.analyses.scaling import collapse_notes
+
+    notes = collapse_notes(replace(TRUTH, **change), {"E": (1.6, 1.8)}, smallest_loss=2.0)
+    assert len(notes) == 1 and notes[0].startswith(words)
+
+
+def test_a_zero_width_interval_is_flagged():
+    from archaudit.stats.analyses.scaling import collapse_notes
+
+    notes = collapse_notes(TRUTH, {"E": (1.69, 1.69), "A": (300.0, 500.0)}, smallest_loss=2.0)
+    assert notes == (
+        "zero-width interval for E: every bootstrap refit landed on the same point, which "
+        "measures the optimizer, not the uncertainty",
+    )

@@ -507,6 +507,7 @@ def scaling_command(
         ("parameter", "estimate", "95% interval"),
         [(name, values[name], interval(bounds)) for name, bounds in fit.intervals.items()],
     )
+    _print_notes(list(fit.notes))
 
 
 NArms = Annotated[

@@ -41,6 +41,11 @@ _ITERATIONS = 300
 _SCREEN_ITERATIONS = 30
 _POLISHED = 32
 PARAMETERS = ("E", "A", "alpha", "B", "beta")
+# Below this share of the smallest observed loss, E has run off to zero: not identified.
+_E_FLOOR = 1e-3
+_EXPONENT_RANGE = (0.0, 10.0)
+# Centred (log N, log D) whose singular values differ by more than this lie on one line.
+_COLLINEAR = 1e-6
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,7 @@ class ScalingFit(JsonResult):
     budget: float | None
     n_opt: float
     d_opt: float
+    notes: tuple[str, ...] = ()
 
 
 def fit_loss_surface(n_params: np.ndarray, tokens: np.ndarray, loss: np.ndarray) -> LossSurface:
@@ -124,6 +130,7 @@ def fit_scaling_law(
             "the 5-parameter law needs runs at 5 or more model sizes / token counts",
         )
     n_params, tokens, loss = (np.array(column) for column in zip(*points, strict=True))
+    _check_identifiable(table, arm, n_params, tokens)
     surface = fit_loss_surface(n_params, tokens, loss)
     # Bootstrap: one row per replicate, each with its own resampled runs, fitted together.
     rng = np.random.default_rng(seed)
@@ -136,20 +143,70 @@ def fit_scaling_law(
     if budget:
         optima = np.array([s.compute_optimal(budget) for s in replicates])
         columns |= {"n_opt": optima[:, 0], "d_opt": optima[:, 1]}
+    intervals = {name: percentile_interval(values, confidence) for name, values in columns.items()}
     return ScalingFit(
         arm=arm,
         loss_metric=loss_metric,
         n_points=len(loss),
         surface=surface,
-        intervals={
-            name: percentile_interval(values, confidence) for name, values in columns.items()
-        },
+        intervals=intervals,
         n_boot=n_boot,
         seed=seed,
         budget=budget,
         n_opt=n_opt,
         d_opt=d_opt,
+        notes=collapse_notes(surface, intervals, float(loss.min())),
     )
+
+
+def _check_identifiable(table: Table, arm: str, n_params: np.ndarray, tokens: np.ndarray) -> None:
+    """N and D must vary apart: on one line in log space, A/N^α, B/D^β and E trade off."""
+    sizes, counts = len(np.unique(n_params)), len(np.unique(tokens))
+    centred = np.column_stack([np.log(n_params), np.log(tokens)])
+    centred -= centred.mean(axis=0)
+    singular = np.linalg.svd(centred, compute_uv=False)
+    if min(sizes, counts) >= 3 and singular[-1] > _COLLINEAR * singular[0]:
+        return
+    if sizes < 3 or counts < 3:
+        problem = f"{sizes} model size(s) and {counts} tokens count(s); each needs 3 or more"
+    else:
+        problem = "one tokens count per size (log D is a straight line in log N)"
+    raise DesignError(
+        table.source,
+        f"arm {arm!r}: {problem}, so E, A/N^α and B/D^β cannot be told apart",
+        "train some sizes at two or more tokens counts (the law needs N and D varied apart)",
+    )
+
+
+def collapse_notes(
+    surface: LossSurface, intervals: dict[str, tuple[float, float]], smallest_loss: float
+) -> tuple[str, ...]:
+    """One line per sign that the fit collapsed instead of finding the law."""
+    notes = []
+    if surface.E / smallest_loss < _E_FLOOR:
+        notes.append(
+            f"E = {surface.E:.3g} ran off to zero (the smallest loss is {smallest_loss:.3g}): "
+            "the irreducible loss is not identified by these runs"
+        )
+    low, high = _EXPONENT_RANGE
+    for name in ("alpha", "beta"):
+        value = getattr(surface, name)
+        if not low < value <= high:
+            notes.append(
+                f"{name} = {value:.3g} lies outside ({low:g}, {high:g}]: the law's power term "
+                "is not identified"
+            )
+    flat = [
+        name
+        for name, (lower, upper) in intervals.items()
+        if math.isfinite(lower) and upper - lower <= 1e-9 * max(abs(upper), abs(lower), 1e-300)
+    ]
+    if flat:
+        notes.append(
+            f"zero-width interval for {', '.join(flat)}: every bootstrap refit landed on the "
+            "same point, which measures the optimizer, not the uncertainty"
+        )
+    return tuple(notes)
 
 
 def _check_columns(
