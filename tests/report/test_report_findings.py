@@ -257,3 +257,50 @@ def test_a_folder_with_only_its_stress_test_reports_it(tmp_path):
     assert sections["stability"].absent is None
     out = CliRunner().invoke(app, ["stats", "verdicts", str(folder)])  # no table: one reason
     assert out.exit_code != 0 and "only its stress test has run" in str(out.exception)
+
+
+def two_primary_audit(root: Path) -> Path:
+    """Two baselines and two primary metrics (α split in two): post_ln's and qk_norm's
+    downstream effects lie between the split α and α, where a second judging path that skips
+    the split declared them (issue 56: `stats transfer` printed `regressor` beside `stats`'s
+    `nominal-regressor`)."""
+    audit_file = root / "split.toml"
+    spec = AUDIT_TOML.format(arms=json.dumps(list(ARMS)))
+    primaries = '[seeds]\nprimary = ["val_loss", "downstream_avg"]\n'
+    audit_file.write_text(spec.replace("[seeds]\n", primaries) + TWO_BASELINES)
+    plan = make_plan(load_audit(audit_file, runs_dir=root / "runs"))
+    store.materialize(plan)
+    for run in plan.runs:
+        arm, base = run.arm.split("@")
+        shift = {"post_ln": 0.08, "qk_norm": -0.04, "geglu": 0.02}.get(arm, 0.0)
+        shift += 0.02 if base == "post" else 0.0
+        noise = 0.01 * math.sin(17.0 * run.seed + len(run.arm) + len(run.scale))
+        metrics = {"val_loss": 3.0 + shift / 10 + noise / 3, "downstream_avg": 0.5 - shift + noise}
+        store.write_done(plan.run_dir(run), RunRecord.of_run(run, status="ok", metrics=metrics))
+    store.refresh_export(plan.audit_dir)
+    return plan.audit_dir
+
+
+def from_transfer(audit: Path) -> dict[Key, str]:
+    """`stats transfer --baseline pre --baseline post --json`: each arm's verdict per baseline."""
+    args = ["stats", "transfer", str(audit), "--baseline", "pre", "--baseline", "post", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    return {
+        (t["metric"], t["scale"], f"baseline@{base}", f"{arm['arm']}@{base}"): verdict
+        for t in json.loads(result.stdout)
+        for arm in t["arms"]
+        for base, verdict in arm["verdicts"].items()
+    }
+
+
+def test_one_verdict_per_family_in_stats_transfer_the_report_and_mlflow(tmp_path, stand_in_mlflow):
+    """Issue 56 must-show 1: on a two-baseline, two-primary-metric audit every (metric,
+    baseline, arm) verdict is the same in `stats`, `stats transfer`, the report and MLflow."""
+    audit = two_primary_audit(tmp_path)
+    expected = from_json(audit)
+    verdicts = {key: value[-1] for key, value in expected.items()}
+    assert "nominal-regressor" in verdicts.values()  # the cells where the two paths differed
+    assert from_transfer(audit) == verdicts
+    assert from_report(audit) == expected
+    assert from_mlflow(audit, stand_in_mlflow) == expected

@@ -13,12 +13,14 @@ from archaudit.audit.findings_families import FamilyPlan
 from archaudit.audit.findings_record import Absence, Analysis, Asked, Findings, Settings, attempt
 from archaudit.audit.power_cases import power_case
 from archaudit.audit.source import Source
+from archaudit.audit.verdicts import family_options
 from archaudit.metrics import lower_is_better
 from archaudit.names import BASELINE
 from archaudit.stats.table import Table
 
 if TYPE_CHECKING:
     from archaudit.stats.analyses.aggregate import Aggregates
+    from archaudit.stats.analyses.baseline_transfer import BaselineTransfer
     from archaudit.stats.judgement import Judgement
     from archaudit.stats.options import JudgeOptions
 
@@ -102,8 +104,6 @@ def _baseline_transfers(
     record: Findings, loaded: Source, plan: FamilyPlan, asked: Asked, absent: list[Absence]
 ) -> Findings:
     """Δ and verdicts of each arm against every baseline (several named, or an audit's own)."""
-    from archaudit.stats.analyses.baseline_transfer import transfer_across_baselines
-
     names = asked.settings.baselines or tuple(
         b.baseline.removeprefix(f"{BASELINE}@") for b in plan.baselines
     )
@@ -114,15 +114,51 @@ def _baseline_transfers(
     for metric in plan.metrics:
         for scale in plan.scales or (None,):
             found = attempt(
-                lambda m=metric, s=scale: transfer_across_baselines(
-                    _table(record), m, names, options.but(scale=s, baseline=names[0])
-                ),
+                lambda m=metric, s=scale: _across_baselines(record, loaded, m, s, names, options),
                 Analysis.BASELINES,
                 f"{metric}:{scale or ''}",
                 absent,
             )
             out += [found] if found is not None else []
     return dataclasses.replace(record, baseline_transfers=tuple(out))
+
+
+def _across_baselines(
+    record: Findings,
+    loaded: Source,
+    metric: str,
+    scale: str | None,
+    names: tuple[str, ...],
+    options: JudgeOptions,
+) -> BaselineTransfer:
+    """The record's own verdicts where it judged every baseline's family (an audit's layout:
+    the same α split and loop as `stats`), else each baseline judged under the audit's family
+    options, so that no verdict here differs from the one `stats` prints for the same family."""
+    from archaudit.stats.analyses.baseline_transfer import (
+        compare_baselines,
+        transfer_across_baselines,
+    )
+
+    own = {
+        name: next(
+            (
+                j
+                for j in record.judgements
+                if (j.metric, j.baseline) == (metric, f"{BASELINE}@{name}")
+                and scale in (None, j.scale)
+            ),
+            None,
+        )
+        for name in names
+    }
+    judged = {name: j for name, j in own.items() if j is not None}
+    if len(judged) == len(names):
+        return compare_baselines(judged)
+    table = _table(record)
+    scaled = options.but(scale=scale, baseline=names[0])
+    if loaded.audit_dir is not None:
+        scaled, _ = family_options(loaded.audit_dir, table, metric, scaled)
+    return transfer_across_baselines(table, metric, names, scaled)
 
 
 def _interactions(

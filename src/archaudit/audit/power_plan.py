@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from archaudit.audit.plan import BASELINE, Plan
-from archaudit.stats.options import DEFAULT
+from archaudit.stats.options import DEFAULT, primary_alpha
 from archaudit.stats.simulation.plan_power import FamilyPower, family_power
 
 
@@ -21,7 +21,7 @@ def plan_power(plan: Plan, sigma: float | None = None) -> list[FamilyPower]:
             families[(baseline, scale)] = (arms, count)
         else:
             arms.append(count)
-    alpha = DEFAULT.alpha / len(plan.spec.primary_metrics)  # split over them, as the verdicts are
+    alpha = primary_alpha(DEFAULT.alpha, len(plan.spec.primary_metrics))
     return [
         family_power(scale, tuple(arms), max(base, 2), sigma, alpha, plan.spec.seeds.max)
         for (_, scale), (arms, base) in families.items()

@@ -43,6 +43,7 @@ from archaudit.metrics import lower_is_better
 from archaudit.names import BASELINE, ResultStatus
 from archaudit.progress import log
 from archaudit.stats.loop import ARM_STOPS, ArmStop, LoopArm, LoopFamily, LoopStop
+from archaudit.stats.options import primary_alpha
 from archaudit.stats.signal import AVERAGE, check_signal
 from archaudit.stats.simulation.sequential import (
     FUTILE,
@@ -379,7 +380,7 @@ def sequential_rule(plan: Plan, options: SettleOptions, primaries: int) -> Seque
     (measured: docs/sequential.md); each family's boundaries spend the loop's calibrated level
     (`loop_level`), which holds that share over the noise panel for its number of arms."""
     return SequentialRule(
-        alpha=options.alpha / max(primaries, 1),
+        alpha=primary_alpha(options.alpha, primaries),
         max_seeds=options.max_seeds,
         baseline_seeds=plan.spec.seeds.noise_floor,
         calibrated=True,

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from archaudit.audit.spec import default_primaries
 from archaudit.audit.store import AUDIT_FILE, read_json
+from archaudit.stats.options import primary_alpha
 
 if TYPE_CHECKING:  # scipy loads only when an audit is judged
     from archaudit.stats import Judgement, JudgeOptions, Table
@@ -40,7 +41,7 @@ def family_options(
         )
     if len(primaries) == 1:
         return options, ""
-    split = options.alpha / len(primaries)
+    split = primary_alpha(options.alpha, len(primaries))
     return options.but(alpha=split), (
         f"α = {options.alpha} is split over the audit's {len(primaries)} primary metrics "
         f"({names}): {metric} is judged at α = {split:g}, so the audit as a whole errs at most "

@@ -35,7 +35,7 @@ from archaudit.errors import ConfigError
 from archaudit.formatting import MISSING, estimate, interval, num, pvalue
 from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS
 from archaudit.names import BASELINE, Test
-from archaudit.stats.options import DEFAULT, JudgeOptions
+from archaudit.stats.options import DEFAULT, JudgeOptions, primary_alpha
 
 if TYPE_CHECKING:
     from archaudit.audit.findings import Analysis, Findings, Settings
@@ -943,7 +943,7 @@ def _sequential_like(path: Path, options: JudgeOptions) -> tuple[int, Sequential
     arms = {r.arm for r in plan.runs if r.baseline == first.baseline and r.scale == first.scale}
     tested = [arm for arm in arms if arm.split("@")[0] != BASELINE]
     primaries = len(primary_metrics(plan, SettleOptions()))
-    split = options.but(alpha=options.alpha / primaries)
+    split = options.but(alpha=primary_alpha(options.alpha, primaries))
     return len(tested), loop_rule(split, plan.spec.seeds.max, plan.spec.seeds.noise_floor)
 
 

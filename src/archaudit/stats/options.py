@@ -137,3 +137,10 @@ def check_level(name: str, value: float) -> None:
 
 
 DEFAULT = JudgeOptions()
+
+
+def primary_alpha(alpha: float, primaries: int) -> float:
+    """One primary metric's share of α when an audit's verdicts stand on `primaries` of them:
+    split evenly (Bonferroni), so that the audit as a whole errs at most α. Every path that
+    judges, plans or loops over an audit's families asks here."""
+    return alpha / max(primaries, 1)

@@ -11,7 +11,7 @@ judged against its own baseline, and `qk_norm@llama` is paired with `qk_norm@olm
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -77,6 +77,8 @@ def transfer_across_baselines(
     """Judge every non-baseline arm against each baseline and compare.
 
     `options` judges each family; its `baseline` is replaced by each of `baselines` in turn.
+    An audit's findings record judges its families itself (α split over its primary metrics,
+    the loop's verdicts where it looped) and compares those with `compare_baselines`.
     """
     table = load_table(table)
     if len(set(baselines)) < 2:
@@ -85,14 +87,23 @@ def transfer_across_baselines(
             f"got baselines {list(baselines)}",
             "name at least two different baselines",
         )
-    judged = _judge_each(table, metric, baselines, options)
-    by_arm = {base: {v.arm: v for v in judgement.arms} for base, judgement in judged.items()}
+    return compare_baselines(_judge_each(table, metric, baselines, options))
+
+
+def compare_baselines(judged: Mapping[str, Judgement]) -> BaselineTransfer:
+    """Each arm's Δ and verdict in the families of `judged` (one per baseline, in order), the
+    arms matched by name with an audit layout's `@<baseline>` suffix dropped."""
+    baselines = tuple(judged)
+    by_arm = {
+        base: {v.arm.removesuffix(f"@{base}"): v for v in judgement.arms}
+        for base, judgement in judged.items()
+    }
     found = (_across(arm, baselines, by_arm) for arm in by_arm[baselines[0]])
     arms = tuple(arm for arm in found if arm is not None)
     return BaselineTransfer(
-        metric=metric,
+        metric=judged[baselines[0]].metric,
         scale=judged[baselines[0]].scale,
-        baselines=tuple(baselines),
+        baselines=baselines,
         sign_agreement=float(np.mean([a.sign_agrees for a in arms])) if arms else float("nan"),
         flipped=tuple(a.arm for a in arms if a.verdict_flips),
         arms=arms,
@@ -126,8 +137,10 @@ def _judge_each(
 def _across(
     arm: str, baselines: Sequence[str], by_arm: dict[str, dict[str, ArmVerdict]]
 ) -> ArmAcrossBaselines | None:
-    """One arm's Δ and verdict against every baseline (None when it diverged or is incomplete
-    against any of them)."""
+    """One arm's Δ and verdict against every baseline (None when it diverged, is incomplete
+    or is missing against any of them)."""
+    if any(arm not in by_arm[base] for base in baselines):
+        return None
     verdicts = [by_arm[base][arm] for base in baselines]
     if any(v.verdict in (DIVERGED, INCOMPLETE) for v in verdicts):
         return None
