@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from archaudit.errors import DataError
+from archaudit.files import parse_json, read_regular_bytes
 from archaudit.rundir import CLAIM_PREFIX
 
 LOST_EXIT_CODE = 75  # EX_TEMPFAIL: the run is someone else's now
@@ -48,7 +50,7 @@ def current_claim(run_dir: Path) -> ClaimInfo | None:
         path = run_dir / f"{CLAIM_PREFIX}{gen}"
         try:
             heartbeat = path.stat().st_mtime
-            owner = _owner(path.read_bytes())
+            owner = _owner(path)
         except FileNotFoundError:  # released meanwhile
             continue
         return ClaimInfo(path, gen, owner.pid, owner.host, owner.started, heartbeat)
@@ -62,13 +64,14 @@ class _Owner:
     started: float = 0.0
 
 
-def _owner(text: bytes) -> _Owner:
-    """Who a claim file names. A file caught between create and write, torn or garbled names
-    nobody: it is then judged by its file time alone (a fresh one is live, an old one stale),
-    never treated as fresh forever."""
+def _owner(path: Path) -> _Owner:
+    """Who a claim file names. A file caught between create and write, torn, garbled, nested
+    past `files.MAX_JSON_DEPTH` or not a regular file (a FIFO is never opened for a writer)
+    names nobody: it is then judged by its file time alone (a fresh one is live, an old one
+    stale), never treated as fresh forever."""
     try:
-        owner = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        owner = parse_json(read_regular_bytes(path), path)
+    except DataError:
         return _Owner()
     if not isinstance(owner, dict):
         return _Owner()

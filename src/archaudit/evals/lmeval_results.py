@@ -30,6 +30,7 @@ from archaudit.errors import ConfigError, DataError, did_you_mean
 from archaudit.files import (
     atomic_write_text,
     check_output_folder,
+    parse_json,
     publish_folder,
     read_regular_bytes,
 )
@@ -323,8 +324,8 @@ def find_runs(roots: Sequence[str | Path]) -> list[HarnessRun]:
             )
         for path in files:
             try:
-                document = json.loads(read_regular_bytes(path).decode("utf-8"))  # no FIFO wait
-            except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
+                document = parse_json(read_regular_bytes(path), path)  # no FIFO wait
+            except (OSError, DataError) as err:
                 line = str(err).splitlines()[0] if str(err) else type(err).__name__
                 raise DataError(f"{path}: not a readable lm-eval results file ({line})") from None
             if not isinstance(document, dict) or "results" not in document:

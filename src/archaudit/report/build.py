@@ -19,6 +19,7 @@ from archaudit.files import (
     check_output_file,
     check_output_folder,
     file_signed,
+    parse_json,
     read_regular_text,
     refuse_link,
 )
@@ -196,8 +197,8 @@ def check_markdown(path: Path) -> Path:
 def _manifest(figures: Path) -> dict[str, str]:
     text = read_regular_text(figures / FIGURES_MANIFEST)
     try:
-        listed = json.loads(text) if text is not None else {}
-    except ValueError:
+        listed = parse_json(text, figures / FIGURES_MANIFEST) if text is not None else {}
+    except DataError:
         return {}
     ok = isinstance(listed, dict) and all(isinstance(v, str) for v in listed.values())
     return {str(k): v for k, v in listed.items() if "/" not in str(k)} if ok else {}
