@@ -101,7 +101,8 @@ def materialize(plan: Plan) -> list[Path]:
         refuse_link(run_dir, "--runs-dir")  # a linked seed folder: training would write outside
         old = read_json(run_dir / RUN_FILE)
         if old is not None and old.get("id") != run.run_id:
-            _supersede(run_dir, old.get("id", "unknown"), run.run_id)
+            stale_after_s = plan.spec.executor.stale_after_s
+            _supersede(run_dir, old.get("id", "unknown"), run.run_id, stale_after_s)
             old = None
         run_dir.mkdir(parents=True, exist_ok=True)
         # same id: rewrite only operational changes (e.g. checkpoint cadence), never after DONE
@@ -111,12 +112,16 @@ def materialize(plan: Plan) -> list[Path]:
     return dirs
 
 
-def _supersede(run_dir: Path, old_id: str, new_id: str) -> None:
+def _supersede(run_dir: Path, old_id: str, new_id: str, stale_after_s: float) -> None:
+    """Move aside a run the audit file no longer describes, unless a live claim holds it: one
+    judged as `run` judges claims (`ClaimInfo.stale`, the audit's `--stale-after`), so a torn
+    claim or another host's is taken over here when it would be in place."""
     claim = current_claim(run_dir)
-    if claim is not None and not claim.stale(float("inf")):
+    if claim is not None and not claim.stale(stale_after_s):
         raise ConfigError(
             f"{run_dir} holds run {old_id}, which the audit file no longer describes (now "
-            f"{new_id}), and pid {claim.pid} on {claim.host} is running it; wait or stop it"
+            f"{new_id}), and {claim.waiting_line(stale_after_s)}: run again then, or "
+            "stop it"
         )
     audit_dir = run_dir.parents[2]
     dest = audit_dir / SUPERSEDED_DIR / f"{run_dir.relative_to(audit_dir)}-{old_id}"

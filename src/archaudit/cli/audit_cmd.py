@@ -75,7 +75,12 @@ Probe = Annotated[
 # own classes check it, and a flag and its `--set` cannot disagree.
 Executor = Annotated[
     list[str],
-    Flags(ExecutorSpec, ("kind", "workers"), section="executor", unset="the audit file's"),
+    Flags(
+        ExecutorSpec,
+        ("kind", "workers", "stale_after_s"),
+        section="executor",
+        unset="the audit file's",
+    ),
 ]
 AuditTracker = Annotated[
     list[str], Flags(RunOptions, ("tracker",), section="", unset="the audit file's `tracker`")
