@@ -144,7 +144,9 @@ def write_report(
         report = build_report(
             path, metrics=metrics, baseline=baseline, command=command, workers=workers, found=found
         )
-    html_path = write_html(report, Path(out) if out is not None else default_output(report.data))
+    html_path = Path(out) if out is not None else default_output(report.data)
+    check_apart(html_path, Path(markdown) if markdown is not None else None)
+    write_html(report, html_path)
     if markdown is not None:
         write_markdown(report, Path(markdown))
     return html_path
@@ -181,6 +183,22 @@ def write_markdown(report: Report, path: Path) -> Path:
 
 FIGURES_MANIFEST = "figures.json"
 """In a twin's figures folder: the files the twin wrote, each with its SHA-256."""
+
+
+def check_apart(html: Path, markdown: Path | None) -> None:
+    """Refuse, before anything is written, a Markdown twin at the page's own path, or a page
+    where the twin's figures folder goes: the second write would refuse the first's file."""
+    if markdown is None:
+        return
+    if markdown.resolve() == html.resolve():
+        raise DataError(
+            f"--markdown {markdown} names the HTML page's own path ({html}); give --markdown "
+            "another name"
+        )
+    if html.resolve() == (markdown.parent / f"{markdown.stem}_files").resolve():
+        raise DataError(
+            f"--out {html} is the Markdown twin's figures folder; give --out another name"
+        )
 
 
 def check_markdown(path: Path) -> Path:
