@@ -105,7 +105,9 @@ def test_run_names_the_claim_it_waits_on_once(run_dirs: list[Path], capsys):
     for _ in range(2):
         say_waiting(statuses, announced, LIMIT_S, run_dirs[0].parents[2])
     (line,) = capsys.readouterr().err.strip().splitlines()
-    assert line.startswith("warning: waiting for baseline/xs/seed-0: pid 4242 on elsewhere holds"), line
+    assert line.startswith(
+        "warning: waiting for baseline/xs/seed-0: pid 4242 on elsewhere holds"
+    ), line
     assert "taken over in 120 s unless its heartbeat moves (--stale-after 120)" in line, line
 
 

@@ -6,10 +6,11 @@ touches it every `heartbeat_s` seconds. A claim is stale when its heartbeat is o
 `stale_after_s` (`--stale-after`), or lies further than that in the future (a clock that far
 ahead is not believed: a heartbeat a year ahead kept `run` waiting forever), or at once when
 its process is gone on this host; so every claim is taken over within `2 × stale_after_s`
-of its last heartbeat, wherever it was written and whichever host it names. A stale claim is taken over
-by creating the next generation, again with O_EXCL, so of two workers racing for the takeover
-exactly one wins. An owner whose claim was taken over (its heartbeat stalled, e.g. a paused
-process) finds a newer generation at its next heartbeat and exits without writing anything.
+of its last heartbeat, wherever it was written and whichever host it names. A stale claim is
+taken over by creating the next generation, again with O_EXCL, so of two workers racing for
+the takeover exactly one wins. An owner whose claim was taken over (its heartbeat stalled,
+e.g. a paused process) finds a newer generation at its next heartbeat and exits without
+writing anything.
 """
 
 from __future__ import annotations
