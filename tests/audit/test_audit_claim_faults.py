@@ -90,6 +90,14 @@ def run_dirs(write_audit) -> list[Path]:
     return materialize(plan)
 
 
+def test_an_unfinished_runs_fifo_claim_and_metrics_are_read_without_waiting(run_dirs):
+    for name in ("claim.0", "metrics.jsonl"):
+        os.mkfifo(run_dirs[0] / name)
+    with alarm_after(30):
+        status = run_status(run_dirs[0], LIMIT_S)
+    assert status.state == "running" and status.step == 0  # a fresh file: judged by its time
+
+
 def test_run_one_takes_over_another_hosts_claim_from_the_future(run_dirs: list[Path]):
     claim_file(run_dirs[0], at=time.time() + YEAR_S)
     assert run_status(run_dirs[0]).state == "stale"

@@ -34,7 +34,7 @@ from archaudit.audit.claims import ClaimInfo, current_claim
 from archaudit.audit.plan import Plan, RunSpec
 from archaudit.audit.record import RunRecord
 from archaudit.errors import ConfigError, DataError
-from archaudit.files import atomic_write_text, refuse_link
+from archaudit.files import atomic_write_text, open_regular, refuse_link
 from archaudit.files import read_json_object as read_json
 from archaudit.names import ITEMS_FILE, RESULTS_FILE, ResultStatus
 from archaudit.progress import warn
@@ -212,12 +212,13 @@ def run_status(
 
 
 def last_step(metrics: Path) -> int:
-    """The step of the last complete line of metrics.jsonl (read from the end)."""
+    """The step of the last complete line of metrics.jsonl (read from the end; 0 when it is
+    missing or not a regular file: a FIFO there is never waited on)."""
     try:
-        with metrics.open("rb") as f:
+        with open_regular(metrics) as f:
             f.seek(max(0, f.seek(0, io.SEEK_END) - 4096))
             lines = f.read().splitlines()
-    except FileNotFoundError:
+    except (FileNotFoundError, DataError):
         return 0
     for line in reversed(lines):
         with contextlib.suppress(ValueError, RecursionError, AttributeError, TypeError):
