@@ -14,7 +14,7 @@ from archaudit.cli import app, register_commands
 
 @pytest.mark.parametrize(
     ("flags", "says"),
-    [("--target 3.2e7 --target-tokens 0", "'0' for '--target-tokens': 0.0 is not a finite number > 0"),
+    [("--target 3.2e7 --target-tokens 0", "'0' for '--target-tokens': 0.0 is not a finite number"),
      ("--target 3.2e7 --target-tokens -1", "'-1' for '--target-tokens'"),
      ("--target 3.2e7 --target-tokens nan", "'nan' for '--target-tokens'"),
      ("--target inf", "'inf' for '--target': inf is not a finite number > 0"),
