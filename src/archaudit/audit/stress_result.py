@@ -378,8 +378,9 @@ def read_result(path: Path) -> StressResult:
     nested too deeply (`files.read_json`), or not a stress result's shape."""
     try:
         data = read_json(path)
-    except OSError as err:
-        raise DataError(f"{path}: cannot read the stress result ({err})") from None
+    except (OSError, DataError) as err:
+        why = str(err).removeprefix(f"{path} ")
+        raise DataError(f"{path}: cannot read the stress result ({why})") from None
     if data is None:
         raise DataError(f"{path}: cannot read the stress result (no such file)")
     if not isinstance(data, dict):
