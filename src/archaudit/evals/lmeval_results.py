@@ -340,6 +340,7 @@ def find_runs(roots: Sequence[str | Path]) -> list[HarnessRun]:
                 document = parse_json(read_regular_bytes(path), path)  # no FIFO wait
             except (OSError, DataError) as err:
                 line = str(err).splitlines()[0] if str(err) else type(err).__name__
+                line = line.removeprefix(f"{path} ")
                 raise DataError(f"{path}: not a readable lm-eval results file ({line})") from None
             if not isinstance(document, dict) or "results" not in document:
                 raise DataError(f"{path}: no 'results' table; is it an lm-eval results file?")
