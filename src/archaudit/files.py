@@ -85,7 +85,7 @@ def load_entry(path: Path, key: str, parse: Callable[[Any], T]) -> T | None:
             raise BadEntry(f"{path}: not a regular file")
         return None
     try:
-        stored = json.loads(text)
+        stored = parse_json(text, path)
         if "sha256" not in stored:
             raise BadEntry(f"{path}: written by an older archaudit (no checksum)")
         if stored.get("key") != key:
@@ -93,6 +93,8 @@ def load_entry(path: Path, key: str, parse: Callable[[Any], T]) -> T | None:
         if stored.get("sha256") != value_checksum(stored["value"]):
             raise BadEntry(f"{path}: its checksum does not match its value")
         return parse(stored["value"])
+    except DataError as error:
+        raise BadEntry(str(error)) from None
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise BadEntry(f"{path}: unreadable or out of range ({error})") from None
 
@@ -293,13 +295,56 @@ def _alive(pid: int) -> bool:
 
 def read_json(path: Path) -> Any:
     """The JSON value in `path`, None when there is no such file; a file that is not UTF-8
-    JSON (torn, edited, binary) or not a regular file (a FIFO is never waited on) is a one-line
-    DataError naming it."""
+    JSON (torn, edited, binary), nested past `MAX_JSON_DEPTH` or not a regular file (a FIFO is
+    never waited on) is a one-line DataError naming it."""
     try:
-        return json.loads(read_regular_bytes(path).decode("utf-8"))
+        data = read_regular_bytes(path)
     except FileNotFoundError:
         return None
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:
+    return parse_json(data, path)
+
+
+MAX_JSON_DEPTH = 64
+"""Nesting that any JSON file archaudit reads may have: its own files nest under 10 levels,
+lm-eval's and Hugging Face's under 20. A deeper file (`[[[[...` thousands deep) would reach
+Python's recursion limit in the parser or in whatever walks the value after it."""
+_NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
+
+
+def json_depth(text: str, limit: int = MAX_JSON_DEPTH) -> int:
+    """How deep the arrays and objects in the JSON `text` nest (brackets inside strings left
+    out), up to `limit + 1`, counted without parsing it and without recursion: each pass
+    deletes the innermost empty pairs (str and bytes methods: 0.1 s for 10 MB). Brackets left
+    unpaired count as levels too."""
+    unescaped = text.replace("\\\\", "").replace('\\"', "")  # escapes, left to right
+    outside = "".join(unescaped.split('"')[::2])  # what lies between the strings
+    brackets = outside.encode("utf-8", "replace").translate(None, _NOT_BRACKETS)
+    depth = 0
+    while depth <= limit:
+        inner = brackets.replace(b"[]", b"").replace(b"{}", b"")
+        if len(inner) == len(brackets):
+            return depth + inner.count(b"[") + inner.count(b"{")
+        brackets, depth = inner, depth + 1
+    return depth
+
+
+def parse_json(data: bytes | str, path: Path) -> Any:
+    """The JSON value of `data`, read from `path`: the one parser of every JSON file archaudit
+    reads (records, claims, caches, configs). Text that is not UTF-8 JSON, or nests past
+    `MAX_JSON_DEPTH`, is a one-line DataError naming `path`."""
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+    except UnicodeDecodeError as err:
+        raise DataError(f"{path} is not valid JSON ({err})") from None
+    depth = json_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        raise DataError(
+            f"{path} is not valid JSON (nested more than {MAX_JSON_DEPTH} levels deep, the most "
+            "archaudit reads)"
+        )
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as err:
         raise DataError(f"{path} is not valid JSON ({str(err).splitlines()[0]})") from None
 
 

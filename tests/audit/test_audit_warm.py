@@ -68,9 +68,25 @@ def test_a_run_has_its_launchs_environment_and_dies_with_its_server(write_audit,
     while _alive(run.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(run.pid), "the run outlived its server"
-    with pytest.raises(RuntimeError, match="warm start server exited"):
-        server.start(Launch(argv, str(run_dir / LOG_FILE), dict(os.environ), 1))
     server.close()
+
+
+def test_an_execute_whose_server_was_killed_runs_its_runs_on_a_new_one(tmp_path: Path, capsys):
+    """Issue 57: `kill -9` of the warm server made the coordinator exit 1 with a traceback
+    (the next start found the server gone). Its runs die with it (the test above) and are
+    taken over as any dead worker's; the next start gets a new server, with one line."""
+    run_dirs = [tmp_path / name for name in ("a", "b")]
+    for run_dir in run_dirs:
+        run_dir.mkdir()  # not run directories: each run-one exits 2 at once
+    pool = LocalExecutor(ExecutorSpec(workers=1, threads=1), tmp_path)
+    with warm_server() as server:
+        server.proc.kill()
+        server.proc.wait()
+        codes = pool._execute(run_dirs, RunOptions(), server)
+    assert codes == dict.fromkeys(run_dirs, 2)
+    assert "not an audit run directory" in (run_dirs[0] / LOG_FILE).read_text()
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("warning: the warm start server exited (code -9)"), line
 
 
 def _alive(pid: int) -> bool:

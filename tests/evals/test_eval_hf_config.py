@@ -64,3 +64,37 @@ def test_eval_refuses_a_huge_hf_config_in_one_line(monkeypatch, capsys, tmp_path
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and len(err.strip().splitlines()) == 1, err
     assert "config.json" in err and "vocab_size" in err
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [({"rope_theta": 0}, r"rope_theta = 0 must be a finite number in \(0, ∞\)"),
+     ({"rope_theta": float("nan")}, r"rope_theta = nan must be"),
+     ({"rope_theta": "10000"}, r"rope_theta = '10000' must be"),
+     ({"rms_norm_eps": -1}, r"rms_norm_eps = -1 must be a finite number in \(0, 1\]"),
+     ({"layer_norm_eps": float("inf")}, r"layer_norm_eps = inf"),
+     ({"attention_dropout": 1.5}, r"attention_dropout = 1.5 must be a finite number in \[0, 1\]")],
+)  # fmt: skip
+def test_the_numbers_a_forward_pass_uses_are_range_checked(tmp_path, config, message):
+    """Issue 57: `rope_theta` 0 or NaN, or `rms_norm_eps` -1, was scored without a word."""
+    with pytest.raises(DataError, match=message) as refused:
+        check_hf_config(hf_folder(tmp_path / "hf", **config))
+    (line,) = str(refused.value).splitlines()
+    assert line.startswith(str(tmp_path / "hf" / "config.json")), line
+
+
+def test_the_usual_numbers_pass(tmp_path):
+    usual = {"rope_theta": 10000.0, "rms_norm_eps": 1e-6, "attention_dropout": 0.0,
+             "partial_rotary_factor": 1.0, "final_logit_softcapping": None}  # fmt: skip
+    check_hf_config(hf_folder(tmp_path / "hf", **usual))
+
+
+def test_eval_refuses_a_nan_rope_theta_in_one_line(monkeypatch, capsys, tmp_path):
+    pytest.importorskip("transformers")
+    folder = hf_folder(tmp_path / "hf", rope_theta=float("nan"))
+    monkeypatch.setattr(sys, "argv", ["archaudit", "eval", str(folder), "--suite", "demo"])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "config.json" in err and "rope_theta = nan" in err

@@ -246,3 +246,31 @@ def test_one_model_per_folder_keeps_the_folder_names(tmp_path: Path) -> None:
     result = import_lmeval([root], tmp_path / "out")
     assert sorted(r.arm for r in result.runs) == ["baseline", "qk_norm"]
     assert any(c.startswith("arm: the name of each run's output folder") for c in result.choices)
+
+
+def test_one_models_seeds_stay_one_arm_beside_a_model_with_an_empty_pretrained(tmp_path):
+    """Issue 57: a folder per seed, one of them also holding a run whose model_args say
+    `pretrained=` (empty): model a was named by model in that folder and by folder in the other,
+    so its two seeds became two one-seed arms ("a" and "seed-1")."""
+    out = tmp_path / "in" / "evals"
+    for seed in (0, 1):
+        (source,) = RUNS[seed].iterdir()
+        shutil.copytree(source, out / f"seed-{seed}" / "ckpt__a")
+        _edit(
+            out / f"seed-{seed}" / "ckpt__a",
+            lambda d: (
+                d["config"].update(model="hf", model_args="pretrained=ckpt/a,dtype=float32"),
+                d.update(model_name_sanitized="ckpt__a"),
+            ),
+        )
+    (source,) = RUNS[3].iterdir()
+    for file in source.iterdir():
+        shutil.copy(file, out / "seed-0" / file.name)
+    (empty,) = (out / "seed-0").glob("results_*.json")
+    document = json.loads(empty.read_text())
+    document["config"].update(model="hf", model_args="pretrained=,dtype=float32")
+    empty.write_text(json.dumps(document | {"model_name_sanitized": ""}))
+    result = import_lmeval([out], tmp_path / "out")
+    assert sorted((r.arm, r.seed) for r in result.runs) == [("a", 0), ("a", 1), ("hf", 0)]
+    (said,) = [c for c in result.choices if c.startswith("arm:")]
+    assert f"{empty} name no model (an empty pretrained=)" in said, said

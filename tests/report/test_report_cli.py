@@ -77,6 +77,23 @@ def test_a_malformed_csv_stops_the_report(cli, tmp_path: Path) -> None:
     assert not (tmp_path / "r.html").exists()
 
 
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [("--out {d}/x --markdown {d}/x", "--markdown"),
+     ("--out {d}/r.html --markdown {d}/sub/../r.html", "--markdown"),
+     ("--out {d}/t_files --markdown {d}/t.md", "--out")],
+)  # fmt: skip
+def test_a_page_and_its_twin_at_one_path_are_refused_before_writing(
+    cli, results_csv: Path, tmp_path: Path, args: str, flag: str
+) -> None:
+    """Issue 57: `report --out X --markdown X` wrote X, then exited 2 on the twin."""
+    out = tmp_path / "out"
+    (out / "sub").mkdir(parents=True)
+    code, _, err = cli(f"report {results_csv} " + args.format(d=out))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and f"give {flag} another" in err
+    assert sorted(p.name for p in out.iterdir()) == ["sub"], "something was written"
+
+
 def test_status_report_writes_a_partial_report(cli, tmp_path: Path) -> None:
     audit = fake_audit(tmp_path, {"qk_norm": 0.0}, finished=0.5)
     code, out, _ = cli(f"status {audit} --report")

@@ -118,10 +118,10 @@ def test_the_verdict_table_gets_a_line_at_the_target(cli, tmp_path, capsys):
 
 
 BAD_OPTIONS = [
-    ("--confidence 1", "--confidence 1.0: a level strictly between 0 and 1"),
-    ("--confidence 0", "--confidence 0.0: a level strictly between 0 and 1"),
-    ("--confidence 1.5", "--confidence 1.5"),
-    ("--confidence nan", "--confidence nan"),
+    ("--confidence 1", "'1' for '--confidence': 1.0 is not a number in (0, 1)"),
+    ("--confidence 0", "'0' for '--confidence': 0.0 is not a number in (0, 1)"),
+    ("--confidence 1.5", "'1.5' for '--confidence'"),
+    ("--confidence nan", "'nan' for '--confidence'"),
     ("--n-boot 0", "--n-boot 0: a whole number of replicates from 1 to 100,000"),
     ("--n-boot -1", "--n-boot -1"),
     ("--n-boot 1000000000", "--n-boot 1000000000"),

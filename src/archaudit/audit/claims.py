@@ -3,10 +3,14 @@
 A claim is a file `claim.<generation>` in the run directory, created with O_EXCL (atomic on
 local and NFS v3+ file systems) and holding the owner's pid, host and start time. The owner
 touches it every `heartbeat_s` seconds. A claim is stale when its heartbeat is older than
-`stale_after_s`, or at once when its process is gone on this host; a stale claim is taken over
-by creating the next generation, again with O_EXCL, so of two workers racing for the takeover
-exactly one wins. An owner whose claim was taken over (its heartbeat stalled, e.g. a paused
-process) finds a newer generation at its next heartbeat and exits without writing anything.
+`stale_after_s` (`--stale-after`), or lies further than that in the future (a clock that far
+ahead is not believed: a heartbeat a year ahead kept `run` waiting forever), or at once when
+its process is gone on this host; so every claim is taken over within `2 × stale_after_s`
+of its last heartbeat, wherever it was written and whichever host it names. A stale claim is
+taken over by creating the next generation, again with O_EXCL, so of two workers racing for
+the takeover exactly one wins. An owner whose claim was taken over (its heartbeat stalled,
+e.g. a paused process) finds a newer generation at its next heartbeat and exits without
+writing anything.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from archaudit.errors import DataError
+from archaudit.files import parse_json, read_regular_bytes
 from archaudit.rundir import CLAIM_PREFIX
 
 LOST_EXIT_CODE = 75  # EX_TEMPFAIL: the run is someone else's now
@@ -35,9 +41,36 @@ class ClaimInfo:
     heartbeat: float
 
     def stale(self, stale_after_s: float, now: float | None = None) -> bool:
+        return self.takeover_in(stale_after_s, now) <= 0.0
+
+    def takeover_in(self, stale_after_s: float, now: float | None = None) -> float:
+        """Seconds until the claim is stale if its heartbeat stops now (0: stale already): its
+        heartbeat's age reaches `stale_after_s`. A heartbeat ahead of this clock by up to
+        `stale_after_s` counts as written then (clocks of a shared disk's hosts differ a
+        little); one further ahead, or a process gone from this host, is stale at once."""
         if self.host == socket.gethostname() and not _alive(self.pid):
-            return True
-        return (now or time.time()) - self.heartbeat > stale_after_s
+            return 0.0
+        age = (time.time() if now is None else now) - self.heartbeat
+        if age < -stale_after_s:
+            return 0.0
+        return max(0.0, stale_after_s - age)
+
+    def owner(self) -> str:
+        """Who holds the claim, in words: `pid 12 on host-b`, or nobody for a torn claim."""
+        if self.pid < 0 and not self.host:
+            return f"nobody ({self.path.name} names no owner: torn, garbled or not a file)"
+        return f"pid {self.pid} on {self.host or 'an unnamed host'}"
+
+    def waiting_line(self, stale_after_s: float, now: float | None = None) -> str:
+        """One line for a run waited on: whose claim, its heartbeat, when it is taken over."""
+        now = time.time() if now is None else now
+        age = now - self.heartbeat
+        beat = f"{age:.0f} s ago" if age >= 0 else f"{-age:.0f} s in the future"
+        left = self.takeover_in(stale_after_s, now)
+        return (
+            f"{self.owner()} holds it (heartbeat {beat}); taken over in {left:.0f} s unless "
+            f"its heartbeat moves (--stale-after {stale_after_s:g})"
+        )
 
 
 def current_claim(run_dir: Path) -> ClaimInfo | None:
@@ -48,7 +81,7 @@ def current_claim(run_dir: Path) -> ClaimInfo | None:
         path = run_dir / f"{CLAIM_PREFIX}{gen}"
         try:
             heartbeat = path.stat().st_mtime
-            owner = _owner(path.read_bytes())
+            owner = _owner(path)
         except FileNotFoundError:  # released meanwhile
             continue
         return ClaimInfo(path, gen, owner.pid, owner.host, owner.started, heartbeat)
@@ -62,13 +95,14 @@ class _Owner:
     started: float = 0.0
 
 
-def _owner(text: bytes) -> _Owner:
-    """Who a claim file names. A file caught between create and write, torn or garbled names
-    nobody: it is then judged by its file time alone (a fresh one is live, an old one stale),
-    never treated as fresh forever."""
+def _owner(path: Path) -> _Owner:
+    """Who a claim file names. A file caught between create and write, torn, garbled, nested
+    past `files.MAX_JSON_DEPTH` or not a regular file (a FIFO is never opened for a writer)
+    names nobody: it is then judged by its file time alone (a fresh one is live, an old one
+    stale), never treated as fresh forever."""
     try:
-        owner = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        owner = parse_json(read_regular_bytes(path), path)
+    except DataError:
         return _Owner()
     if not isinstance(owner, dict):
         return _Owner()

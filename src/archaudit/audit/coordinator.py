@@ -74,6 +74,7 @@ def run_audit(
         stale_after_s=settings.stale_after_s,
     )
     launches: Counter[Path] = Counter()
+    announced: set[Path] = set()  # the claims waited on that a line has named
     try:
         with (
             sigterm_as_interrupt(),
@@ -88,6 +89,7 @@ def run_audit(
                     launches.update(todo)
                     pool.execute(longest_first(todo, statuses), options)
                 elif any(s.state == "running" for s in statuses):
+                    say_waiting(statuses, announced, settings.stale_after_s, plan.audit_dir)
                     time.sleep(WAIT_S)  # another worker holds these runs: wait for it
                 else:
                     break
@@ -124,6 +126,21 @@ def _outcome(plan: Plan, run_dirs: list[Path], stale_after_s: float, export: boo
 def _track_verdicts(tracker: str, plan: Plan) -> None:
     """The verdicts as the audit's own tracker run (`trackers.track_verdicts`)."""
     track_verdicts(tracker, plan.spec.name, plan.audit_dir)
+
+
+def say_waiting(
+    statuses: list[store.RunStatus], announced: set[Path], stale_after_s: float, audit_dir: Path
+) -> None:
+    """One line per claim that `run` waits on (the first time it does): whose it is, and when it
+    is taken over unless its heartbeat moves. Every running claim is another process's here:
+    this coordinator's own launches have all exited."""
+    from archaudit.progress import warn
+
+    for s in statuses:
+        if s.state == "running" and s.claim is not None and s.claim.path not in announced:
+            announced.add(s.claim.path)
+            where = s.path.relative_to(audit_dir)
+            warn(f"waiting for {where}: {s.claim.waiting_line(stale_after_s)}")
 
 
 def say_what_was_saved(stop: Interrupted, audit_dir: Path) -> None:

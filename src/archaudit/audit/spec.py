@@ -143,8 +143,9 @@ class ExecutorSpec:
     slurm: Mapping[str, Any] = field(default_factory=dict)
     """More submitit parameters, passed through (e.g. { mem_gb = 32, slurm_account = "x" })."""
     heartbeat_s: float = 15.0
-    stale_after_s: float = 120.0
-    """A claim whose heartbeat is older than this (or whose process died) is taken over."""
+    stale_after_s: float = field(default=120.0, metadata={"flag": "--stale-after"})
+    """Seconds: a claim whose heartbeat is older than this, or further in the future, or whose
+    process died on this host, is taken over (docs/audit.md#claims)."""
     max_attempts: int = 2
     """Launches of one run within one `archaudit run` before it counts as failed."""
 
@@ -156,10 +157,11 @@ class ExecutorSpec:
                 )
         if self.timeout_min < 1 or self.max_attempts < 1:
             raise ConfigError("executor.timeout_min and executor.max_attempts must be >= 1")
-        if not 0 < self.heartbeat_s < self.stale_after_s:
+        if not 0 < self.heartbeat_s < self.stale_after_s < math.inf:
             raise ConfigError(
                 f"executor.heartbeat_s = {self.heartbeat_s} must be > 0 and below "
-                f"executor.stale_after_s = {self.stale_after_s}"
+                f"executor.stale_after_s (--stale-after) = {self.stale_after_s}, a finite "
+                "number of seconds"
             )
 
     @property

@@ -34,7 +34,7 @@ from archaudit.audit.claims import ClaimInfo, current_claim
 from archaudit.audit.plan import Plan, RunSpec
 from archaudit.audit.record import RunRecord
 from archaudit.errors import ConfigError, DataError
-from archaudit.files import atomic_write_text, refuse_link
+from archaudit.files import atomic_write_text, open_regular, refuse_link
 from archaudit.files import read_json_object as read_json
 from archaudit.names import ITEMS_FILE, RESULTS_FILE, ResultStatus
 from archaudit.progress import warn
@@ -101,7 +101,8 @@ def materialize(plan: Plan) -> list[Path]:
         refuse_link(run_dir, "--runs-dir")  # a linked seed folder: training would write outside
         old = read_json(run_dir / RUN_FILE)
         if old is not None and old.get("id") != run.run_id:
-            _supersede(run_dir, old.get("id", "unknown"), run.run_id)
+            stale_after_s = plan.spec.executor.stale_after_s
+            _supersede(run_dir, old.get("id", "unknown"), run.run_id, stale_after_s)
             old = None
         run_dir.mkdir(parents=True, exist_ok=True)
         # same id: rewrite only operational changes (e.g. checkpoint cadence), never after DONE
@@ -111,12 +112,16 @@ def materialize(plan: Plan) -> list[Path]:
     return dirs
 
 
-def _supersede(run_dir: Path, old_id: str, new_id: str) -> None:
+def _supersede(run_dir: Path, old_id: str, new_id: str, stale_after_s: float) -> None:
+    """Move aside a run the audit file no longer describes, unless a live claim holds it: one
+    judged as `run` judges claims (`ClaimInfo.stale`, the audit's `--stale-after`), so a torn
+    claim or another host's is taken over here when it would be in place."""
     claim = current_claim(run_dir)
-    if claim is not None and not claim.stale(float("inf")):
+    if claim is not None and not claim.stale(stale_after_s):
         raise ConfigError(
             f"{run_dir} holds run {old_id}, which the audit file no longer describes (now "
-            f"{new_id}), and pid {claim.pid} on {claim.host} is running it; wait or stop it"
+            f"{new_id}), and {claim.waiting_line(stale_after_s)}: run again then, or "
+            "stop it"
         )
     audit_dir = run_dir.parents[2]
     dest = audit_dir / SUPERSEDED_DIR / f"{run_dir.relative_to(audit_dir)}-{old_id}"
@@ -207,12 +212,13 @@ def run_status(
 
 
 def last_step(metrics: Path) -> int:
-    """The step of the last complete line of metrics.jsonl (read from the end)."""
+    """The step of the last complete line of metrics.jsonl (read from the end; 0 when it is
+    missing or not a regular file: a FIFO there is never waited on)."""
     try:
-        with metrics.open("rb") as f:
+        with open_regular(metrics) as f:
             f.seek(max(0, f.seek(0, io.SEEK_END) - 4096))
             lines = f.read().splitlines()
-    except FileNotFoundError:
+    except (FileNotFoundError, DataError):
         return 0
     for line in reversed(lines):
         with contextlib.suppress(ValueError, RecursionError, AttributeError, TypeError):

@@ -18,7 +18,7 @@ from typing import Any
 from archaudit.audit.plan import BASELINE
 from archaudit.audit.stress import StressPlan, StressPoint, read_sweep_run
 from archaudit.errors import DataError
-from archaudit.files import atomic_write_text
+from archaudit.files import atomic_write_text, read_json
 from archaudit.rundir import METRICS
 from archaudit.stats.analyses.forecast import Backtest, Trace, backtest, depth_forecast
 from archaudit.stats.analyses.stability import (
@@ -374,13 +374,15 @@ def write_result(result: StressResult, path: Path) -> None:
 
 
 def read_result(path: Path) -> StressResult:
-    """The stored result, or one line naming `path` when it is unreadable, nested too deeply
-    for the parser (a RecursionError otherwise), or not a stress result's shape."""
+    """The stored result, or one line naming `path` when it is unreadable, not a regular file,
+    nested too deeply (`files.read_json`), or not a stress result's shape."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError, RecursionError) as err:
-        why = "nested too deeply" if isinstance(err, RecursionError) else str(err)
+        data = read_json(path)
+    except (OSError, DataError) as err:
+        why = str(err).removeprefix(f"{path} ")
         raise DataError(f"{path}: cannot read the stress result ({why})") from None
+    if data is None:
+        raise DataError(f"{path}: cannot read the stress result (no such file)")
     if not isinstance(data, dict):
         raise DataError(f"{path}: not a stress result (a JSON {type(data).__name__})")
     try:

@@ -133,9 +133,16 @@ class WarmRun:
 
 class WarmServer:
     """The coordinator's side of the fork server: `start` launches a run, `close` waits for the
-    server (and so counts its runs' CPU time in the coordinator's)."""
+    server (and so counts its runs' CPU time in the coordinator's). A server that dies (`kill
+    -9`, the out-of-memory killer) is replaced at the next `start`, with one line: its runs
+    died with it and are reported as killed, and the coordinator takes them over as it does
+    any run whose worker died."""
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()  # one request on the pipe at a time
+        self._spawn()
+
+    def _spawn(self) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-c", SERVER],
             stdin=PIPE,
@@ -145,19 +152,35 @@ class WarmServer:
         )
         self.runs: dict[int, WarmRun] = {}
         self._started: SimpleQueue[WarmRun | None] = SimpleQueue()
-        self._lock = threading.Lock()  # one request on the pipe at a time
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
     def start(self, launch: Launch) -> WarmRun:
-        self.request({"start": asdict(launch)})
-        run = self._started.get()
-        if run is None:
-            raise RuntimeError(
-                f"the warm start server exited with code {self.proc.wait()} (its error is "
-                "above); `archaudit run-one RUN_DIR` runs one run without it"
-            )
-        return run
+        """Fork the run from the server; a dead server is replaced first (once per start: a
+        server that dies again before it forks is an error, e.g. a failing import)."""
+        for attempt in range(2):
+            if attempt or self.proc.poll() is not None:
+                self._replace()
+            self.request({"start": asdict(launch)})
+            run = self._started.get()
+            if run is not None:
+                return run
+        raise RuntimeError(
+            f"the warm start server exited with code {self.proc.wait()} (its error is "
+            "above); `archaudit run-one RUN_DIR` runs one run without it"
+        )
+
+    def _replace(self) -> None:
+        """Reap the dead server (its reader reports its runs as killed) and start another."""
+        from archaudit.progress import warn
+
+        code = self.proc.wait()
+        self._reader.join()
+        if self.proc.stdin is not None:
+            with self._lock, contextlib.suppress(OSError):
+                self.proc.stdin.close()
+        warn(f"the warm start server exited (code {code}) and its runs with it; starting another")
+        self._spawn()
 
     def request(self, message: dict[str, Any]) -> None:
         assert self.proc.stdin is not None

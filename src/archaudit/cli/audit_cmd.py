@@ -28,6 +28,7 @@ from archaudit.cli.options import (
     Plugins,
     Quiet,
     emit,
+    in_range,
     load_plugin_modules,
     quiet_output,
     with_flags,
@@ -75,7 +76,12 @@ Probe = Annotated[
 # own classes check it, and a flag and its `--set` cannot disagree.
 Executor = Annotated[
     list[str],
-    Flags(ExecutorSpec, ("kind", "workers"), section="executor", unset="the audit file's"),
+    Flags(
+        ExecutorSpec,
+        ("kind", "workers", "stale_after_s"),
+        section="executor",
+        unset="the audit file's",
+    ),
 ]
 AuditTracker = Annotated[
     list[str], Flags(RunOptions, ("tracker",), section="", unset="the audit file's `tracker`")
@@ -519,10 +525,18 @@ def status(
 def tune_baseline(
     audit: Annotated[Path, typer.Argument(help="The audit file (TOML); its [recipe] is updated.")],
     lr: Annotated[
-        list[float] | None, typer.Option("--lr", help="Peak LRs [default: current × ¼…4].")
+        list[float] | None,
+        typer.Option(
+            "--lr", help="Peak LRs [default: current × ¼…4].", callback=in_range(0, low_open=True)
+        ),
     ] = None,
     warmup: Annotated[
-        list[float] | None, typer.Option("--warmup", help="Warmup fractions to sweep too.")
+        list[float] | None,
+        typer.Option(
+            "--warmup",
+            help="Warmup fractions to sweep too.",
+            callback=in_range(0, 1, high_open=True),
+        ),
     ] = None,
     seeds: Annotated[int, typer.Option("--seeds", help="Seeds per sweep point.")] = 1,
     *,

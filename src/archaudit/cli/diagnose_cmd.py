@@ -20,6 +20,7 @@ from archaudit.cli.options import (
     Json,
     Quiet,
     emit,
+    in_range,
     quiet_output,
     torch_device,
     with_flags,
@@ -232,13 +233,21 @@ def prune(
     ] = False,
     tts_items: Annotated[int, typer.Option("--tts-items", help="Reasoning items.")] = 100,
     samples: Annotated[int, typer.Option("--samples", help="Largest N (a power of 2).")] = 16,
-    temperature: Annotated[float, typer.Option("--temperature", help="Sampling τ.")] = 1.0,
+    temperature: Annotated[
+        float,
+        typer.Option("--temperature", help="Sampling τ.", callback=in_range(0, low_open=True)),
+    ] = 1.0,
     terms: Terms = 4,
     seed: ReasoningSeed = 0,
     recover_steps: Annotated[
         int, typer.Option("--recover-steps", help="Recovery fine-tuning steps on --data (0: none).")
     ] = 0,
-    recover_lr: Annotated[float, typer.Option("--recover-lr", help="Its learning rate.")] = 1e-3,
+    recover_lr: Annotated[
+        float,
+        typer.Option(
+            "--recover-lr", help="Its learning rate.", callback=in_range(0, low_open=True)
+        ),
+    ] = 1e-3,
     lora: Annotated[
         int | None,
         typer.Option(

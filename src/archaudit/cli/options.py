@@ -14,6 +14,7 @@ import functools
 import inspect
 import itertools
 import json
+import math
 import typing
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -61,6 +62,83 @@ Device = Annotated[
         show_default=False,
     ),
 ]
+
+
+@dataclasses.dataclass(frozen=True)
+class Range:
+    """Where a numeric option's values may lie: finite, and within [low, high] (an open end
+    excludes its bound: `low_open` makes `--target-tokens 0` an error, not a division by 0)."""
+
+    low: float = -math.inf
+    high: float = math.inf
+    low_open: bool = False
+    high_open: bool = False
+
+    def holds(self, value: float) -> bool:
+        if not math.isfinite(value):
+            return False
+        above = value > self.low if self.low_open else value >= self.low
+        below = value < self.high if self.high_open else value <= self.high
+        return above and below
+
+    def __str__(self) -> str:
+        if self.low == -math.inf and self.high == math.inf:
+            return "a finite number"
+        if self.high == math.inf:
+            return f"a finite number {'>' if self.low_open else '>='} {self.low:g}"
+        if self.low == -math.inf:
+            return f"a finite number {'<' if self.high_open else '<='} {self.high:g}"
+        left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
+        return f"a number in {left}{self.low:g}, {self.high:g}{right}"
+
+
+def in_range(
+    low: float = -math.inf,
+    high: float = math.inf,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+    names: bool = False,
+) -> Callable[[Any], Any]:
+    """The check of a numeric option, as its typer `callback`: every value (each of a
+    repeatable option's) finite and in the range, else exit 2 with one line naming the option
+    and the range (`--target-tokens 0`, `nan`, `inf`). With `names`, a text that is not a
+    number passes (an option that takes a number or a name: `--target 1.2e9` or a preset).
+    Every numeric option of every command has one (a test checks), the flags generated from
+    a dataclass (`Flags`) a finite one, their ranges checked by the dataclass."""
+    allowed = Range(low, high, low_open, high_open)
+
+    def check(value: Any) -> Any:
+        for one in _values(value):
+            number = _number(one, names)
+            if number is not None and not allowed.holds(number):
+                raise typer.BadParameter(f"{one} is not {allowed}")
+        return value
+
+    check.range = allowed  # type: ignore[attr-defined]
+    return check
+
+
+def _values(value: Any) -> list[Any]:
+    """An option's values: a repeatable one's each, a text's parts between commas."""
+    values = value if isinstance(value, list | tuple) else [value]
+    return [p for v in values for p in (v.split(",") if isinstance(v, str) else [v])]
+
+
+def _number(value: Any, names: bool) -> float | None:
+    """`value` as a number; None for no value, or for a name where `names` allows one."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if not str(value).strip():
+        return None  # "1,,2": an empty part, skipped as the option itself skips it
+    try:
+        return float(str(value))
+    except ValueError:
+        if names:
+            return None
+        raise typer.BadParameter(f"{value!r} is not a number") from None
 
 
 MAX_BOOT = 100_000
@@ -265,6 +343,10 @@ def _element(hint: Any) -> type:
     )
 
 
+def _element_or_none(hint: Any) -> Any:
+    return _element(hint) if _repeatable(hint) else None
+
+
 METAVARS = {str: "NAME", float: "NUMBER", int: "N"}
 
 
@@ -288,10 +370,16 @@ def _parameter(marker: Flags, field: dataclasses.Field, hint: Any, name: str) ->
     names = flag_names(marker, field)
     if kind in (bool | None,) and marker.section is not None and "/" not in names[0]:
         names = (f"{names[0]}/--{marker.prefix}no-{field.name.replace('_', '-')}", *names[1:])
+    numeric = {float, int} & {hint, *typing.get_args(hint), *map(_element_or_none, [hint])}
     flag = Annotated[
         kind,
         typer.Option(
-            *names, help=help, show_default=shown, metavar=metavar, rich_help_panel=marker.panel
+            *names,
+            help=help,
+            show_default=shown,
+            metavar=metavar,
+            rich_help_panel=marker.panel,
+            callback=in_range() if numeric else None,
         ),
     ]
     return inspect.Parameter(name, KEYWORD, default=default, annotation=flag)

@@ -54,13 +54,23 @@ def report(
     """Write the audit report: the answer first, then the plots and tables behind it. One HTML
     file with everything inline (no script, font or URL), readable printed and on a phone."""
     from archaudit.report import build_report
-    from archaudit.report.build import check_markdown, default_output, write_html, write_markdown
+    from archaudit.report.build import (
+        check_apart,
+        check_markdown,
+        default_output,
+        write_html,
+        write_markdown,
+    )
 
     quiet_output(quiet, json_)
     if markdown is not None:
         check_markdown(markdown)  # before the page is written
+        if out is not None:
+            check_apart(out, markdown)  # before the report is built
     built = build_report(source, metrics=metric or (), baseline=baseline, command=command_line())
-    html_path = write_html(built, out or default_output(built.data))
+    html_path = out or default_output(built.data)
+    check_apart(html_path, markdown)
+    html_path = write_html(built, html_path)
     md_path = write_markdown(built, markdown) if markdown is not None else None
     if json_:
         sections = [

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from archaudit.cli.options import Json, Quiet, judge_flags, quiet_output
+from archaudit.cli.options import Json, Quiet, in_range, judge_flags, quiet_output
 from archaudit.cli.stats_cmd import (
     Boot,
     Confidence,
@@ -43,7 +43,12 @@ def aggregate_command(
     seed: Seed = 0,
     confidence: Confidence = 0.95,
     aso_threshold: Annotated[
-        float, typer.Option("--aso-threshold", help="τ: ε_min below it decides the ASO.")
+        float,
+        typer.Option(
+            "--aso-threshold",
+            help="τ: ε_min below it decides the ASO.",
+            callback=in_range(0, 1, low_open=True, high_open=True),
+        ),
     ] = 0.2,
     json_: Json = False,
     quiet: Quiet = False,

@@ -27,6 +27,7 @@ from archaudit.cli.options import (
     LowerIsBetter,
     Quiet,
     emit,
+    in_range,
     judge_flags,
     quiet_output,
 )
@@ -92,7 +93,12 @@ VERDICT_FLAGS = (
 Seed = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap / simulation.")]
 Boot = Annotated[int, typer.Option("--n-boot", help="Bootstrap replicates.")]
 Confidence = Annotated[
-    float, typer.Option("--confidence", help="Coverage of the intervals: a level in (0, 1).")
+    float,
+    typer.Option(
+        "--confidence",
+        help="Coverage of the intervals: a level in (0, 1).",
+        callback=in_range(0, 1, low_open=True, high_open=True),
+    ),
 ]
 LossMetric = Annotated[str, typer.Option("--loss-metric", help="The loss (lower is better).")]
 
@@ -477,7 +483,12 @@ def scaling_command(
     params_metric: Annotated[str, typer.Option("--params-metric")] = "params",
     tokens_metric: Annotated[str, typer.Option("--tokens-metric")] = "tokens",
     budget: Annotated[
-        float | None, typer.Option("--budget", help="FLOPs (C = 6·N·D) for optimal N, D.")
+        float | None,
+        typer.Option(
+            "--budget",
+            help="FLOPs (C = 6·N·D) for optimal N, D.",
+            callback=in_range(0, low_open=True),
+        ),
     ] = None,
     n_boot: Boot = 200,
     seed: Seed = 0,
@@ -535,7 +546,12 @@ def power_command(
     baseline_seeds: BaselineSeeds = None,
     n_arms: NArms = 19,
     effect: Annotated[
-        float | None, typer.Option("--effect", help="Effect in σ: seeds needed to detect it.")
+        float | None,
+        typer.Option(
+            "--effect",
+            help="Effect in σ: seeds needed to detect it.",
+            callback=in_range(0, low_open=True),
+        ),
     ] = None,
     json_: Json = False,
     quiet: Quiet = False,
@@ -613,6 +629,7 @@ def decoupling_command(
         float | None,
         typer.Option(
             "--margin",
+            callback=in_range(0, low_open=True),
             help="Equivalence margin in noise floors σ: a metric is flat when its interval "
             "lies within ±margin (TOST). Default: each arm's MDE.",
         ),
@@ -847,7 +864,9 @@ def simulate_null_command(
         str | None, typer.Option("--metric", help="With --like CSV: the metric (default: first).")
     ] = None,
     options: JudgeOptions = DEFAULT,
-    effect: Annotated[float, typer.Option("--effect", help="Planted effect in σ.")] = 0.0,
+    effect: Annotated[
+        float, typer.Option("--effect", help="Planted effect in σ.", callback=in_range())
+    ] = 0.0,
     effect_arms: Annotated[int, typer.Option("--effect-arms", help="Arms with it.")] = 0,
     seed: Seed = 0,
     json_: Json = False,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from archaudit.cli.options import Json, Quiet, judge_flags, quiet_output
+from archaudit.cli.options import Json, Quiet, in_range, judge_flags, quiet_output
 from archaudit.cli.stats_cmd import (
     Boot,
     Confidence,
@@ -53,11 +53,19 @@ def predict_command(
     metric: Metric = PRIMARY_LOSS,
     target: Annotated[
         str | None,
-        typer.Option("--target", help="A model preset or a parameter count (default: [target])."),
+        typer.Option(
+            "--target",
+            help="A model preset or a parameter count (default: [target]).",
+            callback=in_range(0, low_open=True, names=True),
+        ),
     ] = None,
     target_tokens: Annotated[
         float | None,
-        typer.Option("--target-tokens", help="Tokens at the target (default: the ladder's line)."),
+        typer.Option(
+            "--target-tokens",
+            help="Tokens at the target (default: the ladder's line).",
+            callback=in_range(0, low_open=True),
+        ),
     ] = None,
     confidence: Confidence = 0.8,
     params_column: Annotated[

@@ -30,7 +30,7 @@ from archaudit.data.tokenizers import (
     load_tokenizer,
 )
 from archaudit.errors import ConfigError, DataError
-from archaudit.files import atomic_write, cache_dir, read_regular_text
+from archaudit.files import atomic_write, cache_dir, parse_json, read_regular_text
 from archaudit.progress import log, warn
 
 
@@ -164,7 +164,7 @@ def _verified_meta(folder: Path) -> dict | None:
             warn(f"{folder / 'meta.json'}: not a regular file; the token cache is rebuilt")
         return None
     try:
-        meta = json.loads(text)
+        meta = parse_json(text, folder / "meta.json")
         dtype = np.dtype(meta["dtype"]) if meta["dtype"] in ("uint16", "uint32") else None
         n_tokens, n_val = meta["n_tokens"], meta["n_val"]
         sizes_ok = type(n_tokens) is int and type(n_val) is int and 0 < n_val <= n_tokens
@@ -177,7 +177,7 @@ def _verified_meta(folder: Path) -> dict | None:
             raise ValueError
         if _tokenizer_digest(folder) != meta.get("tokenizer_sha256"):
             raise ValueError
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, DataError):
         warn(f"{folder}: a token cache entry that does not check out (meta, size or checksum); "
              "rebuilt")  # fmt: skip
         return None

@@ -8,13 +8,13 @@ reads only the windows a rank draws and no process loads a corpus into memory.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from archaudit.errors import DataError
+from archaudit.files import read_json_object
 
 INDEX_FILE = "index.json"
 TOKENIZER_FILE = "tokenizer.json"
@@ -96,11 +96,13 @@ def corpus_identity(path: str, name: str) -> str:
 def open_prepared(path: str | Path) -> PreparedCorpus:
     folder = Path(path)
     try:
-        index = json.loads((folder / INDEX_FILE).read_text())
-    except (OSError, json.JSONDecodeError) as err:
+        index = read_json_object(folder / INDEX_FILE)
+    except (OSError, DataError) as err:
         raise DataError(
             f"{folder / INDEX_FILE}: not a readable prepared-corpus index ({err})"
         ) from None
+    if index is None:
+        raise DataError(f"{folder / INDEX_FILE}: not a readable prepared-corpus index (missing)")
     if index.get("format") != "archaudit-tokens/1" or not index.get("shards"):
         raise DataError(f"{folder}: not a corpus written by `archaudit data prepare`")
     return PreparedCorpus(folder, index)

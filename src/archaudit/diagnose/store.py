@@ -12,8 +12,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from archaudit.errors import DataError
 from archaudit.evals.models import ADAPTERS
-from archaudit.files import atomic_write_text, check_output_file, refuse_link
+from archaudit.files import atomic_write_text, check_output_file, read_json, refuse_link
 from archaudit.rundir import SPEC, run_dir_of
 from archaudit.stats.serialize import to_jsonable
 
@@ -49,7 +50,7 @@ def write_result(folder: Path, name: str, result: Any) -> Path:
 
 def _same_keys(path: Path, data: Any) -> bool:
     try:
-        old = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError):
+        old = read_json(path)
+    except (OSError, DataError):
         return False
     return isinstance(old, dict) and isinstance(data, dict) and old.keys() == data.keys()

@@ -30,6 +30,7 @@ from archaudit.errors import ConfigError, DataError, did_you_mean
 from archaudit.files import (
     atomic_write_text,
     check_output_folder,
+    parse_json,
     publish_folder,
     read_regular_bytes,
 )
@@ -247,31 +248,44 @@ def auto_seeds(
 
 
 def auto_arms(runs: Sequence[HarnessRun]) -> tuple[list[str], str]:
-    """Each run's output folder names its arm (`dir`), unless the folder holds runs of several
+    """Each run's output folder names its arm (`dir`), unless a folder holds runs of several
     models (lm-eval's habit: one --output_path, a subfolder per model), which `dir` would merge
-    into one arm: those runs are named by their model (`model_arm`); and the sentence that says
+    into one arm: then every run is named by its model (`model_arm`), in every folder, so that
+    one model's seeds stay one arm wherever they lie (named by model in the mixed folder and by
+    folder elsewhere, its two seeds became two one-seed arms); and the sentence that says
     which."""
     models: dict[Path, set[tuple[str, str]]] = {}
     for run in runs:
         models.setdefault(run.folder, set()).add(model_identity(run))
     shared = sorted(str(folder) for folder, found in models.items() if len(found) > 1)
-    arms = [
-        model_arm(model_identity(run), models[run.folder])
-        if len(models[run.folder]) > 1
-        else run.folder.name
-        for run in runs
-    ]
     if not shared:
-        return arms, "arm: the name of each run's output folder (one model in each)"
-    split = sorted({a for run, a in zip(runs, arms, strict=True) if str(run.folder) in shared})
+        return [run.folder.name for run in runs], (
+            "arm: the name of each run's output folder (one model in each)"
+        )
+    every = {identity for found in models.values() for identity in found}
+    mixed = len({identity for f, found in models.items() if len(found) > 1 for identity in found})
+    arms = [model_arm(model_identity(run), every) for run in runs]
+    unnamed = sorted({str(run.path) for run in runs if _empty_pretrained(run)})
+    empty = (
+        f"; {', '.join(unnamed)} name no model (an empty pretrained=): named by lm-eval's "
+        "model_name or model type"
+        if unnamed
+        else ""
+    )
     return arms, (
-        f"arm: {', '.join(shared)} holds runs of {len(split)} models (model_args), so each is "
-        f"its own arm: {', '.join(split)}; --arm-from names another source"
+        f"arm: {', '.join(shared)} holds runs of {mixed} models (model_args), so every run is "
+        f"named by its model: {', '.join(sorted(set(arms)))}{empty}; --arm-from names another "
+        "source"
     )
 
 
+def _empty_pretrained(run: HarnessRun) -> bool:
+    args = model_args(run)
+    return not args.get("pretrained") and not args.get("path")
+
+
 def model_arm(identity: tuple[str, str], others: set[tuple[str, str]]) -> str:
-    """The first of a model's `arm_names` that no other model of its folder (`others`) shares."""
+    """The first of a model's `arm_names` that no other model (`others`) shares."""
     names = arm_names(identity)
     for i, name in enumerate(names):
         if [arm_names(other)[i] for other in others].count(name) == 1:
@@ -323,9 +337,10 @@ def find_runs(roots: Sequence[str | Path]) -> list[HarnessRun]:
             )
         for path in files:
             try:
-                document = json.loads(read_regular_bytes(path).decode("utf-8"))  # no FIFO wait
-            except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
+                document = parse_json(read_regular_bytes(path), path)  # no FIFO wait
+            except (OSError, DataError) as err:
                 line = str(err).splitlines()[0] if str(err) else type(err).__name__
+                line = line.removeprefix(f"{path} ")
                 raise DataError(f"{path}: not a readable lm-eval results file ({line})") from None
             if not isinstance(document, dict) or "results" not in document:
                 raise DataError(f"{path}: no 'results' table; is it an lm-eval results file?")

@@ -19,6 +19,7 @@ from archaudit.files import (
     check_output_file,
     check_output_folder,
     file_signed,
+    parse_json,
     read_regular_text,
     refuse_link,
 )
@@ -143,7 +144,9 @@ def write_report(
         report = build_report(
             path, metrics=metrics, baseline=baseline, command=command, workers=workers, found=found
         )
-    html_path = write_html(report, Path(out) if out is not None else default_output(report.data))
+    html_path = Path(out) if out is not None else default_output(report.data)
+    check_apart(html_path, Path(markdown) if markdown is not None else None)
+    write_html(report, html_path)
     if markdown is not None:
         write_markdown(report, Path(markdown))
     return html_path
@@ -182,6 +185,22 @@ FIGURES_MANIFEST = "figures.json"
 """In a twin's figures folder: the files the twin wrote, each with its SHA-256."""
 
 
+def check_apart(html: Path, markdown: Path | None) -> None:
+    """Refuse, before anything is written, a Markdown twin at the page's own path, or a page
+    where the twin's figures folder goes: the second write would refuse the first's file."""
+    if markdown is None:
+        return
+    if markdown.resolve() == html.resolve():
+        raise DataError(
+            f"--markdown {markdown} names the HTML page's own path ({html}); give --markdown "
+            "another name"
+        )
+    if html.resolve() == (markdown.parent / f"{markdown.stem}_files").resolve():
+        raise DataError(
+            f"--out {html} is the Markdown twin's figures folder; give --out another name"
+        )
+
+
 def check_markdown(path: Path) -> Path:
     """Refuse a twin at `path` this command may not write; its figures folder otherwise."""
     figures = path.parent / f"{path.stem}_files"
@@ -196,8 +215,8 @@ def check_markdown(path: Path) -> Path:
 def _manifest(figures: Path) -> dict[str, str]:
     text = read_regular_text(figures / FIGURES_MANIFEST)
     try:
-        listed = json.loads(text) if text is not None else {}
-    except ValueError:
+        listed = parse_json(text, figures / FIGURES_MANIFEST) if text is not None else {}
+    except DataError:
         return {}
     ok = isinstance(listed, dict) and all(isinstance(v, str) for v in listed.values())
     return {str(k): v for k, v in listed.items() if "/" not in str(k)} if ok else {}
