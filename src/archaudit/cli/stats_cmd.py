@@ -33,6 +33,7 @@ from archaudit.cli.options import (
 from archaudit.cli.tables import print_table, say
 from archaudit.errors import ConfigError
 from archaudit.formatting import MISSING, estimate, interval, num, pvalue
+from archaudit.glossary import POINTER
 from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS
 from archaudit.names import BASELINE, Test
 from archaudit.stats.options import DEFAULT, JudgeOptions
@@ -156,6 +157,7 @@ def verdicts_command(
     stability = [row.line() for row in found.stability_rows()]
     stress = ["stability (`archaudit stress`): " + "; ".join(stability)] if stability else []
     _print_notes([*stress, *found.notes, *_absent_notes(found)])
+    _say(POINTER)
 
 
 def _findings(
