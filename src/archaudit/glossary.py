@@ -383,6 +383,14 @@ def link_terms(escaped: str) -> str:
     return _linker().sub(anchor, escaped)
 
 
+_LINKED = re.compile(r'<a class="term" href="#term-[a-z-]+">(.*?)</a>')
+
+
+def unlinked(page: str) -> str:
+    """HTML with the term links `link_terms` made taken out again: the page's own text."""
+    return _LINKED.sub(r"\1", page)
+
+
 def markdown() -> str:
     """docs/glossary.md: every term, in the registry's order, with its anchor."""
     lines = [

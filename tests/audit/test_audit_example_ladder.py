@@ -3,7 +3,14 @@
 
 from __future__ import annotations
 
+import re
+import sys
 from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "report"))
+from report_helpers import fake_audit
 
 from archaudit.audit.ladder import audit_ladder
 from archaudit.audit.plan import make_plan
@@ -26,3 +33,19 @@ def test_the_ladder_example_parses_plans_and_is_a_ladder(tmp_path):
 def test_the_example_names_the_commands_to_try():
     text = EXAMPLE.read_text(encoding="utf-8")
     assert "archaudit stats predict runs/ladder-tiny" in text
+
+
+def test_stats_predict_answers_on_the_examples_grid(tmp_path, monkeypatch, capsys):
+    """The example's grid with made-up results (no training): `stats predict` on it prints
+    each arm's Δ at the target, 1M."""
+    from archaudit.cli import main, stats_cmd  # noqa: F401  (registers `stats`)
+
+    text = re.sub(r"^arms = \[.*\]$", "arms = {arms}", EXAMPLE.read_text(), count=1, flags=re.M)
+    audit = fake_audit(tmp_path, {"qk_norm": -0.01, "post_ln": 0.05}, audit_toml=text)
+    argv = ["archaudit", "stats", "predict", str(audit), "--metric", "val_loss"]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    out = capsys.readouterr().out
+    assert (exit_.value.code or 0) == 0, out
+    assert "1M" in out and "post_ln" in out and "qk_norm" in out

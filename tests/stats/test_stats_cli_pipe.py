@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "report"))
 from report_helpers import fake_audit
 
 from archaudit.cli.tables import ITEM_GAP, fit, wrap_words
+from archaudit.glossary import POINTER, used_in
 
 EFFECTS = {"gated_attn_headwise": 0.01, "qk_norm": -0.002, "post_ln": 0.366, "softpick": -0.003}
 NUMBERS = {"Δ": "delta", "t": "statistic", "p": "p", "p_adj": "p_adj"}
@@ -92,3 +93,13 @@ def test_prose_breaks_at_spaces_only():
     for width in range(4, 40):
         lines = wrap_words(text, width)
         assert " ".join(lines).split() == text.split(), (width, lines)
+
+
+def test_stats_ends_with_the_pointer_to_the_terms_it_used(cli, audit):
+    """Issue 57 finding 6: "calibrated level α′", "noise panel", "hetero:6", "grade B" stood in
+    the console without a definition; each has its glossary entry, and the last line says where."""
+    code, out, _ = cli(f"stats {audit}", columns=80)
+    assert code == 0
+    assert out.splitlines()[-1] == POINTER
+    used = {t.anchor for t in used_in([out])}
+    assert {"calibrated-level", "noise-panel", "noise-models", "profile", "grade"} <= used
