@@ -1,5 +1,5 @@
 """What the demo spends that trains nothing, this checkout against another in one run of this
-script (issue 45, must-show 1; docs/commands/demo.md).
+script (issue 45, must-show 1; docs/benchmarks/demo-history.md).
 
     python benchmarks/demo_parts.py [--against /path/to/other/checkout/src] [--rounds 5]
         [--demo DIR ...] [--json benchmarks/demo_parts.json]

@@ -1,5 +1,5 @@
 """The demo's start and end without its runs: a finished demo resumed, this checkout against
-another, alternating, in one run of this script (issue 45; docs/commands/demo.md).
+another, alternating, in one run of this script (issue 45; docs/benchmarks/demo-history.md).
 
     python benchmarks/demo_resumed.py --demo DIR [--against /path/to/other/checkout/src]
         [--rounds 3] [--json benchmarks/demo_resumed.json]

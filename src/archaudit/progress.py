@@ -8,6 +8,7 @@ when output is piped.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -25,6 +26,22 @@ from rich.progress import (
 
 console = Console(stderr=True)
 _quiet = False
+_STARTED = time.monotonic()
+"""When this process imported the facade: its command's start, for the elapsed time that
+log lines show where no progress bar is drawn."""
+
+
+def elapsed() -> float:
+    """Seconds since the command started (this module's import)."""
+    return time.monotonic() - _STARTED
+
+
+def clock(seconds: float) -> str:
+    """Seconds as "m:ss" ("h:mm:ss" from an hour), as the progress bars write them."""
+    whole = max(0, round(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
 def set_quiet(quiet: bool) -> None:
@@ -43,7 +60,7 @@ def is_rank_zero() -> bool:
 
 def log(message: str, *, style: str | None = None) -> None:
     if not _quiet and is_rank_zero():
-        console.print(message, style=style, highlight=False)
+        console.print(message, style=style, highlight=False, soft_wrap=True)
 
 
 def warn(message: str) -> None:

@@ -18,6 +18,7 @@ from archaudit.audit.findings import VERDICTS_ONLY, findings
 from archaudit.audit.plan import make_plan
 from archaudit.audit.spec import load_audit
 from archaudit.cli import app, stats_cmd  # noqa: F401  (registers `stats`)
+from archaudit.glossary import unlinked
 from archaudit.report.blocks import Bullets, Grid
 from archaudit.report.build import build_report
 from archaudit.report.sections import ARM_COLUMNS
@@ -97,7 +98,7 @@ def test_the_report_and_its_twin_say_the_same_words(audit, judged):
     (bullets,) = [b for b in sections["answer"].blocks if isinstance(b, Bullets)]
     grids = [b for b in sections["arms"].blocks if isinstance(b, Grid)]
     markdown, _ = report.markdown("figures")
-    page = report.html()
+    page = unlinked(report.html())  # the text, without the links to the Terms section
     assert all("threshold: the level p_adj must fall below" in g.caption for g in grids)
     limits = ARM_COLUMNS.index("limits")
     rows = {(g.caption.split(" at ")[0], row[0]): row[limits] for g in grids for row in g.rows}

@@ -2,8 +2,8 @@
 
 Five arms (the baseline with three seeds, four modifications with one at first) at two tiny
 scales, scored on the `demo` probe suite; 25 runs in 3 rounds, about 3 minutes on two idle CPU
-cores and 7.4 at a load of 2.7 (docs/commands/demo.md), longer on a busier one. Seeds are added
-round by round where a verdict could still change, up to three per arm (`[seeds] policy =
+cores and 7.4 at a load of 2.7 (docs/benchmarks/demo-history.md), longer on a busier one. Seeds
+are added round by round where a verdict could still change, up to three per arm (`[seeds] policy =
 "sequential"`, `archaudit.audit.sequential`), judged by the robust rule (Welch from two seeds, a
 confirmation seed before any verdict); each table states that sequential design's measured
 family-wise error rate under normal noise and the noise panel's worst, and its MDE. An audit

@@ -1,10 +1,12 @@
 """What an audit looks like while it runs: a per-arm table and an overall progress bar with ETA
-on a terminal, one log line per finished run elsewhere. Everything is read from the run
+on a terminal, one log line per finished run elsewhere, with the time since the command started
+and the time left in the round at its pace so far. Everything is read from the run
 directories, so the view is the same whichever executor (or machine) does the work."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +20,7 @@ from rich.table import Table
 from archaudit.audit.plan import RunSpec
 from archaudit.audit.store import RUN_FILE, STATES, RunStatus, read_spec, run_status
 from archaudit.metrics import PRIMARY_LOSS
-from archaudit.progress import console, log
+from archaudit.progress import clock, console, elapsed, log
 
 FINAL = ("done", "diverged", "failed")
 
@@ -40,6 +42,16 @@ def arm_table(statuses: Sequence[RunStatus], title: str = "") -> Table:
         mean = f"{sum(losses) / len(losses):.4f}" if losses else "-"
         table.add_row(arm, *(str(counts[state] or "") for state in STATES), mean)
     return table
+
+
+def timing(total_s: float, round_s: float, steps_done: int, steps_left: int) -> str:
+    """What a log line says of time where no progress bar is drawn (output piped): the time
+    since the command started and, once this round has trained some steps, the time left in
+    it at this round's pace, e.g. "elapsed 1:42; about 0:58 left in this round"."""
+    said = f"elapsed {clock(total_s)}"
+    if steps_done <= 0 or round_s <= 0:
+        return said
+    return f"{said}; about {clock(steps_left * round_s / steps_done)} left in this round"
 
 
 def progress_of(statuses: Sequence[RunStatus]) -> tuple[int, int]:
@@ -82,6 +94,8 @@ class AuditMonitor:
         self._live = live and console.is_terminal
         self._stop = threading.Event()
         self._seen: dict[Path, str] = {}
+        self._start = (time.monotonic(), 0)
+        """When this round's watch began, and its training steps done then."""
         self._bar = Progress(
             TextColumn("[bold]audit"),
             BarColumn(),
@@ -113,15 +127,21 @@ class AuditMonitor:
 
     def _log_finished(self) -> None:
         statuses = self.snapshot()
+        done, total = progress_of(statuses)
+        began, done_then = self._start
+        pace = timing(elapsed(), time.monotonic() - began, done - done_then, total - done)
         for s in statuses:
             if s.state in FINAL and self._seen.get(s.path) != s.state:
                 self._seen[s.path] = s.state
                 loss = s.result.metric(PRIMARY_LOSS) if s.result else None
                 detail = f" val_loss {loss:.4f}" if isinstance(loss, float) else ""
-                log(f"[{len(self._seen)}/{len(statuses)}] {s.spec.path}: {s.state}{detail}")
+                where = f"[{len(self._seen)}/{len(statuses)}] {s.spec.path}"
+                log(f"{where}: {s.state}{detail} ({pace})")
 
     def __enter__(self) -> AuditMonitor:
-        self._seen = {s.path: s.state for s in self.snapshot() if s.state in FINAL}
+        statuses = self.snapshot()
+        self._seen = {s.path: s.state for s in statuses if s.state in FINAL}
+        self._start = (time.monotonic(), progress_of(statuses)[0])
         self._thread.start()
         return self
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from archaudit.cli.tables import say
 from archaudit.formatting import interval, num
 
 if TYPE_CHECKING:
@@ -34,4 +35,4 @@ def _at_target(a: TargetPrediction) -> str:
 
 
 def _note(text: str) -> None:
-    Console(highlight=False).print(f"- {text}")
+    say(Console(), f"- {text}", indent="  ")

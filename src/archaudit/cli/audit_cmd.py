@@ -412,6 +412,10 @@ def show_with_limits(tables: Sequence[tuple[Table, Judgement | None]]) -> None:
         show(table)
         for line in limit_lines(judgement) if judgement else ():
             Console().print(line, highlight=False, markup=False, soft_wrap=True)
+    if tables:
+        from archaudit.glossary import POINTER
+
+        Console().print(POINTER, highlight=False, markup=False, soft_wrap=True)
 
 
 def settled_tables(

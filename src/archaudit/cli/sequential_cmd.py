@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from archaudit.cli.options import emit
+from archaudit.cli.tables import say
 from archaudit.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ def simulate_sequential_command(
     if json_:
         emit(result)
         return
-    Console().print("\n".join(_loop_lines(result, n_arms, rule, audits, noise)))
+    say(Console(), "\n".join(_loop_lines(result, n_arms, rule, audits, noise)), indent="    ")
     print_panel(result.panel, result.panel_worst)
 
 
@@ -96,4 +97,4 @@ def print_panel(panel: Sequence[Any], worst: Any) -> None:
         flag = "  ABOVE α" if rate.above_alpha else ""
         lines.append(f"    {rate.noise:<14} {rate.fwer:.4f} ± {rate.fwer_se:.4f}{flag}")
     lines.append(f"  worst: {worst.noise} {worst.fwer:.4f} ± {worst.fwer_se:.4f}")
-    Console().print("\n".join(lines))
+    say(Console(), "\n".join(lines), indent="      ")

@@ -31,9 +31,10 @@ from archaudit.cli.options import (
     judge_flags,
     quiet_output,
 )
-from archaudit.cli.tables import print_table
+from archaudit.cli.tables import print_table, say
 from archaudit.errors import ConfigError
 from archaudit.formatting import MISSING, estimate, interval, num, pvalue
+from archaudit.glossary import POINTER
 from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS
 from archaudit.names import BASELINE, Test
 from archaudit.stats.options import DEFAULT, JudgeOptions, primary_alpha
@@ -162,6 +163,7 @@ def verdicts_command(
     stability = [row.line() for row in found.stability_rows()]
     stress = ["stability (`archaudit stress`): " + "; ".join(stability)] if stability else []
     _print_notes([*stress, *found.notes, *_absent_notes(found)])
+    _say(POINTER)
 
 
 def _findings(
@@ -228,7 +230,7 @@ def _say_defaults(found: Findings, *, scales_only: bool = False) -> None:
     said = [d for d in found.defaults if not scales_only or not d.startswith("metrics")]
     if said:
         where = "the audit folder" if found.kind == "audit" else "the table"
-        _console().print(f"defaults from {where}: {'; '.join(said)}")
+        _say(f"defaults from {where}: {'; '.join(said)}")
 
 
 def _absent_notes(found: Findings) -> list[str]:
@@ -239,13 +241,13 @@ def _print_loop_end(looped: bool, descriptive: Sequence[Judgement]) -> None:
     """After a sequential audit's verdicts: whose they are, and the descriptive re-analysis."""
     if not looped:
         return
-    _console().print(
+    _say(
         "verdicts of the sequential loop, the same as `archaudit run` printed and the report shows"
     )
     if not descriptive:
         _print_notes(["--fixed-design adds a fixed-design re-analysis (descriptive only)"])
         return
-    _console().print(
+    _say(
         "\ndescriptive fixed-design re-analysis (NOT the verdicts: it ignores the loop's "
         "looks and its seeds chosen after looking):"
     )
@@ -256,7 +258,7 @@ def _print_loop_end(looped: bool, descriptive: Sequence[Judgement]) -> None:
 def _print_judgement(judgement: Judgement, notes: list[str]) -> None:
     from archaudit.stats.judgement_text import header
 
-    _console().print("\n".join(header(judgement)))
+    _say("\n".join(header(judgement)))
     if judgement.sequential:
         return _print_loop_arms(judgement, notes)
     statistic = "z" if judgement.test == Test.Z else "t"
@@ -601,7 +603,7 @@ def _design_power(
     if _printed_json(result, json_):
         return
     design = result.design
-    _console().print(
+    _say(
         f"{seeds} seed(s) per arm, {design.baseline_seeds} baseline seeds, m = {n_arms}, "
         f"{design.test} test, {options.correction} at α = {options.alpha} (calibrated level "
         f"α′ = {num(result.level)}, as a verdict table of this design states): minimum "
@@ -609,7 +611,7 @@ def _design_power(
     )
     if effect is None:
         return
-    _console().print(
+    _say(
         f"to detect {effect} σ: {result.seeds_needed} seeds per arm"
         if result.seeds_needed is not None
         else f"{effect} σ is not detectable with up to {result.max_seeds} seeds per arm with "
@@ -731,7 +733,7 @@ def items_command(
         items.check_scale(scale)
     scales = [scale] if scale else list(items.scales)
     if len(scales) > 1 and not json_:
-        _console().print(f"every scale of the items in turn: {', '.join(scales)}")
+        _say(f"every scale of the items in turn: {', '.join(scales)}")
     found = []
     for at in scales:
         results: list[ItemComparison] | list[MeasureComparison]
@@ -922,7 +924,7 @@ def _print_null(result: NullSimulation) -> None:
 
     label = "calibrated" if result.calibrated else "UNCALIBRATED paper mode"
     assumed = result.design.equal_variance or not result.calibrated
-    _console().print(
+    _say(
         f"{result.audits} null audits of {result.design.describe()} ({label}"
         + (", ASSUMES every arm's seed σ is the baseline's" if assumed else "")
         + f"), {result.noise if result.noise != 'panel' else 'normal'} noise:\n"
@@ -937,7 +939,7 @@ def _print_null(result: NullSimulation) -> None:
         f"(1 − (1 − α)^m = {result.fwer_uncorrected_formula:.3f} for independent tests)"
     )
     if result.effect_arms:
-        _console().print(
+        _say(
             f"  planted {result.effect} σ effects found {result.found_rate:.3f} ± "
             f"{result.found_se:.3f} (power formula: {result.power_predicted:.3f})"
         )
@@ -998,9 +1000,14 @@ def _print_table(
     print_table(_console(), title, columns, [[_cell(v) for v in row] for row in rows], optional)
 
 
+def _say(text: str, indent: str = "") -> None:
+    """Prose at the console's width, broken at spaces only (`cli.tables.say`)."""
+    say(_console(), text, indent=indent)
+
+
 def _print_notes(notes: Sequence[str]) -> None:
     for note in notes:
-        _console().print(f"- {note}")
+        _say(f"- {note}", indent="  ")
 
 
 def _cell(value: object) -> str:

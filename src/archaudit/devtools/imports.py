@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]  # src/archaudit
 FLOORS: tuple[frozenset[str], ...] = (
     frozenset(
         {"", "config", "errors", "files", "formatting", "presets", "progress", "registry"}
-        | {"metrics", "names"}
+        | {"metrics", "names", "glossary"}
         | {"checkpoint_io", "rundir"}
     ),
     # stats in layers (docs/stats.md): records and tables; tests; the simulated designs that

@@ -42,7 +42,15 @@ class Row:
     figures: tuple[Figure, ...]
 
 
-Block = Paragraph | Notice | Bullets | Grid | Figure | Row
+@dataclass(frozen=True)
+class Terms:
+    """Definitions, each under an id that the page's uses of the term link to."""
+
+    entries: tuple[tuple[str, str, str], ...]
+    """(id, term, definition)."""
+
+
+Block = Paragraph | Notice | Bullets | Grid | Figure | Row | Terms
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from archaudit.report.figures import DrawingPool, Figure, drawn_apart
 from archaudit.report.html import render_html
 from archaudit.report.markdown import render_markdown
 from archaudit.report.sections import SECTIONS, Section
+from archaudit.report.terms import terms_section
 from archaudit.stats.table import RESULTS_FILE, load_table
 
 REPORT_FILE = "report.html"
@@ -99,7 +100,7 @@ def build_report(
         sections = tuple(section(data) for section in SECTIONS)
         if pool is not None:
             sections = tuple(with_figures(section, pool) for section in sections)
-    return Report(data, sections)
+    return Report(data, (*sections, terms_section(sections)))
 
 
 def with_figures(section: Section, pool: DrawingPool) -> Section:

@@ -48,6 +48,8 @@ class Curve:
     val_steps: tuple[int, ...] = ()
     val_loss: tuple[float, ...] = ()
     """The validation loss the trainer recorded every `eval_every` steps."""
+    finished: bool = True
+    """The run has its DONE record; a run still training draws its gradient norm only."""
 
 
 @dataclass(frozen=True)
@@ -69,11 +71,13 @@ squeeze the differences at the end into a hair-thin band."""
 
 
 def bands(curves: Sequence[Curve], scale: str, kind: str) -> tuple[Band, ...]:
-    """Per arm at `scale`, the seeds that did not diverge, on the steps they all recorded:
-    `kind` "val" is the recorded validation loss, "train" the last third of the training loss."""
+    """Per arm at `scale`, the finished seeds that did not diverge, on the steps they all
+    recorded: `kind` "val" is the recorded validation loss, "train" the last third of the
+    training loss. A seed still training is left out: its steps so far would cut every seed's
+    band short (or, for the last third of a longer run, leave no common step at all)."""
     runs: dict[str, list[dict[int, float]]] = {}
     for c in curves:
-        if c.scale != scale or c.diverged_step is not None:
+        if c.scale != scale or c.diverged_step is not None or not c.finished:
             continue
         if kind == "val":
             points = dict(zip(c.val_steps, c.val_loss, strict=True))
@@ -286,6 +290,7 @@ def _curve(run: _Run) -> Curve | None:
         loss=tuple(_number(r.get("loss")) for r in rows),
         grad_norm=tuple(_number(r.get("grad_norm")) for r in rows),
         diverged_step=run.done.diverged_step if run.done else None,
+        finished=run.done is not None,
         val_steps=tuple(int(r["step"]) for r in rows if r.get(PRIMARY_LOSS) is not None),
         val_loss=tuple(float(r[PRIMARY_LOSS]) for r in rows if r.get(PRIMARY_LOSS) is not None),
     )

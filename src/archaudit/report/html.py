@@ -1,11 +1,14 @@
 """The report as one self-contained HTML page: inline SVG, inline CSS, no script, no font, no
-URL of any kind (the only links are to the page's own sections)."""
+URL of any kind (the only links are to the page's own sections and, from each term the page
+uses, to its definition in the Terms section: `archaudit.glossary`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from html import escape
 
+from archaudit.glossary import link_terms
+from archaudit.report.blocks import Terms
 from archaudit.report.figures import Figure, inline_svg
 from archaudit.report.sections import Block, Bullets, Grid, Notice, Paragraph, Row, Section
 
@@ -35,6 +38,10 @@ th:first-child, td:first-child { position: sticky; left: 0; background: #fff;
   box-shadow: 1px 0 0 #ddd; }
 th:first-child { background: #f2f2f2; }
 tbody tr:nth-child(even) td:first-child { background: #fafafa; }
+a.term { color: inherit; text-decoration: underline dotted #888; text-underline-offset: 2px; }
+dl.terms dt { font-weight: 600; margin-top: .6rem; }
+dl.terms dd { margin: .1rem 0 0 1.2rem; color: #333; }
+dl.terms dt:target { background: #fff4d6; }
 @media (max-width: 40rem) {
   body { padding: .6rem; font-size: .95rem; }
   nav ol { columns: 1; }
@@ -82,9 +89,9 @@ def render_html(title: str, subtitle: str, sections: Sequence[Section]) -> str:
 
 def _section(s: Section) -> str:
     parts = [f'<section id="{s.key}">', f"<h2>{escape(s.title)}</h2>"]
-    parts.append(f'<p class="intro">{escape(s.intro)}</p>')
+    parts.append(f'<p class="intro">{_text(s.intro)}</p>')
     if s.absent:
-        parts.append(f'<p class="absent">Not shown: {escape(s.absent)}</p>')
+        parts.append(f'<p class="absent">Not shown: {_text(s.absent)}</p>')
     parts += [_block(b) for b in s.blocks]
     parts.append("</section>")
     return "\n".join(parts)
@@ -92,22 +99,22 @@ def _section(s: Section) -> str:
 
 def _block(block: Block) -> str:
     if isinstance(block, Figure):
-        return f"<figure>{inline_svg(block)}<figcaption>{escape(block.alt)}</figcaption></figure>"
+        return f"<figure>{inline_svg(block)}<figcaption>{_text(block.alt)}</figcaption></figure>"
     if isinstance(block, Row):
         return '<div class="figures">' + "".join(_block(f) for f in block.figures) + "</div>"
     if isinstance(block, Paragraph):
         css = ' class="partial"' if block.text.startswith("Partial report") else ""
-        return f"<p{css}>{escape(block.text)}</p>"
+        return f"<p{css}>{_text(block.text)}</p>"
     if isinstance(block, Notice):
-        return f'<p class="absent">{escape(block.text)}</p>'
+        return f'<p class="absent">{_text(block.text)}</p>'
     if isinstance(block, Bullets):
-        return "<ul>" + "".join(f"<li>{escape(item)}</li>" for item in block.items) + "</ul>"
+        return "<ul>" + "".join(f"<li>{_text(item)}</li>" for item in block.items) + "</ul>"
     if isinstance(block, Grid):
         # The caption stays outside the scrolling box, so that a phone shows all of it.
-        caption = f'<p class="caption">{escape(block.caption)}</p>' if block.caption else ""
+        caption = f'<p class="caption">{_text(block.caption)}</p>' if block.caption else ""
         head = "".join(f"<th>{escape(c)}</th>" for c in block.columns)
         rows = "".join(
-            "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>"
+            "<tr>" + "".join(f"<td>{_text(cell)}</td>" for cell in row) + "</tr>"
             for row in block.rows
         )
         # A phone shows a wide table's first columns only: say that the rest scrolls into view.
@@ -116,4 +123,18 @@ def _block(block: Block) -> str:
             f'{caption}<div class="scroll{wide}"><table><thead><tr>{head}</tr></thead>'
             f"<tbody>{rows}</tbody></table></div>"
         )
+    if isinstance(block, Terms):
+        return (
+            '<dl class="terms">'
+            + "".join(
+                f'<dt id="{entry_id}">{escape(name)}</dt><dd>{escape(definition)}</dd>'
+                for entry_id, name, definition in block.entries
+            )
+            + "</dl>"
+        )
     raise TypeError(f"unknown report block {block!r}")
+
+
+def _text(value: str) -> str:
+    """Report text, escaped, with each glossary term linked to its entry in Terms."""
+    return link_terms(escape(value))

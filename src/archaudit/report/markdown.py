@@ -7,6 +7,7 @@ import html
 import re
 from collections.abc import Sequence
 
+from archaudit.report.blocks import Terms
 from archaudit.report.figures import Figure
 from archaudit.report.sections import Block, Bullets, Grid, Notice, Paragraph, Row, Section
 
@@ -48,6 +49,8 @@ def _block(block: Block, figures_dir: str, files: dict[str, str]) -> list[str]:
         lines.append("|" + "---|" * len(block.columns))
         lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in block.rows]
         return lines
+    if isinstance(block, Terms):
+        return [f"- **{text(name)}**: {text(definition)}" for _, name, definition in block.entries]
     raise TypeError(f"unknown report block {block!r}")
 
 

@@ -424,7 +424,8 @@ def curves(data: ReportData) -> Section:
         "third of the run (zoomed: the early drop would hide the differences at the end), each "
         "as the arm's mean over seeds with the seeds' range as a band, and the gradient norm of "
         "every seed. A red X marks the step where a run diverged (its loss or gradient became "
-        "infinite); diverged runs are left out of the bands.",
+        "infinite); diverged runs, and runs still training, are left out of the bands (a run in "
+        "progress shows its gradient norm).",
     )
     if not data.curves:
         reason = (
