@@ -57,7 +57,7 @@ DESIGN_AUDITS = 4000
 PANEL_AUDITS = 2000
 """Simulated audits per design and panel model: an s.e. of 0.0049 at 0.05."""
 DESIGN_SEED = 0
-SIMULATION_VERSION = 5
+SIMULATION_VERSION = 6
 """Bump when the simulation's arithmetic changes, so that cached rates are recomputed."""
 
 
