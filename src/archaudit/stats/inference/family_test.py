@@ -37,6 +37,7 @@ The statistics work elementwise on numpy arrays, so `judge` (one audit) and `sim
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -151,9 +152,7 @@ def prior_weight(var: Values, df: Values, prior: Values, prior_df: Values) -> np
     return PRIOR_DF * np.minimum(1.0, np.nan_to_num(tail, nan=0.0) / ROBUST_TAIL)
 
 
-def protected(
-    var: Values, df: Values, sigma: Values, dof: Values
-) -> tuple[np.ndarray, np.ndarray]:
+def protected(var: Values, df: Values, sigma: Values, dof: Values) -> tuple[np.ndarray, np.ndarray]:
     """(moderated variance, its prior weight d₀) of one group with seed variance `var` on `df`
     df: (d₀·s₀² + df·s²)/(d₀ + df), s₀² the other groups' pooled σ² (`leave_one_out`) and d₀
     its own (`prior_weight`)."""
@@ -187,6 +186,33 @@ def moderated_welch(
     with np.errstate(divide="ignore", invalid="ignore"):
         df = welch_df(se_arm, se_base, df_arm + 1, df_base + 1)
     return np.sqrt(se_arm + se_base), df
+
+
+def prior_weights(
+    test: str,
+    n_arm: Values,
+    n_base: int,
+    sigma: Values,
+    dof: int,
+    arm_var: Values | None,
+    base_var: Values | None,
+) -> tuple[float, float]:
+    """(arm's d₀, baseline's d₀) of the moderated Welch t (`moderated_parts`); NaN for the
+    other tests, which moderate nothing."""
+    if test != Test.WELCH or arm_var is None or base_var is None:
+        return math.nan, math.nan
+    _, _, d_arm, d_base = moderated_parts(n_arm, n_base, sigma, dof, arm_var, base_var)
+    return float(d_arm), float(d_base)
+
+
+TEST_NAMES = {
+    Test.WELCH: "moderated Welch t",
+    Test.ROBUST: "Welch t (single seeds: t at the single-seed bound)",
+    Test.POOLED_T: "pooled t",
+    Test.Z: "z",
+    Test.SEQUENTIAL: "the sequential loop's last Welch t at its O'Brien–Fleming boundary",
+}
+"""What each family test is called where a verdict says which test decided it."""
 
 
 def statistics(
