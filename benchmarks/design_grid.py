@@ -28,7 +28,13 @@ import numpy as np
 
 from archaudit.names import BASELINE
 from archaudit.stats import AuditDesign, JudgeOptions, judge
-from archaudit.stats.noise_panel import BEYOND_PANEL, PANEL, NoiseModel, parse_one
+from archaudit.stats.noise_panel import (
+    BEYOND_PANEL,
+    CALIBRATION_PANEL,
+    PANEL,
+    NoiseModel,
+    parse_one,
+)
 from archaudit.stats.simulation.calibrate import audit_levels, design_level
 from archaudit.stats.simulation.design_rate import arm_mde, design_rate
 from archaudit.stats.simulation.null_kernel import arm_sigmas, family_outcomes, simulate_outcomes
@@ -61,9 +67,10 @@ TWO_METRIC = {
 
 
 def panel(design: AuditDesign, audits: int) -> dict:
-    """The whole procedure's rates under every panel model: worst FWER, worst false-candidate
-    rate, and the MC s.e. of the worst."""
-    rates = {name: null_rates(design, audits, 0, parse_one(name)) for name in PANEL}
+    """The whole procedure's rates under every model of the panel and beyond it
+    (`CALIBRATION_PANEL`): worst FWER, worst false-candidate rate, and the MC s.e. of the
+    worst."""
+    rates = {name: null_rates(design, audits, 0, parse_one(name)) for name in CALIBRATION_PANEL}
     name = max(rates, key=lambda k: rates[k][0])
     worst = rates[name][0]
     se = binomial_se(max(worst, 1.0 / audits), audits)
@@ -466,7 +473,7 @@ def print_beyond(title: str, rows: dict) -> None:
         cells = [_rate_text(rates[worst]) + f" ({worst})"]
         cells += [_rate_text(rates[m]) for m in BEYOND_PANEL]
         level = r.get("level", ALPHA)
-        print(f"| {name} | {level:.4f} | " + " | ".join(cells) + " |")
+        print(f"| {name} | {level:.2g} | " + " | ".join(cells) + " |")
     audits = next(iter(rows.values()))["audits"] if rows else 0
     print(f"\n{audits:,} null audits per model and cell; ± one MC s.e.")
 
