@@ -23,7 +23,7 @@ from archaudit.stats.inference.corrections import (
     error_rate,
     fwer_uncorrected,
 )
-from archaudit.stats.inference.family_test import TEST_NAMES, interval
+from archaudit.stats.inference.family_test import TEST_NAMES, interval, leave_one_out
 from archaudit.stats.inference.outliers import (
     OUTLIER_MADS,
     OutlierSeed,
@@ -32,7 +32,7 @@ from archaudit.stats.inference.outliers import (
 )
 from archaudit.stats.inference.samples import ArmSample
 from archaudit.stats.loop import ArmStop, Loop, LoopArm, LoopFamily
-from archaudit.stats.noise_panel import WIDEST_FACTOR
+from archaudit.stats.noise_panel import COVERED_ARM, WIDEST_FACTOR
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.signal import AVERAGE, check_signal
@@ -213,6 +213,9 @@ class Judgement(JsonResult):
     the profile's); single-seed arms are bounded at `single_seed_bound`."""
     widest_ratio: float = math.nan
     """The widest seed σ over σ a multi-seed arm shows here (point estimate; NaN: none)."""
+    baseline_ratio: float = math.nan
+    """The baseline's seed σ over the other groups' pooled σ (NaN when nothing else pools):
+    the rate holds while it is at most `COVERED_BASELINE` (stats/noise_panel.py)."""
     single_seed_bound: float = math.nan
     """The factor a single seed's σ is bounded by (∞: no multi-seed arm, candidates only)."""
     mdes: tuple[tuple[int, float], ...] = ()
@@ -377,7 +380,7 @@ def _with_calibration(judgement: Judgement, family: Family, options: JudgeOption
         level=level,
         profile=profile.spec if profile.arms else "",
         covered_factor=max(
-            WIDEST_FACTOR,
+            COVERED_ARM,
             profile.factor if profile.arms else WIDEST_FACTOR,
             bound if math.isfinite(bound) else WIDEST_FACTOR,
         ),
@@ -385,6 +388,7 @@ def _with_calibration(judgement: Judgement, family: Family, options: JudgeOption
             (float(np.std(s.values, ddof=1)) / family.noise.sigma for s in multi),
             default=math.nan,
         ),
+        baseline_ratio=_baseline_ratio(family),
         single_seed_bound=bound,
         mdes=tuple(
             (n, arm_mde(design, n, options.power_target, level, bound))
@@ -393,6 +397,17 @@ def _with_calibration(judgement: Judgement, family: Family, options: JudgeOption
         if design
         else (),
     )
+
+
+def _baseline_ratio(family: Family) -> float:
+    """The baseline's seed σ over the other groups' pooled σ (the moderated t's prior for the
+    baseline: family_test.leave_one_out); NaN when nothing else pools."""
+    base = family.baseline.values
+    df = len(base) - 1
+    prior, _ = leave_one_out(float(np.var(base, ddof=1)), df, family.noise.sigma, family.noise.dof)
+    if family.noise.dof <= df or not prior > 0:
+        return math.nan
+    return float(np.std(base, ddof=1) / np.sqrt(prior))
 
 
 def judge_loop(fixed: Judgement, family: LoopFamily, loop: Loop) -> Judgement:
@@ -606,7 +621,8 @@ def _outlier_notes(
         for arm, o in found
     )
     return (
-        f"heavy tail: seeds beyond {OUTLIER_MADS:g} robust σ (1.4826·MAD of the family) from "
+        f"heavy tail: seeds beyond {OUTLIER_MADS:g} robust σ (the family's median within-arm "
+        "difference of two seeds / 0.954) from "
         f"the rest: {seeds}; check those runs before trusting a verdict that rests on them",
     )
 

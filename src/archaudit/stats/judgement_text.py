@@ -13,7 +13,7 @@ from archaudit.names import Test
 from archaudit.stats.inference.corrections import ERROR_RATE_NAMES, FDR, UNCALIBRATED, declares
 from archaudit.stats.inference.family_test import TEST_NAMES
 from archaudit.stats.judgement import ArmVerdict, Judgement
-from archaudit.stats.noise_panel import WIDEST_FACTOR
+from archaudit.stats.noise_panel import COVERED_BASELINE, WIDEST_FACTOR
 from archaudit.stats.simulation.calibrate import CALIBRATED_TESTS
 from archaudit.stats.simulation.profile import BOUND_CONFIDENCE
 
@@ -52,8 +52,22 @@ def header(j: Judgement) -> list[str]:
         lines.append(_level_text(j))
         lines.append(f"design's measured {name}: {rate.describe_rates()}{_holds_while(j)}")
         lines += [line for line in (rate.describe_candidates(),) if line]
-        lines.append(replace(rate, mdes=j.mdes).describe_mdes(j.sigma))
+        lines.append(_mde_text(j))
     return lines + assumptions(j)
+
+
+def _mde_text(j: Judgement) -> str:
+    """The design's MDE (the one number `plan` and `stats power` print for it, at α as this
+    family is judged), and this table's own where its profile lowered α′."""
+    rate = j.design
+    assert rate is not None
+    text = (
+        f"design's {rate.describe_mdes(j.sigma)} at α = {j.alpha:g} (as `plan` and `stats power`)"
+    )
+    own = dict(j.mdes)
+    if any(not math.isclose(own.get(n, mde), mde, rel_tol=1e-3) for n, mde in rate.mdes):
+        text += f"; at this table's own α′ {replace(rate, mdes=j.mdes).describe_mdes(j.sigma)}"
+    return text
 
 
 def _loop_header(j: Judgement) -> list[str]:
@@ -130,7 +144,13 @@ def _holds_while(j: Judgement) -> str:
     worst = rate.panel_worst.fwer if rate.panel_worst else rate.fwer
     if max(rate.fwer, worst) > j.alpha:
         return ""  # within two s.e. of α is not ≤ α
-    seen = f"observed here on the multi-seed arms: {j.widest_ratio:.1f}×"
+    seen = f"observed here: arms up to {j.widest_ratio:.1f}×"
+    if j.test == Test.WELCH and math.isfinite(j.baseline_ratio):
+        seen += f", baseline {j.baseline_ratio:.1f}× the rest"
+        return (
+            f" (≤ α while no arm is wider than {j.covered_factor:.3g}× σ and the baseline no "
+            f"wider than {COVERED_BASELINE:g}× the rest — {seen})"
+        )
     return f" (≤ α while no arm is wider than {j.covered_factor:.3g}× σ — {seen})"
 
 
@@ -150,7 +170,9 @@ def assumptions(j: Judgement) -> list[str]:
             f"({WIDEST_FACTOR:g}×) and the "
             f"{BOUND_CONFIDENCE:.0%} upper bound of the widest multi-seed arm's σ ratio "
             "(stats/simulation/profile.py); one seed cannot show its own spread, so below "
-            "that bound they are at most candidates"
+            "that bound they are at most candidates. That bound is an ASSUMPTION, not an "
+            "observation: a single seed wider than it makes its own test liberal, and the "
+            f"design's rate above is measured with single seeds up to {WIDEST_FACTOR:g}× σ"
         )
     if j.test == Test.POOLED_T:
         lines.append("ASSUMED by the user: every arm's seed σ equals the baseline's")

@@ -42,6 +42,10 @@ BEYOND_PANEL = (
 """Beyond the panel (issue 53): one multi-seed arm 10×, 20× or 50× as wide as the rest (a wild
 seed near an arm's stability edge), or the baseline alone 3×, 6× or 10× as wide (arms that
 stabilise training narrow their spread below the baseline's)."""
+COVERED_ARM = 50.0
+"""The widest multi-seed arm (× σ) `BEYOND_PANEL` calibrates a fixed design's α′ for."""
+COVERED_BASELINE = 10.0
+"""The widest baseline (× the arms' σ) `BEYOND_PANEL` calibrates a fixed design's α′ for."""
 CALIBRATION_PANEL = PANEL + BEYOND_PANEL
 """The models a fixed design's level α′ is calibrated over (stats/simulation/calibrate.py) and
 its printed worst rate is measured over: the panel and beyond it."""
