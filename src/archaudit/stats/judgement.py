@@ -133,7 +133,7 @@ class ArmVerdict(JsonResult):
         if self.test is None:
             return None
         return {
-            "test": TEST_NAMES.get(self.test, self.test),
+            "test": TEST_NAMES.get(Test(self.test), self.test),
             "statistic": self.statistic,
             "df": self.statistic_df,
             "p": self.p,

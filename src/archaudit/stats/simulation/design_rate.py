@@ -174,10 +174,9 @@ def design_rate(
     se = binomial_se(fwer, normal_audits)
 
     def per_model(which: int) -> tuple[PanelRate, ...]:
-        sizes = {name: normal_audits if name == NORMAL.spec else each for name in CALIBRATION_PANEL}
-        return tuple(
-            panel_rate(rates[n][which], sizes[n], design.alpha, n) for n in CALIBRATION_PANEL
-        )
+        models = CALIBRATION_PANEL
+        sizes = {name: normal_audits if name == NORMAL.spec else each for name in models}
+        return tuple(panel_rate(rates[n][which], sizes[n], design.alpha, n) for n in models)
 
     worst_rate = worst(per_model(0))
     return replace(
