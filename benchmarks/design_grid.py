@@ -26,11 +26,18 @@ from pathlib import Path
 
 import numpy as np
 
-from archaudit.stats import AuditDesign
-from archaudit.stats.noise_panel import PANEL, parse_one
+from archaudit.names import BASELINE
+from archaudit.stats import AuditDesign, JudgeOptions, judge
+from archaudit.stats.noise_panel import (
+    BEYOND_PANEL,
+    CALIBRATION_PANEL,
+    PANEL,
+    NoiseModel,
+    parse_one,
+)
 from archaudit.stats.simulation.calibrate import audit_levels, design_level
 from archaudit.stats.simulation.design_rate import arm_mde, design_rate
-from archaudit.stats.simulation.null_kernel import simulate_outcomes
+from archaudit.stats.simulation.null_kernel import arm_sigmas, family_outcomes, simulate_outcomes
 from archaudit.stats.simulation.profile import Profile
 from archaudit.stats.simulation.sequential import (
     SequentialRule,
@@ -40,6 +47,8 @@ from archaudit.stats.simulation.sequential import (
     simulate_sequential,
 )
 from archaudit.stats.simulation.simulate import binomial_se, judged, null_rates
+from archaudit.stats.table import Row, Table
+from archaudit.stats.verdicts import SIGNIFICANT
 
 ARMS = (1, 2, 3, 5, 10, 19)
 SEEDS = (1, 2, 3, 4, 5, 6)
@@ -58,9 +67,10 @@ TWO_METRIC = {
 
 
 def panel(design: AuditDesign, audits: int) -> dict:
-    """The whole procedure's rates under every panel model: worst FWER, worst false-candidate
-    rate, and the MC s.e. of the worst."""
-    rates = {name: null_rates(design, audits, 0, parse_one(name)) for name in PANEL}
+    """The whole procedure's rates under every model of the panel and beyond it
+    (`CALIBRATION_PANEL`): worst FWER, worst false-candidate rate, and the MC s.e. of the
+    worst."""
+    rates = {name: null_rates(design, audits, 0, parse_one(name)) for name in CALIBRATION_PANEL}
     name = max(rates, key=lambda k: rates[k][0])
     worst = rates[name][0]
     se = binomial_se(max(worst, 1.0 / audits), audits)
@@ -231,7 +241,7 @@ MDE_FIXED = {
 MDE_LOOPS = {"loop ≤ 3, 20 arms": (20, 3), "loop ≤ 6, 20 arms": (20, 6), "loop ≤ 3, 2 arms": (2, 3)}
 
 
-def printed_mdes(audits: int) -> dict:
+def printed_mdes(audits: int, loops: bool = True) -> dict:
     """The MDE each design prints (fixed: the power formula at α′, as `stats` and `stats power`;
     the loop: its design rate's bisection) and the power simulated at exactly that effect on
     fresh draws (seed 3): one planted arm, the others null, normal noise."""
@@ -242,7 +252,7 @@ def printed_mdes(audits: int) -> dict:
         outcomes = simulate_outcomes(design, audits, 3, parse_one("normal"), mde, 1)
         found = outcomes.declared(audit_levels(design, outcomes.bounds))[:, 0]
         out[name] = {"mde": mde, "power": float(np.mean(found & (outcomes.delta[:, 0] > 0)))}
-    for name, (arms, top) in MDE_LOOPS.items():
+    for name, (arms, top) in MDE_LOOPS.items() if loops else ():
         rule = SequentialRule(max_seeds=top, calibrated=True)
         mde = sequential_design_rate(arms, rule).mde_sigmas
         run = simulate_sequential(arms=arms, rule=rule, audits=audits, effects=(mde,), seed=3)
@@ -336,9 +346,157 @@ def cost() -> dict:
     return out
 
 
+BEYOND_FIXED = {
+    "2 × 2, baseline 3": (2, 2),
+    "3 × 2, baseline 3": (2, 2, 2),
+    "19 × 2, baseline 3": (2,) * 19,
+    "19 × 3, baseline 3": (3,) * 19,
+    "19 × 5, baseline 3": (5,) * 19,
+    "10 × 1 + 5 × 2 + 4 × 3, baseline 3": MIXED,
+}
+BEYOND_LOOPS = ((1, 3), (2, 3), (3, 3), (5, 3), (20, 3), (2, 6), (20, 6))
+CROSS_CHECK_MODELS = ("profile:20:1", "base:6")
+
+
+def rate_cell(rate: float, audits: int) -> dict:
+    se = binomial_se(max(rate, 1.0 / audits), audits)
+    return {"rate": rate, "se": se, "ok": rate <= ALPHA + 2 * se}
+
+
+def beyond_fixed(audits: int) -> dict:
+    """Issue 53: each fixed design under every model of the panel and beyond it (one multi-seed
+    arm 10×, 20×, 50× wide; the baseline alone 3×, 6×, 10× wide), the whole calibrated
+    procedure on draws the calibration never saw (seed 0), and the verdicts of `judge` (what
+    `archaudit stats` prints) on a sample of the same kind of null tables (`judge_agreement`)."""
+    out = {}
+    for name, seeds in BEYOND_FIXED.items():
+        design = AuditDesign(seeds, 3)
+        rates = {}
+        for model in (*PANEL, *BEYOND_PANEL):
+            outcomes, level = judged(design, audits, 0, parse_one(model))
+            rates[model] = rate_cell(float(np.mean(outcomes.declared(level).any(axis=1))), audits)
+        out[name] = {"level": design_level(design), "audits": audits, "rates": rates}
+        print(f"beyond {name}: {json.dumps(out[name]['rates'])}", flush=True)
+    return out
+
+
+def null_tables(design: AuditDesign, model: NoiseModel, audits: int, seed: int) -> tuple:
+    """`audits` null tables of `design` under `model` (baseline, then arms a00, a01, ... in the
+    design's order), and the kernel's declared (audits, m) on the same values."""
+    rng = np.random.default_rng(seed)
+    base = model.draw_baseline(rng, (audits, design.baseline_seeds))
+    sigmas = arm_sigmas(design, model, 0)
+    arms = [model.draw(rng, (audits, n)) * sigmas[i] for i, n in enumerate(design.arm_seeds)]
+    order = sorted(range(design.m), key=lambda i: design.arm_seeds[i])
+    assert order == list(range(design.m)), "arms must be listed by ascending seed count"
+    groups = [
+        np.stack([arms[i] for i in range(design.m) if design.arm_seeds[i] == n], axis=1)
+        for n in sorted(set(design.arm_seeds))
+    ]
+    outcomes = family_outcomes(design, base, [], groups)
+    declared = outcomes.declared(audit_levels(design, outcomes.bounds))
+    tables = []
+    for b in range(audits):
+        values = {BASELINE: base[b], **{f"a{i:02d}": arms[i][b] for i in range(design.m)}}
+        rows = [
+            Row(arm=arm, scale="s", seed=k, metric="acc", value=float(v), line=0)
+            for arm, vs in values.items()
+            for k, v in enumerate(vs)
+        ]
+        tables.append(Table(tuple(rows)))
+    return tables, declared
+
+
+def judge_agreement(audits: int) -> dict:
+    """How often `judge` (the verdicts `archaudit stats` prints) and the simulation kernel
+    disagree on which null arms are declared, over `audits` tables per design and model."""
+    out = {}
+    for name, seeds in BEYOND_FIXED.items():
+        design = AuditDesign(seeds, 3)
+        for model in CROSS_CHECK_MODELS:
+            tables, declared = null_tables(design, parse_one(model), audits, 7)
+            mismatches, judged_declaring = 0, 0
+            for table, kernel in zip(tables, declared, strict=True):
+                verdicts = {a.arm: a.verdict for a in judge(table, "acc", JudgeOptions()).arms}
+                said = np.array([verdicts[f"a{i:02d}"] in SIGNIFICANT for i in range(design.m)])
+                mismatches += int(not np.array_equal(said, kernel))
+                judged_declaring += int(said.any())
+            out[f"{name} / {model}"] = {
+                "tables": audits,
+                "mismatches": mismatches,
+                "declaring": judged_declaring,
+            }
+    print(f"judge against the kernel: {json.dumps(out)}", flush=True)
+    return out
+
+
+def beyond_two_metrics(audits: int) -> dict:
+    """Two primary metrics (each at α/2, its own α′), the same wide arm or wide baseline on
+    both: the rate that either declares a null arm."""
+    out = {}
+    for name, arm_seeds in TWO_METRIC.items():
+        design = AuditDesign(arm_seeds, 3, alpha=ALPHA / 2)
+        rates = {}
+        for model in (*PANEL, *BEYOND_PANEL):
+            either = np.zeros(audits, dtype=bool)
+            for seed in (0, 2):
+                outcomes, level = judged(design, audits, seed, parse_one(model))
+                either |= outcomes.declared(level).any(axis=1)
+            rates[model] = rate_cell(float(np.mean(either)), audits)
+        out[name] = {"level": design_level(design), "audits": audits, "rates": rates}
+        print(f"beyond two metrics {name}: {json.dumps(out[name]['rates'])}", flush=True)
+    return out
+
+
+def beyond_loops(audits: int) -> dict:
+    """The calibrated loop (`run --until-settled`, baseline 3) beyond the panel (its rates over
+    the panel are the `loop` section's: the loop's test and level did not change in issue 53)."""
+    out = {}
+    for arms, top in BEYOND_LOOPS:
+        rule = SequentialRule(alpha=ALPHA, max_seeds=top, calibrated=True)
+        rates = {
+            m: rate_cell(sequential_null_fwer(arms, rule, audits, 0, parse_one(m)), audits)
+            for m in BEYOND_PANEL
+        }
+        out[f"{arms}×{top}"] = {"level": loop_level(arms, rule), "audits": audits, "rates": rates}
+        print(f"beyond loop {arms}×{top}: {json.dumps(rates)}", flush=True)
+    return out
+
+
+def print_beyond(title: str, rows: dict) -> None:
+    """One table: α′, the panel's worst and every model beyond it; **ABOVE** past α + 2 s.e."""
+    print(f"\n{title}\n")
+    print("| design | α′ | panel's worst | " + " | ".join(BEYOND_PANEL) + " |")
+    print("|---|---|---|" + "---|" * len(BEYOND_PANEL))
+    for name, r in rows.items():
+        rates = r["rates"]
+        shown = [m for m in PANEL if m in rates]
+        worst = max(shown, key=lambda m: rates[m]["rate"]) if shown else ""
+        cells = [_rate_text(rates[worst]) + f" ({worst})" if worst else "(`loop` section)"]
+        cells += [_rate_text(rates[m]) for m in BEYOND_PANEL]
+        level = r.get("level", ALPHA)
+        print(f"| {name} | {level:.2g} | " + " | ".join(cells) + " |")
+    audits = next(iter(rows.values()))["audits"] if rows else 0
+    print(f"\n{audits:,} null audits per model and cell; ± one MC s.e.")
+
+
+def _rate_text(cell: dict) -> str:
+    return f"{cell['rate']:.3f} ± {cell['se']:.3f}" + ("" if cell["ok"] else " **ABOVE**")
+
+
+def print_agreement(rows: dict) -> None:
+    print("\n| design / model | null tables judged | mismatches | tables declaring |")
+    print("|---|---|---|---|")
+    for name, r in rows.items():
+        print(f"| {name} | {r['tables']} | {r['mismatches']} | {r['declaring']} |")
+
+
 SECTIONS = ("cost", "holm", "dunnett", "extras", "loop", "two-metric", "mde", "profile", "power")
 """The default sections; `small` (1–3 and 19 arms against 3 at >= 4,000 audits per model) and
-`loop-profile` (the loop under an arm 20× and 50× wide) run only when named."""
+`loop-profile` (the loop under an arm 20× and 50× wide) and `beyond` (issue 53: the fixed
+designs, two primary metrics and the loop beyond the panel, >= 8,000 audits per model in the
+committed record, and `judge` against the kernel on the same kind of tables) run only when
+named."""
 
 
 def main() -> None:
@@ -377,15 +535,32 @@ def main() -> None:
         print_two_metrics(result.setdefault("two-metric", two_metrics(max(args.audits, 4000))))
     if "mde" in sections:
         print_mdes(result.setdefault("mde", printed_mdes(max(args.audits, 4000))))
+    if "mde-fixed" in sections:  # the fixed designs only (the loop's test did not change)
+        print_mdes(result.setdefault("mde", printed_mdes(max(args.audits, 4000), loops=False)))
     if "profile" in sections:
         print_profile(result.setdefault("profile", profile_cases(4 * args.audits)))
     if "power" in sections:
         print_power(result.setdefault("power", power(2 * args.audits)))
+    if "beyond" in sections:
+        beyond(result, args.audits)
     result["cpu_s"] = time.process_time() - started
     se = binomial_se(ALPHA, args.audits)
     print(f"\nCPU {result['cpu_s']:.0f} s; MC s.e. per cell ≈ {se:.4f} at α")
     out = Path(__file__).with_name(f"design_grid-{'-'.join(sections)}.json")
     out.write_text(json.dumps(result, indent=1, default=float))
+
+
+def beyond(result: dict, audits: int) -> None:
+    """The `beyond` section: fixed designs, two primary metrics, the loop, `judge` agreement."""
+    result["beyond"] = beyond_fixed(audits)
+    print_beyond("Fixed designs, the panel and beyond it (Holm, α = 0.05)", result["beyond"])
+    result["beyond-two-metric"] = beyond_two_metrics(audits)
+    title = "Two primary metrics at α/2 each, the same model on both (either metric declares)"
+    print_beyond(title, result["beyond-two-metric"])
+    result["beyond-loop"] = beyond_loops(audits)
+    print_beyond("The loop (`run --until-settled`), baseline 3", result["beyond-loop"])
+    result["judge-agreement"] = judge_agreement(50)
+    print_agreement(result["judge-agreement"])
 
 
 def print_extras(rows: dict) -> None:

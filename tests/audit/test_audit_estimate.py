@@ -453,3 +453,40 @@ def test_with_no_effect_known_the_loop_is_simulated_from_null_up_to_its_mde(writ
     assert low <= loop.sequential.expected_runs <= high
     given = estimate.sequential_estimate(plan, effects=(0.0, 0.0))
     assert given.effects_from == "given" and given.sequential.expected_runs == null.runs_mean
+
+
+def test_plan_stats_power_and_the_verdict_header_print_one_mde(write_audit):
+    """Issue 53, must-show 3: for one design (2 arms × 2 seeds against 3) `plan`, `stats power`
+    and the verdict table's header printed 15σ (α/2, unsaid), 10.03σ and 8.1–12.0σ; they now
+    call one function and print one number, at the α the family is judged at (said)."""
+    from archaudit.audit.power_plan import plan_power
+    from archaudit.stats import design_power, judge
+    from archaudit.stats.judgement_text import header
+    from archaudit.formatting import num
+    from archaudit.stats.options import JudgeOptions
+    from archaudit.stats.table import Row, Table
+
+    seeds = {"noise_floor": 3, "arms": 2}
+    plan = make_plan(load_audit(write_audit(arms=["qk_norm", "softpick"], seeds=seeds)))
+    (family,) = plan_power(plan)
+    ((n, planned),) = family.mdes
+    alpha = family.design.alpha
+    options = JudgeOptions(alpha=alpha)
+    stated = design_power(2, 2, options, baseline_seeds=3).mde_sigmas
+    values = {"baseline": [0.0, 0.3, -0.2], "qk_norm": [0.1, -0.1], "softpick": [0.2, 0.4]}
+    table = Table(
+        tuple(
+            Row(arm=arm, scale="s", seed=k, metric="acc", value=v, line=0)
+            for arm, vs in values.items()
+            for k, v in enumerate(vs)
+        )
+    )
+    judgement = judge(table, "acc", options)
+    assert n == 2 and planned == stated
+    assert judgement.design is not None and dict(judgement.design.mdes)[2] == planned
+    line = next(x for x in header(judgement) if x.startswith("design's MDE"))
+    assert f"MDE {num(planned)} σ" in line and f"α = {alpha:g}" in line
+    said = " ".join(family.lines())
+    assert f"α = {num(alpha)}" in said
+    if len(plan.spec.primary_metrics) > 1:
+        assert "split over" in said

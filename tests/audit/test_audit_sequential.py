@@ -467,3 +467,24 @@ def test_runs_end_tables_carry_each_verdicts_limits_in_stats_words(write_audit, 
     said = " ".join(stats.output.split())  # stats wraps its notes at the console's width
     assert said.count("limits of ") == len(limits)
     assert all(line in said for line in limits), (limits, said)
+
+
+@pytest.mark.parametrize("correction", ["bh", "none"])
+def test_bh_and_none_on_a_sequential_folder_declare_nothing(write_audit, monkeypatch, correction):
+    """Issue 53, must-show 3: the loop settles post_ln as a regressor (50σ worse), but `stats`
+    under an uncalibrated correction prints it as nominal, with the note that says why, in the
+    console and the JSON."""
+    settled = settled_output(write_audit, monkeypatch)
+    assert "regressor" in verdict_words(settled)  # the loop (Holm) declares it
+    seeds = {"noise_floor": 3, "arms": 1, "max": 5, "policy": "sequential"}
+    audit_dir = make_plan(load_audit(write_audit(arms=["post_ln"], seeds=seeds))).audit_dir
+    command = ["stats", str(audit_dir), "--metric", "val_loss", "--correction", correction]
+    printed = CliRunner().invoke(app, command, terminal_width=400)
+    assert printed.exit_code == 0, printed.output
+    rows = [line for line in printed.output.splitlines() if line.lstrip().startswith("post_ln")]
+    words = {word for row in rows for word in row.split()}
+    assert "nominal-regressor" in words and not words & set(SIGNIFICANT)
+    assert f"--correction {correction} is not calibrated" in " ".join(printed.output.split())
+    document = CliRunner().invoke(app, [*command, "--json"])
+    verdicts = {a["arm"]: a["verdict"] for a in json.loads(document.stdout)["arms"]}
+    assert verdicts["post_ln"] == "nominal-regressor"

@@ -104,7 +104,7 @@ def test_the_answer_names_the_regressor_and_the_funnel_counts_every_arm(
         assert sum(int(cell) for cell in row[counts[0] : counts[1] + 1]) == int(row[2]) == 4
         rate, controlled = row[funnel.columns.index("design error rate")].split()
         assert float(rate) <= 0.05 and controlled == "(FWER)"  # measured, within α
-        assert float(row[funnel.columns.index("noise panel's worst")]) <= 0.07
+        assert float(row[funnel.columns.index("worst, panel and beyond")]) <= 0.07
 
 
 def test_single_scale_says_why_there_is_no_rank_shift(tmp_path: Path) -> None:

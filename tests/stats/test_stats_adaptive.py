@@ -11,18 +11,19 @@ from archaudit.stats.table import Row, Table
 
 
 def test_settled_and_borderline_arms(make_table):
-    # "far" is far above with tight seeds: settled. "edge" sits near the boundary. (The default
+    # "far" is far above with tight seeds: settled (far: the baseline, wider than the arms, keeps
+    # its own variance in the moderated Welch t). "edge" sits near the boundary. (The default
     # correction: `none` is above α for two arms, so its verdicts are nominal and never change.)
-    values = {"baseline": [-1.0, 0.0, 1.0], "far": [10.0, 10.1, 9.9], "edge": [1.9, 2.1]}
+    values = {"baseline": [-1.0, 0.0, 1.0], "far": [100.0, 100.1, 99.9], "edge": [2.4, 2.6]}
     table = make_table(values)
     judgement = judge(table, "acc", JudgeOptions())
     advice = {a.arm: a for a in adaptive_seeding(table, judgement).arms}
     assert advice["far"].p_change == 0.0 and not advice["far"].add_seed
     # Monte Carlo of the same question through judge() on grown tables.
     rng = np.random.default_rng(0)
-    draws = rng.normal(2.0, judgement.sigma * math.sqrt(1 + 1 / 2), 400)
+    draws = rng.normal(2.5, judgement.sigma * math.sqrt(1 + 1 / 2), 400)
     changed = [
-        judge(make_table({**values, "edge": [1.9, 2.1, x]}), "acc", JudgeOptions())
+        judge(make_table({**values, "edge": [2.4, 2.6, x]}), "acc", JudgeOptions())
         .arm("edge")
         .verdict
         != judgement.arm("edge").verdict

@@ -9,7 +9,7 @@ import pytest
 
 from archaudit.stats import AuditDesign, design_rate, judge, simulate_null
 from archaudit.stats.judgement_text import header
-from archaudit.stats.noise_panel import PANEL
+from archaudit.stats.noise_panel import CALIBRATION_PANEL
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.simulation import calibrate
 from archaudit.stats.simulation.design_rate import DESIGN_AUDITS, DESIGN_SEED, arm_mde
@@ -34,7 +34,7 @@ def test_json_states_the_design_and_its_measured_rate(make_table):
     assert data["design_above_alpha"] is False
     worst = data["design"]["panel_worst"]
     assert (
-        worst["noise"] in PANEL
+        worst["noise"] in CALIBRATION_PANEL
         and data["design_panel_worst"] == worst["fwer"] <= 0.05 + 2 * (worst["fwer_se"])
     )
     assert "Δ > 0 means better" in data["direction"]

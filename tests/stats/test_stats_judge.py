@@ -10,10 +10,20 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from archaudit.stats import judge
-from archaudit.stats.inference.family_test import PRIOR_DF
+from archaudit.stats.inference.family_test import PRIOR_DF, ROBUST_TAIL
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.simulation.power import Design, minimum_detectable_effect
 from archaudit.stats.table import Row, Table
+
+
+def protected(group: np.ndarray, others: list[np.ndarray]) -> tuple[float, float]:
+    """(moderated variance, d₀) of `group`: toward the others' pooled variance with PRIOR_DF
+    prior df, scaled by min(1, P(F >= s²/prior) / ROBUST_TAIL)."""
+    var, df = np.var(group, ddof=1), len(group) - 1
+    rest = sum(len(g) - 1 for g in others)
+    prior = sum((len(g) - 1) * np.var(g, ddof=1) for g in others) / rest
+    d0 = PRIOR_DF * min(1.0, stats.f.sf(var / prior, df, rest) / ROBUST_TAIL)
+    return (d0 * prior + df * var) / (d0 + df), d0
 
 
 def reference(
@@ -27,11 +37,12 @@ def reference(
 ) -> dict:
     """Δ, z, p, p_adj and verdict per arm, straight from PROTOCOL.md and docs/verdicts.md with
     scipy/statsmodels: p_adj compared with the calibrated `level` (α by default), nothing
-    significant when the design is `demoted` (above α)."""
+    significant when the design is `demoted` (above α) or the correction is BH (uncalibrated)."""
     level_p = alpha if level is None else level
     base = np.array(values["baseline"])
     arms = [arm for arm in values if arm != "baseline"]
-    groups = [base, *(np.array(values[a]) for a in arms if len(values[a]) > 1)]
+    arrays = {a: np.array(values[a]) for a in arms}
+    groups = [base, *(arrays[a] for a in arms if len(values[a]) > 1)]
     dof = sum(len(g) - 1 for g in groups)
     sigma = np.sqrt(sum((len(g) - 1) * np.var(g, ddof=1) for g in groups) / dof)
     single = any(len(values[a]) == 1 for a in arms)
@@ -45,7 +56,7 @@ def reference(
     level = 1 - alpha / len(arms)  # Bonferroni-simultaneous intervals
     result = {}
     for arm in arms:
-        x = np.array(values[arm])
+        x = arrays[arm]
         delta = sign * (x.mean() - base.mean())
         p_z = 2 * stats.norm.sf(abs(delta / sigma))
         if paper:
@@ -61,15 +72,12 @@ def reference(
             p, test = welch.pvalue, "robust"
             low, high = welch.confidence_interval(level)  # for mean(x) − mean(base)
             interval = (low, high) if sign > 0 else (-high, -low)
-        else:  # Welch on variances moderated toward σ² with PRIOR_DF prior df (Smyth 2004)
-            var_x = (PRIOR_DF * sigma**2 + (len(x) - 1) * np.var(x, ddof=1)) / (
-                PRIOR_DF + len(x) - 1
-            )
-            var_b = (PRIOR_DF * sigma**2 + (len(base) - 1) * np.var(base, ddof=1)) / (
-                PRIOR_DF + len(base) - 1
-            )
+        else:  # protected moderated Welch: toward the other groups' pool, robust d₀ (issue 53)
+            var_x, d_x = protected(x, [g for g in groups if g is not x and g is not base] + [base])
+            var_b, d_b = protected(base, [g for g in groups if g is not base])
+            var_b = max(var_b, np.var(base, ddof=1))  # the baseline never below its own
             se_x, se_b = var_x / len(x), var_b / len(base)
-            df_x, df_b = min(len(x) - 1 + PRIOR_DF, dof), min(len(base) - 1 + PRIOR_DF, dof)
+            df_x, df_b = min(len(x) - 1 + d_x, dof), min(len(base) - 1 + d_b, dof)
             df = (se_x + se_b) ** 2 / (se_x**2 / df_x + se_b**2 / df_b)
             se = np.sqrt(se_x + se_b)
             p, test = 2 * stats.t.sf(abs(delta / se), df), "welch"
@@ -85,7 +93,7 @@ def reference(
         entry["p_adj"] = p_adj
         if abs(entry["delta"]) < 2 * sigma:
             entry["verdict"] = "within-noise"
-        elif p_adj < level_p and not demoted:
+        elif p_adj < level_p and not demoted and method in ("holm", "bonferroni"):
             entry["verdict"] = "improver" if entry["delta"] > 0 else "regressor"
         else:
             # only a single seed can be a candidate (its spread unseen); BH's step-up can put a

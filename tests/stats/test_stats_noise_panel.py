@@ -107,7 +107,7 @@ def test_every_table_states_the_panels_worst_rate_and_flags_assumptions(make_tab
     values = {"baseline": [0.0, 1.0, 2.0], **{f"arm{i}": [0.1 * i] for i in range(6)}}
     robust = judge(make_table(values), "acc")
     said = "\n".join(header(robust))
-    assert "noise panel's worst" in said and "ABOVE" not in said
+    assert "worst over the noise panel and beyond it" in said and "ABOVE" not in said
     assert "candidates only" in said  # no multi-seed arm bounds a single seed
     assumed = judge(make_table(values), "acc", JudgeOptions(equal_variance=True))
     said = "\n".join(header(assumed))

@@ -21,9 +21,10 @@ def plan_power(plan: Plan, sigma: float | None = None) -> list[FamilyPower]:
             families[(baseline, scale)] = (arms, count)
         else:
             arms.append(count)
-    alpha = primary_alpha(DEFAULT.alpha, len(plan.spec.primary_metrics))
+    primaries = len(plan.spec.primary_metrics)
+    alpha = primary_alpha(DEFAULT.alpha, primaries)
     return [
-        family_power(scale, tuple(arms), max(base, 2), sigma, alpha, plan.spec.seeds.max)
+        family_power(scale, tuple(arms), max(base, 2), sigma, alpha, plan.spec.seeds.max, primaries)
         for (_, scale), (arms, base) in families.items()
         if arms
     ]

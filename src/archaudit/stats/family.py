@@ -16,6 +16,7 @@ from archaudit.errors import ConfigError
 from archaudit.metrics import lower_is_better
 from archaudit.names import ResultStatus, Test
 from archaudit.stats.inference.compare import ArmTest, compare_arm, decide
+from archaudit.stats.inference.corrections import declares
 from archaudit.stats.inference.family_test import choose_test
 from archaudit.stats.inference.noise import NoiseFloor, noise_floor
 from archaudit.stats.inference.samples import ArmSample, sample_arm
@@ -127,9 +128,10 @@ class Family:
     def decide(self, tests: Sequence[ArmTest]) -> tuple[np.ndarray, list[Verdict]]:
         """(corrected p, verdict) of each tested arm, corrected together as the options say and
         compared with the family's calibrated level; nothing is significant under a design
-        whose measured rate is above α (its verdicts are nominal)."""
+        whose measured rate is above α or under an uncalibrated correction (BH, none: its
+        verdicts are nominal)."""
         p, verdicts = decide(tests, self.noise, len(self.baseline.values), self.options, self.level)
-        if self.above_alpha:
+        if self.above_alpha or not declares(self.options.correction):
             verdicts = [nominal(v) for v in verdicts]
         return p, verdicts
 

@@ -19,10 +19,11 @@ from archaudit.stats.grading import Grade, caveats, grade_arm, owed
 from archaudit.stats.inference.compare import ArmTest
 from archaudit.stats.inference.corrections import (
     ERROR_RATE_NAMES,
+    declares,
     error_rate,
     fwer_uncorrected,
 )
-from archaudit.stats.inference.family_test import interval
+from archaudit.stats.inference.family_test import TEST_NAMES, interval, leave_one_out
 from archaudit.stats.inference.outliers import (
     OUTLIER_MADS,
     OutlierSeed,
@@ -31,7 +32,7 @@ from archaudit.stats.inference.outliers import (
 )
 from archaudit.stats.inference.samples import ArmSample
 from archaudit.stats.loop import ArmStop, Loop, LoopArm, LoopFamily
-from archaudit.stats.noise_panel import WIDEST_FACTOR
+from archaudit.stats.noise_panel import COVERED_ARM, WIDEST_FACTOR
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.signal import AVERAGE, check_signal
@@ -53,7 +54,7 @@ SIGMA_RATIO_WARNING = 2.0
 class ArmVerdict(JsonResult):
     """One arm's numbers and verdict. Δ, z and t are signed so that positive = better."""
 
-    JSON_PROPERTIES: ClassVar[tuple[str, ...]] = ("stopped", "caveats")
+    JSON_PROPERTIES: ClassVar[tuple[str, ...]] = ("stopped", "caveats", "decided_by")
 
     arm: str
     metric: str
@@ -114,12 +115,31 @@ class ArmVerdict(JsonResult):
     at_target: TargetPrediction | None = None
     """The arm's predicted Δ at the audit's untrained target scale (`stats.predict`), on the
     judgement of the prediction's metric at the largest trained scale; None without one."""
+    prior_df: tuple[float, float] = (math.nan, math.nan)
+    """(arm's, baseline's) prior degrees of freedom d₀ of the moderated Welch t that decided
+    (family_test.moderated_parts; NaN for the other tests)."""
     paper_verdict: Verdict | None = None
     """Paper mode only (`--reference normal`): the verdict the paper's own rule gives (z against
     the nominal corrected α, no calibration), labelled beside the calibrated verdict, which the
     rule's measured error rate (the judgement's `design_fwer`) lowers to nominal when above α."""
     # Other verdicts slot in here as optional fields (default None), e.g. a target-scale
     # prediction or a stability verdict, so every renderer of the record shows them.
+
+    @property
+    def decided_by(self) -> dict[str, object] | None:
+        """Which statistic, df and p decided the verdict (`statistic`, `statistic_df`, `p`
+        and `p_adj`: `t`, `df` and `p_welch` are plain Welch's, shown for comparison only);
+        None when the arm was not tested."""
+        if self.test is None:
+            return None
+        return {
+            "test": TEST_NAMES.get(Test(self.test), self.test),
+            "statistic": self.statistic,
+            "df": self.statistic_df,
+            "p": self.p,
+            "p_adj": self.p_adj,
+            "prior_df": self.prior_df,
+        }
 
     @property
     def caveats(self) -> tuple[str, ...]:
@@ -193,6 +213,9 @@ class Judgement(JsonResult):
     the profile's); single-seed arms are bounded at `single_seed_bound`."""
     widest_ratio: float = math.nan
     """The widest seed σ over σ a multi-seed arm shows here (point estimate; NaN: none)."""
+    baseline_ratio: float = math.nan
+    """The baseline's seed σ over the other groups' pooled σ (NaN when nothing else pools):
+    the rate holds while it is at most `COVERED_BASELINE` (stats/noise_panel.py)."""
     single_seed_bound: float = math.nan
     """The factor a single seed's σ is bounded by (∞: no multi-seed arm, candidates only)."""
     mdes: tuple[tuple[int, float], ...] = ()
@@ -291,7 +314,7 @@ def judge(table: TableLike, metric: str, options: JudgeOptions = DEFAULT) -> Jud
         arms = tuple(replace(a, paper_verdict=paper.get(a.arm)) for a in arms)
     base_outliers = outlier_seeds(family.baseline.values, family.baseline.seeds, robust_scale)
     notes = _notes(table, family, arms, options, rate)
-    notes += _demoted(p_adjusted, tests, rate, options.alpha, family.level)
+    notes += _demoted(p_adjusted, tests, rate, options, family.level)
     notes += _candidates(arms)
     notes += _untested(arms)
     notes += _outlier_notes(family.baseline.arm, base_outliers, arms)
@@ -357,7 +380,7 @@ def _with_calibration(judgement: Judgement, family: Family, options: JudgeOption
         level=level,
         profile=profile.spec if profile.arms else "",
         covered_factor=max(
-            WIDEST_FACTOR,
+            COVERED_ARM,
             profile.factor if profile.arms else WIDEST_FACTOR,
             bound if math.isfinite(bound) else WIDEST_FACTOR,
         ),
@@ -365,6 +388,7 @@ def _with_calibration(judgement: Judgement, family: Family, options: JudgeOption
             (float(np.std(s.values, ddof=1)) / family.noise.sigma for s in multi),
             default=math.nan,
         ),
+        baseline_ratio=_baseline_ratio(family),
         single_seed_bound=bound,
         mdes=tuple(
             (n, arm_mde(design, n, options.power_target, level, bound))
@@ -375,6 +399,17 @@ def _with_calibration(judgement: Judgement, family: Family, options: JudgeOption
     )
 
 
+def _baseline_ratio(family: Family) -> float:
+    """The baseline's seed σ over the other groups' pooled σ (the moderated t's prior for the
+    baseline: family_test.leave_one_out); NaN when nothing else pools."""
+    base = family.baseline.values
+    df = len(base) - 1
+    prior, _ = leave_one_out(float(np.var(base, ddof=1)), df, family.noise.sigma, family.noise.dof)
+    if family.noise.dof <= df or not prior > 0:
+        return math.nan
+    return float(np.std(base, ddof=1) / np.sqrt(prior))
+
+
 def judge_loop(fixed: Judgement, family: LoopFamily, loop: Loop) -> Judgement:
     """The sequential loop's verdicts as the one record: `fixed` (`judge` on the same seeds)
     with, for every arm the loop judged, its Δ, last test, repeated interval, boundary, verdict
@@ -383,7 +418,8 @@ def judge_loop(fixed: Judgement, family: LoopFamily, loop: Loop) -> Judgement:
     same seeds show, as the loop's looks are: `sequential.look_levels`). Arms the loop did not
     judge keep the fixed design's numbers."""
     design = sequential_design_rate(len(family.arms), loop.rule)
-    family = family.held_to(design.above_alpha)  # a summary written before the rule held it
+    uncalibrated = not declares(fixed.correction)
+    family = family.held_to(design.above_alpha or uncalibrated)  # e.g. written before the rule
     rows = {row.arm: row for row in family.arms}
     mde = design.mde_sigmas * family.sigma
     arms = tuple(
@@ -394,7 +430,9 @@ def judge_loop(fixed: Judgement, family: LoopFamily, loop: Loop) -> Judgement:
         "Verdicts from the sequential loop (O'Brien–Fleming alpha spending within each arm, "
         "Holm across arms); p is the last look's, with no single corrected p."
     )
-    if family.demoted:
+    if family.demoted and uncalibrated:
+        note += " " + uncalibrated_note(fixed.correction, family.demoted) + "."
+    elif family.demoted:
         note += (
             " This loop's measured error rate is above α, so the arms it declared are reported "
             f"as nominal: {', '.join(family.demoted)}."
@@ -436,6 +474,7 @@ def _loop_verdict(arm: ArmVerdict, row: LoopArm, mde: float, metric: str) -> Arm
         threshold=row.threshold,
         se=row.se,
         loop=row,
+        prior_df=(math.nan, math.nan),
     )
 
 
@@ -501,6 +540,7 @@ def _arm_verdict(
         outliers=outlier_seeds(sample.values, sample.seeds, context.robust_scale),
         seed_deltas=tuple(float(family.sign * (v - family.baseline.mean)) for v in sample.values),
         se=test.scale if test else math.nan,
+        prior_df=test.prior_df if test else (math.nan, math.nan),
     )
 
 
@@ -508,18 +548,30 @@ def _demoted(
     p_adjusted: np.ndarray,
     tests: dict[str, ArmTest],
     rate: DesignRate | None,
-    alpha: float,
+    options: JudgeOptions,
     level: float,
 ) -> tuple[str, ...]:
-    """A note naming the arms a design above α would have called significant."""
-    if not (rate and rate.above_alpha):
-        return ()
+    """A note naming the arms a design above α, or an uncalibrated correction, would have
+    called significant."""
     names = [arm for arm, p in zip(tests, p_adjusted, strict=True) if p < level]
     if not names:
         return ()
+    if not declares(options.correction):
+        return (uncalibrated_note(options.correction, names),)
+    if not (rate and rate.above_alpha):
+        return ()
     return (
-        f"at α = {alpha} these arms would be significant, but this design's measured rate is "
-        f"above α, so they are reported as nominal: {', '.join(names)}",
+        f"at α = {options.alpha} these arms would be significant, but this design's measured "
+        f"rate is above α, so they are reported as nominal: {', '.join(names)}",
+    )
+
+
+def uncalibrated_note(correction: str, names: Sequence[str]) -> str:
+    """Why arms significant under an uncalibrated correction are reported as nominal."""
+    return (
+        f"--correction {correction} is not calibrated by simulation (no level α′ holds its rate "
+        f"over the noise panel), so no arm is declared: these arms would be significant at α and "
+        f"are reported as nominal: {', '.join(names)}; use holm or dunnett for verdicts"
     )
 
 
@@ -569,7 +621,8 @@ def _outlier_notes(
         for arm, o in found
     )
     return (
-        f"heavy tail: seeds beyond {OUTLIER_MADS:g} robust σ (1.4826·MAD of the family) from "
+        f"heavy tail: seeds beyond {OUTLIER_MADS:g} robust σ (the family's median within-arm "
+        "difference of two seeds / 0.954) from "
         f"the rest: {seeds}; check those runs before trusting a verdict that rests on them",
     )
 

@@ -9,10 +9,11 @@ from dataclasses import replace
 
 from archaudit.formatting import interval as written_interval
 from archaudit.formatting import num
-from archaudit.names import Correction, Test
-from archaudit.stats.inference.corrections import ERROR_RATE_NAMES, FDR
-from archaudit.stats.judgement import Judgement
-from archaudit.stats.noise_panel import WIDEST_FACTOR
+from archaudit.names import Test
+from archaudit.stats.inference.corrections import ERROR_RATE_NAMES, FDR, UNCALIBRATED, declares
+from archaudit.stats.inference.family_test import TEST_NAMES
+from archaudit.stats.judgement import ArmVerdict, Judgement
+from archaudit.stats.noise_panel import COVERED_BASELINE, WIDEST_FACTOR
 from archaudit.stats.simulation.calibrate import CALIBRATED_TESTS
 from archaudit.stats.simulation.profile import BOUND_CONFIDENCE
 
@@ -22,8 +23,6 @@ REPEATED_INTERVAL = (
     "and df, or the 6σ bound for one seed, at its last look's O'Brien–Fleming boundary and Holm "
     "level): it excludes 0 exactly when that test crosses its boundary"
 )
-UNCALIBRATED = (Correction.BH, Correction.NONE)
-"""Corrections whose level is not calibrated by simulation."""
 
 
 def interval_kind(j: Judgement) -> str:
@@ -53,8 +52,22 @@ def header(j: Judgement) -> list[str]:
         lines.append(_level_text(j))
         lines.append(f"design's measured {name}: {rate.describe_rates()}{_holds_while(j)}")
         lines += [line for line in (rate.describe_candidates(),) if line]
-        lines.append(replace(rate, mdes=j.mdes).describe_mdes(j.sigma))
+        lines.append(_mde_text(j))
     return lines + assumptions(j)
+
+
+def _mde_text(j: Judgement) -> str:
+    """The design's MDE (the one number `plan` and `stats power` print for it, at α as this
+    family is judged), and this table's own where its profile lowered α′."""
+    rate = j.design
+    assert rate is not None
+    text = (
+        f"design's {rate.describe_mdes(j.sigma)} at α = {j.alpha:g} (as `plan` and `stats power`)"
+    )
+    own = dict(j.mdes)
+    if any(not math.isclose(own.get(n, mde), mde, rel_tol=1e-3) for n, mde in rate.mdes):
+        text += f"; at this table's own α′ {replace(rate, mdes=j.mdes).describe_mdes(j.sigma)}"
+    return text
 
 
 def _loop_header(j: Judgement) -> list[str]:
@@ -77,12 +90,33 @@ def _test_text(j: Judgement) -> str:
         return "z test, UNCALIBRATED paper mode (σ treated as exact)"
     if j.test == Test.POOLED_T:
         return f"pooled-t test (t with σ's {j.sigma_dof} df)"
-    dfs = [a.statistic_df for a in j.arms if a.n_seeds > 1 and math.isfinite(a.statistic_df)]
-    own = f"each arm's own Welch–Satterthwaite df ({num(min(dfs))}–{num(max(dfs))})" if dfs else ""
+    multi = [a for a in j.arms if a.n_seeds > 1 and math.isfinite(a.statistic_df)]
+    dfs = [a.statistic_df for a in multi]
+    own = f"each arm's own Welch–Satterthwaite df ({_span(dfs)})" if dfs else ""
+    if j.test == Test.WELCH:
+        return f"{TEST_NAMES[Test.WELCH]} test (calibrated: {_moderation(multi)}; {own})"
     single = f"single seeds: t with σ's {j.sigma_dof} df at the bound below" * (
         j.test == Test.ROBUST
     )
     return f"{j.test} test (calibrated: {'; '.join(t for t in (own, single) if t)})"
+
+
+def _span(values: list[float]) -> str:
+    low, high = min(values), max(values)
+    return num(low) if num(low) == num(high) else f"{num(low)}–{num(high)}"
+
+
+def _moderation(arms: list[ArmVerdict]) -> str:
+    """How much each side borrowed from the other groups' pooled σ²: the d₀ range."""
+    arm_d0 = [a.prior_df[0] for a in arms if math.isfinite(a.prior_df[0])]
+    base_d0 = [a.prior_df[1] for a in arms if math.isfinite(a.prior_df[1])]
+    parts = [f"arms' d₀ {_span(arm_d0)}"] if arm_d0 else []
+    parts += [f"baseline's d₀ {_span(base_d0)}"] if base_d0 else []
+    return (
+        "each side's variance moderated toward the other groups' pooled σ² with "
+        f"{', '.join(parts) or 'd₀ ≤ 2'} (≤ 2, less for a spread the prior makes improbable; "
+        "the baseline never below its own variance)"
+    )
 
 
 def _level_text(j: Judgement) -> str:
@@ -104,9 +138,19 @@ def _level_text(j: Judgement) -> str:
 def _holds_while(j: Judgement) -> str:
     if not j.calibrated or j.test == Test.POOLED_T or not math.isfinite(j.widest_ratio):
         return ""  # without a multi-seed arm nothing is declared: no bound is needed
-    if j.design_above_alpha:
-        return ""  # the clause is true only of a rate that holds
-    seen = f"observed here on the multi-seed arms: {j.widest_ratio:.1f}×"
+    rate = j.design
+    if j.design_above_alpha or not declares(j.correction) or rate is None:
+        return ""  # the clause is true only of a rate that holds, and BH / none hold none
+    worst = rate.panel_worst.fwer if rate.panel_worst else rate.fwer
+    if max(rate.fwer, worst) > j.alpha:
+        return ""  # within two s.e. of α is not ≤ α
+    seen = f"observed here: arms up to {j.widest_ratio:.1f}×"
+    if j.test == Test.WELCH and math.isfinite(j.baseline_ratio):
+        seen += f", baseline {j.baseline_ratio:.1f}× the rest"
+        return (
+            f" (≤ α while no arm is wider than {j.covered_factor:.3g}× σ and the baseline no "
+            f"wider than {COVERED_BASELINE:g}× the rest — {seen})"
+        )
     return f" (≤ α while no arm is wider than {j.covered_factor:.3g}× σ — {seen})"
 
 
@@ -126,7 +170,9 @@ def assumptions(j: Judgement) -> list[str]:
             f"({WIDEST_FACTOR:g}×) and the "
             f"{BOUND_CONFIDENCE:.0%} upper bound of the widest multi-seed arm's σ ratio "
             "(stats/simulation/profile.py); one seed cannot show its own spread, so below "
-            "that bound they are at most candidates"
+            "that bound they are at most candidates. That bound is an ASSUMPTION, not an "
+            "observation: a single seed wider than it makes its own test liberal, and the "
+            f"design's rate above is measured with single seeds up to {WIDEST_FACTOR:g}× σ"
         )
     if j.test == Test.POOLED_T:
         lines.append("ASSUMED by the user: every arm's seed σ equals the baseline's")

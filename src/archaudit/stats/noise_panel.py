@@ -31,6 +31,24 @@ PANEL = (
     "hetero:6:3",
 )
 """The robustness panel: heavy tails, skew, and one or three arms 3× or 6× as noisy."""
+BEYOND_PANEL = (
+    "profile:10:1",
+    "profile:20:1",
+    "profile:50:1",
+    "base:3",
+    "base:6",
+    "base:10",
+)
+"""Beyond the panel (issue 53): one multi-seed arm 10×, 20× or 50× as wide as the rest (a wild
+seed near an arm's stability edge), or the baseline alone 3×, 6× or 10× as wide (arms that
+stabilise training narrow their spread below the baseline's)."""
+COVERED_ARM = 50.0
+"""The widest multi-seed arm (× σ) `BEYOND_PANEL` calibrates a fixed design's α′ for."""
+COVERED_BASELINE = 10.0
+"""The widest baseline (× the arms' σ) `BEYOND_PANEL` calibrates a fixed design's α′ for."""
+CALIBRATION_PANEL = PANEL + BEYOND_PANEL
+"""The models a fixed design's level α′ is calibrated over (stats/simulation/calibrate.py) and
+its printed worst rate is measured over: the panel and beyond it."""
 WIDEST_FACTOR = 6.0
 """The panel's widest seed σ of an arm, in units of the pooled σ: the bound a single-seed arm
 must clear to be called more than a candidate (stats/inference/family_test.py)."""
@@ -48,10 +66,16 @@ class NoiseModel:
     factor: float = 1.0
     """hetero: the wide arms' seed σ over everyone else's."""
     wide_arms: int = 0
+    base_factor: float = 1.0
+    """base:F: the baseline's seed σ over everyone else's."""
 
     def draw(self, rng: np.random.Generator, size: tuple[int, ...]) -> np.ndarray:
         """Zero-mean, unit-variance draws of shape `size`."""
         return _DRAWS[self.kind](rng, size, self.shape)
+
+    def draw_baseline(self, rng: np.random.Generator, size: tuple[int, ...]) -> np.ndarray:
+        """The baseline's draws of shape `size`: unit variance, or σ × F under `base:F`."""
+        return self.draw(rng, size) * self.base_factor
 
     def arm_sigmas(self, arms: int) -> np.ndarray:
         """(arms,) each arm's seed σ (the last `wide_arms` are `factor` times as wide)."""
@@ -79,6 +103,8 @@ _DRAWS: dict[str, Callable[[np.random.Generator, tuple[int, ...], float], np.nda
     "t3": _t3,
     "lognormal": _lognormal,
     "hetero": _normal,
+    "profile": _normal,
+    "base": _normal,
 }
 MAX_SHAPE = 4.0
 """lognormal:S beyond this is not seed noise: at S = 4 one draw in a thousand lies 2·10⁵
@@ -94,6 +120,8 @@ FORMS = {
         f"hetero:F[:K] (K >= 1 arms, default 1, with seed σ × F, {FACTOR_RANGE[0]:g} <= F <= "
         f"{FACTOR_RANGE[1]:g}, e.g. hetero:6:3)"
     ),
+    "profile": "profile:F:K (like hetero:F:K, the wide arms among those with >= 2 seeds)",
+    "base": f"base:F (the baseline's seed σ × F, {FACTOR_RANGE[0]:g} <= F <= {FACTOR_RANGE[1]:g})",
 }
 
 
@@ -115,7 +143,21 @@ def _wide(spec: str, kind: str, numbers: list[float]) -> NoiseModel | None:
     return None
 
 
-_PARSERS = {"normal": _plain, "t3": _plain, "lognormal": _skewed, "hetero": _wide}
+def _wide_baseline(spec: str, kind: str, numbers: list[float]) -> NoiseModel | None:
+    low, high = FACTOR_RANGE
+    if len(numbers) == 1 and low <= numbers[0] <= high:
+        return NoiseModel(spec, kind, base_factor=numbers[0])
+    return None
+
+
+_PARSERS = {
+    "normal": _plain,
+    "t3": _plain,
+    "lognormal": _skewed,
+    "hetero": _wide,
+    "profile": _wide,
+    "base": _wide_baseline,
+}
 NORMAL = NoiseModel("normal", "normal")
 
 

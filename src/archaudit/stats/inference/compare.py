@@ -16,7 +16,12 @@ import numpy as np
 from archaudit.names import Test
 from archaudit.stats.inference.corrections import adjust_pvalues
 from archaudit.stats.inference.dunnett import dunnett_stepdown
-from archaudit.stats.inference.family_test import dunnett_statistics, standard_error, statistics
+from archaudit.stats.inference.family_test import (
+    dunnett_statistics,
+    prior_weights,
+    standard_error,
+    statistics,
+)
 from archaudit.stats.inference.noise import NoiseFloor
 from archaudit.stats.inference.significance import Welch, welch_test
 from archaudit.stats.noise_panel import WIDEST_FACTOR
@@ -51,6 +56,8 @@ class ArmTest:
     p_pooled: float
     """The pooled-σ t-test's p (the prediction-interval t for one seed): with the `robust`
     test, a single-seed arm that is significant by it alone is a candidate."""
+    prior_df: tuple[float, float] = (math.nan, math.nan)
+    """(arm's, baseline's) d₀ of the moderated Welch t (NaN for the other tests)."""
 
 
 def compare_arm(
@@ -92,6 +99,7 @@ def compare_arm(
         scale=float(scale),
         p=float(p),
         p_pooled=float(p_pooled),
+        prior_df=prior_weights(test, *args[:6]),
     )
 
 

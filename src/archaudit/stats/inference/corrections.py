@@ -23,6 +23,15 @@ ERROR_RATES = {"bh": FDR}
 discovery rate for BH, the family-wise error rate for the others (`none` controls nothing; its
 measured rate is still the family-wise one)."""
 ERROR_RATE_NAMES = {FDR: "false discovery rate", FWER: "family-wise error rate"}
+UNCALIBRATED = (Correction.BH, Correction.NONE)
+"""Corrections whose level is not calibrated by simulation: under them no arm is declared an
+improver or regressor (issue 53: BH printed improvers beside an FDR of 0.053, `none` a
+regressor beside its own "ABOVE α"); their verdicts are nominal, with a note naming the arms."""
+
+
+def declares(correction: str) -> bool:
+    """Whether verdicts under `correction` may be improver/regressor (not `UNCALIBRATED`)."""
+    return correction not in UNCALIBRATED
 
 
 def error_rate(correction: str) -> str:

@@ -7,10 +7,13 @@ One family, one test (docs/protocol.md, Statistics), chosen from the design:
 - `pooled-t`: t = Δ / (σ·√(1/n + 1/n₀)) with the noise floor's degrees of freedom, only when
   equal variance is declared (`--equal-variance`). For a single-seed arm this is the
   prediction-interval t, Δ / (σ·√(1 + 1/n₀)): the candidate test of the robust family.
-- `welch`: the moderated Welch t of the arm's seeds against the baseline's, when every arm has
-  >= 2 seeds: each side's seed variance is shrunk toward the pooled σ² with `PRIOR_DF` prior
-  degrees of freedom (limma's moderated variance, Smyth 2004) before Welch's SE and df; a wide
-  arm still enters with its own spread, a 2-seed arm's one-df variance no longer decides alone.
+- `welch`: the protected moderated Welch t of the arm's seeds against the baseline's, when
+  every arm has >= 2 seeds: each side's seed variance is moderated toward the *other* groups'
+  pooled σ² (a leave-one-out prior, so a wide arm does not set its own) with up to `PRIOR_DF`
+  prior degrees of freedom (limma's moderated variance, Smyth 2004), fewer when the side's own
+  spread is improbable under that prior (Phipson et al. 2016's robust empirical Bayes: a
+  hypervariable arm keeps its own variance); the baseline, which every comparison shares, is
+  never moderated below its own variance. Then Welch's SE and df on the moderated variances.
 - `robust` (the default when an arm has one seed): plain Welch for every arm with >= 2 seeds. A
   single-seed arm cannot show its own spread, so it is tested as if its seed σ were F times the
   pooled σ: t = Δ / (σ·√(F² + 1/n₀)) with σ's df, F the larger of the panel's widest (6) and the
@@ -34,10 +37,11 @@ The statistics work elementwise on numpy arrays, so `judge` (one audit) and `sim
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.special import ndtr, stdtr, stdtrit
+from scipy.special import fdtrc, ndtr, stdtr, stdtrit
 
 from archaudit.names import Reference, Test
 from archaudit.stats.inference.significance import welch_df
@@ -55,7 +59,13 @@ pooled σ² (limma's moderated t, Smyth 2004, Stat. Appl. Genet. Mol. Biol. 3:3)
 simulation over the noise panel (benchmarks/power_candidates.py): at each design's calibrated
 level, d₀ = 2 detects 8.1σ in 2 arms × 2 seeds (plain Welch 18.1σ), 7.3σ in 19 × 2 (48.2σ),
 4.7σ in 19 × 3 (10.4σ); d₀ = 1, 4, ∞ (the pooled t) and limma's own estimate of d₀ do worse
-somewhere."""
+somewhere. It is the most a group gets: `prior_weight` lowers it for a group whose spread the
+prior makes improbable."""
+ROBUST_TAIL = 0.2
+"""Below this F-tail probability of a group's spread under its prior, its d₀ falls in
+proportion (`prior_weight`). Chosen by simulation over the panel and beyond it: 0.5 cost
+2 × 2 / 19 × 2 / 19 × 3 10.8 / 12.7 / 7.3σ at their α′, 0.2 11.2 / 11.2 / 5.5σ, 0.1
+11.9 / 10.4 / 5.0σ."""
 
 
 def choose_test(
@@ -121,26 +131,88 @@ def plain_welch(
         return np.sqrt(se_arm + se_base), welch_df(se_arm, se_base, n_arm, n_base)
 
 
-def moderated(var: Values, df: Values, sigma: Values) -> np.ndarray:
-    """A group's seed variance with `df` degrees of freedom shrunk toward σ²:
-    (d₀·σ² + df·s²)/(d₀ + df), d₀ = `PRIOR_DF` (Smyth 2004)."""
-    prior = np.square(np.asarray(sigma, dtype=float))
-    return (PRIOR_DF * prior + np.multiply(df, var)) / (PRIOR_DF + np.asarray(df, dtype=float))
+def leave_one_out(var: Values, df: Values, sigma: Values, dof: Values) -> tuple[Values, Values]:
+    """(prior σ², its df) of one group with seed variance `var` on `df` df: the pooled σ² of
+    every *other* group, (ν·σ̂² − df·s²)/(ν − df), so that a wide group does not set its own
+    prior (it is part of σ̂, and at 19 × 2 one 20× arm is most of it)."""
+    rest = np.maximum(np.asarray(dof, dtype=float) - df, 1.0)
+    pooled = np.square(np.asarray(sigma, dtype=float)) * np.asarray(dof, dtype=float)
+    with np.errstate(invalid="ignore"):
+        prior = np.maximum(pooled - np.multiply(df, var), 0.0) / rest
+    return prior, rest
+
+
+def prior_weight(var: Values, df: Values, prior: Values, prior_df: Values) -> np.ndarray:
+    """d₀ of one group: `PRIOR_DF`, falling linearly to 0 as the F-tail probability of its
+    spread under the prior, P(F(df, prior df) >= s²/prior), falls below `ROBUST_TAIL` (a
+    group whose own spread the prior makes improbable keeps its own variance: Phipson et al.
+    2016's robust empirical Bayes, by a weight rather than a mixture)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tail = fdtrc(df, prior_df, np.divide(var, prior))
+    return PRIOR_DF * np.minimum(1.0, np.nan_to_num(tail, nan=0.0) / ROBUST_TAIL)
+
+
+def protected(var: Values, df: Values, sigma: Values, dof: Values) -> tuple[np.ndarray, np.ndarray]:
+    """(moderated variance, its prior weight d₀) of one group with seed variance `var` on `df`
+    df: (d₀·s₀² + df·s²)/(d₀ + df), s₀² the other groups' pooled σ² (`leave_one_out`) and d₀
+    its own (`prior_weight`)."""
+    prior, rest = leave_one_out(var, df, sigma, dof)
+    weight = prior_weight(var, df, prior, rest)
+    return (weight * prior + np.multiply(df, var)) / (weight + np.asarray(df, dtype=float)), weight
+
+
+def moderated_parts(
+    n_arm: Values, n_base: int, sigma: Values, dof: Values, arm_var: Values, base_var: Values
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(arm's squared SE, baseline's squared SE, arm's d₀, baseline's d₀) of the protected
+    moderated Welch t. The baseline, which every comparison shares, is never moderated below
+    its own variance (max(own, moderated)); its prior still lends it d₀ degrees of freedom.
+    Chosen by simulation (benchmarks/design_grid.py, docs/verdicts.md): keeping the baseline's
+    d₀ where its own variance is kept cost nothing in α′ and gave 19 × 3 5.5σ (6.9σ without)."""
+    n = np.asarray(n_arm, dtype=float)
+    var_arm, d_arm = protected(arm_var, n - 1, sigma, dof)
+    var_base, d_base = protected(base_var, n_base - 1, sigma, dof)
+    return var_arm / n, np.maximum(var_base, base_var) / n_base, d_arm, d_base
 
 
 def moderated_welch(
     n_arm: Values, n_base: int, sigma: Values, dof: int, arm_var: Values, base_var: Values
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(SE, df) of the moderated Welch t: each side's variance moderated toward σ², the
-    Welch–Satterthwaite df with nᵢ − 1 + d₀ df per side, at most σ's `dof`."""
-    n = np.asarray(n_arm, dtype=float)
-    se_arm = moderated(arm_var, n - 1, sigma) / n
-    se_base = moderated(base_var, n_base - 1, sigma) / n_base
-    df_arm = np.minimum(n - 1 + PRIOR_DF, dof)
-    df_base = np.minimum(n_base - 1 + PRIOR_DF, dof)
+    """(SE, df) of the protected moderated Welch t (`moderated_parts`): the
+    Welch–Satterthwaite df with nᵢ − 1 + d₀ᵢ df per side, at most σ's `dof`."""
+    se_arm, se_base, d_arm, d_base = moderated_parts(n_arm, n_base, sigma, dof, arm_var, base_var)
+    df_arm = np.minimum(np.asarray(n_arm, dtype=float) - 1 + d_arm, dof)
+    df_base = np.minimum(n_base - 1 + d_base, dof)
     with np.errstate(divide="ignore", invalid="ignore"):
         df = welch_df(se_arm, se_base, df_arm + 1, df_base + 1)
     return np.sqrt(se_arm + se_base), df
+
+
+def prior_weights(
+    test: str,
+    n_arm: Values,
+    n_base: int,
+    sigma: Values,
+    dof: int,
+    arm_var: Values | None,
+    base_var: Values | None,
+) -> tuple[float, float]:
+    """(arm's d₀, baseline's d₀) of the moderated Welch t (`moderated_parts`); NaN for the
+    other tests, which moderate nothing."""
+    if test != Test.WELCH or arm_var is None or base_var is None:
+        return math.nan, math.nan
+    _, _, d_arm, d_base = moderated_parts(n_arm, n_base, sigma, dof, arm_var, base_var)
+    return float(d_arm), float(d_base)
+
+
+TEST_NAMES = {
+    Test.WELCH: "moderated Welch t",
+    Test.ROBUST: "Welch t (single seeds: t at the single-seed bound)",
+    Test.POOLED_T: "pooled t",
+    Test.Z: "z",
+    Test.SEQUENTIAL: "the sequential loop's last Welch t at its O'Brien–Fleming boundary",
+}
+"""What each family test is called where a verdict says which test decided it."""
 
 
 def statistics(

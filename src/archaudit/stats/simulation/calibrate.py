@@ -33,7 +33,7 @@ from functools import lru_cache
 import numpy as np
 
 from archaudit.names import Test
-from archaudit.stats.noise_panel import NORMAL, PANEL, parse_one
+from archaudit.stats.noise_panel import CALIBRATION_PANEL, NORMAL, parse_one
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.disk_cache import cached, in_range
 from archaudit.stats.simulation.null_kernel import MIN_AUDITS, affordable, simulate_outcomes
@@ -44,7 +44,8 @@ CALIBRATION_AUDITS = 4000
 (`calibration_audits`)."""
 CALIBRATION_SEED = 1
 """Not the design rate's seed 0: the rate printed beside a level is measured on fresh draws."""
-CALIBRATION_VERSION = 3
+CALIBRATION_VERSION = 4
+"""4: the protected moderated Welch t and the panel beyond (issue 53)."""
 CALIBRATED_TESTS = (Test.WELCH, Test.ROBUST)
 
 
@@ -113,7 +114,9 @@ def design_level(design: AuditDesign, profile: Profile = NO_PROFILE) -> float:
     audits = affordable(design, calibration_audits(design.alpha))
     if not calibrated(design):
         return design.alpha
-    models = [parse_one(name) for name in PANEL] if profile.arms == 0 else [profile.model()]
+    models = (
+        [parse_one(name) for name in CALIBRATION_PANEL] if profile.arms == 0 else [profile.model()]
+    )
     fields = {
         "design": design.to_dict(),
         "models": [m.spec for m in models],

@@ -130,7 +130,7 @@ def _chunk(
     candidates: bool,
 ) -> Outcomes:
     effect, effect_arms = planted
-    base = noise.draw(rng, (audits, design.baseline_seeds))
+    base = noise.draw_baseline(rng, (audits, design.baseline_seeds))
     anchors = [noise.draw(rng, (audits, n)) for n in design.anchor_seeds]
     sigmas = arm_sigmas(design, noise, effect_arms)
     shift = np.zeros(design.m)

@@ -60,6 +60,8 @@ class FamilyPower(JsonResult):
     cheapest: str
     """The cheapest design with MDE ≤ `USABLE_MDE` ("" when this one already is)."""
     loop_seeds: int = LOOP_SEEDS
+    primaries: int = 1
+    """The primary metrics α is split over (each family is judged at α / `primaries`)."""
 
     def lines(self) -> list[str]:
         parts = []
@@ -68,8 +70,15 @@ class FamilyPower(JsonResult):
             value = f"{num(mde)} σ{units}" if math.isfinite(mde) else "none (candidates only)"
             parts.append(f"{value} ({seeds} seed{'s' * (seeds > 1)})")
         loop_units = f" = {num(self.loop_mde * self.sigma)}" if self.sigma else ""
+        alpha = self.design.alpha
+        split = (
+            f" (α = {num(alpha * self.primaries)} split over {self.primaries} primary metrics)"
+            if self.primaries > 1
+            else ""
+        )
         lines = [
-            f"{self.scale}: MDE at 80% power {', '.join(parts)}; sequential --until-settled "
+            f"{self.scale}: MDE at 80% power, α = {num(alpha)}{split}: {', '.join(parts)}; "
+            "sequential --until-settled "
             f"≤ {self.loop_seeds} seeds: MDE {num(self.loop_mde)} σ{loop_units}, about "
             f"{self.loop_runs:.0f} runs expected"
         ]
@@ -88,6 +97,7 @@ def family_power(
     sigma: float | None = None,
     alpha: float = 0.05,
     loop_seeds: int = LOOP_SEEDS,
+    primaries: int = 1,
 ) -> FamilyPower:
     """The power lines of one planned family (arms with `arm_seeds` seeds, Holm at `alpha`,
     the audit's α split over its primary metrics), each MDE at its design's calibrated α′, and
@@ -105,6 +115,7 @@ def family_power(
         loop_runs=loop_runs,
         cheapest="" if usable else cheapest(design.m, loop_mde, loop_runs, alpha, loop_seeds),
         loop_seeds=loop_seeds,
+        primaries=primaries,
     )
 
 

@@ -12,8 +12,9 @@ when seeds are normal with a common σ: an arm is declared an improver/regressor
   seed σ bounded at the noise panel's widest) while Δ still spreads as √(1 + 1/n_b)·σ;
 - z (paper mode): |Δ| >= max(c, 2)·σ̂, c the two-sided normal quantile;
 - moderated Welch (every arm with several seeds): |Δ| >= max(t(ν̂)·SE, 2·σ̂),
-  SE² = s̃_a²/n_a + s̃_b²/n_b with each side's variance moderated toward σ̂²
-  (family_test.moderated_welch), ν̂ the Welch–Satterthwaite df on the moderated df;
+  SE² = s̃_a²/n_a + s̃_b²/n_b with each side's variance moderated toward the other groups'
+  pooled σ̂² with its own prior weight (family_test.moderated_welch, the same function), ν̂ the
+  Welch–Satterthwaite df on the moderated df;
 - plain Welch (a multi-seed arm of a `robust` family): |Δ| >= max(t(ν̂)·SE, 2·s_b),
   SE² = s_a²/n_a + s_b²/n_b, s_b the baseline's own seed SD;
 
@@ -40,7 +41,7 @@ from archaudit.errors import ConfigError
 from archaudit.names import Test
 from archaudit.stats.inference.corrections import per_test_alpha
 from archaudit.stats.inference.distributions import chi_square_quadrature, solve_increasing
-from archaudit.stats.inference.family_test import PRIOR_DF, choose_test, moderated
+from archaudit.stats.inference.family_test import choose_test, moderated_welch
 from archaudit.stats.inference.significance import welch_df
 from archaudit.stats.noise_panel import WIDEST_FACTOR
 from archaudit.stats.options import DEFAULT, JudgeOptions, check_test
@@ -190,12 +191,9 @@ def _moderated_welch_thresholds(design: Design) -> tuple[np.ndarray, np.ndarray]
     q_r, w_r = chi_square_quadrature(rest, _QUADRATURE) if rest else (np.ones(1), np.ones(1))
     ss_a, ss_b = (n_a - 1) * q_a[:, None, None], (n_b - 1) * q_b[None, :, None]
     sigma2 = (ss_a + ss_b + rest * q_r[None, None, :]) / dof
-    var_a = moderated(ss_a / (n_a - 1), n_a - 1, np.sqrt(sigma2)) / n_a
-    var_b = moderated(ss_b / (n_b - 1), n_b - 1, np.sqrt(sigma2)) / n_b
-    df_a, df_b = min(n_a - 1 + PRIOR_DF, dof), min(n_b - 1 + PRIOR_DF, dof)
-    df = welch_df(var_a, var_b, df_a + 1, df_b + 1)
-    t_critical = _welch_critical(design.level, min(df_a, df_b), df_a + df_b)
-    threshold = np.maximum(t_critical(df) * np.sqrt(var_a + var_b), NOISE_SIGMAS * np.sqrt(sigma2))
+    se, df = moderated_welch(n_a, n_b, np.sqrt(sigma2), dof, ss_a / (n_a - 1), ss_b / (n_b - 1))
+    t_critical = _welch_critical(design.level, min(n_a, n_b) - 1, 2 * dof)
+    threshold = np.maximum(t_critical(df) * se, NOISE_SIGMAS * np.sqrt(sigma2))
     return _frozen(threshold, w_a[:, None, None] * w_b[None, :, None] * w_r[None, None, :])
 
 

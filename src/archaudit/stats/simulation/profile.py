@@ -106,7 +106,9 @@ def profile_levels(
     """(B,) each audit's own level from its (B, m) ratio bounds: `base` (the panel's), lowered
     to `level_of(profile)` for the profile its bounds show. Welch's size is not monotone in the
     variance ratio (worst near 10×, exact again far out), so a profile whose widest bound is F
-    is covered by every grid factor from 12 up to F. Used by the fixed designs' α′
+    is covered by every grid factor from 12 up to F; and by one wide arm as well as its count
+    (issue 53: a 2-seed bound is so loose that 8–13 calm arms pass 6× beside one truly wide
+    arm, and many wide arms are a milder model than one). Used by the fixed designs' α′
     (calibrate.audit_levels) and the sequential loop's level (sequential.look_levels)."""
     factors, counts = profiles(bounds)
     levels = np.full(len(bounds), base)
@@ -115,6 +117,6 @@ def profile_levels(
     for factor, count in sorted(shown):
         rows = (factors == factor) & (counts == count)
         below = [f for f in profile_factors() if f <= factor]
-        level = min(level_of(Profile(f, count)) for f in below)
+        level = min(level_of(Profile(f, k)) for f in below for k in sorted({1, count}))
         levels[rows] = np.minimum(levels[rows], level)
     return levels

@@ -626,7 +626,7 @@ def _draw_sequential(
     """(B, baseline_seeds) baseline and (B, arms, seeds) arm values with `effects` planted on the
     first arms; `hetero`'s wide arms are the first null ones."""
     rng = np.random.default_rng(seed)
-    baseline = noise.draw(rng, (audits, baseline_seeds))
+    baseline = noise.draw_baseline(rng, (audits, baseline_seeds))
     values = noise.draw(rng, (audits, arms, seeds))
     shift = np.zeros(arms)
     shift[: len(effects)] = effects
