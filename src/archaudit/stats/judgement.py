@@ -261,8 +261,7 @@ def judge(table: TableLike, metric: str, options: JudgeOptions = DEFAULT) -> Jud
     """
     table = load_table(table)
     signal = check_signal(table)  # tasks at chance or constant leave downstream_avg
-    if metric == AVERAGE and metric in table.metrics and metric not in signal.table.metrics:
-        raise signal.missing_average()
+    signal.check_kept(metric, table.metrics)
     table = signal.table
     family = collect_family(table, metric, options)
     tests = {s.arm: family.compare(s.values) for s in family.tested}
