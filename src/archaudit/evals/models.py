@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from archaudit.errors import ArchauditError, DataError
+from archaudit.errors import ArchauditError, DataError, did_you_mean_path
 from archaudit.evals.hf_config import check_hf_config
 from archaudit.evals.scoring import ContextCache, ScoringModel
 from archaudit.registry import Registry
@@ -358,7 +358,8 @@ def load_scoring_model(
         path, kind = Path(model), ""
     if not path.exists():
         raise DataError(
-            f"model {str(path)!r} does not exist; pass a run or checkpoint directory, "
+            f"model {str(path)!r} does not exist{did_you_mean_path(path)}; pass a run or "
+            "checkpoint directory, "
             "a Hugging Face model directory or a .gguf file"
         )
     if not kind:
