@@ -14,6 +14,11 @@ acc_norm's verdict) must be identical per item. Needs the `hf` and `lmeval` extr
 ../shared/data; writes benchmarks/eval_speed.json.
 
     nice -n 10 python benchmarks/eval_speed.py [--run RUN] [--tasks arc_easy,piqa] [--limit 60]
+    nice -n 10 python benchmarks/eval_speed.py --held-out --run RUN [--limit 40]
+
+`--held-out` (issue 57): the run and its export, both scored by archaudit, against lm-eval's
+`hf` on the export, on PIQA and TruthfulQA items no test reads; two rounds alternating, CPU
+ratio (benchmarks/eval_speed_held_out.py, writes eval_speed-held-out.json).
 
 `--float64` runs both sides in float64 (written to `--out`, e.g. eval_speed-float64.json): the
 log-likelihoods then differ by what the two implementations compute differently, not by float32
@@ -170,13 +175,32 @@ def main() -> None:
         help="both sides in float64: log-likelihoods compared "
         "without float32's rounding of sums over long continuations (timings not comparable)",
     )
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--held-out",
+        action="store_true",
+        help="with --run: the run, its export (both archaudit) and lm-eval hf on the export, "
+        "on PIQA and TruthfulQA MC1 items no test reads (benchmarks/eval_speed_held_out.py)",
+    )
+    parser.add_argument("--piqa-from", type=int, default=200, help="--held-out: first PIQA item")
+    parser.add_argument("--tqa-from", type=int, default=100, help="--held-out: first question")
+    parser.add_argument("--data", type=Path, default=DATA, help="the shared data root")
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
 
     from lm_eval.models.huggingface import HFLM
 
     logging.getLogger("lm_eval").setLevel(logging.ERROR)
     torch.set_num_threads(args.threads)
+    if args.held_out:
+        from eval_speed_held_out import bench_held_out
+
+        if args.run is None:
+            parser.error("--held-out scores a run and its export: pass --run RUN")
+        out = args.out or OUT.with_name("eval_speed-held-out.json")
+        out.write_text(json.dumps(bench_held_out(args, args.data, load_avg), indent=1) + "\n")
+        print(f"wrote {out}")
+        return
+    args.out = args.out or OUT
     if args.run is None:
         model = load_scoring_model(args.model)
         if args.float64:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from pathlib import Path
 
 
 class ArchauditError(Exception):
@@ -33,6 +34,20 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
         return f" (did you mean {close[0]!r}?)"
     shown = ", ".join(options[:12]) + (", ..." if len(options) > 12 else "")
     return f" (allowed: {shown})"
+
+
+def did_you_mean_path(path: str | Path) -> str:
+    """' (did you mean 'runs/small_audit'?)' for a missing `path` whose folder holds an entry
+    of a close name (`my_audt.toml` → `my_audit.toml`), else ''. Every command that takes an
+    audit file, an audit folder or a table says it the same way."""
+    path = Path(path)
+    folder = path.parent
+    try:
+        names = sorted(entry.name for entry in folder.iterdir())
+    except OSError:  # the folder is missing too, or unreadable
+        return ""
+    close = difflib.get_close_matches(path.name, names, n=1, cutoff=0.6)
+    return f" (did you mean {str(folder / close[0])!r}?)" if close else ""
 
 
 def os_error_line(err: OSError) -> str:

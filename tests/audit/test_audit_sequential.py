@@ -135,7 +135,10 @@ def test_each_round_says_what_it_runs_before_the_total_grows(write_audit, fake_t
     for k, (r, (index, bound, n, arms, runs)) in enumerate(zip(rounds, later, strict=True), 2):
         total += len(r.added)
         assert (int(index), int(n), int(runs)) == (k, len(r.added), total)
-        assert arms.split(", ") == list(dict.fromkeys(a.arm for a in r.added))
+        named = list(dict.fromkeys(a.arm for a in r.added))
+        others = ", ".join(a for a in named if a != "baseline")
+        base = "the baseline" if "baseline" in named else ""
+        assert arms == (f"{others} and {base}" if others and base else others or base)
         assert k <= int(bound) == int(first[0][0])
 
 
@@ -488,3 +491,21 @@ def test_bh_and_none_on_a_sequential_folder_declare_nothing(write_audit, monkeyp
     document = CliRunner().invoke(app, [*command, "--json"])
     verdicts = {a["arm"]: a["verdict"] for a in json.loads(document.stdout)["arms"]}
     assert verdicts["post_ln"] == "nominal-regressor"
+
+
+def test_a_round_line_gives_the_baseline_no_verdict():
+    """Issue 57: the round line said the baseline's "verdicts are still open"; a baseline has
+    no verdict: its seed is named apart, for the arms' noise floor."""
+    from archaudit.audit.sequential import round_line
+
+    def line(*arms: str) -> str:
+        added = tuple(AddedSeed(arm, "s", 2, "why") for arm in arms)
+        rounds = [Round(1, {}, ()), Round(2, {}, added)]
+        return round_line(rounds, {"a/s": 2}, 4, 6, 9, baselines={"baseline"})
+
+    assert line("baseline", "a", "b") == (
+        "round 3 of ≤ 3: 3 more runs for a, b and the baseline (the audit now has 9 runs: the "
+        "arms' verdicts are still open; a baseline seed narrows the open arms' noise floor)"
+    )
+    assert line("a").endswith("for a (the audit now has 9 runs: the arms' verdicts are still open)")
+    assert "verdicts" not in line("baseline") and "for the baseline (" in line("baseline")

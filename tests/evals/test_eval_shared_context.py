@@ -171,3 +171,73 @@ def test_every_modification_scores_as_in_full_or_falls_back(
     if not model.model.supports_kv_cache():
         assert model.context_cache() is None
     assert _agree(model, monkeypatch) <= TOLERANCE
+
+
+HF_CLASSES = {
+    "LlamaForCausalLM": {},
+    "Qwen3ForCausalLM": {"head_dim": 8},  # per-head RMSNorm on q and k
+    "SmolLM3ForCausalLM": {"no_rope_layers": [1, 0], "layer_types":
+                           ["sliding_attention", "full_attention"], "sliding_window": 12,
+                           "use_sliding_window": True},  # fmt: skip
+    "MixtralForCausalLM": {"num_local_experts": 4, "num_experts_per_tok": 2},
+}
+"""Stock classes `export hf` writes (a window, NoPE layers, q/k norms, experts), tiny."""
+FLOAT32_ONLY = {"MixtralForCausalLM"}  # transformers' CPU experts (`_grouped_mm`) refuse float64
+
+
+def _hf_model(architecture: str) -> ScoringModel:
+    """A tiny random `architecture` with peaked logits, float64 where the class runs it."""
+    transformers = pytest.importorskip("transformers")
+    from eval_helpers import ByteHFTokenizer
+
+    from archaudit.evals import HFCausalLM
+
+    torch.manual_seed(0)
+    config = getattr(transformers, architecture.replace("ForCausalLM", "Config"))(
+        vocab_size=258, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+        bos_token_id=256, eos_token_id=257, pad_token_id=None,
+        **HF_CLASSES[architecture],
+    )  # fmt: skip
+    network = getattr(transformers, architecture)(config)
+    if architecture not in FLOAT32_ONLY:
+        network = network.double()
+    for parameter in network.parameters():  # peaked logits: greedy ties cannot decide
+        parameter.data.normal_(0.0, 0.3)
+    return HFCausalLM(network, ByteHFTokenizer(), name=architecture)
+
+
+@pytest.mark.parametrize("architecture", sorted(HF_CLASSES))
+def test_an_hf_model_scores_from_shared_contexts_as_in_full(
+    architecture: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 57: an HF model (an export) scores the choices of a question from one pass of
+    transformers' KV cache over their context; the log-likelihoods are those of the path
+    without it, to 1e-5 in float64 (1e-4 in float32 where the class runs nothing else), and
+    the cache runs once per group of inputs, not once per input."""
+    model = _hf_model(architecture)
+    calls = _count_cache_calls(model, monkeypatch)
+    score_tokens(model, _choice_pairs(model), show_progress=False, batch_size=5)
+    assert calls and sum(rows for _, rows in calls) < 16
+    monkeypatch.undo()
+    assert _agree(model, monkeypatch) <= (1e-4 if architecture in FLOAT32_ONLY else TOLERANCE)
+
+
+def test_a_windowed_hf_model_scores_what_its_own_forward_computes() -> None:
+    """A tree's 4D mask replaced SmolLM3's sliding window (every layer saw the whole row):
+    choices sharing a prefix scored 1.14 nats off the model's own forward of each input.
+    A windowed model is scored without trees; with or without the shared cache it computes
+    what its forward over each input alone computes."""
+    model = _hf_model("SmolLM3ForCausalLM")
+    assert not model.tree_attention
+    pairs = _choice_pairs(model)
+    network = model.model  # type: ignore[attr-defined]
+    for scored in (True, False):
+        scores = score_tokens(model, pairs, show_progress=False, shared_context=scored)
+        for (context, continuation), score in zip(pairs, scores, strict=True):
+            ids = torch.tensor([context + continuation])
+            with torch.no_grad():
+                logp = network(input_ids=ids).logits[0].log_softmax(-1)
+            start = len(context) - 1
+            reference = sum(float(logp[start + j, t]) for j, t in enumerate(continuation))
+            assert abs(score.logprob - reference) <= TOLERANCE

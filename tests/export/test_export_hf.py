@@ -200,3 +200,36 @@ def test_a_failed_logit_check_leaves_nothing(tmp_path: Path, monkeypatch) -> Non
     with pytest.raises(ArchauditError, match="nothing was written"):
         export_hf(run, tmp_path / "hf")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["baseline"]
+
+
+@pytest.mark.parametrize("arm", ["qwen_moe", "mixtral_moe"])
+def test_experts_of_an_odd_width_export_and_compute_the_runs_logits(
+    arm: str, tmp_path: Path
+) -> None:
+    """Issue 57: qwen_moe at d_model 64 has experts 59 units wide; transformers' CPU MoE path
+    (`torch._grouped_mm`) refused the export ("strides should be multiple of 16 bytes"). The
+    export pads the experts with zero units, which compute nothing."""
+    from dataclasses import replace
+
+    from archaudit.export import export_hf
+    from archaudit.export.stock import EXPERT_ALIGN
+    from archaudit.model.load import load_model
+    from archaudit.train import train
+
+    cfg = resolve_arm(arm).apply(replace(TINY, n_layers=2))
+    cfg = replace(cfg, moe=replace(cfg.moe, expert_hidden=59))
+    run = tmp_path / arm
+    assert train(trained_model(cfg, STEPS), STEPS, run, seed=0).status == "ok"
+    export_hf(run, tmp_path / "hf")
+    config = json.loads((tmp_path / "hf" / "config.json").read_text())
+    width = config.get("moe_intermediate_size", config.get("intermediate_size"))
+    assert width % EXPERT_ALIGN == 0 and 59 < width < 59 + EXPERT_ALIGN
+    loaded = transformers.AutoModelForCausalLM.from_pretrained(
+        tmp_path / "hf", dtype=torch.float32, local_files_only=True
+    )
+    ours, _ = load_model(run)
+    ids = torch.randint(0, 256, (3, 32), generator=torch.Generator().manual_seed(7))
+    with torch.no_grad():
+        diff = (ours(ids) - loaded(input_ids=ids).logits).abs().max().item()
+    assert diff <= 1e-4
+    assert ours(ids).abs().max().item() > 1e-2

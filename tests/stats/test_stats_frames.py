@@ -184,3 +184,22 @@ def test_parquet_columns_are_typed_as_in_the_csv_also_when_empty(tmp_path: Path)
         back = pd.read_parquet(path)
         assert {c: str(t) for c, t in back.dtypes.items() if c in dtypes} == dtypes
         pd.testing.assert_frame_equal(load(tmp_path / f"{name}.csv").to_frame(), back)
+
+
+def test_a_judgements_frame_is_typed_and_round_trips_through_parquet(tmp_path: Path) -> None:
+    """Issue 57: `to_frame()` kept 11 object columns (a field None in every arm: family,
+    diverged_step, loop, at_target, paper_verdict, stopped) and six list columns came back from
+    Parquet as numpy arrays. Now only the list columns are objects, each cell a list, and
+    to_frame → Parquet → `read_parquet` is equal."""
+    pytest.importorskip("pyarrow")
+    from archaudit.stats.frames import read_parquet, write_parquet
+
+    frame = judge(_frame(), "val_loss", JudgeOptions(scale="s")).to_frame()
+    objects = [c for c in frame.columns if frame[c].dtype == object]
+    assert objects == ["interval", "grade_missing", "owed", "outliers", "seed_deltas", "caveats"]
+    assert all(isinstance(v, list) for c in objects for v in frame[c])
+    assert str(frame["diverged_step"].dtype) == "Int64" and "loop.seeds" in frame.columns
+    assert str(frame["paper_verdict"].dtype) == "string"
+    back = read_parquet(write_parquet(frame, tmp_path / "judgement.parquet"))
+    assert frame.equals(back)
+    assert back["interval"].iloc[0] == frame["interval"].iloc[0]

@@ -119,3 +119,21 @@ def test_an_arm_whose_downstream_sits_at_the_floor_is_not_graded_a():
     grades = {arm.arm: (arm.grade, arm.grade_missing) for arm in judged.arms}
     assert grades["qk_norm"] == ("B", ("downstream evaluation",))
     assert grades["sigmoid_attn"] == ("A", ())
+
+
+def test_judging_a_task_metric_at_chance_names_it_as_such():
+    """Issue 57: `stats --metric piqa_ho/acc` on an import whose task is at chance said the
+    metric "is not in the table … (allowed: )" although its rows are there."""
+    table = _audit(recall_at_chance=True)
+    with pytest.raises(TableError) as err:
+        judge(table, "recall/score", JudgeOptions(scale="s"))
+    message = str(err.value)
+    assert "'recall/score' is at chance or constant" in message
+    assert "at chance or at the floor in every run" in message
+    assert "judge recall/bpb" in message and "\n" not in message
+
+
+def test_judging_a_constant_task_metric_names_the_constant():
+    table = _audit(recall_at_chance=False, agreement=0.43)
+    with pytest.raises(TableError, match=r"'agreement/score' is at chance or constant.*0\.43"):
+        judge(table, "agreement/score", JudgeOptions(scale="s"))

@@ -23,7 +23,7 @@ import math
 import os
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -422,7 +422,8 @@ def _rounds(
     while True:
         rounds = read_rounds(plan.audit_dir)
         current = extend_plan(plan, rounds)
-        log(round_line(rounds, first, rule.max_seeds, len(plan.runs), len(current.runs)))
+        baselines = {run.baseline for run in plan.runs}
+        log(round_line(rounds, first, rule.max_seeds, len(plan.runs), len(current.runs), baselines))
         outcome = run_audit(
             current,
             executor=executor,
@@ -457,22 +458,39 @@ def _rounds(
 
 
 def round_line(
-    rounds: Sequence[Round], first: dict[str, int], max_seeds: int, planned: int, runs: int
+    rounds: Sequence[Round],
+    first: dict[str, int],
+    max_seeds: int,
+    planned: int,
+    runs: int,
+    baselines: Collection[str] = (),
 ) -> str:
-    """What the round about to run is, e.g. "round 2 of ≤ 3: 4 runs for qk_norm, softpick (the
-    audit now has 18 runs: their verdicts are still open)": the run count a progress line shows
-    grows only after a line that says why. Rounds are at most one per seed an arm can still
-    get (each round adds at most one seed to an arm)."""
+    """What the round about to run is, e.g. "round 2 of ≤ 3: 5 runs for qk_norm, softpick and
+    the baseline (the audit now has 19 runs: the arms' verdicts are still open; a baseline seed
+    narrows the open arms' noise floor)": the run count a progress line shows grows only after a line
+    that says why. A baseline (one of `baselines`) has no verdict: its seeds are named apart.
+    Rounds are at most one per seed an arm can still get (each round adds at most one seed to
+    an arm)."""
     fewest = min(first.values(), default=max_seeds)  # an arm's (a baseline has more)
     bound = max(1 + max(0, max_seeds - fewest), len(rounds) + 1)
     if not rounds:
         return f"round 1 of ≤ {bound}: the {planned} planned runs"
     added = rounds[-1].added
-    names = ", ".join(dict.fromkeys(a.arm for a in added))
+    named = list(dict.fromkeys(a.arm for a in added))
+    arms = [a for a in named if a not in baselines]
+    bases = [a for a in named if a in baselines]
+    whom = ", ".join(arms) + (f" and {_the_baselines(bases)}" if arms and bases else "")
+    why = "the arms' verdicts are still open" if arms else ""
+    if bases:
+        why += ("; " if why else "") + "a baseline seed narrows the open arms' noise floor"
     return (
-        f"round {len(rounds) + 1} of ≤ {bound}: {len(added)} more runs for {names} (the audit "
-        f"now has {runs} runs: their verdicts are still open)"
+        f"round {len(rounds) + 1} of ≤ {bound}: {len(added)} more runs for "
+        f"{whom or _the_baselines(bases)} (the audit now has {runs} runs: {why})"
     )
+
+
+def _the_baselines(names: list[str]) -> str:
+    return "the baseline" if names == ["baseline"] else "the baseline " + ", ".join(names)
 
 
 def next_seeds(

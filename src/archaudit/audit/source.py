@@ -11,7 +11,7 @@ from typing import Any
 
 from archaudit.audit import store
 from archaudit.audit.spec import resolve_audit_dir
-from archaudit.errors import DataError
+from archaudit.errors import DataError, did_you_mean_path
 from archaudit.rundir import is_audit_dir
 from archaudit.stats.errors import EmptyTableError
 from archaudit.stats.frames import is_frame
@@ -64,7 +64,10 @@ def load_source(source: str | Path | Any, *, partial: bool = False) -> Source:
             str(path), SourceKind.AUDIT, None, folder, folder / RESULTS_FILE, empty=str(why)
         )
     if not folder.exists():
-        raise DataError(f"{path} does not exist: give an audit directory, file or results CSV")
+        raise DataError(
+            f"{path} does not exist{did_you_mean_path(path)}: give an audit directory, file or "
+            "results CSV"
+        )
     csv = folder / RESULTS_FILE if folder.is_dir() else folder
     return Source(str(path), SourceKind.CSV, load_table(csv), None, csv)
 

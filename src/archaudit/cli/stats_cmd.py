@@ -56,6 +56,11 @@ class _VerdictsByDefault(TyperGroup):
     argument and sub-commands at once, so the default sub-command is spliced in."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's vendored Context
+        if not args:  # the whole help (120 lines) answered a missing source
+            raise ConfigError(
+                "archaudit stats needs a source: archaudit stats RUNS_DIR (an audit folder, "
+                "audit file or results CSV) — see archaudit stats --help"
+            )
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = ["verdicts", *args]
         return super().parse_args(ctx, args)

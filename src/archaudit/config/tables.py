@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from archaudit.errors import ConfigError, did_you_mean
+from archaudit.errors import ConfigError, did_you_mean, did_you_mean_path
 
 MAX_FLOAT = sys.float_info.max
 
@@ -208,7 +208,7 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     """Parse a TOML file; a syntax error names the file and line."""
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(f"config file {str(path)!r} does not exist")
+        raise ConfigError(f"config file {str(path)!r} does not exist{did_you_mean_path(path)}")
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as err:

@@ -331,11 +331,24 @@ PHI3 = stock_class(
 )
 
 
-def _mixtral(cfg: ModelConfig) -> dict[str, Any]:
-    """Mixtral: SwiGLU experts of `expert_width`, softmax router, top-k renormalised, dropless."""
+EXPERT_ALIGN = 8
+"""Exported experts are this many hidden units wide, or a multiple: transformers' CPU MoE path
+(`torch._grouped_mm`) needs every stride a multiple of 16 bytes (8 units in half precision, 4
+in float32) and died at a width of 59 (issue 57)."""
+
+
+def exported_expert_width(cfg: ModelConfig) -> int:
+    """The run's expert width rounded up to `EXPERT_ALIGN`: the units added have zero weights
+    in and out, so each expert computes what ours does (silu(0) · 0 = 0, and 0 adds nothing)."""
     from archaudit.model.moe import expert_width
 
-    dense = {**_rms(cfg), "hidden_act": "silu", "intermediate_size": expert_width(cfg)}
+    return -(-expert_width(cfg) // EXPERT_ALIGN) * EXPERT_ALIGN
+
+
+def _mixtral(cfg: ModelConfig) -> dict[str, Any]:
+    """Mixtral: SwiGLU experts of `exported_expert_width`, softmax router, top-k renormalised,
+    dropless."""
+    dense = {**_rms(cfg), "hidden_act": "silu", "intermediate_size": exported_expert_width(cfg)}
     return {
         **dense,
         "num_local_experts": cfg.moe.experts,
@@ -348,16 +361,25 @@ def _mixtral(cfg: ModelConfig) -> dict[str, Any]:
 
 def _fuse_mixtral(cfg: ModelConfig, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """Mixtral's experts are two stacked tensors per layer: `gate_up_proj` (E, 2H, d), gate
-    first, and `down_proj` (E, d, H)."""
+    first, and `down_proj` (E, d, H), H padded with zero units to `exported_expert_width`."""
+    from archaudit.model.moe import expert_width
+
     out = dict(state)
+    extra = exported_expert_width(cfg) - expert_width(cfg)
     for n in range(cfg.n_layers):
         at = f"model.layers.{n}.mlp.experts."
         experts = range(cfg.moe.experts)
-        gate_up = [torch.cat([out.pop(f"{at}{e}.w1.weight"), out.pop(f"{at}{e}.w3.weight")])
-                   for e in experts]  # fmt: skip
+        gate_up = [torch.cat([_pad_rows(out.pop(f"{at}{e}.{w}.weight"), extra)
+                              for w in ("w1", "w3")]) for e in experts]  # fmt: skip
         out[f"{at}gate_up_proj"] = torch.stack(gate_up)
-        out[f"{at}down_proj"] = torch.stack([out.pop(f"{at}{e}.w2.weight") for e in experts])
+        down = [_pad_rows(out.pop(f"{at}{e}.w2.weight").T, extra).T for e in experts]
+        out[f"{at}down_proj"] = torch.stack(down).contiguous()
     return out
+
+
+def _pad_rows(weight: torch.Tensor, extra: int) -> torch.Tensor:
+    """`weight` (H, d) with `extra` rows of zeros below."""
+    return torch.cat([weight, weight.new_zeros(extra, weight.shape[1])])
 
 
 MIXTRAL_NAMES = (
@@ -388,7 +410,7 @@ def _qwen2_moe(cfg: ModelConfig) -> dict[str, Any]:
         "hidden_act": "silu",
         "num_experts": cfg.moe.experts,
         "num_experts_per_tok": cfg.moe.top_k,
-        "moe_intermediate_size": width,
+        "moe_intermediate_size": exported_expert_width(cfg),
         "shared_expert_intermediate_size": max(cfg.moe.shared_experts, 1) * width,
         "norm_topk_prob": cfg.moe.normalize_top_k,
         "qkv_bias": False,

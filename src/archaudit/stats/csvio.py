@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from archaudit.errors import did_you_mean
+from archaudit.errors import did_you_mean, did_you_mean_path
 from archaudit.files import open_regular
 from archaudit.stats.errors import (
     BadValueError,
@@ -220,7 +220,9 @@ def read_rows(path: Path, required: Sequence[str], optional: Sequence[str]) -> I
     except csv.Error as err:
         raise TableError(name, f"is not valid CSV ({err})", "save the file as plain CSV") from None
     except OSError as err:
-        raise TableError(name, f"cannot be read ({err.strerror})", "check the path") from None
+        raise TableError(
+            name, f"cannot be read ({err.strerror})", "check the path" + did_you_mean_path(name)
+        ) from None
 
 
 def _check_complete(handle: TextIO, name: str) -> None:

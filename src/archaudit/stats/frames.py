@@ -9,7 +9,12 @@ the statistics need none of it.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import math
+import sys
+import types
+import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -64,14 +69,32 @@ def cell_text(value: Any) -> str:
 
 
 def read_parquet(path: Path) -> Any:
+    """A Parquet file as a DataFrame, its list columns as lists: what `to_frame()` wrote,
+    equal to it (pyarrow alone gives a list cell back as a numpy array)."""
     pd = pandas()
     try:
         with open_regular(path) as handle:  # a FIFO named results.parquet is never waited on
-            return pd.read_parquet(handle)
+            frame = pd.read_parquet(handle)
     except ImportError:
         raise DataError(f"{path}: reading Parquet needs pyarrow (the `frames` extra)") from None
     except (OSError, ValueError) as err:
         raise DataError(f"{path}: not a readable Parquet file ({err})") from None
+    for column in frame.columns:
+        if frame[column].dtype == object:
+            frame[column] = pd.Series([_listed(v) for v in frame[column]], dtype=object)
+    return frame
+
+
+def _listed(value: Any) -> Any:
+    """Numpy arrays (Parquet's lists) as lists, also inside lists and dicts; a missing number
+    in a list as None, as `to_frame()` writes it (Parquet's float lists read it as NaN)."""
+    if hasattr(value, "tolist") and getattr(value, "ndim", 0) > 0:
+        value = value.tolist()  # numbers as Python's, not numpy's
+    if isinstance(value, dict):
+        return {k: _listed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [None if _missing(v) else _listed(v) for v in value]
+    return value
 
 
 def declared_frame(records: Sequence[Mapping[str, Any]], dtypes: Mapping[str, str]) -> Any:
@@ -89,16 +112,73 @@ def declared_frame(records: Sequence[Mapping[str, Any]], dtypes: Mapping[str, st
     return pd.DataFrame(columns)
 
 
-def typed_frame(records: Sequence[dict[str, Any]]) -> Any:
+def typed_frame(records: Sequence[dict[str, Any]], record_type: type | None = None) -> Any:
     """A DataFrame of result records (`JsonResult.to_frame`) in pandas' nullable dtypes, which a
     Parquet round trip keeps: nested dicts become dotted columns, a column's missing values
     are <NA> (not None or NaN), and its dtype is boolean, Int64, Float64 or string as its
-    values are; sequences (intervals, seed Δs) stay lists, stored by Parquet as lists."""
+    values are, or as `record_type` (the records' dataclass) declares it where no record has
+    a value (a nested record that is None everywhere becomes its declared columns, all <NA>);
+    sequences (intervals, seed Δs) stay lists, stored by Parquet as lists (`read_parquet`
+    gives them back as lists)."""
     pd = pandas()
     frame = pd.json_normalize(list(records)) if records else pd.DataFrame()
+    declared = declared_dtypes(record_type) if record_type is not None else {}
+    columns: dict[str, Any] = {}
     for column in frame.columns:
-        frame[column] = _nullable(pd, frame[column])
-    return frame
+        values = frame[column]
+        nested = [c for c in declared if c.startswith(column + ".") and c not in frame.columns]
+        if nested and all(map(_missing, values)):  # a record that no row has
+            columns |= {c: pd.array([None] * len(frame), dtype=declared[c]) for c in nested}
+        elif column in declared and all(map(_missing, values)):
+            columns[column] = pd.array([None] * len(frame), dtype=declared[column])
+        else:
+            columns[column] = _nullable(pd, values)
+    return pd.DataFrame(columns, index=frame.index)
+
+
+def declared_dtypes(record_type: type) -> dict[str, str]:
+    """{dotted column: nullable dtype} for the scalar fields (and `JSON_PROPERTIES`) of a
+    result dataclass, nested records flattened; sequences and unions of several types have
+    none."""
+    hints = [(f.name, f.type) for f in dataclasses.fields(record_type)
+             if not f.name.startswith("_") and f.metadata.get("json", True)]  # fmt: skip
+    hints += [(name, getattr(record_type, name).fget.__annotations__.get("return"))
+              for name in getattr(record_type, "JSON_PROPERTIES", ())]  # fmt: skip
+    namespace = vars(sys.modules[record_type.__module__])
+    out: dict[str, str] = {}
+    for name, written in hints:
+        try:  # annotations are strings (`from __future__ import annotations`)
+            hint = eval(written, namespace) if isinstance(written, str) else written  # noqa: S307
+        except NameError:  # a name imported only for type checking: no declared dtype
+            continue
+        kind = _one_type(hint)
+        if kind is not None and dataclasses.is_dataclass(kind):
+            out |= {f"{name}.{k}": v for k, v in declared_dtypes(kind).items()}
+        elif (dtype := _scalar_dtype(kind)) is not None:
+            out[name] = dtype
+    return out
+
+
+def _one_type(hint: Any) -> Any:
+    """`X` of `X` or `X | None`; None for any other union."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        kinds = [a for a in typing.get_args(hint) if a is not type(None)]
+        return kinds[0] if len(kinds) == 1 else None
+    return hint
+
+
+def _scalar_dtype(kind: Any) -> str | None:
+    if not isinstance(kind, type):
+        return None
+    if kind is bool:
+        return "boolean"
+    if kind is int:
+        return "Int64"
+    if kind is float:
+        return "Float64"
+    if issubclass(kind, str | enum.StrEnum):
+        return "string"
+    return None
 
 
 def _nullable(pd: Any, column: Any) -> Any:

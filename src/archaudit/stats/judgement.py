@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -42,9 +42,7 @@ from archaudit.stats.simulation.profile import Profile
 from archaudit.stats.simulation.sequential import sequential_design_rate, spent_level
 from archaudit.stats.table import DOWNSTREAM, Table, TableLike, load_table
 from archaudit.stats.verdicts import NOISE_SIGMAS, Verdict
-
-if TYPE_CHECKING:
-    from archaudit.stats.predictions.target import TargetPrediction
+from archaudit.stats.predictions.target import TargetPrediction
 
 SIGMA_RATIO_WARNING = 2.0
 """Warn when σ of one metric differs by more than this factor between scales of one audit."""
@@ -284,8 +282,7 @@ def judge(table: TableLike, metric: str, options: JudgeOptions = DEFAULT) -> Jud
     """
     table = load_table(table)
     signal = check_signal(table)  # tasks at chance or constant leave downstream_avg
-    if metric == AVERAGE and metric in table.metrics and metric not in signal.table.metrics:
-        raise signal.missing_average()
+    signal.check_kept(metric, table.metrics)
     table = signal.table
     family = collect_family(table, metric, options)
     tests = {s.arm: family.compare(s.values) for s in family.tested}

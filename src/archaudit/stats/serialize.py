@@ -52,5 +52,5 @@ class JsonResult:
         for f in dataclasses.fields(self):  # type: ignore[arg-type]
             value = getattr(self, f.name)
             if isinstance(value, tuple) and value and dataclasses.is_dataclass(value[0]):
-                return typed_frame([to_jsonable(v) for v in value])
-        return typed_frame([self.to_dict()])
+                return typed_frame([to_jsonable(v) for v in value], type(value[0]))
+        return typed_frame([self.to_dict()], type(self))

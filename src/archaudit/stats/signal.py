@@ -60,6 +60,27 @@ class SignalCheck:
             "evidence: " + ", ".join(downstream_arms),
         )
 
+    def check_kept(self, metric: str, before: tuple[str, ...]) -> None:
+        """Refuse, naming why, a `metric` of the table (`before`: its metrics) that this check
+        left out: `downstream_avg` with no informative task, or a task's metric at chance."""
+        if metric not in before or metric in self.table.metrics:
+            return
+        if metric == AVERAGE:
+            raise self.missing_average()
+        task = metric.rpartition("/")[0]
+        if task in self.uninformative:
+            raise self.at_chance(metric, task)
+
+    def at_chance(self, metric: str, task: str) -> TableError:
+        kept = [m for m in self.table.metrics if m.startswith(task + "/")]
+        instead = f"judge {' or '.join(kept)}" if kept else "judge another metric"
+        return TableError(
+            self.table.source,
+            f"metric {metric!r} is at chance or constant: its task {task!r} carries no signal "
+            f"in this audit ({self.uninformative[task]}), so its rows are left out of judging",
+            f"{instead}, or train longer or larger",
+        )
+
     def missing_average(self) -> TableError:
         return TableError(
             self.table.source,
