@@ -200,3 +200,16 @@ def test_the_single_scale_bend_is_not_extrapolated_past_the_backtest():
     assert np.allclose(capped_band.spread[:, 0] ** 2, expected)
     _, full_band = band(errors, {"single_scale": 1.0}, arrays, new)
     assert not np.allclose(full_band.spread, capped_band.spread)
+
+
+def test_the_ladder_check_blames_the_scale_off_the_line():
+    """Issue 55: only the largest scale off the tokens line (1.5×) is named, not its
+    neighbour, which departs (0.79×) from the line the off scale tilts."""
+    scales = ladder().scales
+    largest = scales[-1]
+    off = (*scales[:-1], LadderScale(largest.name, largest.params, largest.tokens * 1.5))
+    with pytest.raises(ConfigError, match=rf"scale '{largest.name}' trains .* 1\.50× the"):
+        check_ladder(Ladder(off, TARGET))
+    first = LadderScale(scales[0].name, scales[0].params, scales[0].tokens / 1.5)
+    with pytest.raises(ConfigError, match=rf"scale '{scales[0].name}' trains .* 0\.67× the"):
+        check_ladder(Ladder((first, *scales[1:]), TARGET))
