@@ -7,6 +7,8 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
+
 from predict_helpers import PARAMS, TARGET, constant, log_linear, table, write_csv
 
 from archaudit.stats.table import Table
@@ -265,3 +267,21 @@ def test_each_backtest_line_prints_once_and_the_models_are_said_in_words(cli, tm
     assert len(lines) == len(set(lines)) == 3, lines
     assert "single_scale, the prediction is Δ̂ at the largest trained scale" in out
     assert "docs/predict.md" in out
+
+
+def test_shuffled_rows_give_the_same_prediction(cli, tmp_path):
+    """Issue 57: the order of a CSV ladder's rows changes nothing (P(sign holds) and the ranks
+    draw every arm together, so the arms are taken in one order whatever the file's)."""
+    weak = {f"arm{i}": constant(0.002 * (i - 2)) for i in range(5)}
+    rows = table(weak, params=(1e6, 2e6, 4e6, 8e6), sigma=0.004, names=["1M", "2M", "4M", "8M"])
+    path = sized_csv(tmp_path, rows, {"1M": 1e6, "2M": 2e6, "4M": 4e6, "8M": 8e6}, 20.0)
+    code, out, err = cli(f"stats predict {path} --target 64M --json --n-boot 300 --seed 3")
+    assert code == 0, err
+    head, *rows = path.read_text().splitlines()
+    order = np.random.default_rng(0).permutation(len(rows))
+    shuffled = tmp_path / "shuffled.csv"
+    shuffled.write_text("\n".join([head, *(rows[i] for i in order)]) + "\n")
+    code, again, err = cli(f"stats predict {shuffled} --target 64M --json --n-boot 300 --seed 3")
+    assert code == 0, err
+    assert json.loads(again)["arms"] == json.loads(out)["arms"]
+    assert again == out

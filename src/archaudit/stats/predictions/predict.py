@@ -267,14 +267,17 @@ def check_loss(table: TableLike, metric: str, given: bool | None) -> None:
 def ladder_arrays(
     table: TableLike, metric: str, ladder: Ladder, options: JudgeOptions
 ) -> tuple[tuple[str, ...], LadderArrays, tuple[str, ...]]:
-    """(arm names, their means at each ladder scale, notes on arms left out)."""
+    """(arm names in order of name, their means at each ladder scale, notes on arms left
+    out)."""
     scales = tuple(s.name for s in ladder.scales)
     for scale in scales:
         table.resolve_scale(scale)
     skip = {options.baseline, *left_out(table, options)}
+    # The arms by name, not in the table's order: P(sign holds) and the ranks draw every arm
+    # together, and the order of a file's rows must change nothing (issue 57).
     samples = {
         arm: [sample_arm(table, metric, scale, arm) for scale in scales]
-        for arm in table.arms
+        for arm in sorted(table.arms)
         if arm not in skip or arm == options.baseline
     }
     base = samples.pop(options.baseline)
