@@ -8,7 +8,6 @@ import math
 from pathlib import Path
 
 import numpy as np
-
 from predict_helpers import PARAMS, TARGET, constant, log_linear, table, write_csv
 
 from archaudit.stats.table import Table

@@ -13,8 +13,8 @@ largest scale fitted to it). The errors against the observed Δ̂ do three thing
    grows with h (an arm whose Δ moves along log N; a curve whose shape is wrong): its variance
    κ²·h² is fitted by moments to the errors beyond their seed noise (a drift τ_b·h² and a bend
    τ_c·h⁴), each arm's own, shrunk towards the median arm's by how far its own estimate
-   stands out of its seed noise (`shrink`; the single-scale prediction's bend is not extrapolated past the longest horizon
-   the backtest checked: `band`).
+   stands out of its seed noise (`shrink`); the single-scale prediction's bend is not
+   extrapolated past the longest horizon the backtest checked (`band`).
 3. **Calibration.** The standardised errors z = error / √(noise + κ²h²), each with its arm's
    κ estimated without it, give the quantile of |z| at the stated level (split-conformal over
    arms × held-out scales, with the finite-sample step (n + 1)/n): intervals are z-widths of
