@@ -303,6 +303,7 @@ def measure(reps: int, n_boot: int, seed: int) -> str:
 MODES = ("with", "alone")
 """Each shape's arm in the ladder with every other shape (drifting neighbours), and alone with
 the baseline."""
+MODE_WORDS = {"with": "with the other shapes", "alone": "alone with the baseline"}
 SHAPES_JSON = ROOT / "benchmarks" / "predict_coverage-shapes-{label}.json"
 
 
@@ -398,6 +399,135 @@ def merge(label: str, reps: int, seed: int, parts: int) -> Path:
     return path
 
 
+RATES = ROOT / "src" / "archaudit" / "stats" / "predictions" / "claim_rates.toml"
+SHAPES_BEGIN = "<!-- predict_coverage.py --shapes: begin -->"
+SHAPES_END = "<!-- predict_coverage.py --shapes: end -->"
+
+
+def write_claim_rates(record: dict) -> None:
+    """`claim_rates.toml` from a `--shapes` record: per target distance, claims and truths."""
+    lines = [
+        "# Written by benchmarks/predict_coverage.py --claim-rates (never by hand): how often",
+        '# "the stack beats the single-scale baseline" held at the target on known-truth ladders',
+        f"# ({record['command']}).",
+    ]
+    for factor in sorted({c["factor"] for c in record["cells"]}):
+        cells = [c for c in record["cells"] if c["factor"] == factor]
+        claimed = sum(c["claimed"] for c in cells)
+        held = sum(c["claim_true"] for c in cells)
+        lines += [
+            "",
+            "[[distance]]",
+            f"factor = {factor}",
+            f"claimed = {claimed}",
+            f"held = {held}",
+        ]
+    RATES.write_text("\n".join(lines) + "\n")
+
+
+def shapes_table(after: dict, before: dict) -> str:
+    """The doc's tables: widths by shape before and after, coverage per cell and per shape."""
+    names = [n for n in TRUTHS if n != "null2"]
+    out = [
+        f"Known-truth ladders by shape (after: {after['reps']} per cell, simulation seed "
+        f"{after['seed']}, `{after['command']}`, {after['cpu_seconds']} s of CPU; before: the "
+        f"method of main, {before['reps']} per cell, the same ladders' first {before['reps']}).",
+        "",
+    ]
+    out += _width_lines(after, before, names)
+    for mode in MODES:
+        out += ["", *_coverage_lines(after, mode, names)]
+    out += ["", *_claim_lines(after)]
+    return "\n".join(out)
+
+
+def _mean(cells: list[dict], mode: str, name: str, key: str) -> float:
+    return float(np.mean([c["shapes"][mode][name][key] for c in cells]))
+
+
+def _width_lines(after: dict, before: dict, names: list[str]) -> list[str]:
+    lines = [
+        "Mean 80% width over the seed-noise-only 80% width (2·z·σ·√(2/seeds), the true σ), "
+        "by σ/E, shape and mode, before → after:",
+        "",
+        "| σ/E | mode | " + " | ".join(names) + " |",
+        "|---|---|" + "---|" * len(names),
+    ]
+    for noise in sorted({c["noise"] for c in after["cells"]}):
+        for mode in MODES:
+            row = []
+            for name in names:
+                ratios = [
+                    float(np.mean([c["shapes"][mode][name]["width"] / c["seed_only_width"]
+                                   for c in rec["cells"] if c["noise"] == noise]))
+                    for rec in (before, after)
+                ]  # fmt: skip
+                row.append(f"{ratios[0]:.2f} → {ratios[1]:.2f}")
+            lines.append(f"| {noise:g} | {mode} | " + " | ".join(row) + " |")
+    return lines
+
+
+def _coverage_lines(record: dict, mode: str, names: list[str]) -> list[str]:
+    lines = [
+        f"Coverage at 80% / 95%, each shape {MODE_WORDS[mode]}:",
+        "",
+        "| scales | seeds | σ/E | target | " + " | ".join(names) + " | all |",
+        "|---|---|---|---|" + "---|" * (len(names) + 1),
+    ]
+    off = {level: 0 for level in LEVELS}
+    groups = 0
+    for c in record["cells"]:
+        shapes = c["shapes"][mode]
+        cells = []
+        for name in names:
+            rates = [shapes[name][f"hit{level:g}"] for level in LEVELS]
+            groups += 1
+            for level, rate in zip(LEVELS, rates, strict=True):
+                off[level] += abs(rate - level) > 0.05
+            cells.append(" / ".join(f"{100 * r:.0f}" for r in rates))
+        overall = [np.mean([shapes[n][f"hit{level:g}"] for n in names]) for level in LEVELS]
+        lines.append(
+            f"| {c['scales']} | {c['seeds']} | {c['noise']:g} | {c['factor']}× | "
+            + " | ".join(cells)
+            + " | "
+            + " / ".join(f"{100 * r:.0f}" for r in overall)
+            + " |"
+        )
+    totals = [" / ".join(f"{100 * _mean(record['cells'], mode, n, f'hit{level:g}'):.0f}"
+                         for level in LEVELS) for n in names]  # fmt: skip
+    lines.append("| all | | | | " + " | ".join(totals) + " | |")
+    lines += [
+        "",
+        f"(Shape, cell) groups more than 5 points off: {off[LEVELS[0]]} of {groups} at 80%, "
+        f"{off[LEVELS[1]]} of {groups} at 95%.",
+    ]
+    return lines
+
+
+def _claim_lines(record: dict) -> list[str]:
+    from archaudit.stats.predictions.claim_rates import MIN_RATE, claim_rate
+
+    lines = [
+        '"Beats the single-scale baseline" (the p and signal gate) by target distance, the rate '
+        "the sentence prints beside the rate measured on these ladders:",
+        "",
+        "| target | claimed | true at the target | printed rate | printed? |",
+        "|---|---|---|---|---|",
+    ]
+    for factor in sorted({c["factor"] for c in record["cells"]}):
+        cells = [c for c in record["cells"] if c["factor"] == factor]
+        claimed = sum(c["claimed"] for c in cells)
+        held = sum(c["claim_true"] for c in cells)
+        rate = claim_rate(factor)
+        printed = f"{rate.rate:.0%} of {rate.claimed}" if rate else "–"
+        shown = "yes" if rate and rate.rate >= MIN_RATE else f"no (below {MIN_RATE:.0%})"
+        lines.append(
+            f"| {factor}× | {claimed} of {len(cells) * record['reps']} ladders | "
+            f"{held / claimed if claimed else math.nan:.0%} | {printed} | {shown} |"
+        )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=200, help="ladders per cell")
@@ -409,7 +539,27 @@ def main() -> None:
     parser.add_argument("--shapes", help="per shape and mode, to benchmarks/...-shapes-LABEL.json")
     parser.add_argument("--part", default="0/1", help="with --shapes: cells i of k (i/k)")
     parser.add_argument("--merge", type=int, help="with --shapes: join its k parts")
+    parser.add_argument(
+        "--claim-rates",
+        action="store_true",
+        help="with --shapes: write claim_rates.toml from its record",
+    )
+    parser.add_argument(
+        "--table",
+        nargs=2,
+        metavar=("AFTER", "BEFORE"),
+        help="write the doc's shape tables from two --shapes records",
+    )
     args = parser.parse_args()
+    if args.table:
+        after, before = (json.loads(Path(p).read_text()) for p in args.table)
+        text = shapes_table(after, before)
+        print(text)
+        replace_block(DOC, SHAPES_BEGIN, SHAPES_END, text)
+        return
+    if args.shapes and args.claim_rates:
+        write_claim_rates(json.loads(Path(str(SHAPES_JSON).format(label=args.shapes)).read_text()))
+        return
     if args.shapes and args.merge:
         print(merge(args.shapes, args.reps, args.seed, args.merge))
         return

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
+from archaudit.stats.predictions.claim_rates import may_claim
 from archaudit.stats.predictions.ladder_fit import (
     CURVES,
     SMOOTHERS,
@@ -480,6 +481,9 @@ class Forecast:
     point: np.ndarray
     """(m, T) the prediction at the new points."""
     band: Band
+    factor: float = math.nan
+    """The target's parameters over the largest trained scale's (where the claim's rate was
+    looked up)."""
 
     def halfwidth(self, level: float) -> np.ndarray:
         return self.band.halfwidth(level)
@@ -505,18 +509,21 @@ def forecast(
         score(STACKED, stacked.held_out, 1.0, how),
     )
     signal = signal_to_noise(ladder)
-    if claims_stack(stacked.p_value, signal):
+    factor = math.exp(float(new[-1]) - float(ladder.x[-1]))
+    if claims_stack(stacked.p_value, signal) and may_claim(factor):
         point, chosen = band(stacked.held_out, stacked.mix, ladder, new)
         return Forecast(
-            STACKED, signal, stacked.mix, stacked.p_value, candidates, candidates[-1], point, chosen
-        )
+            STACKED, signal, stacked.mix, stacked.p_value, candidates, candidates[-1], point,
+            chosen, factor,
+        )  # fmt: skip
     single_errors = single_scale_errors(ladder)
     point, single_band = band(single_errors, {SINGLE_SCALE: 1.0}, ladder, new, cap_bend=True)
     alone = Scoring(scales[-1], scales[1:], confidence, single_errors)
     made = score(SINGLE_SCALE, single_errors, stacked.mix[SINGLE_SCALE], alone)
     return Forecast(
-        SINGLE_SCALE, signal, stacked.mix, stacked.p_value, candidates, made, point, single_band
-    )
+        SINGLE_SCALE, signal, stacked.mix, stacked.p_value, candidates, made, point, single_band,
+        factor,
+    )  # fmt: skip
 
 
 def signal_to_noise(ladder: LadderArrays) -> float:
@@ -525,8 +532,10 @@ def signal_to_noise(ladder: LadderArrays) -> float:
 
 
 def claims_stack(p_value: float, signal: float) -> bool:
-    """Whether "the stack beats the single-scale prediction" is claimed (and the stack is the
-    prediction): its held-out gain significant (p < CLAIM_LEVEL) on a ladder whose effects are
+    """Whether "the stack beats the single-scale prediction" may be claimed (and the stack be
+    the prediction), where the claim held often enough at the target's distance
+    (`claim_rates.may_claim`): its held-out gain significant (p < CLAIM_LEVEL) on a ladder whose
+    effects are
     at their seed-noise floor (signal < QUIET_LADDER), where averaging the scales' noise pays
     at the target too."""
     return p_value < CLAIM_LEVEL and signal < QUIET_LADDER
