@@ -8,6 +8,7 @@ effect E (u = doublings of N above the smallest scale):
     crossing   Δ = 1.5 − u/3         changes sign at u = 4.5: between the largest trained
                                      scale and every target
     constant   Δ = 1
+    late       Δ = 1 − 0.25·max(0, u − 4)   constant on every ladder, drifting beyond it
     null, null Δ = 0
 
 and seed noise σ (σ/E = 0.3, 1, 3) on every run. Cells: 4 and 5 scales doubling in size, 2 and
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import math
 import time
 from collections.abc import Callable
@@ -43,9 +45,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from scipy import stats as sps
 
 from archaudit.stats.options import DEFAULT
-from archaudit.stats.predictions.backtest import CLAIM_LEVEL, QUIET_LADDER, STACKED
+from archaudit.stats.predictions.backtest import (
+    CLAIM_LEVEL,
+    QUIET_LADDER,
+    STACKED,
+    Forecast,
+    forecast,
+)
 from archaudit.stats.predictions.ladder_fit import predict_linear, smoother_weights
 from archaudit.stats.predictions.ladders import Ladder, LadderScale
 from archaudit.stats.predictions.predict import Prediction, ladder_arrays, predict
@@ -61,6 +70,7 @@ TRUTHS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "growing": lambda u: -0.5 * 2.0 ** (u / 4.0),
     "crossing": lambda u: 1.5 - u / 3.0,
     "constant": lambda u: 1.0 + 0.0 * u,
+    "late": lambda u: 1.0 - 0.25 * np.maximum(0.0, u - 4.0),
     "null": lambda u: 0.0 * u,
     "null2": lambda u: 0.0 * u,
 }
@@ -290,6 +300,234 @@ def measure(reps: int, n_boot: int, seed: int) -> str:
     return "\n".join(lines)
 
 
+MODES = ("with", "alone")
+"""Each shape's arm in the ladder with every other shape (drifting neighbours), and alone with
+the baseline."""
+MODE_WORDS = {"with": "with the other shapes", "alone": "alone with the baseline"}
+SHAPES_JSON = ROOT / "benchmarks" / "predict_coverage-shapes-{label}.json"
+
+
+def seed_only_width(noise: float, seeds: int, level: float) -> float:
+    """The width of the seed-noise-only interval of Δ̂ at the largest scale (the true σ)."""
+    return float(2.0 * sps.norm.ppf((1.0 + level) / 2.0) * noise * math.sqrt(2.0 / seeds))
+
+
+def forecast_at_target(table: Table, ladder: Ladder) -> tuple[np.ndarray, Forecast, np.ndarray]:
+    """(arm names' order, the method, the Δ̂ at the largest scale) as `predict()` makes them."""
+    names, arrays, _ = ladder_arrays(table, "val_loss", ladder, DEFAULT)
+    new = np.array([math.log(ladder.target.params)])
+    scales = tuple(s.name for s in ladder.scales)
+    return np.array(names), forecast(arrays, scales, new), arrays.deltas[:, -1]
+
+
+def shape_cell(cell: tuple[int, int, float, int], reps: int, seed: int) -> dict[str, object]:
+    """Per mode and shape: hits at each level and the 80% widths; claims and their truth."""
+    scales, seeds, noise, factor = cell
+    rng = np.random.default_rng([seed, scales, seeds, int(noise * 10), factor])
+    ladder = sim_ladder(scales, factor)
+    truth = dict(
+        zip(TRUTHS, truth_at(np.array([scales - 1 + math.log2(factor)]))[:, 0], strict=True)
+    )
+    out: dict[str, dict[str, dict[str, list[float]]]] = {m: {} for m in MODES}
+    claims: list[bool] = []
+    for table in sim_table(rng, scales, seeds, noise, reps):
+        for mode in MODES:
+            groups = [tuple(TRUTHS)] if mode == "with" else [(n,) for n in TRUTHS if n != "null2"]
+            for arms in groups:
+                keep = {"baseline", *arms}
+                sub = Table(tuple(r for r in table.rows if r.arm in keep))
+                names, method, single = forecast_at_target(sub, ladder)
+                point = method.point[:, -1]
+                for level in LEVELS:
+                    half = method.halfwidth(level)[:, -1]
+                    for i, name in enumerate(names):
+                        rec = out[mode].setdefault(str(name), {})
+                        hit = abs(truth[str(name)] - point[i]) <= half[i]
+                        rec.setdefault(f"hit{level:g}", []).append(float(hit))
+                        if level == LEVELS[0]:
+                            rec.setdefault("width", []).append(float(2 * half[i]))
+                if mode == "with" and method.model == STACKED:
+                    t = np.array([truth[str(n)] for n in names])
+                    claims.append(bool(np.sum((point - t) ** 2) < np.sum((single - t) ** 2)))
+    summary = {
+        mode: {
+            name: {key: float(np.mean(values)) for key, values in rec.items()}
+            for name, rec in shapes.items()
+        }
+        for mode, shapes in out.items()
+    }
+    return {
+        "scales": scales, "seeds": seeds, "noise": noise, "factor": factor, "reps": reps,
+        "seed_only_width": seed_only_width(noise, seeds, LEVELS[0]),
+        "shapes": summary, "claimed": len(claims), "claim_true": int(sum(claims)),
+    }  # fmt: skip
+
+
+def measure_shapes(reps: int, seed: int, label: str, part: tuple[int, int]) -> Path:
+    """The cells of `part` (i of k: every k-th cell from the i-th) to their own file; `merge`
+    joins the parts."""
+    start = time.process_time()
+    cells = []
+    for cell in CELLS[part[0] :: part[1]]:
+        cells.append(shape_cell(cell, reps, seed))
+        print(json.dumps(cells[-1])[:200], flush=True)
+    path = Path(str(SHAPES_JSON).format(label=f"{label}.part{part[0]}of{part[1]}"))
+    record = {"cpu_seconds": round(time.process_time() - start), "cells": cells}
+    path.write_text(json.dumps(record) + "\n")
+    return path
+
+
+def merge(label: str, reps: int, seed: int, parts: int) -> Path:
+    """The parts of a `--shapes` run in one record (cells in CELLS order); the parts removed."""
+    files = [Path(str(SHAPES_JSON).format(label=f"{label}.part{i}of{parts}")) for i in range(parts)]
+    records = [json.loads(f.read_text()) for f in files]
+    order = {cell: i for i, cell in enumerate(CELLS)}
+    cells = sorted(
+        (c for r in records for c in r["cells"]),
+        key=lambda c: order[(c["scales"], c["seeds"], c["noise"], c["factor"])],
+    )
+    path = Path(str(SHAPES_JSON).format(label=label))
+    record = {
+        "label": label, "reps": reps, "seed": seed, "levels": list(LEVELS),
+        "command": f"benchmarks/predict_coverage.py --shapes {label} --reps {reps} --seed {seed} "
+        f"--part i/{parts} for i < {parts}, then --merge {parts}",
+        "cpu_seconds": sum(r["cpu_seconds"] for r in records), "cells": cells,
+    }  # fmt: skip
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    for f in files:
+        f.unlink()
+    return path
+
+
+RATES = ROOT / "src" / "archaudit" / "stats" / "predictions" / "claim_rates.toml"
+SHAPES_BEGIN = "<!-- predict_coverage.py --shapes: begin -->"
+SHAPES_END = "<!-- predict_coverage.py --shapes: end -->"
+
+
+def write_claim_rates(record: dict) -> None:
+    """`claim_rates.toml` from a `--shapes` record: per target distance, claims and truths."""
+    lines = [
+        "# Written by benchmarks/predict_coverage.py --claim-rates (never by hand): how often",
+        '# "the stack beats the single-scale baseline" held at the target on known-truth ladders',
+        f"# ({record['command']}).",
+    ]
+    for factor in sorted({c["factor"] for c in record["cells"]}):
+        cells = [c for c in record["cells"] if c["factor"] == factor]
+        claimed = sum(c["claimed"] for c in cells)
+        held = sum(c["claim_true"] for c in cells)
+        lines += [
+            "",
+            "[[distance]]",
+            f"factor = {factor}",
+            f"claimed = {claimed}",
+            f"held = {held}",
+        ]
+    RATES.write_text("\n".join(lines) + "\n")
+
+
+def shapes_table(after: dict, before: dict) -> str:
+    """The doc's tables: widths by shape before and after, coverage per cell and per shape."""
+    names = [n for n in TRUTHS if n != "null2"]
+    out = [
+        f"Known-truth ladders by shape (after: {after['reps']} per cell, simulation seed "
+        f"{after['seed']}, `{after['command']}`, {after['cpu_seconds']} s of CPU; before: the "
+        f"method of main, {before['reps']} per cell, the same ladders' first {before['reps']}).",
+        "",
+    ]
+    out += _width_lines(after, before, names)
+    for mode in MODES:
+        out += ["", *_coverage_lines(after, mode, names)]
+    out += ["", *_claim_lines(after)]
+    return "\n".join(out)
+
+
+def _mean(cells: list[dict], mode: str, name: str, key: str) -> float:
+    return float(np.mean([c["shapes"][mode][name][key] for c in cells]))
+
+
+def _width_lines(after: dict, before: dict, names: list[str]) -> list[str]:
+    lines = [
+        "Mean 80% width over the seed-noise-only 80% width (2·z·σ·√(2/seeds), the true σ), "
+        "by σ/E, shape and mode, before → after:",
+        "",
+        "| σ/E | mode | " + " | ".join(names) + " |",
+        "|---|---|" + "---|" * len(names),
+    ]
+    for noise in sorted({c["noise"] for c in after["cells"]}):
+        for mode in MODES:
+            row = []
+            for name in names:
+                ratios = [
+                    float(np.mean([c["shapes"][mode][name]["width"] / c["seed_only_width"]
+                                   for c in rec["cells"] if c["noise"] == noise]))
+                    for rec in (before, after)
+                ]  # fmt: skip
+                row.append(f"{ratios[0]:.2f} → {ratios[1]:.2f}")
+            lines.append(f"| {noise:g} | {mode} | " + " | ".join(row) + " |")
+    return lines
+
+
+def _coverage_lines(record: dict, mode: str, names: list[str]) -> list[str]:
+    lines = [
+        f"Coverage at 80% / 95%, each shape {MODE_WORDS[mode]}:",
+        "",
+        "| scales | seeds | σ/E | target | " + " | ".join(names) + " | all |",
+        "|---|---|---|---|" + "---|" * (len(names) + 1),
+    ]
+    off = {level: 0 for level in LEVELS}
+    groups = 0
+    for c in record["cells"]:
+        shapes = c["shapes"][mode]
+        cells = []
+        for name in names:
+            rates = [shapes[name][f"hit{level:g}"] for level in LEVELS]
+            groups += 1
+            for level, rate in zip(LEVELS, rates, strict=True):
+                off[level] += abs(rate - level) > 0.05
+            cells.append(" / ".join(f"{100 * r:.0f}" for r in rates))
+        overall = [np.mean([shapes[n][f"hit{level:g}"] for n in names]) for level in LEVELS]
+        lines.append(
+            f"| {c['scales']} | {c['seeds']} | {c['noise']:g} | {c['factor']}× | "
+            + " | ".join(cells)
+            + " | "
+            + " / ".join(f"{100 * r:.0f}" for r in overall)
+            + " |"
+        )
+    totals = [" / ".join(f"{100 * _mean(record['cells'], mode, n, f'hit{level:g}'):.0f}"
+                         for level in LEVELS) for n in names]  # fmt: skip
+    lines.append("| all | | | | " + " | ".join(totals) + " | |")
+    lines += [
+        "",
+        f"(Shape, cell) groups more than 5 points off: {off[LEVELS[0]]} of {groups} at 80%, "
+        f"{off[LEVELS[1]]} of {groups} at 95%.",
+    ]
+    return lines
+
+
+def _claim_lines(record: dict) -> list[str]:
+    from archaudit.stats.predictions.claim_rates import MIN_RATE, claim_rate
+
+    lines = [
+        '"Beats the single-scale baseline" (the p and signal gate) by target distance, the rate '
+        "the sentence prints beside the rate measured on these ladders:",
+        "",
+        "| target | claimed | true at the target | printed rate | printed? |",
+        "|---|---|---|---|---|",
+    ]
+    for factor in sorted({c["factor"] for c in record["cells"]}):
+        cells = [c for c in record["cells"] if c["factor"] == factor]
+        claimed = sum(c["claimed"] for c in cells)
+        held = sum(c["claim_true"] for c in cells)
+        rate = claim_rate(factor)
+        printed = f"{rate.rate:.0%} of {rate.claimed}" if rate else "–"
+        shown = "yes" if rate and rate.rate >= MIN_RATE else f"no (below {MIN_RATE:.0%})"
+        lines.append(
+            f"| {factor}× | {claimed} of {len(cells) * record['reps']} ladders | "
+            f"{held / claimed if claimed else math.nan:.0%} | {printed} | {shown} |"
+        )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=200, help="ladders per cell")
@@ -298,7 +536,37 @@ def main() -> None:
         "--seed", type=int, default=0, help="simulation seed (0 reports; tune on another)"
     )
     parser.add_argument("--no-doc", action="store_true", help="print, do not write the doc")
+    parser.add_argument("--shapes", help="per shape and mode, to benchmarks/...-shapes-LABEL.json")
+    parser.add_argument("--part", default="0/1", help="with --shapes: cells i of k (i/k)")
+    parser.add_argument("--merge", type=int, help="with --shapes: join its k parts")
+    parser.add_argument(
+        "--claim-rates",
+        action="store_true",
+        help="with --shapes: write claim_rates.toml from its record",
+    )
+    parser.add_argument(
+        "--table",
+        nargs=2,
+        metavar=("AFTER", "BEFORE"),
+        help="write the doc's shape tables from two --shapes records",
+    )
     args = parser.parse_args()
+    if args.table:
+        after, before = (json.loads(Path(p).read_text()) for p in args.table)
+        text = shapes_table(after, before)
+        print(text)
+        replace_block(DOC, SHAPES_BEGIN, SHAPES_END, text)
+        return
+    if args.shapes and args.claim_rates:
+        write_claim_rates(json.loads(Path(str(SHAPES_JSON).format(label=args.shapes)).read_text()))
+        return
+    if args.shapes and args.merge:
+        print(merge(args.shapes, args.reps, args.seed, args.merge))
+        return
+    if args.shapes:
+        i, k = (int(v) for v in args.part.split("/"))
+        print(measure_shapes(args.reps, args.seed, args.shapes, (i, k)))
+        return
     text = measure(args.reps, args.n_boot, args.seed)
     print(text)
     if not args.no_doc:

@@ -7,6 +7,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 from predict_helpers import PARAMS, TARGET, constant, log_linear, table, write_csv
 
 from archaudit.stats.table import Table
@@ -234,3 +235,52 @@ def test_a_dataframe_ladder_through_the_library():
     result = predict(runs.table, "val_loss", runs.to(1.6e7), n_boot=200)
     assert result.estimable and {a.arm for a in result.arms} == {"a", "b"}
     assert math.isclose(result.ladder.target.tokens, 20 * 1.6e7)
+
+
+def test_a_csv_target_takes_an_si_suffix(cli, tmp_path):
+    """Issue 55: `--target 64M` names a target as the tables name scales; the same ladder as
+    `--target 6.4e7`."""
+    path = runs_csv(tmp_path)
+    code, out, err = cli(f"stats predict {path} --target 64M --json --n-boot 100")
+    assert code == 0, err
+    named = json.loads(out)
+    code, out, err = cli(f"stats predict {path} --target 6.4e7 --json --n-boot 100")
+    assert code == 0, err
+    numbered = json.loads(out)
+    assert named["ladder"]["target"]["params"] == 6.4e7
+    assert named["ladder"]["target"]["name"] == "64M"
+    assert named["arms"] == numbered["arms"]
+    code, _, err = cli(f"stats predict {path} --target 64Q")
+    assert code == 2 and "--target 64Q" in err and "e.g. --target 32M or 3.2e+07" in err
+
+
+def test_each_backtest_line_prints_once_and_the_models_are_said_in_words(cli, tmp_path):
+    """Issue 55: the prediction's own backtest is not printed again where it is a candidate
+    (the stack), and the model names are explained with a link to the docs."""
+    flat = {f"arm{i}": constant(0.002 * (i - 3)) for i in range(12)}
+    rows = table(flat, sigma=0.05, seeds=2, seed=1)
+    path = sized_csv(tmp_path, rows, {f"s{i}": n for i, n in enumerate(PARAMS)}, 20.0)
+    code, out, err = cli(f"stats predict {path} --target {TARGET.params:g} --n-boot 100")
+    assert code == 0, err
+    lines = [line for line in out.splitlines() if line.startswith("- backtest of ")]
+    assert len(lines) == len(set(lines)) == 3, lines
+    assert "single_scale, the prediction is Δ̂ at the largest trained scale" in out
+    assert "docs/predict.md" in out
+
+
+def test_shuffled_rows_give_the_same_prediction(cli, tmp_path):
+    """Issue 57: the order of a CSV ladder's rows changes nothing (P(sign holds) and the ranks
+    draw every arm together, so the arms are taken in one order whatever the file's)."""
+    weak = {f"arm{i}": constant(0.002 * (i - 2)) for i in range(5)}
+    rows = table(weak, params=(1e6, 2e6, 4e6, 8e6), sigma=0.004, names=["1M", "2M", "4M", "8M"])
+    path = sized_csv(tmp_path, rows, {"1M": 1e6, "2M": 2e6, "4M": 4e6, "8M": 8e6}, 20.0)
+    code, out, err = cli(f"stats predict {path} --target 64M --json --n-boot 300 --seed 3")
+    assert code == 0, err
+    head, *rows = path.read_text().splitlines()
+    order = np.random.default_rng(0).permutation(len(rows))
+    shuffled = tmp_path / "shuffled.csv"
+    shuffled.write_text("\n".join([head, *(rows[i] for i in order)]) + "\n")
+    code, again, err = cli(f"stats predict {shuffled} --target 64M --json --n-boot 300 --seed 3")
+    assert code == 0, err
+    assert json.loads(again)["arms"] == json.loads(out)["arms"]
+    assert again == out

@@ -19,7 +19,7 @@ from archaudit.errors import ConfigError
 from archaudit.metrics import lower_is_better
 from archaudit.presets import MODEL_PRESETS
 from archaudit.stats.options import JudgeOptions
-from archaudit.stats.predictions.ladders import Ladder, LadderScale, line_tokens
+from archaudit.stats.predictions.ladders import Ladder, LadderScale, line_tokens, parse_size
 from archaudit.stats.predictions.predict import Prediction, predict
 from archaudit.stats.table import Table
 
@@ -67,11 +67,12 @@ def target_scale(
 
 
 def parse_target(text: str, tokens: float | None = None) -> TargetSpec:
-    """`--target`: a model preset or a number of parameters (1.2e9); `--target-tokens`."""
-    try:
-        return TargetSpec(params=float(text), tokens=tokens)
-    except ValueError:
+    """`--target`: a model preset or a number of parameters (1.2e9, 64M, 1.2B);
+    `--target-tokens`."""
+    params = parse_size(text)
+    if params is None:
         return TargetSpec(preset=text, tokens=tokens)
+    return TargetSpec(params=params, tokens=tokens)
 
 
 def target_prediction(

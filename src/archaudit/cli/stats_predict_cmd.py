@@ -1,14 +1,13 @@
 """`archaudit stats predict`: each arm's Δ at the audit's untrained target scale.
 
 archaudit stats predict AUDIT --metric M [--target PRESET|PARAMS] [--target-tokens D] [--json]
-archaudit stats predict RESULTS.csv --target PARAMS [--params-column params]
+archaudit stats predict RESULTS.csv --target PARAMS (1.2e9, 64M, 1.2B) [--params-column params]
                         [--tokens-column tokens] [--target-tokens D] [--json]
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -115,18 +114,17 @@ def runs_ladder(
 ) -> tuple[Table, Ladder]:
     """A results table whose rows give their scale's size, and its ladder to `--target`."""
     from archaudit.errors import ConfigError
+    from archaudit.stats.predictions.ladders import parse_size, si_size
     from archaudit.stats.predictions.runs_ladder import read_runs_ladder
 
     runs = read_runs_ladder(source, params_column or "params", tokens_column)
-    try:
-        params = float(target) if target is not None else math.nan
-    except ValueError:
-        params = math.nan
-    if math.isnan(params):
+    params = parse_size(target) if target is not None else None
+    if params is None:
+        largest = runs.scales[-1].params
         raise ConfigError(
             f"--target {target}: a results table's target is a number of parameters beyond its "
-            f"largest scale ({runs.scales[-1].params:,.0f}), e.g. --target "
-            f"{runs.scales[-1].params * 4:.3g} (a preset is counted only from an audit file)"
+            f"largest scale ({largest:,.0f}), e.g. --target {si_size(largest * 4)} or "
+            f"{largest * 4:.3g} (a preset is counted only from an audit file)"
         )
     return runs.table, runs.to(params, tokens, name=str(target))
 
@@ -158,11 +156,22 @@ def _print_prediction(result: Prediction) -> None:
         ("arm", f"Δ {largest.name}", "Δ̂ target", "interval", "P(sign holds)", "rank", "could be"),
         [_arm_cells(a) for a in result.arms],
     )
-    for test in result.candidates:
-        _print_notes([test.summary()])
-    if result.backtest is not None:
-        _print_notes([result.backtest.summary()])
+    shown = [*result.candidates]
+    if result.backtest is not None and result.backtest not in shown:
+        shown.append(result.backtest)
+    _print_notes([test.summary() for test in shown])
+    if shown:
+        _print_notes([MODELS_IN_WORDS])
     _print_notes([*((result.reason,) if result.reason else ()), *result.notes])
+
+
+MODELS_IN_WORDS = (
+    "what the backtest lines name: single_scale, the prediction is Δ̂ at the largest trained "
+    "scale; constant, the mean of the arm's Δ̂ over the scales (weighted by their seed noise); "
+    "log_linear, the arm's own line of Δ̂ in log N, extended to the target; stacked, a mix of "
+    "the three, each weight its share in the mix (chosen to fit the held-out scales best); the "
+    "stack answers only where it beats the single-scale baseline (docs/predict.md)"
+)
 
 
 def _how(result: Prediction) -> str:

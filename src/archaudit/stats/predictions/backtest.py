@@ -12,8 +12,9 @@ largest scale fitted to it). The errors against the observed Δ̂ do three thing
 2. **Drift.** A mixture's error at horizon h is its seed noise plus a structural part that
    grows with h (an arm whose Δ moves along log N; a curve whose shape is wrong): its variance
    κ²·h² is fitted by moments to the errors beyond their seed noise (a drift τ_b·h² and a bend
-   τ_c·h⁴; the single-scale prediction's bend is not extrapolated past the longest horizon
-   the backtest checked: `band`).
+   τ_c·h⁴), each arm's own, shrunk towards the median arm's by how far its own estimate
+   stands out of its seed noise (`shrink`); the single-scale prediction's bend is not
+   extrapolated past the longest horizon the backtest checked (`band`).
 3. **Calibration.** The standardised errors z = error / √(noise + κ²h²), each with its arm's
    κ estimated without it, give the quantile of |z| at the stated level (split-conformal over
    arms × held-out scales, with the finite-sample step (n + 1)/n): intervals are z-widths of
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
+from archaudit.stats.predictions.claim_rates import may_claim
 from archaudit.stats.predictions.ladder_fit import (
     CURVES,
     SMOOTHERS,
@@ -128,11 +130,6 @@ class Errors:
     """(P,) the (origin, held-out scale) pair's index: the arms predicted together."""
 
 
-ARM_SHARE = 0.5
-"""Each arm's structure is this share of its own estimate and the rest the pooled one's: an
-arm whose Δ moves gets the wider interval, the pooled estimate steadies the few errors of one."""
-
-
 def exposure(weights: np.ndarray, distance: np.ndarray) -> np.ndarray:
     """(..., 2) what a linear smoother with these weights on the fitted scales, at `distance`
     (x_s − x_new) from them, loses to a Δ that drifts along log N (b·Σ Lₛ dₛ) and to one that
@@ -148,9 +145,9 @@ class Calibration:
     """What a backtest measured for one method: its structure and the quantiles of its errors."""
 
     pooled: np.ndarray
-    """(2,) τ_b, τ_c: the variances of the arms' drift and bend along log N, pooled."""
+    """(2,) τ_b, τ_c: the variances of the drift and bend along log N of the median arm."""
     structure: np.ndarray
-    """(m, 2) each arm's, shrunk towards the pooled ones."""
+    """(m, 2) each arm's, shrunk towards the median arm's (`shrink`)."""
     z: np.ndarray
     """(P,) the standardised errors |error| / √(noise + exposure·τₐ)."""
     horizon: np.ndarray
@@ -173,42 +170,68 @@ class Calibration:
         return self.quantile(level) / float(sps.norm.ppf((1.0 + level) / 2.0))
 
 
-def _structure(excess: np.ndarray, exposure: np.ndarray) -> np.ndarray:
-    """(2,) τ_b, τ_c by least squares of error² − noise on the exposures: unbiased, so either
-    may be negative; only the variance they give is clipped at 0 (`structural`)."""
-    if not len(excess):
-        return np.zeros(2)
-    return np.linalg.lstsq(exposure, excess, rcond=None)[0]
-
-
 def structural(exposure: np.ndarray, structure: np.ndarray) -> np.ndarray:
     """The structural variance exposure·τ, clipped at 0."""
     return np.maximum(np.sum(exposure * structure, axis=-1), 0.0)
 
 
 def calibrate(errors: Errors) -> Calibration:
-    """Each arm's structure by moments, then the standardised errors, each scaled by its arm's
-    structure estimated without it (normalised conformal, honest: an arm's few errors do not
-    set their own width, so the quantile carries the uncertainty of the arm's drift too)."""
+    """Each arm's structure by moments, shrunk towards the median arm's (`shrink`), then the
+    standardised errors, each scaled by its arm's structure estimated without it (normalised
+    conformal, honest: an arm's few errors do not set their own width, so the quantile carries
+    the uncertainty of the arm's drift too)."""
     excess = errors.error**2 - errors.noise
-    pooled = _structure(excess, errors.exposure)
     arms = int(errors.arm.max()) + 1 if len(errors.arm) else 0
-    own = np.array(
-        [_structure(excess[errors.arm == a], errors.exposure[errors.arm == a])
-         for a in range(arms)]
-    ).reshape(-1, 2)  # fmt: skip
-    structure = ARM_SHARE * own + (1.0 - ARM_SHARE) * pooled
-    without = ARM_SHARE * _own_without_each(excess, errors.exposure, errors.arm, arms)
-    variance = errors.noise + structural(errors.exposure, without + (1.0 - ARM_SHARE) * pooled)
+    own, spread = _per_arm(excess, errors.exposure, errors.noise, errors.arm, arms)
+    centre = ladder_structure(own, spread)
+    structure = shrink(own, spread, centre)
+    without = _own_without_each(excess, errors.exposure, errors.arm, arms)
+    held = shrink(without, spread[errors.arm], centre)
+    variance = errors.noise + structural(errors.exposure, held)
     z = np.abs(errors.error) / np.sqrt(variance)
-    return Calibration(pooled, structure, z, errors.horizon)
+    return Calibration(centre, structure, z, errors.horizon)
+
+
+def ladder_structure(own: np.ndarray, spread: np.ndarray) -> np.ndarray:
+    """(2,) the ladder's τ_b, τ_c: the median arm's, shrunk towards none by the same rule
+    (`shrink`), its variance that of a median of the arms' estimates (π/2 · V / m): on a ladder
+    of quiet arms the median's seed noise is not a drift."""
+    if not len(own):
+        return np.zeros(2)
+    noise = math.pi / 2.0 * np.median(spread, axis=0) / len(own)
+    return shrink(np.median(own, axis=0), noise, np.zeros(2))
+
+
+def shrink(own: np.ndarray, spread: np.ndarray, centre: np.ndarray) -> np.ndarray:
+    """(..., 2) each arm's τ_b, τ_c moved from the median arm's by the share d²/(d² + V) of its
+    own departure d, V the seed-noise variance of its estimate (empirical Bayes, as the
+    verdicts' moderation): an arm whose errors are seed noise gets the ladder's structure, one
+    that drifts well beyond its noise keeps its own; the median, not the mean, so that one
+    drifting arm joining the ladder does not widen the others."""
+    departure = own - centre
+    weight = departure**2 / np.maximum(departure**2 + spread, np.finfo(float).tiny)
+    return centre + weight * departure
+
+
+def _per_arm(
+    excess: np.ndarray, exposure: np.ndarray, noise: np.ndarray, arm: np.ndarray, arms: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """((m, 2) each arm's τ_b, τ_c by least squares on its errors, (m, 2) their variances from
+    the seed noise alone: Var(error² − noise) = 2·noise² for a normal error)."""
+    own, spread = np.zeros((arms, 2)), np.zeros((arms, 2))
+    for a in range(arms):
+        at = arm == a
+        lever = np.linalg.pinv(exposure[at])  # (2, P_a)
+        own[a] = lever @ excess[at]
+        spread[a] = np.sum(lever**2 * (2.0 * noise[at] ** 2), axis=1)
+    return own, spread
 
 
 def _own_without_each(
     excess: np.ndarray, exposure: np.ndarray, arm: np.ndarray, arms: int
 ) -> np.ndarray:
     """(P, 2) each error's arm's τ_b, τ_c by least squares on the arm's other errors (the
-    minimum-norm solution, as `_structure`'s, where they do not determine both)."""
+    minimum-norm solution, as `_per_arm`'s, where they do not determine both)."""
     outer = np.einsum("pi,pj->pij", exposure, exposure)
     moments, sums = np.zeros((arms, 2, 2)), np.zeros((arms, 2))
     np.add.at(moments, arm, outer)
@@ -458,6 +481,9 @@ class Forecast:
     point: np.ndarray
     """(m, T) the prediction at the new points."""
     band: Band
+    factor: float = math.nan
+    """The target's parameters over the largest trained scale's (where the claim's rate was
+    looked up)."""
 
     def halfwidth(self, level: float) -> np.ndarray:
         return self.band.halfwidth(level)
@@ -483,18 +509,21 @@ def forecast(
         score(STACKED, stacked.held_out, 1.0, how),
     )
     signal = signal_to_noise(ladder)
-    if claims_stack(stacked.p_value, signal):
+    factor = math.exp(float(new[-1]) - float(ladder.x[-1]))
+    if claims_stack(stacked.p_value, signal) and may_claim(factor):
         point, chosen = band(stacked.held_out, stacked.mix, ladder, new)
         return Forecast(
-            STACKED, signal, stacked.mix, stacked.p_value, candidates, candidates[-1], point, chosen
-        )
+            STACKED, signal, stacked.mix, stacked.p_value, candidates, candidates[-1], point,
+            chosen, factor,
+        )  # fmt: skip
     single_errors = single_scale_errors(ladder)
     point, single_band = band(single_errors, {SINGLE_SCALE: 1.0}, ladder, new, cap_bend=True)
     alone = Scoring(scales[-1], scales[1:], confidence, single_errors)
     made = score(SINGLE_SCALE, single_errors, stacked.mix[SINGLE_SCALE], alone)
     return Forecast(
-        SINGLE_SCALE, signal, stacked.mix, stacked.p_value, candidates, made, point, single_band
-    )
+        SINGLE_SCALE, signal, stacked.mix, stacked.p_value, candidates, made, point, single_band,
+        factor,
+    )  # fmt: skip
 
 
 def signal_to_noise(ladder: LadderArrays) -> float:
@@ -503,8 +532,10 @@ def signal_to_noise(ladder: LadderArrays) -> float:
 
 
 def claims_stack(p_value: float, signal: float) -> bool:
-    """Whether "the stack beats the single-scale prediction" is claimed (and the stack is the
-    prediction): its held-out gain significant (p < CLAIM_LEVEL) on a ladder whose effects are
+    """Whether "the stack beats the single-scale prediction" may be claimed (and the stack be
+    the prediction), where the claim held often enough at the target's distance
+    (`claim_rates.may_claim`): its held-out gain significant (p < CLAIM_LEVEL) on a ladder whose
+    effects are
     at their seed-noise floor (signal < QUIET_LADDER), where averaging the scales' noise pays
     at the target too."""
     return p_value < CLAIM_LEVEL and signal < QUIET_LADDER
