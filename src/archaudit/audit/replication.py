@@ -11,7 +11,9 @@ The verdict that decides is the tool's own, read from the stores `run` and `stre
   its power is not modelled); not run: no results yet; needs: the tool lacks a part (the
   claim's `status`), never run.
 - the CPU cost: every finished run's training seconds (tokens / tokens per second) times its
-  torch threads (env.json), from the folders (evaluation time is not recorded there).
+  torch threads (env.json), from the folders. That is the CPU time on an idle machine; under
+  load a run's wall time (and this number) exceeds its CPU time, and evaluation is not
+  counted: the folders keep no CPU clock.
 """
 
 from __future__ import annotations
@@ -75,7 +77,8 @@ class Replication:
     runs: int
     """Finished runs in the claim's audit folder (its stress test included)."""
     cpu_s: float
-    """Their training CPU-seconds (tokens / tokens per second × torch threads)."""
+    """Their training thread-seconds (tokens / tokens per second × torch threads): the CPU
+    time on an idle machine, more than it under load (the folders keep no CPU clock)."""
     why: str = ""
     """Why it is not established, not run, or what it needs."""
 
@@ -86,8 +89,11 @@ class Replication:
 
 
 def published(claim: Claim) -> str:
-    size = f"; {claim.published_size}" if claim.published_size else ""
-    return f"{claim.arm} {claim.direction} than the baseline{size}"
+    """The published direction and size, in words."""
+    size = claim.published_size
+    if not claim.direction:
+        return size or claim.title
+    return f"{claim.arm} {claim.direction} than the baseline" + (f"; {size}" if size else "")
 
 
 def classify(direction: Direction, sign: int) -> Outcome:
