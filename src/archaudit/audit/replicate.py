@@ -151,7 +151,9 @@ def load_claims(path: str | Path) -> tuple[Claim, ...]:
     claims = []
     for name, table in tables.items():
         try:
-            claim = build(Claim, {**table, "name": name, "file": str(path)}, section=f"claims.{name}")
+            claim = build(
+                Claim, {**table, "name": name, "file": str(path)}, section=f"claims.{name}"
+            )
         except ConfigError as err:
             raise ConfigError(f"{path}: {err}") from None
         claims.append(claim)

@@ -178,7 +178,7 @@ def _plan_grid(claim: Claim, spec: AuditSpec, probe: bool) -> ClaimPlan:
     )  # fmt: skip
 
 
-def _power_at(claim: Claim, plan) -> str:  # noqa: ANN001
+def _power_at(claim: Claim, plan) -> str:
     from archaudit.names import BASELINE
     from archaudit.stats.options import DEFAULT
     from archaudit.stats.simulation.power import Design, power

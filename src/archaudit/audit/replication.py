@@ -18,8 +18,10 @@ The verdict that decides is the tool's own, read from the stores `run` and `stre
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -83,9 +85,7 @@ class Replication:
     """Why it is not established, not run, or what it needs."""
 
     def to_json(self) -> dict[str, object]:
-        from dataclasses import asdict
-
-        return asdict(self)
+        return dataclasses.asdict(self)
 
 
 def published(claim: Claim) -> str:
@@ -109,18 +109,19 @@ Judge = Callable[[Claim, AuditSpec], Evidence | None]
 def judge_claim(claim: Claim, spec: AuditSpec) -> Replication:
     """Judge `claim` from `spec`'s run folders (nothing trains): None from a judge = no results."""
     runs, cpu = training_cost(spec.audit_dir)
-    base = {"claim": claim.name, "title": claim.title, "source": claim.source}
-    base |= {"published": published(claim), "runs": runs, "cpu_s": cpu}
+    empty = Replication(
+        claim=claim.name, title=claim.title, source=claim.source, published=published(claim),
+        outcome=Outcome.NEEDS, evidence=None, runs=runs, cpu_s=cpu, why=claim.status,
+    )  # fmt: skip
     if not claim.runnable:
-        return Replication(**base, outcome=Outcome.NEEDS, evidence=None, why=claim.status)
+        return empty
     evidence = JUDGES[ClaimTest(claim.test)](claim, spec)
     if evidence is None:
-        return Replication(
-            **base, outcome=Outcome.NOT_RUN, evidence=None, why=f"no results in {spec.audit_dir}"
-        )
+        why = f"no results in {spec.audit_dir}"
+        return dataclasses.replace(empty, outcome=Outcome.NOT_RUN, why=why)
     outcome = classify(Direction(claim.direction), evidence.sign)
     why = _why(evidence) if outcome is Outcome.NOT_ESTABLISHED else ""
-    return Replication(**base, outcome=outcome, evidence=evidence, why=why)
+    return dataclasses.replace(empty, outcome=outcome, evidence=evidence, why=why)
 
 
 def _why(evidence: Evidence) -> str:
@@ -196,7 +197,7 @@ def _effect(claim: Claim, observed: float) -> tuple[float, str]:
     return observed, f"the measured effect {observed:.2f} σ (no published size in σ)"
 
 
-def _verdict_power(effect: float, seeds: int, judgement) -> tuple[float | None, str]:  # noqa: ANN001
+def _verdict_power(effect: float, seeds: int, judgement) -> tuple[float | None, str]:
     from archaudit.stats.simulation.power import Design, power, seeds_needed
 
     m = max(judgement.m, 1)
@@ -225,41 +226,45 @@ def _verdict_power(effect: float, seeds: int, judgement) -> tuple[float | None, 
 def _judge_stress(claim: Claim, spec: AuditSpec, depth: bool) -> Evidence | None:
     from archaudit.audit.stress import STRESS_DIR
     from archaudit.audit.stress_result import RESULT_FILE, read_result
+    from archaudit.stats.analyses.fragility import high_weights
     from archaudit.stats.analyses.stability import MORE_FRAGILE, MORE_ROBUST
 
     path = spec.audit_dir / STRESS_DIR / RESULT_FILE
     if not path.is_file():
         return None
     result = read_result(path)
-    found = result.depth_verdicts if depth else result.verdicts
-    verdict = next((v for v in found if v.arm == claim.arm), None)
-    if verdict is None:
-        return None
-    sign = {MORE_ROBUST: 1, MORE_FRAGILE: -1}.get(verdict.verdict, 0)
     settings = spec.stress
     if depth:
+        deep = next((v for v in result.depth_verdicts if v.arm == claim.arm), None)
+        if deep is None:
+            return None
+        verdict, p, estimate = deep.verdict, deep.p_adjusted, float(deep.unstable_delta)
+        alpha, family = deep.alpha, len(result.depth_verdicts)
         high = len(settings.depths) * len(settings.depth_lr_factors)
-        estimate = float(verdict.unstable_delta)  # type: ignore[union-attr]
         measure = "Δ unstable runs in the deeper models (arm − baseline)"
-        p = verdict.p_adjusted  # type: ignore[union-attr]
         layers = "/".join(f"{d}×" for d in settings.depths)
         design = f"{settings.seeds} seeds per depth × {result.scale} at {layers} the layers"
     else:
-        high = len(settings.lr_factors) - len(settings.lr_factors) // 2
-        estimate = verdict.sensitivity_delta  # type: ignore[union-attr]
+        rate = next((v for v in result.verdicts if v.arm == claim.arm), None)
+        if rate is None:
+            return None
+        verdict, p, estimate = rate.verdict, rate.p_primary_adjusted, rate.sensitivity_delta
+        alpha, family = rate.alpha, len(result.verdicts)
+        rates = settings.lr_factors
+        high = sum(w > 0 for w in high_weights(rates, statistics.median_low(rates)))
         measure = "ΔS = LR sensitivity (arm − baseline); positive = more sensitive"
-        p = verdict.p_primary_adjusted  # type: ignore[union-attr]
-        design = f"{settings.seeds} seeds per rate × {len(settings.lr_factors)} rates × {result.scale}"
+        design = f"{settings.seeds} seeds per rate × {len(rates)} rates × {result.scale}"
+    sign = {MORE_ROBUST: 1, MORE_FRAGILE: -1}.get(verdict, 0)
     return Evidence(
-        verdict=verdict.verdict,
+        verdict=verdict,
         sign=sign,
         measure=measure,
         estimate=estimate,
         p=p,
-        alpha=verdict.alpha,
+        alpha=alpha,
         power=None,
         power_for="power not modelled for the stress test's permutation test",
-        to_reach=_stress_floor(settings.seeds, high, len(found), verdict.alpha),
+        to_reach=_stress_floor(settings.seeds, high, family, alpha),
         design=design,
     )
 
@@ -303,7 +308,9 @@ def _judge_interaction(claim: Claim, spec: AuditSpec) -> Evidence | None:
     sign = (1 if combo.interaction > 0 else -1) if declared else 0
     half = sps.t.isf(alpha / 2, combo.df) * combo.se if combo.df > 0 else math.nan
     return Evidence(
-        verdict=("interaction " + ("better" if sign > 0 else "worse")) if sign else "no interaction",
+        verdict=("interaction " + ("better" if sign > 0 else "worse"))
+        if sign
+        else "no interaction",
         sign=sign,
         measure=f"interaction contrast on {metric} (positive = better) at {scale}",
         estimate=combo.interaction,

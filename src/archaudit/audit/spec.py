@@ -20,7 +20,7 @@
                        # on the line of the trained scales' tokens)
     [executor]     # local | ray | slurm, workers, GPUs per run, ...
     [stress]       # `archaudit stress`: a learning-rate sweep per arm (docs/stability.md)
-    [claims.NAME]  # `archaudit replicate`: a published claim judged on this audit (docs/replications.md)
+    [claims.NAME]  # `archaudit replicate`: a published claim judged here (docs/replications.md)
 
 Loading checks structure and types only and names the file and key of every mistake; what
 the names mean (arms, suites, models) is checked when the spec is planned (`plan.py`).

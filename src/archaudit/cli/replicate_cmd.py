@@ -78,7 +78,9 @@ def _list(claims: list[Claim], json_: bool) -> None:
         table.add_column(column)
     for c in claims:
         published = f"{c.direction} than the baseline" if c.direction else "—"
-        table.add_row(c.name, c.test or "—", c.arm or "—", published, c.source, c.status or "runnable")
+        table.add_row(
+            c.name, c.test or "—", c.arm or "—", published, c.source, c.status or "runnable"
+        )
     show(table)
 
 
@@ -97,7 +99,9 @@ def _plan(claims: list[Claim], runs_dir: Path, sets: list[str], probe: bool, jso
     left = sum(p.runs_left for p in plans)
     cost = "not estimated (--no-probe)" if total is None else f"{total / 60:.1f} CPU-min"
     above = f" (+ up to {more / 60:.1f} CPU-min above the stress grids)" if more else ""
-    console.print(f"total: {left} runs to train, {cost}{above}, by plan's estimates", highlight=False)
+    console.print(
+        f"total: {left} runs to train, {cost}{above}, by plan's estimates", highlight=False
+    )
 
 
 def _plan_json(plan: ClaimPlan) -> dict[str, object]:

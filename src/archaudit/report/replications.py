@@ -71,8 +71,9 @@ def table(results: Sequence[Replication], claims: Sequence[Claim]) -> str:
 def reasons(results: Sequence[Replication]) -> str:
     """Why each claim that is not reproduced is not (power, what would reach 0.8, what is
     missing), one bullet each."""
+    against = "a declared verdict against the published direction"
     lines = [
-        f"- `{r.claim}` ({r.outcome}): {r.why or 'a declared verdict against the published direction'}"
+        f"- `{r.claim}` ({r.outcome}): {r.why or against}"
         for r in results
         if r.outcome is not Outcome.REPRODUCED
     ]
