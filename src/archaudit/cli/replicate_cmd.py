@@ -129,7 +129,7 @@ def _table(runs_dir: Path, sets: list[str], out: Path | None, json_: bool) -> No
 
 def results_table(results: list[Replication]) -> Table:
     table = Table(title="replications")
-    columns = ("claim", "outcome", "verdict", "estimate", "p (α)", "power", "design", "CPU-min")
+    columns = ("claim", "outcome", "verdict", "estimate", "p (α)", "power", "design", "thread-min")
     for column in columns:
         table.add_column(column)
     for r in results:

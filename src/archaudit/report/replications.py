@@ -16,7 +16,7 @@ from archaudit.formatting import num, pvalue
 
 HEADER = (
     "claim", "source", "published", "ours [interval]", "verdict", "power", "seeds × scale",
-    "CPU-min",
+    "CPU-min (training thread-min: ≥ the CPU time under load)",
 )  # fmt: skip
 
 
