@@ -117,7 +117,7 @@ def judge_claim(claim: Claim, spec: AuditSpec) -> Replication:
         return empty
     evidence = JUDGES[ClaimTest(claim.test)](claim, spec)
     if evidence is None:
-        why = f"no results in {spec.audit_dir}"
+        why = f"no results of audit {spec.name!r} in the runs folder"
         return dataclasses.replace(empty, outcome=Outcome.NOT_RUN, why=why)
     outcome = classify(Direction(claim.direction), evidence.sign)
     why = _why(evidence) if outcome is Outcome.NOT_ESTABLISHED else ""
