@@ -91,6 +91,7 @@ ARGS: dict[str, list[str]] = {
     "stats snr": ["{results}"],
     "stats predict": ["{ladder}", "--n-boot", "50"],
     "stress": ["{stress}", "--plan", "--no-probe", "--runs-dir", "{tmp}/stress-runs"],
+    "replicate": ["list"],
     "simulate-null": ["--audits", "20", "--n-arms", "3"],
     "report": ["{audit_dir}", "--out", "{tmp}/report.html"],
     "data prepare": ["{text}", "--out", "{tmp}/prepared"],

@@ -20,6 +20,7 @@
                        # on the line of the trained scales' tokens)
     [executor]     # local | ray | slurm, workers, GPUs per run, ...
     [stress]       # `archaudit stress`: a learning-rate sweep per arm (docs/stability.md)
+    [claims.NAME]  # `archaudit replicate`: a published claim judged here (docs/replications.md)
 
 Loading checks structure and types only and names the file and key of every mistake; what
 the names mean (arms, suites, models) is checked when the spec is planned (`plan.py`).
@@ -56,7 +57,11 @@ from archaudit.rundir import check_audit_dir
 from archaudit.stats.inference.corrections import check_correction
 
 TOP_KEYS = ("name", "arms", "runs_dir", "tracker", "plugins")
-SECTIONS = ("seeds", "eval", "recipe", "scales", "baselines", "executor", "target", "stress")
+SECTIONS = (
+    "seeds", "eval", "recipe", "scales", "baselines", "executor", "target", "stress", "claims",
+)  # fmt: skip
+"""`[claims.NAME]` are read by `archaudit replicate` (audit/replicate.py): a published claim this
+audit's results are judged against. Any audit may carry them; `run` and `stress` ignore them."""
 SUITE_PREFIX = "suite:"
 SEED_POLICIES = ("fixed", "sequential")
 MAX_SEEDS = 10_000

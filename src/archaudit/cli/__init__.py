@@ -33,6 +33,7 @@ def register_commands() -> None:
         export_cmd,
         import_cmd,
         mods_cmd,
+        replicate_cmd,
         report_cmd,
         stats_aggregate_cmd,
         stats_cmd,

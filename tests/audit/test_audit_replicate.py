@@ -1,0 +1,284 @@
+"""Issue 54: `archaudit replicate`. Every built-in claim's audit file parses and plans; a claim is
+judged from its run folders alone (reproduced / contradicted / not established / not run /
+needs) on small fabricated folders; the command lists, plans and tables the claims."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from archaudit.audit import store
+from archaudit.audit.plan import make_plan
+from archaudit.audit.record import RunRecord
+from archaudit.audit.replicate import (
+    CLAIMS_DIR,
+    Claim,
+    ClaimTest,
+    Direction,
+    claim_spec,
+    get_claim,
+    list_claims,
+    load_claims,
+)
+from archaudit.audit.replicate_run import plan_claims, total_cpu_s
+from archaudit.audit.replication import Outcome, classify, judge_claim, training_cost
+from archaudit.audit.spec import load_audit
+from archaudit.audit.stress import STRESS_DIR, stress_plan
+from archaudit.audit.stress_result import RESULT_FILE, StressResult, write_result
+from archaudit.cli import app, register_commands
+from archaudit.errors import ConfigError
+from archaudit.stats.analyses.stability import StabilityVerdict
+
+ISSUE_CLAIMS = {
+    "post_ln_lr", "post_ln_depth", "qk_norm_lr", "z_loss_logits", "attention_sinks",
+    "lm_head_bottleneck", "pruning_breaks_tts", "glu_over_mlp", "gqa_swa_retrieval",
+}  # fmt: skip
+
+
+@pytest.fixture
+def data_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A stand-in data root with the real-text claims' corpus (a few KB of text)."""
+    root = tmp_path / "data"
+    corpus = root / "corpora" / "tinyshakespeare" / "input.txt"
+    corpus.parent.mkdir(parents=True)
+    corpus.write_text("First Citizen:\nBefore we proceed any further, hear me speak.\n" * 400)
+    monkeypatch.setenv("ARCHAUDIT_DATA", str(root))
+    return root
+
+
+def test_the_issue_claims_are_registered_with_their_sources():
+    claims = {c.name: c for c in list_claims()}
+    assert set(claims) >= ISSUE_CLAIMS
+    for claim in claims.values():
+        assert claim.paper and claim.title and Path(claim.file).parent == CLAIMS_DIR
+        assert claim.runnable == (claim.test != ""), claim.name
+    assert not claims["attention_sinks"].runnable  # the tool lacks a verdict on sink mass
+    assert claims["post_ln_lr"].test == ClaimTest.STRESS_RATE
+
+
+def test_every_claim_file_parses_and_plans(data_root: Path, tmp_path: Path):
+    """Each built-in audit file loads as an audit (`run` and `stress` take it) and plans."""
+    for path in sorted(CLAIMS_DIR.glob("*.toml")):
+        (claim, *_) = load_claims(path)
+        spec = claim_spec(claim, tmp_path / "runs")
+        plan = make_plan(spec)
+        assert plan.runs, path.name
+        if claim.test in (ClaimTest.STRESS_RATE, ClaimTest.STRESS_DEPTH):
+            assert stress_plan(spec).points
+        if spec.recipe.corpus != "synthetic":
+            assert Path(spec.recipe.corpus).is_relative_to(data_root)
+
+
+def test_the_plan_of_all_claims_costs_each_file_once(data_root: Path, tmp_path: Path):
+    plans = {p.claim: p for p in plan_claims(runs_dir=tmp_path / "runs", probe=False)}
+    assert set(plans) == {c.name for c in list_claims()}
+    shared = [p for p in plans.values() if p.shares]
+    assert {p.claim for p in shared} >= {"post_ln_lr", "z_loss_logits"}  # a file's 2nd claim
+    assert all(p.runs_left == 0 and p.cpu_s == 0.0 for p in shared)
+    assert plans["glu_over_mlp"].runs_left == plans["glu_over_mlp"].runs_total > 0
+    assert plans["glu_over_mlp"].cpu_s is None  # not probed: not estimated, never 0
+    assert total_cpu_s(list(plans.values()))[0] is None
+    assert plans["attention_sinks"].status and plans["attention_sinks"].runs_left == 0
+
+
+@pytest.mark.parametrize(
+    ("direction", "sign", "outcome"),
+    [
+        (Direction.WORSE, -1, Outcome.REPRODUCED),
+        (Direction.WORSE, 1, Outcome.CONTRADICTED),
+        (Direction.BETTER, 1, Outcome.REPRODUCED),
+        (Direction.BETTER, -1, Outcome.CONTRADICTED),
+        (Direction.BETTER, 0, Outcome.NOT_ESTABLISHED),
+    ],
+)
+def test_classify(direction, sign, outcome):
+    assert classify(direction, sign) is outcome
+
+
+def _claim_audit(write_audit, direction: str, test: str = "verdict", **claim) -> Path:
+    table = {"title": "t", "paper": "p", "test": test, "arm": "post_ln", "direction": direction}
+    return write_audit(
+        arms=["post_ln"],
+        seeds={"noise_floor": 4, "arms": 4},
+        claims={"c": table | claim},
+    )
+
+
+def _fake_runs(path: Path, shift: float) -> None:
+    """Finished runs: post_ln's val_loss `shift` above the baseline's, seed σ 0.01."""
+    plan = make_plan(load_audit(path))
+    store.materialize(plan)
+    for run in plan.runs:
+        rng = np.random.default_rng([sum(map(ord, run.arm)), run.seed])
+        value = 3.0 + (shift if run.arm == "post_ln" else 0.0) + 0.01 * float(rng.normal())
+        train = {"tokens": 6000, "tokens_per_s": 1000.0}
+        record = RunRecord.of_run(run, status="ok", metrics={"val_loss": value}, train=train)
+        store.write_done(plan.run_dir(run), record)
+    store.refresh_export(plan.audit_dir)
+
+
+def _judged(path: Path):
+    (claim,) = load_claims(path)
+    return judge_claim(claim, load_audit(path))
+
+
+def test_a_declared_verdict_in_the_published_direction_reproduces(write_audit):
+    path = _claim_audit(write_audit, "worse")
+    _fake_runs(path, shift=0.1)  # 10 σ worse
+    result = _judged(path)
+    assert result.outcome is Outcome.REPRODUCED
+    assert result.evidence.verdict == "regressor" and result.evidence.estimate < 0
+    low, high = result.evidence.interval
+    assert low < result.evidence.estimate < high < 0
+    assert result.runs == 8 and result.cpu_s == pytest.approx(8 * 6.0)
+
+
+def test_a_declared_verdict_against_it_contradicts(write_audit):
+    path = _claim_audit(write_audit, "better")
+    _fake_runs(path, shift=0.1)
+    assert _judged(path).outcome is Outcome.CONTRADICTED
+
+
+def test_no_declared_verdict_is_not_established_with_the_power_and_seeds(write_audit):
+    path = _claim_audit(write_audit, "worse", effect_sigmas=2.5)
+    _fake_runs(path, shift=0.0)
+    result = _judged(path)
+    assert result.outcome is Outcome.NOT_ESTABLISHED
+    assert 0.0 < result.evidence.power < 0.8  # 4 seeds against 4 detect 2.5 σ below 0.8
+    assert "the planned effect 2.5 σ" in result.evidence.power_for
+    assert "seeds per arm (and baseline) give 0.8" in result.why
+
+
+def test_nothing_trained_is_not_run_and_a_missing_part_is_needs(write_audit):
+    path = _claim_audit(write_audit, "worse")
+    assert _judged(path).outcome is Outcome.NOT_RUN
+    needs = write_audit(name="needs.toml", claims={"n": {"title": "t", "paper": "p",
+                                                         "status": "needs a test"}})  # fmt: skip
+    (claim,) = load_claims(needs)
+    result = judge_claim(claim, load_audit(needs))
+    assert result.outcome is Outcome.NEEDS and result.why == "needs a test"
+
+
+def _store(result: StressResult, path: Path) -> None:
+    path.parent.mkdir(parents=True)
+    write_result(result, path)
+
+
+def _stress_verdict(arm: str, verdict: str, p: float) -> StabilityVerdict:
+    return StabilityVerdict(
+        arm, "baseline", 0.4, 2, p, p, p, p, verdict, 0.05, "holm", "FWER",
+        p_primary=p, p_primary_adjusted=p, primary_measure="grad_norm", primary_z=(2.5, 1.0),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("verdict", "direction", "outcome"),
+    [
+        ("more-fragile", "worse", Outcome.REPRODUCED),
+        ("more-robust", "worse", Outcome.CONTRADICTED),
+        ("within-noise", "worse", Outcome.NOT_ESTABLISHED),
+        ("more-robust", "better", Outcome.REPRODUCED),
+    ],
+)
+def test_a_stress_claim_reads_the_stored_stress_verdict(write_audit, verdict, direction, outcome):
+    path = _claim_audit(write_audit, direction, test="stress-rate")
+    spec = load_audit(path)
+    result = StressResult(
+        audit="tiny", scale="xs", cost="", arms=(), depth=(), depth_forecasts=(), backtests=(),
+        traces=(), missing=0, verdicts=(_stress_verdict("post_ln", verdict, 0.01),),
+    )  # fmt: skip
+    _store(result, spec.audit_dir / STRESS_DIR / RESULT_FILE)
+    judged = _judged(path)
+    assert judged.outcome is outcome
+    assert judged.evidence.p == 0.01 and judged.evidence.power is None  # not modelled: said so
+    assert "not modelled" in judged.evidence.power_for
+
+
+def test_the_stress_floor_says_when_no_seed_count_can_declare(write_audit):
+    path = _claim_audit(write_audit, "worse", test="stress-rate")
+    spec = load_audit(path, ["stress.seeds=2"])
+    result = StressResult(
+        audit="tiny", scale="xs", cost="", arms=(), depth=(), depth_forecasts=(), backtests=(),
+        traces=(), missing=0,
+        verdicts=tuple(_stress_verdict(a, "within-noise", 0.5) for a in "abcdefgh"[:7]),
+    )  # fmt: skip
+    result = StressResult(**{**result.__dict__, "verdicts": (*result.verdicts,
+                             _stress_verdict("post_ln", "within-noise", 0.5))})  # fmt: skip
+    _store(result, spec.audit_dir / STRESS_DIR / RESULT_FILE)
+    (claim,) = load_claims(path)
+    judged = judge_claim(claim, spec)
+    assert "cannot reach" in judged.evidence.to_reach  # 2 seeds, 8 arms: floor 2/6³ > 0.05/8
+
+
+def test_training_cost_reads_tokens_speed_and_threads(tmp_path: Path):
+    run = tmp_path / "a" / "x" / "seed-0"
+    run.mkdir(parents=True)
+    (run / "DONE").write_text(json.dumps({"train": {"tokens": 1000, "tokens_per_s": 100.0}}))
+    (run / "env.json").write_text(json.dumps({"torch_threads": 2}))
+    assert training_cost(tmp_path) == (1, 20.0)
+    assert training_cost(tmp_path / "absent") == (0, 0.0)
+
+
+def test_claim_errors_teach():
+    with pytest.raises(ConfigError, match="did you mean 'stress-rate'"):
+        Claim(name="x", title="t", paper="p", test="stress-rat", arm="a", direction="worse")
+    with pytest.raises(ConfigError, match="direction"):
+        Claim(name="x", title="t", paper="p", test="verdict", arm="a", direction="up")
+    with pytest.raises(ConfigError, match="commands, not claim names"):
+        Claim(name="all", title="t", paper="p", test="verdict", arm="a", direction="worse")
+    with pytest.raises(ConfigError, match="did you mean 'post_ln_lr'"):
+        get_claim("post_ln_rl")
+
+
+def test_cli_lists_plans_and_tables(data_root: Path, tmp_path: Path):
+    register_commands()
+    runner = CliRunner()
+    listed = json.loads(runner.invoke(app, ["replicate", "list", "--json"]).stdout)
+    assert {c["name"] for c in listed} >= ISSUE_CLAIMS
+    runs = str(tmp_path / "runs")
+    argv = ["replicate", "all", "--plan", "--no-probe", "--runs-dir", runs, "--json"]
+    planned = json.loads(runner.invoke(app, argv).stdout)
+    assert {c["claim"] for c in planned["claims"]} >= ISSUE_CLAIMS and planned["cpu_s"] is None
+    one = runner.invoke(
+        app, ["replicate", "post_ln_lr", "--plan", "--no-probe", "--runs-dir", runs]
+    )
+    assert one.exit_code == 0 and "runs to train" in one.stdout and "total:" in one.stdout
+    page = tmp_path / "replications.md"
+    page.write_text("# intro kept\n")
+    argv = ["replicate", "table", "--runs-dir", runs, "--out", str(page)]
+    assert runner.invoke(app, argv).exit_code == 0
+    text = page.read_text()
+    assert text.startswith("# intro kept") and "| `post_ln_lr` |" in text
+    assert "**not run**" in text and "**needs**" in text
+    assert runner.invoke(app, argv).exit_code == 0 and page.read_text() == text  # idempotent
+    assert math.isfinite(len(text))
+
+
+STORED = Path(__file__).resolve().parents[1] / "data" / "replications"
+"""The stress results of this issue's confirming runs (xiong2020 and wortsman2023 at
+recipe.data_seed 2027, docs/replications.md), their per-step traces removed."""
+
+
+@pytest.mark.parametrize(
+    ("claim", "outcome"),
+    [
+        ("qk_norm_lr", Outcome.REPRODUCED),
+        ("z_loss_logits", Outcome.NOT_ESTABLISHED),
+        ("post_ln_lr", Outcome.NOT_ESTABLISHED),
+        ("post_ln_depth", Outcome.NOT_ESTABLISHED),
+    ],
+)
+def test_the_stored_confirming_runs_judge_as_the_docs_say(tmp_path: Path, claim, outcome):
+    found = get_claim(claim)
+    spec = claim_spec(found, tmp_path / "runs")
+    path = spec.audit_dir / STRESS_DIR / RESULT_FILE
+    path.parent.mkdir(parents=True)
+    path.write_text((STORED / f"{spec.name}-stress.json").read_text())
+    result = judge_claim(found, spec)
+    assert result.outcome is outcome
+    assert result.evidence is not None and result.evidence.alpha == 0.05
