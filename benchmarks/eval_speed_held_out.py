@@ -1,7 +1,7 @@
 """Scoring speed on held-out items (issue 57, must-show 3): an archaudit run scored by archaudit,
 its `export hf` copy scored by archaudit, and the copy scored by lm-evaluation-harness's `hf`
-model (and, as `export-before`, the
-copy scored without the shared KV cache: the path before issue 57), on PIQA (the ybisk release) and TruthfulQA MC1 (mc_task.json) items that neither the
+model (and, as `export-before`, the copy scored without the shared KV cache: the path before
+issue 57), on PIQA (the ybisk release) and TruthfulQA MC1 (mc_task.json) items that neither the
 suite's tests nor the `published` suite's own limits read: PIQA from item `--piqa-from`
 (tests: the first 120, suite: 200), TruthfulQA from question `--tqa-from` (tests: 50, suite:
 100). Prompts are lm-eval's own task YAMLs (`piqa/piqa.yaml`, `truthfulqa/truthfulqa_mc1.yaml`)
@@ -32,7 +32,10 @@ from archaudit.evals.lmeval_adapter import run_local_task
 from archaudit.evals.scoring import ScoringModel
 from archaudit.evals.suites import Suite
 
-TASKS = {"piqa": ("piqa/piqa.yaml", "piqa"), "truthfulqa_mc1": ("truthfulqa/truthfulqa_mc1.yaml", "tqa")}
+TASKS = {
+    "piqa": ("piqa/piqa.yaml", "piqa"),
+    "truthfulqa_mc1": ("truthfulqa/truthfulqa_mc1.yaml", "tqa"),
+}
 """Our task name → (lm-eval's YAML it includes, the local task's stem)."""
 
 
@@ -175,7 +178,9 @@ def _rounds(task: str, sides: dict[str, Callable]) -> dict:
         out[name] = {
             "cpu_s": [round(t.cpu_s, 2) for t in mine],
             "wall_s": [round(t.wall_s, 2) for t in mine],
-            "cpu_ratio_vs_lm_eval": [round(h.cpu_s / t.cpu_s, 2) for h, t in zip(harness, mine)],
+            "cpu_ratio_vs_lm_eval": [
+                round(h.cpu_s / t.cpu_s, 2) for h, t in zip(harness, mine, strict=True)
+            ],
             "cpu_ratio_both_rounds": round(
                 sum(h.cpu_s for h in harness) / sum(t.cpu_s for t in mine), 2
             ),

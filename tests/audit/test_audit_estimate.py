@@ -460,9 +460,9 @@ def test_plan_stats_power_and_the_verdict_header_print_one_mde(write_audit):
     and the verdict table's header printed 15σ (α/2, unsaid), 10.03σ and 8.1–12.0σ; they now
     call one function and print one number, at the α the family is judged at (said)."""
     from archaudit.audit.power_plan import plan_power
+    from archaudit.formatting import num
     from archaudit.stats import design_power, judge
     from archaudit.stats.judgement_text import header
-    from archaudit.formatting import num
     from archaudit.stats.options import JudgeOptions
     from archaudit.stats.table import Row, Table
 

@@ -176,9 +176,12 @@ def test_every_modification_scores_as_in_full_or_falls_back(
 HF_CLASSES = {
     "LlamaForCausalLM": {},
     "Qwen3ForCausalLM": {"head_dim": 8},  # per-head RMSNorm on q and k
-    "SmolLM3ForCausalLM": {"no_rope_layers": [1, 0], "layer_types":
-                           ["sliding_attention", "full_attention"], "sliding_window": 12,
-                           "use_sliding_window": True},  # fmt: skip
+    "SmolLM3ForCausalLM": {
+        "no_rope_layers": [1, 0],
+        "layer_types": ["sliding_attention", "full_attention"],
+        "sliding_window": 12,
+        "use_sliding_window": True,
+    },
     "MixtralForCausalLM": {"num_local_experts": 4, "num_experts_per_tok": 2},
 }
 """Stock classes `export hf` writes (a window, NoPE layers, q/k norms, experts), tiny."""

@@ -467,8 +467,8 @@ def round_line(
 ) -> str:
     """What the round about to run is, e.g. "round 2 of ≤ 3: 5 runs for qk_norm, softpick and
     the baseline (the audit now has 19 runs: the arms' verdicts are still open; a baseline seed
-    narrows the open arms' noise floor)": the run count a progress line shows grows only after a line
-    that says why. A baseline (one of `baselines`) has no verdict: its seeds are named apart.
+    narrows the open arms' noise floor)": the run count a progress line shows grows only after a
+    line that says why. A baseline (one of `baselines`) has no verdict: its seeds are named apart.
     Rounds are at most one per seed an arm can still get (each round adds at most one seed to
     an arm)."""
     fewest = min(first.values(), default=max_seeds)  # an arm's (a baseline has more)

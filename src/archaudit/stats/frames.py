@@ -148,7 +148,7 @@ def declared_dtypes(record_type: type) -> dict[str, str]:
     out: dict[str, str] = {}
     for name, written in hints:
         try:  # annotations are strings (`from __future__ import annotations`)
-            hint = eval(written, namespace) if isinstance(written, str) else written  # noqa: S307
+            hint = eval(written, namespace) if isinstance(written, str) else written
         except NameError:  # a name imported only for type checking: no declared dtype
             continue
         kind = _one_type(hint)

@@ -34,6 +34,7 @@ from archaudit.stats.inference.samples import ArmSample
 from archaudit.stats.loop import ArmStop, Loop, LoopArm, LoopFamily
 from archaudit.stats.noise_panel import COVERED_ARM, WIDEST_FACTOR
 from archaudit.stats.options import DEFAULT, JudgeOptions
+from archaudit.stats.predictions.target import TargetPrediction
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.signal import AVERAGE, check_signal
 from archaudit.stats.simulation.design import AuditDesign
@@ -42,7 +43,6 @@ from archaudit.stats.simulation.profile import Profile
 from archaudit.stats.simulation.sequential import sequential_design_rate, spent_level
 from archaudit.stats.table import DOWNSTREAM, Table, TableLike, load_table
 from archaudit.stats.verdicts import NOISE_SIGMAS, Verdict
-from archaudit.stats.predictions.target import TargetPrediction
 
 SIGMA_RATIO_WARNING = 2.0
 """Warn when σ of one metric differs by more than this factor between scales of one audit."""
