@@ -152,7 +152,7 @@ def declared_dtypes(record_type: type) -> dict[str, str]:
         except NameError:  # a name imported only for type checking: no declared dtype
             continue
         kind = _one_type(hint)
-        if kind is not None and dataclasses.is_dataclass(kind):
+        if isinstance(kind, type) and dataclasses.is_dataclass(kind):
             out |= {f"{name}.{k}": v for k, v in declared_dtypes(kind).items()}
         elif (dtype := _scalar_dtype(kind)) is not None:
             out[name] = dtype
