@@ -15,11 +15,14 @@ is cached, so the next `plan` spends its budget on the pairs still estimated.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from archaudit.audit.plan import RunSpec, model_sizes
-from archaudit.audit.probe import ShapeCost, Timed
+if TYPE_CHECKING:  # the command line reads DEFAULT_PROBE_BUDGET without importing torch
+    from archaudit.audit.plan import RunSpec
+    from archaudit.audit.probe import ShapeCost, Timed
 
 DEFAULT_PROBE_BUDGET = 60.0
 """Seconds of probing a `plan` spends at most (past its first scale's measurement)."""
@@ -51,6 +54,7 @@ class ProbeBudget:
 
 
 def _flops_per_step(run: RunSpec) -> float:
+    from archaudit.audit.plan import model_sizes
     from archaudit.model import training_flops_per_token
 
     flops = training_flops_per_token(run.model, model_sizes(run.model)[1])
@@ -66,6 +70,9 @@ def shape_from_flops(shape: ShapeCost, probed: RunSpec, run: RunSpec) -> ShapeCo
     """`run`'s scale's parts estimated from `probed`'s measured `shape`: the compute (steps,
     warm-up, validation, suite) by their training FLOPs per step, the checkpoint by their
     parameters."""
+    from archaudit.audit.plan import model_sizes
+    from archaudit.audit.probe import ShapeCost
+
     compute = _flops_per_step(run) / _flops_per_step(probed)
     params = model_sizes(run.model)[0] / max(model_sizes(probed.model)[0], 1)
     parts = {f.name: getattr(shape, f.name) for f in dataclasses.fields(shape)}
@@ -78,7 +85,6 @@ def shape_from_flops(shape: ShapeCost, probed: RunSpec, run: RunSpec) -> ShapeCo
 def nearest_scale(run: RunSpec, measured: dict[str, RunSpec]) -> str:
     """The scale of `measured` (by name, its probed run) whose FLOPs per step are nearest
     `run`'s (by ratio): the best anchor for `shape_from_flops`."""
-    import math
 
     own = _flops_per_step(run)
     return min(measured, key=lambda s: abs(math.log(_flops_per_step(measured[s]) / own)))

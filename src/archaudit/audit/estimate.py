@@ -431,7 +431,7 @@ STARTUP_REFS = 100.0
 """A run's start-up probe (a warm server's first start and three forks), in reference steps."""
 AUDIT_START_REFS = 160.0
 """The audit's start probe (a cold interpreter and a server's preload), in reference steps."""
-LOOP_REFS = 400.0
+LOOP_REFS = 200.0
 """The loop probe (a tiny sequential audit of 5 runs in 2 rounds), in reference steps."""
 PAIR_START_REFS = 40.0
 """A probed pair's fixed cost (building the model and its optimizer, a neighbour's start,
