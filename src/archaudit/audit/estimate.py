@@ -625,18 +625,23 @@ def _fixed_wall_s(seconds: Sequence[float], pace: Pace) -> float:
 
 
 def time_left(audit_dir: Path, statuses: Sequence[RunStatus]) -> float | None:
-    """Wall seconds until the audit's runs finish, from `plan`'s model and its cached probes
-    (None without the audit file or a probe): each unfinished run's time, less the share of
-    its steps already trained, and the coordinator's work per run, over the executor's
-    workers, then a judgement (`probe.loop_cost`, when cached)."""
+    """Wall seconds until the audit finishes, from `plan`'s model and its cached probes (None
+    without the audit file or a probe): each unfinished run's time, less the share of its steps
+    already trained, and the coordinator's work per run, over the executor's workers, then a
+    judgement (`probe.loop_cost`, when cached); in a sequential audit whose loop has not ended,
+    also the rounds still expected (`later_rounds`: issue 57, "about 3.3 min left" while 16 more
+    minutes of later rounds ran)."""
     from archaudit.audit.executors import LocalExecutor, make_executor
     from archaudit.audit.plan import make_plan
     from archaudit.audit.spec import load_audit
 
-    source = (store.read_json(audit_dir / AUDIT_FILE) or {}).get("source")
+    record = store.read_json(audit_dir / AUDIT_FILE) or {}
+    source = record.get("source")
     if not source or not Path(source).is_file():
         return None
-    plan = make_plan(load_audit(source, runs_dir=audit_dir.parent))
+    looping = _loop_running(audit_dir, record, len(statuses))
+    settings = [SEQUENTIAL] if looping else []
+    plan = make_plan(load_audit(source, settings, runs_dir=audit_dir.parent))
     pool = make_executor(plan.spec.executor, plan.audit_dir)
     costs = estimate(plan, threads=pool.threads, beside=pool.beside, warm=pool.warm, measure=False)
     by_arm = {(run.arm, run.scale): costs[run.path].seconds for run in plan.runs}
@@ -651,7 +656,65 @@ def time_left(audit_dir: Path, statuses: Sequence[RunStatus]) -> float | None:
             return None
         if status.state != "done":
             left += seconds * (1 - status.step / max(status.spec.recipe.steps, 1)) + per_run
-    return left / max(pool.workers, 1) + (0.0 if loop is None else loop.round.wall)
+    left = left / max(pool.workers, 1) + (0.0 if loop is None else loop.round.wall)
+    if not looping:
+        return left
+    known = [s for s in by_arm.values() if s is not None]
+    pace = Pace(
+        sum(known) / max(len(known), 1),
+        pool.workers,
+        0.0,
+        per_run,
+        0.0 if loop is None else loop.round.wall,
+    )
+    return left + later_rounds(plan, audit_dir, len(statuses), pace)
+
+
+SEQUENTIAL = 'seeds.policy="sequential"'
+
+
+def _loop_running(audit_dir: Path, record: dict[str, Any], runs: int) -> bool:
+    """Whether the audit runs the sequential loop and the loop has not ended: its policy (or a
+    published round) says sequential, and no summary covers its runs yet."""
+    from archaudit.audit.sequential import SUMMARY, record_dir
+
+    folder = record_dir(audit_dir)
+    if record.get("policy") != "sequential" and not folder.is_dir():
+        return False
+    summary = store.read_json(folder / SUMMARY) or {}
+    return not (isinstance(summary.get("runs"), int) and summary["runs"] >= runs)
+
+
+def later_rounds(plan: Plan, audit_dir: Path, runs: int, pace: Pace) -> float:
+    """The wall time of the loop's rounds after the current one, as `plan --until-settled`
+    expects them with no effect known (`expected_loop`): the runs past the `runs` the audit
+    holds now, in the rounds past those published, each wave `pace` long."""
+    from archaudit.audit.sequential import read_rounds
+
+    expected_runs, expected_rounds = expected_loop(plan)
+    rounds = expected_rounds - (len(read_rounds(audit_dir)) + 1)
+    more = expected_runs - runs
+    if more <= 0 or rounds <= 0:
+        return 0.0
+    return _wall_s(more, max(rounds, 1.0), pace) or 0.0
+
+
+def expected_loop(plan: Plan) -> tuple[float, float]:
+    """(runs, rounds) the loop is expected to take, summed over its families as `plan
+    --until-settled` states them when no effect is known (`prior_loop`)."""
+    from archaudit.audit.sequential import (
+        families,
+        primary_metrics,
+        sequential_rule,
+        settle_options,
+    )
+    from archaudit.stats.simulation.plan_power import LOOP_AUDITS
+
+    options = settle_options(plan)
+    primaries = primary_metrics(plan, options)
+    rule = sequential_rule(plan, options, len(primaries))
+    costs, _ = _costs(families(plan, (primaries[0],)), rule, ({}, []), LOOP_AUDITS, 0)
+    return sum(c.sequential_runs for c in costs), max([1.0, *(c.rounds for c in costs)])
 
 
 def sequential_estimate(
