@@ -7,6 +7,13 @@ starter (fixed designs), each with its tokens divided (below) to fit a 10-minute
     python benchmarks/plan_load.py [--quick] [--load 4] [--out benchmarks/plan_load.json]
                                    [--audits demo_small,two_arms] [--conditions idle,loaded]
     python benchmarks/plan_load.py --examples [--quick]   # idle; plan_load-examples.json
+    python benchmarks/plan_load.py --first-plan [--load 8]   # issue 57; plan_load-first.json
+
+With `--first-plan` (issue 57, must-show 1): `--load` busy processes (nice 0, started and stopped
+here) hold the machine at a load of about that many; in a fresh cache, `archaudit init
+my_audit.toml --arms suite:audit2026` then its first `plan` (its wall: the goal is 2 minutes,
+whatever the probe budget leaves estimated ≈), then the 2-arm `--until-settled` audit (`--quick`
+size) planned and run under the same load, its estimate against its measured wall (goal ±35%).
 
 For each condition (idle, then `--load` busy processes that this benchmark starts and stops), each
 audit is planned (`plan --json`: its sequential estimate, the loop's expected runs at the
@@ -190,6 +197,37 @@ def record(out: Path, name: str, values: dict[str, object]) -> None:
     out.write_text(json.dumps(results, indent=1) + "\n")
 
 
+def first_plan(work: Path, busy: int, out: Path) -> None:
+    """Issue 57's must-show 1, written into `out` step by step."""
+    env = {**os.environ, "ARCHAUDIT_CACHE": str(work / "cache"), "PYTHONPATH": str(ROOT / "src")}
+    shutil.rmtree(work / "cache", ignore_errors=True)  # a first plan: nothing measured yet
+    procs = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(busy)]
+    try:
+        time.sleep(30.0)  # the load average climbs toward the busy processes
+        record(out, "first_plan", {"busy_processes": busy, "uptime_before": uptime()})
+        starter = work / "my_audit.toml"
+        cli(["init", str(starter), "--arms", "suite:audit2026", "--force"], env)
+        shown, wall = cli(["plan", str(starter), "--runs-dir", str(work / "runs")], env)
+        approx = re.search(r"≈: (\d+) of (\d+) runs", " ".join(shown.split()))
+        record(out, "first_plan", {
+            "plan_s": round(wall, 1),
+            "approx_runs": approx.group(0) if approx else "none",
+            "stats_entries_written": len(list((work / "cache" / "stats").glob("*.json"))),
+            "uptime_after": uptime(),
+        })  # fmt: skip
+        print("first plan", round(wall, 1), "s", flush=True)
+        files = audit_files(work, quick=True)
+        runs_dir = work / "loaded" / "two_arms"
+        shutil.rmtree(runs_dir, ignore_errors=True)
+        result = measure(files["two_arms"], runs_dir, env)
+        record(out, "first_plan", {"two_arms": result})
+        print("two_arms", result, flush=True)
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="an eighth of the demo's tokens")
@@ -205,7 +243,25 @@ def main() -> None:
         action="store_true",
         help="moe-tiny and init's starter, reduced (issue 45), idle; into plan_load-examples.json",
     )
+    parser.add_argument(
+        "--first-plan",
+        action="store_true",
+        help="issue 57: the starter's first plan and a 2-arm loop under --load (default 8)",
+    )
     args = parser.parse_args()
+    if args.first_plan:
+        out = args.out
+        if out == parser.get_default("out"):
+            out = ROOT / "benchmarks" / "plan_load-first.json"
+        load = 8 if args.load == parser.get_default("load") else args.load
+        with tempfile.TemporaryDirectory(prefix="plan_load-") as tmp:
+            work = args.work or Path(tmp)
+            work.mkdir(parents=True, exist_ok=True)
+            out.unlink(missing_ok=True)
+            record(out, "machine", {"cpus": os.cpu_count()})
+            first_plan(work, load, out)
+        print(f"wrote {out}")
+        return
     if args.examples:
         args.audits = ",".join(EXAMPLE_DIVISORS)
         if args.conditions == parser.get_default("conditions"):

@@ -17,17 +17,25 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from archaudit.audit import store
+from archaudit.audit.budget import (
+    DEFAULT_PROBE_BUDGET,
+    ProbeBudget,
+    nearest_scale,
+    shape_from_flops,
+    step_ratio_from_flops,
+)
 from archaudit.audit.effects import PlannedEffects
 from archaudit.audit.plan import Plan, RunSpec, model_sizes
 from archaudit.audit.probe import (
     PROBE_STEPS,
     WARMUP_STEPS,
+    LoopCost,
     Neighbours,
     ShapeCost,
     Timed,
@@ -40,7 +48,6 @@ from archaudit.audit.probe import (
     step_cost,
 )
 from archaudit.audit.protocol import ProtocolNote
-from archaudit.config import ModelConfig
 from archaudit.progress import log
 from archaudit.rundir import AUDIT_FILE
 
@@ -63,6 +70,9 @@ class RunCost:
     """The whole run's wall time: start-up, warm-up, steps, validation, saves, the suite."""
     cpu_seconds: float | None = None
     """The same in CPU time (user + system)."""
+    approx: bool = False
+    """Part of the time estimated from FLOPs, not measured (the probe's budget ran out: shown
+    ≈, `archaudit.audit.budget`)."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +88,7 @@ class CostedRun:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CostedRun:
-        cost = {f.name: data[f.name] for f in dataclasses.fields(RunCost)}
+        cost = {f.name: data[f.name] for f in dataclasses.fields(RunCost) if f.name in data}
         return cls(RunSpec.from_json(data), RunCost(**cost))
 
 
@@ -177,6 +187,13 @@ class PlanSummary:
     judgement (`probe.loop_cost`, local executor), both in `estimated_wall_s` and the loop's
     wall; None without the probe or off the local executor."""
     round_overhead_s: float | None = None
+    probe_budget_s: float | None = None
+    """The probe's budget (`--probe-budget`); None without the probe."""
+
+    @property
+    def approx_runs(self) -> int:
+        """Runs whose time is partly estimated from FLOPs (≈), not measured."""
+        return sum(1 for r in self.runs if r.cost.approx and r.cost.seconds is not None)
 
     @property
     def estimated_wall_range_s(self) -> tuple[float, float] | None:
@@ -215,6 +232,8 @@ class PlanSummary:
             "audit_start_s": self.audit_start_s,
             "run_overhead_s": self.run_overhead_s,
             "round_overhead_s": self.round_overhead_s,
+            "probe_budget_s": self.probe_budget_s,
+            "approx_runs": self.approx_runs,
             "notes": [note.to_json() for note in self.notes],
         }
         if self.sequential is not None:
@@ -236,6 +255,7 @@ class PlanSummary:
             audit_start_s=data.get("audit_start_s"),
             run_overhead_s=data.get("run_overhead_s"),
             round_overhead_s=data.get("round_overhead_s"),
+            probe_budget_s=data.get("probe_budget_s"),
         )
 
 
@@ -247,35 +267,72 @@ def estimate(
     beside: int = 0,
     warm: bool = False,
     measure: bool = True,
+    budget: ProbeBudget | None = None,
+    between: Callable[[], None] | None = None,
 ) -> dict[str, RunCost]:
     """Cost of every run, keyed by its path. Times come from the probes (measured here unless
-    cached, beside `beside` runs and starting `warm` as the executor will run them; with
-    `measure` False only cached ones, else none)."""
+    cached, beside `beside` runs and starting `warm` as the executor will run them, for at most
+    `budget`'s seconds, the rest estimated from FLOPs: `archaudit.audit.budget`; with `measure`
+    False only cached ones, else none). `between` runs once the scales are measured, the
+    probe's neighbours paused (`plan_summary`'s probes of the audit's start and loop)."""
+    budget = ProbeBudget(0.0) if not measure else budget or ProbeBudget()
     with Neighbours(beside) as neighbours:
-        return _estimate(plan, probe, threads, neighbours, warm, measure)
+        return _estimate(plan, probe, threads, neighbours, warm, budget, between)
 
 
 def _estimate(
-    plan: Plan, probe: bool, threads: int, neighbours: Neighbours, warm: bool, measure: bool
+    plan: Plan,
+    probe: bool,
+    threads: int,
+    neighbours: Neighbours,
+    warm: bool,
+    budget: ProbeBudget,
+    between: Callable[[], None] | None,
 ) -> dict[str, RunCost]:
     from archaudit.model import training_flops_per_token
 
-    start = startup(plan.spec.recipe.device, threads, warm=warm, measure=measure) if probe else None
-    parts = _probed(plan, threads, neighbours, measure) if start is not None else {}
+    device = plan.spec.recipe.device
+    start = (
+        cached_or_measured(
+            lambda m: startup(device, threads, warm=warm, measure=m),
+            budget,
+            reference_step().wall * STARTUP_REFS,
+            must=True,
+        )
+        if probe
+        else None
+    )
+    parts = _probed(plan, threads, neighbours, budget, between) if start is not None else {}
     costs = {}
     for run in plan.runs:
         model = run.model  # final, vocabulary included (data/vocabulary.py)
         params, active = model_sizes(model)
         flops = training_flops_per_token(model, active)
         tokens = run.recipe.steps * run.recipe.batch_tokens
-        shape, ratio = parts.get((run.arm, run.scale), (None, None))
-        if start is None or shape is None or ratio is None:
+        part = parts.get((run.arm, run.scale))
+        if start is None or part is None:
             costs[run.path] = RunCost(params, active, tokens, flops, None)
             continue
-        total = run_time(run, shape, start, ratio)
-        train = (shape.step * (run.recipe.steps * ratio)).wall
-        costs[run.path] = RunCost(params, active, tokens, flops, train, total.wall, total.cpu)
+        total = run_time(run, part.shape, start, part.ratio)
+        train = (part.shape.step * (run.recipe.steps * part.ratio)).wall
+        costs[run.path] = RunCost(
+            params, active, tokens, flops, train, total.wall, total.cpu, approx=part.approx
+        )
     return costs
+
+
+T = TypeVar("T")
+
+
+def cached_or_measured(
+    get: Callable[[bool], T | None], budget: ProbeBudget, seconds: float, *, must: bool = False
+) -> T | None:
+    """`get(False)` (the cached entry), else `get(True)` (measured) when `budget` allows a
+    probe of about `seconds` (or it `must`), else None."""
+    value = get(False)
+    if value is None and budget.allows(seconds, must=must):
+        value = get(True)
+    return value
 
 
 def pair_runs(plan: Plan) -> list[RunSpec]:
@@ -287,27 +344,95 @@ def pair_runs(plan: Plan) -> list[RunSpec]:
     return list(firsts.values())
 
 
+@dataclass(frozen=True)
+class Part:
+    """What one (arm, scale) pair's runs cost: its scale's parts, its step over theirs, and
+    whether any of it was estimated from FLOPs (`approx`, shown ≈) rather than measured."""
+
+    shape: ShapeCost
+    ratio: float
+    approx: bool = False
+
+
 def _probed(
-    plan: Plan, threads: int, neighbours: Neighbours, measure: bool
-) -> dict[tuple[str, str], tuple[ShapeCost | None, float | None]]:
-    """(arm, scale) → (its scale's measured shape, its step over that shape's), measured here
-    (the pairs not cached first counted, with their time, and each line counting toward
-    them: `ProbeCount`) or cached."""
+    plan: Plan,
+    threads: int,
+    neighbours: Neighbours,
+    budget: ProbeBudget,
+    between: Callable[[], None] | None,
+) -> dict[tuple[str, str], Part]:
+    """(arm, scale) → its `Part`: each scale's shape cached or measured (the first always,
+    the rest while the budget lasts), then `between`, then each arm's step (while the budget
+    lasts), what is left estimated from FLOPs; the pairs not cached counted up front, with
+    their time, and each line counting toward them (`ProbeCount`)."""
     pairs = pair_runs(plan)
-    count = ProbeCount.of(_unmeasured(pairs, threads, neighbours) if measure else [])
-    scales: dict[str, tuple[ShapeCost | None, ModelConfig]] = {}
-    parts = {}
+    firsts: dict[str, RunSpec] = {}
     for run in pairs:
-        label = count.label(run)
-        if run.scale not in scales:
-            shape = shape_cost(run.model, run, threads, neighbours, measure=measure, label=label)
-            scales[run.scale] = (shape, run.model)
-        shape, probed = scales[run.scale]
-        ratio = _step_ratio(shape, run.model, probed, run, threads, neighbours, measure, label)
-        parts[(run.arm, run.scale)] = (shape, ratio)
-    return parts
+        firsts.setdefault(run.scale, run)
+    missing = _unmeasured(pairs, threads, neighbours) if budget.seconds > 0 else []
+    count = ProbeCount.of(missing, budget.seconds)
+
+    def shape_of(run: RunSpec) -> Callable[[bool], ShapeCost | None]:
+        def get(m: bool) -> ShapeCost | None:
+            label = count.label(run) if m else ""
+            return shape_cost(run.model, run, threads, neighbours, measure=m, label=label)
+
+        return get
+
+    shapes = {
+        scale: shape_cost(run.model, run, threads, neighbours, measure=False)
+        for scale, run in firsts.items()
+    }
+    for scale, run in firsts.items():
+        if shapes[scale] is None:
+            must = all(shape is None for shape in shapes.values())
+            shapes[scale] = cached_or_measured(shape_of(run), budget, probe_seconds(run), must=must)
+    if between is not None:
+        neighbours.pause()
+        between()
+    measured = {scale: shape for scale, shape in shapes.items() if shape is not None}
+    if not measured:
+        return {}
+    return {(r.arm, r.scale): _part(r, firsts, measured, budget, count, threads, neighbours)
+            for r in pairs}  # fmt: skip
 
 
+def _part(
+    run: RunSpec,
+    firsts: dict[str, RunSpec],
+    measured: dict[str, ShapeCost],
+    budget: ProbeBudget,
+    count: ProbeCount,
+    threads: int,
+    neighbours: Neighbours,
+) -> Part:
+    """One pair's `Part`: its scale's measured shape (else the nearest measured scale's scaled
+    by FLOPs) and its step over the scale's probed model's (cached or measured while the
+    budget lasts, else their FLOPs' ratio)."""
+    first = firsts[run.scale]
+    shape, approx = measured.get(run.scale), False
+    if shape is None:
+        anchor = nearest_scale(first, {s: firsts[s] for s in measured})
+        shape, approx = shape_from_flops(measured[anchor], firsts[anchor], first), True
+    if run.model == first.model:
+        return Part(shape, 1.0, approx)
+
+    def step(m: bool) -> Timed | None:
+        label = count.label(run) if m else ""
+        return step_cost(run.model, run, threads, neighbours, measure=m, label=label)
+
+    measured_step = cached_or_measured(step, budget, probe_seconds(run))
+    if measured_step is None:
+        return Part(shape, step_ratio_from_flops(run, first), True)
+    return Part(shape, measured_step.wall / shape.step.wall, approx)
+
+
+STARTUP_REFS = 100.0
+"""A run's start-up probe (a warm server's first start and three forks), in reference steps."""
+AUDIT_START_REFS = 160.0
+"""The audit's start probe (a cold interpreter and a server's preload), in reference steps."""
+LOOP_REFS = 200.0
+"""The loop probe (a tiny sequential audit of 5 runs in 2 rounds), in reference steps."""
 PAIR_START_REFS = 40.0
 """A probed pair's fixed cost (building the model and its optimizer, a neighbour's start,
 the checkpoint and the suite of a whole shape), in reference steps (`probe.reference_step`)."""
@@ -338,16 +463,25 @@ class ProbeCount:
     estimates: dict[str, float]
     """Each pair's estimated seconds (`probe_seconds`), by its first run's path, in order."""
     started: float
+    budget: float = math.inf
+    """The probe's budget in seconds: no line promises more."""
     done: int = 0
 
     @classmethod
-    def of(cls, missing: list[RunSpec]) -> ProbeCount:
+    def of(cls, missing: list[RunSpec], budget: float = math.inf) -> ProbeCount:
         estimates = {run.path: probe_seconds(run) for run in missing}
         if missing:
             pairs = f"{len(missing)} (arm, scale) pair{'s' * (len(missing) != 1)}"
             minutes = sum(estimates.values()) / 60
-            log(f"plan: measuring {pairs} on this machine, about {minutes:.1f} min")
-        return cls(estimates, time.perf_counter())
+            line = f"plan: measuring {pairs} on this machine, about {minutes:.1f} min"
+            if minutes * 60 > budget:
+                line = (
+                    f"plan: {pairs} not measured on this machine yet (about {minutes:.1f} min); "
+                    f"measuring for at most {budget:g} s (--probe-budget), the rest estimated "
+                    "from their FLOPs (shown ≈; the next plan measures more)"
+                )
+            log(line)
+        return cls(estimates, time.perf_counter(), budget)
 
     def label(self, run: RunSpec) -> str:
         """The count for `run`'s line ("" for a cached pair); counts it as measured."""
@@ -355,9 +489,13 @@ class ProbeCount:
             return ""
         seconds = list(self.estimates.values())
         done, left = sum(seconds[: self.done]), sum(seconds[self.done :])
-        pace = (time.perf_counter() - self.started) / done if done else 1.0
+        spent = time.perf_counter() - self.started
+        pace = spent / done if done else 1.0
         self.done += 1
-        return f"[{self.done}/{len(seconds)}, about {left * pace / 60:.1f} min left] "
+        head = f"[{self.done}/{len(seconds)}"
+        if left * pace > self.budget - spent:  # the budget ends first
+            return f"{head}, at most {max(self.budget - spent, 0.0) / 60:.1f} min left] "
+        return f"{head}, about {left * pace / 60:.1f} min left] "
 
 
 def _unmeasured(pairs: list[RunSpec], threads: int, neighbours: Neighbours) -> list[RunSpec]:
@@ -378,24 +516,6 @@ def _unmeasured(pairs: list[RunSpec], threads: int, neighbours: Neighbours) -> l
     return missing
 
 
-def _step_ratio(
-    shape: ShapeCost | None,
-    model: ModelConfig,
-    probed: ModelConfig,
-    run: RunSpec,
-    threads: int,
-    neighbours: Neighbours,
-    measure: bool,
-    label: str = "",
-) -> float | None:
-    """The run's step time over its scale's probed step: 1 for the probed model itself, else
-    the arm's own step measured (or cached); None without a probe."""
-    if shape is None or model == probed:
-        return None if shape is None else 1.0
-    step = step_cost(model, run, threads, neighbours, measure=measure, label=label)
-    return None if step is None else step.wall / shape.step.wall
-
-
 def run_time(run: RunSpec, shape: ShapeCost, start: Timed, ratio: float = 1.0) -> Timed:
     """One run's time from its shape's measured parts: start-up and warm-up once, then its
     steps, validations (every `eval_every` steps and the last), checkpoint saves (every
@@ -410,23 +530,40 @@ def run_time(run: RunSpec, shape: ShapeCost, start: Timed, ratio: float = 1.0) -
     return start + shape.warmup + shape.save * saves + compute * ratio
 
 
-def plan_summary(plan: Plan, *, probe: bool = True, loop: bool = True) -> PlanSummary:
-    """Every run of `plan` with its cost, probed unless `probe` is False; the coordinator's
-    costs (`probe.loop_cost`) unless `loop` is False. The tracker is checked first, as `run`
-    checks it before anything starts."""
+def plan_summary(
+    plan: Plan,
+    *,
+    probe: bool = True,
+    loop: bool = True,
+    probe_budget: float = DEFAULT_PROBE_BUDGET,
+) -> PlanSummary:
+    """Every run of `plan` with its cost, probed unless `probe` is False for at most
+    `probe_budget` seconds (`archaudit.audit.budget`); the coordinator's costs
+    (`probe.loop_cost`) unless `loop` is False. The tracker is checked first, as `run` checks
+    it before anything starts."""
     from archaudit.audit.executors import LocalExecutor, make_executor
     from archaudit.audit.trackers import check_tracker
 
     if plan.spec.tracker:
         check_tracker(plan.spec.tracker)
     pool = make_executor(plan.spec.executor, plan.audit_dir)
-    costs = estimate(plan, probe=probe, threads=pool.threads, beside=pool.beside, warm=pool.warm)
+    budget = ProbeBudget(probe_budget)
+    local = probe and loop and isinstance(pool, LocalExecutor)
+    found = _Overheads(plan.spec.recipe.device, pool.threads, pool.warm, local, budget)
+    costs = estimate(
+        plan,
+        probe=probe,
+        threads=pool.threads,
+        beside=pool.beside,
+        warm=pool.warm,
+        budget=budget,
+        between=found,
+    )
+    if probe and not found.asked:
+        found()  # no scale was probed: whatever is cached
     seconds = [c.seconds for c in costs.values() if c.seconds is not None]
     now = reference() if probe else None
-    device = plan.spec.recipe.device
-    start = audit_start(device, pool.threads, warm=pool.warm) if probe else None
-    local = probe and loop and isinstance(pool, LocalExecutor)
-    costs_between = loop_cost(device, pool.threads, warm=pool.warm) if local else None
+    start, costs_between = found.start, found.loop
     pace = Pace(
         None,  # each run's own seconds, below
         pool.workers,
@@ -439,13 +576,45 @@ def plan_summary(plan: Plan, *, probe: bool = True, loop: bool = True) -> PlanSu
         audit_dir=str(plan.audit_dir),
         runs=tuple(CostedRun(run, costs[run.path]) for run in plan.runs),
         workers=pool.workers,
-        estimated_wall_s=_fixed_wall_s(seconds, pace) if probe else None,
+        estimated_wall_s=_fixed_wall_s(seconds, pace) if probe and seconds else None,
         notes=plan.notes,
         speed_range=None if now is None else (now.fastest, now.slowest),
         audit_start_s=None if start is None else start.wall,
         run_overhead_s=None if costs_between is None else costs_between.run.wall,
         round_overhead_s=None if costs_between is None else costs_between.round.wall,
+        probe_budget_s=probe_budget if probe else None,
     )
+
+
+@dataclass
+class _Overheads:
+    """The audit's start and (`local`) the loop's costs, cached or measured while the budget
+    lasts, when called (`estimate`'s `between`)."""
+
+    device: str
+    threads: int
+    warm: bool
+    local: bool
+    budget: ProbeBudget
+    start: Timed | None = None
+    loop: LoopCost | None = None
+    asked: bool = False
+
+    def __call__(self) -> None:
+        self.asked = True
+        ref = reference_step().wall
+        device, threads, warm = self.device, self.threads, self.warm
+        self.start = cached_or_measured(
+            lambda m: audit_start(device, threads, warm=warm, measure=m),
+            self.budget,
+            ref * AUDIT_START_REFS,
+        )
+        if self.local:
+            self.loop = cached_or_measured(
+                lambda m: loop_cost(device, threads, warm=warm, measure=m),
+                self.budget,
+                ref * LOOP_REFS,
+            )
 
 
 def _fixed_wall_s(seconds: Sequence[float], pace: Pace) -> float:
@@ -456,18 +625,23 @@ def _fixed_wall_s(seconds: Sequence[float], pace: Pace) -> float:
 
 
 def time_left(audit_dir: Path, statuses: Sequence[RunStatus]) -> float | None:
-    """Wall seconds until the audit's runs finish, from `plan`'s model and its cached probes
-    (None without the audit file or a probe): each unfinished run's time, less the share of
-    its steps already trained, and the coordinator's work per run, over the executor's
-    workers, then a judgement (`probe.loop_cost`, when cached)."""
+    """Wall seconds until the audit finishes, from `plan`'s model and its cached probes (None
+    without the audit file or a probe): each unfinished run's time, less the share of its steps
+    already trained, and the coordinator's work per run, over the executor's workers, then a
+    judgement (`probe.loop_cost`, when cached); in a sequential audit whose loop has not ended,
+    also the rounds still expected (`later_rounds`: issue 57, "about 3.3 min left" while 16 more
+    minutes of later rounds ran)."""
     from archaudit.audit.executors import LocalExecutor, make_executor
     from archaudit.audit.plan import make_plan
     from archaudit.audit.spec import load_audit
 
-    source = (store.read_json(audit_dir / AUDIT_FILE) or {}).get("source")
+    record = store.read_json(audit_dir / AUDIT_FILE) or {}
+    source = record.get("source")
     if not source or not Path(source).is_file():
         return None
-    plan = make_plan(load_audit(source, runs_dir=audit_dir.parent))
+    looping = _loop_running(audit_dir, record, len(statuses))
+    settings = [SEQUENTIAL] if looping else []
+    plan = make_plan(load_audit(source, settings, runs_dir=audit_dir.parent))
     pool = make_executor(plan.spec.executor, plan.audit_dir)
     costs = estimate(plan, threads=pool.threads, beside=pool.beside, warm=pool.warm, measure=False)
     by_arm = {(run.arm, run.scale): costs[run.path].seconds for run in plan.runs}
@@ -482,7 +656,65 @@ def time_left(audit_dir: Path, statuses: Sequence[RunStatus]) -> float | None:
             return None
         if status.state != "done":
             left += seconds * (1 - status.step / max(status.spec.recipe.steps, 1)) + per_run
-    return left / max(pool.workers, 1) + (0.0 if loop is None else loop.round.wall)
+    left = left / max(pool.workers, 1) + (0.0 if loop is None else loop.round.wall)
+    if not looping:
+        return left
+    known = [s for s in by_arm.values() if s is not None]
+    pace = Pace(
+        sum(known) / max(len(known), 1),
+        pool.workers,
+        0.0,
+        per_run,
+        0.0 if loop is None else loop.round.wall,
+    )
+    return left + later_rounds(plan, audit_dir, len(statuses), pace)
+
+
+SEQUENTIAL = 'seeds.policy="sequential"'
+
+
+def _loop_running(audit_dir: Path, record: dict[str, Any], runs: int) -> bool:
+    """Whether the audit runs the sequential loop and the loop has not ended: its policy (or a
+    published round) says sequential, and no summary covers its runs yet."""
+    from archaudit.audit.sequential import SUMMARY, record_dir
+
+    folder = record_dir(audit_dir)
+    if record.get("policy") != "sequential" and not folder.is_dir():
+        return False
+    summary = store.read_json(folder / SUMMARY) or {}
+    return not (isinstance(summary.get("runs"), int) and summary["runs"] >= runs)
+
+
+def later_rounds(plan: Plan, audit_dir: Path, runs: int, pace: Pace) -> float:
+    """The wall time of the loop's rounds after the current one, as `plan --until-settled`
+    expects them with no effect known (`expected_loop`): the runs past the `runs` the audit
+    holds now, in the rounds past those published, each wave `pace` long."""
+    from archaudit.audit.sequential import read_rounds
+
+    expected_runs, expected_rounds = expected_loop(plan)
+    rounds = expected_rounds - (len(read_rounds(audit_dir)) + 1)
+    more = expected_runs - runs
+    if more <= 0 or rounds <= 0:
+        return 0.0
+    return _wall_s(more, max(rounds, 1.0), pace) or 0.0
+
+
+def expected_loop(plan: Plan) -> tuple[float, float]:
+    """(runs, rounds) the loop is expected to take, summed over its families as `plan
+    --until-settled` states them when no effect is known (`prior_loop`)."""
+    from archaudit.audit.sequential import (
+        families,
+        primary_metrics,
+        sequential_rule,
+        settle_options,
+    )
+    from archaudit.stats.simulation.plan_power import LOOP_AUDITS
+
+    options = settle_options(plan)
+    primaries = primary_metrics(plan, options)
+    rule = sequential_rule(plan, options, len(primaries))
+    costs, _ = _costs(families(plan, (primaries[0],)), rule, ({}, []), LOOP_AUDITS, 0)
+    return sum(c.sequential_runs for c in costs), max([1.0, *(c.rounds for c in costs)])
 
 
 def sequential_estimate(

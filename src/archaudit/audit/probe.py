@@ -16,24 +16,29 @@ threads), archaudit's own code (`cost_code`: after an edit or an upgrade every e
 measured again, not read at the old cost) and the shape (model config, the step's recipe
 fields, the suite and its limit): a second `plan` probes nothing.
 
-A machine shared with others is not as fast at every `plan`: each entry stores the time of a
-fixed reference step (`reference_step`, measured once per process, before any probe's
-neighbours start), and an entry is read back scaled by the reference's time now over its time
-then, so that timings taken at different loads are all read at today's (issue 46: per-arm
-estimates taken at different loads were off by 5-16×). An entry whose machine has moved by more
-than `SPEED_TOLERANCE` either way is measured again.
+A machine shared with others is not as fast at every `plan`: each entry stores, beside its
+seconds, the time of a fixed reference step (`reference_step`) taken in the same breath as the
+measurement (`breath_reference`: right before it, the probe's neighbours paused), and it is read
+back scaled by the reference's time now over its time then, so that timings taken at different
+loads are all read at today's (issue 46: per-arm estimates taken at different loads were off by
+5-16×). A stored entry is a ratio to its reference, so it is kept through any swing of the load
+(issue 57: entries measured again at every swing past 2× never finished); a later `plan`
+re-times only the reference. Two `plan`s side by side share the cache: an entry is measured
+under a lock file beside it (`entry_lock`), and the second reads what the first measured.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import functools
 import hashlib
 import itertools
 import json
-import math
+import os
 import platform
 import resource
+import stat
 import subprocess
 import sys
 import tempfile
@@ -48,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 from archaudit.audit.launch import cli_command
 from archaudit.audit.warm import COLD_START, warm_start
 from archaudit.config import ModelConfig, to_dict
-from archaudit.files import cache_dir, entry_or_compute
+from archaudit.files import BadEntry, cache_dir, entry_or_compute, load_entry
 from archaudit.progress import log
 
 if TYPE_CHECKING:
@@ -75,9 +80,8 @@ REFERENCE_REPEATS = 6
 """The reference step: `REFERENCE_REPEATS` chains of `REFERENCE_MATMULS` (160 × 160) matmuls
 and tanh on one thread, about 0.3 s on an idle core: long enough to see the share of a core this
 process gets now (a scheduler's slices are milliseconds), short against any probe."""
-SPEED_TOLERANCE = 2.0
-"""An entry whose reference step ran more than this factor faster or slower than it does now is
-measured again, not scaled: the machine has changed too much for one factor to carry it."""
+BREATH_REPEATS = 3
+"""Repeats of the reference step timed beside each measurement (`breath_reference`)."""
 REFERENCE = "reference"
 """The key of an entry's reference-step time, beside its measured seconds."""
 WARM_START = tuple(cli_command("run-one", "--help"))
@@ -165,6 +169,8 @@ def cost_code() -> str:
 
 
 NEIGHBOUR = "from archaudit.audit.probe import neighbour; neighbour()"
+PAUSE = "pause"
+"""The line that pauses a neighbour (`Neighbours.pause`); it answers the same word."""
 
 
 @dataclass
@@ -200,6 +206,19 @@ class Neighbours:
                 self.close()
                 raise RuntimeError("plan: a probe's neighbour process failed (its error is above)")
 
+    def pause(self) -> None:
+        """Have every neighbour stop stepping until its next shape (`step`), so that a
+        reference step timed now sees the machine as its other users load it, not this probe."""
+        for proc in self.procs:
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(PAUSE + "\n")
+            proc.stdin.flush()
+        for proc in self.procs:
+            assert proc.stdout is not None
+            if proc.stdout.readline().strip() != PAUSE:
+                self.close()
+                raise RuntimeError("plan: a probe's neighbour process failed (its error is above)")
+
     def close(self) -> None:
         for proc in self.procs:
             if proc.stdin is not None:
@@ -225,6 +244,10 @@ def neighbour() -> None:
 
     line = sys.stdin.readline()
     while line:
+        if line.strip() == PAUSE:
+            print(PAUSE, flush=True)
+            line = sys.stdin.readline()
+            continue
         data = json.loads(line)
         run = RunSpec.from_json(data["run"])
         model_cfg = build(ModelConfig, data["model"], section="model")
@@ -248,46 +271,87 @@ def _cpu_model() -> str:
 
 
 def cached(
-    key: dict[str, Any], what: str, measure: Callable[[], dict[str, Any]] | None
+    key: dict[str, Any],
+    what: str,
+    measure: Callable[[], dict[str, Any]] | None,
+    neighbours: Neighbours | None = None,
 ) -> dict[str, Any] | None:
-    """`measure()`'s result stored under `key` beside the reference step's time, read back at
-    this machine's speed now (`at_speed`); measured (saying so) when absent, when the stored
-    entry does not prove itself (`files.load_entry`: key, checksum, finite non-negative seconds)
-    or when the machine's speed has moved past `SPEED_TOLERANCE`, or None without `measure`. A
-    read-only or full cache only costs the measurement."""
+    """`measure()`'s result stored under `key` beside the reference step's time taken in the
+    same breath (`breath_reference`, the `neighbours` paused), read back at this machine's speed
+    now (`at_speed`); measured (saying so) when absent or when the stored entry does not prove
+    itself (`files.load_entry`: key, checksum, finite non-negative seconds, a reference beside
+    them), or None without `measure`. The measurement holds the entry's lock (`entry_lock`): a
+    second `plan` beside this one waits for it and reads it. A read-only or full cache only
+    costs the measurement."""
     text = json.dumps(key, sort_keys=True)
     path = cache_dir() / "probes" / f"{hashlib.sha256(text.encode()).hexdigest()[:20]}.json"
     now = reference_step()
-    tolerance = SPEED_TOLERANCE if measure is not None else math.inf
 
-    compute: Callable[[], dict[str, Any]] | None = None
-    if measure is not None:
+    def parse(value: Any) -> dict[str, Any]:
+        return at_speed(_seconds(value), now)
+
+    value = _quietly(path, text, parse)
+    if value is None and measure is not None:
         run = measure
 
         def compute() -> dict[str, Any]:
             log(f"plan: measuring {what} on this machine (once; cached in {path.parent})")
-            return {**run(), REFERENCE: dataclasses.asdict(now)}
+            if neighbours is not None:
+                neighbours.pause()
+            then = breath_reference()
+            return {**run(), REFERENCE: dataclasses.asdict(then)}
 
-    def parse(value: Any) -> dict[str, Any]:
-        return at_speed(_seconds(value), now, tolerance)
-
-    value = entry_or_compute(path, text, parse, compute, "measured again")
+        with entry_lock(path):  # another plan may have measured it while this one waited
+            value = entry_or_compute(path, text, parse, compute, "measured again")
     return None if value is None else {k: v for k, v in value.items() if k != REFERENCE}
 
 
-def at_speed(value: dict[str, Any], now: Timed, tolerance: float) -> dict[str, Any]:
+def _quietly(path: Path, key: str, parse: Callable[[Any], dict[str, Any]]) -> dict[str, Any] | None:
+    """The entry when it proves itself, else None without a word (the locked read that
+    follows says why it is measured again)."""
+    try:
+        return load_entry(path, key, parse)
+    except BadEntry:
+        return None
+
+
+@contextmanager
+def entry_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `<entry>.lock` while the block runs: two processes that miss
+    the same entry measure it once. The lock is a regular file opened without following a
+    link or waiting for a FIFO; where it cannot be made (a read-only cache, something else
+    in its place) the block runs unlocked: a cache may only cost time."""
+    fd = _lock_file(path.with_suffix(".lock"))
+    try:
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)  # releases the lock
+
+
+def _lock_file(path: Path) -> int | None:
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, flags, 0o666)
+    except OSError:
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd
+
+
+def at_speed(value: dict[str, Any], now: Timed) -> dict[str, Any]:
     """A stored entry's seconds (its reference left out) scaled to the machine's speed `now`:
     wall times by the reference step's wall now over then, CPU times by its CPU. ValueError
-    when it has no reference (an older archaudit) or the speed moved past `tolerance`."""
+    when it has no reference (an older archaudit)."""
     if not isinstance(value.get(REFERENCE), dict):
         raise ValueError("no reference step beside it (written by an older archaudit)")
     then = Timed(**value[REFERENCE])
     scale = Timed(now.wall / max(then.wall, 1e-9), now.cpu / max(then.cpu, 1e-9))
-    if not 1 / tolerance <= scale.wall <= tolerance:
-        raise ValueError(
-            f"measured when this machine ran a reference step in {then.wall:.3f} s, now "
-            f"{now.wall:.3f} s ({scale.wall:.2f}×, past ×{tolerance:g})"
-        )
     return _scaled({k: v for k, v in value.items() if k != REFERENCE}, scale)
 
 
@@ -324,6 +388,12 @@ def reference_step() -> Timed:
 def reference() -> Reference:
     """The reference step measured on one thread, `REFERENCE_REPEATS` times, once per process
     and first thing (before a probe starts its neighbours)."""
+    mean, walls = _reference_times(REFERENCE_REPEATS)
+    return Reference(mean, min(walls), max(walls))
+
+
+def _reference_times(repeats: int) -> tuple[Timed, list[float]]:
+    """(the mean time of the reference step over `repeats`, each repeat's wall over the mean)."""
     import torch
 
     generator = torch.Generator().manual_seed(0)
@@ -332,16 +402,21 @@ def reference() -> Reference:
     torch.set_num_threads(1)
     times: list[Timed] = []
     try:
-        for _ in range(REFERENCE_REPEATS):
+        for _ in range(repeats):
             with timed(times):
                 b = a
                 for _ in range(REFERENCE_MATMULS):
                     b = torch.tanh(b @ a)
     finally:
         torch.set_num_threads(threads)
-    mean = sum(times, ZERO) * (1 / REFERENCE_REPEATS)
-    walls = [t.wall / mean.wall for t in times]
-    return Reference(mean, min(walls), max(walls))
+    mean = sum(times, ZERO) * (1 / repeats)
+    return mean, [t.wall / mean.wall for t in times]
+
+
+def breath_reference() -> Timed:
+    """The reference step's mean over `BREATH_REPEATS`, timed now: the one stored beside a
+    measurement taken right after it."""
+    return _reference_times(BREATH_REPEATS)[0]
 
 
 def _seconds(value: Any) -> dict[str, Any]:
@@ -427,7 +502,7 @@ def shape_cost(
     what = f"{label}scale {run.scale} (training steps, validation, a checkpoint"
     what += f", the {run.suite} suite)" if run.suite else ")"
     probe = lambda: measure_shape(model_cfg, run, threads, neighbours).to_json()  # noqa: E731
-    value = cached(key, what, probe if measure else None)
+    value = cached(key, what, probe if measure else None, neighbours)
     return None if value is None else ShapeCost.from_json(value)
 
 
@@ -455,9 +530,8 @@ def step_cost(
     def probe() -> dict[str, Any]:
         return dataclasses.asdict(measure_steps(model_cfg, run, threads, neighbours)[1][0])
 
-    value = cached(
-        key, f"{label}{run.arm}'s training step at scale {run.scale}", probe if measure else None
-    )
+    what = f"{label}{run.arm}'s training step at scale {run.scale}"
+    value = cached(key, what, probe if measure else None, neighbours)
     return None if value is None else Timed(**value)
 
 

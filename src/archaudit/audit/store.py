@@ -91,6 +91,7 @@ def materialize(plan: Plan) -> list[Path]:
             "baselines": list(plan.spec.baselines),
             "suite": plan.spec.eval.suite,
             "primary": list(plan.spec.primary_metrics),
+            "policy": plan.spec.seeds.policy,  # status: a sequential audit has later rounds
         },
     )
     dirs = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import shlex
 import sys
 from collections import Counter
@@ -16,6 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from archaudit.audit.budget import DEFAULT_PROBE_BUDGET
 from archaudit.audit.effects import PlannedEffects
 from archaudit.audit.launch import RunOptions
 from archaudit.audit.settle import SettleOptions
@@ -34,6 +36,7 @@ from archaudit.cli.options import (
     with_flags,
 )
 from archaudit.cli.report_cmd import report_audit
+from archaudit.errors import ConfigError
 from archaudit.formatting import VALUE_DIGITS, num, pvalue, signed
 from archaudit.names import BASELINE
 
@@ -98,6 +101,15 @@ UntilSettled = Annotated[
     ),
 ]
 SEQUENTIAL = 'seeds.policy="sequential"'
+ProbeBudgetOption = Annotated[
+    float,
+    typer.Option(
+        "--probe-budget",
+        metavar="SECONDS",
+        help="Seconds of probing at most; the pairs left are estimated from their FLOPs "
+        "(shown ≈) and measured by a later plan \\[default: 60].",
+    ),
+]
 
 
 def show(table: Table) -> None:
@@ -143,9 +155,12 @@ def init(
     chosen = [name for value in arms or () for name in value.split(",") if name]
     written = write_starter(path, arms=chosen or DEFAULT_ARMS, force=force)
     if json_:
-        emit({"written": written, "next": f"archaudit plan {written}"})
+        emit({"written": written, "next": f"archaudit plan {written}"})  # a command, as said
         return
-    typer.echo(f"wrote {written}; next: archaudit plan {written}")
+    typer.echo(
+        f"wrote {written}; next: archaudit plan {written} (the grid, its time and power; "
+        f"--no-probe skips the timing)"
+    )
 
 
 @app.command()
@@ -157,6 +172,7 @@ def plan(
     runs_dir: RunsDir = None,
     strict: Strict = False,
     probe: Probe = True,
+    probe_budget: ProbeBudgetOption = DEFAULT_PROBE_BUDGET,
     json_: Json = False,
     quiet: Quiet = False,
     plugin: Plugins = None,
@@ -177,7 +193,11 @@ def plan(
     settings = [*(overrides or ()), *max_seeds, *([SEQUENTIAL] if until_settled else [])]
     grid = make_plan(load_audit(audit, settings, runs_dir=runs_dir), strict=strict)
     assumed = assumed.check(grid)
-    summary = plan_summary(grid, probe=probe)
+    if not math.isfinite(probe_budget) or probe_budget < 0:
+        raise ConfigError(
+            f"--probe-budget {probe_budget:g}: give seconds >= 0 (0: measure nothing)"
+        )
+    summary = plan_summary(grid, probe=probe, probe_budget=probe_budget)
     if grid.spec.seeds.policy == "sequential":
         estimate = _sequential_estimate(grid, summary, assumed)
         summary = dataclasses.replace(summary, sequential=estimate)
@@ -200,7 +220,7 @@ def plan(
             str(len(runs)),
             _params_cell(first.cost),
             f"{first.cost.tokens:,}",
-            "-" if seconds is None else f"{seconds * len(runs):,.0f} s",
+            "-" if seconds is None else f"{'≈' * first.cost.approx}{seconds * len(runs):,.0f} s",
         )
     show(table)
 
@@ -218,6 +238,7 @@ def plan(
         line += " training, validation and evaluation, measured here and read at this"
         line += " machine's speed now; the range: its speed's spread now)"
         line += _loop_costs(summary)
+        line += _approx_note(summary)
     Console().print(line)
     from archaudit.audit.power_plan import plan_power
 
@@ -236,6 +257,17 @@ def _loop_costs(summary: PlanSummary) -> str:
         f"; counted beside the runs: the audit's start {summary.audit_start_s or 0.0:.1f} s, "
         f"{summary.run_overhead_s:.1f} s of the coordinator's work per run and "
         f"{summary.round_overhead_s:.1f} s per judgement (one per round; measured here)"
+    )
+
+
+def _approx_note(summary: PlanSummary) -> str:
+    """ "; ≈: 80 of 126 runs' times estimated from FLOPs ..." ("" when all were measured)."""
+    if not summary.approx_runs:
+        return ""
+    return (
+        f"; ≈: {summary.approx_runs} of {summary.total_runs} runs' times estimated from their "
+        f"FLOPs against what was measured (the probe's budget, {summary.probe_budget_s or 0:g} "
+        "s, ran out: a later plan measures more, or raise --probe-budget)"
     )
 
 
