@@ -130,11 +130,17 @@ TERMS: tuple[Term, ...] = (
         more="docs/verdicts.md",
     ),
     Term(
-        name="hetero:F:K, t3, lognormal:S",
+        name="hetero:F:K, base:F, t3, lognormal:S",
         anchor="noise-models",
-        patterns=(r"\bhetero:\d+(:\d+)?", r"\blognormal:[\d.]+", r"\bt3\b"),
+        patterns=(
+            r"\bhetero:\d+(:\d+)?",
+            r"\bbase:\d+",
+            r"\blognormal:[\d.]+",
+            r"\bt3\b",
+        ),
         definition="Models of the noise panel. hetero:F:K: K arms (1 when K is left out) whose "
         "seeds spread F times as wide as everyone else's (hetero:6 = one arm 6× as noisy); "
+        "base:F: the baseline alone F times as wide as the arms (every comparison shares it); "
         "t3: Student's t with 3 df, heavy tails; lognormal:S: skewed noise, S the σ of the log.",
         more="docs/verdicts.md",
     ),

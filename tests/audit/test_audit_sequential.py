@@ -233,7 +233,7 @@ def test_plan_until_settled_prints_both_designs(write_audit):
             ["--effects", "3,3,3,3,3,3,3,3"],
             "--effects gives 8 effects, but a family of this audit has at most 4 arms",
         ),
-        (["--effects", "3,nan"], "every effect must be finite"),
+        (["--effects", "3,nan"], "nan is not a finite number"),
     ],
 )
 def test_plan_refuses_options_out_of_their_meaning(write_audit, capsys, flags, said):

@@ -102,4 +102,5 @@ def test_stats_ends_with_the_pointer_to_the_terms_it_used(cli, audit):
     assert code == 0
     assert out.splitlines()[-1] == POINTER
     used = {t.anchor for t in used_in([out])}
-    assert {"calibrated-level", "noise-panel", "noise-models", "profile", "grade"} <= used
+    assert {"calibrated-level", "noise-panel", "grade"} <= used
+    assert used & {"noise-models", "profile"}  # the panel's worst model is named and defined

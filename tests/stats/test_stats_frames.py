@@ -196,8 +196,9 @@ def test_a_judgements_frame_is_typed_and_round_trips_through_parquet(tmp_path: P
 
     frame = judge(_frame(), "val_loss", JudgeOptions(scale="s")).to_frame()
     objects = [c for c in frame.columns if frame[c].dtype == object]
-    assert objects == ["interval", "grade_missing", "owed", "outliers", "seed_deltas", "caveats"]
-    assert all(isinstance(v, list) for c in objects for v in frame[c])
+    lists = ["interval", "grade_missing", "owed", "outliers", "seed_deltas", "prior_df"]
+    assert objects == [*lists, "caveats", "decided_by.prior_df"]
+    assert all(isinstance(v, list) for c in [*lists, "caveats"] for v in frame[c])
     assert str(frame["diverged_step"].dtype) == "Int64" and "loop.seeds" in frame.columns
     assert str(frame["paper_verdict"].dtype) == "string"
     back = read_parquet(write_parquet(frame, tmp_path / "judgement.parquet"))

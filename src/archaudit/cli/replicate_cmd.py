@@ -43,7 +43,8 @@ def replicate_command(
     probe: Probe = True,
     overrides: Overrides = None,
     runs_dir: Annotated[
-        Path, typer.Option("--runs-dir", help="Where the claims' audits go (runs/<audit>/).")
+        Path,
+        typer.Option("--runs-dir", help="Where the claims' audits go (one folder per claim file)."),
     ] = DEFAULT_RUNS,
     json_: Json = False,
     quiet: Quiet = False,
