@@ -314,11 +314,20 @@ def test_the_loop_costs_come_from_a_sequential_audits_timeline(tmp_path: Path):
     assert probe.loop_gaps(tmp_path, ended) == pytest.approx((run, judged, gaps))
 
 
+def steady_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference step takes the same time now as beside every measurement (a probe's
+    entry is read back scaled by now over then: here by exactly 1)."""
+    steady = probe.Timed(0.1, 0.1)
+    monkeypatch.setattr(probe, "reference_step", lambda: steady)
+    monkeypatch.setattr(probe, "breath_reference", lambda: steady)
+
+
 def test_the_loop_probe_is_measured_once_and_read_at_the_machines_speed(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ):
     monkeypatch.setenv("ARCHAUDIT_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(probe, "startup", lambda *args, **kwargs: PART)
+    steady_machine(monkeypatch)
     measured = {"run": dataclasses.asdict(LOOP.run), "round": dataclasses.asdict(LOOP.round)}
     monkeypatch.setattr(probe, "_loop_probe", lambda *args: measured)
     assert probe.loop_cost("cpu", 1, warm=True) == LOOP
@@ -334,6 +343,7 @@ def test_the_loop_probe_is_measured_once_and_read_at_the_machines_speed(
 def test_a_second_plan_measures_nothing(monkeypatch: pytest.MonkeyPatch, write_audit, tmp_path):
     """The probes are cached per machine and shape: the second plan reads them back."""
     monkeypatch.setenv("ARCHAUDIT_CACHE", str(tmp_path / "cache"))
+    steady_machine(monkeypatch)
     one = {"executor": {"workers": 1}}  # no neighbour: test_the_probe_steps_beside… has one
     plan = make_plan(load_audit(write_audit(**one)))
     first = plan_summary(plan)

@@ -18,6 +18,7 @@ HONEST = {"wall": 0.25, "cpu": 0.5}
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("ARCHAUDIT_CACHE", str(tmp_path))
+    at_reference(monkeypatch, 0.1)  # a steady machine: entries read back as they were stored
     return tmp_path / "probes"
 
 
