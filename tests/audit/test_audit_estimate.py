@@ -500,3 +500,31 @@ def test_plan_stats_power_and_the_verdict_header_print_one_mde(write_audit):
     assert f"α = {num(alpha)}" in said
     if len(plan.spec.primary_metrics) > 1:
         assert "split over" in said
+
+
+def test_a_spent_probe_budget_measures_one_scale_and_estimates_the_rest(
+    monkeypatch: pytest.MonkeyPatch, write_audit, tmp_path
+):
+    """Issue 57: a first `plan` of a large audit probed every (arm, scale) pair (778 minutes
+    announced at a load of 46). With a budget spent at once it measures the first scale's run,
+    on which every estimate stands, and estimates the other scale from FLOPs, marked ≈."""
+    monkeypatch.setenv("ARCHAUDIT_CACHE", str(tmp_path / "cache"))
+    steady_machine(monkeypatch)
+    scales = {
+        "xs": {"d_model": 32, "n_layers": 1, "n_heads": 2, "context_length": 32},
+        "s": {"d_model": 64, "n_layers": 2, "n_heads": 2, "context_length": 32},
+    }
+    plan = make_plan(load_audit(write_audit(scales=scales, executor={"workers": 1})))
+    shapes: list[str] = []
+    real = probe.measure_shape
+    monkeypatch.setattr(
+        probe, "measure_shape", lambda cfg, run, *a: shapes.append(run.scale) or real(cfg, run, *a)
+    )
+    summary = plan_summary(plan, probe_budget=1e-6)
+    assert len(shapes) == 1
+    estimated = {r.run.scale for r in summary.runs if r.cost.approx}
+    measured = {r.run.scale for r in summary.runs if not r.cost.approx}
+    assert measured == set(shapes) and estimated == set(scales)  # xs: the arm's step from FLOPs
+    assert all(r.cost.approx for r in summary.runs if r.run.scale not in shapes)
+    assert summary.approx_runs == sum(r.cost.approx for r in summary.runs) > 0
+    assert all(r.cost.seconds and r.cost.seconds > 0 for r in summary.runs)
