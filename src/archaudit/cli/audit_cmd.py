@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
 import shlex
 import sys
 from collections import Counter
@@ -36,7 +35,6 @@ from archaudit.cli.options import (
     with_flags,
 )
 from archaudit.cli.report_cmd import report_audit
-from archaudit.errors import ConfigError
 from archaudit.formatting import VALUE_DIGITS, num, pvalue, signed
 from archaudit.names import BASELINE
 
@@ -108,6 +106,7 @@ ProbeBudgetOption = Annotated[
         metavar="SECONDS",
         help="Seconds of probing at most; the pairs left are estimated from their FLOPs "
         "(shown ≈) and measured by a later plan \\[default: 60].",
+        callback=in_range(0),
     ),
 ]
 
@@ -193,10 +192,6 @@ def plan(
     settings = [*(overrides or ()), *max_seeds, *([SEQUENTIAL] if until_settled else [])]
     grid = make_plan(load_audit(audit, settings, runs_dir=runs_dir), strict=strict)
     assumed = assumed.check(grid)
-    if not math.isfinite(probe_budget) or probe_budget < 0:
-        raise ConfigError(
-            f"--probe-budget {probe_budget:g}: give seconds >= 0 (0: measure nothing)"
-        )
     summary = plan_summary(grid, probe=probe, probe_budget=probe_budget)
     if grid.spec.seeds.policy == "sequential":
         estimate = _sequential_estimate(grid, summary, assumed)
