@@ -98,7 +98,7 @@ TERMS: tuple[Term, ...] = (
         patterns=(r"family-wise (error|false-positive) rate", r"\bFWER\b"),
         definition="The chance that an audit declares at least one arm an improver or a "
         "regressor when no arm differs from the baseline. Each table states the design's rate "
-        "measured by simulation, under normal noise and the noise panel's worst model.",
+        "measured by simulation, under normal noise and the worst model, panel and beyond.",
         more="docs/verdicts.md",
     ),
     Term(
@@ -125,8 +125,10 @@ TERMS: tuple[Term, ...] = (
         patterns=(r"noise panel",),
         definition="The eight seed-noise models every design is simulated under: normal, t3 "
         "(heavy tails), lognormal:0.5 and lognormal:1 (skew), hetero:3, hetero:6, hetero:3:3 "
-        "and hetero:6:3 (wider arms). A rule is trusted where its error rate holds over all "
-        "of them; tables print the normal rate and the panel's worst.",
+        "and hetero:6:3 (wider arms). A fixed design's level α′ is calibrated over these and "
+        "six beyond them: one arm 10, 20 or 50 times as wide (profile:F:1) and the baseline "
+        "alone 3, 6 or 10 times as wide (base:F). A rule is trusted where its error rate holds "
+        "over all of them; tables print the normal rate and the worst, panel and beyond.",
         more="docs/verdicts.md",
     ),
     Term(
