@@ -7,9 +7,11 @@ A first `plan` on a fresh machine would otherwise calibrate its design's level Î
 its loop (`stats/simulation/calibrate.py`, `plan_power.py`): 18 CPU-seconds for the README's
 20-arm starter, 439 s of wall at a load of 12-16 (issue 57). This runs `plan FILE --no-probe`,
 with and without `--until-settled`, on each of `AUDITS` (both `archaudit init` starters and the
-demo) in one fresh cache with the shipped entries ignored, and takes every `stats/` entry those
-plans wrote. Rerun it with `--write` after a change of CALIBRATION_VERSION, SIMULATION_VERSION,
-the loop's versions or the starters: `tests/stats/test_stats_shipped_cache.py` fails until then.
+demo) in one fresh cache with the shipped entries ignored, then the demo itself (its verdicts
+judge the designs its loop ended with), and takes every `stats/` entry they wrote: about 4
+CPU-minutes. Rerun it with `--write` after a change of CALIBRATION_VERSION, SIMULATION_VERSION,
+the loop's versions, the starters or the demo: `tests/stats/test_stats_shipped_cache.py` fails
+until then.
 """
 
 from __future__ import annotations
@@ -75,6 +77,11 @@ def generate(cache: Path) -> dict[str, bytes]:
                 command += ["--runs-dir", str(folder / "runs"), *extra]
                 print(f"{audit.name}: plan {' '.join(command[4:])}", file=sys.stderr, flush=True)
                 subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
+        # The demo's own verdicts judge the designs its loop ended with, which `plan` does not
+        # see: run it once, as `make demo` does, so that a first demo simulates nothing either.
+        demo = [sys.executable, "-m", "archaudit", "demo", "--quiet", "--runs-dir", tmp]
+        print(f"the demo: {' '.join(demo[3:])}", file=sys.stderr, flush=True)
+        subprocess.run(demo, env=env, check=True, stdout=subprocess.DEVNULL)
     return {path.name: path.read_bytes() for path in sorted((cache / "stats").glob("*.json"))}
 
 
