@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from archaudit.audit.starter import DEFAULT_ARMS, write_starter
-from archaudit.cli import app
+from archaudit.cli import app, register_commands
 from archaudit.stats.simulation import disk_cache
 
 
@@ -21,6 +21,7 @@ def test_a_first_plan_of_the_starter_simulates_nothing(tmp_path: Path, monkeypat
     monkeypatch.setenv("ARCHAUDIT_CACHE", str(cache))
     monkeypatch.delenv(disk_cache.NO_SHIPPED, raising=False)
     audit = write_starter(tmp_path / "my_audit.toml", arms=DEFAULT_ARMS, force=True)
+    register_commands()  # `plan` is registered with the rest, as `archaudit` does it
     for extra in ([], ["--until-settled"]):
         command = ["plan", str(audit), "--no-probe", "--runs-dir", str(tmp_path / "runs")]
         result = CliRunner().invoke(app, [*command, *extra])
