@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from archaudit.audit.starter import DEFAULT_ARMS, write_starter
@@ -44,8 +43,7 @@ def test_a_damaged_shipped_entry_is_passed_over_with_one_line(tmp_path, monkeypa
 
 def test_the_shipped_entries_can_be_turned_off(monkeypatch) -> None:
     names = sorted(disk_cache.SHIPPED.glob("*.json"))
-    if not names:
-        pytest.fail("the package ships no simulation entries")
+    assert names, "the package ships no simulation entries"
     stored = json.loads(names[0].read_text())
     monkeypatch.setenv(disk_cache.NO_SHIPPED, "1")
     assert disk_cache.shipped(names[0].name, stored["key"], lambda v: v) is None
