@@ -96,7 +96,7 @@ def test_the_verdict_table_gets_a_line_at_the_target(cli, tmp_path, capsys):
     """`stats` renders the findings record's prediction (issue 42 item 5), computed once."""
     from archaudit.audit.findings import findings
     from archaudit.audit.findings_record import Analysis, Asked
-    from archaudit.cli.at_target import print_at_target
+    from archaudit.cli.stats.at_target import print_at_target
     from archaudit.formatting import interval
 
     path = audit_file(tmp_path)

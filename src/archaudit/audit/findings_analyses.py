@@ -295,6 +295,40 @@ def with_stability(record: Findings, audit_dir: Path | None, absent: list[Absenc
     return dataclasses.replace(record, stability=stored) if stored else record
 
 
+def _scaling(
+    record: Findings, loaded: Source, plan: FamilyPlan, asked: Asked, absent: list[Absence]
+) -> Findings:
+    """The scaling law fitted to one arm's runs over every scale (`Settings.scaling`)."""
+    from archaudit.stats.analyses.scaling import fit_scaling
+
+    options = asked.settings.scaling
+    fit = attempt(
+        lambda: fit_scaling(_table(record), options), Analysis.SCALING, options.arm, absent
+    )
+    return dataclasses.replace(record, scaling=fit)
+
+
+def _seeding(
+    record: Findings, loaded: Source, plan: FamilyPlan, asked: Asked, absent: list[Absence]
+) -> Findings:
+    """Per fixed-design judgement, whether one more seed could change each arm's verdict (a
+    judgement of the sequential loop is the loop's to extend, not this advice's)."""
+    from archaudit.stats.analyses.adaptive import adaptive_seeding
+
+    out = []
+    for j in record.judgements:
+        if j.sequential is not None:
+            continue
+        found = attempt(
+            lambda a=j: adaptive_seeding(_table(record), a),
+            Analysis.SEEDING,
+            f"{j.metric}:{j.scale}",
+            absent,
+        )
+        out += [found] if found is not None else []
+    return dataclasses.replace(record, seeding=tuple(out))
+
+
 ANALYSES: dict[Analysis, Slice] = {
     Analysis.TARGET: _target,
     Analysis.TRANSFER: _transfers,
@@ -305,5 +339,7 @@ ANALYSES: dict[Analysis, Slice] = {
     Analysis.POWER: _power,
     Analysis.SNR: _snr,
     Analysis.STRESS: _stability,
+    Analysis.SCALING: _scaling,
+    Analysis.SEEDING: _seeding,
 }
 """Each slice after the verdicts, in order: the prediction fills the judgements' slot first."""

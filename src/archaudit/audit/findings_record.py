@@ -15,16 +15,19 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from archaudit.audit.power_cases import PowerCase
 from archaudit.audit.source import SourceKind
 from archaudit.errors import ArchauditError
+from archaudit.stats.analyses.scaling import ScalingOptions
 from archaudit.stats.grading import CAVEAT_SEPARATOR
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.verdicts import Verdict
 
 if TYPE_CHECKING:
     from archaudit.audit.stress_result import StressResult
+    from archaudit.stats.analyses.adaptive import SeedingAdvice
     from archaudit.stats.analyses.aggregate import Aggregates
     from archaudit.stats.analyses.baseline_transfer import BaselineTransfer
     from archaudit.stats.analyses.decoupling import Decoupling
     from archaudit.stats.analyses.interactions import Interactions
+    from archaudit.stats.analyses.scaling import ScalingFit
     from archaudit.stats.analyses.snr import SignalToNoise
     from archaudit.stats.analyses.transfer import ScaleTransfer
     from archaudit.stats.judgement import ArmVerdict, Judgement
@@ -48,6 +51,16 @@ class Analysis(StrEnum):
     TARGET = "target"
     STRESS = "stress"
     """Read, not computed: the audit's stored stress test (`archaudit stress` computes it)."""
+    SCALING = "scaling"
+    """The scaling law L(N, D) fitted to one arm's runs (`stats scaling`): on request only."""
+    SEEDING = "seeding"
+    """Per fixed-design judgement, whether one more seed could change each verdict (`stats
+    power SOURCE`): on request only."""
+
+
+ON_REQUEST = frozenset({Analysis.SCALING, Analysis.SEEDING})
+"""The slices computed only when named: a bootstrap of refits or a grid of trial seeds per
+arm, which neither the report nor `run` shows."""
 
 
 @dataclass(frozen=True)
@@ -73,13 +86,15 @@ class Settings:
     n_boot: int = 2000
     seed: int = 0
     aso_threshold: float = 0.2
+    scaling: ScalingOptions = field(default_factory=ScalingOptions)
+    """Which arm's runs the scaling law is fitted to, and how."""
 
 
 @dataclass(frozen=True)
 class Asked:
     """What `findings` computes: which analyses, over which scales, with which settings."""
 
-    analyses: frozenset[Analysis] = frozenset(Analysis)
+    analyses: frozenset[Analysis] = frozenset(Analysis) - ON_REQUEST
     each_scale: bool | None = None
     """Judge every scale of the table: None = an audit's yes, a CSV's only with one scale (its
     `options.scale` otherwise, or the error that asks for one)."""
@@ -91,14 +106,14 @@ class Asked:
 
 
 ASKED = Asked()
-"""Every analysis; an audit's every scale, a CSV's one."""
+"""Every analysis but those `ON_REQUEST`; an audit's every scale, a CSV's one."""
 EVERYTHING = Asked(each_scale=True, partial=True)
 """What the report asks for."""
 VERDICTS_ONLY = Asked(frozenset({Analysis.VERDICTS}), each_scale=True)
 """What `run`, the demo and the trackers ask for: every family judged."""
 JUDGED = frozenset(
     (Analysis.VERDICTS, Analysis.TRANSFER, Analysis.DECOUPLING, Analysis.POWER, Analysis.TARGET)
-)
+) | {Analysis.SEEDING}
 """The analyses read from the judgements: asking for one judges every family."""
 
 
@@ -212,6 +227,10 @@ class Findings(JsonResult):
     """The audit's stored stress test (`archaudit stress`): each arm's stability verdicts over
     rates and depth, beside the verdicts on the metrics."""
     snr: SignalToNoise | None = None
+    scaling: ScalingFit | None = None
+    """The scaling law fitted to `Settings.scaling.arm`'s runs (asked for by name only)."""
+    seeding: tuple[SeedingAdvice, ...] = ()
+    """Per fixed-design judgement: could one more seed change each arm's verdict?"""
     absent: tuple[Absence, ...] = ()
     notes: tuple[str, ...] = ()
     """What a reader of every slice must know (unfinished runs, a loop not finished)."""

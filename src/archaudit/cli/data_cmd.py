@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from archaudit.cli.app import app
-from archaudit.cli.options import Json, Quiet, emit, quiet_output
+from archaudit.cli.options import emit, output_flags
 
 data_app = typer.Typer(
     help="Corpora: tokenize once into sharded token files.", no_args_is_help=True
@@ -17,6 +17,7 @@ app.add_typer(data_app, name="data")
 
 
 @data_app.command("prepare")
+@output_flags
 def prepare_command(
     source: Annotated[
         str,
@@ -40,8 +41,7 @@ def prepare_command(
     text_field: Annotated[
         str, typer.Option("--text-field", help="Text column of .jsonl/parquet.")
     ] = "text",
-    json_: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
 ) -> None:
     """Tokenize SOURCE into sharded token files; train on them with `recipe.corpus = OUT`.
 
@@ -51,7 +51,6 @@ def prepare_command(
     from archaudit.data.prepare import prepare
     from archaudit.progress import log
 
-    quiet_output(quiet, json_)
     result = prepare(
         source, tokenizer, out, workers=workers, shard_tokens=shard_tokens, text_field=text_field
     )

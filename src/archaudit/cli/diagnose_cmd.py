@@ -17,11 +17,9 @@ from archaudit.cli.options import (
     Bootstrap,
     Device,
     Flags,
-    Json,
-    Quiet,
     emit,
     in_range,
-    quiet_output,
+    output_flags,
     torch_device,
     with_flags,
 )
@@ -98,10 +96,10 @@ ReasoningSeed = Annotated[
 ]
 
 
-def _finish(result: Any, written: Any, json_out: bool, lines: list[str]) -> None:
+def _finish(result: Any, written: Any, json_: bool, lines: list[str]) -> None:
     from archaudit.progress import console
 
-    if json_out:
+    if json_:
         emit(result)
         return
     for line in lines:
@@ -111,6 +109,7 @@ def _finish(result: Any, written: Any, json_out: bool, lines: list[str]) -> None
 
 
 @diagnose_app.command("bottleneck")
+@output_flags
 @with_flags
 def bottleneck(
     model: Model,
@@ -118,14 +117,12 @@ def bottleneck(
     measure: Measure,
     output: Written,
     device: Device = "",
-    json_out: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
 ) -> None:
     """The LM-head gradient bottleneck: the share of ‖softmax(z) − onehot(y)‖² outside the column
     space of the unembedding (arXiv 2603.10145), per token over --data."""
     from archaudit.diagnose import diagnose_bottleneck
 
-    quiet_output(quiet, json_out)
     result, written = diagnose_bottleneck(
         model, measure.data, **measure.keywords(device), **output.keywords()
     )
@@ -133,7 +130,7 @@ def bottleneck(
     _finish(
         result,
         written,
-        json_out,
+        json_,
         [
             f"{result.model}: {result.tokens} tokens, V={result.vocab_size}, D={result.d_model}, "
             f"{'tied' if result.tied else 'untied'} head",
@@ -146,6 +143,7 @@ def bottleneck(
 
 
 @diagnose_app.command("attention")
+@output_flags
 @with_flags
 def attention(
     model: Model,
@@ -156,14 +154,12 @@ def attention(
         int, typer.Option("--sink-tokens", help="k: the first k positions count as the sink.")
     ] = 1,
     device: Device = "",
-    json_out: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
 ) -> None:
     """Attention focus per layer and head: sink mass on the first k tokens, entropy, and mass by
     distance, with a heatmap."""
     from archaudit.diagnose import diagnose_attention
 
-    quiet_output(quiet, json_out)
     result, written = diagnose_attention(
         model,
         measure.data,
@@ -175,7 +171,7 @@ def attention(
     _finish(
         result,
         written,
-        json_out,
+        json_,
         [
             f"{result.model}: {result.tokens} positions, window {result.window}",
             f"sink mass (first {result.sink_tokens}) per layer: {per_layer}",
@@ -185,6 +181,7 @@ def attention(
 
 
 @diagnose_app.command("heads")
+@output_flags
 @with_flags
 def heads(
     model: Model,
@@ -192,13 +189,11 @@ def heads(
     measure: Measure,
     output: Written,
     device: Device = "",
-    json_out: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
 ) -> None:
     """Loss increase when each attention head is masked, per layer, with a heatmap."""
     from archaudit.diagnose import diagnose_heads
 
-    quiet_output(quiet, json_out)
     result, written = diagnose_heads(
         model, measure.data, **measure.keywords(device), **output.keywords()
     )
@@ -206,7 +201,7 @@ def heads(
     _finish(
         result,
         written,
-        json_out,
+        json_,
         [
             f"{result.model}: base loss {num(result.base_loss, VALUE_DIGITS)} nats/token over "
             f"{result.tokens} tokens",
@@ -216,6 +211,7 @@ def heads(
 
 
 @diagnose_app.command("prune")
+@output_flags
 @with_flags
 def prune(
     model: Model,
@@ -256,8 +252,7 @@ def prune(
         ),
     ] = None,
     device: Device = "",
-    json_out: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
 ) -> None:
     """Score layers, remove K, and re-evaluate: held-out loss, optionally a suite and test-time
     scaling (best-of-N, majority vote, budget), optionally after recovery fine-tuning."""
@@ -265,7 +260,6 @@ def prune(
 
     if samples < 1 or samples & (samples - 1):
         raise ConfigError(f"--samples {samples}: use a power of 2 (1, 2, 4, ..., 16)")
-    quiet_output(quiet, json_out)
     options = None
     if tts:
         ns = tuple(2**i for i in range(samples.bit_length()))
@@ -286,7 +280,7 @@ def prune(
         **measure.keywords(device),
         **output.keywords(),
     )
-    _finish(result, written, json_out, _prune_lines(result, method))
+    _finish(result, written, json_, _prune_lines(result, method))
 
 
 def _prune_lines(result: PruneResult, method: str) -> list[str]:
@@ -320,6 +314,7 @@ def _spread(d: Distribution) -> str:
 
 
 @diagnose_app.command("focus")
+@output_flags
 @with_flags
 def focus(
     audit_dir: Annotated[
@@ -335,8 +330,7 @@ def focus(
     *,
     bootstrap: Annotated[Bootstrap, Flags(Bootstrap)],
     output: Written,
-    json_out: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
 ) -> None:
     """Across an audit's arms: Spearman ρ (bootstrap interval) between first-token sink mass and
     long-context retrieval, and the sink mass of QK-norm arms minus the baseline's."""
@@ -344,7 +338,6 @@ def focus(
     from archaudit.diagnose import diagnose_focus
     from archaudit.rundir import is_audit_dir
 
-    quiet_output(quiet, json_out)
     result, written = diagnose_focus(
         audit_dir,
         results=read_results(audit_dir) if is_audit_dir(audit_dir) else None,
@@ -365,27 +358,26 @@ def focus(
             f"  {c.arm}: sink mass {signed(c.difference)} vs {baseline} "
             f"(Welch p = {pvalue(c.p_value)})"
         )
-    _finish(result, written, json_out, lines)
+    _finish(result, written, json_, lines)
 
 
 @diagnose_app.command("task")
+@output_flags
 def task(
     out: Annotated[Path, typer.Argument(help="Text file to write.")],
     chars: Annotated[int, typer.Option("--chars", help="Characters of training text.")] = 1_000_000,
     terms: Terms = 4,
     seed: ReasoningSeed = 0,
-    json_out: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
 ) -> None:
     """Write a training corpus of the reasoning task that `prune --tts` measures (train on it
     with `archaudit train --corpus FILE`; the curves' items come from a different stream)."""
     from archaudit.diagnose import reasoning_corpus
     from archaudit.files import atomic_write_text
 
-    quiet_output(quiet, json_out)
     text = reasoning_corpus(chars, seed=seed, terms=terms)
     atomic_write_text(out, text)
-    if json_out:
+    if json_:
         emit({"path": out, "chars": len(text)})
     else:
         typer.echo(f"wrote {out} ({len(text):,} characters)")

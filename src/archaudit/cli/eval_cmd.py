@@ -14,11 +14,9 @@ from archaudit.cli.app import app
 from archaudit.cli.options import (
     Device,
     Flags,
-    Json,
     Plugins,
-    Quiet,
     load_plugin_modules,
-    quiet_output,
+    output_flags,
     torch_device,
     with_flags,
 )
@@ -29,6 +27,7 @@ if TYPE_CHECKING:
 
 
 @app.command("eval")
+@output_flags
 @with_flags
 def eval_command(
     model: Annotated[
@@ -39,7 +38,7 @@ def eval_command(
     ],
     *,
     evaluation: Annotated[EvalSpec, Flags(EvalSpec)],
-    json_: Json = False,
+    json_: bool = False,
     out: Annotated[
         Path | None,
         typer.Option("--out", help="Write the full result, per-item outputs included, here."),
@@ -56,7 +55,7 @@ def eval_command(
         bool,
         typer.Option("--groups", help="Also print accuracy per group (paradigm, length × depth)."),
     ] = False,
-    quiet: Quiet = False,
+    quiet: bool = False,
     plugin: Plugins = None,
 ) -> None:
     """Score MODEL on a suite: accuracy with Wilson 95% intervals per task, the macro averages
@@ -64,7 +63,6 @@ def eval_command(
     its window, stride and context."""
     from archaudit.evals import evaluate
 
-    quiet_output(quiet, json_)
     load_plugin_modules(plugin)
 
     result = evaluate(

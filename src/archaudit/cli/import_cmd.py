@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from archaudit.cli.app import app
-from archaudit.cli.options import Json, Quiet, emit, quiet_output
+from archaudit.cli.options import emit, output_flags
 
 import_app = typer.Typer(
     help="Bring other tools' results in, to judge them here.", no_args_is_help=True
@@ -18,6 +18,7 @@ app.add_typer(import_app, name="import")
 
 
 @import_app.command("lm-eval")
+@output_flags
 def import_lmeval_command(
     results: Annotated[
         list[Path],
@@ -51,8 +52,7 @@ def import_lmeval_command(
             "1.5x of each other share one scale.",
         ),
     ] = "auto",
-    json_: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
 ) -> None:
     """Read lm-eval results (and the per-item samples of --log_samples) into OUT/results.csv
     (task/metric, task/score and downstream_avg per run) and OUT/items.csv (each item's 0/1
@@ -61,7 +61,6 @@ def import_lmeval_command(
     and only when it is new, empty or an earlier import (its import.json lists its files)."""
     from archaudit.evals.lmeval_results import import_lmeval
 
-    quiet_output(quiet, json_)
     result = import_lmeval(
         results, out, arm_from=arm_from, seed_from=seed_from, scale_from=scale_from
     )

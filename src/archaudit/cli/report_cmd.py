@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from archaudit.cli.app import app
-from archaudit.cli.options import DEFAULT_BASELINE, Baseline, Json, Quiet, emit, quiet_output
+from archaudit.cli.options import (
+    DEFAULT_BASELINE,
+    Baseline,
+    emit,
+    output_flags,
+)
 from archaudit.errors import ArchauditError
 from archaudit.progress import warn
 
@@ -25,6 +30,7 @@ def command_line() -> str:
 
 
 @app.command()
+@output_flags
 def report(
     source: Annotated[
         Path, typer.Argument(help="Audit directory, audit file (TOML) or results CSV.")
@@ -48,8 +54,7 @@ def report(
         ),
     ] = None,
     baseline: Baseline = DEFAULT_BASELINE,
-    json_: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
 ) -> None:
     """Write the audit report: the answer first, then the plots and tables behind it. One HTML
     file with everything inline (no script, font or URL), readable printed and on a phone."""
@@ -62,7 +67,6 @@ def report(
         write_markdown,
     )
 
-    quiet_output(quiet, json_)
     if markdown is not None:
         check_markdown(markdown)  # before the page is written
         if out is not None:

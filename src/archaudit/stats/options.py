@@ -14,14 +14,21 @@ from typing import Any
 
 from archaudit.errors import ConfigError, did_you_mean
 from archaudit.names import BASELINE, Reference
+from archaudit.ranges import Range
 from archaudit.stats.inference.corrections import check_correction, per_test_alpha
 from archaudit.stats.serialize import JsonResult
 
 
-def flag(name: str, help: str) -> dict[str, str]:
+def flag(name: str, help: str, range: Range | None = None) -> dict[str, Any]:
     """A field's command-line flag: the CLI builds the option from the field's name, type,
-    default and this (`archaudit.cli.options.judge_flags`)."""
-    return {"flag": name, "help": help}
+    default and this (`archaudit.cli.options.judge_flags`); a number's `range` is checked where
+    the flag is parsed. Every field is a flag on every command that judges a family, unless its
+    metadata says `{"flag": False}`."""
+    return {"flag": name, "help": help} | ({"range": range} if range is not None else {})
+
+
+LEVEL = Range(0.0, 1.0, low_open=True, high_open=True)
+"""A probability: α, a power target."""
 
 
 @dataclass(frozen=True)
@@ -82,14 +89,16 @@ class JudgeOptions(JsonResult):
     alpha: float = field(
         default=0.05,
         metadata=flag(
-            "--alpha", "Significance level: of the family-wise rate (of the FDR with bh)."
+            "--alpha",
+            "Significance level: of the family-wise rate (of the FDR with bh).",
+            LEVEL,
         ),
     )
     power_target: float = field(
-        default=0.8, metadata=flag("--target", "Power to reach (and to quote the MDE at).")
+        default=0.8, metadata=flag("--target", "Power to reach (and to quote the MDE at).", LEVEL)
     )
     """The power at which each arm's minimum detectable effect is quoted."""
-    downstream_metrics: tuple[str, ...] | None = None
+    downstream_metrics: tuple[str, ...] | None = field(default=None, metadata={"flag": False})
     """The metrics that grade evidence (None: every metric whose name does not read as a loss)."""
 
     def __post_init__(self) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from archaudit.errors import ConfigError
 from archaudit.metrics import PRIMARY_LOSS
 from archaudit.metrics import lower_is_better as resolve_lower
 from archaudit.names import BASELINE, ResultStatus
+from archaudit.ranges import REPLICATES, SEED, Range
 from archaudit.stats.errors import DesignError
 from archaudit.stats.inference.resample import percentile_interval
 from archaudit.stats.serialize import JsonResult
@@ -100,6 +101,40 @@ def fit_loss_surface(n_params: np.ndarray, tokens: np.ndarray, loss: np.ndarray)
     best = np.argsort(np.where(np.isfinite(objective), objective, np.inf))[:_POLISHED]
     theta, objective = _levenberg_marquardt(theta[best], log_n, log_d, log_l)
     return _surface(theta[np.nanargmin(objective)], float(np.nanmin(objective)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScalingOptions:
+    """Which runs `fit_scaling_law` fits and how: the findings record's `scaling` slice is
+    fitted with these, and `archaudit stats scaling` has one flag per field."""
+
+    arm: str = BASELINE
+    """Arm whose runs are fitted."""
+    loss_metric: str = PRIMARY_LOSS
+    """The loss (lower is better)."""
+    params_metric: str = "params"
+    """The results' column of each run's parameter count N."""
+    tokens_metric: str = "tokens"
+    """The results' column of each run's training tokens D."""
+    budget: float | None = field(default=None, metadata={"range": Range(0, low_open=True)})
+    """FLOPs (C = 6·N·D) for optimal N, D."""
+    n_boot: int = field(default=200, metadata={"range": REPLICATES})
+    """Bootstrap refits."""
+    seed: int = field(default=0, metadata={"range": SEED})
+    """Seed of the bootstrap's draws."""
+    lower_is_better: bool | None = field(
+        default=None,
+        metadata={
+            "flag": "--lower-is-better/--higher-is-better",
+            "help": "Direction of the loss. Default: the metric registry's (docs/metrics.md).",
+        },
+    )
+    """None: the metric registry's direction; the law needs a lower-is-better loss."""
+
+
+def fit_scaling(table: Table, options: ScalingOptions) -> ScalingFit:
+    """`fit_scaling_law` with its settings as one record."""
+    return fit_scaling_law(table, **asdict(options))
 
 
 def fit_scaling_law(

@@ -13,16 +13,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from archaudit.cli.options import Json, Quiet, in_range, judge_flags, quiet_output
-from archaudit.cli.stats_cmd import (
+from archaudit.cli.options import in_range, judge_flags, output_flags
+from archaudit.cli.stats.common import (
     Boot,
     Confidence,
     Metric,
     Seed,
-    _load,
-    _print_notes,
-    _print_table,
-    _printed_json,
+    load_table,
+    print_notes,
+    print_rows,
+    printed_json,
     stats_app,
 )
 from archaudit.formatting import interval
@@ -46,6 +46,7 @@ RUNS_SUFFIXES = (".csv", ".parquet")
 
 
 @stats_app.command("predict")
+@output_flags
 @judge_flags("baseline", "lower_is_better")
 def predict_command(
     audit: AuditFile,
@@ -77,8 +78,7 @@ def predict_command(
     n_boot: Boot = 2000,
     seed: Seed = 0,
     options: JudgeOptions = DEFAULT,
-    json_: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
 ) -> None:
     """Predict every arm's Δ at the target scale from the trained ladder (>= 3 scales), with a
     prediction interval, P(sign holds) and the predicted rank, beside the backtest of the curve
@@ -87,7 +87,6 @@ def predict_command(
     from archaudit.audit.spec import load_audit
     from archaudit.stats.predictions.predict import predict
 
-    quiet_output(quiet, json_)
     if params_column is not None or audit.suffix in RUNS_SUFFIXES:
         table, ladder = runs_ladder(audit, target, target_tokens, params_column, tokens_column)
     else:
@@ -96,11 +95,11 @@ def predict_command(
         if wanted is None and target_tokens is not None and spec.target is not None:
             wanted = dataclasses.replace(spec.target, tokens=target_tokens, tokens_per_param=None)
         ladder = audit_ladder(spec, wanted, baseline=options.baseline)
-        table = _load(spec.audit_dir)[0]
+        table = load_table(spec.audit_dir)[0]
     result = predict(
         table, metric, ladder, options, confidence=confidence, n_boot=n_boot, seed=seed
     )
-    if _printed_json(result, json_):
+    if printed_json(result, json_):
         return
     _print_prediction(result)
 
@@ -149,7 +148,7 @@ def audit_file_of(source: Path) -> Path:
 def _print_prediction(result: Prediction) -> None:
     largest, target = result.ladder.scales[-1], result.ladder.target
     how = "not estimable" if not result.estimable else _how(result)
-    _print_table(
+    print_rows(
         f"{result.metric} at target {target.name} ({target.params:,.0f} parameters, "
         f"{target.tokens:,.0f} tokens) from {len(result.ladder.scales)} scales "
         f"({largest.name} the largest): {how}; {result.confidence:.0%} intervals",
@@ -159,10 +158,10 @@ def _print_prediction(result: Prediction) -> None:
     shown = [*result.candidates]
     if result.backtest is not None and result.backtest not in shown:
         shown.append(result.backtest)
-    _print_notes([test.summary() for test in shown])
+    print_notes([test.summary() for test in shown])
     if shown:
-        _print_notes([MODELS_IN_WORDS])
-    _print_notes([*((result.reason,) if result.reason else ()), *result.notes])
+        print_notes([MODELS_IN_WORDS])
+    print_notes([*((result.reason,) if result.reason else ()), *result.notes])
 
 
 MODELS_IN_WORDS = (
