@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archaudit.audit.findings_families import FamilyPlan
-from archaudit.audit.findings_record import Absence, Analysis, Asked, Findings, Settings, attempt
+from archaudit.audit.findings_record import (
+    Absence,
+    AggregateSettings,
+    Analysis,
+    Asked,
+    Findings,
+    attempt,
+)
 from archaudit.audit.power_cases import power_case
 from archaudit.audit.source import Source
 from archaudit.audit.verdicts import family_options
@@ -62,7 +69,7 @@ def _transfers(
     """Cross-scale transfer per baseline and metric, from the judgements at its two scales."""
     from archaudit.stats.analyses.transfer import transfer_between, two_scales
 
-    table, settings = _table(record), asked.settings
+    table, settings = _table(record), asked.settings.transfer
     if len(table.scales) < 2:
         reason = (
             f"the results hold one scale ({table.scales[0]}); rank shifts need the arms "
@@ -167,7 +174,7 @@ def _interactions(
     """A factorial audit's main effects and interactions, per family."""
     from archaudit.stats.analyses.interactions import interactions
 
-    table, separator = _table(record), asked.settings.separator
+    table, separator = _table(record), asked.settings.interactions.separator
     if not any(separator in arm for arm in table.arms):
         reason = (
             "the audit is not factorial: no arm combines choices (names like "
@@ -191,7 +198,7 @@ def _aggregates(
     record: Findings, loaded: Source, plan: FamilyPlan, asked: Asked, absent: list[Absence]
 ) -> Findings:
     """IQM, P(arm > baseline) and ASO over the per-task scores, per baseline and scale."""
-    table, settings = _table(record), asked.settings
+    table, settings = _table(record), asked.settings.aggregates
     out = []
     for base in plan.baselines:
         for scale in plan.scales or (None,):
@@ -205,7 +212,7 @@ def _aggregates(
     return dataclasses.replace(record, aggregates=tuple(out))
 
 
-def _aggregate(table: Table, options: JudgeOptions, settings: Settings) -> Aggregates:
+def _aggregate(table: Table, options: JudgeOptions, settings: AggregateSettings) -> Aggregates:
     from archaudit.stats.analyses.aggregate import aggregate
 
     return aggregate(
@@ -220,7 +227,7 @@ def _decouplings(
     """Loss against downstream per baseline and scale, read from the judgements shown."""
     from archaudit.stats.analyses.decoupling import decouple
 
-    settings = asked.settings
+    settings = asked.settings.decoupling
     loss = settings.loss_metric or next((m for m in plan.metrics if lower_is_better(m)), None)
     down = settings.downstream_metric or next(
         (m for m in plan.metrics if not lower_is_better(m)), None
@@ -329,6 +336,21 @@ def _seeding(
     return dataclasses.replace(record, seeding=tuple(out))
 
 
+def _items(
+    record: Findings, loaded: Source, plan: FamilyPlan, asked: Asked, absent: list[Absence]
+) -> Findings:
+    """Each arm paired with the baseline on the audit's benchmark items (its items.csv)."""
+    from archaudit.stats.analyses.item_pairs import pair_items
+
+    if loaded.audit_dir is None:
+        reason = f"{loaded.name} is a results table; item-level pairs read an audit's items.csv"
+        absent.append(Absence(Analysis.ITEMS, "source", reason))
+        return record
+    options = asked.settings.items
+    pairs = attempt(lambda: pair_items(loaded.audit_dir, options), Analysis.ITEMS, "items", absent)
+    return dataclasses.replace(record, items=pairs or ())
+
+
 ANALYSES: dict[Analysis, Slice] = {
     Analysis.TARGET: _target,
     Analysis.TRANSFER: _transfers,
@@ -341,5 +363,6 @@ ANALYSES: dict[Analysis, Slice] = {
     Analysis.STRESS: _stability,
     Analysis.SCALING: _scaling,
     Analysis.SEEDING: _seeding,
+    Analysis.ITEMS: _items,
 }
 """Each slice after the verdicts, in order: the prediction fills the judgements' slot first."""

@@ -354,6 +354,7 @@ def _parameter(marker: Flags, field: dataclasses.Field, hint: Any, name: str) ->
             help += f" \\[default: {marker.unset}]"
         else:
             help += f" \\[default: {marker.unset}, else {field.default}]"
+    metavar = field.metadata.get("metavar", metavar)
     names = flag_names(marker, field)
     if kind in (bool | None,) and marker.section is not None and "/" not in names[0]:
         names = (f"{names[0]}/--{marker.prefix}no-{field.name.replace('_', '-')}", *names[1:])

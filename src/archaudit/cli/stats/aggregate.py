@@ -7,13 +7,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated
 
-import typer
-
-from archaudit.cli.options import in_range, judge_flags, output_flags
+from archaudit.audit.findings_record import AggregateSettings
+from archaudit.cli.options import Flags, judge_flags, output_flags
 from archaudit.cli.stats.common import (
-    Boot,
-    Confidence,
-    Seed,
     Source,
     findings_of,
     print_notes,
@@ -33,34 +29,16 @@ if TYPE_CHECKING:
 @judge_flags("baseline", "scale", "lower_is_better", "exclude", "arms")
 def aggregate_command(
     source: Source,
-    metric: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--metric", help="Task metric, one stratum (repeatable). Default: every \\<task>/score."
-        ),
-    ] = None,
     options: JudgeOptions = DEFAULT,
-    n_boot: Boot = 2000,
-    seed: Seed = 0,
-    confidence: Confidence = 0.95,
-    aso_threshold: Annotated[
-        float,
-        typer.Option(
-            "--aso-threshold",
-            help="τ: ε_min below it decides the ASO.",
-            callback=in_range(0, 1, low_open=True, high_open=True),
-        ),
-    ] = 0.2,
+    *,
+    tasks: Annotated[AggregateSettings, Flags(AggregateSettings)],
     json_: bool = False,
 ) -> None:
     """IQM and macro mean with stratified-bootstrap intervals, P(arm > baseline), and almost
     stochastic order, over tasks × seeds (rliable's and deep-significance's definitions)."""
     from archaudit.audit.findings import Analysis, Settings
 
-    settings = Settings(
-        task_metrics=tuple(metric or ()), n_boot=n_boot, seed=seed, confidence=confidence,
-        aso_threshold=aso_threshold,
-    )  # fmt: skip
+    settings = Settings(aggregates=tasks)
     found = findings_of(source, (), options, Analysis.AGGREGATES, settings=settings)
     show(found, Analysis.AGGREGATES, found.aggregates, json_, _print_aggregate, scales_only=True)
 

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated
 
-import typer
-
+from archaudit.audit.findings_record import DecouplingSettings
 from archaudit.cli.options import (
-    in_range,
+    Flags,
     judge_flags,
     output_flags,
 )
 from archaudit.cli.stats.common import (
-    LossMetric,
     Source,
     findings_of,
     print_rows,
@@ -32,18 +30,15 @@ if TYPE_CHECKING:
 @judge_flags()
 def decoupling_command(
     source: Source,
-    loss_metric: LossMetric = PRIMARY_LOSS,
-    downstream_metric: Annotated[str, typer.Option("--downstream-metric")] = DOWNSTREAM_AVERAGE,
     options: JudgeOptions = DEFAULT,
-    margin: Annotated[
-        float | None,
-        typer.Option(
-            "--margin",
-            callback=in_range(0, low_open=True),
-            help="Equivalence margin in noise floors σ: a metric is flat when its interval "
-            "lies within ±margin (TOST). Default: each arm's MDE.",
+    *,
+    compared: Annotated[
+        DecouplingSettings,
+        Flags(
+            DecouplingSettings,
+            defaults={"loss_metric": PRIMARY_LOSS, "downstream_metric": DOWNSTREAM_AVERAGE},
         ),
-    ] = None,
+    ],
     json_: bool = False,
 ) -> None:
     """Arms whose loss and downstream verdicts disagree, per arm and per family; on an audit
@@ -56,8 +51,11 @@ def decoupling_command(
             "(the metric registry's, docs/metrics.md): --lower-is-better/--higher-is-better "
             "would turn one of them round"
         )
-    settings = Settings(margin=margin, loss_metric=loss_metric, downstream_metric=downstream_metric)
-    metrics = (loss_metric, downstream_metric)
+    settings = Settings(decoupling=compared)
+    metrics = (
+        compared.loss_metric or PRIMARY_LOSS,
+        compared.downstream_metric or DOWNSTREAM_AVERAGE,
+    )
     found = findings_of(source, metrics, options, Analysis.DECOUPLING, settings=settings)
     show(found, Analysis.DECOUPLING, found.decouplings, json_, _print_decoupling)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated
 
-import typer
-
+from archaudit.audit.findings_record import InteractionSettings
 from archaudit.cli.options import (
+    Flags,
     judge_flags,
     output_flags,
 )
@@ -33,7 +33,8 @@ def interactions_command(
     source: Source,
     metric: OptMetric = None,
     options: JudgeOptions = DEFAULT,
-    separator: Annotated[str, typer.Option("--sep", help="Joins choices in arm names.")] = "+",
+    *,
+    factorial: Annotated[InteractionSettings, Flags(InteractionSettings)],
     json_: bool = False,
 ) -> None:
     """Factorial interactions (observed vs additive) and the harmful-count regression; on an
@@ -41,7 +42,7 @@ def interactions_command(
     from archaudit.audit.findings import Analysis, Settings
 
     found = findings_of(
-        source, metric, options, Analysis.INTERACTIONS, settings=Settings(separator=separator)
+        source, metric, options, Analysis.INTERACTIONS, settings=Settings(interactions=factorial)
     )
     show(found, Analysis.INTERACTIONS, found.interactions, json_, _print_interactions)
 

@@ -10,84 +10,63 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from archaudit.cli.options import (
-    Baseline,
+    Flags,
     output_flags,
+    with_flags,
 )
 from archaudit.cli.stats.common import (
-    Boot,
-    OptScale,
-    Seed,
+    findings_of,
+    one,
     print_notes,
     print_rows,
     printed_json,
     say_text,
     stats_app,
 )
-from archaudit.errors import ConfigError
 from archaudit.formatting import interval, num
+from archaudit.stats.analyses.item_pairs import CORRECT, ItemOptions
 from archaudit.stats.options import DEFAULT
 
 if TYPE_CHECKING:
+    from archaudit.stats.analyses.item_pairs import ItemPairs
     from archaudit.stats.inference.paired import ItemComparison, MeasureComparison
 
 
 @stats_app.command("items")
 @output_flags
+@with_flags
 def items_command(
     source: Annotated[Path, typer.Argument(help="Audit directory (its items.csv) or items CSV.")],
-    scale: OptScale = None,
-    baseline: Baseline = DEFAULT.baseline,
-    task: Annotated[str | None, typer.Option("--task", help="One task (default: all).")] = None,
-    measure: Annotated[
-        str,
-        typer.Option(
-            "--measure",
-            metavar="correct|bpb|margin",
-            help="What is paired per item: correctness (bootstrap, McNemar), or the gold "
-            "continuation's bits per byte (lower is better) or the choice margin (higher is "
-            "better), by a paired t-test and a Wilcoxon signed-rank test.",
-        ),
-    ] = "correct",
-    n_boot: Boot = 2000,
-    seed: Seed = 0,
+    paired: Annotated[ItemOptions, Flags(ItemOptions)],
     json_: bool = False,
 ) -> None:
     """Paired item-level tests (bootstrap, McNemar, Wilson; t and Wilcoxon on bpb or margin);
     item vs seed uncertainty."""
-    from archaudit.stats import compare_item_measure, compare_items, load_items
+    pairs = _pairs(source, paired)
+    if printed_json(one([list(p.comparisons) for p in pairs]), json_):
+        return
+    if len(pairs) > 1:
+        say_text(f"every scale of the items in turn: {', '.join(p.scale for p in pairs)}")
+    for at in pairs:
+        title = f"paired on the items of these checkpoints at {at.scale}" + (
+            f", task {at.task}" if at.task else ""
+        )
+        printer = _print_item_accuracy if at.measure == CORRECT else _print_item_measure
+        printer(title, list(at.comparisons))
+        print_notes(_item_caveats(at.comparisons))
 
-    items = load_items(source)
-    arms = [arm for arm in items.arms if arm != baseline]
-    if not arms:
-        raise ConfigError(f"{source}: no arm but {baseline!r} to compare: nothing to judge")
-    if scale is not None:
-        items.check_scale(scale)
-    scales = [scale] if scale else list(items.scales)
-    if len(scales) > 1 and not json_:
-        say_text(f"every scale of the items in turn: {', '.join(scales)}")
-    found = []
-    for at in scales:
-        results: list[ItemComparison] | list[MeasureComparison]
-        if measure == "correct":
-            results = [
-                compare_items(items, arm, baseline, at, task=task, n_boot=n_boot, seed=seed)
-                for arm in arms
-            ]
-        else:
-            results = [
-                compare_item_measure(
-                    items, arm, baseline, at, measure, task=task, n_boot=n_boot, seed=seed
-                )
-                for arm in arms
-            ]
-        found.append(results)
-        if not json_:
-            title = f"paired on the items of these checkpoints at {at}" + (
-                f", task {task}" if task else ""
-            )
-            (_print_item_accuracy if measure == "correct" else _print_item_measure)(title, results)
-            print_notes(_item_caveats(results))
-    printed_json(found[0] if len(found) == 1 else found, json_)
+
+def _pairs(source: Path, paired: ItemOptions) -> tuple[ItemPairs, ...]:
+    """The findings record's `items` slice of an audit folder; an items file, which is no
+    results source, is paired by the same function directly."""
+    from archaudit.audit.findings import Analysis, Settings
+    from archaudit.stats.analyses.item_pairs import pair_items
+
+    if not source.is_dir():
+        return pair_items(source, paired)
+    found = findings_of(source, (), DEFAULT, Analysis.ITEMS, settings=Settings(items=paired))
+    found.require(Analysis.ITEMS, found.items)
+    return found.items
 
 
 def _item_caveats(results: Sequence[ItemComparison | MeasureComparison]) -> list[str]:

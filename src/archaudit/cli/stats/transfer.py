@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from archaudit.audit.findings_record import TransferSettings
 from archaudit.cli.options import (
+    Flags,
     judge_flags,
     output_flags,
 )
 from archaudit.cli.stats.common import (
-    Confidence,
     OptMetric,
     Source,
     findings_of,
@@ -40,10 +41,9 @@ def transfer_command(
         list[str] | None,
         typer.Option("--baseline", help="Baseline arm; repeat it to compare baselines."),
     ] = None,
-    small: Annotated[str | None, typer.Option("--from", help="Smaller scale.")] = None,
-    large: Annotated[str | None, typer.Option("--to", help="Larger scale.")] = None,
+    *,
+    scales: Annotated[TransferSettings, Flags(TransferSettings)],
     options: JudgeOptions = DEFAULT,
-    confidence: Confidence = 0.95,
     json_: bool = False,
 ) -> None:
     """Cross-scale transfer (one baseline) or transfer across baselines (several); on an audit
@@ -53,7 +53,7 @@ def transfer_command(
     several = tuple(baseline or ()) if baseline and len(baseline) > 1 else ()
     if options.scale is not None and not several:
         _refuse_one_scale(options)
-    settings = Settings(small=small, large=large, confidence=confidence, baselines=several)
+    settings = Settings(transfer=scales, baselines=several)
     analysis = Analysis.BASELINES if several else Analysis.TRANSFER
     asked = (
         options.but(baseline=several[0])
