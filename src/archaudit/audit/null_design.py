@@ -8,18 +8,44 @@ metrics by `stats.options.primary_alpha`), so a simulated loop is the loop `run`
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archaudit.errors import ConfigError
 from archaudit.names import BASELINE
+from archaudit.ranges import COUNT, SEED, Range
 
 if TYPE_CHECKING:
     from archaudit.audit.plan import Plan
     from archaudit.stats.options import JudgeOptions
     from archaudit.stats.simulation.design import AuditDesign
     from archaudit.stats.simulation.sequential import SequentialRule
+
+
+@dataclass(frozen=True, kw_only=True)
+class NullOptions:
+    """How `simulate-null` simulates: where the design comes from, what is planted, the seed
+    noise (one flag per field)."""
+
+    like: Path | None = None
+    """Take the design (arms, seeds per arm, baseline and anchor seeds) from an audit file
+    (.toml), a results CSV or an audit directory, instead of --n-arms/--seeds."""
+    metric: str | None = None
+    """With --like CSV: the metric (default: first)."""
+    audits: int = field(default=2000, metadata={"range": COUNT})
+    """Simulated audits."""
+    effect: float = 0.0
+    """Planted effect in σ."""
+    effect_arms: int = field(default=0, metadata={"range": Range(0)})
+    """Arms with it."""
+    seed: int = field(default=0, metadata={"range": SEED})
+    """Seed of the simulation."""
+    sequential: bool = False
+    """The `run --until-settled` loop, --seeds at most."""
+    noise: str = field(default="normal", metadata={"metavar": "MODEL"})
+    """Seed noise: normal, t3, lognormal:S, hetero:F[:K] (K arms with seed σ × F), or panel
+    (all eight; prints each rate and the worst)."""
 
 
 @dataclass(frozen=True)

@@ -94,9 +94,6 @@ Confidence = Annotated[
 ]
 
 
-LossMetric = Annotated[str, typer.Option("--loss-metric", help="The loss (lower is better).")]
-
-
 def console() -> Console:
     # Built per use so that COLUMNS set after import (tests, wrappers) is honoured.
     return Console(highlight=False)
@@ -171,20 +168,6 @@ def say_defaults(found: Findings, *, scales_only: bool = False) -> None:
 
 def absent_notes(found: Findings) -> list[str]:
     return [f"not computed ({a.analysis} {a.where}): {a.reason}" for a in found.absent]
-
-
-NArms = Annotated[
-    int, typer.Option("--n-arms", help="m, the number of arms in the family (a count).")
-]
-
-
-DesignSeeds = Annotated[int, typer.Option("--seeds", help="Seeds per arm.")]
-
-
-BaselineSeeds = Annotated[
-    int | None,
-    typer.Option("--baseline-seeds", help="Default: as many as --seeds, at least 3."),
-]
 
 
 def print_rows(

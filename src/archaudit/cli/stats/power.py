@@ -9,14 +9,12 @@ from typing import Annotated
 import typer
 
 from archaudit.cli.options import (
+    Flags,
     in_range,
     judge_flags,
     output_flags,
 )
 from archaudit.cli.stats.common import (
-    BaselineSeeds,
-    DesignSeeds,
-    NArms,
     OptMetric,
     findings_of,
     no_table_names,
@@ -29,6 +27,7 @@ from archaudit.cli.stats.common import (
 )
 from archaudit.formatting import num
 from archaudit.stats.options import DEFAULT, JudgeOptions
+from archaudit.stats.simulation.design import DesignSize
 
 
 @stats_app.command("power")
@@ -40,9 +39,8 @@ def power_command(
     ] = None,
     metric: OptMetric = None,
     options: JudgeOptions = DEFAULT,
-    seeds: DesignSeeds = 3,
-    baseline_seeds: BaselineSeeds = None,
-    n_arms: NArms = 19,
+    *,
+    size: Annotated[DesignSize, Flags(DesignSize)],
     effect: Annotated[
         float | None,
         typer.Option(
@@ -56,7 +54,7 @@ def power_command(
     """MDE and seeds needed for a design; with SOURCE, whether another seed can flip a verdict."""
     if source is None:
         no_table_names(options)
-        _design_power(seeds, n_arms, options, baseline_seeds, effect, json_)
+        _design_power(size.seeds, size.n_arms, options, size.baseline_seeds, effect, json_)
         return
 
     _seeding_advice(source, metric, options, json_)

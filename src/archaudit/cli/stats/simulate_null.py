@@ -2,27 +2,22 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-import typer
-
+from archaudit.audit.null_design import NullOptions
 from archaudit.cli.app import app
 from archaudit.cli.options import (
-    in_range,
+    Flags,
     judge_flags,
     output_flags,
 )
 from archaudit.cli.stats.common import (
-    BaselineSeeds,
-    DesignSeeds,
-    NArms,
-    Seed,
     no_table_names,
     printed_json,
     say_text,
 )
 from archaudit.stats.options import DEFAULT, JudgeOptions
+from archaudit.stats.simulation.design import DesignSize
 
 if TYPE_CHECKING:
     from archaudit.stats.simulation.simulate import NullSimulation
@@ -32,68 +27,39 @@ if TYPE_CHECKING:
 @output_flags
 @judge_flags()
 def simulate_null_command(
-    n_arms: NArms = 19,
-    seeds: DesignSeeds = 3,
-    audits: Annotated[int, typer.Option("--audits", help="Simulated audits.")] = 2000,
-    baseline_seeds: BaselineSeeds = None,
-    like: Annotated[
-        Path | None,
-        typer.Option(
-            "--like",
-            help="Take the design (arms, seeds per arm, baseline and anchor seeds) from an audit "
-            "file (.toml), a results CSV or an audit directory, instead of --n-arms/--seeds.",
-        ),
-    ] = None,
-    metric: Annotated[
-        str | None, typer.Option("--metric", help="With --like CSV: the metric (default: first).")
-    ] = None,
+    *,
+    size: Annotated[DesignSize, Flags(DesignSize)],
+    null: Annotated[NullOptions, Flags(NullOptions)],
     options: JudgeOptions = DEFAULT,
-    effect: Annotated[
-        float, typer.Option("--effect", help="Planted effect in σ.", callback=in_range())
-    ] = 0.0,
-    effect_arms: Annotated[int, typer.Option("--effect-arms", help="Arms with it.")] = 0,
-    seed: Seed = 0,
     json_: bool = False,
-    sequential: Annotated[
-        bool, typer.Option("--sequential", help="The `run --until-settled` loop, --seeds at most.")
-    ] = False,
-    noise: Annotated[
-        str,
-        typer.Option(
-            "--noise",
-            metavar="MODEL",
-            help="Seed noise: normal, t3, lognormal:S, hetero:F[:K] (K arms with seed σ × F), "
-            "or panel (all eight; prints each rate and the worst).",
-        ),
-    ] = "normal",
 ) -> None:
     """Simulated audits with no real effect: the verdicts' family-wise false-positive rate."""
     from archaudit.audit.null_design import design_like, loop_rule
     from archaudit.cli.stats.sequential import simulate_sequential_command
     from archaudit.stats import AuditDesign, simulate_null
 
+    like, sequential = null.like, null.sequential
     table_like = like is not None and like.suffix != ".toml"
     if not table_like:
         no_table_names(options)
-    null = design_like(like, metric, options) if like and not (sequential and table_like) else None
-    if sequential or (null and null.rule):
-        looped = (null.loop_arms, null.rule) if null and null.rule else None
-        n_loop, rule = looped or (n_arms, loop_rule(options, seeds, baseline_seeds))
-        return simulate_sequential_command(
-            n_loop,
-            rule,
-            audits=audits,
-            effect=effect,
-            effect_arms=effect_arms,
-            seed=seed,
-            noise=noise,
-            json_=json_,
-        )
-    design = null.fixed if null else None
-    design = design or AuditDesign.balanced(n_arms, seeds, baseline_seeds, options)
-    result = simulate_null(
-        design, audits=audits, effect=effect, effect_arms=effect_arms, seed=seed, noise=noise
+    taken = (
+        design_like(like, null.metric, options)
+        if like and not (sequential and table_like)
+        else None
     )
+    if sequential or (taken and taken.rule):
+        looped = (taken.loop_arms, taken.rule) if taken and taken.rule else None
+        n_loop, rule = looped or (size.n_arms, loop_rule(options, size.seeds, size.baseline_seeds))
+        return simulate_sequential_command(
+            n_loop, rule, audits=null.audits, effect=null.effect, effect_arms=null.effect_arms,
+            seed=null.seed, noise=null.noise, json_=json_,
+        )  # fmt: skip
+    design = taken.fixed if taken else None
+    design = design or AuditDesign.balanced(size.n_arms, size.seeds, size.baseline_seeds, options)
+    result = simulate_null(
+        design, audits=null.audits, effect=null.effect, effect_arms=null.effect_arms,
+        seed=null.seed, noise=null.noise,
+    )  # fmt: skip
     if not printed_json(result, json_):
         _print_null(result)
 

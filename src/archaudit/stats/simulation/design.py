@@ -9,15 +9,29 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from archaudit.errors import ConfigError
 from archaudit.names import Test
+from archaudit.ranges import COUNT, Range
 from archaudit.stats.inference.family_test import choose_test
 from archaudit.stats.noise_panel import WIDEST_FACTOR
 from archaudit.stats.options import DEFAULT, JudgeOptions, check_test
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.simulation.power import Design, default_baseline_seeds
+
+
+@dataclass(frozen=True, kw_only=True)
+class DesignSize:
+    """A balanced design's size, for `stats power` and `simulate-null` without a source (one flag
+    per field)."""
+
+    n_arms: int = field(default=19, metadata={"range": COUNT})
+    """m, the number of arms in the family (a count)."""
+    seeds: int = field(default=3, metadata={"range": COUNT})
+    """Seeds per arm."""
+    baseline_seeds: int | None = field(default=None, metadata={"range": Range(2)})
+    """Default: as many as --seeds, at least 3."""
 
 
 @dataclass(frozen=True)
