@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -25,6 +25,7 @@ from archaudit.cli.options import (
 )
 from archaudit.errors import ConfigError
 from archaudit.formatting import VALUE_DIGITS, interval, num, pvalue, signed
+from archaudit.ranges import COUNT, SEED, Range
 
 if TYPE_CHECKING:
     from archaudit.diagnose.bottleneck import Distribution
@@ -45,6 +46,8 @@ Model = Annotated[
 ]
 MAX_TOKENS = 1 << 24
 """Tokens one diagnostic measures on, at most (its activations are held per token)."""
+TOKENS = Range(1, MAX_TOKENS)
+POSITIVE = Range(0, low_open=True)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,11 +57,11 @@ class Measurement:
 
     data: Path
     """UTF-8 text file to measure on."""
-    tokens: int | None = None
+    tokens: int | None = field(default=None, metadata={"range": TOKENS})
     """Predicted tokens to measure on [default: the diagnostic's own]."""
-    window: int | None = None
+    window: int | None = field(default=None, metadata={"range": TOKENS})
     """Tokens per row, capped by the context [default: the diagnostic's own]."""
-    batch_size: int | None = None
+    batch_size: int | None = field(default=None, metadata={"range": TOKENS})
     """Rows per forward pass [default: the diagnostic's own]."""
 
     def __post_init__(self) -> None:
@@ -90,10 +93,46 @@ class Output:
 
 Measure = Annotated[Measurement, Flags(Measurement)]
 Written = Annotated[Output, Flags(Output)]
-Terms = Annotated[int, typer.Option("--terms", help="Terms per reasoning item.")]
-ReasoningSeed = Annotated[
-    int, typer.Option("--seed", help="Seed of the reasoning items (and of sampling).")
-]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reasoning:
+    """The generated reasoning task: what `prune --tts` samples on and `task` writes."""
+
+    terms: int = field(default=4, metadata={"range": COUNT})
+    """Terms per reasoning item."""
+    seed: int = field(default=0, metadata={"range": SEED})
+    """Seed of the reasoning items (and of sampling)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sampling:
+    """Test-time scaling curves on the generated reasoning task (`prune --tts`)."""
+
+    tts: bool = False
+    """Test-time scaling curves on the generated reasoning task."""
+    tts_items: int = field(default=100, metadata={"range": COUNT})
+    """Reasoning items."""
+    samples: int = field(default=16, metadata={"range": COUNT})
+    """Largest N (a power of 2)."""
+    temperature: float = field(default=1.0, metadata={"range": POSITIVE})
+    """Sampling τ."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pruning:
+    """Which layers `prune` removes, and the recovery fine-tuning after."""
+
+    method: str = "block-influence"
+    """block-influence | angular | tail | laco."""
+    layers: int = field(default=1, metadata={"range": COUNT})
+    """K: layers to remove."""
+    recover_steps: int = field(default=0, metadata={"range": Range(0)})
+    """Recovery fine-tuning steps on --data (0: none)."""
+    recover_lr: float = field(default=1e-3, metadata={"range": POSITIVE})
+    """Its learning rate."""
+    lora: int | None = field(default=None, metadata={"range": COUNT})
+    """Recover with LoRA of this rank (needs peft) instead of full fine-tuning."""
 
 
 def _finish(result: Any, written: Any, json_: bool, lines: list[str]) -> None:
@@ -151,7 +190,12 @@ def attention(
     measure: Measure,
     output: Written,
     sink_tokens: Annotated[
-        int, typer.Option("--sink-tokens", help="k: the first k positions count as the sink.")
+        int,
+        typer.Option(
+            "--sink-tokens",
+            help="k: the first k positions count as the sink.",
+            callback=in_range(0, MAX_TOKENS),
+        ),
     ] = 1,
     device: Device = "",
     json_: bool = False,
@@ -218,39 +262,10 @@ def prune(
     *,
     measure: Measure,
     output: Written,
-    method: Annotated[
-        str, typer.Option("--method", help="block-influence | angular | tail | laco.")
-    ] = "block-influence",
-    layers: Annotated[int, typer.Option("--layers", help="K: layers to remove.")] = 1,
+    pruning: Annotated[Pruning, Flags(Pruning)],
     evaluation: Annotated[EvalSpec, Flags(EvalSpec, defaults={"suite": ""})],
-    tts: Annotated[
-        bool,
-        typer.Option("--tts", help="Test-time scaling curves on the generated reasoning task."),
-    ] = False,
-    tts_items: Annotated[int, typer.Option("--tts-items", help="Reasoning items.")] = 100,
-    samples: Annotated[int, typer.Option("--samples", help="Largest N (a power of 2).")] = 16,
-    temperature: Annotated[
-        float,
-        typer.Option("--temperature", help="Sampling τ.", callback=in_range(0, low_open=True)),
-    ] = 1.0,
-    terms: Terms = 4,
-    seed: ReasoningSeed = 0,
-    recover_steps: Annotated[
-        int, typer.Option("--recover-steps", help="Recovery fine-tuning steps on --data (0: none).")
-    ] = 0,
-    recover_lr: Annotated[
-        float,
-        typer.Option(
-            "--recover-lr", help="Its learning rate.", callback=in_range(0, low_open=True)
-        ),
-    ] = 1e-3,
-    lora: Annotated[
-        int | None,
-        typer.Option(
-            "--lora",
-            help="Recover with LoRA of this rank (needs peft) instead of full fine-tuning.",
-        ),
-    ] = None,
+    sampling: Annotated[Sampling, Flags(Sampling)],
+    reasoning: Annotated[Reasoning, Flags(Reasoning)],
     device: Device = "",
     json_: bool = False,
 ) -> None:
@@ -258,29 +273,31 @@ def prune(
     scaling (best-of-N, majority vote, budget), optionally after recovery fine-tuning."""
     from archaudit.diagnose import TTSOptions, diagnose_prune
 
-    if samples < 1 or samples & (samples - 1):
+    samples = sampling.samples
+    if samples & (samples - 1):
         raise ConfigError(f"--samples {samples}: use a power of 2 (1, 2, 4, ..., 16)")
     options = None
-    if tts:
+    if sampling.tts:
         ns = tuple(2**i for i in range(samples.bit_length()))
         options = TTSOptions(
-            items=tts_items, ns=ns, temperature=temperature, terms=terms, seed=seed
-        )
+            items=sampling.tts_items, ns=ns, temperature=sampling.temperature,
+            terms=reasoning.terms, seed=reasoning.seed,
+        )  # fmt: skip
     result, written = diagnose_prune(
         model,
         measure.data,
-        method=method,
-        layers=layers,
+        method=pruning.method,
+        layers=pruning.layers,
         suite=evaluation.suite or None,
         limit=evaluation.limit,
         tts=options,
-        recover_steps=recover_steps,
-        recover_lr=recover_lr,
-        lora_rank=lora,
+        recover_steps=pruning.recover_steps,
+        recover_lr=pruning.recover_lr,
+        lora_rank=pruning.lora,
         **measure.keywords(device),
         **output.keywords(),
     )
-    _finish(result, written, json_, _prune_lines(result, method))
+    _finish(result, written, json_, _prune_lines(result, pruning.method))
 
 
 def _prune_lines(result: PruneResult, method: str) -> list[str]:
@@ -363,11 +380,15 @@ def focus(
 
 @diagnose_app.command("task")
 @output_flags
+@with_flags
 def task(
     out: Annotated[Path, typer.Argument(help="Text file to write.")],
-    chars: Annotated[int, typer.Option("--chars", help="Characters of training text.")] = 1_000_000,
-    terms: Terms = 4,
-    seed: ReasoningSeed = 0,
+    chars: Annotated[
+        int,
+        typer.Option("--chars", help="Characters of training text.", callback=in_range(1)),
+    ] = 1_000_000,
+    *,
+    reasoning: Annotated[Reasoning, Flags(Reasoning)],
     json_: bool = False,
 ) -> None:
     """Write a training corpus of the reasoning task that `prune --tts` measures (train on it
@@ -375,7 +396,7 @@ def task(
     from archaudit.diagnose import reasoning_corpus
     from archaudit.files import atomic_write_text
 
-    text = reasoning_corpus(chars, seed=seed, terms=terms)
+    text = reasoning_corpus(chars, seed=reasoning.seed, terms=reasoning.terms)
     atomic_write_text(out, text)
     if json_:
         emit({"path": out, "chars": len(text)})

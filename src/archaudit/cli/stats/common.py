@@ -73,17 +73,6 @@ OptMetric = Annotated[
 ]
 
 
-OptScale = Annotated[
-    str | None, typer.Option("--scale", help="Scale [default: every scale, each in turn].")
-]
-
-
-Seed = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap / simulation.")]
-
-
-Boot = Annotated[int, typer.Option("--n-boot", help="Bootstrap replicates.")]
-
-
 Confidence = Annotated[
     float,
     typer.Option(

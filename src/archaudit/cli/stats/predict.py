@@ -13,12 +13,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from archaudit.cli.options import in_range, judge_flags, output_flags
+from archaudit.cli.options import Bootstrap, Flags, in_range, judge_flags, output_flags
 from archaudit.cli.stats.common import (
-    Boot,
     Confidence,
     Metric,
-    Seed,
     load_table,
     print_notes,
     print_rows,
@@ -75,9 +73,9 @@ def predict_command(
     tokens_column: Annotated[
         str, typer.Option("--tokens-column", help="A results table's column of tokens.")
     ] = "tokens",
-    n_boot: Boot = 2000,
-    seed: Seed = 0,
     options: JudgeOptions = DEFAULT,
+    *,
+    bootstrap: Annotated[Bootstrap, Flags(Bootstrap)],
     json_: bool = False,
 ) -> None:
     """Predict every arm's Δ at the target scale from the trained ladder (>= 3 scales), with a
@@ -97,7 +95,13 @@ def predict_command(
         ladder = audit_ladder(spec, wanted, baseline=options.baseline)
         table = load_table(spec.audit_dir)[0]
     result = predict(
-        table, metric, ladder, options, confidence=confidence, n_boot=n_boot, seed=seed
+        table,
+        metric,
+        ladder,
+        options,
+        confidence=confidence,
+        n_boot=bootstrap.n_boot,
+        seed=bootstrap.seed,
     )
     if printed_json(result, json_):
         return
