@@ -83,7 +83,7 @@ def _transfers(
         for metric in plan.metrics:
             pair = [_judged(record, metric, s, base.baseline) for s in (small, large)]
             if pair[0] is None or pair[1] is None:
-                why = record.why(Analysis.VERDICTS) or f"{metric} is not judged at both scales"
+                why = _why_unjudged(record, absent) or f"{metric} is not judged at both scales"
                 absent.append(Absence(Analysis.TRANSFER, metric, why))
                 continue
             found = attempt(
@@ -94,6 +94,12 @@ def _transfers(
             )
             out += [found] if found is not None else []
     return dataclasses.replace(record, transfers=tuple(out))
+
+
+def _why_unjudged(record: Findings, absent: list[Absence]) -> str | None:
+    """The reason a family was not judged: the record's, or one recorded while it is built."""
+    so_far = next((a.reason for a in absent if a.analysis == Analysis.VERDICTS), None)
+    return so_far or record.why(Analysis.VERDICTS)
 
 
 def _judged(record: Findings, metric: str, scale: str, baseline: str) -> Judgement | None:

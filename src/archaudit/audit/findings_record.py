@@ -302,7 +302,11 @@ class Findings(JsonResult):
     def require(self, analysis: Analysis, found: Sequence[Any] | None) -> None:
         """Refuse (one line) when an asked slice came out empty, with the analysis' reason."""
         if not found:
-            raise NotComputed(self.why(analysis) or f"{self.source}: no {analysis} to show")
+            # A slice read from the judgements is empty where no family could be judged: then
+            # the judging's reason is the slice's (a misspelled --anchor, an unknown metric).
+            judging = self.why(Analysis.VERDICTS) if analysis in JUDGED else None
+            why = self.why(analysis) or judging
+            raise NotComputed(why or f"{self.source}: no {analysis} to show")
 
     def judgement(self, metric: str, scale: str) -> Judgement | None:
         return next((j for j in self.judgements if (j.metric, j.scale) == (metric, scale)), None)

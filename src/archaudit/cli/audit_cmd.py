@@ -564,7 +564,9 @@ def tune_baseline(
             callback=in_range(0, 1, high_open=True),
         ),
     ] = None,
-    seeds: Annotated[int, typer.Option("--seeds", help="Seeds per sweep point.")] = 1,
+    seeds: Annotated[
+        int, typer.Option("--seeds", help="Seeds per sweep point.", callback=in_range(1))
+    ] = 1,
     *,
     executor: Executor,
     write: Annotated[

@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
+from archaudit.audit.spec import MAX_PARALLEL
 from archaudit.cli.app import app
-from archaudit.cli.options import emit, output_flags
+from archaudit.cli.options import emit, in_range, output_flags
 
 data_app = typer.Typer(
     help="Corpora: tokenize once into sharded token files.", no_args_is_help=True
@@ -34,9 +35,12 @@ def prepare_command(
             help="byte | bpe:\\<V> | gpt2:\\<dir> | hf:\\<dir> (as recipe.tokenizer).",
         ),
     ] = "byte",
-    workers: Annotated[int, typer.Option("--workers", help="Tokenizing processes.")] = 1,
+    workers: Annotated[
+        int,
+        typer.Option("--workers", help="Tokenizing processes.", callback=in_range(1, MAX_PARALLEL)),
+    ] = 1,
     shard_tokens: Annotated[
-        int, typer.Option("--shard-tokens", help="Tokens per shard.")
+        int, typer.Option("--shard-tokens", help="Tokens per shard.", callback=in_range(1))
     ] = 100_000_000,
     text_field: Annotated[
         str, typer.Option("--text-field", help="Text column of .jsonl/parquet.")

@@ -15,6 +15,7 @@ from archaudit.cli.options import (
     Device,
     Flags,
     Plugins,
+    in_range,
     load_plugin_modules,
     output_flags,
     torch_device,
@@ -50,7 +51,9 @@ def eval_command(
         ),
     ] = None,
     device: Device = "",
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Rows per forward pass.")] = 32,
+    batch_size: Annotated[
+        int, typer.Option("--batch-size", help="Rows per forward pass.", callback=in_range(1))
+    ] = 32,
     groups: Annotated[
         bool,
         typer.Option("--groups", help="Also print accuracy per group (paradigm, length × depth)."),

@@ -16,6 +16,7 @@ from archaudit.cli.options import (
     Plugins,
     Preset,
     emit,
+    in_range,
     load_plugin_modules,
     output_flags,
     with_flags,
@@ -89,6 +90,7 @@ def train(
         typer.Option(
             "--seed",
             help="Run seed: drives init (and data order if the recipe says vary_data_order).",
+            callback=in_range(0),
         ),
     ] = 0,
     recipe: RecipeFlags,
