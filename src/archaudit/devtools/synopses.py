@@ -59,8 +59,8 @@ def _parameter(param: Any) -> str | None:
     if param.is_flag:
         word = " | ".join([long[0], *param.secondary_opts]) if param.secondary_opts else long[0]
     else:
-        metavar = param.metavar or _example(param.default) or _metavar(
-            param.type_descriptor.annotation
+        metavar = (
+            param.metavar or _example(param.default) or _metavar(param.type_descriptor.annotation)
         )
         repeat = " ..." if param.multiple and "," not in metavar else ""
         word = f"{long[0]} {metavar}{repeat}"
@@ -122,9 +122,7 @@ def with_block(text: str, block: str) -> str:
 def stale_pages() -> list[str]:
     """The pages whose committed synopsis block differs from the generated one."""
     return [
-        page
-        for page, block in blocks().items()
-        if with_block(_read(page), block) != _read(page)
+        page for page, block in blocks().items() if with_block(_read(page), block) != _read(page)
     ]
 
 
