@@ -9,6 +9,7 @@ import shlex
 import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -35,6 +36,7 @@ from archaudit.cli.options import (
 from archaudit.cli.report_cmd import report_audit
 from archaudit.formatting import VALUE_DIGITS, num, pvalue, signed
 from archaudit.names import BASELINE
+from archaudit.ranges import Range
 
 if TYPE_CHECKING:
     from archaudit.audit.coordinator import AuditOutcome
@@ -545,33 +547,28 @@ def status(
     Console().print(line)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Sweep:
+    """The points `tune-baseline` trains, and whether it writes its choice."""
+
+    lr: tuple[float, ...] = field(default=(), metadata={"range": Range(0, low_open=True)})
+    """Peak LRs [default: current × ¼…4]."""
+    warmup: tuple[float, ...] = field(default=(), metadata={"range": Range(0, 1, high_open=True)})
+    """Warmup fractions to sweep too."""
+    seeds: int = field(default=1, metadata={"range": Range(1)})
+    """Seeds per sweep point."""
+    write: bool = field(default=True, metadata={"flag": "--write/--dry-run"})
+    """Write the choice into AUDIT."""
+
+
 @app.command("tune-baseline")
 @output_flags
 @with_flags
 def tune_baseline(
     audit: Annotated[Path, typer.Argument(help="The audit file (TOML); its [recipe] is updated.")],
-    lr: Annotated[
-        list[float] | None,
-        typer.Option(
-            "--lr", help="Peak LRs [default: current × ¼…4].", callback=in_range(0, low_open=True)
-        ),
-    ] = None,
-    warmup: Annotated[
-        list[float] | None,
-        typer.Option(
-            "--warmup",
-            help="Warmup fractions to sweep too.",
-            callback=in_range(0, 1, high_open=True),
-        ),
-    ] = None,
-    seeds: Annotated[
-        int, typer.Option("--seeds", help="Seeds per sweep point.", callback=in_range(1))
-    ] = 1,
     *,
     executor: Executor,
-    write: Annotated[
-        bool, typer.Option("--write/--dry-run", help="Write the choice into AUDIT.")
-    ] = True,
+    sweep_points: Annotated[Sweep, Flags(Sweep)],
     overrides: Overrides = None,
     runs_dir: RunsDir = None,
     json_: bool = False,
@@ -585,12 +582,12 @@ def tune_baseline(
     load_plugin_modules(plugin)
     outcome = sweep(
         audit,
-        lrs=lr or (),
-        warmups=warmup or (),
-        seeds=seeds,
+        lrs=sweep_points.lr,
+        warmups=sweep_points.warmup,
+        seeds=sweep_points.seeds,
         overrides=[*(overrides or ()), *executor],
         runs_dir=runs_dir,
-        write=write,
+        write=sweep_points.write,
         live=not (quiet or json_),
     )
     if json_:

@@ -17,6 +17,7 @@ from archaudit.cli.options import (
     Bootstrap,
     Device,
     Flags,
+    Scale,
     emit,
     in_range,
     output_flags,
@@ -341,9 +342,7 @@ def focus(
         str, typer.Option("--metric", help="Retrieval metric of the audit's results.")
     ] = "needle",
     baseline: Baseline = DEFAULT_BASELINE,
-    scale: Annotated[
-        str | None, typer.Option("--scale", help="Scale (required with several).")
-    ] = None,
+    scale: Scale = None,
     *,
     bootstrap: Annotated[Bootstrap, Flags(Bootstrap)],
     output: Written,

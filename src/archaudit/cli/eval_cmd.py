@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -15,16 +16,30 @@ from archaudit.cli.options import (
     Device,
     Flags,
     Plugins,
-    in_range,
     load_plugin_modules,
     output_flags,
     torch_device,
     with_flags,
 )
 from archaudit.formatting import MISSING, VALUE_DIGITS, interval, num
+from archaudit.ranges import Range
 
 if TYPE_CHECKING:
     from archaudit.evals.suites import SuiteResult
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scoring:
+    """Where `eval` reads its benchmarks and writes its result, and how it batches."""
+
+    out: Path | None = None
+    """Write the full result, per-item outputs included, here."""
+    data_root: Path | None = None
+    """Benchmark data root [default: $ARCHAUDIT_DATA or ../shared/data]."""
+    batch_size: int = field(default=32, metadata={"range": Range(1)})
+    """Rows per forward pass."""
+    groups: bool = False
+    """Also print accuracy per group (paradigm, length × depth)."""
 
 
 @app.command("eval")
@@ -40,24 +55,8 @@ def eval_command(
     *,
     evaluation: Annotated[EvalSpec, Flags(EvalSpec)],
     json_: bool = False,
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", help="Write the full result, per-item outputs included, here."),
-    ] = None,
-    data_root: Annotated[
-        Path | None,
-        typer.Option(
-            "--data-root", help="Benchmark data root [default: $ARCHAUDIT_DATA or ../shared/data]."
-        ),
-    ] = None,
+    scoring: Annotated[Scoring, Flags(Scoring)],
     device: Device = "",
-    batch_size: Annotated[
-        int, typer.Option("--batch-size", help="Rows per forward pass.", callback=in_range(1))
-    ] = 32,
-    groups: Annotated[
-        bool,
-        typer.Option("--groups", help="Also print accuracy per group (paradigm, length × depth)."),
-    ] = False,
     quiet: bool = False,
     plugin: Plugins = None,
 ) -> None:
@@ -72,16 +71,16 @@ def eval_command(
         model,
         evaluation.suite,
         limit=evaluation.limit,
-        out_path=out,
+        out_path=scoring.out,
         device=torch_device(device),
-        batch_size=batch_size,
-        data_root=data_root,
+        batch_size=scoring.batch_size,
+        data_root=scoring.data_root,
         show_progress=not (quiet or json_),
     )
     if json_:
         typer.echo(result.to_json(include_items=False))
         return
-    _print_result(result, groups=groups, out=out)
+    _print_result(result, groups=scoring.groups, out=scoring.out)
 
 
 def _print_result(result: SuiteResult, *, groups: bool, out: Path | None) -> None:

@@ -368,7 +368,9 @@ def _parameter(marker: Flags, field: dataclasses.Field, hint: Any, name: str) ->
             show_default=shown,
             metavar=metavar,
             rich_help_panel=marker.panel,
-            callback=in_range(*allowed.bounds()) if numeric else None,
+            callback=in_range(*allowed.bounds(), names=field.metadata.get("names", False))
+            if numeric or "range" in field.metadata
+            else None,
         ),
     ]
     return inspect.Parameter(name, KEYWORD, default=default, annotation=flag)
@@ -490,7 +492,9 @@ def judge_flag(name: str) -> Any:
 if TYPE_CHECKING:  # what the generated flags hold
     Baseline = str
     LowerIsBetter = bool | None
+    Scale = str | None
 else:
     Baseline = judge_flag("baseline")
     LowerIsBetter = judge_flag("lower_is_better")
+    Scale = judge_flag("scale")
 DEFAULT_BASELINE = DEFAULT.baseline

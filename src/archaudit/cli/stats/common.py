@@ -15,7 +15,6 @@ from typer.core import TyperGroup
 from archaudit.cli.app import app
 from archaudit.cli.options import (
     emit,
-    in_range,
 )
 from archaudit.cli.tables import print_table, say
 from archaudit.errors import ConfigError
@@ -64,22 +63,9 @@ app.add_typer(stats_app, name="stats")
 Source = Annotated[Path, typer.Argument(help="Audit directory (its finished runs) or a CSV.")]
 
 
-Metric = Annotated[str, typer.Option("--metric", help="Metric to judge, e.g. val_loss.")]
-
-
 OptMetric = Annotated[
     str | None,
     typer.Option("--metric", help="Metric to judge [default: an audit's primary metrics, each]."),
-]
-
-
-Confidence = Annotated[
-    float,
-    typer.Option(
-        "--confidence",
-        help="Coverage of the intervals: a level in (0, 1).",
-        callback=in_range(0, 1, low_open=True, high_open=True),
-    ),
 ]
 
 

@@ -8,15 +8,14 @@ archaudit stats predict RESULTS.csv --target PARAMS (1.2e9, 64M, 1.2B) [--params
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from archaudit.cli.options import Bootstrap, Flags, in_range, judge_flags, output_flags
+from archaudit.cli.options import Bootstrap, Flags, judge_flags, output_flags
 from archaudit.cli.stats.common import (
-    Confidence,
-    Metric,
     load_table,
     print_notes,
     print_rows,
@@ -25,7 +24,8 @@ from archaudit.cli.stats.common import (
 )
 from archaudit.formatting import interval
 from archaudit.metrics import PRIMARY_LOSS
-from archaudit.stats.options import DEFAULT, JudgeOptions
+from archaudit.ranges import Range
+from archaudit.stats.options import DEFAULT, LEVEL, JudgeOptions
 
 if TYPE_CHECKING:
     from archaudit.stats import Table
@@ -43,38 +43,34 @@ AuditFile = Annotated[
 RUNS_SUFFIXES = (".csv", ".parquet")
 
 
+@dataclass(frozen=True, kw_only=True)
+class Aim:
+    """What `stats predict` predicts: which metric, at which target, from which columns."""
+
+    metric: str = PRIMARY_LOSS
+    """Metric to predict, e.g. val_loss."""
+    target: str | None = field(
+        default=None, metadata={"range": Range(0, low_open=True), "names": True}
+    )
+    """A model preset or a parameter count (default: [target])."""
+    target_tokens: float | None = field(default=None, metadata={"range": Range(0, low_open=True)})
+    """Tokens at the target (default: the ladder's line)."""
+    confidence: float = field(default=0.8, metadata={"range": LEVEL})
+    """Coverage of the prediction intervals: a level in (0, 1)."""
+    params_column: str | None = None
+    """A results table's column of parameters."""
+    tokens_column: str = "tokens"
+    """A results table's column of tokens."""
+
+
 @stats_app.command("predict")
 @output_flags
 @judge_flags("baseline", "lower_is_better")
 def predict_command(
     audit: AuditFile,
-    metric: Metric = PRIMARY_LOSS,
-    target: Annotated[
-        str | None,
-        typer.Option(
-            "--target",
-            help="A model preset or a parameter count (default: [target]).",
-            callback=in_range(0, low_open=True, names=True),
-        ),
-    ] = None,
-    target_tokens: Annotated[
-        float | None,
-        typer.Option(
-            "--target-tokens",
-            help="Tokens at the target (default: the ladder's line).",
-            callback=in_range(0, low_open=True),
-        ),
-    ] = None,
-    confidence: Confidence = 0.8,
-    params_column: Annotated[
-        str | None,
-        typer.Option("--params-column", help="A results table's column of parameters."),
-    ] = None,
-    tokens_column: Annotated[
-        str, typer.Option("--tokens-column", help="A results table's column of tokens.")
-    ] = "tokens",
     options: JudgeOptions = DEFAULT,
     *,
+    aim: Annotated[Aim, Flags(Aim)],
     bootstrap: Annotated[Bootstrap, Flags(Bootstrap)],
     json_: bool = False,
 ) -> None:
@@ -85,8 +81,11 @@ def predict_command(
     from archaudit.audit.spec import load_audit
     from archaudit.stats.predictions.predict import predict
 
-    if params_column is not None or audit.suffix in RUNS_SUFFIXES:
-        table, ladder = runs_ladder(audit, target, target_tokens, params_column, tokens_column)
+    target, target_tokens = aim.target, aim.target_tokens
+    if aim.params_column is not None or audit.suffix in RUNS_SUFFIXES:
+        table, ladder = runs_ladder(
+            audit, target, target_tokens, aim.params_column, aim.tokens_column
+        )
     else:
         spec = load_audit(audit_file_of(audit))
         wanted = parse_target(target, target_tokens) if target is not None else None
@@ -96,10 +95,10 @@ def predict_command(
         table = load_table(spec.audit_dir)[0]
     result = predict(
         table,
-        metric,
+        aim.metric,
         ladder,
         options,
-        confidence=confidence,
+        confidence=aim.confidence,
         n_boot=bootstrap.n_boot,
         seed=bootstrap.seed,
     )
