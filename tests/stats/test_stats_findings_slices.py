@@ -55,7 +55,7 @@ def test_a_fit_that_cannot_be_made_is_absent_with_its_reason(cli, write_csv):
 
 
 def test_the_report_asks_for_no_slice_computed_on_request():
-    assert ON_REQUEST == {Analysis.SCALING, Analysis.SEEDING, Analysis.ITEMS}
+    assert {Analysis.SCALING, Analysis.SEEDING, Analysis.ITEMS} == ON_REQUEST
     assert not ON_REQUEST & EVERYTHING.analyses
 
 
@@ -85,7 +85,8 @@ def test_stats_items_prints_the_library_record(cli, write_csv):
     ]
     path = write_csv(rows, name="items.csv")
     pairs = pair_items(path, ItemOptions(n_boot=50))
-    assert sorted(p.scale for p in pairs) == ["m", "s"] and all(isinstance(p, ItemPairs) for p in pairs)
+    assert sorted(p.scale for p in pairs) == ["m", "s"]
+    assert all(isinstance(p, ItemPairs) for p in pairs)
     code, out, err = cli(f"stats items {path} --n-boot 50 --json")
     assert code == 0, err
     assert json.loads(out) == [as_json(list(p.comparisons)) for p in pairs]

@@ -345,15 +345,17 @@ def _seeding(
 def _items(
     record: Findings, loaded: Source, plan: FamilyPlan, asked: Asked, absent: list[Absence]
 ) -> Findings:
-    """Each arm paired with the baseline on the audit's benchmark items (its items.csv)."""
+    """Each arm paired with the baseline on the benchmark items of the folder read (an audit's,
+    or an `import lm-eval` folder's items.csv)."""
     from archaudit.stats.analyses.item_pairs import pair_items
 
-    if loaded.audit_dir is None:
-        reason = f"{loaded.name} is a results table; item-level pairs read an audit's items.csv"
+    folder = loaded.audit_dir or (Path(loaded.name) if Path(loaded.name).is_dir() else None)
+    if folder is None:
+        reason = f"{loaded.name} is a results file; item-level pairs read a folder's items.csv"
         absent.append(Absence(Analysis.ITEMS, "source", reason))
         return record
     options = asked.settings.items
-    pairs = attempt(lambda: pair_items(loaded.audit_dir, options), Analysis.ITEMS, "items", absent)
+    pairs = attempt(lambda: pair_items(folder, options), Analysis.ITEMS, "items", absent)
     return dataclasses.replace(record, items=pairs or ())
 
 
