@@ -36,7 +36,7 @@ from archaudit.errors import ConfigError
 from archaudit.formatting import MISSING, estimate, interval, num, pvalue
 from archaudit.glossary import POINTER
 from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS
-from archaudit.names import BASELINE, Test
+from archaudit.names import BASELINE
 from archaudit.stats.options import DEFAULT, JudgeOptions, primary_alpha
 
 if TYPE_CHECKING:
@@ -261,12 +261,13 @@ def _print_loop_end(looped: bool, descriptive: Sequence[Judgement]) -> None:
 
 
 def _print_judgement(judgement: Judgement, notes: list[str]) -> None:
+    from archaudit.stats.inference.tests import statistical_test
     from archaudit.stats.judgement_text import header
 
     _say("\n".join(header(judgement)))
     if judgement.sequential:
         return _print_loop_arms(judgement, notes)
-    statistic = "z" if judgement.test == Test.Z else "t"
+    statistic = statistical_test(judgement.test).symbol
     # One seed count: its MDE is the header's; several: each arm's MDE gets a column.
     per_arm_mde = len({v.n_seeds for v in judgement.arms}) > 1
     paper = any(v.paper_verdict for v in judgement.arms)

@@ -49,7 +49,8 @@ from scipy import optimize, stats
 
 from archaudit.errors import ConfigError
 from archaudit.names import Test
-from archaudit.stats.inference.family_test import interval, scaled_statistics, standard_error
+from archaudit.stats.inference.family_test import interval
+from archaudit.stats.inference.tests import statistical_test
 from archaudit.stats.noise_panel import PANEL, NoiseModel, parse_one
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.simulation.disk_cache import cached, in_range
@@ -312,8 +313,8 @@ def arm_tests(baseline: np.ndarray, arms: np.ndarray, sign: float = 1.0) -> ArmT
     delta = sign * (mean - mean0[:, None])
     with np.errstate(divide="ignore", invalid="ignore"):
         arm_var = arm_squares / (n - 1)
-        scale, arm_df = standard_error(
-            Test.ROBUST,
+        robust = statistical_test(Test.ROBUST)
+        scale, arm_df = robust.standard_error(
             n,
             n0[:, None],
             sigma[:, None],
@@ -321,7 +322,7 @@ def arm_tests(baseline: np.ndarray, arms: np.ndarray, sign: float = 1.0) -> ArmT
             arm_var,
             (squares0 / (n0 - 1))[:, None],
         )
-        stat, _, p = scaled_statistics(Test.ROBUST, delta, scale, arm_df)
+        stat, _, p = robust.scaled(delta, scale, arm_df)
         ratio = ratio_bounds(arm_var, sigma[:, None], n, df[:, None])
     return ArmTests(delta, sigma, df, stat, p, n, n0, scale, arm_df, ratio)
 
