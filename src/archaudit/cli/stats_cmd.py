@@ -38,6 +38,7 @@ from archaudit.glossary import POINTER
 from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS
 from archaudit.names import BASELINE
 from archaudit.stats.options import DEFAULT, JudgeOptions, primary_alpha
+from archaudit.stats.verdicts import SIGNIFICANT
 
 if TYPE_CHECKING:
     from archaudit.audit.findings import Analysis, Findings, Settings
@@ -290,7 +291,7 @@ def _print_judgement(judgement: Judgement, notes: list[str]) -> None:
     extra = (*(("MDE",) if per_arm_mde else ()), *(("paper's rule",) if paper else ()))
     _print_table(None, (*columns, *extra), rows, optional=("paper's rule",))
     if paper:
-        kept = [v.arm for v in judgement.arms if v.paper_verdict in ("improver", "regressor")]
+        kept = [v.arm for v in judgement.arms if v.paper_verdict in SIGNIFICANT]
         notes = [
             "paper's rule: the published analysis (z against the nominal corrected α, no "
             f"calibration), beside the verdicts (its column, where the console is wide enough); "

@@ -304,7 +304,7 @@ def judge(table: TableLike, metric: str, options: JudgeOptions = DEFAULT) -> Jud
             sample,
             tests.get(sample.arm),
             float(adjusted.get(sample.arm, math.nan)),
-            Verdict(verdict.get(sample.arm, sample.status)),
+            verdict.get(sample.arm, sample.unjudged),
             context,
         )
         for sample in family.arms

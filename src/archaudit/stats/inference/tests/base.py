@@ -56,7 +56,10 @@ QUADRATURE = 32
 
 
 class PowerDesign(Protocol):
-    """What a power kernel reads of one arm's design (`stats/simulation/power.Design`)."""
+    """What a power kernel reads of one arm's design (`stats/simulation/power.Design`); hashable,
+    so a kernel may cache its work per design."""
+
+    def __hash__(self) -> int: ...
 
     @property
     def arm_seeds(self) -> int: ...
