@@ -3,7 +3,8 @@ and run the verdict arithmetic on all of them at once.
 
 Own code rather than a library call because scipy's tests take one family at a time and the
 calibration needs millions of them: every statistic here is the one `judge` computes
-(`family_test.statistics`, the corrections, the 2σ rule), broadcast over a leading audit axis.
+(the family's registered test, `StatTest.statistics`; the corrections; the 2σ rule), broadcast
+over a leading audit axis.
 A family's outcome is kept level-free: each audit's *declaring level* (the smallest corrected p
 among its arms beyond 2σ) is what a calibrated level α′ is compared with
 (stats/simulation/calibrate.py).

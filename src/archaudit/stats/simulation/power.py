@@ -60,7 +60,8 @@ class Design:
     """Degrees of freedom of the noise floor. None pools the baseline and the m arms:
     (baseline_seeds − 1) + m·(arm_seeds − 1)."""
     family_test: str | None = None
-    """The family's test ("pooled-t", "welch", "z"). None chooses it from this arm's seeds."""
+    """The family's test, a registered name (stats/inference/tests/). None chooses it from this
+    arm's seeds."""
     reference: str = "t"
     """"t" (calibrated) or "normal" (paper mode), used when `family_test` is None."""
     single_bound: float = WIDEST_FACTOR

@@ -1,10 +1,13 @@
 """The family tests, one registered file each (`base.py` says what an entry holds).
 
-`statistical_test(name)` looks one up; importing this package registers the built-in ones.
+`statistical_test(name)` looks one up. Importing this package imports every module beside
+`base.py`, so a new built-in test is one new file here and nothing else;
 docs/guides/statistical-test.md adds one from your own module.
 """
 
-from archaudit.stats.inference.tests import pooled, robust, sequential, welch, z
+import importlib
+import pkgutil
+
 from archaudit.stats.inference.tests.base import (
     STAT_TESTS,
     PowerDesign,
@@ -14,8 +17,12 @@ from archaudit.stats.inference.tests.base import (
     statistical_test,
 )
 
-BUILT_IN = (welch, robust, pooled, z, sequential)
-"""The built-in entries' modules (imported for their registrations)."""
+BUILT_IN = tuple(
+    importlib.import_module(f"{__name__}.{module.name}")
+    for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)
+    if module.name != "base"
+)
+"""The built-in entries' modules, in name order (imported for their registrations)."""
 
 __all__ = [
     "BUILT_IN",

@@ -208,7 +208,7 @@ S = TypeVar("S", bound=type[StatTest])
 
 def register_test(cls: S) -> S:
     """Class decorator: register one instance of `cls` under `cls.name`."""
-    STAT_TESTS.register(cls.name)(cls())
+    STAT_TESTS.register(str(cls.name))(cls())
     return cls
 
 
