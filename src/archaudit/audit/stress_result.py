@@ -124,7 +124,7 @@ class StressResult:
             return cls(
                 **{**data, **{k: tuple(_build(k, v)) for k, v in data.items() if k in _ITEMS}}
             )
-        except (TypeError, KeyError) as err:
+        except (TypeError, KeyError, ValueError) as err:  # ValueError: an unknown verdict
             raise DataError(f"not a stress result ({err})") from None
 
     def arm(self, name: str) -> ArmStability | None:

@@ -82,6 +82,20 @@ class JudgeOptions(JsonResult):
         ),
     )
     """Judge multi-seed arms by the pooled t instead of Welch's: an assumption of the user."""
+    test: str | None = field(
+        default=None,
+        metadata={
+            **flag(
+                "--test",
+                "A registered statistical test to judge by instead of the one the design "
+                "chooses (docs/guides/statistical-test.md).",
+            ),
+            "json": False,
+        },
+    )
+    """A registered test (stats/inference/tests/) that judges every family instead of the one
+    its seeds and `reference`/`equal_variance` choose; None: the design's. Each judgement
+    records the test that decided it."""
     correction: str = field(
         default="holm",
         metadata=flag("--correction", "holm | bonferroni | dunnett | bh | none (comparison only)."),
@@ -115,6 +129,10 @@ class JudgeOptions(JsonResult):
             )
         check_test(self.reference, self.correction, self.alpha)
         check_level("power_target", self.power_target)
+        if self.test is not None:  # an unknown name fails here, with did-you-mean
+            from archaudit.stats.inference.tests import statistical_test  # scipy: not at start
+
+            statistical_test(self.test)
 
     def but(self, **changes: Any) -> JudgeOptions:
         """A copy with `changes` (checked again): `options.but(scale="m", correction="none")`."""

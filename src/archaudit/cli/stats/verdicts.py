@@ -27,8 +27,8 @@ from archaudit.cli.stats.common import (
 )
 from archaudit.formatting import MISSING, pvalue
 from archaudit.glossary import POINTER
-from archaudit.names import Test
 from archaudit.stats.options import DEFAULT, JudgeOptions
+from archaudit.stats.verdicts import SIGNIFICANT
 
 if TYPE_CHECKING:
     from archaudit.stats import Judgement
@@ -111,12 +111,13 @@ def _print_loop_end(looped: bool, descriptive: Sequence[Judgement]) -> None:
 
 
 def _print_judgement(judgement: Judgement, notes: list[str]) -> None:
+    from archaudit.stats.inference.tests import statistical_test
     from archaudit.stats.judgement_text import header
 
     say_text("\n".join(header(judgement)))
     if judgement.sequential:
         return _print_loop_arms(judgement, notes)
-    statistic = "z" if judgement.test == Test.Z else "t"
+    statistic = statistical_test(judgement.test).symbol
     # One seed count: its MDE is the header's; several: each arm's MDE gets a column.
     per_arm_mde = len({v.n_seeds for v in judgement.arms}) > 1
     paper = any(v.paper_verdict for v in judgement.arms)
@@ -139,7 +140,7 @@ def _print_judgement(judgement: Judgement, notes: list[str]) -> None:
     extra = (*(("MDE",) if per_arm_mde else ()), *(("paper's rule",) if paper else ()))
     print_rows(None, (*columns, *extra), rows, optional=("paper's rule",))
     if paper:
-        kept = [v.arm for v in judgement.arms if v.paper_verdict in ("improver", "regressor")]
+        kept = [v.arm for v in judgement.arms if v.paper_verdict in SIGNIFICANT]
         notes = [
             "paper's rule: the published analysis (z against the nominal corrected α, no "
             f"calibration), beside the verdicts (its column, where the console is wide enough); "
