@@ -91,6 +91,9 @@ class Replication:
 def published(claim: Claim) -> str:
     """The published direction and size, in words."""
     size = claim.published_size
+    if claim.test == ClaimTest.LEVEL:
+        band = f"mean {claim.measure} in {_band(claim.band)}"
+        return band + (f"; {size}" if size else "")
     if not claim.direction:
         return size or claim.title
     return f"{claim.arm} {claim.direction} than the baseline" + (f"; {size}" if size else "")
@@ -119,7 +122,9 @@ def judge_claim(claim: Claim, spec: AuditSpec) -> Replication:
     if evidence is None:
         why = f"no results of audit {spec.name!r} in the runs folder"
         return dataclasses.replace(empty, outcome=Outcome.NOT_RUN, why=why)
-    outcome = classify(Direction(claim.direction), evidence.sign)
+    # a level claim's sign is already +1 inside its band (its published direction)
+    published_as = Direction.BETTER if claim.test == ClaimTest.LEVEL else Direction(claim.direction)
+    outcome = classify(published_as, evidence.sign)
     why = _why(evidence) if outcome is Outcome.NOT_ESTABLISHED else ""
     return dataclasses.replace(empty, outcome=outcome, evidence=evidence, why=why)
 
@@ -324,7 +329,47 @@ def _judge_interaction(claim: Claim, spec: AuditSpec) -> Evidence | None:
     )
 
 
+def _judge_level(claim: Claim, spec: AuditSpec) -> Evidence | None:
+    from archaudit.audit.replicate_levels import level_test, read_sample, sample_path
+
+    sample = read_sample(sample_path(spec.audit_dir, claim.name))
+    if sample is None:
+        return None
+    test = level_test(sample.values, claim.band, claim.alpha)
+    verdict = {1: "inside the band", -1: "outside the band"}.get(test.sign, "undecided")
+    reach = (
+        f"{test.units_needed} {sample.unit}s give 0.8"
+        if test.units_needed is not None
+        else f"no number of {sample.unit}s up to 1000 gives 0.8 at the distance measured"
+    )
+    reference = f"; {sample.reference_name}: {sample.reference:.4g}" if sample.reference_name else ""
+    return Evidence(
+        verdict=f"{verdict} {_band(claim.band)}",
+        sign=test.sign,
+        measure=f"mean {sample.measure} over {test.n} {sample.unit}s{reference}",
+        estimate=test.mean,
+        interval=test.interval,
+        p=test.p,
+        alpha=claim.alpha,
+        power=test.power,
+        power_for=f"the measured distance to the band, {test.distance_sd:.2f} sd of the "
+        f"{sample.unit}s (no published size in these units)",
+        to_reach=reach,
+        design=f"{test.n} {sample.unit}s; {sample.source}",
+    )
+
+
+def _band(band: tuple[float, float]) -> str:
+    low, high = band
+    if not math.isfinite(high):
+        return f"(> {low:g})"
+    if not math.isfinite(low):
+        return f"(< {high:g})"
+    return f"[{low:g}, {high:g}]"
+
+
 JUDGES: Mapping[ClaimTest, Judge] = {
+    ClaimTest.LEVEL: _judge_level,
     ClaimTest.VERDICT: _judge_verdict,
     ClaimTest.INTERACTION: _judge_interaction,
     ClaimTest.STRESS_RATE: lambda claim, spec: _judge_stress(claim, spec, depth=False),
