@@ -26,7 +26,13 @@ from archaudit.audit.replicate import (
     load_claims,
 )
 from archaudit.audit.replicate_run import plan_claims, total_cpu_s
-from archaudit.audit.replication import Outcome, classify, judge_claim, training_cost
+from archaudit.audit.replication import (
+    Outcome,
+    TrainingCost,
+    classify,
+    judge_claim,
+    training_cost,
+)
 from archaudit.audit.spec import load_audit
 from archaudit.audit.stress import STRESS_DIR, stress_plan
 from archaudit.audit.stress_result import RESULT_FILE, StressResult, write_result
@@ -137,6 +143,7 @@ def test_a_declared_verdict_in_the_published_direction_reproduces(write_audit):
     low, high = result.evidence.interval
     assert low < result.evidence.estimate < high < 0
     assert result.runs == 8 and result.cpu_s == pytest.approx(8 * 6.0)
+    assert result.cpu_measured == 0  # fabricated DONEs without a CPU clock
 
 
 def test_a_declared_verdict_against_it_contradicts(write_audit):
@@ -221,8 +228,13 @@ def test_training_cost_reads_tokens_speed_and_threads(tmp_path: Path):
     run.mkdir(parents=True)
     (run / "DONE").write_text(json.dumps({"train": {"tokens": 1000, "tokens_per_s": 100.0}}))
     (run / "env.json").write_text(json.dumps({"torch_threads": 2}))
-    assert training_cost(tmp_path) == (1, 20.0)
-    assert training_cost(tmp_path / "absent") == (0, 0.0)
+    assert training_cost(tmp_path) == TrainingCost(1, 20.0, 0)  # thread-seconds, not measured
+    measured = tmp_path / "a" / "x" / "seed-1"
+    measured.mkdir()
+    train = {"tokens": 1000, "tokens_per_s": 100.0, "process_cpu_s": 7.5}
+    (measured / "DONE").write_text(json.dumps({"train": train}))
+    assert training_cost(tmp_path) == TrainingCost(2, 27.5, 1)  # the CPU clock wins
+    assert training_cost(tmp_path / "absent") == TrainingCost(0, 0.0, 0)
 
 
 def test_claim_errors_teach():

@@ -255,14 +255,6 @@ def claim_spec(
     return spec
 
 
-def claim_model(claim: Claim, data_root: Path | None = None) -> str:
-    """A level claim's model file: its `model`, relative to the benchmark data root."""
-    if not claim.model or Path(claim.model).is_absolute():
-        return claim.model
-    root = data_root if data_root is not None else _data_root()
-    return (root / claim.model).as_posix()
-
-
 def confirming_seeds(claim: Claim, spec: AuditSpec) -> range:
     """The init seeds the claim's confirming run trains: its stress sweep's or its grid's."""
     n = spec.stress.seeds if claim.test in (ClaimTest.STRESS_RATE, ClaimTest.STRESS_DEPTH) else (

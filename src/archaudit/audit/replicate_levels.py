@@ -30,15 +30,28 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from archaudit.errors import ConfigError
 from archaudit.files import atomic_write_text
 from archaudit.registry import Registry
 
 if TYPE_CHECKING:
-    from archaudit.audit.replicate import Claim
     from archaudit.audit.spec import AuditSpec
+
+
+class Claim(Protocol):
+    """What a measure reads of a level claim (`audit.replicate.Claim` has it)."""
+
+    name: str
+    measure: str
+    arm: str
+    scale: str
+    model: str
+    tokens: int
+    window: int
+    items: int
+    samples: int
 
 LEVELS_DIR = "levels"
 """Where a level claim's measured values are stored, under its audit's folder."""
@@ -165,7 +178,7 @@ def units_for(distance_sd: float, alpha: float, goal: float = POWER_GOAL) -> int
 # --- the measures --------------------------------------------------------------------------
 
 
-Measure = Callable[["Claim", "AuditSpec"], LevelSample]
+Measure = Callable[[Claim, "AuditSpec"], LevelSample]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -209,6 +222,18 @@ def measure_claim(claim: Claim, spec: AuditSpec) -> LevelSample:
     sample = dataclasses.replace(sample, cpu_s=round(time.process_time() - start, 3))
     write_sample(sample, path)
     return sample
+
+
+def claim_model(claim: Claim, data_root: Path | None = None) -> str:
+    """A level claim's model file: its `model`, relative to the benchmark data root
+    (`$ARCHAUDIT_DATA`, else ../shared/data) unless absolute."""
+    if not claim.model or Path(claim.model).is_absolute():
+        return claim.model
+    if data_root is None:
+        from archaudit.evals.suites import resolve_data_root
+
+        data_root = Path(resolve_data_root()).absolute()
+    return (data_root / claim.model).as_posix()
 
 
 def _finished_runs(claim: Claim, spec: AuditSpec) -> list[Path]:
@@ -283,8 +308,6 @@ def suppressed_fraction(claim: Claim, spec: AuditSpec) -> LevelSample:
     from archaudit.diagnose.access import view_of
     from archaudit.diagnose.bottleneck import gradient_bottleneck
     from archaudit.diagnose.windows import token_windows
-
-    from archaudit.audit.replicate import claim_model
 
     view = view_of(claim_model(claim))
     window = min(claim.window, view.context_length - 1)

@@ -10,10 +10,12 @@ The verdict that decides is the tool's own, read from the stores `run` and `stre
   would reach 0.8 (`stats.simulation.power` for a verdict; the stress test's exact floor where
   its power is not modelled); not run: no results yet; needs: the tool lacks a part (the
   claim's `status`), never run.
-- the CPU cost: every finished run's training seconds (tokens / tokens per second) times its
-  torch threads (env.json), from the folders. That is the CPU time on an idle machine; under
-  load a run's wall time (and this number) exceeds its CPU time, and evaluation is not
-  counted: the folders keep no CPU clock.
+- the CPU cost: each finished run's process CPU seconds (user + system of the attempt that
+  finished it, training and evaluation: `process_cpu_s` in DONE, recorded since issue 54's
+  second wave), plus a level claim's measuring; a run finished before that has no CPU clock
+  in its folder and counts its training thread-seconds instead (tokens / tokens per second ×
+  torch threads: the CPU time on an idle machine, more than it under load). `cpu_measured`
+  says how many runs were measured.
 """
 
 from __future__ import annotations
@@ -79,8 +81,10 @@ class Replication:
     runs: int
     """Finished runs in the claim's audit folder (its stress test included)."""
     cpu_s: float
-    """Their training thread-seconds (tokens / tokens per second × torch threads): the CPU
-    time on an idle machine, more than it under load (the folders keep no CPU clock)."""
+    """Their CPU seconds: measured (`process_cpu_s`) where the run recorded it, else its
+    training thread-seconds (module doc); a level claim's measuring added."""
+    cpu_measured: int = 0
+    """How many of `runs` recorded their process CPU time (the rest are thread-seconds)."""
     why: str = ""
     """Why it is not established, not run, or what it needs."""
 
@@ -111,10 +115,12 @@ Judge = Callable[[Claim, AuditSpec], Evidence | None]
 
 def judge_claim(claim: Claim, spec: AuditSpec) -> Replication:
     """Judge `claim` from `spec`'s run folders (nothing trains): None from a judge = no results."""
-    runs, cpu = training_cost(spec.audit_dir)
+    cost = training_cost(spec.audit_dir)
     empty = Replication(
         claim=claim.name, title=claim.title, source=claim.source, published=published(claim),
-        outcome=Outcome.NEEDS, evidence=None, runs=runs, cpu_s=cpu, why=claim.status,
+        outcome=Outcome.NEEDS, evidence=None, runs=cost.runs,
+        cpu_s=cost.cpu_s + _measuring_cpu_s(claim, spec), cpu_measured=cost.measured,
+        why=claim.status,
     )  # fmt: skip
     if not claim.runnable:
         return empty
@@ -138,18 +144,44 @@ def _why(evidence: Evidence) -> str:
     return f"{evidence.verdict}: {power}; {evidence.to_reach}".rstrip("; ")
 
 
-def training_cost(audit_dir: Path) -> tuple[int, float]:
-    """Finished runs under `audit_dir` (its stress test included) and their training
-    CPU-seconds: tokens / tokens per second × the run's torch threads (1 when not recorded)."""
-    runs, seconds = 0, 0.0
+@dataclass(frozen=True)
+class TrainingCost:
+    runs: int
+    """Finished runs."""
+    cpu_s: float
+    measured: int
+    """Runs whose DONE holds their process CPU seconds; the rest count thread-seconds."""
+
+
+def training_cost(audit_dir: Path) -> TrainingCost:
+    """Finished runs under `audit_dir` (its stress test included) and their CPU seconds: the
+    process CPU time DONE records (`process_cpu_s`), else tokens / tokens per second × the
+    run's torch threads (1 when not recorded)."""
+    from archaudit.audit.runner import PROCESS_CPU
+
+    runs, measured, seconds = 0, 0, 0.0
     for done in sorted(audit_dir.rglob(DONE)) if audit_dir.is_dir() else ():
         train = _json(done).get("train", {})
-        env = _json(done.parent / ENV)
         tokens, speed = train.get("tokens"), train.get("tokens_per_s")
+        cpu = train.get(PROCESS_CPU)
         runs += 1
-        if isinstance(tokens, int | float) and isinstance(speed, int | float) and speed > 0:
-            seconds += tokens / speed * max(int(env.get("torch_threads") or 1), 1)
-    return runs, seconds
+        if isinstance(cpu, int | float) and not isinstance(cpu, bool):
+            measured += 1
+            seconds += cpu
+        elif isinstance(tokens, int | float) and isinstance(speed, int | float) and speed > 0:
+            threads = _json(done.parent / ENV).get("torch_threads")
+            seconds += tokens / speed * max(int(threads or 1), 1)
+    return TrainingCost(runs, seconds, measured)
+
+
+def _measuring_cpu_s(claim: Claim, spec: AuditSpec) -> float:
+    """A level claim's measuring (its stored sample's process CPU seconds); 0 otherwise."""
+    if claim.test != ClaimTest.LEVEL:
+        return 0.0
+    from archaudit.audit.replicate_levels import read_sample, sample_path
+
+    sample = read_sample(sample_path(spec.audit_dir, claim.name))
+    return sample.cpu_s if sample is not None else 0.0
 
 
 def _json(path: Path) -> dict:
@@ -167,7 +199,7 @@ def _judge_verdict(claim: Claim, spec: AuditSpec) -> Evidence | None:
     from archaudit.audit.findings import VERDICTS_ONLY, findings
     from archaudit.stats.verdicts import IMPROVER, REGRESSOR
 
-    if training_cost(spec.audit_dir)[0] == 0:
+    if training_cost(spec.audit_dir).runs == 0:
         return None
     metric = claim.metric or spec.primary_metrics[0]
     scale = claim.scale or spec.scales[-1].name
@@ -298,7 +330,7 @@ def _judge_interaction(claim: Claim, spec: AuditSpec) -> Evidence | None:
     from archaudit.audit.findings import findings
     from archaudit.audit.findings_record import Analysis, Asked
 
-    if training_cost(spec.audit_dir)[0] == 0:
+    if training_cost(spec.audit_dir).runs == 0:
         return None
     metric = claim.metric or spec.primary_metrics[0]
     scale = claim.scale or spec.scales[-1].name

@@ -13,6 +13,7 @@ from archaudit.cli.app import app
 from archaudit.cli.audit_cmd import Executor, Overrides, Probe, show
 from archaudit.cli.options import Json, Quiet, emit, quiet_output, with_flags
 from archaudit.formatting import num, pvalue
+from archaudit.report.replications import cpu_cell
 
 if TYPE_CHECKING:
     from archaudit.audit.replicate import Claim
@@ -130,7 +131,7 @@ def _table(runs_dir: Path, sets: list[str], out: Path | None, json_: bool) -> No
 
 def results_table(results: list[Replication]) -> Table:
     table = Table(title="replications")
-    columns = ("claim", "outcome", "verdict", "estimate", "p (α)", "power", "design", "thread-min")
+    columns = ("claim", "outcome", "verdict", "estimate", "p (α)", "power", "design", "CPU-min")
     for column in columns:
         table.add_column(column)
     for r in results:
@@ -143,6 +144,6 @@ def results_table(results: list[Replication]) -> Table:
             f"{pvalue(e.p)} ({num(e.alpha, 3)})" if e else "—",
             (f"{e.power:.2f}" if e.power is not None else "not modelled") if e else "—",
             e.design if e else "—",
-            f"{r.cpu_s / 60:.1f} ({r.runs} runs)",
+            cpu_cell(r),
         )
     return table

@@ -16,7 +16,7 @@ from archaudit.formatting import num, pvalue
 
 HEADER = (
     "claim", "source", "published", "ours [interval]", "verdict", "power", "seeds × scale",
-    "CPU-min (training thread-min: ≥ the CPU time under load)",
+    "CPU-min (measured, or thread-min where marked)",
 )  # fmt: skip
 
 
@@ -54,7 +54,7 @@ def row(result: Replication, claim: Claim) -> list[str]:
         verdict_cell(result),
         power_cell(result),
         result.evidence.design if result.evidence else "—",
-        f"{cpu} ({result.runs} runs)" if result.runs else "—",
+        cpu_cell(result),
     ]
 
 
