@@ -78,10 +78,11 @@ def _list(claims: list[Claim], json_: bool) -> None:
     table = Table(title="published claims (archaudit replicate CLAIM)")
     for column in ("claim", "test", "arm", "published", "source", "status"):
         table.add_column(column)
+    from archaudit.audit.replication import published
+
     for c in claims:
-        published = f"{c.direction} than the baseline" if c.direction else "—"
         table.add_row(
-            c.name, c.test or "—", c.arm or "—", published, c.source, c.status or "runnable"
+            c.name, c.test or "—", c.arm or "—", published(c), c.source, c.status or "runnable"
         )
     show(table)
 
