@@ -148,7 +148,9 @@ class Claim:
         if not isinstance(seeds, list | tuple) or not all(
             isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds
         ):
-            raise ConfigError(f"{where}.pilot_seeds = {seeds!r} must be a list of seeds (ints >= 0)")
+            raise ConfigError(
+                f"{where}.pilot_seeds = {seeds!r} must be a list of seeds (ints >= 0)"
+            )
         object.__setattr__(self, "pilot_seeds", tuple(seeds))
         if not math.isfinite(self.effect_sigmas) or self.effect_sigmas < 0:
             raise ConfigError(f"{where}.effect_sigmas = {self.effect_sigmas!r} must be >= 0")

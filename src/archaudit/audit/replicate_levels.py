@@ -43,15 +43,25 @@ if TYPE_CHECKING:
 class Claim(Protocol):
     """What a measure reads of a level claim (`audit.replicate.Claim` has it)."""
 
-    name: str
-    measure: str
-    arm: str
-    scale: str
-    model: str
-    tokens: int
-    window: int
-    items: int
-    samples: int
+    @property
+    def name(self) -> str: ...
+    @property
+    def measure(self) -> str: ...
+    @property
+    def arm(self) -> str: ...
+    @property
+    def scale(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def tokens(self) -> int: ...
+    @property
+    def window(self) -> int: ...
+    @property
+    def items(self) -> int: ...
+    @property
+    def samples(self) -> int: ...
+
 
 LEVELS_DIR = "levels"
 """Where a level claim's measured values are stored, under its audit's folder."""
@@ -151,8 +161,8 @@ def level_test(values: Sequence[float], band: tuple[float, float], alpha: float)
     distance = min(side * (mean - edge) for edge, side in edges) / sd
     return LevelTest(
         n=n, mean=mean, sd=sd, interval=(mean - half, mean + half), p=p_in, p_outside=p_out,
-        sign=sign, power=one_sided_power(distance, n, alpha), units_needed=units_for(distance, alpha),
-        distance_sd=distance,
+        sign=sign, power=one_sided_power(distance, n, alpha),
+        units_needed=units_for(distance, alpha), distance_sd=distance,
     )  # fmt: skip
 
 
@@ -247,7 +257,9 @@ def _finished_runs(claim: Claim, spec: AuditSpec) -> list[Path]:
     runs = [r for r in plan.runs if r.arm == arm and r.scale == scale]
     done = [plan.run_dir(r) for r in runs if read_record(plan.run_dir(r)) is not None]
     if not done:
-        raise ConfigError(f"claims.{claim.name}: no finished run of {arm!r} at {scale!r} to measure")
+        raise ConfigError(
+            f"claims.{claim.name}: no finished run of {arm!r} at {scale!r} to measure"
+        )
     return done
 
 
@@ -293,7 +305,8 @@ def sink_ratio(claim: Claim, spec: AuditSpec) -> LevelSample:
     return LevelSample(
         measure="sink_ratio", unit="seed", values=tuple(values), reference=1.0,
         reference_name=f"a uniform head (first-token mass {uniform:.4f} at its window)",
-        source=f"{len(runs)} seeds of {claim.arm or 'baseline'}, {claim.tokens} held-out tokens each",
+        source=f"{len(runs)} seeds of {claim.arm or 'baseline'}, {claim.tokens} held-out tokens "
+        "each",
     )  # fmt: skip
 
 

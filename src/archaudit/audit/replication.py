@@ -374,7 +374,9 @@ def _judge_level(claim: Claim, spec: AuditSpec) -> Evidence | None:
         if test.units_needed is not None
         else f"no number of {sample.unit}s up to 1000 gives 0.8 at the distance measured"
     )
-    reference = f"; {sample.reference_name}: {sample.reference:.4g}" if sample.reference_name else ""
+    reference = (
+        f"; {sample.reference_name}: {sample.reference:.4g}" if sample.reference_name else ""
+    )
     return Evidence(
         verdict=f"{verdict} {_band(claim.band)}",
         sign=test.sign,

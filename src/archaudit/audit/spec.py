@@ -117,7 +117,7 @@ class SeedSpec:
         if self.offset and self.policy == "sequential":
             raise ConfigError(
                 f"seeds.offset = {self.offset}: the sequential policy numbers its seeds from 0; "
-                "use policy = \"fixed\" for a run on fresh seeds"
+                'use policy = "fixed" for a run on fresh seeds'
             )
         object.__setattr__(self, "anchors", _strings(self.anchors, "seeds.anchors"))
 
