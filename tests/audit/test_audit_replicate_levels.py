@@ -24,6 +24,7 @@ from archaudit.audit.replicate_levels import (
     MEASURES,
     LevelSample,
     level_test,
+    measure_units,
     one_sided_power,
     sample_path,
     uniform_sink,
@@ -189,8 +190,8 @@ def test_the_issue_level_claims_are_runnable_level_claims():
 def test_a_model_file_claim_plans_nothing_to_train(tmp_path: Path):
     (plan,) = plan_claims(["lm_head_bottleneck"], tmp_path / "runs", probe=False)
     assert plan.runs_left == 0 and plan.cpu_s == 0.0 and "nothing to train" in plan.power[0]
-    (sinks,) = plan_claims(["attention_sinks"], tmp_path / "runs", probe=False)
-    assert sinks.runs_left == 4 and "sink_ratio to measure" in sinks.power[0]
+    (tts,) = plan_claims(["pruning_breaks_tts"], tmp_path / "runs", probe=False)
+    assert tts.runs_left == 4 and "tts_gain_lost to measure (seeds)" in tts.power[0]
 
 
 def test_the_reasoning_corpus_is_written_once_with_the_same_bytes(tmp_path: Path):
@@ -222,16 +223,19 @@ def test_done_records_the_process_cpu_time(trained):
     assert record is not None and record.train[PROCESS_CPU] > 0.0
 
 
-def test_the_measures_run_on_a_trained_model(trained, tmp_path: Path):
+def test_the_measures_run_on_a_trained_model(trained):
+    """Per seed (the audit's runs) and per text window (a model file), on a real model."""
     path, run_dir = trained
     spec = load_audit(path)
     sinks = Claim(name="s", title="t", paper="p", test="level", measure="sink_ratio",
-                  band=(2.0, math.inf), tokens=64)  # fmt: skip
-    sample = MEASURES.get("sink_ratio").measure(sinks, spec)
+                  band=(2.0, math.inf), tokens=64, window=16)  # fmt: skip
+    sample = measure_units(sinks, spec)
     assert sample.unit == "seed" and len(sample.values) == 1 and sample.values[0] > 0
+    assert sample.reference == 1.0
     head = Claim(name="h", title="t", paper="p", test="level", measure="suppressed_fraction",
                  band=(0.5, 1.0), model=str(run_dir), tokens=64, window=16)  # fmt: skip
-    sample = MEASURES.get("suppressed_fraction").measure(head, spec)
-    assert len(sample.values) == 4 and all(0.0 <= v <= 1.0 for v in sample.values)
+    sample = measure_units(head, spec)
+    assert sample.unit == "text window" and len(sample.values) == 4
+    assert all(0.0 <= v <= 1.0 for v in sample.values)
     assert 0.0 < sample.reference < 1.0  # 1 − rank/V
     json.dumps(sample.to_json())

@@ -325,9 +325,9 @@ def _train_stress(
 def _train_level(
     claim: Claim, spec: AuditSpec, executor: str | None, workers: int | None, live: bool
 ) -> None:
-    from archaudit.audit.replicate_levels import MEASURES, measure_claim
+    from archaudit.audit.replicate_levels import measure_claim, trains
 
-    if MEASURES.get(claim.measure).trains:
+    if trains(claim):
         _train_runs(claim, spec, executor, workers, live)
     measure_claim(claim, spec)
 

@@ -37,7 +37,10 @@ from archaudit.files import atomic_write_text
 from archaudit.registry import Registry
 
 if TYPE_CHECKING:
+    import torch
+
     from archaudit.audit.spec import AuditSpec
+    from archaudit.diagnose.access import ModelView
 
 
 class Claim(Protocol):
@@ -188,39 +191,48 @@ def units_for(distance_sd: float, alpha: float, goal: float = POWER_GOAL) -> int
 # --- the measures --------------------------------------------------------------------------
 
 
-Measure = Callable[[Claim, "AuditSpec"], LevelSample]
+Value = Callable[[Claim, "ModelView", "torch.Tensor"], tuple[float, float]]
+"""One unit's value: (the measure, its chance level) of a model on its token rows."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class LevelMeasure:
-    """A registered measure a level claim can name."""
+    """A registered measure a level claim can name: one number per unit."""
 
     name: str
-    unit: str
-    trains: bool
-    """Whether the claim's audit grid trains first (its runs are the units)."""
     description: str
-    measure: Measure
+    reference_name: str
+    """What the chance level (the value's second number) is, in words."""
+    value: Value
 
 
 MEASURES: Registry[LevelMeasure] = Registry("level measure")
 
 
-def level_measure(name: str, *, unit: str, trains: bool, description: str):
-    """Register a measure: `@level_measure("sink_ratio", unit="seed", trains=True, ...)`."""
+def level_measure(name: str, *, description: str, reference_name: str = ""):
+    """Register a measure: `@level_measure("sink_ratio", description=..., reference_name=...)`
+    on a function `(claim, view, rows) -> (value, chance level)`."""
 
-    def add(fn: Measure) -> Measure:
+    def add(fn: Value) -> Value:
         MEASURES.register(name)(
-            LevelMeasure(name=name, unit=unit, trains=trains, description=description, measure=fn)
+            LevelMeasure(
+                name=name, description=description, reference_name=reference_name, value=fn
+            )  # fmt: skip
         )
         return fn
 
     return add
 
 
+def trains(claim: Claim) -> bool:
+    """Whether a level claim's units are the audit's runs (trained first), one per seed; with a
+    `model` file they are text windows of that model, and nothing trains."""
+    return not claim.model
+
+
 def measure_claim(claim: Claim, spec: AuditSpec) -> LevelSample:
-    """Measure `claim`'s values (its runs must be trained when the measure trains) and store
-    them; a stored sample is read back, not measured again."""
+    """Measure `claim`'s values (its runs must be trained when it `trains`) and store them; a
+    stored sample is read back, not measured again."""
     path = sample_path(spec.audit_dir, claim.name)
     stored = read_sample(path)
     if stored is not None:
@@ -228,10 +240,47 @@ def measure_claim(claim: Claim, spec: AuditSpec) -> LevelSample:
     import time
 
     start = time.process_time()
-    sample = MEASURES.get(claim.measure).measure(claim, spec)
+    sample = measure_units(claim, spec)
     sample = dataclasses.replace(sample, cpu_s=round(time.process_time() - start, 3))
     write_sample(sample, path)
     return sample
+
+
+def measure_units(claim: Claim, spec: AuditSpec) -> LevelSample:
+    """The measure per unit: each finished run of the claim's arm (a seed), or each text
+    window of the claim's `model`, on the corpus's held-out end."""
+    import torch
+
+    from archaudit.diagnose.access import view_of
+
+    measure = MEASURES.get(claim.measure)
+    text = _heldout_text(spec)
+    pairs: list[tuple[float, float]] = []
+    with torch.no_grad():
+        if trains(claim):
+            runs = _finished_runs(claim, spec)
+            for run in runs:
+                view = view_of(run)
+                pairs.append(measure.value(claim, view, _windows(claim, view, text)))
+            unit, source = "seed", f"{len(runs)} seeds of {claim.arm or 'baseline'}"
+        else:
+            view = view_of(claim_model(claim))
+            rows = _windows(claim, view, text)
+            pairs = [measure.value(claim, view, rows[i : i + 1]) for i in range(rows.shape[0])]
+            unit, source = "text window", f"{Path(claim.model).name}"
+    return LevelSample(
+        measure=claim.measure, unit=unit, values=tuple(v for v, _ in pairs),
+        reference=sum(r for _, r in pairs) / len(pairs), reference_name=measure.reference_name,
+        source=f"{source}, {claim.tokens} held-out tokens "
+        f"{'each' if unit == 'seed' else 'in all'} in windows of {claim.window}",
+    )  # fmt: skip
+
+
+def _windows(claim: Claim, view: ModelView, text: str) -> torch.Tensor:
+    from archaudit.diagnose.windows import token_windows
+
+    window = min(claim.window, view.context_length - 1)
+    return token_windows(view, text, tokens=claim.tokens, window=window)
 
 
 def claim_model(claim: Claim, data_root: Path | None = None) -> str:
@@ -280,90 +329,50 @@ def uniform_sink(window: int, sink_tokens: int = 1) -> float:
 
 @level_measure(
     "sink_ratio",
-    unit="seed",
-    trains=True,
-    description="each seed's first-token attention mass (diagnose attention), averaged over "
-    "the layers past the first two (all layers when there are two or fewer), over the mass a "
-    "uniform causal head gives (1 = no sink)",
+    description="the first-token attention mass (diagnose attention), averaged over the "
+    "layers past the first two (all layers when there are two or fewer), over the mass a "
+    "uniform causal head gives at the same window (1 = no sink)",
+    reference_name="a uniform head",
 )
-def sink_ratio(claim: Claim, spec: AuditSpec) -> LevelSample:
-    from archaudit.diagnose.access import view_of
+def sink_ratio(claim: Claim, view: ModelView, rows: torch.Tensor) -> tuple[float, float]:
     from archaudit.diagnose.attention import attention_focus
-    from archaudit.diagnose.windows import token_windows
 
-    text = _heldout_text(spec)
-    values, uniform = [], math.nan
-    runs = _finished_runs(claim, spec)
-    for run in runs:
-        view = view_of(run)
-        rows = token_windows(view, text, tokens=claim.tokens, window=view.context_length - 1)
-        result = attention_focus(view, rows)
-        layers = result.sink_mass_per_layer
-        past = layers[2:] if len(layers) > 2 else layers
-        uniform = uniform_sink(result.window)
-        values.append(sum(past) / len(past) / uniform)
-    return LevelSample(
-        measure="sink_ratio", unit="seed", values=tuple(values), reference=1.0,
-        reference_name=f"a uniform head (first-token mass {uniform:.4f} at its window)",
-        source=f"{len(runs)} seeds of {claim.arm or 'baseline'}, {claim.tokens} held-out tokens "
-        "each",
-    )  # fmt: skip
+    result = attention_focus(view, rows)
+    layers = result.sink_mass_per_layer
+    past = layers[2:] if len(layers) > 2 else layers
+    return sum(past) / len(past) / uniform_sink(result.window), 1.0
 
 
 @level_measure(
     "suppressed_fraction",
-    unit="text window",
-    trains=False,
     description="the LM head's suppressed fraction of the logit gradient (diagnose "
-    "bottleneck) of the claim's `model`, its mean per text window of the audit's corpus",
+    "bottleneck), its mean over the unit's tokens",
+    reference_name="a random gradient direction (1 − rank/V)",
 )
-def suppressed_fraction(claim: Claim, spec: AuditSpec) -> LevelSample:
-    from archaudit.diagnose.access import view_of
+def suppressed_fraction(claim: Claim, view: ModelView, rows: torch.Tensor) -> tuple[float, float]:
     from archaudit.diagnose.bottleneck import gradient_bottleneck
-    from archaudit.diagnose.windows import token_windows
 
-    view = view_of(claim_model(claim))
-    window = min(claim.window, view.context_length - 1)
-    rows = token_windows(view, _heldout_text(spec), tokens=claim.tokens, window=window)
-    results = [gradient_bottleneck(view, rows[i : i + 1]) for i in range(rows.shape[0])]
-    return LevelSample(
-        measure="suppressed_fraction", unit="text window",
-        values=tuple(r.suppressed_fraction.mean for r in results),
-        reference=results[0].chance_fraction,
-        reference_name=f"a random gradient direction (1 − rank/V, V {results[0].vocab_size})",
-        source=f"{Path(claim.model).name}: {len(results)} windows of {window} tokens",
-    )  # fmt: skip
+    result = gradient_bottleneck(view, rows)
+    return result.suppressed_fraction.mean, result.chance_fraction
 
 
 @level_measure(
     "tts_gain_lost",
-    unit="seed",
-    trains=True,
-    description="per seed, the best-of-N gain (accuracy at the largest N − at N = 1) on the "
+    description="the best-of-N gain (accuracy at N = `samples` − at N = 1) on the "
     "chained-addition task of the full model minus that of the model with one layer pruned "
-    "(diagnose prune --tts, block influence); positive = pruning took gain away",
+    "by block influence (scored on the unit's rows; diagnose prune --tts); positive = pruning "
+    "took gain away",
+    reference_name="no change in the gain",
 )
-def tts_gain_lost(claim: Claim, spec: AuditSpec) -> LevelSample:
-    from archaudit.diagnose.access import view_of
+def tts_gain_lost(claim: Claim, view: ModelView, rows: torch.Tensor) -> tuple[float, float]:
     from archaudit.diagnose.pruning import choose_layers, layer_scores, pruned_view
     from archaudit.diagnose.reasoning import reasoning_items
     from archaudit.diagnose.tts import tts_curves
-    from archaudit.diagnose.windows import token_windows
 
-    items = reasoning_items(claim.items, seed=spec.recipe.data_seed + 1)
-    values = []
-    runs = _finished_runs(claim, spec)
-    for run in runs:
-        view = view_of(run)
-        rows = token_windows(view, _heldout_text(spec), tokens=claim.tokens, window=64)
-        pruned = pruned_view(view, choose_layers("block-influence", layer_scores(view, rows), 1))
-        gains = []
-        for model in (view, pruned):
-            curve = tts_curves(model, items, ns=(1, claim.samples), budgets=(0,))
-            gains.append(curve.best_of_n[-1] - curve.best_of_n[0])
-        values.append(gains[0] - gains[1])
-    return LevelSample(
-        measure="tts_gain_lost", unit="seed", values=tuple(values), reference=0.0,
-        reference_name="no change in the gain from more samples",
-        source=f"{len(runs)} seeds, {claim.items} items, best-of-{claim.samples}",
-    )  # fmt: skip
+    items = reasoning_items(claim.items, seed=1)
+    pruned = pruned_view(view, choose_layers("block-influence", layer_scores(view, rows), 1))
+    gains = []
+    for model in (view, pruned):
+        curve = tts_curves(model, items, ns=(1, claim.samples), budgets=(0,))
+        gains.append(curve.best_of_n[-1] - curve.best_of_n[0])
+    return gains[0] - gains[1], 0.0

@@ -166,14 +166,12 @@ def _planner(claim: Claim):
 def _plan_level(claim: Claim, spec: AuditSpec, probe: bool) -> ClaimPlan:
     """A level claim: its grid when the measure trains on the audit's runs, else nothing to
     train (the measuring itself, a few diagnostics' forward passes, is not estimated)."""
-    from archaudit.audit.replicate_levels import MEASURES, read_sample, sample_path
+    from archaudit.audit.replicate_levels import read_sample, sample_path, trains
 
-    measure = MEASURES.get(claim.measure)
     measured = read_sample(sample_path(spec.audit_dir, claim.name)) is not None
-    note = (
-        f"{claim.measure} measured" if measured else f"{claim.measure} to measure ({measure.unit}s)"
-    )
-    if not measure.trains:
+    unit = "seeds" if trains(claim) else "text windows"
+    note = f"{claim.measure} measured" if measured else f"{claim.measure} to measure ({unit})"
+    if not trains(claim):
         return ClaimPlan(claim=claim.name, status="", runs_left=0, runs_total=0, cpu_s=0.0,
                          power=(f"{note}; nothing to train (a model file)",))  # fmt: skip
     grid = _plan_grid(claim, spec, probe)
