@@ -217,7 +217,7 @@ def level_measure(name: str, *, description: str, reference_name: str = ""):
         MEASURES.register(name)(
             LevelMeasure(
                 name=name, description=description, reference_name=reference_name, value=fn
-            )  # fmt: skip
+            )
         )
         return fn
 
