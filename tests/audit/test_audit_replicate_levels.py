@@ -132,12 +132,12 @@ MEASURED = {
         (0.90, 0.91, 0.905, 0.902, 0.899, 0.907),
         (0.93, 0.99, 0.96, 1.0, 0.94, 0.995),
     ),
-    "tts_gain_lost": ("seed", (0.2, 0.3, 0.25, 0.28), (-0.2, -0.3, -0.25, -0.22),
-                      (0.1, -0.1, 0.2, -0.15)),
+    "vote_gain_lost": ("seed", (0.2, 0.3, 0.25, 0.28), (-0.2, -0.3, -0.25, -0.22),
+                       (0.1, -0.1, 0.2, -0.15)),
 }  # fmt: skip
 """Per measure: its unit, then values inside, outside and undecided against `BANDS`."""
 BANDS = {"sink_ratio": [2.0, math.inf], "suppressed_fraction": [0.95, 0.99],
-         "tts_gain_lost": [0.0, math.inf]}  # fmt: skip
+         "vote_gain_lost": [0.0, math.inf]}  # fmt: skip
 
 
 @pytest.mark.parametrize("measure", sorted(MEASURED))
@@ -181,7 +181,7 @@ def test_level_claim_errors_teach():
 def test_the_issue_level_claims_are_runnable_level_claims():
     for name, measure in [("attention_sinks", "sink_ratio"),
                           ("lm_head_bottleneck", "suppressed_fraction"),
-                          ("pruning_breaks_tts", "tts_gain_lost")]:  # fmt: skip
+                          ("pruning_breaks_tts", "vote_gain_lost")]:  # fmt: skip
         claim = get_claim(name)
         assert claim.runnable and claim.test == ClaimTest.LEVEL and claim.measure == measure
         assert claim.measure in MEASURES
@@ -191,7 +191,7 @@ def test_a_model_file_claim_plans_nothing_to_train(tmp_path: Path):
     (plan,) = plan_claims(["lm_head_bottleneck"], tmp_path / "runs", probe=False)
     assert plan.runs_left == 0 and plan.cpu_s == 0.0 and "nothing to train" in plan.power[0]
     (tts,) = plan_claims(["pruning_breaks_tts"], tmp_path / "runs", probe=False)
-    assert tts.runs_left == 4 and "tts_gain_lost to measure (seeds)" in tts.power[0]
+    assert tts.runs_left == 4 and "vote_gain_lost to measure (seeds)" in tts.power[0]
 
 
 def test_the_reasoning_corpus_is_written_once_with_the_same_bytes(tmp_path: Path):

@@ -356,15 +356,9 @@ def suppressed_fraction(claim: Claim, view: ModelView, rows: torch.Tensor) -> tu
     return result.suppressed_fraction.mean, result.chance_fraction
 
 
-@level_measure(
-    "tts_gain_lost",
-    description="the best-of-N gain (accuracy at N = `samples` − at N = 1) on the "
-    "chained-addition task of the full model minus that of the model with one layer pruned "
-    "by block influence (scored on the unit's rows; diagnose prune --tts); positive = pruning "
-    "took gain away",
-    reference_name="no change in the gain",
-)
-def tts_gain_lost(claim: Claim, view: ModelView, rows: torch.Tensor) -> tuple[float, float]:
+def _gain_lost(claim: Claim, view: ModelView, rows: torch.Tensor, curve: str) -> float:
+    """The full model's gain from N = 1 to N = `samples` on `curve` (a `TTSCurves` field)
+    minus the pruned model's (one layer pruned by block influence, scored on `rows`)."""
     from archaudit.diagnose.pruning import choose_layers, layer_scores, pruned_view
     from archaudit.diagnose.reasoning import reasoning_items
     from archaudit.diagnose.tts import tts_curves
@@ -373,6 +367,27 @@ def tts_gain_lost(claim: Claim, view: ModelView, rows: torch.Tensor) -> tuple[fl
     pruned = pruned_view(view, choose_layers("block-influence", layer_scores(view, rows), 1))
     gains = []
     for model in (view, pruned):
-        curve = tts_curves(model, items, ns=(1, claim.samples), budgets=(0,))
-        gains.append(curve.best_of_n[-1] - curve.best_of_n[0])
-    return gains[0] - gains[1], 0.0
+        accuracy = getattr(tts_curves(model, items, ns=(1, claim.samples), budgets=(0,)), curve)
+        gains.append(accuracy[-1] - accuracy[0])
+    return gains[0] - gains[1]
+
+
+@level_measure(
+    "vote_gain_lost",
+    description="the majority-vote gain (accuracy with `samples` votes − with one) on the "
+    "chained-addition task of the full model minus that of the model with one layer pruned "
+    "by block influence (diagnose prune --tts); positive = pruning took gain away",
+    reference_name="no change in the gain",
+)
+def vote_gain_lost(claim: Claim, view: ModelView, rows: torch.Tensor) -> tuple[float, float]:
+    return _gain_lost(claim, view, rows, "majority_vote"), 0.0
+
+
+@level_measure(
+    "tts_gain_lost",
+    description="as vote_gain_lost, on best-of-N with an oracle verifier (pass@N); a pruned "
+    "model with a lower pass@1 has more room to gain there (its ceiling is the same)",
+    reference_name="no change in the gain",
+)
+def tts_gain_lost(claim: Claim, view: ModelView, rows: torch.Tensor) -> tuple[float, float]:
+    return _gain_lost(claim, view, rows, "best_of_n"), 0.0
