@@ -239,3 +239,17 @@ def test_the_measures_run_on_a_trained_model(trained):
     assert all(0.0 <= v <= 1.0 for v in sample.values)
     assert 0.0 < sample.reference < 1.0  # 1 − rank/V
     json.dumps(sample.to_json())
+
+
+def test_the_pruning_measures_run_on_a_trained_two_layer_model(write_audit):
+    scale = {"xs": {"d_model": 32, "n_layers": 2, "n_heads": 2, "context_length": 32}}
+    path = write_audit(arms=[], scales=scale)
+    run_dir = materialize(make_plan(load_audit(path)))[0]
+    assert run_one(run_dir, RunOptions(threads=1)) == "done"
+    spec = load_audit(path)
+    for measure in ("vote_gain_lost", "tts_gain_lost"):
+        claim = Claim(name="p", title="t", paper="p", test="level", measure=measure,
+                      band=(0.0, math.inf), tokens=64, window=16, items=3, samples=2)  # fmt: skip
+        sample = measure_units(claim, spec)
+        assert sample.unit == "seed" and len(sample.values) == 1
+        assert -1.0 <= sample.values[0] <= 1.0  # a difference of two gains in accuracy
