@@ -261,7 +261,11 @@ STORED = Path(__file__).resolve().parents[1] / "data" / "replications"
 
 @pytest.mark.parametrize(
     ("claim", "outcome"),
-    [("lm_head_bottleneck", Outcome.REPRODUCED), ("attention_sinks", Outcome.REPRODUCED)],
+    [
+        ("lm_head_bottleneck", Outcome.REPRODUCED),
+        ("attention_sinks", Outcome.REPRODUCED),
+        ("pruning_breaks_tts", Outcome.NOT_ESTABLISHED),
+    ],
 )
 def test_the_stored_confirming_measurements_judge_as_the_docs_say(tmp_path: Path, claim, outcome):
     found = get_claim(claim)
@@ -272,5 +276,5 @@ def test_the_stored_confirming_measurements_judge_as_the_docs_say(tmp_path: Path
     path.write_text(stored.read_text())
     result = judge_claim(found, spec)
     assert result.outcome is outcome and result.evidence is not None
-    assert result.evidence.design.startswith("16 text windows")
+    assert result.evidence.design.startswith(("16 text windows", "4 seeds"))
     assert result.cpu_s > 0  # the measuring's process CPU time
