@@ -278,3 +278,14 @@ def test_the_stored_confirming_measurements_judge_as_the_docs_say(tmp_path: Path
     assert result.outcome is outcome and result.evidence is not None
     assert result.evidence.design.startswith(("16 text windows", "4 seeds"))
     assert result.cpu_s > 0  # the measuring's process CPU time
+
+
+def test_the_interaction_contrast_power_is_alpha_at_zero_and_grows():
+    from archaudit.audit.replication import _contrast_seeds, contrast_power
+
+    assert contrast_power(0.0, 1.0, 8, 0.05) == pytest.approx(0.05)
+    assert contrast_power(1.0, 1.0, 8, 0.05) < contrast_power(3.0, 1.0, 8, 0.05) < 1.0
+    assert contrast_power(1.0, 0.0, 8, 0.05) is None
+    reach = _contrast_seeds(-0.04, 0.04, 4, 2, 0.05)  # the OlmPool pilot's shape
+    assert reach.endswith("seeds per cell give 0.8 for the measured contrast")
+    assert int(reach.split()[0]) > 2

@@ -354,11 +354,37 @@ def _judge_interaction(claim: Claim, spec: AuditSpec) -> Evidence | None:
         interval=(combo.interaction - half, combo.interaction + half),
         p=combo.p_adj,
         alpha=alpha,
-        power=None,
-        power_for="power not modelled for the interaction contrast",
-        to_reach=f"contrast SE {combo.se:.3g} = {combo.se / fits[0].sigma:.2f} σ",
+        power=contrast_power(combo.interaction, combo.se, combo.df, alpha),
+        power_for=f"the measured contrast {combo.interaction:.3g} (SE {combo.se:.3g} = "
+        f"{combo.se / fits[0].sigma:.2f} σ; t test on its df, α {alpha:g}, no published size)",
+        to_reach=_contrast_seeds(combo.interaction, combo.se, combo.df, combo.n_seeds, alpha),
         design=f"{combo.n_seeds} seeds per cell × {scale}",
     )
+
+
+def contrast_power(effect: float, se: float, df: float, alpha: float) -> float | None:
+    """Two-sided power of the contrast's t test at `df` for a true contrast `effect` (the
+    noncentral t); None when the contrast has no spread."""
+    from scipy import stats as sps
+
+    if not (se > 0 and df > 0 and math.isfinite(effect)):
+        return None
+    critical = float(sps.t.isf(alpha / 2, df))
+    ncp = abs(effect) / se
+    return float(sps.nct.sf(critical, df, ncp) + sps.nct.cdf(-critical, df, ncp))
+
+
+def _contrast_seeds(effect: float, se: float, df: float, seeds: int, alpha: float) -> str:
+    """The seeds per cell whose contrast (SE ∝ 1/√seeds, df ∝ seeds − 1) detects `effect`
+    with power 0.8, up to 1000."""
+    if seeds < 2 or not (se > 0 and df > 0) or effect == 0:
+        return "no seed count: the measured contrast is 0 or has no spread"
+    per_seed = df / (seeds - 1)
+    for n in range(2, 1001):
+        power = contrast_power(effect, se * math.sqrt(seeds / n), per_seed * (n - 1), alpha)
+        if power is not None and power >= 0.8:
+            return f"{n} seeds per cell give 0.8 for the measured contrast"
+    return "no seed count up to 1000 gives 0.8 for the measured contrast"
 
 
 def _judge_level(claim: Claim, spec: AuditSpec) -> Evidence | None:
