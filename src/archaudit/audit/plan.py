@@ -275,7 +275,7 @@ def _runs_of(
             eval_limit=spec.eval.limit,
             path=f"{name}/{scale.name}/seed-{seed}",
         )
-        for seed in range(seeds)
+        for seed in spec.seeds.numbers(seeds)
     ]
 
 

@@ -9,6 +9,7 @@ measured on this machine unless cached), and each design's power before anything
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -63,8 +64,11 @@ def _resolve(claims: Iterable[str | Claim]) -> list[Claim]:
     return [c if isinstance(c, Claim) else get_claim(c) for c in claims]
 
 
-def _training_key(claim: Claim) -> tuple[str, bool]:
-    """Claims with one key share one training: the same file, the grid or the stress sweep."""
+def _training_key(claim: Claim) -> tuple[str, bool | str]:
+    """Claims with one key share one training: the same file, the grid or the stress sweep (a
+    level claim's measuring is its own)."""
+    if claim.test == ClaimTest.LEVEL:
+        return claim.file, claim.name
     return claim.file, claim.test in STRESS_TESTS
 
 
@@ -94,12 +98,12 @@ def replicate_all(
     """Every claim given (default: every built-in claim): each training once, then each judged.
     A claim that needs what the tool lacks is judged `needs` without training."""
     chosen = _resolve(list_claims() if claims is None else claims)
-    trained: set[tuple[str, bool]] = set()
+    trained: set[tuple[str, bool | str]] = set()
     for claim in chosen:
         if not claim.runnable or _training_key(claim) in trained:
             continue
         spec = claim_spec(claim, runs_dir, overrides)
-        TRAINERS[claim.test](spec, executor, workers, live)
+        TRAINERS[claim.test](claim, spec, executor, workers, live)
         trained.add(_training_key(claim))
     return judge_all(chosen, runs_dir, overrides=overrides)
 
@@ -126,7 +130,7 @@ def plan_claims(
     """What each claim has left to train, its CPU cost (the probe's, unless `probe` is False)
     and its design's power; a file's second claim of one kind shares the first's runs."""
     out: list[ClaimPlan] = []
-    first: dict[tuple[str, bool], str] = {}
+    first: dict[tuple[str, bool | str], str] = {}
     for claim in _resolve(list_claims() if claims is None else claims):
         if not claim.runnable:
             out.append(ClaimPlan(claim=claim.name, status=claim.status, runs_left=0,
@@ -134,7 +138,7 @@ def plan_claims(
             continue
         spec = claim_spec(claim, runs_dir, overrides)
         key = _training_key(claim)
-        planned = (_plan_stress if key[1] else _plan_grid)(claim, spec, probe)
+        planned = _planner(claim)(claim, spec, probe)
         if key in first:
             planned = ClaimPlan(
                 claim=claim.name, status="", runs_left=0, runs_total=planned.runs_total,
@@ -151,6 +155,27 @@ def total_cpu_s(plans: Sequence[ClaimPlan]) -> tuple[float | None, float]:
     costs = [p.cpu_s for p in plans]
     known = None if any(c is None for c in costs) else sum(c or 0.0 for c in costs)
     return known, sum(p.cpu_more_s for p in plans)
+
+
+def _planner(claim: Claim):
+    if claim.test in STRESS_TESTS:
+        return _plan_stress
+    return _plan_level if claim.test == ClaimTest.LEVEL else _plan_grid
+
+
+def _plan_level(claim: Claim, spec: AuditSpec, probe: bool) -> ClaimPlan:
+    """A level claim: its grid when the measure trains on the audit's runs, else nothing to
+    train (the measuring itself, a few diagnostics' forward passes, is not estimated)."""
+    from archaudit.audit.replicate_levels import read_sample, sample_path, trains
+
+    measured = read_sample(sample_path(spec.audit_dir, claim.name)) is not None
+    unit = "seeds" if trains(claim) else "text windows"
+    note = f"{claim.measure} measured" if measured else f"{claim.measure} to measure ({unit})"
+    if not trains(claim):
+        return ClaimPlan(claim=claim.name, status="", runs_left=0, runs_total=0, cpu_s=0.0,
+                         power=(f"{note}; nothing to train (a model file)",))  # fmt: skip
+    grid = _plan_grid(claim, spec, probe)
+    return dataclasses.replace(grid, power=(note, *grid.power))
 
 
 def _plan_grid(claim: Claim, spec: AuditSpec, probe: bool) -> ClaimPlan:

@@ -10,10 +10,12 @@ The verdict that decides is the tool's own, read from the stores `run` and `stre
   would reach 0.8 (`stats.simulation.power` for a verdict; the stress test's exact floor where
   its power is not modelled); not run: no results yet; needs: the tool lacks a part (the
   claim's `status`), never run.
-- the CPU cost: every finished run's training seconds (tokens / tokens per second) times its
-  torch threads (env.json), from the folders. That is the CPU time on an idle machine; under
-  load a run's wall time (and this number) exceeds its CPU time, and evaluation is not
-  counted: the folders keep no CPU clock.
+- the CPU cost: each finished run's process CPU seconds (user + system of the attempt that
+  finished it, training and evaluation: `process_cpu_s` in DONE, recorded since issue 54's
+  second wave), plus a level claim's measuring; a run finished before that has no CPU clock
+  in its folder and counts its training thread-seconds instead (tokens / tokens per second ×
+  torch threads: the CPU time on an idle machine, more than it under load). `cpu_measured`
+  says how many runs were measured.
 """
 
 from __future__ import annotations
@@ -79,8 +81,10 @@ class Replication:
     runs: int
     """Finished runs in the claim's audit folder (its stress test included)."""
     cpu_s: float
-    """Their training thread-seconds (tokens / tokens per second × torch threads): the CPU
-    time on an idle machine, more than it under load (the folders keep no CPU clock)."""
+    """Their CPU seconds: measured (`process_cpu_s`) where the run recorded it, else its
+    training thread-seconds (module doc); a level claim's measuring added."""
+    cpu_measured: int = 0
+    """How many of `runs` recorded their process CPU time (the rest are thread-seconds)."""
     why: str = ""
     """Why it is not established, not run, or what it needs."""
 
@@ -91,6 +95,9 @@ class Replication:
 def published(claim: Claim) -> str:
     """The published direction and size, in words."""
     size = claim.published_size
+    if claim.test == ClaimTest.LEVEL:
+        band = f"mean {claim.measure} in {_band(claim.band)}"
+        return band + (f"; {size}" if size else "")
     if not claim.direction:
         return size or claim.title
     return f"{claim.arm} {claim.direction} than the baseline" + (f"; {size}" if size else "")
@@ -108,10 +115,12 @@ Judge = Callable[[Claim, AuditSpec], Evidence | None]
 
 def judge_claim(claim: Claim, spec: AuditSpec) -> Replication:
     """Judge `claim` from `spec`'s run folders (nothing trains): None from a judge = no results."""
-    runs, cpu = training_cost(spec.audit_dir)
+    cost = training_cost(spec.audit_dir)
     empty = Replication(
         claim=claim.name, title=claim.title, source=claim.source, published=published(claim),
-        outcome=Outcome.NEEDS, evidence=None, runs=runs, cpu_s=cpu, why=claim.status,
+        outcome=Outcome.NEEDS, evidence=None, runs=cost.runs,
+        cpu_s=cost.cpu_s + _measuring_cpu_s(claim, spec), cpu_measured=cost.measured,
+        why=claim.status,
     )  # fmt: skip
     if not claim.runnable:
         return empty
@@ -119,7 +128,9 @@ def judge_claim(claim: Claim, spec: AuditSpec) -> Replication:
     if evidence is None:
         why = f"no results of audit {spec.name!r} in the runs folder"
         return dataclasses.replace(empty, outcome=Outcome.NOT_RUN, why=why)
-    outcome = classify(Direction(claim.direction), evidence.sign)
+    # a level claim's sign is already +1 inside its band (its published direction)
+    published_as = Direction.BETTER if claim.test == ClaimTest.LEVEL else Direction(claim.direction)
+    outcome = classify(published_as, evidence.sign)
     why = _why(evidence) if outcome is Outcome.NOT_ESTABLISHED else ""
     return dataclasses.replace(empty, outcome=outcome, evidence=evidence, why=why)
 
@@ -133,18 +144,44 @@ def _why(evidence: Evidence) -> str:
     return f"{evidence.verdict}: {power}; {evidence.to_reach}".rstrip("; ")
 
 
-def training_cost(audit_dir: Path) -> tuple[int, float]:
-    """Finished runs under `audit_dir` (its stress test included) and their training
-    CPU-seconds: tokens / tokens per second × the run's torch threads (1 when not recorded)."""
-    runs, seconds = 0, 0.0
+@dataclass(frozen=True)
+class TrainingCost:
+    runs: int
+    """Finished runs."""
+    cpu_s: float
+    measured: int
+    """Runs whose DONE holds their process CPU seconds; the rest count thread-seconds."""
+
+
+def training_cost(audit_dir: Path) -> TrainingCost:
+    """Finished runs under `audit_dir` (its stress test included) and their CPU seconds: the
+    process CPU time DONE records (`process_cpu_s`), else tokens / tokens per second × the
+    run's torch threads (1 when not recorded)."""
+    from archaudit.audit.runner import PROCESS_CPU
+
+    runs, measured, seconds = 0, 0, 0.0
     for done in sorted(audit_dir.rglob(DONE)) if audit_dir.is_dir() else ():
         train = _json(done).get("train", {})
-        env = _json(done.parent / ENV)
         tokens, speed = train.get("tokens"), train.get("tokens_per_s")
+        cpu = train.get(PROCESS_CPU)
         runs += 1
-        if isinstance(tokens, int | float) and isinstance(speed, int | float) and speed > 0:
-            seconds += tokens / speed * max(int(env.get("torch_threads") or 1), 1)
-    return runs, seconds
+        if isinstance(cpu, int | float) and not isinstance(cpu, bool):
+            measured += 1
+            seconds += cpu
+        elif isinstance(tokens, int | float) and isinstance(speed, int | float) and speed > 0:
+            threads = _json(done.parent / ENV).get("torch_threads")
+            seconds += tokens / speed * max(int(threads or 1), 1)
+    return TrainingCost(runs, seconds, measured)
+
+
+def _measuring_cpu_s(claim: Claim, spec: AuditSpec) -> float:
+    """A level claim's measuring (its stored sample's process CPU seconds); 0 otherwise."""
+    if claim.test != ClaimTest.LEVEL:
+        return 0.0
+    from archaudit.audit.replicate_levels import read_sample, sample_path
+
+    sample = read_sample(sample_path(spec.audit_dir, claim.name))
+    return sample.cpu_s if sample is not None else 0.0
 
 
 def _json(path: Path) -> dict:
@@ -162,7 +199,7 @@ def _judge_verdict(claim: Claim, spec: AuditSpec) -> Evidence | None:
     from archaudit.audit.findings import VERDICTS_ONLY, findings
     from archaudit.stats.verdicts import IMPROVER, REGRESSOR
 
-    if training_cost(spec.audit_dir)[0] == 0:
+    if training_cost(spec.audit_dir).runs == 0:
         return None
     metric = claim.metric or spec.primary_metrics[0]
     scale = claim.scale or spec.scales[-1].name
@@ -292,7 +329,7 @@ def _judge_interaction(claim: Claim, spec: AuditSpec) -> Evidence | None:
     from archaudit.audit.findings import findings
     from archaudit.audit.findings_record import Analysis, Asked
 
-    if training_cost(spec.audit_dir)[0] == 0:
+    if training_cost(spec.audit_dir).runs == 0:
         return None
     metric = claim.metric or spec.primary_metrics[0]
     scale = claim.scale or spec.scales[-1].name
@@ -316,14 +353,82 @@ def _judge_interaction(claim: Claim, spec: AuditSpec) -> Evidence | None:
         interval=(combo.interaction - half, combo.interaction + half),
         p=combo.p_adj,
         alpha=alpha,
-        power=None,
-        power_for="power not modelled for the interaction contrast",
-        to_reach=f"contrast SE {combo.se:.3g} = {combo.se / fits[0].sigma:.2f} σ",
+        power=contrast_power(combo.interaction, combo.se, combo.df, alpha),
+        power_for=f"the measured contrast {combo.interaction:.3g} (SE {combo.se:.3g} = "
+        f"{combo.se / fits[0].sigma:.2f} σ; t test on its df, α {alpha:g}, no published size)",
+        to_reach=_contrast_seeds(combo.interaction, combo.se, combo.df, combo.n_seeds, alpha),
         design=f"{combo.n_seeds} seeds per cell × {scale}",
     )
 
 
+def contrast_power(effect: float, se: float, df: float, alpha: float) -> float | None:
+    """Two-sided power of the contrast's t test at `df` for a true contrast `effect` (the
+    noncentral t); None when the contrast has no spread."""
+    from scipy import stats as sps
+
+    if not (se > 0 and df > 0 and math.isfinite(effect)):
+        return None
+    critical = float(sps.t.isf(alpha / 2, df))
+    ncp = abs(effect) / se
+    return float(sps.nct.sf(critical, df, ncp) + sps.nct.cdf(-critical, df, ncp))
+
+
+def _contrast_seeds(effect: float, se: float, df: float, seeds: int, alpha: float) -> str:
+    """The seeds per cell whose contrast (SE ∝ 1/√seeds, df ∝ seeds − 1) detects `effect`
+    with power 0.8, up to 1000."""
+    if seeds < 2 or not (se > 0 and df > 0) or effect == 0:
+        return "no seed count: the measured contrast is 0 or has no spread"
+    per_seed = df / (seeds - 1)
+    for n in range(2, 1001):
+        power = contrast_power(effect, se * math.sqrt(seeds / n), per_seed * (n - 1), alpha)
+        if power is not None and power >= 0.8:
+            return f"{n} seeds per cell give 0.8 for the measured contrast"
+    return "no seed count up to 1000 gives 0.8 for the measured contrast"
+
+
+def _judge_level(claim: Claim, spec: AuditSpec) -> Evidence | None:
+    from archaudit.audit.replicate_levels import level_test, read_sample, sample_path
+
+    sample = read_sample(sample_path(spec.audit_dir, claim.name))
+    if sample is None:
+        return None
+    test = level_test(sample.values, claim.band, claim.alpha)
+    verdict = {1: "inside the band", -1: "outside the band"}.get(test.sign, "undecided")
+    reach = (
+        f"{test.units_needed} {sample.unit}s give 0.8"
+        if test.units_needed is not None
+        else f"no number of {sample.unit}s up to 1000 gives 0.8 at the distance measured"
+    )
+    reference = (
+        f"; {sample.reference_name}: {sample.reference:.4g}" if sample.reference_name else ""
+    )
+    return Evidence(
+        verdict=f"{verdict} {_band(claim.band)}",
+        sign=test.sign,
+        measure=f"mean {sample.measure} over {test.n} {sample.unit}s{reference}",
+        estimate=test.mean,
+        interval=test.interval,
+        p=test.p,
+        alpha=claim.alpha,
+        power=test.power,
+        power_for=f"the measured distance to the band, {test.distance_sd:.2f} sd of the "
+        f"{sample.unit}s (no published size in these units)",
+        to_reach=reach,
+        design=f"{test.n} {sample.unit}s; {sample.source}",
+    )
+
+
+def _band(band: tuple[float, float]) -> str:
+    low, high = band
+    if not math.isfinite(high):
+        return f"(> {low:g})"
+    if not math.isfinite(low):
+        return f"(< {high:g})"
+    return f"[{low:g}, {high:g}]"
+
+
 JUDGES: Mapping[ClaimTest, Judge] = {
+    ClaimTest.LEVEL: _judge_level,
     ClaimTest.VERDICT: _judge_verdict,
     ClaimTest.INTERACTION: _judge_interaction,
     ClaimTest.STRESS_RATE: lambda claim, spec: _judge_stress(claim, spec, depth=False),

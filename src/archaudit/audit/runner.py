@@ -93,7 +93,20 @@ def _finished(run_dir: Path, spec: RunSpec) -> bool:
     return done is not None
 
 
+PROCESS_CPU = "process_cpu_s"
+"""DONE's `train` key: the CPU seconds (user + system) of the attempt that finished the run,
+its training and evaluation, this process and the processes it waited for (torchrun's ranks).
+A resumed run's earlier attempts are not counted."""
+
+
+def process_cpu_s() -> float:
+    """User + system CPU seconds of this process and its reaped children so far."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
 def _execute(run_dir: Path, spec: RunSpec, options: RunOptions) -> RunRecord:
+    cpu_start = process_cpu_s()
     recipe = operational_recipe(spec, options)
     _record_attempt(run_dir, options)
     tracker_name = options.tracker if os.environ.get("RANK", "0") == "0" else ""
@@ -107,7 +120,7 @@ def _execute(run_dir: Path, spec: RunSpec, options: RunOptions) -> RunRecord:
         status=result.status,
         diverged_step=result.diverged_step,
         metrics=metrics,
-        train=result.to_json(),
+        train={**result.to_json(), PROCESS_CPU: round(process_cpu_s() - cpu_start, 3)},
         attempts=len((run_dir / ATTEMPTS).read_text().splitlines()),
     )
 

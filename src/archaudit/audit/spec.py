@@ -86,6 +86,11 @@ class SeedSpec:
     verdict is settled (docs/sequential.md), as `archaudit run --until-settled` does."""
     max: int = field(default=5, metadata={"flag": "--max-seeds", "range": Range(1, MAX_SEEDS)})
     """Sequential: the most seeds one arm may get."""
+    offset: int = 0
+    """The first seed number: the runs (and the stress test's) use seeds offset,
+    offset + 1, ... A confirming run sets it past its pilots' seeds, so that it trains fresh
+    initialisations (the seed enters each run's id, so offset runs never reuse a pilot's
+    folder). The sequential policy numbers its seeds from 0 and takes no offset."""
     primary: tuple[str, ...] = ()
     """The metrics the audit's verdicts stand on, sharing its α (split evenly over them, fixed or
     sequential; the loop settles each); default: val_loss, and downstream_avg when the audit
@@ -108,7 +113,18 @@ class SeedSpec:
             )
         if self.arms < 1:
             raise ConfigError(f"seeds.arms = {self.arms} must be >= 1")
+        if not 0 <= self.offset <= MAX_SEEDS:
+            raise ConfigError(f"seeds.offset = {self.offset} must be in [0, {MAX_SEEDS:,}]")
+        if self.offset and self.policy == "sequential":
+            raise ConfigError(
+                f"seeds.offset = {self.offset}: the sequential policy numbers its seeds from 0; "
+                'use policy = "fixed" for a run on fresh seeds'
+            )
         object.__setattr__(self, "anchors", _strings(self.anchors, "seeds.anchors"))
+
+    def numbers(self, n: int) -> range:
+        """The seed numbers of a group of `n` seeds: `offset` on."""
+        return range(self.offset, self.offset + n)
 
 
 @dataclass(frozen=True, kw_only=True)

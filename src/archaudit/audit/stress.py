@@ -255,7 +255,7 @@ def _points(
             ),
             kind,
         )
-        for seed in range(spec.stress.seeds)
+        for seed in spec.seeds.numbers(spec.stress.seeds)
     ]
 
 

@@ -13,6 +13,7 @@ from archaudit.cli.app import app
 from archaudit.cli.audit_cmd import Executor, Overrides, Probe, show
 from archaudit.cli.options import emit, output_flags, with_flags
 from archaudit.formatting import num, pvalue
+from archaudit.report.replications import cpu_cell
 
 if TYPE_CHECKING:
     from archaudit.audit.replicate import Claim
@@ -77,10 +78,11 @@ def _list(claims: list[Claim], json_: bool) -> None:
     table = Table(title="published claims (archaudit replicate CLAIM)")
     for column in ("claim", "test", "arm", "published", "source", "status"):
         table.add_column(column)
+    from archaudit.audit.replication import published
+
     for c in claims:
-        published = f"{c.direction} than the baseline" if c.direction else "—"
         table.add_row(
-            c.name, c.test or "—", c.arm or "—", published, c.source, c.status or "runnable"
+            c.name, c.test or "—", c.arm or "—", published(c), c.source, c.status or "runnable"
         )
     show(table)
 
@@ -130,7 +132,7 @@ def _table(runs_dir: Path, sets: list[str], out: Path | None, json_: bool) -> No
 
 def results_table(results: list[Replication]) -> Table:
     table = Table(title="replications")
-    columns = ("claim", "outcome", "verdict", "estimate", "p (α)", "power", "design", "thread-min")
+    columns = ("claim", "outcome", "verdict", "estimate", "p (α)", "power", "design", "CPU-min")
     for column in columns:
         table.add_column(column)
     for r in results:
@@ -143,6 +145,6 @@ def results_table(results: list[Replication]) -> Table:
             f"{pvalue(e.p)} ({num(e.alpha, 3)})" if e else "—",
             (f"{e.power:.2f}" if e.power is not None else "not modelled") if e else "—",
             e.design if e else "—",
-            f"{r.cpu_s / 60:.1f} ({r.runs} runs)",
+            cpu_cell(r),
         )
     return table
