@@ -506,10 +506,13 @@ def test_a_spent_probe_budget_measures_one_scale_and_estimates_the_rest(
     monkeypatch: pytest.MonkeyPatch, write_audit, tmp_path
 ):
     """Issue 57: a first `plan` of a large audit probed every (arm, scale) pair (778 minutes
-    announced at a load of 46). With a budget spent at once it measures the first scale's run,
-    on which every estimate stands, and estimates the other scale from FLOPs, marked ≈."""
+    announced at a load of 46). With a budget that fits the first scale's run and nothing
+    more, it measures that run and estimates the other scale from FLOPs, marked ≈ (and the
+    audit's start and loop from the reference step)."""
     monkeypatch.setenv("ARCHAUDIT_CACHE", str(tmp_path / "cache"))
     steady_machine(monkeypatch)
+    monkeypatch.setattr(estimate, "AUDIT_START_REFS", 1e15)
+    monkeypatch.setattr(estimate, "LOOP_REFS", 1e15)
     scales = {
         "xs": {"d_model": 32, "n_layers": 1, "n_heads": 2, "context_length": 32},
         "s": {"d_model": 64, "n_layers": 2, "n_heads": 2, "context_length": 32},
@@ -520,7 +523,9 @@ def test_a_spent_probe_budget_measures_one_scale_and_estimates_the_rest(
     monkeypatch.setattr(
         probe, "measure_shape", lambda cfg, run, *a: shapes.append(run.scale) or real(cfg, run, *a)
     )
-    summary = plan_summary(plan, probe_budget=1e-6)
+    first = plan.runs[0].path  # the baseline's first run at the first scale
+    monkeypatch.setattr(estimate, "probe_seconds", lambda run: 0.0 if run.path == first else 1e15)
+    summary = plan_summary(plan, probe_budget=1e9)
     assert len(shapes) == 1
     estimated = {r.run.scale for r in summary.runs if r.cost.approx}
     measured = {r.run.scale for r in summary.runs if not r.cost.approx}

@@ -14,8 +14,8 @@ is cached, so the next `plan` spends its budget on the pairs still estimated.
 The budget counts from the `plan` command's start, its imports and grid included, and binds
 every probe: on a loaded machine a first `plan` would otherwise spend minutes on the start-up
 and the first scale alone (19 CPU-seconds, 262 s of wall at a load of 19, issue 57). A probe
-starts only while the budget lasts (the start-up and the first scale: while any is left; the
-others: when their estimated time fits). What no probe measured is estimated from the reference
+starts only when its estimated time (in reference steps timed now, so longer on a loaded
+machine) fits in what is left. What no probe measured is estimated from the reference
 step timed now (`from_reference`): a run's start, the audit's start, the loop's judgement and a
 scale's parts in reference steps (`REFERENCE_COSTS`), marked ≈ like the rest.
 """
@@ -40,23 +40,23 @@ DEFAULT_PROBE_BUDGET = 60.0
 class ProbeBudget:
     """`seconds` of a plan's time for probing, counted from `started` (the command's start;
     else the first measurement asked for); a probe starts only when its estimated time fits in
-    what is left (`allows`), one that `must` run while anything is left."""
+    what is left (`allows`)."""
 
     seconds: float = DEFAULT_PROBE_BUDGET
     started: float | None = field(default=None, compare=False)
     skipped: int = 0
     """Probes left out for the budget (their pairs estimated from FLOPs)."""
 
-    def allows(self, estimate: float, *, must: bool = False) -> bool:
-        """Whether a probe estimated at `estimate` seconds fits in what is left (when `must`,
-        whether anything is left; never with a budget of 0); counts a refusal in `skipped`."""
+    def allows(self, estimate: float) -> bool:
+        """Whether a probe estimated at `estimate` seconds fits in what is left (never with a
+        budget of 0); counts a refusal in `skipped`."""
         if self.started is None:
             self.started = time.perf_counter()
         if self.seconds <= 0:
             self.skipped += 1
             return False
         spent = time.perf_counter() - self.started
-        if spent + (0.0 if must else estimate) <= self.seconds:
+        if spent + estimate <= self.seconds:
             return True
         self.skipped += 1
         return False
@@ -117,6 +117,15 @@ class ReferenceCosts:
 
 
 REFERENCE_COSTS = ReferenceCosts()
+
+
+def startup_probe_refs(*, warm: bool) -> float:
+    """The start-up probe's own length in reference steps: a warm server's first start and
+    `probe.WARM_STARTS` forks, or one cold start."""
+    from archaudit.audit.probe import WARM_STARTS
+
+    costs = REFERENCE_COSTS
+    return costs.server_start + WARM_STARTS * costs.warm_start if warm else costs.cold_start
 
 
 def start_from_reference(ref: Timed, *, warm: bool) -> Timed:

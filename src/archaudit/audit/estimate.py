@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from archaudit.audit import store
 from archaudit.audit.budget import (
     DEFAULT_PROBE_BUDGET,
+    REFERENCE_COSTS,
     ProbeBudget,
     audit_start_from_reference,
     loop_from_reference,
@@ -32,6 +33,7 @@ from archaudit.audit.budget import (
     shape_from_flops,
     shape_from_reference,
     start_from_reference,
+    startup_probe_refs,
     step_ratio_from_flops,
 )
 from archaudit.audit.effects import PlannedEffects
@@ -310,8 +312,7 @@ def _estimate(
         cached_or_measured(
             lambda m: startup(device, threads, warm=warm, measure=m),
             budget,
-            reference_step().wall * STARTUP_REFS,
-            must=True,
+            reference_step().wall * startup_probe_refs(warm=warm),
         )
         if probe
         else None
@@ -345,12 +346,12 @@ T = TypeVar("T")
 
 
 def cached_or_measured(
-    get: Callable[[bool], T | None], budget: ProbeBudget, seconds: float, *, must: bool = False
+    get: Callable[[bool], T | None], budget: ProbeBudget, seconds: float
 ) -> T | None:
     """`get(False)` (the cached entry), else `get(True)` (measured) when `budget` allows a
-    probe of about `seconds` (or it `must`), else None."""
+    probe of about `seconds`, else None."""
     value = get(False)
-    if value is None and budget.allows(seconds, must=must):
+    if value is None and budget.allows(seconds):
         value = get(True)
     return value
 
@@ -382,8 +383,8 @@ def _probed(
     between: Callable[[], None] | None,
     fallback: bool = False,
 ) -> dict[tuple[str, str], Part]:
-    """(arm, scale) → its `Part`: each scale's shape cached or measured (the first always,
-    the rest while the budget lasts), then `between`, then each arm's step (while the budget
+    """(arm, scale) → its `Part`: each scale's shape cached or measured (while the budget
+    lasts), then `between`, then each arm's step (while the budget
     lasts), what is left estimated from FLOPs (with `fallback` and no scale measured, the first
     scale from the reference step); the pairs not cached counted up front, with their time, and
     each line counting toward them (`ProbeCount`)."""
@@ -407,8 +408,7 @@ def _probed(
     }
     for scale, run in firsts.items():
         if shapes[scale] is None:
-            must = all(shape is None for shape in shapes.values())
-            shapes[scale] = cached_or_measured(shape_of(run), budget, probe_seconds(run), must=must)
+            shapes[scale] = cached_or_measured(shape_of(run), budget, probe_seconds(run))
     if between is not None:
         neighbours.pause()
         between()
@@ -456,9 +456,7 @@ def _part(
     return Part(shape, measured_step.wall / shape.step.wall, approx)
 
 
-STARTUP_REFS = 100.0
-"""A run's start-up probe (a warm server's first start and three forks), in reference steps."""
-AUDIT_START_REFS = 160.0
+AUDIT_START_REFS = REFERENCE_COSTS.cold_start + REFERENCE_COSTS.server_start
 """The audit's start probe (a cold interpreter and a server's preload), in reference steps."""
 LOOP_REFS = 200.0
 """The loop probe (a tiny sequential audit of 5 runs in 2 rounds), in reference steps."""
