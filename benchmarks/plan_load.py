@@ -7,7 +7,8 @@ starter (fixed designs), each with its tokens divided (below) to fit a 10-minute
     python benchmarks/plan_load.py [--quick] [--load 4] [--out benchmarks/plan_load.json]
                                    [--audits demo_small,two_arms] [--conditions idle,loaded]
     python benchmarks/plan_load.py --examples [--quick]   # idle; plan_load-examples.json
-    python benchmarks/plan_load.py --first-plan [--load 8]   # issue 57; plan_load-first.json
+    python benchmarks/plan_load.py --first-plan [--load 8] [--no-loop]   # issue 57;
+                                                            # plan_load-first.json
 
 With `--first-plan` (issue 57, must-show 1): `--load` busy processes (nice 0, started and stopped
 here) hold the machine at a load of about that many; in a fresh cache, `archaudit init
@@ -197,8 +198,9 @@ def record(out: Path, name: str, values: dict[str, object]) -> None:
     out.write_text(json.dumps(results, indent=1) + "\n")
 
 
-def first_plan(work: Path, busy: int, out: Path) -> None:
-    """Issue 57's must-show 1, written into `out` step by step."""
+def first_plan(work: Path, busy: int, out: Path, loop: bool = True) -> None:
+    """Issue 57's must-show 1, written into `out` step by step (without `loop`, the starter's
+    first plan alone)."""
     env = {**os.environ, "ARCHAUDIT_CACHE": str(work / "cache"), "PYTHONPATH": str(ROOT / "src")}
     shutil.rmtree(work / "cache", ignore_errors=True)  # a first plan: nothing measured yet
     procs = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(busy)]
@@ -216,6 +218,8 @@ def first_plan(work: Path, busy: int, out: Path) -> None:
             "uptime_after": uptime(),
         })  # fmt: skip
         print("first plan", round(wall, 1), "s", flush=True)
+        if not loop:
+            return
         files = audit_files(work, quick=True)
         runs_dir = work / "loaded" / "two_arms"
         shutil.rmtree(runs_dir, ignore_errors=True)
@@ -248,6 +252,9 @@ def main() -> None:
         action="store_true",
         help="issue 57: the starter's first plan and a 2-arm loop under --load (default 8)",
     )
+    parser.add_argument(
+        "--no-loop", action="store_true", help="with --first-plan: the starter's plan alone"
+    )
     args = parser.parse_args()
     if args.first_plan:
         out = args.out
@@ -259,7 +266,7 @@ def main() -> None:
             work.mkdir(parents=True, exist_ok=True)
             out.unlink(missing_ok=True)
             record(out, "machine", {"cpus": os.cpu_count()})
-            first_plan(work, load, out)
+            first_plan(work, load, out, loop=not args.no_loop)
         print(f"wrote {out}")
         return
     if args.examples:

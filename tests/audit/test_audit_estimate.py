@@ -346,7 +346,7 @@ def test_a_second_plan_measures_nothing(monkeypatch: pytest.MonkeyPatch, write_a
     steady_machine(monkeypatch)
     one = {"executor": {"workers": 1}}  # no neighbour: test_the_probe_steps_beside… has one
     plan = make_plan(load_audit(write_audit(**one)))
-    first = plan_summary(plan)
+    first = plan_summary(plan, probe_budget=1e9)  # everything, however loaded the machine
     monkeypatch.setattr(probe, "measure_shape", lambda *a: pytest.fail("measured again"))
     monkeypatch.setattr(probe, "measure_steps", lambda *a: pytest.fail("measured again"))
     monkeypatch.setattr(probe.subprocess, "run", lambda *a, **k: pytest.fail("started again"))
@@ -418,7 +418,7 @@ def test_the_probe_says_its_total_and_time_up_front_and_counts_toward_it(
     pairs = estimate.pair_runs(plan)
     first = {run.scale: run for run in reversed(pairs)}
     expected = len(first) + sum(run.model != first[run.scale].model for run in pairs)
-    plan_summary(plan)
+    plan_summary(plan, probe_budget=1e9)  # everything, however loaded the machine
     said = " ".join(capsys.readouterr().err.split())
     up_front = re.search(r"measuring (\d+) \(arm, scale\) pairs on this machine, about", said)
     assert up_front is not None and int(up_front.group(1)) == expected
@@ -506,10 +506,13 @@ def test_a_spent_probe_budget_measures_one_scale_and_estimates_the_rest(
     monkeypatch: pytest.MonkeyPatch, write_audit, tmp_path
 ):
     """Issue 57: a first `plan` of a large audit probed every (arm, scale) pair (778 minutes
-    announced at a load of 46). With a budget spent at once it measures the first scale's run,
-    on which every estimate stands, and estimates the other scale from FLOPs, marked ≈."""
+    announced at a load of 46). With a budget that fits the first scale's run and nothing
+    more, it measures that run and estimates the other scale from FLOPs, marked ≈ (and the
+    audit's start and loop from the reference step)."""
     monkeypatch.setenv("ARCHAUDIT_CACHE", str(tmp_path / "cache"))
     steady_machine(monkeypatch)
+    monkeypatch.setattr(estimate, "AUDIT_START_REFS", 1e15)
+    monkeypatch.setattr(estimate, "LOOP_REFS", 1e15)
     scales = {
         "xs": {"d_model": 32, "n_layers": 1, "n_heads": 2, "context_length": 32},
         "s": {"d_model": 64, "n_layers": 2, "n_heads": 2, "context_length": 32},
@@ -520,7 +523,9 @@ def test_a_spent_probe_budget_measures_one_scale_and_estimates_the_rest(
     monkeypatch.setattr(
         probe, "measure_shape", lambda cfg, run, *a: shapes.append(run.scale) or real(cfg, run, *a)
     )
-    summary = plan_summary(plan, probe_budget=1e-6)
+    first = plan.runs[0].path  # the baseline's first run at the first scale
+    monkeypatch.setattr(estimate, "probe_seconds", lambda run: 0.0 if run.path == first else 1e15)
+    summary = plan_summary(plan, probe_budget=1e9)
     assert len(shapes) == 1
     estimated = {r.run.scale for r in summary.runs if r.cost.approx}
     measured = {r.run.scale for r in summary.runs if not r.cost.approx}
@@ -528,3 +533,55 @@ def test_a_spent_probe_budget_measures_one_scale_and_estimates_the_rest(
     assert all(r.cost.approx for r in summary.runs if r.run.scale not in shapes)
     assert summary.approx_runs == sum(r.cost.approx for r in summary.runs) > 0
     assert all(r.cost.seconds and r.cost.seconds > 0 for r in summary.runs)
+
+
+def test_a_budget_spent_before_the_first_probe_estimates_everything_from_the_reference(
+    monkeypatch: pytest.MonkeyPatch, write_audit, tmp_path
+):
+    """Issue 57: a first `plan` of the starter at a load of 12-19 took 519 s: the start-up and
+    the first scale were probed whatever the budget (19 CPU-seconds, 262 s of wall at a load of
+    19), and the audit's start and the loop's judgements, left unmeasured, counted as 0 (a
+    2-arm loop took 1.41x its estimate). The budget counts from the plan's start; with it spent
+    before the first probe nothing is measured, every run's time is estimated from FLOPs and
+    the reference step (approx), and so are the audit's start and each round's judgement."""
+    import time
+
+    monkeypatch.setenv("ARCHAUDIT_CACHE", str(tmp_path / "cache"))
+    steady_machine(monkeypatch)
+    measured: list[str] = []
+    for name in ("measure_shape", "measure_steps", "_loop_probe"):
+        monkeypatch.setattr(probe, name, lambda *a, name=name: measured.append(name))
+    monkeypatch.setattr(probe, "warm_start", lambda *a: measured.append("warm_start"))
+    plan = make_plan(load_audit(write_audit(executor={"workers": 2})))
+    started = time.perf_counter() - 100.0  # imports and the grid took the whole budget
+    summary = plan_summary(plan, probe_budget=60.0, started=started)
+    assert measured == []
+    assert summary.approx_runs == summary.total_runs
+    assert all(r.cost.seconds and r.cost.seconds > 0 for r in summary.runs)
+    assert summary.overheads_approx
+    assert summary.audit_start_s and summary.audit_start_s > 0
+    assert summary.round_overhead_s and summary.round_overhead_s > 0
+    loop = estimate.sequential_estimate(
+        plan,
+        seconds_per_run=summary.mean_run_seconds,
+        workers=2,
+        audit_start_s=summary.audit_start_s,
+        loop=(summary.run_overhead_s or 0.0, summary.round_overhead_s),
+    )
+    bare = estimate.sequential_estimate(plan, seconds_per_run=summary.mean_run_seconds, workers=2)
+    assert loop.sequential.wall_s and bare.sequential.wall_s
+    assert loop.sequential.wall_s > bare.sequential.wall_s  # the overheads are counted
+
+
+def test_a_budget_with_time_left_still_measures_the_first_scale(
+    monkeypatch: pytest.MonkeyPatch, write_audit, tmp_path
+):
+    """Started within the budget, the start-up and the first scale are measured (the next
+    plan reads them), only what does not fit is estimated."""
+    import time
+
+    monkeypatch.setenv("ARCHAUDIT_CACHE", str(tmp_path / "cache"))
+    steady_machine(monkeypatch)
+    plan = make_plan(load_audit(write_audit(executor={"workers": 1})))
+    summary = plan_summary(plan, probe_budget=1e-6, started=time.perf_counter() + 3600.0)
+    assert any(not r.cost.approx for r in summary.runs)

@@ -249,3 +249,30 @@ def test_a_vocabulary_written_by_hand_must_be_the_tokenizers(write_audit):
     scales = {"xs": {**TINY["scales"]["xs"], "vocab_size": 1000}}
     with pytest.raises(ConfigError, match=r"scales\.xs\.vocab_size = 1000, but recipe\.tokenizer"):
         load_audit(write_audit(scales=scales))
+
+
+def test_every_modification_counts_the_parameters_of_its_meta_device_build() -> None:
+    """Issue 57: `plan` counts a small model on the CPU (a meta-device build imports
+    torch._dynamo and sympy at the differential attention's first op: 0.8 CPU-seconds of a
+    first plan); the count is the meta-device build's, for every registered modification."""
+    import torch
+
+    from archaudit.audit.plan import _SIZES, model_sizes
+    from archaudit.config import ModelConfig, build
+    from archaudit.model import build_model, count_parameters
+    from archaudit.mods import list_modifications, resolve_arm
+    from archaudit.presets import preset
+
+    base = build(ModelConfig, preset("tiny")["model"], section="model")
+    mods, checked = list_modifications(), 0
+    for mod in mods:
+        try:
+            cfg = resolve_arm(mod.name).apply(base)
+        except ConfigError:
+            continue  # needs another base (e.g. an MoE option on a dense preset)
+        checked += 1
+        _SIZES.clear()
+        with torch.device("meta"):
+            model = build_model(cfg)
+        assert model_sizes(cfg) == (count_parameters(model), model.active_parameters()), mod.name
+    assert checked > len(mods) // 2

@@ -25,9 +25,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from archaudit.audit import store
 from archaudit.audit.budget import (
     DEFAULT_PROBE_BUDGET,
+    REFERENCE_COSTS,
     ProbeBudget,
+    audit_start_from_reference,
+    loop_from_reference,
     nearest_scale,
     shape_from_flops,
+    shape_from_reference,
+    start_from_reference,
+    startup_probe_refs,
     step_ratio_from_flops,
 )
 from archaudit.audit.effects import PlannedEffects
@@ -189,6 +195,9 @@ class PlanSummary:
     round_overhead_s: float | None = None
     probe_budget_s: float | None = None
     """The probe's budget (`--probe-budget`); None without the probe."""
+    overheads_approx: bool = False
+    """The audit's start and the loop's costs estimated from the reference step (≈), not
+    measured: the budget was spent before their probes."""
 
     @property
     def approx_runs(self) -> int:
@@ -234,6 +243,7 @@ class PlanSummary:
             "round_overhead_s": self.round_overhead_s,
             "probe_budget_s": self.probe_budget_s,
             "approx_runs": self.approx_runs,
+            "overheads_approx": self.overheads_approx,
             "notes": [note.to_json() for note in self.notes],
         }
         if self.sequential is not None:
@@ -256,6 +266,7 @@ class PlanSummary:
             run_overhead_s=data.get("run_overhead_s"),
             round_overhead_s=data.get("round_overhead_s"),
             probe_budget_s=data.get("probe_budget_s"),
+            overheads_approx=bool(data.get("overheads_approx", False)),
         )
 
 
@@ -272,12 +283,14 @@ def estimate(
 ) -> dict[str, RunCost]:
     """Cost of every run, keyed by its path. Times come from the probes (measured here unless
     cached, beside `beside` runs and starting `warm` as the executor will run them, for at most
-    `budget`'s seconds, the rest estimated from FLOPs: `archaudit.audit.budget`; with `measure`
-    False only cached ones, else none). `between` runs once the scales are measured, the
-    probe's neighbours paused (`plan_summary`'s probes of the audit's start and loop)."""
+    `budget`'s seconds, the rest estimated from FLOPs and the reference step:
+    `archaudit.audit.budget`; with `measure` False only cached ones, else none). `between`
+    runs once the scales are measured, the probe's neighbours paused (`plan_summary`'s probes
+    of the audit's start and loop)."""
+    fallback = measure
     budget = ProbeBudget(0.0) if not measure else budget or ProbeBudget()
     with Neighbours(beside) as neighbours:
-        return _estimate(plan, probe, threads, neighbours, warm, budget, between)
+        return _estimate(plan, probe, threads, neighbours, warm, budget, between, fallback)
 
 
 def _estimate(
@@ -288,7 +301,10 @@ def _estimate(
     warm: bool,
     budget: ProbeBudget,
     between: Callable[[], None] | None,
+    fallback: bool = False,
 ) -> dict[str, RunCost]:
+    """`estimate`'s body; with `fallback`, what no probe measured (the start-up, every scale)
+    is estimated from the reference step (`budget.from_reference`), marked approx."""
     from archaudit.model import training_flops_per_token
 
     device = plan.spec.recipe.device
@@ -296,13 +312,17 @@ def _estimate(
         cached_or_measured(
             lambda m: startup(device, threads, warm=warm, measure=m),
             budget,
-            reference_step().wall * STARTUP_REFS,
-            must=True,
+            reference_step().wall * startup_probe_refs(warm=warm),
         )
         if probe
         else None
     )
-    parts = _probed(plan, threads, neighbours, budget, between) if start is not None else {}
+    start_approx = probe and fallback and start is None
+    if start_approx:
+        start = start_from_reference(reference_step(), warm=warm)
+    parts = (
+        _probed(plan, threads, neighbours, budget, between, fallback) if start is not None else {}
+    )
     costs = {}
     for run in plan.runs:
         model = run.model  # final, vocabulary included (data/vocabulary.py)
@@ -315,8 +335,9 @@ def _estimate(
             continue
         total = run_time(run, part.shape, start, part.ratio)
         train = (part.shape.step * (run.recipe.steps * part.ratio)).wall
+        approx = part.approx or start_approx
         costs[run.path] = RunCost(
-            params, active, tokens, flops, train, total.wall, total.cpu, approx=part.approx
+            params, active, tokens, flops, train, total.wall, total.cpu, approx=approx
         )
     return costs
 
@@ -325,12 +346,12 @@ T = TypeVar("T")
 
 
 def cached_or_measured(
-    get: Callable[[bool], T | None], budget: ProbeBudget, seconds: float, *, must: bool = False
+    get: Callable[[bool], T | None], budget: ProbeBudget, seconds: float
 ) -> T | None:
     """`get(False)` (the cached entry), else `get(True)` (measured) when `budget` allows a
-    probe of about `seconds` (or it `must`), else None."""
+    probe of about `seconds`, else None."""
     value = get(False)
-    if value is None and budget.allows(seconds, must=must):
+    if value is None and budget.allows(seconds):
         value = get(True)
     return value
 
@@ -360,11 +381,13 @@ def _probed(
     neighbours: Neighbours,
     budget: ProbeBudget,
     between: Callable[[], None] | None,
+    fallback: bool = False,
 ) -> dict[tuple[str, str], Part]:
-    """(arm, scale) → its `Part`: each scale's shape cached or measured (the first always,
-    the rest while the budget lasts), then `between`, then each arm's step (while the budget
-    lasts), what is left estimated from FLOPs; the pairs not cached counted up front, with
-    their time, and each line counting toward them (`ProbeCount`)."""
+    """(arm, scale) → its `Part`: each scale's shape cached or measured (while the budget
+    lasts), then `between`, then each arm's step (while the budget
+    lasts), what is left estimated from FLOPs (with `fallback` and no scale measured, the first
+    scale from the reference step); the pairs not cached counted up front, with their time, and
+    each line counting toward them (`ProbeCount`)."""
     pairs = pair_runs(plan)
     firsts: dict[str, RunSpec] = {}
     for run in pairs:
@@ -385,16 +408,22 @@ def _probed(
     }
     for scale, run in firsts.items():
         if shapes[scale] is None:
-            must = all(shape is None for shape in shapes.values())
-            shapes[scale] = cached_or_measured(shape_of(run), budget, probe_seconds(run), must=must)
+            shapes[scale] = cached_or_measured(shape_of(run), budget, probe_seconds(run))
     if between is not None:
         neighbours.pause()
         between()
     measured = {scale: shape for scale, shape in shapes.items() if shape is not None}
+    approx = not measured
+    if approx and fallback and firsts:
+        scale, run = next(iter(firsts.items()))
+        measured = {scale: shape_from_reference(run, reference_step())}
     if not measured:
         return {}
-    return {(r.arm, r.scale): _part(r, firsts, measured, budget, count, threads, neighbours)
-            for r in pairs}  # fmt: skip
+    parts = {(r.arm, r.scale): _part(r, firsts, measured, budget, count, threads, neighbours)
+             for r in pairs}  # fmt: skip
+    if approx:
+        return {pair: dataclasses.replace(part, approx=True) for pair, part in parts.items()}
+    return parts
 
 
 def _part(
@@ -427,9 +456,7 @@ def _part(
     return Part(shape, measured_step.wall / shape.step.wall, approx)
 
 
-STARTUP_REFS = 100.0
-"""A run's start-up probe (a warm server's first start and three forks), in reference steps."""
-AUDIT_START_REFS = 160.0
+AUDIT_START_REFS = REFERENCE_COSTS.cold_start + REFERENCE_COSTS.server_start
 """The audit's start probe (a cold interpreter and a server's preload), in reference steps."""
 LOOP_REFS = 200.0
 """The loop probe (a tiny sequential audit of 5 runs in 2 rounds), in reference steps."""
@@ -536,20 +563,23 @@ def plan_summary(
     probe: bool = True,
     loop: bool = True,
     probe_budget: float = DEFAULT_PROBE_BUDGET,
+    started: float | None = None,
 ) -> PlanSummary:
     """Every run of `plan` with its cost, probed unless `probe` is False for at most
-    `probe_budget` seconds (`archaudit.audit.budget`); the coordinator's costs
-    (`probe.loop_cost`) unless `loop` is False. The tracker is checked first, as `run` checks
-    it before anything starts."""
+    `probe_budget` seconds from `started` (`time.perf_counter()` at the command's start; else
+    its first probe: `archaudit.audit.budget`); the coordinator's costs (`probe.loop_cost`)
+    unless `loop` is False. The tracker is checked first, as `run` checks it before anything
+    starts."""
     from archaudit.audit.executors import LocalExecutor, make_executor
     from archaudit.audit.trackers import check_tracker
 
     if plan.spec.tracker:
         check_tracker(plan.spec.tracker)
     pool = make_executor(plan.spec.executor, plan.audit_dir)
-    budget = ProbeBudget(probe_budget)
+    budget = ProbeBudget(probe_budget, started)
     local = probe and loop and isinstance(pool, LocalExecutor)
-    found = _Overheads(plan.spec.recipe.device, pool.threads, pool.warm, local, budget)
+    device = plan.spec.recipe.device
+    found = _Overheads(device, pool.threads, pool.warm, local, budget, fallback=probe)
     costs = estimate(
         plan,
         probe=probe,
@@ -583,38 +613,48 @@ def plan_summary(
         run_overhead_s=None if costs_between is None else costs_between.run.wall,
         round_overhead_s=None if costs_between is None else costs_between.round.wall,
         probe_budget_s=probe_budget if probe else None,
+        overheads_approx=found.approx,
     )
 
 
 @dataclass
 class _Overheads:
     """The audit's start and (`local`) the loop's costs, cached or measured while the budget
-    lasts, when called (`estimate`'s `between`)."""
+    lasts, else (`fallback`) estimated from the reference step, when called (`estimate`'s
+    `between`)."""
 
     device: str
     threads: int
     warm: bool
     local: bool
     budget: ProbeBudget
+    fallback: bool = False
+    """Estimate what the budget leaves unmeasured from the reference step (`approx`)."""
     start: Timed | None = None
     loop: LoopCost | None = None
     asked: bool = False
+    approx: bool = False
 
     def __call__(self) -> None:
         self.asked = True
-        ref = reference_step().wall
+        now = reference_step()
+        ref = now.wall
         device, threads, warm = self.device, self.threads, self.warm
         self.start = cached_or_measured(
             lambda m: audit_start(device, threads, warm=warm, measure=m),
             self.budget,
             ref * AUDIT_START_REFS,
         )
+        if self.start is None and self.fallback:
+            self.start, self.approx = audit_start_from_reference(now, warm=warm), True
         if self.local:
             self.loop = cached_or_measured(
                 lambda m: loop_cost(device, threads, warm=warm, measure=m),
                 self.budget,
                 ref * LOOP_REFS,
             )
+            if self.loop is None and self.fallback:
+                self.loop, self.approx = loop_from_reference(now), True
 
 
 def _fixed_wall_s(seconds: Sequence[float], pace: Pace) -> float:

@@ -386,9 +386,19 @@ _SIZES: dict[str, tuple[int, int]] = {}
 hashable): the arms of a plan share a few shapes, and building one takes a while."""
 
 
+BUILD_ON_CPU_BELOW = 20_000_000
+"""A model of fewer parameters (roughly: attention, MLPs or all experts, embeddings and head)
+is built on the CPU to be counted, a larger one on the meta device (shapes only). On the meta
+device every tensor operation passes through a Python dispatch, and the first one without a C++
+meta kernel (the differential attention's `randn(...) * 0.1`) imports torch._dynamo and sympy:
+0.8 of the 3.5 CPU-seconds of `make_plan` for the README's 20-arm starter, 42 models of under a
+million parameters, which a CPU build allocates and initialises in 0.3 (issue 57)."""
+
+
 def model_sizes(cfg: ModelConfig) -> tuple[int, int]:
-    """(total, active) parameters of the model built on the meta device (every slot checked).
-    A model past the size bounds is refused first: building it would take minutes."""
+    """(total, active) parameters of the model built (every slot checked; on the meta device
+    from `BUILD_ON_CPU_BELOW` parameters up). A model past the size bounds is refused first:
+    building it would take minutes."""
     check_size(cfg)
     key = canonical_json(to_dict(cfg))
     if key not in _SIZES:
@@ -396,8 +406,11 @@ def model_sizes(cfg: ModelConfig) -> tuple[int, int]:
 
         from archaudit.model import build_model, count_parameters
 
-        with torch.device("meta"):  # shapes only: no memory, no init
-            model = build_model(cfg)
+        experts = cfg.moe.experts + cfg.moe.shared_experts if cfg.mlp.name == "moe" else 1
+        rough = cfg.n_layers * cfg.d_model**2 * (4 + 8 * experts) + 2 * cfg.vocab_size * cfg.d_model
+        small = rough < BUILD_ON_CPU_BELOW
+        with torch.device("cpu" if small else "meta"), torch.random.fork_rng(devices=[]):
+            model = build_model(cfg)  # the caller's random state untouched
             _SIZES[key] = (count_parameters(model), model.active_parameters())
     return _SIZES[key]
 

@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import shlex
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -104,8 +105,9 @@ ProbeBudgetOption = Annotated[
     typer.Option(
         "--probe-budget",
         metavar="SECONDS",
-        help="Seconds of probing at most; the pairs left are estimated from their FLOPs "
-        "(shown ≈) and measured by a later plan \\[default: 60].",
+        help="Seconds from the plan's start after which no probe starts; what is left is "
+        "estimated from FLOPs and a reference step (shown ≈) and measured by a later plan "
+        "\\[default: 60].",
         callback=in_range(0),
     ),
 ]
@@ -181,6 +183,7 @@ def plan(
     """Show the grid (arms × scales × seeds), parameters, tokens and estimated training time.
     With `--until-settled`, also the expected runs and time of the sequential design next to
     the fixed design with the same power. Writes nothing."""
+    started = time.perf_counter()  # the probe's budget counts the plan's whole time
     from archaudit.audit.estimate import plan_summary
     from archaudit.audit.plan import make_plan
     from archaudit.audit.protocol import warn_notes
@@ -190,7 +193,7 @@ def plan(
     settings = [*(overrides or ()), *max_seeds, *([SEQUENTIAL] if until_settled else [])]
     grid = make_plan(load_audit(audit, settings, runs_dir=runs_dir), strict=strict)
     assumed = assumed.check(grid)
-    summary = plan_summary(grid, probe=probe, probe_budget=probe_budget)
+    summary = plan_summary(grid, probe=probe, probe_budget=probe_budget, started=started)
     if grid.spec.seeds.policy == "sequential":
         estimate = _sequential_estimate(grid, summary, assumed)
         summary = dataclasses.replace(summary, sequential=estimate)
@@ -246,10 +249,11 @@ def _loop_costs(summary: PlanSummary) -> str:
     per run and 1.9 s per judgement (measured here)" ("" without the probe)."""
     if summary.run_overhead_s is None or summary.round_overhead_s is None:
         return ""
+    how = "≈: estimated from the reference step" if summary.overheads_approx else "measured here"
     return (
         f"; counted beside the runs: the audit's start {summary.audit_start_s or 0.0:.1f} s, "
         f"{summary.run_overhead_s:.1f} s of the coordinator's work per run and "
-        f"{summary.round_overhead_s:.1f} s per judgement (one per round; measured here)"
+        f"{summary.round_overhead_s:.1f} s per judgement (one per round; {how})"
     )
 
 
@@ -259,8 +263,9 @@ def _approx_note(summary: PlanSummary) -> str:
         return ""
     return (
         f"; ≈: {summary.approx_runs} of {summary.total_runs} runs' times estimated from their "
-        f"FLOPs against what was measured (the probe's budget, {summary.probe_budget_s or 0:g} "
-        "s, ran out: a later plan measures more, or raise --probe-budget)"
+        f"FLOPs against what was measured and the reference step (the probe's budget, "
+        f"{summary.probe_budget_s or 0:g} s from the plan's start, ran out: a later plan "
+        "measures more, or raise --probe-budget)"
     )
 
 
