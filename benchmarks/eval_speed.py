@@ -183,6 +183,14 @@ def main() -> None:
     )
     parser.add_argument("--piqa-from", type=int, default=200, help="--held-out: first PIQA item")
     parser.add_argument("--tqa-from", type=int, default=100, help="--held-out: first question")
+    parser.add_argument(
+        "--held-out-tasks", default="piqa,truthfulqa_mc1", help="--held-out: tasks to score"
+    )
+    parser.add_argument(
+        "--sides",
+        default="run,export,export-before",
+        help="--held-out: archaudit's sides (each against lm-eval): run, export, export-before",
+    )
     parser.add_argument("--data", type=Path, default=DATA, help="the shared data root")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
