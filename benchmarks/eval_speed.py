@@ -18,7 +18,9 @@ acc_norm's verdict) must be identical per item. Needs the `hf` and `lmeval` extr
 
 `--held-out` (issue 57): the run and its export, both scored by archaudit, against lm-eval's
 `hf` on the export, on PIQA and TruthfulQA items no test reads; two rounds alternating, CPU
-ratio (benchmarks/eval_speed_held_out.py, writes eval_speed-held-out.json).
+ratio (benchmarks/eval_speed_held_out.py, writes eval_speed-held-out.json). `--held-out-tasks
+piqa` and `--sides export` size a run to a busy machine (lm-eval is always one side);
+`--threads 1` keeps the CPU ratio free of idle threads spinning on an oversubscribed machine.
 
 `--float64` runs both sides in float64 (written to `--out`, e.g. eval_speed-float64.json): the
 log-likelihoods then differ by what the two implementations compute differently, not by float32
