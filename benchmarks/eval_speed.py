@@ -18,7 +18,9 @@ acc_norm's verdict) must be identical per item. Needs the `hf` and `lmeval` extr
 
 `--held-out` (issue 57): the run and its export, both scored by archaudit, against lm-eval's
 `hf` on the export, on PIQA and TruthfulQA items no test reads; two rounds alternating, CPU
-ratio (benchmarks/eval_speed_held_out.py, writes eval_speed-held-out.json).
+ratio (benchmarks/eval_speed_held_out.py, writes eval_speed-held-out.json). `--held-out-tasks
+piqa` and `--sides export` size a run to a busy machine (lm-eval is always one side);
+`--threads 1` keeps the CPU ratio free of idle threads spinning on an oversubscribed machine.
 
 `--float64` runs both sides in float64 (written to `--out`, e.g. eval_speed-float64.json): the
 log-likelihoods then differ by what the two implementations compute differently, not by float32
@@ -183,6 +185,14 @@ def main() -> None:
     )
     parser.add_argument("--piqa-from", type=int, default=200, help="--held-out: first PIQA item")
     parser.add_argument("--tqa-from", type=int, default=100, help="--held-out: first question")
+    parser.add_argument(
+        "--held-out-tasks", default="piqa,truthfulqa_mc1", help="--held-out: tasks to score"
+    )
+    parser.add_argument(
+        "--sides",
+        default="run,export,export-before",
+        help="--held-out: archaudit's sides (each against lm-eval): run, export, export-before",
+    )
     parser.add_argument("--data", type=Path, default=DATA, help="the shared data root")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()

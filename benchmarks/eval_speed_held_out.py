@@ -147,14 +147,15 @@ def bench_held_out(args: argparse.Namespace, data: Path, load_avg: Callable) -> 
     harness = HFLM(pretrained=str(root / "hf"), batch_size=args.batch_size, device="cpu")
     start = load_avg()
     tasks = []
-    for task in TASKS:
+    for task in args.held_out_tasks.split(","):
         sides = {
             "run": _ours(run_model, task, root, args),
             "export": _ours(export_model, task, root, args),
             "export-before": _without_cache(export_model, _ours(export_model, task, root, args)),
             "lm-eval": _lm_eval(harness, task, folder, args),
         }
-        tasks.append(_rounds(task, sides))
+        chosen = {name: sides[name] for name in (*args.sides.split(","), "lm-eval")}
+        tasks.append(_rounds(task, chosen))
     return {
         "model": f"{args.run.name}: the run (archaudit), its HF export (archaudit, lm-eval hf)",
         "threads": args.threads,
@@ -172,8 +173,8 @@ def _rounds(task: str, sides: dict[str, Callable]) -> dict:
     for order in (list(sides), list(reversed(sides))):
         rounds.append({name: _timed(sides[name]) for name in order})
     harness = [r["lm-eval"] for r in rounds]
-    out: dict[str, Any] = {"task": task, "items": len(rounds[0]["run"].predicted)}
-    for name in ("run", "export", "export-before"):
+    out: dict[str, Any] = {"task": task, "items": len(rounds[0]["lm-eval"].predicted)}
+    for name in (n for n in sides if n != "lm-eval"):
         mine = [r[name] for r in rounds]
         out[name] = {
             "cpu_s": [round(t.cpu_s, 2) for t in mine],

@@ -14,6 +14,12 @@ DIGITS = 3
 VALUE_DIGITS = 4
 """A metric's own value (a loss, an arm's mean) keeps 4: the arms of one audit often differ only
 in the third digit, which their Δ then shows with 3 of its own."""
+BETTER_UP = "positive = better"
+"""The one sign convention of every table and figure: a difference from the baseline (Δ, an
+effect or interaction in σ) is oriented so that an improvement is positive, and says so."""
+BETTER_DOWN = "negative = better"
+"""The label of the one quantity kept in its own units' direction: a relative loss change
+(`loss_change`, negative = the loss fell), so its number matches the JSON field."""
 SMALLEST_P = 1e-300
 """Below this a p-value has underflowed to 0 in floating point; it is written "< 1e-300"."""
 

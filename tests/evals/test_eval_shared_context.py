@@ -78,18 +78,26 @@ def _agree(model: ScoringModel, monkeypatch: pytest.MonkeyPatch) -> float:
     return max(abs(a.logprob - b.logprob) for a, b in zip(shared, full, strict=True))
 
 
+lengths_seen: list[list[int]] = []
+"""The distinct prefix lengths of each pass `_count_cache_calls` counted."""
+
+
 def _count_cache_calls(model: ScoringModel, monkeypatch: pytest.MonkeyPatch) -> list:
     """(prefix length, rows) of every pass through the model's shared context."""
     calls: list[tuple[int, int]] = []
+    lengths_seen.clear()
     make = model.context_cache  # type: ignore[attr-defined]
 
     def counting() -> object:
         cache = make()
         assert cache is not None
 
-        def run(prefixes: torch.Tensor, rows: torch.Tensor, *rest: torch.Tensor) -> torch.Tensor:
+        def run(
+            prefixes: torch.Tensor, lengths: torch.Tensor, rows: torch.Tensor, *rest: torch.Tensor
+        ) -> torch.Tensor:
             calls.append((prefixes.shape[1], int(rows.sum())))
-            return cache(prefixes, rows, *rest)
+            lengths_seen.append(sorted({int(n) for n in lengths}))
+            return cache(prefixes, lengths, rows, *rest)
 
         return run
 
@@ -244,3 +252,49 @@ def test_a_windowed_hf_model_scores_what_its_own_forward_computes() -> None:
             start = len(context) - 1
             reference = sum(float(logp[start + j, t]) for j, t in enumerate(continuation))
             assert abs(score.logprob - reference) <= TOLERANCE
+
+
+def _small_items(model: ScoringModel) -> list[tuple[list[int], list[int]]]:
+    """PIQA's shape: many items, each a context of its own length (none shared with another
+    item) and two short continuations of different lengths."""
+    requests = [
+        (f"Question: how do I {'fold ' * (1 + q % 5)}item {q}?\nAnswer:", f" {answer}")
+        for q in range(12)
+        for answer in ("press it flat", "use glue" + " and tape" * (q % 3))
+    ]
+    return encode_pairs(model, requests)
+
+
+@pytest.mark.parametrize("architecture", ["LlamaForCausalLM", "Qwen3ForCausalLM"])
+def test_many_small_items_share_one_pass_as_in_full(
+    architecture: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 57: items of many context lengths (PIQA) are packed into the cache's two passes,
+    each prefix whole and right-padded, each row at its own positions behind a padding mask
+    (`ragged_context`), instead of two small passes per item; their log-likelihoods are those
+    of the path without the cache to 1e-5 (float64)."""
+    model = _hf_model(architecture)
+    pairs = _small_items(model)
+    calls = _count_cache_calls(model, monkeypatch)
+    shared = score_tokens(model, pairs, show_progress=False, batch_size=32)
+    assert any(len(lengths) > 1 for lengths in lengths_seen), "no pass packed two lengths"
+    assert len(calls) < 12 / 2, f"{len(calls)} passes for 12 items"
+    monkeypatch.undo()
+    full = score_tokens(model, pairs, show_progress=False, shared_context=False)
+    assert [s.greedy for s in shared] == [s.greedy for s in full]
+    assert max(abs(a.logprob - b.logprob) for a, b in zip(shared, full, strict=True)) <= TOLERANCE
+
+
+def test_a_model_without_ragged_prefixes_gets_one_length_per_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An archaudit model takes no padding mask: its batches' prefixes are cut to one length,
+    and the small items agree with the full path all the same."""
+    model = tiny_archaudit_lm(context_length=128)
+    pairs = _small_items(model)
+    _count_cache_calls(model, monkeypatch)
+    shared = score_tokens(model, pairs, show_progress=False, batch_size=32)
+    assert lengths_seen and all(len(lengths) == 1 for lengths in lengths_seen)
+    monkeypatch.undo()
+    full = score_tokens(model, pairs, show_progress=False, shared_context=False)
+    assert max(abs(a.logprob - b.logprob) for a, b in zip(shared, full, strict=True)) <= TOLERANCE

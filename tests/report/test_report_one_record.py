@@ -33,6 +33,7 @@ from archaudit.cli import app, stats_cmd  # noqa: F401  (registers `stats`)
 from archaudit.formatting import num, pvalue, signed
 from archaudit.metrics import downstream_average
 from archaudit.report.build import build_report
+from archaudit.report.sections import ARM_DELTA
 from archaudit.stats import JudgeOptions, load_table
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -156,7 +157,8 @@ def from_markdown(markdown: str, metric: str, scale: str) -> dict[str, tuple[str
         # a cell reads as Markdown renders it: the twin escapes [ ] so no cell becomes a link
         cells = (re.sub(r"\\(.)", r"\1", c.strip()) for c in line.strip("|").split("|"))
         cell = dict(zip(columns, cells, strict=True))
-        rows[cell["arm"]] = tuple(cell[k] for k in ("Δ", "interval", "threshold", "MDE", "verdict"))
+        keys = (ARM_DELTA, "interval", "threshold", "MDE", "verdict")
+        rows[cell["arm"]] = tuple(cell[k] for k in keys)
     return rows
 
 

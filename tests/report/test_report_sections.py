@@ -288,14 +288,14 @@ def test_numbers_are_written_by_the_one_formatter(csv_report: Report):
     import dataclasses
 
     from archaudit.formatting import VALUE_DIGITS, num, pvalue, signed
-    from archaudit.report.sections import arm_table, funnel
+    from archaudit.report.sections import ARM_DELTA, arm_table, funnel
 
     grids = [b for b in arm_table(csv_report.data).blocks if isinstance(b, Grid)]
     for v, grid in zip(csv_report.data.verdicts, grids, strict=True):
         for a, row in zip(v.arms, grid.rows, strict=True):
             cells = dict(zip(grid.columns, row, strict=True))
             assert cells["mean ± sd"].startswith(num(a.mean, VALUE_DIGITS))
-            assert (cells["Δ"], cells["p"]) == (signed(a.delta), pvalue(a.p))
+            assert (cells[ARM_DELTA], cells["p"]) == (signed(a.delta), pvalue(a.p))
     tiny = dataclasses.replace(csv_report.data.verdicts[0], design_fwer=0.0004)
     (row,) = funnel([tiny]).rows
     assert row[8].startswith("0.0004 ")

@@ -34,6 +34,7 @@ class ArchauditLM:
     """An `archaudit.model.Transformer` (anything with `hidden` and `head`) and its tokenizer."""
 
     tree_attention = False  # the model's forward takes no attention mask
+    ragged_context = False  # nor per-row positions: shared prefixes come at one length
 
     def __init__(
         self, model: Transformer, tokenizer: Any, *, name: str = "archaudit", device: str = "cpu"
@@ -82,8 +83,14 @@ class ArchauditLM:
             return None
 
         def logits(
-            prefixes: torch.Tensor, rows: torch.Tensor, ids: torch.Tensor, index: torch.Tensor
+            prefixes: torch.Tensor,
+            lengths: torch.Tensor,
+            rows: torch.Tensor,
+            ids: torch.Tensor,
+            index: torch.Tensor,
         ) -> torch.Tensor:
+            if bool((lengths != prefixes.shape[1]).any()):
+                raise ValueError("ArchauditLM takes no ragged prefixes (ragged_context = False)")
             cache = KVCache()
             self.model.hidden(prefixes.to(self.device), cache)
             cache.share(rows.to(self.device))
@@ -113,6 +120,10 @@ class HFCausalLM:
     """A custom 4D attention mask and position ids pass through, so choices share a prefix in
     one row; not for a model with sliding-window layers, whose window such a mask would
     replace (`_windowed`)."""
+    ragged_context: bool
+    """Shared contexts of several lengths run in one pass (right-padded, a padding mask and
+    each row's own position ids): many small items share the two passes of the cache. Not
+    for a sliding window, which transformers measures in cache slots, padding included."""
 
     def __init__(self, model: Any, tokenizer: Any, *, name: str, device: str = "cpu") -> None:
         self.model = model.to(device).eval()
@@ -132,7 +143,7 @@ class HFCausalLM:
         # Rotary models run past their configured length; absolute-position ones cannot.
         rotary = hasattr(config, "rope_theta") or getattr(config, "rope_parameters", None)
         self.position_limit = None if rotary else self.max_length
-        self.tree_attention = not _windowed(config)
+        self.tree_attention = self.ragged_context = not _windowed(config)
 
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text)
@@ -174,15 +185,29 @@ class HFCausalLM:
 
         @torch.no_grad()
         def logits(
-            prefixes: torch.Tensor, rows: torch.Tensor, ids: torch.Tensor, index: torch.Tensor
+            prefixes: torch.Tensor,
+            lengths: torch.Tensor,
+            rows: torch.Tensor,
+            ids: torch.Tensor,
+            index: torch.Tensor,
         ) -> torch.Tensor:
-            out = self.model(input_ids=prefixes.to(self.device), use_cache=True, logits_to_keep=1)
-            cache = out[key]
             owner = torch.arange(len(rows)).repeat_interleave(rows)  # each row's prefix
+            padded, rest = _ragged_inputs(prefixes, lengths, owner, ids.shape[1])
+            out = self.model(
+                input_ids=prefixes.to(self.device),
+                use_cache=True,
+                logits_to_keep=1,
+                **{k: v.to(self.device) for k, v in padded.items()},
+            )
+            cache = out[key]
             cache.batch_select_indices(owner.to(self.device))
             keep = torch.unique(index).to(self.device)  # (P,) sorted
             kept = self.model(
-                input_ids=ids.to(self.device), use_cache=True, logits_to_keep=keep, **{key: cache}
+                input_ids=ids.to(self.device),
+                use_cache=True,
+                logits_to_keep=keep,
+                **{key: cache},
+                **{k: v.to(self.device) for k, v in rest.items()},
             ).logits  # (B, P, V)
             return _kept_at(kept, keep, index.to(self.device))
 
@@ -213,6 +238,21 @@ class HFCausalLM:
             use_cache=False,
         ).logits  # (B, P, V)
         return _kept_at(logits, keep, index)
+
+
+def _ragged_inputs(
+    prefixes: torch.Tensor, lengths: torch.Tensor, owner: torch.Tensor, width: int
+) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """The extra inputs of a ragged batch's two passes: the prefixes' padding mask, then each
+    row's mask over its prefix and itself and its positions after its own prefix. None when
+    every prefix fills its row: the plain causal passes, as before ragged batches."""
+    P = prefixes.shape[1]
+    if bool((lengths == P).all()):
+        return {}, {}
+    mask = (torch.arange(P)[None, :] < lengths[:, None]).long()  # (G, P)
+    rows = torch.cat((mask[owner], torch.ones(len(owner), width, dtype=torch.long)), dim=1)
+    positions = lengths[owner][:, None] + torch.arange(width)[None, :]  # (B, S)
+    return {"attention_mask": mask}, {"attention_mask": rows, "position_ids": positions}
 
 
 def _windowed(config: Any) -> bool:

@@ -14,6 +14,7 @@ and every continuation continues from them (`_shared_groups`, `_score_shared`).
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
@@ -69,12 +70,17 @@ class ScoringModel(Protocol):
         ...
 
 
-ContextCache = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
-"""`(prefixes (G, P), rows (G,), ids (B, S), index (B, K)) → (B, K, V)`: the prefixes run once
-through the model's KV cache, prefix g is continued by the next `rows[g]` rows of `ids` (B =
-rows.sum()), and the next-token logits are read at row positions `index` of `ids`. What a
-model's optional `context_cache()` returns; it returns None when caching would change what the
-model computes (`Transformer.supports_kv_cache`)."""
+ContextCache = Callable[
+    [torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor
+]
+"""`(prefixes (G, P), lengths (G,), rows (G,), ids (B, S), index (B, K)) → (B, K, V)`: the
+prefixes run once through the model's KV cache, prefix g (its first `lengths[g]` tokens, then
+padding) is continued by the next `rows[g]` rows of `ids` (B = rows.sum()), each row's first
+token at position `lengths[g]`, and the next-token logits are read at row positions `index` of
+`ids`. What a model's optional `context_cache()` returns; it returns None when caching would
+change what the model computes (`Transformer.supports_kv_cache`). Only a model whose
+`ragged_context` is true is given lengths short of P (it masks the padding and places each
+row's tokens itself); the others get prefixes of one length, cut to the batch's shortest."""
 
 
 class Score(NamedTuple):
@@ -223,7 +229,8 @@ def score_tokens(
     rest: Sequence[int] = range(len(pairs))
     if cache is not None:
         groups, rest = _shared_groups(inputs, pairs, budget)
-        parts.append(_score_groups(cache, groups, inputs, pairs, budget))
+        ragged = bool(getattr(model, "ragged_context", False))
+        parts.append(_score_groups(cache, groups, inputs, pairs, budget, ragged))
     parts.append(_score_in_full(model, rest, inputs, pairs, budget))
     with progress(description, len(pairs)) if show_progress else nullcontext() as bar:
         for members, lp, miss in itertools.chain(*parts):
@@ -585,10 +592,11 @@ def _score_groups(
     inputs: list[Seq],
     pairs: Sequence[TokenPair],
     budget: _Budget,
+    ragged: bool,
 ) -> Iterator[_Scored]:
-    for batch in _group_batches(groups, budget):
+    for batch in _group_batches(groups, budget, ragged):
         requests = [i for g in batch for i in g.requests]
-        yield requests, *_score_shared(cache, batch, inputs, pairs)
+        yield requests, *_score_shared(cache, batch, inputs, pairs, ragged)
 
 
 PASS_TOKENS = 32
@@ -597,16 +605,22 @@ whatever its size (a 25M-parameter model: 14 ms for a pass of 8 tokens, 0.36-0.4
 in passes of 128-2048; `benchmarks/eval_speed.py`'s model)."""
 
 
-def _group_batches(groups: list[_SharedGroup], budget: _Budget) -> Iterator[list[_SharedGroup]]:
-    """Groups, longest split first, into batches under the budgets: one pass over the batch's
-    prefixes, cut to the shortest, then one over all their rows, which carry the rest of their
-    context. A group joins the batch when that costs fewer tokens (`_batch_tokens`) than a
-    batch of its own: small groups alone would cost two small passes each, long contexts cut
-    to a much shorter one would run their rest in every row."""
+def _group_batches(
+    groups: list[_SharedGroup], budget: _Budget, ragged: bool = False
+) -> Iterator[list[_SharedGroup]]:
+    """Groups into batches under the budgets: one pass over the batch's prefixes, then one over
+    all their rows. A group joins the batch when that costs fewer tokens (`_batch_tokens`) than
+    a batch of its own: small groups alone would cost two small passes each. Without `ragged`
+    prefixes (the model takes none), the prefixes are cut to the batch's shortest and the rows
+    carry the rest of their context, so groups come longest split first (long contexts cut to a
+    much shorter one would run their rest in every row); with them, every prefix keeps its own
+    length and every row its own tokens, so groups come widest rows first (many items' short
+    continuations share the two passes, padded to their neighbours' widths)."""
     batch: list[_SharedGroup] = []
-    for group in sorted(groups, key=lambda g: g.split, reverse=True):
+    order = _widest_rows if ragged else (lambda g: g.split)
+    for group in sorted(groups, key=order, reverse=True):
         trial = [*batch, group]
-        if batch and not _worth_joining(trial, budget):
+        if batch and not _worth_joining(trial, budget, ragged):
             yield batch
             trial = [group]
         batch = trial
@@ -614,62 +628,84 @@ def _group_batches(groups: list[_SharedGroup], budget: _Budget) -> Iterator[list
         yield batch
 
 
+def _widest_rows(group: _SharedGroup) -> tuple[int, int]:
+    """A group's widest row after its own prefix, then its prefix: the order of ragged batches."""
+    return max(len(m) for m in group.members) - group.split, group.split
+
+
 class _BatchShape(NamedTuple):
     split: int
-    """The prefix length: the shortest of the batch's groups'."""
+    """The prefix width: the shortest of the batch's groups' (cut), or the longest (ragged:
+    the others padded)."""
     rows: int
     width: int
-    """The padded rows' tokens after the prefix."""
+    """The padded rows' tokens after their prefix."""
 
     @classmethod
-    def of(cls, batch: list[_SharedGroup]) -> _BatchShape:
+    def of(cls, batch: list[_SharedGroup], ragged: bool = False) -> _BatchShape:
+        rows = sum(len(g.members) for g in batch)
+        if ragged:
+            width = max(len(m) - g.split for g in batch for m in g.members)
+            return cls(max(g.split for g in batch), rows, width)
         split = min(g.split for g in batch)
-        width = max(len(m) for g in batch for m in g.members) - split
-        return cls(split, sum(len(g.members) for g in batch), width)
+        return cls(split, rows, max(len(m) for g in batch for m in g.members) - split)
+
+    def cut(self, group: _SharedGroup, ragged: bool) -> int:
+        """Where `group`'s members are split into prefix and row."""
+        return group.split if ragged else self.split
 
 
-def _batch_tokens(batch: list[_SharedGroup]) -> int:
-    """Padded tokens of a batch's two passes (prefixes cut to the shortest, then the rows),
-    plus `PASS_TOKENS` for each pass."""
-    shape = _BatchShape.of(batch)
+def _batch_tokens(batch: list[_SharedGroup], ragged: bool = False) -> int:
+    """Padded tokens of a batch's two passes (the prefixes, then the rows), plus `PASS_TOKENS`
+    for each pass."""
+    shape = _BatchShape.of(batch, ragged)
     return 2 * PASS_TOKENS + len(batch) * shape.split + shape.rows * shape.width
 
 
-def _worth_joining(batch: list[_SharedGroup], budget: _Budget) -> bool:
+def _worth_joining(batch: list[_SharedGroup], budget: _Budget, ragged: bool = False) -> bool:
     """Whether the last group of `batch` joins the others: within the budgets and cheaper
     together than apart."""
-    shape = _BatchShape.of(batch)
+    shape = _BatchShape.of(batch, ragged)
+    cost = functools.partial(_batch_tokens, ragged=ragged)
     # `batch_size` bounds the prefixes; the rows after them are short, so their tokens and
     # logits (K <= width per row) bound them.
     return (
         len(batch) <= budget.rows
         and shape.rows * shape.width <= min(budget.tokens, budget.logits)
-        and _batch_tokens(batch) <= _batch_tokens(batch[:-1]) + _batch_tokens(batch[-1:])
+        and len(batch) * shape.split <= budget.tokens
+        and cost(batch) <= cost(batch[:-1]) + cost(batch[-1:])
     )
 
 
 def _score_shared(
-    cache: ContextCache, batch: list[_SharedGroup], inputs: list[Seq], pairs: Sequence[TokenPair]
+    cache: ContextCache,
+    batch: list[_SharedGroup],
+    inputs: list[Seq],
+    pairs: Sequence[TokenPair],
+    ragged: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Summed log-probabilities and greedy misses of a batch of groups' requests, in its
-    order: each group's shared context once through the cache (all cut to the batch's
-    shortest), each member's own tokens as one right-padded row continuing it."""
-    split, _, width = _BatchShape.of(batch)
-    members = [m for g in batch for m in g.members]
-    ids = torch.zeros(len(members), width, dtype=torch.long)  # (B, S)
-    for b, m in enumerate(members):
-        ids[b, : len(m) - split] = torch.tensor(m[split:])
+    order: each group's shared context once through the cache (cut to the batch's shortest,
+    or with `ragged` whole and right-padded), each member's own tokens as one right-padded row
+    continuing it."""
+    shape = _BatchShape.of(batch, ragged)
+    cuts = [shape.cut(g, ragged) for g in batch]
+    ids = torch.zeros(shape.rows, shape.width, dtype=torch.long)  # (B, S)
+    prefixes = torch.zeros(len(batch), shape.split, dtype=torch.long)  # (G, P), right-padded
     reads, offset = [], 0
-    for g in batch:
+    for j, (g, cut) in enumerate(zip(batch, cuts, strict=True)):
+        prefixes[j, :cut] = torch.tensor(g.members[0][:cut])
+        for b, m in enumerate(g.members):
+            ids[offset + b, : len(m) - cut] = torch.tensor(m[cut:])
         for i, row in zip(g.requests, g.rows, strict=True):
             positions = _read_positions(inputs[i], pairs[i][1])
-            reads.append(_Read(offset + row, [p - split for p in positions], pairs[i][1]))
+            reads.append(_Read(offset + row, [p - cut for p in positions], pairs[i][1]))
         offset += len(g.members)
-    index, column = _read_index(reads, len(members))
-    prefixes = torch.tensor([g.members[0][:split] for g in batch])  # (G, P)
+    index, column = _read_index(reads, shape.rows)
+    lengths = torch.tensor(cuts)  # (G,)
     rows = torch.tensor([len(g.members) for g in batch])  # (G,)
     with torch.no_grad():
-        logits = cache(prefixes, rows, ids, index)
+        logits = cache(prefixes, lengths, rows, ids, index)
         return _sum_reads(logits, reads, column)
 
 

@@ -59,6 +59,9 @@ class Figure:
     key: str
     svg: str
     alt: str
+    labels: tuple[str, ...] = ()
+    """Its axis and colour-bar labels as drawn (the SVG draws text as paths): what a test reads
+    to check that every signed axis says which way is better (`formatting.BETTER_UP`)."""
 
 
 def styled(draw: Callable[P, Figure]) -> Callable[P, Figure]:
@@ -133,11 +136,19 @@ def render(key: str, fig: MplFigure, alt: str) -> Figure:
             with warnings.catch_warnings():
                 warnings.filterwarnings("error", message=COLLAPSED, category=UserWarning)
                 try:
-                    return Figure(key=key, svg=_svg(fig), alt=alt)
+                    return Figure(key=key, svg=_svg(fig), alt=alt, labels=axis_labels(fig))
                 except UserWarning:
                     fig.set_size_inches(fig.get_figwidth(), fig.get_figheight() * 1.5)
         fig.set_layout_engine("none")
-        return Figure(key=key, svg=_svg(fig), alt=alt)
+        return Figure(key=key, svg=_svg(fig), alt=alt, labels=axis_labels(fig))
+
+
+def axis_labels(fig: MplFigure) -> tuple[str, ...]:
+    """Every non-empty axis label of `fig` (a colour bar is an axis of its own) and its
+    figure-wide x and y labels, in drawing order."""
+    texts = [t for ax in fig.axes for t in (ax.get_xlabel(), ax.get_ylabel())]
+    texts += [fig.get_supxlabel(), fig.get_supylabel()]
+    return tuple(t for t in texts if t)
 
 
 def _svg(fig: MplFigure) -> str:
@@ -214,7 +225,7 @@ def forest(key: str, v: Judgement, colours: Colours) -> Figure:
     for label, a in zip(ax.get_yticklabels(), shown, strict=True):
         label.set_color(_hex(colours, a.arm))
     ax.set_ylim(-0.7, max(len(shown), 1) - 0.3)
-    ax.set_xlabel(f"Δ {v.metric} (positive = better)")
+    ax.set_xlabel(f"Δ {v.metric} ({formatting.BETTER_UP})")
     ax.set_title(f"{v.metric} at {v.scale} (σ = {formatting.num(v.sigma)})", fontsize=9)
     _legend_below(fig, legend)
     return render(key, fig, f"Forest plot of Δ {v.metric} per arm at {v.scale}")
@@ -267,8 +278,8 @@ def scatter(key: str, s: Decoupling, colours: Colours) -> Figure:
                           marker="D" if point.decoupled else "o")  # fmt: skip
         mark.set_gid(arm_gid(point.arm, "point", s.scale))
     _label_points(ax, [p.arm for p in s.arms], xs, ys, colours)
-    ax.set_xlabel(f"{s.loss_metric} change vs baseline (%)")
-    ax.set_ylabel(f"Δ {s.downstream_metric} (positive = better)")
+    ax.set_xlabel(f"{s.loss_metric} change vs baseline (%, {formatting.BETTER_DOWN})")
+    ax.set_ylabel(f"Δ {s.downstream_metric} ({formatting.BETTER_UP})")
     ax.set_title(f"scale {s.scale}", fontsize=9)
     _legend_below(
         fig,
@@ -451,7 +462,7 @@ def heatmap(key: str, h: Interactions) -> Figure:
     ax.set_xticks(range(n), factors, rotation=45, ha="right", fontsize=7)
     ax.set_yticks(range(n), factors, fontsize=7)
     ax.grid(False)
-    fig.colorbar(image, ax=ax, label="σ (positive = better)")
+    fig.colorbar(image, ax=ax, label=f"interaction in σ ({formatting.BETTER_UP})")
     ax.set_title(f"{h.metric} at {h.scale}", fontsize=9)
     return render(key, fig, f"Interaction heatmap of {h.metric} at {h.scale}")
 
@@ -539,7 +550,11 @@ def power_curves(key: str, metric: str, cases: Sequence[PowerCase]) -> Figure:
                         xytext=(-3 if left else 3, 0), textcoords="offset points", fontsize=7,
                         color=colour, ha="right" if left else "left")  # fmt: skip
     ax.axhline(target, color="0.5", ls="--", lw=0.8).set_gid("power--target")
-    ax.set(xlabel="true effect (in σ)", ylabel="probability of a verdict", ylim=(0, 1.02))
+    ax.set(
+        xlabel=f"true effect in σ ({formatting.BETTER_UP})",
+        ylabel="probability of a verdict",
+        ylim=(0, 1.02),
+    )
     ax.set_title(f"power on {metric} (target {target:.0%})", fontsize=9)
     fig.legend(loc="outside lower center", fontsize=7, frameon=False, ncols=1)
     return render(key, fig, f"Power against true effect for {metric}")

@@ -13,7 +13,16 @@ from typing import Any
 
 from archaudit.audit.findings import Analysis
 from archaudit.audit.power_cases import PowerCase
-from archaudit.formatting import DIGITS, MISSING, VALUE_DIGITS, num, pvalue, signed
+from archaudit.formatting import (
+    BETTER_DOWN,
+    BETTER_UP,
+    DIGITS,
+    MISSING,
+    VALUE_DIGITS,
+    num,
+    pvalue,
+    signed,
+)
 from archaudit.metrics import metric_info
 from archaudit.names import BASELINE
 from archaudit.report import figures, target_figures
@@ -368,8 +377,8 @@ def _sides(s: Decoupling) -> Grid:
     return Grid(
         f"At {s.scale}: each side moved (significant), flat (shown equivalent), not shown flat, "
         "or flat not testable (its MDE is too wide against the baseline's value).",
-        ("arm", "decoupled", "loss", "downstream", f"{s.loss_metric} change",
-         f"Δ {s.downstream_metric}"),
+        ("arm", "decoupled", "loss", "downstream", f"{s.loss_metric} change ({BETTER_DOWN})",
+         f"Δ {s.downstream_metric} ({BETTER_UP})"),
         tuple(
             (p.arm, p.kind or "no", p.loss_status, p.downstream_status,
              f"{signed(100 * p.loss_change, 2)}%", signed(p.downstream_delta))
@@ -581,7 +590,13 @@ def interactions(data: ReportData) -> Section:
                 f"{h.metric} at {h.scale}: additive fit R² = {num(h.r2_additive)}, "
                 f"harmful-count fit R² = {num(h.r2_harmful_count)}; harmful choices: "
                 f"{', '.join(h.harmful) or 'none'}.",
-                ("arm", "observed", "additive prediction", "interaction (σ)", "harmful count"),
+                (
+                    "arm",
+                    "observed",
+                    "additive prediction",
+                    f"interaction in σ ({BETTER_UP})",
+                    "harmful count",
+                ),
                 tuple(
                     (
                         c.arm,
@@ -785,9 +800,11 @@ def _arm_row(a: ArmVerdict, notes: Sequence[str]) -> tuple[str, ...]:
     )
 
 
+ARM_DELTA = f"Δ ({BETTER_UP})"
+"""The arms table's Δ column: positive = better whatever the metric's own direction."""
 ARM_COLUMNS = (
-    "arm", "verdict", "limits", "Δ", "interval", "p", "p_adj", "threshold", "MDE", "grade", "seeds",
-    "mean ± sd", "test", "family", "warnings",
+    "arm", "verdict", "limits", ARM_DELTA, "interval", "p", "p_adj", "threshold", "MDE", "grade",
+    "seeds", "mean ± sd", "test", "family", "warnings",
 )  # fmt: skip
 """The verdict and what limits it right after the arm: on a phone the table scrolls sideways,
 and the first columns are what a reader sees without scrolling."""
@@ -953,7 +970,13 @@ def _grid(p: Prediction, verdicts: dict[str, str]) -> Grid:
     largest = p.ladder.scales[-1].name
     return Grid(
         f"Each arm at {largest} (the largest trained scale) and at {p.ladder.target.name}.",
-        ("arm", f"verdict at {largest}", f"Δ at {largest}", "at target", "rank (could be)"),
+        (
+            "arm",
+            f"verdict at {largest}",
+            f"Δ at {largest} ({BETTER_UP})",
+            f"Δ̂ at target ({BETTER_UP})",
+            "rank (could be)",
+        ),
         tuple(
             (a.arm, verdicts.get(a.arm, "–"), signed(a.delta_largest), *_at_target(a))
             for a in p.arms

@@ -9,6 +9,7 @@ import math
 from matplotlib.figure import Figure as MplFigure
 from matplotlib.ticker import NullLocator
 
+from archaudit import formatting
 from archaudit.report.figures import Colours, Figure, render, styled
 from archaudit.stats.predictions.predict import ArmCurve, Prediction
 from archaudit.stats.predictions.target import TargetPrediction
@@ -32,7 +33,7 @@ def ladder_plot(key: str, p: Prediction, colours: Colours) -> Figure:
     for ax in axes[len(p.curves) :]:
         ax.set_visible(False)
     fig.supxlabel("parameters (log scale)", fontsize=8)
-    fig.supylabel(f"Δ {p.metric} (positive = better)", fontsize=8)
+    fig.supylabel(f"Δ {p.metric} ({formatting.BETTER_UP})", fontsize=8)
     return render(key, fig, f"Each arm's Δ {p.metric} over the ladder and at the target")
 
 

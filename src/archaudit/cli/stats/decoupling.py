@@ -18,6 +18,7 @@ from archaudit.cli.stats.common import (
     stats_app,
 )
 from archaudit.errors import ConfigError
+from archaudit.formatting import BETTER_DOWN, BETTER_UP
 from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS
 from archaudit.stats.options import DEFAULT, JudgeOptions
 
@@ -65,7 +66,8 @@ def _print_decoupling(result: Decoupling) -> None:
         result.loss_metric, result.downstream_metric, result.margin,
     )  # fmt: skip
     print_rows(
-        f"{loss_metric} vs {downstream_metric} at {result.scale} (flat: equivalent within "
+        f"{loss_metric} vs {downstream_metric} at {result.scale} (r_L: relative {loss_metric} "
+        f"change, {BETTER_DOWN}; Δ: {BETTER_UP}; flat: equivalent within "
         + ("each arm's MDE" if margin is None else f"±{margin} σ")
         + " by TOST, a margin of at most a fifth of the baseline's value, else flat is not "
         "testable; not significant alone is not flat)",
