@@ -175,6 +175,7 @@ class ExecutorSpec:
 
 
 MAX_STRESS_SEEDS = 100
+MAX_FIRST_SEED = 1_000_000
 """More seeds per rate than any CPU or GPU sweep runs; a bound so that `--plan` stays finite."""
 MAX_EXTRA_RATES = 10
 """Rates above the grid at most: ten more steps of the grid's last ratio (3.3× by default)
@@ -193,6 +194,13 @@ class StressSpec:
     """Seeds per rate (>= 2: the measures' intervals are over seeds). 3 by default: at 2, the
     primary test's smallest p over the 3 high rates, 2/6³ ≈ 0.0093, is above Holm's first
     threshold with >= 6 arms, so nothing could be declared (docs/stability.md)."""
+    first_seed: int = 0
+    """The seeds are first_seed .. first_seed + seeds − 1: a confirming run on fresh seeds
+    (e.g. 3 after a pilot on 0-2) trains none of the pilot's."""
+    fragile: tuple[str, ...] = ()
+    """The arms declared fragile before the sweep (e.g. those that diverged at scale): one
+    group test, at α, of whether they rank more fragile than the other swept arms
+    (docs/stability.md); empty = no group test."""
     arms: tuple[str, ...] = ()
     """The arms swept (besides the baseline); empty = every arm of the audit."""
     scale: str = ""
@@ -225,13 +233,14 @@ class StressSpec:
             )
         _count(self.seeds, "stress.seeds", 2, MAX_STRESS_SEEDS, "(intervals over seeds)")
         _count(self.extra_rates, "stress.extra_rates", 0, MAX_EXTRA_RATES, "(above the grid)")
+        _count(self.first_seed, "stress.first_seed", 0, MAX_FIRST_SEED, "(the seeds' start)")
         depths = _numbers(self.depths, "stress.depths")
         if any(d != int(d) or d < 2 for d in depths):
             raise ConfigError(
                 f"stress.depths = {list(depths)}: whole multiples of the layers, >= 2"
             )
         object.__setattr__(self, "depths", tuple(int(d) for d in depths))
-        for key in ("arms", "depth_arms"):
+        for key in ("arms", "depth_arms", "fragile"):
             object.__setattr__(self, key, _strings(getattr(self, key), f"stress.{key}"))
         if not 0 < self.alpha < 1:
             raise ConfigError(f"stress.alpha = {self.alpha!r} must be in (0, 1)")

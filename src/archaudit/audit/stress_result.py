@@ -24,10 +24,12 @@ from archaudit.stats.analyses.forecast import Backtest, Trace, backtest, depth_f
 from archaudit.stats.analyses.stability import (
     ArmStability,
     DepthVerdict,
+    GroupVerdict,
     StabilityVerdict,
     Sweep,
     SweepRun,
     judge_depth,
+    judge_group,
     judge_stability,
     measure,
 )
@@ -114,6 +116,12 @@ class StressResult:
     """Points without a result yet (not trained, or failed)."""
     depth_verdicts: tuple[DepthVerdict, ...] = ()
     """Each depth-stress arm against the baseline (the depth-fragility test)."""
+    group: GroupVerdict | None = None
+    """The arms declared fragile (`stress.fragile`) against the other swept arms."""
+    sweep_runs: tuple[SweepRun, ...] = ()
+    """Every run of the sweep's grid as the tests read it (the power model's pilot)."""
+    depth_runs: tuple[SweepRun, ...] = ()
+    """Every run the depth test reads (the depth rates, the sweep's depth included)."""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -121,11 +129,23 @@ class StressResult:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> StressResult:
         try:
+            group = data.get("group")
             return cls(
-                **{**data, **{k: tuple(_build(k, v)) for k, v in data.items() if k in _ITEMS}}
+                **{
+                    **data,
+                    **{k: tuple(_build(k, v)) for k, v in data.items() if k in _ITEMS},
+                    "group": None if group is None else _build_one(GroupVerdict, group),
+                }
             )
         except (TypeError, KeyError) as err:
             raise DataError(f"not a stress result ({err})") from None
+
+    def pilot(self, depth: bool = False) -> dict[str, list[SweepRun]]:
+        """The runs of each arm the power model fits (`stats.analyses.stress_power`)."""
+        out: dict[str, list[SweepRun]] = {}
+        for run in self.depth_runs if depth else self.sweep_runs:
+            out.setdefault(run.arm, []).append(run)
+        return out
 
     def arm(self, name: str) -> ArmStability | None:
         return next((a for a in self.arms if a.arm == name), None)
@@ -139,17 +159,18 @@ _ITEMS: dict[str, type] = {
     "backtests": Backtest,
     "traces": SignalTrace,
     "depth_verdicts": DepthVerdict,
+    "sweep_runs": SweepRun,
+    "depth_runs": SweepRun,
 }
 
 
 def _build(key: str, items: list[dict[str, Any]]) -> list[Any]:
-    cls = _ITEMS[key]
-    out = []
-    for item in items:
-        fields = {f.name for f in dataclasses.fields(cls)}
-        values = {k: _tuples(v) for k, v in item.items() if k in fields}
-        out.append(cls(**values))
-    return out
+    return [_build_one(_ITEMS[key], item) for item in items]
+
+
+def _build_one(cls: type, item: dict[str, Any]) -> Any:
+    fields = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: _tuples(v) for k, v in item.items() if k in fields})
 
 
 def _tuples(value: Any) -> Any:
@@ -210,6 +231,15 @@ def analyse(plan: StressPlan) -> StressResult:
         traces=tuple(traces),
         missing=len(plan.points) - len(read),
         depth_verdicts=tuple(depth_verdicts),
+        group=judge_group(
+            sweeps,
+            settings.fragile,
+            BASELINE,
+            alpha=settings.alpha,
+            permutations=settings.permutations,
+        ),
+        sweep_runs=tuple(r for s in sweeps.values() for runs in s.by_rate for r in runs),
+        depth_runs=tuple(r for runs in depth_runs.values() for r in runs),
     )
 
 

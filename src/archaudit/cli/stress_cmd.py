@@ -25,6 +25,8 @@ from archaudit.formatting import num, pvalue
 from archaudit.progress import warn
 
 if TYPE_CHECKING:
+    from archaudit.audit.spec import AuditSpec
+    from archaudit.audit.stress_power import TestPower
     from archaudit.audit.stress_result import StressResult
 
 
@@ -35,6 +37,15 @@ def stress(
     plan_only: Annotated[
         bool, typer.Option("--plan", help="Print the sweep and its cost; train nothing.")
     ] = False,
+    pilot: Annotated[
+        Path | None,
+        typer.Option(
+            "--pilot",
+            help="With --plan: a pilot's stored stress test (stress.json or its folder); says "
+            "each declared test's power at stress.seeds and the seeds for 0.8. Default: the "
+            "audit's own stored stress test, if any.",
+        ),
+    ] = None,
     *,
     executor: Executor,
     probe: Probe = True,
@@ -50,6 +61,7 @@ def stress(
     to runs/AUDIT/_stress/stress.json and the report's stability section."""
     from archaudit.audit.spec import load_audit
     from archaudit.audit.stress import STRESS_DIR, stress_plan
+    from archaudit.audit.stress_power import power_json
     from archaudit.audit.stress_result import RESULT_FILE, analyse, write_result
     from archaudit.audit.stress_run import run_stress
     from archaudit.audit.stress_time import stress_time
@@ -63,10 +75,14 @@ def stress(
         cost = {"cost": plan.cost_line(), **(timed.to_json() if timed else {})}
         power = plan.power_note()
         cost |= {"power": power} if power else {}
+        powers = _pilot_power(spec, pilot or spec.audit_dir / STRESS_DIR / RESULT_FILE, pilot)
+        cost |= {"pilot_power": power_json(powers)} if powers else {}
         line = "; ".join(str(cost[k]) for k in ("cost", "time") if k in cost)
         if json_:
             return emit(cost)
         Console().print(line)
+        for p in powers:
+            Console().print(p.line())
         if power:
             warn(power)
         return
@@ -81,6 +97,16 @@ def stress(
     Console().print(f"{result.cost}\nstored in {path}")
 
 
+def _pilot_power(spec: AuditSpec, path: Path, named: Path | None) -> tuple[TestPower, ...]:
+    """The power model's lines from the pilot at `path` (named, or the audit's own stored
+    stress test when it exists; nothing when it does not)."""
+    from archaudit.audit.stress_power import plan_power, read_pilot
+
+    if named is None and not path.is_file():
+        return ()
+    return plan_power(spec, read_pilot(path))
+
+
 def print_result(result: StressResult) -> None:
     """The per-arm table, the depth stress, then the forecast backtest."""
     show(_arm_table(result))
@@ -91,9 +117,21 @@ def print_result(result: StressResult) -> None:
             f"grid vs the baseline's at the same rate): {v.correction} over {len(result.verdicts)} "
             f"arms, {v.error_rate} ≤ {v.alpha:g}; ΔS and unstable runs are secondary"
         )
+    if result.group is not None:
+        Console().print(_group_line(result))
     if result.depth:
         show(_depth_table(result))
     show(_backtest_table(result))
+
+
+def _group_line(result: StressResult) -> str:
+    g = result.group
+    assert g is not None
+    return (
+        f"group test (declared fragile: {', '.join(g.fragile)}; against "
+        f"{', '.join(g.others) or 'no other arm'}): {g.verdict}, p {_p(g.p)} "
+        f"({g.measure or '–'}), one test, {g.error_rate} ≤ {g.alpha:g}"
+    )
 
 
 def _arm_table(result: StressResult) -> Table:
@@ -124,11 +162,12 @@ def _depth_table(result: StressResult) -> Table:
     verdicts = {v.arm: v for v in result.depth_verdicts}
     forecasts = {(f.arm, f.lr): f for f in result.depth_forecasts}
     table = Table(title="depth stress (the same width at more layers)")
+    shown = _shown(result, "grad_norm")
     columns = ("arm", "layers", "LR", "unstable runs", "max attn logit", "max |log Z|")
     for column in (
         *columns,
         "max grad norm",
-        "forecast depth (grad)",
+        "forecast depth (grad)" if shown else "forecast depth",
         "p (Holm)",
         "verdict",
     ):
@@ -144,17 +183,25 @@ def _depth_table(result: StressResult) -> Table:
             num(d.signals.get("attn_logit_max", math.nan), 3),
             num(d.signals.get("log_z_max", math.nan), 3),
             num(d.signals.get("grad_norm", math.nan), 3),
-            "" if forecast is None else num(forecast.forecast.get("grad_norm", math.inf), 3),
+            "" if forecast is None or not shown else num(forecast.forecast.get("grad_norm", math.inf), 3),
             "" if v is None else f"{_p(v.p_adjusted)} ({v.measure or '–'})",
             "(reference)" if v is None else v.verdict,
         )
     return table
 
 
+def _shown(result: StressResult, signal: str) -> bool:
+    """Whether `signal`'s forecasts are printed: its backtest beats chance (`Backtest.useful`)."""
+    return any(b.useful for b in result.backtests if b.signal == signal)
+
+
 def _backtest_table(result: StressResult) -> Table:
-    forecast = Table(title="forecast backtest (fit of the signal's growth over steps)")
+    forecast = Table(
+        title="forecast backtest (fit of the signal's growth over steps; a forecast is shown "
+        "only where its hit rate beats its false-alarm rate, one-sided Fisher p < 0.05)"
+    )
     columns = ("signal", "threshold", "broke", "warned in time", "false alarms", "precision")
-    for column in (*columns, "recall", "median lead (steps)"):
+    for column in (*columns, "recall", "p vs chance", "median lead (steps)"):
         forecast.add_column(column, justify="right")
     for b in result.backtests:
         forecast.add_row(
@@ -165,6 +212,7 @@ def _backtest_table(result: StressResult) -> Table:
             f"{b.false_alarms}/{b.stable}",
             num(b.precision, 2),
             num(b.recall, 2),
+            _p(b.gate_p),
             num(b.median_lead, 3) if b.useful else "not useful here",
         )
     return forecast
