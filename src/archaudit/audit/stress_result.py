@@ -21,6 +21,7 @@ from archaudit.errors import DataError
 from archaudit.files import atomic_write_text, read_json
 from archaudit.rundir import METRICS
 from archaudit.stats.analyses.forecast import Backtest, Trace, backtest, depth_forecast
+from archaudit.stats.analyses.logits import LogitRun, LogitVerdict, judge_logits
 from archaudit.stats.analyses.stability import (
     ArmStability,
     DepthVerdict,
@@ -122,6 +123,9 @@ class StressResult:
     """Every run of the sweep's grid as the tests read it (the power model's pilot)."""
     depth_runs: tuple[SweepRun, ...] = ()
     """Every run the depth test reads (the depth rates, the sweep's depth included)."""
+    logit_verdicts: tuple[LogitVerdict, ...] = ()
+    """Each arm against the baseline on Wortsman et al.'s logit measures (`stats.analyses.
+    logits`): the largest attention logit and the final |log Z| at the upper rates."""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -161,6 +165,7 @@ _ITEMS: dict[str, type] = {
     "depth_verdicts": DepthVerdict,
     "sweep_runs": SweepRun,
     "depth_runs": SweepRun,
+    "logit_verdicts": LogitVerdict,
 }
 
 
@@ -240,6 +245,39 @@ def analyse(plan: StressPlan) -> StressResult:
         ),
         sweep_runs=tuple(r for s in sweeps.values() for runs in s.by_rate for r in runs),
         depth_runs=tuple(r for runs in depth_runs.values() for r in runs),
+        logit_verdicts=tuple(_logit_verdicts(read, settings, BASELINE in sweeps)),
+    )
+
+
+def _logit_verdicts(
+    read: Sequence[tuple[StressPoint, SweepRun, SignalTrace]], settings: Any, judged: bool
+) -> list[LogitVerdict]:
+    """The logit test of every swept arm (the sweep's grid, at its depth)."""
+    runs: dict[str, list[LogitRun]] = {}
+    for point, run, trace in read:
+        if point.kind == "lr":
+            runs.setdefault(run.arm, []).append(logit_run(run, trace))
+    if not judged:
+        return []
+    return judge_logits(
+        runs,
+        BASELINE,
+        alpha=settings.alpha,
+        correction=settings.correction,
+        permutations=settings.permutations,
+    )
+
+
+def logit_run(run: SweepRun, trace: SignalTrace) -> LogitRun:
+    """A run's logit measures: its largest attention logit, its last finite |log Z|."""
+    log_z = [abs(v) for v in trace.signals["log_z_max"] if math.isfinite(v)]
+    return LogitRun(
+        run.arm,
+        run.lr,
+        run.seed,
+        run.stable,
+        _largest(trace.signals["attn_logit_max"]),
+        log_z[-1] if log_z else math.nan,
     )
 
 

@@ -117,11 +117,32 @@ def print_result(result: StressResult) -> None:
             f"grid vs the baseline's at the same rate): {v.correction} over {len(result.verdicts)} "
             f"arms, {v.error_rate} ≤ {v.alpha:g}; ΔS and unstable runs are secondary"
         )
+    if result.logit_verdicts:
+        show(_logit_table(result))
     if result.group is not None:
         Console().print(_group_line(result))
     if result.depth:
         show(_depth_table(result))
     show(_backtest_table(result))
+
+
+def _logit_table(result: StressResult) -> Table:
+    table = Table(
+        title="logit test (Wortsman et al. 2023: largest attention logit, final |log Z| at the "
+        "upper half of the grid vs the baseline's; its own Holm family)"
+    )
+    for column in ("arm", "z attn logit", "z |log Z|", "p (Holm)", "verdict"):
+        table.add_column(column, justify="left" if column in ("arm", "verdict") else "right")
+    for v in result.logit_verdicts:
+        z = v.z or (math.nan, math.nan)
+        table.add_row(
+            v.arm,
+            num(z[0], 3),
+            num(z[1], 3),
+            f"{_p(v.p_adjusted)} ({v.measure or '–'})",
+            v.verdict,
+        )
+    return table
 
 
 def _group_line(result: StressResult) -> str:
