@@ -60,7 +60,10 @@ def _logit_model(runs: Sequence[LogitRun]) -> dict[float, tuple[float, float, fl
 
 
 def _draw_logits(
-    arm: str, model: dict[float, tuple[float, float, float, float]], seeds: int, rng: np.random.Generator
+    arm: str,
+    model: dict[float, tuple[float, float, float, float]],
+    seeds: int,
+    rng: np.random.Generator,
 ) -> list[LogitRun]:
     return [
         LogitRun(arm, lr, s, True, math.exp(rng.normal(a, sa)), abs(rng.normal(z, sz)))
@@ -97,7 +100,9 @@ def simulated(
         drawn = {a: _draw_logits(a, logits, seeds, rng) for a in ["baseline", *names]}
         p_logit = [
             fragility_test(
-                logit_strata(drawn[a], drawn["baseline"]) or [], permutations, measures=LOGIT_MEASURES
+                logit_strata(drawn[a], drawn["baseline"]) or [],
+                permutations,
+                measures=LOGIT_MEASURES,
             ).p
             for a in names
         ]

@@ -81,11 +81,13 @@ def test_the_plan_says_when_the_depth_test_cannot_declare(tmp_path: Path) -> Non
 
 
 def test_fragile_names_a_swept_arm(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="stress.fragile: 'post_lm'.*post_ln"):
+    with pytest.raises(ConfigError, match=r"stress\.fragile: 'post_lm'.*post_ln"):
         stress_plan(load_audit(audit(tmp_path, "[stress]\nfragile = ['post_lm']\n")))
 
 
-def _logits(arm: str, lrs: list[float], seeds: int, attn: float, rng: np.random.Generator) -> list[LogitRun]:
+def _logits(
+    arm: str, lrs: list[float], seeds: int, attn: float, rng: np.random.Generator
+) -> list[LogitRun]:
     return [
         LogitRun(arm, lr, s, True, attn * lr * math.exp(rng.normal(0, 0.1)), 5 + rng.normal(0, 0.3))
         for lr in lrs
@@ -114,7 +116,12 @@ def test_a_run_s_logit_measures_come_from_its_trace() -> None:
     result = read_result(SMALL)
     trace = result.traces[0]
     shaped = SignalTrace(
-        trace.arm, trace.lr, trace.seed, trace.layers, None, (1, 2, 3),
+        trace.arm,
+        trace.lr,
+        trace.seed,
+        trace.layers,
+        None,
+        (1, 2, 3),
         {"attn_logit_max": (3.0, 9.0, 4.0), "log_z_max": (-1.0, -6.0, math.nan)},
     )
     run = next(r for r in _sweep_runs(result) if r.arm == trace.arm)
@@ -155,7 +162,7 @@ def test_the_plan_states_the_power_from_a_pilot(tmp_path: Path) -> None:
 def test_a_pilot_without_runs_is_one_line_that_says_what_to_do(tmp_path: Path) -> None:
     path = tmp_path / RESULT_FILE
     write_result(dataclasses.replace(read_result(SMALL), sweep_runs=()), path)
-    with pytest.raises(DataError, match="stores no runs.*re-analyse"):
+    with pytest.raises(DataError, match=r"stores no runs.*re-analyse"):
         read_pilot(path)
 
 
@@ -213,9 +220,7 @@ def test_a_forecast_is_shown_only_where_it_beats_its_false_alarm_rate(
     assert not chance.useful and chance.gate_p > 0.05  # 4/6 hits against 28/40 alarms
     assert not precise_but_rare.useful  # right when it warns, but 1/10 hits is chance
     monkeypatch.setenv("COLUMNS", "400")
-    result = dataclasses.replace(
-        read_result(SMALL), backtests=(sharp, chance, precise_but_rare)
-    )
+    result = dataclasses.replace(read_result(SMALL), backtests=(sharp, chance, precise_but_rare))
     print_result(result)
     out = capsys.readouterr().out
     assert out.count("not useful here") == 2 and "p vs chance" in out

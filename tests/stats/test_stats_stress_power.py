@@ -28,7 +28,9 @@ from archaudit.stats.analyses.sweeps import SweepModel, breaking_at_top, simulat
 QUIET = SweepModel()
 
 
-def pilot(models: dict[str, SweepModel], seeds: int = 3, seed: int = 0) -> dict[str, list[SweepRun]]:
+def pilot(
+    models: dict[str, SweepModel], seeds: int = 3, seed: int = 0
+) -> dict[str, list[SweepRun]]:
     rng = np.random.default_rng(seed)
     return {arm: simulate_sweep(arm, m, seeds, rng) for arm, m in models.items()}
 

@@ -39,7 +39,9 @@ class TestPower:
             if self.needed
             else f"0.8 not reached by {model.MAX_SEEDS} seeds"
         )
-        return f"{self.test} test, {self.arm}: power {self.power:.2f} at {self.seeds} seeds ({needs})"
+        return (
+            f"{self.test} test, {self.arm}: power {self.power:.2f} at {self.seeds} seeds ({needs})"
+        )
 
 
 def read_pilot(path: Path) -> StressResult:
@@ -81,9 +83,7 @@ def plan_power(
     return tuple(out)
 
 
-def _per_arm(
-    test: str, at: Callable[[int], list[model.ArmPower]], seeds: int
-) -> list[TestPower]:
+def _per_arm(test: str, at: Callable[[int], list[model.ArmPower]], seeds: int) -> list[TestPower]:
     """Each arm's power at `seeds`, and the fewest seeds reaching the target (one model run
     per seed count serves every arm)."""
     cache: dict[int, dict[str, float]] = {}
@@ -93,16 +93,13 @@ def _per_arm(
             cache[n] = {p.arm: p.power for p in at(n)}
         return cache[n]
 
+    def needed(arm: str, power: float) -> int | None:
+        if power >= model.TARGET_POWER:
+            return seeds
+        return model.seeds_for(lambda n: powers(n)[arm], seeds + 1)
+
     return [
-        TestPower(
-            test,
-            arm,
-            seeds,
-            power,
-            seeds
-            if power >= model.TARGET_POWER
-            else model.seeds_for(lambda n, a=arm: powers(n)[a], seeds + 1),
-        )
+        TestPower(test, arm, seeds, power, needed(arm, power))
         for arm, power in powers(seeds).items()
     ]
 

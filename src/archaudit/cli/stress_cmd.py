@@ -72,7 +72,7 @@ def stress(
     if plan_only:
         plan = stress_plan(spec)
         timed = stress_time(plan) if probe else None
-        cost = {"cost": plan.cost_line(), **(timed.to_json() if timed else {})}
+        cost: dict[str, object] = {"cost": plan.cost_line(), **(timed.to_json() if timed else {})}
         power = plan.power_note()
         cost |= {"power": power} if power else {}
         powers = _pilot_power(spec, pilot or spec.audit_dir / STRESS_DIR / RESULT_FILE, pilot)
@@ -99,10 +99,11 @@ def stress(
 
 def _pilot_power(spec: AuditSpec, path: Path, named: Path | None) -> tuple[TestPower, ...]:
     """The power model's lines from the pilot at `path` (named, or the audit's own stored
-    stress test when it exists; nothing when it does not)."""
+    stress test when it exists and stores its runs; nothing otherwise)."""
     from archaudit.audit.stress_power import plan_power, read_pilot
+    from archaudit.audit.stress_result import read_result
 
-    if named is None and not path.is_file():
+    if named is None and (not path.is_file() or not read_result(path).sweep_runs):
         return ()
     return plan_power(spec, read_pilot(path))
 
@@ -204,7 +205,9 @@ def _depth_table(result: StressResult) -> Table:
             num(d.signals.get("attn_logit_max", math.nan), 3),
             num(d.signals.get("log_z_max", math.nan), 3),
             num(d.signals.get("grad_norm", math.nan), 3),
-            "" if forecast is None or not shown else num(forecast.forecast.get("grad_norm", math.inf), 3),
+            ""
+            if forecast is None or not shown
+            else num(forecast.forecast.get("grad_norm", math.inf), 3),
             "" if v is None else f"{_p(v.p_adjusted)} ({v.measure or '–'})",
             "(reference)" if v is None else v.verdict,
         )

@@ -598,7 +598,9 @@ def group_strata(fragile: Sequence[SweepRun], others: Sequence[SweepRun]) -> lis
     rates = sorted({r.lr for r in others})
     if not rates or rates != sorted({r.lr for r in fragile}):
         return None
-    grouped = [([r for r in fragile if r.lr == lr], [r for r in others if r.lr == lr]) for lr in rates]
+    grouped = [
+        ([r for r in fragile if r.lr == lr], [r for r in others if r.lr == lr]) for lr in rates
+    ]
     if len(rates) < 2 or any(len(a) < 2 or len(b) < 2 for a, b in grouped):
         return None
     weights = high_weights(rates, statistics.median_low(rates))
@@ -621,10 +623,14 @@ def judge_group(
         return None
     others = tuple(a for a in sweeps if a != baseline and a not in fragile)
     declared = tuple(a for a in fragile if a in sweeps)
-    runs = [[r for a in group for rs in sweeps[a].by_rate for r in rs] for group in (declared, others)]
+    runs = [
+        [r for a in group for rs in sweeps[a].by_rate for r in rs] for group in (declared, others)
+    ]
     strata = group_strata(*runs) if declared and others else None
     if strata is None:
         nan = tuple(math.nan for _ in range(3))
         return GroupVerdict(declared, others, 1.0, "", nan, NOT_ESTIMABLE, alpha)
     test = fragility_test(strata, permutations)
-    return GroupVerdict(declared, others, test.p, test.measure, test.z, _verdict(test, test.p, alpha), alpha)
+    return GroupVerdict(
+        declared, others, test.p, test.measure, test.z, _verdict(test, test.p, alpha), alpha
+    )

@@ -2,15 +2,15 @@
 
 A pilot (a stored stress test's runs) is fitted stratum by stratum, a stratum being a rate of
 the sweep (or a depth and rate of the depth stress): per arm, the probability that a run
-breaks, and the mean of
-its final loss min(L, L₀) and of its gradient-norm level ln ‖g‖ over the runs that did not
-break (the break probability shrunk towards the arm's own rate over every stratum, as
-(k + p̄)/(n + 1) with p̄ = (K + ½)/(N + 1): 0 of 3 is not "never", and an arm that never broke
-in 18 runs rarely breaks), with the seed SD of each pooled over the arm's and the baseline's runs at that stratum
-(over every stratum where one has fewer than two stable runs). Simulated sweeps draw each
-run from its stratum's model (`simulate_runs`), and the declared tests judge them exactly as
-they judge trained runs: the per-arm primary test with Holm over the arms (`rate_power`,
-`depth_power`), and the group test of the arms declared fragile (`group_power`).
+breaks, shrunk towards the arm's own rate over every stratum as (k + p̄)/(n + 1) with
+p̄ = (K + ½)/(N + 1) (0 of 3 is not "never", and an arm that never broke in 18 runs rarely
+breaks); and the mean of its final loss min(L, L₀) and of its gradient-norm level ln ‖g‖ over
+the runs that did not break, with the seed SD of each pooled over the arm's and the
+baseline's runs at that stratum (over every stratum where neither has two stable runs).
+Simulated sweeps draw each run from its stratum's model (`simulate_runs`), and the declared
+tests judge them exactly as they judge trained runs: the per-arm test with Holm over the arms
+(`power`: the rate test, or the depth test), and the group test of the arms declared fragile
+(`group_power`).
 
 The power of an arm is the share of simulated sweeps in which it is declared in the pilot's
 direction (the sign of its pilot test). The pilot's effect is an estimate, larger than the
@@ -90,7 +90,9 @@ def _pooled_sds(
     where neither arm has two, the SD pooled over every stratum (0 when none has)."""
     by_key: dict[Key, tuple[float, int]] = {}
     for key in {_key(r) for r in runs}:
-        groups = [[value(r) for r in arm if _key(r) == key and r.stable] for arm in (runs, baseline)]
+        groups = [
+            [value(r) for r in arm if _key(r) == key and r.stable] for arm in (runs, baseline)
+        ]
         groups = [[v for v in g if math.isfinite(v)] for g in groups]
         squares = sum(float(np.sum((np.array(g) - np.mean(g)) ** 2)) for g in groups if len(g) > 1)
         dof = sum(len(g) - 1 for g in groups if len(g) > 1)
