@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
+from archaudit.stats.analyses.logits import LogitRun
 from archaudit.stats.analyses.stability import (
     MORE_FRAGILE,
     NOT_ESTIMABLE,
@@ -18,7 +21,9 @@ from archaudit.stats.analyses.stability import (
 from archaudit.stats.analyses.stress_power import (
     MAX_SEEDS,
     fit,
+    fit_logits,
     group_power,
+    logit_power,
     power,
     seeds_for,
     simulate_runs,
@@ -112,3 +117,25 @@ def test_the_depth_test_says_when_its_seeds_cannot_declare() -> None:
     assert "0.056" in note and "depth test" in note and "stress.seeds = 3" in note
     assert undeclarable_depth(3, (2, 4), (10.0,), 1, 0.05) == ""
     assert undeclarable_depth(2, (), (10.0,), 1, 0.05) == ""
+
+
+def _logit_pilot(attn: float, seeds: int, rng: np.random.Generator, arm: str) -> list[LogitRun]:
+    return [
+        LogitRun(arm, lr, s, True, attn * lr * math.exp(rng.normal(0, 0.2)), 8 + rng.normal(0, 1))
+        for lr in QUIET.lrs
+        for s in range(seeds)
+    ]
+
+
+def test_logit_power_finds_smaller_attention_logits_and_not_a_copy() -> None:
+    rng = np.random.default_rng(3)
+    runs = {
+        "baseline": _logit_pilot(1000.0, 3, rng, "baseline"),
+        "qk_norm": _logit_pilot(50.0, 3, rng, "qk_norm"),
+        "copy": _logit_pilot(1000.0, 3, rng, "copy"),
+    }
+    got = {p.arm: p for p in logit_power(runs, "baseline", 3, trials=40, permutations=199)}
+    assert got["qk_norm"].direction == -1 and got["qk_norm"].power >= 0.8
+    assert got["copy"].power <= 0.25
+    model = fit_logits(runs["qk_norm"], runs["baseline"])
+    assert model[QUIET.lrs[0]].attn == pytest.approx(math.log(50 * QUIET.lrs[0]), abs=0.3)

@@ -24,7 +24,8 @@ class TestPower:
     """One declared test of the sweep, as the pilot's model gives it."""
 
     test: str
-    """"rate" (an arm against the baseline over rates), "depth", or "group" (`stress.fragile`)."""
+    """"rate" (an arm against the baseline over rates), "depth", "logit" (the logit test), or
+    "group" (`stress.fragile`)."""
     arm: str
     seeds: int
     power: float
@@ -78,6 +79,17 @@ def plan_power(
             trials=trials,
         )
         out += _per_arm(test, at, settings.seeds)
+    logits = pilot.logit_pilot()
+    if BASELINE in logits and len(logits) > 1:
+        at = functools.partial(
+            model.logit_power,
+            logits,
+            BASELINE,
+            alpha=settings.alpha,
+            correction=settings.correction,
+            trials=trials,
+        )
+        out += _per_arm("logit", at, settings.seeds)
     if settings.fragile:
         out += _group(pilot, settings.fragile, settings.seeds, settings.alpha, trials)
     return tuple(out)

@@ -151,6 +151,16 @@ class StressResult:
             out.setdefault(run.arm, []).append(run)
         return out
 
+    def logit_pilot(self) -> dict[str, list[LogitRun]]:
+        """The logit measures of every run of the grid, per arm (the logit test's pilot)."""
+        traces = {(t.arm, t.lr, t.seed, t.layers): t for t in self.traces}
+        out: dict[str, list[LogitRun]] = {}
+        for run in self.sweep_runs:
+            trace = traces.get((run.arm, run.lr, run.seed, run.layers))
+            if trace is not None:
+                out.setdefault(run.arm, []).append(logit_run(run, trace))
+        return out
+
     def arm(self, name: str) -> ArmStability | None:
         return next((a for a in self.arms if a.arm == name), None)
 

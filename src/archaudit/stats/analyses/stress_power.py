@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from archaudit.stats.analyses.fragility import Stratum, fragility_test
+from archaudit.stats.analyses.logits import LOGIT_MEASURES, LogitRun, logit_strata
 from archaudit.stats.analyses.stability import (
     Sweep,
     SweepRun,
@@ -235,3 +236,99 @@ def seeds_for(
         if power_at(seeds) >= target:
             return seeds
     return None
+
+
+@dataclass(frozen=True)
+class LogitModel:
+    """One arm at one rate: the mean and SD of ln(largest attention logit) and of |log Z|
+    over its stable runs (SDs pooled with the baseline's), and how often a run breaks."""
+
+    breaks: float
+    attn: float
+    attn_sd: float
+    log_z: float
+    log_z_sd: float
+
+
+def fit_logits(runs: Sequence[LogitRun], baseline: Sequence[LogitRun]) -> dict[float, LogitModel]:
+    """The logit test's model of one arm, rate by rate (as `fit`, on the two logit measures;
+    the attention logit on a log scale, as it grows by decades over the grid)."""
+    prior = (sum(not r.stable for r in runs) + 0.5) / (len(runs) + 1)
+    out = {}
+    for lr in sorted({r.lr for r in runs}):
+        at = [r for r in runs if r.lr == lr]
+        both = [[r for r in arm if r.lr == lr and r.stable] for arm in (at, baseline)]
+        out[lr] = LogitModel(
+            breaks=(sum(not r.stable for r in at) + prior) / (len(at) + 1),
+            attn=_mean([_log(r.attn_logit) for r in both[0]]),
+            attn_sd=_pooled([[_log(r.attn_logit) for r in g] for g in both]),
+            log_z=_mean([r.log_z for r in both[0]]),
+            log_z_sd=_pooled([[r.log_z for r in g] for g in both]),
+        )
+    return out
+
+
+def _log(value: float) -> float:
+    return math.log(value) if value > 0 else math.nan
+
+
+def _pooled(groups: Sequence[Sequence[float]]) -> float:
+    finite = [[v for v in g if math.isfinite(v)] for g in groups]
+    squares = sum(float(np.sum((np.array(g) - np.mean(g)) ** 2)) for g in finite if len(g) > 1)
+    dof = sum(len(g) - 1 for g in finite if len(g) > 1)
+    return math.sqrt(squares / dof) if dof else 0.0
+
+
+def simulate_logits(
+    arm: str, model: Mapping[float, LogitModel], seeds: int, rng: np.random.Generator
+) -> list[LogitRun]:
+    runs = []
+    for lr, m in model.items():
+        for seed in range(seeds):
+            broke = bool(rng.random() < m.breaks)
+            attn = math.exp(m.attn + rng.normal(0.0, m.attn_sd))
+            runs.append(
+                LogitRun(arm, lr, seed, not broke, attn, abs(m.log_z + rng.normal(0, m.log_z_sd)))
+            )
+    return runs
+
+
+def logit_power(
+    pilot: Mapping[str, Sequence[LogitRun]],
+    baseline: str,
+    seeds: int,
+    *,
+    alpha: float = 0.05,
+    correction: str = "holm",
+    trials: int = TRIALS,
+    permutations: int = PERMUTATIONS,
+    seed: int = 0,
+) -> list[ArmPower]:
+    """Each arm's power in the logit test (`logits.judge_logits`) at `seeds` seeds per rate,
+    in its pilot direction, on `trials` sweeps drawn from the pilot's logit model."""
+    arms = [a for a in pilot if a != baseline]
+    directions = {
+        a: _logit_test(logit_strata(pilot[a], pilot[baseline]), permutations, 0)[1] for a in arms
+    }
+    models = {a: fit_logits(pilot[a], pilot[baseline]) for a in pilot}
+    rng = np.random.default_rng(seed)
+    hits = dict.fromkeys(arms, 0)
+    for _ in range(trials):
+        runs = {a: simulate_logits(a, m, seeds, rng) for a, m in models.items()}
+        tests = {
+            a: _logit_test(
+                logit_strata(runs[a], runs[baseline]), permutations, int(rng.integers(2**31))
+            )
+            for a in arms
+        }
+        adjusted = adjust_pvalues([tests[a][0] for a in arms], correction)
+        for arm, p in zip(arms, adjusted, strict=True):
+            hits[arm] += int(p < alpha and tests[arm][1] == directions[arm] != 0)
+    return [ArmPower(a, seeds, directions[a], hits[a] / trials, trials) for a in arms]
+
+
+def _logit_test(strata: list[Stratum] | None, permutations: int, seed: int) -> tuple[float, int]:
+    if strata is None:
+        return 1.0, 0
+    result = fragility_test(strata, permutations, seed=seed, measures=LOGIT_MEASURES)
+    return result.p, result.direction
