@@ -64,6 +64,7 @@ def main() -> None:
     common = [args.audit, "--runs-dir", args.runs_dir, *(f"--set={o}" for o in args.overrides)]
     plan_out, plan_cpu, _ = _archaudit("stress", *common, "--plan", "--json")
     plan = json.loads(plan_out)
+    Path(args.out).write_text(json.dumps({"plan": plan, "running": True}, indent=1) + "\n")
     _, cpu, wall = _archaudit("stress", *common, "--quiet")
     estimate = plan.get("estimated_cpu_s")
     name = json.loads(plan_out).get("cost", "")
