@@ -224,3 +224,13 @@ def test_a_forecast_is_shown_only_where_it_beats_its_false_alarm_rate(
     print_result(result)
     out = capsys.readouterr().out
     assert out.count("not useful here") == 2 and "p vs chance" in out
+
+
+def test_the_report_prints_a_forecast_s_lead_only_where_it_beats_chance() -> None:
+    from archaudit.report.stability import _backtest_table
+
+    sharp = Backtest("attn_logit_max", 4.0, 60, 6, 5, (10, 12, 9, 20, 11), 40, 1, True)
+    chance = Backtest("grad_norm", 4.0, 60, 6, 4, (3, 4, 5, 6), 40, 28, True)
+    result = dataclasses.replace(read_result(SMALL), backtests=(sharp, chance))
+    rows = {row[0]: row for row in _backtest_table(result).rows}
+    assert rows["attn_logit_max"][4] == "11" and rows["grad_norm"][4] == "not useful here"
