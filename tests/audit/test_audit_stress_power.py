@@ -83,6 +83,8 @@ def test_the_plan_says_when_the_depth_test_cannot_declare(tmp_path: Path) -> Non
 def test_fragile_names_a_swept_arm(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"stress\.fragile: 'post_lm'.*post_ln"):
         stress_plan(load_audit(audit(tmp_path, "[stress]\nfragile = ['post_lm']\n")))
+    with pytest.raises(ConfigError, match="baseline is the reference"):
+        stress_plan(load_audit(audit(tmp_path, "[stress]\nfragile = ['baseline']\n")))
 
 
 def _logits(

@@ -138,6 +138,8 @@ def stress_plan(spec: AuditSpec) -> StressPlan:
     depth_arms = _depth_arms(arms, settings.depth_arms, planned)
     if settings.fragile:
         _chosen(BASELINE, settings.fragile, arms, key="stress.fragile")
+        if BASELINE in settings.fragile:
+            raise ConfigError("stress.fragile: the baseline is the reference, not a fragile arm")
     points: list[StressPoint] = []
     for chosen in arms:
         for factor in settings.lr_factors:
