@@ -47,7 +47,9 @@ class Reference(StrEnum):
 
 
 class Test(StrEnum):
-    """The one test a family's arms are judged by (chosen from their seeds and the options)."""
+    """The built-in tests a family's arms are judged by (chosen from their seeds and the
+    options). Each is a registered entry, one file in stats/inference/tests/; a plugin may
+    register more (docs/guides/statistical-test.md), and a judgement's `test` is then its name."""
 
     WELCH = "welch"
     """Each arm's own seed variance (the default with ≥ 2 seeds per arm)."""

@@ -285,13 +285,17 @@ def test_a_last_seed_that_cannot_settle_its_arm_is_not_scheduled():
     """Issue 22: the loop spent a seed on post_ln for "downstream_avg still open ... P(settled
     by the next seed) = 0.00". A last seed worth nothing is not run (the arm stops as futile);
     an earlier one is left to the futility rule, which looks ahead to the last seed."""
-    from archaudit.stats.simulation.sequential import OPEN, SequentialRule, arm_tests
+    from archaudit.stats.simulation.sequential import LoopState, SequentialRule, arm_tests
 
     rule = SequentialRule(max_seeds=3, baseline_seeds=3)
     tests = arm_tests(np.array([[0.0, 1.0, -1.0]]), np.array([[[0.1, np.nan], [0.2, 0.3]]]))
     family = sequential.Family("baseline", "xs", "val_loss", ("a", "b"))
     state = sequential.FamilyState(
-        family, np.array([OPEN, OPEN]), np.zeros(2, bool), tests, np.array([0.0, 0.0])
+        family,
+        np.array([LoopState.OPEN, LoopState.OPEN]),
+        np.zeros(2, bool),
+        tests,
+        np.array([0.0, 0.0]),
     )
     counts = {"baseline/xs": 3, "a/xs": 1, "b/xs": 2}
     added = sequential.next_seeds([state], counts, rule)

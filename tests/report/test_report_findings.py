@@ -294,13 +294,60 @@ def from_transfer(audit: Path) -> dict[Key, str]:
     }
 
 
-def test_one_verdict_per_family_in_stats_transfer_the_report_and_mlflow(tmp_path, stand_in_mlflow):
+@pytest.fixture
+def stand_in_wandb(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
+    """A stand-in `wandb` module that records what a run logs (the tests need no wandb)."""
+    import types
+
+    calls: list[tuple] = []
+
+    class Table:
+        def __init__(self, columns: list, data: list) -> None:
+            self.columns, self.data = columns, data
+
+    class Run:
+        def __init__(self) -> None:
+            self.summary: dict = {}
+
+        def log(self, values: dict, step: int | None = None) -> None:
+            calls.extend(("log", key, value) for key, value in values.items())
+
+        def finish(self) -> None:
+            calls.append(("finish",))
+
+    module = types.ModuleType("wandb")
+    module.Table = Table  # type: ignore[attr-defined]
+    module.init = lambda **kwargs: Run()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "wandb", module)
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    return calls
+
+
+def from_wandb(audit: Path, calls: list[tuple]) -> dict[Key, tuple]:
+    """The verdicts table the W&B tracker logs (a stand-in module records it)."""
+    log_verdicts("wandb", "audit", audit, findings(audit, asked=VERDICTS_ONLY))
+    (table,) = [value for kind, *rest in calls if kind == "log" for key, value in [rest]
+                if key == "verdicts"]  # fmt: skip
+    rows = [dict(zip(table.columns, row, strict=True)) for row in table.data]
+    fields = ("delta", "interval_low", "interval_high", "threshold", "mde", "verdict")
+    return {
+        (r["metric"], r["scale"], r["baseline"], r["arm"]): numbers(*(r[f] for f in fields))
+        for r in rows
+    }
+
+
+def test_one_verdict_per_family_in_stats_transfer_the_report_and_the_trackers(
+    tmp_path, stand_in_mlflow, stand_in_wandb
+):
     """Issue 56 must-show 1: on a two-baseline, two-primary-metric audit every (metric,
-    baseline, arm) verdict is the same in `stats`, `stats transfer`, the report and MLflow."""
+    baseline, arm) verdict is the same in `stats`, `stats transfer`, the report and the
+    trackers (MLflow and W&B, each through its own client)."""
     audit = two_primary_audit(tmp_path)
     expected = from_json(audit)
     verdicts = {key: value[-1] for key, value in expected.items()}
     assert "nominal-regressor" in verdicts.values()  # the cells where the two paths differed
+    assert len({(metric, base) for metric, _, base, _ in expected}) == 4  # 2 metrics × 2 baselines
     assert from_transfer(audit) == verdicts
     assert from_report(audit) == expected
     assert from_mlflow(audit, stand_in_mlflow) == expected
+    assert from_wandb(audit, stand_in_wandb) == expected

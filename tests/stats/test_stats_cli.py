@@ -272,6 +272,30 @@ def test_every_family_command_takes_exclude_and_arms(cli, results):
     assert code == 2 and "did you mean 'wide'" in err
 
 
+def test_every_judging_command_pools_an_anchor(cli, results):
+    """Issue 56 item 5: `--anchor` (a `JudgeOptions` field) is a flag of every command that
+    judges a family, not of `stats verdicts` alone, and reaches the family each judges (whose
+    check names a misspelled anchor)."""
+    base = f"{results} --scale d6"
+    verdicts = json.loads(cli(f"stats {base} --metric acc --anchor wide --json")[1])
+    assert verdicts["anchors"] == ["wide"]
+    for command in (
+        f"stats {base} --metric acc",
+        f"stats interactions {base} --metric acc",
+        f"stats transfer {results} --metric acc",
+        f"stats decoupling {base} --downstream-metric acc",
+        f"stats power {base} --metric acc",
+    ):
+        code, _, err = cli(f"{command} --anchor wide --json")
+        assert code == 0, (command, err)
+        code, _, err = cli(f"{command} --anchor wdie")
+        assert code == 2 and "did you mean 'wide'" in err, (command, err)
+    code, _, err = cli("stats power --anchor wide")
+    assert code == 2 and "--anchor wide: arm names need SOURCE" in err, err
+    code, _, err = cli(f"stats decoupling {base} --lower-is-better")
+    assert code == 2 and "each in its own direction" in err, err
+
+
 def test_the_analyses_take_their_family_and_test_from_the_options(cli, results):
     """transfer, interactions and aggregate read one JudgeOptions built from their flags."""
     code, _, err = cli(f"stats transfer {results} --metric acc --scale d6")

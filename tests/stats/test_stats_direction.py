@@ -136,7 +136,9 @@ def check_signal_to_noise():
 
 
 def scaling_table(metric: str) -> Table:
-    truth = LossSurface(E=1.69, A=406.4, alpha=0.34, B=410.7, beta=0.28, huber_loss=0.0)
+    truth = LossSurface(
+        E=1.69, A=406.4, size_exponent=0.34, B=410.7, data_exponent=0.28, huber_loss=0.0
+    )
     rows = []
     # Three token counts: with two, B/D^β and E trade off exactly (two laws fit the six points).
     for index, (n, d) in enumerate((n, d) for n in (1e7, 1e8, 1e9) for d in (2e9, 2e10, 2e11)):

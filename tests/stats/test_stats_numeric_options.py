@@ -40,7 +40,9 @@ def numeric_options() -> list[tuple[str, str, object]]:
         for param in getattr(command, "params", ()):
             descriptor = param.type_descriptor
             annotation, info = descriptor.annotation, descriptor.parameter_info
-            numeric = "float" in str(annotation) or str(info.metavar or "").startswith("NUMBER")
+            numeric = any(kind in str(annotation) for kind in ("float", "int")) or str(
+                info.metavar or ""
+            ).startswith(("NUMBER", "N,"))
             if numeric and param.opts[0].startswith("--"):
                 found.append((" ".join(path), param.opts[0], info))
 
@@ -72,3 +74,25 @@ def test_a_number_out_of_range_is_one_line_before_any_file_is_read(argv, monkeyp
         main()
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert exit_.value.code == 2 and f"for '{argv[-2]}'" in line and "not a" in line, line
+
+
+def test_every_integer_option_has_its_own_range():
+    """Issue 57 item 8: an integer option is a count, a seed or a size: each names its range
+    (`--seeds 0`, `--n-boot 0`, `--layers 0` were numbers that failed later, or not at all)."""
+    integers = [(c, f, info) for c, f, info in numeric_options() if _is_integer(c, f)]
+    unbounded = [
+        f"{command} {flag}"
+        for command, flag, info in integers
+        if not hasattr(info.callback, "range") or info.callback.range.low == float("-inf")
+    ]
+    assert len(integers) > 40 and not unbounded, f"integer options without a range: {unbounded}"
+
+
+def _is_integer(command: str, flag: str) -> bool:
+    register_commands()
+    found = typer.main.get_command(app)
+    for name in command.split():
+        found = found.commands[name]
+    param = next(p for p in found.params if p.opts[0] == flag)
+    annotation = str(param.type_descriptor.annotation)
+    return "int" in annotation and "float" not in annotation

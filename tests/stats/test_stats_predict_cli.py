@@ -96,7 +96,7 @@ def test_the_verdict_table_gets_a_line_at_the_target(cli, tmp_path, capsys):
     """`stats` renders the findings record's prediction (issue 42 item 5), computed once."""
     from archaudit.audit.findings import findings
     from archaudit.audit.findings_record import Analysis, Asked
-    from archaudit.cli.at_target import print_at_target
+    from archaudit.cli.stats.at_target import print_at_target
     from archaudit.formatting import interval
 
     path = audit_file(tmp_path)
@@ -123,10 +123,10 @@ BAD_OPTIONS = [
     ("--confidence 0", "'0' for '--confidence': 0.0 is not a number in (0, 1)"),
     ("--confidence 1.5", "'1.5' for '--confidence'"),
     ("--confidence nan", "'nan' for '--confidence'"),
-    ("--n-boot 0", "--n-boot 0: a whole number of replicates from 1 to 100,000"),
-    ("--n-boot -1", "--n-boot -1"),
-    ("--n-boot 1000000000", "--n-boot 1000000000"),
-    ("--seed -1", "--seed -1: a whole number >= 0"),
+    ("--n-boot 0", "'0' for '--n-boot': 0 is not a number in [1, 100000]"),
+    ("--n-boot -1", "'-1' for '--n-boot'"),
+    ("--n-boot 1000000000", "'1000000000' for '--n-boot'"),
+    ("--seed -1", "'-1' for '--seed': -1 is not a finite number >= 0"),
     ("--baseline nobody", "--baseline 'nobody' is not an arm of the table"),
 ]
 

@@ -11,7 +11,9 @@ from archaudit.stats.errors import DesignError
 from archaudit.stats.table import Row, Table
 
 # Hoffmann et al. (2022)'s published fit, used as ground truth.
-TRUTH = LossSurface(E=1.69, A=406.4, alpha=0.34, B=410.7, beta=0.28, huber_loss=0.0)
+TRUTH = LossSurface(
+    E=1.69, A=406.4, size_exponent=0.34, B=410.7, data_exponent=0.28, huber_loss=0.0
+)
 SIZES = np.geomspace(1e7, 1e9, 6)
 TOKENS = np.geomspace(2e9, 2e11, 4)
 
@@ -24,7 +26,7 @@ def grid() -> tuple[np.ndarray, np.ndarray]:
 def test_recovers_a_noise_free_surface():
     n, d = grid()
     fitted = fit_loss_surface(n, d, TRUTH.predict(n, d))
-    for name in ("E", "A", "alpha", "B", "beta"):
+    for name in ("E", "A", "size_exponent", "B", "data_exponent"):
         assert getattr(fitted, name) == pytest.approx(getattr(TRUTH, name), rel=1e-3), name
 
 
@@ -53,8 +55,8 @@ def test_fit_from_a_table_with_intervals():
     table = scaling_table(noise=0.002)
     fit = fit_scaling_law(table, budget=1e21, n_boot=40, seed=1)
     assert fit.n_points == 24
-    assert fit.surface.alpha == pytest.approx(TRUTH.alpha, abs=0.05)
-    assert fit.surface.beta == pytest.approx(TRUTH.beta, abs=0.05)
+    assert fit.surface.size_exponent == pytest.approx(TRUTH.size_exponent, abs=0.05)
+    assert fit.surface.data_exponent == pytest.approx(TRUTH.data_exponent, abs=0.05)
     for name in ("E", "alpha", "beta", "n_opt"):
         low, high = fit.intervals[name]
         assert low <= high
@@ -97,8 +99,8 @@ def test_a_good_fit_has_no_collapse_notes():
     ("change", "words"),
     [
         ({"E": 4.33e-115}, "E = 4.33e-115 ran off to zero"),
-        ({"alpha": 0.0}, "alpha = 0 lies outside (0, 10]"),
-        ({"beta": 37.0}, "beta = 37 lies outside (0, 10]"),
+        ({"size_exponent": 0.0}, "alpha = 0 lies outside (0, 10]"),
+        ({"data_exponent": 37.0}, "beta = 37 lies outside (0, 10]"),
     ],
 )
 def test_a_collapsed_surface_is_flagged_in_one_line(change, words):
@@ -118,3 +120,12 @@ def test_a_zero_width_interval_is_flagged():
         "zero-width interval for E: every bootstrap refit landed on the same point, which "
         "measures the optimizer, not the uncertainty",
     )
+
+
+def test_the_exponents_keep_their_published_json_keys():
+    """Issue 56: `alpha` in code is only ever a significance level; the law's exponents are
+    `size_exponent` and `data_exponent`, written under their published names."""
+    data = TRUTH.to_dict()
+    assert list(data) == ["E", "A", "alpha", "B", "beta", "huber_loss"]
+    assert (data["alpha"], data["beta"]) == (TRUTH.size_exponent, TRUTH.data_exponent)
+    assert not hasattr(TRUTH, "alpha") and not hasattr(TRUTH, "beta")

@@ -13,10 +13,7 @@ from scipy import stats
 from archaudit.cli import main, stats_cmd  # noqa: F401  (registers the commands)
 from archaudit.errors import ConfigError
 from archaudit.stats.simulation.sequential import (
-    FUTILE,
-    IMPROVER,
-    OPEN,
-    REGRESSOR,
+    LoopState,
     SequentialRule,
     arm_tests,
     crossing_probability,
@@ -81,10 +78,10 @@ def test_a_huge_effect_settles_and_a_small_one_is_futile():
     arms = np.array([[[40.0, 40.1], [0.01, -0.02], [-30.0, -30.1]]])
     tests = arm_tests(baseline, arms)
     state = look(rule, tests, np.zeros((1, 3), dtype=np.int8), np.ones((1, 3), dtype=bool))
-    assert state.tolist() == [[IMPROVER, FUTILE, REGRESSOR]]
+    assert state.tolist() == [[LoopState.IMPROVER, LoopState.FUTILE, LoopState.REGRESSOR]]
     # an arm that was not tested at this look keeps its state
     untested = look(rule, tests, np.zeros((1, 3), dtype=np.int8), np.zeros((1, 3), dtype=bool))
-    assert untested.tolist() == [[OPEN, OPEN, OPEN]]
+    assert untested.tolist() == [[LoopState.OPEN, LoopState.OPEN, LoopState.OPEN]]
 
 
 def test_crossing_probability_is_high_for_a_strong_trend_and_low_for_none():
@@ -103,7 +100,7 @@ def test_the_loop_is_reproducible_and_stops_every_arm():
     state, n, n0, rounds = run_sequential(rule, baseline, values)
     again = run_sequential(rule, baseline, values)
     assert np.array_equal(state, again[0]) and np.array_equal(n, again[1])
-    assert not np.any(state == OPEN)
+    assert not np.any(state == LoopState.OPEN)
     assert n.max() <= 4 and n0.max() <= rule.baseline_cap and rounds.max() <= 4
 
 

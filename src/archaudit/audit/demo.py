@@ -23,7 +23,6 @@ from rich.table import Table
 
 from archaudit.audit.spec import load_audit
 from archaudit.audit.warm import kept_server
-from archaudit.names import Test
 
 if TYPE_CHECKING:  # the loop, the plan and scipy load once the warm server has started
     from archaudit.audit.coordinator import AuditOutcome
@@ -78,10 +77,11 @@ def run_demo(
 def verdict_table(judgement: Judgement) -> Table:
     """One judgement as a table under its header (direction, σ, test, the design's measured
     error rate and MDE): Δ (positive = better), t, p, corrected p and the verdict."""
+    from archaudit.stats.inference.tests import statistical_test
     from archaudit.stats.judgement_text import header
 
     table = Table(title="\n".join(header(judgement)), title_justify="left")
-    statistic = "z" if judgement.test == Test.Z else "t"
+    statistic = statistical_test(judgement.test).symbol
     for column in ("arm", "seeds", "mean", "Δ", statistic, "p", "p_adj", "verdict"):
         table.add_column(column, justify="left" if column in ("arm", "verdict") else "right")
     for arm in judgement.arms:

@@ -4,16 +4,17 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from archaudit.audit.plan import MAX_ARM_ENTRIES, Plan
 from archaudit.errors import ConfigError
 from archaudit.names import BASELINE
+from archaudit.ranges import Range
 
 
 @dataclass(frozen=True, kw_only=True)
 class PlannedEffects:
-    sigma: float | None = None
+    sigma: float | None = field(default=None, metadata={"range": Range(0, low_open=True)})
     """Seed σ of the primary metric: MDEs are also quoted in its units, and --effects is read
     in them."""
     effects: tuple[float, ...] = ()

@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archaudit.audit.findings_families import FamilyPlan
-from archaudit.audit.findings_record import Absence, Analysis, Asked, Findings, Settings, attempt
+from archaudit.audit.findings_record import (
+    Absence,
+    AggregateSettings,
+    Analysis,
+    Asked,
+    Findings,
+    attempt,
+)
 from archaudit.audit.power_cases import power_case
 from archaudit.audit.source import Source
 from archaudit.audit.verdicts import family_options
@@ -62,7 +69,7 @@ def _transfers(
     """Cross-scale transfer per baseline and metric, from the judgements at its two scales."""
     from archaudit.stats.analyses.transfer import transfer_between, two_scales
 
-    table, settings = _table(record), asked.settings
+    table, settings = _table(record), asked.settings.transfer
     if len(table.scales) < 2:
         reason = (
             f"the results hold one scale ({table.scales[0]}); rank shifts need the arms "
@@ -76,7 +83,7 @@ def _transfers(
         for metric in plan.metrics:
             pair = [_judged(record, metric, s, base.baseline) for s in (small, large)]
             if pair[0] is None or pair[1] is None:
-                why = record.why(Analysis.VERDICTS) or f"{metric} is not judged at both scales"
+                why = _why_unjudged(record, absent) or f"{metric} is not judged at both scales"
                 absent.append(Absence(Analysis.TRANSFER, metric, why))
                 continue
             found = attempt(
@@ -87,6 +94,12 @@ def _transfers(
             )
             out += [found] if found is not None else []
     return dataclasses.replace(record, transfers=tuple(out))
+
+
+def _why_unjudged(record: Findings, absent: list[Absence]) -> str | None:
+    """The reason a family was not judged: the record's, or one recorded while it is built."""
+    so_far = next((a.reason for a in absent if a.analysis == Analysis.VERDICTS), None)
+    return so_far or record.why(Analysis.VERDICTS)
 
 
 def _judged(record: Findings, metric: str, scale: str, baseline: str) -> Judgement | None:
@@ -167,7 +180,7 @@ def _interactions(
     """A factorial audit's main effects and interactions, per family."""
     from archaudit.stats.analyses.interactions import interactions
 
-    table, separator = _table(record), asked.settings.separator
+    table, separator = _table(record), asked.settings.interactions.separator
     if not any(separator in arm for arm in table.arms):
         reason = (
             "the audit is not factorial: no arm combines choices (names like "
@@ -191,7 +204,7 @@ def _aggregates(
     record: Findings, loaded: Source, plan: FamilyPlan, asked: Asked, absent: list[Absence]
 ) -> Findings:
     """IQM, P(arm > baseline) and ASO over the per-task scores, per baseline and scale."""
-    table, settings = _table(record), asked.settings
+    table, settings = _table(record), asked.settings.aggregates
     out = []
     for base in plan.baselines:
         for scale in plan.scales or (None,):
@@ -205,7 +218,7 @@ def _aggregates(
     return dataclasses.replace(record, aggregates=tuple(out))
 
 
-def _aggregate(table: Table, options: JudgeOptions, settings: Settings) -> Aggregates:
+def _aggregate(table: Table, options: JudgeOptions, settings: AggregateSettings) -> Aggregates:
     from archaudit.stats.analyses.aggregate import aggregate
 
     return aggregate(
@@ -220,7 +233,7 @@ def _decouplings(
     """Loss against downstream per baseline and scale, read from the judgements shown."""
     from archaudit.stats.analyses.decoupling import decouple
 
-    settings = asked.settings
+    settings = asked.settings.decoupling
     loss = settings.loss_metric or next((m for m in plan.metrics if lower_is_better(m)), None)
     down = settings.downstream_metric or next(
         (m for m in plan.metrics if not lower_is_better(m)), None
@@ -295,6 +308,57 @@ def with_stability(record: Findings, audit_dir: Path | None, absent: list[Absenc
     return dataclasses.replace(record, stability=stored) if stored else record
 
 
+def _scaling(
+    record: Findings, loaded: Source, plan: FamilyPlan, asked: Asked, absent: list[Absence]
+) -> Findings:
+    """The scaling law fitted to one arm's runs over every scale (`Settings.scaling`)."""
+    from archaudit.stats.analyses.scaling import fit_scaling
+
+    options = asked.settings.scaling
+    fit = attempt(
+        lambda: fit_scaling(_table(record), options), Analysis.SCALING, options.arm, absent
+    )
+    return dataclasses.replace(record, scaling=fit)
+
+
+def _seeding(
+    record: Findings, loaded: Source, plan: FamilyPlan, asked: Asked, absent: list[Absence]
+) -> Findings:
+    """Per fixed-design judgement, whether one more seed could change each arm's verdict (a
+    judgement of the sequential loop is the loop's to extend, not this advice's)."""
+    from archaudit.stats.analyses.adaptive import adaptive_seeding
+
+    out = []
+    for j in record.judgements:
+        if j.sequential is not None:
+            continue
+        found = attempt(
+            lambda a=j: adaptive_seeding(_table(record), a),
+            Analysis.SEEDING,
+            f"{j.metric}:{j.scale}",
+            absent,
+        )
+        out += [found] if found is not None else []
+    return dataclasses.replace(record, seeding=tuple(out))
+
+
+def _items(
+    record: Findings, loaded: Source, plan: FamilyPlan, asked: Asked, absent: list[Absence]
+) -> Findings:
+    """Each arm paired with the baseline on the benchmark items of the folder read (an audit's,
+    or an `import lm-eval` folder's items.csv)."""
+    from archaudit.stats.analyses.item_pairs import pair_items
+
+    folder = loaded.audit_dir or (Path(loaded.name) if Path(loaded.name).is_dir() else None)
+    if folder is None:
+        reason = f"{loaded.name} is a results file; item-level pairs read a folder's items.csv"
+        absent.append(Absence(Analysis.ITEMS, "source", reason))
+        return record
+    options = asked.settings.items
+    pairs = attempt(lambda: pair_items(folder, options), Analysis.ITEMS, "items", absent)
+    return dataclasses.replace(record, items=pairs or ())
+
+
 ANALYSES: dict[Analysis, Slice] = {
     Analysis.TARGET: _target,
     Analysis.TRANSFER: _transfers,
@@ -305,5 +369,8 @@ ANALYSES: dict[Analysis, Slice] = {
     Analysis.POWER: _power,
     Analysis.SNR: _snr,
     Analysis.STRESS: _stability,
+    Analysis.SCALING: _scaling,
+    Analysis.SEEDING: _seeding,
+    Analysis.ITEMS: _items,
 }
 """Each slice after the verdicts, in order: the prediction fills the judgements' slot first."""

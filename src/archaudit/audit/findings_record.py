@@ -15,16 +15,22 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from archaudit.audit.power_cases import PowerCase
 from archaudit.audit.source import SourceKind
 from archaudit.errors import ArchauditError
+from archaudit.ranges import REPLICATES, SEED, Range
+from archaudit.stats.analyses.item_pairs import ItemOptions
+from archaudit.stats.analyses.scaling import ScalingOptions
 from archaudit.stats.grading import CAVEAT_SEPARATOR
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.verdicts import Verdict
 
 if TYPE_CHECKING:
     from archaudit.audit.stress_result import StressResult
+    from archaudit.stats.analyses.adaptive import SeedingAdvice
     from archaudit.stats.analyses.aggregate import Aggregates
     from archaudit.stats.analyses.baseline_transfer import BaselineTransfer
     from archaudit.stats.analyses.decoupling import Decoupling
     from archaudit.stats.analyses.interactions import Interactions
+    from archaudit.stats.analyses.item_pairs import ItemPairs
+    from archaudit.stats.analyses.scaling import ScalingFit
     from archaudit.stats.analyses.snr import SignalToNoise
     from archaudit.stats.analyses.transfer import ScaleTransfer
     from archaudit.stats.judgement import ArmVerdict, Judgement
@@ -48,38 +54,97 @@ class Analysis(StrEnum):
     TARGET = "target"
     STRESS = "stress"
     """Read, not computed: the audit's stored stress test (`archaudit stress` computes it)."""
+    SCALING = "scaling"
+    """The scaling law L(N, D) fitted to one arm's runs (`stats scaling`): on request only."""
+    ITEMS = "items"
+    """Each arm paired with the baseline on the benchmark items (an audit's items.csv, `stats
+    items`): on request only."""
+    SEEDING = "seeding"
+    """Per fixed-design judgement, whether one more seed could change each verdict (`stats
+    power SOURCE`): on request only."""
+
+
+ON_REQUEST = frozenset({Analysis.SCALING, Analysis.SEEDING, Analysis.ITEMS})
+"""The slices computed only when named: a bootstrap of refits or a grid of trial seeds per
+arm, which neither the report nor `run` shows."""
+
+
+LEVEL = Range(0.0, 1.0, low_open=True, high_open=True)
+"""A coverage or a threshold strictly between 0 and 1."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransferSettings:
+    """Cross-scale transfer: which two scales, and the rank intervals' coverage."""
+
+    small: str | None = field(default=None, metadata={"flag": "--from"})
+    """Smaller scale (default: the smallest)."""
+    large: str | None = field(default=None, metadata={"flag": "--to"})
+    """Larger scale (default: the largest)."""
+    confidence: float = field(default=0.95, metadata={"range": LEVEL})
+    """Coverage of the intervals: a level in (0, 1)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class InteractionSettings:
+    """A factorial audit's interactions."""
+
+    separator: str = field(default="+", metadata={"flag": "--sep"})
+    """Joins choices in arm names."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecouplingSettings:
+    """Loss against downstream: the two metrics (None: the first judged loss, and the first
+    judged metric that is not a loss) and the equivalence margin."""
+
+    loss_metric: str | None = None
+    """The loss (lower is better)."""
+    downstream_metric: str | None = None
+    """The downstream metric (higher is better)."""
+    margin: float | None = field(default=None, metadata={"range": Range(0.0, low_open=True)})
+    """Equivalence margin in noise floors σ: a metric is flat when its interval lies within
+    ±margin (TOST). Default: each arm's MDE."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AggregateSettings:
+    """Aggregates over tasks: which task metrics, and the stratified bootstrap."""
+
+    task_metrics: tuple[str, ...] = field(default=(), metadata={"flag": "--metric"})
+    """Task metric, one stratum (repeatable). Default: every <task>/score."""
+    n_boot: int = field(default=2000, metadata={"range": REPLICATES})
+    """Bootstrap replicates."""
+    seed: int = field(default=0, metadata={"range": SEED})
+    """Seed of the bootstrap's draws."""
+    confidence: float = field(default=0.95, metadata={"range": LEVEL})
+    """Coverage of the intervals: a level in (0, 1)."""
+    aso_threshold: float = field(default=0.2, metadata={"range": LEVEL})
+    """τ: ε_min below it decides the ASO."""
 
 
 @dataclass(frozen=True)
 class Settings:
-    """How the analyses beyond the verdicts run (each default is the analysis' own)."""
+    """How the analyses beyond the verdicts run: one record per analysis, each field of which
+    is a flag of the command that shows it (each default is the analysis' own)."""
 
-    small: str | None = None
-    """Transfer: the smaller scale (None: the smallest)."""
-    large: str | None = None
-    confidence: float = 0.95
-    """Coverage of the transfer's rank intervals and the aggregates' bootstrap intervals."""
+    transfer: TransferSettings = field(default_factory=TransferSettings)
     baselines: tuple[str, ...] = ()
     """Transfer across these baselines (an audit's own when it has several)."""
-    separator: str = "+"
-    """Joins the choices in a factorial arm's name (interactions)."""
-    margin: float | None = None
-    """Decoupling's equivalence margin in σ (None: each arm's MDE)."""
-    loss_metric: str | None = None
-    """Decoupling's loss and downstream metrics (None: the first of each among the metrics)."""
-    downstream_metric: str | None = None
-    task_metrics: tuple[str, ...] = ()
-    """Aggregates: the task metrics (empty: every `<task>/score`)."""
-    n_boot: int = 2000
-    seed: int = 0
-    aso_threshold: float = 0.2
+    interactions: InteractionSettings = field(default_factory=InteractionSettings)
+    decoupling: DecouplingSettings = field(default_factory=DecouplingSettings)
+    aggregates: AggregateSettings = field(default_factory=AggregateSettings)
+    scaling: ScalingOptions = field(default_factory=ScalingOptions)
+    """Which arm's runs the scaling law is fitted to, and how."""
+    items: ItemOptions = field(default_factory=ItemOptions)
+    """Which arms are paired on the benchmark items, and how."""
 
 
 @dataclass(frozen=True)
 class Asked:
     """What `findings` computes: which analyses, over which scales, with which settings."""
 
-    analyses: frozenset[Analysis] = frozenset(Analysis)
+    analyses: frozenset[Analysis] = frozenset(Analysis) - ON_REQUEST
     each_scale: bool | None = None
     """Judge every scale of the table: None = an audit's yes, a CSV's only with one scale (its
     `options.scale` otherwise, or the error that asks for one)."""
@@ -91,14 +156,14 @@ class Asked:
 
 
 ASKED = Asked()
-"""Every analysis; an audit's every scale, a CSV's one."""
+"""Every analysis but those `ON_REQUEST`; an audit's every scale, a CSV's one."""
 EVERYTHING = Asked(each_scale=True, partial=True)
 """What the report asks for."""
 VERDICTS_ONLY = Asked(frozenset({Analysis.VERDICTS}), each_scale=True)
 """What `run`, the demo and the trackers ask for: every family judged."""
 JUDGED = frozenset(
     (Analysis.VERDICTS, Analysis.TRANSFER, Analysis.DECOUPLING, Analysis.POWER, Analysis.TARGET)
-)
+) | {Analysis.SEEDING}
 """The analyses read from the judgements: asking for one judges every family."""
 
 
@@ -212,6 +277,12 @@ class Findings(JsonResult):
     """The audit's stored stress test (`archaudit stress`): each arm's stability verdicts over
     rates and depth, beside the verdicts on the metrics."""
     snr: SignalToNoise | None = None
+    scaling: ScalingFit | None = None
+    """The scaling law fitted to `Settings.scaling.arm`'s runs (asked for by name only)."""
+    seeding: tuple[SeedingAdvice, ...] = ()
+    """Per fixed-design judgement: could one more seed change each arm's verdict?"""
+    items: tuple[ItemPairs, ...] = ()
+    """Per scale: each arm paired with the baseline on the audit's benchmark items."""
     absent: tuple[Absence, ...] = ()
     notes: tuple[str, ...] = ()
     """What a reader of every slice must know (unfinished runs, a loop not finished)."""
@@ -231,7 +302,11 @@ class Findings(JsonResult):
     def require(self, analysis: Analysis, found: Sequence[Any] | None) -> None:
         """Refuse (one line) when an asked slice came out empty, with the analysis' reason."""
         if not found:
-            raise NotComputed(self.why(analysis) or f"{self.source}: no {analysis} to show")
+            # A slice read from the judgements is empty where no family could be judged: then
+            # the judging's reason is the slice's (a misspelled --anchor, an unknown metric).
+            judging = self.why(Analysis.VERDICTS) if analysis in JUDGED else None
+            why = self.why(analysis) or judging
+            raise NotComputed(why or f"{self.source}: no {analysis} to show")
 
     def judgement(self, metric: str, scale: str) -> Judgement | None:
         return next((j for j in self.judgements if (j.metric, j.scale) == (metric, scale)), None)

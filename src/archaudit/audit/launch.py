@@ -17,6 +17,7 @@ from typing import Any
 
 from archaudit.config.recipe import MAX_THREADS
 from archaudit.errors import ConfigError
+from archaudit.ranges import Range
 
 CLI_MODULE = "archaudit.cli"
 """The command line's package: `python -m archaudit.cli` is `archaudit`."""
@@ -31,17 +32,21 @@ def cli_command(*args: str) -> list[str]:
 class RunOptions:
     """How to run (never what): operational settings an executor passes to `run-one`."""
 
-    threads: int = 0
+    threads: int = field(default=0, metadata={"range": Range(0, MAX_THREADS)})
     """torch threads (0 = the recipe's, i.e. torch's default)."""
     device: str = ""
     """Overrides recipe.device ("" = keep)."""
-    ranks: int = 1
+    ranks: int = field(default=1, metadata={"range": Range(1, MAX_THREADS)})
     """Processes for this run; > 1 launches the training under torchrun."""
     tracker: str = ""
     """Mirror the run to tensorboard | wandb | mlflow (each its own extra); "" = none."""
-    heartbeat_s: float = field(default=15.0, metadata={"flag": "--heartbeat"})
+    heartbeat_s: float = field(
+        default=15.0, metadata={"flag": "--heartbeat", "range": Range(0, low_open=True)}
+    )
     """Seconds between the run's heartbeats (its claim's proof of life)."""
-    stale_after_s: float = field(default=120.0, metadata={"flag": "--stale-after"})
+    stale_after_s: float = field(
+        default=120.0, metadata={"flag": "--stale-after", "range": Range(0, low_open=True)}
+    )
     """A claim whose heartbeat is older than this many seconds is taken over."""
 
     def __post_init__(self) -> None:

@@ -58,6 +58,11 @@ class ClaimTest(StrEnum):
     """The factorial interaction contrast of the combination `arm` (e.g. "gqa+swa") on
     `metric`, Holm-corrected over the audit's combinations."""
 
+    @property
+    def planned_by_power(self) -> bool:
+        """Its power at a published effect is the family rule's (`stats power`): a verdict."""
+        return self is ClaimTest.VERDICT
+
 
 class Direction(StrEnum):
     """The published direction of the arm (or combination) against the baseline."""

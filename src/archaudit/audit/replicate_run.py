@@ -170,7 +170,7 @@ def _plan_grid(claim: Claim, spec: AuditSpec, probe: bool) -> ClaimPlan:
     elif left:
         cpu = None
     lines = [line for family in plan_power(plan) for line in family.lines()]
-    if claim.effect_sigmas and claim.test == ClaimTest.VERDICT:
+    if claim.effect_sigmas and ClaimTest(claim.test).planned_by_power:
         lines.append(_power_at(claim, plan))
     return ClaimPlan(
         claim=claim.name, status="", runs_left=len(left), runs_total=len(plan.runs), cpu_s=cpu,

@@ -227,7 +227,6 @@ def _judge_stress(claim: Claim, spec: AuditSpec, depth: bool) -> Evidence | None
     from archaudit.audit.stress import STRESS_DIR
     from archaudit.audit.stress_result import RESULT_FILE, read_result
     from archaudit.stats.analyses.fragility import high_weights
-    from archaudit.stats.analyses.stability import MORE_FRAGILE, MORE_ROBUST
 
     path = spec.audit_dir / STRESS_DIR / RESULT_FILE
     if not path.is_file():
@@ -254,7 +253,7 @@ def _judge_stress(claim: Claim, spec: AuditSpec, depth: bool) -> Evidence | None
         high = sum(w > 0 for w in high_weights(rates, statistics.median_low(rates)))
         measure = "ΔS = LR sensitivity (arm − baseline); positive = more sensitive"
         design = f"{settings.seeds} seeds per rate × {len(rates)} rates × {result.scale}"
-    sign = {MORE_ROBUST: 1, MORE_FRAGILE: -1}.get(verdict, 0)
+    sign = verdict.sign
     return Evidence(
         verdict=verdict,
         sign=sign,

@@ -46,10 +46,8 @@ from archaudit.stats.loop import ARM_STOPS, ArmStop, LoopArm, LoopFamily, LoopSt
 from archaudit.stats.options import primary_alpha
 from archaudit.stats.signal import AVERAGE, check_signal
 from archaudit.stats.simulation.sequential import (
-    FUTILE,
-    OPEN,
-    STATE_NAMES,
     ArmTests,
+    LoopState,
     SequentialRule,
     arm_tests,
     final_thresholds,
@@ -58,7 +56,7 @@ from archaudit.stats.simulation.sequential import (
     sequential_design_rate,
 )
 from archaudit.stats.table import Row, Table
-from archaudit.stats.verdicts import DIVERGED, IMPROVER, REGRESSOR, Verdict, classify
+from archaudit.stats.verdicts import DIVERGED, Verdict, classify
 
 RECORD_DIR, SUMMARY = store.SEQUENTIAL_DIR, store.SEQUENTIAL_SUMMARY
 VALUELESS = 0.005
@@ -309,7 +307,7 @@ def replay(
         tests = arm_tests(baseline[None, :], values, family.sign)
         tested = ((n > before) & ~diverged)[None, :]
         state = look(rule, tests, state, tested)
-        state[0, diverged] = FUTILE
+        state[0, diverged] = LoopState.FUTILE
         before = n
     value = next_seed_value(rule, tests, state)[0]
     return FamilyState(family, state[0], diverged, tests, np.where(diverged, 0.0, value))
@@ -529,7 +527,7 @@ def next_seeds(
 
 def _worth_a_seed(fs: FamilyState, i: int, seeds: int, rule: SequentialRule) -> bool:
     """Arm i is open, below its maximum, and its next seed is not a last one worth nothing."""
-    if fs.state[i] != OPEN or seeds >= rule.max_seeds:
+    if fs.state[i] != LoopState.OPEN or seeds >= rule.max_seeds:
         return False
     return seeds + 1 < rule.max_seeds or fs.value[i] >= VALUELESS
 
@@ -565,15 +563,15 @@ def _family_result(fs: FamilyState, rule: SequentialRule, budget: bool) -> LoopF
     thresholds = final_thresholds(rule, tests, fs.state[None, :])[0]
     rows = []
     for i, arm in enumerate(family.arms):
-        state = STATE_NAMES[fs.state[i]]
+        state = LoopState(int(fs.state[i]))
         delta = float(tests.delta[0, i])
         seeds, t, p = int(tests.n[0, i]), float(tests.t[0, i]), float(tests.p[0, i])
         verdict: Verdict
         stopped: ArmStop
         if fs.diverged[i]:
             verdict, stopped = DIVERGED, ArmStop.DIVERGED
-        elif state in (IMPROVER, REGRESSOR):
-            verdict, stopped = Verdict(state), ArmStop.SETTLED
+        elif state.verdict is not None:
+            verdict, stopped = state.verdict, ArmStop.SETTLED
         else:
             verdict = classify(delta, sigma, 1.0, 0.0)
             stopped = _arm_stop(state, seeds, rule, budget)
@@ -593,11 +591,11 @@ def _family_result(fs: FamilyState, rule: SequentialRule, budget: bool) -> LoopF
     return result.held_to(sequential_design_rate(len(rows), rule).above_alpha)
 
 
-def _arm_stop(state: str, seeds: int, rule: SequentialRule, budget: bool) -> ArmStop:
+def _arm_stop(state: LoopState, seeds: int, rule: SequentialRule, budget: bool) -> ArmStop:
     """Why an arm that did not settle stopped."""
     if seeds >= rule.max_seeds:
         return ArmStop.MAX_SEEDS
-    if state == "open" and budget:
+    if state is LoopState.OPEN and budget:
         return ArmStop.BUDGET
     return ArmStop.FUTILE  # stopped for futility, or open with a next seed worth nothing
 

@@ -5,17 +5,18 @@ imported."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from archaudit.errors import ConfigError
+from archaudit.ranges import Range
 
 
 @dataclass(frozen=True, kw_only=True)
 class SettleOptions:
     max_seeds: int = 5
-    budget_runs: int | None = None
+    budget_runs: int | None = field(default=None, metadata={"range": Range(1)})
     """The most runs of the whole audit (first round included)."""
-    budget_hours: float | None = None
+    budget_hours: float | None = field(default=None, metadata={"range": Range(0, low_open=True)})
     """No new round starts after this many hours of this coordinator."""
     metrics: tuple[str, ...] = ()
     """Primary metrics ("" = seeds.primary, else val_loss and downstream_avg with a suite)."""

@@ -53,6 +53,7 @@ from archaudit.errors import ConfigError, did_you_mean
 from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS
 from archaudit.names import BASELINE
 from archaudit.presets import MODEL_PRESETS
+from archaudit.ranges import Range
 from archaudit.rundir import check_audit_dir
 from archaudit.stats.inference.corrections import check_correction
 
@@ -83,7 +84,7 @@ class SeedSpec:
     policy: str = "fixed"
     """"fixed" runs exactly these seeds; "sequential" adds seeds round by round until every
     verdict is settled (docs/sequential.md), as `archaudit run --until-settled` does."""
-    max: int = field(default=5, metadata={"flag": "--max-seeds"})
+    max: int = field(default=5, metadata={"flag": "--max-seeds", "range": Range(1, MAX_SEEDS)})
     """Sequential: the most seeds one arm may get."""
     primary: tuple[str, ...] = ()
     """The metrics the audit's verdicts stand on, sharing its α (split evenly over them, fixed or
@@ -114,7 +115,7 @@ class SeedSpec:
 class EvalSpec:
     suite: str = "demo"
     """A built-in evaluation suite or a suite TOML file; "" = none (the loss only)."""
-    limit: int | None = None
+    limit: int | None = field(default=None, metadata={"range": Range(1)})
     """Items per task (overrides the suite's own limits)."""
 
     def __post_init__(self) -> None:
@@ -131,7 +132,7 @@ keeps a typo (`--workers 100000000`) from sizing pools and queues by it."""
 class ExecutorSpec:
     kind: str = field(default="local", metadata={"flag": "--executor"})
     """A registered executor: local | ray | slurm (checked by `make_plan`, beside the arms)."""
-    workers: int = 0
+    workers: int = field(default=0, metadata={"range": Range(0, MAX_PARALLEL)})
     """Runs at the same time; 0 = the CPU cores (local, CPU), the GPUs / gpus_per_run (local,
     GPU), or 64 for ray and slurm."""
     threads: int = 0
@@ -148,7 +149,9 @@ class ExecutorSpec:
     slurm: Mapping[str, Any] = field(default_factory=dict)
     """More submitit parameters, passed through (e.g. { mem_gb = 32, slurm_account = "x" })."""
     heartbeat_s: float = 15.0
-    stale_after_s: float = field(default=120.0, metadata={"flag": "--stale-after"})
+    stale_after_s: float = field(
+        default=120.0, metadata={"flag": "--stale-after", "range": Range(0, low_open=True)}
+    )
     """Seconds: a claim whose heartbeat is older than this, or further in the future, or whose
     process died on this host, is taken over (docs/audit.md#claims)."""
     max_attempts: int = 2

@@ -141,7 +141,7 @@ class StressResult:
                     "group": None if group is None else _build_one(GroupVerdict, group),
                 }
             )
-        except (TypeError, KeyError) as err:
+        except (TypeError, KeyError, ValueError) as err:  # ValueError: an unknown verdict
             raise DataError(f"not a stress result ({err})") from None
 
     def pilot(self, depth: bool = False) -> dict[str, list[SweepRun]]:

@@ -35,10 +35,7 @@ def register_commands() -> None:
         mods_cmd,
         replicate_cmd,
         report_cmd,
-        stats_aggregate_cmd,
         stats_cmd,
-        stats_predict_cmd,
-        stats_snr_cmd,
         stress_cmd,
         train_cmd,
     )

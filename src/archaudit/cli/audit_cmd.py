@@ -9,6 +9,7 @@ import shlex
 import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -25,18 +26,17 @@ from archaudit.cli.app import app
 from archaudit.cli.options import (
     Device,
     Flags,
-    Json,
     Plugins,
-    Quiet,
     emit,
     in_range,
     load_plugin_modules,
-    quiet_output,
+    output_flags,
     with_flags,
 )
 from archaudit.cli.report_cmd import report_audit
 from archaudit.formatting import VALUE_DIGITS, num, pvalue, signed
 from archaudit.names import BASELINE
+from archaudit.ranges import Range
 
 if TYPE_CHECKING:
     from archaudit.audit.coordinator import AuditOutcome
@@ -131,6 +131,7 @@ AuditTarget = Annotated[
 
 
 @app.command()
+@output_flags
 def init(
     path: Annotated[Path, typer.Argument(help="The audit file to write.")] = Path("audit.toml"),
     arms: Annotated[
@@ -144,13 +145,11 @@ def init(
         ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
-    json_: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
 ) -> None:
     """Write a commented starter audit file."""
     from archaudit.audit.starter import DEFAULT_ARMS, write_starter
 
-    quiet_output(quiet, json_)
     chosen = [name for value in arms or () for name in value.split(",") if name]
     written = write_starter(path, arms=chosen or DEFAULT_ARMS, force=force)
     if json_:
@@ -163,6 +162,7 @@ def init(
 
 
 @app.command()
+@output_flags
 @with_flags
 def plan(
     audit: AuditFile,
@@ -172,8 +172,7 @@ def plan(
     strict: Strict = False,
     probe: Probe = True,
     probe_budget: ProbeBudgetOption = DEFAULT_PROBE_BUDGET,
-    json_: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
     plugin: Plugins = None,
     until_settled: UntilSettled = False,
     max_seeds: MaxSeeds,
@@ -187,7 +186,6 @@ def plan(
     from archaudit.audit.protocol import warn_notes
     from archaudit.audit.spec import load_audit
 
-    quiet_output(quiet, json_)
     load_plugin_modules(plugin)
     settings = [*(overrides or ()), *max_seeds, *([SEQUENTIAL] if until_settled else [])]
     grid = make_plan(load_audit(audit, settings, runs_dir=runs_dir), strict=strict)
@@ -328,6 +326,7 @@ def _sequential_line(estimate: SequentialEstimate) -> str:
 
 
 @app.command()
+@output_flags
 @with_flags
 def run(
     audit: AuditFile,
@@ -340,8 +339,8 @@ def run(
     overrides: Overrides = None,
     runs_dir: RunsDir = None,
     strict: Strict = False,
-    json_: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
+    quiet: bool = False,
     plugin: Plugins = None,
 ) -> None:
     """Run (or resume) every run of the audit. Finished runs are skipped, unfinished ones resume
@@ -353,7 +352,6 @@ def run(
     from archaudit.audit.spec import load_audit
     from archaudit.progress import log
 
-    quiet_output(quiet, json_)
     load_plugin_modules(plugin)
     live = not (quiet or json_)
     settings = [*(overrides or ()), *executor, *tracker, *max_seeds]
@@ -433,7 +431,7 @@ def report_outcome(
 def show_with_limits(tables: Sequence[tuple[Table, Judgement | None]]) -> None:
     """Each end table of `run` and `demo`, with what limits its verdicts under it: `stats`'s
     "limits of ARM: ..." lines (`ArmVerdict.caveats`, the report's and the JSON's words)."""
-    from archaudit.cli.stats_cmd import limit_lines
+    from archaudit.cli.stats.verdicts import limit_lines
 
     for table, judgement in tables:
         show(table)
@@ -483,6 +481,7 @@ def settled_table(family: LoopFamily, rule: SequentialRule) -> Table:
 
 
 @app.command("run-one")
+@output_flags
 @with_flags
 def run_one(
     run_dir: Annotated[Path, typer.Argument(help="A run directory (with run.json).")],
@@ -491,15 +490,13 @@ def run_one(
     train_only: Annotated[
         bool, typer.Option("--train-only", help="Internal: one torchrun rank.")
     ] = False,
-    json_: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
     plugin: Plugins = None,
 ) -> None:
     """Run one run end to end (train → evaluate → DONE); what every executor launches."""
     from archaudit.audit import runner
     from archaudit.progress import log
 
-    quiet_output(quiet, json_)
     load_plugin_modules(plugin)
     if train_only:
         runner.train_only(run_dir, options)
@@ -513,10 +510,10 @@ def run_one(
 
 
 @app.command()
+@output_flags
 def status(
     audit: AuditTarget,
-    json_: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
     report: Annotated[
         bool, typer.Option("--report", help="Also write a (partial) report.html.")
     ] = False,
@@ -527,7 +524,6 @@ def status(
     from archaudit.audit.spec import resolve_audit_dir
     from archaudit.audit.store import refresh_export
 
-    quiet_output(quiet, json_)
     audit_dir = resolve_audit_dir(audit)
     statuses = refresh_export(audit_dir)
     if report:
@@ -551,50 +547,47 @@ def status(
     Console().print(line)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Sweep:
+    """The points `tune-baseline` trains, and whether it writes its choice."""
+
+    lr: tuple[float, ...] = field(default=(), metadata={"range": Range(0, low_open=True)})
+    """Peak LRs [default: current × ¼…4]."""
+    warmup: tuple[float, ...] = field(default=(), metadata={"range": Range(0, 1, high_open=True)})
+    """Warmup fractions to sweep too."""
+    seeds: int = field(default=1, metadata={"range": Range(1)})
+    """Seeds per sweep point."""
+    write: bool = field(default=True, metadata={"flag": "--write/--dry-run"})
+    """Write the choice into AUDIT."""
+
+
 @app.command("tune-baseline")
+@output_flags
 @with_flags
 def tune_baseline(
     audit: Annotated[Path, typer.Argument(help="The audit file (TOML); its [recipe] is updated.")],
-    lr: Annotated[
-        list[float] | None,
-        typer.Option(
-            "--lr", help="Peak LRs [default: current × ¼…4].", callback=in_range(0, low_open=True)
-        ),
-    ] = None,
-    warmup: Annotated[
-        list[float] | None,
-        typer.Option(
-            "--warmup",
-            help="Warmup fractions to sweep too.",
-            callback=in_range(0, 1, high_open=True),
-        ),
-    ] = None,
-    seeds: Annotated[int, typer.Option("--seeds", help="Seeds per sweep point.")] = 1,
     *,
     executor: Executor,
-    write: Annotated[
-        bool, typer.Option("--write/--dry-run", help="Write the choice into AUDIT.")
-    ] = True,
+    sweep_points: Annotated[Sweep, Flags(Sweep)],
     overrides: Overrides = None,
     runs_dir: RunsDir = None,
-    json_: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
+    quiet: bool = False,
     plugin: Plugins = None,
 ) -> None:
     """Sweep the baseline's peak LR (and warmup) at the smallest scale; write the best into the
     shared recipe. Arms are never tuned."""
     from archaudit.audit.tune import tune_baseline as sweep
 
-    quiet_output(quiet, json_)
     load_plugin_modules(plugin)
     outcome = sweep(
         audit,
-        lrs=lr or (),
-        warmups=warmup or (),
-        seeds=seeds,
+        lrs=sweep_points.lr,
+        warmups=sweep_points.warmup,
+        seeds=sweep_points.seeds,
         overrides=[*(overrides or ()), *executor],
         runs_dir=runs_dir,
-        write=write,
+        write=sweep_points.write,
         live=not (quiet or json_),
     )
     if json_:
@@ -617,18 +610,17 @@ def tune_baseline(
 
 
 @app.command()
+@output_flags
 def rerun(
     run_dir: Annotated[Path, typer.Argument(help="A finished run directory.")],
     device: Device = "",
-    json_: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
     plugin: Plugins = None,
 ) -> None:
     """Retrain a finished run and compare its loss curve and final metrics with the stored
     ones (max absolute difference; bit-identical when all are 0)."""
     from archaudit.audit.rerun import rerun as retrain
 
-    quiet_output(quiet, json_)
     load_plugin_modules(plugin)
     report = retrain(run_dir, device=device)
     if json_:
@@ -643,14 +635,15 @@ def rerun(
 
 
 @app.command()
+@output_flags
 @with_flags
 def demo(
     *,
     runs_dir: RunsDir = None,
     executor: Executor,
     overrides: Overrides = None,
-    json_: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
+    quiet: bool = False,
     plugin: Plugins = None,
 ) -> None:
     """The built-in audit: baseline + 4 modifications at two tiny scales on the embedded corpus,
@@ -659,7 +652,6 @@ def demo(
     verdict tables under the design's measured error rate."""
     from archaudit.audit.demo import run_demo, verdict_table
 
-    quiet_output(quiet, json_)
     load_plugin_modules(plugin)
     with resume_hint():
         outcome = run_demo(

@@ -2,13 +2,31 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from archaudit.audit.spec import MAX_PARALLEL
 from archaudit.cli.app import app
-from archaudit.cli.options import Json, Quiet, emit, quiet_output
+from archaudit.cli.options import Flags, emit, output_flags, with_flags
+from archaudit.ranges import Range
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sharding:
+    """How `data prepare` tokenizes and shards."""
+
+    tokenizer: str = "byte"
+    """byte | bpe:<V> | gpt2:<dir> | hf:<dir> (as recipe.tokenizer)."""
+    workers: int = field(default=1, metadata={"range": Range(1, MAX_PARALLEL)})
+    """Tokenizing processes."""
+    shard_tokens: int = field(default=100_000_000, metadata={"range": Range(1)})
+    """Tokens per shard."""
+    text_field: str = "text"
+    """Text column of .jsonl/parquet."""
+
 
 data_app = typer.Typer(
     help="Corpora: tokenize once into sharded token files.", no_args_is_help=True
@@ -17,6 +35,8 @@ app.add_typer(data_app, name="data")
 
 
 @data_app.command("prepare")
+@output_flags
+@with_flags
 def prepare_command(
     source: Annotated[
         str,
@@ -26,22 +46,9 @@ def prepare_command(
         ),
     ],
     out: Annotated[Path, typer.Option("--out", help="Folder for shard-*.bin and index.json.")],
-    tokenizer: Annotated[
-        str,
-        typer.Option(
-            "--tokenizer",
-            help="byte | bpe:\\<V> | gpt2:\\<dir> | hf:\\<dir> (as recipe.tokenizer).",
-        ),
-    ] = "byte",
-    workers: Annotated[int, typer.Option("--workers", help="Tokenizing processes.")] = 1,
-    shard_tokens: Annotated[
-        int, typer.Option("--shard-tokens", help="Tokens per shard.")
-    ] = 100_000_000,
-    text_field: Annotated[
-        str, typer.Option("--text-field", help="Text column of .jsonl/parquet.")
-    ] = "text",
-    json_: Json = False,
-    quiet: Quiet = False,
+    *,
+    sharding: Annotated[Sharding, Flags(Sharding)],
+    json_: bool = False,
 ) -> None:
     """Tokenize SOURCE into sharded token files; train on them with `recipe.corpus = OUT`.
 
@@ -51,9 +58,13 @@ def prepare_command(
     from archaudit.data.prepare import prepare
     from archaudit.progress import log
 
-    quiet_output(quiet, json_)
     result = prepare(
-        source, tokenizer, out, workers=workers, shard_tokens=shard_tokens, text_field=text_field
+        source,
+        sharding.tokenizer,
+        out,
+        workers=sharding.workers,
+        shard_tokens=sharding.shard_tokens,
+        text_field=sharding.text_field,
     )
     if json_:
         emit(result)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -17,16 +17,16 @@ from archaudit.cli.options import (
     Bootstrap,
     Device,
     Flags,
-    Json,
-    Quiet,
+    Scale,
     emit,
     in_range,
-    quiet_output,
+    output_flags,
     torch_device,
     with_flags,
 )
 from archaudit.errors import ConfigError
 from archaudit.formatting import VALUE_DIGITS, interval, num, pvalue, signed
+from archaudit.ranges import COUNT, SEED, Range
 
 if TYPE_CHECKING:
     from archaudit.diagnose.bottleneck import Distribution
@@ -47,6 +47,8 @@ Model = Annotated[
 ]
 MAX_TOKENS = 1 << 24
 """Tokens one diagnostic measures on, at most (its activations are held per token)."""
+TOKENS = Range(1, MAX_TOKENS)
+POSITIVE = Range(0, low_open=True)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,11 +58,11 @@ class Measurement:
 
     data: Path
     """UTF-8 text file to measure on."""
-    tokens: int | None = None
+    tokens: int | None = field(default=None, metadata={"range": TOKENS})
     """Predicted tokens to measure on [default: the diagnostic's own]."""
-    window: int | None = None
+    window: int | None = field(default=None, metadata={"range": TOKENS})
     """Tokens per row, capped by the context [default: the diagnostic's own]."""
-    batch_size: int | None = None
+    batch_size: int | None = field(default=None, metadata={"range": TOKENS})
     """Rows per forward pass [default: the diagnostic's own]."""
 
     def __post_init__(self) -> None:
@@ -92,16 +94,52 @@ class Output:
 
 Measure = Annotated[Measurement, Flags(Measurement)]
 Written = Annotated[Output, Flags(Output)]
-Terms = Annotated[int, typer.Option("--terms", help="Terms per reasoning item.")]
-ReasoningSeed = Annotated[
-    int, typer.Option("--seed", help="Seed of the reasoning items (and of sampling).")
-]
 
 
-def _finish(result: Any, written: Any, json_out: bool, lines: list[str]) -> None:
+@dataclass(frozen=True, kw_only=True)
+class Reasoning:
+    """The generated reasoning task: what `prune --tts` samples on and `task` writes."""
+
+    terms: int = field(default=4, metadata={"range": COUNT})
+    """Terms per reasoning item."""
+    seed: int = field(default=0, metadata={"range": SEED})
+    """Seed of the reasoning items (and of sampling)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sampling:
+    """Test-time scaling curves on the generated reasoning task (`prune --tts`)."""
+
+    tts: bool = False
+    """Test-time scaling curves on the generated reasoning task."""
+    tts_items: int = field(default=100, metadata={"range": COUNT})
+    """Reasoning items."""
+    samples: int = field(default=16, metadata={"range": COUNT})
+    """Largest N (a power of 2)."""
+    temperature: float = field(default=1.0, metadata={"range": POSITIVE})
+    """Sampling τ."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pruning:
+    """Which layers `prune` removes, and the recovery fine-tuning after."""
+
+    method: str = "block-influence"
+    """block-influence | angular | tail | laco."""
+    layers: int = field(default=1, metadata={"range": COUNT})
+    """K: layers to remove."""
+    recover_steps: int = field(default=0, metadata={"range": Range(0)})
+    """Recovery fine-tuning steps on --data (0: none)."""
+    recover_lr: float = field(default=1e-3, metadata={"range": POSITIVE})
+    """Its learning rate."""
+    lora: int | None = field(default=None, metadata={"range": COUNT})
+    """Recover with LoRA of this rank (needs peft) instead of full fine-tuning."""
+
+
+def _finish(result: Any, written: Any, json_: bool, lines: list[str]) -> None:
     from archaudit.progress import console
 
-    if json_out:
+    if json_:
         emit(result)
         return
     for line in lines:
@@ -111,6 +149,7 @@ def _finish(result: Any, written: Any, json_out: bool, lines: list[str]) -> None
 
 
 @diagnose_app.command("bottleneck")
+@output_flags
 @with_flags
 def bottleneck(
     model: Model,
@@ -118,14 +157,12 @@ def bottleneck(
     measure: Measure,
     output: Written,
     device: Device = "",
-    json_out: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
 ) -> None:
     """The LM-head gradient bottleneck: the share of ‖softmax(z) − onehot(y)‖² outside the column
     space of the unembedding (arXiv 2603.10145), per token over --data."""
     from archaudit.diagnose import diagnose_bottleneck
 
-    quiet_output(quiet, json_out)
     result, written = diagnose_bottleneck(
         model, measure.data, **measure.keywords(device), **output.keywords()
     )
@@ -133,7 +170,7 @@ def bottleneck(
     _finish(
         result,
         written,
-        json_out,
+        json_,
         [
             f"{result.model}: {result.tokens} tokens, V={result.vocab_size}, D={result.d_model}, "
             f"{'tied' if result.tied else 'untied'} head",
@@ -146,6 +183,7 @@ def bottleneck(
 
 
 @diagnose_app.command("attention")
+@output_flags
 @with_flags
 def attention(
     model: Model,
@@ -153,17 +191,20 @@ def attention(
     measure: Measure,
     output: Written,
     sink_tokens: Annotated[
-        int, typer.Option("--sink-tokens", help="k: the first k positions count as the sink.")
+        int,
+        typer.Option(
+            "--sink-tokens",
+            help="k: the first k positions count as the sink.",
+            callback=in_range(0, MAX_TOKENS),
+        ),
     ] = 1,
     device: Device = "",
-    json_out: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
 ) -> None:
     """Attention focus per layer and head: sink mass on the first k tokens, entropy, and mass by
     distance, with a heatmap."""
     from archaudit.diagnose import diagnose_attention
 
-    quiet_output(quiet, json_out)
     result, written = diagnose_attention(
         model,
         measure.data,
@@ -175,7 +216,7 @@ def attention(
     _finish(
         result,
         written,
-        json_out,
+        json_,
         [
             f"{result.model}: {result.tokens} positions, window {result.window}",
             f"sink mass (first {result.sink_tokens}) per layer: {per_layer}",
@@ -185,6 +226,7 @@ def attention(
 
 
 @diagnose_app.command("heads")
+@output_flags
 @with_flags
 def heads(
     model: Model,
@@ -192,13 +234,11 @@ def heads(
     measure: Measure,
     output: Written,
     device: Device = "",
-    json_out: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
 ) -> None:
     """Loss increase when each attention head is masked, per layer, with a heatmap."""
     from archaudit.diagnose import diagnose_heads
 
-    quiet_output(quiet, json_out)
     result, written = diagnose_heads(
         model, measure.data, **measure.keywords(device), **output.keywords()
     )
@@ -206,7 +246,7 @@ def heads(
     _finish(
         result,
         written,
-        json_out,
+        json_,
         [
             f"{result.model}: base loss {num(result.base_loss, VALUE_DIGITS)} nats/token over "
             f"{result.tokens} tokens",
@@ -216,77 +256,49 @@ def heads(
 
 
 @diagnose_app.command("prune")
+@output_flags
 @with_flags
 def prune(
     model: Model,
     *,
     measure: Measure,
     output: Written,
-    method: Annotated[
-        str, typer.Option("--method", help="block-influence | angular | tail | laco.")
-    ] = "block-influence",
-    layers: Annotated[int, typer.Option("--layers", help="K: layers to remove.")] = 1,
+    pruning: Annotated[Pruning, Flags(Pruning)],
     evaluation: Annotated[EvalSpec, Flags(EvalSpec, defaults={"suite": ""})],
-    tts: Annotated[
-        bool,
-        typer.Option("--tts", help="Test-time scaling curves on the generated reasoning task."),
-    ] = False,
-    tts_items: Annotated[int, typer.Option("--tts-items", help="Reasoning items.")] = 100,
-    samples: Annotated[int, typer.Option("--samples", help="Largest N (a power of 2).")] = 16,
-    temperature: Annotated[
-        float,
-        typer.Option("--temperature", help="Sampling τ.", callback=in_range(0, low_open=True)),
-    ] = 1.0,
-    terms: Terms = 4,
-    seed: ReasoningSeed = 0,
-    recover_steps: Annotated[
-        int, typer.Option("--recover-steps", help="Recovery fine-tuning steps on --data (0: none).")
-    ] = 0,
-    recover_lr: Annotated[
-        float,
-        typer.Option(
-            "--recover-lr", help="Its learning rate.", callback=in_range(0, low_open=True)
-        ),
-    ] = 1e-3,
-    lora: Annotated[
-        int | None,
-        typer.Option(
-            "--lora",
-            help="Recover with LoRA of this rank (needs peft) instead of full fine-tuning.",
-        ),
-    ] = None,
+    sampling: Annotated[Sampling, Flags(Sampling)],
+    reasoning: Annotated[Reasoning, Flags(Reasoning)],
     device: Device = "",
-    json_out: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
 ) -> None:
     """Score layers, remove K, and re-evaluate: held-out loss, optionally a suite and test-time
     scaling (best-of-N, majority vote, budget), optionally after recovery fine-tuning."""
     from archaudit.diagnose import TTSOptions, diagnose_prune
 
-    if samples < 1 or samples & (samples - 1):
+    samples = sampling.samples
+    if samples & (samples - 1):
         raise ConfigError(f"--samples {samples}: use a power of 2 (1, 2, 4, ..., 16)")
-    quiet_output(quiet, json_out)
     options = None
-    if tts:
+    if sampling.tts:
         ns = tuple(2**i for i in range(samples.bit_length()))
         options = TTSOptions(
-            items=tts_items, ns=ns, temperature=temperature, terms=terms, seed=seed
-        )
+            items=sampling.tts_items, ns=ns, temperature=sampling.temperature,
+            terms=reasoning.terms, seed=reasoning.seed,
+        )  # fmt: skip
     result, written = diagnose_prune(
         model,
         measure.data,
-        method=method,
-        layers=layers,
+        method=pruning.method,
+        layers=pruning.layers,
         suite=evaluation.suite or None,
         limit=evaluation.limit,
         tts=options,
-        recover_steps=recover_steps,
-        recover_lr=recover_lr,
-        lora_rank=lora,
+        recover_steps=pruning.recover_steps,
+        recover_lr=pruning.recover_lr,
+        lora_rank=pruning.lora,
         **measure.keywords(device),
         **output.keywords(),
     )
-    _finish(result, written, json_out, _prune_lines(result, method))
+    _finish(result, written, json_, _prune_lines(result, pruning.method))
 
 
 def _prune_lines(result: PruneResult, method: str) -> list[str]:
@@ -320,6 +332,7 @@ def _spread(d: Distribution) -> str:
 
 
 @diagnose_app.command("focus")
+@output_flags
 @with_flags
 def focus(
     audit_dir: Annotated[
@@ -329,14 +342,11 @@ def focus(
         str, typer.Option("--metric", help="Retrieval metric of the audit's results.")
     ] = "needle",
     baseline: Baseline = DEFAULT_BASELINE,
-    scale: Annotated[
-        str | None, typer.Option("--scale", help="Scale (required with several).")
-    ] = None,
+    scale: Scale = None,
     *,
     bootstrap: Annotated[Bootstrap, Flags(Bootstrap)],
     output: Written,
-    json_out: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
 ) -> None:
     """Across an audit's arms: Spearman ρ (bootstrap interval) between first-token sink mass and
     long-context retrieval, and the sink mass of QK-norm arms minus the baseline's."""
@@ -344,7 +354,6 @@ def focus(
     from archaudit.diagnose import diagnose_focus
     from archaudit.rundir import is_audit_dir
 
-    quiet_output(quiet, json_out)
     result, written = diagnose_focus(
         audit_dir,
         results=read_results(audit_dir) if is_audit_dir(audit_dir) else None,
@@ -365,27 +374,30 @@ def focus(
             f"  {c.arm}: sink mass {signed(c.difference)} vs {baseline} "
             f"(Welch p = {pvalue(c.p_value)})"
         )
-    _finish(result, written, json_out, lines)
+    _finish(result, written, json_, lines)
 
 
 @diagnose_app.command("task")
+@output_flags
+@with_flags
 def task(
     out: Annotated[Path, typer.Argument(help="Text file to write.")],
-    chars: Annotated[int, typer.Option("--chars", help="Characters of training text.")] = 1_000_000,
-    terms: Terms = 4,
-    seed: ReasoningSeed = 0,
-    json_out: Json = False,
-    quiet: Quiet = False,
+    chars: Annotated[
+        int,
+        typer.Option("--chars", help="Characters of training text.", callback=in_range(1)),
+    ] = 1_000_000,
+    *,
+    reasoning: Annotated[Reasoning, Flags(Reasoning)],
+    json_: bool = False,
 ) -> None:
     """Write a training corpus of the reasoning task that `prune --tts` measures (train on it
     with `archaudit train --corpus FILE`; the curves' items come from a different stream)."""
     from archaudit.diagnose import reasoning_corpus
     from archaudit.files import atomic_write_text
 
-    quiet_output(quiet, json_out)
-    text = reasoning_corpus(chars, seed=seed, terms=terms)
+    text = reasoning_corpus(chars, seed=reasoning.seed, terms=reasoning.terms)
     atomic_write_text(out, text)
-    if json_out:
+    if json_:
         emit({"path": out, "chars": len(text)})
     else:
         typer.echo(f"wrote {out} ({len(text):,} characters)")

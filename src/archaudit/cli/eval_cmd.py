@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -14,21 +15,35 @@ from archaudit.cli.app import app
 from archaudit.cli.options import (
     Device,
     Flags,
-    Json,
     Plugins,
-    Quiet,
     load_plugin_modules,
-    quiet_output,
+    output_flags,
     torch_device,
     with_flags,
 )
 from archaudit.formatting import MISSING, VALUE_DIGITS, interval, num
+from archaudit.ranges import Range
 
 if TYPE_CHECKING:
     from archaudit.evals.suites import SuiteResult
 
 
+@dataclass(frozen=True, kw_only=True)
+class Scoring:
+    """Where `eval` reads its benchmarks and writes its result, and how it batches."""
+
+    out: Path | None = None
+    """Write the full result, per-item outputs included, here."""
+    data_root: Path | None = None
+    """Benchmark data root [default: $ARCHAUDIT_DATA or ../shared/data]."""
+    batch_size: int = field(default=32, metadata={"range": Range(1)})
+    """Rows per forward pass."""
+    groups: bool = False
+    """Also print accuracy per group (paradigm, length × depth)."""
+
+
 @app.command("eval")
+@output_flags
 @with_flags
 def eval_command(
     model: Annotated[
@@ -39,24 +54,10 @@ def eval_command(
     ],
     *,
     evaluation: Annotated[EvalSpec, Flags(EvalSpec)],
-    json_: Json = False,
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", help="Write the full result, per-item outputs included, here."),
-    ] = None,
-    data_root: Annotated[
-        Path | None,
-        typer.Option(
-            "--data-root", help="Benchmark data root [default: $ARCHAUDIT_DATA or ../shared/data]."
-        ),
-    ] = None,
+    json_: bool = False,
+    scoring: Annotated[Scoring, Flags(Scoring)],
     device: Device = "",
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Rows per forward pass.")] = 32,
-    groups: Annotated[
-        bool,
-        typer.Option("--groups", help="Also print accuracy per group (paradigm, length × depth)."),
-    ] = False,
-    quiet: Quiet = False,
+    quiet: bool = False,
     plugin: Plugins = None,
 ) -> None:
     """Score MODEL on a suite: accuracy with Wilson 95% intervals per task, the macro averages
@@ -64,23 +65,22 @@ def eval_command(
     its window, stride and context."""
     from archaudit.evals import evaluate
 
-    quiet_output(quiet, json_)
     load_plugin_modules(plugin)
 
     result = evaluate(
         model,
         evaluation.suite,
         limit=evaluation.limit,
-        out_path=out,
+        out_path=scoring.out,
         device=torch_device(device),
-        batch_size=batch_size,
-        data_root=data_root,
+        batch_size=scoring.batch_size,
+        data_root=scoring.data_root,
         show_progress=not (quiet or json_),
     )
     if json_:
         typer.echo(result.to_json(include_items=False))
         return
-    _print_result(result, groups=groups, out=out)
+    _print_result(result, groups=scoring.groups, out=scoring.out)
 
 
 def _print_result(result: SuiteResult, *, groups: bool, out: Path | None) -> None:

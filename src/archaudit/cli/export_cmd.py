@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from archaudit.cli.app import app
-from archaudit.cli.options import Json, Quiet, emit, quiet_output
+from archaudit.cli.options import emit, output_flags
 
 export_app = typer.Typer(
     help="Export a trained run into another ecosystem's format.", no_args_is_help=True
@@ -18,11 +18,11 @@ app.add_typer(export_app, name="export")
 
 
 @export_app.command("hf")
+@output_flags
 def export_hf_command(
     run: Annotated[Path, typer.Argument(help="A run directory or one of its step-* checkpoints.")],
     out: Annotated[Path, typer.Option("--out", help="The Hugging Face directory to write.")],
-    json_: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
 ) -> None:
     """Write config.json, model.safetensors, generation_config.json and the tokenizer
     (tokenizer.json) into OUT, for `AutoModelForCausalLM.from_pretrained(OUT)` with no custom
@@ -30,7 +30,6 @@ def export_hf_command(
     a configuration no stock transformers class computes is refused, naming its slot."""
     from archaudit.export import export_hf
 
-    quiet_output(quiet, json_)
     result = export_hf(run, out)
     if json_:
         emit(result)

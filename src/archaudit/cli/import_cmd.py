@@ -3,13 +3,31 @@ items.csv for `archaudit stats`. A thin face over `archaudit.evals.lmeval_result
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from archaudit.cli.app import app
-from archaudit.cli.options import Json, Quiet, emit, quiet_output
+from archaudit.cli.options import Flags, emit, output_flags, with_flags
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImportRules:
+    """Where each imported run's arm, seed and scale come from."""
+
+    arm_from: str = "auto"
+    """Where a run's arm comes from: dir (its output folder's name) | parent | model | fewshot |
+    seed | params | regex:PATTERN (one group, on the results file's path); auto: dir, and the
+    model's name for runs of several models in one output folder."""
+    seed_from: str = "auto"
+    """Where its seed comes from (as --arm-from); auto: a seed-N folder on the path, else the
+    arm's runs numbered in path order."""
+    scale_from: str = "auto"
+    """Where its scale comes from (as --arm-from); auto: parameter counts within 1.5x of each
+    other share one scale."""
+
 
 import_app = typer.Typer(
     help="Bring other tools' results in, to judge them here.", no_args_is_help=True
@@ -18,6 +36,8 @@ app.add_typer(import_app, name="import")
 
 
 @import_app.command("lm-eval")
+@output_flags
+@with_flags
 def import_lmeval_command(
     results: Annotated[
         list[Path],
@@ -26,33 +46,9 @@ def import_lmeval_command(
         ),
     ],
     out: Annotated[Path, typer.Option("--out", help="Folder for results.csv and items.csv.")],
-    arm_from: Annotated[
-        str,
-        typer.Option(
-            "--arm-from",
-            help="Where a run's arm comes from: dir (its output folder's name) | parent | model | "
-            "fewshot | seed | params | regex:PATTERN (one group, on the results file's path); "
-            "auto: dir, and the model's name for runs of several models in one output folder.",
-        ),
-    ] = "auto",
-    seed_from: Annotated[
-        str,
-        typer.Option(
-            "--seed-from",
-            help="Where its seed comes from (as --arm-from); auto: a seed-N folder on the path, "
-            "else the arm's runs numbered in path order.",
-        ),
-    ] = "auto",
-    scale_from: Annotated[
-        str,
-        typer.Option(
-            "--scale-from",
-            help="Where its scale comes from (as --arm-from); auto: parameter counts within "
-            "1.5x of each other share one scale.",
-        ),
-    ] = "auto",
-    json_: Json = False,
-    quiet: Quiet = False,
+    *,
+    rules: Annotated[ImportRules, Flags(ImportRules)],
+    json_: bool = False,
 ) -> None:
     """Read lm-eval results (and the per-item samples of --log_samples) into OUT/results.csv
     (task/metric, task/score and downstream_avg per run) and OUT/items.csv (each item's 0/1
@@ -61,9 +57,12 @@ def import_lmeval_command(
     and only when it is new, empty or an earlier import (its import.json lists its files)."""
     from archaudit.evals.lmeval_results import import_lmeval
 
-    quiet_output(quiet, json_)
     result = import_lmeval(
-        results, out, arm_from=arm_from, seed_from=seed_from, scale_from=scale_from
+        results,
+        out,
+        arm_from=rules.arm_from,
+        seed_from=rules.seed_from,
+        scale_from=rules.scale_from,
     )
     if json_:
         emit(result)

@@ -9,13 +9,11 @@ import typer
 from archaudit.cli.app import app
 from archaudit.cli.options import (
     DEFAULT_PRESET,
-    Json,
     Plugins,
     Preset,
-    Quiet,
     emit,
     load_plugin_modules,
-    quiet_output,
+    output_flags,
 )
 from archaudit.config import ModelConfig, apply_overrides, build
 from archaudit.mods import Modification, get_modification, list_modifications
@@ -30,16 +28,15 @@ app.add_typer(mods_app, name="mods")
 
 
 @mods_app.command("list")
+@output_flags
 def list_command(
     family: Annotated[
         str | None, typer.Option("--family", metavar="FAMILY", help="Only this family.")
     ] = None,
-    json_: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
     plugin: Plugins = None,
 ) -> None:
     """List the modifications: name, family, protocol duties, description."""
-    quiet_output(quiet, json_)
     load_plugin_modules(plugin)
     mods = list_modifications(family)
     if json_:
@@ -53,6 +50,7 @@ def list_command(
 
 
 @mods_app.command("show")
+@output_flags
 def show_command(
     name: Annotated[str, typer.Argument(help="A modification name, e.g. softpick.")],
     size: Preset = None,
@@ -60,13 +58,11 @@ def show_command(
         list[str] | None,
         typer.Option("--set", metavar="model.KEY=VALUE", help="Adjust the size. Repeatable."),
     ] = None,
-    json_: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
     plugin: Plugins = None,
 ) -> None:
     """Show one modification: formula, what it sets, parameter delta at a size, duties, paper,
     and the reference it was checked against with the largest difference measured."""
-    quiet_output(quiet, json_)
     load_plugin_modules(plugin)
     mod = get_modification(name)
     tree = apply_overrides(preset(size or DEFAULT_PRESET), overrides or (), sections=("model",))

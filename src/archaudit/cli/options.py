@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from archaudit.errors import ConfigError
+from archaudit.ranges import REPLICATES, SEED, Range
 from archaudit.stats.options import DEFAULT, JudgeOptions
 
 Json = Annotated[
@@ -64,40 +65,12 @@ Device = Annotated[
 ]
 
 
-@dataclasses.dataclass(frozen=True)
-class Range:
-    """Where a numeric option's values may lie: finite, and within [low, high] (an open end
-    excludes its bound: `low_open` makes `--target-tokens 0` an error, not a division by 0)."""
-
-    low: float = -math.inf
-    high: float = math.inf
-    low_open: bool = False
-    high_open: bool = False
-
-    def holds(self, value: float) -> bool:
-        if not math.isfinite(value):
-            return False
-        above = value > self.low if self.low_open else value >= self.low
-        below = value < self.high if self.high_open else value <= self.high
-        return above and below
-
-    def __str__(self) -> str:
-        if self.low == -math.inf and self.high == math.inf:
-            return "a finite number"
-        if self.high == math.inf:
-            return f"a finite number {'>' if self.low_open else '>='} {self.low:g}"
-        if self.low == -math.inf:
-            return f"a finite number {'<' if self.high_open else '<='} {self.high:g}"
-        left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
-        return f"a number in {left}{self.low:g}, {self.high:g}{right}"
-
-
 def in_range(
     low: float = -math.inf,
     high: float = math.inf,
-    *,
     low_open: bool = False,
     high_open: bool = False,
+    *,
     names: bool = False,
 ) -> Callable[[Any], Any]:
     """The check of a numeric option, as its typer `callback`: every value (each of a
@@ -141,17 +114,17 @@ def _number(value: Any, names: bool) -> float | None:
         raise typer.BadParameter(f"{value!r} is not a number") from None
 
 
-MAX_BOOT = 100_000
-"""Bootstrap replicates, at most: each holds a row per arm or item, and 10⁹ filled 15 GiB."""
+MAX_BOOT = int(REPLICATES.high)
+"""Bootstrap replicates, at most (`ranges.REPLICATES`)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Bootstrap:
     """A bootstrap's size and seed (`--n-boot`, `--seed`)."""
 
-    n_boot: int = 2000
+    n_boot: int = dataclasses.field(default=2000, metadata={"range": REPLICATES})
     """Bootstrap replicates."""
-    seed: int = 0
+    seed: int = dataclasses.field(default=0, metadata={"range": SEED})
     """Seed of the bootstrap's draws (any integer >= 0)."""
 
     def __post_init__(self) -> None:
@@ -242,10 +215,24 @@ class Flags:
     """What an unset flag means, for the help of `section` flags ("the audit file's")."""
     panel: str | None = None
     """The --help panel the flags are listed under."""
+    without: tuple[str, ...] = ()
+    """Fields this command declares itself in another shape (`stats transfer`'s repeatable
+    `--baseline`) or whose flag name it gives another meaning (`--target`)."""
 
     def fields(self) -> list[dataclasses.Field]:
+        """The fields given as flags: `names`, else every field that is a flag (the rule: a
+        field is a flag on every command that takes its class unless its metadata says
+        `flag=False`), less `without`."""
         every = {f.name: f for f in dataclasses.fields(self.source)}
-        return [every[name] for name in self.names] if self.names else list(every.values())
+        if self.names:
+            return [every[name] for name in self.names]
+        unknown = sorted(set(self.without) - set(every))
+        assert not unknown, f"Flags.without names no field of {self.source.__name__}: {unknown}"
+        return [
+            f
+            for f in every.values()
+            if f.metadata.get("flag", True) is not False and f.name not in self.without
+        ]
 
 
 def with_flags(command: Command) -> Command:
@@ -367,10 +354,12 @@ def _parameter(marker: Flags, field: dataclasses.Field, hint: Any, name: str) ->
             help += f" \\[default: {marker.unset}]"
         else:
             help += f" \\[default: {marker.unset}, else {field.default}]"
+    metavar = field.metadata.get("metavar", metavar)
     names = flag_names(marker, field)
     if kind in (bool | None,) and marker.section is not None and "/" not in names[0]:
         names = (f"{names[0]}/--{marker.prefix}no-{field.name.replace('_', '-')}", *names[1:])
     numeric = {float, int} & {hint, *typing.get_args(hint), *map(_element_or_none, [hint])}
+    allowed: Range = field.metadata.get("range") or Range()
     flag = Annotated[
         kind,
         typer.Option(
@@ -379,7 +368,9 @@ def _parameter(marker: Flags, field: dataclasses.Field, hint: Any, name: str) ->
             show_default=shown,
             metavar=metavar,
             rich_help_panel=marker.panel,
-            callback=in_range() if numeric else None,
+            callback=in_range(*allowed.bounds(), names=field.metadata.get("names", False))
+            if numeric or "range" in field.metadata
+            else None,
         ),
     ]
     return inspect.Parameter(name, KEYWORD, default=default, annotation=flag)
@@ -430,9 +421,15 @@ def _toml(value: Any) -> str:
     return repr(value)
 
 
-def judge_flags(*names: str) -> Callable[[Command], Command]:
-    """Give a command the `JudgeOptions` fields `names` as flags, placed before --json/--quiet;
-    the command is called with `options`, the `JudgeOptions` they build."""
+def judge_flags(*names: str, without: tuple[str, ...] = ()) -> Callable[[Command], Command]:
+    """Give a command the `JudgeOptions` fields as flags, placed before --json/--quiet; the
+    command is called with `options`, the `JudgeOptions` they build.
+
+    The rule: a command that judges a family takes every field that is a flag (each field's
+    metadata says whether it is one), so a field added to `JudgeOptions` is a flag on every such
+    command at once; `without` leaves out a field the command gives its own shape. A command
+    that only borrows a few of the options without judging a family (`stats snr`, `stats
+    aggregate`, `stats predict`) names them in `names`."""
 
     def decorate(command: Command) -> Command:
         own = [
@@ -440,15 +437,48 @@ def judge_flags(*names: str) -> Callable[[Command], Command]:
             for p in inspect.signature(command).parameters.values()
             if p.name != "options"
         ]
-        options = inspect.Parameter(
-            "options", KEYWORD, annotation=Annotated[JudgeOptions, Flags(JudgeOptions, names)]
-        )
-        cut = next((i for i, p in enumerate(own) if p.name in ("json_", "quiet")), len(own))
+        marker = Flags(JudgeOptions, names, without=without)
+        options = inspect.Parameter("options", KEYWORD, annotation=Annotated[JudgeOptions, marker])
+        cut = next((i for i, p in enumerate(own) if p.name in OUTPUT), len(own))
         placed = functools.wraps(command)(lambda **values: command(**values))
         placed.__signature__ = inspect.Signature([*own[:cut], options, *own[cut:]])  # type: ignore[attr-defined]
         return with_flags(placed)
 
     return decorate
+
+
+OUTPUT = ("json_", "quiet")
+"""The parameters `output_flags` gives every command that prints: --json and --quiet (-q)."""
+
+
+def output_flags(command: Command) -> Command:
+    """Give `command` the two output flags, declared here once: `--json` (one JSON document on
+    stdout) and `--quiet`/`-q`, and silence progress and log lines for either before it runs.
+
+    The command declares `json_: bool = False` or `quiet: bool = False` only where its body
+    reads them; they are passed to it then."""
+    signature = inspect.signature(command)
+    reads = [name for name in OUTPUT if name in signature.parameters]
+    own = [
+        p.replace(kind=KEYWORD, annotation=_resolved(p.annotation, command))
+        for p in signature.parameters.values()
+        if p.name not in OUTPUT
+    ]
+    flags = [
+        inspect.Parameter("json_", KEYWORD, default=False, annotation=Json),
+        inspect.Parameter("quiet", KEYWORD, default=False, annotation=Quiet),
+    ]
+
+    @functools.wraps(command)
+    def run(**values: Any) -> Any:
+        given = {name: values.pop(name) for name in OUTPUT}
+        quiet_output(given["quiet"], given["json_"])
+        return command(**values, **{name: given[name] for name in reads})
+
+    parameters = [*own, *flags]
+    run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in parameters}
+    return run
 
 
 def judge_flag(name: str) -> Any:
@@ -462,7 +492,9 @@ def judge_flag(name: str) -> Any:
 if TYPE_CHECKING:  # what the generated flags hold
     Baseline = str
     LowerIsBetter = bool | None
+    Scale = str | None
 else:
     Baseline = judge_flag("baseline")
     LowerIsBetter = judge_flag("lower_is_better")
+    Scale = judge_flag("scale")
 DEFAULT_BASELINE = DEFAULT.baseline

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from archaudit.cli.app import app
 from archaudit.cli.audit_cmd import Executor, Overrides, Probe, show
-from archaudit.cli.options import Json, Quiet, emit, quiet_output, with_flags
+from archaudit.cli.options import emit, output_flags, with_flags
 from archaudit.formatting import num, pvalue
 
 if TYPE_CHECKING:
@@ -23,6 +23,7 @@ DEFAULT_RUNS = Path("runs")
 
 
 @app.command("replicate")
+@output_flags
 @with_flags
 def replicate_command(
     target: Annotated[
@@ -46,15 +47,14 @@ def replicate_command(
         Path,
         typer.Option("--runs-dir", help="Where the claims' audits go (one folder per claim file)."),
     ] = DEFAULT_RUNS,
-    json_: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
+    quiet: bool = False,
 ) -> None:
     """Run a published claim's audit (resumable) and say whether the tool reproduces it:
     reproduced (its own verdict in the published direction at its calibrated level),
     contradicted, or not established (with the design's power), plus the CPU cost."""
     from archaudit.audit.replicate import get_claim, list_claims
 
-    quiet_output(quiet, json_)
     sets = [*(overrides or ()), *executor]
     if target == "list":
         return _list(list_claims(), json_)

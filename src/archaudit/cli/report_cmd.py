@@ -5,13 +5,21 @@ from __future__ import annotations
 
 import shlex
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from archaudit.cli.app import app
-from archaudit.cli.options import DEFAULT_BASELINE, Baseline, Json, Quiet, emit, quiet_output
+from archaudit.cli.options import (
+    DEFAULT_BASELINE,
+    Baseline,
+    Flags,
+    emit,
+    output_flags,
+    with_flags,
+)
 from archaudit.errors import ArchauditError
 from archaudit.progress import warn
 
@@ -24,23 +32,23 @@ def command_line() -> str:
     return shlex.join(["archaudit", *sys.argv[1:]])
 
 
+@dataclass(frozen=True, kw_only=True)
+class Pages:
+    """Where `report` writes its page and its Markdown twin."""
+
+    out: Path | None = None
+    """HTML file [default: <audit>/report.html, or <csv>.report.html]."""
+    markdown: Path | None = None
+    """Also write a Markdown twin here (figures in <name>_files/)."""
+
+
 @app.command()
+@output_flags
+@with_flags
 def report(
     source: Annotated[
         Path, typer.Argument(help="Audit directory, audit file (TOML) or results CSV.")
     ],
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out", help="HTML file [default: \\<audit>/report.html, or \\<csv>.report.html]."
-        ),
-    ] = None,
-    markdown: Annotated[
-        Path | None,
-        typer.Option(
-            "--markdown", help="Also write a Markdown twin here (figures in \\<name>_files/)."
-        ),
-    ] = None,
     metric: Annotated[
         list[str] | None,
         typer.Option(
@@ -48,8 +56,9 @@ def report(
         ),
     ] = None,
     baseline: Baseline = DEFAULT_BASELINE,
-    json_: Json = False,
-    quiet: Quiet = False,
+    *,
+    pages: Annotated[Pages, Flags(Pages)],
+    json_: bool = False,
 ) -> None:
     """Write the audit report: the answer first, then the plots and tables behind it. One HTML
     file with everything inline (no script, font or URL), readable printed and on a phone."""
@@ -62,7 +71,7 @@ def report(
         write_markdown,
     )
 
-    quiet_output(quiet, json_)
+    out, markdown = pages.out, pages.markdown
     if markdown is not None:
         check_markdown(markdown)  # before the page is written
         if out is not None:

@@ -13,12 +13,10 @@ from rich.table import Table
 from archaudit.cli.app import app
 from archaudit.cli.audit_cmd import Executor, Overrides, Probe, RunsDir, show
 from archaudit.cli.options import (
-    Json,
     Plugins,
-    Quiet,
     emit,
     load_plugin_modules,
-    quiet_output,
+    output_flags,
     with_flags,
 )
 from archaudit.formatting import num, pvalue
@@ -31,6 +29,7 @@ if TYPE_CHECKING:
 
 
 @app.command("stress")
+@output_flags
 @with_flags
 def stress(
     audit: Annotated[Path, typer.Argument(help="The audit file (TOML); its [stress] section.")],
@@ -51,8 +50,8 @@ def stress(
     probe: Probe = True,
     overrides: Overrides = None,
     runs_dir: RunsDir = None,
-    json_: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
+    quiet: bool = False,
     plugin: Plugins = None,
 ) -> None:
     """Sweep every arm's peak learning rate (and depth) at small scale, log the signals that
@@ -66,7 +65,6 @@ def stress(
     from archaudit.audit.stress_run import run_stress
     from archaudit.audit.stress_time import stress_time
 
-    quiet_output(quiet, json_)
     load_plugin_modules(plugin)
     spec = load_audit(audit, [*(overrides or ()), *executor], runs_dir=runs_dir)
     if plan_only:

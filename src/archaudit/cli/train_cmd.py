@@ -13,13 +13,12 @@ from archaudit.cli.app import app
 from archaudit.cli.options import (
     DEFAULT_PRESET,
     Flags,
-    Json,
     Plugins,
     Preset,
-    Quiet,
     emit,
+    in_range,
     load_plugin_modules,
-    quiet_output,
+    output_flags,
     with_flags,
 )
 from archaudit.config import Recipe
@@ -57,6 +56,7 @@ RecipeFlags = Annotated[
 
 
 @app.command()
+@output_flags
 @with_flags
 def train(
     out: Annotated[
@@ -90,13 +90,14 @@ def train(
         typer.Option(
             "--seed",
             help="Run seed: drives init (and data order if the recipe says vary_data_order).",
+            callback=in_range(0),
         ),
     ] = 0,
     recipe: RecipeFlags,
     evaluation: Annotated[EvalSpec, Flags(EvalSpec, defaults={"suite": ""})],
     mirror: Annotated[RunOptions, Flags(RunOptions, ("tracker",))],
-    json_: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
+    quiet: bool = False,
     plugin: Plugins = None,
 ) -> None:
     """Train one model under one recipe and seed into a run directory.
@@ -114,7 +115,6 @@ def train(
     from archaudit.progress import is_rank_zero, log
     from archaudit.rundir import TRAIN_RESULT
 
-    quiet_output(quiet, json_)
     load_plugin_modules(plugin)
     model_cfg, recipe_cfg = load_config(
         config, preset=preset, overrides=[*(overrides or []), *recipe]

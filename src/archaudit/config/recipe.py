@@ -16,8 +16,11 @@ from typing import ClassVar
 
 from archaudit.config.tables import positive
 from archaudit.errors import ConfigError, did_you_mean
+from archaudit.ranges import Range
 
 _OPERATIONAL = {"hashed": False}  # metadata: does not change what is trained
+AT_LEAST_ONE = Range(1)
+"""A count the command line checks where it is parsed (`--recipe.steps 0` is one line)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,12 +64,12 @@ class Recipe:
     """Other trainers' names (Hugging Face, nanoGPT, torchtitan) → this recipe's, for the
     did-you-mean of an unknown key: `learning_rate` is not a misspelling difflib can see."""
 
-    steps: int = 300
+    steps: int = field(default=300, metadata={"range": AT_LEAST_ONE})
     """Optimizer steps (an audit's scale sets them from its token budget)."""
-    batch_tokens: int = 4096
+    batch_tokens: int = field(default=4096, metadata={"range": AT_LEAST_ONE})
     """Tokens per optimizer step, summed over gradient accumulation and data-parallel ranks.
     Counted in tokens so that a shorter context (more, shorter sequences) keeps the recipe."""
-    grad_accumulation: int = 1
+    grad_accumulation: int = field(default=1, metadata={"range": AT_LEAST_ONE})
     """Micro-steps per optimizer step (the batch is split evenly among them)."""
     lr: float = 3e-3
     """Peak learning rate (AdamW), reached after the warmup."""
@@ -93,27 +96,27 @@ class Recipe:
     corpus_root: str = field(default="", metadata=_OPERATIONAL)
     """The folder a relative `corpus` is read from ("" = the current directory): an audit sets
     its file's folder. Not hashed, so the recipe hash is the same wherever it is planned."""
-    corpus_chars: int = 2_000_000
+    corpus_chars: int = field(default=2_000_000, metadata={"range": AT_LEAST_ONE})
     """Characters of synthetic corpus to generate (ignored for file corpora)."""
     val_fraction: float = 0.05
     """Share of the corpus held out for validation, in (0, 1)."""
-    data_seed: int = 1234
+    data_seed: int = field(default=1234, metadata={"range": Range(0)})
     """Seeds the corpus split (and the synthetic corpus) and, unless `vary_data_order`, the
     batch order."""
     vary_data_order: bool = False
     """False (default): every seed sees the same batches and only init changes; True: the run
     seed also shuffles the data order."""
-    eval_every: int = field(default=100, metadata=_OPERATIONAL)
+    eval_every: int = field(default=100, metadata=_OPERATIONAL | {"range": AT_LEAST_ONE})
     """Validate every this many steps (and at the last)."""
-    eval_batches: int = field(default=4, metadata=_OPERATIONAL)
+    eval_batches: int = field(default=4, metadata=_OPERATIONAL | {"range": AT_LEAST_ONE})
     """Batches of held-out text per validation."""
-    checkpoint_every: int = field(default=100, metadata=_OPERATIONAL)
+    checkpoint_every: int = field(default=100, metadata=_OPERATIONAL | {"range": AT_LEAST_ONE})
     """Save a checkpoint every this many steps (and at the last)."""
-    keep_checkpoints: int = field(default=2, metadata=_OPERATIONAL)
+    keep_checkpoints: int = field(default=2, metadata=_OPERATIONAL | {"range": AT_LEAST_ONE})
     """Checkpoints kept on disk (the newest)."""
     device: str = field(default="auto", metadata=_OPERATIONAL)
     """auto (CUDA when there is one, else CPU) | cpu | cuda | cuda:N | mps."""
-    threads: int = field(default=0, metadata=_OPERATIONAL)
+    threads: int = field(default=0, metadata=_OPERATIONAL | {"range": Range(0)})
     """CPU threads for torch (0 = leave torch's default)."""
     compile: bool = field(default=False, metadata=_OPERATIONAL)
     """torch.compile the model (faster on GPU; numerics may differ in the last bits)."""

@@ -25,7 +25,7 @@ FLOORS: tuple[frozenset[str], ...] = (
     frozenset(
         {"", "config", "errors", "files", "formatting", "presets", "progress", "registry"}
         | {"metrics", "names", "glossary"}
-        | {"checkpoint_io", "rundir"}
+        | {"checkpoint_io", "rundir", "ranges"}
     ),
     # stats in layers (docs/stats.md): records and tables; tests; the simulated designs that
     # calibrate them; the judge; the analyses and predictions built on judgements; the facade

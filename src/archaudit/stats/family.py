@@ -14,12 +14,13 @@ import numpy as np
 
 from archaudit.errors import ConfigError
 from archaudit.metrics import lower_is_better
-from archaudit.names import ResultStatus, Test
+from archaudit.names import ResultStatus
 from archaudit.stats.inference.compare import ArmTest, compare_arm, decide
 from archaudit.stats.inference.corrections import declares
 from archaudit.stats.inference.family_test import choose_test
 from archaudit.stats.inference.noise import NoiseFloor, noise_floor
 from archaudit.stats.inference.samples import ArmSample, sample_arm
+from archaudit.stats.inference.tests import statistical_test
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.simulation.calibrate import audit_level
 from archaudit.stats.simulation.design import AuditDesign
@@ -77,6 +78,7 @@ class Family:
                 reference=options.reference,
                 equal_variance=options.equal_variance,
                 correction=options.correction,
+                test=options.test,
             ),
             options=options,
             excluded=excluded,
@@ -138,7 +140,7 @@ class Family:
     def paper_rule(self, tests: Sequence[ArmTest]) -> list[Verdict]:
         """Paper mode only: each tested arm's verdict by the paper's rule (z, corrected, at the
         nominal α), before a measured rate above α lowers it; empty otherwise."""
-        if self.test != Test.Z:
+        if not statistical_test(self.test).reproduces_paper:
             return []
         options = self.options
         return decide(tests, self.noise, len(self.baseline.values), options, options.alpha)[1]

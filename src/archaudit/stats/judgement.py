@@ -23,7 +23,7 @@ from archaudit.stats.inference.corrections import (
     error_rate,
     fwer_uncorrected,
 )
-from archaudit.stats.inference.family_test import TEST_NAMES, interval, leave_one_out
+from archaudit.stats.inference.family_test import interval, leave_one_out
 from archaudit.stats.inference.outliers import (
     OUTLIER_MADS,
     OutlierSeed,
@@ -31,6 +31,7 @@ from archaudit.stats.inference.outliers import (
     outlier_seeds,
 )
 from archaudit.stats.inference.samples import ArmSample
+from archaudit.stats.inference.tests import statistical_test
 from archaudit.stats.loop import ArmStop, Loop, LoopArm, LoopFamily
 from archaudit.stats.noise_panel import COVERED_ARM, WIDEST_FACTOR
 from archaudit.stats.options import DEFAULT, JudgeOptions
@@ -75,8 +76,9 @@ class ArmVerdict(JsonResult):
     df: float
     p_welch: float
     test: str | None
-    """The family's test that drove the verdict ("pooled-t", "welch" or "z"). None when the
-    arm was not tested."""
+    """The family's test that drove the verdict: a registered name (stats/inference/tests/:
+    "welch", "robust", "pooled-t", "z", "sequential", or a plugin's). None when the arm was not
+    tested."""
     statistic: float
     """That test's statistic (t, or z in paper mode)."""
     statistic_df: float
@@ -131,7 +133,7 @@ class ArmVerdict(JsonResult):
         if self.test is None:
             return None
         return {
-            "test": TEST_NAMES.get(Test(self.test), self.test),
+            "test": statistical_test(self.test).title,
             "statistic": self.statistic,
             "df": self.statistic_df,
             "p": self.p,
@@ -173,7 +175,7 @@ class Judgement(JsonResult):
     calibrated: bool
     """False in paper mode: its z-test treats σ as exact."""
     test: str
-    """The family's one test: "pooled-t", "welch" or "z"."""
+    """The family's one test: a registered name (stats/inference/tests/)."""
     sigma: float
     sigma_dof: int
     sigma_interval: tuple[float, float]
@@ -302,7 +304,7 @@ def judge(table: TableLike, metric: str, options: JudgeOptions = DEFAULT) -> Jud
             sample,
             tests.get(sample.arm),
             float(adjusted.get(sample.arm, math.nan)),
-            Verdict(verdict.get(sample.arm, sample.status)),
+            verdict.get(sample.arm, sample.unjudged),
             context,
         )
         for sample in family.arms
@@ -343,7 +345,7 @@ def _judgement(
         ),
         lower_is_better=lower,
         direction=_direction(family.metric, lower, options.lower_is_better is None),
-        calibrated=family.test != Test.Z,
+        calibrated=statistical_test(family.test).calibrated,
         test=family.test,
         sigma=noise.sigma,
         sigma_dof=noise.dof,
@@ -687,22 +689,13 @@ def _notes(
             f"{len(family.baseline.diverged)} diverged, "
             f"{len(family.baseline.missing)} without {family.metric}"
         )
-    if family.test == Test.Z:
-        notes.append(
-            "UNCALIBRATED paper mode (--reference normal): the z-test treats σ as exact, though "
-            f"it comes from {family.noise.dof} degrees of freedom"
-        )
+    test = statistical_test(family.test)
+    notes += [caveat for caveat in (test.caveat(family.noise.dof),) if caveat]
     if rate and rate.above_alpha:
         notes.append(
             f"this design's measured {ERROR_RATE_NAMES[error_rate(correction)]} "
             f"({rate.describe_rates()}) is above α = {alpha}: its verdicts do not hold at that "
-            "level ("
-            + (
-                "drop --equal-variance / --reference normal: the default test is calibrated"
-                if family.test in (Test.POOLED_T, Test.Z)
-                else "more seeds per arm, or the sequential loop"
-            )
-            + ")"
+            "level (" + test.above_alpha_advice + ")"
         )
     declared = metric_info(family.metric)
     if options.lower_is_better is not None and options.lower_is_better != declared.lower_is_better:

@@ -9,12 +9,10 @@ from dataclasses import replace
 
 from archaudit.formatting import interval as written_interval
 from archaudit.formatting import num
-from archaudit.names import Test
 from archaudit.stats.inference.corrections import ERROR_RATE_NAMES, FDR, UNCALIBRATED, declares
-from archaudit.stats.inference.family_test import TEST_NAMES
+from archaudit.stats.inference.tests import TestFacts, statistical_test
 from archaudit.stats.judgement import ArmVerdict, Judgement
-from archaudit.stats.noise_panel import COVERED_BASELINE, WIDEST_FACTOR
-from archaudit.stats.simulation.calibrate import CALIBRATED_TESTS
+from archaudit.stats.noise_panel import COVERED_BASELINE
 from archaudit.stats.simulation.profile import BOUND_CONFIDENCE
 
 FIXED_INTERVAL = "Bonferroni-simultaneous (1 − α) interval of the fixed design"
@@ -86,19 +84,20 @@ def _loop_header(j: Judgement) -> list[str]:
 
 
 def _test_text(j: Judgement) -> str:
-    if not j.calibrated:
-        return "z test, UNCALIBRATED paper mode (σ treated as exact)"
-    if j.test == Test.POOLED_T:
-        return f"pooled-t test (t with σ's {j.sigma_dof} df)"
+    return statistical_test(j.test).describe(_facts(j))
+
+
+def _facts(j: Judgement) -> TestFacts:
+    """What a test's words may quote of `j`."""
     multi = [a for a in j.arms if a.n_seeds > 1 and math.isfinite(a.statistic_df)]
     dfs = [a.statistic_df for a in multi]
-    own = f"each arm's own Welch–Satterthwaite df ({_span(dfs)})" if dfs else ""
-    if j.test == Test.WELCH:
-        return f"{TEST_NAMES[Test.WELCH]} test (calibrated: {_moderation(multi)}; {own})"
-    single = f"single seeds: t with σ's {j.sigma_dof} df at the bound below" * (
-        j.test == Test.ROBUST
+    return TestFacts(
+        sigma_dof=j.sigma_dof,
+        own_df=f"each arm's own Welch–Satterthwaite df ({_span(dfs)})" if dfs else "",
+        moderation=_moderation(multi),
+        single_seed_bound=j.single_seed_bound,
+        bound_confidence=BOUND_CONFIDENCE,
     )
-    return f"{j.test} test (calibrated: {'; '.join(t for t in (own, single) if t)})"
 
 
 def _span(values: list[float]) -> str:
@@ -120,7 +119,7 @@ def _moderation(arms: list[ArmVerdict]) -> str:
 
 
 def _level_text(j: Judgement) -> str:
-    if j.test not in CALIBRATED_TESTS or j.correction in UNCALIBRATED:
+    if not statistical_test(j.test).level_calibrated or j.correction in UNCALIBRATED:
         return f"p_adj is compared with α = {j.alpha} (test or correction uncalibrated)"
     if not math.isfinite(j.level) or (j.level >= j.alpha and not j.profile):
         return f"p_adj is compared with α = {j.alpha} (the panel needs no lower level)"
@@ -136,7 +135,8 @@ def _level_text(j: Judgement) -> str:
 
 
 def _holds_while(j: Judgement) -> str:
-    if not j.calibrated or j.test == Test.POOLED_T or not math.isfinite(j.widest_ratio):
+    test = statistical_test(j.test)
+    if not j.calibrated or not test.covered_by_panel or not math.isfinite(j.widest_ratio):
         return ""  # without a multi-seed arm nothing is declared: no bound is needed
     rate = j.design
     if j.design_above_alpha or not declares(j.correction) or rate is None:
@@ -145,7 +145,7 @@ def _holds_while(j: Judgement) -> str:
     if max(rate.fwer, worst) > j.alpha:
         return ""  # within two s.e. of α is not ≤ α
     seen = f"observed here: arms up to {j.widest_ratio:.1f}×"
-    if j.test == Test.WELCH and math.isfinite(j.baseline_ratio):
+    if test.moderated and math.isfinite(j.baseline_ratio):
         seen += f", baseline {j.baseline_ratio:.1f}× the rest"
         return (
             f" (≤ α while no arm is wider than {j.covered_factor:.3g}× σ and the baseline no "
@@ -156,24 +156,4 @@ def _holds_while(j: Judgement) -> str:
 
 def assumptions(j: Judgement) -> list[str]:
     """What the verdicts assume beyond the seeds themselves (labelled, never silent)."""
-    lines = []
-    if j.test == Test.ROBUST and not math.isfinite(j.single_seed_bound):
-        lines.append(
-            "single-seed arms are candidates only: no arm with >= 2 seeds shows how wide a "
-            "seed's σ may be, so nothing bounds a single seed's spread; a candidate's second "
-            "seed decides"
-        )
-    elif j.test == Test.ROBUST:
-        lines.append(
-            "single-seed arms are judged as if their seed σ were "
-            f"{j.single_seed_bound:.3g}× σ: the larger of the noise panel's widest "
-            f"({WIDEST_FACTOR:g}×) and the "
-            f"{BOUND_CONFIDENCE:.0%} upper bound of the widest multi-seed arm's σ ratio "
-            "(stats/simulation/profile.py); one seed cannot show its own spread, so below "
-            "that bound they are at most candidates. That bound is an ASSUMPTION, not an "
-            "observation: a single seed wider than it makes its own test liberal, and the "
-            f"design's rate above is measured with single seeds up to {WIDEST_FACTOR:g}× σ"
-        )
-    if j.test == Test.POOLED_T:
-        lines.append("ASSUMED by the user: every arm's seed σ equals the baseline's")
-    return lines
+    return list(statistical_test(j.test).assumptions(_facts(j)))

@@ -14,14 +14,21 @@ from typing import Any
 
 from archaudit.errors import ConfigError, did_you_mean
 from archaudit.names import BASELINE, Reference
+from archaudit.ranges import Range
 from archaudit.stats.inference.corrections import check_correction, per_test_alpha
 from archaudit.stats.serialize import JsonResult
 
 
-def flag(name: str, help: str) -> dict[str, str]:
+def flag(name: str, help: str, range: Range | None = None) -> dict[str, Any]:
     """A field's command-line flag: the CLI builds the option from the field's name, type,
-    default and this (`archaudit.cli.options.judge_flags`)."""
-    return {"flag": name, "help": help}
+    default and this (`archaudit.cli.options.judge_flags`); a number's `range` is checked where
+    the flag is parsed. Every field is a flag on every command that judges a family, unless its
+    metadata says `{"flag": False}`."""
+    return {"flag": name, "help": help} | ({"range": range} if range is not None else {})
+
+
+LEVEL = Range(0.0, 1.0, low_open=True, high_open=True)
+"""A probability: α, a power target."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +82,20 @@ class JudgeOptions(JsonResult):
         ),
     )
     """Judge multi-seed arms by the pooled t instead of Welch's: an assumption of the user."""
+    test: str | None = field(
+        default=None,
+        metadata={
+            **flag(
+                "--test",
+                "A registered statistical test to judge by instead of the one the design "
+                "chooses (docs/guides/statistical-test.md).",
+            ),
+            "json": False,
+        },
+    )
+    """A registered test (stats/inference/tests/) that judges every family instead of the one
+    its seeds and `reference`/`equal_variance` choose; None: the design's. Each judgement
+    records the test that decided it."""
     correction: str = field(
         default="holm",
         metadata=flag("--correction", "holm | bonferroni | dunnett | bh | none (comparison only)."),
@@ -82,14 +103,16 @@ class JudgeOptions(JsonResult):
     alpha: float = field(
         default=0.05,
         metadata=flag(
-            "--alpha", "Significance level: of the family-wise rate (of the FDR with bh)."
+            "--alpha",
+            "Significance level: of the family-wise rate (of the FDR with bh).",
+            LEVEL,
         ),
     )
     power_target: float = field(
-        default=0.8, metadata=flag("--target", "Power to reach (and to quote the MDE at).")
+        default=0.8, metadata=flag("--target", "Power to reach (and to quote the MDE at).", LEVEL)
     )
     """The power at which each arm's minimum detectable effect is quoted."""
-    downstream_metrics: tuple[str, ...] | None = None
+    downstream_metrics: tuple[str, ...] | None = field(default=None, metadata={"flag": False})
     """The metrics that grade evidence (None: every metric whose name does not read as a loss)."""
 
     def __post_init__(self) -> None:
@@ -106,6 +129,10 @@ class JudgeOptions(JsonResult):
             )
         check_test(self.reference, self.correction, self.alpha)
         check_level("power_target", self.power_target)
+        if self.test is not None:  # an unknown name fails here, with did-you-mean
+            from archaudit.stats.inference.tests import statistical_test  # scipy: not at start
+
+            statistical_test(self.test)
 
     def but(self, **changes: Any) -> JudgeOptions:
         """A copy with `changes` (checked again): `options.but(scale="m", correction="none")`."""

@@ -13,16 +13,17 @@ import numpy as np
 def to_jsonable(value: Any) -> Any:
     """Plain JSON types for dataclasses, mappings, sequences, numpy scalars and floats.
 
-    A dataclass gives its fields (less those named `_x` or marked `metadata={"json": False}`),
-    then the derived properties its class lists in `JSON_PROPERTIES`."""
+    A dataclass gives its fields (less those named `_x` or marked `metadata={"json": False}`;
+    under the key `metadata={"json_name": ...}` names, else the field's name), then the derived
+    properties its class lists in `JSON_PROPERTIES`."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        names = [
-            f.name
+        keys = {
+            f.metadata.get("json_name", f.name): f.name
             for f in dataclasses.fields(value)
             if not f.name.startswith("_") and f.metadata.get("json", True)
-        ]
-        names += getattr(type(value), "JSON_PROPERTIES", ())
-        return {name: to_jsonable(getattr(value, name)) for name in names}
+        }
+        keys |= {name: name for name in getattr(type(value), "JSON_PROPERTIES", ())}
+        return {key: to_jsonable(getattr(value, name)) for key, name in keys.items()}
     if isinstance(value, dict):
         return {str(key): to_jsonable(item) for key, item in value.items()}
     if isinstance(value, list | tuple | np.ndarray):

@@ -31,7 +31,7 @@ import numpy as np
 
 from archaudit.errors import ConfigError
 from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS
-from archaudit.names import Test
+from archaudit.stats.inference.tests import statistical_test
 from archaudit.stats.judgement import ArmVerdict, Judgement, judge
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.serialize import JsonResult
@@ -220,8 +220,14 @@ def _side(verdict: ArmVerdict, judgement: Judgement, margin: float | None) -> Si
         interval=(low, high),
         margin=verdict.mde if margin is None else margin * judgement.sigma,
         baseline=judgement.baseline_mean,
-        single_seed_robust=verdict.test in (Test.ROBUST, Test.SEQUENTIAL) and verdict.n_seeds < 2,
+        single_seed_robust=_bounded(verdict.test) and verdict.n_seeds < 2,
     )
+
+
+def _bounded(test: str | None) -> bool:
+    """Whether `test` (None: the arm was not tested) judges one seed at a bound, not by its
+    own spread."""
+    return test is not None and statistical_test(test).bounds_single_seeds
 
 
 def relative_change(value: float, baseline: float) -> float:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from archaudit.errors import ConfigError
 from archaudit.metrics import PRIMARY_LOSS
 from archaudit.metrics import lower_is_better as resolve_lower
 from archaudit.names import BASELINE, ResultStatus
+from archaudit.ranges import REPLICATES, SEED, Range
 from archaudit.stats.errors import DesignError
 from archaudit.stats.inference.resample import percentile_interval
 from archaudit.stats.serialize import JsonResult
@@ -40,7 +41,11 @@ _INITS = np.array(
 _ITERATIONS = 300
 _SCREEN_ITERATIONS = 30
 _POLISHED = 32
-PARAMETERS = ("E", "A", "alpha", "B", "beta")
+PARAMETERS = {"E": "E", "A": "A", "alpha": "size_exponent", "B": "B", "beta": "data_exponent"}
+"""The law's parameters by their published names (Hoffmann et al. 2022: the JSON keys, the
+intervals' keys and the console's rows), each with its `LossSurface` attribute. The exponents
+are `size_exponent` and `data_exponent` in code, so that `alpha` only ever means a significance
+level there."""
 # Below this share of the smallest observed loss, E has run off to zero: not identified.
 _E_FLOOR = 1e-3
 _EXPONENT_RANGE = (0.0, 10.0)
@@ -50,24 +55,28 @@ _COLLINEAR = 1e-6
 
 @dataclass(frozen=True)
 class LossSurface(JsonResult):
-    """Fitted L(N, D) = E + A/N^α + B/D^β."""
+    """Fitted L(N, D) = E + A/N^α + B/D^β. In JSON the exponents keep the law's published
+    names, `alpha` and `beta`."""
 
     E: float
     A: float
-    alpha: float
+    size_exponent: float = field(metadata={"json_name": "alpha"})
+    """α, the exponent of the model size N."""
     B: float
-    beta: float
+    data_exponent: float = field(metadata={"json_name": "beta"})
+    """β, the exponent of the training tokens D."""
     huber_loss: float
 
     def predict(self, n_params: np.ndarray, tokens: np.ndarray) -> np.ndarray:
-        return self.E + self.A / n_params**self.alpha + self.B / tokens**self.beta
+        return self.E + self.A / n_params**self.size_exponent + self.B / tokens**self.data_exponent
 
     def compute_optimal(self, budget: float) -> tuple[float, float]:
         """N and D minimizing L under C = 6·N·D FLOPs (closed form; needs α, β > 0)."""
-        if self.alpha <= 0 or self.beta <= 0:
+        size, data = self.size_exponent, self.data_exponent
+        if size <= 0 or data <= 0:
             return math.nan, math.nan
-        g = (self.alpha * self.A / (self.beta * self.B)) ** (1.0 / (self.alpha + self.beta))
-        n_opt = g * (budget / 6.0) ** (self.beta / (self.alpha + self.beta))
+        g = (size * self.A / (data * self.B)) ** (1.0 / (size + data))
+        n_opt = g * (budget / 6.0) ** (data / (size + data))
         return n_opt, budget / (6.0 * n_opt)
 
 
@@ -100,6 +109,40 @@ def fit_loss_surface(n_params: np.ndarray, tokens: np.ndarray, loss: np.ndarray)
     best = np.argsort(np.where(np.isfinite(objective), objective, np.inf))[:_POLISHED]
     theta, objective = _levenberg_marquardt(theta[best], log_n, log_d, log_l)
     return _surface(theta[np.nanargmin(objective)], float(np.nanmin(objective)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScalingOptions:
+    """Which runs `fit_scaling_law` fits and how: the findings record's `scaling` slice is
+    fitted with these, and `archaudit stats scaling` has one flag per field."""
+
+    arm: str = BASELINE
+    """Arm whose runs are fitted."""
+    loss_metric: str = PRIMARY_LOSS
+    """The loss (lower is better)."""
+    params_metric: str = "params"
+    """The results' column of each run's parameter count N."""
+    tokens_metric: str = "tokens"
+    """The results' column of each run's training tokens D."""
+    budget: float | None = field(default=None, metadata={"range": Range(0, low_open=True)})
+    """FLOPs (C = 6·N·D) for optimal N, D."""
+    n_boot: int = field(default=200, metadata={"range": REPLICATES})
+    """Bootstrap refits."""
+    seed: int = field(default=0, metadata={"range": SEED})
+    """Seed of the bootstrap's draws."""
+    lower_is_better: bool | None = field(
+        default=None,
+        metadata={
+            "flag": "--lower-is-better/--higher-is-better",
+            "help": "Direction of the loss. Default: the metric registry's (docs/metrics.md).",
+        },
+    )
+    """None: the metric registry's direction; the law needs a lower-is-better loss."""
+
+
+def fit_scaling(table: Table, options: ScalingOptions) -> ScalingFit:
+    """`fit_scaling_law` with its settings as one record."""
+    return fit_scaling_law(table, **asdict(options))
 
 
 def fit_scaling_law(
@@ -138,7 +181,10 @@ def fit_scaling_law(
     start = np.tile(_theta(surface), (n_boot, 1))
     theta, _ = _levenberg_marquardt(start, *(np.log(x)[picks] for x in (n_params, tokens, loss)))
     replicates = [_surface(row, math.nan) for row in theta]
-    columns = {name: np.array([getattr(s, name) for s in replicates]) for name in PARAMETERS}
+    columns = {
+        name: np.array([getattr(s, attribute) for s in replicates])
+        for name, attribute in PARAMETERS.items()
+    }
     n_opt, d_opt = surface.compute_optimal(budget) if budget else (math.nan, math.nan)
     if budget:
         optima = np.array([s.compute_optimal(budget) for s in replicates])
@@ -190,7 +236,7 @@ def collapse_notes(
         )
     low, high = _EXPONENT_RANGE
     for name in ("alpha", "beta"):
-        value = getattr(surface, name)
+        value = getattr(surface, PARAMETERS[name])
         if not low < value <= high:
             notes.append(
                 f"{name} = {value:.3g} lies outside ({low:g}, {high:g}]: the law's power term "
@@ -244,14 +290,25 @@ def _points(table: Table, arm: str, metrics: tuple[str, str, str]) -> list[tuple
 
 def _theta(surface: LossSurface) -> np.ndarray:
     return np.array(
-        [math.log(surface.A), math.log(surface.B), math.log(surface.E), surface.alpha, surface.beta]
+        [
+            math.log(surface.A),
+            math.log(surface.B),
+            math.log(surface.E),
+            surface.size_exponent,
+            surface.data_exponent,
+        ]
     )
 
 
 def _surface(theta: np.ndarray, huber_loss: float) -> LossSurface:
-    a, b, e, alpha, beta = (float(x) for x in theta)
+    a, b, e, size, data = (float(x) for x in theta)
     return LossSurface(
-        E=math.exp(e), A=math.exp(a), alpha=alpha, B=math.exp(b), beta=beta, huber_loss=huber_loss
+        E=math.exp(e),
+        A=math.exp(a),
+        size_exponent=size,
+        B=math.exp(b),
+        data_exponent=data,
+        huber_loss=huber_loss,
     )
 
 
@@ -259,10 +316,10 @@ def _evaluate(
     theta: np.ndarray, log_n: np.ndarray, log_d: np.ndarray, log_l: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Huber objective (K,), residuals (K, n) and Jacobian (K, n, 5) for K parameter rows."""
-    a, b, e, alpha, beta = (theta[:, i : i + 1] for i in range(5))
+    a, b, e, size, data = (theta[:, i : i + 1] for i in range(5))
     shape = np.broadcast_shapes(a.shape, log_n.shape)
     log_n, log_d = np.broadcast_to(log_n, shape), np.broadcast_to(log_d, shape)
-    terms = np.stack([a - alpha * log_n, b - beta * log_d, np.broadcast_to(e, shape)], axis=-1)
+    terms = np.stack([a - size * log_n, b - data * log_d, np.broadcast_to(e, shape)], axis=-1)
     top = terms.max(axis=-1, keepdims=True)
     weights = np.exp(terms - top)
     total = weights.sum(axis=-1, keepdims=True)

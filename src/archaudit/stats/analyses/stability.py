@@ -34,6 +34,7 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 import numpy as np
 from scipy import stats as sps
@@ -47,9 +48,29 @@ from archaudit.stats.analyses.fragility import (
 )
 from archaudit.stats.inference.corrections import adjust_pvalues, error_rate
 
-MORE_FRAGILE, MORE_ROBUST = "more-fragile", "more-robust"
-WITHIN_NOISE, NOT_ESTIMABLE = "within-noise", "not estimable"
-STABILITY_VERDICTS = (MORE_FRAGILE, MORE_ROBUST, WITHIN_NOISE, NOT_ESTIMABLE)
+
+class StabilityOutcome(StrEnum):
+    """A stability verdict (docs/stability.md); compares and prints as its text."""
+
+    MORE_FRAGILE = "more-fragile"
+    """The corrected primary p < α and the arm ranks worse than the baseline."""
+    MORE_ROBUST = "more-robust"
+    """The mirror case: it ranks better."""
+    WITHIN_NOISE = "within-noise"
+    NOT_ESTIMABLE = "not estimable"
+    """A rate (or depth) lacks two runs of the arm or of the baseline."""
+
+    @property
+    def sign(self) -> int:
+        """+1 more robust than the baseline, −1 more fragile, 0 neither."""
+        return OUTCOME_SIGNS.get(self, 0)
+
+
+OUTCOME_SIGNS = {StabilityOutcome.MORE_ROBUST: 1, StabilityOutcome.MORE_FRAGILE: -1}
+MORE_FRAGILE, MORE_ROBUST = StabilityOutcome.MORE_FRAGILE, StabilityOutcome.MORE_ROBUST
+WITHIN_NOISE, NOT_ESTIMABLE = StabilityOutcome.WITHIN_NOISE, StabilityOutcome.NOT_ESTIMABLE
+"""The members by their old names, which the stress records import."""
+STABILITY_VERDICTS = tuple(StabilityOutcome)
 PERMUTATIONS = 4999
 
 
@@ -118,6 +139,9 @@ class StabilityVerdict:
     """An arm against the baseline: the primary test corrected over the family of arms, and
     the secondary tests."""
 
+    def __post_init__(self) -> None:  # a record read back from JSON holds the member too
+        object.__setattr__(self, "verdict", StabilityOutcome(self.verdict))
+
     arm: str
     baseline: str
     sensitivity_delta: float
@@ -130,7 +154,7 @@ class StabilityVerdict:
     """Secondary: corrected over the arms' sensitivity tests alone (decides nothing)."""
     p_stability_adjusted: float | None
     """Secondary: corrected over the arms' unstable-run tests alone (decides nothing)."""
-    verdict: str
+    verdict: StabilityOutcome
     alpha: float
     correction: str
     error_rate: str
@@ -475,7 +499,7 @@ def _adjusted(pvalues: Sequence[float], correction: str) -> list[float]:
     return [float(p) for p in adjust_pvalues(pvalues, correction)] if pvalues else []
 
 
-def _verdict(test: FragilityTest, p_adjusted: float, alpha: float) -> str:
+def _verdict(test: FragilityTest, p_adjusted: float, alpha: float) -> StabilityOutcome:
     if p_adjusted >= alpha or test.direction == 0:
         return WITHIN_NOISE
     return MORE_FRAGILE if test.direction > 0 else MORE_ROBUST
@@ -503,6 +527,9 @@ class DepthVerdict:
     """An arm against the baseline in the depth stress: the primary test with the deeper
     models (at each depth rate) as the high strata, corrected over the depth stress's arms."""
 
+    def __post_init__(self) -> None:  # a record read back from JSON holds the member too
+        object.__setattr__(self, "verdict", StabilityOutcome(self.verdict))
+
     arm: str
     baseline: str
     unstable_delta: int
@@ -512,7 +539,7 @@ class DepthVerdict:
     measure: str
     """The primary measure with the larger |z| (`fragility.MEASURES`)."""
     z: tuple[float, ...]
-    verdict: str
+    verdict: StabilityOutcome
     alpha: float
     correction: str
     error_rate: str

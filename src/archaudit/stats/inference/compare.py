@@ -1,8 +1,8 @@
 """The core of every verdict: test each arm against the baseline, correct, classify.
 
 `judge` (from a table), `adaptive_seeding` (from hypothetical extra seeds) and, on arrays,
-`simulate_null` go through `family_test.statistics`, the corrections and `verdicts.classify`,
-so they cannot disagree.
+`simulate_null` go through the family's registered test (`stats/inference/tests/`), the
+corrections and `verdicts.classify`, so they cannot disagree.
 """
 
 from __future__ import annotations
@@ -16,14 +16,9 @@ import numpy as np
 from archaudit.names import Test
 from archaudit.stats.inference.corrections import adjust_pvalues
 from archaudit.stats.inference.dunnett import dunnett_stepdown
-from archaudit.stats.inference.family_test import (
-    dunnett_statistics,
-    prior_weights,
-    standard_error,
-    statistics,
-)
 from archaudit.stats.inference.noise import NoiseFloor
 from archaudit.stats.inference.significance import Welch, welch_test
+from archaudit.stats.inference.tests import statistical_test
 from archaudit.stats.noise_panel import WIDEST_FACTOR
 from archaudit.stats.options import JudgeOptions
 from archaudit.stats.verdicts import Verdict, candidate, classify
@@ -44,7 +39,7 @@ class ArmTest:
     welch: Welch | None
     """Welch's t-test, present when the arm has >= 2 seeds, whatever the family's test."""
     test: str
-    """The family's test: "pooled-t", "welch" or "z" (family_test)."""
+    """The family's test: a registered name (stats/inference/tests/: "welch", "robust", ...)."""
     statistic: float
     """The family test's statistic (t or z)."""
     df: float
@@ -73,7 +68,7 @@ def compare_arm(
     n, n_base = len(values), len(baseline)
     mean = float(np.mean(values))
     delta = sign * (mean - float(np.mean(baseline)))
-    z, _, p_z = statistics(Test.Z, delta, n, n_base, noise.sigma, noise.dof)
+    z, _, p_z = statistical_test(Test.Z).statistics(delta, n, n_base, noise.sigma, noise.dof)
     welch = None
     if n >= 2 and n_base >= 2 and (np.ptp(values) > 0 or np.ptp(baseline) > 0):
         raw = welch_test(values, baseline)
@@ -82,9 +77,11 @@ def compare_arm(
     arm_var = sd**2 if n >= 2 else math.nan
     base_var = float(np.var(baseline, ddof=1))
     args = (n, n_base, noise.sigma, noise.dof, arm_var, base_var, bound)
-    stat, df, p = statistics(test, delta, *args)
-    scale, _ = standard_error(test, *args)
-    _, _, p_pooled = statistics(Test.POOLED_T, delta, n, n_base, noise.sigma, noise.dof)
+    family_test = statistical_test(test)
+    scale, df = family_test.standard_error(*args)
+    stat, df, p = family_test.scaled(delta, scale, df)
+    pooled = statistical_test(Test.POOLED_T)
+    _, _, p_pooled = pooled.statistics(delta, n, n_base, noise.sigma, noise.dof)
     return ArmTest(
         n=n,
         mean=mean,
@@ -99,7 +96,7 @@ def compare_arm(
         scale=float(scale),
         p=float(p),
         p_pooled=float(p_pooled),
-        prior_df=prior_weights(test, *args[:6]),
+        prior_df=family_test.prior_weights(*args[:6]),
     )
 
 
@@ -113,8 +110,8 @@ def decide(
     """Correct the family's p-values together (`options.correction`) and classify each arm at
     the calibrated `level` α′ (None: `options.alpha`).
 
-    With the `robust` test, a single-seed arm that only the pooled t finds (its own spread
-    assumed equal to σ) is a candidate.
+    With a test that bounds single seeds (`robust`), a single-seed arm that only the pooled t
+    finds (its own spread assumed equal to σ) is a candidate.
     """
     correction = options.correction
     alpha = options.alpha if level is None else level
@@ -123,7 +120,7 @@ def decide(
         classify(test.delta, noise.sigma, float(p), alpha)
         for test, p in zip(tests, p_adjusted, strict=True)
     ]
-    if any(t.test == Test.ROBUST and t.n < 2 for t in tests):
+    if any(statistical_test(t.test).bounds_single_seeds and t.n < 2 for t in tests):
         plain = [t.p_pooled if t.n < 2 else t.p for t in tests]
         p_plain = _corrected(tests, plain, noise, n_base, correction)
         verdicts = [
@@ -138,8 +135,7 @@ def _corrected(
 ) -> np.ndarray:
     if correction != "dunnett":
         return adjust_pvalues(p, correction)
-    statistic = dunnett_statistics(
-        tests[0].test if tests else Test.POOLED_T,
+    statistic = statistical_test(tests[0].test if tests else Test.POOLED_T).dunnett_statistic(
         np.array([t.statistic for t in tests]),
         np.asarray(p, dtype=float),
         noise.dof,

@@ -1,6 +1,8 @@
-"""Which test judges a family of arms, and its statistics on arrays.
+"""Which test judges a family of arms, and the variance arithmetic the Welch tests share.
 
-One family, one test (docs/protocol.md, Statistics), chosen from the design:
+One family, one test (docs/protocol.md, Statistics), chosen from the design (`choose_test`).
+Each test is a registered entry, one file each in `stats/inference/tests/` (its statistic,
+reference distribution, calibration, power kernel and words); the built-in ones:
 
 - `z` (paper mode, `reference="normal"`): z = Δ/σ against the normal distribution. It treats σ as
   exact, so it is uncalibrated when σ comes from a few seeds.
@@ -33,19 +35,19 @@ variance, `--equal-variance`) and `z` (paper mode) are labelled assumptions of t
 
 The statistics work elementwise on numpy arrays, so `judge` (one audit) and `simulate_null`
 (thousands of audits at once) run the same arithmetic.
+A registered test of your own is chosen with `JudgeOptions.test`
+(docs/guides/statistical-test.md).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.special import fdtrc, ndtr, stdtr, stdtrit
+from scipy.special import fdtrc, stdtrit
 
 from archaudit.names import Reference, Test
 from archaudit.stats.inference.significance import welch_df
-from archaudit.stats.noise_panel import WIDEST_FACTOR
 
 REFERENCES = tuple(Reference)
 """`t` (default, calibrated: σ's own uncertainty is in the reference distribution) and
@@ -74,50 +76,18 @@ def choose_test(
     reference: str = "t",
     equal_variance: bool = False,
     correction: str = "holm",
+    test: str | None = None,
 ) -> str:
-    """The one test of a family whose tested arms have `arm_seeds` seeds (Dunnett runs on the
-    same tests, through their p-values: `dunnett_statistics`)."""
+    """The one test of a family whose tested arms have `arm_seeds` seeds: `test` when given (a
+    registered test the user chose), else the design's (Dunnett runs on the same tests, through
+    their p-values: `StatTest.dunnett_statistic`)."""
+    if test is not None:
+        return test
     if reference == Reference.NORMAL:
         return Test.Z
     if equal_variance:
         return Test.POOLED_T
     return Test.ROBUST if min(arm_seeds, default=2) < 2 else Test.WELCH
-
-
-def standard_error(
-    test: str,
-    n_arm: Values,
-    n_base: int,
-    sigma: Values,
-    dof: int,
-    arm_var: Values | None = None,
-    base_var: Values | None = None,
-    bound: Values = WIDEST_FACTOR,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(the scale Δ is divided by, degrees of freedom) of the family's test, broadcast over the
-    inputs: σ for paper-mode z, σ·√(1/n + 1/n₀) for the pooled t, the moderated Welch SE and df
-    (`moderated_welch`), and for `robust` plain Welch's where n >= 2 and σ·√(F² + 1/n₀) with σ's
-    df where n = 1, F the single-seed `bound` (stats/simulation/profile.py; ∞ makes such an
-    arm's p 1: a candidate at most). `robust` keeps plain Welch: moderated, a mixed design's
-    α′ fell so far that its single seeds lost power (1 + 2 seeds against 3: 37.5σ -> 178σ),
-    and the sequential loop (also `robust`) erred 0.060 with one arm 20× wide."""
-    if test == Test.ROBUST:
-        n = np.asarray(n_arm)
-        welch = plain_welch(np.maximum(n, 2), n_base, arm_var, base_var)
-        bound = np.asarray(sigma, dtype=float) * np.sqrt(np.square(bound) + 1.0 / n_base)
-        single = n < 2
-        return np.where(single, bound, welch[0]), np.where(single, np.asarray(dof, float), welch[1])
-    if test == Test.Z:
-        scale = np.asarray(sigma, dtype=float) * np.ones_like(np.asarray(n_arm, dtype=float))
-        return scale, np.full_like(scale, np.inf)
-    if test == Test.POOLED_T:
-        scale = sigma * np.sqrt(1.0 / np.asarray(n_arm, dtype=float) + 1.0 / n_base)
-        return scale, np.full_like(scale, float(dof))
-    if test == Test.WELCH:
-        if arm_var is None or base_var is None:
-            raise ValueError("Welch's test needs the arm's and the baseline's seed variances")
-        return moderated_welch(n_arm, n_base, sigma, dof, arm_var, base_var)
-    raise ValueError(f"unknown test {test!r}")
 
 
 def plain_welch(
@@ -186,72 +156,6 @@ def moderated_welch(
     with np.errstate(divide="ignore", invalid="ignore"):
         df = welch_df(se_arm, se_base, df_arm + 1, df_base + 1)
     return np.sqrt(se_arm + se_base), df
-
-
-def prior_weights(
-    test: str,
-    n_arm: Values,
-    n_base: int,
-    sigma: Values,
-    dof: int,
-    arm_var: Values | None,
-    base_var: Values | None,
-) -> tuple[float, float]:
-    """(arm's d₀, baseline's d₀) of the moderated Welch t (`moderated_parts`); NaN for the
-    other tests, which moderate nothing."""
-    if test != Test.WELCH or arm_var is None or base_var is None:
-        return math.nan, math.nan
-    _, _, d_arm, d_base = moderated_parts(n_arm, n_base, sigma, dof, arm_var, base_var)
-    return float(d_arm), float(d_base)
-
-
-TEST_NAMES = {
-    Test.WELCH: "moderated Welch t",
-    Test.ROBUST: "Welch t (single seeds: t at the single-seed bound)",
-    Test.POOLED_T: "pooled t",
-    Test.Z: "z",
-    Test.SEQUENTIAL: "the sequential loop's last Welch t at its O'Brien–Fleming boundary",
-}
-"""What each family test is called where a verdict says which test decided it."""
-
-
-def statistics(
-    test: str,
-    delta: Values,
-    n_arm: Values,
-    n_base: int,
-    sigma: Values,
-    dof: int,
-    arm_var: Values | None = None,
-    base_var: Values | None = None,
-    bound: Values = WIDEST_FACTOR,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(statistic, degrees of freedom, two-sided p), broadcast over the inputs.
-
-    `delta` is signed so that positive = better. `arm_var` and `base_var` (sample variances) are
-    needed by Welch only; `bound` by a single-seed arm of the robust test. Degrees of freedom are
-    infinite for the normal reference.
-    """
-    scale, df = standard_error(test, n_arm, n_base, sigma, dof, arm_var, base_var, bound)
-    return scaled_statistics(test, delta, scale, df)
-
-
-def scaled_statistics(
-    test: str, delta: Values, scale: np.ndarray, df: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(statistic, df, two-sided p) of Δ over the test's `scale` (from `standard_error`)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        stat = np.asarray(delta, dtype=float) / scale
-    return stat, df, 2.0 * (ndtr(-np.abs(stat)) if test == Test.Z else stdtr(df, -np.abs(stat)))
-
-
-def dunnett_statistics(test: str, stat: np.ndarray, p: np.ndarray, dof: int) -> np.ndarray:
-    """The statistics Dunnett's step-down ranks and bounds: the pooled t itself, else each arm's
-    p-value read as the pooled t with σ's `dof` that has the same p (so Welch's and the
-    single-seed bound's own variances and df enter Dunnett's shared-baseline correlation)."""
-    if test == Test.POOLED_T:
-        return np.asarray(stat, dtype=float)
-    return -np.sign(stat) * stdtrit(float(dof), np.asarray(p, dtype=float) / 2.0)
 
 
 def interval(delta: float, scale: float, df: float, alpha: float) -> tuple[float, float]:

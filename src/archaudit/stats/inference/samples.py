@@ -9,7 +9,7 @@ import numpy as np
 
 from archaudit.names import ResultStatus
 from archaudit.stats.table import Run, Table
-from archaudit.stats.verdicts import INCOMPLETE
+from archaudit.stats.verdicts import DIVERGED, INCOMPLETE, Verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +38,12 @@ class ArmSample:
         if self.missing or len(self.values) == 0:
             return INCOMPLETE
         return ResultStatus.OK
+
+    @property
+    def unjudged(self) -> Verdict:
+        """The verdict of an arm that cannot be tested: `diverged` when any run diverged, else
+        `incomplete` (a missing value); a tested arm's verdict comes from its test."""
+        return DIVERGED if self.diverged else INCOMPLETE
 
     @property
     def mean(self) -> float:

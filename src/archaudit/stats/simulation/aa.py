@@ -23,8 +23,7 @@ from archaudit.stats.simulation.calibrate import audit_levels
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.null_kernel import family_outcomes
 from archaudit.stats.simulation.sequential import (
-    IMPROVER,
-    REGRESSOR,
+    LoopState,
     SequentialRule,
     run_sequential,
 )
@@ -107,7 +106,9 @@ def _false_positive_rate(
         base = shuffled[:, : design.baseline_cap]
         rest = shuffled[:, design.baseline_cap : design.baseline_cap + arms * design.max_seeds]
         state, _, _, _ = run_sequential(design, base, rest.reshape(len(rest), arms, -1))
-        return float(np.mean(np.any((state == IMPROVER) | (state == REGRESSOR), axis=1)))
+        return float(
+            np.mean(np.any((state == LoopState.IMPROVER) | (state == LoopState.REGRESSOR), axis=1))
+        )
     start, groups = design.baseline_seeds, []
     for n, count in sorted(Counter(design.arm_seeds).items()):
         block = shuffled[:, start : start + n * count]

@@ -32,7 +32,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from archaudit.names import Test
+from archaudit.stats.inference.tests import statistical_test
 from archaudit.stats.noise_panel import CALIBRATION_PANEL, NORMAL, parse_one
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.disk_cache import cached, in_range
@@ -46,7 +46,6 @@ CALIBRATION_SEED = 1
 """Not the design rate's seed 0: the rate printed beside a level is measured on fresh draws."""
 CALIBRATION_VERSION = 4
 """4: the protected moderated Welch t and the panel beyond (issue 53)."""
-CALIBRATED_TESTS = (Test.WELCH, Test.ROBUST)
 
 
 def resolving(alpha: float) -> int:
@@ -87,7 +86,7 @@ def calibrated(design: AuditDesign) -> bool:
     FDR or no correction at all, nor a design too large to simulate (its rate says so)."""
     audits = affordable(design, calibration_audits(design.alpha))
     return (
-        design.test in CALIBRATED_TESTS
+        statistical_test(design.test).level_calibrated
         and design.correction not in ("bh", "none")
         and audits >= MIN_AUDITS
         and not unresolvable(design)

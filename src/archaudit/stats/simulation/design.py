@@ -9,15 +9,30 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from archaudit.errors import ConfigError
-from archaudit.names import Test
+from archaudit.ranges import COUNT, Range
 from archaudit.stats.inference.family_test import choose_test
+from archaudit.stats.inference.tests import statistical_test
 from archaudit.stats.noise_panel import WIDEST_FACTOR
 from archaudit.stats.options import DEFAULT, JudgeOptions, check_test
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.simulation.power import Design, default_baseline_seeds
+
+
+@dataclass(frozen=True, kw_only=True)
+class DesignSize:
+    """A balanced design's size, for `stats power` and `simulate-null` without a source (one flag
+    per field)."""
+
+    n_arms: int = field(default=19, metadata={"range": COUNT})
+    """m, the number of arms in the family (a count)."""
+    seeds: int = field(default=3, metadata={"range": COUNT})
+    """Seeds per arm."""
+    baseline_seeds: int | None = field(default=None, metadata={"range": Range(2)})
+    """Default: as many as --seeds, at least 3."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +48,10 @@ class AuditDesign(JsonResult):
     equal_variance: bool = False
     correction: str = "holm"
     alpha: float = 0.05
+    family_test: str | None = field(default=None, metadata={"json": False})
+    """A registered test the user chose (`JudgeOptions.test`); None: the one the seeds choose.
+    Out of the JSON fields, so a default design's cache key is what it always was; `to_dict`
+    adds it when set."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "arm_seeds", tuple(sorted(self.arm_seeds)))
@@ -63,6 +82,7 @@ class AuditDesign(JsonResult):
             equal_variance=options.equal_variance,
             correction=options.correction,
             alpha=options.alpha,
+            family_test=options.test,
         )
 
     @classmethod
@@ -92,11 +112,19 @@ class AuditDesign(JsonResult):
             reference=self.reference,
             equal_variance=self.equal_variance,
             correction=self.correction,
+            test=self.family_test,
         )
 
     @property
     def calibrated(self) -> bool:
-        return self.test != Test.Z
+        return statistical_test(self.test).calibrated
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON fields (a simulation's cache key), with `family_test` when one was chosen."""
+        fields = super().to_dict()
+        if self.family_test is not None:
+            fields["family_test"] = self.family_test
+        return fields
 
     @property
     def sigma_dof(self) -> int:

@@ -19,8 +19,8 @@ from functools import lru_cache
 from typing import Any
 
 from archaudit.formatting import num
-from archaudit.names import Test
 from archaudit.stats.inference.distributions import solve_increasing
+from archaudit.stats.inference.tests import statistical_test
 from archaudit.stats.noise_panel import CALIBRATION_PANEL, NORMAL, WIDEST_FACTOR, parse_one
 from archaudit.stats.options import DEFAULT, JudgeOptions
 from archaudit.stats.serialize import JsonResult
@@ -114,7 +114,8 @@ class DesignRate(JsonResult):
     def describe_candidates(self) -> str:
         """The false-candidate rate, when the design has single-seed arms ("" otherwise)."""
         worst_rate = self.candidate_worst
-        if self.skipped or self.design.test != Test.ROBUST or worst_rate is None:
+        bounds = statistical_test(self.design.test).bounds_single_seeds
+        if self.skipped or not bounds or worst_rate is None:
             return ""
         return (
             f"false candidates (null audits with >= 1 candidate-* arm, each a second seed to "
@@ -205,7 +206,8 @@ def arm_mde(
     the design's own levels, averaged over how often each occurs: `level_shares`) and, for one
     seed, its σ bounded at `bound` (∞: a candidate at most, and so is every single seed of a
     design without multi-seed arms)."""
-    if seeds < 2 and design.test == Test.ROBUST and max(design.arm_seeds) < 2:
+    bounds = statistical_test(design.test).bounds_single_seeds
+    if seeds < 2 and bounds and max(design.arm_seeds) < 2:
         return math.inf
     shares = level_shares(design) if level is None else ((level, 1.0),)
     arms = [(design.arm(seeds, at, bound), share) for at, share in shares]

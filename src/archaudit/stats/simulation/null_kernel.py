@@ -3,7 +3,8 @@ and run the verdict arithmetic on all of them at once.
 
 Own code rather than a library call because scipy's tests take one family at a time and the
 calibration needs millions of them: every statistic here is the one `judge` computes
-(`family_test.statistics`, the corrections, the 2σ rule), broadcast over a leading audit axis.
+(the family's registered test, `StatTest.statistics`; the corrections; the 2σ rule), broadcast
+over a leading audit axis.
 A family's outcome is kept level-free: each audit's *declaring level* (the smallest corrected p
 among its arms beyond 2σ) is what a calibrated level α′ is compared with
 (stats/simulation/calibrate.py).
@@ -20,7 +21,7 @@ import numpy as np
 from archaudit.names import Test
 from archaudit.stats.inference.corrections import adjust_pvalues
 from archaudit.stats.inference.dunnett import critical_value, max_t_tail, max_t_tails
-from archaudit.stats.inference.family_test import dunnett_statistics, statistics
+from archaudit.stats.inference.tests import statistical_test
 from archaudit.stats.noise_panel import NORMAL, NoiseModel
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.profile import ratio_bounds, single_seed_bound
@@ -177,11 +178,11 @@ def family_outcomes(
     bounds = ratio_bounds(arm_var, sigma, n_arm, dof)
     bound = single_seed_bound(bounds)
     args = (n_arm, n_base, sigma, dof, arm_var, base_var[:, None])
-    stat, _, p = statistics(design.test, delta, *args, bound=bound[:, None])
+    stat, _, p = statistical_test(design.test).statistics(delta, *args, bound=bound[:, None])
     single = n_arm < 2
     plain_adj = np.ones_like(p)
     if single.any() and candidates:
-        plain_stat, _, plain = statistics(Test.POOLED_T, delta, *args[:4])
+        plain_stat, _, plain = statistical_test(Test.POOLED_T).statistics(delta, *args[:4])
         plain = np.where(single, plain, p)
         plain_stat = np.where(single, plain_stat, stat)
         plain_adj = _corrected(design, plain_stat, plain)
@@ -200,7 +201,8 @@ def family_outcomes(
 def _corrected(design: AuditDesign, stat: np.ndarray, p: np.ndarray) -> np.ndarray:
     if design.correction != "dunnett":
         return adjust_pvalues(p, design.correction)
-    return _dunnett_adjusted(dunnett_statistics(design.test, stat, p, design.sigma_dof), design)
+    statistic = statistical_test(design.test).dunnett_statistic(stat, p, design.sigma_dof)
+    return _dunnett_adjusted(statistic, design)
 
 
 def _dunnett_adjusted(stat: np.ndarray, design: AuditDesign) -> np.ndarray:

@@ -22,8 +22,8 @@ from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.design_rate import arm_mde
 from archaudit.stats.simulation.power import default_baseline_seeds
 from archaudit.stats.simulation.sequential import (
-    IMPROVER,
     RUNS_RANGE,
+    LoopState,
     SequentialRule,
     fixed_design,
     planted_power,
@@ -193,11 +193,11 @@ def prior_loop(
         rule, baseline[:, : rule.baseline_cap], values[..., : rule.max_seeds]
     )
     runs = n.sum(axis=1) + n0
-    power = float(np.mean(state == IMPROVER))
+    power = float(np.mean(state == LoopState.IMPROVER))
     fixed = []
     for seeds in range(1, most + 1):
         base = max(seeds, rule.baseline_seeds)
-        found = fixed_design(rule, baseline[:, :base], values[..., :seeds]) == IMPROVER
+        found = fixed_design(rule, baseline[:, :base], values[..., :seeds]) == LoopState.IMPROVER
         fixed.append((seeds, arms * seeds + base, float(np.mean(found))))
     same = next((f for f in fixed if f[2] >= power), fixed[-1])
     low, high = np.percentile(runs, RUNS_RANGE)

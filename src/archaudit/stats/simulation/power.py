@@ -21,9 +21,10 @@ when seeds are normal with a common σ: an arm is declared an improver/regressor
 where Δ ~ N(effect, a²) is independent of the variance estimates. The pooled-t and z rules are
 noncentral-t tails (scipy.stats.nct), exactly. For Welch, conditional on the variances the
 rejection probability is two normal tails; the expectation over the three χ² sums of squares
-(the arm's, the baseline's, the rest of σ's) is taken by Gauss–Legendre quadrature. The
-per-test level is α/m for every correction (exact for Bonferroni, a lower bound on power for
-Holm, Dunnett and BH) and α without one.
+(the arm's, the baseline's, the rest of σ's) is taken by Gauss–Legendre quadrature. Each
+rule is its test's power kernel (`StatTest.power`, one file per test in
+stats/inference/tests/); `power` looks it up. The per-test level is α/m for every correction
+(exact for Bonferroni, a lower bound on power for Holm, Dunnett and BH) and α without one.
 """
 
 from __future__ import annotations
@@ -31,25 +32,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-
-import numpy as np
-from scipy import stats as sps
-from scipy.special import ndtr
 
 from archaudit.errors import ConfigError
-from archaudit.names import Test
 from archaudit.stats.inference.corrections import per_test_alpha
-from archaudit.stats.inference.distributions import chi_square_quadrature, solve_increasing
-from archaudit.stats.inference.family_test import choose_test, moderated_welch
-from archaudit.stats.inference.significance import welch_df
+from archaudit.stats.inference.distributions import solve_increasing
+from archaudit.stats.inference.family_test import choose_test
+from archaudit.stats.inference.tests import statistical_test
 from archaudit.stats.noise_panel import WIDEST_FACTOR
 from archaudit.stats.options import DEFAULT, JudgeOptions, check_test
 from archaudit.stats.serialize import JsonResult
-from archaudit.stats.verdicts import NOISE_SIGMAS
 
-_CRITICAL_GRID = 48
-_QUADRATURE = 32
 CURVE_STEP, CURVE_SPAN = 0.5, 15.0
 """A power curve is computed every CURVE_STEP σ up to CURVE_SPAN σ, or past the MDE."""
 
@@ -68,7 +60,8 @@ class Design:
     """Degrees of freedom of the noise floor. None pools the baseline and the m arms:
     (baseline_seeds − 1) + m·(arm_seeds − 1)."""
     family_test: str | None = None
-    """The family's test ("pooled-t", "welch", "z"). None chooses it from this arm's seeds."""
+    """The family's test, a registered name (stats/inference/tests/). None chooses it from this
+    arm's seeds."""
     reference: str = "t"
     """"t" (calibrated) or "normal" (paper mode), used when `family_test` is None."""
     single_bound: float = WIDEST_FACTOR
@@ -120,88 +113,9 @@ class Design:
 
 
 def power(effect: float, design: Design) -> float:
-    """P(the arm is declared an improver or regressor) when its true effect is `effect`·σ."""
-    n_a, n_b = design.arm_seeds, design.baseline_seeds
-    spread = math.sqrt(1.0 / n_a + 1.0 / n_b)
-    test = design.test
-    single_bound = test == Test.ROBUST and n_a < 2
-    if test in (Test.Z, Test.POOLED_T) or single_bound:
-        # Reject when |Δ|/(σ̂·a) >= the threshold below: a noncentral-t tail, exactly.
-        if test == Test.Z:
-            threshold = max(sps.norm.isf(design.level / 2), NOISE_SIGMAS) / spread
-        else:
-            bound = math.sqrt(design.single_bound**2 + 1.0 / n_b) if single_bound else spread
-            quantile = sps.t.isf(design.level / 2, design.dof)
-            threshold = max(quantile * bound, NOISE_SIGMAS) / spread
-        # Both tails as upper tails: scipy's nct.cdf is NaN far out in the lower tail.
-        noncentrality = effect / spread
-        upper = sps.nct.sf(threshold, design.dof, noncentrality)
-        lower = sps.nct.sf(threshold, design.dof, -noncentrality)
-        return float(upper + lower)
-    if test == Test.WELCH:
-        return _moderated_welch_power(effect, design, spread)
-    return _welch_power(effect, design, spread)
-
-
-def _welch_power(effect: float, design: Design, spread: float) -> float:
-    """Plain Welch's power (a multi-seed arm of a `robust` family): the expectation over the
-    two χ² variance estimates, by Gauss–Legendre quadrature, of the two normal tails beyond
-    max(t(ν̂)·SE, 2·s_b)."""
-    return _expected_tails(effect, spread, *_welch_thresholds(design))
-
-
-def _moderated_welch_power(effect: float, design: Design, spread: float) -> float:
-    """The moderated Welch rule's power (family_test.moderated_welch): the expectation over the
-    arm's, the baseline's and the rest of σ's χ² sums of squares, by Gauss–Legendre quadrature
-    (`_QUADRATURE` nodes each), of the two normal tails beyond max(t(ν̂)·SE, 2σ̂)."""
-    return _expected_tails(effect, spread, *_moderated_welch_thresholds(design))
-
-
-def _expected_tails(
-    effect: float, spread: float, threshold: np.ndarray, weights: np.ndarray
-) -> float:
-    """P(|Δ̂| beyond the threshold) for a true `effect`, weighted over the quadrature nodes."""
-    tails = ndtr((effect - threshold) / spread) + ndtr((-effect - threshold) / spread)
-    return float(np.sum(weights * tails))
-
-
-@lru_cache(maxsize=1024)
-def _welch_thresholds(design: Design) -> tuple[np.ndarray, np.ndarray]:
-    """Plain Welch's rejection threshold at each quadrature node, and the node's weight: all of
-    `_welch_power` but the effect, computed once per design (an MDE search asks for dozens)."""
-    n_a, n_b = design.arm_seeds, design.baseline_seeds
-    q_a, w_a = chi_square_quadrature(n_a - 1)
-    q_b, w_b = chi_square_quadrature(n_b - 1)
-    var_a, var_b = q_a[:, None] / n_a, q_b[None, :] / n_b
-    se2 = var_a + var_b
-    df = welch_df(var_a, var_b, n_a, n_b)
-    t_critical = _welch_critical(design.level, min(n_a, n_b) - 1, n_a + n_b - 2)
-    threshold = np.maximum(t_critical(df) * np.sqrt(se2), NOISE_SIGMAS * np.sqrt(q_b[None, :]))
-    return _frozen(threshold, w_a[:, None] * w_b[None, :])
-
-
-@lru_cache(maxsize=1024)
-def _moderated_welch_thresholds(design: Design) -> tuple[np.ndarray, np.ndarray]:
-    """The moderated Welch rule's threshold at each quadrature node, and the node's weight: all
-    of `_moderated_welch_power` but the effect, computed once per design."""
-    n_a, n_b, dof = design.arm_seeds, design.baseline_seeds, design.dof
-    rest = dof - (n_a - 1) - (n_b - 1)
-    q_a, w_a = chi_square_quadrature(n_a - 1, _QUADRATURE)
-    q_b, w_b = chi_square_quadrature(n_b - 1, _QUADRATURE)
-    q_r, w_r = chi_square_quadrature(rest, _QUADRATURE) if rest else (np.ones(1), np.ones(1))
-    ss_a, ss_b = (n_a - 1) * q_a[:, None, None], (n_b - 1) * q_b[None, :, None]
-    sigma2 = (ss_a + ss_b + rest * q_r[None, None, :]) / dof
-    se, df = moderated_welch(n_a, n_b, np.sqrt(sigma2), dof, ss_a / (n_a - 1), ss_b / (n_b - 1))
-    t_critical = _welch_critical(design.level, min(n_a, n_b) - 1, 2 * dof)
-    threshold = np.maximum(t_critical(df) * se, NOISE_SIGMAS * np.sqrt(sigma2))
-    return _frozen(threshold, w_a[:, None, None] * w_b[None, :, None] * w_r[None, None, :])
-
-
-def _frozen(threshold: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The cached arrays, read-only (every caller shares them)."""
-    threshold.flags.writeable = False
-    weights.flags.writeable = False
-    return threshold, weights
+    """P(the arm is declared an improver or regressor) when its true effect is `effect`·σ: the
+    power kernel of the design's registered test (`StatTest.power`)."""
+    return statistical_test(design.test).power(effect, design)
 
 
 def minimum_detectable_effect(design: Design, target: float = 0.8) -> float:
@@ -335,12 +249,3 @@ class DesignPower(JsonResult):
 def default_baseline_seeds(arm_seeds: int) -> int:
     """Baseline seeds when none are given: as many as each arm runs, at least 3 (PROTOCOL R5)."""
     return max(arm_seeds, 3)
-
-
-@lru_cache(maxsize=64)
-def _welch_critical(level: float, df_min: float, df_max: float):
-    """t(ν) for ν in [df_min, df_max], interpolated in log–log space between exact quantiles."""
-    grid = np.geomspace(df_min, df_max, _CRITICAL_GRID) if df_max > df_min else np.array([df_min])
-    log_t = np.log(sps.t.isf(level / 2, grid))
-    log_df = np.log(grid)
-    return lambda df: np.exp(np.interp(np.log(df), log_df, log_t))

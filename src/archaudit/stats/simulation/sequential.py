@@ -41,6 +41,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from enum import IntEnum
 from functools import lru_cache
 from typing import Any
 
@@ -49,7 +50,8 @@ from scipy import optimize, stats
 
 from archaudit.errors import ConfigError
 from archaudit.names import Test
-from archaudit.stats.inference.family_test import interval, scaled_statistics, standard_error
+from archaudit.stats.inference.family_test import interval
+from archaudit.stats.inference.tests import statistical_test
 from archaudit.stats.noise_panel import PANEL, NoiseModel, parse_one
 from archaudit.stats.serialize import JsonResult
 from archaudit.stats.simulation.disk_cache import cached, in_range
@@ -57,11 +59,31 @@ from archaudit.stats.simulation.power import PowerCurve, curve_points
 from archaudit.stats.simulation.profile import NO_PROFILE, Profile, profile_levels, ratio_bounds
 from archaudit.stats.simulation.simulate import PanelRate, panel_rate, worst
 from archaudit.stats.simulation.simulation_checks import sequential_models
-from archaudit.stats.verdicts import NOISE_SIGMAS
+from archaudit.stats.verdicts import NOISE_SIGMAS, Verdict
 
-OPEN, IMPROVER, REGRESSOR, FUTILE = 0, 1, 2, 3
-"""Per-arm states of a sequential family; IMPROVER and REGRESSOR are settled and final."""
-STATE_NAMES = ("open", "improver", "regressor", "futile")
+
+class LoopState(IntEnum):
+    """Per-arm state of a sequential family, held as its integer in the loop's state arrays;
+    IMPROVER and REGRESSOR are settled and final."""
+
+    OPEN = 0
+    IMPROVER = 1
+    REGRESSOR = 2
+    FUTILE = 3
+
+    @property
+    def label(self) -> str:
+        """Its name in a record (`stop_reasons`): "open", "improver", "regressor", "futile"."""
+        return self.name.lower()
+
+    @property
+    def verdict(self) -> Verdict | None:
+        """The verdict a settled arm has (None: not settled)."""
+        return SETTLED_VERDICTS.get(self)
+
+
+SETTLED_VERDICTS = {LoopState.IMPROVER: Verdict.IMPROVER, LoopState.REGRESSOR: Verdict.REGRESSOR}
+"""The loop's settled states, each with its verdict: the one bridge between the two words."""
 _GRID = 401
 NORMAL_SPEC = "normal"
 """Points of the numerical integration over the continuation region."""
@@ -312,8 +334,8 @@ def arm_tests(baseline: np.ndarray, arms: np.ndarray, sign: float = 1.0) -> ArmT
     delta = sign * (mean - mean0[:, None])
     with np.errstate(divide="ignore", invalid="ignore"):
         arm_var = arm_squares / (n - 1)
-        scale, arm_df = standard_error(
-            Test.ROBUST,
+        robust = statistical_test(Test.ROBUST)
+        scale, arm_df = robust.standard_error(
             n,
             n0[:, None],
             sigma[:, None],
@@ -321,7 +343,7 @@ def arm_tests(baseline: np.ndarray, arms: np.ndarray, sign: float = 1.0) -> ArmT
             arm_var,
             (squares0 / (n0 - 1))[:, None],
         )
-        stat, _, p = scaled_statistics(Test.ROBUST, delta, scale, arm_df)
+        stat, _, p = robust.scaled(delta, scale, arm_df)
         ratio = ratio_bounds(arm_var, sigma[:, None], n, df[:, None])
     return ArmTests(delta, sigma, df, stat, p, n, n0, scale, arm_df, ratio)
 
@@ -383,8 +405,8 @@ def look(
         predictive=True,
     )
     futile = (power < rule.futility) & (tests.n >= rule.futility_from)
-    stop = tested & (state == OPEN) & (futile | (tests.n >= rule.max_seeds))
-    state[stop] = FUTILE
+    stop = tested & (state == LoopState.OPEN) & (futile | (tests.n >= rule.max_seeds))
+    state[stop] = LoopState.FUTILE
     return state
 
 
@@ -405,10 +427,10 @@ def holm_step_down(
     while True:
         level = np.minimum(np.sum(_significant(state), axis=1), m - 1)
         threshold = bounds[rows, level[:, None], look_index]
-        cross = (state == OPEN) & tested & big & (tests.p <= threshold)
+        cross = (state == LoopState.OPEN) & tested & big & (tests.p <= threshold)
         if not cross.any():
             return state
-        state[cross] = np.where(tests.delta > 0, IMPROVER, REGRESSOR)[cross]
+        state[cross] = np.where(tests.delta > 0, LoopState.IMPROVER, LoopState.REGRESSOR)[cross]
 
 
 def next_seed_value(rule: SequentialRule, tests: ArmTests, state: np.ndarray) -> np.ndarray:
@@ -428,7 +450,7 @@ def next_seed_value(rule: SequentialRule, tests: ArmTests, state: np.ndarray) ->
         n0_then,
         threshold,
     )
-    return np.where(state == OPEN, value, 0.0)
+    return np.where(state == LoopState.OPEN, value, 0.0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -543,7 +565,7 @@ def simulate_sequential(
         fixed_all_found=fixed_all_found,
         fixed_seeds=fixed_seeds,
         fixed_runs=arms * fixed_seeds + fixed_baseline,
-        stop_reasons={name: float(np.mean(state == code)) for code, name in enumerate(STATE_NAMES)},
+        stop_reasons={code.label: float(np.mean(state == code)) for code in LoopState},
         seeds_mean=_seeds_mean(n, shift, groups),
         noise=noise,
         panel=panel,
@@ -653,7 +675,7 @@ def run_sequential(
         shown = np.where(seeds[None, None, :] < n[..., None], values, np.nan)
         shown0 = np.where(base_seeds[None, :] < n0[:, None], baseline, np.nan)
         state = look(rule, arm_tests(shown0, shown), state, tested)
-        tested = (state == OPEN) & (n < top)
+        tested = (state == LoopState.OPEN) & (n < top)
         if not tested.any():
             break
         n = n + tested
@@ -664,24 +686,24 @@ def run_sequential(
 
 
 def _significant(state: np.ndarray) -> np.ndarray:
-    return (state == IMPROVER) | (state == REGRESSOR)
+    return (state == LoopState.IMPROVER) | (state == LoopState.REGRESSOR)
 
 
 def _found_planted(state: np.ndarray, shift: np.ndarray) -> float:
-    wanted = np.where(shift > 0, IMPROVER, REGRESSOR)
+    wanted = np.where(shift > 0, LoopState.IMPROVER, LoopState.REGRESSOR)
     planted = shift != 0.0
     return float(np.mean(state[:, planted] == wanted[planted])) if planted.any() else math.nan
 
 
 def _all_found(state: np.ndarray, shift: np.ndarray) -> float:
-    wanted = np.where(shift > 0, IMPROVER, REGRESSOR)
+    wanted = np.where(shift > 0, LoopState.IMPROVER, LoopState.REGRESSOR)
     planted = shift != 0.0
     hits = state[:, planted] == wanted[planted]
     return float(np.mean(np.all(hits, axis=1))) if planted.any() else math.nan
 
 
 def _found(state: np.ndarray, effect: str) -> float:
-    wanted = IMPROVER if float(effect) > 0 else REGRESSOR
+    wanted = LoopState.IMPROVER if float(effect) > 0 else LoopState.REGRESSOR
     return float(np.mean(state == wanted))
 
 

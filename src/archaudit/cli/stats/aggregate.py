@@ -7,18 +7,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated
 
-import typer
-
-from archaudit.cli.options import Json, Quiet, in_range, judge_flags, quiet_output
-from archaudit.cli.stats_cmd import (
-    Boot,
-    Confidence,
-    Seed,
+from archaudit.audit.findings_record import AggregateSettings
+from archaudit.cli.options import Flags, judge_flags, output_flags
+from archaudit.cli.stats.common import (
     Source,
-    _findings,
-    _print_notes,
-    _print_table,
-    _show,
+    findings_of,
+    print_notes,
+    print_rows,
+    show,
     stats_app,
 )
 from archaudit.formatting import counted, interval
@@ -29,46 +25,27 @@ if TYPE_CHECKING:
 
 
 @stats_app.command("aggregate")
+@output_flags
 @judge_flags("baseline", "scale", "lower_is_better", "exclude", "arms")
 def aggregate_command(
     source: Source,
-    metric: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--metric", help="Task metric, one stratum (repeatable). Default: every \\<task>/score."
-        ),
-    ] = None,
     options: JudgeOptions = DEFAULT,
-    n_boot: Boot = 2000,
-    seed: Seed = 0,
-    confidence: Confidence = 0.95,
-    aso_threshold: Annotated[
-        float,
-        typer.Option(
-            "--aso-threshold",
-            help="τ: ε_min below it decides the ASO.",
-            callback=in_range(0, 1, low_open=True, high_open=True),
-        ),
-    ] = 0.2,
-    json_: Json = False,
-    quiet: Quiet = False,
+    *,
+    tasks: Annotated[AggregateSettings, Flags(AggregateSettings)],
+    json_: bool = False,
 ) -> None:
     """IQM and macro mean with stratified-bootstrap intervals, P(arm > baseline), and almost
     stochastic order, over tasks × seeds (rliable's and deep-significance's definitions)."""
     from archaudit.audit.findings import Analysis, Settings
 
-    quiet_output(quiet, json_)
-    settings = Settings(
-        task_metrics=tuple(metric or ()), n_boot=n_boot, seed=seed, confidence=confidence,
-        aso_threshold=aso_threshold,
-    )  # fmt: skip
-    found = _findings(source, (), options, Analysis.AGGREGATES, settings=settings)
-    _show(found, Analysis.AGGREGATES, found.aggregates, json_, _print_aggregate, scales_only=True)
+    settings = Settings(aggregates=tasks)
+    found = findings_of(source, (), options, Analysis.AGGREGATES, settings=settings)
+    show(found, Analysis.AGGREGATES, found.aggregates, json_, _print_aggregate, scales_only=True)
 
 
 def _print_aggregate(result: Aggregates) -> None:
     level = f"{result.confidence:.0%}"
-    _print_table(
+    print_rows(
         f"{counted(len(result.tasks), 'task')} at {result.scale} against {result.baseline}; "
         f"{level} stratified-bootstrap intervals ({result.n_boot} replicates, seed {result.seed})",
         (
@@ -99,7 +76,7 @@ def _print_aggregate(result: Aggregates) -> None:
             for a in result.arms
         ],
     )
-    _print_notes(
+    print_notes(
         [
             f"ASO: ε_min < {result.aso_threshold} means almost stochastically better, on each "
             f"seed's macro average (Bonferroni over {result.aso_comparisons} comparison(s))",

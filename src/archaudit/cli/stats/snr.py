@@ -9,19 +9,20 @@ from typing import Annotated
 
 import typer
 
-from archaudit.cli.options import Json, Quiet, judge_flags, quiet_output
-from archaudit.cli.stats_cmd import (
+from archaudit.cli.options import judge_flags, output_flags
+from archaudit.cli.stats.common import (
     Source,
-    _findings,
-    _print_notes,
-    _print_table,
-    _printed_json,
+    findings_of,
+    print_notes,
+    print_rows,
+    printed_json,
     stats_app,
 )
 from archaudit.stats.options import DEFAULT, JudgeOptions
 
 
 @stats_app.command("snr")
+@output_flags
 @judge_flags("baseline", "correction", "alpha")
 def snr_command(
     source: Source,
@@ -30,23 +31,21 @@ def snr_command(
         typer.Option("--metric", help="Metric to measure (repeatable). Default: every one."),
     ] = None,
     options: JudgeOptions = DEFAULT,
-    json_: Json = False,
-    quiet: Quiet = False,
+    json_: bool = False,
 ) -> None:
     """Signal-to-noise per metric and scale: seed σ, the spread of the arm means, their ratio
     beside what seed noise alone gives, and the seeds per arm the median effect would need
     (planned for `--correction` over the arms at `--alpha`)."""
     from archaudit.audit.findings import Analysis
 
-    quiet_output(quiet, json_)
-    found = _findings(source, metric, options, Analysis.SNR)
+    found = findings_of(source, metric, options, Analysis.SNR)
     result = found.snr
     if result is None:
         found.require(Analysis.SNR, None)
         return
-    if _printed_json(result, json_):
+    if printed_json(result, json_):
         return
-    _print_table(
+    print_rows(
         f"signal and noise per metric, most informative first (against {result.baseline}; "
         "null SNR = what seed noise alone gives)",
         ("metric", "scale", "seeds", "σ", "spread", "SNR", "null SNR", "max |Δ|/σ", "seeds for it"),
@@ -66,4 +65,4 @@ def snr_command(
         ],
         optional=("null SNR", "seeds", "spread"),
     )
-    _print_notes([*result.notes, result.warning])
+    print_notes([*result.notes, result.warning])

@@ -13,25 +13,7 @@ from archaudit.cli.tables import say
 from archaudit.errors import ConfigError
 
 if TYPE_CHECKING:
-    from archaudit.stats.options import JudgeOptions
     from archaudit.stats.simulation.sequential import SequentialRule
-
-
-def loop_rule(options: JudgeOptions, max_seeds: int, baseline_seeds: int | None) -> SequentialRule:
-    """The rule of `run --until-settled` at `options.alpha`, at most `max_seeds` seeds per arm,
-    the baseline starting at `baseline_seeds` (None: 3, the protocol's noise floor)."""
-    from archaudit.stats.simulation.sequential import SequentialRule
-
-    if options.correction != "holm":
-        raise ConfigError(
-            f"--sequential uses Holm across arms; --correction {options.correction} is not"
-        )
-    return SequentialRule(
-        alpha=options.alpha,
-        max_seeds=max_seeds,
-        baseline_seeds=baseline_seeds or 3,
-        calibrated=True,
-    )
 
 
 def simulate_sequential_command(

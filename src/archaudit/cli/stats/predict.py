@@ -8,26 +8,24 @@ archaudit stats predict RESULTS.csv --target PARAMS (1.2e9, 64M, 1.2B) [--params
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from archaudit.cli.options import Json, Quiet, in_range, judge_flags, quiet_output
-from archaudit.cli.stats_cmd import (
-    Boot,
-    Confidence,
-    Metric,
-    Seed,
-    _load,
-    _print_notes,
-    _print_table,
-    _printed_json,
+from archaudit.cli.options import Bootstrap, Flags, judge_flags, output_flags
+from archaudit.cli.stats.common import (
+    load_table,
+    print_notes,
+    print_rows,
+    printed_json,
     stats_app,
 )
 from archaudit.formatting import interval
 from archaudit.metrics import PRIMARY_LOSS
-from archaudit.stats.options import DEFAULT, JudgeOptions
+from archaudit.ranges import Range
+from archaudit.stats.options import DEFAULT, LEVEL, JudgeOptions
 
 if TYPE_CHECKING:
     from archaudit.stats import Table
@@ -45,40 +43,36 @@ AuditFile = Annotated[
 RUNS_SUFFIXES = (".csv", ".parquet")
 
 
+@dataclass(frozen=True, kw_only=True)
+class Aim:
+    """What `stats predict` predicts: which metric, at which target, from which columns."""
+
+    metric: str = PRIMARY_LOSS
+    """Metric to predict, e.g. val_loss."""
+    target: str | None = field(
+        default=None, metadata={"range": Range(0, low_open=True), "names": True}
+    )
+    """A model preset or a parameter count (default: [target])."""
+    target_tokens: float | None = field(default=None, metadata={"range": Range(0, low_open=True)})
+    """Tokens at the target (default: the ladder's line)."""
+    confidence: float = field(default=0.8, metadata={"range": LEVEL})
+    """Coverage of the prediction intervals: a level in (0, 1)."""
+    params_column: str | None = None
+    """A results table's column of parameters."""
+    tokens_column: str = "tokens"
+    """A results table's column of tokens."""
+
+
 @stats_app.command("predict")
+@output_flags
 @judge_flags("baseline", "lower_is_better")
 def predict_command(
     audit: AuditFile,
-    metric: Metric = PRIMARY_LOSS,
-    target: Annotated[
-        str | None,
-        typer.Option(
-            "--target",
-            help="A model preset or a parameter count (default: [target]).",
-            callback=in_range(0, low_open=True, names=True),
-        ),
-    ] = None,
-    target_tokens: Annotated[
-        float | None,
-        typer.Option(
-            "--target-tokens",
-            help="Tokens at the target (default: the ladder's line).",
-            callback=in_range(0, low_open=True),
-        ),
-    ] = None,
-    confidence: Confidence = 0.8,
-    params_column: Annotated[
-        str | None,
-        typer.Option("--params-column", help="A results table's column of parameters."),
-    ] = None,
-    tokens_column: Annotated[
-        str, typer.Option("--tokens-column", help="A results table's column of tokens.")
-    ] = "tokens",
-    n_boot: Boot = 2000,
-    seed: Seed = 0,
     options: JudgeOptions = DEFAULT,
-    json_: Json = False,
-    quiet: Quiet = False,
+    *,
+    aim: Annotated[Aim, Flags(Aim)],
+    bootstrap: Annotated[Bootstrap, Flags(Bootstrap)],
+    json_: bool = False,
 ) -> None:
     """Predict every arm's Δ at the target scale from the trained ladder (>= 3 scales), with a
     prediction interval, P(sign holds) and the predicted rank, beside the backtest of the curve
@@ -87,20 +81,28 @@ def predict_command(
     from archaudit.audit.spec import load_audit
     from archaudit.stats.predictions.predict import predict
 
-    quiet_output(quiet, json_)
-    if params_column is not None or audit.suffix in RUNS_SUFFIXES:
-        table, ladder = runs_ladder(audit, target, target_tokens, params_column, tokens_column)
+    target, target_tokens = aim.target, aim.target_tokens
+    if aim.params_column is not None or audit.suffix in RUNS_SUFFIXES:
+        table, ladder = runs_ladder(
+            audit, target, target_tokens, aim.params_column, aim.tokens_column
+        )
     else:
         spec = load_audit(audit_file_of(audit))
         wanted = parse_target(target, target_tokens) if target is not None else None
         if wanted is None and target_tokens is not None and spec.target is not None:
             wanted = dataclasses.replace(spec.target, tokens=target_tokens, tokens_per_param=None)
         ladder = audit_ladder(spec, wanted, baseline=options.baseline)
-        table = _load(spec.audit_dir)[0]
+        table = load_table(spec.audit_dir)[0]
     result = predict(
-        table, metric, ladder, options, confidence=confidence, n_boot=n_boot, seed=seed
+        table,
+        aim.metric,
+        ladder,
+        options,
+        confidence=aim.confidence,
+        n_boot=bootstrap.n_boot,
+        seed=bootstrap.seed,
     )
-    if _printed_json(result, json_):
+    if printed_json(result, json_):
         return
     _print_prediction(result)
 
@@ -149,7 +151,7 @@ def audit_file_of(source: Path) -> Path:
 def _print_prediction(result: Prediction) -> None:
     largest, target = result.ladder.scales[-1], result.ladder.target
     how = "not estimable" if not result.estimable else _how(result)
-    _print_table(
+    print_rows(
         f"{result.metric} at target {target.name} ({target.params:,.0f} parameters, "
         f"{target.tokens:,.0f} tokens) from {len(result.ladder.scales)} scales "
         f"({largest.name} the largest): {how}; {result.confidence:.0%} intervals",
@@ -159,10 +161,10 @@ def _print_prediction(result: Prediction) -> None:
     shown = [*result.candidates]
     if result.backtest is not None and result.backtest not in shown:
         shown.append(result.backtest)
-    _print_notes([test.summary() for test in shown])
+    print_notes([test.summary() for test in shown])
     if shown:
-        _print_notes([MODELS_IN_WORDS])
-    _print_notes([*((result.reason,) if result.reason else ()), *result.notes])
+        print_notes([MODELS_IN_WORDS])
+    print_notes([*((result.reason,) if result.reason else ()), *result.notes])
 
 
 MODELS_IN_WORDS = (
