@@ -212,6 +212,10 @@ class StressSpec:
     """Seeds per rate (>= 2: the measures' intervals are over seeds). 3 by default: at 2, the
     primary test's smallest p over the 3 high rates, 2/6³ ≈ 0.0093, is above Holm's first
     threshold with >= 6 arms, so nothing could be declared (docs/stability.md)."""
+    fragile: tuple[str, ...] = ()
+    """The arms declared fragile before the sweep (e.g. those that diverged at scale): one
+    group test, at α, of whether they rank more fragile than the other swept arms
+    (docs/stability.md); empty = no group test."""
     arms: tuple[str, ...] = ()
     """The arms swept (besides the baseline); empty = every arm of the audit."""
     scale: str = ""
@@ -250,7 +254,7 @@ class StressSpec:
                 f"stress.depths = {list(depths)}: whole multiples of the layers, >= 2"
             )
         object.__setattr__(self, "depths", tuple(int(d) for d in depths))
-        for key in ("arms", "depth_arms"):
+        for key in ("arms", "depth_arms", "fragile"):
             object.__setattr__(self, key, _strings(getattr(self, key), f"stress.{key}"))
         if not 0 < self.alpha < 1:
             raise ConfigError(f"stress.alpha = {self.alpha!r} must be in (0, 1)")

@@ -41,7 +41,13 @@ from archaudit.data.identity import recipe_hash
 from archaudit.errors import ConfigError, did_you_mean
 from archaudit.metrics import PRIMARY_LOSS
 from archaudit.rundir import EVENTS, METRICS
-from archaudit.stats.analyses.stability import Sweep, SweepRun, measure, undeclarable
+from archaudit.stats.analyses.stability import (
+    Sweep,
+    SweepRun,
+    measure,
+    undeclarable,
+    undeclarable_depth,
+)
 
 if TYPE_CHECKING:
     from archaudit.mods import Arm
@@ -85,11 +91,22 @@ class StressPlan:
         return point.reused or self.plan.run_dir(point.run)
 
     def power_note(self) -> str:
-        """Why this sweep cannot declare any arm, with the seeds that could ("" when it can):
-        said before anything trains."""
+        """Why this sweep (or its depth stress) cannot declare any arm, with the seeds that
+        could ("" when both can): said before anything trains."""
         settings = self.spec.stress
         swept = {p.run.arm for p in self.points if p.kind == "lr" and p.run.mods != BASELINE}
-        return undeclarable(settings.seeds, settings.lr_factors, len(swept), settings.alpha)
+        deep = {p.run.arm for p in self.points if p.kind == "depth" and p.run.mods != BASELINE}
+        notes = (
+            undeclarable(settings.seeds, settings.lr_factors, len(swept), settings.alpha),
+            undeclarable_depth(
+                settings.seeds,
+                settings.depths if deep else (),
+                settings.depth_lr_factors,
+                len(deep),
+                settings.alpha,
+            ),
+        )
+        return "; ".join(n for n in notes if n)
 
     def cost_line(self) -> str:
         trained = len(self.plan.runs)
@@ -119,6 +136,10 @@ def stress_plan(spec: AuditSpec) -> StressPlan:
     planned = expand_arms(spec)
     arms = [p for p in planned if _chosen(p.arm.name, settings.arms, planned)]
     depth_arms = _depth_arms(arms, settings.depth_arms, planned)
+    if settings.fragile:
+        _chosen(BASELINE, settings.fragile, arms, key="stress.fragile")
+        if BASELINE in settings.fragile:
+            raise ConfigError("stress.fragile: the baseline is the reference, not a fragile arm")
     points: list[StressPoint] = []
     for chosen in arms:
         for factor in settings.lr_factors:
@@ -203,13 +224,15 @@ def _depth_arms(
     return [p for p in arms if p.arm.name == BASELINE or p.arm.requires_cross_scale]
 
 
-def _chosen(arm: str, wanted: Sequence[str], planned: Sequence[PlannedArm]) -> bool:
+def _chosen(
+    arm: str, wanted: Sequence[str], planned: Sequence[PlannedArm], key: str = "[stress]"
+) -> bool:
     """Whether `arm` is swept: the baseline always, the others when named (or none is)."""
     known = [p.arm.name for p in planned]
     for name in wanted:
         if name not in known:
             raise ConfigError(
-                f"[stress]: {name!r} is not an arm of the audit{did_you_mean(name, known)}"
+                f"{key}: {name!r} is not a swept arm of the audit{did_you_mean(name, known)}"
             )
     return arm == BASELINE or not wanted or arm in wanted
 

@@ -21,13 +21,16 @@ from archaudit.errors import DataError
 from archaudit.files import atomic_write_text, read_json
 from archaudit.rundir import METRICS
 from archaudit.stats.analyses.forecast import Backtest, Trace, backtest, depth_forecast
+from archaudit.stats.analyses.logits import LogitRun, LogitVerdict, judge_logits
 from archaudit.stats.analyses.stability import (
     ArmStability,
     DepthVerdict,
+    GroupVerdict,
     StabilityVerdict,
     Sweep,
     SweepRun,
     judge_depth,
+    judge_group,
     judge_stability,
     measure,
 )
@@ -114,6 +117,15 @@ class StressResult:
     """Points without a result yet (not trained, or failed)."""
     depth_verdicts: tuple[DepthVerdict, ...] = ()
     """Each depth-stress arm against the baseline (the depth-fragility test)."""
+    group: GroupVerdict | None = None
+    """The arms declared fragile (`stress.fragile`) against the other swept arms."""
+    sweep_runs: tuple[SweepRun, ...] = ()
+    """Every run of the sweep's grid as the tests read it (the power model's pilot)."""
+    depth_runs: tuple[SweepRun, ...] = ()
+    """Every run the depth test reads (the depth rates, the sweep's depth included)."""
+    logit_verdicts: tuple[LogitVerdict, ...] = ()
+    """Each arm against the baseline on Wortsman et al.'s logit measures (`stats.analyses.
+    logits`): the largest attention logit and the final |log Z| at the upper rates."""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -121,11 +133,33 @@ class StressResult:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> StressResult:
         try:
+            group = data.get("group")
             return cls(
-                **{**data, **{k: tuple(_build(k, v)) for k, v in data.items() if k in _ITEMS}}
+                **{
+                    **data,
+                    **{k: tuple(_build(k, v)) for k, v in data.items() if k in _ITEMS},
+                    "group": None if group is None else _build_one(GroupVerdict, group),
+                }
             )
         except (TypeError, KeyError, ValueError) as err:  # ValueError: an unknown verdict
             raise DataError(f"not a stress result ({err})") from None
+
+    def pilot(self, depth: bool = False) -> dict[str, list[SweepRun]]:
+        """The runs of each arm the power model fits (`stats.analyses.stress_power`)."""
+        out: dict[str, list[SweepRun]] = {}
+        for run in self.depth_runs if depth else self.sweep_runs:
+            out.setdefault(run.arm, []).append(run)
+        return out
+
+    def logit_pilot(self) -> dict[str, list[LogitRun]]:
+        """The logit measures of every run of the grid, per arm (the logit test's pilot)."""
+        traces = {(t.arm, t.lr, t.seed, t.layers): t for t in self.traces}
+        out: dict[str, list[LogitRun]] = {}
+        for run in self.sweep_runs:
+            trace = traces.get((run.arm, run.lr, run.seed, run.layers))
+            if trace is not None:
+                out.setdefault(run.arm, []).append(logit_run(run, trace))
+        return out
 
     def arm(self, name: str) -> ArmStability | None:
         return next((a for a in self.arms if a.arm == name), None)
@@ -139,17 +173,19 @@ _ITEMS: dict[str, type] = {
     "backtests": Backtest,
     "traces": SignalTrace,
     "depth_verdicts": DepthVerdict,
+    "sweep_runs": SweepRun,
+    "depth_runs": SweepRun,
+    "logit_verdicts": LogitVerdict,
 }
 
 
 def _build(key: str, items: list[dict[str, Any]]) -> list[Any]:
-    cls = _ITEMS[key]
-    out = []
-    for item in items:
-        fields = {f.name for f in dataclasses.fields(cls)}
-        values = {k: _tuples(v) for k, v in item.items() if k in fields}
-        out.append(cls(**values))
-    return out
+    return [_build_one(_ITEMS[key], item) for item in items]
+
+
+def _build_one(cls: type, item: dict[str, Any]) -> Any:
+    fields = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: _tuples(v) for k, v in item.items() if k in fields})
 
 
 def _tuples(value: Any) -> Any:
@@ -210,6 +246,48 @@ def analyse(plan: StressPlan) -> StressResult:
         traces=tuple(traces),
         missing=len(plan.points) - len(read),
         depth_verdicts=tuple(depth_verdicts),
+        group=judge_group(
+            sweeps,
+            settings.fragile,
+            BASELINE,
+            alpha=settings.alpha,
+            permutations=settings.permutations,
+        ),
+        sweep_runs=tuple(r for s in sweeps.values() for runs in s.by_rate for r in runs),
+        depth_runs=tuple(r for runs in depth_runs.values() for r in runs),
+        logit_verdicts=tuple(_logit_verdicts(read, settings, BASELINE in sweeps)),
+    )
+
+
+def _logit_verdicts(
+    read: Sequence[tuple[StressPoint, SweepRun, SignalTrace]], settings: Any, judged: bool
+) -> list[LogitVerdict]:
+    """The logit test of every swept arm (the sweep's grid, at its depth)."""
+    runs: dict[str, list[LogitRun]] = {}
+    for point, run, trace in read:
+        if point.kind == "lr":
+            runs.setdefault(run.arm, []).append(logit_run(run, trace))
+    if not judged:
+        return []
+    return judge_logits(
+        runs,
+        BASELINE,
+        alpha=settings.alpha,
+        correction=settings.correction,
+        permutations=settings.permutations,
+    )
+
+
+def logit_run(run: SweepRun, trace: SignalTrace) -> LogitRun:
+    """A run's logit measures: its largest attention logit, its last finite |log Z|."""
+    log_z = [abs(v) for v in trace.signals["log_z_max"] if math.isfinite(v)]
+    return LogitRun(
+        run.arm,
+        run.lr,
+        run.seed,
+        run.stable,
+        _largest(trace.signals["attn_logit_max"]),
+        log_z[-1] if log_z else math.nan,
     )
 
 

@@ -23,6 +23,8 @@ from archaudit.formatting import num, pvalue
 from archaudit.progress import warn
 
 if TYPE_CHECKING:
+    from archaudit.audit.spec import AuditSpec
+    from archaudit.audit.stress_power import TestPower
     from archaudit.audit.stress_result import StressResult
 
 
@@ -34,6 +36,15 @@ def stress(
     plan_only: Annotated[
         bool, typer.Option("--plan", help="Print the sweep and its cost; train nothing.")
     ] = False,
+    pilot: Annotated[
+        Path | None,
+        typer.Option(
+            "--pilot",
+            help="With --plan: a pilot's stored stress test (stress.json or its folder); says "
+            "each declared test's power at stress.seeds and the seeds for 0.8. Default: the "
+            "audit's own stored stress test, if any.",
+        ),
+    ] = None,
     *,
     executor: Executor,
     probe: Probe = True,
@@ -49,6 +60,7 @@ def stress(
     to runs/AUDIT/_stress/stress.json and the report's stability section."""
     from archaudit.audit.spec import load_audit
     from archaudit.audit.stress import STRESS_DIR, stress_plan
+    from archaudit.audit.stress_power import power_json
     from archaudit.audit.stress_result import RESULT_FILE, analyse, write_result
     from archaudit.audit.stress_run import run_stress
     from archaudit.audit.stress_time import stress_time
@@ -58,13 +70,17 @@ def stress(
     if plan_only:
         plan = stress_plan(spec)
         timed = stress_time(plan) if probe else None
-        cost = {"cost": plan.cost_line(), **(timed.to_json() if timed else {})}
+        cost: dict[str, object] = {"cost": plan.cost_line(), **(timed.to_json() if timed else {})}
         power = plan.power_note()
         cost |= {"power": power} if power else {}
+        powers = _pilot_power(spec, pilot or spec.audit_dir / STRESS_DIR / RESULT_FILE, pilot)
+        cost |= {"pilot_power": power_json(powers)} if powers else {}
         line = "; ".join(str(cost[k]) for k in ("cost", "time") if k in cost)
         if json_:
             return emit(cost)
         Console().print(line)
+        for p in powers:
+            Console().print(p.line())
         if power:
             warn(power)
         return
@@ -79,6 +95,17 @@ def stress(
     Console().print(f"{result.cost}\nstored in {path}")
 
 
+def _pilot_power(spec: AuditSpec, path: Path, named: Path | None) -> tuple[TestPower, ...]:
+    """The power model's lines from the pilot at `path` (named, or the audit's own stored
+    stress test when it exists and stores its runs; nothing otherwise)."""
+    from archaudit.audit.stress_power import plan_power, read_pilot
+    from archaudit.audit.stress_result import read_result
+
+    if named is None and (not path.is_file() or not read_result(path).sweep_runs):
+        return ()
+    return plan_power(spec, read_pilot(path))
+
+
 def print_result(result: StressResult) -> None:
     """The per-arm table, the depth stress, then the forecast backtest."""
     show(_arm_table(result))
@@ -89,9 +116,42 @@ def print_result(result: StressResult) -> None:
             f"grid vs the baseline's at the same rate): {v.correction} over {len(result.verdicts)} "
             f"arms, {v.error_rate} ≤ {v.alpha:g}; ΔS and unstable runs are secondary"
         )
+    if result.logit_verdicts:
+        show(_logit_table(result))
+    if result.group is not None:
+        Console().print(_group_line(result))
     if result.depth:
         show(_depth_table(result))
     show(_backtest_table(result))
+
+
+def _logit_table(result: StressResult) -> Table:
+    table = Table(
+        title="logit test (Wortsman et al. 2023: largest attention logit, final |log Z| at the "
+        "upper half of the grid vs the baseline's; its own Holm family)"
+    )
+    for column in ("arm", "z attn logit", "z |log Z|", "p (Holm)", "verdict"):
+        table.add_column(column, justify="left" if column in ("arm", "verdict") else "right")
+    for v in result.logit_verdicts:
+        z = v.z or (math.nan, math.nan)
+        table.add_row(
+            v.arm,
+            num(z[0], 3),
+            num(z[1], 3),
+            f"{_p(v.p_adjusted)} ({v.measure or '–'})",
+            v.verdict,
+        )
+    return table
+
+
+def _group_line(result: StressResult) -> str:
+    g = result.group
+    assert g is not None
+    return (
+        f"group test (declared fragile: {', '.join(g.fragile)}; against "
+        f"{', '.join(g.others) or 'no other arm'}): {g.verdict}, p {_p(g.p)} "
+        f"({g.measure or '–'}), one test, {g.error_rate} ≤ {g.alpha:g}"
+    )
 
 
 def _arm_table(result: StressResult) -> Table:
@@ -122,11 +182,12 @@ def _depth_table(result: StressResult) -> Table:
     verdicts = {v.arm: v for v in result.depth_verdicts}
     forecasts = {(f.arm, f.lr): f for f in result.depth_forecasts}
     table = Table(title="depth stress (the same width at more layers)")
+    shown = _shown(result, "grad_norm")
     columns = ("arm", "layers", "LR", "unstable runs", "max attn logit", "max |log Z|")
     for column in (
         *columns,
         "max grad norm",
-        "forecast depth (grad)",
+        "forecast depth (grad)" if shown else "forecast depth",
         "p (Holm)",
         "verdict",
     ):
@@ -142,17 +203,27 @@ def _depth_table(result: StressResult) -> Table:
             num(d.signals.get("attn_logit_max", math.nan), 3),
             num(d.signals.get("log_z_max", math.nan), 3),
             num(d.signals.get("grad_norm", math.nan), 3),
-            "" if forecast is None else num(forecast.forecast.get("grad_norm", math.inf), 3),
+            ""
+            if forecast is None or not shown
+            else num(forecast.forecast.get("grad_norm", math.inf), 3),
             "" if v is None else f"{_p(v.p_adjusted)} ({v.measure or '–'})",
             "(reference)" if v is None else v.verdict,
         )
     return table
 
 
+def _shown(result: StressResult, signal: str) -> bool:
+    """Whether `signal`'s forecasts are printed: its backtest beats chance (`Backtest.useful`)."""
+    return any(b.useful for b in result.backtests if b.signal == signal)
+
+
 def _backtest_table(result: StressResult) -> Table:
-    forecast = Table(title="forecast backtest (fit of the signal's growth over steps)")
+    forecast = Table(
+        title="forecast backtest (fit of the signal's growth over steps; a forecast is shown "
+        "only where its hit rate beats its false-alarm rate, one-sided Fisher p < 0.05)"
+    )
     columns = ("signal", "threshold", "broke", "warned in time", "false alarms", "precision")
-    for column in (*columns, "recall", "median lead (steps)"):
+    for column in (*columns, "recall", "p vs chance", "median lead (steps)"):
         forecast.add_column(column, justify="right")
     for b in result.backtests:
         forecast.add_row(
@@ -163,6 +234,7 @@ def _backtest_table(result: StressResult) -> Table:
             f"{b.false_alarms}/{b.stable}",
             num(b.precision, 2),
             num(b.recall, 2),
+            _p(b.gate_p),
             num(b.median_lead, 3) if b.useful else "not useful here",
         )
     return forecast

@@ -100,7 +100,7 @@ def _backtest_table(result: StressResult) -> Grid:
             f"{b.threshold:g}",
             str(b.broke),
             str(b.warned_in_time),
-            num(b.median_lead, 3),
+            num(b.median_lead, 3) if b.useful else "not useful here",
             f"{b.false_alarms}/{b.stable}",
         )
         for b in result.backtests

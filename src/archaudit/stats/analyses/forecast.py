@@ -12,7 +12,11 @@ layers) gives the depth at which the signal would reach θ.
 that broke, the **lead** is how many steps before the break the warning came (a warning at or
 after the break is a miss); for runs that stayed stable, a warning is a **false alarm**. Its
 **precision** is the share of warned runs that broke, its **recall** the share of broken runs
-warned in time; below `USEFUL_PRECISION` the forecast is "not useful here".
+warned in time. A forecast is **shown** only where its backtest beats chance: its hit rate
+(recall) is above its false-alarm rate by the one-sided Fisher exact test at `GATE_ALPHA` (a
+forecaster that warned the same share of runs at random would hit the broken runs at its
+false-alarm rate), and its precision is at least `USEFUL_PRECISION`; otherwise it is "not
+useful here".
 
 A signal can also be forecast **relative** to the baseline: the series is the run's signal over
 the baseline's (its seeds' mean) at the same rate, depth and step, and the threshold a multiple
@@ -27,9 +31,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats as sps
 
 USEFUL_PRECISION = 0.5
 """A forecast whose warnings are wrong more often than right is not shown as one."""
+GATE_ALPHA = 0.05
+"""The level at which a backtest's hit rate must beat its false-alarm rate to be shown."""
 
 
 @dataclass(frozen=True)
@@ -74,10 +81,23 @@ class Backtest:
         return self.warned_in_time / self.broke if self.broke else math.nan
 
     @property
+    def gate_p(self) -> float:
+        """One-sided Fisher exact p that the runs that broke were warned more often than the
+        stable ones (1 when none broke or none stayed stable: nothing to beat)."""
+        if not self.broke or not self.stable:
+            return 1.0
+        table = [
+            [self.warned_in_time, self.broke - self.warned_in_time],
+            [self.false_alarms, self.stable - self.false_alarms],
+        ]
+        return float(sps.fisher_exact(table, alternative="greater").pvalue)
+
+    @property
     def useful(self) -> bool:
-        """Its warnings are right at least `USEFUL_PRECISION` of the time; otherwise the table
-        says "not useful here" instead of printing them."""
-        return self.precision >= USEFUL_PRECISION
+        """Its hit rate beats its false-alarm rate (`gate_p` < `GATE_ALPHA`) and its warnings
+        are right at least `USEFUL_PRECISION` of the time; otherwise the table says "not useful
+        here" instead of printing them."""
+        return self.gate_p < GATE_ALPHA and self.precision >= USEFUL_PRECISION
 
     @property
     def median_lead(self) -> float:

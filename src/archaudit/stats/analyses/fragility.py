@@ -71,18 +71,24 @@ def smallest_p(sizes: Sequence[tuple[int, int]]) -> float:
     return min(1.0, 2.0 / splits)
 
 
-def fragility_test(strata: Sequence[Stratum], permutations: int, seed: int = 0) -> FragilityTest:
-    """The stratified rank contrast of the module docstring, on `strata`."""
+def fragility_test(
+    strata: Sequence[Stratum],
+    permutations: int,
+    seed: int = 0,
+    measures: Sequence[str] = MEASURES,
+) -> FragilityTest:
+    """The stratified rank contrast of the module docstring, on `strata` whose runs are scored
+    on `measures` (the primary test's by default; `logits` uses it on the logged signals)."""
     rng = np.random.default_rng(seed)
-    observed = np.zeros(len(MEASURES))
-    draws = np.zeros((permutations, len(MEASURES)))
-    usable = np.array([_varies(strata, m) for m in range(len(MEASURES))])
+    observed = np.zeros(len(measures))
+    draws = np.zeros((permutations, len(measures)))
+    usable = np.array([_varies(strata, m) for m in range(len(measures))])
     for stratum in strata:
         if stratum.weight == 0 or not stratum.arm or not stratum.base:
             continue
         n_a = len(stratum.arm)
         scores = np.array(stratum.arm + stratum.base, dtype=float)  # (runs, measures)
-        ranks = np.column_stack([_ranks(scores[:, m]) for m in range(len(MEASURES))])
+        ranks = np.column_stack([_ranks(scores[:, m]) for m in range(len(measures))])
         ranks /= len(scores)
         observed += stratum.weight * _rank_gap(ranks, n_a)
         order = rng.random((permutations, len(scores))).argsort(axis=1)
@@ -91,7 +97,7 @@ def fragility_test(strata: Sequence[Stratum], permutations: int, seed: int = 0) 
     spread = draws.std(axis=0)
     usable &= spread > 1e-12
     if not usable.any():
-        return FragilityTest(1.0, 0, "", tuple(math.nan for _ in MEASURES))
+        return FragilityTest(1.0, 0, "", tuple(math.nan for _ in measures))
     z = np.where(usable, observed / np.where(usable, spread, 1.0), np.nan)
     z_draws = np.abs(draws[:, usable] / spread[usable]).max(axis=1)
     largest = int(np.nanargmax(np.abs(z)))
@@ -99,7 +105,7 @@ def fragility_test(strata: Sequence[Stratum], permutations: int, seed: int = 0) 
     extreme = int(np.sum(z_draws >= statistic - 1e-9))
     p = (1 + extreme) / (1 + permutations)
     direction = int(np.sign(z[largest]))
-    return FragilityTest(p, direction, MEASURES[largest], tuple(float(v) for v in z))
+    return FragilityTest(p, direction, measures[largest], tuple(float(v) for v in z))
 
 
 def _ranks(values: np.ndarray) -> np.ndarray:

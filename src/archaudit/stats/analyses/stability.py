@@ -390,20 +390,38 @@ def undeclarable(seeds: int, rates: Sequence[float], arms: int, alpha: float) ->
     more-fragile or more-robust under Holm at `alpha` ("" when it can): its primary test's
     smallest p is above the first Holm threshold α/m."""
     high = sum(w > 0 for w in high_weights(rates, statistics.median_low(rates)))
+    return _floor_note(seeds, high, arms, alpha, f"the {high} high rates", "stress.seeds")
+
+
+def undeclarable_depth(
+    seeds: int, depths: Sequence[int], rates: Sequence[float], arms: int, alpha: float
+) -> str:
+    """The same for the depth stress: its high strata are every deeper model (`depths`, the
+    multiples of the layers) at every depth rate; "" when it can declare, or has no depths."""
+    high = len(depths) * len(rates)
+    if not high:
+        return ""
+    where = f"the {high} deeper (depth, rate) strata"
+    return _floor_note(seeds, high, arms, alpha, where, "stress.seeds", test="depth test")
+
+
+def _floor_note(
+    seeds: int, high: int, arms: int, alpha: float, where: str, key: str, test: str = "primary test"
+) -> str:
     floor = smallest_p([(seeds, seeds)] * high)
     threshold = alpha / max(arms, 1)
     if floor <= threshold:
         return ""
     return (
-        f"with {seeds} seeds per rate the primary test's smallest p over the {high} high rates "
-        f"is {floor:.2g}, above Holm's first threshold α/m = {threshold:.2g} for {arms} "
-        f"arm{'s' * (arms != 1)}: "
-        "no arm can be declared more-fragile or more-robust; set stress.seeds = "
-        f"{_seeds_needed(high, threshold)} (docs/stability.md)"
+        f"with {seeds} seeds per stratum the {test}'s smallest p over {where} is {floor:.2g}, "
+        f"above Holm's first threshold α/m = {threshold:.2g} for {arms} "
+        f"arm{'s' * (arms != 1)}: no arm can be declared more-fragile or more-robust; set "
+        f"{key} = {seeds_needed(high, threshold)} (docs/stability.md)"
     )
 
 
-def _seeds_needed(high: int, threshold: float) -> int:
+def seeds_needed(high: int, threshold: float) -> int:
+    """The fewest seeds per stratum whose exact floor over `high` strata is ≤ `threshold`."""
     seeds = 2
     while smallest_p([(seeds, seeds)] * high) > threshold:
         seeds += 1
@@ -581,3 +599,65 @@ def judge_depth(
             )
         )
     return out
+
+
+@dataclass(frozen=True)
+class GroupVerdict:
+    """The arms declared fragile (`stress.fragile`) against the other swept arms: one
+    primary test on their pooled runs, at α with no correction (it is the only one)."""
+
+    fragile: tuple[str, ...]
+    others: tuple[str, ...]
+    p: float
+    measure: str
+    z: tuple[float, ...]
+    verdict: str
+    """`more-fragile`: the declared arms rank worse than the others; `more-robust`: better;
+    `within-noise`; `not estimable` (a rate lacks two runs of either group)."""
+    alpha: float
+    error_rate: str = "type I error"
+
+
+def group_strata(fragile: Sequence[SweepRun], others: Sequence[SweepRun]) -> list[Stratum] | None:
+    """One stratum per rate of the sweep: the declared-fragile arms' runs against the other
+    arms' at that rate, the upper half of the grid high; None unless both groups have the same
+    rates and two runs or more at each."""
+    rates = sorted({r.lr for r in others})
+    if not rates or rates != sorted({r.lr for r in fragile}):
+        return None
+    grouped = [
+        ([r for r in fragile if r.lr == lr], [r for r in others if r.lr == lr]) for lr in rates
+    ]
+    if len(rates) < 2 or any(len(a) < 2 or len(b) < 2 for a, b in grouped):
+        return None
+    weights = high_weights(rates, statistics.median_low(rates))
+    return [Stratum(_scores(a), _scores(b), w) for (a, b), w in zip(grouped, weights, strict=True)]
+
+
+def judge_group(
+    sweeps: Mapping[str, Sweep],
+    fragile: Sequence[str],
+    baseline: str,
+    *,
+    alpha: float = 0.05,
+    permutations: int = PERMUTATIONS,
+) -> GroupVerdict | None:
+    """The group test (module docstring of `fragility`, with the declared-fragile arms as the
+    arm and every other swept arm but the baseline as the reference); None when no arm is
+    declared. Exact under the null "at every rate, the runs of all these arms are
+    exchangeable"."""
+    if not fragile:
+        return None
+    others = tuple(a for a in sweeps if a != baseline and a not in fragile)
+    declared = tuple(a for a in fragile if a in sweeps)
+    runs = [
+        [r for a in group for rs in sweeps[a].by_rate for r in rs] for group in (declared, others)
+    ]
+    strata = group_strata(*runs) if declared and others else None
+    if strata is None:
+        nan = tuple(math.nan for _ in range(3))
+        return GroupVerdict(declared, others, 1.0, "", nan, NOT_ESTIMABLE, alpha)
+    test = fragility_test(strata, permutations)
+    return GroupVerdict(
+        declared, others, test.p, test.measure, test.z, _verdict(test, test.p, alpha), alpha
+    )
