@@ -431,10 +431,14 @@ def shapes_table(after: dict, before: dict) -> str:
     out = [
         f"Known-truth ladders by shape (after: {after['reps']} per cell, simulation seed "
         f"{after['seed']}, `{after['command']}`, {after['cpu_seconds']} s of CPU; before: the "
-        f"method of main, {before['reps']} per cell, the same ladders' first {before['reps']}).",
+        f"method before it, {before['reps']} per cell, the same ladders"
+        + ("" if before["reps"] == after["reps"] else f"' first {before['reps']}")
+        + ").",
         "",
     ]
     out += _width_lines(after, before, names)
+    for mode in MODES:
+        out += ["", *_summary_lines(after, before, mode, names)]
     for mode in MODES:
         out += ["", *_coverage_lines(after, mode, names)]
     out += ["", *_claim_lines(after)]
@@ -465,6 +469,54 @@ def _width_lines(after: dict, before: dict, names: list[str]) -> list[str]:
                 row.append(f"{ratios[0]:.2f} → {ratios[1]:.2f}")
             lines.append(f"| {noise:g} | {mode} | " + " | ".join(row) + " |")
     return lines
+
+
+def _summary_lines(after: dict, before: dict, mode: str, names: list[str]) -> list[str]:
+    """Coverage at 80% / 95% by shape, σ/E and target (over scales and seeds), before → after,
+    and the (shape, cell) groups more than 5 points off."""
+    lines = [
+        f"Coverage at 80% / 95% by σ/E and target, each shape {MODE_WORDS[mode]} (the cells' "
+        "mean over scales and seeds), before → after:",
+        "",
+        "| σ/E | target | " + " | ".join(names) + " |",
+        "|---|---|" + "---|" * len(names),
+    ]
+    keys = sorted({(c["noise"], c["factor"]) for c in after["cells"]})
+    for noise, factor in keys:
+        row = []
+        for name in names:
+            pairs = [
+                " / ".join(
+                    f"{100 * _mean(_at(rec, noise, factor), mode, name, f'hit{level:g}'):.0f}"
+                    for level in LEVELS
+                )
+                for rec in (before, after)
+            ]
+            row.append(" → ".join(pairs))
+        lines.append(f"| {noise:g} | {factor}× | " + " | ".join(row) + " |")
+    off = [
+        " → ".join(str(_off(rec, mode, names, level)) for rec in (before, after))
+        for level in LEVELS
+    ]
+    groups = len(after["cells"]) * len(names)
+    lines += [
+        "",
+        f"(Shape, cell) groups more than 5 points off, before → after: {off[0]} of {groups} at "
+        f"80%, {off[1]} of {groups} at 95%.",
+    ]
+    return lines
+
+
+def _at(record: dict, noise: float, factor: int) -> list[dict]:
+    return [c for c in record["cells"] if (c["noise"], c["factor"]) == (noise, factor)]
+
+
+def _off(record: dict, mode: str, names: list[str], level: float) -> int:
+    return sum(
+        abs(c["shapes"][mode][name][f"hit{level:g}"] - level) > 0.05
+        for c in record["cells"]
+        for name in names
+    )
 
 
 def _coverage_lines(record: dict, mode: str, names: list[str]) -> list[str]:
