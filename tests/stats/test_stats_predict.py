@@ -16,7 +16,7 @@ from predict_helpers import PARAMS, TARGET, constant, ladder, log_linear, table
 from scipy import stats as sps
 
 from archaudit.errors import ConfigError
-from archaudit.stats.predictions.backtest import CLAIM_LEVEL, QUIET_LADDER, Band, Calibration
+from archaudit.stats.predictions.backtest import CLAIM_LEVEL, QUIET_LADDER, Calibration
 from archaudit.stats.predictions.ladders import Ladder, LadderScale, check_ladder
 from archaudit.stats.predictions.predict import CANNOT_COVER, Prediction, predict
 from archaudit.stats.table import Table
@@ -280,20 +280,6 @@ def test_few_backtest_errors_widen_the_interval_as_a_student_t():
         assert unit.quantiles(level)[0] == pytest.approx(expected)
         assert expected > 1.2 * sps.norm.ppf((1.0 + level) / 2.0)
     assert unit.covered(0.8).all()
-
-
-def test_no_arm_is_predicted_closer_than_its_own_seed_noise():
-    """An arm whose few backtest errors fell much closer than their seed noise says keeps the
-    normal interval of the seed noise of its Δ̂ (a null arm of the stored real ladder got a
-    sixth of it without this floor); one whose errors are as large as the model says gets its
-    t-widened interval."""
-    seed, spread = np.array([[1.0]]), np.array([[2.0]])
-    tiny = Band(calibration(np.full(6, 0.01), 1), spread, seed)
-    unit = Band(calibration(np.ones(6), 1), spread, seed)
-    for level in (0.8, 0.95):
-        assert tiny.halfwidth(level)[0, 0] == pytest.approx(sps.norm.ppf((1.0 + level) / 2.0))
-        expected = 2.0 * sps.t.ppf((1.0 + level) / 2.0, 400.0 / 116.0)
-        assert unit.halfwidth(level)[0, 0] == pytest.approx(expected)
 
 
 def test_the_output_says_what_the_interval_cannot_cover():

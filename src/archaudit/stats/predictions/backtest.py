@@ -443,17 +443,10 @@ class Band:
 
     calibration: Calibration
     spread: np.ndarray
-    """(m, T) √(seed variance + κₐ²h²): arm a's interval at level L is ± quantilesₐ(L)·spread,
-    ..."""
-    seed: np.ndarray
-    """(m, T) ... and never narrower than the normal interval of the seed noise alone, √(seed
-    variance): an arm whose few backtest errors fell closer than their seed noise says is not
-    predicted closer than the noise of its own Δ̂ (issue 55: a null arm of the stored real
-    ladder got an interval a sixth of that, which excluded 0)."""
+    """(m, T) √(seed variance + κₐ²h²): arm a's interval at level L is ± quantilesₐ(L)·spread."""
 
     def halfwidth(self, level: float) -> np.ndarray:
-        floor = float(sps.norm.ppf((1.0 + level) / 2.0)) * self.seed
-        return np.maximum(self.calibration.quantiles(level)[:, None] * self.spread, floor)
+        return self.calibration.quantiles(level)[:, None] * self.spread
 
 
 def band(
@@ -477,7 +470,7 @@ def band(
     if cap_bend:
         exposed[..., 1] = np.minimum(exposed[..., 1], errors.exposure[:, 1].max())
     spread = np.sqrt(noise + structural(exposed, calibration.structure[:, None, :]))
-    return point, Band(calibration, spread, np.sqrt(noise))
+    return point, Band(calibration, spread)
 
 
 @dataclass(frozen=True)
