@@ -273,7 +273,7 @@ def test_few_backtest_errors_widen_the_interval_as_a_student_t():
     of root mean square 1 give the t quantile with their effective number (h²-weighted, 400/116
     for horizons 1, 2, 3, 1, 2, 1) as degrees of freedom, not the normal's (where too few
     errors left the pooled conformal quantile to the normal's, 95% intervals of one arm alone
-    held 88-92% on known-truth ladders, docs/predict.md)."""
+    held 87-93% on known-truth ladders; now 91-94%, docs/predict.md)."""
     unit = calibration(np.ones(6), 1)
     for level in (0.8, 0.95):
         expected = sps.t.ppf((1.0 + level) / 2.0, 400.0 / 116.0)
