@@ -152,9 +152,9 @@ class Scores:
         self.covered[level] += list(hits[shown])
         if result.model == STACKED:
             self.covered_stacked[level] += list(hits[shown])
-        for name, hit, ok in zip(TRUTHS, hits, shown, strict=True):
+        for arm, hit, ok in zip(result.arms, hits, shown, strict=True):
             if ok:
-                self.by_family[level].setdefault(name, []).append(bool(hit))
+                self.by_family[level].setdefault(arm.arm, []).append(bool(hit))
         if level == LEVELS[0]:
             self._decisions(result, truth, shown, stacked)
 
@@ -229,11 +229,14 @@ def run_cell(
     scales, seeds, noise, factor = cell
     rng = np.random.default_rng([seed, scales, seeds, int(noise * 10), factor])
     ladder = sim_ladder(scales, factor)
-    truth = truth_at(np.array([scales - 1 + math.log2(factor)]))[:, 0]
+    at_target = truth_at(np.array([scales - 1 + math.log2(factor)]))[:, 0]
+    by_name = dict(zip(TRUTHS, at_target, strict=True))
     scores = Scores()
     for i, table in enumerate(sim_table(rng, scales, seeds, noise, reps)):
         for level in LEVELS:
             result = predict(table, "val_loss", ladder, confidence=level, n_boot=n_boot, seed=i)
+            # predict() takes the arms in order of name (issue 57): the truths follow them.
+            truth = np.array([by_name[a.arm] for a in result.arms])
             stacked = stack_at_target(table, ladder, result)
             scores.score(level, result, truth, stacked)
             total.score(level, result, truth, stacked)
