@@ -152,9 +152,9 @@ class Scores:
         self.covered[level] += list(hits[shown])
         if result.model == STACKED:
             self.covered_stacked[level] += list(hits[shown])
-        for name, hit, ok in zip(TRUTHS, hits, shown, strict=True):
+        for arm, hit, ok in zip(result.arms, hits, shown, strict=True):
             if ok:
-                self.by_family[level].setdefault(name, []).append(bool(hit))
+                self.by_family[level].setdefault(arm.arm, []).append(bool(hit))
         if level == LEVELS[0]:
             self._decisions(result, truth, shown, stacked)
 
@@ -229,11 +229,14 @@ def run_cell(
     scales, seeds, noise, factor = cell
     rng = np.random.default_rng([seed, scales, seeds, int(noise * 10), factor])
     ladder = sim_ladder(scales, factor)
-    truth = truth_at(np.array([scales - 1 + math.log2(factor)]))[:, 0]
+    at_target = truth_at(np.array([scales - 1 + math.log2(factor)]))[:, 0]
+    by_name = dict(zip(TRUTHS, at_target, strict=True))
     scores = Scores()
     for i, table in enumerate(sim_table(rng, scales, seeds, noise, reps)):
         for level in LEVELS:
             result = predict(table, "val_loss", ladder, confidence=level, n_boot=n_boot, seed=i)
+            # predict() takes the arms in order of name (issue 57): the truths follow them.
+            truth = np.array([by_name[a.arm] for a in result.arms])
             stacked = stack_at_target(table, ladder, result)
             scores.score(level, result, truth, stacked)
             total.score(level, result, truth, stacked)
@@ -431,10 +434,14 @@ def shapes_table(after: dict, before: dict) -> str:
     out = [
         f"Known-truth ladders by shape (after: {after['reps']} per cell, simulation seed "
         f"{after['seed']}, `{after['command']}`, {after['cpu_seconds']} s of CPU; before: the "
-        f"method of main, {before['reps']} per cell, the same ladders' first {before['reps']}).",
+        f"method before it, {before['reps']} per cell, the same ladders"
+        + ("" if before["reps"] == after["reps"] else f"' first {before['reps']}")
+        + ").",
         "",
     ]
     out += _width_lines(after, before, names)
+    for mode in MODES:
+        out += ["", *_summary_lines(after, before, mode, names)]
     for mode in MODES:
         out += ["", *_coverage_lines(after, mode, names)]
     out += ["", *_claim_lines(after)]
@@ -465,6 +472,54 @@ def _width_lines(after: dict, before: dict, names: list[str]) -> list[str]:
                 row.append(f"{ratios[0]:.2f} → {ratios[1]:.2f}")
             lines.append(f"| {noise:g} | {mode} | " + " | ".join(row) + " |")
     return lines
+
+
+def _summary_lines(after: dict, before: dict, mode: str, names: list[str]) -> list[str]:
+    """Coverage at 80% / 95% by shape, σ/E and target (over scales and seeds), before → after,
+    and the (shape, cell) groups more than 5 points off."""
+    lines = [
+        f"Coverage at 80% / 95% by σ/E and target, each shape {MODE_WORDS[mode]} (the cells' "
+        "mean over scales and seeds), before → after:",
+        "",
+        "| σ/E | target | " + " | ".join(names) + " |",
+        "|---|---|" + "---|" * len(names),
+    ]
+    keys = sorted({(c["noise"], c["factor"]) for c in after["cells"]})
+    for noise, factor in keys:
+        row = []
+        for name in names:
+            pairs = [
+                " / ".join(
+                    f"{100 * _mean(_at(rec, noise, factor), mode, name, f'hit{level:g}'):.0f}"
+                    for level in LEVELS
+                )
+                for rec in (before, after)
+            ]
+            row.append(" → ".join(pairs))
+        lines.append(f"| {noise:g} | {factor}× | " + " | ".join(row) + " |")
+    off = [
+        " → ".join(str(_off(rec, mode, names, level)) for rec in (before, after))
+        for level in LEVELS
+    ]
+    groups = len(after["cells"]) * len(names)
+    lines += [
+        "",
+        f"(Shape, cell) groups more than 5 points off, before → after: {off[0]} of {groups} at "
+        f"80%, {off[1]} of {groups} at 95%.",
+    ]
+    return lines
+
+
+def _at(record: dict, noise: float, factor: int) -> list[dict]:
+    return [c for c in record["cells"] if (c["noise"], c["factor"]) == (noise, factor)]
+
+
+def _off(record: dict, mode: str, names: list[str], level: float) -> int:
+    return sum(
+        abs(c["shapes"][mode][name][f"hit{level:g}"] - level) > 0.05
+        for c in record["cells"]
+        for name in names
+    )
 
 
 def _coverage_lines(record: dict, mode: str, names: list[str]) -> list[str]:

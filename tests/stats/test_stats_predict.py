@@ -13,11 +13,13 @@ import math
 import numpy as np
 import pytest
 from predict_helpers import PARAMS, TARGET, constant, ladder, log_linear, table
+from scipy import stats as sps
 
 from archaudit.errors import ConfigError
-from archaudit.stats.predictions.backtest import CLAIM_LEVEL, QUIET_LADDER
+from archaudit.stats.predictions.backtest import CLAIM_LEVEL, QUIET_LADDER, Calibration
 from archaudit.stats.predictions.ladders import Ladder, LadderScale, check_ladder
-from archaudit.stats.predictions.predict import Prediction, predict
+from archaudit.stats.predictions.predict import CANNOT_COVER, Prediction, predict
+from archaudit.stats.table import Table
 
 STRONG = {
     "good": constant(-0.08),
@@ -227,22 +229,63 @@ QUIET = {
 
 
 def test_a_quiet_arms_interval_does_not_widen_when_a_drifting_arm_joins():
-    """Issue 55: each arm's own drift, shrunk towards the median arm's, not a drift pooled over
-    the arms: a quiet arm keeps its width when an arm drifting 8σ per e-fold of N joins, to the
-    noise of σ, of the arms' own drift estimates and of the conformal quantile (each ladder's
-    ratios 0.3-1.8, their median about 1); the pooled drift made every one 2.4-4.8 times
-    wider."""
+    """Issue 55: each arm's own drift, shrunk towards the median arm's, and its own calibrated
+    scale (`Calibration.quantiles`), not a drift or a conformal quantile pooled over the arms:
+    a quiet arm keeps its width, on the same runs, when an arm drifting 8σ per e-fold of N
+    joins the ladder (to the noise of the pooled σ, whose degrees of freedom the new arm's runs
+    add, and of the median arm's drift). The pooled drift made every one 2.4-4.8 times wider;
+    the pooled quantile moved them 0.82-1.32 times (on these seeds; now 0.82-1.0)."""
     ratios = []
     for seed in range(4):
-        alone = predict(table(QUIET, sigma=0.01, seed=seed), "val_loss", ladder(), n_boot=100)
-        moved = {**QUIET, "mover": log_linear(0.1, -0.08)}
-        joined = predict(table(moved, sigma=0.01, seed=seed), "val_loss", ladder(), n_boot=100)
-        before, after = widths(alone), widths(joined)
+        alone = table(QUIET, sigma=0.01, seed=seed)
+        mover = table({"mover": log_linear(0.1, -0.08)}, sigma=0.01, seed=100 + seed)
+        joined = Table(alone.rows + tuple(r for r in mover.rows if r.arm == "mover"))
+        before = widths(predict(alone, "val_loss", ladder(), n_boot=100))
+        after = widths(predict(joined, "val_loss", ladder(), n_boot=100))
         ratios += [after[arm] / before[arm] for arm in QUIET]
         assert after["mover"] > 4 * max(after[arm] for arm in QUIET), after
-    assert 0.8 <= float(np.median(ratios)) <= 1.25, ratios
-    assert max(ratios) < 2.0, ratios
+    assert min(ratios) >= 0.75 and max(ratios) <= 1.2, ratios
 
 
 def widths(result: Prediction) -> dict[str, float]:
     return {a.arm: a.interval[1] - a.interval[0] for a in result.arms}
+
+
+def calibration(z: np.ndarray, arms: int) -> Calibration:
+    """Every arm with the single-scale backtest of 4 scales: horizons 1, 2, 3, 1, 2, 1."""
+    horizon = np.tile([1.0, 2.0, 3.0, 1.0, 2.0, 1.0], arms)
+    return Calibration(np.zeros(2), np.zeros((arms, 2)), z, horizon, np.repeat(range(arms), 6))
+
+
+def test_each_arms_width_is_its_own_scale():
+    """Issue 55: an arm's half-width in units of √variance is its own errors' scale, not a
+    quantile pooled over the arms: another arm's errors ten times larger leave it as it is."""
+    z = np.abs(np.random.default_rng(0).standard_normal(12))
+    quiet = calibration(z, 2)
+    loud = calibration(np.concatenate([z[:6], 10.0 * z[6:]]), 2)
+    for level in (0.8, 0.95):
+        assert loud.quantiles(level)[0] == quiet.quantiles(level)[0]
+        assert loud.quantiles(level)[1] == pytest.approx(10.0 * quiet.quantiles(level)[1])
+
+
+def test_few_backtest_errors_widen_the_interval_as_a_student_t():
+    """An arm's scale estimated from its few backtest errors is uncertain: standardised errors
+    of root mean square 1 give the t quantile with their effective number (h²-weighted, 400/116
+    for horizons 1, 2, 3, 1, 2, 1) as degrees of freedom, not the normal's (where too few
+    errors left the pooled conformal quantile to the normal's, 95% intervals of one arm alone
+    held 87-93% on known-truth ladders; now 91-94%, docs/predict.md)."""
+    unit = calibration(np.ones(6), 1)
+    for level in (0.8, 0.95):
+        expected = sps.t.ppf((1.0 + level) / 2.0, 400.0 / 116.0)
+        assert unit.quantiles(level)[0] == pytest.approx(expected)
+        assert expected > 1.2 * sps.norm.ppf((1.0 + level) / 2.0)
+    assert unit.covered(0.8).all()
+
+
+def test_the_output_says_what_the_interval_cannot_cover():
+    """Issue 55: a drift that starts beyond the ladder, or hides in its seed noise and keeps
+    growing, is not covered by any interval built from the ladder's Δ̂; the output says so."""
+    result = predict(table(STRONG), "val_loss", ladder(), n_boot=100)
+    assert CANNOT_COVER in result.notes
+    assert "beyond the largest trained scale" in CANNOT_COVER
+    assert "docs/predict.md" in CANNOT_COVER

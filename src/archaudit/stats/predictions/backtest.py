@@ -15,10 +15,14 @@ largest scale fitted to it). The errors against the observed Δ̂ do three thing
    τ_c·h⁴), each arm's own, shrunk towards the median arm's by how far its own estimate
    stands out of its seed noise (`shrink`); the single-scale prediction's bend is not
    extrapolated past the longest horizon the backtest checked (`band`).
-3. **Calibration.** The standardised errors z = error / √(noise + κ²h²), each with its arm's
-   κ estimated without it, give the quantile of |z| at the stated level (split-conformal over
-   arms × held-out scales, with the finite-sample step (n + 1)/n): intervals are z-widths of
-   that size, so their coverage is earned on the ladder's own data.
+3. **Calibration, per arm.** The standardised errors z = error / √(noise + κ²h²), each with
+   its arm's κ estimated without it, give each arm its own width in units of √variance: the
+   root mean square of the arm's z times the Student-t quantile at the stated level, its degrees
+   of freedom the arm's effective number of backtest errors (`Calibration.quantiles`). A
+   predictive t, not a pooled conformal quantile: an arm's few, correlated errors measure its
+   scale with that much uncertainty (issue 55: pooled over arms, the quantile gave quiet arms
+   the width of their drifting neighbours, and a drifting arm whose κ its few errors
+   underestimated the width of its quiet ones).
 
 The prediction is the single-scale one, with its own drift and calibration from its own
 backtest, unless the mixture is claimed (`claims_stack`): its gain in squared error on held-out
@@ -51,8 +55,6 @@ STACKED = "stacked"
 """The name of the mixture of curves in the backtest."""
 GRID_STEP = 10
 """The simplex of mixture weights is searched in steps of 1/GRID_STEP."""
-MIN_ERRORS = 4
-"""Fewer backtest errors than this calibrate nothing: the normal quantile is used."""
 CLAIM_LEVEL = 0.05
 """The stack is claimed to beat the single-scale prediction only when its gain on held-out arms
 has a one-sided p below this, and ..."""
@@ -78,8 +80,8 @@ class Backtest(JsonResult):
     """Predictions scored (arms × origins × held-out scales)."""
     confidence: float
     coverage: float
-    """Share of the observed Δ̂ inside the calibrated interval (the conformal step makes it
-    about `confidence` by construction; with few predictions it is coarse)."""
+    """Share of the observed Δ̂ inside the calibrated interval (each arm's scale is fitted to
+    these errors, so it is near `confidence` by construction; with few predictions coarse)."""
     sign_accuracy: float
     decision_accuracy: float
     """Share of arm pairs ordered as observed."""
@@ -92,7 +94,8 @@ class Backtest(JsonResult):
     bend: float
     """√τ_c: the spread of the arms' bend, in Δ per unit of log N squared."""
     widening: float
-    """How much wider than normal the calibrated interval is (quantile of |z| / normal's)."""
+    """How much wider than normal the median arm's calibrated interval is (its half-width in
+    units of √variance over the normal quantile)."""
 
     def summary(self) -> str:
         """One line: the method's scores beside the single-scale baseline's."""
@@ -142,7 +145,7 @@ def exposure(weights: np.ndarray, distance: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Calibration:
-    """What a backtest measured for one method: its structure and the quantiles of its errors."""
+    """What a backtest measured for one method: its structure and the scale of its errors."""
 
     pooled: np.ndarray
     """(2,) τ_b, τ_c: the variances of the drift and bend along log N of the median arm."""
@@ -151,23 +154,32 @@ class Calibration:
     z: np.ndarray
     """(P,) the standardised errors |error| / √(noise + exposure·τₐ)."""
     horizon: np.ndarray
-    """(P,) their horizons: the quantile weighs each error by h², as the target lies beyond
+    """(P,) their horizons: each arm's scale weighs its errors by h², as the target lies beyond
     every horizon of the backtest, where the structure, not the seed noise, sets the error."""
+    arm: np.ndarray
+    """(P,) the arm of each error."""
 
-    def quantile(self, level: float) -> float:
-        """The calibrated quantile of |z| at `level` (normal's when too few errors)."""
+    def quantiles(self, level: float) -> np.ndarray:
+        """(m,) each arm's half-width at `level` in units of √variance: the h²-weighted root mean
+        square of its z times the Student-t quantile with its effective number of errors
+        (Kish's, (Σw)²/Σw²) as degrees of freedom; the predictive distribution of one more
+        standardised error when their scale is estimated from those few."""
+        arms = int(self.arm.max()) + 1 if len(self.arm) else 0
         weight = self.horizon**2
-        n = float(weight.sum() ** 2 / np.sum(weight**2)) if len(weight) else 0.0
-        if n < MIN_ERRORS:
-            return float(sps.norm.ppf((1.0 + level) / 2.0))
-        order = np.argsort(self.z)
-        cumulative = np.cumsum(weight[order]) / weight.sum()
-        step = min(1.0, level * (n + 1) / n)
-        at = min(int(np.searchsorted(cumulative, step)), len(order) - 1)
-        return float(self.z[order][at])
+        total = np.bincount(self.arm, weight, arms)
+        squares = np.bincount(self.arm, weight**2, arms)
+        scale = np.bincount(self.arm, weight * self.z**2, arms)
+        n = total**2 / np.maximum(squares, np.finfo(float).tiny)
+        rms = np.sqrt(scale / np.maximum(total, np.finfo(float).tiny))
+        return rms * sps.t.ppf((1.0 + level) / 2.0, np.maximum(n, 1.0))
+
+    def covered(self, level: float) -> np.ndarray:
+        """(P,) whether each backtest error lies inside its arm's interval at `level`."""
+        return self.z <= self.quantiles(level)[self.arm]
 
     def widening(self, level: float) -> float:
-        return self.quantile(level) / float(sps.norm.ppf((1.0 + level) / 2.0))
+        """The median arm's half-width over the normal quantile's."""
+        return float(np.median(self.quantiles(level))) / float(sps.norm.ppf((1.0 + level) / 2.0))
 
 
 def structural(exposure: np.ndarray, structure: np.ndarray) -> np.ndarray:
@@ -177,9 +189,9 @@ def structural(exposure: np.ndarray, structure: np.ndarray) -> np.ndarray:
 
 def calibrate(errors: Errors) -> Calibration:
     """Each arm's structure by moments, shrunk towards the median arm's (`shrink`), then the
-    standardised errors, each scaled by its arm's structure estimated without it (normalised
-    conformal, honest: an arm's few errors do not set their own width, so the quantile carries
-    the uncertainty of the arm's drift too)."""
+    standardised errors, each scaled by its arm's structure estimated without it (honest: an
+    arm's few errors do not set their own width, so its scale carries the uncertainty of the
+    arm's drift too)."""
     excess = errors.error**2 - errors.noise
     arms = int(errors.arm.max()) + 1 if len(errors.arm) else 0
     own, spread = _per_arm(excess, errors.exposure, errors.noise, errors.arm, arms)
@@ -189,7 +201,7 @@ def calibrate(errors: Errors) -> Calibration:
     held = shrink(without, spread[errors.arm], centre)
     variance = errors.noise + structural(errors.exposure, held)
     z = np.abs(errors.error) / np.sqrt(variance)
-    return Calibration(centre, structure, z, errors.horizon)
+    return Calibration(centre, structure, z, errors.horizon, errors.arm)
 
 
 def ladder_structure(own: np.ndarray, spread: np.ndarray) -> np.ndarray:
@@ -413,7 +425,7 @@ def score(model: str, errors: Errors, weight: float, how: Scoring) -> Backtest:
         predicted=how.predicted,
         n_arms=len(errors.error),
         confidence=how.confidence,
-        coverage=share(calibration.z <= calibration.quantile(how.confidence)),
+        coverage=share(calibration.covered(how.confidence)),
         sign_accuracy=share(np.sign(predicted) == np.sign(observed)),
         decision_accuracy=share(pair_hits(predicted, observed, errors.group)),
         baseline_sign_accuracy=share(np.sign(single) == np.sign(observed)),
@@ -431,10 +443,10 @@ class Band:
 
     calibration: Calibration
     spread: np.ndarray
-    """(m, T) √(seed variance + κₐ²h²): the interval at level L is ± quantile(L)·spread."""
+    """(m, T) √(seed variance + κₐ²h²): arm a's interval at level L is ± quantilesₐ(L)·spread."""
 
     def halfwidth(self, level: float) -> np.ndarray:
-        return self.calibration.quantile(level) * self.spread
+        return self.calibration.quantiles(level)[:, None] * self.spread
 
 
 def band(

@@ -188,7 +188,7 @@ def predict(
         candidates=method.candidates,
         estimable=True,
         reason="",
-        notes=(*notes, *_method_notes(method), *_too_wide(arms, method)),
+        notes=(*notes, *_method_notes(method), CANNOT_COVER, *_too_wide(arms, method)),
         mix=tuple(CurveWeight(c, w) for c, w in method.mix.items()),
         p_value=method.p_value,
         signal=method.signal,
@@ -342,6 +342,17 @@ def _arm_rows(
         for i, name in enumerate(names)
     )
 
+
+CANNOT_COVER = (
+    "what the interval cannot cover: a change of Δ that the ladder does not show, an effect "
+    "that starts to move only beyond the largest trained scale, or one whose drift along the "
+    "ladder is within its seed noise and that keeps growing beyond it (each arm's interval "
+    "is as wide as the drift its own Δ̂ showed between scales); on known-truth ladders such "
+    'arms were covered far below the stated level (docs/predict.md, "What the interval cannot '
+    'cover")'
+)
+"""A note under every prediction: no interval built from the ladder's own Δ̂ can hold a change
+the ladder's Δ̂ do not show (issue 55)."""
 
 WIDTH_LEVEL = 0.95
 """The level of the intervals compared with the range of the effects."""
