@@ -113,3 +113,44 @@ def test_stats_keeps_its_layers(tmp_path: Path) -> None:
         "upward: archaudit/stats/judgement.py:1: archaudit.stats.judgement imports "
         "archaudit.stats.analyses.transfer",
     ]
+
+
+def test_no_folder_imports_a_folder_that_imports_it_back() -> None:
+    """Issue 56: the folders are the layers. On the layout before it, `stats/` held floors 1, 2
+    and 4 (stats ↔ inference ↔ simulation ↔ predictions) and `train/` both what the callbacks
+    call and the trainer that calls them."""
+    assert imports.folder_cycles() == []
+
+
+def test_every_floor_names_a_folder() -> None:
+    """A floor is a set of folders (`""` is src/archaudit itself), never one module of one."""
+    for floor in imports.FLOORS:
+        for entry in sorted(floor):
+            folder = imports.ROOT.joinpath(*entry.split(".")) if entry else imports.ROOT
+            assert entry == "__main__" or (folder / "__init__.py").is_file(), entry
+
+
+def test_a_front_door_is_above_its_folders_but_a_member_is_not(tmp_path: Path) -> None:
+    """A package's `__init__` that re-exports its subfolder (the plugin catalogue's pattern)
+    is no folder cycle; a module beside it that the subfolder imports, and that imports the
+    subfolder back, is one."""
+    files = {
+        "__init__.py": "",
+        "mods/__init__.py": "from archaudit.mods import catalogue\n",
+        "mods/registry.py": "",
+        "mods/catalogue/__init__.py": "",
+        "mods/catalogue/mlp.py": "from archaudit.mods.registry import modification\n",
+    }
+    root = _write(tmp_path, files)
+    assert imports.folder_cycles(root) == []
+    _write(tmp_path, {"mods/arms.py": "from archaudit.mods.catalogue import mlp\n"})
+    assert imports.folder_cycles(root) == [["archaudit.mods", "archaudit.mods.catalogue"]]
+    assert "folder cycle: archaudit.mods ↔ archaudit.mods.catalogue" in imports.problems(root)
+
+
+def test_the_largest_folder_and_its_share(tmp_path: Path) -> None:
+    files = {"__init__.py": "", "a.py": "", "audit/__init__.py": ""}
+    files |= {f"audit/m{i}.py": "" for i in range(5)}
+    root = _write(tmp_path, files)
+    assert imports.folder_sizes(root) == {"archaudit.audit": 6, "archaudit": 2}
+    assert imports.largest_folder(root) == "largest folder: archaudit.audit, 6 of 8 modules (75.0%)"

@@ -1,4 +1,5 @@
-"""The import structure of `src/archaudit`: no cycles, and each package imports only below it.
+"""The import structure of `src/archaudit`: no cycles, each folder imports only below it, and no
+cycle among the folders either.
 
     python -m archaudit.devtools.imports        # prints what is wrong; exit 1 if anything is
 
@@ -17,10 +18,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]  # src/archaudit
 
-# The floors, lowest first. A module may import its own floor and the floors below it; the
-# top-level modules (config, errors, registry, ...) form floor 0 with the package itself. An
-# entry names a package or a top-level module, or one module of a package ("data.shards"),
-# which then sits on its own floor: the most specific entry wins.
+# The floors, lowest first. A module may import its own floor and the floors below it. An entry
+# names a folder ("stats.records"; "" is src/archaudit itself, whose modules config, errors,
+# registry, ... form floor 0) or the entry point `__main__`; a folder not named sits on its
+# parent's floor (the most specific entry wins). A folder's front door (its `__init__`) may
+# also import the folders inside it, which it re-exports.
 FLOORS: tuple[frozenset[str], ...] = (
     frozenset(
         {"", "config", "errors", "files", "formatting", "presets", "progress", "registry"}
@@ -148,20 +150,25 @@ def package_of(module: str) -> str:
 
 
 def floor_of(module: str) -> int | None:
-    """The module's floor, or None for a package that FLOORS does not place yet."""
+    """The module's floor, or None for a folder that FLOORS does not place yet."""
     parts = module.split(".")[1:]
-    for depth in range(len(parts), 0, -1):
+    for depth in range(len(parts), -1, -1):
         name = ".".join(parts[:depth])
+        if depth == 0 and len(parts) > 1:
+            return None  # in a folder of its own, which FLOORS does not name
         for level, members in enumerate(FLOORS):
             if name in members:
                 return level
-    return 0 if not parts else None
+    return None
 
 
 def upward(edges: list[Import]) -> list[Import]:
-    """Imports from a package into a floor above it, and forbidden third-party imports."""
+    """Imports into a floor above the importing module's, except a front door's into its own
+    folders, and forbidden third-party imports."""
     bad = []
     for e in edges:
+        if e.target.startswith(e.source + "."):
+            continue  # a front door re-exports what lies inside it
         if e.target.startswith("archaudit"):
             source, target = floor_of(e.source), floor_of(e.target)
             if source is not None and target is not None and target > source:
@@ -171,13 +178,60 @@ def upward(edges: list[Import]) -> list[Import]:
     return bad
 
 
+def folder_of(module: str, found: dict[str, Path]) -> str:
+    """The node a module is at folder grain: its folder (`archaudit.stats.records` for
+    `archaudit.stats.records.table`), except a front door (`__init__`), which stands for the
+    names it re-exports from the folders inside it and is a node of its own, and `__main__`."""
+    if module.endswith(".__main__"):
+        return module
+    path = found.get(module)
+    front_door = path is not None and path.name == "__init__.py"
+    return f"{module}.__init__" if front_door else module.rpartition(".")[0]
+
+
+def folder_edges(edges: list[Import], found: dict[str, Path]) -> list[Import]:
+    """The imports between folders: an edge per module import whose two folders differ."""
+    return [
+        Import(folder_of(e.source, found), folder_of(e.target, found), e.line)
+        for e in edges
+        if e.target.startswith("archaudit")
+        and folder_of(e.source, found) != folder_of(e.target, found)
+    ]
+
+
+def folder_cycles(root: Path = ROOT) -> list[list[str]]:
+    """The folders that import each other, each group sorted (none when every folder is a
+    floor: a folder that imports a folder above it and is imported back is one of these)."""
+    found = modules(root)
+    return cycles(folder_edges(graph(root), found))
+
+
+def folder_sizes(root: Path = ROOT) -> dict[str, int]:
+    """Modules per folder (a front door counts in its own folder), largest first."""
+    sizes: dict[str, int] = {}
+    for path in modules(root).values():
+        folder = module_name(path.parent / "__init__.py", root)
+        sizes[folder] = sizes.get(folder, 0) + 1
+    return dict(sorted(sizes.items(), key=lambda item: (-item[1], item[0])))
+
+
+def largest_folder(root: Path = ROOT) -> str:
+    """One line: the folder with the most modules and its share of all of them."""
+    sizes = folder_sizes(root)
+    folder, n = next(iter(sizes.items()))
+    total = sum(sizes.values())
+    return f"largest folder: {folder}, {n} of {total} modules ({100 * n / total:.1f}%)"
+
+
 def problems(root: Path = ROOT) -> list[str]:
-    """One line per cycle and per upward import; empty when the structure holds."""
+    """One line per cycle (of modules and of folders) and per upward import; empty when the
+    structure holds."""
     edges = graph(root)
-    unplaced = sorted({package_of(m) for m in modules(root) if floor_of(m) is None})
-    lines = [f"no floor: archaudit.{p} (add it to FLOORS in archaudit/devtools/imports.py)"
+    unplaced = sorted({m.rpartition(".")[0] for m in modules(root) if floor_of(m) is None})
+    lines = [f"no floor: {p} (add its folder to FLOORS in archaudit/devtools/imports.py)"
              for p in unplaced]  # fmt: skip
     lines += [f"cycle: {' ↔ '.join(c)}" for c in cycles(edges)]
+    lines += [f"folder cycle: {' ↔ '.join(c)}" for c in folder_cycles(root)]
     for e in upward(edges):
         path = modules(root)[e.source].relative_to(root.parent)
         lines.append(f"upward: {path}:{e.line}: {e.source} imports {e.target}")
@@ -189,6 +243,7 @@ def main() -> int:
     for line in found:
         print(line)
     n = len(modules())
+    print(f"{n} modules in {len(folder_sizes())} folders; {largest_folder()}")
     print(f"{n} modules: " + ("structure holds" if not found else f"{len(found)} problem(s)"))
     return 1 if found else 0
 
