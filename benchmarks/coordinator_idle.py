@@ -20,10 +20,10 @@ import threading
 import time
 from pathlib import Path
 
-from archaudit.audit import executors
-from archaudit.audit.coordinator import run_audit
-from archaudit.audit.plan import make_plan
-from archaudit.audit.spec import load_audit
+from archaudit.audit.execute.coordinator import run_audit
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.launcher import executors
+from archaudit.audit.setup.spec import load_audit
 
 AUDIT = """
 name = "idle"

@@ -7,7 +7,7 @@ script (issue 45, must-show 1; docs/benchmarks/demo-history.md).
 - register: CPU seconds of the CLI's `register_commands` (the flags' help texts, read from the
   source) in a process that has already imported what a run imports (`warm.PRELOAD`), the
   median over `--rounds` fresh interpreters, alternating the two checkouts;
-- run imports: CPU seconds of `import archaudit.train.trainer` (what a run imports before its
+- run imports: CPU seconds of `import archaudit.train.loop.trainer` (what a run imports before its
   first step, without the CLI) and whether it loads `scipy.stats`;
 - `--demo DIR` (a finished `archaudit demo` runs folder, repeatable): its timeline from the run
   directories' records (each run's start in attempts.jsonl, its end in DONE): wall from the
@@ -31,7 +31,7 @@ HERE = Path(__file__).resolve().parents[1] / "src"
 
 REGISTER = """
 import importlib, time
-from archaudit.audit.warm import PRELOAD
+from archaudit.audit.launcher.warm import PRELOAD
 for module in PRELOAD:
     importlib.import_module(module)
 import archaudit.cli as cli
@@ -42,7 +42,7 @@ print(time.process_time() - start)
 RUN_IMPORTS = """
 import sys, time
 start = time.process_time()
-import archaudit.train.trainer
+import archaudit.train.loop.trainer
 print(time.process_time() - start, int("scipy.stats" in sys.modules))
 """
 

@@ -34,8 +34,8 @@ HERE = Path(__file__).resolve().parents[1] / "src"
 END = """
 import os, sys, time
 from pathlib import Path
-import archaudit.audit.findings as F
-from archaudit.audit.executors import cpu_cores
+import archaudit.audit.results.findings as F
+from archaudit.audit.launcher.executors import cpu_cores
 from archaudit.report import write_report
 audit, page = Path(sys.argv[1]), Path(sys.argv[2])
 wall, cpu = time.perf_counter(), os.times()

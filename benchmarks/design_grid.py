@@ -28,13 +28,15 @@ import numpy as np
 
 from archaudit.names import BASELINE
 from archaudit.stats import AuditDesign, JudgeOptions, judge
-from archaudit.stats.noise_panel import (
+from archaudit.stats.records.noise_panel import (
     BEYOND_PANEL,
     CALIBRATION_PANEL,
     PANEL,
     NoiseModel,
     parse_one,
 )
+from archaudit.stats.records.table import Row, Table
+from archaudit.stats.records.verdicts import SIGNIFICANT
 from archaudit.stats.simulation.calibrate import audit_levels, design_level
 from archaudit.stats.simulation.design_rate import arm_mde, design_rate
 from archaudit.stats.simulation.null_kernel import arm_sigmas, family_outcomes, simulate_outcomes
@@ -47,8 +49,6 @@ from archaudit.stats.simulation.sequential import (
     simulate_sequential,
 )
 from archaudit.stats.simulation.simulate import binomial_se, judged, null_rates
-from archaudit.stats.table import Row, Table
-from archaudit.stats.verdicts import SIGNIFICANT
 
 ARMS = (1, 2, 3, 5, 10, 19)
 SEEDS = (1, 2, 3, 4, 5, 6)

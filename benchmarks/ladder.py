@@ -21,7 +21,7 @@ from pathlib import Path
 
 from archaudit.stats.predictions.ladders import Ladder
 from archaudit.stats.predictions.predict import Prediction, predict
-from archaudit.stats.table import Table
+from archaudit.stats.records.table import Table
 from doc_blocks import replace_block
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +42,7 @@ PARAMS_16 = 14_928
 
 def audit_text(full: bool) -> str:
     """The ladder's audit file: one recipe, widths at a fixed depth, tokens ∝ √N."""
-    from archaudit.audit.plan import model_sizes
+    from archaudit.audit.grid.plan import model_sizes
     from archaudit.config import ModelConfig, build
 
     arms = FULL_ARMS if full else ARMS
@@ -85,11 +85,11 @@ def audit_text(full: bool) -> str:
 def train(out: Path, full: bool, reverse: bool = False, middle: bool = False) -> Path:
     """Train every run of the ladder (seed by seed, so that an early stop leaves whole ladders)
     and return the audit's results.csv."""
-    from archaudit.audit import store
-    from archaudit.audit.launch import RunOptions
-    from archaudit.audit.plan import make_plan
-    from archaudit.audit.runner import run_one
-    from archaudit.audit.spec import load_audit
+    from archaudit.audit.execute.runner import run_one
+    from archaudit.audit.grid import store
+    from archaudit.audit.grid.plan import make_plan
+    from archaudit.audit.launcher.launch import RunOptions
+    from archaudit.audit.setup.spec import load_audit
 
     spec = load_audit(write_audit(full), runs_dir=out / "runs")
     plan = make_plan(spec)
@@ -205,8 +205,8 @@ def table_lines(head: list[str], rows: list[list[str]]) -> list[str]:
 
 def measure(path: Path) -> str:
     """docs/predict.md's block on the stored ladder: the per-arm table, the backtest lines."""
-    from archaudit.audit.ladder import audit_ladder
-    from archaudit.audit.spec import load_audit
+    from archaudit.audit.results.ladder import audit_ladder
+    from archaudit.audit.setup.spec import load_audit
     from archaudit.stats import load_table
 
     start = time.process_time()

@@ -15,7 +15,7 @@ import numpy as np
 from scipy.special import digamma, polygamma, stdtr
 
 from archaudit.stats import AuditDesign
-from archaudit.stats.noise_panel import PANEL, parse_one
+from archaudit.stats.records.noise_panel import PANEL, parse_one
 from archaudit.stats.simulation.sequential import SequentialRule, sequential_null_fwer
 from archaudit.stats.simulation.simulate import null_fwer
 
@@ -67,7 +67,7 @@ def moderated_fwer(design: AuditDesign, audits: int, noise: str, seed: int = 0) 
     """Null FWER of the moderated Welch t (baseline and every arm's variance squeezed toward one
     prior), Holm at α; balanced designs with >= 2 seeds per arm only."""
     from archaudit.stats.inference.corrections import adjust_pvalues
-    from archaudit.stats.verdicts import within_noise
+    from archaudit.stats.records.verdicts import within_noise
 
     model, rng = parse_one(noise), np.random.default_rng(seed)
     n, n0, m = design.arm_seeds[0], design.baseline_seeds, design.m

@@ -20,8 +20,8 @@ For each condition (idle, then `--load` busy processes that this benchmark start
 audit is planned (`plan --json`: its sequential estimate, the loop's expected runs at the
 machine's speed now, or a fixed design's estimated wall) and run (`run`, `--until-settled` for a
 sequential one) in a fresh runs folder; one probe cache serves both conditions, so the loaded plan
-reads timings taken idle (scaled by the reference step, `archaudit.audit.probe`). The ratio is
-measured wall over `plan`'s estimate; `per_run` is the same with the estimate taken at the runs
+reads timings taken idle (scaled by the reference step, `archaudit.audit.planning.probe`). The ratio
+is measured wall over `plan`'s estimate; `per_run` is the same with the estimate taken at the runs
 the loop did spend (the loop's run count is a draw; its range is in `plan`). `--quick`: an eighth
 of the demo's tokens. The examples' reductions (`EXAMPLE_DIVISORS`): moe-tiny's tokens / 2
 (/ 4 with --quick), the starter's (the baseline and 4 arms × 2 scales × 3 seeds, 30 runs) / 8
@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-DEMO = ROOT / "src" / "archaudit" / "audit" / "demo.toml"
+DEMO = ROOT / "src" / "archaudit" / "audit" / "execute" / "demo.toml"
 TWO_ARMS = 'arms = ["qk_norm", "softpick"]'
 BUSY = "while True: pass"
 
@@ -72,7 +72,7 @@ EXAMPLE_DIVISORS = {"moe_tiny": (2, 4), "starter": (8, 16)}
 def example_files(folder: Path, quick: bool) -> dict[str, Path]:
     """moe-tiny and `archaudit init`'s starter, their token budgets divided
     (`EXAMPLE_DIVISORS`), written into `folder`."""
-    from archaudit.audit.starter import starter_text
+    from archaudit.audit.setup.starter import starter_text
 
     texts = {"moe_tiny": MOE_TINY.read_text(), "starter": starter_text(folder / "starter.toml")}
     files = {}

@@ -38,12 +38,12 @@ from scipy.special import digamma, polygamma, stdtr
 
 from archaudit.stats import AuditDesign
 from archaudit.stats.inference.corrections import adjust_pvalues
-from archaudit.stats.noise_panel import PANEL, NoiseModel, parse_one
+from archaudit.stats.records.noise_panel import PANEL, NoiseModel, parse_one
+from archaudit.stats.records.verdicts import NOISE_SIGMAS
 from archaudit.stats.simulation.calibrate import design_level, level_from_rates
 from archaudit.stats.simulation.design_rate import arm_mde
 from archaudit.stats.simulation.null_kernel import arm_sigmas
 from archaudit.stats.simulation.simulate import binomial_se
-from archaudit.stats.verdicts import NOISE_SIGMAS
 
 ALPHA = 0.05
 DESIGNS = {

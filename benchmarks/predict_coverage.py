@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats as sps
 
-from archaudit.stats.options import DEFAULT
+from archaudit.stats.inference.options import DEFAULT
 from archaudit.stats.predictions.backtest import (
     CLAIM_LEVEL,
     QUIET_LADDER,
@@ -58,7 +58,7 @@ from archaudit.stats.predictions.backtest import (
 from archaudit.stats.predictions.ladder_fit import predict_linear, smoother_weights
 from archaudit.stats.predictions.ladders import Ladder, LadderScale
 from archaudit.stats.predictions.predict import Prediction, ladder_arrays, predict
-from archaudit.stats.table import Row, Table
+from archaudit.stats.records.table import Row, Table
 from doc_blocks import replace_block
 
 ROOT = Path(__file__).resolve().parents[1]

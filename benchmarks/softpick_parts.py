@@ -18,13 +18,13 @@ from pathlib import Path
 
 import torch
 
-from archaudit.audit import probe
-from archaudit.audit.executors import make_executor
-from archaudit.audit.plan import make_plan
-from archaudit.audit.spec import load_audit
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.launcher.executors import make_executor
+from archaudit.audit.planning import probe
+from archaudit.audit.setup.spec import load_audit
 from archaudit.train import step as training
 
-DEMO = Path(__file__).resolve().parents[1] / "src" / "archaudit" / "audit" / "demo.toml"
+DEMO = Path(__file__).resolve().parents[1] / "src" / "archaudit" / "audit" / "execute" / "demo.toml"
 ARMS = ("baseline", "softpick")
 REPEATS = 3
 

@@ -7,11 +7,12 @@ one run of this script so that both see the same machine.
         [--json benchmarks/startup-demo.json]
 
 - cold: a fresh interpreter doing what `archaudit run-one` does before its first step
-  (`archaudit.audit.warm.COLD_START`: torch, torch._dynamo, the runner, the trainer, the suites,
-  the CLI's commands), for this checkout and, with `--against SRC`, another checkout's `src`
+  (`archaudit.audit.launcher.warm.COLD_START`: torch, torch._dynamo, the runner, the trainer, the
+  suites, the CLI's commands), for this checkout and, with `--against SRC`, another checkout's `src`
   (alternating, the same statement on both sides);
-- warm: `archaudit run-one --help` forked by the warm server (`archaudit.audit.warm.warm_start`,
-  what the probe measures), from the request to the exit report; its CPU is the child's;
+- warm: `archaudit run-one --help` forked by the warm server
+  (`archaudit.audit.launcher.warm.warm_start`, what the probe measures), from the request to the
+  exit report; its CPU is the child's;
 - fork: the server's own CPU for one fork and reap of a child that exits at once;
 - `--demo` (instead of the starts): `archaudit demo --quiet` in a fresh folder for this checkout
   and `--against`, both at once (the same load for both): wall, CPU of each whole process tree
@@ -39,13 +40,13 @@ HERE = Path(__file__).resolve().parents[1] / "src"
 sys.path.insert(0, str(HERE))
 os.environ["PYTHONPATH"] = str(HERE)  # the warm server imports this checkout too
 
-from archaudit.audit.probe import WARM_START  # noqa: E402
-from archaudit.audit.warm import COLD_START, warm_start  # noqa: E402
+from archaudit.audit.launcher.warm import COLD_START, warm_start  # noqa: E402
+from archaudit.audit.planning.probe import WARM_START  # noqa: E402
 from demo_parts import run_spans  # noqa: E402
 
 FORK = """
 import os, resource, statistics, sys, time
-from archaudit.audit.warm import preload
+from archaudit.audit.launcher.warm import preload
 preload()
 walls, cpus = [], []
 for _ in range(int(sys.argv[1])):

@@ -26,11 +26,11 @@ import resource
 import time
 from pathlib import Path
 
-from archaudit.audit.spec import AuditSpec, load_audit
-from archaudit.audit.stress import StressPlan, stress_plan
-from archaudit.audit.stress_checks import check_directions, directions_table
-from archaudit.audit.stress_result import analyse, read_result, write_result
-from archaudit.audit.stress_run import run_stress
+from archaudit.audit.execute.stress_run import run_stress
+from archaudit.audit.setup.spec import AuditSpec, load_audit
+from archaudit.audit.stability.stress import StressPlan, stress_plan
+from archaudit.audit.stability.stress_checks import check_directions, directions_table
+from archaudit.audit.stability.stress_result import analyse, read_result, write_result
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -58,7 +58,7 @@ def children_cpu() -> float:
 def estimate(spec: AuditSpec) -> dict[str, float]:
     """`stress --plan`'s estimate of the runs to train (the grid, and the rates above it at
     most), from the probe."""
-    from archaudit.audit.stress_time import stress_time
+    from archaudit.audit.planning.stress_time import stress_time
 
     plan = stress_plan(spec)
     timed = stress_time(plan)

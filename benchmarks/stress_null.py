@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats as sps
 
-from archaudit.audit.stress_result import StressResult, logit_run, read_result
+from archaudit.audit.stability.stress_result import StressResult, logit_run, read_result
 from archaudit.stats.analyses.fragility import fragility_test
 from archaudit.stats.analyses.logits import LOGIT_MEASURES, LogitRun, logit_strata
 from archaudit.stats.analyses.stability import Sweep, SweepRun, group_strata, rate_strata

@@ -33,14 +33,15 @@ HERE = Path(__file__).resolve().parent
 def child(run_dir: str) -> dict[str, float]:
     """The phases of one run, in this fresh process."""
     t = time.process_time()
-    from archaudit.audit.warm import COLD_START
+    from archaudit.audit.launcher.warm import COLD_START
 
     exec(COLD_START)  # the probe's own start-up imports
     parts = {"probe start-up": time.process_time() - t}
-    from archaudit.audit import runner, store
-    from archaudit.audit.launch import RunOptions
-    from archaudit.audit.probe import measure_steps
-    from archaudit.train import trainer
+    from archaudit.audit.execute import runner
+    from archaudit.audit.grid import store
+    from archaudit.audit.launcher.launch import RunOptions
+    from archaudit.audit.planning.probe import measure_steps
+    from archaudit.train.loop import trainer
 
     spent: dict[str, float] = {}
     for name in ("train_step", "fit"):
@@ -108,9 +109,9 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args.child)))
         return
-    from archaudit.audit.spec import load_audit
-    from archaudit.audit.store import materialize
-    from archaudit.audit.stress import stress_plan
+    from archaudit.audit.grid.store import materialize
+    from archaudit.audit.setup.spec import load_audit
+    from archaudit.audit.stability.stress import stress_plan
 
     with tempfile.TemporaryDirectory() as tmp:
         spec = load_audit(Path(args.audit), runs_dir=tmp)

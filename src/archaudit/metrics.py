@@ -209,7 +209,7 @@ PRIMARY_LOSS = "val_loss"
 DOWNSTREAM_AVERAGE = "downstream_avg"
 """The downstream average, the audit's second primary metric when it has an eval suite."""
 
-# The numbers a run's DONE record holds beside the tasks' (`audit.runner.run_metrics`).
+# The numbers a run's DONE record holds beside the tasks' (`audit.execute.runner.run_metrics`).
 register_metric(PRIMARY_LOSS, higher_is_better=False, unit=NATS, range=POSITIVE,
                 description="cross-entropy on the validation split at the end of training")
 register_metric("train_loss", higher_is_better=False, unit=NATS, range=POSITIVE,

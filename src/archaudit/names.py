@@ -9,7 +9,7 @@ from enum import StrEnum
 BASELINE = "baseline"
 """The arm every audit compares with (and the default `--baseline`)."""
 RESULTS_FILE = "results.csv"
-"""An audit's long-format results: one row per run and metric (`archaudit.stats.table`)."""
+"""An audit's long-format results: one row per run and metric (`archaudit.stats.records.table`)."""
 ITEMS_FILE = "items.csv"
 """Item-level results: one row per item, run and task (`archaudit.stats.inference.items`)."""
 

@@ -8,13 +8,13 @@
           checkpoint/step-000100/   one folder per saved step      (checkpoint_io.py)
           train.json         the training summary, written last by the trainer
           run.json           the audit's RunSpec                                      (audit)
-          claim.<n>          who runs it now                                (audit/claims.py)
+          claim.<n>          who runs it now                                (audit/grid/claims.py)
           attempts.jsonl     one line per start: pid, host, the step it resumed from  (audit)
           evals.json         the suite's result with per-item outputs                 (audit)
           DONE               the audit's result record, written last                  (audit)
           FAILED             the error of the last failed attempt                     (audit)
 
-    <audit>/audit.json       the plan; marks a folder as an audit directory (audit/store.py)
+    <audit>/audit.json       the plan; marks a folder as an audit directory (audit/grid/store.py)
 
 A folder is a run of this tool when it holds spec.json (the trainer's) or run.json (the
 audit's); `train` and `status` refuse any other non-empty folder rather than write into it. No
@@ -115,7 +115,7 @@ def check_train_target(out: Path) -> None:
 
 
 AUDIT_KEYS = {"name": str, "runs": list}
-"""What every audit.json holds (audit/store.py's `materialize`); `{}` is not an audit."""
+"""What every audit.json holds (audit/grid/store.py's `materialize`); `{}` is not an audit."""
 
 
 def check_audit_dir(path: Path) -> Path:

@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Iterator
 from typing import Any
 
-from archaudit.audit.launch import cli_command
+from archaudit.audit.launcher.launch import cli_command
 
 TINY: dict[str, Any] = {
     "name": "tiny",

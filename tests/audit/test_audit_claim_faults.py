@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from audit_helpers import alarm_after
 
-from archaudit.audit.claims import current_claim, try_claim
-from archaudit.audit.coordinator import say_waiting
-from archaudit.audit.plan import make_plan
-from archaudit.audit.runner import run_one
-from archaudit.audit.spec import load_audit
-from archaudit.audit.store import SUPERSEDED_DIR, materialize, run_status
+from archaudit.audit.execute.coordinator import say_waiting
+from archaudit.audit.execute.runner import run_one
+from archaudit.audit.grid.claims import current_claim, try_claim
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.grid.store import SUPERSEDED_DIR, materialize, run_status
+from archaudit.audit.setup.spec import load_audit
 from archaudit.cli import main
 from archaudit.errors import ConfigError
 from archaudit.rundir import DONE

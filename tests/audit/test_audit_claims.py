@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from archaudit.audit import claims
-from archaudit.audit.claims import LOST_EXIT_CODE, current_claim, try_claim
+from archaudit.audit.grid import claims
+from archaudit.audit.grid.claims import LOST_EXIT_CODE, current_claim, try_claim
 
 STALE_AFTER = 5.0
 
@@ -107,7 +107,7 @@ def test_racing_takeovers_of_a_stale_claim_get_exactly_one(tmp_path: Path):
 HOLDER = """
 import sys, time
 from pathlib import Path
-from archaudit.audit.claims import try_claim
+from archaudit.audit.grid.claims import try_claim
 claim = try_claim(Path(sys.argv[1]), 5.0)
 claim.start_heartbeat(0.05)
 print("held", flush=True)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import archaudit
-from archaudit.audit.runner import cli_command
-from archaudit.audit.store import ITEMS_FILE, RESULTS_FILE
+from archaudit.audit.execute.runner import cli_command
+from archaudit.audit.grid.store import ITEMS_FILE, RESULTS_FILE
 from archaudit.evals import builtin_suites
 
 

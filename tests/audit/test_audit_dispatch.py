@@ -1,15 +1,15 @@
-"""The order a round's runs go to the executor: longest first (audit/dispatch.py)."""
+"""The order a round's runs go to the executor: longest first (audit/execute/dispatch.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from archaudit.audit.demo import DEMO_FILE
-from archaudit.audit.dispatch import longest_first
-from archaudit.audit.plan import make_plan, run_flops
-from archaudit.audit.record import RunRecord
-from archaudit.audit.spec import load_audit
-from archaudit.audit.store import RunStatus
+from archaudit.audit.execute.demo import DEMO_FILE
+from archaudit.audit.execute.dispatch import longest_first
+from archaudit.audit.grid.plan import make_plan, run_flops
+from archaudit.audit.grid.record import RunRecord
+from archaudit.audit.grid.store import RunStatus
+from archaudit.audit.setup.spec import load_audit
 
 
 def statuses(tmp_path, speeds=None):

@@ -16,15 +16,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from archaudit.audit import store
-from archaudit.audit.plan import make_plan
-from archaudit.audit.record import RunRecord
-from archaudit.audit.spec import load_audit
+from archaudit.audit.grid import store
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.grid.record import RunRecord
+from archaudit.audit.setup.spec import load_audit
 from archaudit.cli import app, stats_cmd  # noqa: F401  (registers the stats commands)
 from archaudit.mods import list_modifications, resolve_arm
 from archaudit.mods.registry import FAMILY_DUTIES
 from archaudit.stats import judge, load_table
-from archaudit.stats.table import DUTIES, DUTY_SEPARATOR
+from archaudit.stats.records.table import DUTIES, DUTY_SEPARATOR
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "archaudit"
 SINGLE_SOURCE = {
@@ -33,8 +33,8 @@ SINGLE_SOURCE = {
 }
 """Where each duty is decided; everything downstream of it reads `duties`."""
 READERS = {
-    "downstream": "archaudit/stats/judgement.py (R6 notes), archaudit/audit/plan.py (R6 warning)",
-    "cross_scale": "archaudit/audit/plan.py (R7 warning)",
+    "downstream": "archaudit/stats/judging/judgement.py (R6 notes), archaudit/audit/grid/plan.py (R6 warning)",
+    "cross_scale": "archaudit/audit/grid/plan.py (R7 warning)",
 }
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from audit_helpers import archaudit
 
-from archaudit.audit.coordinator import run_audit
-from archaudit.audit.plan import make_plan
-from archaudit.audit.spec import load_audit
+from archaudit.audit.execute.coordinator import run_audit
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.setup.spec import load_audit
 from archaudit.errors import ConfigError
 
 

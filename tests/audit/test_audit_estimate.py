@@ -15,8 +15,10 @@ import pytest
 import torch
 from torch import nn
 
-from archaudit.audit import estimate, probe
-from archaudit.audit.estimate import (
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.launcher.executors import cpu_cores
+from archaudit.audit.planning import estimate, probe
+from archaudit.audit.planning.estimate import (
     FixedCost,
     PlanSummary,
     SequentialCost,
@@ -24,9 +26,7 @@ from archaudit.audit.estimate import (
     plan_summary,
     run_time,
 )
-from archaudit.audit.executors import cpu_cores
-from archaudit.audit.plan import make_plan
-from archaudit.audit.probe import (
+from archaudit.audit.planning.probe import (
     PROBE_STEPS,
     WARMUP_STEPS,
     LoopCost,
@@ -35,7 +35,7 @@ from archaudit.audit.probe import (
     Timed,
     measure_shape,
 )
-from archaudit.audit.spec import load_audit
+from archaudit.audit.setup.spec import load_audit
 from archaudit.config import ModelConfig, Recipe
 from archaudit.train import distributed, train
 from archaudit.train import step as training_step
@@ -242,7 +242,7 @@ def test_an_arm_costs_its_own_measured_step_not_its_flops(
 def test_the_probe_steps_beside_as_many_runs_as_the_pool_runs_beside_each(write_audit):
     """Runs of a local pool share the CPU's caches and memory bandwidth: each shape is timed
     while `beside` neighbour processes step it too, and they end with the estimate."""
-    from archaudit.audit.executors import make_executor
+    from archaudit.audit.launcher.executors import make_executor
 
     plan = make_plan(load_audit(write_audit(executor={"workers": 2, "threads": 1})))
     assert make_executor(plan.spec.executor, plan.audit_dir).beside == min(2, cpu_cores()) - 1
@@ -290,7 +290,7 @@ def test_each_wave_pays_the_coordinators_work_and_each_round_its_judgement():
 def test_the_loop_costs_come_from_a_sequential_audits_timeline(tmp_path: Path):
     """Gaps between runs of one round are the coordinator's work per run; the gap between
     rounds, beyond that, and the last run's end to the loop's are a round's judgement."""
-    from archaudit.audit.sequential import AddedSeed, Round, publish_round
+    from archaudit.audit.execute.sequential import AddedSeed, Round, publish_round
 
     spans = {
         ("baseline", 0): (0.0, 1.0, 1),
@@ -387,7 +387,7 @@ def test_with_torch_compile_the_timed_steps_compile_nothing(
 def test_status_says_how_long_is_left_from_the_plans_model(
     monkeypatch: pytest.MonkeyPatch, write_audit
 ):
-    from archaudit.audit import store
+    from archaudit.audit.grid import store
 
     monkeypatch.setattr(estimate, "shape_cost", lambda *args, **kwargs: SHAPE)
     monkeypatch.setattr(estimate, "step_cost", lambda *args, **kwargs: PART)
@@ -434,7 +434,7 @@ def test_plans_power_lines_and_until_settled_give_the_loop_one_number(write_audi
     """Issue 46 item 3: plain `plan` said "≤ 6 seeds … about 11 runs" and `plan
     --until-settled` "about 10 runs" for one audit; both are now the audit's own loop (its
     seeds.max), simulated on the same audits."""
-    from archaudit.audit.power_plan import plan_power
+    from archaudit.audit.planning.power_plan import plan_power
 
     plan = make_plan(load_audit(write_audit(arms=["qk_norm", "softpick"])))
     (family,) = plan_power(plan)
@@ -449,7 +449,7 @@ def test_with_no_effect_known_the_loop_is_simulated_from_null_up_to_its_mde(writ
     """Issue 46 item 3: the loop's expected runs assumed every arm null, and the loops that
     ran (arms with effects) spent more; with nothing known each arm's effect now spreads from
     null to the loop's MDE, said in words, and its range covers the spread and the draws."""
-    from archaudit.audit.sequential import sequential_rule, settle_options
+    from archaudit.audit.execute.sequential import sequential_rule, settle_options
     from archaudit.stats.simulation.sequential import simulate_sequential
 
     plan = make_plan(load_audit(write_audit(arms=["qk_norm", "softpick"])))
@@ -469,12 +469,12 @@ def test_plan_stats_power_and_the_verdict_header_print_one_mde(write_audit):
     """Issue 53, must-show 3: for one design (2 arms × 2 seeds against 3) `plan`, `stats power`
     and the verdict table's header printed 15σ (α/2, unsaid), 10.03σ and 8.1–12.0σ; they now
     call one function and print one number, at the α the family is judged at (said)."""
-    from archaudit.audit.power_plan import plan_power
+    from archaudit.audit.planning.power_plan import plan_power
     from archaudit.formatting import num
     from archaudit.stats import design_power, judge
-    from archaudit.stats.judgement_text import header
-    from archaudit.stats.options import JudgeOptions
-    from archaudit.stats.table import Row, Table
+    from archaudit.stats.inference.options import JudgeOptions
+    from archaudit.stats.judging.judgement_text import header
+    from archaudit.stats.records.table import Row, Table
 
     seeds = {"noise_floor": 3, "arms": 2}
     plan = make_plan(load_audit(write_audit(arms=["qk_norm", "softpick"], seeds=seeds)))

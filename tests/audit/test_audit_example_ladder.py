@@ -12,9 +12,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parents[1] / "report"))
 from report_helpers import fake_audit
 
-from archaudit.audit.ladder import audit_ladder
-from archaudit.audit.plan import make_plan
-from archaudit.audit.spec import load_audit
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.results.ladder import audit_ladder
+from archaudit.audit.setup.spec import load_audit
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "ladder-tiny.toml"
 

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from archaudit.audit.coordinator import run_audit
-from archaudit.audit.executors import LocalExecutor, cpu_cores, make_executor
-from archaudit.audit.launch import RunOptions
-from archaudit.audit.plan import make_plan
-from archaudit.audit.runner import run_one
-from archaudit.audit.spec import ExecutorSpec, load_audit
-from archaudit.audit.store import ATTEMPTS, DONE, RESULTS_FILE, materialize
+from archaudit.audit.execute.coordinator import run_audit
+from archaudit.audit.execute.runner import run_one
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.grid.store import ATTEMPTS, DONE, RESULTS_FILE, materialize
+from archaudit.audit.launcher.executors import LocalExecutor, cpu_cores, make_executor
+from archaudit.audit.launcher.launch import RunOptions
+from archaudit.audit.setup.spec import ExecutorSpec, load_audit
 from archaudit.errors import ConfigError
 
 FOUR_RUNS = dict(arms=["qk_norm", "geglu"])  # baseline × 2 seeds + 2 arms

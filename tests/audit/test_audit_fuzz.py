@@ -27,9 +27,9 @@ from typing import Any
 import pytest
 from audit_helpers import TINY, to_toml
 
-from archaudit.audit.coordinator import run_audit
-from archaudit.audit.plan import make_plan
-from archaudit.audit.spec import load_audit
+from archaudit.audit.execute.coordinator import run_audit
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.setup.spec import load_audit
 from archaudit.cli import main
 from archaudit.config import load_config
 from archaudit.rundir import CHECKPOINT_META, CHECKSUMS, checkpoint_dirs

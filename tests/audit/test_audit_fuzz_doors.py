@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from test_audit_fuzz import HOSTILE, assert_clean_exit, damage, mutate_bytes, set_path, snapshot
 
-from archaudit.stats.csvio import FORMULA_STARTS
+from archaudit.stats.records.csvio import FORMULA_STARTS
 
 SEED = "archaudit-fuzz-doors-1"
 HOSTILE_NAMES = [

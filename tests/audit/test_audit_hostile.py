@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from audit_helpers import TINY, merged, to_toml
 
-from archaudit.audit.claims import current_claim
-from archaudit.audit.plan import make_plan
-from archaudit.audit.runner import run_one
-from archaudit.audit.spec import load_audit
-from archaudit.audit.store import materialize, run_status
+from archaudit.audit.execute.runner import run_one
+from archaudit.audit.grid.claims import current_claim
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.grid.store import materialize, run_status
+from archaudit.audit.setup.spec import load_audit
 from archaudit.cli import main
 from archaudit.errors import ConfigError, DataError
 from archaudit.rundir import DONE
@@ -104,7 +104,7 @@ def test_repeated_arms_resolve_once(write_audit):
 
 @pytest.fixture(scope="module")
 def _finished_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from archaudit.audit.coordinator import run_audit
+    from archaudit.audit.execute.coordinator import run_audit
 
     path = tmp_path_factory.mktemp("finished") / "audit.toml"
     path.write_text(to_toml(merged(TINY, {"arms": []})))
@@ -217,7 +217,7 @@ def test_run_fills_the_folder_a_stress_sweep_was_put_in_first(write_audit):
     """Issue 44: `stress` then `run` on one audit file refused ("not an audit directory"): the
     sweep's `_stress/` audit directory is the folder's only entry. A foreign file beside it is
     still refused."""
-    from archaudit.audit.stress import stress_plan
+    from archaudit.audit.stability.stress import stress_plan
 
     spec = load_audit(write_audit())
     materialize(stress_plan(spec).plan)  # what `stress` lays out before it trains

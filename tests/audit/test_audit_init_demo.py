@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from archaudit.audit.demo import DEMO_FILE
-from archaudit.audit.plan import make_plan
-from archaudit.audit.spec import load_audit
+from archaudit.audit.execute.demo import DEMO_FILE
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.setup.spec import load_audit
 from archaudit.cli import app
 from archaudit.errors import ConfigError
 from archaudit.evals import builtin_suites

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from audit_helpers import TINY, merged, to_toml
 
-from archaudit.audit.launch import cli_command
-from archaudit.audit.store import ATTEMPTS, DONE, METRICS
+from archaudit.audit.grid.store import ATTEMPTS, DONE, METRICS
+from archaudit.audit.launcher.launch import cli_command
 from archaudit.rundir import checkpoint_dirs, checkpoint_step
 
 AUDIT = merged(

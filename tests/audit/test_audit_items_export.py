@@ -8,10 +8,10 @@ import dataclasses
 import json
 from pathlib import Path
 
-from archaudit.audit.plan import make_plan
-from archaudit.audit.record import RunRecord
-from archaudit.audit.spec import load_audit
-from archaudit.audit.store import ITEMS_FILE, export, materialize, run_status
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.grid.record import RunRecord
+from archaudit.audit.grid.store import ITEMS_FILE, export, materialize, run_status
+from archaudit.audit.setup.spec import load_audit
 from archaudit.rundir import EVALS
 from archaudit.stats import load_items
 

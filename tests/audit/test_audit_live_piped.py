@@ -11,8 +11,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parents[1] / "report"))
 from report_helpers import fake_audit
 
-from archaudit.audit import store
-from archaudit.audit.live import AuditMonitor, timing
+from archaudit.audit.execute.live import AuditMonitor, timing
+from archaudit.audit.grid import store
 from archaudit.progress import clock
 
 

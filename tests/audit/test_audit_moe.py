@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from archaudit.audit.coordinator import run_audit
-from archaudit.audit.plan import make_plan
-from archaudit.audit.spec import load_audit
+from archaudit.audit.execute.coordinator import run_audit
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.setup.spec import load_audit
 from archaudit.report.build import build_report
 from archaudit.rundir import METRICS
 from archaudit.stats import load_table

@@ -11,10 +11,10 @@ import pytest
 from audit_helpers import TINY
 from typer.testing import CliRunner
 
-from archaudit.audit import plan as plan_module
-from archaudit.audit import spec as spec_module
-from archaudit.audit.plan import make_plan
-from archaudit.audit.spec import load_audit
+from archaudit.audit.grid import plan as plan_module
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.setup import spec as spec_module
+from archaudit.audit.setup.spec import load_audit
 from archaudit.cli import app
 from archaudit.config import ModelConfig, build
 from archaudit.errors import ConfigError
@@ -140,8 +140,8 @@ def test_scale_token_budget_sets_steps(write_audit):
 def test_plan_json_lists_runs_and_writes_nothing(
     write_audit, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    from archaudit.audit import estimate
-    from archaudit.audit.probe import LoopCost, Timed
+    from archaudit.audit.planning import estimate
+    from archaudit.audit.planning.probe import LoopCost, Timed
 
     loop = LoopCost(run=Timed(0.5, 0.25), round=Timed(2.0, 1.0))  # its probe runs an audit
     monkeypatch.setattr(estimate, "loop_cost", lambda *args, **kwargs: loop)
@@ -231,7 +231,7 @@ def test_the_planned_model_carries_its_tokenizers_vocabulary(write_audit):
     ids do not depend on it (the recipe's hash holds the tokenizer), so older audits keep theirs."""
     import dataclasses
 
-    from archaudit.audit.plan import model_sizes
+    from archaudit.audit.grid.plan import model_sizes
     from archaudit.data.corpus import recipe_tokenizer
 
     path = write_audit(recipe={**TINY["recipe"], "tokenizer": "bpe:300"})
@@ -257,7 +257,7 @@ def test_every_modification_counts_the_parameters_of_its_meta_device_build() -> 
     first plan); the count is the meta-device build's, for every registered modification."""
     import torch
 
-    from archaudit.audit.plan import _SIZES, model_sizes
+    from archaudit.audit.grid.plan import _SIZES, model_sizes
     from archaudit.config import ModelConfig, build
     from archaudit.model import build_model, count_parameters
     from archaudit.mods import list_modifications, resolve_arm

@@ -9,12 +9,12 @@ import json
 import numpy as np
 from typer.testing import CliRunner
 
-from archaudit.audit import store
-from archaudit.audit.findings import VERDICTS_ONLY, findings
-from archaudit.audit.plan import make_plan
-from archaudit.audit.record import RunRecord
-from archaudit.audit.spec import load_audit
-from archaudit.audit.verdicts import audit_primaries
+from archaudit.audit.grid import store
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.grid.record import RunRecord
+from archaudit.audit.results.findings import VERDICTS_ONLY, findings
+from archaudit.audit.results.verdicts import audit_primaries
+from archaudit.audit.setup.spec import load_audit
 from archaudit.cli import app, register_commands
 from archaudit.report.data import gather
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from archaudit.audit import probe
+from archaudit.audit.planning import probe
 from archaudit.files import value_checksum
 
 KEY = {"machine": "m", "part": "step"}

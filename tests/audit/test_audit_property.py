@@ -11,9 +11,9 @@ from audit_helpers import TINY, merged, to_toml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from archaudit.audit.coordinator import run_audit
-from archaudit.audit.plan import make_plan
-from archaudit.audit.spec import SECTIONS, TOP_KEYS, load_audit
+from archaudit.audit.execute.coordinator import run_audit
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.setup.spec import SECTIONS, TOP_KEYS, load_audit
 from archaudit.errors import ArchauditError
 from archaudit.evals import builtin_suites
 from archaudit.mods import list_modifications

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from archaudit.audit import store
-from archaudit.audit.plan import make_plan
-from archaudit.audit.record import RunRecord
-from archaudit.audit.spec import load_audit
+from archaudit.audit.grid import store
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.grid.record import RunRecord
+from archaudit.audit.setup.spec import load_audit
 from archaudit.errors import DataError
 
 

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from archaudit.audit import store
-from archaudit.audit.plan import make_plan
-from archaudit.audit.record import RunRecord
-from archaudit.audit.replicate import (
+from archaudit.audit.grid import store
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.grid.record import RunRecord
+from archaudit.audit.replicating.replicate import (
     CLAIMS_DIR,
     Claim,
     ClaimTest,
@@ -25,17 +25,17 @@ from archaudit.audit.replicate import (
     list_claims,
     load_claims,
 )
-from archaudit.audit.replicate_run import plan_claims, total_cpu_s
-from archaudit.audit.replication import (
+from archaudit.audit.replicating.replicate_run import plan_claims, total_cpu_s
+from archaudit.audit.replicating.replication import (
     Outcome,
     TrainingCost,
     classify,
     judge_claim,
     training_cost,
 )
-from archaudit.audit.spec import load_audit
-from archaudit.audit.stress import STRESS_DIR, stress_plan
-from archaudit.audit.stress_result import RESULT_FILE, StressResult, write_result
+from archaudit.audit.setup.spec import load_audit
+from archaudit.audit.stability.stress import STRESS_DIR, stress_plan
+from archaudit.audit.stability.stress_result import RESULT_FILE, StressResult, write_result
 from archaudit.cli import app, register_commands
 from archaudit.errors import ConfigError
 from archaudit.stats.analyses.stability import StabilityVerdict

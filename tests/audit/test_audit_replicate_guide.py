@@ -11,20 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from archaudit.audit.launch import RunOptions
-from archaudit.audit.plan import make_plan
-from archaudit.audit.replicate import claim_spec, load_claims
-from archaudit.audit.replicate_levels import (
+from archaudit.audit.execute.runner import run_one
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.grid.store import materialize
+from archaudit.audit.launcher.launch import RunOptions
+from archaudit.audit.replicating.replicate import claim_spec, load_claims
+from archaudit.audit.replicating.replicate_levels import (
     MEASURES,
     measure_claim,
     read_sample,
     sample_path,
     write_sample,
 )
-from archaudit.audit.replicate_run import plan_claims
-from archaudit.audit.replication import Outcome, judge_claim
-from archaudit.audit.runner import run_one
-from archaudit.audit.store import materialize
+from archaudit.audit.replicating.replicate_run import plan_claims
+from archaudit.audit.replicating.replication import Outcome, judge_claim
 from archaudit.errors import ConfigError
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "replication-claim.md"

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from archaudit.audit.launch import RunOptions
-from archaudit.audit.plan import make_plan
-from archaudit.audit.replicate import (
+from archaudit.audit.execute.runner import PROCESS_CPU, run_one
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.grid.store import materialize, read_record
+from archaudit.audit.launcher.launch import RunOptions
+from archaudit.audit.replicating.replicate import (
     Claim,
     ClaimTest,
     check_fresh_seeds,
@@ -20,7 +22,7 @@ from archaudit.audit.replicate import (
     get_claim,
     load_claims,
 )
-from archaudit.audit.replicate_levels import (
+from archaudit.audit.replicating.replicate_levels import (
     MEASURES,
     LevelSample,
     level_test,
@@ -31,12 +33,10 @@ from archaudit.audit.replicate_levels import (
     units_for,
     write_sample,
 )
-from archaudit.audit.replicate_run import plan_claims
-from archaudit.audit.replication import Outcome, judge_claim
-from archaudit.audit.runner import PROCESS_CPU, run_one
-from archaudit.audit.spec import load_audit
-from archaudit.audit.store import materialize, read_record
-from archaudit.audit.stress import stress_plan
+from archaudit.audit.replicating.replicate_run import plan_claims
+from archaudit.audit.replicating.replication import Outcome, judge_claim
+from archaudit.audit.setup.spec import load_audit
+from archaudit.audit.stability.stress import stress_plan
 from archaudit.errors import ConfigError
 
 # --- seeds.offset and pilot_seeds ----------------------------------------------------------
@@ -77,7 +77,7 @@ def test_a_confirming_run_on_the_pilots_seeds_is_refused(write_audit):
 
 
 def test_every_claim_that_records_pilot_seeds_confirms_on_others(tmp_path: Path):
-    from archaudit.audit.replicate import confirming_seeds, list_claims
+    from archaudit.audit.replicating.replicate import confirming_seeds, list_claims
 
     recorded = [c for c in list_claims() if c.pilot_seeds]
     assert {c.name for c in recorded} >= {"attention_sinks", "pruning_breaks_tts"}
@@ -281,7 +281,7 @@ def test_the_stored_confirming_measurements_judge_as_the_docs_say(tmp_path: Path
 
 
 def test_the_interaction_contrast_power_is_alpha_at_zero_and_grows():
-    from archaudit.audit.replication import _contrast_seeds, contrast_power
+    from archaudit.audit.replicating.replication import _contrast_seeds, contrast_power
 
     assert contrast_power(0.0, 1.0, 8, 0.05) == pytest.approx(0.05)
     assert contrast_power(1.0, 1.0, 8, 0.05) < contrast_power(3.0, 1.0, 8, 0.05) < 1.0

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from archaudit.audit.launch import RunOptions
-from archaudit.audit.plan import make_plan
-from archaudit.audit.rerun import RerunReport, rerun
-from archaudit.audit.runner import run_one
-from archaudit.audit.spec import load_audit
-from archaudit.audit.store import materialize
+from archaudit.audit.execute.rerun import RerunReport, rerun
+from archaudit.audit.execute.runner import run_one
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.grid.store import materialize
+from archaudit.audit.launcher.launch import RunOptions
+from archaudit.audit.setup.spec import load_audit
 from archaudit.cli import app
 from archaudit.errors import DataError
 

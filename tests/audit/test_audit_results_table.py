@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from archaudit.audit import store
-from archaudit.audit.findings import VERDICTS_ONLY, findings
-from archaudit.audit.plan import make_plan
-from archaudit.audit.record import RunRecord
-from archaudit.audit.spec import load_audit
+from archaudit.audit.grid import store
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.grid.record import RunRecord
+from archaudit.audit.results.findings import VERDICTS_ONLY, findings
+from archaudit.audit.setup.spec import load_audit
 from archaudit.stats import Table, load_table
-from archaudit.stats.errors import EmptyTableError, TableError
+from archaudit.stats.records.errors import EmptyTableError, TableError
 
 
 def finished_audit(write_audit, tmp_path: Path, huge: float | None = None) -> Path:

@@ -19,11 +19,9 @@ import torch
 from audit_helpers import TINY, archaudit, merged, to_toml
 from typer.testing import CliRunner
 
-from archaudit.audit.launch import RunOptions, cli_command
-from archaudit.audit.plan import make_plan
-from archaudit.audit.runner import run_one
-from archaudit.audit.spec import load_audit
-from archaudit.audit.store import (
+from archaudit.audit.execute.runner import run_one
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.grid.store import (
     ATTEMPTS,
     DONE,
     ITEMS_FILE,
@@ -31,6 +29,8 @@ from archaudit.audit.store import (
     materialize,
     refresh_export,
 )
+from archaudit.audit.launcher.launch import RunOptions, cli_command
+from archaudit.audit.setup.spec import load_audit
 from archaudit.cli import app
 from archaudit.stats import compare_item_measure, load_items
 

@@ -15,13 +15,11 @@ from pathlib import Path
 import pytest
 from audit_helpers import archaudit
 
-from archaudit.audit.coordinator import run_audit
-from archaudit.audit.launch import RunOptions, cli_command
-from archaudit.audit.plan import make_plan
-from archaudit.audit.record import RunRecord
-from archaudit.audit.runner import run_one
-from archaudit.audit.spec import load_audit
-from archaudit.audit.store import (
+from archaudit.audit.execute.coordinator import run_audit
+from archaudit.audit.execute.runner import run_one
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.grid.record import RunRecord
+from archaudit.audit.grid.store import (
     ATTEMPTS,
     DONE,
     FAILED,
@@ -32,6 +30,8 @@ from archaudit.audit.store import (
     run_status,
     write_done,
 )
+from archaudit.audit.launcher.launch import RunOptions, cli_command
+from archaudit.audit.setup.spec import load_audit
 from archaudit.errors import ConfigError
 from archaudit.rundir import METRICS, WEIGHTS, checkpoint_dirs, checkpoint_step
 from archaudit.stats import load_table
@@ -116,7 +116,7 @@ def test_sigterm_after_the_update_resumes_the_uninterrupted_curve(write_audit, t
     run_dir, twin_dir = materialize(plan)[0], materialize(twin)[0]
     sigterm_in_validation = textwrap.dedent("""
         import os, signal, sys
-        from archaudit.audit.runner import RunOptions, run_one
+        from archaudit.audit.execute.runner import RunOptions, run_one
         from archaudit.train.callbacks import validation as val
         real = val.validation_loss
         def validation(*args, **kwargs):

@@ -13,11 +13,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from archaudit.audit import loop_summary, sequential, store
-from archaudit.audit.coordinator import AuditOutcome
-from archaudit.audit.plan import make_plan
-from archaudit.audit.record import RunRecord
-from archaudit.audit.sequential import (
+from archaudit.audit.execute import sequential
+from archaudit.audit.execute.coordinator import AuditOutcome
+from archaudit.audit.execute.sequential import (
     AddedSeed,
     Round,
     SettleOptions,
@@ -26,7 +24,11 @@ from archaudit.audit.sequential import (
     read_rounds,
     run_until_settled,
 )
-from archaudit.audit.spec import load_audit
+from archaudit.audit.grid import store
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.grid.record import RunRecord
+from archaudit.audit.results import loop_summary
+from archaudit.audit.setup.spec import load_audit
 from archaudit.cli import app, register_commands
 from archaudit.errors import ConfigError
 from archaudit.stats.simulation import sequential as loop_sim
@@ -310,7 +312,7 @@ def test_each_arms_interval_is_the_dual_of_the_loops_last_test(
     the loop's test crosses — not a pooled-σ interval that ignores unequal seed variances."""
     from scipy import stats
 
-    from archaudit.stats.loop import LoopArm
+    from archaudit.stats.judging.loop import LoopArm
 
     monkeypatch.setitem(SPREAD, "geglu", 6.0)
     monkeypatch.setitem(EFFECT, "geglu", -0.08)  # better, but with six times the spread
@@ -368,7 +370,7 @@ def loop_above_alpha(monkeypatch):
         worst = panel_rate(0.083, 4000, rule.alpha, "hetero:6")
         return dataclasses.replace(real(arms, rule, audits), panel_worst=worst)
 
-    judge_module = importlib.import_module("archaudit.stats.judgement")
+    judge_module = importlib.import_module("archaudit.stats.judging.judgement")
     for module in (sequential, judge_module, simulation):
         monkeypatch.setattr(module, "sequential_design_rate", above)
 
@@ -500,7 +502,7 @@ def test_bh_and_none_on_a_sequential_folder_declare_nothing(write_audit, monkeyp
 def test_a_round_line_gives_the_baseline_no_verdict():
     """Issue 57: the round line said the baseline's "verdicts are still open"; a baseline has
     no verdict: its seed is named apart, for the arms' noise floor."""
-    from archaudit.audit.sequential import round_line
+    from archaudit.audit.execute.sequential import round_line
 
     def line(*arms: str) -> str:
         added = tuple(AddedSeed(arm, "s", 2, "why") for arm in arms)

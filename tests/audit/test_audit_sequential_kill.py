@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from audit_helpers import TINY, archaudit, merged, to_toml
 
-from archaudit.audit.launch import cli_command
-from archaudit.audit.sequential import RECORD_DIR, SUMMARY, read_rounds
-from archaudit.audit.store import DONE, RESULTS_FILE
+from archaudit.audit.execute.sequential import RECORD_DIR, SUMMARY, read_rounds
+from archaudit.audit.grid.store import DONE, RESULTS_FILE
+from archaudit.audit.launcher.launch import cli_command
 
 AUDIT = merged(
     TINY,

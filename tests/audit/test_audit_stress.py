@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from archaudit.audit.plan import make_plan
-from archaudit.audit.record import RunRecord
-from archaudit.audit.spec import StressSpec, load_audit
-from archaudit.audit.store import materialize, write_done
-from archaudit.audit.stress import STRESS_DIR, StressPoint, stress_plan, unigram_loss
-from archaudit.audit.stress_checks import check_directions, directions_table
-from archaudit.audit.stress_result import (
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.grid.record import RunRecord
+from archaudit.audit.grid.store import materialize, write_done
+from archaudit.audit.setup.spec import StressSpec, load_audit
+from archaudit.audit.stability.stress import STRESS_DIR, StressPoint, stress_plan, unigram_loss
+from archaudit.audit.stability.stress_checks import check_directions, directions_table
+from archaudit.audit.stability.stress_result import (
     RELATIVE_THRESHOLD,
     SIGNALS,
     DepthPoint,
@@ -282,7 +282,7 @@ def test_stress_trains_judges_and_stores(tmp_path: Path) -> None:
 
 
 def test_a_deep_or_foreign_stress_json_is_one_line(tmp_path: Path) -> None:
-    from archaudit.audit.stress_result import read_result
+    from archaudit.audit.stability.stress_result import read_result
     from archaudit.errors import DataError
 
     deep = tmp_path / "deep.json"

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from archaudit.audit.spec import load_audit
-from archaudit.audit.stress import stress_plan
-from archaudit.audit.stress_power import plan_power, read_pilot
-from archaudit.audit.stress_result import (
+from archaudit.audit.setup.spec import load_audit
+from archaudit.audit.stability.stress import stress_plan
+from archaudit.audit.stability.stress_power import plan_power, read_pilot
+from archaudit.audit.stability.stress_result import (
     RESULT_FILE,
     SignalTrace,
     StressResult,

@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from archaudit.audit.coordinator import _track_verdicts
-from archaudit.audit.launch import RunOptions
-from archaudit.audit.plan import make_plan
-from archaudit.audit.record import RunRecord
-from archaudit.audit.runner import run_one, train_tracked
-from archaudit.audit.spec import load_audit
-from archaudit.audit.store import materialize, write_done
-from archaudit.audit.trackers import TRACKERS, TrackedRun, check_tracker
+from archaudit.audit.execute.coordinator import _track_verdicts
+from archaudit.audit.execute.runner import run_one, train_tracked
+from archaudit.audit.execute.trackers import TRACKERS, TrackedRun, check_tracker
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.grid.record import RunRecord
+from archaudit.audit.grid.store import materialize, write_done
+from archaudit.audit.launcher.launch import RunOptions
+from archaudit.audit.setup.spec import load_audit
 from archaudit.config import ModelConfig, Recipe
 from archaudit.errors import ConfigError
 

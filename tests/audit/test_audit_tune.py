@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from archaudit.audit.plan import make_plan
-from archaudit.audit.spec import load_audit
-from archaudit.audit.store import DONE
-from archaudit.audit.tune import TUNE_FILE, set_recipe_values, tune_baseline
+from archaudit.audit.execute.tune import TUNE_FILE, set_recipe_values, tune_baseline
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.grid.store import DONE
+from archaudit.audit.setup.spec import load_audit
 from archaudit.errors import ConfigError
 
 COMMENTED = """# my audit

@@ -1,6 +1,6 @@
-"""Runs that start warm (archaudit.audit.warm): forked from a server that has imported torch and
-archaudit, each run still behaves as the fresh interpreter it replaces: its exit code, its log,
-its torch threads and environment, and it dies with the server."""
+"""Runs that start warm (archaudit.audit.launcher.warm): forked from a server that has imported
+torch and archaudit, each run still behaves as the fresh interpreter it replaces: its exit code, its
+log, its torch threads and environment, and it dies with the server."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from archaudit.audit.executors import LOG_FILE, LocalExecutor, run_one_argv
-from archaudit.audit.launch import RunOptions, cli_command
-from archaudit.audit.plan import make_plan
-from archaudit.audit.spec import ExecutorSpec, load_audit
-from archaudit.audit.store import ATTEMPTS, DONE, materialize
-from archaudit.audit.warm import Launch, WarmServer, kept_server, warm_server, warm_starts
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.grid.store import ATTEMPTS, DONE, materialize
+from archaudit.audit.launcher.executors import LOG_FILE, LocalExecutor, run_one_argv
+from archaudit.audit.launcher.launch import RunOptions, cli_command
+from archaudit.audit.launcher.warm import Launch, WarmServer, kept_server, warm_server, warm_starts
+from archaudit.audit.setup.spec import ExecutorSpec, load_audit
 from archaudit.rundir import ENV
 
 pytestmark = pytest.mark.skipif(not warm_starts(), reason="warm starts need Linux")

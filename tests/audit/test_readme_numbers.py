@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from archaudit.audit.starter import ADVICE_FILE, GENERIC_ADVICE, advice_key, starter_text
+from archaudit.audit.setup.starter import ADVICE_FILE, GENERIC_ADVICE, advice_key, starter_text
 from archaudit.cli import app, register_commands
 from archaudit.devtools import readme_numbers
 from archaudit.devtools.readme_numbers import (

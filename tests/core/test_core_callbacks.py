@@ -15,7 +15,7 @@ from archaudit.config import ModelConfig, Recipe
 from archaudit.rundir import CHECKPOINT_META, METRICS, checkpoint_dirs
 from archaudit.train import train
 from archaudit.train.callbacks import Callback, Row, StepState
-from archaudit.train.trainer import Trainer
+from archaudit.train.loop.trainer import Trainer
 
 MODEL = ModelConfig(d_model=32, n_layers=1, n_heads=2, context_length=32)
 RECIPE = Recipe(

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from archaudit.cli import CLICK_ERRORS, app, main, register_commands, usage_line
 from archaudit.cli.options import Flags, flag_names
-from archaudit.stats.options import JudgeOptions
+from archaudit.stats.inference.options import JudgeOptions
 
 GUIDE = Path(__file__).parents[2] / "docs" / "guides" / "command-line-option.md"
 JUDGING = (

@@ -65,7 +65,7 @@ def test_a_deep_level_entry_is_recomputed_with_one_line(tmp_path, monkeypatch, c
 
 
 def test_a_deep_probe_entry_is_measured_again(tmp_path, monkeypatch, capsys):
-    from archaudit.audit import probe
+    from archaudit.audit.planning import probe
 
     monkeypatch.setenv("ARCHAUDIT_CACHE", str(tmp_path))
     honest = {"wall": 0.25, "cpu": 0.5}

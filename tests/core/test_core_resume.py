@@ -31,9 +31,10 @@ from archaudit.rundir import (
 )
 from archaudit.train import checkpoint as ckpt
 from archaudit.train import step as training_step
-from archaudit.train import train, trainer
+from archaudit.train import train
 from archaudit.train.callbacks import LogRows
 from archaudit.train.callbacks import validation as validation_callback
+from archaudit.train.loop import trainer
 
 MODEL = ModelConfig(d_model=32, n_layers=1, n_heads=2, context_length=32)
 RECIPE = Recipe(

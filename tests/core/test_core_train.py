@@ -44,7 +44,7 @@ def test_same_seed_is_bit_identical_and_seeds_differ(tmp_path):
 
 
 def test_default_data_order_is_fixed_and_optionally_varies_with_seed():
-    from archaudit.train.trainer import data_order_seed, derive_seed
+    from archaudit.train.loop.trainer import data_order_seed, derive_seed
 
     assert data_order_seed(RECIPE, 1) == data_order_seed(RECIPE, 2) == RECIPE.data_seed
     varied = Recipe(vary_data_order=True)

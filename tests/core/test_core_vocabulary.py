@@ -9,8 +9,8 @@ import pytest
 
 from archaudit.devtools.vocabulary import SPELLINGS, findings, problems
 from archaudit.stats.analyses.stability import StabilityOutcome, StabilityVerdict
+from archaudit.stats.records.verdicts import Verdict
 from archaudit.stats.simulation.sequential import LoopState
-from archaudit.stats.verdicts import Verdict
 
 
 def test_no_verdict_is_compared_by_its_spelling():
@@ -20,10 +20,10 @@ def test_no_verdict_is_compared_by_its_spelling():
 @pytest.mark.parametrize(
     "line",
     [
-        'if state == "open" and budget: pass',  # audit/sequential.py before issue 56
+        'if state == "open" and budget: pass',  # audit/execute/sequential.py before issue 56
         'kept = [v for v in arms if v.paper_verdict in ("improver", "regressor")]',
         'flagged = verdict != "more-fragile"',
-        "Verdict(verdict.get(sample.arm, sample.status))",  # stats/judgement.py before
+        "Verdict(verdict.get(sample.arm, sample.status))",  # stats/judging/judgement.py before
     ],
 )
 def test_the_check_finds_a_comparison_by_spelling(line):

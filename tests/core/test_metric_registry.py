@@ -25,7 +25,7 @@ from archaudit.metrics import (
     register_metric,
 )
 from archaudit.stats import JudgeOptions, judge
-from archaudit.stats.table import Row, Table
+from archaudit.stats.records.table import Row, Table
 
 SRC = Path(archaudit.__file__).parent
 REGISTRY = SRC / "metrics.py"

@@ -8,10 +8,10 @@ import random
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from archaudit.audit import store
-from archaudit.audit.plan import make_plan
-from archaudit.audit.record import RunRecord
-from archaudit.audit.spec import load_audit
+from archaudit.audit.grid import store
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.grid.record import RunRecord
+from archaudit.audit.setup.spec import load_audit
 
 FAMILIES = ("attention-output", "norm", "residual", "mlp", "position")
 

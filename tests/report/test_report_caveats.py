@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from archaudit.audit.findings import VERDICTS_ONLY, findings
-from archaudit.audit.plan import make_plan
-from archaudit.audit.spec import load_audit
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.results.findings import VERDICTS_ONLY, findings
+from archaudit.audit.setup.spec import load_audit
 from archaudit.cli import app, stats_cmd  # noqa: F401  (registers `stats`)
 from archaudit.glossary import unlinked
 from archaudit.report.blocks import Bullets, Grid
 from archaudit.report.build import build_report
 from archaudit.report.sections import ARM_COLUMNS
-from archaudit.stats.grading import (
+from archaudit.stats.judging.grading import (
     CANDIDATE_CAVEAT,
     CAVEAT_SEPARATOR,
     R6_CAVEAT,

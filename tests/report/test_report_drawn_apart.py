@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from archaudit.audit.warm import warm_starts
+from archaudit.audit.launcher.warm import warm_starts
 from archaudit.report import Report, build_report, figures
 from archaudit.report.data import Band
 from archaudit.report.palette import arm_colours

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from report_helpers import fake_audit
 
-from archaudit.audit import store
+from archaudit.audit.grid import store
 from archaudit.report import Report, build_report
 from archaudit.report.data import gather
 from archaudit.report.figures import Figure
 from archaudit.report.sections import Row
-from archaudit.stats.judgement_text import interval_kind
+from archaudit.stats.judging.judgement_text import interval_kind
 
 GROUP = re.compile(r'<g id="arm--(?P<arm>[^"]+?)--(?P<what>[^"]*)">(?P<body>.*?)</g>', re.S)
 COLOUR = re.compile(r"(?:stroke|fill): (#[0-9a-f]{6})")
@@ -177,7 +177,7 @@ def test_every_arm_of_a_sequential_audit_has_an_interval(tmp_path: Path) -> None
 
 
 def test_scales_that_ran_one_design_share_one_curve_and_one_mde_label() -> None:
-    from archaudit.audit.power_cases import PowerCase
+    from archaudit.audit.results.power_cases import PowerCase
     from archaudit.report.figures import power_curves
     from archaudit.stats.simulation.power import PowerCurve
 

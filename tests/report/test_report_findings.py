@@ -1,6 +1,7 @@
 """One findings record (issue 40, must-show 1): `stats --json`, the report's data, `to_frame()`
 and the rows the MLflow tracker logs are the same verdicts and numbers, on an audit with two
-baselines and on a sequential audit, because all four read one `Findings` (`audit.findings`).
+baselines and on a sequential audit, because all four read one `Findings`
+(`audit.results.findings`).
 
 Defect: three rooms loaded and judged an audit each their own way; on two baselines the
 trackers named arms `baseline@b` and left the other baselines' arms out while the report did
@@ -23,13 +24,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 from report_helpers import AUDIT_TOML
 from test_report_one_record import METRICS, fake_run_audit
 
-from archaudit.audit import sequential, store
-from archaudit.audit.findings import VERDICTS_ONLY, Analysis, findings
-from archaudit.audit.plan import make_plan
-from archaudit.audit.record import RunRecord
-from archaudit.audit.sequential import SettleOptions, run_until_settled
-from archaudit.audit.spec import load_audit
-from archaudit.audit.trackers import log_verdicts
+from archaudit.audit.execute import sequential
+from archaudit.audit.execute.sequential import SettleOptions, run_until_settled
+from archaudit.audit.execute.trackers import log_verdicts
+from archaudit.audit.grid import store
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.grid.record import RunRecord
+from archaudit.audit.results.findings import VERDICTS_ONLY, Analysis, findings
+from archaudit.audit.setup.spec import load_audit
 from archaudit.cli import app, stats_cmd  # noqa: F401  (registers `stats`)
 from archaudit.report.data import gather
 
@@ -181,9 +183,9 @@ def test_the_frame_keeps_its_nullable_dtypes_through_parquet(audits, tmp_path):
 def test_a_stored_stress_test_is_one_slice_of_the_record(audits, tmp_path, stand_in_mlflow):
     """Issue 43 item 6: the stability verdicts of `archaudit stress` live in the findings
     (`stability`), and `stats verdicts`, the report and the tracker show those same rows."""
-    from archaudit.audit.stress import STRESS_DIR
-    from archaudit.audit.stress_result import RESULT_FILE
-    from archaudit.audit.trackers import track_verdicts
+    from archaudit.audit.execute.trackers import track_verdicts
+    from archaudit.audit.stability.stress import STRESS_DIR
+    from archaudit.audit.stability.stress_result import RESULT_FILE
 
     audit = tmp_path / "audit"
     shutil.copytree(audits["sequential"], audit)
@@ -242,9 +244,9 @@ def test_a_plans_warning_is_said_once_in_the_detail_tables(audits):
 def test_a_folder_with_only_its_stress_test_reports_it(tmp_path):
     """Issue 44 item 3: `stress` may fill an audit folder before `run` does; `report` then shows
     the stability section and says why there are no verdicts yet (it refused the folder)."""
-    from archaudit.audit.findings import EVERYTHING
-    from archaudit.audit.stress import STRESS_DIR
-    from archaudit.audit.stress_result import RESULT_FILE
+    from archaudit.audit.results.findings import EVERYTHING
+    from archaudit.audit.stability.stress import STRESS_DIR
+    from archaudit.audit.stability.stress_result import RESULT_FILE
     from archaudit.report.build import build_report
 
     folder = tmp_path / "runs" / "audit"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from archaudit.audit.findings import report_findings
+from archaudit.audit.results.findings import report_findings
 from archaudit.report import Report, build_report, write_report
 from archaudit.report import data as report_data
 from archaudit.stats import load_table

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from report_helpers import AUDIT_TOML, fake_audit
 
-from archaudit.audit import store
+from archaudit.audit.grid import store
 from archaudit.report.data import bands, gather
 
 THREE_SEEDS = AUDIT_TOML.replace("arms = 2", "arms = 3")

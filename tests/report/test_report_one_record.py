@@ -21,14 +21,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from archaudit.audit import sequential, store
-from archaudit.audit.coordinator import AuditOutcome
-from archaudit.audit.findings import VERDICTS_ONLY, findings
-from archaudit.audit.loop_summary import judge_with_loop, read_loop_summary
-from archaudit.audit.plan import make_plan
-from archaudit.audit.record import RunRecord
-from archaudit.audit.sequential import SettleOptions, run_until_settled
-from archaudit.audit.spec import load_audit
+from archaudit.audit.execute import sequential
+from archaudit.audit.execute.coordinator import AuditOutcome
+from archaudit.audit.execute.sequential import SettleOptions, run_until_settled
+from archaudit.audit.grid import store
+from archaudit.audit.grid.plan import make_plan
+from archaudit.audit.grid.record import RunRecord
+from archaudit.audit.results.findings import VERDICTS_ONLY, findings
+from archaudit.audit.results.loop_summary import judge_with_loop, read_loop_summary
+from archaudit.audit.setup.spec import load_audit
 from archaudit.cli import app, stats_cmd  # noqa: F401  (registers `stats`)
 from archaudit.formatting import num, pvalue, signed
 from archaudit.metrics import downstream_average

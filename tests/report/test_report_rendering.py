@@ -18,14 +18,14 @@ from matplotlib.lines import Line2D
 from matplotlib.text import Annotation, Text
 from report_helpers import fake_audit
 
-from archaudit.audit import store
+from archaudit.audit.grid import store
 from archaudit.report import Report, figures
 from archaudit.report.data import Band, Curve, gather
 from archaudit.report.palette import arm_colours
 from archaudit.report.sections import Notice, Paragraph, curves, transfer
 from archaudit.stats.analyses.decoupling import ArmDecoupling, Decoupling
 from archaudit.stats.analyses.transfer import ArmTransfer, ScaleTransfer
-from archaudit.stats.verdicts import WITHIN_NOISE
+from archaudit.stats.records.verdicts import WITHIN_NOISE
 
 LONG = ("baseline", "gated_attn_headwise", "qk_norm", "softpick_with_a_long_name", "x")
 
@@ -161,7 +161,7 @@ def test_no_rank_chart_where_rho_is_not_estimable(audit_report: Report) -> None:
 
 @pytest.mark.parametrize("sequential", [False, True])
 def test_the_forest_legend_fits_the_figure(drawn, audit_report: Report, sequential) -> None:
-    from archaudit.stats.loop import Loop
+    from archaudit.stats.judging.loop import Loop
     from archaudit.stats.simulation.sequential import SequentialRule
 
     v = audit_report.data.verdicts[0]

@@ -202,7 +202,7 @@ def test_a_sequential_audit_reports_the_loops_verdicts_and_design(tmp_path: Path
 
     from scipy.stats import t as scipy_t
 
-    from archaudit.audit import store
+    from archaudit.audit.grid import store
     from archaudit.report.data import gather
 
     audit = fake_audit(tmp_path, {"qk_norm": 0.0, "geglu": 0.0, "softpick": 0.0})

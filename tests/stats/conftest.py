@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from archaudit.stats.table import Row, Table
+from archaudit.stats.records.table import Row, Table
 
 HEADER = ("arm", "scale", "seed", "metric", "value")
 

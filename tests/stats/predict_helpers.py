@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from archaudit.stats.predictions.ladders import Ladder, LadderScale
-from archaudit.stats.table import Row, Table
+from archaudit.stats.records.table import Row, Table
 
 PARAMS = (1e4, 2e4, 4e4, 8e4, 1.6e5)
 TARGET = LadderScale("T", 1.28e6, 20 * 1.28e6)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from archaudit.stats import adaptive_seeding, judge
-from archaudit.stats.options import JudgeOptions
-from archaudit.stats.table import Row, Table
+from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.records.table import Row, Table
 
 
 def test_settled_and_borderline_arms(make_table):

@@ -12,10 +12,10 @@ from archaudit.stats.analyses.aggregate import (
     probability_of_improvement,
     stratified_resample,
 )
-from archaudit.stats.errors import DesignError
+from archaudit.stats.inference.options import JudgeOptions
 from archaudit.stats.inference.resample import percentile_interval
-from archaudit.stats.options import JudgeOptions
-from archaudit.stats.table import Row, Table
+from archaudit.stats.records.errors import DesignError
+from archaudit.stats.records.table import Row, Table
 
 TASKS = ("arc/score", "hellaswag/score", "piqa/score", "boolq/score")
 RNG = np.random.default_rng(5)

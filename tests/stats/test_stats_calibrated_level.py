@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from archaudit.stats import AuditDesign, JudgeOptions, design_rate, judge, simulate_null
-from archaudit.stats.judgement_text import header
-from archaudit.stats.noise_panel import parse_one
+from archaudit.stats.judging.judgement_text import header
+from archaudit.stats.records.noise_panel import parse_one
 from archaudit.stats.simulation.calibrate import audit_levels, design_level, level_from_rates
 from archaudit.stats.simulation.null_kernel import simulate_outcomes
 from archaudit.stats.simulation.profile import profile_of, ratio_bounds, single_seed_bound

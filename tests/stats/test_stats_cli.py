@@ -23,7 +23,7 @@ from archaudit.stats import (
     seeds_needed,
     simulate_null,
 )
-from archaudit.stats.options import JudgeOptions
+from archaudit.stats.inference.options import JudgeOptions
 from archaudit.stats.simulation.calibrate import design_level
 from archaudit.stats.simulation.design_rate import arm_mde
 
@@ -234,7 +234,7 @@ def test_simulate_null_paper_mode_and_designs_like_a_file(cli, results, tmp_path
     data = json.loads(cli(f"simulate-null --like {results} --scale d6 --audits 300 --json")[1])
     assert data["design"]["arm_seeds"] == [3] * 4 and data["test"] == "welch"
     fixed = tmp_path / "fixed.toml"
-    demo = Path(__file__).parents[2] / "src" / "archaudit" / "audit" / "demo.toml"
+    demo = Path(__file__).parents[2] / "src" / "archaudit" / "audit" / "execute" / "demo.toml"
     text = demo.read_text().replace('policy = "sequential"', 'policy = "fixed"')
     fixed.write_text(text.replace("arms = 1 ", "arms = 2 "))
     code, out, err = cli(f"simulate-null --like {fixed} --equal-variance --audits 300 --json")

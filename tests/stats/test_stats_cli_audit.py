@@ -17,7 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parents[1] / "report"))
 from report_helpers import fake_audit
 
-from archaudit.audit import store
+from archaudit.audit.grid import store
 
 EFFECTS = {"qk_norm": 0.0, "post_ln": 0.1, "geglu": 0.0}
 

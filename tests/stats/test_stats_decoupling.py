@@ -14,7 +14,7 @@ from archaudit.stats.analyses.decoupling import (
     OPPOSITE,
     Side,
 )
-from archaudit.stats.table import Row, Table
+from archaudit.stats.records.table import Row, Table
 
 NOISE = (-0.01, 0.0, 0.01)
 

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from archaudit.stats import AuditDesign, design_rate, judge, simulate_null
-from archaudit.stats.judgement_text import header
-from archaudit.stats.noise_panel import CALIBRATION_PANEL
-from archaudit.stats.options import JudgeOptions
+from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.judging.judgement_text import header
+from archaudit.stats.records.noise_panel import CALIBRATION_PANEL
 from archaudit.stats.simulation import calibrate
 from archaudit.stats.simulation.design_rate import DESIGN_AUDITS, DESIGN_SEED, arm_mde
 

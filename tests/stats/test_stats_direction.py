@@ -5,7 +5,7 @@ defaulted to `lower_is_better=False`, so on a loss they called the lower-loss ar
 while `judge` read the direction from the name.
 
 Must-show 2 of issue 26: every public entry point of `archaudit.stats` (and the sequential loop
-of `archaudit.audit.sequential`) that takes a metric is called here on a loss, with no
+of `archaudit.audit.execute.sequential`) that takes a metric is called here on a loss, with no
 direction argument, and must treat lower as better. A new entry point that takes a metric fails
 `test_every_entry_point_that_takes_a_metric_is_checked` until it is added to CHECKS (or to
 DIRECTION_FREE, with the reason it has no direction).
@@ -40,12 +40,12 @@ from archaudit.stats import (
 from archaudit.stats.analyses.aggregate import aggregate
 from archaudit.stats.analyses.scaling import LossSurface
 from archaudit.stats.analyses.snr import signal_to_noise
-from archaudit.stats.family import collect_family
 from archaudit.stats.inference.items import ItemResult, ItemTable
+from archaudit.stats.inference.options import JudgeOptions
 from archaudit.stats.inference.paired import compare_item_measure
-from archaudit.stats.options import JudgeOptions
+from archaudit.stats.judging.family import collect_family
 from archaudit.stats.predictions.predict import check_loss, predict
-from archaudit.stats.table import Row, Table
+from archaudit.stats.records.table import Row, Table
 
 NOISE = (-0.01, 0.0, 0.01)
 METRIC_PARAMETERS = {"metric", "metrics", "loss_metric", "downstream_metric", "measure", "family"}
@@ -196,9 +196,9 @@ SHIFT = {"qk_norm": -0.5, "geglu": 0.5}
 def finished_audit(tmp_path: Path):
     """A three-seed audit whose runs finished with val_loss = 3 + SHIFT (no training): each
     run's DONE file holds every field an executor writes."""
-    from archaudit.audit import store
-    from archaudit.audit.plan import make_plan
-    from archaudit.audit.spec import load_audit
+    from archaudit.audit.grid import store
+    from archaudit.audit.grid.plan import make_plan
+    from archaudit.audit.setup.spec import load_audit
 
     path = tmp_path / "audit.toml"
     path.write_text(PILOT_AUDIT)
@@ -216,7 +216,7 @@ def finished_audit(tmp_path: Path):
 
 def check_replay(tmp_path: Path):
     """The sequential loop judges a loss as lower-is-better at every look."""
-    from archaudit.audit import sequential
+    from archaudit.audit.execute import sequential
     from archaudit.stats.simulation.sequential import SequentialRule
 
     plan = finished_audit(tmp_path)
@@ -229,15 +229,15 @@ def check_replay(tmp_path: Path):
 
 def check_pilot_effects(tmp_path: Path):
     """A pilot's effects (Δ/σ, positive = better) of a loss: lower loss, positive effect."""
-    from archaudit.audit import sequential
+    from archaudit.audit.execute import sequential
 
     effects = sequential.pilot_effects(finished_audit(tmp_path), "val_loss")
     assert effects[("qk_norm", "xs")] > 0 > effects[("geglu", "xs")]
 
 
 CHECKS: dict[str, Callable[..., None]] = {
-    "archaudit.stats.judgement.judge": check_judge,
-    "archaudit.stats.family.collect_family": check_collect_family,
+    "archaudit.stats.judging.judgement.judge": check_judge,
+    "archaudit.stats.judging.family.collect_family": check_collect_family,
     "archaudit.stats.analyses.transfer.cross_scale_transfer": check_cross_scale_transfer,
     "archaudit.stats.analyses.baseline_transfer.transfer_across_baselines": (
         check_transfer_across_baselines
@@ -250,26 +250,28 @@ CHECKS: dict[str, Callable[..., None]] = {
     "archaudit.stats.inference.paired.compare_item_measure": check_compare_item_measure,
     "archaudit.stats.predictions.predict.predict": check_predict,
     "archaudit.stats.predictions.predict.check_loss": check_predict,
-    "archaudit.audit.sequential.replay": check_replay,
-    "archaudit.audit.sequential.pilot_effects": check_pilot_effects,
+    "archaudit.audit.execute.sequential.replay": check_replay,
+    "archaudit.audit.execute.sequential.pilot_effects": check_pilot_effects,
 }
 """Entry point → the check that calls it on a loss without a direction (given `tmp_path` when
 it asks for one)."""
 
 DIRECTION_FREE = {
     "archaudit.stats.predictions.predict.ladder_arrays": "the arms' means per scale, as recorded",
-    "archaudit.stats.family.family_design": "the design is seed counts and the test",
-    "archaudit.stats.grading.grade_arm": ("grades the evidence (seeds, scales), not a direction"),
-    "archaudit.stats.grading.owed": "names the metric in R6's words; the judge passes `by_loss`",
+    "archaudit.stats.judging.family.family_design": "the design is seed counts and the test",
+    "archaudit.stats.judging.grading.grade_arm": (
+        "grades the evidence (seeds, scales), not a direction"
+    ),
+    "archaudit.stats.judging.grading.owed": "names the metric in R6's words; the judge passes `by_loss`",
     "archaudit.stats.inference.noise.noise_floor": "σ has no direction",
     "archaudit.stats.inference.samples.sample_arm": "an arm's seed values, as recorded",
-    "archaudit.audit.sequential.families": "groups the plan's arms per metric; replay judges",
-    "archaudit.stats.judgement.judge_loop": "overlays the loop's rows (judged by `replay`, checked "
+    "archaudit.audit.execute.sequential.families": "groups the plan's arms per metric; replay judges",
+    "archaudit.stats.judging.judgement.judge_loop": "overlays the loop's rows (judged by `replay`, checked "
     "here) on a fixed judgement, whose direction it keeps",
 }
 """Public functions that take a metric but have no direction to get wrong, and why."""
 
-SEQUENTIAL_LOOP = "archaudit.audit.sequential"
+SEQUENTIAL_LOOP = "archaudit.audit.execute.sequential"
 
 
 def metric_entry_points() -> set[str]:
@@ -304,7 +306,7 @@ def test_a_loss_is_lower_is_better_without_a_direction_argument(entry_point, tmp
 def test_no_direction_defaults_to_higher_is_better():
     """No entry point (nor JudgeOptions) defaults `lower_is_better` to anything but None (or
     requires it): the class of bug where a loss was judged as a score by default."""
-    defaults = {"archaudit.stats.options.JudgeOptions": JudgeOptions().lower_is_better}
+    defaults = {"archaudit.stats.inference.options.JudgeOptions": JudgeOptions().lower_is_better}
     for name in sorted(metric_entry_points()):
         module, _, attribute = name.rpartition(".")
         parameter = inspect.signature(getattr(importlib.import_module(module), attribute))

@@ -10,10 +10,10 @@ import json
 import numpy as np
 
 from archaudit.stats import AuditDesign, judge, simulate_null
-from archaudit.stats.judgement_text import header
-from archaudit.stats.options import JudgeOptions
+from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.judging.judgement_text import header
+from archaudit.stats.records.table import Row, Table
 from archaudit.stats.simulation.fdr_rate import fdr_simulation
-from archaudit.stats.table import Row, Table
 
 ALPHA = 0.05
 PARTLY_REAL = dict(effect=10.0, effect_arms=10, audits=4000)

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from test_stats_scaling import scaling_table
 
-from archaudit.audit.findings import EVERYTHING, Analysis, Asked, Settings, findings
-from archaudit.audit.findings_record import ON_REQUEST
-from archaudit.audit.null_design import design_like
+from archaudit.audit.planning.null_design import design_like
+from archaudit.audit.results.findings import EVERYTHING, Analysis, Asked, Settings, findings
+from archaudit.audit.results.findings_record import ON_REQUEST
 from archaudit.stats.analyses.item_pairs import ItemOptions, ItemPairs, pair_items
 from archaudit.stats.analyses.scaling import ScalingOptions
-from archaudit.stats.options import DEFAULT
-from archaudit.stats.serialize import to_jsonable
+from archaudit.stats.inference.options import DEFAULT
+from archaudit.stats.records.serialize import to_jsonable
 
 HEADER = ["arm", "scale", "seed", "metric", "value"]
 

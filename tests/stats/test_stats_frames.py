@@ -13,9 +13,9 @@ import pytest
 pd = pytest.importorskip("pandas")
 
 from archaudit.stats import compare_items, judge, load_items, load_table  # noqa: E402
-from archaudit.stats.errors import TableError  # noqa: E402
-from archaudit.stats.frames import parquet_twin  # noqa: E402
-from archaudit.stats.options import JudgeOptions  # noqa: E402
+from archaudit.stats.inference.options import JudgeOptions  # noqa: E402
+from archaudit.stats.records.errors import TableError  # noqa: E402
+from archaudit.stats.records.frames import parquet_twin  # noqa: E402
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "notebook.md"
 
@@ -140,7 +140,7 @@ def test_notebook_quick_start_runs_as_written(tmp_path: Path, monkeypatch) -> No
 def _write_many(path: str) -> None:
     import pandas as pd
 
-    from archaudit.stats.frames import write_parquet
+    from archaudit.stats.records.frames import write_parquet
 
     frame = pd.DataFrame({"arm": ["a", "b"], "value": [1.0, 2.0]})
     for _ in range(40):
@@ -168,7 +168,7 @@ def test_parquet_columns_are_typed_as_in_the_csv_also_when_empty(tmp_path: Path)
     one. Every column has its declared type, and the frames round-trip equal."""
     pq = pytest.importorskip("pyarrow.parquet")
     from archaudit.stats.inference.items import ITEM_DTYPES
-    from archaudit.stats.table import RESULT_DTYPES
+    from archaudit.stats.records.table import RESULT_DTYPES
 
     frame = _frame().drop(columns=["family"])
     frame.to_csv(tmp_path / "results.csv", index=False)
@@ -192,7 +192,7 @@ def test_a_judgements_frame_is_typed_and_round_trips_through_parquet(tmp_path: P
     Parquet as numpy arrays. Now only the list columns are objects, each cell a list, and
     to_frame → Parquet → `read_parquet` is equal."""
     pytest.importorskip("pyarrow")
-    from archaudit.stats.frames import read_parquet, write_parquet
+    from archaudit.stats.records.frames import read_parquet, write_parquet
 
     frame = judge(_frame(), "val_loss", JudgeOptions(scale="s")).to_frame()
     objects = [c for c in frame.columns if frame[c].dtype == object]

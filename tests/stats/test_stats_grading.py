@@ -5,7 +5,7 @@ import itertools
 import pytest
 
 from archaudit.stats import grade
-from archaudit.stats.grading import (
+from archaudit.stats.judging.grading import (
     CANDIDATE_CAVEAT,
     CRITERIA,
     R7_CAVEAT,

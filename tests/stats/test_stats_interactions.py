@@ -7,9 +7,9 @@ import pytest
 
 from archaudit.errors import ConfigError
 from archaudit.stats import interactions
-from archaudit.stats.errors import DesignError
-from archaudit.stats.options import JudgeOptions
-from archaudit.stats.table import Row, Table
+from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.records.errors import DesignError
+from archaudit.stats.records.table import Row, Table
 
 NOISE = (-0.01, 0.0, 0.01)
 MEANS = {"baseline": 0.50, "qk": 0.55, "gqa": 0.40, "qk+gqa": 0.47}

@@ -11,9 +11,9 @@ from statsmodels.stats.multitest import multipletests
 
 from archaudit.stats import judge
 from archaudit.stats.inference.family_test import PRIOR_DF, ROBUST_TAIL
-from archaudit.stats.options import JudgeOptions
+from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.records.table import Row, Table
 from archaudit.stats.simulation.power import Design, minimum_detectable_effect
-from archaudit.stats.table import Row, Table
 
 
 def protected(group: np.ndarray, others: list[np.ndarray]) -> tuple[float, float]:

@@ -8,9 +8,9 @@ import pytest
 from scipy import stats
 
 from archaudit.stats import judge
-from archaudit.stats.errors import ZeroNoiseError
-from archaudit.stats.options import JudgeOptions
-from archaudit.stats.table import Row, Table
+from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.records.errors import ZeroNoiseError
+from archaudit.stats.records.table import Row, Table
 
 
 def test_sigma_pools_baseline_anchors_and_multi_seed_arms(make_table):

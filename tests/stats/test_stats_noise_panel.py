@@ -17,9 +17,9 @@ from scipy import stats
 
 from archaudit.errors import ConfigError
 from archaudit.stats import AuditDesign, design_rate, judge, simulate_null
-from archaudit.stats.judgement_text import header
-from archaudit.stats.noise_panel import PANEL, parse_noise, parse_one
-from archaudit.stats.options import JudgeOptions
+from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.judging.judgement_text import header
+from archaudit.stats.records.noise_panel import PANEL, parse_noise, parse_one
 from archaudit.stats.simulation.aa import aa_test
 from archaudit.stats.simulation.sequential import (
     SequentialRule,
@@ -159,7 +159,7 @@ def test_sequential_alpha_is_split_across_primary_metrics():
     """Two primary metrics each at full α: the audit-wide rate is the union of two families'.
     With α/2 each it is measured at or below α (futility off: each metric's loop then runs
     independently of the other's schedule, the worst case)."""
-    from archaudit.audit.sequential import SettleOptions, sequential_rule
+    from archaudit.audit.execute.sequential import SettleOptions, sequential_rule
 
     plan = SimpleNamespace(spec=SimpleNamespace(seeds=SimpleNamespace(noise_floor=3)))
     rule = sequential_rule(plan, SettleOptions(max_seeds=5), primaries=2)

@@ -20,9 +20,9 @@ from archaudit.stats import (
     seeds_needed,
     simulate_null,
 )
-from archaudit.stats.family import collect_family
-from archaudit.stats.grading import grade_arm
 from archaudit.stats.inference.compare import decide
+from archaudit.stats.judging.family import collect_family
+from archaudit.stats.judging.grading import grade_arm
 
 OPTION_FIELDS = {field.name for field in dataclasses.fields(JudgeOptions)}
 TAKES_OPTIONS = [

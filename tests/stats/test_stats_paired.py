@@ -17,8 +17,8 @@ from archaudit.stats import (
     paired_bootstrap,
     wilson_interval,
 )
-from archaudit.stats.errors import DesignError, DuplicateRowError, UnknownNameError
 from archaudit.stats.inference.paired import paired_t_test, signed_rank_test
+from archaudit.stats.records.errors import DesignError, DuplicateRowError, UnknownNameError
 
 
 @given(n=st.integers(1, 500), data=st.data())
@@ -170,7 +170,7 @@ def test_old_items_csv_loads_without_measures(items_csv):
 
 def test_parquet_twin_keeps_the_measures(measured_csv):
     pytest.importorskip("pyarrow")
-    from archaudit.stats.frames import parquet_twin
+    from archaudit.stats.records.frames import parquet_twin
 
     parquet = parquet_twin(measured_csv, load_items)
     back = load_items(parquet)

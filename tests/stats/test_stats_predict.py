@@ -19,7 +19,7 @@ from archaudit.errors import ConfigError
 from archaudit.stats.predictions.backtest import CLAIM_LEVEL, QUIET_LADDER, Calibration
 from archaudit.stats.predictions.ladders import Ladder, LadderScale, check_ladder
 from archaudit.stats.predictions.predict import CANNOT_COVER, Prediction, predict
-from archaudit.stats.table import Table
+from archaudit.stats.records.table import Table
 
 STRONG = {
     "good": constant(-0.08),
@@ -135,7 +135,7 @@ def test_a_significant_stack_above_the_noise_floor_is_shown_not_claimed():
 
 def test_an_accuracy_is_refused_with_the_loss_to_use():
     rows = table(STRONG, metric="val_loss").rows
-    from archaudit.stats.table import Row, Table
+    from archaudit.stats.records.table import Row, Table
 
     both = Table(rows + tuple(Row(r.arm, r.scale, r.seed, "hellaswag_acc", 0.3) for r in rows))
     with pytest.raises(ConfigError, match=r"'hellaswag_acc' is not a loss.*--metric val_loss"):
@@ -162,7 +162,7 @@ def test_the_same_inputs_give_the_same_prediction():
 
 
 def test_no_arm_finished_at_every_scale_is_not_estimable():
-    from archaudit.stats.table import Table
+    from archaudit.stats.records.table import Table
 
     rows = table({"a": constant(0.1)}).rows
     result = predict(Table(tuple(r for r in rows if (r.arm, r.scale) != ("a", "s2"))),
@@ -183,7 +183,7 @@ def test_each_arm_carries_its_method_and_measured_coverage():
 def test_the_single_scale_bend_is_not_extrapolated_past_the_backtest():
     """Issue 42: the bend's h⁴ exposure at the target is capped at the largest the backtest
     checked (uncapped, it alone set the width at a 16× target: docs/predict.md)."""
-    from archaudit.stats.options import DEFAULT
+    from archaudit.stats.inference.options import DEFAULT
     from archaudit.stats.predictions.backtest import band, calibrate, single_scale_errors
     from archaudit.stats.predictions.predict import ladder_arrays
 

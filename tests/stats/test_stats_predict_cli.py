@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from predict_helpers import PARAMS, TARGET, constant, log_linear, table, write_csv
 
-from archaudit.stats.table import Table
+from archaudit.stats.records.table import Table
 
 AUDIT = """name = "lad"
 arms = ["qk_norm", "post_ln", "gelu_mlp"]
@@ -94,8 +94,8 @@ def test_the_stored_ladder_is_predicted_and_backtested(cli):
 
 def test_the_verdict_table_gets_a_line_at_the_target(cli, tmp_path, capsys):
     """`stats` renders the findings record's prediction (issue 42 item 5), computed once."""
-    from archaudit.audit.findings import findings
-    from archaudit.audit.findings_record import Analysis, Asked
+    from archaudit.audit.results.findings import findings
+    from archaudit.audit.results.findings_record import Analysis, Asked
     from archaudit.cli.stats.at_target import print_at_target
     from archaudit.formatting import interval
 

@@ -13,9 +13,9 @@ import json
 import numpy as np
 
 from archaudit.stats import judge
-from archaudit.stats.judgement_text import header
-from archaudit.stats.options import JudgeOptions
-from archaudit.stats.verdicts import SIGNIFICANT
+from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.judging.judgement_text import header
+from archaudit.stats.records.verdicts import SIGNIFICANT
 
 WIDE_ARM = {"baseline": [-0.7111, -0.1815, -0.5776], "a00": [-0.157, 1.0231]}
 WIDE_ARM["a01"] = [-12.5591, -10.4494]

@@ -7,8 +7,8 @@ import pytest
 
 from archaudit.stats import fit_loss_surface, fit_scaling_law
 from archaudit.stats.analyses.scaling import LossSurface
-from archaudit.stats.errors import DesignError
-from archaudit.stats.table import Row, Table
+from archaudit.stats.records.errors import DesignError
+from archaudit.stats.records.table import Row, Table
 
 # Hoffmann et al. (2022)'s published fit, used as ground truth.
 TRUTH = LossSurface(

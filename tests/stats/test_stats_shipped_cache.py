@@ -10,7 +10,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from archaudit.audit.starter import DEFAULT_ARMS, write_starter
+from archaudit.audit.setup.starter import DEFAULT_ARMS, write_starter
 from archaudit.cli import app, register_commands
 from archaudit.stats.simulation import disk_cache
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from archaudit.stats import judge
-from archaudit.stats.errors import TableError
-from archaudit.stats.options import JudgeOptions
-from archaudit.stats.signal import check_signal
-from archaudit.stats.table import Row, Table
+from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.judging.signal import check_signal
+from archaudit.stats.records.errors import TableError
+from archaudit.stats.records.table import Row, Table
 
 ARMS = {"baseline": (), "sigmoid_attn": ("downstream",), "qk_norm": ("cross_scale",)}
 """Each arm's duties, as the audit's results table carries them."""

@@ -13,10 +13,10 @@ import pytest
 
 from archaudit.cli import main
 from archaudit.stats.analyses.snr import SELECTION_WARNING, signal_to_noise
-from archaudit.stats.errors import TableError
-from archaudit.stats.options import JudgeOptions
+from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.records.errors import TableError
+from archaudit.stats.records.table import Row, Table
 from archaudit.stats.simulation.power import seeds_needed
-from archaudit.stats.table import Row, Table
 
 VALUES = {
     # metric: {arm: seeds}; σ = 1 for "clear", 0.1 for "fine", 3 for "noisy"

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from archaudit.errors import ArchauditError, DataError
 from archaudit.stats import judge, load_table
-from archaudit.stats.errors import (
+from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.records.errors import (
     BadValueError,
     DuplicateRowError,
     EmptyTableError,
@@ -26,8 +27,7 @@ from archaudit.stats.errors import (
     UnknownNameError,
     ZeroNoiseError,
 )
-from archaudit.stats.options import JudgeOptions
-from archaudit.stats.table import order_scales
+from archaudit.stats.records.table import order_scales
 
 HEADER = ["arm", "scale", "seed", "metric", "value", "family", "status", "step", "tuned"]
 

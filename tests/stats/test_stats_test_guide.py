@@ -16,7 +16,7 @@ from scipy import stats as sps
 from archaudit.errors import ConfigError
 from archaudit.stats import AuditDesign, JudgeOptions, judge, simulate_null
 from archaudit.stats.inference.tests import STAT_TESTS, statistical_test
-from archaudit.stats.judgement_text import header
+from archaudit.stats.judging.judgement_text import header
 from archaudit.stats.simulation.power import Design, minimum_detectable_effect, power
 
 GUIDE = Path(__file__).parents[2] / "docs" / "guides" / "statistical-test.md"

@@ -5,9 +5,9 @@ import pytest
 from scipy import stats
 
 from archaudit.stats import cross_scale_transfer, transfer_across_baselines
-from archaudit.stats.errors import DesignError
-from archaudit.stats.options import JudgeOptions
-from archaudit.stats.table import Row, Table
+from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.records.errors import DesignError
+from archaudit.stats.records.table import Row, Table
 
 NOISE = np.array([-0.01, 0.0, 0.01])
 
@@ -105,7 +105,7 @@ def test_transfer_across_baselines_pairs_audit_style_arm_at_baseline_names():
     """An audit applies each arm to each baseline (`qk_norm@llama`, `qk_norm@olmo`): each is
     judged against its own baseline, and the deltas are the per-baseline differences."""
     from archaudit.stats import transfer_across_baselines
-    from archaudit.stats.table import Row, Table
+    from archaudit.stats.records.table import Row, Table
 
     means = {"llama": {"baseline": 3.0, "qk_norm": 2.9}, "olmo": {"baseline": 2.0, "qk_norm": 2.2}}
     rows = []

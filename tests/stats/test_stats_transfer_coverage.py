@@ -13,7 +13,7 @@ import pytest
 
 from archaudit.stats import cross_scale_transfer
 from archaudit.stats.analyses.ranking import kendall_tau_b, spearman
-from archaudit.stats.table import Row, Table
+from archaudit.stats.records.table import Row, Table
 
 SEEDS = 3
 AUDITS = 25

@@ -4,11 +4,11 @@ of run directories and the results table `archaudit.stats` reads.
     from archaudit.audit import load_audit, make_plan, run_audit
     outcome = run_audit(make_plan(load_audit("audit.toml")))
 
-Its findings (every verdict and analysis, `archaudit.audit.findings.findings`) load scipy, so
-they are imported from their module. See docs/audit.md. Importing this package does not import
+Its findings (every verdict and analysis, `archaudit.audit.results.findings.findings`) load scipy,
+so they are imported from their module. See docs/audit.md. Importing this package does not import
 torch.
 
-The names below load on first use (PEP 562): a run process imports `archaudit.audit.runner`,
+The names below load on first use (PEP 562): a run process imports `archaudit.audit.execute.runner`,
 which imports this package first, and must not pay for the demo's sequential loop and the
 scipy.stats it loads (about 1.2 s on a 2-core CPU; benchmarks/startup.py).
 """
@@ -19,42 +19,42 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from archaudit.audit.coordinator import AuditOutcome, run_audit
-    from archaudit.audit.demo import run_demo, verdict_table
-    from archaudit.audit.executors import EXECUTORS, make_executor
-    from archaudit.audit.launch import RunOptions
-    from archaudit.audit.plan import Plan, RunSpec, make_plan
-    from archaudit.audit.record import RunRecord
-    from archaudit.audit.rerun import RerunReport, rerun
-    from archaudit.audit.runner import run_one
-    from archaudit.audit.spec import AuditSpec, load_audit
-    from archaudit.audit.starter import write_starter
-    from archaudit.audit.store import refresh_export, run_status
-    from archaudit.audit.trackers import TRACKERS
-    from archaudit.audit.tune import tune_baseline
+    from archaudit.audit.execute.coordinator import AuditOutcome, run_audit
+    from archaudit.audit.execute.demo import run_demo, verdict_table
+    from archaudit.audit.execute.rerun import RerunReport, rerun
+    from archaudit.audit.execute.runner import run_one
+    from archaudit.audit.execute.trackers import TRACKERS
+    from archaudit.audit.execute.tune import tune_baseline
+    from archaudit.audit.grid.plan import Plan, RunSpec, make_plan
+    from archaudit.audit.grid.record import RunRecord
+    from archaudit.audit.grid.store import refresh_export, run_status
+    from archaudit.audit.launcher.executors import EXECUTORS, make_executor
+    from archaudit.audit.launcher.launch import RunOptions
+    from archaudit.audit.setup.spec import AuditSpec, load_audit
+    from archaudit.audit.setup.starter import write_starter
 
 _LAZY: dict[str, str] = {
-    "AuditOutcome": "archaudit.audit.coordinator",
-    "run_audit": "archaudit.audit.coordinator",
-    "run_demo": "archaudit.audit.demo",
-    "verdict_table": "archaudit.audit.demo",
-    "EXECUTORS": "archaudit.audit.executors",
-    "make_executor": "archaudit.audit.executors",
-    "RunOptions": "archaudit.audit.launch",
-    "Plan": "archaudit.audit.plan",
-    "RunSpec": "archaudit.audit.plan",
-    "make_plan": "archaudit.audit.plan",
-    "RunRecord": "archaudit.audit.record",
-    "RerunReport": "archaudit.audit.rerun",
-    "rerun": "archaudit.audit.rerun",
-    "run_one": "archaudit.audit.runner",
-    "AuditSpec": "archaudit.audit.spec",
-    "load_audit": "archaudit.audit.spec",
-    "write_starter": "archaudit.audit.starter",
-    "refresh_export": "archaudit.audit.store",
-    "run_status": "archaudit.audit.store",
-    "TRACKERS": "archaudit.audit.trackers",
-    "tune_baseline": "archaudit.audit.tune",
+    "AuditOutcome": "archaudit.audit.execute.coordinator",
+    "run_audit": "archaudit.audit.execute.coordinator",
+    "run_demo": "archaudit.audit.execute.demo",
+    "verdict_table": "archaudit.audit.execute.demo",
+    "EXECUTORS": "archaudit.audit.launcher.executors",
+    "make_executor": "archaudit.audit.launcher.executors",
+    "RunOptions": "archaudit.audit.launcher.launch",
+    "Plan": "archaudit.audit.grid.plan",
+    "RunSpec": "archaudit.audit.grid.plan",
+    "make_plan": "archaudit.audit.grid.plan",
+    "RunRecord": "archaudit.audit.grid.record",
+    "RerunReport": "archaudit.audit.execute.rerun",
+    "rerun": "archaudit.audit.execute.rerun",
+    "run_one": "archaudit.audit.execute.runner",
+    "AuditSpec": "archaudit.audit.setup.spec",
+    "load_audit": "archaudit.audit.setup.spec",
+    "write_starter": "archaudit.audit.setup.starter",
+    "refresh_export": "archaudit.audit.grid.store",
+    "run_status": "archaudit.audit.grid.store",
+    "TRACKERS": "archaudit.audit.execute.trackers",
+    "tune_baseline": "archaudit.audit.execute.tune",
 }
 """Public name → the module that defines it, imported when the name is first asked for."""
 

@@ -18,11 +18,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from archaudit.audit.budget import DEFAULT_PROBE_BUDGET
-from archaudit.audit.effects import PlannedEffects
-from archaudit.audit.launch import RunOptions
-from archaudit.audit.settle import SettleOptions
-from archaudit.audit.spec import ExecutorSpec, SeedSpec
+from archaudit.audit.launcher.launch import RunOptions
+from archaudit.audit.planning.budget import DEFAULT_PROBE_BUDGET
+from archaudit.audit.planning.effects import PlannedEffects
+from archaudit.audit.setup.settle import SettleOptions
+from archaudit.audit.setup.spec import ExecutorSpec, SeedSpec
 from archaudit.cli.app import app
 from archaudit.cli.options import (
     Device,
@@ -40,8 +40,10 @@ from archaudit.names import BASELINE
 from archaudit.ranges import Range
 
 if TYPE_CHECKING:
-    from archaudit.audit.coordinator import AuditOutcome
-    from archaudit.audit.estimate import (
+    from archaudit.audit.execute.coordinator import AuditOutcome
+    from archaudit.audit.execute.sequential import SettledAudit
+    from archaudit.audit.grid.plan import Plan
+    from archaudit.audit.planning.estimate import (
         CostedRun,
         FixedCost,
         PlanSummary,
@@ -49,11 +51,9 @@ if TYPE_CHECKING:
         SequentialCost,
         SequentialEstimate,
     )
-    from archaudit.audit.findings import Findings
-    from archaudit.audit.plan import Plan
-    from archaudit.audit.sequential import SettledAudit
+    from archaudit.audit.results.findings import Findings
     from archaudit.stats import Judgement
-    from archaudit.stats.loop import LoopFamily
+    from archaudit.stats.judging.loop import LoopFamily
     from archaudit.stats.simulation.sequential import SequentialRule
 
 Overrides = Annotated[
@@ -150,7 +150,7 @@ def init(
     json_: bool = False,
 ) -> None:
     """Write a commented starter audit file."""
-    from archaudit.audit.starter import DEFAULT_ARMS, write_starter
+    from archaudit.audit.setup.starter import DEFAULT_ARMS, write_starter
 
     chosen = [name for value in arms or () for name in value.split(",") if name]
     written = write_starter(path, arms=chosen or DEFAULT_ARMS, force=force)
@@ -184,10 +184,10 @@ def plan(
     With `--until-settled`, also the expected runs and time of the sequential design next to
     the fixed design with the same power. Writes nothing."""
     started = time.perf_counter()  # the probe's budget counts the plan's whole time
-    from archaudit.audit.estimate import plan_summary
-    from archaudit.audit.plan import make_plan
-    from archaudit.audit.protocol import warn_notes
-    from archaudit.audit.spec import load_audit
+    from archaudit.audit.grid.plan import make_plan
+    from archaudit.audit.planning.estimate import plan_summary
+    from archaudit.audit.setup.protocol import warn_notes
+    from archaudit.audit.setup.spec import load_audit
 
     load_plugin_modules(plugin)
     settings = [*(overrides or ()), *max_seeds, *([SEQUENTIAL] if until_settled else [])]
@@ -236,7 +236,7 @@ def plan(
         line += _loop_costs(summary)
         line += _approx_note(summary)
     Console().print(line)
-    from archaudit.audit.power_plan import plan_power
+    from archaudit.audit.planning.power_plan import plan_power
 
     for family in plan_power(grid, assumed.sigma):
         Console().print("\n".join(family.lines()))
@@ -298,7 +298,7 @@ def _seed_counts(groups: dict[tuple[str, str], list[CostedRun]]) -> str:
 def _sequential_estimate(
     grid: Plan, summary: PlanSummary, assumed: PlannedEffects
 ) -> SequentialEstimate:
-    from archaudit.audit.estimate import sequential_estimate
+    from archaudit.audit.planning.estimate import sequential_estimate
 
     return sequential_estimate(
         grid,
@@ -352,9 +352,9 @@ def run(
     from their checkpoints, runs another worker holds are waited for. With `--until-settled` (or
     `[seeds] policy = "sequential"`), seeds are added round by round until every primary verdict
     is settled or the budget is spent. Exit 1 if any run failed."""
-    from archaudit.audit.coordinator import run_audit
-    from archaudit.audit.plan import make_plan
-    from archaudit.audit.spec import load_audit
+    from archaudit.audit.execute.coordinator import run_audit
+    from archaudit.audit.grid.plan import make_plan
+    from archaudit.audit.setup.spec import load_audit
     from archaudit.progress import log
 
     load_plugin_modules(plugin)
@@ -365,8 +365,12 @@ def run(
     with resume_hint():
         document: dict[str, object] = {}
         if grid.spec.seeds.policy == "sequential":
-            from archaudit.audit.findings import report_findings
-            from archaudit.audit.sequential import describe_stop, run_until_settled, settle_options
+            from archaudit.audit.execute.sequential import (
+                describe_stop,
+                run_until_settled,
+                settle_options,
+            )
+            from archaudit.audit.results.findings import report_findings
 
             options = settle_options(
                 grid, budget_runs=budget.budget_runs, budget_hours=budget.budget_hours
@@ -426,7 +430,9 @@ def report_outcome(
         log(f"{counts} → {outcome.results}")
         for path, error in outcome.failed.items():
             typer.secho(f"failed: {path}: {error}", err=True, fg="red")
-    from archaudit.audit.executors import cpu_cores  # the runs are over: draw on every core
+    from archaudit.audit.launcher.executors import (
+        cpu_cores,  # the runs are over: draw on every core
+    )
 
     report_audit(outcome.audit_dir, err=json_, workers=cpu_cores(), found=found)
     if outcome.failed:
@@ -499,7 +505,7 @@ def run_one(
     plugin: Plugins = None,
 ) -> None:
     """Run one run end to end (train → evaluate → DONE); what every executor launches."""
-    from archaudit.audit import runner
+    from archaudit.audit.execute import runner
     from archaudit.progress import log
 
     load_plugin_modules(plugin)
@@ -524,10 +530,10 @@ def status(
     ] = False,
 ) -> None:
     """Where the audit stands: runs per arm and state (refreshes the CSV and Parquet exports)."""
-    from archaudit.audit.estimate import time_left
-    from archaudit.audit.live import arm_table, progress_of
-    from archaudit.audit.spec import resolve_audit_dir
-    from archaudit.audit.store import refresh_export
+    from archaudit.audit.execute.live import arm_table, progress_of
+    from archaudit.audit.grid.store import refresh_export
+    from archaudit.audit.planning.estimate import time_left
+    from archaudit.audit.setup.spec import resolve_audit_dir
 
     audit_dir = resolve_audit_dir(audit)
     statuses = refresh_export(audit_dir)
@@ -582,7 +588,7 @@ def tune_baseline(
 ) -> None:
     """Sweep the baseline's peak LR (and warmup) at the smallest scale; write the best into the
     shared recipe. Arms are never tuned."""
-    from archaudit.audit.tune import tune_baseline as sweep
+    from archaudit.audit.execute.tune import tune_baseline as sweep
 
     load_plugin_modules(plugin)
     outcome = sweep(
@@ -624,7 +630,7 @@ def rerun(
 ) -> None:
     """Retrain a finished run and compare its loss curve and final metrics with the stored
     ones (max absolute difference; bit-identical when all are 0)."""
-    from archaudit.audit.rerun import rerun as retrain
+    from archaudit.audit.execute.rerun import rerun as retrain
 
     load_plugin_modules(plugin)
     report = retrain(run_dir, device=device)
@@ -655,7 +661,7 @@ def demo(
     seeds added where a verdict could still change (25 runs in 3 rounds: about 3 minutes on two
     idle CPU cores, longer on a busy machine), then the
     verdict tables under the design's measured error rate."""
-    from archaudit.audit.demo import run_demo, verdict_table
+    from archaudit.audit.execute.demo import run_demo, verdict_table
 
     load_plugin_modules(plugin)
     with resume_hint():

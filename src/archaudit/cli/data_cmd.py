@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from archaudit.audit.spec import MAX_PARALLEL
+from archaudit.audit.setup.spec import MAX_PARALLEL
 from archaudit.cli.app import app
 from archaudit.cli.options import Flags, emit, output_flags, with_flags
 from archaudit.ranges import Range

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from archaudit.audit.spec import EvalSpec
+from archaudit.audit.setup.spec import EvalSpec
 from archaudit.cli.app import app
 from archaudit.cli.options import (
     DEFAULT_BASELINE,
@@ -350,7 +350,7 @@ def focus(
 ) -> None:
     """Across an audit's arms: Spearman ρ (bootstrap interval) between first-token sink mass and
     long-context retrieval, and the sink mass of QK-norm arms minus the baseline's."""
-    from archaudit.audit.store import read_results
+    from archaudit.audit.grid.store import read_results
     from archaudit.diagnose import diagnose_focus
     from archaudit.rundir import is_audit_dir
 

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from archaudit.audit.spec import EvalSpec
+from archaudit.audit.setup.spec import EvalSpec
 from archaudit.cli.app import app
 from archaudit.cli.options import (
     Device,

@@ -24,7 +24,7 @@ import typer
 
 from archaudit.errors import ConfigError
 from archaudit.ranges import REPLICATES, SEED, Range
-from archaudit.stats.options import DEFAULT, JudgeOptions
+from archaudit.stats.inference.options import DEFAULT, JudgeOptions
 
 Json = Annotated[
     bool,
@@ -137,7 +137,7 @@ class Bootstrap:
 def torch_device(device: str) -> str:
     """The torch device a command evaluates on: "" and "auto" mean CUDA when there is one, as
     `recipe.device = "auto"` does for training."""
-    from archaudit.train.trainer import resolve_device
+    from archaudit.train.loop.trainer import resolve_device
 
     return str(resolve_device(device or "auto"))
 
@@ -173,7 +173,7 @@ def collected_documents() -> Iterator[list[Any]]:
 def emit(document: Any) -> None:
     """Print one JSON document on stdout: dataclasses and numpy values become plain JSON,
     NaN becomes null, paths become strings."""
-    from archaudit.stats.serialize import to_jsonable
+    from archaudit.stats.records.serialize import to_jsonable
 
     if _collecting:
         _collecting[-1].append(document)

@@ -1,4 +1,5 @@
-"""`archaudit replicate`: the literature's claims as audits, run and judged (audit/replicate.py)."""
+"""`archaudit replicate`: the literature's claims as audits, run and judged
+(audit/replicating/replicate.py)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ from archaudit.formatting import num, pvalue
 from archaudit.report.replications import cpu_cell
 
 if TYPE_CHECKING:
-    from archaudit.audit.replicate import Claim
-    from archaudit.audit.replicate_run import ClaimPlan
-    from archaudit.audit.replication import Replication
+    from archaudit.audit.replicating.replicate import Claim
+    from archaudit.audit.replicating.replicate_run import ClaimPlan
+    from archaudit.audit.replicating.replication import Replication
 
 DEFAULT_RUNS = Path("runs")
 
@@ -54,7 +55,7 @@ def replicate_command(
     """Run a published claim's audit (resumable) and say whether the tool reproduces it:
     reproduced (its own verdict in the published direction at its calibrated level),
     contradicted, or not established (with the design's power), plus the CPU cost."""
-    from archaudit.audit.replicate import get_claim, list_claims
+    from archaudit.audit.replicating.replicate import get_claim, list_claims
 
     sets = [*(overrides or ()), *executor]
     if target == "list":
@@ -64,7 +65,7 @@ def replicate_command(
     claims = list_claims() if target == "all" else [get_claim(target)]
     if plan_only:
         return _plan(claims, runs_dir, sets, probe, json_)
-    from archaudit.audit.replicate_run import replicate_all
+    from archaudit.audit.replicating.replicate_run import replicate_all
 
     results = replicate_all(claims, runs_dir, overrides=sets, live=not (quiet or json_))
     if json_:
@@ -78,7 +79,7 @@ def _list(claims: list[Claim], json_: bool) -> None:
     table = Table(title="published claims (archaudit replicate CLAIM)")
     for column in ("claim", "test", "arm", "published", "source", "status"):
         table.add_column(column)
-    from archaudit.audit.replication import published
+    from archaudit.audit.replicating.replication import published
 
     for c in claims:
         table.add_row(
@@ -88,7 +89,7 @@ def _list(claims: list[Claim], json_: bool) -> None:
 
 
 def _plan(claims: list[Claim], runs_dir: Path, sets: list[str], probe: bool, json_: bool) -> None:
-    from archaudit.audit.replicate_run import plan_claims, total_cpu_s
+    from archaudit.audit.replicating.replicate_run import plan_claims, total_cpu_s
 
     plans = plan_claims(claims, runs_dir, overrides=sets, probe=probe)
     total, more = total_cpu_s(plans)
@@ -114,8 +115,8 @@ def _plan_json(plan: ClaimPlan) -> dict[str, object]:
 
 
 def _table(runs_dir: Path, sets: list[str], out: Path | None, json_: bool) -> None:
-    from archaudit.audit.replicate import list_claims
-    from archaudit.audit.replicate_run import judge_all
+    from archaudit.audit.replicating.replicate import list_claims
+    from archaudit.audit.replicating.replicate_run import judge_all
     from archaudit.report.replications import block, with_block
 
     claims = list_claims()

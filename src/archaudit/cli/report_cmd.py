@@ -24,7 +24,7 @@ from archaudit.errors import ArchauditError
 from archaudit.progress import warn
 
 if TYPE_CHECKING:
-    from archaudit.audit.findings import Findings
+    from archaudit.audit.results.findings import Findings
 
 
 def command_line() -> str:

@@ -23,9 +23,9 @@ from archaudit.formatting import num, pvalue
 from archaudit.progress import warn
 
 if TYPE_CHECKING:
-    from archaudit.audit.spec import AuditSpec
-    from archaudit.audit.stress_power import TestPower
-    from archaudit.audit.stress_result import StressResult
+    from archaudit.audit.setup.spec import AuditSpec
+    from archaudit.audit.stability.stress_power import TestPower
+    from archaudit.audit.stability.stress_result import StressResult
 
 
 @app.command("stress")
@@ -58,12 +58,12 @@ def stress(
     forecast instability, and judge each arm against the baseline: LR sensitivity (Wortsman et
     al. 2023), largest stable rate, `more-fragile` / `more-robust` / `within-noise`. Results go
     to runs/AUDIT/_stress/stress.json and the report's stability section."""
-    from archaudit.audit.spec import load_audit
-    from archaudit.audit.stress import STRESS_DIR, stress_plan
-    from archaudit.audit.stress_power import power_json
-    from archaudit.audit.stress_result import RESULT_FILE, analyse, write_result
-    from archaudit.audit.stress_run import run_stress
-    from archaudit.audit.stress_time import stress_time
+    from archaudit.audit.execute.stress_run import run_stress
+    from archaudit.audit.planning.stress_time import stress_time
+    from archaudit.audit.setup.spec import load_audit
+    from archaudit.audit.stability.stress import STRESS_DIR, stress_plan
+    from archaudit.audit.stability.stress_power import power_json
+    from archaudit.audit.stability.stress_result import RESULT_FILE, analyse, write_result
 
     load_plugin_modules(plugin)
     spec = load_audit(audit, [*(overrides or ()), *executor], runs_dir=runs_dir)
@@ -98,8 +98,8 @@ def stress(
 def _pilot_power(spec: AuditSpec, path: Path, named: Path | None) -> tuple[TestPower, ...]:
     """The power model's lines from the pilot at `path` (named, or the audit's own stored
     stress test when it exists and stores its runs; nothing otherwise)."""
-    from archaudit.audit.stress_power import plan_power, read_pilot
-    from archaudit.audit.stress_result import read_result
+    from archaudit.audit.stability.stress_power import plan_power, read_pilot
+    from archaudit.audit.stability.stress_result import read_result
 
     if named is None and (not path.is_file() or not read_result(path).sweep_runs):
         return ()

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from archaudit.audit.launch import RunOptions
-from archaudit.audit.spec import EvalSpec
+from archaudit.audit.launcher.launch import RunOptions
+from archaudit.audit.setup.spec import EvalSpec
 from archaudit.cli.app import app
 from archaudit.cli.options import (
     DEFAULT_PRESET,
@@ -108,7 +108,7 @@ def train(
     finishes the current step, saves it, and stops. Every recipe key is a flag of its own
     (`--recipe.lr 1e-3`); the model's nested tables take `--set model.attention.score=...`.
     """
-    from archaudit.audit.runner import train_tracked
+    from archaudit.audit.execute.runner import train_tracked
     from archaudit.config import load_config
     from archaudit.data.vocabulary import trained_model
     from archaudit.mods import resolve_arm

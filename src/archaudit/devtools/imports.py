@@ -24,25 +24,33 @@ ROOT = Path(__file__).resolve().parents[1]  # src/archaudit
 # parent's floor (the most specific entry wins). A folder's front door (its `__init__`) may
 # also import the folders inside it, which it re-exports.
 FLOORS: tuple[frozenset[str], ...] = (
-    frozenset(
-        {"", "config", "errors", "files", "formatting", "presets", "progress", "registry"}
-        | {"metrics", "names", "glossary"}
-        | {"checkpoint_io", "rundir", "ranges"}
-    ),
-    # stats in layers (docs/stats.md): records and tables; tests; the simulated designs that
-    # calibrate them; the judge; the analyses and predictions built on judgements; the facade
-    frozenset(
-        {"stats.errors", "stats.csvio", "stats.frames", "stats.serialize", "stats.table"}
-        | {"stats.verdicts", "stats.noise_panel", "stats.predictions.target"}
-    ),
-    frozenset({"stats.inference", "stats.options"}),
+    frozenset({"", "config"}),
+    # stats, one folder per floor (docs/stats.md): records and tables; tests; the simulated
+    # designs that calibrate them; the judge; the analyses and predictions built on
+    # judgements; then the `stats` front door with model and data
+    frozenset({"stats.records"}),
+    frozenset({"stats.inference"}),
     frozenset({"stats.simulation"}),
-    frozenset({"stats.family", "stats.loop", "stats.judgement", "stats.judgement_text"})
-    | frozenset({"stats.grading", "stats.signal"}),
+    frozenset({"stats.judging"}),
     frozenset({"stats.analyses", "stats.predictions"}),
     frozenset({"model", "data", "stats"}),
     frozenset({"mods", "evals", "export"}),
-    frozenset({"train", "diagnose"}),
+    # train: what the callbacks call (step, run, checkpoint, ...); the callbacks; the loop
+    # that calls both (train/loop/trainer.py)
+    frozenset({"train"}),
+    frozenset({"train.callbacks"}),
+    frozenset({"train.loop", "diagnose"}),
+    # audit, one folder per floor (docs/audit.md): the audit file; how a run starts; the
+    # grid and the run directories; the stress sweep; what was found; running; what a plan
+    # costs; the literature's claims; then the `audit` front door
+    frozenset({"audit.setup"}),
+    frozenset({"audit.launcher"}),
+    frozenset({"audit.grid"}),
+    frozenset({"audit.stability"}),
+    frozenset({"audit.results"}),
+    frozenset({"audit.execute"}),
+    frozenset({"audit.planning"}),
+    frozenset({"audit.replicating"}),
     frozenset({"audit"}),
     frozenset({"report"}),
     frozenset({"cli", "devtools", "__main__"}),
@@ -54,8 +62,8 @@ FORBIDDEN_LIBRARIES: dict[str, frozenset[str]] = {"stats": frozenset({"torch"})}
 
 @dataclass(frozen=True)
 class Import:
-    source: str  # the importing module, e.g. "archaudit.audit.spec"
-    target: str  # the imported module, e.g. "archaudit.audit.executors", or "torch"
+    source: str  # the importing module, e.g. "archaudit.audit.setup.spec"
+    target: str  # the imported module, e.g. "archaudit.audit.launcher.executors", or "torch"
     line: int
 
 
@@ -71,7 +79,7 @@ def modules(root: Path = ROOT) -> dict[str, Path]:
 
 def imports_of(name: str, path: Path, known: set[str]) -> Iterator[Import]:
     """The imports in one file, each resolved to the deepest module that exists (`from
-    archaudit.audit import runner` is `archaudit.audit.runner`; `from archaudit.mods import
+    archaudit.audit import runner` is `archaudit.audit.execute.runner`; `from archaudit.mods import
     resolve_arm` is the package `archaudit.mods`). Third-party imports keep their top name."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):

@@ -21,7 +21,7 @@ EXEMPT = ("cli",)
 @dataclass(frozen=True)
 class Function:
     path: str
-    """Relative to src/, e.g. "archaudit/train/trainer.py"."""
+    """Relative to src/, e.g. "archaudit/train/loop/trainer.py"."""
     name: str
     line: int
     lines: int

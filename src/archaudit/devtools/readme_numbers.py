@@ -22,7 +22,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from archaudit.audit.starter import ADVICE_FILE, DEFAULT_ARMS, advice_key
+from archaudit.audit.setup.starter import ADVICE_FILE, DEFAULT_ARMS, advice_key
 
 README = Path(__file__).resolve().parents[3] / "README.md"
 README_START = "<!-- plan-numbers: python -m archaudit.devtools.readme_numbers --write -->"
@@ -61,11 +61,11 @@ class DesignNumbers:
 
 def design_numbers(arms: tuple[str, ...]) -> DesignNumbers:
     """`plan --no-probe --until-settled`'s numbers for `archaudit init`'s starter with `arms`."""
-    from archaudit.audit.estimate import SEQUENTIAL, sequential_estimate
-    from archaudit.audit.plan import make_plan
-    from archaudit.audit.power_plan import plan_power
-    from archaudit.audit.spec import load_audit
-    from archaudit.audit.starter import write_starter
+    from archaudit.audit.grid.plan import make_plan
+    from archaudit.audit.planning.estimate import SEQUENTIAL, sequential_estimate
+    from archaudit.audit.planning.power_plan import plan_power
+    from archaudit.audit.setup.spec import load_audit
+    from archaudit.audit.setup.starter import write_starter
 
     with tempfile.TemporaryDirectory(prefix="archaudit-readme-") as tmp:
         path = write_starter(Path(tmp) / "my_audit.toml", arms=arms, force=True)

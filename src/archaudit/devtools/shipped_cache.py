@@ -42,7 +42,7 @@ class Audit:
 
 def _starter(arms: tuple[str, ...]) -> Callable[[Path], Path]:
     def write(folder: Path) -> Path:
-        from archaudit.audit.starter import DEFAULT_ARMS, write_starter
+        from archaudit.audit.setup.starter import DEFAULT_ARMS, write_starter
 
         return write_starter(folder / "my_audit.toml", arms=arms or DEFAULT_ARMS, force=True)
 
@@ -50,7 +50,7 @@ def _starter(arms: tuple[str, ...]) -> Callable[[Path], Path]:
 
 
 def _demo(folder: Path) -> Path:
-    from archaudit.audit.demo import DEMO_FILE
+    from archaudit.audit.execute.demo import DEMO_FILE
 
     return DEMO_FILE
 

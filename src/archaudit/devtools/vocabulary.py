@@ -1,11 +1,11 @@
 """No verdict is compared by its spelling: `python -m archaudit.devtools.vocabulary`.
 
-Every verdict (`stats.verdicts.Verdict`), loop state (`stats.simulation.sequential.LoopState`)
-and stability outcome (`stats.analyses.stability.StabilityOutcome`) is an enum member, and code
-compares members (`v.verdict in SIGNIFICANT`, `state is LoopState.OPEN`), never their text
-(`state == "open"`, `paper_verdict in ("improver", "regressor")`): a renamed verdict then fails
-where it is used instead of silently matching nothing. This check reads every module's syntax
-tree and reports
+Every verdict (`stats.records.verdicts.Verdict`), loop state
+(`stats.simulation.sequential.LoopState`) and stability outcome
+(`stats.analyses.stability.StabilityOutcome`) is an enum member, and code compares members
+(`v.verdict in SIGNIFICANT`, `state is LoopState.OPEN`), never their text (`state == "open"`,
+`paper_verdict in ("improver", "regressor")`): a renamed verdict then fails where it is used instead
+of silently matching nothing. This check reads every module's syntax tree and reports
 
 - a comparison (`==`, `!=`, `in`, `not in`) with a string literal, or a tuple, list or set of
   them, that spells one of those words;
@@ -26,8 +26,8 @@ from pathlib import Path
 
 from archaudit.devtools.imports import ROOT, modules
 from archaudit.stats.analyses.stability import StabilityOutcome
+from archaudit.stats.records.verdicts import Verdict
 from archaudit.stats.simulation.sequential import LoopState
-from archaudit.stats.verdicts import Verdict
 
 SHARED = frozenset({Verdict.DIVERGED.value})
 """Spellings another vocabulary shares (a run status, an event): not reported."""

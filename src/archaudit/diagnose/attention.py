@@ -14,7 +14,7 @@ import torch
 
 from archaudit.diagnose.access import ModelView
 from archaudit.progress import progress
-from archaudit.stats.serialize import JsonResult
+from archaudit.stats.records.serialize import JsonResult
 
 
 def distance_edges(T: int) -> list[int]:

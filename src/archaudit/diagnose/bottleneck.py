@@ -17,7 +17,7 @@ import torch
 
 from archaudit.diagnose.access import ModelView
 from archaudit.progress import progress
-from archaudit.stats.serialize import JsonResult
+from archaudit.stats.records.serialize import JsonResult
 
 RANK_TOL = 1e-6
 """A diagonal entry of R below this times the largest one sends W to the SVD for its rank."""

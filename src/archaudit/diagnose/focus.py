@@ -21,7 +21,7 @@ from archaudit.errors import DataError
 from archaudit.names import BASELINE
 from archaudit.stats import Table, load_table, spearman, welch_test
 from archaudit.stats.inference.resample import percentile_interval
-from archaudit.stats.serialize import JsonResult
+from archaudit.stats.records.serialize import JsonResult
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from archaudit.diagnose.access import ModelView
 from archaudit.progress import progress
-from archaudit.stats.serialize import JsonResult
+from archaudit.stats.records.serialize import JsonResult
 
 
 def mean_loss(view: ModelView, rows: torch.Tensor, *, batch_size: int = 8) -> float:

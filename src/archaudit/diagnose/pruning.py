@@ -30,7 +30,7 @@ from archaudit.diagnose.access import ModelView
 from archaudit.errors import ConfigError
 from archaudit.progress import progress
 from archaudit.registry import Registry
-from archaudit.stats.serialize import JsonResult
+from archaudit.stats.records.serialize import JsonResult
 
 
 @dataclass(frozen=True)

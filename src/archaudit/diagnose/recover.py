@@ -15,7 +15,7 @@ from torch import nn
 from archaudit.diagnose.access import ModelView
 from archaudit.errors import ConfigError
 from archaudit.progress import progress
-from archaudit.stats.serialize import JsonResult
+from archaudit.stats.records.serialize import JsonResult
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
 """Attention projections: the names archaudit and Llama-style HF models share."""

@@ -29,7 +29,7 @@ from archaudit.diagnose.tts import TTSCurves, tts_curves
 from archaudit.diagnose.windows import read_text, token_windows
 from archaudit.evals.heldout import heldout_loss
 from archaudit.names import BASELINE
-from archaudit.stats.serialize import JsonResult
+from archaudit.stats.records.serialize import JsonResult
 
 if TYPE_CHECKING:
     import torch

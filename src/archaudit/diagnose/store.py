@@ -16,7 +16,7 @@ from archaudit.errors import DataError
 from archaudit.evals.models import ADAPTERS
 from archaudit.files import atomic_write_text, check_output_file, read_json, refuse_link
 from archaudit.rundir import SPEC, run_dir_of
-from archaudit.stats.serialize import to_jsonable
+from archaudit.stats.records.serialize import to_jsonable
 
 FOLDER = "diagnostics"
 

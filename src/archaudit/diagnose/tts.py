@@ -20,7 +20,7 @@ import torch
 from archaudit.diagnose.access import ModelView
 from archaudit.diagnose.reasoning import ANSWER, END, ReasoningItem, parse_answer
 from archaudit.progress import progress
-from archaudit.stats.serialize import JsonResult
+from archaudit.stats.records.serialize import JsonResult
 
 ANSWER_TOKENS = 4
 """Tokens generated after a forced answer marker: room for the answer and the line end."""

@@ -36,10 +36,10 @@ from archaudit.files import (
 )
 from archaudit.metrics import downstream_average
 from archaudit.registry import Registry
-from archaudit.stats.csvio import csv_text
-from archaudit.stats.frames import parquet_twin
 from archaudit.stats.inference.items import ITEM_COLUMNS, ITEMS_FILE, load_items
-from archaudit.stats.table import REQUIRED_COLUMNS, RESULTS_FILE, load_table
+from archaudit.stats.records.csvio import csv_text
+from archaudit.stats.records.frames import parquet_twin
+from archaudit.stats.records.table import REQUIRED_COLUMNS, RESULTS_FILE, load_table
 
 IMPORT_RECORD = "import.json"
 """Written last into the output folder: the runs, the labels chosen and the files written."""

@@ -153,7 +153,8 @@ class SuiteResult:
     def downstream_avg(self) -> float:
         """Macro average of each informative task's own metric: every task weighs the same.
         When every task sits at chance it averages them all (`downstream_tasks` = 0 says so), so
-        a run's record stays complete; an audit's statistics then drop it (`stats.signal`)."""
+        a run's record stays complete; an audit's statistics then drop it
+        (`stats.judging.signal`)."""
         tasks = self.informative or self.tasks
         return downstream_average({n: t.score for n, t in self.tasks.items()}, list(tasks))
 

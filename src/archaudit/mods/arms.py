@@ -18,7 +18,7 @@ from archaudit.config import ModelConfig, Recipe, replace_paths
 from archaudit.errors import ConfigError
 from archaudit.mods.registry import Modification, ModificationError, get_modification
 from archaudit.names import BASELINE
-from archaudit.stats.table import CROSS_SCALE, DOWNSTREAM, DUTIES
+from archaudit.stats.records.table import CROSS_SCALE, DOWNSTREAM, DUTIES
 
 C = TypeVar("C", ModelConfig, Recipe)
 

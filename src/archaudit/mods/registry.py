@@ -47,7 +47,7 @@ from archaudit.errors import ConfigError, did_you_mean
 from archaudit.mods import params as formulas
 from archaudit.names import BASELINE
 from archaudit.registry import Registry
-from archaudit.stats.table import CROSS_SCALE, DOWNSTREAM, DUTIES
+from archaudit.stats.records.table import CROSS_SCALE, DOWNSTREAM, DUTIES
 
 FAMILIES = (
     BASELINE,

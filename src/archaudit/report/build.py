@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from archaudit.audit.findings import Findings
+from archaudit.audit.results.findings import Findings
 from archaudit.errors import DataError
 from archaudit.files import (
     atomic_write_text,
@@ -31,7 +31,7 @@ from archaudit.report.html import render_html
 from archaudit.report.markdown import render_markdown
 from archaudit.report.sections import SECTIONS, Section
 from archaudit.report.terms import terms_section
-from archaudit.stats.table import RESULTS_FILE, load_table
+from archaudit.stats.records.table import RESULTS_FILE, load_table
 
 REPORT_FILE = "report.html"
 

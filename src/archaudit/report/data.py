@@ -1,6 +1,6 @@
 """What the report shows beside the findings: the runs' training curves, MoE routing, the
 audit's scope and provenance. Every verdict and analysis comes from one `Findings` record
-(`archaudit.audit.findings`), which this module asks for and never recomputes; the sections
+(`archaudit.audit.results.findings`), which this module asks for and never recomputes; the sections
 render it. A value stats leaves undefined (NaN) is "not computed" on the page.
 """
 
@@ -15,21 +15,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archaudit.audit import store
-from archaudit.audit.findings import Findings, report_findings
-from archaudit.audit.power_cases import PowerCase
-from archaudit.audit.record import RoutingAtEnd, RunRecord
-from archaudit.audit.stress_result import StressResult
+from archaudit.audit.grid import store
+from archaudit.audit.grid.record import RoutingAtEnd, RunRecord
+from archaudit.audit.results.findings import Findings, report_findings
+from archaudit.audit.results.power_cases import PowerCase
+from archaudit.audit.stability.stress_result import StressResult
 from archaudit.errors import DataError
 from archaudit.metrics import PRIMARY_LOSS
 from archaudit.names import BASELINE
 from archaudit.report.palette import Colour, arm_colours
 from archaudit.rundir import ENV, EVENTS
-from archaudit.stats.table import Table
+from archaudit.stats.records.table import Table
 
 if TYPE_CHECKING:
     from archaudit.stats.analyses.snr import SignalToNoise
-    from archaudit.stats.judgement import Judgement
+    from archaudit.stats.judging.judgement import Judgement
     from archaudit.stats.predictions.predict import Prediction
 
 
@@ -169,7 +169,7 @@ class ReportData:
     """"audit" or "csv"."""
     title: str
     findings: Findings
-    """Every verdict and analysis the page shows (`audit.findings`), with what is absent."""
+    """Every verdict and analysis the page shows (`audit.results.findings`), with what is absent."""
     curves: tuple[Curve, ...]
     scope: Scope
     provenance: Provenance

@@ -25,15 +25,15 @@ from matplotlib.figure import Figure as MplFigure
 from matplotlib.lines import Line2D
 
 from archaudit import formatting
-from archaudit.audit.power_cases import PowerCase
-from archaudit.audit.warm import warm_starts
+from archaudit.audit.launcher.warm import warm_starts
+from archaudit.audit.results.power_cases import PowerCase
 from archaudit.report.data import Band, Curve
 from archaudit.report.palette import DIVERGED_COLOUR, Colour, arm_gid
 from archaudit.stats.analyses.aggregate import Aggregates
 from archaudit.stats.analyses.decoupling import Decoupling
 from archaudit.stats.analyses.interactions import Interactions
 from archaudit.stats.analyses.transfer import ScaleTransfer
-from archaudit.stats.judgement import ArmVerdict, Judgement
+from archaudit.stats.judging.judgement import ArmVerdict, Judgement
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType

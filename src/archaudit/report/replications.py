@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from archaudit.audit.replicate import Claim
-from archaudit.audit.replication import Outcome, Replication
+from archaudit.audit.replicating.replicate import Claim
+from archaudit.audit.replicating.replication import Outcome, Replication
 from archaudit.formatting import num, pvalue
 
 HEADER = (

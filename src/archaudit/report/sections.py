@@ -11,8 +11,8 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from archaudit.audit.findings import Analysis
-from archaudit.audit.power_cases import PowerCase
+from archaudit.audit.results.findings import Analysis
+from archaudit.audit.results.power_cases import PowerCase
 from archaudit.formatting import (
     BETTER_DOWN,
     BETTER_UP,
@@ -32,13 +32,13 @@ from archaudit.report.figures import Figure
 from archaudit.report.stability import stability
 from archaudit.stats.analyses.aggregate import TASK_SUFFIX
 from archaudit.stats.analyses.decoupling import FLAT_SHARE, Decoupling
-from archaudit.stats.grading import CAVEAT_SEPARATOR
 from archaudit.stats.inference.corrections import error_rate
-from archaudit.stats.judgement import ArmVerdict, Judgement
-from archaudit.stats.judgement_text import interval_kind
+from archaudit.stats.judging.grading import CAVEAT_SEPARATOR
+from archaudit.stats.judging.judgement import ArmVerdict, Judgement
+from archaudit.stats.judging.judgement_text import interval_kind
 from archaudit.stats.predictions.predict import Prediction
-from archaudit.stats.predictions.target import TargetPrediction
-from archaudit.stats.verdicts import (
+from archaudit.stats.records.target import TargetPrediction
+from archaudit.stats.records.verdicts import (
     CANDIDATE_IMPROVER,
     CANDIDATE_REGRESSOR,
     DIVERGED,
@@ -94,7 +94,7 @@ def _design_fwer(v: Judgement) -> str:
 
 
 def _panel_worst(v: Judgement) -> str:
-    """The noise panel's worst measured rate (stats/noise_panel.py)."""
+    """The noise panel's worst measured rate (stats/records/noise_panel.py)."""
     return num(v.design_panel_worst) if math.isfinite(v.design_panel_worst) else NOT_COMPUTED
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from matplotlib.lines import Line2D
 
-from archaudit.audit.stress_result import SignalTrace, StressResult
+from archaudit.audit.stability.stress_result import SignalTrace, StressResult
 from archaudit.formatting import num, pvalue
 from archaudit.report.blocks import Grid, Paragraph, Row, Section
 from archaudit.report.figures import Colours, Figure, _arm_legend, _hex, _new, render, styled

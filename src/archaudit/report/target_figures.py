@@ -12,7 +12,7 @@ from matplotlib.ticker import NullLocator
 from archaudit import formatting
 from archaudit.report.figures import Colours, Figure, render, styled
 from archaudit.stats.predictions.predict import ArmCurve, Prediction
-from archaudit.stats.predictions.target import TargetPrediction
+from archaudit.stats.records.target import TargetPrediction
 
 
 @styled

@@ -7,8 +7,9 @@ or from a CSV of anybody's runs. Never imports torch (scipy provides the distrib
     judgement = judge(load_table("runs/my-audit"), "val_loss")  # a loss: lower is better
     print(judgement.to_json())
 
-The names below load on first use (PEP 562): a run process imports `archaudit.stats.options`
-and `table`, and must not pay for scipy.stats and every analysis (about 1 s on a 2-core CPU).
+The names below load on first use (PEP 562): a run process imports
+`archaudit.stats.inference.options` and `table`, and must not pay for scipy.stats and every analysis
+(about 1 s on a 2-core CPU).
 """
 
 from __future__ import annotations
@@ -25,13 +26,12 @@ if TYPE_CHECKING:
     from archaudit.stats.analyses.ranking import kendall_tau_b, spearman
     from archaudit.stats.analyses.scaling import fit_loss_surface, fit_scaling_law
     from archaudit.stats.analyses.transfer import cross_scale_transfer
-    from archaudit.stats.family import family_design
-    from archaudit.stats.grading import grade
     from archaudit.stats.inference.corrections import CORRECTIONS, adjust_pvalues, fwer_uncorrected
     from archaudit.stats.inference.dunnett import dunnett_stepdown
     from archaudit.stats.inference.family_test import REFERENCES
     from archaudit.stats.inference.items import ItemTable, load_items
     from archaudit.stats.inference.noise import pooled_sd
+    from archaudit.stats.inference.options import JudgeOptions
     from archaudit.stats.inference.paired import (
         compare_item_measure,
         compare_items,
@@ -40,8 +40,11 @@ if TYPE_CHECKING:
         wilson_interval,
     )
     from archaudit.stats.inference.significance import welch_test, z_test
-    from archaudit.stats.judgement import ArmVerdict, Judgement, judge
-    from archaudit.stats.options import JudgeOptions
+    from archaudit.stats.judging.family import family_design
+    from archaudit.stats.judging.grading import grade
+    from archaudit.stats.judging.judgement import ArmVerdict, Judgement, judge
+    from archaudit.stats.records.table import Row, Table, load_table
+    from archaudit.stats.records.verdicts import VERDICTS
     from archaudit.stats.simulation.design import AuditDesign
     from archaudit.stats.simulation.design_rate import DesignRate, design_power, design_rate
     from archaudit.stats.simulation.power import (
@@ -52,8 +55,6 @@ if TYPE_CHECKING:
         seeds_needed,
     )
     from archaudit.stats.simulation.simulate import simulate_null
-    from archaudit.stats.table import Row, Table, load_table
-    from archaudit.stats.verdicts import VERDICTS
 
 _LAZY: dict[str, tuple[str, str]] = {
     "resolve_direction": ("archaudit.metrics", "lower_is_better"),
@@ -62,14 +63,14 @@ _LAZY: dict[str, tuple[str, str]] = {
         "transfer_across_baselines",
     ),
     "decoupling": ("archaudit.stats.analyses.decoupling", "decoupling"),
-    "grade": ("archaudit.stats.grading", "grade"),
+    "grade": ("archaudit.stats.judging.grading", "grade"),
     "interactions": ("archaudit.stats.analyses.interactions", "interactions"),
     "kendall_tau_b": ("archaudit.stats.analyses.ranking", "kendall_tau_b"),
     "spearman": ("archaudit.stats.analyses.ranking", "spearman"),
     "fit_loss_surface": ("archaudit.stats.analyses.scaling", "fit_loss_surface"),
     "fit_scaling_law": ("archaudit.stats.analyses.scaling", "fit_scaling_law"),
     "cross_scale_transfer": ("archaudit.stats.analyses.transfer", "cross_scale_transfer"),
-    "family_design": ("archaudit.stats.family", "family_design"),
+    "family_design": ("archaudit.stats.judging.family", "family_design"),
     "CORRECTIONS": ("archaudit.stats.inference.corrections", "CORRECTIONS"),
     "adjust_pvalues": ("archaudit.stats.inference.corrections", "adjust_pvalues"),
     "fwer_uncorrected": ("archaudit.stats.inference.corrections", "fwer_uncorrected"),
@@ -85,10 +86,10 @@ _LAZY: dict[str, tuple[str, str]] = {
     "wilson_interval": ("archaudit.stats.inference.paired", "wilson_interval"),
     "welch_test": ("archaudit.stats.inference.significance", "welch_test"),
     "z_test": ("archaudit.stats.inference.significance", "z_test"),
-    "ArmVerdict": ("archaudit.stats.judgement", "ArmVerdict"),
-    "Judgement": ("archaudit.stats.judgement", "Judgement"),
-    "judge": ("archaudit.stats.judgement", "judge"),
-    "JudgeOptions": ("archaudit.stats.options", "JudgeOptions"),
+    "ArmVerdict": ("archaudit.stats.judging.judgement", "ArmVerdict"),
+    "Judgement": ("archaudit.stats.judging.judgement", "Judgement"),
+    "judge": ("archaudit.stats.judging.judgement", "judge"),
+    "JudgeOptions": ("archaudit.stats.inference.options", "JudgeOptions"),
     "adaptive_seeding": ("archaudit.stats.analyses.adaptive", "adaptive_seeding"),
     "AuditDesign": ("archaudit.stats.simulation.design", "AuditDesign"),
     "DesignRate": ("archaudit.stats.simulation.design_rate", "DesignRate"),
@@ -100,10 +101,10 @@ _LAZY: dict[str, tuple[str, str]] = {
     "power": ("archaudit.stats.simulation.power", "power"),
     "seeds_needed": ("archaudit.stats.simulation.power", "seeds_needed"),
     "simulate_null": ("archaudit.stats.simulation.simulate", "simulate_null"),
-    "Row": ("archaudit.stats.table", "Row"),
-    "Table": ("archaudit.stats.table", "Table"),
-    "load_table": ("archaudit.stats.table", "load_table"),
-    "VERDICTS": ("archaudit.stats.verdicts", "VERDICTS"),
+    "Row": ("archaudit.stats.records.table", "Row"),
+    "Table": ("archaudit.stats.records.table", "Table"),
+    "load_table": ("archaudit.stats.records.table", "load_table"),
+    "VERDICTS": ("archaudit.stats.records.verdicts", "VERDICTS"),
 }
 """Public name → (module, attribute), imported when first asked for."""
 

@@ -1,6 +1,6 @@
 """Training: the loop, optimizer and schedule, stability monitor, checkpoints."""
 
+from archaudit.train.loop.trainer import derive_seed, train
 from archaudit.train.run import TrainResult
-from archaudit.train.trainer import derive_seed, train
 
 __all__ = ["TrainResult", "derive_seed", "train"]

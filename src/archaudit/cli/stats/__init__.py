@@ -6,6 +6,6 @@ module per command.
     archaudit simulate-null --n-arms M --seeds K --audits N [...]
 
 `common` holds the `stats` group and what the commands share; each command reads the findings
-record (`archaudit.audit.findings`) and renders it. Library imports happen inside the commands so
-that `archaudit --help` stays fast.
+record (`archaudit.audit.results.findings`) and renders it. Library imports happen inside the
+commands so that `archaudit --help` stays fast.
 """

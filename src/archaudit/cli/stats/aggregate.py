@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated
 
-from archaudit.audit.findings_record import AggregateSettings
+from archaudit.audit.results.findings_record import AggregateSettings
 from archaudit.cli.options import Flags, judge_flags, output_flags
 from archaudit.cli.stats.common import (
     Source,
@@ -18,7 +18,7 @@ from archaudit.cli.stats.common import (
     stats_app,
 )
 from archaudit.formatting import counted, interval
-from archaudit.stats.options import DEFAULT, JudgeOptions
+from archaudit.stats.inference.options import DEFAULT, JudgeOptions
 
 if TYPE_CHECKING:
     from archaudit.stats.analyses.aggregate import Aggregates
@@ -36,7 +36,7 @@ def aggregate_command(
 ) -> None:
     """IQM and macro mean with stratified-bootstrap intervals, P(arm > baseline), and almost
     stochastic order, over tasks × seeds (rliable's and deep-significance's definitions)."""
-    from archaudit.audit.findings import Analysis, Settings
+    from archaudit.audit.results.findings import Analysis, Settings
 
     settings = Settings(aggregates=tasks)
     found = findings_of(source, (), options, Analysis.AGGREGATES, settings=settings)

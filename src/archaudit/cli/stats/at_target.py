@@ -13,7 +13,7 @@ from archaudit.formatting import interval, num
 
 if TYPE_CHECKING:
     from archaudit.stats.predictions.predict import Prediction
-    from archaudit.stats.predictions.target import TargetPrediction
+    from archaudit.stats.records.target import TargetPrediction
 
 
 def print_at_target(prediction: Prediction | None, metric: str) -> None:

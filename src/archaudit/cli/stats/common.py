@@ -19,10 +19,10 @@ from archaudit.cli.options import (
 from archaudit.cli.tables import print_table, say
 from archaudit.errors import ConfigError
 from archaudit.formatting import MISSING, num
-from archaudit.stats.options import JudgeOptions
+from archaudit.stats.inference.options import JudgeOptions
 
 if TYPE_CHECKING:
-    from archaudit.audit.findings import Analysis, Findings, Settings
+    from archaudit.audit.results.findings import Analysis, Findings, Settings
     from archaudit.stats import Table
 
 
@@ -83,9 +83,9 @@ def findings_of(
     loop: bool = True,
     settings: Settings | None = None,
 ) -> Findings:
-    """The slices `analyses` of SOURCE's findings (`audit.findings`: the one loader and the one
-    loop over baselines, metrics and scales), `metric` alone when named."""
-    from archaudit.audit.findings import Asked, Settings, findings
+    """The slices `analyses` of SOURCE's findings (`audit.results.findings`: the one loader and the
+    one loop over baselines, metrics and scales), `metric` alone when named."""
+    from archaudit.audit.results.findings import Asked, Settings, findings
 
     named = [metric] if isinstance(metric, str) else list(metric or ())
     asked = Asked(frozenset(analyses), each_scale, loop, settings=settings or Settings())
@@ -93,8 +93,8 @@ def findings_of(
 
 
 def load_table(source: Path) -> tuple[Table, list[str]]:
-    """SOURCE's table and what its reader must know (`audit.source.load_source`)."""
-    from archaudit.audit.source import load_source
+    """SOURCE's table and what its reader must know (`audit.results.source.load_source`)."""
+    from archaudit.audit.results.source import load_source
 
     loaded = load_source(source)
     assert loaded.table is not None  # not partial: an audit with no finished run raised

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated
 
-from archaudit.audit.findings_record import DecouplingSettings
+from archaudit.audit.results.findings_record import DecouplingSettings
 from archaudit.cli.options import (
     Flags,
     judge_flags,
@@ -20,7 +20,7 @@ from archaudit.cli.stats.common import (
 from archaudit.errors import ConfigError
 from archaudit.formatting import BETTER_DOWN, BETTER_UP
 from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS
-from archaudit.stats.options import DEFAULT, JudgeOptions
+from archaudit.stats.inference.options import DEFAULT, JudgeOptions
 
 if TYPE_CHECKING:
     from archaudit.stats.analyses.decoupling import Decoupling
@@ -44,7 +44,7 @@ def decoupling_command(
 ) -> None:
     """Arms whose loss and downstream verdicts disagree, per arm and per family; on an audit
     folder without --scale, at each scale."""
-    from archaudit.audit.findings import Analysis, Settings
+    from archaudit.audit.results.findings import Analysis, Settings
 
     if options.lower_is_better is not None:
         raise ConfigError(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated
 
-from archaudit.audit.findings_record import InteractionSettings
+from archaudit.audit.results.findings_record import InteractionSettings
 from archaudit.cli.options import (
     Flags,
     judge_flags,
@@ -20,7 +20,7 @@ from archaudit.cli.stats.common import (
     stats_app,
 )
 from archaudit.formatting import num
-from archaudit.stats.options import DEFAULT, JudgeOptions
+from archaudit.stats.inference.options import DEFAULT, JudgeOptions
 
 if TYPE_CHECKING:
     from archaudit.stats.analyses.interactions import Interactions
@@ -39,7 +39,7 @@ def interactions_command(
 ) -> None:
     """Factorial interactions (observed vs additive) and the harmful-count regression; on an
     audit folder without --metric or --scale, each primary metric at each scale."""
-    from archaudit.audit.findings import Analysis, Settings
+    from archaudit.audit.results.findings import Analysis, Settings
 
     found = findings_of(
         source, metric, options, Analysis.INTERACTIONS, settings=Settings(interactions=factorial)

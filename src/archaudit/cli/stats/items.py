@@ -25,7 +25,7 @@ from archaudit.cli.stats.common import (
 )
 from archaudit.formatting import interval, num
 from archaudit.stats.analyses.item_pairs import CORRECT, ItemOptions
-from archaudit.stats.options import DEFAULT
+from archaudit.stats.inference.options import DEFAULT
 
 if TYPE_CHECKING:
     from archaudit.stats.analyses.item_pairs import ItemPairs
@@ -59,7 +59,7 @@ def items_command(
 def _pairs(source: Path, paired: ItemOptions) -> tuple[ItemPairs, ...]:
     """The findings record's `items` slice of an audit folder; an items file, which is no
     results source, is paired by the same function directly."""
-    from archaudit.audit.findings import Analysis, Settings
+    from archaudit.audit.results.findings import Analysis, Settings
     from archaudit.stats.analyses.item_pairs import pair_items
 
     if not source.is_dir():

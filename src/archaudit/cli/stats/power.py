@@ -26,7 +26,7 @@ from archaudit.cli.stats.common import (
     stats_app,
 )
 from archaudit.formatting import num
-from archaudit.stats.options import DEFAULT, JudgeOptions
+from archaudit.stats.inference.options import DEFAULT, JudgeOptions
 from archaudit.stats.simulation.design import DesignSize
 
 
@@ -63,7 +63,7 @@ def power_command(
 def _seeding_advice(source: Path, metric: str | None, options: JudgeOptions, json_: bool) -> None:
     """`stats power SOURCE`: per arm of each fixed-design judgement, could one more seed change
     its verdict?"""
-    from archaudit.audit.findings import Analysis
+    from archaudit.audit.results.findings import Analysis
 
     found = findings_of(source, metric, options, Analysis.VERDICTS, Analysis.SEEDING, loop=False)
     found.require(Analysis.VERDICTS, found.judgements)

@@ -25,13 +25,13 @@ from archaudit.cli.stats.common import (
 from archaudit.formatting import interval
 from archaudit.metrics import PRIMARY_LOSS
 from archaudit.ranges import Range
-from archaudit.stats.options import DEFAULT, LEVEL, JudgeOptions
+from archaudit.stats.inference.options import DEFAULT, LEVEL, JudgeOptions
 
 if TYPE_CHECKING:
     from archaudit.stats import Table
     from archaudit.stats.predictions.ladders import Ladder
     from archaudit.stats.predictions.predict import Prediction
-from archaudit.stats.predictions.target import TargetPrediction
+from archaudit.stats.records.target import TargetPrediction
 
 AuditFile = Annotated[
     Path,
@@ -77,8 +77,8 @@ def predict_command(
     """Predict every arm's Δ at the target scale from the trained ladder (>= 3 scales), with a
     prediction interval, P(sign holds) and the predicted rank, beside the backtest of the curve
     and of the single-scale baseline (docs/predict.md)."""
-    from archaudit.audit.ladder import audit_ladder, parse_target
-    from archaudit.audit.spec import load_audit
+    from archaudit.audit.results.ladder import audit_ladder, parse_target
+    from archaudit.audit.setup.spec import load_audit
     from archaudit.stats.predictions.predict import predict
 
     target, target_tokens = aim.target, aim.target_tokens
@@ -133,7 +133,7 @@ def runs_ladder(
 
 def audit_file_of(source: Path) -> Path:
     """The audit file itself, or the one an audit folder's audit.json names."""
-    from archaudit.audit.store import read_json
+    from archaudit.audit.grid.store import read_json
     from archaudit.errors import ConfigError
     from archaudit.rundir import AUDIT_FILE
 

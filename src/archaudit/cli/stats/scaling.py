@@ -1,5 +1,5 @@
 """`archaudit stats scaling SOURCE`: the scaling law the findings record fits (its `scaling`
-slice, `audit.findings`), rendered."""
+slice, `audit.results.findings`), rendered."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from archaudit.cli.stats.common import (
 )
 from archaudit.formatting import interval
 from archaudit.stats.analyses.scaling import ScalingOptions
-from archaudit.stats.options import DEFAULT
+from archaudit.stats.inference.options import DEFAULT
 
 
 @stats_app.command("scaling")
@@ -28,7 +28,7 @@ def scaling_command(
     json_: bool = False,
 ) -> None:
     """Fit L(N, D) = E + A/N^α + B/D^β with bootstrap intervals; optimal N, D for a budget."""
-    from archaudit.audit.findings import Analysis, Settings
+    from archaudit.audit.results.findings import Analysis, Settings
 
     found = findings_of(
         source,

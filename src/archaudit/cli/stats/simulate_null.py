@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated
 
-from archaudit.audit.null_design import NullOptions
+from archaudit.audit.planning.null_design import NullOptions
 from archaudit.cli.app import app
 from archaudit.cli.options import (
     Flags,
@@ -16,7 +16,7 @@ from archaudit.cli.stats.common import (
     printed_json,
     say_text,
 )
-from archaudit.stats.options import DEFAULT, JudgeOptions
+from archaudit.stats.inference.options import DEFAULT, JudgeOptions
 from archaudit.stats.simulation.design import DesignSize
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ def simulate_null_command(
     json_: bool = False,
 ) -> None:
     """Simulated audits with no real effect: the verdicts' family-wise false-positive rate."""
-    from archaudit.audit.null_design import design_like, loop_rule
+    from archaudit.audit.planning.null_design import design_like, loop_rule
     from archaudit.cli.stats.sequential import simulate_sequential_command
     from archaudit.stats import AuditDesign, simulate_null
 

@@ -18,7 +18,7 @@ from archaudit.cli.stats.common import (
     printed_json,
     stats_app,
 )
-from archaudit.stats.options import DEFAULT, JudgeOptions
+from archaudit.stats.inference.options import DEFAULT, JudgeOptions
 
 
 @stats_app.command("snr")
@@ -36,7 +36,7 @@ def snr_command(
     """Signal-to-noise per metric and scale: seed σ, the spread of the arm means, their ratio
     beside what seed noise alone gives, and the seeds per arm the median effect would need
     (planned for `--correction` over the arms at `--alpha`)."""
-    from archaudit.audit.findings import Analysis
+    from archaudit.audit.results.findings import Analysis
 
     found = findings_of(source, metric, options, Analysis.SNR)
     result = found.snr

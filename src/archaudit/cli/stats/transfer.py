@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from archaudit.audit.findings_record import TransferSettings
+from archaudit.audit.results.findings_record import TransferSettings
 from archaudit.cli.options import (
     Flags,
     judge_flags,
@@ -24,7 +24,7 @@ from archaudit.cli.stats.common import (
 )
 from archaudit.errors import ConfigError
 from archaudit.formatting import estimate
-from archaudit.stats.options import DEFAULT, JudgeOptions
+from archaudit.stats.inference.options import DEFAULT, JudgeOptions
 
 if TYPE_CHECKING:
     from archaudit.stats.analyses.baseline_transfer import BaselineTransfer
@@ -48,7 +48,7 @@ def transfer_command(
 ) -> None:
     """Cross-scale transfer (one baseline) or transfer across baselines (several); on an audit
     folder without --metric, each primary metric."""
-    from archaudit.audit.findings import Analysis, Settings
+    from archaudit.audit.results.findings import Analysis, Settings
 
     several = tuple(baseline or ()) if baseline and len(baseline) > 1 else ()
     if options.scale is not None and not several:

@@ -27,8 +27,8 @@ from archaudit.cli.stats.common import (
 )
 from archaudit.formatting import MISSING, pvalue
 from archaudit.glossary import POINTER
-from archaudit.stats.options import DEFAULT, JudgeOptions
-from archaudit.stats.verdicts import SIGNIFICANT
+from archaudit.stats.inference.options import DEFAULT, JudgeOptions
+from archaudit.stats.records.verdicts import SIGNIFICANT
 
 if TYPE_CHECKING:
     from archaudit.stats import Judgement
@@ -57,8 +57,8 @@ def verdicts_command(
     """Verdict of every arm: Δ, t, corrected p, verdict, MDE, grade, and the design's error rate.
     On a sequential audit: the loop's verdicts, as `run` printed them and the report shows. On
     an audit folder without --metric or --scale: each primary metric at each scale."""
-    from archaudit.audit.findings import Analysis
-    from archaudit.stats.family import no_arm_to_judge
+    from archaudit.audit.results.findings import Analysis
+    from archaudit.stats.judging.family import no_arm_to_judge
 
     found = findings_of(
         source, metric, options, Analysis.VERDICTS, Analysis.TARGET, Analysis.STRESS
@@ -112,7 +112,7 @@ def _print_loop_end(looped: bool, descriptive: Sequence[Judgement]) -> None:
 
 def _print_judgement(judgement: Judgement, notes: list[str]) -> None:
     from archaudit.stats.inference.tests import statistical_test
-    from archaudit.stats.judgement_text import header
+    from archaudit.stats.judging.judgement_text import header
 
     say_text("\n".join(header(judgement)))
     if judgement.sequential:
@@ -163,7 +163,7 @@ def _print_judgement(judgement: Judgement, notes: list[str]) -> None:
 def limit_lines(judgement: Judgement) -> list[str]:
     """One line per arm whose verdict something limits, in the report's and the JSON's words
     (`ArmVerdict.caveats`); `run` and `demo` print them under their end tables too."""
-    from archaudit.stats.grading import CAVEAT_SEPARATOR
+    from archaudit.stats.judging.grading import CAVEAT_SEPARATOR
 
     return [
         f"limits of {v.arm}: {CAVEAT_SEPARATOR.join(v.caveats)}"

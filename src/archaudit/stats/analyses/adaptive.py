@@ -15,11 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtri
 
-from archaudit.stats.family import collect_family
-from archaudit.stats.judgement import Judgement
-from archaudit.stats.serialize import JsonResult
-from archaudit.stats.table import TableLike, load_table
-from archaudit.stats.verdicts import INCOMPLETE, Verdict
+from archaudit.stats.judging.family import collect_family
+from archaudit.stats.judging.judgement import Judgement
+from archaudit.stats.records.serialize import JsonResult
+from archaudit.stats.records.table import TableLike, load_table
+from archaudit.stats.records.verdicts import INCOMPLETE, Verdict
 
 
 @dataclass(frozen=True)

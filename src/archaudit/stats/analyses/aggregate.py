@@ -31,19 +31,19 @@ import numpy as np
 from archaudit.errors import ConfigError
 from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS, lower_is_better
 from archaudit.names import ResultStatus
-from archaudit.stats.errors import DesignError, TooFewSeedsError
-from archaudit.stats.family import left_out
 from archaudit.stats.inference.aso import (
     ASO_THRESHOLD,
     AlmostStochasticOrder,
     almost_stochastic_order,
 )
+from archaudit.stats.inference.options import DEFAULT, JudgeOptions
 from archaudit.stats.inference.resample import estimable_interval
 from archaudit.stats.inference.samples import sample_arm
-from archaudit.stats.options import DEFAULT, JudgeOptions
-from archaudit.stats.serialize import JsonResult
-from archaudit.stats.signal import check_signal
-from archaudit.stats.table import Table, TableLike, load_table
+from archaudit.stats.judging.family import left_out
+from archaudit.stats.judging.signal import check_signal
+from archaudit.stats.records.errors import DesignError, TooFewSeedsError
+from archaudit.stats.records.serialize import JsonResult
+from archaudit.stats.records.table import Table, TableLike, load_table
 
 TASK_SUFFIX = "/score"
 """Per-task metrics the audit store writes (`<task>/score`); the default strata."""
@@ -138,8 +138,8 @@ FALLBACK_METRICS = (DOWNSTREAM_AVERAGE, PRIMARY_LOSS)
 
 def _strata(table: Table, metrics: Sequence[str]) -> tuple[tuple[str, ...], list[str]]:
     """The task metrics (by default the `<task>/score` of every task that carries signal in
-    this audit, `stats.signal`: tasks at chance in every run would only dilute the aggregate),
-    with notes on what was left out; else the first fallback metric the table has."""
+    this audit, `stats.judging.signal`: tasks at chance in every run would only dilute the
+    aggregate), with notes on what was left out; else the first fallback metric the table has."""
     if metrics:
         return tuple(metrics), []
     signal = check_signal(table)

@@ -17,12 +17,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from archaudit.names import BASELINE
-from archaudit.stats.errors import DesignError
-from archaudit.stats.judgement import ArmVerdict, Judgement, judge
-from archaudit.stats.options import DEFAULT, JudgeOptions
-from archaudit.stats.serialize import JsonResult
-from archaudit.stats.table import Table, TableLike, load_table
-from archaudit.stats.verdicts import DIVERGED, INCOMPLETE, Verdict
+from archaudit.stats.inference.options import DEFAULT, JudgeOptions
+from archaudit.stats.judging.judgement import ArmVerdict, Judgement, judge
+from archaudit.stats.records.errors import DesignError
+from archaudit.stats.records.serialize import JsonResult
+from archaudit.stats.records.table import Table, TableLike, load_table
+from archaudit.stats.records.verdicts import DIVERGED, INCOMPLETE, Verdict
 
 
 def _audit_layout(table: Table, baselines: Sequence[str]) -> dict[str, Table]:

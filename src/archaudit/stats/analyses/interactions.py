@@ -34,14 +34,14 @@ import scipy.stats
 
 from archaudit.errors import ConfigError
 from archaudit.names import ResultStatus
-from archaudit.stats.errors import DesignError
 from archaudit.stats.inference.corrections import adjust_pvalues
 from archaudit.stats.inference.noise import pooled_sd
+from archaudit.stats.inference.options import DEFAULT, JudgeOptions
 from archaudit.stats.inference.samples import ArmSample
-from archaudit.stats.judgement import collect_family
-from archaudit.stats.options import DEFAULT, JudgeOptions
-from archaudit.stats.serialize import JsonResult
-from archaudit.stats.table import TableLike, load_table
+from archaudit.stats.judging.judgement import collect_family
+from archaudit.stats.records.errors import DesignError
+from archaudit.stats.records.serialize import JsonResult
+from archaudit.stats.records.table import TableLike, load_table
 
 
 @dataclass(frozen=True)

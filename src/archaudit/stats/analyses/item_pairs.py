@@ -17,7 +17,7 @@ from archaudit.stats.inference.paired import (
     compare_item_measure,
     compare_items,
 )
-from archaudit.stats.serialize import JsonResult
+from archaudit.stats.records.serialize import JsonResult
 
 CORRECT = "correct"
 """The measure of correctness: each item right or wrong (bootstrap, McNemar)."""

@@ -21,10 +21,10 @@ from archaudit.metrics import PRIMARY_LOSS
 from archaudit.metrics import lower_is_better as resolve_lower
 from archaudit.names import BASELINE, ResultStatus
 from archaudit.ranges import REPLICATES, SEED, Range
-from archaudit.stats.errors import DesignError
 from archaudit.stats.inference.resample import percentile_interval
-from archaudit.stats.serialize import JsonResult
-from archaudit.stats.table import Table
+from archaudit.stats.records.errors import DesignError
+from archaudit.stats.records.serialize import JsonResult
+from archaudit.stats.records.table import Table
 
 HUBER_DELTA = 1e-3
 _INITS = np.array(

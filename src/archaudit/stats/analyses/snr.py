@@ -14,7 +14,7 @@ metric at every scale of a results table:
   below 2σ, which is never declared).
 
 Downstream tasks without signal in the audit are left out first, as every verdict leaves them
-out (`archaudit.stats.signal`), so `downstream_avg` here is the one judged.
+out (`archaudit.stats.judging.signal`), so `downstream_avg` here is the one judged.
 
 Choosing the primary metric after looking at arm results is selection: the audit file declares
 its primaries before the run, and this table is for planning the next audit.
@@ -31,13 +31,13 @@ import numpy as np
 
 from archaudit.metrics import Kind, metric_info
 from archaudit.names import ResultStatus
-from archaudit.stats.errors import TableError
 from archaudit.stats.inference.noise import pooled_sd
-from archaudit.stats.options import DEFAULT, JudgeOptions
-from archaudit.stats.serialize import JsonResult
-from archaudit.stats.signal import check_signal
+from archaudit.stats.inference.options import DEFAULT, JudgeOptions
+from archaudit.stats.judging.signal import check_signal
+from archaudit.stats.records.errors import TableError
+from archaudit.stats.records.serialize import JsonResult
+from archaudit.stats.records.table import Table
 from archaudit.stats.simulation.power import seeds_needed
-from archaudit.stats.table import Table
 
 SELECTION_WARNING = (
     "picking the primary metric after looking at these arm results is selection: declare the "
@@ -81,7 +81,7 @@ class SignalToNoise(JsonResult):
     baseline: str
     metrics: tuple[MetricSignal, ...]
     notes: tuple[str, ...] = ()
-    """Downstream tasks left out for carrying no signal (`archaudit.stats.signal`)."""
+    """Downstream tasks left out for carrying no signal (`archaudit.stats.judging.signal`)."""
     warning: str = SELECTION_WARNING
 
 

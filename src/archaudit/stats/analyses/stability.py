@@ -7,7 +7,7 @@ diverged run counts as L₀ (min with L₀ clamps it). Here the expectation is t
 sweep's grid and L(η) the mean over seeds at that rate.
 
 A run is **stable** when it did not diverge (NaN/Inf), raised no rising-gradient warning, and
-did not collapse (the stress test's reader decides; `audit/stress.py`: it ended below the
+did not collapse (the stress test's reader decides; `audit/stability/stress.py`: it ended below the
 unigram loss). The **largest stable rate** of a seed is the largest rate of the grid up to which
 every one of that seed's runs was stable; the arm's is their lower median (a rate of the
 grid), with the seeds' range.

@@ -34,12 +34,12 @@ from archaudit.stats.analyses.ranking import (
     spearman,
     spearman_bounds,
 )
-from archaudit.stats.errors import DesignError
-from archaudit.stats.judgement import ArmVerdict, Judgement, collect_family, judge
-from archaudit.stats.options import DEFAULT, JudgeOptions
-from archaudit.stats.serialize import JsonResult
-from archaudit.stats.table import Table, TableLike, load_table
-from archaudit.stats.verdicts import DIVERGED, INCOMPLETE, Verdict
+from archaudit.stats.inference.options import DEFAULT, JudgeOptions
+from archaudit.stats.judging.judgement import ArmVerdict, Judgement, collect_family, judge
+from archaudit.stats.records.errors import DesignError
+from archaudit.stats.records.serialize import JsonResult
+from archaudit.stats.records.table import Table, TableLike, load_table
+from archaudit.stats.records.verdicts import DIVERGED, INCOMPLETE, Verdict
 
 LOW_RHO = 0.5
 """Below this Spearman ρ the report says the small-scale ranking does not carry over."""

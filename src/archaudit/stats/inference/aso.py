@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from archaudit.stats.serialize import JsonResult
+from archaudit.stats.records.serialize import JsonResult
 
 DEFAULT_DT = 0.005
 ASO_THRESHOLD = 0.2

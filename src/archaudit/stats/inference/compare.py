@@ -17,11 +17,11 @@ from archaudit.names import Test
 from archaudit.stats.inference.corrections import adjust_pvalues
 from archaudit.stats.inference.dunnett import dunnett_stepdown
 from archaudit.stats.inference.noise import NoiseFloor
+from archaudit.stats.inference.options import JudgeOptions
 from archaudit.stats.inference.significance import Welch, welch_test
 from archaudit.stats.inference.tests import statistical_test
-from archaudit.stats.noise_panel import WIDEST_FACTOR
-from archaudit.stats.options import JudgeOptions
-from archaudit.stats.verdicts import Verdict, candidate, classify
+from archaudit.stats.records.noise_panel import WIDEST_FACTOR
+from archaudit.stats.records.verdicts import Verdict, candidate, classify
 
 
 @dataclass(frozen=True, slots=True)

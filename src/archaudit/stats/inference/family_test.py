@@ -28,7 +28,7 @@ Each test's p is corrected over the family and compared with the design's calibr
 Welch
 uses each arm's own spread, so more seeds and a larger Δ do not always mean a smaller p.
 
-Measured over the noise panel (stats/noise_panel.py, docs/verdicts.md), only tests in
+Measured over the noise panel (stats/records/noise_panel.py, docs/verdicts.md), only tests in
 which an
 arm's own variance enters hold α when arms' seed variances differ. `pooled-t` (declared equal
 variance, `--equal-variance`) and `z` (paper mode) are labelled assumptions of the user.

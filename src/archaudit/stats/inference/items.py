@@ -18,7 +18,7 @@ from typing import Any
 
 from archaudit.errors import ConfigError, did_you_mean
 from archaudit.names import ITEMS_FILE
-from archaudit.stats.errors import DataError, DuplicateRowError
+from archaudit.stats.records.errors import DataError, DuplicateRowError
 
 ITEM_COLUMNS = ("arm", "scale", "seed", "task", "item", "correct")
 ITEM_DTYPES = {
@@ -98,7 +98,7 @@ class ItemTable:
     def to_frame(self) -> Any:
         """One row per (arm, scale, seed, task, item) with `correct` as 0/1 and the measure
         columns the source has (NaN where an item has none)."""
-        from archaudit.stats.frames import declared_frame
+        from archaudit.stats.records.frames import declared_frame
 
         dtypes = ITEM_DTYPES | dict.fromkeys(self.measures, "float64")
         records = [
@@ -145,7 +145,7 @@ def load_items(source: str | Path | Any) -> ItemTable:
     pandas DataFrame with the same columns."""
     if isinstance(source, ItemTable):
         return source
-    from archaudit.stats.table import source_rows
+    from archaudit.stats.records.table import source_rows
 
     rows, name = source_rows(source, ITEMS_FILE, ITEM_COLUMNS, ITEM_MEASURES)
     results, measures = [], ITEM_MEASURES

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
-from archaudit.stats.errors import TooFewSeedsError, ZeroNoiseError
 from archaudit.stats.inference.samples import ArmSample
-from archaudit.stats.serialize import JsonResult
+from archaudit.stats.records.errors import TooFewSeedsError, ZeroNoiseError
+from archaudit.stats.records.serialize import JsonResult
 
 INTERVAL_LEVEL = 0.95
 

@@ -14,10 +14,10 @@ from scipy import stats as scipy_stats
 
 from archaudit.errors import did_you_mean
 from archaudit.metrics import metric_info
-from archaudit.stats.errors import DesignError, UnknownNameError, check_name
 from archaudit.stats.inference.items import ITEM_MEASURES, ItemKey, ItemTable, load_items
 from archaudit.stats.inference.resample import bootstrap_means, percentile_interval
-from archaudit.stats.serialize import JsonResult
+from archaudit.stats.records.errors import DesignError, UnknownNameError, check_name
+from archaudit.stats.records.serialize import JsonResult
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:

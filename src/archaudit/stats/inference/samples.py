@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from archaudit.names import ResultStatus
-from archaudit.stats.table import Run, Table
-from archaudit.stats.verdicts import DIVERGED, INCOMPLETE, Verdict
+from archaudit.stats.records.table import Run, Table
+from archaudit.stats.records.verdicts import DIVERGED, INCOMPLETE, Verdict
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,7 +47,7 @@ from archaudit.stats.predictions.ladder_fit import (
     predict_linear,
     smoother_weights,
 )
-from archaudit.stats.serialize import JsonResult
+from archaudit.stats.records.serialize import JsonResult
 
 SINGLE_SCALE = "single_scale"
 """The baseline's name where a mixture's would stand."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from archaudit.stats.serialize import JsonResult
+from archaudit.stats.records.serialize import JsonResult
 
 RATES_FILE = Path(__file__).with_name("claim_rates.toml")
 MIN_RATE = 0.8

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from archaudit.errors import ConfigError
-from archaudit.stats.serialize import JsonResult
+from archaudit.stats.records.serialize import JsonResult
 
 SI_SUFFIXES = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 """What a size's suffix multiplies it by (the names scales and targets go by: 64M, 1.2B)."""

@@ -25,10 +25,10 @@ from scipy import stats as sps
 
 from archaudit.errors import ConfigError, did_you_mean
 from archaudit.metrics import lower_is_better
-from archaudit.stats.family import left_out
 from archaudit.stats.inference.noise import noise_floor
+from archaudit.stats.inference.options import DEFAULT, JudgeOptions
 from archaudit.stats.inference.samples import sample_arm
-from archaudit.stats.options import DEFAULT, JudgeOptions
+from archaudit.stats.judging.family import left_out
 from archaudit.stats.predictions.backtest import (
     CLAIM_LEVEL,
     QUIET_LADDER,
@@ -41,12 +41,12 @@ from archaudit.stats.predictions.backtest import (
 from archaudit.stats.predictions.claim_rates import MIN_RATE, claim_rate
 from archaudit.stats.predictions.ladder_fit import LadderArrays, predict_linear, smoother_weights
 from archaudit.stats.predictions.ladders import Ladder, check_ladder
-from archaudit.stats.predictions.target import TargetPrediction
-from archaudit.stats.serialize import JsonResult
-from archaudit.stats.table import TableLike, load_table
+from archaudit.stats.records.serialize import JsonResult
+from archaudit.stats.records.table import TableLike, load_table
+from archaudit.stats.records.target import TargetPrediction
 
 if TYPE_CHECKING:
-    from archaudit.stats.judgement import Judgement
+    from archaudit.stats.judging.judgement import Judgement
 
 MIN_SCALES = 3
 MAX_BOOT = 100_000

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 from archaudit.errors import ArchauditError, ConfigError, DataError
 from archaudit.names import RESULTS_FILE
-from archaudit.stats.csvio import CsvRow
-from archaudit.stats.frames import FRAME_SOURCE, is_frame, pandas
 from archaudit.stats.predictions.ladders import Ladder, LadderScale, check_ladder, line_tokens
-from archaudit.stats.table import (
+from archaudit.stats.records.csvio import CsvRow
+from archaudit.stats.records.frames import FRAME_SOURCE, is_frame, pandas
+from archaudit.stats.records.table import (
     OPTIONAL_COLUMNS,
     REQUIRED_COLUMNS,
     Table,

@@ -18,7 +18,7 @@ import numpy as np
 from scipy import stats as sps
 
 from archaudit.errors import ConfigError
-from archaudit.stats.serialize import JsonResult
+from archaudit.stats.records.serialize import JsonResult
 from archaudit.stats.simulation.calibrate import audit_levels
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.null_kernel import family_outcomes

@@ -33,7 +33,7 @@ from functools import lru_cache
 import numpy as np
 
 from archaudit.stats.inference.tests import statistical_test
-from archaudit.stats.noise_panel import CALIBRATION_PANEL, NORMAL, parse_one
+from archaudit.stats.records.noise_panel import CALIBRATION_PANEL, NORMAL, parse_one
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.disk_cache import cached, in_range
 from archaudit.stats.simulation.null_kernel import MIN_AUDITS, affordable, simulate_outcomes

@@ -15,10 +15,10 @@ from typing import Any
 from archaudit.errors import ConfigError
 from archaudit.ranges import COUNT, Range
 from archaudit.stats.inference.family_test import choose_test
+from archaudit.stats.inference.options import DEFAULT, JudgeOptions, check_test
 from archaudit.stats.inference.tests import statistical_test
-from archaudit.stats.noise_panel import WIDEST_FACTOR
-from archaudit.stats.options import DEFAULT, JudgeOptions, check_test
-from archaudit.stats.serialize import JsonResult
+from archaudit.stats.records.noise_panel import WIDEST_FACTOR
+from archaudit.stats.records.serialize import JsonResult
 from archaudit.stats.simulation.power import Design, default_baseline_seeds
 
 

@@ -2,7 +2,7 @@
 
 The rate is simulated under the null (`simulate_null`) with a fixed seed, so it is the same
 number every time: under normal noise with one σ (the model the verdict arithmetic is exact for)
-and under every model of the noise panel (stats/noise_panel.py), whose worst rate is
+and under every model of the noise panel (stats/records/noise_panel.py), whose worst rate is
 printed
 beside it. It depends only on the design, so it is cached in-process and on disk under
 `<archaudit cache>/stats/`, keyed by the design, the number of audits, the seed and the
@@ -20,10 +20,10 @@ from typing import Any
 
 from archaudit.formatting import num
 from archaudit.stats.inference.distributions import solve_increasing
+from archaudit.stats.inference.options import DEFAULT, JudgeOptions
 from archaudit.stats.inference.tests import statistical_test
-from archaudit.stats.noise_panel import CALIBRATION_PANEL, NORMAL, WIDEST_FACTOR, parse_one
-from archaudit.stats.options import DEFAULT, JudgeOptions
-from archaudit.stats.serialize import JsonResult
+from archaudit.stats.records.noise_panel import CALIBRATION_PANEL, NORMAL, WIDEST_FACTOR, parse_one
+from archaudit.stats.records.serialize import JsonResult
 from archaudit.stats.simulation.calibrate import (
     calibration_audits,
     design_level,

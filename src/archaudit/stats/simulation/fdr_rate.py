@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from archaudit.stats.serialize import JsonResult
+from archaudit.stats.records.serialize import JsonResult
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.simulate import binomial_se, judged
 

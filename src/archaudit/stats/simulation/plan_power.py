@@ -18,7 +18,7 @@ from functools import lru_cache
 import numpy as np
 
 from archaudit.formatting import num
-from archaudit.stats.serialize import JsonResult
+from archaudit.stats.records.serialize import JsonResult
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.design_rate import arm_mde
 from archaudit.stats.simulation.disk_cache import cached, in_range

@@ -37,10 +37,10 @@ from archaudit.errors import ConfigError
 from archaudit.stats.inference.corrections import per_test_alpha
 from archaudit.stats.inference.distributions import solve_increasing
 from archaudit.stats.inference.family_test import choose_test
+from archaudit.stats.inference.options import DEFAULT, JudgeOptions, check_test
 from archaudit.stats.inference.tests import statistical_test
-from archaudit.stats.noise_panel import WIDEST_FACTOR
-from archaudit.stats.options import DEFAULT, JudgeOptions, check_test
-from archaudit.stats.serialize import JsonResult
+from archaudit.stats.records.noise_panel import WIDEST_FACTOR
+from archaudit.stats.records.serialize import JsonResult
 
 CURVE_STEP, CURVE_SPAN = 0.5, 15.0
 """A power curve is computed every CURVE_STEP σ up to CURVE_SPAN σ, or past the MDE."""

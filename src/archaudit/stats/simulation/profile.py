@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import fdtri
 
-from archaudit.stats.noise_panel import WIDEST_FACTOR, NoiseModel
+from archaudit.stats.records.noise_panel import WIDEST_FACTOR, NoiseModel
 
 BOUND_CONFIDENCE = 0.9
 """One-sided confidence of each multi-seed arm's upper bound on its seed-σ ratio."""

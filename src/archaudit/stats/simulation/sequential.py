@@ -21,7 +21,7 @@ The method is a group-sequential design per arm combined with Holm across arms:
   which `simulate_sequential` measures next to the fixed design's.
 
 The test is the robust default of docs/verdicts.md, measured over the noise panel
-(stats/noise_panel.py): an arm with >= 2 seeds is tested by Welch's t of its own seeds
+(stats/records/noise_panel.py): an arm with >= 2 seeds is tested by Welch's t of its own seeds
 against
 the baseline's (its own variance enters its test); an arm with one seed cannot show its spread,
 so its p is that of the prediction-interval t with its seed σ bounded at 6× the pooled σ, and it
@@ -52,14 +52,14 @@ from archaudit.errors import ConfigError
 from archaudit.names import Test
 from archaudit.stats.inference.family_test import interval
 from archaudit.stats.inference.tests import statistical_test
-from archaudit.stats.noise_panel import PANEL, NoiseModel, parse_one
-from archaudit.stats.serialize import JsonResult
+from archaudit.stats.records.noise_panel import PANEL, NoiseModel, parse_one
+from archaudit.stats.records.serialize import JsonResult
+from archaudit.stats.records.verdicts import NOISE_SIGMAS, Verdict
 from archaudit.stats.simulation.disk_cache import cached, in_range
 from archaudit.stats.simulation.power import PowerCurve, curve_points
 from archaudit.stats.simulation.profile import NO_PROFILE, Profile, profile_levels, ratio_bounds
 from archaudit.stats.simulation.simulate import PanelRate, panel_rate, worst
 from archaudit.stats.simulation.simulation_checks import sequential_models
-from archaudit.stats.verdicts import NOISE_SIGMAS, Verdict
 
 
 class LoopState(IntEnum):
@@ -505,7 +505,7 @@ class SequentialSimulation(JsonResult):
     seeds_mean: dict[str, float]
     """Planted effect (σ, "null" for the rest) → mean seeds per arm."""
     noise: str = "normal"
-    """The noise model of `fwer` (stats/noise_panel.py); `panel` runs all of them."""
+    """The noise model of `fwer` (stats/records/noise_panel.py); `panel` runs all of them."""
     panel: tuple[PanelRate, ...] = ()
     """With `noise="panel"`: the null family-wise rate under each model of the panel."""
     panel_worst: PanelRate | None = None
@@ -523,7 +523,7 @@ def simulate_sequential(
 ) -> SequentialSimulation:
     """Simulate `audits` sequential audits of `arms` arms (reproducible from `seed`), and on the
     same draws the fixed design: `fixed_seeds` per arm (default: the rule's maximum), as many
-    for the baseline. `noise` names the seed-noise model (stats/noise_panel.py); with
+    for the baseline. `noise` names the seed-noise model (stats/records/noise_panel.py); with
     `panel`,
     `fwer` is the normal model's and `panel` holds every model's null rate."""
     rule = rule or SequentialRule()

@@ -20,8 +20,8 @@ import numpy as np
 
 from archaudit.errors import ConfigError
 from archaudit.stats.inference.corrections import fwer_uncorrected
-from archaudit.stats.noise_panel import NORMAL, NoiseModel, parse_noise
-from archaudit.stats.serialize import JsonResult
+from archaudit.stats.records.noise_panel import NORMAL, NoiseModel, parse_noise
+from archaudit.stats.records.serialize import JsonResult
 from archaudit.stats.simulation.calibrate import audit_levels
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.null_kernel import (
@@ -75,7 +75,7 @@ class NullSimulation(JsonResult):
     power_predicted: float
     """`power(effect, design)` for the planted arms (NaN without planted effects)."""
     noise: str = "normal"
-    """The noise model of `fwer` (stats/noise_panel.py). `panel` runs all of them."""
+    """The noise model of `fwer` (stats/records/noise_panel.py). `panel` runs all of them."""
     panel: tuple[PanelRate, ...] = ()
     """With `noise="panel"`: the family-wise rate under each model of the panel."""
     panel_worst: PanelRate | None = None
@@ -115,7 +115,7 @@ def simulate_null(
     """Simulate `audits` audits of `design`, reproducible from `seed`.
 
     `effect` is in units of σ. It is added to the first `effect_arms` arms of the design.
-    `noise` names the seed-noise model (stats/noise_panel.py), or `panel` for all of
+    `noise` names the seed-noise model (stats/records/noise_panel.py), or `panel` for all of
     them.
     With `panel`, `fwer` is the normal model's rate and `panel` holds every model's.
     """

@@ -9,7 +9,7 @@ import math
 from typing import Protocol
 
 from archaudit.errors import ConfigError
-from archaudit.stats.noise_panel import NoiseModel, check_fits, parse_noise
+from archaudit.stats.records.noise_panel import NoiseModel, check_fits, parse_noise
 
 
 class SeedCaps(Protocol):

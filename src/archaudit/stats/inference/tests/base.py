@@ -43,8 +43,8 @@ from scipy import stats as sps
 from scipy.special import ndtr, stdtr, stdtrit
 
 from archaudit.registry import Registry
-from archaudit.stats.noise_panel import WIDEST_FACTOR
-from archaudit.stats.verdicts import NOISE_SIGMAS
+from archaudit.stats.records.noise_panel import WIDEST_FACTOR
+from archaudit.stats.records.verdicts import NOISE_SIGMAS
 
 Values = float | np.ndarray
 """One arm's number or an array of them: the statistics broadcast, so `judge` passes scalars
@@ -75,7 +75,8 @@ class PowerDesign(Protocol):
 
 @dataclass(frozen=True)
 class TestFacts:
-    """What a test's words may quote of one judgement (built by `stats/judgement_text.py`)."""
+    """What a test's words may quote of one judgement (built by
+    `stats/judging/judgement_text.py`)."""
 
     sigma_dof: int
     own_df: str

@@ -19,7 +19,7 @@ from archaudit.stats.inference.tests.base import (
     noncentral_power,
     register_test,
 )
-from archaudit.stats.noise_panel import WIDEST_FACTOR
+from archaudit.stats.records.noise_panel import WIDEST_FACTOR
 
 
 @register_test

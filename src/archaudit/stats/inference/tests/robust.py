@@ -30,8 +30,8 @@ from archaudit.stats.inference.tests.base import (
     register_test,
     welch_critical,
 )
-from archaudit.stats.noise_panel import WIDEST_FACTOR
-from archaudit.stats.verdicts import NOISE_SIGMAS
+from archaudit.stats.records.noise_panel import WIDEST_FACTOR
+from archaudit.stats.records.verdicts import NOISE_SIGMAS
 
 
 @register_test

@@ -1,0 +1,2 @@
+"""Where and how a run process starts: the `run-one` command line, the
+warm fork server and the executors."""

@@ -1,0 +1,168 @@
+"""How long `plan` probes before it estimates the rest from FLOPs (issue 57).
+
+A first `plan` of a 20-arm audit has 42 (arm, scale) pairs to time: 15 minutes on an idle
+2-core machine, more than an hour at a load of 16. `plan` probes for at most `--probe-budget`
+seconds (`DEFAULT_PROBE_BUDGET`), most useful first: each scale's whole run (start-up, steps,
+validation, a checkpoint, the suite; the first scale's always, so that every estimate stands
+on one measurement), then the audit's own start and the loop's costs, then each arm's training
+step. What the budget leaves out is estimated from FLOPs against what was measured, in the same
+breath's reference units, and marked ≈ wherever it is shown: a scale's parts from a measured
+scale's times its training FLOPs per step (its checkpoint by its parameters), an arm's step from
+its scale's measured step times its FLOPs per token over the probed model's. Every measurement
+is cached, so the next `plan` spends its budget on the pairs still estimated.
+
+The budget counts from the `plan` command's start, its imports and grid included, and binds
+every probe: on a loaded machine a first `plan` would otherwise spend minutes on the start-up
+and the first scale alone (19 CPU-seconds, 262 s of wall at a load of 19, issue 57). A probe
+starts only when its estimated time (in reference steps timed now, so longer on a loaded
+machine) fits in what is left. What no probe measured is estimated from the reference
+step timed now (`from_reference`): a run's start, the audit's start, the loop's judgement and a
+scale's parts in reference steps (`REFERENCE_COSTS`), marked ≈ like the rest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the command line reads DEFAULT_PROBE_BUDGET without importing torch
+    from archaudit.audit.grid.plan import RunSpec
+    from archaudit.audit.planning.probe import LoopCost, ShapeCost, Timed
+
+DEFAULT_PROBE_BUDGET = 60.0
+"""Seconds from a `plan`'s start after which it starts no probe."""
+
+
+@dataclass
+class ProbeBudget:
+    """`seconds` of a plan's time for probing, counted from `started` (the command's start;
+    else the first measurement asked for); a probe starts only when its estimated time fits in
+    what is left (`allows`)."""
+
+    seconds: float = DEFAULT_PROBE_BUDGET
+    started: float | None = field(default=None, compare=False)
+    skipped: int = 0
+    """Probes left out for the budget (their pairs estimated from FLOPs)."""
+
+    def allows(self, estimate: float) -> bool:
+        """Whether a probe estimated at `estimate` seconds fits in what is left (never with a
+        budget of 0); counts a refusal in `skipped`."""
+        if self.started is None:
+            self.started = time.perf_counter()
+        if self.seconds <= 0:
+            self.skipped += 1
+            return False
+        spent = time.perf_counter() - self.started
+        if spent + estimate <= self.seconds:
+            return True
+        self.skipped += 1
+        return False
+
+
+def _flops_per_step(run: RunSpec) -> float:
+    from archaudit.audit.grid.plan import model_sizes
+    from archaudit.model import training_flops_per_token
+
+    flops = training_flops_per_token(run.model, model_sizes(run.model)[1])
+    return flops * run.recipe.batch_tokens
+
+
+def step_ratio_from_flops(run: RunSpec, probed: RunSpec) -> float:
+    """`run`'s training step over `probed`'s (same scale), estimated by their FLOPs per step."""
+    return _flops_per_step(run) / _flops_per_step(probed)
+
+
+def shape_from_flops(shape: ShapeCost, probed: RunSpec, run: RunSpec) -> ShapeCost:
+    """`run`'s scale's parts estimated from `probed`'s measured `shape`: the compute (steps,
+    warm-up, validation, suite) by their training FLOPs per step, the checkpoint by their
+    parameters."""
+    from archaudit.audit.grid.plan import model_sizes
+    from archaudit.audit.planning.probe import ShapeCost
+
+    compute = _flops_per_step(run) / _flops_per_step(probed)
+    params = model_sizes(run.model)[0] / max(model_sizes(probed.model)[0], 1)
+    parts = {f.name: getattr(shape, f.name) for f in dataclasses.fields(shape)}
+    scaled: dict[str, Timed] = {
+        name: value * (params if name == "save" else compute) for name, value in parts.items()
+    }
+    return ShapeCost(**scaled)
+
+
+@dataclass(frozen=True)
+class ReferenceCosts:
+    """What no probe measured, in reference steps (`probe.reference_step`, about 0.016 s on an
+    idle core of the development machine): the medians of that machine's probe entries, each
+    stored beside its own reference (2 cores, idle, 2026-12-06; the starter's tiny and small
+    scales). They stand in only until a probe measures the part on this machine (shown ≈)."""
+
+    warm_start: float = 11.0
+    """A run forked from the warm server."""
+    cold_start: float = 300.0
+    """A fresh interpreter importing what `run-one` imports (also the `run` command's own)."""
+    server_start: float = 430.0
+    """The warm server's preload, beyond a forked start."""
+    judgement: float = 170.0
+    """The loop's judgement between rounds (its run-to-run work measured 0)."""
+    step_per_gflop: float = 2.7
+    """A training step (beside the audit's other workers) per GFLOP of the step."""
+    val_share: float = 0.4
+    """A validation batch over a training step."""
+    save: float = 15.0
+    """A checkpoint save."""
+    suite: tuple[float, float] = (184.0, 33.6)
+    """The built-in demo suite: fixed, and per GFLOP of the scale's training step."""
+
+
+REFERENCE_COSTS = ReferenceCosts()
+
+
+def startup_probe_refs(*, warm: bool) -> float:
+    """The start-up probe's own length in reference steps: a warm server's first start and
+    `probe.WARM_STARTS` forks, or one cold start."""
+    from archaudit.audit.planning.probe import WARM_STARTS
+
+    costs = REFERENCE_COSTS
+    return costs.server_start + WARM_STARTS * costs.warm_start if warm else costs.cold_start
+
+
+def start_from_reference(ref: Timed, *, warm: bool) -> Timed:
+    """A run's start-up, estimated from the reference step `ref` timed now."""
+    costs = REFERENCE_COSTS
+    return ref * (costs.warm_start if warm else costs.cold_start)
+
+
+def audit_start_from_reference(ref: Timed, *, warm: bool) -> Timed:
+    """What an audit pays once beside its runs (`probe.audit_start`), from `ref`."""
+    costs = REFERENCE_COSTS
+    return ref * (costs.cold_start + (costs.server_start if warm else 0.0))
+
+
+def loop_from_reference(ref: Timed) -> LoopCost:
+    """The local loop's costs per run and per round (`probe.loop_cost`), from `ref`."""
+    from archaudit.audit.planning.probe import ZERO, LoopCost
+
+    return LoopCost(ZERO, ref * REFERENCE_COSTS.judgement)
+
+
+def shape_from_reference(run: RunSpec, ref: Timed) -> ShapeCost:
+    """`run`'s scale's parts from `ref` and its training FLOPs per step, when no scale of the
+    plan was measured: the step, a validation batch, a checkpoint save and the suite."""
+    from archaudit.audit.planning.probe import ZERO, ShapeCost
+
+    costs = REFERENCE_COSTS
+    gflops = _flops_per_step(run) / 1e9
+    step = ref * (costs.step_per_gflop * gflops)
+    fixed, per_gflop = costs.suite
+    suite = ref * (fixed + per_gflop * gflops) if run.suite else ZERO
+    return ShapeCost(step, ZERO, step * costs.val_share, ref * costs.save, suite)
+
+
+def nearest_scale(run: RunSpec, measured: dict[str, RunSpec]) -> str:
+    """The scale of `measured` (by name, its probed run) whose FLOPs per step are nearest
+    `run`'s (by ratio): the best anchor for `shape_from_flops`."""
+
+    own = _flops_per_step(run)
+    return min(measured, key=lambda s: abs(math.log(_flops_per_step(measured[s]) / own)))

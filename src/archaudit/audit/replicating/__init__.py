@@ -1,0 +1,2 @@
+"""`archaudit replicate`: the literature's claims as audits, trained,
+judged and costed (the claim files are in replications/)."""
