@@ -33,7 +33,9 @@ SINGLE_SOURCE = {
 }
 """Where each duty is decided; everything downstream of it reads `duties`."""
 READERS = {
-    "downstream": "archaudit/stats/judging/judgement.py (R6 notes), archaudit/audit/grid/plan.py (R6 warning)",
+    "downstream": (
+        "archaudit/stats/judging/judgement.py (R6 notes), archaudit/audit/grid/plan.py (R6 warning)"
+    ),
     "cross_scale": "archaudit/audit/grid/plan.py (R7 warning)",
 }
 

@@ -101,17 +101,18 @@ def test_stats_keeps_its_layers(tmp_path: Path) -> None:
             "stats/inference/compare.py": "from archaudit.stats.simulation import design\n",
             "stats/simulation/__init__.py": "",
             "stats/simulation/design.py": "from archaudit.stats.inference import compare\n",
-            "stats/judgement.py": "from archaudit.stats.analyses.transfer import t\n",
+            "stats/judging/__init__.py": "",
+            "stats/judging/judgement.py": "from archaudit.stats.analyses.transfer import t\n",
             "stats/analyses/__init__.py": "",
-            "stats/analyses/transfer.py": "from archaudit.stats import judgement\n",
+            "stats/analyses/transfer.py": "from archaudit.stats.judging import judgement\n",
         },
     )
     upward = [line for line in imports.problems(root) if line.startswith("upward")]
     assert upward == [
         "upward: archaudit/stats/inference/compare.py:1: archaudit.stats.inference.compare "
         "imports archaudit.stats.simulation.design",
-        "upward: archaudit/stats/judgement.py:1: archaudit.stats.judgement imports "
-        "archaudit.stats.analyses.transfer",
+        "upward: archaudit/stats/judging/judgement.py:1: archaudit.stats.judging.judgement "
+        "imports archaudit.stats.analyses.transfer",
     ]
 
 

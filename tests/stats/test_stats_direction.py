@@ -262,12 +262,18 @@ DIRECTION_FREE = {
     "archaudit.stats.judging.grading.grade_arm": (
         "grades the evidence (seeds, scales), not a direction"
     ),
-    "archaudit.stats.judging.grading.owed": "names the metric in R6's words; the judge passes `by_loss`",
+    "archaudit.stats.judging.grading.owed": (
+        "names the metric in R6's words; the judge passes `by_loss`"
+    ),
     "archaudit.stats.inference.noise.noise_floor": "σ has no direction",
     "archaudit.stats.inference.samples.sample_arm": "an arm's seed values, as recorded",
-    "archaudit.audit.execute.sequential.families": "groups the plan's arms per metric; replay judges",
-    "archaudit.stats.judging.judgement.judge_loop": "overlays the loop's rows (judged by `replay`, checked "
-    "here) on a fixed judgement, whose direction it keeps",
+    "archaudit.audit.execute.sequential.families": (
+        "groups the plan's arms per metric; replay judges"
+    ),
+    "archaudit.stats.judging.judgement.judge_loop": (
+        "overlays the loop's rows (judged by `replay`, checked here) on a fixed judgement, whose "
+        "direction it keeps"
+    ),
 }
 """Public functions that take a metric but have no direction to get wrong, and why."""
 
