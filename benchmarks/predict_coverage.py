@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats as sps
 
-from archaudit.stats.inference.options import DEFAULT
+from archaudit.stats.choices.options import DEFAULT
 from archaudit.stats.predictions.backtest import (
     CLAIM_LEVEL,
     QUIET_LADDER,

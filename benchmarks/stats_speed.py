@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from archaudit.stats import judge, load_table
-from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.choices.options import JudgeOptions
 
 ARMS, SCALES, SEEDS, METRICS = 100, ("d6", "d12"), 5, 10
 

@@ -48,7 +48,7 @@ class Reference(StrEnum):
 
 class Test(StrEnum):
     """The built-in tests a family's arms are judged by (chosen from their seeds and the
-    options). Each is a registered entry, one file in stats/inference/tests/; a plugin may
+    options). Each is a registered entry, one file in stats/tests/; a plugin may
     register more (docs/guides/statistical-test.md), and a judgement's `test` is then its name."""
 
     WELCH = "welch"

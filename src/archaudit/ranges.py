@@ -1,6 +1,6 @@
 """`Range`: where a numeric option's values may lie. A field of an option class names its
 range in its metadata (`field(metadata={"range": Range(1)})`), and the command line checks every
-value of the flag against it where the flag is parsed (`cli.options.in_range`): a value out of
+value of the flag against it where the flag is parsed (`cli.base.options.in_range`): a value out of
 range is one line naming the flag, exit 2."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Fixtures for the audit tests. Importing `archaudit.cli.audit_cmd` registers the audit
-commands on `archaudit.cli.app` (until `cli/__init__.py` does it)."""
+commands on `archaudit.cli.base.app` (until `cli/__init__.py` does it)."""
 
 from __future__ import annotations
 

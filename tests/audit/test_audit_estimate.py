@@ -472,7 +472,7 @@ def test_plan_stats_power_and_the_verdict_header_print_one_mde(write_audit):
     from archaudit.audit.planning.power_plan import plan_power
     from archaudit.formatting import num
     from archaudit.stats import design_power, judge
-    from archaudit.stats.inference.options import JudgeOptions
+    from archaudit.stats.choices.options import JudgeOptions
     from archaudit.stats.judging.judgement_text import header
     from archaudit.stats.records.table import Row, Table
 

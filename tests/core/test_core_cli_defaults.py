@@ -10,7 +10,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from archaudit.cli import app, register_commands
-from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.choices.options import JudgeOptions
 
 CLI = Path(__file__).resolve().parents[2] / "src" / "archaudit" / "cli"
 DEFAULTS = {f.name: f.default for f in dataclasses.fields(JudgeOptions)}

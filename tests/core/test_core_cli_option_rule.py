@@ -21,8 +21,8 @@ import typer
 from typer.testing import CliRunner
 
 from archaudit.cli import CLICK_ERRORS, app, main, register_commands, usage_line
-from archaudit.cli.options import Flags, flag_names
-from archaudit.stats.inference.options import JudgeOptions
+from archaudit.cli.base.options import Flags, flag_names
+from archaudit.stats.choices.options import JudgeOptions
 
 GUIDE = Path(__file__).parents[2] / "docs" / "guides" / "command-line-option.md"
 JUDGING = (

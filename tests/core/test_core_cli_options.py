@@ -199,7 +199,7 @@ def test_every_command_declares_its_options_in_one_style() -> None:
             elif isinstance(node, ast.Call) and ast.unparse(node.func) == "typer.Option":
                 first = node.args[0] if node.args else None
                 named = isinstance(first, ast.Constant) and str(first.value).startswith("-")
-                # generated flags are named by their dataclass field (cli/options.py)
+                # generated flags are named by their dataclass field (cli/base/options.py)
                 named = named or ast.unparse(first or node) == "*names"
                 old_style += [] if named else [f"{path.name}:{node.lineno} (no flag name)"]
     assert not old_style, f"options outside Annotated[...] or unnamed: {old_style}"

@@ -98,7 +98,7 @@ def test_stats_keeps_its_layers(tmp_path: Path) -> None:
             "__init__.py": "",
             "stats/__init__.py": "from archaudit.stats.analyses import transfer\n",
             "stats/inference/__init__.py": "",
-            "stats/inference/compare.py": "from archaudit.stats.simulation import design\n",
+            "stats/choices/compare.py": "from archaudit.stats.simulation import design\n",
             "stats/simulation/__init__.py": "",
             "stats/simulation/design.py": "from archaudit.stats.inference import compare\n",
             "stats/judging/__init__.py": "",
@@ -109,7 +109,7 @@ def test_stats_keeps_its_layers(tmp_path: Path) -> None:
     )
     upward = [line for line in imports.problems(root) if line.startswith("upward")]
     assert upward == [
-        "upward: archaudit/stats/inference/compare.py:1: archaudit.stats.inference.compare "
+        "upward: archaudit/stats/choices/compare.py:1: archaudit.stats.choices.compare "
         "imports archaudit.stats.simulation.design",
         "upward: archaudit/stats/judging/judgement.py:1: archaudit.stats.judging.judgement "
         "imports archaudit.stats.analyses.transfer",

@@ -14,7 +14,7 @@ import pytest
 from archaudit.errors import ConfigError
 from archaudit.evals.lmeval_results import import_lmeval
 from archaudit.stats import VERDICTS, compare_items, judge, load_items, load_table
-from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.choices.options import JudgeOptions
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "lmeval" / "smollm2"
 RUNS = sorted(FIXTURES.glob("*/seed-*"))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from archaudit.stats import adaptive_seeding, judge
-from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.choices.options import JudgeOptions
 from archaudit.stats.records.table import Row, Table
 
 

@@ -12,7 +12,7 @@ from archaudit.stats.analyses.aggregate import (
     probability_of_improvement,
     stratified_resample,
 )
-from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.choices.options import JudgeOptions
 from archaudit.stats.inference.resample import percentile_interval
 from archaudit.stats.records.errors import DesignError
 from archaudit.stats.records.table import Row, Table

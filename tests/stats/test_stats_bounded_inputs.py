@@ -10,7 +10,7 @@ import pytest
 
 from archaudit.errors import ArchauditError, ConfigError
 from archaudit.stats import AuditDesign, judge, load_table, simulate_null
-from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.choices.options import JudgeOptions
 from archaudit.stats.judging.family import no_arm_to_judge
 from archaudit.stats.records.noise_panel import parse_one
 from archaudit.stats.simulation.sequential import simulate_sequential

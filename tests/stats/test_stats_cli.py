@@ -23,7 +23,7 @@ from archaudit.stats import (
     seeds_needed,
     simulate_null,
 )
-from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.choices.options import JudgeOptions
 from archaudit.stats.simulation.calibrate import design_level
 from archaudit.stats.simulation.design_rate import arm_mde
 

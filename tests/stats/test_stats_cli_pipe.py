@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parents[1] / "report"))
 from report_helpers import fake_audit
 
-from archaudit.cli.tables import ITEM_GAP, fit, wrap_words
+from archaudit.cli.base.tables import ITEM_GAP, fit, wrap_words
 from archaudit.glossary import POINTER, used_in
 
 EFFECTS = {"gated_attn_headwise": 0.01, "qk_norm": -0.002, "post_ln": 0.366, "softpick": -0.003}

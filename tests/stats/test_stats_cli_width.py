@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from archaudit.cli.tables import fit
+from archaudit.cli.base.tables import fit
 
 ARMS = ("qk_norm", "gated_attn_headwise", "softpick")
 METRICS = ("downstream_avg", "hellaswag/score", "winogrande_debiased/score")

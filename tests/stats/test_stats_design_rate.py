@@ -8,7 +8,7 @@ import json
 import pytest
 
 from archaudit.stats import AuditDesign, design_rate, judge, simulate_null
-from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.choices.options import JudgeOptions
 from archaudit.stats.judging.judgement_text import header
 from archaudit.stats.records.noise_panel import CALIBRATION_PANEL
 from archaudit.stats.simulation import calibrate

@@ -40,8 +40,8 @@ from archaudit.stats import (
 from archaudit.stats.analyses.aggregate import aggregate
 from archaudit.stats.analyses.scaling import LossSurface
 from archaudit.stats.analyses.snr import signal_to_noise
+from archaudit.stats.choices.options import JudgeOptions
 from archaudit.stats.inference.items import ItemResult, ItemTable
-from archaudit.stats.inference.options import JudgeOptions
 from archaudit.stats.inference.paired import compare_item_measure
 from archaudit.stats.judging.family import collect_family
 from archaudit.stats.predictions.predict import check_loss, predict
@@ -312,7 +312,7 @@ def test_a_loss_is_lower_is_better_without_a_direction_argument(entry_point, tmp
 def test_no_direction_defaults_to_higher_is_better():
     """No entry point (nor JudgeOptions) defaults `lower_is_better` to anything but None (or
     requires it): the class of bug where a loss was judged as a score by default."""
-    defaults = {"archaudit.stats.inference.options.JudgeOptions": JudgeOptions().lower_is_better}
+    defaults = {"archaudit.stats.choices.options.JudgeOptions": JudgeOptions().lower_is_better}
     for name in sorted(metric_entry_points()):
         module, _, attribute = name.rpartition(".")
         parameter = inspect.signature(getattr(importlib.import_module(module), attribute))

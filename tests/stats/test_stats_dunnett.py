@@ -8,9 +8,9 @@ import pytest
 from scipy import stats
 
 from archaudit.stats import judge
+from archaudit.stats.choices.options import JudgeOptions
 from archaudit.stats.inference.corrections import adjust_pvalues
 from archaudit.stats.inference.dunnett import critical_value, dunnett_stepdown, max_t_tail
-from archaudit.stats.inference.options import JudgeOptions
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -10,7 +10,7 @@ import json
 import numpy as np
 
 from archaudit.stats import AuditDesign, judge, simulate_null
-from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.choices.options import JudgeOptions
 from archaudit.stats.judging.judgement_text import header
 from archaudit.stats.records.table import Row, Table
 from archaudit.stats.simulation.fdr_rate import fdr_simulation

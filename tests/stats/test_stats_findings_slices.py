@@ -16,7 +16,7 @@ from archaudit.audit.results.findings import EVERYTHING, Analysis, Asked, Settin
 from archaudit.audit.results.findings_record import ON_REQUEST
 from archaudit.stats.analyses.item_pairs import ItemOptions, ItemPairs, pair_items
 from archaudit.stats.analyses.scaling import ScalingOptions
-from archaudit.stats.inference.options import DEFAULT
+from archaudit.stats.choices.options import DEFAULT
 from archaudit.stats.records.serialize import to_jsonable
 
 HEADER = ["arm", "scale", "seed", "metric", "value"]

@@ -13,7 +13,7 @@ import pytest
 pd = pytest.importorskip("pandas")
 
 from archaudit.stats import compare_items, judge, load_items, load_table  # noqa: E402
-from archaudit.stats.inference.options import JudgeOptions  # noqa: E402
+from archaudit.stats.choices.options import JudgeOptions  # noqa: E402
 from archaudit.stats.records.errors import TableError  # noqa: E402
 from archaudit.stats.records.frames import parquet_twin  # noqa: E402
 

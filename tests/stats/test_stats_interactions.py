@@ -7,7 +7,7 @@ import pytest
 
 from archaudit.errors import ConfigError
 from archaudit.stats import interactions
-from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.choices.options import JudgeOptions
 from archaudit.stats.records.errors import DesignError
 from archaudit.stats.records.table import Row, Table
 

@@ -10,8 +10,8 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from archaudit.stats import judge
+from archaudit.stats.choices.options import JudgeOptions
 from archaudit.stats.inference.family_test import PRIOR_DF, ROBUST_TAIL
-from archaudit.stats.inference.options import JudgeOptions
 from archaudit.stats.records.table import Row, Table
 from archaudit.stats.simulation.power import Design, minimum_detectable_effect
 

@@ -17,7 +17,7 @@ from archaudit.stats.inference.family_test import (
     prior_weight,
     protected,
 )
-from archaudit.stats.inference.tests import statistical_test
+from archaudit.stats.tests import statistical_test
 
 
 def pooled_sigma(groups: list[tuple[float, int]]) -> tuple[float, int]:

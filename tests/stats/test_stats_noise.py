@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from archaudit.stats import judge
-from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.choices.options import JudgeOptions
 from archaudit.stats.records.errors import ZeroNoiseError
 from archaudit.stats.records.table import Row, Table
 

@@ -17,7 +17,7 @@ from scipy import stats
 
 from archaudit.errors import ConfigError
 from archaudit.stats import AuditDesign, design_rate, judge, simulate_null
-from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.choices.options import JudgeOptions
 from archaudit.stats.judging.judgement_text import header
 from archaudit.stats.records.noise_panel import PANEL, parse_noise, parse_one
 from archaudit.stats.simulation.aa import aa_test

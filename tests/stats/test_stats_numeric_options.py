@@ -1,6 +1,6 @@
 """Issue 57, item 10: `stats predict --target-tokens 0` was a ZeroDivisionError, while
 `--target-tokens -1`, `nan` and `--target inf` were accepted and printed null intervals marked
-estimable. Every numeric option is checked where it is parsed (`cli.options.in_range`: finite,
+estimable. Every numeric option is checked where it is parsed (`cli.base.options.in_range`: finite,
 in its range), exit 2 with one line naming the option and the range."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def test_every_numeric_option_is_range_checked_where_it_is_parsed():
     options = numeric_options()
     assert len(options) > 30 and ("stats predict", "--target-tokens") in [o[:2] for o in options]
     unchecked = [f"{c} {f}" for c, f, info in options if not hasattr(info.callback, "range")]
-    assert not unchecked, f"numeric options without cli.options.in_range: {unchecked}"
+    assert not unchecked, f"numeric options without cli.base.options.in_range: {unchecked}"
 
 
 @pytest.mark.parametrize(

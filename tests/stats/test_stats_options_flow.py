@@ -20,7 +20,7 @@ from archaudit.stats import (
     seeds_needed,
     simulate_null,
 )
-from archaudit.stats.inference.compare import decide
+from archaudit.stats.choices.compare import decide
 from archaudit.stats.judging.family import collect_family
 from archaudit.stats.judging.grading import grade_arm
 

@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 
 from archaudit.errors import ConfigError
+from archaudit.stats.choices.options import JudgeOptions
 from archaudit.stats.inference.family_test import moderated_welch
-from archaudit.stats.inference.options import JudgeOptions
 from archaudit.stats.simulation.design_rate import design_power
 from archaudit.stats.simulation.power import (
     Design,

@@ -183,7 +183,7 @@ def test_each_arm_carries_its_method_and_measured_coverage():
 def test_the_single_scale_bend_is_not_extrapolated_past_the_backtest():
     """Issue 42: the bend's h⁴ exposure at the target is capped at the largest the backtest
     checked (uncapped, it alone set the width at a 16× target: docs/predict.md)."""
-    from archaudit.stats.inference.options import DEFAULT
+    from archaudit.stats.choices.options import DEFAULT
     from archaudit.stats.predictions.backtest import band, calibrate, single_scale_errors
     from archaudit.stats.predictions.predict import ladder_arrays
 

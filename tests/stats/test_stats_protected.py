@@ -13,7 +13,7 @@ import json
 import numpy as np
 
 from archaudit.stats import judge
-from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.choices.options import JudgeOptions
 from archaudit.stats.judging.judgement_text import header
 from archaudit.stats.records.verdicts import SIGNIFICANT
 

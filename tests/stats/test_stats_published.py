@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from archaudit.stats import judge, load_table
-from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.choices.options import JudgeOptions
 
 FIXTURE = Path(__file__).with_name("data") / "published_reaudit.csv"
 PUBLISHED_Z = {"softpick": 4.47, "hybrid_norm": 3.19, "qk_norm": 2.51}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from archaudit.stats import judge
-from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.choices.options import JudgeOptions
 from archaudit.stats.judging.signal import check_signal
 from archaudit.stats.records.errors import TableError
 from archaudit.stats.records.table import Row, Table

@@ -13,7 +13,7 @@ import pytest
 
 from archaudit.cli import main
 from archaudit.stats.analyses.snr import SELECTION_WARNING, signal_to_noise
-from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.choices.options import JudgeOptions
 from archaudit.stats.records.errors import TableError
 from archaudit.stats.records.table import Row, Table
 from archaudit.stats.simulation.power import seeds_needed

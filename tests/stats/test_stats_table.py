@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from archaudit.errors import ArchauditError, DataError
 from archaudit.stats import judge, load_table
-from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.choices.options import JudgeOptions
 from archaudit.stats.records.errors import (
     BadValueError,
     DuplicateRowError,

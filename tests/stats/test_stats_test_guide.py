@@ -15,9 +15,9 @@ from scipy import stats as sps
 
 from archaudit.errors import ConfigError
 from archaudit.stats import AuditDesign, JudgeOptions, judge, simulate_null
-from archaudit.stats.inference.tests import STAT_TESTS, statistical_test
 from archaudit.stats.judging.judgement_text import header
 from archaudit.stats.simulation.power import Design, minimum_detectable_effect, power
+from archaudit.stats.tests import STAT_TESTS, statistical_test
 
 GUIDE = Path(__file__).parents[2] / "docs" / "guides" / "statistical-test.md"
 SEEDS = {"baseline": [3.30, 3.31, 3.29], "wide": [3.10, 3.30, 3.20], "tight": [3.21, 3.22, 3.20]}

@@ -1,4 +1,4 @@
-"""Issue 56: a statistical test is one registered entry (stats/inference/tests/), and nothing
+"""Issue 56: a statistical test is one registered entry (stats/tests/), and nothing
 outside its file branches on its name."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from archaudit.names import Test as Name
-from archaudit.stats.inference.tests import BUILT_IN, STAT_TESTS, StatTest, statistical_test
-from archaudit.stats.inference.tests.base import register_test
+from archaudit.stats.tests import BUILT_IN, STAT_TESTS, StatTest, statistical_test
+from archaudit.stats.tests.base import register_test
 
 SRC = Path(__file__).parents[2] / "src" / "archaudit"
 BRANCH = re.compile(r"\btest\s*(==|!=)|\btest\s+(not\s+)?in\s*(\(\s*Test\.|CALIBRATED_TESTS)")

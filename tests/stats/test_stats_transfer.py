@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 
 from archaudit.stats import cross_scale_transfer, transfer_across_baselines
-from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.choices.options import JudgeOptions
 from archaudit.stats.records.errors import DesignError
 from archaudit.stats.records.table import Row, Table
 

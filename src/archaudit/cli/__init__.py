@@ -1,9 +1,9 @@
 """The `archaudit` command line: a thin face over library functions.
 
-Each command group lives in its own module and registers itself on `app` (cli/app.py); this
+Each command group lives in its own module and registers itself on `app` (cli/base/app.py); this
 file only wires them together and turns `ArchauditError` into one line on stderr with exit code
 2. Options every command shares (`--json`, `-q`, `--plugin`, `--device`, `--preset`) live in
-cli/options.py.
+cli/base/options.py.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 
 import typer
 
-from archaudit.cli.app import app
+from archaudit.cli.base.app import app
 from archaudit.errors import ArchauditError, os_error_line
 
 __all__ = ["app", "main", "register_commands"]

@@ -23,8 +23,8 @@ from archaudit.audit.planning.budget import DEFAULT_PROBE_BUDGET
 from archaudit.audit.planning.effects import PlannedEffects
 from archaudit.audit.setup.settle import SettleOptions
 from archaudit.audit.setup.spec import ExecutorSpec, SeedSpec
-from archaudit.cli.app import app
-from archaudit.cli.options import (
+from archaudit.cli.base.app import app
+from archaudit.cli.base.options import (
     Device,
     Flags,
     Plugins,

@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 
 from archaudit.audit.setup.spec import MAX_PARALLEL
-from archaudit.cli.app import app
-from archaudit.cli.options import Flags, emit, output_flags, with_flags
+from archaudit.cli.base.app import app
+from archaudit.cli.base.options import Flags, emit, output_flags, with_flags
 from archaudit.ranges import Range
 
 

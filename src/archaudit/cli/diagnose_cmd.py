@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from archaudit.audit.setup.spec import EvalSpec
-from archaudit.cli.app import app
-from archaudit.cli.options import (
+from archaudit.cli.base.app import app
+from archaudit.cli.base.options import (
     DEFAULT_BASELINE,
     Baseline,
     Bootstrap,

@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.table import Table
 
 from archaudit.audit.setup.spec import EvalSpec
-from archaudit.cli.app import app
-from archaudit.cli.options import (
+from archaudit.cli.base.app import app
+from archaudit.cli.base.options import (
     Device,
     Flags,
     Plugins,

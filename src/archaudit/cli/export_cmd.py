@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from archaudit.cli.app import app
-from archaudit.cli.options import emit, output_flags
+from archaudit.cli.base.app import app
+from archaudit.cli.base.options import emit, output_flags
 
 export_app = typer.Typer(
     help="Export a trained run into another ecosystem's format.", no_args_is_help=True

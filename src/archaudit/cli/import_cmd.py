@@ -9,8 +9,8 @@ from typing import Annotated
 
 import typer
 
-from archaudit.cli.app import app
-from archaudit.cli.options import Flags, emit, output_flags, with_flags
+from archaudit.cli.base.app import app
+from archaudit.cli.base.options import Flags, emit, output_flags, with_flags
 
 
 @dataclass(frozen=True, kw_only=True)

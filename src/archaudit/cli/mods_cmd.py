@@ -6,8 +6,8 @@ from typing import Annotated, Any
 
 import typer
 
-from archaudit.cli.app import app
-from archaudit.cli.options import (
+from archaudit.cli.base.app import app
+from archaudit.cli.base.options import (
     DEFAULT_PRESET,
     Plugins,
     Preset,

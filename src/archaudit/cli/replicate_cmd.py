@@ -10,9 +10,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from archaudit.cli.app import app
 from archaudit.cli.audit_cmd import Executor, Overrides, Probe, show
-from archaudit.cli.options import emit, output_flags, with_flags
+from archaudit.cli.base.app import app
+from archaudit.cli.base.options import emit, output_flags, with_flags
 from archaudit.formatting import num, pvalue
 from archaudit.report.replications import cpu_cell
 

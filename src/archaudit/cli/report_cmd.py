@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from archaudit.cli.app import app
-from archaudit.cli.options import (
+from archaudit.cli.base.app import app
+from archaudit.cli.base.options import (
     DEFAULT_BASELINE,
     Baseline,
     Flags,

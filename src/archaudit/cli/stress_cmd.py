@@ -10,9 +10,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from archaudit.cli.app import app
 from archaudit.cli.audit_cmd import Executor, Overrides, Probe, RunsDir, show
-from archaudit.cli.options import (
+from archaudit.cli.base.app import app
+from archaudit.cli.base.options import (
     Plugins,
     emit,
     load_plugin_modules,

@@ -9,8 +9,8 @@ import typer
 
 from archaudit.audit.launcher.launch import RunOptions
 from archaudit.audit.setup.spec import EvalSpec
-from archaudit.cli.app import app
-from archaudit.cli.options import (
+from archaudit.cli.base.app import app
+from archaudit.cli.base.options import (
     DEFAULT_PRESET,
     Flags,
     Plugins,

@@ -30,6 +30,8 @@ FLOORS: tuple[frozenset[str], ...] = (
     # judgements; then the `stats` front door with model and data
     frozenset({"stats.records"}),
     frozenset({"stats.inference"}),
+    frozenset({"stats.tests"}),  # the registered family tests (guides/statistical-test.md)
+    frozenset({"stats.choices"}),  # JudgeOptions (it names a registered test), compare
     frozenset({"stats.simulation"}),
     frozenset({"stats.judging"}),
     frozenset({"stats.analyses", "stats.predictions"}),
@@ -53,6 +55,7 @@ FLOORS: tuple[frozenset[str], ...] = (
     frozenset({"audit.replicating"}),
     frozenset({"audit"}),
     frozenset({"report"}),
+    frozenset({"cli.base"}),  # the app, the option rule, the tables: below every command
     frozenset({"cli", "devtools", "__main__"}),
 )
 

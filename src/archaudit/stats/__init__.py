@@ -8,7 +8,7 @@ or from a CSV of anybody's runs. Never imports torch (scipy provides the distrib
     print(judgement.to_json())
 
 The names below load on first use (PEP 562): a run process imports
-`archaudit.stats.inference.options` and `table`, and must not pay for scipy.stats and every analysis
+`archaudit.stats.choices.options` and `table`, and must not pay for scipy.stats and every analysis
 (about 1 s on a 2-core CPU).
 """
 
@@ -26,12 +26,12 @@ if TYPE_CHECKING:
     from archaudit.stats.analyses.ranking import kendall_tau_b, spearman
     from archaudit.stats.analyses.scaling import fit_loss_surface, fit_scaling_law
     from archaudit.stats.analyses.transfer import cross_scale_transfer
+    from archaudit.stats.choices.options import JudgeOptions
     from archaudit.stats.inference.corrections import CORRECTIONS, adjust_pvalues, fwer_uncorrected
     from archaudit.stats.inference.dunnett import dunnett_stepdown
     from archaudit.stats.inference.family_test import REFERENCES
     from archaudit.stats.inference.items import ItemTable, load_items
     from archaudit.stats.inference.noise import pooled_sd
-    from archaudit.stats.inference.options import JudgeOptions
     from archaudit.stats.inference.paired import (
         compare_item_measure,
         compare_items,
@@ -89,7 +89,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ArmVerdict": ("archaudit.stats.judging.judgement", "ArmVerdict"),
     "Judgement": ("archaudit.stats.judging.judgement", "Judgement"),
     "judge": ("archaudit.stats.judging.judgement", "judge"),
-    "JudgeOptions": ("archaudit.stats.inference.options", "JudgeOptions"),
+    "JudgeOptions": ("archaudit.stats.choices.options", "JudgeOptions"),
     "adaptive_seeding": ("archaudit.stats.analyses.adaptive", "adaptive_seeding"),
     "AuditDesign": ("archaudit.stats.simulation.design", "AuditDesign"),
     "DesignRate": ("archaudit.stats.simulation.design_rate", "DesignRate"),

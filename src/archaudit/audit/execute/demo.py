@@ -77,8 +77,8 @@ def run_demo(
 def verdict_table(judgement: Judgement) -> Table:
     """One judgement as a table under its header (direction, σ, test, the design's measured
     error rate and MDE): Δ (positive = better), t, p, corrected p and the verdict."""
-    from archaudit.stats.inference.tests import statistical_test
     from archaudit.stats.judging.judgement_text import header
+    from archaudit.stats.tests import statistical_test
 
     table = Table(title="\n".join(header(judgement)), title_justify="left")
     statistic = statistical_test(judgement.test).symbol

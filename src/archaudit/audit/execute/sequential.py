@@ -42,7 +42,7 @@ from archaudit.files import atomic_write_text
 from archaudit.metrics import lower_is_better
 from archaudit.names import BASELINE, ResultStatus
 from archaudit.progress import log
-from archaudit.stats.inference.options import primary_alpha
+from archaudit.stats.choices.options import primary_alpha
 from archaudit.stats.judging.loop import ARM_STOPS, ArmStop, LoopArm, LoopFamily, LoopStop
 from archaudit.stats.judging.signal import AVERAGE, check_signal
 from archaudit.stats.records.table import Row, Table

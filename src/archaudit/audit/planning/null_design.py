@@ -3,7 +3,7 @@ of `run --until-settled` (its `SequentialRule` over a number of arms), built fro
 given or taken from an audit file, a results table or an audit folder (`--like`).
 
 The loop's rule is the audit's own (`audit.execute.sequential.sequential_rule`: α split over the
-primary metrics by `stats.inference.options.primary_alpha`), so a simulated loop is the loop `run`
+primary metrics by `stats.choices.options.primary_alpha`), so a simulated loop is the loop `run`
 would run."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from archaudit.ranges import COUNT, SEED, Range
 
 if TYPE_CHECKING:
     from archaudit.audit.grid.plan import Plan
-    from archaudit.stats.inference.options import JudgeOptions
+    from archaudit.stats.choices.options import JudgeOptions
     from archaudit.stats.simulation.design import AuditDesign
     from archaudit.stats.simulation.sequential import SequentialRule
 

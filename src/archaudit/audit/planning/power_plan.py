@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from archaudit.audit.grid.plan import BASELINE, Plan
-from archaudit.stats.inference.options import DEFAULT, primary_alpha
+from archaudit.stats.choices.options import DEFAULT, primary_alpha
 from archaudit.stats.simulation.plan_power import FamilyPower, family_power
 
 

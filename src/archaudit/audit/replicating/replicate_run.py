@@ -205,7 +205,7 @@ def _plan_grid(claim: Claim, spec: AuditSpec, probe: bool) -> ClaimPlan:
 
 def _power_at(claim: Claim, plan) -> str:
     from archaudit.names import BASELINE
-    from archaudit.stats.inference.options import DEFAULT
+    from archaudit.stats.choices.options import DEFAULT
     from archaudit.stats.simulation.power import Design, power
 
     runs = plan.runs

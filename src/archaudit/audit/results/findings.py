@@ -43,7 +43,7 @@ from archaudit.audit.results.loop_summary import (
 from archaudit.audit.results.source import Source, load_source
 from archaudit.audit.results.verdicts import with_note
 from archaudit.names import BASELINE
-from archaudit.stats.inference.options import DEFAULT, JudgeOptions
+from archaudit.stats.choices.options import DEFAULT, JudgeOptions
 
 if TYPE_CHECKING:
     from archaudit.stats.judging.judgement import Judgement

@@ -28,7 +28,7 @@ from archaudit.stats.records.table import Table
 if TYPE_CHECKING:
     from archaudit.stats.analyses.aggregate import Aggregates
     from archaudit.stats.analyses.baseline_transfer import BaselineTransfer
-    from archaudit.stats.inference.options import JudgeOptions
+    from archaudit.stats.choices.options import JudgeOptions
     from archaudit.stats.judging.judgement import Judgement
 
 Slice = Callable[[Findings, Source, FamilyPlan, Asked, list[Absence]], Findings]

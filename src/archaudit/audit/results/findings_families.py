@@ -12,7 +12,7 @@ from archaudit.audit.results.source import Source, SourceKind
 from archaudit.audit.results.verdicts import audit_primaries, family_options
 from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS
 from archaudit.names import BASELINE
-from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.choices.options import JudgeOptions
 from archaudit.stats.records.table import Table
 
 

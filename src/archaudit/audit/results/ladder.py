@@ -18,7 +18,7 @@ from archaudit.config import ModelConfig, build, merge_tables
 from archaudit.errors import ConfigError
 from archaudit.metrics import lower_is_better
 from archaudit.presets import MODEL_PRESETS
-from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.choices.options import JudgeOptions
 from archaudit.stats.predictions.ladders import Ladder, LadderScale, line_tokens, parse_size
 from archaudit.stats.predictions.predict import Prediction, predict
 from archaudit.stats.records.table import Table

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from archaudit.audit.grid import store
-from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.choices.options import JudgeOptions
 from archaudit.stats.judging.judgement import Judgement, judge, judge_loop
 from archaudit.stats.judging.loop import Loop, LoopArm, LoopFamily
 from archaudit.stats.records.table import Table

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.choices.options import JudgeOptions
 from archaudit.stats.judging.judgement import Judgement
 from archaudit.stats.records.serialize import JsonResult
 from archaudit.stats.simulation.calibrate import level_shares

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from archaudit.audit.grid.store import AUDIT_FILE, read_json
 from archaudit.audit.setup.spec import default_primaries
-from archaudit.stats.inference.options import primary_alpha
+from archaudit.stats.choices.options import primary_alpha
 
 if TYPE_CHECKING:  # scipy loads only when an audit is judged
     from archaudit.stats import Judgement, JudgeOptions, Table

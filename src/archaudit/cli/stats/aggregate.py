@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 from archaudit.audit.results.findings_record import AggregateSettings
-from archaudit.cli.options import Flags, judge_flags, output_flags
+from archaudit.cli.base.options import Flags, judge_flags, output_flags
 from archaudit.cli.stats.common import (
     Source,
     findings_of,
@@ -18,7 +18,7 @@ from archaudit.cli.stats.common import (
     stats_app,
 )
 from archaudit.formatting import counted, interval
-from archaudit.stats.inference.options import DEFAULT, JudgeOptions
+from archaudit.stats.choices.options import DEFAULT, JudgeOptions
 
 if TYPE_CHECKING:
     from archaudit.stats.analyses.aggregate import Aggregates

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from archaudit.cli.tables import say
+from archaudit.cli.base.tables import say
 from archaudit.formatting import interval, num
 
 if TYPE_CHECKING:

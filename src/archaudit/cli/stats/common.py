@@ -12,14 +12,14 @@ import typer
 from rich.console import Console
 from typer.core import TyperGroup
 
-from archaudit.cli.app import app
-from archaudit.cli.options import (
+from archaudit.cli.base.app import app
+from archaudit.cli.base.options import (
     emit,
 )
-from archaudit.cli.tables import print_table, say
+from archaudit.cli.base.tables import print_table, say
 from archaudit.errors import ConfigError
 from archaudit.formatting import MISSING, num
-from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.choices.options import JudgeOptions
 
 if TYPE_CHECKING:
     from archaudit.audit.results.findings import Analysis, Findings, Settings
@@ -151,13 +151,13 @@ def print_rows(
     rows: Sequence[Sequence],
     optional: Sequence[str] = (),
 ) -> None:
-    """A table that fits the console (cli/tables.py): names whole, words never chopped, the
+    """A table that fits the console (cli/base/tables.py): names whole, words never chopped, the
     `optional` columns left out in that order when the rest would not fit."""
     print_table(console(), title, columns, [[cell(v) for v in row] for row in rows], optional)
 
 
 def say_text(text: str, indent: str = "") -> None:
-    """Prose at the console's width, broken at spaces only (`cli.tables.say`)."""
+    """Prose at the console's width, broken at spaces only (`cli.base.tables.say`)."""
     say(console(), text, indent=indent)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 from archaudit.audit.results.findings_record import DecouplingSettings
-from archaudit.cli.options import (
+from archaudit.cli.base.options import (
     Flags,
     judge_flags,
     output_flags,
@@ -20,7 +20,7 @@ from archaudit.cli.stats.common import (
 from archaudit.errors import ConfigError
 from archaudit.formatting import BETTER_DOWN, BETTER_UP
 from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS
-from archaudit.stats.inference.options import DEFAULT, JudgeOptions
+from archaudit.stats.choices.options import DEFAULT, JudgeOptions
 
 if TYPE_CHECKING:
     from archaudit.stats.analyses.decoupling import Decoupling

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 from archaudit.audit.results.findings_record import InteractionSettings
-from archaudit.cli.options import (
+from archaudit.cli.base.options import (
     Flags,
     judge_flags,
     output_flags,
@@ -20,7 +20,7 @@ from archaudit.cli.stats.common import (
     stats_app,
 )
 from archaudit.formatting import num
-from archaudit.stats.inference.options import DEFAULT, JudgeOptions
+from archaudit.stats.choices.options import DEFAULT, JudgeOptions
 
 if TYPE_CHECKING:
     from archaudit.stats.analyses.interactions import Interactions

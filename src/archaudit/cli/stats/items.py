@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from archaudit.cli.options import (
+from archaudit.cli.base.options import (
     Flags,
     output_flags,
     with_flags,
@@ -25,7 +25,7 @@ from archaudit.cli.stats.common import (
 )
 from archaudit.formatting import interval, num
 from archaudit.stats.analyses.item_pairs import CORRECT, ItemOptions
-from archaudit.stats.inference.options import DEFAULT
+from archaudit.stats.choices.options import DEFAULT
 
 if TYPE_CHECKING:
     from archaudit.stats.analyses.item_pairs import ItemPairs

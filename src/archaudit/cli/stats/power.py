@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from archaudit.cli.options import (
+from archaudit.cli.base.options import (
     Flags,
     in_range,
     judge_flags,
@@ -26,7 +26,7 @@ from archaudit.cli.stats.common import (
     stats_app,
 )
 from archaudit.formatting import num
-from archaudit.stats.inference.options import DEFAULT, JudgeOptions
+from archaudit.stats.choices.options import DEFAULT, JudgeOptions
 from archaudit.stats.simulation.design import DesignSize
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from archaudit.cli.options import Bootstrap, Flags, judge_flags, output_flags
+from archaudit.cli.base.options import Bootstrap, Flags, judge_flags, output_flags
 from archaudit.cli.stats.common import (
     load_table,
     print_notes,
@@ -25,7 +25,7 @@ from archaudit.cli.stats.common import (
 from archaudit.formatting import interval
 from archaudit.metrics import PRIMARY_LOSS
 from archaudit.ranges import Range
-from archaudit.stats.inference.options import DEFAULT, LEVEL, JudgeOptions
+from archaudit.stats.choices.options import DEFAULT, LEVEL, JudgeOptions
 
 if TYPE_CHECKING:
     from archaudit.stats import Table

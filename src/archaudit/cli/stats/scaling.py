@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from archaudit.cli.options import Flags, output_flags, with_flags
+from archaudit.cli.base.options import Flags, output_flags, with_flags
 from archaudit.cli.stats.common import (
     Source,
     findings_of,
@@ -16,7 +16,7 @@ from archaudit.cli.stats.common import (
 )
 from archaudit.formatting import interval
 from archaudit.stats.analyses.scaling import ScalingOptions
-from archaudit.stats.inference.options import DEFAULT
+from archaudit.stats.choices.options import DEFAULT
 
 
 @stats_app.command("scaling")

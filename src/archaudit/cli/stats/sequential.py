@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from archaudit.cli.options import emit
-from archaudit.cli.tables import say
+from archaudit.cli.base.options import emit
+from archaudit.cli.base.tables import say
 from archaudit.errors import ConfigError
 
 if TYPE_CHECKING:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 from archaudit.audit.planning.null_design import NullOptions
-from archaudit.cli.app import app
-from archaudit.cli.options import (
+from archaudit.cli.base.app import app
+from archaudit.cli.base.options import (
     Flags,
     judge_flags,
     output_flags,
@@ -16,7 +16,7 @@ from archaudit.cli.stats.common import (
     printed_json,
     say_text,
 )
-from archaudit.stats.inference.options import DEFAULT, JudgeOptions
+from archaudit.stats.choices.options import DEFAULT, JudgeOptions
 from archaudit.stats.simulation.design import DesignSize
 
 if TYPE_CHECKING:

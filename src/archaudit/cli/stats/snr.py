@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from archaudit.cli.options import judge_flags, output_flags
+from archaudit.cli.base.options import judge_flags, output_flags
 from archaudit.cli.stats.common import (
     Source,
     findings_of,
@@ -18,7 +18,7 @@ from archaudit.cli.stats.common import (
     printed_json,
     stats_app,
 )
-from archaudit.stats.inference.options import DEFAULT, JudgeOptions
+from archaudit.stats.choices.options import DEFAULT, JudgeOptions
 
 
 @stats_app.command("snr")

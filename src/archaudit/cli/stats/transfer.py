@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from archaudit.audit.results.findings_record import TransferSettings
-from archaudit.cli.options import (
+from archaudit.cli.base.options import (
     Flags,
     judge_flags,
     output_flags,
@@ -24,7 +24,7 @@ from archaudit.cli.stats.common import (
 )
 from archaudit.errors import ConfigError
 from archaudit.formatting import estimate
-from archaudit.stats.inference.options import DEFAULT, JudgeOptions
+from archaudit.stats.choices.options import DEFAULT, JudgeOptions
 
 if TYPE_CHECKING:
     from archaudit.stats.analyses.baseline_transfer import BaselineTransfer

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from archaudit.cli.options import (
+from archaudit.cli.base.options import (
     emit,
     judge_flags,
     output_flags,
@@ -27,7 +27,7 @@ from archaudit.cli.stats.common import (
 )
 from archaudit.formatting import MISSING, pvalue
 from archaudit.glossary import POINTER
-from archaudit.stats.inference.options import DEFAULT, JudgeOptions
+from archaudit.stats.choices.options import DEFAULT, JudgeOptions
 from archaudit.stats.records.verdicts import SIGNIFICANT
 
 if TYPE_CHECKING:
@@ -111,8 +111,8 @@ def _print_loop_end(looped: bool, descriptive: Sequence[Judgement]) -> None:
 
 
 def _print_judgement(judgement: Judgement, notes: list[str]) -> None:
-    from archaudit.stats.inference.tests import statistical_test
     from archaudit.stats.judging.judgement_text import header
+    from archaudit.stats.tests import statistical_test
 
     say_text("\n".join(header(judgement)))
     if judgement.sequential:

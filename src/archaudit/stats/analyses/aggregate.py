@@ -31,12 +31,12 @@ import numpy as np
 from archaudit.errors import ConfigError
 from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS, lower_is_better
 from archaudit.names import ResultStatus
+from archaudit.stats.choices.options import DEFAULT, JudgeOptions
 from archaudit.stats.inference.aso import (
     ASO_THRESHOLD,
     AlmostStochasticOrder,
     almost_stochastic_order,
 )
-from archaudit.stats.inference.options import DEFAULT, JudgeOptions
 from archaudit.stats.inference.resample import estimable_interval
 from archaudit.stats.inference.samples import sample_arm
 from archaudit.stats.judging.family import left_out

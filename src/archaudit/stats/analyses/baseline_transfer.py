@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from archaudit.names import BASELINE
-from archaudit.stats.inference.options import DEFAULT, JudgeOptions
+from archaudit.stats.choices.options import DEFAULT, JudgeOptions
 from archaudit.stats.judging.judgement import ArmVerdict, Judgement, judge
 from archaudit.stats.records.errors import DesignError
 from archaudit.stats.records.serialize import JsonResult

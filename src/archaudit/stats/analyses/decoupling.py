@@ -31,12 +31,12 @@ import numpy as np
 
 from archaudit.errors import ConfigError
 from archaudit.metrics import DOWNSTREAM_AVERAGE, PRIMARY_LOSS
-from archaudit.stats.inference.options import DEFAULT, JudgeOptions
-from archaudit.stats.inference.tests import statistical_test
+from archaudit.stats.choices.options import DEFAULT, JudgeOptions
 from archaudit.stats.judging.judgement import ArmVerdict, Judgement, judge
 from archaudit.stats.records.serialize import JsonResult
 from archaudit.stats.records.table import TableLike, load_table
 from archaudit.stats.records.verdicts import IMPROVER, REGRESSOR, WITHIN_NOISE, Verdict
+from archaudit.stats.tests import statistical_test
 
 LOSS_FLAT = "loss flat, downstream moved"
 DOWNSTREAM_FLAT = "downstream flat, loss moved"

@@ -34,9 +34,9 @@ import scipy.stats
 
 from archaudit.errors import ConfigError
 from archaudit.names import ResultStatus
+from archaudit.stats.choices.options import DEFAULT, JudgeOptions
 from archaudit.stats.inference.corrections import adjust_pvalues
 from archaudit.stats.inference.noise import pooled_sd
-from archaudit.stats.inference.options import DEFAULT, JudgeOptions
 from archaudit.stats.inference.samples import ArmSample
 from archaudit.stats.judging.judgement import collect_family
 from archaudit.stats.records.errors import DesignError

@@ -31,8 +31,8 @@ import numpy as np
 
 from archaudit.metrics import Kind, metric_info
 from archaudit.names import ResultStatus
+from archaudit.stats.choices.options import DEFAULT, JudgeOptions
 from archaudit.stats.inference.noise import pooled_sd
-from archaudit.stats.inference.options import DEFAULT, JudgeOptions
 from archaudit.stats.judging.signal import check_signal
 from archaudit.stats.records.errors import TableError
 from archaudit.stats.records.serialize import JsonResult

@@ -34,7 +34,7 @@ from archaudit.stats.analyses.ranking import (
     spearman,
     spearman_bounds,
 )
-from archaudit.stats.inference.options import DEFAULT, JudgeOptions
+from archaudit.stats.choices.options import DEFAULT, JudgeOptions
 from archaudit.stats.judging.judgement import ArmVerdict, Judgement, collect_family, judge
 from archaudit.stats.records.errors import DesignError
 from archaudit.stats.records.serialize import JsonResult

@@ -1,7 +1,7 @@
 """Which test judges a family of arms, and the variance arithmetic the Welch tests share.
 
 One family, one test (docs/protocol.md, Statistics), chosen from the design (`choose_test`).
-Each test is a registered entry, one file each in `stats/inference/tests/` (its statistic,
+Each test is a registered entry, one file each in `stats/tests/` (its statistic,
 reference distribution, calibration, power kernel and words); the built-in ones:
 
 - `z` (paper mode, `reference="normal"`): z = Δ/σ against the normal distribution. It treats σ as

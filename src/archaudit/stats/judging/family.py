@@ -15,19 +15,19 @@ import numpy as np
 from archaudit.errors import ConfigError
 from archaudit.metrics import lower_is_better
 from archaudit.names import ResultStatus
-from archaudit.stats.inference.compare import ArmTest, compare_arm, decide
+from archaudit.stats.choices.compare import ArmTest, compare_arm, decide
+from archaudit.stats.choices.options import DEFAULT, JudgeOptions
 from archaudit.stats.inference.corrections import declares
 from archaudit.stats.inference.family_test import choose_test
 from archaudit.stats.inference.noise import NoiseFloor, noise_floor
-from archaudit.stats.inference.options import DEFAULT, JudgeOptions
 from archaudit.stats.inference.samples import ArmSample, sample_arm
-from archaudit.stats.inference.tests import statistical_test
 from archaudit.stats.records.table import Table
 from archaudit.stats.records.verdicts import Verdict, nominal
 from archaudit.stats.simulation.calibrate import audit_level
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.design_rate import DesignRate, design_rate
 from archaudit.stats.simulation.profile import NO_PROFILE, Profile, ratio_bounds, single_seed_bound
+from archaudit.stats.tests import statistical_test
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from archaudit.metrics import Kind, metric_info
 from archaudit.names import ResultStatus
-from archaudit.stats.inference.options import JudgeOptions
+from archaudit.stats.choices.options import JudgeOptions
 from archaudit.stats.records.table import Duty, Row, Table
 from archaudit.stats.records.verdicts import CANDIDATE_IMPROVER, CANDIDATE_REGRESSOR
 

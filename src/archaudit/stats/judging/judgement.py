@@ -13,7 +13,8 @@ from archaudit.formatting import interval as written_interval
 from archaudit.formatting import num
 from archaudit.metrics import metric_info
 from archaudit.names import Test
-from archaudit.stats.inference.compare import ArmTest
+from archaudit.stats.choices.compare import ArmTest
+from archaudit.stats.choices.options import DEFAULT, JudgeOptions
 from archaudit.stats.inference.corrections import (
     ERROR_RATE_NAMES,
     declares,
@@ -21,7 +22,6 @@ from archaudit.stats.inference.corrections import (
     fwer_uncorrected,
 )
 from archaudit.stats.inference.family_test import interval, leave_one_out
-from archaudit.stats.inference.options import DEFAULT, JudgeOptions
 from archaudit.stats.inference.outliers import (
     OUTLIER_MADS,
     OutlierSeed,
@@ -29,7 +29,6 @@ from archaudit.stats.inference.outliers import (
     outlier_seeds,
 )
 from archaudit.stats.inference.samples import ArmSample
-from archaudit.stats.inference.tests import statistical_test
 from archaudit.stats.judging.family import Family, collect_family
 from archaudit.stats.judging.grading import Grade, caveats, grade_arm, owed
 from archaudit.stats.judging.loop import ArmStop, Loop, LoopArm, LoopFamily
@@ -44,6 +43,7 @@ from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.design_rate import DesignRate, arm_mde
 from archaudit.stats.simulation.profile import Profile
 from archaudit.stats.simulation.sequential import sequential_design_rate, spent_level
+from archaudit.stats.tests import statistical_test
 
 SIGMA_RATIO_WARNING = 2.0
 """Warn when σ of one metric differs by more than this factor between scales of one audit."""
@@ -76,7 +76,7 @@ class ArmVerdict(JsonResult):
     df: float
     p_welch: float
     test: str | None
-    """The family's test that drove the verdict: a registered name (stats/inference/tests/:
+    """The family's test that drove the verdict: a registered name (stats/tests/:
     "welch", "robust", "pooled-t", "z", "sequential", or a plugin's). None when the arm was not
     tested."""
     statistic: float
@@ -175,7 +175,7 @@ class Judgement(JsonResult):
     calibrated: bool
     """False in paper mode: its z-test treats σ as exact."""
     test: str
-    """The family's one test: a registered name (stats/inference/tests/)."""
+    """The family's one test: a registered name (stats/tests/)."""
     sigma: float
     sigma_dof: int
     sigma_interval: tuple[float, float]

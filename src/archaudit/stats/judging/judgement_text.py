@@ -10,10 +10,10 @@ from dataclasses import replace
 from archaudit.formatting import interval as written_interval
 from archaudit.formatting import num
 from archaudit.stats.inference.corrections import ERROR_RATE_NAMES, FDR, UNCALIBRATED, declares
-from archaudit.stats.inference.tests import TestFacts, statistical_test
 from archaudit.stats.judging.judgement import ArmVerdict, Judgement
 from archaudit.stats.records.noise_panel import COVERED_BASELINE
 from archaudit.stats.simulation.profile import BOUND_CONFIDENCE
+from archaudit.stats.tests import TestFacts, statistical_test
 
 FIXED_INTERVAL = "Bonferroni-simultaneous (1 − α) interval of the fixed design"
 REPEATED_INTERVAL = (

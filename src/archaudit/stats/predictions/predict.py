@@ -25,8 +25,8 @@ from scipy import stats as sps
 
 from archaudit.errors import ConfigError, did_you_mean
 from archaudit.metrics import lower_is_better
+from archaudit.stats.choices.options import DEFAULT, JudgeOptions
 from archaudit.stats.inference.noise import noise_floor
-from archaudit.stats.inference.options import DEFAULT, JudgeOptions
 from archaudit.stats.inference.samples import sample_arm
 from archaudit.stats.judging.family import left_out
 from archaudit.stats.predictions.backtest import (

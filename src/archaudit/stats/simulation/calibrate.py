@@ -32,12 +32,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from archaudit.stats.inference.tests import statistical_test
 from archaudit.stats.records.noise_panel import CALIBRATION_PANEL, NORMAL, parse_one
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.disk_cache import cached, in_range
 from archaudit.stats.simulation.null_kernel import MIN_AUDITS, affordable, simulate_outcomes
 from archaudit.stats.simulation.profile import NO_PROFILE, Profile, profile_levels, profile_of
+from archaudit.stats.tests import statistical_test
 
 CALIBRATION_AUDITS = 4000
 """Null audits per model behind a level (its rate's MC s.e. is 0.0034 at 0.05); more at small α

@@ -14,12 +14,12 @@ from typing import Any
 
 from archaudit.errors import ConfigError
 from archaudit.ranges import COUNT, Range
+from archaudit.stats.choices.options import DEFAULT, JudgeOptions, check_test
 from archaudit.stats.inference.family_test import choose_test
-from archaudit.stats.inference.options import DEFAULT, JudgeOptions, check_test
-from archaudit.stats.inference.tests import statistical_test
 from archaudit.stats.records.noise_panel import WIDEST_FACTOR
 from archaudit.stats.records.serialize import JsonResult
 from archaudit.stats.simulation.power import Design, default_baseline_seeds
+from archaudit.stats.tests import statistical_test
 
 
 @dataclass(frozen=True, kw_only=True)

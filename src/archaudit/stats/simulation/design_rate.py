@@ -19,9 +19,8 @@ from functools import lru_cache
 from typing import Any
 
 from archaudit.formatting import num
+from archaudit.stats.choices.options import DEFAULT, JudgeOptions
 from archaudit.stats.inference.distributions import solve_increasing
-from archaudit.stats.inference.options import DEFAULT, JudgeOptions
-from archaudit.stats.inference.tests import statistical_test
 from archaudit.stats.records.noise_panel import CALIBRATION_PANEL, NORMAL, WIDEST_FACTOR, parse_one
 from archaudit.stats.records.serialize import JsonResult
 from archaudit.stats.simulation.calibrate import (
@@ -51,6 +50,7 @@ from archaudit.stats.simulation.simulate import (
     panel_rate,
     worst,
 )
+from archaudit.stats.tests import statistical_test
 
 DESIGN_AUDITS = 4000
 """Simulated audits per design under normal noise: a Monte-Carlo s.e. of 0.0034 at 0.05."""

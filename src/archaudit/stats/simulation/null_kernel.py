@@ -21,11 +21,11 @@ import numpy as np
 from archaudit.names import Test
 from archaudit.stats.inference.corrections import adjust_pvalues
 from archaudit.stats.inference.dunnett import critical_value, max_t_tail, max_t_tails
-from archaudit.stats.inference.tests import statistical_test
 from archaudit.stats.records.noise_panel import NORMAL, NoiseModel
 from archaudit.stats.records.verdicts import within_noise
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.profile import ratio_bounds, single_seed_bound
+from archaudit.stats.tests import statistical_test
 
 CHUNK_DRAWS = 2**21
 """Draws held in memory at once (16 MiB): audits are simulated in chunks of this size, so a

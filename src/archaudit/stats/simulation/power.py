@@ -23,7 +23,7 @@ noncentral-t tails (scipy.stats.nct), exactly. For Welch, conditional on the var
 rejection probability is two normal tails; the expectation over the three χ² sums of squares
 (the arm's, the baseline's, the rest of σ's) is taken by Gauss–Legendre quadrature. Each
 rule is its test's power kernel (`StatTest.power`, one file per test in
-stats/inference/tests/); `power` looks it up. The per-test level is α/m for every correction
+stats/tests/); `power` looks it up. The per-test level is α/m for every correction
 (exact for Bonferroni, a lower bound on power for Holm, Dunnett and BH) and α without one.
 """
 
@@ -34,13 +34,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from archaudit.errors import ConfigError
+from archaudit.stats.choices.options import DEFAULT, JudgeOptions, check_test
 from archaudit.stats.inference.corrections import per_test_alpha
 from archaudit.stats.inference.distributions import solve_increasing
 from archaudit.stats.inference.family_test import choose_test
-from archaudit.stats.inference.options import DEFAULT, JudgeOptions, check_test
-from archaudit.stats.inference.tests import statistical_test
 from archaudit.stats.records.noise_panel import WIDEST_FACTOR
 from archaudit.stats.records.serialize import JsonResult
+from archaudit.stats.tests import statistical_test
 
 CURVE_STEP, CURVE_SPAN = 0.5, 15.0
 """A power curve is computed every CURVE_STEP σ up to CURVE_SPAN σ, or past the MDE."""
@@ -60,7 +60,7 @@ class Design:
     """Degrees of freedom of the noise floor. None pools the baseline and the m arms:
     (baseline_seeds − 1) + m·(arm_seeds − 1)."""
     family_test: str | None = None
-    """The family's test, a registered name (stats/inference/tests/). None chooses it from this
+    """The family's test, a registered name (stats/tests/). None chooses it from this
     arm's seeds."""
     reference: str = "t"
     """"t" (calibrated) or "normal" (paper mode), used when `family_test` is None."""

@@ -51,7 +51,6 @@ from scipy import optimize, stats
 from archaudit.errors import ConfigError
 from archaudit.names import Test
 from archaudit.stats.inference.family_test import interval
-from archaudit.stats.inference.tests import statistical_test
 from archaudit.stats.records.noise_panel import PANEL, NoiseModel, parse_one
 from archaudit.stats.records.serialize import JsonResult
 from archaudit.stats.records.verdicts import NOISE_SIGMAS, Verdict
@@ -60,6 +59,7 @@ from archaudit.stats.simulation.power import PowerCurve, curve_points
 from archaudit.stats.simulation.profile import NO_PROFILE, Profile, profile_levels, ratio_bounds
 from archaudit.stats.simulation.simulate import PanelRate, panel_rate, worst
 from archaudit.stats.simulation.simulation_checks import sequential_models
+from archaudit.stats.tests import statistical_test
 
 
 class LoopState(IntEnum):

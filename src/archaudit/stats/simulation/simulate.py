@@ -52,7 +52,7 @@ class NullSimulation(JsonResult):
     effect_arms: int
     seed: int
     test: str
-    """The test that drives the verdicts: a registered name (stats/inference/tests/)."""
+    """The test that drives the verdicts: a registered name (stats/tests/)."""
     fwer: float
     """Share of audits with >= 1 null arm declared improver/regressor (after correction)."""
     fwer_se: float

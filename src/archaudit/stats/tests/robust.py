@@ -18,7 +18,9 @@ from archaudit.names import Test
 from archaudit.stats.inference.distributions import chi_square_quadrature
 from archaudit.stats.inference.family_test import plain_welch
 from archaudit.stats.inference.significance import welch_df
-from archaudit.stats.inference.tests.base import (
+from archaudit.stats.records.noise_panel import WIDEST_FACTOR
+from archaudit.stats.records.verdicts import NOISE_SIGMAS
+from archaudit.stats.tests.base import (
     PowerDesign,
     StatTest,
     TestFacts,
@@ -30,8 +32,6 @@ from archaudit.stats.inference.tests.base import (
     register_test,
     welch_critical,
 )
-from archaudit.stats.records.noise_panel import WIDEST_FACTOR
-from archaudit.stats.records.verdicts import NOISE_SIGMAS
 
 
 @register_test

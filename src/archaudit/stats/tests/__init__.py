@@ -8,7 +8,7 @@ docs/guides/statistical-test.md adds one from your own module.
 import importlib
 import pkgutil
 
-from archaudit.stats.inference.tests.base import (
+from archaudit.stats.tests.base import (
     STAT_TESTS,
     PowerDesign,
     StatTest,

@@ -11,7 +11,9 @@ from scipy import stats as sps
 from scipy.special import ndtr
 
 from archaudit.names import Test
-from archaudit.stats.inference.tests.base import (
+from archaudit.stats.records.noise_panel import WIDEST_FACTOR
+from archaudit.stats.records.verdicts import NOISE_SIGMAS
+from archaudit.stats.tests.base import (
     PowerDesign,
     StatTest,
     TestFacts,
@@ -20,8 +22,6 @@ from archaudit.stats.inference.tests.base import (
     noncentral_tails,
     register_test,
 )
-from archaudit.stats.records.noise_panel import WIDEST_FACTOR
-from archaudit.stats.records.verdicts import NOISE_SIGMAS
 
 
 @register_test

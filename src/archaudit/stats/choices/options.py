@@ -21,7 +21,7 @@ from archaudit.stats.records.serialize import JsonResult
 
 def flag(name: str, help: str, range: Range | None = None) -> dict[str, Any]:
     """A field's command-line flag: the CLI builds the option from the field's name, type,
-    default and this (`archaudit.cli.options.judge_flags`); a number's `range` is checked where
+    default and this (`archaudit.cli.base.options.judge_flags`); a number's `range` is checked where
     the flag is parsed. Every field is a flag on every command that judges a family, unless its
     metadata says `{"flag": False}`."""
     return {"flag": name, "help": help} | ({"range": range} if range is not None else {})
@@ -93,7 +93,7 @@ class JudgeOptions(JsonResult):
             "json": False,
         },
     )
-    """A registered test (stats/inference/tests/) that judges every family instead of the one
+    """A registered test (stats/tests/) that judges every family instead of the one
     its seeds and `reference`/`equal_variance` choose; None: the design's. Each judgement
     records the test that decided it."""
     correction: str = field(
@@ -130,7 +130,7 @@ class JudgeOptions(JsonResult):
         check_test(self.reference, self.correction, self.alpha)
         check_level("power_target", self.power_target)
         if self.test is not None:  # an unknown name fails here, with did-you-mean
-            from archaudit.stats.inference.tests import statistical_test  # scipy: not at start
+            from archaudit.stats.tests import statistical_test  # scipy: not at start
 
             statistical_test(self.test)
 

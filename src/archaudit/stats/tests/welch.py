@@ -16,7 +16,9 @@ import numpy as np
 from archaudit.names import Test
 from archaudit.stats.inference.distributions import chi_square_quadrature
 from archaudit.stats.inference.family_test import moderated_parts, moderated_welch
-from archaudit.stats.inference.tests.base import (
+from archaudit.stats.records.noise_panel import WIDEST_FACTOR
+from archaudit.stats.records.verdicts import NOISE_SIGMAS
+from archaudit.stats.tests.base import (
     QUADRATURE,
     PowerDesign,
     StatTest,
@@ -28,8 +30,6 @@ from archaudit.stats.inference.tests.base import (
     register_test,
     welch_critical,
 )
-from archaudit.stats.records.noise_panel import WIDEST_FACTOR
-from archaudit.stats.records.verdicts import NOISE_SIGMAS
 
 
 @register_test

@@ -1,7 +1,7 @@
 """The core of every verdict: test each arm against the baseline, correct, classify.
 
 `judge` (from a table), `adaptive_seeding` (from hypothetical extra seeds) and, on arrays,
-`simulate_null` go through the family's registered test (`stats/inference/tests/`), the
+`simulate_null` go through the family's registered test (`stats/tests/`), the
 corrections and `verdicts.classify`, so they cannot disagree.
 """
 
@@ -14,14 +14,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from archaudit.names import Test
+from archaudit.stats.choices.options import JudgeOptions
 from archaudit.stats.inference.corrections import adjust_pvalues
 from archaudit.stats.inference.dunnett import dunnett_stepdown
 from archaudit.stats.inference.noise import NoiseFloor
-from archaudit.stats.inference.options import JudgeOptions
 from archaudit.stats.inference.significance import Welch, welch_test
-from archaudit.stats.inference.tests import statistical_test
 from archaudit.stats.records.noise_panel import WIDEST_FACTOR
 from archaudit.stats.records.verdicts import Verdict, candidate, classify
+from archaudit.stats.tests import statistical_test
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +39,7 @@ class ArmTest:
     welch: Welch | None
     """Welch's t-test, present when the arm has >= 2 seeds, whatever the family's test."""
     test: str
-    """The family's test: a registered name (stats/inference/tests/: "welch", "robust", ...)."""
+    """The family's test: a registered name (stats/tests/: "welch", "robust", ...)."""
     statistic: float
     """The family test's statistic (t or z)."""
     df: float

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from archaudit.names import Test
-from archaudit.stats.inference.tests.base import (
+from archaudit.stats.records.noise_panel import WIDEST_FACTOR
+from archaudit.stats.tests.base import (
     PowerDesign,
     StatTest,
     TestFacts,
@@ -19,7 +20,6 @@ from archaudit.stats.inference.tests.base import (
     noncentral_power,
     register_test,
 )
-from archaudit.stats.records.noise_panel import WIDEST_FACTOR
 
 
 @register_test

@@ -5,8 +5,8 @@ single-seed bound for one seed) at its O'Brien–Fleming boundary, Holm across a
 from __future__ import annotations
 
 from archaudit.names import Test
-from archaudit.stats.inference.tests.base import TestFacts, register_test
-from archaudit.stats.inference.tests.robust import Robust
+from archaudit.stats.tests.base import TestFacts, register_test
+from archaudit.stats.tests.robust import Robust
 
 
 @register_test

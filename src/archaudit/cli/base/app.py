@@ -7,7 +7,7 @@ from typing import Any
 import typer
 import typer.core
 
-from archaudit.cli.options import Plugins, load_plugin_modules
+from archaudit.cli.base.options import Plugins, load_plugin_modules
 
 # typer < 0.2x has no `display_type_rich` (nor shows a type for flags): nothing to patch there.
 _option_type = getattr(typer.core.TyperOption, "display_type_rich", None)

@@ -24,7 +24,7 @@ import typer
 
 from archaudit.errors import ConfigError
 from archaudit.ranges import REPLICATES, SEED, Range
-from archaudit.stats.inference.options import DEFAULT, JudgeOptions
+from archaudit.stats.choices.options import DEFAULT, JudgeOptions
 
 Json = Annotated[
     bool,
