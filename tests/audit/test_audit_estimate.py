@@ -350,7 +350,8 @@ def test_a_second_plan_measures_nothing(monkeypatch: pytest.MonkeyPatch, write_a
     monkeypatch.setattr(probe, "measure_shape", lambda *a: pytest.fail("measured again"))
     monkeypatch.setattr(probe, "measure_steps", lambda *a: pytest.fail("measured again"))
     monkeypatch.setattr(probe.subprocess, "run", lambda *a, **k: pytest.fail("started again"))
-    assert plan_summary(plan) == first
+    assert plan_summary(plan, probe_budget=1e9) == first
+    assert dataclasses.replace(plan_summary(plan), probe_budget_s=1e9) == first  # reads back
     changed = make_plan(load_audit(write_audit(recipe={"lr": 1e-3, "steps": 20}, **one)))
     assert plan_summary(changed).estimated_wall_s is not None  # LR and steps: same shape
     wider = make_plan(load_audit(write_audit(recipe={"batch_tokens": 1024}, **one)))

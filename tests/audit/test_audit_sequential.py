@@ -229,8 +229,8 @@ def test_plan_until_settled_prints_both_designs(write_audit):
 @pytest.mark.parametrize(
     ("flags", "said"),
     [
-        (["--sigma", "-1"], "--sigma -1.0: a seed σ is a positive, finite number"),
-        (["--max-seeds", "0"], "seeds.max = 0 must be in [1, 10,000]"),
+        (["--sigma", "-1"], "'--sigma': -1.0 is not a finite number > 0"),
+        (["--max-seeds", "0"], "'--max-seeds': 0 is not a number in [1, 10000]"),
         (
             ["--effects", "3,3,3,3,3,3,3,3"],
             "--effects gives 8 effects, but a family of this audit has at most 4 arms",

@@ -101,7 +101,7 @@ def test_json_and_quiet_are_declared_once():
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if re.search(r"\"--(json|quiet)\"", line)
     ]
-    assert len(spelled) == 2 and all(s.startswith("options.py:") for s in spelled), spelled
+    assert len(spelled) == 2 and all(s.startswith("base/options.py:") for s in spelled), spelled
     with_json = [" ".join(path) for path, cmd in leaves() if "--json" in flags_of(cmd)]
     assert len(with_json) >= 30
 

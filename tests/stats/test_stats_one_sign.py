@@ -121,8 +121,8 @@ def printed_deltas(out: str) -> Iterator[tuple[str, str, float]]:
             columns = cells
         elif columns and cells[0] in QUALITY and len(cells) <= len(columns):
             for name, cell in zip(columns, cells, strict=False):  # a last cell may be blank
-                if name.startswith("Δ") and cell != "—":
-                    yield cells[0], name, float(cell)
+                if name.startswith("Δ") and cell not in ("—", "–"):
+                    yield cells[0], name, float(cell.split()[0])  # "Δ̂ at target": Δ̂ [interval]
 
 
 def assert_one_sign(found: list[tuple[str, str, float]], where: str) -> None:
@@ -165,5 +165,5 @@ def markdown_deltas(markdown: str) -> Iterator[tuple[str, str, float]]:
             columns = cells
         elif columns and cells[0] in QUALITY:
             for name, cell in zip(columns, cells, strict=True):
-                if name.startswith("Δ") and cell != "—":
-                    yield cells[0], name, float(cell)
+                if name.startswith("Δ") and cell not in ("—", "–"):
+                    yield cells[0], name, float(cell.split()[0])  # "Δ̂ at target": Δ̂ [interval]

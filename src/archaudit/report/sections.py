@@ -990,7 +990,7 @@ def _at_target(a: TargetPrediction) -> tuple[str, str]:
     low, high = a.interval
     rank_low, rank_high = a.rank_interval
     return (
-        f"Δ̂ {signed(a.delta)} [{signed(low)}, {signed(high)}], P(sign holds) {a.p_sign_holds:.2f}",
+        f"{signed(a.delta)} [{signed(low)}, {signed(high)}], P(sign holds) {a.p_sign_holds:.2f}",
         f"{a.rank} ({rank_low:.0f}–{rank_high:.0f})",
     )
 

@@ -94,9 +94,9 @@ def _finished(run_dir: Path, spec: RunSpec) -> bool:
 
 
 PROCESS_CPU = "process_cpu_s"
-"""DONE's `train` key: the CPU seconds (user + system) of the attempt that finished the run,
-its training and evaluation, this process and the processes it waited for (torchrun's ranks).
-A resumed run's earlier attempts are not counted."""
+"""The `train` key of a run's DONE file: the CPU seconds (user + system) of the attempt that
+finished the run, its training and evaluation, this process and the processes it waited for
+(torchrun's ranks). A resumed run's earlier attempts are not counted."""
 
 
 def process_cpu_s() -> float:

@@ -198,12 +198,7 @@ def _tuples(value: Any) -> Any:
 
 def analyse(plan: StressPlan) -> StressResult:
     """Every finished point read back; measures and verdicts of the sweep at 1× depth."""
-    read: list[tuple[StressPoint, SweepRun, SignalTrace]] = []
-    for point in plan.points:
-        run_dir = plan.run_dir(point)
-        sweep_run = read_sweep_run(run_dir, point.run, plan.spec.recipe.lr)
-        if sweep_run is not None:
-            read.append((point, sweep_run, _trace(run_dir, sweep_run)))
+    read = _read_points(plan)
     sweeps = {
         arm: Sweep.of(arm, [r for p, r, _ in read if p.kind == "lr" and p.run.arm == arm])
         for arm in dict.fromkeys(p.run.arm for p, _, _ in read if p.kind == "lr")
@@ -257,6 +252,17 @@ def analyse(plan: StressPlan) -> StressResult:
         depth_runs=tuple(r for runs in depth_runs.values() for r in runs),
         logit_verdicts=tuple(_logit_verdicts(read, settings, BASELINE in sweeps)),
     )
+
+
+def _read_points(plan: StressPlan) -> list[tuple[StressPoint, SweepRun, SignalTrace]]:
+    """Each finished point with its run and its signal trace, in the plan's order."""
+    read: list[tuple[StressPoint, SweepRun, SignalTrace]] = []
+    for point in plan.points:
+        run_dir = plan.run_dir(point)
+        sweep_run = read_sweep_run(run_dir, point.run, plan.spec.recipe.lr)
+        if sweep_run is not None:
+            read.append((point, sweep_run, _trace(run_dir, sweep_run)))
+    return read
 
 
 def _logit_verdicts(
