@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -185,3 +187,19 @@ def test_a_field_added_to_the_guides_class_reaches_both_commands(tmp_path, monke
         assert "--min-p" in flags_of(cmd), name
     code, line = one_line(module, ["score", "--min-p", "2"])
     assert code == 2 and "'2' for '--min-p'" in line and "[0, 1]" in line, line
+
+
+def test_building_the_flags_imports_no_analysis():
+    """The option records the command line reads to build its flags sit in light modules:
+    registering every command imports neither scipy nor matplotlib nor torch (a replicate
+    command that imported the report put 3.3 s on every `archaudit` start; 0.4 s before)."""
+    probe = (
+        "import sys; from archaudit.cli import register_commands; register_commands(); "
+        "print(sorted(m for m in ('scipy', 'matplotlib', 'torch') if m in sys.modules))"
+    )
+    src = Path(__file__).parents[2] / "src"
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True
+    )
+    assert done.stdout.strip() == "[]", done.stdout

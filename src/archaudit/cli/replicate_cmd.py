@@ -14,7 +14,6 @@ from archaudit.cli.audit_cmd import Executor, Overrides, Probe, show
 from archaudit.cli.base.app import app
 from archaudit.cli.base.options import emit, output_flags, with_flags
 from archaudit.formatting import num, pvalue
-from archaudit.report.replications import cpu_cell
 
 if TYPE_CHECKING:
     from archaudit.audit.replicating.replicate import Claim
@@ -146,6 +145,6 @@ def results_table(results: list[Replication]) -> Table:
             f"{pvalue(e.p)} ({num(e.alpha, 3)})" if e else "—",
             (f"{e.power:.2f}" if e.power is not None else "not modelled") if e else "—",
             e.design if e else "—",
-            cpu_cell(r),
+            r.cpu_cell(),
         )
     return table

@@ -44,19 +44,6 @@ def power_cell(result: Replication) -> str:
     return f"{e.power:.2f} for {e.power_for}" if e.power is not None else e.power_for
 
 
-def cpu_cell(result: Replication) -> str:
-    """Measured process CPU-minutes, or the training thread-minutes of runs that kept no CPU
-    clock, said so (they exceed the CPU time under load)."""
-    if not result.runs and not result.cpu_s:
-        return "—"
-    minutes = f"{result.cpu_s / 60:.1f}"
-    if result.cpu_measured == result.runs:
-        return f"{minutes} ({result.runs} runs)" if result.runs else f"{minutes} (measuring)"
-    if result.cpu_measured == 0:
-        return f"{minutes} thread-min ({result.runs} runs, no CPU clock in their folders)"
-    return f"{minutes} ({result.runs} runs, {result.runs - result.cpu_measured} as thread-min)"
-
-
 def row(result: Replication, claim: Claim) -> list[str]:
     return [
         f"`{result.claim}`",
@@ -66,7 +53,7 @@ def row(result: Replication, claim: Claim) -> list[str]:
         verdict_cell(result),
         power_cell(result),
         result.evidence.design if result.evidence else "—",
-        cpu_cell(result),
+        result.cpu_cell(),
     ]
 
 

@@ -91,6 +91,19 @@ class Replication:
     def to_json(self) -> dict[str, object]:
         return dataclasses.asdict(self)
 
+    def cpu_cell(self) -> str:
+        """Measured process CPU-minutes, or the training thread-minutes of runs that kept no
+        CPU clock, said so (they exceed the CPU time under load): the table's and the
+        console's CPU column."""
+        if not self.runs and not self.cpu_s:
+            return "—"
+        minutes = f"{self.cpu_s / 60:.1f}"
+        if self.cpu_measured == self.runs:
+            return f"{minutes} ({self.runs} runs)" if self.runs else f"{minutes} (measuring)"
+        if self.cpu_measured == 0:
+            return f"{minutes} thread-min ({self.runs} runs, no CPU clock in their folders)"
+        return f"{minutes} ({self.runs} runs, {self.runs - self.cpu_measured} as thread-min)"
+
 
 def published(claim: Claim) -> str:
     """The published direction and size, in words."""

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 from archaudit.audit.results.findings_families import FamilyPlan
 from archaudit.audit.results.findings_record import (
     Absence,
-    AggregateSettings,
     Analysis,
     Asked,
     Findings,
     attempt,
 )
 from archaudit.audit.results.power_cases import power_case
+from archaudit.audit.results.settings import AggregateSettings
 from archaudit.audit.results.source import Source
 from archaudit.audit.results.verdicts import family_options
 from archaudit.metrics import lower_is_better

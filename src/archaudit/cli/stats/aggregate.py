@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated
 
-from archaudit.audit.results.findings_record import AggregateSettings
+from archaudit.audit.results.settings import AggregateSettings
 from archaudit.cli.base.options import Flags, judge_flags, output_flags
 from archaudit.cli.stats.common import (
     Source,

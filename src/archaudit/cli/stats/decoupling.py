@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated
 
-from archaudit.audit.results.findings_record import DecouplingSettings
+from archaudit.audit.results.settings import DecouplingSettings
 from archaudit.cli.base.options import (
     Flags,
     judge_flags,

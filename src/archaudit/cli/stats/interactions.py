@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated
 
-from archaudit.audit.results.findings_record import InteractionSettings
+from archaudit.audit.results.settings import InteractionSettings
 from archaudit.cli.base.options import (
     Flags,
     judge_flags,

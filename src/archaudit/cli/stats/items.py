@@ -24,7 +24,7 @@ from archaudit.cli.stats.common import (
     stats_app,
 )
 from archaudit.formatting import interval, num
-from archaudit.stats.analyses.item_pairs import CORRECT, ItemOptions
+from archaudit.stats.analyses.item_options import CORRECT, ItemOptions
 from archaudit.stats.choices.options import DEFAULT
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ from archaudit.cli.stats.common import (
 )
 from archaudit.formatting import num
 from archaudit.stats.choices.options import DEFAULT, JudgeOptions
-from archaudit.stats.simulation.design import DesignSize
+from archaudit.stats.simulation.design_size import DesignSize
 
 
 @stats_app.command("power")

@@ -17,7 +17,7 @@ from archaudit.cli.stats.common import (
     say_text,
 )
 from archaudit.stats.choices.options import DEFAULT, JudgeOptions
-from archaudit.stats.simulation.design import DesignSize
+from archaudit.stats.simulation.design_size import DesignSize
 
 if TYPE_CHECKING:
     from archaudit.stats.simulation.simulate import NullSimulation

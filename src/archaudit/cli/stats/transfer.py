@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from archaudit.audit.results.findings_record import TransferSettings
+from archaudit.audit.results.settings import TransferSettings
 from archaudit.cli.base.options import (
     Flags,
     judge_flags,

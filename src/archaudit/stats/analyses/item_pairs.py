@@ -4,12 +4,11 @@ scale (`ItemPairs`), so that the command line only renders it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from archaudit.errors import ConfigError
-from archaudit.names import BASELINE
-from archaudit.ranges import REPLICATES, SEED
+from archaudit.stats.analyses.item_options import CORRECT, ItemOptions
 from archaudit.stats.inference.items import load_items
 from archaudit.stats.inference.paired import (
     ItemComparison,
@@ -18,29 +17,6 @@ from archaudit.stats.inference.paired import (
     compare_items,
 )
 from archaudit.stats.records.serialize import JsonResult
-
-CORRECT = "correct"
-"""The measure of correctness: each item right or wrong (bootstrap, McNemar)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class ItemOptions:
-    """Which arms are paired on which items, and how (`archaudit stats items` has one flag per
-    field)."""
-
-    scale: str | None = None
-    """Scale [default: every scale, each in turn]."""
-    baseline: str = field(default=BASELINE, metadata={"help": "The baseline arm."})
-    task: str | None = None
-    """One task (default: all)."""
-    measure: str = field(default=CORRECT, metadata={"metavar": "correct|bpb|margin"})
-    """What is paired per item: correctness (bootstrap, McNemar), or the gold continuation's
-    bits per byte (lower is better) or the choice margin (higher is better), by a paired t-test
-    and a Wilcoxon signed-rank test."""
-    n_boot: int = field(default=2000, metadata={"range": REPLICATES})
-    """Bootstrap replicates."""
-    seed: int = field(default=0, metadata={"range": SEED})
-    """Seed of the bootstrap's draws."""
 
 
 @dataclass(frozen=True)

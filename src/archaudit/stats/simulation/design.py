@@ -13,26 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from archaudit.errors import ConfigError
-from archaudit.ranges import COUNT, Range
 from archaudit.stats.choices.options import DEFAULT, JudgeOptions, check_test
 from archaudit.stats.inference.family_test import choose_test
 from archaudit.stats.records.noise_panel import WIDEST_FACTOR
 from archaudit.stats.records.serialize import JsonResult
 from archaudit.stats.simulation.power import Design, default_baseline_seeds
 from archaudit.stats.tests import statistical_test
-
-
-@dataclass(frozen=True, kw_only=True)
-class DesignSize:
-    """A balanced design's size, for `stats power` and `simulate-null` without a source (one flag
-    per field)."""
-
-    n_arms: int = field(default=19, metadata={"range": COUNT})
-    """m, the number of arms in the family (a count)."""
-    seeds: int = field(default=3, metadata={"range": COUNT})
-    """Seeds per arm."""
-    baseline_seeds: int | None = field(default=None, metadata={"range": Range(2)})
-    """Default: as many as --seeds, at least 3."""
 
 
 @dataclass(frozen=True)
