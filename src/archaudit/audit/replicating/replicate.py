@@ -136,13 +136,18 @@ class Claim:
     file: str = ""
     """Set by the loader: the audit file that holds it."""
 
+    @property
+    def is_level(self) -> bool:
+        """Judged by a diagnostic level (`replicate_levels`), not by a verdict of its runs."""
+        return bool(self.test) and ClaimTest(self.test) is ClaimTest.LEVEL
+
     def __post_init__(self) -> None:
         where = f"claims.{self.name or '?'}"
         if self.status and not (self.test or self.arm or self.direction):
             pass  # a claim the tool cannot test yet: its source and what it needs suffice
         elif self.test not in tuple(ClaimTest):
             raise ConfigError(f"{where}.test = {self.test!r}{did_you_mean(self.test, ClaimTest)}")
-        elif self.test == ClaimTest.LEVEL:
+        elif self.is_level:
             self._check_level(where)
         elif not self.arm:
             raise ConfigError(f"{where}.arm: the arm (or combination) the claim is about")

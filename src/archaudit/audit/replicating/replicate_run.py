@@ -67,7 +67,7 @@ def _resolve(claims: Iterable[str | Claim]) -> list[Claim]:
 def _training_key(claim: Claim) -> tuple[str, bool | str]:
     """Claims with one key share one training: the same file, the grid or the stress sweep (a
     level claim's measuring is its own)."""
-    if claim.test == ClaimTest.LEVEL:
+    if claim.is_level:
         return claim.file, claim.name
     return claim.file, claim.test in STRESS_TESTS
 
@@ -160,7 +160,7 @@ def total_cpu_s(plans: Sequence[ClaimPlan]) -> tuple[float | None, float]:
 def _planner(claim: Claim):
     if claim.test in STRESS_TESTS:
         return _plan_stress
-    return _plan_level if claim.test == ClaimTest.LEVEL else _plan_grid
+    return _plan_level if claim.is_level else _plan_grid
 
 
 def _plan_level(claim: Claim, spec: AuditSpec, probe: bool) -> ClaimPlan:

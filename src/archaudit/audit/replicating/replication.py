@@ -108,7 +108,7 @@ class Replication:
 def published(claim: Claim) -> str:
     """The published direction and size, in words."""
     size = claim.published_size
-    if claim.test == ClaimTest.LEVEL:
+    if claim.is_level:
         band = f"mean {claim.measure} in {_band(claim.band)}"
         return band + (f"; {size}" if size else "")
     if not claim.direction:
@@ -142,7 +142,7 @@ def judge_claim(claim: Claim, spec: AuditSpec) -> Replication:
         why = f"no results of audit {spec.name!r} in the runs folder"
         return dataclasses.replace(empty, outcome=Outcome.NOT_RUN, why=why)
     # a level claim's sign is already +1 inside its band (its published direction)
-    published_as = Direction.BETTER if claim.test == ClaimTest.LEVEL else Direction(claim.direction)
+    published_as = Direction.BETTER if claim.is_level else Direction(claim.direction)
     outcome = classify(published_as, evidence.sign)
     why = _why(evidence) if outcome is Outcome.NOT_ESTABLISHED else ""
     return dataclasses.replace(empty, outcome=outcome, evidence=evidence, why=why)
@@ -189,7 +189,7 @@ def training_cost(audit_dir: Path) -> TrainingCost:
 
 def _measuring_cpu_s(claim: Claim, spec: AuditSpec) -> float:
     """A level claim's measuring (its stored sample's process CPU seconds); 0 otherwise."""
-    if claim.test != ClaimTest.LEVEL:
+    if not claim.is_level:
         return 0.0
     from archaudit.audit.replicating.replicate_levels import read_sample, sample_path
 
