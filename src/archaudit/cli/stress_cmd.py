@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from archaudit.cli.audit_cmd import Executor, Overrides, Probe, RunsDir, show
+from archaudit.cli.audit_cmd import AuditFile, Executor, Overrides, Probe, RunsDir, show
 from archaudit.cli.base.app import app
 from archaudit.cli.base.options import (
     Plugins,
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 @output_flags
 @with_flags
 def stress(
-    audit: Annotated[Path, typer.Argument(help="The audit file (TOML); its [stress] section.")],
+    audit: AuditFile,
     plan_only: Annotated[
         bool, typer.Option("--plan", help="Print the sweep and its cost; train nothing.")
     ] = False,
