@@ -274,7 +274,8 @@ def test_cli_lists_plans_and_tables(data_root: Path, tmp_path: Path):
 
 STORED = Path(__file__).resolve().parents[1] / "data" / "replications"
 """The stress results of this issue's confirming runs (xiong2020 and wortsman2023 at
-recipe.data_seed 2027, docs/replications.md), their per-step traces removed."""
+recipe.data_seed 2027 on fresh init seeds, docs/replications.md), their per-step traces and
+per-run records removed."""
 
 
 @pytest.mark.parametrize(
