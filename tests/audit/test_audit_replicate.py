@@ -322,7 +322,7 @@ per-run records removed."""
     [
         ("qk_norm_lr", Outcome.REPRODUCED),
         ("z_loss_logits", Outcome.NOT_ESTABLISHED),
-        ("post_ln_lr", Outcome.NOT_ESTABLISHED),
+        ("post_ln_lr", Outcome.REPRODUCED),
         ("post_ln_depth", Outcome.NOT_ESTABLISHED),
     ],
 )
