@@ -38,6 +38,7 @@ from archaudit.audit.stability.stress import STRESS_DIR, stress_plan
 from archaudit.audit.stability.stress_result import RESULT_FILE, StressResult, write_result
 from archaudit.cli import app, register_commands
 from archaudit.errors import ConfigError
+from archaudit.stats.analyses.logits import LogitVerdict
 from archaudit.stats.analyses.stability import StabilityVerdict
 
 ISSUE_CLAIMS = {
@@ -74,7 +75,7 @@ def test_every_claim_file_parses_and_plans(data_root: Path, tmp_path: Path):
         spec = claim_spec(claim, tmp_path / "runs")
         plan = make_plan(spec)
         assert plan.runs, path.name
-        if claim.test in (ClaimTest.STRESS_RATE, ClaimTest.STRESS_DEPTH):
+        if ClaimTest(claim.test).stressed:
             assert stress_plan(spec).points
         if spec.recipe.corpus != "synthetic":  # a data-root file, or generated beside the runs
             corpus = Path(spec.recipe.corpus)
@@ -207,6 +208,44 @@ def test_a_stress_claim_reads_the_stored_stress_verdict(write_audit, verdict, di
     assert "not modelled" in judged.evidence.power_for
 
 
+@pytest.mark.parametrize(
+    ("verdict", "outcome"),
+    [
+        ("more-robust", Outcome.REPRODUCED),
+        ("more-fragile", Outcome.CONTRADICTED),
+        ("within-noise", Outcome.NOT_ESTABLISHED),
+    ],
+)
+def test_a_stress_logit_claim_reads_the_logit_verdict_not_the_rate_one(
+    write_audit, verdict, outcome
+):
+    path = _claim_audit(write_audit, "better", test="stress-logit")
+    spec = load_audit(path)
+    logit = LogitVerdict("post_ln", "baseline", 0.004, 0.008, "log_z", (0.5, -2.9), verdict,
+                         0.05, "holm", "FWER")  # fmt: skip
+    result = StressResult(
+        audit="tiny", scale="xs", cost="", arms=(), depth=(), depth_forecasts=(), backtests=(),
+        traces=(), missing=0, verdicts=(_stress_verdict("post_ln", "more-fragile", 0.01),),
+        logit_verdicts=(logit,),
+    )  # fmt: skip
+    _store(result, spec.audit_dir / STRESS_DIR / RESULT_FILE)
+    judged = _judged(path)
+    assert judged.outcome is outcome  # the rate verdict (more-fragile) is not what decides
+    assert judged.evidence.p == 0.008 and judged.evidence.estimate == -2.9  # log Z's z
+    assert "log_z" in judged.evidence.measure
+
+
+def test_a_stress_logit_claim_without_its_arm_is_not_run(write_audit):
+    path = _claim_audit(write_audit, "better", test="stress-logit")
+    spec = load_audit(path)
+    result = StressResult(
+        audit="tiny", scale="xs", cost="", arms=(), depth=(), depth_forecasts=(), backtests=(),
+        traces=(), missing=0, verdicts=(),
+    )  # fmt: skip
+    _store(result, spec.audit_dir / STRESS_DIR / RESULT_FILE)
+    assert _judged(path).outcome is Outcome.NOT_RUN
+
+
 def test_the_stress_floor_says_when_no_seed_count_can_declare(write_audit):
     path = _claim_audit(write_audit, "worse", test="stress-rate")
     spec = load_audit(path, ["stress.seeds=2"])
@@ -274,7 +313,8 @@ def test_cli_lists_plans_and_tables(data_root: Path, tmp_path: Path):
 
 STORED = Path(__file__).resolve().parents[1] / "data" / "replications"
 """The stress results of this issue's confirming runs (xiong2020 and wortsman2023 at
-recipe.data_seed 2027, docs/replications.md), their per-step traces removed."""
+recipe.data_seed 2027 on fresh init seeds, docs/replications.md), their per-step traces and
+per-run records removed."""
 
 
 @pytest.mark.parametrize(
@@ -282,7 +322,7 @@ recipe.data_seed 2027, docs/replications.md), their per-step traces removed."""
     [
         ("qk_norm_lr", Outcome.REPRODUCED),
         ("z_loss_logits", Outcome.NOT_ESTABLISHED),
-        ("post_ln_lr", Outcome.NOT_ESTABLISHED),
+        ("post_ln_lr", Outcome.REPRODUCED),
         ("post_ln_depth", Outcome.NOT_ESTABLISHED),
     ],
 )

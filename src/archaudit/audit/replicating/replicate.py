@@ -56,6 +56,9 @@ class ClaimTest(StrEnum):
     """The arm's learning-rate stress verdict (`archaudit stress`: more-fragile/more-robust)."""
     STRESS_DEPTH = "stress-depth"
     """The arm's depth-stress verdict (`archaudit stress` with `stress.depths`)."""
+    STRESS_LOGIT = "stress-logit"
+    """The arm's logit verdict in the rate sweep (`archaudit stress`: the largest attention
+    logit and the final |log Z| at the upper rates, `StressResult.logit_verdicts`)."""
     INTERACTION = "interaction"
     """The factorial interaction contrast of the combination `arm` (e.g. "gqa+swa") on
     `metric`, Holm-corrected over the audit's combinations."""
@@ -63,6 +66,11 @@ class ClaimTest(StrEnum):
     """A diagnostic `measure`, one value per unit (a seed's model, a text window), lies in the
     claim's `band`: one-sided t tests at its finite edges
     (audit/replicating/replicate_levels.py)."""
+
+    @property
+    def stressed(self) -> bool:
+        """Judged from `archaudit stress`'s sweep (trained by it, its seeds `stress.seeds`)."""
+        return self in (ClaimTest.STRESS_RATE, ClaimTest.STRESS_DEPTH, ClaimTest.STRESS_LOGIT)
 
     @property
     def planned_by_power(self) -> bool:
@@ -270,7 +278,7 @@ def claim_spec(
 
 def confirming_seeds(claim: Claim, spec: AuditSpec) -> range:
     """The init seeds the claim's confirming run trains: its stress sweep's or its grid's."""
-    n = spec.stress.seeds if claim.test in (ClaimTest.STRESS_RATE, ClaimTest.STRESS_DEPTH) else (
+    n = spec.stress.seeds if ClaimTest(claim.test).stressed else (
         max(spec.seeds.noise_floor, spec.seeds.arms)
     )  # fmt: skip
     return spec.seeds.numbers(n)
@@ -349,6 +357,7 @@ TRAINERS: Mapping[str, Trainer] = {
     ClaimTest.INTERACTION: _train_runs,
     ClaimTest.STRESS_RATE: _train_stress,
     ClaimTest.STRESS_DEPTH: _train_stress,
+    ClaimTest.STRESS_LOGIT: _train_stress,
     ClaimTest.LEVEL: _train_level,
 }
 """What trains a claim's evidence, by its test: the audit's grid, or its stress sweep."""

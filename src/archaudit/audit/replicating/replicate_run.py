@@ -26,7 +26,7 @@ from archaudit.audit.replicating.replicate import (
 from archaudit.audit.replicating.replication import Replication, judge_claim
 from archaudit.audit.setup.spec import AuditSpec
 
-STRESS_TESTS = (ClaimTest.STRESS_RATE, ClaimTest.STRESS_DEPTH)
+STRESS_TESTS = tuple(t for t in ClaimTest if t.stressed)
 
 
 @dataclass(frozen=True, kw_only=True)

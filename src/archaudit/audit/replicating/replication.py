@@ -4,7 +4,8 @@ The verdict that decides is the tool's own, read from the stores `run` and `stre
 
 - `verdict`: the arm's `ArmVerdict` in `findings` (calibrated level, α split over the audit's
   primary metrics); `interaction`: the combination's factorial contrast (Holm over the
-  combinations); `stress-rate` / `stress-depth`: the arm's verdict in the stored stress test.
+  combinations); `stress-rate` / `stress-depth`: the arm's verdict in the stored stress test;
+  `stress-logit`: its logit verdict there (attention logit or final |log Z|, Holm over the arms).
 - reproduced: a declared verdict in the published direction; contradicted: a declared verdict
   against it; not established: no declared verdict, with the power the design had and what
   would reach 0.8 (`stats.simulation.power` for a verdict; the stress test's exact floor where
@@ -318,6 +319,42 @@ def _judge_stress(claim: Claim, spec: AuditSpec, depth: bool) -> Evidence | None
     )
 
 
+def _judge_stress_logit(claim: Claim, spec: AuditSpec) -> Evidence | None:
+    """The arm's logit verdict in the stored sweep: its deciding measure's z as the estimate."""
+    from archaudit.audit.stability.stress import STRESS_DIR
+    from archaudit.audit.stability.stress_result import RESULT_FILE, read_result
+    from archaudit.stats.analyses.fragility import high_weights
+    from archaudit.stats.analyses.logits import LOGIT_MEASURES
+    from archaudit.stats.analyses.stability import StabilityOutcome
+
+    path = spec.audit_dir / STRESS_DIR / RESULT_FILE
+    if not path.is_file():
+        return None
+    result = read_result(path)
+    found = next((v for v in result.logit_verdicts if v.arm == claim.arm), None)
+    if found is None:
+        return None
+    verdict = StabilityOutcome(found.verdict)
+    deciding = LOGIT_MEASURES.index(found.measure) if found.measure in LOGIT_MEASURES else None
+    estimate = found.z[deciding] if deciding is not None and found.z else math.nan
+    settings = spec.stress
+    rates = settings.lr_factors
+    high = sum(w > 0 for w in high_weights(rates, statistics.median_low(rates)))
+    measure = found.measure or "no logit measure varies"
+    return Evidence(
+        verdict=verdict,
+        sign=verdict.sign,
+        measure=f"z of {measure} at the upper rates (arm − baseline); positive = larger",
+        estimate=estimate,
+        p=found.p_adjusted,
+        alpha=found.alpha,
+        power=None,
+        power_for="power not modelled here (stress --plan --pilot models it)",
+        to_reach=_stress_floor(settings.seeds, high, len(result.logit_verdicts), found.alpha),
+        design=f"{settings.seeds} seeds per rate × {len(rates)} rates × {result.scale}",
+    )
+
+
 def _stress_floor(seeds: int, high: int, arms: int, alpha: float) -> str:
     """The stress test's exact floor: whether its smallest p can reach Holm's first threshold,
     and the seeds at which it can (necessary for a declaration, not sufficient)."""
@@ -446,5 +483,6 @@ JUDGES: Mapping[ClaimTest, Judge] = {
     ClaimTest.INTERACTION: _judge_interaction,
     ClaimTest.STRESS_RATE: lambda claim, spec: _judge_stress(claim, spec, depth=False),
     ClaimTest.STRESS_DEPTH: lambda claim, spec: _judge_stress(claim, spec, depth=True),
+    ClaimTest.STRESS_LOGIT: _judge_stress_logit,
 }
 """How each kind of claim is read from the folders."""
