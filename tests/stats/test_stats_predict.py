@@ -16,7 +16,7 @@ from predict_helpers import PARAMS, TARGET, constant, ladder, log_linear, table
 from scipy import stats as sps
 
 from archaudit.errors import ConfigError
-from archaudit.stats.predictions.backtest import CLAIM_LEVEL, QUIET_LADDER, Calibration
+from archaudit.stats.predictions.backtest import CLAIM_LEVEL, QUIET_LADDER, Calibration, prior
 from archaudit.stats.predictions.ladders import Ladder, LadderScale, check_ladder
 from archaudit.stats.predictions.predict import CANNOT_COVER, Prediction, predict
 from archaudit.stats.records.table import Table
@@ -311,3 +311,15 @@ def test_the_output_says_what_the_interval_cannot_cover():
     assert CANNOT_COVER in result.notes
     assert "beyond the largest trained scale" in CANNOT_COVER
     assert "docs/predict.md" in CANNOT_COVER
+
+
+def test_the_ladders_prior_is_limmas_by_moments():
+    """`backtest.prior` recovers the scaled inverse-χ² prior (d0, s0²) of many arms' scales, each
+    measured on 3.4 effective errors, and a d0 far above d where the arms share one scale."""
+    rng = np.random.default_rng(2)
+    df = np.full(20_000, 3.4)
+    true = 2.0 * 6.0 / rng.chisquare(6.0, len(df))
+    prior_df, prior_scale = prior(true * rng.chisquare(df) / df, df)
+    assert prior_df == pytest.approx(6.0, rel=0.15)
+    assert prior_scale == pytest.approx(2.0, rel=0.05)
+    assert prior(2.0 * rng.chisquare(df) / df, df)[0] > 50.0

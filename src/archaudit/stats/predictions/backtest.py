@@ -199,12 +199,12 @@ def moderate(scale: np.ndarray, df: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     """((m,) each arm's scale moved towards the ladder's, (m,) its degrees of freedom): limma's
     empirical Bayes (Smyth 2004), s²_post = (d0·s0² + d·s²)/(d0 + d) with d0 + d degrees of
     freedom, d0 and s0² fitted to the arms' log s² by moments with the trigamma correction
-    (`prior`), robust as Phipson et al. (2016) ask, in a simple form: an arm in either tail of
-    the predictive distribution of the prior fitted to the other arms (`OUTLIER_P`) is left out
-    of the fit, and one above its upper tail keeps its own scale: a drifting arm does not set its quiet
-    neighbours' width,
-    and a quiet arm whose three errors happened to be tiny no longer gets a width from them
-    alone (issue 55: the stored ladder's null-like arm)."""
+    (`prior`). Robust to outlying arms (Phipson et al. 2016) in a simple form: an arm in
+    either tail of the predictive distribution of the prior fitted to the other arms
+    (`OUTLIER_P`) is left out of the fit, and one above its upper tail keeps its own scale. A
+    drifting arm does not set its quiet neighbours' width, and a quiet arm whose three errors
+    happened to be tiny no longer gets a width from them alone (issue 55: the stored real
+    ladder's null-like arm got an 80% interval that excluded 0)."""
     fitted = scale > 0
     if np.sum(fitted) < 2:
         return scale, df
@@ -251,10 +251,11 @@ def _pool(scale: np.ndarray, df: np.ndarray, prior_df: float, prior_scale: float
 
 
 def prior(scale: np.ndarray, df: np.ndarray) -> tuple[float, float]:
-    """(d0, s0²) of the scaled inverse-χ² prior over the arms' scales, limma's `fitFDist` by
-    moments on log s²: the mean of log s² − ψ(d/2) + log(d/2) is log s0² − ψ(d0/2) + log(d0/2),
-    and the variance of log s² beyond its sampling part ψ′(d/2) is ψ′(d0/2). d0 = ∞ (every arm the ladder's scale)
-    where the arms spread no more than their few errors do; (0, NaN) with fewer than 2 arms."""
+    """(d0, s0²) of the scaled inverse-χ² prior over the arms' scales: limma's `fitFDist` by
+    moments on log s². The mean of log s² − ψ(d/2) + log(d/2) is log s0² − ψ(d0/2) + log(d0/2),
+    and the variance of log s² beyond its sampling part ψ′(d/2) is ψ′(d0/2). d0 = ∞ (every arm
+    gets the ladder's scale) where the arms spread no more than their few errors do; (0, NaN)
+    with fewer than 2 arms."""
     if len(scale) < 2:
         return 0.0, math.nan
     half = np.maximum(df, 1.0) / 2.0
