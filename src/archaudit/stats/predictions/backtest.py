@@ -37,7 +37,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
 from scipy import stats as sps
 
 from archaudit.stats.predictions.claim_rates import may_claim
@@ -161,24 +160,18 @@ class Calibration:
     """(P,) the arm of each error."""
 
     def quantiles(self, level: float) -> np.ndarray:
-        """(m,) each arm's half-width at `level` in units of √variance: the root of its moderated
-        scale (`moderate`: the h²-weighted mean square of its z, with its effective number of
-        errors (Kish's, (Σw)²/Σw²) as degrees of freedom, pulled towards the ladder's) times the
-        Student-t quantile with the moderated degrees of freedom; the predictive distribution
-        of one more standardised error when its scale is estimated from those few and the
-        other arms'."""
-        scale, df = moderate(*self.scales())
-        return np.sqrt(scale) * sps.t.ppf((1.0 + level) / 2.0, np.maximum(df, 1.0))
-
-    def scales(self) -> tuple[np.ndarray, np.ndarray]:
-        """((m,) each arm's h²-weighted mean square of z, (m,) its effective number of errors)."""
+        """(m,) each arm's half-width at `level` in units of √variance: the h²-weighted root mean
+        square of its z times the Student-t quantile with its effective number of errors
+        (Kish's, (Σw)²/Σw²) as degrees of freedom; the predictive distribution of one more
+        standardised error when their scale is estimated from those few."""
         arms = int(self.arm.max()) + 1 if len(self.arm) else 0
         weight = self.horizon**2
         total = np.bincount(self.arm, weight, arms)
         squares = np.bincount(self.arm, weight**2, arms)
         scale = np.bincount(self.arm, weight * self.z**2, arms)
-        tiny = np.finfo(float).tiny
-        return scale / np.maximum(total, tiny), total**2 / np.maximum(squares, tiny)
+        n = total**2 / np.maximum(squares, np.finfo(float).tiny)
+        rms = np.sqrt(scale / np.maximum(total, np.finfo(float).tiny))
+        return rms * sps.t.ppf((1.0 + level) / 2.0, np.maximum(n, 1.0))
 
     def covered(self, level: float) -> np.ndarray:
         """(P,) whether each backtest error lies inside its arm's interval at `level`."""
@@ -187,101 +180,6 @@ class Calibration:
     def widening(self, level: float) -> float:
         """The median arm's half-width over the normal quantile's."""
         return float(np.median(self.quantiles(level))) / float(sps.norm.ppf((1.0 + level) / 2.0))
-
-
-OUTLIER_P = 0.01
-"""An arm whose mean square of z lies beyond the upper 1 − OUTLIER_P quantile of the ladder's
-(s0²·F(d, d0)) is not moderated: its errors say its scale is its own (a drifting arm whose κ its
-few errors underestimated). Arms beyond either tail are left out of the ladder's prior."""
-
-
-def moderate(scale: np.ndarray, df: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """((m,) each arm's scale moved towards the ladder's, (m,) its degrees of freedom): limma's
-    empirical Bayes (Smyth 2004), s²_post = (d0·s0² + d·s²)/(d0 + d) with d0 + d degrees of
-    freedom, d0 and s0² fitted to the arms' log s² by moments with the trigamma correction
-    (`prior`). Robust to outlying arms (Phipson et al. 2016) in a simple form: an arm in
-    either tail of the predictive distribution of the prior fitted to the other arms
-    (`OUTLIER_P`) is left out of the fit, and one above its upper tail keeps its own scale. A
-    drifting arm does not set its quiet neighbours' width, and a quiet arm whose three errors
-    happened to be tiny no longer gets a width from them alone (issue 55: the stored real
-    ladder's null-like arm got an 80% interval that excluded 0)."""
-    fitted = scale > 0
-    if np.sum(fitted) < 2:
-        return scale, df
-    upper, lower = _tails_without_each(scale, df, fitted)
-    typical = fitted & (upper >= OUTLIER_P) & (lower >= OUTLIER_P)
-    if np.sum(typical) < 2:
-        typical = fitted
-    prior_df, prior_scale = prior(scale[typical], df[typical])
-    outlier = ~typical & (upper < OUTLIER_P)
-    moved = np.where(outlier, scale, _pool(scale, df, prior_df, prior_scale))
-    return moved, np.where(outlier, df, df + prior_df)
-
-
-def _tails_without_each(
-    scale: np.ndarray, df: np.ndarray, fitted: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each arm's upper and lower tail probability under the prior fitted to the other arms
-    (with fewer than 2 others: 1, no arm an outlier)."""
-    upper, lower = np.ones(len(scale)), np.ones(len(scale))
-    for a in np.flatnonzero(fitted):
-        others = fitted.copy()
-        others[a] = False
-        if np.sum(others) < 2:
-            continue
-        prior_df, prior_scale = prior(scale[others], df[others])
-        upper[a], lower[a] = _tails(scale[a], df[a], prior_df, prior_scale)
-    return upper, lower
-
-
-def _tails(
-    scale: np.ndarray, df: np.ndarray, prior_df: float, prior_scale: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each arm's upper and lower tail probability under the prior's predictive s0²·F(d, d0)."""
-    ratio, d = scale / prior_scale, np.maximum(df, 1.0)
-    if prior_df == math.inf:
-        return sps.chi2.sf(ratio * d, d), sps.chi2.cdf(ratio * d, d)
-    return sps.f.sf(ratio, d, prior_df), sps.f.cdf(ratio, d, prior_df)
-
-
-def _pool(scale: np.ndarray, df: np.ndarray, prior_df: float, prior_scale: float) -> np.ndarray:
-    if prior_df == np.inf:
-        return np.full_like(scale, prior_scale)
-    return (prior_df * prior_scale + df * scale) / (prior_df + df)
-
-
-def prior(scale: np.ndarray, df: np.ndarray) -> tuple[float, float]:
-    """(d0, s0²) of the scaled inverse-χ² prior over the arms' scales: limma's `fitFDist` by
-    moments on log s². The mean of log s² − ψ(d/2) + log(d/2) is log s0² − ψ(d0/2) + log(d0/2),
-    and the variance of log s² beyond its sampling part ψ′(d/2) is ψ′(d0/2). d0 = ∞ (every arm
-    gets the ladder's scale) where the arms spread no more than their few errors do; (0, NaN)
-    with fewer than 2 arms."""
-    if len(scale) < 2:
-        return 0.0, math.nan
-    half = np.maximum(df, 1.0) / 2.0
-    e = np.log(scale) - special.digamma(half) + np.log(half)
-    centre = float(np.mean(e))
-    spread = float(np.var(e, ddof=1) - np.mean(special.polygamma(1, half)))
-    if spread <= 0.0:
-        return math.inf, math.exp(centre)
-    prior_df = 2.0 * _trigamma_inverse(spread)
-    return prior_df, math.exp(centre + special.digamma(prior_df / 2) - math.log(prior_df / 2))
-
-
-def _trigamma_inverse(value: float) -> float:
-    """The y with ψ′(y) = value (limma's Newton iteration on 1/y)."""
-    if value > 1e7:
-        return 1.0 / math.sqrt(value)
-    if value < 1e-6:
-        return 1.0 / value
-    y = 0.5 + 1.0 / value
-    for _ in range(50):
-        tri = float(special.polygamma(1, y))
-        step = tri * (1.0 - tri / value) / float(special.polygamma(2, y))
-        y += step
-        if -step / y < 1e-8:
-            break
-    return y
 
 
 def structural(exposure: np.ndarray, structure: np.ndarray) -> np.ndarray:
