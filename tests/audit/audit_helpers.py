@@ -10,6 +10,7 @@ import math
 import signal
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from archaudit.audit.launcher.launch import cli_command
@@ -91,3 +92,31 @@ def alarm_after(seconds: int) -> Iterator[None]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+STRESS_AUDIT = """
+name = "s"
+arms = ["post_ln"]
+[seeds]
+noise_floor = 2
+[eval]
+suite = ""
+[recipe]
+steps = 4
+batch_tokens = 256
+corpus_chars = 20000
+eval_every = 2
+[scales.t]
+d_model = 16
+n_layers = 1
+n_heads = 2
+context_length = 16
+"""
+"""A one-layer audit of post_ln for the stress tests, before its `[stress]` section."""
+
+
+def stress_audit(tmp_path: Path, stress: str = "") -> Path:
+    """STRESS_AUDIT with `stress` (a `[stress]` section) appended, written to tmp_path/a.toml."""
+    path = tmp_path / "a.toml"
+    path.write_text(STRESS_AUDIT + stress)
+    return path

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from audit_helpers import stress_audit
 
 from archaudit.audit.grid.plan import make_plan
 from archaudit.audit.grid.record import RunRecord
@@ -33,43 +34,19 @@ from archaudit.stats.analyses.stability import undeclarable
 ROOT = Path(__file__).resolve().parents[2]
 STORED = ROOT / "tests" / "data" / "stress" / "stress-tiny.json"
 SMALL = ROOT / "tests" / "data" / "stress" / "stress-small.json"
-AUDIT = """
-name = "s"
-arms = ["post_ln"]
-[seeds]
-noise_floor = 2
-[eval]
-suite = ""
-[recipe]
-steps = 4
-batch_tokens = 256
-corpus_chars = 20000
-eval_every = 2
-[scales.t]
-d_model = 16
-n_layers = 1
-n_heads = 2
-context_length = 16
-"""
-
-
-def audit(tmp_path: Path, stress: str = "") -> Path:
-    path = tmp_path / "a.toml"
-    path.write_text(AUDIT + stress)
-    return path
 
 
 def test_stress_section_is_checked(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="6 rates spanning"):
-        load_audit(audit(tmp_path, "[stress]\nlr_factors = [1, 10, 100]\n"))
+        load_audit(stress_audit(tmp_path, "[stress]\nlr_factors = [1, 10, 100]\n"))
     with pytest.raises(ConfigError, match=r"stress\.seeds = 1"):
-        load_audit(audit(tmp_path, "[stress]\nseeds = 1\n"))
+        load_audit(stress_audit(tmp_path, "[stress]\nseeds = 1\n"))
     with pytest.raises(ConfigError, match="lr_fators"):
-        load_audit(audit(tmp_path, "[stress]\nlr_fators = [1]\n"))
+        load_audit(stress_audit(tmp_path, "[stress]\nlr_fators = [1]\n"))
 
 
 def test_plan_sizes_the_sweep_and_labels_its_runs(tmp_path: Path) -> None:
-    spec = load_audit(audit(tmp_path, "[stress]\ndepths = [2]\ndepth_arms = ['post_ln']\n"))
+    spec = load_audit(stress_audit(tmp_path, "[stress]\ndepths = [2]\ndepth_arms = ['post_ln']\n"))
     plan = stress_plan(spec)
     sweep = [p for p in plan.points if p.kind == "lr"]
     depth = [p for p in plan.points if p.kind == "depth"]
@@ -89,7 +66,7 @@ def test_plan_sizes_the_sweep_and_labels_its_runs(tmp_path: Path) -> None:
 
 
 def test_a_finished_audit_run_is_reused(tmp_path: Path) -> None:
-    spec = load_audit(audit(tmp_path))
+    spec = load_audit(stress_audit(tmp_path))
     audit_plan = make_plan(spec)
     materialize(audit_plan)
     run = audit_plan.runs[0]  # the baseline at the recipe's rate, seed 0
@@ -104,7 +81,7 @@ def test_a_finished_audit_run_is_reused(tmp_path: Path) -> None:
 
 def test_a_finished_stress_run_is_not_counted_to_train(tmp_path: Path) -> None:
     """Issue 43: `--plan` said "108 to train" after every run had finished."""
-    spec = load_audit(audit(tmp_path))
+    spec = load_audit(stress_audit(tmp_path))
     before = stress_plan(spec)
     materialize(before.plan)
     done = before.plan.runs[0]
@@ -147,7 +124,7 @@ def test_rates_above_the_grid_until_the_baseline_breaks(tmp_path: Path) -> None:
     """Issue 43 item 2: while the baseline has not broken at the top rate trained, the next
     rate (the grid's last ratio again) is added for it and every arm still censored, at most
     `stress.extra_rates`; the range is then read over them, and the verdict's grid is kept."""
-    spec = load_audit(audit(tmp_path))
+    spec = load_audit(stress_audit(tmp_path))
     first = stress_plan(spec)
     extra = spec.stress.extra_rates
     assert not [p for p in first.points if p.kind == "above"]
@@ -175,7 +152,7 @@ def test_rates_above_the_grid_until_the_baseline_breaks(tmp_path: Path) -> None:
 
 
 def test_no_rate_above_the_grid_when_extra_rates_is_0(tmp_path: Path) -> None:
-    spec = load_audit(audit(tmp_path, "[stress]\nextra_rates = 0\n"))
+    spec = load_audit(stress_audit(tmp_path, "[stress]\nextra_rates = 0\n"))
     plan = stress_plan(spec)
     for point in plan.points:
         _finish(plan.plan.audit_dir, point, broke=False)
@@ -187,7 +164,7 @@ def test_no_rate_above_the_grid_when_extra_rates_is_0(tmp_path: Path) -> None:
 
 def test_the_default_depth_stress_covers_the_residual_and_norm_arms(tmp_path: Path) -> None:
     """Issue 43: without `depth_arms` the depth stress takes every swept R7 arm."""
-    text = audit(tmp_path, "[stress]\ndepths = [2]\n").read_text()
+    text = stress_audit(tmp_path, "[stress]\ndepths = [2]\n").read_text()
     path = tmp_path / "b.toml"
     path.write_text(text.replace('arms = ["post_ln"]', 'arms = ["post_ln", "softpick"]'))
     plan = stress_plan(load_audit(path))
@@ -223,7 +200,7 @@ def test_the_stress_table_is_checked_before_anything_is_planned(
     """Issue 44: these passed `--plan` and failed after the sweep trained (a 29 TiB
     MemoryError for the permutations), truncated 2.5 to 2, or grew memory without bound."""
     with pytest.raises(ConfigError, match=said):
-        load_audit(audit(tmp_path, f"[stress]\n{table}\n"))
+        load_audit(stress_audit(tmp_path, f"[stress]\n{table}\n"))
 
 
 def test_cli_plan_prints_the_cost(tmp_path: Path) -> None:
@@ -232,7 +209,7 @@ def test_cli_plan_prints_the_cost(tmp_path: Path) -> None:
     from archaudit.cli import app, register_commands
 
     register_commands()
-    out = CliRunner().invoke(app, ["stress", str(audit(tmp_path)), "--plan", "--json"])
+    out = CliRunner().invoke(app, ["stress", str(stress_audit(tmp_path)), "--plan", "--json"])
     assert out.exit_code == 0, out.output
     cost = json.loads(out.stdout)
     assert cost["cost"].startswith(f"stress test: {12 * StressSpec().seeds} runs")
@@ -243,7 +220,7 @@ def test_cli_plan_prints_the_cost(tmp_path: Path) -> None:
     above = StressSpec().extra_rates * 2 * StressSpec().seeds
     assert cost["above_grid_cpu_s"] == pytest.approx(above * per_run)
     assert "the runs above the grid up to" in cost["time"]
-    bare = CliRunner().invoke(app, ["stress", str(audit(tmp_path)), "--plan", "--no-probe"])
+    bare = CliRunner().invoke(app, ["stress", str(stress_audit(tmp_path)), "--plan", "--no-probe"])
     assert bare.exit_code == 0 and "min on" not in bare.output
 
 
@@ -272,7 +249,7 @@ def test_stress_trains_judges_and_stores(tmp_path: Path) -> None:
     from archaudit.cli import app, register_commands
 
     register_commands()
-    path = audit(tmp_path, "[executor]\nworkers = 2\nthreads = 1\n")
+    path = stress_audit(tmp_path, "[executor]\nworkers = 2\nthreads = 1\n")
     out = CliRunner().invoke(app, ["stress", str(path), "-q"])
     assert out.exit_code == 0, out.output
     assert "post_ln" in out.stdout and "forecast backtest" in out.stdout
@@ -349,8 +326,8 @@ def test_cli_plan_says_when_the_sweep_cannot_declare_an_arm(tmp_path: Path) -> N
 
     register_commands()
     (tmp_path / "default").mkdir()
-    strict = audit(tmp_path, "[stress]\nseeds = 2\nalpha = 0.005\n")
-    for path, said in ((strict, True), (audit(tmp_path / "default"), False)):
+    strict = stress_audit(tmp_path, "[stress]\nseeds = 2\nalpha = 0.005\n")
+    for path, said in ((strict, True), (stress_audit(tmp_path / "default"), False)):
         out = CliRunner().invoke(app, ["stress", str(path), "--plan", "--no-probe", "--json"])
         assert out.exit_code == 0, out.output
         power = json.loads(out.stdout).get("power", "")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from audit_helpers import STRESS_AUDIT, stress_audit
 
 from archaudit.audit.setup.spec import load_audit
 from archaudit.audit.stability.stress import stress_plan
@@ -36,59 +37,35 @@ from archaudit.stats.analyses.sweeps import SweepModel, breaking_at_top, simulat
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "tests" / "data" / "stress" / "stress-small.json"
-AUDIT = """
-name = "s"
-arms = ["post_ln"]
-[seeds]
-noise_floor = 2
-[eval]
-suite = ""
-[recipe]
-steps = 4
-batch_tokens = 256
-corpus_chars = 20000
-eval_every = 2
-[scales.t]
-d_model = 16
-n_layers = 1
-n_heads = 2
-context_length = 16
-"""
-
-
-def audit(tmp_path: Path, stress: str = "") -> Path:
-    path = tmp_path / "a.toml"
-    path.write_text(AUDIT + stress)
-    return path
 
 
 def test_the_seed_offset_starts_the_sweep_on_fresh_seeds(tmp_path: Path) -> None:
     """One offset for the grid and the sweep (`[seeds] offset`): a confirming stress run
     trains none of its pilot's seeds."""
-    offset = AUDIT.replace("noise_floor = 2\n", "noise_floor = 2\noffset = 3\n")
+    offset = STRESS_AUDIT.replace("noise_floor = 2\n", "noise_floor = 2\noffset = 3\n")
     path = tmp_path / "a.toml"
     path.write_text(offset + "[stress]\ndepths = [2]\n")
     plan = stress_plan(load_audit(path))
     assert {p.run.seed for p in plan.points} == {3, 4, 5}
     assert all(p.run.path.endswith(("seed-3", "seed-4", "seed-5")) for p in plan.points)
     with pytest.raises(ConfigError, match=r"stress\.first_seed"):
-        load_audit(audit(tmp_path, "[stress]\nfirst_seed = 3\n"))
+        load_audit(stress_audit(tmp_path, "[stress]\nfirst_seed = 3\n"))
 
 
 def test_the_plan_says_when_the_depth_test_cannot_declare(tmp_path: Path) -> None:
     """Issue 54: at 2 seeds a depth stress over 2 depths at one rate has an exact floor of
     2/36 = 0.056 > α; the plan said nothing."""
-    at_2 = stress_plan(load_audit(audit(tmp_path, "[stress]\nseeds = 2\ndepths = [2, 4]\n")))
+    at_2 = stress_plan(load_audit(stress_audit(tmp_path, "[stress]\nseeds = 2\ndepths = [2, 4]\n")))
     assert "depth test" in at_2.power_note() and "0.056" in at_2.power_note()
-    at_3 = stress_plan(load_audit(audit(tmp_path, "[stress]\nseeds = 3\ndepths = [2, 4]\n")))
+    at_3 = stress_plan(load_audit(stress_audit(tmp_path, "[stress]\nseeds = 3\ndepths = [2, 4]\n")))
     assert at_3.power_note() == ""
 
 
 def test_fragile_names_a_swept_arm(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"stress\.fragile: 'post_lm'.*post_ln"):
-        stress_plan(load_audit(audit(tmp_path, "[stress]\nfragile = ['post_lm']\n")))
+        stress_plan(load_audit(stress_audit(tmp_path, "[stress]\nfragile = ['post_lm']\n")))
     with pytest.raises(ConfigError, match="baseline is the reference"):
-        stress_plan(load_audit(audit(tmp_path, "[stress]\nfragile = ['baseline']\n")))
+        stress_plan(load_audit(stress_audit(tmp_path, "[stress]\nfragile = ['baseline']\n")))
 
 
 def _logits(
@@ -157,7 +134,7 @@ def _pilot(tmp_path: Path, fragile_arm: bool) -> Path:
 
 
 def test_the_plan_states_the_power_from_a_pilot(tmp_path: Path) -> None:
-    spec = load_audit(audit(tmp_path, "[stress]\nseeds = 4\n"))
+    spec = load_audit(stress_audit(tmp_path, "[stress]\nseeds = 4\n"))
     strong = plan_power(spec, read_pilot(_pilot(tmp_path, True)), trials=40)
     assert [(p.test, p.arm, p.seeds) for p in strong] == [("rate", "post_ln", 4)]
     assert strong[0].power >= 0.8 and "reached" in strong[0].line()
@@ -179,7 +156,7 @@ def test_cli_plan_prints_the_pilot_power(tmp_path: Path) -> None:
 
     register_commands()
     pilot = _pilot(tmp_path, True)
-    path = audit(tmp_path, "[stress]\nseeds = 4\n")
+    path = stress_audit(tmp_path, "[stress]\nseeds = 4\n")
     args = ["stress", str(path), "--plan", "--no-probe", "--json", "--pilot", str(pilot)]
     out = CliRunner().invoke(app, args)
     assert out.exit_code == 0, out.output
