@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from audit_helpers import stress_audit
+from audit_helpers import STRESS_AUDIT, stress_audit
 
 from archaudit.audit.grid.plan import make_plan
 from archaudit.audit.grid.record import RunRecord
@@ -90,6 +90,28 @@ def test_a_finished_stress_run_is_not_counted_to_train(tmp_path: Path) -> None:
     assert len(after.plan.runs) == len(before.plan.runs) - 1 and after.finished == 1
     assert done not in after.plan.runs and len(after.points) == len(before.points)
     assert f"({len(after.plan.runs)} to train, 1 finished" in after.cost_line()
+
+
+def test_runs_left_by_another_recipe_are_neither_finished_reused_nor_read(tmp_path: Path) -> None:
+    """A folder whose run trained on another corpus draw (a pilot at another data_seed in the
+    same runs folder) held a DONE, and `--plan` counted it finished, the sweep reused the
+    audit's run and the analysis read it as the point's result."""
+    from archaudit.audit.stability.stress import read_sweep_run
+
+    first = load_audit(stress_audit(tmp_path))
+    audit_plan, before = make_plan(first), stress_plan(first)
+    materialize(audit_plan)
+    materialize(before.plan)
+    for plan, run in ((audit_plan, audit_plan.runs[0]), (before.plan, before.plan.runs[0])):
+        write_done(plan.run_dir(run), RunRecord.of_run(run, status="ok", metrics={}))
+    assert stress_plan(first).finished == 1  # the same recipe: finished and reused
+    moved = stress_audit(tmp_path)
+    moved.write_text(STRESS_AUDIT.replace("[recipe]\n", "[recipe]\ndata_seed = 99\n"))
+    after = stress_plan(load_audit(moved))
+    assert after.finished == 0 and not [p for p in after.points if p.reused is not None]
+    assert len(after.plan.runs) == len(after.points)
+    point = after.points[0]
+    assert read_sweep_run(after.run_dir(point), point.run, first.recipe.lr) is None
 
 
 def test_the_default_seeds_can_declare_an_arm_among_the_audit2026_arms() -> None:

@@ -297,14 +297,14 @@ def claim_model(claim: Claim, data_root: Path | None = None) -> str:
 
 def _finished_runs(claim: Claim, spec: AuditSpec) -> list[Path]:
     from archaudit.audit.grid.plan import make_plan
-    from archaudit.audit.grid.store import read_record
+    from archaudit.audit.grid.store import read_finished
     from archaudit.names import BASELINE
 
     plan = make_plan(spec)
     arm = claim.arm or BASELINE
     scale = claim.scale or spec.scales[-1].name
     runs = [r for r in plan.runs if r.arm == arm and r.scale == scale]
-    done = [plan.run_dir(r) for r in runs if read_record(plan.run_dir(r)) is not None]
+    done = [plan.run_dir(r) for r in runs if read_finished(plan.run_dir(r), r) is not None]
     if not done:
         raise ConfigError(
             f"claims.{claim.name}: no finished run of {arm!r} at {scale!r} to measure"

@@ -180,12 +180,12 @@ def _plan_level(claim: Claim, spec: AuditSpec, probe: bool) -> ClaimPlan:
 
 def _plan_grid(claim: Claim, spec: AuditSpec, probe: bool) -> ClaimPlan:
     from archaudit.audit.grid.plan import make_plan
-    from archaudit.audit.grid.store import read_record
+    from archaudit.audit.grid.store import read_finished
     from archaudit.audit.planning.estimate import plan_summary
     from archaudit.audit.planning.power_plan import plan_power
 
     plan = make_plan(spec)
-    left = [r for r in plan.runs if read_record(plan.run_dir(r)) is None]
+    left = [r for r in plan.runs if read_finished(plan.run_dir(r), r) is None]
     cpu: float | None = 0.0
     if left and probe:
         summary = plan_summary(plan, probe=True, loop=False)
