@@ -20,6 +20,10 @@ from archaudit.audit.stability.stress import StressPlan, StressPoint, read_sweep
 from archaudit.errors import DataError
 from archaudit.files import atomic_write_text, read_json
 from archaudit.rundir import METRICS
+from archaudit.stats.analyses.depth_sensitivity import (
+    DepthSensitivity,
+    judge_depth_sensitivity,
+)
 from archaudit.stats.analyses.forecast import Backtest, Trace, backtest, depth_forecast
 from archaudit.stats.analyses.logits import LogitRun, LogitVerdict, judge_logits
 from archaudit.stats.analyses.stability import (
@@ -126,6 +130,9 @@ class StressResult:
     logit_verdicts: tuple[LogitVerdict, ...] = ()
     """Each arm against the baseline on Wortsman et al.'s logit measures (`stats.analyses.
     logits`): the largest attention logit and the final |log Z| at the upper rates."""
+    depth_sensitivity: tuple[DepthSensitivity, ...] = ()
+    """Each depth-stress arm against the baseline on how much its loss rises with depth
+    (`stats.analyses.depth_sensitivity`: ΔD, its own family)."""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -176,6 +183,7 @@ _ITEMS: dict[str, type] = {
     "sweep_runs": SweepRun,
     "depth_runs": SweepRun,
     "logit_verdicts": LogitVerdict,
+    "depth_sensitivity": DepthSensitivity,
 }
 
 
@@ -251,6 +259,17 @@ def analyse(plan: StressPlan) -> StressResult:
         sweep_runs=tuple(r for s in sweeps.values() for runs in s.by_rate for r in runs),
         depth_runs=tuple(r for runs in depth_runs.values() for r in runs),
         logit_verdicts=tuple(_logit_verdicts(read, settings, BASELINE in sweeps)),
+        depth_sensitivity=tuple(
+            judge_depth_sensitivity(
+                depth_runs,
+                BASELINE,
+                alpha=settings.alpha,
+                correction=settings.correction,
+                permutations=settings.permutations,
+            )
+            if BASELINE in depth_runs
+            else ()
+        ),
     )
 
 
