@@ -25,6 +25,7 @@ from archaudit.audit.stability.stress_result import (
     _depth_forecasts,
     analyse,
     read_result,
+    write_result,
 )
 from archaudit.errors import ConfigError
 from archaudit.metrics import PRIMARY_LOSS
@@ -160,6 +161,28 @@ def test_no_rate_above_the_grid_when_extra_rates_is_0(tmp_path: Path) -> None:
     assert not [p for p in again.points if p.kind == "above"]
     result = analyse(again)
     assert all(a.censored and not a.extra_lrs for a in result.arms)
+
+
+def test_the_depth_stress_stores_its_depth_sensitivity(tmp_path: Path) -> None:
+    """Issue 54 (post_ln_depth): analyse judges how much each depth arm's loss rises with
+    depth against the baseline's (ΔD), stores it in stress.json and reads it back."""
+    spec = load_audit(
+        stress_audit(
+            tmp_path, "[stress]\ndepths = [2]\ndepth_arms = ['post_ln']\nextra_rates = 0\n"
+        )
+    )
+    plan = stress_plan(spec)
+    for point in plan.points:  # post_ln breaks at twice the layers; nothing else does
+        deep = point.kind == "depth" and point.run.arm == "post_ln"
+        _finish(plan.plan.audit_dir, point, broke=deep)
+    result = analyse(stress_plan(spec))
+    (found,) = result.depth_sensitivity
+    assert found.arm == "post_ln" and found.delta > 0 and found.baseline_degradation == 0
+    # 3 seeds, every split of the base stratum tied: the deeper one's 2 of C(6, 3) = 20
+    assert found.p == pytest.approx(0.1, abs=0.02) and found.verdict == "within-noise"
+    path = tmp_path / "stress.json"
+    write_result(result, path)
+    assert read_result(path).depth_sensitivity == result.depth_sensitivity
 
 
 def test_the_default_depth_stress_covers_the_residual_and_norm_arms(tmp_path: Path) -> None:
