@@ -376,3 +376,20 @@ def test_sensitivity_delta_adds_each_side_of_the_intervals_apart() -> None:
     assert check.interval == pytest.approx(
         (delta - math.hypot(0.1, 0.2), delta + math.hypot(0.4, 0.3))
     )
+
+
+def test_the_xiong_pilot_shows_the_trend_the_depth_test_missed() -> None:
+    """Issue 54 (post_ln_depth): xiong2020.toml's seeds 3-14, their depth-stress runs kept
+    (tests/data/stress/xiong2020-depth-pilot.json). The depth test read them within-noise
+    (p 0.72: post_ln better at 4 layers, worse at 8, nothing broke); post_ln's loss rose
+    1.0 nats from 2 layers to 4 and 8, the baseline's 0.02: the depth-sensitivity test sees
+    it. This is the pilot that chose the test, not its confirmation."""
+    from archaudit.stats.analyses.depth_sensitivity import judge_depth_sensitivity
+
+    result = read_result(ROOT / "tests" / "data" / "stress" / "xiong2020-depth-pilot.json")
+    (depth,) = result.depth_verdicts
+    assert depth.verdict == "within-noise" and depth.p_adjusted > 0.5
+    (found,) = judge_depth_sensitivity(result.pilot(depth=True), "baseline", permutations=999)
+    assert found.verdict == "more-fragile" and found.p_adjusted == pytest.approx(0.001)
+    assert found.delta == pytest.approx(0.973, abs=0.001)
+    assert found.degradation == pytest.approx(0.997, abs=0.001)
