@@ -393,3 +393,19 @@ def test_the_xiong_pilot_shows_the_trend_the_depth_test_missed() -> None:
     assert found.verdict == "more-fragile" and found.p_adjusted == pytest.approx(0.001)
     assert found.delta == pytest.approx(0.973, abs=0.001)
     assert found.degradation == pytest.approx(0.997, abs=0.001)
+
+
+def test_the_table_prints_the_depth_sensitivity(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The confirming run of post_ln_depth (tests/data/replications/): its ΔD line."""
+    from archaudit.cli.stress_cmd import print_result
+
+    monkeypatch.setenv("COLUMNS", "400")
+    result = read_result(ROOT / "tests" / "data" / "replications" / "xiong2020_depth-stress.json")
+    print_result(result)
+    out = capsys.readouterr().out
+    (found,) = result.depth_sensitivity
+    line = next(x for x in out.splitlines() if x.startswith("depth sensitivity, post_ln"))
+    assert "ΔD 0.798" in line and "more-fragile" in line and "holm over 1" in line
+    assert found.p_adjusted is not None and found.p_adjusted < 0.05
