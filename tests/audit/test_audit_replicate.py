@@ -88,6 +88,8 @@ def test_the_plan_of_all_claims_costs_each_file_once(data_root: Path, tmp_path: 
     assert set(plans) == {c.name for c in list_claims()}
     shared = [p for p in plans.values() if p.shares]
     assert {p.claim for p in shared} >= {"z_loss_logits"}  # a file's 2nd claim
+    depth = plans["post_ln_depth"]  # its own file and fresh seeds, not post_ln_lr's runs
+    assert not depth.shares and depth.runs_left == depth.runs_total == 192
     assert all(p.runs_left == 0 and p.cpu_s == 0.0 for p in shared)
     assert plans["glu_over_mlp"].runs_left == plans["glu_over_mlp"].runs_total > 0
     assert plans["glu_over_mlp"].cpu_s is None  # not probed: not estimated, never 0
