@@ -226,17 +226,7 @@ def analyse(plan: StressPlan) -> StressResult:
     traces = [t for _, _, t in read]
     depth = _depth_points(read)
     depth_runs = _depth_runs(read)
-    depth_verdicts = (
-        judge_depth(
-            depth_runs,
-            BASELINE,
-            alpha=settings.alpha,
-            correction=settings.correction,
-            permutations=settings.permutations,
-        )
-        if BASELINE in depth_runs
-        else []
-    )
+    depth_verdicts, depth_sensitivity = _depth_judgements(depth_runs, settings)
     return StressResult(
         audit=plan.spec.name,
         scale=plan.scale,
@@ -248,7 +238,7 @@ def analyse(plan: StressPlan) -> StressResult:
         backtests=tuple(backtests(traces, max(p.run.recipe.steps for p in plan.points))),
         traces=tuple(traces),
         missing=len(plan.points) - len(read),
-        depth_verdicts=tuple(depth_verdicts),
+        depth_verdicts=depth_verdicts,
         group=judge_group(
             sweeps,
             settings.fragile,
@@ -259,17 +249,25 @@ def analyse(plan: StressPlan) -> StressResult:
         sweep_runs=tuple(r for s in sweeps.values() for runs in s.by_rate for r in runs),
         depth_runs=tuple(r for runs in depth_runs.values() for r in runs),
         logit_verdicts=tuple(_logit_verdicts(read, settings, BASELINE in sweeps)),
-        depth_sensitivity=tuple(
-            judge_depth_sensitivity(
-                depth_runs,
-                BASELINE,
-                alpha=settings.alpha,
-                correction=settings.correction,
-                permutations=settings.permutations,
-            )
-            if BASELINE in depth_runs
-            else ()
-        ),
+        depth_sensitivity=depth_sensitivity,
+    )
+
+
+def _depth_judgements(
+    runs: dict[str, list[SweepRun]], settings: Any
+) -> tuple[tuple[DepthVerdict, ...], tuple[DepthSensitivity, ...]]:
+    """The depth stress's two tests, each its own Holm family over the depth arms: the depth
+    test (`judge_depth`) and the depth-sensitivity test (`judge_depth_sensitivity`)."""
+    if BASELINE not in runs:
+        return (), ()
+    options = {
+        "alpha": settings.alpha,
+        "correction": settings.correction,
+        "permutations": settings.permutations,
+    }
+    return (
+        tuple(judge_depth(runs, BASELINE, **options)),
+        tuple(judge_depth_sensitivity(runs, BASELINE, **options)),
     )
 
 
