@@ -28,6 +28,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from archaudit.audit.grid.plan import BASELINE
 from archaudit.audit.stability.stress_result import read_result
@@ -48,14 +49,22 @@ def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-6)
 
 
-def restrict(runs: dict[str, list[LogitRun]], rates: Sequence[float]) -> dict[str, list[LogitRun]]:
+class _Run(Protocol):
+    arm: str
+    lr: float
+
+
+R = TypeVar("R", bound=_Run)
+
+
+def restrict(runs: dict[str, list[R]], rates: Sequence[float]) -> dict[str, list[R]]:
     """The runs at the design's rates only. A rate of the lower half the pilots lack is filled
     with the runs at the pilots' lowest rate, relabelled: the logit test weighs the lower half
     0, so only the number of rates (which sets the upper half) matters there; a rate of the
     upper half the pilots lack is an error."""
-    have = sorted({r.lr for r in runs[BASELINE]})
+    have = sorted({r.lr for rs in runs.values() for r in rs})
     reference = statistics.median_low(sorted(rates))
-    out: dict[str, list[LogitRun]] = {a: [] for a in runs}
+    out: dict[str, list[R]] = {a: [] for a in runs}
     for lr in rates:
         source = next((h for h in have if _close(h, lr)), None)
         if source is None and lr > reference:

@@ -86,7 +86,9 @@ def test_the_plan_of_all_claims_costs_each_file_once(data_root: Path, tmp_path: 
     plans = {p.claim: p for p in plan_claims(runs_dir=tmp_path / "runs", probe=False)}
     assert set(plans) == {c.name for c in list_claims()}
     shared = [p for p in plans.values() if p.shares]
-    assert {p.claim for p in shared} >= {"post_ln_lr", "z_loss_logits"}  # a file's 2nd claim
+    assert {p.claim for p in shared} >= {"post_ln_lr"}  # a file's 2nd claim
+    own = plans["z_loss_logits"]  # its own file since its design moved (wd 0, 960 steps)
+    assert not own.shares and own.runs_left == own.runs_total > plans["qk_norm_lr"].runs_total
     assert all(p.runs_left == 0 and p.cpu_s == 0.0 for p in shared)
     assert plans["glu_over_mlp"].runs_left == plans["glu_over_mlp"].runs_total > 0
     assert plans["glu_over_mlp"].cpu_s is None  # not probed: not estimated, never 0
