@@ -314,16 +314,16 @@ def test_cli_lists_plans_and_tables(data_root: Path, tmp_path: Path):
 
 
 STORED = Path(__file__).resolve().parents[1] / "data" / "replications"
-"""The stress results of this issue's confirming runs (xiong2020 and wortsman2023 at
-recipe.data_seed 2027 on fresh init seeds, docs/replications.md), their per-step traces and
-per-run records removed."""
+"""The stress results of this issue's confirming runs (xiong2020, wortsman2023 and
+wortsman2023z at recipe.data_seed 2027 on fresh init seeds, docs/replications.md), their
+per-step traces and per-run records removed."""
 
 
 @pytest.mark.parametrize(
     ("claim", "outcome"),
     [
         ("qk_norm_lr", Outcome.REPRODUCED),
-        ("z_loss_logits", Outcome.NOT_ESTABLISHED),
+        ("z_loss_logits", Outcome.REPRODUCED),  # wortsman2023z: wd 0, 960 steps, seeds 7-12
         ("post_ln_lr", Outcome.REPRODUCED),
         ("post_ln_depth", Outcome.NOT_ESTABLISHED),
     ],
