@@ -28,15 +28,19 @@ from archaudit.audit.replicating.replicate_levels import (
     level_test,
     measure_units,
     one_sided_power,
+    oracle_gain,
     sample_path,
     uniform_sink,
     units_for,
+    vote_gain,
+    vote_gain_over_mean,
     write_sample,
 )
 from archaudit.audit.replicating.replicate_run import plan_claims
 from archaudit.audit.replicating.replication import Outcome, judge_claim
 from archaudit.audit.setup.spec import load_audit
 from archaudit.audit.stability.stress import stress_plan
+from archaudit.diagnose.tts import TTSCurves
 from archaudit.errors import ConfigError
 
 # --- seeds.offset and pilot_seeds ----------------------------------------------------------
@@ -173,6 +177,9 @@ def test_level_claim_errors_teach():
     with pytest.raises(ConfigError, match="direction is its band"):
         Claim(name="x", title="t", paper="p", test="level", measure="sink_ratio",
               band=(1, 2), direction="better")  # fmt: skip
+    with pytest.raises(ConfigError, match=r"temperature = 0 must be > 0 \(greedy"):
+        Claim(name="x", title="t", paper="p", test="level", measure="vote_gain_lost",
+              band=(0, math.inf), temperature=0)  # fmt: skip
     with pytest.raises(ConfigError, match="pilot_seeds"):
         Claim(name="x", title="t", paper="p", test="verdict", arm="a", direction="worse",
               pilot_seeds=(-1,))  # fmt: skip
@@ -247,12 +254,46 @@ def test_the_pruning_measures_run_on_a_trained_two_layer_model(write_audit):
     run_dir = materialize(make_plan(load_audit(path)))[0]
     assert run_one(run_dir, RunOptions(threads=1)) == "done"
     spec = load_audit(path)
-    for measure in ("vote_gain_lost", "tts_gain_lost"):
+    for measure in ("vote_gain_lost", "vote_gain_lost_mean1", "tts_gain_lost"):
         claim = Claim(name="p", title="t", paper="p", test="level", measure=measure,
                       band=(0.0, math.inf), tokens=64, window=16, items=3, samples=2)  # fmt: skip
         sample = measure_units(claim, spec)
         assert sample.unit == "seed" and len(sample.values) == 1
         assert -1.0 <= sample.values[0] <= 1.0  # a difference of two gains in accuracy
+
+
+
+def test_the_pruning_measures_sample_at_the_claims_temperature(write_audit, monkeypatch):
+    import archaudit.diagnose.tts as tts
+
+    scale = {"xs": {"d_model": 32, "n_layers": 2, "n_heads": 2, "context_length": 32}}
+    path = write_audit(arms=[], scales=scale)
+    run_dir = materialize(make_plan(load_audit(path)))[0]
+    assert run_one(run_dir, RunOptions(threads=1)) == "done"
+    seen: list[float] = []
+    real = tts.tts_curves
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["temperature"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tts, "tts_curves", spy)
+    claim = Claim(name="p", title="t", paper="p", test="level", measure="vote_gain_lost_mean1",
+                  band=(0.0, math.inf), tokens=64, window=16, items=2, samples=2,
+                  temperature=1.5)  # fmt: skip
+    measure_units(claim, load_audit(path))
+    assert seen == [1.5, 1.5]  # the full model and the pruned one
+
+
+def test_each_gain_reads_its_own_ends_of_the_curves():
+    """Majority vote against the first sample, against the mean of all samples (pass@1), and
+    the oracle's pass@N against pass@1: three different numbers from one set of curves."""
+    curves = TTSCurves(model="m", items=10, temperature=1.0, samples=16, ns=[1, 16],
+                       best_of_n=[0.3, 0.9], majority_vote=[0.2, 0.6], budgets=[0],
+                       budget_accuracy=[0.0])  # fmt: skip
+    assert vote_gain(curves) == pytest.approx(0.4)
+    assert vote_gain_over_mean(curves) == pytest.approx(0.3)
+    assert oracle_gain(curves) == pytest.approx(0.6)
 
 
 STORED = Path(__file__).resolve().parents[1] / "data" / "replications"

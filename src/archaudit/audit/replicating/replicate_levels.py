@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
     from archaudit.audit.setup.spec import AuditSpec
     from archaudit.diagnose.access import ModelView
+    from archaudit.diagnose.tts import TTSCurves
 
 
 class Claim(Protocol):
@@ -64,6 +65,8 @@ class Claim(Protocol):
     def items(self) -> int: ...
     @property
     def samples(self) -> int: ...
+    @property
+    def temperature(self) -> float: ...
 
 
 LEVELS_DIR = "levels"
@@ -356,20 +359,49 @@ def suppressed_fraction(claim: Claim, view: ModelView, rows: torch.Tensor) -> tu
     return result.suppressed_fraction.mean, result.chance_fraction
 
 
-def _gain_lost(claim: Claim, view: ModelView, rows: torch.Tensor, curve: str) -> float:
-    """The full model's gain from N = 1 to N = `samples` on `curve` (a `TTSCurves` field)
-    minus the pruned model's (one layer pruned by block influence, scored on `rows`)."""
+Gain = Callable[["TTSCurves"], float]
+"""A model's gain from N = 1 to N = `samples` read off its test-time scaling curves."""
+
+
+def _gain_lost(claim: Claim, view: ModelView, rows: torch.Tensor, gain: Gain) -> float:
+    """The full model's `gain` minus the pruned model's (one layer pruned by block influence,
+    scored on `rows`), both on `claim.items` reasoning items with N = 1 and `samples`, sampled
+    at `claim.temperature`."""
     from archaudit.diagnose.pruning import choose_layers, layer_scores, pruned_view
     from archaudit.diagnose.reasoning import reasoning_items
     from archaudit.diagnose.tts import tts_curves
 
     items = reasoning_items(claim.items, seed=1)
     pruned = pruned_view(view, choose_layers("block-influence", layer_scores(view, rows), 1))
-    gains = []
-    for model in (view, pruned):
-        accuracy = getattr(tts_curves(model, items, ns=(1, claim.samples), budgets=(0,)), curve)
-        gains.append(accuracy[-1] - accuracy[0])
-    return gains[0] - gains[1]
+    full, cut = (
+        gain(
+            tts_curves(
+                model,
+                items,
+                ns=(1, claim.samples),
+                budgets=(0,),
+                temperature=claim.temperature,
+            )
+        )
+        for model in (view, pruned)
+    )
+    return full - cut
+
+
+def vote_gain(curves: TTSCurves) -> float:
+    """Majority vote over all N samples minus the first sample alone."""
+    return curves.majority_vote[-1] - curves.majority_vote[0]
+
+
+def vote_gain_over_mean(curves: TTSCurves) -> float:
+    """Majority vote over all N samples minus the mean accuracy of one sample, estimated from
+    all N (pass@1 = c/N per item: the first sample's expectation, with N times less variance)."""
+    return curves.majority_vote[-1] - curves.best_of_n[0]
+
+
+def oracle_gain(curves: TTSCurves) -> float:
+    """Best-of-N with an oracle verifier (pass@N) minus pass@1."""
+    return curves.best_of_n[-1] - curves.best_of_n[0]
 
 
 @level_measure(
@@ -380,7 +412,18 @@ def _gain_lost(claim: Claim, view: ModelView, rows: torch.Tensor, curve: str) ->
     reference_name="no change in the gain",
 )
 def vote_gain_lost(claim: Claim, view: ModelView, rows: torch.Tensor) -> tuple[float, float]:
-    return _gain_lost(claim, view, rows, "majority_vote"), 0.0
+    return _gain_lost(claim, view, rows, vote_gain), 0.0
+
+
+@level_measure(
+    "vote_gain_lost_mean1",
+    description="as vote_gain_lost, with the one-sample accuracy estimated from all `samples` "
+    "samples (pass@1, the mean correctness) instead of the first sample alone: the same "
+    "expectation, less item noise",
+    reference_name="no change in the gain",
+)
+def vote_gain_lost_mean1(claim: Claim, view: ModelView, rows: torch.Tensor) -> tuple[float, float]:
+    return _gain_lost(claim, view, rows, vote_gain_over_mean), 0.0
 
 
 @level_measure(
@@ -390,4 +433,4 @@ def vote_gain_lost(claim: Claim, view: ModelView, rows: torch.Tensor) -> tuple[f
     reference_name="no change in the gain",
 )
 def tts_gain_lost(claim: Claim, view: ModelView, rows: torch.Tensor) -> tuple[float, float]:
-    return _gain_lost(claim, view, rows, "best_of_n"), 0.0
+    return _gain_lost(claim, view, rows, oracle_gain), 0.0
