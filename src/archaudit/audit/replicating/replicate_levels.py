@@ -399,6 +399,15 @@ def vote_gain_over_mean(curves: TTSCurves) -> float:
     return curves.majority_vote[-1] - curves.best_of_n[0]
 
 
+def vote_share(curves: TTSCurves) -> float:
+    """The share of one-sample errors majority voting over all N samples fixes:
+    (vote@N − pass@1)/(1 − pass@1), a gain in units of the room the model had (1: every error
+    fixed, 0: none, < 0: voting made it worse); NaN for a model that makes no one-sample error
+    (nothing to fix: the level test leaves such a unit out)."""
+    room = 1.0 - curves.best_of_n[0]
+    return (curves.majority_vote[-1] - curves.best_of_n[0]) / room if room > 0 else math.nan
+
+
 def oracle_gain(curves: TTSCurves) -> float:
     """Best-of-N with an oracle verifier (pass@N) minus pass@1."""
     return curves.best_of_n[-1] - curves.best_of_n[0]
@@ -424,6 +433,18 @@ def vote_gain_lost(claim: Claim, view: ModelView, rows: torch.Tensor) -> tuple[f
 )
 def vote_gain_lost_mean1(claim: Claim, view: ModelView, rows: torch.Tensor) -> tuple[float, float]:
     return _gain_lost(claim, view, rows, vote_gain_over_mean), 0.0
+
+
+@level_measure(
+    "vote_share_lost",
+    description="the share of its one-sample errors (1 − pass@1) that majority vote over "
+    "`samples` samples fixes, of the full model minus that of the model with one layer pruned "
+    "by block influence; a gain measured against each model's own room, so a full model near "
+    "the ceiling is not read as gaining nothing; positive = pruning took gain away",
+    reference_name="no change in the share",
+)
+def vote_share_lost(claim: Claim, view: ModelView, rows: torch.Tensor) -> tuple[float, float]:
+    return _gain_lost(claim, view, rows, vote_share), 0.0
 
 
 @level_measure(
