@@ -34,6 +34,7 @@ from archaudit.audit.replicating.replicate_levels import (
     units_for,
     vote_gain,
     vote_gain_over_mean,
+    vote_share,
     write_sample,
 )
 from archaudit.audit.replicating.replicate_run import plan_claims
@@ -188,7 +189,7 @@ def test_level_claim_errors_teach():
 def test_the_issue_level_claims_are_runnable_level_claims():
     for name, measure in [("attention_sinks", "sink_ratio"),
                           ("lm_head_bottleneck", "suppressed_fraction"),
-                          ("pruning_breaks_tts", "vote_gain_lost")]:  # fmt: skip
+                          ("pruning_breaks_tts", "vote_share_lost")]:  # fmt: skip
         claim = get_claim(name)
         assert claim.runnable and claim.test == ClaimTest.LEVEL and claim.measure == measure
         assert claim.measure in MEASURES
@@ -198,7 +199,7 @@ def test_a_model_file_claim_plans_nothing_to_train(tmp_path: Path):
     (plan,) = plan_claims(["lm_head_bottleneck"], tmp_path / "runs", probe=False)
     assert plan.runs_left == 0 and plan.cpu_s == 0.0 and "nothing to train" in plan.power[0]
     (tts,) = plan_claims(["pruning_breaks_tts"], tmp_path / "runs", probe=False)
-    assert tts.runs_left == 4 and "vote_gain_lost to measure (seeds)" in tts.power[0]
+    assert tts.runs_left == 4 and "vote_share_lost to measure (seeds)" in tts.power[0]
 
 
 def test_the_reasoning_corpus_is_written_once_with_the_same_bytes(tmp_path: Path):
@@ -262,7 +263,6 @@ def test_the_pruning_measures_run_on_a_trained_two_layer_model(write_audit):
         assert -1.0 <= sample.values[0] <= 1.0  # a difference of two gains in accuracy
 
 
-
 def test_the_pruning_measures_sample_at_the_claims_temperature(write_audit, monkeypatch):
     import archaudit.diagnose.tts as tts
 
@@ -278,11 +278,13 @@ def test_the_pruning_measures_sample_at_the_claims_temperature(write_audit, monk
         return real(*args, **kwargs)
 
     monkeypatch.setattr(tts, "tts_curves", spy)
-    claim = Claim(name="p", title="t", paper="p", test="level", measure="vote_gain_lost_mean1",
-                  band=(0.0, math.inf), tokens=64, window=16, items=2, samples=2,
+    claim = Claim(name="p", title="t", paper="p", test="level", measure="vote_share_lost",
+                  band=(0.0, math.inf), tokens=64, window=16, items=3, samples=2,
                   temperature=1.5)  # fmt: skip
-    measure_units(claim, load_audit(path))
+    sample = measure_units(claim, load_audit(path))
     assert seen == [1.5, 1.5]  # the full model and the pruned one
+    (value,) = sample.values
+    assert math.isnan(value) or value <= 2.0  # a difference of two shares, each at most 1
 
 
 def test_each_gain_reads_its_own_ends_of_the_curves():
@@ -294,6 +296,31 @@ def test_each_gain_reads_its_own_ends_of_the_curves():
     assert vote_gain(curves) == pytest.approx(0.4)
     assert vote_gain_over_mean(curves) == pytest.approx(0.3)
     assert oracle_gain(curves) == pytest.approx(0.6)
+    assert vote_share(curves) == pytest.approx(0.3 / 0.7)  # of the 0.7 it got wrong at N = 1
+
+
+def test_the_share_is_a_gain_against_the_room_a_model_had():
+    """Voting that takes one model from 0.9 to 1.0 and another from 0.2 to 0.3 gains both 0.1;
+    the first fixed every error it had, the second one in eight. No errors: nothing to fix."""
+
+    def curves(pass1: float, vote: float) -> TTSCurves:
+        return TTSCurves(model="m", items=10, temperature=1.5, samples=16, ns=[1, 16],
+                         best_of_n=[pass1, 1.0], majority_vote=[pass1, vote], budgets=[0],
+                         budget_accuracy=[0.0])  # fmt: skip
+
+    assert vote_gain_over_mean(curves(0.9, 1.0)) == pytest.approx(0.1)
+    assert vote_gain_over_mean(curves(0.2, 0.3)) == pytest.approx(0.1)
+    assert vote_share(curves(0.9, 1.0)) == pytest.approx(1.0)
+    assert vote_share(curves(0.2, 0.3)) == pytest.approx(0.125)
+    assert vote_share(curves(0.9, 0.8)) == pytest.approx(-1.0)  # voting made it worse
+    assert math.isnan(vote_share(curves(1.0, 1.0)))
+
+
+def test_a_unit_with_no_value_is_left_out_of_the_level_test():
+    with_nan = level_test([0.5, math.nan, 0.6, 0.7], (0.0, math.inf), 0.05)
+    without = level_test([0.5, 0.6, 0.7], (0.0, math.inf), 0.05)
+    assert with_nan.n == 3 and with_nan.mean == pytest.approx(without.mean)
+    assert with_nan.p == pytest.approx(without.p)
 
 
 STORED = Path(__file__).resolve().parents[1] / "data" / "replications"
