@@ -30,6 +30,7 @@ from archaudit.audit.replicating.replicate_levels import (
     one_sided_power,
     oracle_gain,
     sample_path,
+    stored_sample,
     uniform_sink,
     units_for,
     vote_gain,
@@ -165,6 +166,24 @@ def test_a_level_claim_is_judged_from_its_stored_values(write_audit, measure, wh
     if outcome is Outcome.NOT_ESTABLISHED:
         assert "give 0.8" in result.why or "up to 1000" in result.why
         assert 0.0 <= result.evidence.power < 0.8
+
+
+def test_values_stored_for_another_measure_are_neither_judged_nor_reused(write_audit):
+    """A claim whose measure changed (FLB's did, twice) is not judged on the old measure's
+    values left in its folder: it reads as not run, and `replicate` measures it again."""
+    path = write_audit(arms=[], claims={"c": _level_claim(measure="vote_share_lost",
+                                                          band=[0.0, math.inf])})  # fmt: skip
+    (claim,) = load_claims(path)
+    spec = load_audit(path)
+    old = LevelSample(measure="vote_gain_lost", unit="seed", values=(0.3, 0.4, 0.35, 0.32))
+    write_sample(old, sample_path(spec.audit_dir, claim.name))
+    assert stored_sample(claim, spec.audit_dir) is None
+    assert judge_claim(claim, spec).outcome is Outcome.NOT_RUN
+    same = LevelSample(measure="vote_share_lost", unit="seed", values=(0.3, 0.4, 0.35, 0.32))
+    write_sample(same, sample_path(spec.audit_dir, claim.name))
+    found = stored_sample(claim, spec.audit_dir)
+    assert found is not None and found.values == same.values
+    assert judge_claim(claim, spec).outcome is Outcome.REPRODUCED
 
 
 def test_level_claim_errors_teach():
@@ -332,7 +351,7 @@ STORED = Path(__file__).resolve().parents[1] / "data" / "replications"
     [
         ("lm_head_bottleneck", Outcome.REPRODUCED),
         ("attention_sinks", Outcome.REPRODUCED),
-        ("pruning_breaks_tts", Outcome.NOT_ESTABLISHED),
+        ("pruning_breaks_tts", Outcome.REPRODUCED),
     ],
 )
 def test_the_stored_confirming_measurements_judge_as_the_docs_say(tmp_path: Path, claim, outcome):

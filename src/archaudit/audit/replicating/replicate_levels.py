@@ -116,6 +116,14 @@ def read_sample(path: Path) -> LevelSample | None:
     return LevelSample.from_json(json.loads(path.read_text()))
 
 
+def stored_sample(claim: Claim, audit_dir: Path) -> LevelSample | None:
+    """The claim's stored values when they are of its measure; None when not measured yet or
+    measured with another (a claim whose measure changed is measured again, never judged on
+    the old measure's values)."""
+    sample = read_sample(sample_path(audit_dir, claim.name))
+    return sample if sample is not None and sample.measure == claim.measure else None
+
+
 # --- the test ------------------------------------------------------------------------------
 
 
@@ -235,9 +243,8 @@ def trains(claim: Claim) -> bool:
 
 def measure_claim(claim: Claim, spec: AuditSpec) -> LevelSample:
     """Measure `claim`'s values (its runs must be trained when it `trains`) and store them; a
-    stored sample is read back, not measured again."""
-    path = sample_path(spec.audit_dir, claim.name)
-    stored = read_sample(path)
+    stored sample of the claim's measure is read back, not measured again."""
+    stored = stored_sample(claim, spec.audit_dir)
     if stored is not None:
         return stored
     import time
@@ -245,7 +252,7 @@ def measure_claim(claim: Claim, spec: AuditSpec) -> LevelSample:
     start = time.process_time()
     sample = measure_units(claim, spec)
     sample = dataclasses.replace(sample, cpu_s=round(time.process_time() - start, 3))
-    write_sample(sample, path)
+    write_sample(sample, sample_path(spec.audit_dir, claim.name))
     return sample
 
 
