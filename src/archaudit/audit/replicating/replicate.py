@@ -141,6 +141,9 @@ class Claim:
     """Reasoning items per model (`tts_gain_lost`)."""
     samples: int = 16
     """The largest N of best-of-N (`tts_gain_lost`)."""
+    temperature: float = 1.0
+    """The sampling temperature of the test-time scaling measures (> 0: votes need samples
+    that differ)."""
     pilot_seeds: tuple[int, ...] = ()
     """The init seeds the pilots trained: the confirming run's seeds (`seeds.offset` on) must
     not include them (checked when the claim's audit loads)."""
@@ -210,6 +213,11 @@ class Claim:
         for key in ("tokens", "window", "items", "samples"):
             if getattr(self, key) < 1:
                 raise ConfigError(f"{where}.{key} = {getattr(self, key)!r} must be >= 1")
+        if not (math.isfinite(self.temperature) and self.temperature > 0):
+            raise ConfigError(
+                f"{where}.temperature = {self.temperature!r} must be > 0 (greedy decoding "
+                "gives every sample the same answer: nothing to vote on)"
+            )
 
     @property
     def runnable(self) -> bool:

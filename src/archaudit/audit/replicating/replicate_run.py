@@ -166,9 +166,9 @@ def _planner(claim: Claim):
 def _plan_level(claim: Claim, spec: AuditSpec, probe: bool) -> ClaimPlan:
     """A level claim: its grid when the measure trains on the audit's runs, else nothing to
     train (the measuring itself, a few diagnostics' forward passes, is not estimated)."""
-    from archaudit.audit.replicating.replicate_levels import read_sample, sample_path, trains
+    from archaudit.audit.replicating.replicate_levels import stored_sample, trains
 
-    measured = read_sample(sample_path(spec.audit_dir, claim.name)) is not None
+    measured = stored_sample(claim, spec.audit_dir) is not None
     unit = "seeds" if trains(claim) else "text windows"
     note = f"{claim.measure} measured" if measured else f"{claim.measure} to measure ({unit})"
     if not trains(claim):

@@ -193,9 +193,9 @@ def _measuring_cpu_s(claim: Claim, spec: AuditSpec) -> float:
     """A level claim's measuring (its stored sample's process CPU seconds); 0 otherwise."""
     if not claim.is_level:
         return 0.0
-    from archaudit.audit.replicating.replicate_levels import read_sample, sample_path
+    from archaudit.audit.replicating.replicate_levels import stored_sample
 
-    sample = read_sample(sample_path(spec.audit_dir, claim.name))
+    sample = stored_sample(claim, spec.audit_dir)
     return sample.cpu_s if sample is not None else 0.0
 
 
@@ -475,9 +475,9 @@ def _contrast_seeds(effect: float, se: float, df: float, seeds: int, alpha: floa
 
 
 def _judge_level(claim: Claim, spec: AuditSpec) -> Evidence | None:
-    from archaudit.audit.replicating.replicate_levels import level_test, read_sample, sample_path
+    from archaudit.audit.replicating.replicate_levels import level_test, stored_sample
 
-    sample = read_sample(sample_path(spec.audit_dir, claim.name))
+    sample = stored_sample(claim, spec.audit_dir)
     if sample is None:
         return None
     test = level_test(sample.values, claim.band, claim.alpha)
