@@ -32,6 +32,7 @@ floor. Then the mixture is the prediction, with the calibration of its held-out 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
@@ -274,7 +275,11 @@ class Pieces:
 
 def backtest_pieces(ladder: LadderArrays, names: tuple[str, ...], first: int) -> Pieces:
     """Every origin from `first` scales fitted on, every larger scale held out."""
-    origins = [_origin(ladder, names, k) for k in range(first, len(ladder.x))]
+    return _join([_origin(ladder, names, k) for k in range(first, len(ladder.x))])
+
+
+def _join(origins: list[Pieces]) -> Pieces:
+    """The pieces of several origins in one."""
     offsets = np.cumsum([0, *(len(np.unique(o.group)) for o in origins)])
     return Pieces(
         weights=np.concatenate([o.weights for o in origins], axis=1),
@@ -382,6 +387,63 @@ def _gain_p_value(single: Errors, held_out: Errors) -> float:
     return float(sps.ttest_1samp(per_arm, 0.0, alternative="greater").pvalue)
 
 
+TREND_T = 3.0
+"""An arm's own trend is followed where its weighted slope of Δ̂ on log N stands this many
+standard errors of its seed noise out (at the normal's two-sided level: `trend_critical`)."""
+DAMPING = 0.5
+"""The share of the arm's line's departure from the single-scale prediction that is followed (a
+damped trend): on known-truth ladders (simulation seed 1, docs/predict.md) the whole line
+overshot a fading arm (80% intervals held 61-64% at σ/E 0.3), which the ladder cannot tell from
+a linear one; halfway, each is covered as before with intervals 0.7 times as wide."""
+
+
+def drift_t(fit: LadderArrays) -> np.ndarray:
+    """(m,) each arm's weighted slope of Δ̂ on log N over its seed-noise standard error."""
+    w = 1.0 / fit.variances
+    share = w / w.sum(-1, keepdims=True)
+    dx = fit.x - (share * fit.x).sum(-1, keepdims=True)
+    lever = (w * dx) / (w * dx**2).sum(-1, keepdims=True)
+    slope = np.sum(lever * fit.deltas, axis=-1)
+    return slope / np.sqrt(np.sum(lever**2 * fit.variances, axis=-1))
+
+
+def trend_critical(fit: LadderArrays) -> float:
+    """The |t| beyond which a drift is established: TREND_T's two-sided level under the Student
+    t with the seed σ's degrees of freedom over the scales fitted (one arm alone at 2 seeds has
+    2 per scale: the normal's 2 would follow a null's line in a fifth of its ladders)."""
+    level = 2.0 * float(sps.norm.sf(TREND_T))
+    return float(sps.t.isf(level / 2.0, max(float(np.sum(fit.dof)), 1.0)))
+
+
+def trend_weights(fit: LadderArrays, new: np.ndarray) -> np.ndarray:
+    """(m, T, S) each arm's own prediction: the single-scale one, or, where its own drift stands
+    out of its seed noise (|t| > TREND_T), the single-scale one moved DAMPING of the way to the
+    arm's weighted line in log N."""
+    w = 1.0 / fit.variances
+    single = SMOOTHERS[SINGLE_SCALE][0](fit.x, w, new)
+    if len(fit.x) < 2:
+        return single
+    line = SMOOTHERS["log_linear"][0](fit.x, w, new)
+    follow = (np.abs(drift_t(fit)) > trend_critical(fit))[:, None, None]
+    return single + follow * DAMPING * (line - single)
+
+
+def _trend_origin(ladder: LadderArrays, k: int) -> Pieces:
+    pieces = _origin(ladder, (SINGLE_SCALE,), k)
+    fit, new = ladder.first(k), ladder.x[k:]
+    weights = np.zeros((1, *ladder.deltas.shape[:1], len(new), len(ladder.x)))
+    weights[0, ..., :k] = trend_weights(fit, new)
+    return dataclasses.replace(pieces, weights=weights.reshape(1, -1, len(ladder.x)))
+
+
+def trend_errors(ladder: LadderArrays) -> Errors:
+    """Each arm's own prediction's errors from every origin (1 scale fitted on), its choice of
+    trend made at each origin from the scales known there (so the calibration sees it)."""
+    origins = [_trend_origin(ladder, k) for k in range(1, len(ladder.x))]
+    pieces = _join(origins)
+    return mixture_errors(pieces, np.ones((1, 1)))[0]
+
+
 def single_scale_errors(ladder: LadderArrays) -> Errors:
     """The single-scale prediction's errors from every origin (1 scale fitted on)."""
     pieces = backtest_pieces(ladder, (SINGLE_SCALE,), 1)
@@ -463,8 +525,15 @@ def band(
     width alone at a far target (docs/predict.md: it put the 80% intervals of 4 scales, 2
     seeds, σ/E 3, 16× at 87%, and the 95% ones at σ/E 0.3 at 89%). The stack keeps its bend:
     capped, its 80% intervals held 65% where it was claimed."""
-    calibration = calibrate(errors)
     weights = smoother_weights(mix, ladder.x, 1.0 / ladder.variances, new)
+    return band_of(errors, weights, ladder, new, cap_bend=cap_bend)
+
+
+def band_of(
+    errors: Errors, weights: np.ndarray, ladder: LadderArrays, new: np.ndarray, *, cap_bend: bool
+) -> tuple[np.ndarray, Band]:
+    """((m, T) the prediction of the (m, T, S) weights at the new points, its band)."""
+    calibration = calibrate(errors)
     point, noise = predict_linear(weights, ladder.deltas, ladder.variances)
     exposed = exposure(weights, ladder.x[None, None, :] - new[None, :, None])  # (m, T, 2)
     if cap_bend:
@@ -528,8 +597,10 @@ def forecast(
             STACKED, signal, stacked.mix, stacked.p_value, candidates, candidates[-1], point,
             chosen, factor,
         )  # fmt: skip
-    single_errors = single_scale_errors(ladder)
-    point, single_band = band(single_errors, {SINGLE_SCALE: 1.0}, ladder, new, cap_bend=True)
+    single_errors = trend_errors(ladder)
+    point, single_band = band_of(
+        single_errors, trend_weights(ladder, new), ladder, new, cap_bend=True
+    )
     alone = Scoring(scales[-1], scales[1:], confidence, single_errors)
     made = score(SINGLE_SCALE, single_errors, stacked.mix[SINGLE_SCALE], alone)
     return Forecast(
