@@ -54,6 +54,9 @@ SINGLE_SCALE = "single_scale"
 """The baseline's name where a mixture's would stand."""
 STACKED = "stacked"
 """The name of the mixture of curves in the backtest."""
+OWN_TREND = "own_trend"
+"""An arm's method where it follows its own trend (`trend_weights`) instead of its Δ̂ at the
+largest scale."""
 GRID_STEP = 10
 """The simplex of mixture weights is searched in steps of 1/GRID_STEP."""
 CLAIM_LEVEL = 0.05
@@ -424,8 +427,14 @@ def trend_weights(fit: LadderArrays, new: np.ndarray) -> np.ndarray:
     if len(fit.x) < 2:
         return single
     line = SMOOTHERS["log_linear"][0](fit.x, w, new)
-    follow = (np.abs(drift_t(fit)) > trend_critical(fit))[:, None, None]
-    return single + follow * DAMPING * (line - single)
+    return single + follows_trend(fit)[:, None, None] * DAMPING * (line - single)
+
+
+def follows_trend(fit: LadderArrays) -> np.ndarray:
+    """(m,) whether each arm's drift along the scales fitted stands out of its seed noise."""
+    if len(fit.x) < 2:
+        return np.zeros(len(fit.deltas), bool)
+    return np.abs(drift_t(fit)) > trend_critical(fit)
 
 
 def _trend_origin(ladder: LadderArrays, k: int) -> Pieces:
@@ -565,6 +574,13 @@ class Forecast:
     factor: float = math.nan
     """The target's parameters over the largest trained scale's (where the claim's rate was
     looked up)."""
+    followed: np.ndarray | None = None
+    """(m,) the arms whose own trend the prediction follows (`trend_weights`; None: none)."""
+
+    def methods(self) -> tuple[str, ...]:
+        """Each arm's method: the model's, or OWN_TREND where the arm follows its own trend."""
+        followed = np.zeros(len(self.point), bool) if self.followed is None else self.followed
+        return tuple(OWN_TREND if f else self.model for f in followed)
 
     def halfwidth(self, level: float) -> np.ndarray:
         return self.band.halfwidth(level)
@@ -605,7 +621,7 @@ def forecast(
     made = score(SINGLE_SCALE, single_errors, stacked.mix[SINGLE_SCALE], alone)
     return Forecast(
         SINGLE_SCALE, signal, stacked.mix, stacked.p_value, candidates, made, point, single_band,
-        factor,
+        factor, follows_trend(ladder),
     )  # fmt: skip
 
 
