@@ -506,8 +506,7 @@ def _summary_lines(after: dict, before: dict, mode: str, names: list[str]) -> li
     ]
     seen = [n for n in names if n not in UNSEEN]
     without = [
-        " → ".join(str(_off(rec, mode, seen, level)) for rec in (before, after))
-        for level in LEVELS
+        " → ".join(str(_off(rec, mode, seen, level)) for rec in (before, after)) for level in LEVELS
     ]
     groups = len(after["cells"]) * len(names)
     fewer = len(after["cells"]) * len(seen)

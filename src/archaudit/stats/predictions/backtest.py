@@ -24,8 +24,11 @@ largest scale fitted to it). The errors against the observed Δ̂ do three thing
    the width of their drifting neighbours, and a drifting arm whose κ its few errors
    underestimated the width of its quiet ones).
 
-The prediction is the single-scale one, with its own drift and calibration from its own
-backtest, unless the mixture is claimed (`claims_stack`): its gain in squared error on held-out
+The prediction is the single-scale one, except for an arm whose own slope along log N stands
+out of its seed noise (`follows_trend`): that arm's is moved halfway to its own line
+(`trend_weights`, a damped trend), the choice made at every backtest origin from the scales
+known there (`trend_errors`), so that its drift, bend and calibration are those of the
+choice as made. That holds unless the mixture is claimed (`claims_stack`): its gain in squared error on held-out
 arms significant (a one-sided t-test over the arms) *and* the ladder's Δ̂ at their seed-noise
 floor. Then the mixture is the prediction, with the calibration of its held-out errors.
 """
@@ -613,14 +616,13 @@ def forecast(
             STACKED, signal, stacked.mix, stacked.p_value, candidates, candidates[-1], point,
             chosen, factor,
         )  # fmt: skip
-    single_errors = trend_errors(ladder)
-    point, single_band = band_of(
-        single_errors, trend_weights(ladder, new), ladder, new, cap_bend=True
-    )
-    alone = Scoring(scales[-1], scales[1:], confidence, single_errors)
-    made = score(SINGLE_SCALE, single_errors, stacked.mix[SINGLE_SCALE], alone)
+    own = trend_errors(ladder)
+    point, own_band = band_of(own, trend_weights(ladder, new), ladder, new, cap_bend=True)
+    # beside the Δ̂ at the largest scale for every arm, on the same held-out Δ̂ (same order)
+    alone = Scoring(scales[-1], scales[1:], confidence, single_scale_errors(ladder))
+    made = score(SINGLE_SCALE, own, stacked.mix[SINGLE_SCALE], alone)
     return Forecast(
-        SINGLE_SCALE, signal, stacked.mix, stacked.p_value, candidates, made, point, single_band,
+        SINGLE_SCALE, signal, stacked.mix, stacked.p_value, candidates, made, point, own_band,
         factor, follows_trend(ladder),
     )  # fmt: skip
 

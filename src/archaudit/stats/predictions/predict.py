@@ -5,7 +5,8 @@ one line in (log N, log D), and a target further out on that line. For every arm
 gives the predicted Δ at the target with a prediction interval, the probability that its sign
 there is the sign at the largest trained scale, and its predicted rank with an interval.
 
-The prediction is the single-scale one (the Δ̂ at the largest trained scale); its interval is
+The prediction is the single-scale one (the Δ̂ at the largest trained scale; an arm whose own
+drift along the ladder stands out of its seed noise: halfway to its own line); its interval is
 the seed noise plus the drift the ladder showed between scales, calibrated on the ladder's
 held-out scales. A stack of curves is backtested beside it, and is the prediction ("beats the
 single-scale baseline") only where its backtest gain is significant on a ladder whose effects
@@ -33,10 +34,10 @@ from archaudit.stats.predictions.backtest import (
     CLAIM_LEVEL,
     DAMPING,
     OWN_TREND,
-    TREND_T,
     QUIET_LADDER,
     SINGLE_SCALE,
     STACKED,
+    TREND_T,
     Backtest,
     Forecast,
     forecast,
