@@ -340,3 +340,20 @@ def test_the_output_says_what_the_interval_cannot_cover():
     assert CANNOT_COVER in result.notes
     assert "beyond the largest trained scale" in CANNOT_COVER
     assert "docs/predict.md" in CANNOT_COVER
+
+
+def test_a_null_arm_alone_passes_the_trend_test_at_its_level():
+    """Issue 55: the trend test's t pools the seed σ over the scales fitted, so that its
+    Student-t critical value holds: with each scale's own σ (2 degrees of freedom each for one
+    arm and the baseline at 2 seeds) a null arm passed it in 3.3% of these ladders at 4 scales,
+    against the 0.27% it states."""
+    from archaudit.stats.predictions.backtest import follows_trend
+    from archaudit.stats.predictions.ladder_fit import LadderArrays
+
+    rng = np.random.default_rng(5)
+    runs = rng.standard_normal((2000, 2, 4, 2))  # ladders, baseline and arm, scales, seeds
+    means = runs.mean(-1)
+    sigma = np.sqrt(runs.var(-1, ddof=1).mean(1))  # pooled over the two arms at each scale
+    x, counts, dof = np.log([1.0, 2.0, 4.0, 8.0]), np.full((2, 4), 2.0), np.full(4, 2.0)
+    passed = [follows_trend(LadderArrays(x, m, counts, s, dof))[0] for m, s in zip(means, sigma)]
+    assert np.mean(passed) < 0.01, np.mean(passed)
