@@ -355,5 +355,8 @@ def test_a_null_arm_alone_passes_the_trend_test_at_its_level():
     means = runs.mean(-1)
     sigma = np.sqrt(runs.var(-1, ddof=1).mean(1))  # pooled over the two arms at each scale
     x, counts, dof = np.log([1.0, 2.0, 4.0, 8.0]), np.full((2, 4), 2.0), np.full(4, 2.0)
-    passed = [follows_trend(LadderArrays(x, m, counts, s, dof))[0] for m, s in zip(means, sigma)]
+    passed = [
+        follows_trend(LadderArrays(x, m, counts, s, dof))[0]
+        for m, s in zip(means, sigma, strict=True)
+    ]
     assert np.mean(passed) < 0.01, np.mean(passed)

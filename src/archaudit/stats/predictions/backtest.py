@@ -28,9 +28,10 @@ The prediction is the single-scale one, except for an arm whose own slope along 
 out of its seed noise (`follows_trend`): that arm's is moved halfway to its own line
 (`trend_weights`, a damped trend), the choice made at every backtest origin from the scales
 known there (`trend_errors`), so that its drift, bend and calibration are those of the
-choice as made. That holds unless the mixture is claimed (`claims_stack`): its gain in squared error on held-out
-arms significant (a one-sided t-test over the arms) *and* the ladder's Δ̂ at their seed-noise
-floor. Then the mixture is the prediction, with the calibration of its held-out errors.
+choice as made. That holds unless the mixture is claimed (`claims_stack`): its gain in squared
+error on held-out arms significant (a one-sided t-test over the arms) *and* the ladder's Δ̂ at
+their seed-noise floor. Then the mixture is the prediction, with the calibration of its
+held-out errors.
 """
 
 from __future__ import annotations
