@@ -421,8 +421,9 @@ def drift_t(fit: LadderArrays) -> np.ndarray:
 
 def trend_critical(fit: LadderArrays) -> float:
     """The |t| beyond which a drift is established: TREND_T's two-sided level under the Student
-    t with the seed σ's degrees of freedom over the scales fitted (one arm alone at 2 seeds has
-    2 per scale: the normal's 2 would follow a null's line in a fifth of its ladders)."""
+    t with the seed σ's degrees of freedom over the scales fitted (one arm alone with the
+    baseline at 2 seeds has 2 per scale, 6-10 over a ladder, where the normal's critical value
+    is too small)."""
     level = 2.0 * float(sps.norm.sf(TREND_T))
     return float(sps.t.isf(level / 2.0, max(float(np.sum(fit.dof)), 1.0)))
 
@@ -447,6 +448,7 @@ def follows_trend(fit: LadderArrays) -> np.ndarray:
 
 
 def _trend_origin(ladder: LadderArrays, k: int) -> Pieces:
+    """The first k scales fitted, each larger scale predicted by each arm's own choice there."""
     pieces = _origin(ladder, (SINGLE_SCALE,), k)
     fit, new = ladder.first(k), ladder.x[k:]
     weights = np.zeros((1, *ladder.deltas.shape[:1], len(new), len(ladder.x)))
