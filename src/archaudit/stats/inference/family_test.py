@@ -91,7 +91,7 @@ def choose_test(
 
 
 def plain_welch(
-    n_arm: Values, n_base: int, arm_var: Values | None, base_var: Values | None
+    n_arm: Values, n_base: Values, arm_var: Values | None, base_var: Values | None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(SE, df) of Welch's t on the arm's and the baseline's own variances."""
     if arm_var is None or base_var is None:
@@ -132,7 +132,7 @@ def protected(var: Values, df: Values, sigma: Values, dof: Values) -> tuple[np.n
 
 
 def moderated_parts(
-    n_arm: Values, n_base: int, sigma: Values, dof: Values, arm_var: Values, base_var: Values
+    n_arm: Values, n_base: Values, sigma: Values, dof: Values, arm_var: Values, base_var: Values
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(arm's squared SE, baseline's squared SE, arm's d₀, baseline's d₀) of the protected
     moderated Welch t. The baseline, which every comparison shares, is never moderated below
@@ -146,7 +146,7 @@ def moderated_parts(
 
 
 def moderated_welch(
-    n_arm: Values, n_base: int, sigma: Values, dof: int, arm_var: Values, base_var: Values
+    n_arm: Values, n_base: Values, sigma: Values, dof: Values, arm_var: Values, base_var: Values
 ) -> tuple[np.ndarray, np.ndarray]:
     """(SE, df) of the protected moderated Welch t (`moderated_parts`): the
     Welch–Satterthwaite df with nᵢ − 1 + d₀ᵢ df per side, at most σ's `dof`."""

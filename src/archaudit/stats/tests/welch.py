@@ -59,7 +59,7 @@ class ModeratedWelch(StatTest):
         return f"{self.title} test (calibrated: {facts.moderation}; {facts.own_df})"
 
 
-def _moderated_inputs(spread: Spread) -> tuple[Values, ...]:
+def _moderated_inputs(spread: Spread) -> tuple[Values, Values, Values, Values, Values, Values]:
     if spread.arm_var is None or spread.base_var is None:
         raise ValueError("Welch's test needs the arm's and the baseline's seed variances")
     return spread.n_arm, spread.n_base, spread.sigma, spread.dof, spread.arm_var, spread.base_var
