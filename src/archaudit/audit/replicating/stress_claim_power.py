@@ -102,17 +102,22 @@ def _power_at(
     result: StressResult, test: str, arm: str, fragile: int, *, alpha: float, correction: str
 ) -> Callable[[int], float] | None:
     """The arm's power as a function of the seeds (cached per seed count), or None."""
-    kwargs = {"alpha": alpha, "correction": correction, "trials": TRIALS, "seed": SEED}
-    if test == "logit":
-        logits = result.logit_pilot()
-        if BASELINE not in logits or arm not in logits:
-            return None
-        run = functools.partial(model.logit_power, logits, BASELINE, direction=fragile, **kwargs)
-    else:
-        runs = result.pilot(depth=test == "depth")
-        if BASELINE not in runs or arm not in runs:
-            return None
-        run = functools.partial(model.power, runs, BASELINE, test=test, direction=fragile, **kwargs)
+    logits = result.logit_pilot() if test == "logit" else {}
+    runs = {} if test == "logit" else result.pilot(depth=test == "depth")
+    pilot = logits or runs
+    if BASELINE not in pilot or arm not in pilot:
+        return None
+
+    def run(seeds: int) -> list[model.ArmPower]:
+        if test == "logit":
+            return model.logit_power(
+                logits, BASELINE, seeds, alpha=alpha, correction=correction, trials=TRIALS,
+                seed=SEED, direction=fragile,
+            )  # fmt: skip
+        return model.power(
+            runs, BASELINE, seeds, test=test, alpha=alpha, correction=correction, trials=TRIALS,
+            seed=SEED, direction=fragile,
+        )  # fmt: skip
 
     @functools.cache
     def at(seeds: int) -> float:
