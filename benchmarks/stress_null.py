@@ -7,14 +7,17 @@ Two nulls, each judged by the declared tests exactly as a stress test judges tra
    baseline's largest attention logit and final |log Z|), and `--trials` null audits draw
    the baseline and `--arms` more arms from the same fit, at `--seeds` seeds per rate. The
    share of audits with any declared verdict (the rate test and the logit test, each Holm over
-   the arms; the group test of the first half of the arms against the rest, one test) is the
-   family-wise error, with its Clopper–Pearson 95% upper bound.
+   the arms; the group test of the first half of the arms against the rest, one test, with
+   two arms or more) is the family-wise error, with its Clopper–Pearson 95% upper bound.
 2. **real runs**: the baseline trained on 2 × `seeds` seeds (two stored stress tests on fresh
    seeds of the same audit: `--real A B`), every split of its seeds into two halves judged as
    an arm against the baseline (the splits share runs, so they are not independent: a check,
    not a bound).
 
     nice -n 10 python benchmarks/stress_null.py --pilot STRESS_JSON [--real A B] --out F.json
+
+`--rates` simulates another grid from the same pilot (`stress_logit_design.restrict`: the
+pilot's runs at those rates; a lower-half rate it lacks filled with its lowest rate's runs).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from archaudit.stats.analyses.logits import LOGIT_MEASURES, LogitRun, logit_stra
 from archaudit.stats.analyses.stability import Sweep, SweepRun, group_strata, rate_strata
 from archaudit.stats.analyses.stress_power import fit, simulate_runs
 from archaudit.stats.inference.corrections import adjust_pvalues
+from stress_logit_design import restrict
 
 ALPHA = 0.05
 
@@ -82,14 +86,23 @@ def _bound(hits: int, trials: int) -> float:
 
 
 def simulated(
-    pilot: StressResult, arms: int, seeds: int, trials: int, permutations: int
+    pilot: StressResult,
+    arms: int,
+    seeds: int,
+    trials: int,
+    permutations: int,
+    rates: Sequence[float] = (),
 ) -> dict[str, object]:
     base = [r for r in pilot.sweep_runs if r.arm == "baseline"]
+    logit_base = _logit_runs(pilot, "baseline")
+    if rates:
+        base = restrict({"baseline": base}, rates)["baseline"]
+        logit_base = restrict({"baseline": logit_base}, rates)["baseline"]
     model = fit(base, base)
-    logits = _logit_model(_logit_runs(pilot, "baseline"))
+    logits = _logit_model(logit_base)
     rng = np.random.default_rng(2026)
     names = [f"a{i}" for i in range(arms)]
-    hits = {"rate": 0, "logit": 0, "group": 0}
+    hits = {"rate": 0, "logit": 0, **({"group": 0} if arms > 1 else {})}  # group: 2 arms up
     for _ in range(trials):
         runs = {a: simulate_runs(a, model, seeds, rng) for a in ["baseline", *names]}
         sweeps = {a: Sweep.of(a, r) for a, r in runs.items()}
@@ -106,16 +119,18 @@ def simulated(
             ).p
             for a in names
         ]
-        half = arms // 2
-        strata = group_strata(
-            [r for a in names[:half] for r in runs[a]], [r for a in names[half:] for r in runs[a]]
-        )
-        p_group = fragility_test(strata, permutations).p if strata else 1.0
         hits["rate"] += _holm_any(p_rate)
         hits["logit"] += _holm_any(p_logit)
-        hits["group"] += p_group < ALPHA
+        if "group" in hits:
+            half = arms // 2
+            strata = group_strata(
+                [r for a in names[:half] for r in runs[a]],
+                [r for a in names[half:] for r in runs[a]],
+            )
+            hits["group"] += (fragility_test(strata, permutations).p if strata else 1.0) < ALPHA
     return {
         "arms_besides_baseline": arms,
+        "rates": sorted({r.lr for r in base}),
         "seeds": seeds,
         "trials": trials,
         "permutations": permutations,
@@ -158,13 +173,16 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--trials", type=int, default=2000)
     parser.add_argument("--permutations", type=int, default=999)
+    parser.add_argument("--rates", type=float, nargs="+", default=(), help="the grid to simulate")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     pilot = read_result(Path(args.pilot))
     out: dict[str, object] = {
         "pilot": args.pilot,
         "alpha": ALPHA,
-        "simulated": simulated(pilot, args.arms, args.seeds, args.trials, args.permutations),
+        "simulated": simulated(
+            pilot, args.arms, args.seeds, args.trials, args.permutations, args.rates
+        ),
     }
     if args.real:
         first, second = (read_result(Path(p)) for p in args.real)

@@ -225,6 +225,28 @@ def test_a_relative_corpus_is_read_from_the_audit_files_folder(write_audit, tmp_
         corpus_text(planned[1].runs[0].recipe)
 
 
+def test_a_suite_file_enters_the_run_id_by_its_contents_not_its_path(write_audit, tmp_path):
+    """An audit copied elsewhere with its suite file (or a claim file in another checkout)
+    plans the same run ids, so its finished runs are found; a suite that asks something else
+    is another run. Before, the id hashed the suite's absolute path."""
+    text = (
+        'name = "recall"\n[[tasks]]\nname = "recall"\nformat = "probe"\nlimit = 10\n'
+        'params = { generator = "associative_recall", seed = 0, n_pairs = 20 }\n'
+    )
+    other = text.replace("seed = 0", "seed = 1")
+    ids = []
+    for folder, body in (("one", text), ("two", "# a comment\n" + text), ("three", other)):
+        where = tmp_path / folder
+        where.mkdir()
+        (where / "recall.toml").write_text(body)
+        (where / "audit.toml").write_text(write_audit(eval={"suite": "recall.toml"}).read_text())
+        plan = make_plan(load_audit(where / "audit.toml"))
+        assert plan.runs[0].suite == str(where / "recall.toml")
+        ids.append([run.run_id for run in plan.runs])
+    assert ids[0] == ids[1]  # moved, and only a comment added
+    assert set(ids[0]).isdisjoint(ids[2])  # another generator seed: other runs
+
+
 def test_the_planned_model_carries_its_tokenizers_vocabulary(write_audit):
     """Issue 40 item 6: the model is final where the plan builds it, so the parameter counts (and
     the parameter match) measure the shape that trains, not the default vocabulary of 256; run

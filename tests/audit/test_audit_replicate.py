@@ -38,6 +38,7 @@ from archaudit.audit.stability.stress import STRESS_DIR, stress_plan
 from archaudit.audit.stability.stress_result import RESULT_FILE, StressResult, write_result
 from archaudit.cli import app, register_commands
 from archaudit.errors import ConfigError
+from archaudit.stats.analyses.depth_sensitivity import DepthSensitivity
 from archaudit.stats.analyses.logits import LogitVerdict
 from archaudit.stats.analyses.stability import StabilityVerdict
 
@@ -86,12 +87,27 @@ def test_the_plan_of_all_claims_costs_each_file_once(data_root: Path, tmp_path: 
     plans = {p.claim: p for p in plan_claims(runs_dir=tmp_path / "runs", probe=False)}
     assert set(plans) == {c.name for c in list_claims()}
     shared = [p for p in plans.values() if p.shares]
-    assert {p.claim for p in shared} >= {"post_ln_lr", "z_loss_logits"}  # a file's 2nd claim
-    assert all(p.runs_left == 0 and p.cpu_s == 0.0 for p in shared)
+    assert not shared  # the depth and z-loss designs moved to their own files
+    depth = plans["post_ln_depth"]  # its own file and fresh seeds, not post_ln_lr's runs
+    assert not depth.shares and depth.runs_left == depth.runs_total == 192
+    own = plans["z_loss_logits"]  # its own file since its design moved (wd 0, 960 steps)
+    assert not own.shares and own.runs_left == own.runs_total > plans["qk_norm_lr"].runs_total
     assert plans["glu_over_mlp"].runs_left == plans["glu_over_mlp"].runs_total > 0
     assert plans["glu_over_mlp"].cpu_s is None  # not probed: not estimated, never 0
     assert total_cpu_s(list(plans.values()))[0] is None
     assert plans["lm_head_bottleneck"].runs_left == 0  # measured on a model file
+
+
+def test_a_files_second_claim_of_one_kind_shares_the_first_claims_runs(tmp_path: Path):
+    """Two claims judged on one sweep (a paper's two arms) cost its runs once."""
+    text = (CLAIMS_DIR / "wortsman2023.toml").read_text()
+    second = text[text.index("[claims.qk_norm_lr]") :].replace("qk_norm_lr", "qk_norm_lr_again")
+    path = tmp_path / "two.toml"
+    path.write_text(text + "\n" + second)
+    first, again = plan_claims(load_claims(path), runs_dir=tmp_path / "runs", probe=False)
+    assert not first.shares and first.runs_left == first.runs_total > 0
+    assert again.shares == "qk_norm_lr" and again.runs_left == 0 and again.cpu_s == 0.0
+    assert again.runs_total == first.runs_total
 
 
 @pytest.mark.parametrize(
@@ -236,6 +252,35 @@ def test_a_stress_logit_claim_reads_the_logit_verdict_not_the_rate_one(
     assert "log_z" in judged.evidence.measure
 
 
+@pytest.mark.parametrize(
+    ("verdict", "delta", "outcome"),
+    [
+        ("more-fragile", 0.9, Outcome.REPRODUCED),
+        ("more-robust", -0.9, Outcome.CONTRADICTED),
+        ("within-noise", 0.1, Outcome.NOT_ESTABLISHED),
+    ],
+)
+def test_a_stress_depth_loss_claim_reads_the_depth_sensitivity_not_the_depth_test(
+    write_audit, verdict, delta, outcome
+):
+    path = _claim_audit(write_audit, "worse", test="stress-depth-loss")
+    spec = load_audit(path, ["stress.depths=[2, 4]", "stress.seeds=4"])
+    found = DepthSensitivity("post_ln", "baseline", delta, delta + 0.02, 0.02, 0.004, 0.004,
+                             verdict, 0.05, "holm", "FWER")  # fmt: skip
+    result = StressResult(
+        audit="tiny", scale="xs", cost="", arms=(), depth=(), depth_forecasts=(), backtests=(),
+        traces=(), missing=0, verdicts=(_stress_verdict("post_ln", "more-robust", 0.01),),
+        depth_sensitivity=(found,),
+    )  # fmt: skip
+    _store(result, spec.audit_dir / STRESS_DIR / RESULT_FILE)
+    (claim,) = load_claims(path)
+    judged = judge_claim(claim, spec)
+    assert judged.outcome is outcome  # neither the rate verdict nor the depth test decides
+    assert judged.evidence.p == 0.004 and judged.evidence.estimate == delta
+    assert "ΔD" in judged.evidence.measure and "1×/2×/4×" in judged.evidence.design
+    assert "can reach" in judged.evidence.to_reach  # 4 seeds over 3 strata: floor 2/70³
+
+
 def test_a_stress_logit_claim_without_its_arm_is_not_run(write_audit):
     path = _claim_audit(write_audit, "better", test="stress-logit")
     spec = load_audit(path)
@@ -313,18 +358,18 @@ def test_cli_lists_plans_and_tables(data_root: Path, tmp_path: Path):
 
 
 STORED = Path(__file__).resolve().parents[1] / "data" / "replications"
-"""The stress results of this issue's confirming runs (xiong2020 and wortsman2023 at
-recipe.data_seed 2027 on fresh init seeds, docs/replications.md), their per-step traces and
-per-run records removed."""
+"""The stress results of this issue's confirming runs (xiong2020, xiong2020_depth, wortsman2023
+and wortsman2023z at recipe.data_seed 2027 on fresh init seeds, docs/replications.md), their
+per-step traces and per-run records removed."""
 
 
 @pytest.mark.parametrize(
     ("claim", "outcome"),
     [
         ("qk_norm_lr", Outcome.REPRODUCED),
-        ("z_loss_logits", Outcome.NOT_ESTABLISHED),
+        ("z_loss_logits", Outcome.REPRODUCED),  # wortsman2023z: wd 0, 960 steps, seeds 7-12
         ("post_ln_lr", Outcome.REPRODUCED),
-        ("post_ln_depth", Outcome.NOT_ESTABLISHED),
+        ("post_ln_depth", Outcome.REPRODUCED),
     ],
 )
 def test_the_stored_confirming_runs_judge_as_the_docs_say(tmp_path: Path, claim, outcome):
@@ -399,5 +444,6 @@ def test_a_stress_claims_power_counts_only_the_published_direction(tmp_path: Pat
 def test_a_stress_logit_claims_power_is_the_logit_tests(tmp_path: Path, few_trials):
     judged = _judged_with_runs(tmp_path, "z_loss_logits")
     assert judged.evidence.power is not None
-    assert "by the logit test at 3 seeds" in judged.evidence.power_for
+    seeds = claim_spec(get_claim("z_loss_logits"), tmp_path).stress.seeds  # the design's
+    assert f"by the logit test at {seeds} seeds" in judged.evidence.power_for
     assert judged.evidence.power_for in judged.why  # the reasons list says it too

@@ -28,15 +28,21 @@ from archaudit.audit.replicating.replicate_levels import (
     level_test,
     measure_units,
     one_sided_power,
+    oracle_gain,
     sample_path,
+    stored_sample,
     uniform_sink,
     units_for,
+    vote_gain,
+    vote_gain_over_mean,
+    vote_share,
     write_sample,
 )
 from archaudit.audit.replicating.replicate_run import plan_claims
 from archaudit.audit.replicating.replication import Outcome, judge_claim
 from archaudit.audit.setup.spec import load_audit
 from archaudit.audit.stability.stress import stress_plan
+from archaudit.diagnose.tts import TTSCurves
 from archaudit.errors import ConfigError
 
 # --- seeds.offset and pilot_seeds ----------------------------------------------------------
@@ -162,6 +168,24 @@ def test_a_level_claim_is_judged_from_its_stored_values(write_audit, measure, wh
         assert 0.0 <= result.evidence.power < 0.8
 
 
+def test_values_stored_for_another_measure_are_neither_judged_nor_reused(write_audit):
+    """A claim whose measure changed (FLB's did, twice) is not judged on the old measure's
+    values left in its folder: it reads as not run, and `replicate` measures it again."""
+    path = write_audit(arms=[], claims={"c": _level_claim(measure="vote_share_lost",
+                                                          band=[0.0, math.inf])})  # fmt: skip
+    (claim,) = load_claims(path)
+    spec = load_audit(path)
+    old = LevelSample(measure="vote_gain_lost", unit="seed", values=(0.3, 0.4, 0.35, 0.32))
+    write_sample(old, sample_path(spec.audit_dir, claim.name))
+    assert stored_sample(claim, spec.audit_dir) is None
+    assert judge_claim(claim, spec).outcome is Outcome.NOT_RUN
+    same = LevelSample(measure="vote_share_lost", unit="seed", values=(0.3, 0.4, 0.35, 0.32))
+    write_sample(same, sample_path(spec.audit_dir, claim.name))
+    found = stored_sample(claim, spec.audit_dir)
+    assert found is not None and found.values == same.values
+    assert judge_claim(claim, spec).outcome is Outcome.REPRODUCED
+
+
 def test_level_claim_errors_teach():
     with pytest.raises(ConfigError, match="did you mean 'sink_ratio'"):
         Claim(name="x", title="t", paper="p", test="level", measure="sink_ratoi", band=(1, 2))
@@ -173,6 +197,9 @@ def test_level_claim_errors_teach():
     with pytest.raises(ConfigError, match="direction is its band"):
         Claim(name="x", title="t", paper="p", test="level", measure="sink_ratio",
               band=(1, 2), direction="better")  # fmt: skip
+    with pytest.raises(ConfigError, match=r"temperature = 0 must be > 0 \(greedy"):
+        Claim(name="x", title="t", paper="p", test="level", measure="vote_gain_lost",
+              band=(0, math.inf), temperature=0)  # fmt: skip
     with pytest.raises(ConfigError, match="pilot_seeds"):
         Claim(name="x", title="t", paper="p", test="verdict", arm="a", direction="worse",
               pilot_seeds=(-1,))  # fmt: skip
@@ -181,7 +208,7 @@ def test_level_claim_errors_teach():
 def test_the_issue_level_claims_are_runnable_level_claims():
     for name, measure in [("attention_sinks", "sink_ratio"),
                           ("lm_head_bottleneck", "suppressed_fraction"),
-                          ("pruning_breaks_tts", "vote_gain_lost")]:  # fmt: skip
+                          ("pruning_breaks_tts", "vote_share_lost")]:  # fmt: skip
         claim = get_claim(name)
         assert claim.runnable and claim.test == ClaimTest.LEVEL and claim.measure == measure
         assert claim.measure in MEASURES
@@ -191,7 +218,7 @@ def test_a_model_file_claim_plans_nothing_to_train(tmp_path: Path):
     (plan,) = plan_claims(["lm_head_bottleneck"], tmp_path / "runs", probe=False)
     assert plan.runs_left == 0 and plan.cpu_s == 0.0 and "nothing to train" in plan.power[0]
     (tts,) = plan_claims(["pruning_breaks_tts"], tmp_path / "runs", probe=False)
-    assert tts.runs_left == 4 and "vote_gain_lost to measure (seeds)" in tts.power[0]
+    assert tts.runs_left == 4 and "vote_share_lost to measure (seeds)" in tts.power[0]
 
 
 def test_the_reasoning_corpus_is_written_once_with_the_same_bytes(tmp_path: Path):
@@ -247,12 +274,72 @@ def test_the_pruning_measures_run_on_a_trained_two_layer_model(write_audit):
     run_dir = materialize(make_plan(load_audit(path)))[0]
     assert run_one(run_dir, RunOptions(threads=1)) == "done"
     spec = load_audit(path)
-    for measure in ("vote_gain_lost", "tts_gain_lost"):
+    for measure in ("vote_gain_lost", "vote_gain_lost_mean1", "tts_gain_lost"):
         claim = Claim(name="p", title="t", paper="p", test="level", measure=measure,
                       band=(0.0, math.inf), tokens=64, window=16, items=3, samples=2)  # fmt: skip
         sample = measure_units(claim, spec)
         assert sample.unit == "seed" and len(sample.values) == 1
         assert -1.0 <= sample.values[0] <= 1.0  # a difference of two gains in accuracy
+
+
+def test_the_pruning_measures_sample_at_the_claims_temperature(write_audit, monkeypatch):
+    import archaudit.diagnose.tts as tts
+
+    scale = {"xs": {"d_model": 32, "n_layers": 2, "n_heads": 2, "context_length": 32}}
+    path = write_audit(arms=[], scales=scale)
+    run_dir = materialize(make_plan(load_audit(path)))[0]
+    assert run_one(run_dir, RunOptions(threads=1)) == "done"
+    seen: list[float] = []
+    real = tts.tts_curves
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["temperature"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tts, "tts_curves", spy)
+    claim = Claim(name="p", title="t", paper="p", test="level", measure="vote_share_lost",
+                  band=(0.0, math.inf), tokens=64, window=16, items=3, samples=2,
+                  temperature=1.5)  # fmt: skip
+    sample = measure_units(claim, load_audit(path))
+    assert seen == [1.5, 1.5]  # the full model and the pruned one
+    (value,) = sample.values
+    assert math.isnan(value) or value <= 2.0  # a difference of two shares, each at most 1
+
+
+def test_each_gain_reads_its_own_ends_of_the_curves():
+    """Majority vote against the first sample, against the mean of all samples (pass@1), and
+    the oracle's pass@N against pass@1: three different numbers from one set of curves."""
+    curves = TTSCurves(model="m", items=10, temperature=1.0, samples=16, ns=[1, 16],
+                       best_of_n=[0.3, 0.9], majority_vote=[0.2, 0.6], budgets=[0],
+                       budget_accuracy=[0.0])  # fmt: skip
+    assert vote_gain(curves) == pytest.approx(0.4)
+    assert vote_gain_over_mean(curves) == pytest.approx(0.3)
+    assert oracle_gain(curves) == pytest.approx(0.6)
+    assert vote_share(curves) == pytest.approx(0.3 / 0.7)  # of the 0.7 it got wrong at N = 1
+
+
+def test_the_share_is_a_gain_against_the_room_a_model_had():
+    """Voting that takes one model from 0.9 to 1.0 and another from 0.2 to 0.3 gains both 0.1;
+    the first fixed every error it had, the second one in eight. No errors: nothing to fix."""
+
+    def curves(pass1: float, vote: float) -> TTSCurves:
+        return TTSCurves(model="m", items=10, temperature=1.5, samples=16, ns=[1, 16],
+                         best_of_n=[pass1, 1.0], majority_vote=[pass1, vote], budgets=[0],
+                         budget_accuracy=[0.0])  # fmt: skip
+
+    assert vote_gain_over_mean(curves(0.9, 1.0)) == pytest.approx(0.1)
+    assert vote_gain_over_mean(curves(0.2, 0.3)) == pytest.approx(0.1)
+    assert vote_share(curves(0.9, 1.0)) == pytest.approx(1.0)
+    assert vote_share(curves(0.2, 0.3)) == pytest.approx(0.125)
+    assert vote_share(curves(0.9, 0.8)) == pytest.approx(-1.0)  # voting made it worse
+    assert math.isnan(vote_share(curves(1.0, 1.0)))
+
+
+def test_a_unit_with_no_value_is_left_out_of_the_level_test():
+    with_nan = level_test([0.5, math.nan, 0.6, 0.7], (0.0, math.inf), 0.05)
+    without = level_test([0.5, 0.6, 0.7], (0.0, math.inf), 0.05)
+    assert with_nan.n == 3 and with_nan.mean == pytest.approx(without.mean)
+    assert with_nan.p == pytest.approx(without.p)
 
 
 STORED = Path(__file__).resolve().parents[1] / "data" / "replications"
@@ -264,7 +351,7 @@ STORED = Path(__file__).resolve().parents[1] / "data" / "replications"
     [
         ("lm_head_bottleneck", Outcome.REPRODUCED),
         ("attention_sinks", Outcome.REPRODUCED),
-        ("pruning_breaks_tts", Outcome.NOT_ESTABLISHED),
+        ("pruning_breaks_tts", Outcome.REPRODUCED),
     ],
 )
 def test_the_stored_confirming_measurements_judge_as_the_docs_say(tmp_path: Path, claim, outcome):

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from audit_helpers import stress_audit
+from audit_helpers import STRESS_AUDIT, stress_audit
 
 from archaudit.audit.grid.plan import make_plan
 from archaudit.audit.grid.record import RunRecord
@@ -25,6 +25,7 @@ from archaudit.audit.stability.stress_result import (
     _depth_forecasts,
     analyse,
     read_result,
+    write_result,
 )
 from archaudit.errors import ConfigError
 from archaudit.metrics import PRIMARY_LOSS
@@ -90,6 +91,28 @@ def test_a_finished_stress_run_is_not_counted_to_train(tmp_path: Path) -> None:
     assert len(after.plan.runs) == len(before.plan.runs) - 1 and after.finished == 1
     assert done not in after.plan.runs and len(after.points) == len(before.points)
     assert f"({len(after.plan.runs)} to train, 1 finished" in after.cost_line()
+
+
+def test_runs_left_by_another_recipe_are_neither_finished_reused_nor_read(tmp_path: Path) -> None:
+    """A folder whose run trained on another corpus draw (a pilot at another data_seed in the
+    same runs folder) held a DONE, and `--plan` counted it finished, the sweep reused the
+    audit's run and the analysis read it as the point's result."""
+    from archaudit.audit.stability.stress import read_sweep_run
+
+    first = load_audit(stress_audit(tmp_path))
+    audit_plan, before = make_plan(first), stress_plan(first)
+    materialize(audit_plan)
+    materialize(before.plan)
+    for plan, run in ((audit_plan, audit_plan.runs[0]), (before.plan, before.plan.runs[0])):
+        write_done(plan.run_dir(run), RunRecord.of_run(run, status="ok", metrics={}))
+    assert stress_plan(first).finished == 1  # the same recipe: finished and reused
+    moved = stress_audit(tmp_path)
+    moved.write_text(STRESS_AUDIT.replace("[recipe]\n", "[recipe]\ndata_seed = 99\n"))
+    after = stress_plan(load_audit(moved))
+    assert after.finished == 0 and not [p for p in after.points if p.reused is not None]
+    assert len(after.plan.runs) == len(after.points)
+    point = after.points[0]
+    assert read_sweep_run(after.run_dir(point), point.run, first.recipe.lr) is None
 
 
 def test_the_default_seeds_can_declare_an_arm_among_the_audit2026_arms() -> None:
@@ -160,6 +183,28 @@ def test_no_rate_above_the_grid_when_extra_rates_is_0(tmp_path: Path) -> None:
     assert not [p for p in again.points if p.kind == "above"]
     result = analyse(again)
     assert all(a.censored and not a.extra_lrs for a in result.arms)
+
+
+def test_the_depth_stress_stores_its_depth_sensitivity(tmp_path: Path) -> None:
+    """Issue 54 (post_ln_depth): analyse judges how much each depth arm's loss rises with
+    depth against the baseline's (ΔD), stores it in stress.json and reads it back."""
+    spec = load_audit(
+        stress_audit(
+            tmp_path, "[stress]\ndepths = [2]\ndepth_arms = ['post_ln']\nextra_rates = 0\n"
+        )
+    )
+    plan = stress_plan(spec)
+    for point in plan.points:  # post_ln breaks at twice the layers; nothing else does
+        deep = point.kind == "depth" and point.run.arm == "post_ln"
+        _finish(plan.plan.audit_dir, point, broke=deep)
+    result = analyse(stress_plan(spec))
+    (found,) = result.depth_sensitivity
+    assert found.arm == "post_ln" and found.delta > 0 and found.baseline_degradation == 0
+    # 3 seeds, every split of the base stratum tied: the deeper one's 2 of C(6, 3) = 20
+    assert found.p == pytest.approx(0.1, abs=0.02) and found.verdict == "within-noise"
+    path = tmp_path / "stress.json"
+    write_result(result, path)
+    assert read_result(path).depth_sensitivity == result.depth_sensitivity
 
 
 def test_the_default_depth_stress_covers_the_residual_and_norm_arms(tmp_path: Path) -> None:
@@ -355,3 +400,36 @@ def test_sensitivity_delta_adds_each_side_of_the_intervals_apart() -> None:
     assert check.interval == pytest.approx(
         (delta - math.hypot(0.1, 0.2), delta + math.hypot(0.4, 0.3))
     )
+
+
+def test_the_xiong_pilot_shows_the_trend_the_depth_test_missed() -> None:
+    """Issue 54 (post_ln_depth): xiong2020.toml's seeds 3-14, their depth-stress runs kept
+    (tests/data/stress/xiong2020-depth-pilot.json). The depth test read them within-noise
+    (p 0.72: post_ln better at 4 layers, worse at 8, nothing broke); post_ln's loss rose
+    1.0 nats from 2 layers to 4 and 8, the baseline's 0.02: the depth-sensitivity test sees
+    it. This is the pilot that chose the test, not its confirmation."""
+    from archaudit.stats.analyses.depth_sensitivity import judge_depth_sensitivity
+
+    result = read_result(ROOT / "tests" / "data" / "stress" / "xiong2020-depth-pilot.json")
+    (depth,) = result.depth_verdicts
+    assert depth.verdict == "within-noise" and depth.p_adjusted > 0.5
+    (found,) = judge_depth_sensitivity(result.pilot(depth=True), "baseline", permutations=999)
+    assert found.verdict == "more-fragile" and found.p_adjusted == pytest.approx(0.001)
+    assert found.delta == pytest.approx(0.973, abs=0.001)
+    assert found.degradation == pytest.approx(0.997, abs=0.001)
+
+
+def test_the_table_prints_the_depth_sensitivity(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The confirming run of post_ln_depth (tests/data/replications/): its ΔD line."""
+    from archaudit.cli.stress_cmd import print_result
+
+    monkeypatch.setenv("COLUMNS", "400")
+    result = read_result(ROOT / "tests" / "data" / "replications" / "xiong2020_depth-stress.json")
+    print_result(result)
+    out = capsys.readouterr().out
+    (found,) = result.depth_sensitivity
+    line = next(x for x in out.splitlines() if x.startswith("depth sensitivity, post_ln"))
+    assert "ΔD 0.798" in line and "more-fragile" in line and "holm over 1" in line
+    assert found.p_adjusted is not None and found.p_adjusted < 0.05

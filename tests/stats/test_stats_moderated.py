@@ -17,7 +17,7 @@ from archaudit.stats.inference.family_test import (
     prior_weight,
     protected,
 )
-from archaudit.stats.tests import statistical_test
+from archaudit.stats.tests import Spread, statistical_test
 
 
 def pooled_sigma(groups: list[tuple[float, int]]) -> tuple[float, int]:
@@ -72,6 +72,6 @@ def test_the_baseline_is_never_moderated_below_its_own_variance():
 
 def test_only_families_of_multi_seed_arms_are_moderated():
     assert choose_test((2, 3)) == Family.WELCH and choose_test((1, 2)) == Family.ROBUST
-    args = (np.array([2, 1]), 3, 1.0, 3, np.array([9.0, np.nan]), 1.0)
-    robust, _ = statistical_test(Family.ROBUST).standard_error(*args)
+    spread = Spread(np.array([2, 1]), 3, 1.0, 3, np.array([9.0, np.nan]), 1.0)
+    robust, _ = statistical_test(Family.ROBUST).standard_error(spread)
     assert robust[0] == pytest.approx(plain_welch(2, 3, 9.0, 1.0)[0])

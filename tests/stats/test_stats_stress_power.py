@@ -139,3 +139,40 @@ def test_logit_power_finds_smaller_attention_logits_and_not_a_copy() -> None:
     assert got["copy"].power <= 0.25
     model = fit_logits(runs["qk_norm"], runs["baseline"])
     assert model[QUIET.lrs[0]].attn == pytest.approx(math.log(50 * QUIET.lrs[0]), abs=0.3)
+
+
+def _depth_pilot(post_ln: tuple[float, ...], seeds: int = 6) -> dict[str, list[SweepRun]]:
+    """A depth-stress pilot at one rate and 2, 4, 8 layers: the baseline flat at 2.0 nats,
+    the arm's mean loss `post_ln` per depth, seed SD 0.3."""
+    rng = np.random.default_rng(5)
+    means = {"baseline": (2.0, 2.0, 2.0), "post_ln": post_ln}
+    return {
+        arm: [
+            SweepRun(arm, 0.03, s, 5.5, float(m + rng.normal(0, 0.3)), True, layers=n,
+                     grad_level=0.0)
+            for n, m in zip((2, 4, 8), ladder, strict=True)
+            for s in range(seeds)
+        ]
+        for arm, ladder in means.items()
+    }  # fmt: skip
+
+
+def test_the_depth_loss_power_follows_the_trend_and_the_planned_fraction_of_it() -> None:
+    """The depth-sensitivity test in the power model: a loss rising 1 nat faster than the
+    baseline's with depth is found at 6 seeds; planned at half of it (winner's curse), less
+    often; at none of it (effect 0), about as often as α."""
+    runs = _depth_pilot((1.2, 1.8, 3.0))
+
+    def at(effect: float) -> float:
+        (arm,) = power(runs, "baseline", 6, test="depth-loss", trials=60, permutations=199,
+                       effect=effect)  # fmt: skip
+        assert arm.direction == 1
+        return arm.power
+
+    full, half, none = at(1.0), at(0.5), at(0.0)
+    assert full >= 0.9 and none <= 0.15 and none < half < full
+    model = fit(runs["post_ln"], runs["baseline"], effect=0.5)
+    base = fit(runs["baseline"], runs["baseline"])
+    arm = fit(runs["post_ln"], runs["baseline"])
+    key = (0.03, 8)
+    assert model[key].loss == pytest.approx((arm[key].loss + base[key].loss) / 2)

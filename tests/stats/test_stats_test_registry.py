@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from archaudit.names import Test as Name
-from archaudit.stats.tests import BUILT_IN, STAT_TESTS, StatTest, statistical_test
+from archaudit.stats.tests import BUILT_IN, STAT_TESTS, Spread, StatTest, statistical_test
 from archaudit.stats.tests.base import register_test
 
 SRC = Path(__file__).parents[2] / "src" / "archaudit"
@@ -55,9 +55,9 @@ def test_a_test_broadcasts_over_audits_as_over_one_arm():
     delta, n, var = np.array([0.5, -1.0, 2.0]), np.array([2, 3, 1]), np.array([0.8, 1.2, np.nan])
     for name in (Name.ROBUST, Name.POOLED_T, Name.Z):
         test = statistical_test(name)
-        stat, df, p = test.statistics(delta, n, 3, 1.0, 6, var, 1.1)
+        stat, df, p = test.statistics(delta, Spread(n, 3, 1.0, 6, var, 1.1))
         for i in range(3):
-            one = test.statistics(delta[i], n[i], 3, 1.0, 6, var[i], 1.1)
+            one = test.statistics(delta[i], Spread(n[i], 3, 1.0, 6, var[i], 1.1))
             assert (stat[i], df[i], p[i]) == pytest.approx(tuple(map(float, one)), nan_ok=True)
 
 

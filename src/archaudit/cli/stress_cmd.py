@@ -122,6 +122,8 @@ def print_result(result: StressResult) -> None:
         Console().print(_group_line(result))
     if result.depth:
         show(_depth_table(result))
+    for line in _depth_sensitivity_lines(result):
+        Console().print(line)
     show(_backtest_table(result))
 
 
@@ -142,6 +144,17 @@ def _logit_table(result: StressResult) -> Table:
             v.verdict,
         )
     return table
+
+
+def _depth_sensitivity_lines(result: StressResult) -> list[str]:
+    """One line per depth-stress arm: ΔD, its p (Holm over those arms) and verdict."""
+    return [
+        f"depth sensitivity, {v.arm}: loss rise with depth {num(v.degradation, 3)} nats "
+        f"(baseline {num(v.baseline_degradation, 3)}), ΔD {num(v.delta, 3)}, p {_p(v.p_adjusted)} "
+        f"({v.correction} over {len(result.depth_sensitivity)}, {v.error_rate} ≤ {v.alpha:g}): "
+        f"{v.verdict}"
+        for v in result.depth_sensitivity
+    ]
 
 
 def _group_line(result: StressResult) -> str:

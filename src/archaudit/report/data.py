@@ -269,9 +269,10 @@ def _runs(audit_dir: Path) -> tuple[_Run, ...]:
 
 
 def _record(run_dir: Path) -> RunRecord | None:
-    """The run's DONE record; a garbled one reads as unfinished (`status` says why)."""
+    """The run's DONE record; a garbled one, or another run's, reads as unfinished (`status`
+    says why)."""
     try:
-        return store.read_record(run_dir)
+        return store.read_finished(run_dir, store.read_spec(run_dir))
     except DataError:
         return None
 

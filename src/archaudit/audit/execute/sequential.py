@@ -241,7 +241,7 @@ def collect(plan: Plan) -> Results:
     """(arm, scale) → seed → the DONE record of every finished run of the plan, as judged."""
     results: Results = {}
     for run in plan.runs:
-        record = store.read_record(plan.run_dir(run))
+        record = store.read_finished(plan.run_dir(run), run)
         if record is not None:
             results.setdefault((run.arm, run.scale), {})[run.seed] = record
     return as_judged(results)

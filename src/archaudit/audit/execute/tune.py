@@ -23,7 +23,7 @@ from typing import Any
 
 from archaudit.audit.execute.coordinator import run_audit
 from archaudit.audit.grid.plan import Plan, RunSpec, check_model, make_plan, scale_recipe
-from archaudit.audit.grid.store import TUNE_DIR, read_record, write_json
+from archaudit.audit.grid.store import TUNE_DIR, read_finished, write_json
 from archaudit.audit.setup.spec import AuditSpec, load_audit
 from archaudit.config import load_toml
 from archaudit.errors import ConfigError
@@ -116,7 +116,7 @@ def tune_baseline(
     outcome = run_audit(plan, executor=executor, workers=workers, tracker="", live=live)
     losses: dict[tuple[float, float], list[float]] = defaultdict(list)
     for run in plan.runs:
-        done = read_record(plan.run_dir(run))
+        done = read_finished(plan.run_dir(run), run)
         value = done.metric(PRIMARY_LOSS) if done else None
         finite = value if value is not None and math.isfinite(value) else math.inf
         losses[(run.recipe.lr, run.recipe.warmup_frac)].append(finite)

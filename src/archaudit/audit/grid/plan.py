@@ -27,6 +27,7 @@ from archaudit.config import (
     Recipe,
     build,
     canonical_json,
+    load_toml,
     to_dict,
 )
 from archaudit.config.recipe import MATCH_PARAMS
@@ -73,6 +74,9 @@ class RunSpec:
     model: ModelConfig
     recipe: Recipe
     suite: str = ""
+    suite_digest: str = ""
+    """sha256 of a suite file's parsed contents ("" for a built-in suite or none): the run's
+    identity holds the suite by what it asks, not by where the file lies."""
     eval_limit: int | None = None
     path: str
     """The run directory, relative to the audit directory: <arm>/<scale>/seed-<k>."""
@@ -82,13 +86,15 @@ class RunSpec:
         """sha256 over what determines the run's numbers (operational recipe fields excluded).
         The vocabulary is the recipe's tokenizer's (`recipe_hash` holds it), so the model enters
         with the field's default there: the ids of runs planned before the model carried its
-        vocabulary stay the same, and their directories are not superseded."""
+        vocabulary stay the same, and their directories are not superseded. A suite file enters
+        by its digest, so a copied or moved audit (or another checkout's claim files) keeps its
+        run ids."""
         model = {**to_dict(self.model), "vocab_size": VOCAB_PLACEHOLDER}
         key = {
             "model": model,
             "recipe_hash": recipe_hash(self.recipe),
             "seed": self.seed,
-            "suite": self.suite,
+            "suite": self.suite_digest or self.suite,
             "eval_limit": self.eval_limit,
         }
         return hashlib.sha256(canonical_json(key).encode()).hexdigest()[:16]
@@ -272,6 +278,7 @@ def _runs_of(
             model=model,
             recipe=recipe,
             suite=suite,
+            suite_digest=suite_file_digest(suite),
             eval_limit=spec.eval.limit,
             path=f"{name}/{scale.name}/seed-{seed}",
         )
@@ -346,6 +353,16 @@ def resolve_eval_suite(spec: AuditSpec) -> str:
     path = beside if beside.is_file() else Path(name)
     load_suite(path)  # unknown names fail here with did-you-mean
     return str(path.resolve())
+
+
+def suite_file_digest(suite: str) -> str:
+    """sha256 of a suite file's parsed tree in canonical JSON (comments and layout do not
+    count); "" for a built-in name or no suite, which enter a run's identity by name."""
+    from archaudit.evals import builtin_suites
+
+    if not suite or suite in builtin_suites():
+        return ""
+    return hashlib.sha256(canonical_json(load_toml(Path(suite))).encode()).hexdigest()
 
 
 def check_suite_fits(runs: list[RunSpec]) -> None:

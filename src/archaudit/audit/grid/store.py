@@ -194,6 +194,13 @@ def read_done(run_dir: Path, spec: RunSpec) -> tuple[RunRecord | None, str | Non
     return done, None
 
 
+def read_finished(run_dir: Path, spec: RunSpec) -> RunRecord | None:
+    """The DONE record of the run `spec` describes; None before it finished, and None when the
+    folder holds a garbled result or another run's (trained with another recipe, model or
+    seed): a plan never counts, reuses or judges that as its own."""
+    return read_done(run_dir, spec)[0]
+
+
 def run_status(
     run_dir: Path, stale_after_s: float = 120.0, *, spec: RunSpec | None = None
 ) -> RunStatus:

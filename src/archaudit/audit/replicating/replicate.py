@@ -56,6 +56,10 @@ class ClaimTest(StrEnum):
     """The arm's learning-rate stress verdict (`archaudit stress`: more-fragile/more-robust)."""
     STRESS_DEPTH = "stress-depth"
     """The arm's depth-stress verdict (`archaudit stress` with `stress.depths`)."""
+    STRESS_DEPTH_LOSS = "stress-depth-loss"
+    """The arm's depth-sensitivity verdict (`archaudit stress` with `stress.depths`): ΔD, how
+    much more its loss rises from the sweep's depth to the deeper models than the baseline's
+    (`stats.analyses.depth_sensitivity`)."""
     STRESS_LOGIT = "stress-logit"
     """The arm's logit verdict in the rate sweep (`archaudit stress`: the largest attention
     logit and the final |log Z| at the upper rates, `StressResult.logit_verdicts`)."""
@@ -70,7 +74,12 @@ class ClaimTest(StrEnum):
     @property
     def stressed(self) -> bool:
         """Judged from `archaudit stress`'s sweep (trained by it, its seeds `stress.seeds`)."""
-        return self in (ClaimTest.STRESS_RATE, ClaimTest.STRESS_DEPTH, ClaimTest.STRESS_LOGIT)
+        return self in (
+            ClaimTest.STRESS_RATE,
+            ClaimTest.STRESS_DEPTH,
+            ClaimTest.STRESS_DEPTH_LOSS,
+            ClaimTest.STRESS_LOGIT,
+        )
 
     @property
     def planned_by_power(self) -> bool:
@@ -132,6 +141,9 @@ class Claim:
     """Reasoning items per model (`tts_gain_lost`)."""
     samples: int = 16
     """The largest N of best-of-N (`tts_gain_lost`)."""
+    temperature: float = 1.0
+    """The sampling temperature of the test-time scaling measures (> 0: votes need samples
+    that differ)."""
     pilot_seeds: tuple[int, ...] = ()
     """The init seeds the pilots trained: the confirming run's seeds (`seeds.offset` on) must
     not include them (checked when the claim's audit loads)."""
@@ -201,6 +213,11 @@ class Claim:
         for key in ("tokens", "window", "items", "samples"):
             if getattr(self, key) < 1:
                 raise ConfigError(f"{where}.{key} = {getattr(self, key)!r} must be >= 1")
+        if not (math.isfinite(self.temperature) and self.temperature > 0):
+            raise ConfigError(
+                f"{where}.temperature = {self.temperature!r} must be > 0 (greedy decoding "
+                "gives every sample the same answer: nothing to vote on)"
+            )
 
     @property
     def runnable(self) -> bool:
@@ -357,6 +374,7 @@ TRAINERS: Mapping[str, Trainer] = {
     ClaimTest.INTERACTION: _train_runs,
     ClaimTest.STRESS_RATE: _train_stress,
     ClaimTest.STRESS_DEPTH: _train_stress,
+    ClaimTest.STRESS_DEPTH_LOSS: _train_stress,
     ClaimTest.STRESS_LOGIT: _train_stress,
     ClaimTest.LEVEL: _train_level,
 }

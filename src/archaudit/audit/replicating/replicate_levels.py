@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
     from archaudit.audit.setup.spec import AuditSpec
     from archaudit.diagnose.access import ModelView
+    from archaudit.diagnose.tts import TTSCurves
 
 
 class Claim(Protocol):
@@ -64,6 +65,8 @@ class Claim(Protocol):
     def items(self) -> int: ...
     @property
     def samples(self) -> int: ...
+    @property
+    def temperature(self) -> float: ...
 
 
 LEVELS_DIR = "levels"
@@ -111,6 +114,14 @@ def read_sample(path: Path) -> LevelSample | None:
     if not path.is_file():
         return None
     return LevelSample.from_json(json.loads(path.read_text()))
+
+
+def stored_sample(claim: Claim, audit_dir: Path) -> LevelSample | None:
+    """The claim's stored values when they are of its measure; None when not measured yet or
+    measured with another (a claim whose measure changed is measured again, never judged on
+    the old measure's values)."""
+    sample = read_sample(sample_path(audit_dir, claim.name))
+    return sample if sample is not None and sample.measure == claim.measure else None
 
 
 # --- the test ------------------------------------------------------------------------------
@@ -232,9 +243,8 @@ def trains(claim: Claim) -> bool:
 
 def measure_claim(claim: Claim, spec: AuditSpec) -> LevelSample:
     """Measure `claim`'s values (its runs must be trained when it `trains`) and store them; a
-    stored sample is read back, not measured again."""
-    path = sample_path(spec.audit_dir, claim.name)
-    stored = read_sample(path)
+    stored sample of the claim's measure is read back, not measured again."""
+    stored = stored_sample(claim, spec.audit_dir)
     if stored is not None:
         return stored
     import time
@@ -242,7 +252,7 @@ def measure_claim(claim: Claim, spec: AuditSpec) -> LevelSample:
     start = time.process_time()
     sample = measure_units(claim, spec)
     sample = dataclasses.replace(sample, cpu_s=round(time.process_time() - start, 3))
-    write_sample(sample, path)
+    write_sample(sample, sample_path(spec.audit_dir, claim.name))
     return sample
 
 
@@ -297,14 +307,14 @@ def claim_model(claim: Claim, data_root: Path | None = None) -> str:
 
 def _finished_runs(claim: Claim, spec: AuditSpec) -> list[Path]:
     from archaudit.audit.grid.plan import make_plan
-    from archaudit.audit.grid.store import read_record
+    from archaudit.audit.grid.store import read_finished
     from archaudit.names import BASELINE
 
     plan = make_plan(spec)
     arm = claim.arm or BASELINE
     scale = claim.scale or spec.scales[-1].name
     runs = [r for r in plan.runs if r.arm == arm and r.scale == scale]
-    done = [plan.run_dir(r) for r in runs if read_record(plan.run_dir(r)) is not None]
+    done = [plan.run_dir(r) for r in runs if read_finished(plan.run_dir(r), r) is not None]
     if not done:
         raise ConfigError(
             f"claims.{claim.name}: no finished run of {arm!r} at {scale!r} to measure"
@@ -356,20 +366,58 @@ def suppressed_fraction(claim: Claim, view: ModelView, rows: torch.Tensor) -> tu
     return result.suppressed_fraction.mean, result.chance_fraction
 
 
-def _gain_lost(claim: Claim, view: ModelView, rows: torch.Tensor, curve: str) -> float:
-    """The full model's gain from N = 1 to N = `samples` on `curve` (a `TTSCurves` field)
-    minus the pruned model's (one layer pruned by block influence, scored on `rows`)."""
+Gain = Callable[["TTSCurves"], float]
+"""A model's gain from N = 1 to N = `samples` read off its test-time scaling curves."""
+
+
+def _gain_lost(claim: Claim, view: ModelView, rows: torch.Tensor, gain: Gain) -> float:
+    """The full model's `gain` minus the pruned model's (one layer pruned by block influence,
+    scored on `rows`), both on `claim.items` reasoning items with N = 1 and `samples`, sampled
+    at `claim.temperature`."""
     from archaudit.diagnose.pruning import choose_layers, layer_scores, pruned_view
     from archaudit.diagnose.reasoning import reasoning_items
     from archaudit.diagnose.tts import tts_curves
 
     items = reasoning_items(claim.items, seed=1)
     pruned = pruned_view(view, choose_layers("block-influence", layer_scores(view, rows), 1))
-    gains = []
-    for model in (view, pruned):
-        accuracy = getattr(tts_curves(model, items, ns=(1, claim.samples), budgets=(0,)), curve)
-        gains.append(accuracy[-1] - accuracy[0])
-    return gains[0] - gains[1]
+    full, cut = (
+        gain(
+            tts_curves(
+                model,
+                items,
+                ns=(1, claim.samples),
+                budgets=(0,),
+                temperature=claim.temperature,
+            )
+        )
+        for model in (view, pruned)
+    )
+    return full - cut
+
+
+def vote_gain(curves: TTSCurves) -> float:
+    """Majority vote over all N samples minus the first sample alone."""
+    return curves.majority_vote[-1] - curves.majority_vote[0]
+
+
+def vote_gain_over_mean(curves: TTSCurves) -> float:
+    """Majority vote over all N samples minus the mean accuracy of one sample, estimated from
+    all N (pass@1 = c/N per item: the first sample's expectation, with N times less variance)."""
+    return curves.majority_vote[-1] - curves.best_of_n[0]
+
+
+def vote_share(curves: TTSCurves) -> float:
+    """The share of one-sample errors majority voting over all N samples fixes:
+    (vote@N − pass@1)/(1 − pass@1), a gain in units of the room the model had (1: every error
+    fixed, 0: none, < 0: voting made it worse); NaN for a model that makes no one-sample error
+    (nothing to fix: the level test leaves such a unit out)."""
+    room = 1.0 - curves.best_of_n[0]
+    return (curves.majority_vote[-1] - curves.best_of_n[0]) / room if room > 0 else math.nan
+
+
+def oracle_gain(curves: TTSCurves) -> float:
+    """Best-of-N with an oracle verifier (pass@N) minus pass@1."""
+    return curves.best_of_n[-1] - curves.best_of_n[0]
 
 
 @level_measure(
@@ -380,7 +428,30 @@ def _gain_lost(claim: Claim, view: ModelView, rows: torch.Tensor, curve: str) ->
     reference_name="no change in the gain",
 )
 def vote_gain_lost(claim: Claim, view: ModelView, rows: torch.Tensor) -> tuple[float, float]:
-    return _gain_lost(claim, view, rows, "majority_vote"), 0.0
+    return _gain_lost(claim, view, rows, vote_gain), 0.0
+
+
+@level_measure(
+    "vote_gain_lost_mean1",
+    description="as vote_gain_lost, with the one-sample accuracy estimated from all `samples` "
+    "samples (pass@1, the mean correctness) instead of the first sample alone: the same "
+    "expectation, less item noise",
+    reference_name="no change in the gain",
+)
+def vote_gain_lost_mean1(claim: Claim, view: ModelView, rows: torch.Tensor) -> tuple[float, float]:
+    return _gain_lost(claim, view, rows, vote_gain_over_mean), 0.0
+
+
+@level_measure(
+    "vote_share_lost",
+    description="the share of its one-sample errors (1 − pass@1) that majority vote over "
+    "`samples` samples fixes, of the full model minus that of the model with one layer pruned "
+    "by block influence; a gain measured against each model's own room, so a full model near "
+    "the ceiling is not read as gaining nothing; positive = pruning took gain away",
+    reference_name="no change in the share",
+)
+def vote_share_lost(claim: Claim, view: ModelView, rows: torch.Tensor) -> tuple[float, float]:
+    return _gain_lost(claim, view, rows, vote_share), 0.0
 
 
 @level_measure(
@@ -390,4 +461,4 @@ def vote_gain_lost(claim: Claim, view: ModelView, rows: torch.Tensor) -> tuple[f
     reference_name="no change in the gain",
 )
 def tts_gain_lost(claim: Claim, view: ModelView, rows: torch.Tensor) -> tuple[float, float]:
-    return _gain_lost(claim, view, rows, "best_of_n"), 0.0
+    return _gain_lost(claim, view, rows, oracle_gain), 0.0

@@ -166,9 +166,9 @@ def _planner(claim: Claim):
 def _plan_level(claim: Claim, spec: AuditSpec, probe: bool) -> ClaimPlan:
     """A level claim: its grid when the measure trains on the audit's runs, else nothing to
     train (the measuring itself, a few diagnostics' forward passes, is not estimated)."""
-    from archaudit.audit.replicating.replicate_levels import read_sample, sample_path, trains
+    from archaudit.audit.replicating.replicate_levels import stored_sample, trains
 
-    measured = read_sample(sample_path(spec.audit_dir, claim.name)) is not None
+    measured = stored_sample(claim, spec.audit_dir) is not None
     unit = "seeds" if trains(claim) else "text windows"
     note = f"{claim.measure} measured" if measured else f"{claim.measure} to measure ({unit})"
     if not trains(claim):
@@ -180,12 +180,12 @@ def _plan_level(claim: Claim, spec: AuditSpec, probe: bool) -> ClaimPlan:
 
 def _plan_grid(claim: Claim, spec: AuditSpec, probe: bool) -> ClaimPlan:
     from archaudit.audit.grid.plan import make_plan
-    from archaudit.audit.grid.store import read_record
+    from archaudit.audit.grid.store import read_finished
     from archaudit.audit.planning.estimate import plan_summary
     from archaudit.audit.planning.power_plan import plan_power
 
     plan = make_plan(spec)
-    left = [r for r in plan.runs if read_record(plan.run_dir(r)) is None]
+    left = [r for r in plan.runs if read_finished(plan.run_dir(r), r) is None]
     cpu: float | None = 0.0
     if left and probe:
         summary = plan_summary(plan, probe=True, loop=False)

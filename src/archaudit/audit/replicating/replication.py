@@ -5,6 +5,7 @@ The verdict that decides is the tool's own, read from the stores `run` and `stre
 - `verdict`: the arm's `ArmVerdict` in `findings` (calibrated level, α split over the audit's
   primary metrics); `interaction`: the combination's factorial contrast (Holm over the
   combinations); `stress-rate` / `stress-depth`: the arm's verdict in the stored stress test;
+  `stress-depth-loss`: its depth-sensitivity verdict there (ΔD, Holm over the depth arms);
   `stress-logit`: its logit verdict there (attention logit or final |log Z|, Holm over the arms).
 - reproduced: a declared verdict in the published direction; contradicted: a declared verdict
   against it; not established: no declared verdict, with the power the design had and what
@@ -193,9 +194,9 @@ def _measuring_cpu_s(claim: Claim, spec: AuditSpec) -> float:
     """A level claim's measuring (its stored sample's process CPU seconds); 0 otherwise."""
     if not claim.is_level:
         return 0.0
-    from archaudit.audit.replicating.replicate_levels import read_sample, sample_path
+    from archaudit.audit.replicating.replicate_levels import stored_sample
 
-    sample = read_sample(sample_path(spec.audit_dir, claim.name))
+    sample = stored_sample(claim, spec.audit_dir)
     return sample.cpu_s if sample is not None else 0.0
 
 
@@ -382,6 +383,44 @@ def _judge_stress_logit(claim: Claim, spec: AuditSpec) -> Evidence | None:
     )
 
 
+def _judge_stress_depth_loss(claim: Claim, spec: AuditSpec) -> Evidence | None:
+    """The arm's depth-sensitivity verdict in the stored stress test: ΔD (nats) the estimate."""
+    from archaudit.audit.stability.stress import STRESS_DIR
+    from archaudit.audit.stability.stress_result import RESULT_FILE, read_result
+
+    path = spec.audit_dir / STRESS_DIR / RESULT_FILE
+    if not path.is_file():
+        return None
+    result = read_result(path)
+    found = next((v for v in result.depth_sensitivity if v.arm == claim.arm), None)
+    if found is None:
+        return None
+    settings = spec.stress
+    layers = "/".join(f"{d}×" for d in settings.depths)
+    power, power_for = _stress_power(claim, spec, result)
+    return Evidence(
+        verdict=found.verdict,
+        sign=found.verdict.sign,
+        measure=(
+            "ΔD = the rise of the final loss from the sweep's depth to the deeper models "
+            f"(arm − baseline; nats; arm {found.degradation:+.3g}, baseline "
+            f"{found.baseline_degradation:+.3g}); positive = more fragile"
+        ),
+        estimate=found.delta,
+        p=found.p_adjusted,
+        alpha=found.alpha,
+        power=power,
+        power_for=power_for,
+        to_reach=_stress_floor(
+            settings.seeds,
+            (len(settings.depths) + 1) * len(settings.depth_lr_factors),
+            len(result.depth_sensitivity),
+            found.alpha,
+        ),
+        design=f"{settings.seeds} seeds per depth × {result.scale} at 1×/{layers} the layers",
+    )
+
+
 def _stress_floor(seeds: int, high: int, arms: int, alpha: float) -> str:
     """The stress test's exact floor: whether its smallest p can reach Holm's first threshold,
     and the seeds at which it can (necessary for a declaration, not sufficient)."""
@@ -464,9 +503,9 @@ def _contrast_seeds(effect: float, se: float, df: float, seeds: int, alpha: floa
 
 
 def _judge_level(claim: Claim, spec: AuditSpec) -> Evidence | None:
-    from archaudit.audit.replicating.replicate_levels import level_test, read_sample, sample_path
+    from archaudit.audit.replicating.replicate_levels import level_test, stored_sample
 
-    sample = read_sample(sample_path(spec.audit_dir, claim.name))
+    sample = stored_sample(claim, spec.audit_dir)
     if sample is None:
         return None
     test = level_test(sample.values, claim.band, claim.alpha)
@@ -510,6 +549,7 @@ JUDGES: Mapping[ClaimTest, Judge] = {
     ClaimTest.INTERACTION: _judge_interaction,
     ClaimTest.STRESS_RATE: lambda claim, spec: _judge_stress(claim, spec, depth=False),
     ClaimTest.STRESS_DEPTH: lambda claim, spec: _judge_stress(claim, spec, depth=True),
+    ClaimTest.STRESS_DEPTH_LOSS: _judge_stress_depth_loss,
     ClaimTest.STRESS_LOGIT: _judge_stress_logit,
 }
 """How each kind of claim is read from the folders."""

@@ -1,13 +1,14 @@
 """The power a stress claim's design had, for the effect its confirming run measured (issue 54).
 
 A stress claim is decided by one of the stress test's permutation tests (the rate test, the
-depth test or the logit test, Holm over the sweep's arms). Its power is not a formula: the
-stress power model (`stats.analyses.stress_power`, what `stress --plan --pilot` prints) fits
-the runs the confirming run stored (`StressResult.sweep_runs`, `depth_runs`, the logit
-measures of its traces), simulates `TRIALS` sweeps at the design's seeds from that fit (its
-random generator seeded with `SEED`: the same runs, the same power, every time the table is
-generated), and counts the sweeps whose test declares the claim's arm in the claim's published
-direction. The seeds that reach 0.8 are searched the same way, up to `most_seeds`.
+depth test, the depth-sensitivity test or the logit test, Holm over the sweep's arms). Its
+power is not a formula: the stress power model (`stats.analyses.stress_power`, what
+`stress --plan --pilot` prints) fits the runs the confirming run stored
+(`StressResult.sweep_runs`, `depth_runs`, the logit measures of its traces), simulates
+`TRIALS` sweeps at the design's seeds from that fit (its random generator seeded with `SEED`:
+the same runs, the same power, every time the table is generated), and counts the sweeps whose
+test declares the claim's arm in the claim's published direction. The seeds that reach 0.8 are
+searched the same way, up to `most_seeds`.
 
 The effect is the one measured in the confirming run itself, so a claim it reproduced has,
 as its power, how often a rerun of the same design on fresh seeds would reproduce it if that
@@ -30,7 +31,12 @@ TRIALS = 200
 SEED = 0
 """The simulations' random seed: the table is the same bytes every time it is generated."""
 
-TEST_NAMES = {"stress-rate": "rate", "stress-depth": "depth", "stress-logit": "logit"}
+TEST_NAMES = {
+    "stress-rate": "rate",
+    "stress-depth": "depth",
+    "stress-depth-loss": "depth-loss",
+    "stress-logit": "logit",
+}
 """The claim's test → the stress test whose power is modelled."""
 
 
@@ -43,7 +49,7 @@ class StressClaimPower:
     direction: str
     """The published direction as the stress test declares it (more-fragile / more-robust)."""
     test: str
-    """"rate", "depth" or "logit"."""
+    """"rate", "depth", "depth-loss" (the depth-sensitivity test) or "logit"."""
     seeds: int
     needed: int | None
     """The fewest seeds reaching 0.8 (the design's own when it does); None: none up to `most`."""
@@ -82,7 +88,7 @@ def stress_claim_power(
     alpha: float,
     correction: str,
 ) -> StressClaimPower | None:
-    """The power of `test` (a claim's "stress-rate", "stress-depth" or "stress-logit") to
+    """The power of `test` (a claim's stress test, a key of `TEST_NAMES`) to
     declare `arm` in the direction `fragile` (+1 more fragile, −1 more robust) at `seeds`,
     fitted to `result`'s stored runs, and the seeds for 0.8; None when the result stores no
     runs of the arm and the baseline for that test (written before the power model, or
@@ -103,7 +109,7 @@ def _power_at(
 ) -> Callable[[int], float] | None:
     """The arm's power as a function of the seeds (cached per seed count), or None."""
     logits = result.logit_pilot() if test == "logit" else {}
-    runs = {} if test == "logit" else result.pilot(depth=test == "depth")
+    runs = {} if test == "logit" else result.pilot(depth=test.startswith("depth"))
     pilot = logits or runs
     if BASELINE not in pilot or arm not in pilot:
         return None

@@ -34,11 +34,11 @@ from archaudit.audit.grid.plan import (
     scale_recipe,
 )
 from archaudit.audit.grid.record import RunRecord
-from archaudit.audit.grid.store import read_record
+from archaudit.audit.grid.store import read_finished, read_spec
 from archaudit.audit.setup.spec import AuditSpec, ScaleSpec
 from archaudit.config import ModelConfig, Recipe, canonical_json, to_dict
 from archaudit.data.identity import recipe_hash
-from archaudit.errors import ConfigError, did_you_mean
+from archaudit.errors import ConfigError, DataError, did_you_mean
 from archaudit.metrics import PRIMARY_LOSS
 from archaudit.rundir import EVENTS, METRICS
 from archaudit.stats.analyses.stability import (
@@ -157,7 +157,7 @@ def stress_plan(spec: AuditSpec) -> StressPlan:
     above, more = _above_grid(spec, arms, points, reach, Plan(stress, (), ()).run_dir)
     points += above
     own = Plan(stress, tuple(p.run for p in points if p.reused is None), ())
-    todo = tuple(r for r in own.runs if read_record(own.run_dir(r)) is None)
+    todo = tuple(r for r in own.runs if read_finished(own.run_dir(r), r) is None)
     return StressPlan(
         spec,
         dataclasses.replace(own, runs=todo),
@@ -298,13 +298,24 @@ def _training(run: RunSpec) -> tuple[str, str, int]:
 def _finished(audit: Plan) -> dict[tuple[str, str, int], Path]:
     """The audit's finished runs by what determines their training."""
     runs = ((run, audit.run_dir(run)) for run in audit.runs)
-    return {_training(run): path for run, path in runs if read_record(path) is not None}
+    return {_training(run): path for run, path in runs if read_finished(path, run) is not None}
 
 
 def _reuse(point: StressPoint, finished: dict[tuple[str, str, int], Path]) -> StressPoint:
     """The point read from the audit's finished run that trained the same, if any."""
     reused = finished.get(_training(point.run))
     return dataclasses.replace(point, reused=reused) if reused else point
+
+
+def _trained_as(run_dir: Path, run: RunSpec) -> RunRecord | None:
+    """The result in `run_dir` when the run stored there trained as `run` does (the point's own
+    folder, or the audit run it reuses, whose suite may differ); None before it finished, and
+    for a folder left by another recipe or seed (a `--plan` or an analysis supersedes nothing)."""
+    try:
+        stored = read_spec(run_dir)
+    except DataError:  # no readable run.json: the result must be `run`'s own
+        stored = run
+    return read_finished(run_dir, stored) if _training(stored) == _training(run) else None
 
 
 def _tokens(run: RunSpec) -> int:
@@ -317,7 +328,7 @@ def read_sweep_run(run_dir: Path, run: RunSpec, recipe_lr: float) -> SweepRun | 
     recipe's rate `recipe_lr` that ended at or above the unigram loss learned nothing a table
     of token frequencies does not know. (At or below the recipe's rate such a run is only
     undertrained.)"""
-    record = read_record(run_dir)
+    record = _trained_as(run_dir, run)
     rows = _rows(run_dir / METRICS)
     if record is None or not rows:
         return None

@@ -24,8 +24,8 @@ class TestPower:
     """One declared test of the sweep, as the pilot's model gives it."""
 
     test: str
-    """"rate" (an arm against the baseline over rates), "depth", "logit" (the logit test), or
-    "group" (`stress.fragile`)."""
+    """"rate" (an arm against the baseline over rates), "depth", "depth-loss" (the depth-
+    sensitivity test), "logit" (the logit test), or "group" (`stress.fragile`)."""
     arm: str
     seeds: int
     power: float
@@ -65,7 +65,7 @@ def plan_power(
     `stress.seeds` and the seeds for 0.8."""
     settings = spec.stress
     out: list[TestPower] = []
-    for test, depth in (("rate", False), ("depth", True)):
+    for test, depth in (("rate", False), ("depth", True), ("depth-loss", True)):
         runs = pilot.pilot(depth=depth)
         if BASELINE not in runs or len(runs) < 2 or (depth and not settings.depths):
             continue

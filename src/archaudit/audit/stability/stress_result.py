@@ -20,6 +20,10 @@ from archaudit.audit.stability.stress import StressPlan, StressPoint, read_sweep
 from archaudit.errors import DataError
 from archaudit.files import atomic_write_text, read_json
 from archaudit.rundir import METRICS
+from archaudit.stats.analyses.depth_sensitivity import (
+    DepthSensitivity,
+    judge_depth_sensitivity,
+)
 from archaudit.stats.analyses.forecast import Backtest, Trace, backtest, depth_forecast
 from archaudit.stats.analyses.logits import LogitRun, LogitVerdict, judge_logits
 from archaudit.stats.analyses.stability import (
@@ -126,6 +130,9 @@ class StressResult:
     logit_verdicts: tuple[LogitVerdict, ...] = ()
     """Each arm against the baseline on Wortsman et al.'s logit measures (`stats.analyses.
     logits`): the largest attention logit and the final |log Z| at the upper rates."""
+    depth_sensitivity: tuple[DepthSensitivity, ...] = ()
+    """Each depth-stress arm against the baseline on how much its loss rises with depth
+    (`stats.analyses.depth_sensitivity`: ΔD, its own family)."""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -176,6 +183,7 @@ _ITEMS: dict[str, type] = {
     "sweep_runs": SweepRun,
     "depth_runs": SweepRun,
     "logit_verdicts": LogitVerdict,
+    "depth_sensitivity": DepthSensitivity,
 }
 
 
@@ -218,17 +226,7 @@ def analyse(plan: StressPlan) -> StressResult:
     traces = [t for _, _, t in read]
     depth = _depth_points(read)
     depth_runs = _depth_runs(read)
-    depth_verdicts = (
-        judge_depth(
-            depth_runs,
-            BASELINE,
-            alpha=settings.alpha,
-            correction=settings.correction,
-            permutations=settings.permutations,
-        )
-        if BASELINE in depth_runs
-        else []
-    )
+    depth_verdicts, depth_sensitivity = _depth_judgements(depth_runs, settings)
     return StressResult(
         audit=plan.spec.name,
         scale=plan.scale,
@@ -240,7 +238,7 @@ def analyse(plan: StressPlan) -> StressResult:
         backtests=tuple(backtests(traces, max(p.run.recipe.steps for p in plan.points))),
         traces=tuple(traces),
         missing=len(plan.points) - len(read),
-        depth_verdicts=tuple(depth_verdicts),
+        depth_verdicts=depth_verdicts,
         group=judge_group(
             sweeps,
             settings.fragile,
@@ -251,6 +249,25 @@ def analyse(plan: StressPlan) -> StressResult:
         sweep_runs=tuple(r for s in sweeps.values() for runs in s.by_rate for r in runs),
         depth_runs=tuple(r for runs in depth_runs.values() for r in runs),
         logit_verdicts=tuple(_logit_verdicts(read, settings, BASELINE in sweeps)),
+        depth_sensitivity=depth_sensitivity,
+    )
+
+
+def _depth_judgements(
+    runs: dict[str, list[SweepRun]], settings: Any
+) -> tuple[tuple[DepthVerdict, ...], tuple[DepthSensitivity, ...]]:
+    """The depth stress's two tests, each its own Holm family over the depth arms: the depth
+    test (`judge_depth`) and the depth-sensitivity test (`judge_depth_sensitivity`)."""
+    if BASELINE not in runs:
+        return (), ()
+    options = {
+        "alpha": settings.alpha,
+        "correction": settings.correction,
+        "permutations": settings.permutations,
+    }
+    return (
+        tuple(judge_depth(runs, BASELINE, **options)),
+        tuple(judge_depth_sensitivity(runs, BASELINE, **options)),
     )
 
 

@@ -20,12 +20,14 @@ optimistic guide to the seeds to try, the confirming run the test.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from archaudit.stats.analyses import depth_sensitivity
 from archaudit.stats.analyses.fragility import Stratum, fragility_test
 from archaudit.stats.analyses.logits import LOGIT_MEASURES, LogitRun, logit_strata
 from archaudit.stats.analyses.stability import (
@@ -63,9 +65,37 @@ def _key(run: SweepRun) -> Key:
     return (run.lr, run.layers)
 
 
-def fit(runs: Sequence[SweepRun], baseline: Sequence[SweepRun]) -> dict[Key, StratumModel]:
+def fit(
+    runs: Sequence[SweepRun], baseline: Sequence[SweepRun], effect: float = 1.0
+) -> dict[Key, StratumModel]:
     """The model of one arm's `runs`, stratum by stratum, its seed SDs pooled with
-    `baseline`'s runs at the same stratum (module docstring)."""
+    `baseline`'s runs at the same stratum (module docstring). `effect` < 1 shrinks the arm
+    towards the baseline at every stratum (its break chance, loss and gradient level move to
+    the baseline's + `effect` × the pilot's difference): a planned fraction of the pilot's
+    effect, against the winner's curse."""
+    model = _fit(runs, baseline)
+    if effect == 1.0 or runs is baseline:
+        return model
+    reference = _fit(baseline, baseline)
+    return {k: _shrunk(m, reference.get(k), effect) for k, m in model.items()}
+
+
+def _shrunk(arm: StratumModel, base: StratumModel | None, effect: float) -> StratumModel:
+    if base is None:
+        return arm
+
+    def toward(a: float, b: float) -> float:
+        return b + effect * (a - b) if math.isfinite(a) and math.isfinite(b) else a
+
+    return dataclasses.replace(
+        arm,
+        breaks=toward(arm.breaks, base.breaks),
+        loss=toward(arm.loss, base.loss),
+        grad=toward(arm.grad, base.grad),
+    )
+
+
+def _fit(runs: Sequence[SweepRun], baseline: Sequence[SweepRun]) -> dict[Key, StratumModel]:
     loss_sd = _pooled_sds(runs, baseline, lambda r: r.clamped)
     grad_sd = _pooled_sds(runs, baseline, lambda r: r.grad_level)
     prior = (sum(not r.stable for r in runs) + 0.5) / (len(runs) + 1)
@@ -147,6 +177,8 @@ class ArmPower:
 
 
 StrataOf = Callable[[Sequence[SweepRun], Sequence[SweepRun]], list[Stratum] | None]
+Tester = Callable[[Sequence[SweepRun], Sequence[SweepRun], int, int], tuple[float, int]]
+"""A per-arm test of simulated runs: (arm, baseline, permutations, seed) -> (p, direction)."""
 
 
 def _rate(arm: Sequence[SweepRun], base: Sequence[SweepRun]) -> list[Stratum] | None:
@@ -154,7 +186,38 @@ def _rate(arm: Sequence[SweepRun], base: Sequence[SweepRun]) -> list[Stratum] | 
     return rate_strata(a, b) if estimable(a, b) else None
 
 
-STRATA: dict[str, StrataOf] = {"rate": _rate, "depth": depth_strata}
+def _ranked(strata_of: StrataOf) -> Tester:
+    """The primary rank test (`fragility_test`) on the strata `strata_of` builds."""
+
+    def test(
+        arm: Sequence[SweepRun], base: Sequence[SweepRun], permutations: int, seed: int
+    ) -> tuple[float, int]:
+        strata = strata_of(arm, base)
+        if strata is None:
+            return 1.0, 0
+        result = fragility_test(strata, permutations, seed=seed)
+        return result.p, result.direction
+
+    return test
+
+
+def _depth_loss(
+    arm: Sequence[SweepRun], base: Sequence[SweepRun], permutations: int, seed: int
+) -> tuple[float, int]:
+    """The depth-sensitivity test (`depth_sensitivity`): ΔD's sign is its direction."""
+    strata = depth_sensitivity.sensitivity_strata(arm, base)
+    if strata is None:
+        return 1.0, 0
+    delta, p = depth_sensitivity.sensitivity_test(strata, permutations, seed)
+    return p, int(np.sign(delta))
+
+
+TESTS: dict[str, Tester] = {
+    "rate": _ranked(_rate),
+    "depth": _ranked(depth_strata),
+    "depth-loss": _depth_loss,
+}
+"""The per-arm tests `power` simulates, by the name `plan_power` gives them."""
 
 
 def power(
@@ -168,25 +231,29 @@ def power(
     trials: int = TRIALS,
     permutations: int = PERMUTATIONS,
     seed: int = 0,
+    effect: float = 1.0,
     direction: int | None = None,
 ) -> list[ArmPower]:
-    """Each arm's power at `seeds` seeds per stratum: the per-arm test (`test`: "rate" or
-    "depth"), corrected over the arms, on `trials` sweeps drawn from the pilot's model; a
-    declaration counts in the arm's pilot direction, or in `direction` (+1 more fragile, −1
-    more robust) for every arm when given (a published claim's)."""
-    strata_of = STRATA[test]
+    """Each arm's power at `seeds` seeds per stratum: the per-arm test (`test`, a key of
+    `TESTS`), corrected over the arms, on `trials` sweeps drawn from the pilot's model, the
+    arms shrunk to `effect` × the pilot's difference from the baseline (`fit`); a declaration
+    counts in the arm's pilot direction, or in `direction` (+1 more fragile, −1 more robust)
+    for every arm when given (a published claim's)."""
+    tester = TESTS[test]
     arms = [a for a in pilot if a != baseline]
     directions = (
         dict.fromkeys(arms, direction)
         if direction is not None
-        else {a: _direction(strata_of(pilot[a], pilot[baseline]), permutations) for a in arms}
+        else {a: tester(pilot[a], pilot[baseline], permutations, 0)[1] for a in arms}
     )
-    models = {a: fit(pilot[a], pilot[baseline]) for a in pilot}
+    models = {a: fit(pilot[a], pilot[baseline], 1.0 if a == baseline else effect) for a in pilot}
     rng = np.random.default_rng(seed)
     hits = dict.fromkeys(arms, 0)
     for _ in range(trials):
         runs = {a: simulate_runs(a, m, seeds, rng) for a, m in models.items()}
-        tests = {a: _test(strata_of(runs[a], runs[baseline]), permutations, rng) for a in arms}
+        tests = {
+            a: tester(runs[a], runs[baseline], permutations, int(rng.integers(2**31))) for a in arms
+        }
         adjusted = adjust_pvalues([tests[a][0] for a in arms], correction)
         for arm, p in zip(arms, adjusted, strict=True):
             hit = p < alpha and tests[arm][1] == directions[arm] != 0
@@ -219,10 +286,6 @@ def group_power(
         p, direction = _test(strata, permutations, rng)
         hits += int(p < alpha and direction > 0)
     return hits / trials
-
-
-def _direction(strata: list[Stratum] | None, permutations: int) -> int:
-    return 0 if strata is None else fragility_test(strata, permutations).direction
 
 
 def _test(

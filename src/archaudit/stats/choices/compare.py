@@ -21,7 +21,7 @@ from archaudit.stats.inference.noise import NoiseFloor
 from archaudit.stats.inference.significance import Welch, welch_test
 from archaudit.stats.records.noise_panel import WIDEST_FACTOR
 from archaudit.stats.records.verdicts import Verdict, candidate, classify
-from archaudit.stats.tests import statistical_test
+from archaudit.stats.tests import Spread, statistical_test
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +68,8 @@ def compare_arm(
     n, n_base = len(values), len(baseline)
     mean = float(np.mean(values))
     delta = sign * (mean - float(np.mean(baseline)))
-    z, _, p_z = statistical_test(Test.Z).statistics(delta, n, n_base, noise.sigma, noise.dof)
+    pooled = Spread(n, n_base, noise.sigma, noise.dof)
+    z, _, p_z = statistical_test(Test.Z).statistics(delta, pooled)
     welch = None
     if n >= 2 and n_base >= 2 and (np.ptp(values) > 0 or np.ptp(baseline) > 0):
         raw = welch_test(values, baseline)
@@ -76,12 +77,11 @@ def compare_arm(
     sd = float(np.std(values, ddof=1)) if n >= 2 else math.nan
     arm_var = sd**2 if n >= 2 else math.nan
     base_var = float(np.var(baseline, ddof=1))
-    args = (n, n_base, noise.sigma, noise.dof, arm_var, base_var, bound)
+    spread = Spread(n, n_base, noise.sigma, noise.dof, arm_var, base_var, bound)
     family_test = statistical_test(test)
-    scale, df = family_test.standard_error(*args)
+    scale, df = family_test.standard_error(spread)
     stat, df, p = family_test.scaled(delta, scale, df)
-    pooled = statistical_test(Test.POOLED_T)
-    _, _, p_pooled = pooled.statistics(delta, n, n_base, noise.sigma, noise.dof)
+    _, _, p_pooled = statistical_test(Test.POOLED_T).statistics(delta, pooled)
     return ArmTest(
         n=n,
         mean=mean,
@@ -96,7 +96,7 @@ def compare_arm(
         scale=float(scale),
         p=float(p),
         p_pooled=float(p_pooled),
-        prior_df=family_test.prior_weights(*args[:6]),
+        prior_df=family_test.prior_weights(spread),
     )
 
 

@@ -24,14 +24,19 @@ largest scale fitted to it). The errors against the observed Δ̂ do three thing
    the width of their drifting neighbours, and a drifting arm whose κ its few errors
    underestimated the width of its quiet ones).
 
-The prediction is the single-scale one, with its own drift and calibration from its own
-backtest, unless the mixture is claimed (`claims_stack`): its gain in squared error on held-out
-arms significant (a one-sided t-test over the arms) *and* the ladder's Δ̂ at their seed-noise
-floor. Then the mixture is the prediction, with the calibration of its held-out errors.
+The prediction is the single-scale one, except for an arm whose own slope along log N stands
+out of its seed noise (`follows_trend`): that arm's is moved halfway to its own line
+(`trend_weights`, a damped trend), the choice made at every backtest origin from the scales
+known there (`trend_errors`), so that its drift, bend and calibration are those of the
+choice as made. That holds unless the mixture is claimed (`claims_stack`): its gain in squared
+error on held-out arms significant (a one-sided t-test over the arms) *and* the ladder's Δ̂ at
+their seed-noise floor. Then the mixture is the prediction, with the calibration of its
+held-out errors.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
@@ -53,6 +58,9 @@ SINGLE_SCALE = "single_scale"
 """The baseline's name where a mixture's would stand."""
 STACKED = "stacked"
 """The name of the mixture of curves in the backtest."""
+OWN_TREND = "own_trend"
+"""An arm's method where it follows its own trend (`trend_weights`) instead of its Δ̂ at the
+largest scale."""
 GRID_STEP = 10
 """The simplex of mixture weights is searched in steps of 1/GRID_STEP."""
 CLAIM_LEVEL = 0.05
@@ -274,7 +282,11 @@ class Pieces:
 
 def backtest_pieces(ladder: LadderArrays, names: tuple[str, ...], first: int) -> Pieces:
     """Every origin from `first` scales fitted on, every larger scale held out."""
-    origins = [_origin(ladder, names, k) for k in range(first, len(ladder.x))]
+    return _join([_origin(ladder, names, k) for k in range(first, len(ladder.x))])
+
+
+def _join(origins: list[Pieces]) -> Pieces:
+    """The pieces of several origins in one."""
     offsets = np.cumsum([0, *(len(np.unique(o.group)) for o in origins)])
     return Pieces(
         weights=np.concatenate([o.weights for o in origins], axis=1),
@@ -382,6 +394,76 @@ def _gain_p_value(single: Errors, held_out: Errors) -> float:
     return float(sps.ttest_1samp(per_arm, 0.0, alternative="greater").pvalue)
 
 
+TREND_T = 3.0
+"""An arm's own trend is followed where its weighted slope of Δ̂ on log N stands this many
+standard errors of its seed noise out (at the normal's two-sided level: `trend_critical`)."""
+DAMPING = 0.5
+"""The share of the arm's line's departure from the single-scale prediction that is followed (a
+damped trend): on known-truth ladders (simulation seed 1, docs/predict.md) the whole line
+overshot a fading arm (80% intervals held 61-64% at σ/E 0.3), which the ladder cannot tell from
+a linear one; halfway, each is covered as before with intervals 0.7 times as wide."""
+
+
+def drift_t(fit: LadderArrays) -> np.ndarray:
+    """(m,) each arm's weighted slope of Δ̂ on log N over its seed-noise standard error, with
+    one seed σ pooled over the scales fitted (so that the t has their degrees of freedom: with
+    each scale's own σ, on 2 degrees of freedom each, a null arm alone at 2 seeds passed the
+    test at p = 0.0027 in 2-7% of its ladders, not 0.27%)."""
+    pooled = np.sum(fit.dof * fit.sigma**2) / max(float(np.sum(fit.dof)), 1.0)
+    variances = pooled * (1.0 / fit.counts[1:] + 1.0 / fit.counts[:1])
+    w = 1.0 / variances
+    share = w / w.sum(-1, keepdims=True)
+    dx = fit.x - (share * fit.x).sum(-1, keepdims=True)
+    lever = (w * dx) / (w * dx**2).sum(-1, keepdims=True)
+    slope = np.sum(lever * fit.deltas, axis=-1)
+    return slope / np.sqrt(np.sum(lever**2 * variances, axis=-1))
+
+
+def trend_critical(fit: LadderArrays) -> float:
+    """The |t| beyond which a drift is established: TREND_T's two-sided level under the Student
+    t with the seed σ's degrees of freedom over the scales fitted (one arm alone with the
+    baseline at 2 seeds has 2 per scale, 6-10 over a ladder, where the normal's critical value
+    is too small)."""
+    level = 2.0 * float(sps.norm.sf(TREND_T))
+    return float(sps.t.isf(level / 2.0, max(float(np.sum(fit.dof)), 1.0)))
+
+
+def trend_weights(fit: LadderArrays, new: np.ndarray) -> np.ndarray:
+    """(m, T, S) each arm's own prediction: the single-scale one, or, where its own drift stands
+    out of its seed noise (|t| > TREND_T), the single-scale one moved DAMPING of the way to the
+    arm's weighted line in log N."""
+    w = 1.0 / fit.variances
+    single = SMOOTHERS[SINGLE_SCALE][0](fit.x, w, new)
+    if len(fit.x) < 2:
+        return single
+    line = SMOOTHERS["log_linear"][0](fit.x, w, new)
+    return single + follows_trend(fit)[:, None, None] * DAMPING * (line - single)
+
+
+def follows_trend(fit: LadderArrays) -> np.ndarray:
+    """(m,) whether each arm's drift along the scales fitted stands out of its seed noise."""
+    if len(fit.x) < 2:
+        return np.zeros(len(fit.deltas), bool)
+    return np.abs(drift_t(fit)) > trend_critical(fit)
+
+
+def _trend_origin(ladder: LadderArrays, k: int) -> Pieces:
+    """The first k scales fitted, each larger scale predicted by each arm's own choice there."""
+    pieces = _origin(ladder, (SINGLE_SCALE,), k)
+    fit, new = ladder.first(k), ladder.x[k:]
+    weights = np.zeros((1, *ladder.deltas.shape[:1], len(new), len(ladder.x)))
+    weights[0, ..., :k] = trend_weights(fit, new)
+    return dataclasses.replace(pieces, weights=weights.reshape(1, -1, len(ladder.x)))
+
+
+def trend_errors(ladder: LadderArrays) -> Errors:
+    """Each arm's own prediction's errors from every origin (1 scale fitted on), its choice of
+    trend made at each origin from the scales known there (so the calibration sees it)."""
+    origins = [_trend_origin(ladder, k) for k in range(1, len(ladder.x))]
+    pieces = _join(origins)
+    return mixture_errors(pieces, np.ones((1, 1)))[0]
+
+
 def single_scale_errors(ladder: LadderArrays) -> Errors:
     """The single-scale prediction's errors from every origin (1 scale fitted on)."""
     pieces = backtest_pieces(ladder, (SINGLE_SCALE,), 1)
@@ -463,8 +545,15 @@ def band(
     width alone at a far target (docs/predict.md: it put the 80% intervals of 4 scales, 2
     seeds, σ/E 3, 16× at 87%, and the 95% ones at σ/E 0.3 at 89%). The stack keeps its bend:
     capped, its 80% intervals held 65% where it was claimed."""
-    calibration = calibrate(errors)
     weights = smoother_weights(mix, ladder.x, 1.0 / ladder.variances, new)
+    return band_of(errors, weights, ladder, new, cap_bend=cap_bend)
+
+
+def band_of(
+    errors: Errors, weights: np.ndarray, ladder: LadderArrays, new: np.ndarray, *, cap_bend: bool
+) -> tuple[np.ndarray, Band]:
+    """((m, T) the prediction of the (m, T, S) weights at the new points, its band)."""
+    calibration = calibrate(errors)
     point, noise = predict_linear(weights, ladder.deltas, ladder.variances)
     exposed = exposure(weights, ladder.x[None, None, :] - new[None, :, None])  # (m, T, 2)
     if cap_bend:
@@ -496,6 +585,13 @@ class Forecast:
     factor: float = math.nan
     """The target's parameters over the largest trained scale's (where the claim's rate was
     looked up)."""
+    followed: np.ndarray | None = None
+    """(m,) the arms whose own trend the prediction follows (`trend_weights`; None: none)."""
+
+    def methods(self) -> tuple[str, ...]:
+        """Each arm's method: the model's, or OWN_TREND where the arm follows its own trend."""
+        followed = np.zeros(len(self.point), bool) if self.followed is None else self.followed
+        return tuple(OWN_TREND if f else self.model for f in followed)
 
     def halfwidth(self, level: float) -> np.ndarray:
         return self.band.halfwidth(level)
@@ -528,13 +624,14 @@ def forecast(
             STACKED, signal, stacked.mix, stacked.p_value, candidates, candidates[-1], point,
             chosen, factor,
         )  # fmt: skip
-    single_errors = single_scale_errors(ladder)
-    point, single_band = band(single_errors, {SINGLE_SCALE: 1.0}, ladder, new, cap_bend=True)
-    alone = Scoring(scales[-1], scales[1:], confidence, single_errors)
-    made = score(SINGLE_SCALE, single_errors, stacked.mix[SINGLE_SCALE], alone)
+    own = trend_errors(ladder)
+    point, own_band = band_of(own, trend_weights(ladder, new), ladder, new, cap_bend=True)
+    # beside the Δ̂ at the largest scale for every arm, on the same held-out Δ̂ (same order)
+    alone = Scoring(scales[-1], scales[1:], confidence, single_scale_errors(ladder))
+    made = score(SINGLE_SCALE, own, stacked.mix[SINGLE_SCALE], alone)
     return Forecast(
-        SINGLE_SCALE, signal, stacked.mix, stacked.p_value, candidates, made, point, single_band,
-        factor,
+        SINGLE_SCALE, signal, stacked.mix, stacked.p_value, candidates, made, point, own_band,
+        factor, follows_trend(ladder),
     )  # fmt: skip
 
 

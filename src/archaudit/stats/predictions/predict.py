@@ -5,7 +5,8 @@ one line in (log N, log D), and a target further out on that line. For every arm
 gives the predicted Δ at the target with a prediction interval, the probability that its sign
 there is the sign at the largest trained scale, and its predicted rank with an interval.
 
-The prediction is the single-scale one (the Δ̂ at the largest trained scale); its interval is
+The prediction is the single-scale one (the Δ̂ at the largest trained scale; an arm whose own
+drift along the ladder stands out of its seed noise: halfway to its own line); its interval is
 the seed noise plus the drift the ladder showed between scales, calibrated on the ladder's
 held-out scales. A stack of curves is backtested beside it, and is the prediction ("beats the
 single-scale baseline") only where its backtest gain is significant on a ladder whose effects
@@ -31,9 +32,12 @@ from archaudit.stats.inference.samples import sample_arm
 from archaudit.stats.judging.family import left_out
 from archaudit.stats.predictions.backtest import (
     CLAIM_LEVEL,
+    DAMPING,
+    OWN_TREND,
     QUIET_LADDER,
     SINGLE_SCALE,
     STACKED,
+    TREND_T,
     Backtest,
     Forecast,
     forecast,
@@ -124,7 +128,9 @@ class Prediction(JsonResult):
             return f"not estimable: {self.reason}"
         what = (
             "the single-scale prediction: each arm's Δ̂ at the largest trained scale, "
-            "with the drift the ladder shows between scales in its interval"
+            "with the drift the ladder shows between scales in its interval (an arm whose own "
+            f"drift stands {TREND_T:g} standard errors out of its seed noise: moved "
+            f"{DAMPING:.0%} of the way to its own line in log N)"
             if self.model == SINGLE_SCALE
             else "the stack of curves (" + _mix_text(self.mix) + "), which beats the "
             "single-scale baseline in the backtest"
@@ -321,6 +327,7 @@ def _arm_rows(
     """Per arm: the point and its calibrated interval; P(sign holds) and ranks from the (B, m)
     draws."""
     point, halfwidth = method.point[:, -1], method.halfwidth(confidence)[:, -1]
+    methods = method.methods()
     holds = np.mean(np.sign(draws) == np.sign(largest), axis=0)
     ranks = sps.rankdata(-draws, axis=1)  # 1 = the largest Δ, the best
     rank_low, rank_high = interval(ranks, confidence)
@@ -335,7 +342,7 @@ def _arm_rows(
             rank_interval=(float(np.floor(rank_low[i])), float(np.ceil(rank_high[i]))),
             delta_largest=float(largest[i]),
             estimable=True,
-            method=method.model,
+            method=methods[i],
             confidence=confidence,
             coverage=method.backtest.coverage,
         )
@@ -390,6 +397,7 @@ def _method_notes(method: Forecast) -> tuple[str, ...]:
         f"one-sided p = {method.p_value:.2g}; the ladder's mean Δ̂²/Var(Δ̂) = "
         f"{method.signal:.2g}"
     )
+    trend = _trend_text(method)
     if method.model == STACKED:
         return (
             f"the prediction is the stack: it beats the single-scale baseline ({gate}: p < "
@@ -401,7 +409,19 @@ def _method_notes(method: Forecast) -> tuple[str, ...]:
         f"the stack is claimed only at p < {CLAIM_LEVEL:g} with that below {QUIET_LADDER:g}, "
         "where its backtest wins carried to the target on known-truth ladders, and at a "
         f"target distance where the claim held >= {MIN_RATE:.0%} of the time: "
-        f"{_rate_text(method.factor)}, docs/predict.md); " + drift,
+        f"{_rate_text(method.factor)}, docs/predict.md){trend}; " + drift,
+    )
+
+
+def _trend_text(method: Forecast) -> str:
+    """Which arms follow their own trend, in words ("" where none does)."""
+    followed = [i for i, m in enumerate(method.methods()) if m == OWN_TREND]
+    if not followed:
+        return ""
+    return (
+        f"; {len(followed)} arm(s) ({OWN_TREND}) drift along the ladder by more than "
+        f"{TREND_T:g} standard errors of their seed noise: their prediction moves {DAMPING:.0%} "
+        "of the way from their Δ̂ at the largest scale to their own line in log N"
     )
 
 

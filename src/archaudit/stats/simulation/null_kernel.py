@@ -25,7 +25,7 @@ from archaudit.stats.records.noise_panel import NORMAL, NoiseModel
 from archaudit.stats.records.verdicts import within_noise
 from archaudit.stats.simulation.design import AuditDesign
 from archaudit.stats.simulation.profile import ratio_bounds, single_seed_bound
-from archaudit.stats.tests import statistical_test
+from archaudit.stats.tests import Spread, statistical_test
 
 CHUNK_DRAWS = 2**21
 """Draws held in memory at once (16 MiB): audits are simulated in chunks of this size, so a
@@ -177,12 +177,13 @@ def family_outcomes(
     delta = np.concatenate([values.mean(axis=2) for values in groups], axis=1) - base_mean[:, None]
     bounds = ratio_bounds(arm_var, sigma, n_arm, dof)
     bound = single_seed_bound(bounds)
-    args = (n_arm, n_base, sigma, dof, arm_var, base_var[:, None])
-    stat, _, p = statistical_test(design.test).statistics(delta, *args, bound=bound[:, None])
+    spread = Spread(n_arm, n_base, sigma, dof, arm_var, base_var[:, None], bound[:, None])
+    stat, _, p = statistical_test(design.test).statistics(delta, spread)
     single = n_arm < 2
     plain_adj = np.ones_like(p)
     if single.any() and candidates:
-        plain_stat, _, plain = statistical_test(Test.POOLED_T).statistics(delta, *args[:4])
+        pooled = Spread(n_arm, n_base, sigma, dof)
+        plain_stat, _, plain = statistical_test(Test.POOLED_T).statistics(delta, pooled)
         plain = np.where(single, plain, p)
         plain_stat = np.where(single, plain_stat, stat)
         plain_adj = _corrected(design, plain_stat, plain)

@@ -59,7 +59,7 @@ from archaudit.stats.simulation.power import PowerCurve, curve_points
 from archaudit.stats.simulation.profile import NO_PROFILE, Profile, profile_levels, ratio_bounds
 from archaudit.stats.simulation.simulate import PanelRate, panel_rate, worst
 from archaudit.stats.simulation.simulation_checks import sequential_models
-from archaudit.stats.tests import statistical_test
+from archaudit.stats.tests import Spread, statistical_test
 
 
 class LoopState(IntEnum):
@@ -335,14 +335,9 @@ def arm_tests(baseline: np.ndarray, arms: np.ndarray, sign: float = 1.0) -> ArmT
     with np.errstate(divide="ignore", invalid="ignore"):
         arm_var = arm_squares / (n - 1)
         robust = statistical_test(Test.ROBUST)
-        scale, arm_df = robust.standard_error(
-            n,
-            n0[:, None],
-            sigma[:, None],
-            df[:, None],
-            arm_var,
-            (squares0 / (n0 - 1))[:, None],
-        )
+        base_var = (squares0 / (n0 - 1))[:, None]
+        spread = Spread(n, n0[:, None], sigma[:, None], df[:, None], arm_var, base_var)
+        scale, arm_df = robust.standard_error(spread)
         stat, _, p = robust.scaled(delta, scale, arm_df)
         ratio = ratio_bounds(arm_var, sigma[:, None], n, df[:, None])
     return ArmTests(delta, sigma, df, stat, p, n, n0, scale, arm_df, ratio)

@@ -11,6 +11,7 @@ import pkgutil
 from archaudit.stats.tests.base import (
     STAT_TESTS,
     PowerDesign,
+    Spread,
     StatTest,
     TestFacts,
     register_test,
@@ -28,6 +29,7 @@ __all__ = [
     "BUILT_IN",
     "STAT_TESTS",
     "PowerDesign",
+    "Spread",
     "StatTest",
     "TestFacts",
     "register_test",

@@ -5,13 +5,14 @@
         name = Test.POOLED_T
         title = "pooled t"
         ...
-        def standard_error(self, n_arm, n_base, sigma, dof, arm_var, base_var, bound): ...
+        def standard_error(self, spread): ...
 
 One entry holds everything the house needs of a test, in the order a judgement uses it:
 
-- its **statistic**: `standard_error` (the scale Δ is divided by, and its degrees of freedom),
-  broadcast over numpy arrays, so `judge` (one audit) and the null simulation (thousands of
-  audits at once, `stats/simulation/null_kernel.py`) run the same arithmetic;
+- its **statistic**: `standard_error` (the scale Δ is divided by, and its degrees of freedom,
+  from a `Spread`: the seeds, σ and each side's seed variance), broadcast over numpy arrays,
+  so `judge` (one audit) and the null simulation (thousands of audits at once,
+  `stats/simulation/null_kernel.py`) run the same arithmetic;
 - its **reference distribution**: `p_value` (Student's t by default, the normal for the paper's
   z) and `dunnett_statistic` (what Dunnett's step-down ranks);
 - its **calibration**: `calibrated` (σ's own uncertainty is in the reference), `level_calibrated`
@@ -89,6 +90,22 @@ class TestFacts:
     """The confidence of the upper bound behind `single_seed_bound`."""
 
 
+@dataclass(frozen=True, eq=False)
+class Spread:
+    """What a family test's statistic reads of one comparison, or of thousands at once (every
+    field may be a numpy array; they broadcast): seeds on each side, the pooled σ and its
+    degrees of freedom, each side's own seed variance (None where the test reads none), and
+    the single-seed `bound` (a factor on σ)."""
+
+    n_arm: Values
+    n_base: Values
+    sigma: Values
+    dof: Values
+    arm_var: Values | None = None
+    base_var: Values | None = None
+    bound: Values = WIDEST_FACTOR
+
+
 class StatTest:
     """One family test. Subclass it, set the class attributes, override what differs from a
     t test on a scale you give (`standard_error`), and register it with `register_test`."""
@@ -118,36 +135,17 @@ class StatTest:
 
     # -- the statistic -------------------------------------------------------------------------
 
-    def standard_error(
-        self,
-        n_arm: Values,
-        n_base: int,
-        sigma: Values,
-        dof: int,
-        arm_var: Values | None = None,
-        base_var: Values | None = None,
-        bound: Values = WIDEST_FACTOR,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """(the scale Δ is divided by, degrees of freedom), broadcast over the inputs: n_arm
-        and n_base seeds, σ on `dof` df, the arm's and the baseline's seed variances, and the
-        single-seed `bound` (a factor on σ)."""
+    def standard_error(self, spread: Spread) -> tuple[np.ndarray, np.ndarray]:
+        """(the scale Δ is divided by, degrees of freedom), broadcast over the spread's
+        arrays."""
         raise NotImplementedError(f"statistical test {self.name!r} has no standard_error")
 
     def statistics(
-        self,
-        delta: Values,
-        n_arm: Values,
-        n_base: int,
-        sigma: Values,
-        dof: int,
-        arm_var: Values | None = None,
-        base_var: Values | None = None,
-        bound: Values = WIDEST_FACTOR,
+        self, delta: Values, spread: Spread
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(statistic, degrees of freedom, two-sided p), broadcast over the inputs; `delta` is
         signed so that positive = better."""
-        scale, df = self.standard_error(n_arm, n_base, sigma, dof, arm_var, base_var, bound)
-        return self.scaled(delta, scale, df)
+        return self.scaled(delta, *self.standard_error(spread))
 
     def scaled(
         self, delta: Values, scale: np.ndarray, df: np.ndarray
@@ -157,15 +155,7 @@ class StatTest:
             stat = np.asarray(delta, dtype=float) / scale
         return stat, df, self.p_value(stat, df)
 
-    def prior_weights(
-        self,
-        n_arm: Values,
-        n_base: int,
-        sigma: Values,
-        dof: int,
-        arm_var: Values | None,
-        base_var: Values | None,
-    ) -> tuple[float, float]:
+    def prior_weights(self, spread: Spread) -> tuple[float, float]:
         """(arm's d₀, baseline's d₀) a moderated test lent each side; NaN: nothing moderated."""
         return math.nan, math.nan
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from archaudit.names import Test
-from archaudit.stats.records.noise_panel import WIDEST_FACTOR
 from archaudit.stats.tests.base import (
     PowerDesign,
+    Spread,
     StatTest,
     TestFacts,
-    Values,
     arm_spread,
     noncentral_power,
     register_test,
@@ -30,18 +29,10 @@ class PooledT(StatTest):
         "drop --equal-variance / --reference normal: the default test is calibrated"
     )
 
-    def standard_error(
-        self,
-        n_arm: Values,
-        n_base: int,
-        sigma: Values,
-        dof: int,
-        arm_var: Values | None = None,
-        base_var: Values | None = None,
-        bound: Values = WIDEST_FACTOR,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        scale = sigma * np.sqrt(1.0 / np.asarray(n_arm, dtype=float) + 1.0 / n_base)
-        return scale, np.full_like(scale, float(dof))
+    def standard_error(self, spread: Spread) -> tuple[np.ndarray, np.ndarray]:
+        root = np.sqrt(1.0 / np.asarray(spread.n_arm, dtype=float) + 1.0 / spread.n_base)
+        scale = np.asarray(spread.sigma, dtype=float) * root
+        return scale, np.broadcast_to(np.asarray(spread.dof, dtype=float), scale.shape).copy()
 
     def dunnett_statistic(self, stat: np.ndarray, p: np.ndarray, dof: int) -> np.ndarray:
         """The pooled t itself: Dunnett's own statistic."""

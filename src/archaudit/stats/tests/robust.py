@@ -22,9 +22,9 @@ from archaudit.stats.records.noise_panel import WIDEST_FACTOR
 from archaudit.stats.records.verdicts import NOISE_SIGMAS
 from archaudit.stats.tests.base import (
     PowerDesign,
+    Spread,
     StatTest,
     TestFacts,
-    Values,
     arm_spread,
     expected_tails,
     frozen,
@@ -42,28 +42,20 @@ class Robust(StatTest):
     bounds_single_seeds = True
     covered_by_panel = True
 
-    def standard_error(
-        self,
-        n_arm: Values,
-        n_base: int,
-        sigma: Values,
-        dof: int,
-        arm_var: Values | None = None,
-        base_var: Values | None = None,
-        bound: Values = WIDEST_FACTOR,
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def standard_error(self, spread: Spread) -> tuple[np.ndarray, np.ndarray]:
         """Plain Welch's SE and df where n >= 2, σ·√(F² + 1/n₀) with σ's df where n = 1 (F the
         single-seed `bound`; ∞ makes such an arm's p 1: a candidate at most). Plain, not
         moderated: moderated, a mixed design's α′ fell so far that its single seeds lost power
         (1 + 2 seeds against 3: 37.5σ -> 178σ), and the sequential loop (also this test) erred
         0.060 with one arm 20× wide."""
-        n = np.asarray(n_arm)
-        welch = plain_welch(np.maximum(n, 2), n_base, arm_var, base_var)
-        bounded = np.asarray(sigma, dtype=float) * np.sqrt(np.square(bound) + 1.0 / n_base)
+        n, n_base = np.asarray(spread.n_arm), spread.n_base
+        welch = plain_welch(np.maximum(n, 2), n_base, spread.arm_var, spread.base_var)
+        sigma = np.asarray(spread.sigma, dtype=float)
+        bounded = sigma * np.sqrt(np.square(spread.bound) + 1.0 / n_base)
         single = n < 2
         return (
             np.where(single, bounded, welch[0]),
-            np.where(single, np.asarray(dof, float), welch[1]),
+            np.where(single, np.asarray(spread.dof, float), welch[1]),
         )
 
     def power(self, effect: float, design: PowerDesign) -> float:

@@ -16,11 +16,11 @@ import numpy as np
 from archaudit.names import Test
 from archaudit.stats.inference.distributions import chi_square_quadrature
 from archaudit.stats.inference.family_test import moderated_parts, moderated_welch
-from archaudit.stats.records.noise_panel import WIDEST_FACTOR
 from archaudit.stats.records.verdicts import NOISE_SIGMAS
 from archaudit.stats.tests.base import (
     QUADRATURE,
     PowerDesign,
+    Spread,
     StatTest,
     TestFacts,
     Values,
@@ -40,32 +40,13 @@ class ModeratedWelch(StatTest):
     moderated = True
     covered_by_panel = True
 
-    def standard_error(
-        self,
-        n_arm: Values,
-        n_base: int,
-        sigma: Values,
-        dof: int,
-        arm_var: Values | None = None,
-        base_var: Values | None = None,
-        bound: Values = WIDEST_FACTOR,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        if arm_var is None or base_var is None:
-            raise ValueError("Welch's test needs the arm's and the baseline's seed variances")
-        return moderated_welch(n_arm, n_base, sigma, dof, arm_var, base_var)
+    def standard_error(self, spread: Spread) -> tuple[np.ndarray, np.ndarray]:
+        return moderated_welch(*_moderated_inputs(spread))
 
-    def prior_weights(
-        self,
-        n_arm: Values,
-        n_base: int,
-        sigma: Values,
-        dof: int,
-        arm_var: Values | None,
-        base_var: Values | None,
-    ) -> tuple[float, float]:
-        if arm_var is None or base_var is None:
-            return super().prior_weights(n_arm, n_base, sigma, dof, arm_var, base_var)
-        _, _, d_arm, d_base = moderated_parts(n_arm, n_base, sigma, dof, arm_var, base_var)
+    def prior_weights(self, spread: Spread) -> tuple[float, float]:
+        if spread.arm_var is None or spread.base_var is None:
+            return super().prior_weights(spread)
+        _, _, d_arm, d_base = moderated_parts(*_moderated_inputs(spread))
         return float(d_arm), float(d_base)
 
     def power(self, effect: float, design: PowerDesign) -> float:
@@ -76,6 +57,12 @@ class ModeratedWelch(StatTest):
 
     def describe(self, facts: TestFacts) -> str:
         return f"{self.title} test (calibrated: {facts.moderation}; {facts.own_df})"
+
+
+def _moderated_inputs(spread: Spread) -> tuple[Values, ...]:
+    if spread.arm_var is None or spread.base_var is None:
+        raise ValueError("Welch's test needs the arm's and the baseline's seed variances")
+    return spread.n_arm, spread.n_base, spread.sigma, spread.dof, spread.arm_var, spread.base_var
 
 
 @lru_cache(maxsize=1024)

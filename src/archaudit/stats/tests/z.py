@@ -11,13 +11,12 @@ from scipy import stats as sps
 from scipy.special import ndtr
 
 from archaudit.names import Test
-from archaudit.stats.records.noise_panel import WIDEST_FACTOR
 from archaudit.stats.records.verdicts import NOISE_SIGMAS
 from archaudit.stats.tests.base import (
     PowerDesign,
+    Spread,
     StatTest,
     TestFacts,
-    Values,
     arm_spread,
     noncentral_tails,
     register_test,
@@ -35,17 +34,9 @@ class PaperZ(StatTest):
         "drop --equal-variance / --reference normal: the default test is calibrated"
     )
 
-    def standard_error(
-        self,
-        n_arm: Values,
-        n_base: int,
-        sigma: Values,
-        dof: int,
-        arm_var: Values | None = None,
-        base_var: Values | None = None,
-        bound: Values = WIDEST_FACTOR,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        scale = np.asarray(sigma, dtype=float) * np.ones_like(np.asarray(n_arm, dtype=float))
+    def standard_error(self, spread: Spread) -> tuple[np.ndarray, np.ndarray]:
+        ones = np.ones_like(np.asarray(spread.n_arm, dtype=float))
+        scale = np.asarray(spread.sigma, dtype=float) * ones
         return scale, np.full_like(scale, np.inf)
 
     def p_value(self, stat: np.ndarray, df: np.ndarray) -> np.ndarray:
