@@ -51,6 +51,7 @@ def _verdicts(path: Path) -> dict[str, Any]:
             for v in data.get("logit_verdicts", [])
         },
         "depth": {v["arm"]: [v["verdict"], v["p_adjusted"]] for v in data["depth_verdicts"]},
+        "group": data.get("group"),
     }
 
 

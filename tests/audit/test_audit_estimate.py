@@ -205,6 +205,7 @@ def test_the_summary_wall_time_is_the_audit_start_and_the_runs_seconds_over_the_
     seconds = [costed.cost.seconds for costed in summary.runs]
     assert all(s is not None and s > 0 for s in seconds)
     assert summary.audit_start_s == SHAPE.suite.wall
+    assert summary.audit_start_cpu_s == SHAPE.suite.cpu  # stress --plan adds it to its CPU
     runs = sum(seconds) + len(seconds) * LOOP.run.wall  # each run and the coordinator's work
     wall = SHAPE.suite.wall + runs / summary.workers + LOOP.round.wall  # one judgement
     assert summary.estimated_wall_s == pytest.approx(wall)
@@ -237,6 +238,24 @@ def test_an_arm_costs_its_own_measured_step_not_its_flops(
     assert arm.train_seconds == pytest.approx(3 * base.train_seconds)
     run = next(r for r in plan.runs if r.arm == "softpick")
     assert arm.seconds == pytest.approx(run_time(run, SHAPE, PART, ratio=3.0).wall)
+
+
+def test_an_arms_cpu_scales_by_its_cpu_ratio_not_its_wall_ratio(
+    monkeypatch: pytest.MonkeyPatch, write_audit
+):
+    """Issue 54: two probes minutes apart on a shared machine differ in wall time by the load
+    (hybrid_norm's step read 2.45x the baseline's in wall time, 1.40x in CPU): the CPU estimate
+    scales the arm's compute by the CPU ratio, the wall estimate by the wall ratio."""
+    monkeypatch.setattr(estimate, "shape_cost", lambda *args, **kwargs: SHAPE)
+    monkeypatch.setattr(estimate, "step_cost", lambda *a, **k: Timed(PART.wall * 4, PART.cpu * 1.5))
+    monkeypatch.setattr(estimate, "startup", lambda *args, **kwargs: PART)
+    plan = make_plan(load_audit(write_audit(arms=["softpick"])))
+    costs = estimate.estimate(plan)
+    run = next(r for r in plan.runs if r.arm == "softpick")
+    expected = run_time(run, SHAPE, PART, ratio=4.0, cpu_ratio=1.5)
+    assert costs[run.path].seconds == pytest.approx(expected.wall)
+    assert costs[run.path].cpu_seconds == pytest.approx(expected.cpu)
+    assert expected.cpu < run_time(run, SHAPE, PART, ratio=4.0).cpu  # the wall ratio's
 
 
 def test_the_probe_steps_beside_as_many_runs_as_the_pool_runs_beside_each(write_audit):

@@ -261,7 +261,9 @@ def test_cli_plan_prints_the_cost(tmp_path: Path) -> None:
     # issue 43: the probe's time of the runs to train, as `archaudit plan` estimates it
     assert cost["estimated_wall_s"] > 0 and cost["estimated_cpu_s"] > 0
     # the rates above the grid: each run as one of the grid's (the same shape) costs
-    per_run = cost["estimated_cpu_s"] / (12 * StressSpec().seeds)
+    # issue 54: the command's own start and its server's preload count in its CPU
+    assert cost["start_cpu_s"] > 0 and "the command's start" in cost["time"]
+    per_run = (cost["estimated_cpu_s"] - cost["start_cpu_s"]) / (12 * StressSpec().seeds)
     above = StressSpec().extra_rates * 2 * StressSpec().seeds
     assert cost["above_grid_cpu_s"] == pytest.approx(above * per_run)
     assert "the runs above the grid up to" in cost["time"]

@@ -188,6 +188,9 @@ class PlanSummary:
     audit_start_s: float | None = None
     """What the audit pays once beside its runs (`probe.audit_start`), in `estimated_wall_s`;
     None without the probe."""
+    audit_start_cpu_s: float | None = None
+    """The same in CPU seconds (not in `estimated_cpu_s`, the runs' own: `stress --plan` adds
+    it to the sweep's)."""
     run_overhead_s: float | None = None
     """The coordinator's work per run beyond the run's own time, and `round_overhead_s` per
     judgement (`probe.loop_cost`, local executor), both in `estimated_wall_s` and the loop's
@@ -239,6 +242,7 @@ class PlanSummary:
             "estimated_wall_range_s": self.estimated_wall_range_s,
             "speed_range": self.speed_range,
             "audit_start_s": self.audit_start_s,
+            "audit_start_cpu_s": self.audit_start_cpu_s,
             "run_overhead_s": self.run_overhead_s,
             "round_overhead_s": self.round_overhead_s,
             "probe_budget_s": self.probe_budget_s,
@@ -263,6 +267,7 @@ class PlanSummary:
             sequential=SequentialEstimate.from_json(sequential) if sequential else None,
             speed_range=_pair(data["speed_range"]) if data.get("speed_range") else None,
             audit_start_s=data.get("audit_start_s"),
+            audit_start_cpu_s=data.get("audit_start_cpu_s"),
             run_overhead_s=data.get("run_overhead_s"),
             round_overhead_s=data.get("round_overhead_s"),
             probe_budget_s=data.get("probe_budget_s"),
@@ -333,7 +338,7 @@ def _estimate(
         if start is None or part is None:
             costs[run.path] = RunCost(params, active, tokens, flops, None)
             continue
-        total = run_time(run, part.shape, start, part.ratio)
+        total = run_time(run, part.shape, start, part.ratio, part.cpu_ratio)
         train = (part.shape.step * (run.recipe.steps * part.ratio)).wall
         approx = part.approx or start_approx
         costs[run.path] = RunCost(
@@ -373,6 +378,11 @@ class Part:
     shape: ShapeCost
     ratio: float
     approx: bool = False
+    cpu_ratio: float | None = None
+    """The arm's step CPU over the scale's, where both were measured (None: `ratio`). On a
+    shared machine the wall ratio of two probes taken minutes apart is the load's, not the
+    arm's (hybrid_norm's step read 2.45× the baseline's in wall time, 1.40× in CPU, issue 54);
+    the CPU estimate scales by the CPU ratio."""
 
 
 def _probed(
@@ -453,7 +463,8 @@ def _part(
     measured_step = cached_or_measured(step, budget, probe_seconds(run))
     if measured_step is None:
         return Part(shape, step_ratio_from_flops(run, first), True)
-    return Part(shape, measured_step.wall / shape.step.wall, approx)
+    cpu_ratio = measured_step.cpu / shape.step.cpu if shape.step.cpu > 0 else None
+    return Part(shape, measured_step.wall / shape.step.wall, approx, cpu_ratio)
 
 
 AUDIT_START_REFS = REFERENCE_COSTS.cold_start + REFERENCE_COSTS.server_start
@@ -543,18 +554,25 @@ def _unmeasured(pairs: list[RunSpec], threads: int, neighbours: Neighbours) -> l
     return missing
 
 
-def run_time(run: RunSpec, shape: ShapeCost, start: Timed, ratio: float = 1.0) -> Timed:
+def run_time(
+    run: RunSpec,
+    shape: ShapeCost,
+    start: Timed,
+    ratio: float = 1.0,
+    cpu_ratio: float | None = None,
+) -> Timed:
     """One run's time from its shape's measured parts: start-up and warm-up once, then its
     steps, validations (every `eval_every` steps and the last), checkpoint saves (every
     `checkpoint_every` and the last) and suite, the compute scaled by `ratio` (the arm's step
-    time over the probed run's)."""
+    time over the probed run's), its CPU by `cpu_ratio` when given (the same in CPU time)."""
     recipe = run.recipe
     evals = -(-recipe.steps // recipe.eval_every)
     saves = -(-recipe.steps // recipe.checkpoint_every)
     compute = (
         shape.step * recipe.steps + shape.val_batch * (evals * recipe.eval_batches) + shape.suite
     )
-    return start + shape.warmup + shape.save * saves + compute * ratio
+    scaled = Timed(compute.wall * ratio, compute.cpu * (ratio if cpu_ratio is None else cpu_ratio))
+    return start + shape.warmup + shape.save * saves + scaled
 
 
 def plan_summary(
@@ -610,6 +628,7 @@ def plan_summary(
         notes=plan.notes,
         speed_range=None if now is None else (now.fastest, now.slowest),
         audit_start_s=None if start is None else start.wall,
+        audit_start_cpu_s=None if start is None else start.cpu,
         run_overhead_s=None if costs_between is None else costs_between.run.wall,
         round_overhead_s=None if costs_between is None else costs_between.round.wall,
         probe_budget_s=probe_budget if probe else None,

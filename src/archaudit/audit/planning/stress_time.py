@@ -1,5 +1,10 @@
 """What `stress --plan` says a sweep will cost in time: the probe's estimate of the runs still to
-train (as `archaudit plan` makes it) and of the runs the rates above the grid may add."""
+train (as `archaudit plan` makes it) and of the runs the rates above the grid may add.
+
+Its CPU is the runs' (each arm's training step scaled by its measured CPU ratio, not its wall
+ratio: `estimate.Part.cpu_ratio`) and the command's own start with its warm server's preload
+(`probe.audit_start`, measured once per machine): the parts measured missing from the estimate
+on the stress sweeps of issue 54 (docs/stability.md, "Cost against the plan")."""
 
 from __future__ import annotations
 
@@ -14,10 +19,13 @@ class StressTime:
 
     wall_s: float
     cpu_s: float
+    """The runs' CPU and `start_cpu_s`."""
     above_grid_wall_s: float
     """At most, for the rates above the grid (each run costs as one of the grid's sweep runs)."""
     above_grid_cpu_s: float
     workers: int
+    start_cpu_s: float = 0.0
+    """The command's own start and its warm server's preload, in CPU seconds."""
 
     def line(self) -> str:
         more = (
@@ -28,7 +36,8 @@ class StressTime:
         )
         return (
             f"about {self.wall_s / 60:.1f} min on {self.workers} workers ({self.cpu_s / 60:.1f} "
-            f"CPU-min, measured here by the probe){more}"
+            f"CPU-min with the command's start, {self.start_cpu_s:.0f} CPU-s; measured here by "
+            f"the probe){more}"
         )
 
     def to_json(self) -> dict[str, float | str]:
@@ -56,10 +65,12 @@ def stress_time(plan: StressPlan) -> StressTime | None:
     swept = {p.run.path for p in plan.points if p.kind == "lr"}
     each = [r.cost for r in summary.runs if r.run.path in swept and r.cost.seconds is not None]
     share = plan.above_left / max(len(each), 1)
+    start = summary.audit_start_cpu_s or 0.0
     return StressTime(
         wall_s=wall,
-        cpu_s=cpu,
+        cpu_s=cpu + start,
         above_grid_wall_s=share * sum(c.seconds or 0.0 for c in each) / summary.workers,
         above_grid_cpu_s=share * sum(c.cpu_seconds or 0.0 for c in each),
         workers=summary.workers,
+        start_cpu_s=start,
     )

@@ -9,8 +9,9 @@ The verdict that decides is the tool's own, read from the stores `run` and `stre
   `stress-logit`: its logit verdict there (attention logit or final |log Z|, Holm over the arms).
 - reproduced: a declared verdict in the published direction; contradicted: a declared verdict
   against it; not established: no declared verdict, with the power the design had and what
-  would reach 0.8 (`stats.simulation.power` for a verdict; the stress test's exact floor where
-  its power is not modelled); not run: no results yet; needs: the tool lacks a part (the
+  would reach 0.8 (`stats.simulation.power` for a verdict; for a stress claim the stress power
+  model fitted to the confirming run's stored runs, `stress_claim_power`, beside the stress
+  test's exact floor); not run: no results yet; needs: the tool lacks a part (the
   claim's `status`), never run.
 - the CPU cost: each finished run's process CPU seconds (user + system of the attempt that
   finished it, training and evaluation: `process_cpu_s` in DONE, recorded since issue 54's
@@ -306,6 +307,7 @@ def _judge_stress(claim: Claim, spec: AuditSpec, depth: bool) -> Evidence | None
         measure = "ΔS = LR sensitivity (arm − baseline); positive = more sensitive"
         design = f"{settings.seeds} seeds per rate × {len(rates)} rates × {result.scale}"
     sign = verdict.sign
+    power, power_for = _stress_power(claim, spec, result)
     return Evidence(
         verdict=verdict,
         sign=sign,
@@ -313,11 +315,35 @@ def _judge_stress(claim: Claim, spec: AuditSpec, depth: bool) -> Evidence | None
         estimate=estimate,
         p=p,
         alpha=alpha,
-        power=None,
-        power_for="power not modelled for the stress test's permutation test",
+        power=power,
+        power_for=power_for,
         to_reach=_stress_floor(settings.seeds, high, family, alpha),
         design=design,
     )
+
+
+NO_STRESS_RUNS = (
+    "power not modelled: the stored stress result keeps no runs to fit (written before the "
+    "power model, or trimmed); `archaudit stress` on its folder stores them"
+)
+
+
+def _stress_power(claim: Claim, spec: AuditSpec, result) -> tuple[float | None, str]:
+    """The stress claim's power in its published direction at the design's seeds, fitted to
+    the confirming run's stored runs (`stress_claim_power`), with the seeds for 0.8."""
+    from archaudit.audit.replicating.stress_claim_power import stress_claim_power
+
+    settings = spec.stress
+    found = stress_claim_power(
+        result,
+        claim.test,
+        claim.arm,
+        -Direction(claim.direction).sign,  # better = more robust in the stress test's terms
+        settings.seeds,
+        alpha=settings.alpha,
+        correction=settings.correction,
+    )
+    return (None, NO_STRESS_RUNS) if found is None else (found.power, found.power_for())
 
 
 def _judge_stress_logit(claim: Claim, spec: AuditSpec) -> Evidence | None:
@@ -342,6 +368,7 @@ def _judge_stress_logit(claim: Claim, spec: AuditSpec) -> Evidence | None:
     rates = settings.lr_factors
     high = sum(w > 0 for w in high_weights(rates, statistics.median_low(rates)))
     measure = found.measure or "no logit measure varies"
+    power, power_for = _stress_power(claim, spec, result)
     return Evidence(
         verdict=verdict,
         sign=verdict.sign,
@@ -349,8 +376,8 @@ def _judge_stress_logit(claim: Claim, spec: AuditSpec) -> Evidence | None:
         estimate=estimate,
         p=found.p_adjusted,
         alpha=found.alpha,
-        power=None,
-        power_for="power not modelled here (stress --plan --pilot models it)",
+        power=power,
+        power_for=power_for,
         to_reach=_stress_floor(settings.seeds, high, len(result.logit_verdicts), found.alpha),
         design=f"{settings.seeds} seeds per rate × {len(rates)} rates × {result.scale}",
     )
@@ -370,6 +397,7 @@ def _judge_stress_depth_loss(claim: Claim, spec: AuditSpec) -> Evidence | None:
         return None
     settings = spec.stress
     layers = "/".join(f"{d}×" for d in settings.depths)
+    power, power_for = _stress_power(claim, spec, result)
     return Evidence(
         verdict=found.verdict,
         sign=found.verdict.sign,
@@ -381,8 +409,8 @@ def _judge_stress_depth_loss(claim: Claim, spec: AuditSpec) -> Evidence | None:
         estimate=found.delta,
         p=found.p_adjusted,
         alpha=found.alpha,
-        power=None,
-        power_for="power not modelled here (stress --plan --pilot models it)",
+        power=power,
+        power_for=power_for,
         to_reach=_stress_floor(
             settings.seeds,
             (len(settings.depths) + 1) * len(settings.depth_lr_factors),

@@ -232,13 +232,20 @@ def power(
     permutations: int = PERMUTATIONS,
     seed: int = 0,
     effect: float = 1.0,
+    direction: int | None = None,
 ) -> list[ArmPower]:
     """Each arm's power at `seeds` seeds per stratum: the per-arm test (`test`, a key of
     `TESTS`), corrected over the arms, on `trials` sweeps drawn from the pilot's model, the
-    arms shrunk to `effect` × the pilot's difference from the baseline (`fit`)."""
+    arms shrunk to `effect` × the pilot's difference from the baseline (`fit`); a declaration
+    counts in the arm's pilot direction, or in `direction` (+1 more fragile, −1 more robust)
+    for every arm when given (a published claim's)."""
     tester = TESTS[test]
     arms = [a for a in pilot if a != baseline]
-    directions = {a: tester(pilot[a], pilot[baseline], permutations, 0)[1] for a in arms}
+    directions = (
+        dict.fromkeys(arms, direction)
+        if direction is not None
+        else {a: tester(pilot[a], pilot[baseline], permutations, 0)[1] for a in arms}
+    )
     models = {a: fit(pilot[a], pilot[baseline], 1.0 if a == baseline else effect) for a in pilot}
     rng = np.random.default_rng(seed)
     hits = dict.fromkeys(arms, 0)
@@ -291,11 +298,14 @@ def _test(
 
 
 def seeds_for(
-    power_at: Callable[[int], float], start: int, target: float = TARGET_POWER
+    power_at: Callable[[int], float],
+    start: int,
+    target: float = TARGET_POWER,
+    most: int = MAX_SEEDS,
 ) -> int | None:
-    """The fewest seeds from `start` up to `MAX_SEEDS` whose power reaches `target` (None:
-    none does)."""
-    for seeds in range(start, MAX_SEEDS + 1):
+    """The fewest seeds from `start` up to `most` whose power reaches `target` (None: none
+    does)."""
+    for seeds in range(start, most + 1):
         if power_at(seeds) >= target:
             return seeds
     return None
@@ -366,13 +376,20 @@ def logit_power(
     trials: int = TRIALS,
     permutations: int = PERMUTATIONS,
     seed: int = 0,
+    direction: int | None = None,
 ) -> list[ArmPower]:
     """Each arm's power in the logit test (`logits.judge_logits`) at `seeds` seeds per rate,
-    in its pilot direction, on `trials` sweeps drawn from the pilot's logit model."""
+    in its pilot direction (or `direction` for every arm, as `power`), on `trials` sweeps
+    drawn from the pilot's logit model."""
     arms = [a for a in pilot if a != baseline]
-    directions = {
-        a: _logit_test(logit_strata(pilot[a], pilot[baseline]), permutations, 0)[1] for a in arms
-    }
+    directions = (
+        dict.fromkeys(arms, direction)
+        if direction is not None
+        else {
+            a: _logit_test(logit_strata(pilot[a], pilot[baseline]), permutations, 0)[1]
+            for a in arms
+        }
+    )
     models = {a: fit_logits(pilot[a], pilot[baseline]) for a in pilot}
     rng = np.random.default_rng(seed)
     hits = dict.fromkeys(arms, 0)
