@@ -112,11 +112,14 @@ def measure(audit: Path, runs_dir: Path, env: dict[str, str]) -> dict[str, objec
     planned, plan_wall = cli(["plan", str(audit), *common, "--json"], env)
     summary = json.loads(planned)
     loop = planned_loop(summary)
+    started = time.time()
     ran, wall = cli(["run", str(audit), *common, "--json", "--quiet"], env)
     done = json.loads(ran)
     runs = done["sequential"]["runs"] if "sequential" in done else summary["total_runs"]
     per_run = loop["wall_s"] / loop["expected_runs"]
+    spent = spent_parts(runs_dir / audit.stem, started, time.time())
     return {
+        "parts": compared_parts(summary, loop, spent),
         "train_ratio_by_arm": train_ratios(summary, runs_dir / audit.stem),
         "plan_s": round(plan_wall, 1),
         "estimate_s": round(loop["wall_s"], 1),
@@ -134,6 +137,68 @@ def measure(audit: Path, runs_dir: Path, env: dict[str, str]) -> dict[str, objec
         "speed_range": summary["speed_range"],
         "uptime_after": uptime(),
     }
+
+
+def spent_parts(audit_dir: Path, started: float, ended: float) -> dict[str, float]:
+    """What the run spent, part by part, from its records: the audit's start (the command's
+    start to its first run's), a run's mean wall (its first attempt's start to its DONE) and
+    training (tokens over the trainer's tokens/s), the rounds, the mean gap between a round's
+    last run and the next round's first (a judgement, with the next round's set-up) and the
+    last run's end to the command's end (the last judgement and the tables)."""
+    from archaudit.audit.execute.sequential import read_rounds
+
+    later = {(s.arm, s.scale, s.seed): r.index + 1 for r in read_rounds(audit_dir) for s in r.added}
+    rows = []
+    for done in sorted(audit_dir.glob("*/*/seed-*/DONE")):
+        arm, scale, seed = done.parent.relative_to(audit_dir).parts
+        first = json.loads((done.parent / "attempts.jsonl").read_text().splitlines()[0])
+        train = json.loads((done.parent / "train.json").read_text())
+        index = later.get((arm, scale, int(seed.removeprefix("seed-"))), 1)
+        finished = json.loads(done.read_text())["finished"]
+        rows.append((first["started"], finished, index, train["tokens"] / train["tokens_per_s"]))
+    rounds = sorted({row[2] for row in rows})
+    ends = {k: max(r[1] for r in rows if r[2] == k) for k in rounds}
+    starts = {k: min(r[0] for r in rows if r[2] == k) for k in rounds}
+    gaps = [starts[k] - ends[k - 1] for k in rounds[1:]]
+    return {
+        "audit_start_s": min(r[0] for r in rows) - started,
+        "run_s": sum(r[1] - r[0] for r in rows) / len(rows),
+        "train_s": sum(r[3] for r in rows) / len(rows),
+        "rounds": len(rounds),
+        "judgement_s": sum(gaps) / max(len(gaps), 1),
+        "tail_s": ended - max(r[1] for r in rows),
+        "round_wall_s": [round(ends[k] - starts[k], 1) for k in rounds],
+    }
+
+
+def compared_parts(
+    summary: dict[str, Any], loop: dict[str, Any], spent: dict[str, Any]
+) -> dict[str, Any]:
+    """Each part of the estimate beside what the run spent on it (`spent_parts`)."""
+    seconds = [run["seconds"] for run in summary["runs"]]
+    train = [run["train_seconds"] for run in summary["runs"]]
+    planned = {
+        "audit_start_s": summary["audit_start_s"],
+        "run_s": sum(seconds) / len(seconds),
+        "train_s": sum(train) / len(train),
+        "rounds": loop.get("expected_rounds"),
+        "judgement_s": summary["round_overhead_s"],
+        "tail_s": summary.get("finish_s"),
+        "approx_runs": summary.get("approx_runs"),
+        "overheads_approx": summary.get("overheads_approx"),
+    }
+    out: dict[str, Any] = {"spent": {k: _round(v) for k, v in spent.items()}}
+    out["planned"] = {k: _round(v) for k, v in planned.items()}
+    out["spent_over_planned"] = {
+        k: round(spent[k] / v, 3)
+        for k, v in planned.items()
+        if k in spent and isinstance(v, float | int) and not isinstance(v, bool) and v
+    }
+    return out
+
+
+def _round(value: Any) -> Any:
+    return round(value, 2) if isinstance(value, float) else value
 
 
 def planned_loop(summary: dict[str, Any]) -> dict[str, Any]:

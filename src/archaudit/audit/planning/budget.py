@@ -17,7 +17,8 @@ and the first scale alone (19 CPU-seconds, 262 s of wall at a load of 19, issue 
 starts only when its estimated time (in reference steps timed now, so longer on a loaded
 machine) fits in what is left. What no probe measured is estimated from the reference
 step timed now (`from_reference`): a run's start, the audit's start, the loop's judgement and a
-scale's parts in reference steps (`REFERENCE_COSTS`), marked ≈ like the rest.
+scale's parts in reference steps (`REFERENCE_COSTS`, each measured in reference steps at a
+load of about 20: `benchmarks/plan_parts.py`), marked ≈ like the rest.
 """
 
 from __future__ import annotations
@@ -70,6 +71,27 @@ def _flops_per_step(run: RunSpec) -> float:
     return flops * run.recipe.batch_tokens
 
 
+def _forward_flops_per_item(run: RunSpec) -> float:
+    """One suite item's forward pass at most: a context window's tokens at a third of the
+    training FLOPs per token (forward, no backward)."""
+    from archaudit.audit.grid.plan import model_sizes
+    from archaudit.model import training_flops_per_token
+
+    flops = training_flops_per_token(run.model, model_sizes(run.model)[1])
+    return flops / 3 * run.model.context_length
+
+
+def suite_items(run: RunSpec) -> int:
+    """The items `run`'s suite scores: each task's limit (the run's `eval.limit` when set)."""
+    from archaudit.audit.planning.probe import SUITE_PROBE_ITEMS
+    from archaudit.evals.suites import load_suite
+
+    if not run.suite:
+        return 0
+    tasks = load_suite(run.suite).tasks
+    return sum(run.eval_limit or spec.limit or SUITE_PROBE_ITEMS for spec in tasks)
+
+
 def step_ratio_from_flops(run: RunSpec, probed: RunSpec) -> float:
     """`run`'s training step over `probed`'s (same scale), estimated by their FLOPs per step."""
     return _flops_per_step(run) / _flops_per_step(probed)
@@ -93,27 +115,37 @@ def shape_from_flops(shape: ShapeCost, probed: RunSpec, run: RunSpec) -> ShapeCo
 
 @dataclass(frozen=True)
 class ReferenceCosts:
-    """What no probe measured, in reference steps (`probe.reference_step`, about 0.016 s on an
-    idle core of the development machine): the medians of that machine's probe entries, each
-    stored beside its own reference (2 cores, idle, 2026-12-06; the starter's tiny and small
-    scales). They stand in only until a probe measures the part on this machine (shown ≈)."""
+    """What no probe measured, in reference steps (`probe.reference_step`, 0.015-0.03 s on an
+    idle core of the development machine, 0.06-0.3 s at a load of 20): each part timed between
+    two reference steps, in the same breath, by `benchmarks/plan_parts.py` (2 cores at a load of
+    about 20, `benchmarks/plan_parts.json`; the audit's start, judgement and finish also from
+    the 2-arm audit's own timeline, `benchmarks/plan_load-first-parts.json`). A part that slows
+    with the load as the reference step does keeps its count at any load. They stand in only
+    until a probe measures the part on this machine (shown ≈)."""
 
-    warm_start: float = 11.0
+    warm_start: float = 13.5
     """A run forked from the warm server."""
-    cold_start: float = 300.0
+    cold_start: float = 345.0
     """A fresh interpreter importing what `run-one` imports (also the `run` command's own)."""
-    server_start: float = 430.0
+    server_start: float = 336.0
     """The warm server's preload, beyond a forked start."""
-    judgement: float = 170.0
-    """The loop's judgement between rounds (its run-to-run work measured 0)."""
-    step_per_gflop: float = 2.7
-    """A training step (beside the audit's other workers) per GFLOP of the step."""
-    val_share: float = 0.4
-    """A validation batch over a training step."""
-    save: float = 15.0
-    """A checkpoint save."""
-    suite: tuple[float, float] = (184.0, 33.6)
-    """The built-in demo suite: fixed, and per GFLOP of the scale's training step."""
+    judgement: float = 15.0
+    """The loop's judgement between two rounds, with the next round's set-up (its run-to-run
+    work measured 0)."""
+    finish: float = 300.0
+    """The last run's end to `run`'s exit: the last judgement, the verdict tables, the report."""
+    step: tuple[float, float] = (2.2, 1.14)
+    """A training step: fixed (the optimizer, small kernels), and per GFLOP of the step
+    (d48: 3.3 for 1.1 GFLOP; the starter's tiny 6.9 for 4.1, small 30.3 for 24.6)."""
+    val_share: float = 0.27
+    """A validation batch over a training step (0.24-0.30 at those three scales)."""
+    save: float = 4.0
+    """A checkpoint save (1.4-17.8 at those scales: a write, as fast as the disk is idle)."""
+    suite_per_item: tuple[float, float] = (0.07, 1.12)
+    """One item of the suite scored: fixed, and per GFLOP of its forward pass at most
+    (`_forward_flops_per_item`: a context window at a third of the training FLOPs per token):
+    the demo suite's time at 20 and at 60-100 items per task, at those three scales (0.073,
+    0.117 and 0.357 per item at 0.012, 0.043 and 0.256 GFLOP)."""
 
 
 REFERENCE_COSTS = ReferenceCosts()
@@ -141,10 +173,19 @@ def audit_start_from_reference(ref: Timed, *, warm: bool) -> Timed:
 
 
 def loop_from_reference(ref: Timed) -> LoopCost:
-    """The local loop's costs per run and per round (`probe.loop_cost`), from `ref`."""
+    """The local loop's costs per run, per round and at its end (`probe.loop_cost`), from
+    `ref`."""
     from archaudit.audit.planning.probe import ZERO, LoopCost
 
-    return LoopCost(ZERO, ref * REFERENCE_COSTS.judgement)
+    costs = REFERENCE_COSTS
+    return LoopCost(ZERO, ref * costs.judgement, ref * costs.finish)
+
+
+def suite_from_reference(run: RunSpec, ref: Timed) -> Timed:
+    """`run`'s suite from `ref`: its items (`suite_items`) at `ReferenceCosts.suite_per_item`."""
+    fixed, per_gflop = REFERENCE_COSTS.suite_per_item
+    per_item = fixed + per_gflop * _forward_flops_per_item(run) / 1e9
+    return ref * (suite_items(run) * per_item)
 
 
 def shape_from_reference(run: RunSpec, ref: Timed) -> ShapeCost:
@@ -153,10 +194,9 @@ def shape_from_reference(run: RunSpec, ref: Timed) -> ShapeCost:
     from archaudit.audit.planning.probe import ZERO, ShapeCost
 
     costs = REFERENCE_COSTS
-    gflops = _flops_per_step(run) / 1e9
-    step = ref * (costs.step_per_gflop * gflops)
-    fixed, per_gflop = costs.suite
-    suite = ref * (fixed + per_gflop * gflops) if run.suite else ZERO
+    fixed, per_gflop = costs.step
+    step = ref * (fixed + per_gflop * _flops_per_step(run) / 1e9)
+    suite = suite_from_reference(run, ref) if run.suite else ZERO
     return ShapeCost(step, ZERO, step * costs.val_share, ref * costs.save, suite)
 
 
