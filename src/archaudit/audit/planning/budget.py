@@ -129,11 +129,13 @@ class ReferenceCosts:
     """A fresh interpreter importing what `run-one` imports (also the `run` command's own)."""
     server_start: float = 336.0
     """The warm server's preload, beyond a forked start."""
-    judgement: float = 15.0
+    judgement: float = 2.0
     """The loop's judgement between two rounds, with the next round's set-up (its run-to-run
-    work measured 0)."""
-    finish: float = 300.0
-    """The last run's end to `run`'s exit: the last judgement, the verdict tables, the report."""
+    work measured 0), on the loop probe's loss-only audit (1.7; the 2-arm audit with the demo
+    suite, at the reference step timed at its plan: 15)."""
+    finish: float = 750.0
+    """The last run's end to `run`'s exit: the last judgement, the verdict tables, the report
+    (the loop probe's audit, 752; the 2-arm audit, at its plan's reference: 300)."""
     step: tuple[float, float] = (2.2, 1.14)
     """A training step: fixed (the optimizer, small kernels), and per GFLOP of the step
     (d48: 3.3 for 1.1 GFLOP; the starter's tiny 6.9 for 4.1, small 30.3 for 24.6)."""
