@@ -7,8 +7,8 @@ starter (fixed designs), each with its tokens divided (below) to fit a 10-minute
     python benchmarks/plan_load.py [--quick] [--load 4] [--out benchmarks/plan_load.json]
                                    [--audits demo_small,two_arms] [--conditions idle,loaded]
     python benchmarks/plan_load.py --examples [--quick]   # idle; plan_load-examples.json
-    python benchmarks/plan_load.py --first-plan [--load 8] [--no-loop]   # issue 57;
-                                                            # plan_load-first.json
+    python benchmarks/plan_load.py --first-plan [--load 8] [--no-loop] [--probe-budget 0]
+                                                            # issue 57; plan_load-first.json
 
 With `--first-plan` (issue 57, must-show 1): `--load` busy processes (nice 0, started and stopped
 here) hold the machine at a load of about that many; in a fresh cache, `archaudit init
@@ -105,11 +105,15 @@ def cli(args: list[str], env: dict[str, str]) -> tuple[str, float]:
     return done.stdout, time.perf_counter() - start
 
 
-def measure(audit: Path, runs_dir: Path, env: dict[str, str]) -> dict[str, object]:
-    """Plan the audit (until settled when it is sequential), run it, and compare."""
+def measure(
+    audit: Path, runs_dir: Path, env: dict[str, str], budget: float | None = None
+) -> dict[str, object]:
+    """Plan the audit (until settled when it is sequential; with `budget`, that
+    `--probe-budget`), run it, and compare."""
     common = ["--runs-dir", str(runs_dir)]
     common += ["--until-settled"] if 'policy = "sequential"' in audit.read_text() else []
-    planned, plan_wall = cli(["plan", str(audit), *common, "--json"], env)
+    budgeted = [] if budget is None else ["--probe-budget", f"{budget:g}"]
+    planned, plan_wall = cli(["plan", str(audit), *common, *budgeted, "--json"], env)
     summary = json.loads(planned)
     loop = planned_loop(summary)
     started = time.time()
@@ -263,9 +267,13 @@ def record(out: Path, name: str, values: dict[str, object]) -> None:
     out.write_text(json.dumps(results, indent=1) + "\n")
 
 
-def first_plan(work: Path, busy: int, out: Path, loop: bool = True) -> None:
+def first_plan(
+    work: Path, busy: int, out: Path, loop: bool = True, budget: float | None = None
+) -> None:
     """Issue 57's must-show 1, written into `out` step by step (without `loop`, the starter's
-    first plan alone)."""
+    first plan alone; with `budget`, the 2-arm audit planned with that `--probe-budget`: 0
+    estimates all of it from the reference step, as a first plan does when the load leaves no
+    probe room)."""
     env = {**os.environ, "ARCHAUDIT_CACHE": str(work / "cache"), "PYTHONPATH": str(ROOT / "src")}
     shutil.rmtree(work / "cache", ignore_errors=True)  # a first plan: nothing measured yet
     procs = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(busy)]
@@ -288,8 +296,8 @@ def first_plan(work: Path, busy: int, out: Path, loop: bool = True) -> None:
         files = audit_files(work, quick=True)
         runs_dir = work / "loaded" / "two_arms"
         shutil.rmtree(runs_dir, ignore_errors=True)
-        result = measure(files["two_arms"], runs_dir, env)
-        record(out, "first_plan", {"two_arms": result})
+        result = measure(files["two_arms"], runs_dir, env, budget)
+        record(out, "first_plan", {"two_arms": result, "probe_budget": budget})
         print("two_arms", result, flush=True)
     finally:
         for proc in procs:
@@ -320,6 +328,11 @@ def main() -> None:
     parser.add_argument(
         "--no-loop", action="store_true", help="with --first-plan: the starter's plan alone"
     )
+    parser.add_argument(
+        "--probe-budget",
+        type=float,
+        help="with --first-plan: the 2-arm audit's plan --probe-budget (0: all from the reference)",
+    )
     args = parser.parse_args()
     if args.first_plan:
         out = args.out
@@ -331,7 +344,7 @@ def main() -> None:
             work.mkdir(parents=True, exist_ok=True)
             out.unlink(missing_ok=True)
             record(out, "machine", {"cpus": os.cpu_count()})
-            first_plan(work, load, out, loop=not args.no_loop)
+            first_plan(work, load, out, loop=not args.no_loop, budget=args.probe_budget)
         print(f"wrote {out}")
         return
     if args.examples:

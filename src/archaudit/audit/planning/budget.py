@@ -129,13 +129,14 @@ class ReferenceCosts:
     """A fresh interpreter importing what `run-one` imports (also the `run` command's own)."""
     server_start: float = 336.0
     """The warm server's preload, beyond a forked start."""
-    judgement: float = 2.0
+    judgement: float = 15.0
     """The loop's judgement between two rounds, with the next round's set-up (its run-to-run
-    work measured 0), on the loop probe's loss-only audit (1.7; the 2-arm audit with the demo
-    suite, at the reference step timed at its plan: 15)."""
-    finish: float = 750.0
-    """The last run's end to `run`'s exit: the last judgement, the verdict tables, the report
-    (the loop probe's audit, 752; the 2-arm audit, at its plan's reference: 300)."""
+    work measured 0): the median of three readings that differ by far, the loop probe's
+    loss-only audit run twice (1.7 and 69) and the 2-arm audit's own timeline at its plan's
+    reference step (15)."""
+    finish: float = 323.0
+    """The last run's end to `run`'s exit: the last judgement, the verdict tables, the report;
+    the median of the same three (752, 323 and 300)."""
     step: tuple[float, float] = (2.2, 1.14)
     """A training step: fixed (the optimizer, small kernels), and per GFLOP of the step
     (d48: 3.3 for 1.1 GFLOP; the starter's tiny 6.9 for 4.1, small 30.3 for 24.6)."""
