@@ -72,8 +72,14 @@ def starts() -> dict[str, float]:
     }
 
 
+BESIDE = 1
+"""Runs stepping beside the measured one (`probe.Neighbours`), as the audit's other worker steps
+beside each run on a 2-worker pool: the reference costs stand for a run among its peers."""
+
+
 def shape(audit: Path, scale: str, limits: tuple[int, int]) -> dict[str, float]:
-    """A scale's step, validation batch, save, and its suite at two limits (per item scored)."""
+    """A scale's step, validation batch, save, and its suite at two limits (per item scored),
+    `BESIDE` neighbours stepping the same shape."""
     from archaudit.audit.grid.plan import make_plan
     from archaudit.audit.planning import budget, probe
     from archaudit.audit.setup.spec import load_audit
@@ -82,17 +88,21 @@ def shape(audit: Path, scale: str, limits: tuple[int, int]) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         plan = make_plan(load_audit(audit, runs_dir=Path(tmp)))
     run = next(r for r in plan.runs if r.scale == scale)
-    parts = probe.measure_shape(run.model, run, 1, probe.Neighbours(0))
+    with probe.Neighbours(BESIDE) as neighbours:
+        parts = probe.measure_shape(run.model, run, 1, neighbours)
+        model, x = probe._training(run.model, run, 1)
+        tasks = len(load_suite(run.suite).tasks)
+        suites = {
+            limit: probe._suite_time(model.model, dataclass_with(run, limit), x.device).wall
+            for limit in limits
+        }
     values = {
         "step": parts.step.wall,
         "gflops_per_step": budget._flops_per_step(run) / 1e9,
         "val_batch": parts.val_batch.wall,
         "save": parts.save.wall,
     }
-    model, x = probe._training(run.model, run, 1)
-    tasks = len(load_suite(run.suite).tasks)
-    for limit in limits:
-        scored = probe._suite_time(model.model, dataclass_with(run, limit), x.device).wall
+    for limit, scored in suites.items():
         values[f"suite_at_{limit}"] = scored
     low, high = limits
     values["suite_per_item"] = (values[f"suite_at_{high}"] - values[f"suite_at_{low}"]) / (

@@ -116,12 +116,13 @@ def shape_from_flops(shape: ShapeCost, probed: RunSpec, run: RunSpec) -> ShapeCo
 @dataclass(frozen=True)
 class ReferenceCosts:
     """What no probe measured, in reference steps (`probe.reference_step`, 0.015-0.03 s on an
-    idle core of the development machine, 0.06-0.3 s at a load of 20): each part timed between
-    two reference steps, in the same breath, by `benchmarks/plan_parts.py` (2 cores at a load of
-    about 20, `benchmarks/plan_parts.json`; the audit's start, judgement and finish also from
-    the 2-arm audit's own timeline, `benchmarks/plan_load-first-parts.json`). A part that slows
-    with the load as the reference step does keeps its count at any load. They stand in only
-    until a probe measures the part on this machine (shown ≈)."""
+    idle core of the development machine, 0.05-0.3 s at a load of 20): each part timed between
+    two reference steps by `benchmarks/plan_parts.py` (2 cores at a load of 18-22,
+    `benchmarks/plan_parts.json`; the judgement and finish also from the 2-arm audit's own
+    timeline, `benchmarks/plan_load-first.json`). A part that slows with the load as the
+    reference step does keeps its count at any load; the readings of one part still differ by
+    up to 2x, as the reference step's own time moves by that much within a minute on a machine
+    others load. They stand in only until a probe measures the part on this machine (≈)."""
 
     warm_start: float = 13.5
     """A run forked from the warm server."""
@@ -137,18 +138,21 @@ class ReferenceCosts:
     finish: float = 323.0
     """The last run's end to `run`'s exit: the last judgement, the verdict tables, the report;
     the median of the same three (752, 323 and 300)."""
-    step: tuple[float, float] = (2.2, 1.14)
-    """A training step: fixed (the optimizer, small kernels), and per GFLOP of the step
-    (d48: 3.3 for 1.1 GFLOP; the starter's tiny 6.9 for 4.1, small 30.3 for 24.6)."""
-    val_share: float = 0.27
-    """A validation batch over a training step (0.24-0.30 at those three scales)."""
-    save: float = 4.0
-    """A checkpoint save (1.4-17.8 at those scales: a write, as fast as the disk is idle)."""
-    suite_per_item: tuple[float, float] = (0.07, 1.12)
+    step: tuple[float, float] = (1.68, 1.87)
+    """A training step: fixed (the optimizer, small kernels), and per GFLOP of the step; the
+    least-squares line through two readings at each of three scales, alone and beside a
+    neighbour stepping the same shape (d48, 1.1 GFLOP: 3.3 and 4.3; the starter's tiny, 4.1
+    GFLOP: 6.9 and 11.7; small, 24.6 GFLOP: 30.3 and 65.0)."""
+    val_share: float = 0.26
+    """A validation batch over a training step (0.21-0.30 in those six readings)."""
+    save: float = 5.0
+    """A checkpoint save (their median; 1.4-30: a write, as fast as the disk is idle)."""
+    suite_per_item: tuple[float, float] = (0.08, 1.77)
     """One item of the suite scored: fixed, and per GFLOP of its forward pass at most
     (`_forward_flops_per_item`: a context window at a third of the training FLOPs per token):
-    the demo suite's time at 20 and at 60-100 items per task, at those three scales (0.073,
-    0.117 and 0.357 per item at 0.012, 0.043 and 0.256 GFLOP)."""
+    the least-squares line through the demo suite's time per item (at 20 and at 60-100 items
+    per task) in the same six readings (0.073 and 0.102 at 0.012 GFLOP, 0.117 and 0.226 at
+    0.043, 0.357 and 0.704 at 0.256)."""
 
 
 REFERENCE_COSTS = ReferenceCosts()
