@@ -130,14 +130,19 @@ class ReferenceCosts:
     """A fresh interpreter importing what `run-one` imports (also the `run` command's own)."""
     server_start: float = 336.0
     """The warm server's preload, beyond a forked start."""
+    audit_start: float = 458.0
+    """The `run` command's start to its first run's (its interpreter, the plan, the warm
+    server's preload and first fork): the median of three 2-arm audits' own timelines, each
+    over the reference step timed at its plan (526, 458 and 374; `benchmarks/plan_load-first*.json`).
+    A cold start and a server's preload timed apart add to more (345 + 336): the server's
+    imports find the files the command's own imports just read."""
     judgement: float = 15.0
     """The loop's judgement between two rounds, with the next round's set-up (its run-to-run
-    work measured 0): the median of three readings that differ by far, the loop probe's
-    loss-only audit run twice (1.7 and 69) and the 2-arm audit's own timeline at its plan's
-    reference step (15)."""
-    finish: float = 323.0
-    """The last run's end to `run`'s exit: the last judgement, the verdict tables, the report;
-    the median of the same three (752, 323 and 300)."""
+    work measured 0): the median of five readings, the loop probe's loss-only audit run twice
+    (1.7 and 69) and the three 2-arm audits' timelines (15, 15 and 17)."""
+    finish: float = 409.0
+    """The last run's end to `run`'s exit (the last judgement, the verdict tables, the report):
+    the median of the same five (752, 323; 300, 547 and 409)."""
     step: tuple[float, float] = (1.68, 1.87)
     """A training step: fixed (the optimizer, small kernels), and per GFLOP of the step; the
     least-squares line through two readings at each of three scales, alone and beside a
@@ -174,9 +179,10 @@ def start_from_reference(ref: Timed, *, warm: bool) -> Timed:
 
 
 def audit_start_from_reference(ref: Timed, *, warm: bool) -> Timed:
-    """What an audit pays once beside its runs (`probe.audit_start`), from `ref`."""
+    """What an audit pays once beside its runs (`probe.audit_start`), from `ref`: a
+    warm-started audit's measured start, else the `run` command's cold start."""
     costs = REFERENCE_COSTS
-    return ref * (costs.cold_start + (costs.server_start if warm else 0.0))
+    return ref * (costs.audit_start if warm else costs.cold_start)
 
 
 def loop_from_reference(ref: Timed) -> LoopCost:
