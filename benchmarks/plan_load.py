@@ -14,7 +14,10 @@ With `--first-plan` (issue 57, must-show 1): `--load` busy processes (nice 0, st
 here) hold the machine at a load of about that many; in a fresh cache, `archaudit init
 my_audit.toml --arms suite:audit2026` then its first `plan` (its wall: the goal is 2 minutes,
 whatever the probe budget leaves estimated ≈), then the 2-arm `--until-settled` audit (`--quick`
-size) planned and run under the same load, its estimate against its measured wall (goal ±35%).
+size) planned and run under the same load, its estimate against its measured wall (goal ±35%),
+and under `parts` each part of the estimate beside what the run spent on it (`spent_parts`,
+`compared_parts`: the audit's start, a run, its training, the rounds, a judgement between
+rounds, the finish). `--load 0` adds no busy process: the machine as others load it.
 
 For each condition (idle, then `--load` busy processes that this benchmark starts and stops), each
 audit is planned (`plan --json`: its sequential estimate, the loop's expected runs at the

@@ -11,10 +11,11 @@ count of reference steps at any load. The parts: a run's cold start (a fresh int
 importing what `run-one` imports: also the `run` command's own), a warm server's preload, a
 forked warm start; at the 2-arm audit's d48 (`plan_load.py`'s, `--quick`) and at `init`'s
 starter's tiny and small scales, a training step, a validation batch, a checkpoint save and the
-demo suite at two limits (its cost per item scored); and the sequential loop on the probe's
-tiny audit (`probe.LOOP_PROBE_AUDIT`), its gaps between runs, between rounds (a judgement and
-the next round's set-up) and after its last run: the loop's end and the closing work of `run`
-(`report_findings` and the report), timed apart.
+demo suite at two limits (its cost per item scored), `BESIDE` neighbours stepping the same
+shape (the first readings in plan_parts.json, without `_beside`, had none); and the loop probe
+(`probe._loop_probe`: its tiny audit run by `archaudit run`), its gaps between runs, between
+rounds (a judgement and the next round's set-up) and after its last run (the finish: the last
+judgement, the tables, the report). `ReferenceCosts` names the readings each constant came from.
 """
 
 from __future__ import annotations

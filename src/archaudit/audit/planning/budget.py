@@ -133,9 +133,9 @@ class ReferenceCosts:
     audit_start: float = 458.0
     """The `run` command's start to its first run's (its interpreter, the plan, the warm
     server's preload and first fork): the median of three 2-arm audits' own timelines, each
-    over the reference step timed at its plan (526, 458 and 374; `benchmarks/plan_load-first*.json`).
-    A cold start and a server's preload timed apart add to more (345 + 336): the server's
-    imports find the files the command's own imports just read."""
+    over the reference step timed at its plan (526, 458 and 374;
+    `benchmarks/plan_load-first-*.json`). A cold start and a server's preload timed apart add
+    to more (345 + 336)."""
     judgement: float = 15.0
     """The loop's judgement between two rounds, with the next round's set-up (its run-to-run
     work measured 0): the median of five readings, the loop probe's loss-only audit run twice
