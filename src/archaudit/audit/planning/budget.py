@@ -119,7 +119,7 @@ class ReferenceCosts:
     idle core of the development machine, 0.05-0.3 s at a load of 20): each part timed between
     two reference steps by `benchmarks/plan_parts.py` (2 cores at a load of 18-22,
     `benchmarks/plan_parts.json`; the judgement and finish also from the 2-arm audit's own
-    timeline, `benchmarks/plan_load-first.json`). A part that slows with the load as the
+    timeline, `benchmarks/plan_load-first-*.json`). A part that slows with the load as the
     reference step does keeps its count at any load; the readings of one part still differ by
     up to 2x, as the reference step's own time moves by that much within a minute on a machine
     others load. They stand in only until a probe measures the part on this machine (≈)."""
