@@ -125,9 +125,10 @@ def loop() -> dict[str, float]:
     and after the last run (the finish: the last judgement, the tables, the report)."""
     from archaudit.audit.planning.probe import ZERO, _loop_probe
 
+    wall = time.perf_counter()
     gaps = _loop_probe("cpu", 1, ZERO)
     return {"run_gap": gaps["run"]["wall"], "judgement": gaps["round"]["wall"],
-            "finish": gaps["finish"]["wall"]}  # fmt: skip
+            "finish": gaps["finish"]["wall"], "probe": time.perf_counter() - wall}  # fmt: skip
 
 
 def main() -> None:

@@ -321,10 +321,11 @@ def test_the_loop_costs_come_from_a_sequential_audits_timeline(tmp_path: Path):
 def test_the_loop_probe_times_the_run_commands_end_apart_from_its_judgements(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ):
-    """The loop probe runs its tiny audit with `archaudit run` and reads the last run's end to
-    the command's exit as the finish (the last judgement, the tables, the report), apart from
-    the judgement between rounds: at a load of 20 a 2-arm audit's judgements took 4 s each and
-    its finish 81 s, and counting their mean every round missed both."""
+    """The loop probe plans its tiny audit (the loop's levels cached, as for an audit planned
+    before it runs), runs it with `archaudit run` and reads the last run's end to the command's
+    exit as the finish (the last judgement, the tables, the report), apart from the judgement
+    between rounds: at a load of 20 a 2-arm audit's judgements took 4 s each and its finish
+    81 s, and counting their mean every round missed both."""
     monkeypatch.setenv("ARCHAUDIT_CACHE", str(tmp_path / "cache"))
     commands: list[list[str]] = []
     real_run = probe.subprocess.run
@@ -335,7 +336,7 @@ def test_the_loop_probe_times_the_run_commands_end_apart_from_its_judgements(
 
     monkeypatch.setattr(probe.subprocess, "run", spied)
     measured = probe._loop_probe("cpu", 1, probe.ZERO)
-    assert [argv[3] for argv in commands] == ["run"]  # python -m archaudit.cli run ...
+    assert [argv[3] for argv in commands] == ["plan", "run"]  # python -m archaudit.cli ...
     assert set(measured) == {"run", "round", "finish"}
     assert measured["finish"]["wall"] > 0
     assert all(part["wall"] >= 0 for part in measured.values())

@@ -463,8 +463,9 @@ def _part(
 
 AUDIT_START_REFS = REFERENCE_COSTS.cold_start + REFERENCE_COSTS.server_start
 """The audit's start probe (a cold interpreter and a server's preload), in reference steps."""
-LOOP_REFS = 200.0
-"""The loop probe (a tiny sequential audit of 5 runs in 2 rounds), in reference steps."""
+LOOP_REFS = 1100.0
+"""The loop probe (its tiny audit planned, then run: 5 runs in 2 rounds, the report), in
+reference steps: 75.5 s at 0.069 s a step at a load of 13 (`benchmarks/plan_parts.json`)."""
 PAIR_START_REFS = 40.0
 """A probed pair's fixed cost (building the model and its optimizer, a neighbour's start,
 the checkpoint and the suite of a whole shape), in reference steps (`probe.reference_step`)."""

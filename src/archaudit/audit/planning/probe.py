@@ -711,17 +711,19 @@ def loop_cost(device: str, threads: int, *, warm: bool, measure: bool = True) ->
 
 
 def _loop_probe(device: str, threads: int, start: Timed) -> dict[str, Any]:
-    """Run the probe's audit with `archaudit run` in a temporary folder, quietly, and read its
-    timeline; the gaps' CPU is the command's (and its runs') CPU share of its wall time."""
+    """Plan the probe's audit (untimed: `plan --until-settled` leaves the loop's calibrated
+    levels in the cache for `run`, as it does for the audit planned; without it the probe's
+    first judgement simulated them, 4-5 s where the planned audit's took 0.7-1.1 s), run it with
+    `archaudit run` in a temporary folder, quietly, and read its timeline; the gaps' CPU is the
+    command's (and its runs') CPU share of its wall time."""
     with tempfile.TemporaryDirectory(prefix="archaudit-loop-") as tmp:
         path = Path(tmp) / "loop_probe.toml"
         path.write_text(LOOP_PROBE_AUDIT.format(device=device, threads=max(threads, 1)))
-        argv = cli_command("run", str(path), "--runs-dir", tmp, "--quiet", "--json")
+        common = (str(path), "--runs-dir", tmp, "--quiet")
+        _command(cli_command("plan", *common, "--no-probe", "--until-settled"))
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         wall = time.perf_counter()
-        done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=PIPE, text=True)
-        if done.returncode:
-            raise RuntimeError(f"plan: the loop probe's audit failed: {done.stderr[-2000:]}")
+        _command(cli_command("run", *common, "--json"))
         ended, wall = time.time(), time.perf_counter() - wall
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         gaps = loop_gaps(Path(tmp) / "loop_probe", ended)
@@ -733,6 +735,13 @@ def _loop_probe(device: str, threads: int, start: Timed) -> dict[str, Any]:
         "round": dataclasses.asdict(Timed(gaps.round, gaps.round * share)),
         "finish": dataclasses.asdict(Timed(gaps.finish, gaps.finish * share)),
     }
+
+
+def _command(argv: list[str]) -> None:
+    """Run one of the loop probe's commands, its output dropped; RuntimeError with its error."""
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=PIPE, text=True)
+    if done.returncode:
+        raise RuntimeError(f"plan: the loop probe's audit failed: {done.stderr[-2000:]}")
 
 
 @dataclass(frozen=True)
