@@ -7,14 +7,17 @@ starter (fixed designs), each with its tokens divided (below) to fit a 10-minute
     python benchmarks/plan_load.py [--quick] [--load 4] [--out benchmarks/plan_load.json]
                                    [--audits demo_small,two_arms] [--conditions idle,loaded]
     python benchmarks/plan_load.py --examples [--quick]   # idle; plan_load-examples.json
-    python benchmarks/plan_load.py --first-plan [--load 8] [--no-loop]   # issue 57;
-                                                            # plan_load-first.json
+    python benchmarks/plan_load.py --first-plan [--load 8] [--no-loop] [--probe-budget 0]
+                                                            # issue 57; plan_load-first.json
 
 With `--first-plan` (issue 57, must-show 1): `--load` busy processes (nice 0, started and stopped
 here) hold the machine at a load of about that many; in a fresh cache, `archaudit init
 my_audit.toml --arms suite:audit2026` then its first `plan` (its wall: the goal is 2 minutes,
 whatever the probe budget leaves estimated ≈), then the 2-arm `--until-settled` audit (`--quick`
-size) planned and run under the same load, its estimate against its measured wall (goal ±35%).
+size) planned and run under the same load, its estimate against its measured wall (goal ±35%),
+and under `parts` each part of the estimate beside what the run spent on it (`spent_parts`,
+`compared_parts`: the audit's start, a run, its training, the rounds, a judgement between
+rounds, the finish). `--load 0` adds no busy process: the machine as others load it.
 
 For each condition (idle, then `--load` busy processes that this benchmark starts and stops), each
 audit is planned (`plan --json`: its sequential estimate, the loop's expected runs at the
@@ -105,18 +108,25 @@ def cli(args: list[str], env: dict[str, str]) -> tuple[str, float]:
     return done.stdout, time.perf_counter() - start
 
 
-def measure(audit: Path, runs_dir: Path, env: dict[str, str]) -> dict[str, object]:
-    """Plan the audit (until settled when it is sequential), run it, and compare."""
+def measure(
+    audit: Path, runs_dir: Path, env: dict[str, str], budget: float | None = None
+) -> dict[str, object]:
+    """Plan the audit (until settled when it is sequential; with `budget`, that
+    `--probe-budget`), run it, and compare."""
     common = ["--runs-dir", str(runs_dir)]
     common += ["--until-settled"] if 'policy = "sequential"' in audit.read_text() else []
-    planned, plan_wall = cli(["plan", str(audit), *common, "--json"], env)
+    budgeted = [] if budget is None else ["--probe-budget", f"{budget:g}"]
+    planned, plan_wall = cli(["plan", str(audit), *common, *budgeted, "--json"], env)
     summary = json.loads(planned)
     loop = planned_loop(summary)
+    started = time.time()
     ran, wall = cli(["run", str(audit), *common, "--json", "--quiet"], env)
     done = json.loads(ran)
     runs = done["sequential"]["runs"] if "sequential" in done else summary["total_runs"]
     per_run = loop["wall_s"] / loop["expected_runs"]
+    spent = spent_parts(runs_dir / audit.stem, started, time.time())
     return {
+        "parts": compared_parts(summary, loop, spent),
         "train_ratio_by_arm": train_ratios(summary, runs_dir / audit.stem),
         "plan_s": round(plan_wall, 1),
         "estimate_s": round(loop["wall_s"], 1),
@@ -134,6 +144,68 @@ def measure(audit: Path, runs_dir: Path, env: dict[str, str]) -> dict[str, objec
         "speed_range": summary["speed_range"],
         "uptime_after": uptime(),
     }
+
+
+def spent_parts(audit_dir: Path, started: float, ended: float) -> dict[str, float]:
+    """What the run spent, part by part, from its records: the audit's start (the command's
+    start to its first run's), a run's mean wall (its first attempt's start to its DONE) and
+    training (tokens over the trainer's tokens/s), the rounds, the mean gap between a round's
+    last run and the next round's first (a judgement, with the next round's set-up) and the
+    last run's end to the command's end (the last judgement and the tables)."""
+    from archaudit.audit.execute.sequential import read_rounds
+
+    later = {(s.arm, s.scale, s.seed): r.index + 1 for r in read_rounds(audit_dir) for s in r.added}
+    rows = []
+    for done in sorted(audit_dir.glob("*/*/seed-*/DONE")):
+        arm, scale, seed = done.parent.relative_to(audit_dir).parts
+        first = json.loads((done.parent / "attempts.jsonl").read_text().splitlines()[0])
+        train = json.loads((done.parent / "train.json").read_text())
+        index = later.get((arm, scale, int(seed.removeprefix("seed-"))), 1)
+        finished = json.loads(done.read_text())["finished"]
+        rows.append((first["started"], finished, index, train["tokens"] / train["tokens_per_s"]))
+    rounds = sorted({row[2] for row in rows})
+    ends = {k: max(r[1] for r in rows if r[2] == k) for k in rounds}
+    starts = {k: min(r[0] for r in rows if r[2] == k) for k in rounds}
+    gaps = [starts[k] - ends[k - 1] for k in rounds[1:]]
+    return {
+        "audit_start_s": min(r[0] for r in rows) - started,
+        "run_s": sum(r[1] - r[0] for r in rows) / len(rows),
+        "train_s": sum(r[3] for r in rows) / len(rows),
+        "rounds": len(rounds),
+        "judgement_s": sum(gaps) / max(len(gaps), 1),
+        "tail_s": ended - max(r[1] for r in rows),
+        "round_wall_s": [round(ends[k] - starts[k], 1) for k in rounds],
+    }
+
+
+def compared_parts(
+    summary: dict[str, Any], loop: dict[str, Any], spent: dict[str, Any]
+) -> dict[str, Any]:
+    """Each part of the estimate beside what the run spent on it (`spent_parts`)."""
+    seconds = [run["seconds"] for run in summary["runs"]]
+    train = [run["train_seconds"] for run in summary["runs"]]
+    planned = {
+        "audit_start_s": summary["audit_start_s"],
+        "run_s": sum(seconds) / len(seconds),
+        "train_s": sum(train) / len(train),
+        "rounds": loop.get("expected_rounds"),
+        "judgement_s": summary["round_overhead_s"],
+        "tail_s": summary.get("finish_s"),
+        "approx_runs": summary.get("approx_runs"),
+        "overheads_approx": summary.get("overheads_approx"),
+    }
+    out: dict[str, Any] = {"spent": {k: _round(v) for k, v in spent.items()}}
+    out["planned"] = {k: _round(v) for k, v in planned.items()}
+    out["spent_over_planned"] = {
+        k: round(spent[k] / v, 3)
+        for k, v in planned.items()
+        if k in spent and isinstance(v, float | int) and not isinstance(v, bool) and v
+    }
+    return out
+
+
+def _round(value: Any) -> Any:
+    return round(value, 2) if isinstance(value, float) else value
 
 
 def planned_loop(summary: dict[str, Any]) -> dict[str, Any]:
@@ -198,9 +270,13 @@ def record(out: Path, name: str, values: dict[str, object]) -> None:
     out.write_text(json.dumps(results, indent=1) + "\n")
 
 
-def first_plan(work: Path, busy: int, out: Path, loop: bool = True) -> None:
+def first_plan(
+    work: Path, busy: int, out: Path, loop: bool = True, budget: float | None = None
+) -> None:
     """Issue 57's must-show 1, written into `out` step by step (without `loop`, the starter's
-    first plan alone)."""
+    first plan alone; with `budget`, the 2-arm audit planned with that `--probe-budget`: 0
+    estimates all of it from the reference step, as a first plan does when the load leaves no
+    probe room)."""
     env = {**os.environ, "ARCHAUDIT_CACHE": str(work / "cache"), "PYTHONPATH": str(ROOT / "src")}
     shutil.rmtree(work / "cache", ignore_errors=True)  # a first plan: nothing measured yet
     procs = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(busy)]
@@ -223,8 +299,8 @@ def first_plan(work: Path, busy: int, out: Path, loop: bool = True) -> None:
         files = audit_files(work, quick=True)
         runs_dir = work / "loaded" / "two_arms"
         shutil.rmtree(runs_dir, ignore_errors=True)
-        result = measure(files["two_arms"], runs_dir, env)
-        record(out, "first_plan", {"two_arms": result})
+        result = measure(files["two_arms"], runs_dir, env, budget)
+        record(out, "first_plan", {"two_arms": result, "probe_budget": budget})
         print("two_arms", result, flush=True)
     finally:
         for proc in procs:
@@ -255,6 +331,11 @@ def main() -> None:
     parser.add_argument(
         "--no-loop", action="store_true", help="with --first-plan: the starter's plan alone"
     )
+    parser.add_argument(
+        "--probe-budget",
+        type=float,
+        help="with --first-plan: the 2-arm audit's plan --probe-budget (0: all from the reference)",
+    )
     args = parser.parse_args()
     if args.first_plan:
         out = args.out
@@ -266,7 +347,7 @@ def main() -> None:
             work.mkdir(parents=True, exist_ok=True)
             out.unlink(missing_ok=True)
             record(out, "machine", {"cpus": os.cpu_count()})
-            first_plan(work, load, out, loop=not args.no_loop)
+            first_plan(work, load, out, loop=not args.no_loop, budget=args.probe_budget)
         print(f"wrote {out}")
         return
     if args.examples:

@@ -143,7 +143,7 @@ def test_plan_json_lists_runs_and_writes_nothing(
     from archaudit.audit.planning import estimate
     from archaudit.audit.planning.probe import LoopCost, Timed
 
-    loop = LoopCost(run=Timed(0.5, 0.25), round=Timed(2.0, 1.0))  # its probe runs an audit
+    loop = LoopCost(Timed(0.5, 0.25), Timed(2.0, 1.0), Timed(6.0, 3.0))  # its probe runs an audit
     monkeypatch.setattr(estimate, "loop_cost", lambda *args, **kwargs: loop)
     path = write_audit(arms=["qk_norm", "geglu"], executor={"workers": 1})  # no neighbour
     result = CliRunner().invoke(app, ["plan", str(path), "--json"])
@@ -153,6 +153,7 @@ def test_plan_json_lists_runs_and_writes_nothing(
     assert all(r["train_seconds"] > 0 and r["params"] > 0 for r in summary["runs"])
     assert summary["estimated_wall_s"] > 0
     assert (summary["run_overhead_s"], summary["round_overhead_s"]) == (0.5, 2.0)
+    assert summary["finish_s"] == 6.0
     assert not (tmp_path / "runs").exists()
 
 

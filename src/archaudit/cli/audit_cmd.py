@@ -246,14 +246,17 @@ def plan(
 
 def _loop_costs(summary: PlanSummary) -> str:
     """ "; counted beside the runs: the audit's start 4.1 s, 0.3 s of the coordinator's work
-    per run and 1.9 s per judgement (measured here)" ("" without the probe)."""
+    per run, 1.9 s per judgement between rounds and 6.0 s at its end (measured here)" ("" without
+    the probe)."""
     if summary.run_overhead_s is None or summary.round_overhead_s is None:
         return ""
     how = "≈: estimated from the reference step" if summary.overheads_approx else "measured here"
     return (
         f"; counted beside the runs: the audit's start {summary.audit_start_s or 0.0:.1f} s, "
         f"{summary.run_overhead_s:.1f} s of the coordinator's work per run and "
-        f"{summary.round_overhead_s:.1f} s per judgement (one per round; {how})"
+        f"{summary.round_overhead_s:.1f} s per judgement between rounds and "
+        f"{summary.finish_s or 0.0:.1f} s at its end (the last judgement, the tables and the "
+        f"report; {how})"
     )
 
 
@@ -308,7 +311,11 @@ def _sequential_estimate(
         speed_range=summary.speed_range or (1.0, 1.0),
         workers=summary.workers,
         audit_start_s=summary.audit_start_s or 0.0,
-        loop=(summary.run_overhead_s or 0.0, summary.round_overhead_s or 0.0),
+        loop=(
+            summary.run_overhead_s or 0.0,
+            summary.round_overhead_s or 0.0,
+            summary.finish_s or 0.0,
+        ),
     )
 
 

@@ -17,7 +17,8 @@ and the first scale alone (19 CPU-seconds, 262 s of wall at a load of 19, issue 
 starts only when its estimated time (in reference steps timed now, so longer on a loaded
 machine) fits in what is left. What no probe measured is estimated from the reference
 step timed now (`from_reference`): a run's start, the audit's start, the loop's judgement and a
-scale's parts in reference steps (`REFERENCE_COSTS`), marked ≈ like the rest.
+scale's parts in reference steps (`REFERENCE_COSTS`, each measured in reference steps at a
+load of about 20: `benchmarks/plan_parts.py`), marked ≈ like the rest.
 """
 
 from __future__ import annotations
@@ -70,6 +71,27 @@ def _flops_per_step(run: RunSpec) -> float:
     return flops * run.recipe.batch_tokens
 
 
+def _forward_flops_per_item(run: RunSpec) -> float:
+    """One suite item's forward pass at most: a context window's tokens at a third of the
+    training FLOPs per token (forward, no backward)."""
+    from archaudit.audit.grid.plan import model_sizes
+    from archaudit.model import training_flops_per_token
+
+    flops = training_flops_per_token(run.model, model_sizes(run.model)[1])
+    return flops / 3 * run.model.context_length
+
+
+def suite_items(run: RunSpec) -> int:
+    """The items `run`'s suite scores: each task's limit (the run's `eval.limit` when set)."""
+    from archaudit.audit.planning.probe import SUITE_PROBE_ITEMS
+    from archaudit.evals.suites import load_suite
+
+    if not run.suite:
+        return 0
+    tasks = load_suite(run.suite).tasks
+    return sum(run.eval_limit or spec.limit or SUITE_PROBE_ITEMS for spec in tasks)
+
+
 def step_ratio_from_flops(run: RunSpec, probed: RunSpec) -> float:
     """`run`'s training step over `probed`'s (same scale), estimated by their FLOPs per step."""
     return _flops_per_step(run) / _flops_per_step(probed)
@@ -93,27 +115,49 @@ def shape_from_flops(shape: ShapeCost, probed: RunSpec, run: RunSpec) -> ShapeCo
 
 @dataclass(frozen=True)
 class ReferenceCosts:
-    """What no probe measured, in reference steps (`probe.reference_step`, about 0.016 s on an
-    idle core of the development machine): the medians of that machine's probe entries, each
-    stored beside its own reference (2 cores, idle, 2026-12-06; the starter's tiny and small
-    scales). They stand in only until a probe measures the part on this machine (shown ≈)."""
+    """What no probe measured, in reference steps (`probe.reference_step`, 0.015-0.03 s on an
+    idle core of the development machine, 0.05-0.3 s at a load of 20): each part timed between
+    two reference steps by `benchmarks/plan_parts.py` (2 cores at a load of 18-22,
+    `benchmarks/plan_parts.json`; the judgement and finish also from the 2-arm audit's own
+    timeline, `benchmarks/plan_load-first-*.json`). A part that slows with the load as the
+    reference step does keeps its count at any load; the readings of one part still differ by
+    up to 2x, as the reference step's own time moves by that much within a minute on a machine
+    others load. They stand in only until a probe measures the part on this machine (≈)."""
 
-    warm_start: float = 11.0
+    warm_start: float = 13.5
     """A run forked from the warm server."""
-    cold_start: float = 300.0
+    cold_start: float = 345.0
     """A fresh interpreter importing what `run-one` imports (also the `run` command's own)."""
-    server_start: float = 430.0
+    server_start: float = 336.0
     """The warm server's preload, beyond a forked start."""
-    judgement: float = 170.0
-    """The loop's judgement between rounds (its run-to-run work measured 0)."""
-    step_per_gflop: float = 2.7
-    """A training step (beside the audit's other workers) per GFLOP of the step."""
-    val_share: float = 0.4
-    """A validation batch over a training step."""
-    save: float = 15.0
-    """A checkpoint save."""
-    suite: tuple[float, float] = (184.0, 33.6)
-    """The built-in demo suite: fixed, and per GFLOP of the scale's training step."""
+    audit_start: float = 458.0
+    """The `run` command's start to its first run's (its interpreter, the plan, the warm
+    server's preload and first fork): the median of three 2-arm audits' own timelines, each
+    over the reference step timed at its plan (526, 458 and 374;
+    `benchmarks/plan_load-first-*.json`). A cold start and a server's preload timed apart add
+    to more (345 + 336)."""
+    judgement: float = 15.0
+    """The loop's judgement between two rounds, with the next round's set-up (its run-to-run
+    work measured 0): the median of five readings, the loop probe's loss-only audit run twice
+    (1.7 and 69) and the three 2-arm audits' timelines (15, 15 and 17)."""
+    finish: float = 409.0
+    """The last run's end to `run`'s exit (the last judgement, the verdict tables, the report):
+    the median of the same five (752, 323; 300, 547 and 409)."""
+    step: tuple[float, float] = (1.68, 1.87)
+    """A training step: fixed (the optimizer, small kernels), and per GFLOP of the step; the
+    least-squares line through two readings at each of three scales, alone and beside a
+    neighbour stepping the same shape (d48, 1.1 GFLOP: 3.3 and 4.3; the starter's tiny, 4.1
+    GFLOP: 6.9 and 11.7; small, 24.6 GFLOP: 30.3 and 65.0)."""
+    val_share: float = 0.26
+    """A validation batch over a training step (0.21-0.30 in those six readings)."""
+    save: float = 5.0
+    """A checkpoint save (their median; 1.4-30: a write, as fast as the disk is idle)."""
+    suite_per_item: tuple[float, float] = (0.08, 1.77)
+    """One item of the suite scored: fixed, and per GFLOP of its forward pass at most
+    (`_forward_flops_per_item`: a context window at a third of the training FLOPs per token):
+    the least-squares line through the demo suite's time per item (at 20 and at 60-100 items
+    per task) in the same six readings (0.073 and 0.102 at 0.012 GFLOP, 0.117 and 0.226 at
+    0.043, 0.357 and 0.704 at 0.256)."""
 
 
 REFERENCE_COSTS = ReferenceCosts()
@@ -135,16 +179,26 @@ def start_from_reference(ref: Timed, *, warm: bool) -> Timed:
 
 
 def audit_start_from_reference(ref: Timed, *, warm: bool) -> Timed:
-    """What an audit pays once beside its runs (`probe.audit_start`), from `ref`."""
+    """What an audit pays once beside its runs (`probe.audit_start`), from `ref`: a
+    warm-started audit's measured start, else the `run` command's cold start."""
     costs = REFERENCE_COSTS
-    return ref * (costs.cold_start + (costs.server_start if warm else 0.0))
+    return ref * (costs.audit_start if warm else costs.cold_start)
 
 
 def loop_from_reference(ref: Timed) -> LoopCost:
-    """The local loop's costs per run and per round (`probe.loop_cost`), from `ref`."""
+    """The local loop's costs per run, per round and at its end (`probe.loop_cost`), from
+    `ref`."""
     from archaudit.audit.planning.probe import ZERO, LoopCost
 
-    return LoopCost(ZERO, ref * REFERENCE_COSTS.judgement)
+    costs = REFERENCE_COSTS
+    return LoopCost(ZERO, ref * costs.judgement, ref * costs.finish)
+
+
+def suite_from_reference(run: RunSpec, ref: Timed) -> Timed:
+    """`run`'s suite from `ref`: its items (`suite_items`) at `ReferenceCosts.suite_per_item`."""
+    fixed, per_gflop = REFERENCE_COSTS.suite_per_item
+    per_item = fixed + per_gflop * _forward_flops_per_item(run) / 1e9
+    return ref * (suite_items(run) * per_item)
 
 
 def shape_from_reference(run: RunSpec, ref: Timed) -> ShapeCost:
@@ -153,10 +207,9 @@ def shape_from_reference(run: RunSpec, ref: Timed) -> ShapeCost:
     from archaudit.audit.planning.probe import ZERO, ShapeCost
 
     costs = REFERENCE_COSTS
-    gflops = _flops_per_step(run) / 1e9
-    step = ref * (costs.step_per_gflop * gflops)
-    fixed, per_gflop = costs.suite
-    suite = ref * (fixed + per_gflop * gflops) if run.suite else ZERO
+    fixed, per_gflop = costs.step
+    step = ref * (fixed + per_gflop * _flops_per_step(run) / 1e9)
+    suite = suite_from_reference(run, ref) if run.suite else ZERO
     return ShapeCost(step, ZERO, step * costs.val_share, ref * costs.save, suite)
 
 

@@ -196,6 +196,9 @@ class PlanSummary:
     judgement (`probe.loop_cost`, local executor), both in `estimated_wall_s` and the loop's
     wall; None without the probe or off the local executor."""
     round_overhead_s: float | None = None
+    finish_s: float | None = None
+    """The last run's end to `run`'s exit, once (`probe.loop_cost`: the last judgement, the
+    verdict tables, the report), in `estimated_wall_s` and the loop's wall; None as above."""
     probe_budget_s: float | None = None
     """The probe's budget (`--probe-budget`); None without the probe."""
     overheads_approx: bool = False
@@ -245,6 +248,7 @@ class PlanSummary:
             "audit_start_cpu_s": self.audit_start_cpu_s,
             "run_overhead_s": self.run_overhead_s,
             "round_overhead_s": self.round_overhead_s,
+            "finish_s": self.finish_s,
             "probe_budget_s": self.probe_budget_s,
             "approx_runs": self.approx_runs,
             "overheads_approx": self.overheads_approx,
@@ -270,6 +274,7 @@ class PlanSummary:
             audit_start_cpu_s=data.get("audit_start_cpu_s"),
             run_overhead_s=data.get("run_overhead_s"),
             round_overhead_s=data.get("round_overhead_s"),
+            finish_s=data.get("finish_s"),
             probe_budget_s=data.get("probe_budget_s"),
             overheads_approx=bool(data.get("overheads_approx", False)),
         )
@@ -469,8 +474,9 @@ def _part(
 
 AUDIT_START_REFS = REFERENCE_COSTS.cold_start + REFERENCE_COSTS.server_start
 """The audit's start probe (a cold interpreter and a server's preload), in reference steps."""
-LOOP_REFS = 200.0
-"""The loop probe (a tiny sequential audit of 5 runs in 2 rounds), in reference steps."""
+LOOP_REFS = 1100.0
+"""The loop probe (its tiny audit planned, then run: 5 runs in 2 rounds, the report), in
+reference steps: 75.5 s at 0.069 s a step at a load of 13 (`benchmarks/plan_parts.json`)."""
 PAIR_START_REFS = 40.0
 """A probed pair's fixed cost (building the model and its optimizer, a neighbour's start,
 the checkpoint and the suite of a whole shape), in reference steps (`probe.reference_step`)."""
@@ -618,6 +624,7 @@ def plan_summary(
         0.0 if start is None else start.wall,
         0.0 if costs_between is None else costs_between.run.wall,
         0.0 if costs_between is None else costs_between.round.wall,
+        0.0 if costs_between is None else costs_between.finish.wall,
     )
     return PlanSummary(
         audit=plan.spec.name,
@@ -631,6 +638,7 @@ def plan_summary(
         audit_start_cpu_s=None if start is None else start.cpu,
         run_overhead_s=None if costs_between is None else costs_between.run.wall,
         round_overhead_s=None if costs_between is None else costs_between.round.wall,
+        finish_s=None if costs_between is None else costs_between.finish.wall,
         probe_budget_s=probe_budget if probe else None,
         overheads_approx=found.approx,
     )
@@ -678,17 +686,18 @@ class _Overheads:
 
 def _fixed_wall_s(seconds: Sequence[float], pace: Pace) -> float:
     """The audit's start, then every run's seconds and its coordinator's work over the
-    workers, then one judgement."""
+    workers, then the finish (its one judgement, the tables, the report)."""
     runs = sum(seconds) + len(seconds) * pace.run_overhead_s
-    return pace.audit_start_s + runs / max(pace.workers, 1) + pace.round_overhead_s
+    return pace.audit_start_s + runs / max(pace.workers, 1) + pace.finish_s
 
 
 def time_left(audit_dir: Path, statuses: Sequence[RunStatus]) -> float | None:
     """Wall seconds until the audit finishes, from `plan`'s model and its cached probes (None
     without the audit file or a probe): each unfinished run's time, less the share of its steps
-    already trained, and the coordinator's work per run, over the executor's workers, then a
-    judgement (`probe.loop_cost`, when cached); in a sequential audit whose loop has not ended,
-    also the rounds still expected (`later_rounds`: issue 57, "about 3.3 min left" while 16 more
+    already trained, and the coordinator's work per run, over the executor's workers, then the
+    finish (`probe.loop_cost`, when cached: the last judgement, the tables, the report); in a
+    sequential audit whose loop has not ended, also the rounds still expected, each after a
+    judgement (`later_rounds`: issue 57, "about 3.3 min left" while 16 more
     minutes of later rounds ran)."""
     from archaudit.audit.grid.plan import make_plan
     from archaudit.audit.launcher.executors import LocalExecutor, make_executor
@@ -715,7 +724,8 @@ def time_left(audit_dir: Path, statuses: Sequence[RunStatus]) -> float | None:
             return None
         if status.state != "done":
             left += seconds * (1 - status.step / max(status.spec.recipe.steps, 1)) + per_run
-    left = left / max(pool.workers, 1) + (0.0 if loop is None else loop.round.wall)
+    finish = 0.0 if loop is None else loop.finish.wall
+    left = left / max(pool.workers, 1) + finish
     if not looping:
         return left
     known = [s for s in by_arm.values() if s is not None]
@@ -725,7 +735,7 @@ def time_left(audit_dir: Path, statuses: Sequence[RunStatus]) -> float | None:
         0.0,
         per_run,
         0.0 if loop is None else loop.round.wall,
-    )
+    )  # no finish: counted once, above
     return left + later_rounds(plan, audit_dir, len(statuses), pace)
 
 
@@ -747,7 +757,9 @@ def _loop_running(audit_dir: Path, record: dict[str, Any], runs: int) -> bool:
 def later_rounds(plan: Plan, audit_dir: Path, runs: int, pace: Pace) -> float:
     """The wall time of the loop's rounds after the current one, as `plan --until-settled`
     expects them with no effect known (`expected_loop`): the runs past the `runs` the audit
-    holds now, in the rounds past those published, each wave `pace` long."""
+    holds now, in the rounds past those published, each wave `pace` long and each round after
+    a judgement (`plan`'s count: a judgement between two rounds, the finish once, in
+    `time_left`)."""
     from archaudit.audit.execute.sequential import read_rounds
 
     expected_runs, expected_rounds = expected_loop(plan)
@@ -755,7 +767,9 @@ def later_rounds(plan: Plan, audit_dir: Path, runs: int, pace: Pace) -> float:
     more = expected_runs - runs
     if more <= 0 or rounds <= 0:
         return 0.0
-    return _wall_s(more, max(rounds, 1.0), pace) or 0.0
+    waves = dataclasses.replace(pace, audit_start_s=0.0, round_overhead_s=0.0, finish_s=0.0)
+    judgements = rounds * pace.round_overhead_s  # each later round waits for one
+    return (_wall_s(more, max(rounds, 1.0), waves) or 0.0) + judgements
 
 
 def expected_loop(plan: Plan) -> tuple[float, float]:
@@ -788,7 +802,7 @@ def sequential_estimate(
     audits: int | None = None,
     seed: int = 0,
     audit_start_s: float = 0.0,
-    loop: tuple[float, float] = (0.0, 0.0),
+    loop: tuple[float, float, float] = (0.0, 0.0, 0.0),
 ) -> SequentialEstimate:
     """Expected runs (and wall time) of `run --until-settled` next to the fixed design with the
     same power, from simulations of the closed loop per (baseline, scale) family.
@@ -799,7 +813,8 @@ def sequential_estimate(
     from null to its family's loop MDE (`prior_loop`: the mean and range over that spread and
     the loop's randomness). The wall time's range: the runs' range at `speed_range` times
     `seconds_per_run`; both add `audit_start_s`, what the audit pays once beside its runs,
-    and `loop`'s (seconds per run, per round) of the coordinator's work (`probe.loop_cost`).
+    and `loop`'s (seconds per run, per judgement between rounds, at the end) of the
+    coordinator's work (`probe.loop_cost`).
     """
     from archaudit.audit.execute.sequential import (
         families,
@@ -891,14 +906,15 @@ def _prior_cost(rule: SequentialRule, arms: int, top: float, audits: int, seed: 
 @dataclass(frozen=True)
 class Pace:
     """How fast runs go: each `seconds_per_run` (None without the probe) and the coordinator's
-    `run_overhead_s`, `workers` at a time, after `audit_start_s` paid once; each round's
-    judgement `round_overhead_s` (`probe.loop_cost`)."""
+    `run_overhead_s`, `workers` at a time, after `audit_start_s` paid once; each judgement
+    between rounds `round_overhead_s`, and `finish_s` after the last run (`probe.loop_cost`)."""
 
     seconds_per_run: float | None
     workers: int
     audit_start_s: float
     run_overhead_s: float = 0.0
     round_overhead_s: float = 0.0
+    finish_s: float = 0.0
 
 
 def _loop_cost(
@@ -989,12 +1005,14 @@ def _family_cost(
 
 def _wall_s(runs: float, rounds: float, pace: Pace, speed: float = 1.0) -> float | None:
     """Each round's runs go out in waves of `workers`, and a round ends with its last wave
-    and its judgement (the next round's seeds depend on its verdicts): rounds × ⌈runs per
-    round / workers⌉ runs long, each `seconds_per_run` and the coordinator's work, plus a
-    judgement per round, after the audit's start, all × `speed`."""
+    and, but for the last, its judgement (the next round's seeds depend on its verdicts):
+    rounds × ⌈runs per round / workers⌉ runs long, each `seconds_per_run` and the
+    coordinator's work, a judgement between two rounds, after the audit's start and before
+    its finish, all × `speed`."""
     if pace.seconds_per_run is None:
         return None
     rounds = max(rounds, 1.0)
     waves = rounds * math.ceil(runs / rounds / max(pace.workers, 1) - 1e-9)
     each = pace.seconds_per_run + pace.run_overhead_s
-    return (pace.audit_start_s + waves * each + rounds * pace.round_overhead_s) * speed
+    judgements = (rounds - 1) * pace.round_overhead_s
+    return (pace.audit_start_s + waves * each + judgements + pace.finish_s) * speed

@@ -686,58 +686,79 @@ and between rounds."""
 class LoopCost:
     """What the local executor's loop costs beside its runs' own time: `run`, each run's
     coordinator work (its exit noticed, its record written, the next one dispatched) less the
-    start-up the run's estimate counts already; `round`, each judgement between rounds (and the
-    last one) with the next round's set-up."""
+    start-up the run's estimate counts already; `round`, each judgement between two rounds with
+    the next round's set-up; `finish`, the last run's end to the `run` command's exit, once per
+    audit: the last judgement, the verdict tables and the report (issue 57: 81 s of a 496 s
+    2-arm audit at a load of 20, where each judgement between rounds took 4 s)."""
 
     run: Timed
     round: Timed
+    finish: Timed
 
 
 def loop_cost(device: str, threads: int, *, warm: bool, measure: bool = True) -> LoopCost | None:
     """The local loop's fixed costs, from the timestamps of a tiny sequential audit run here
-    (`LOOP_PROBE_AUDIT`), cached like a shape (None when not cached and not `measure`)."""
+    by the `run` command (`LOOP_PROBE_AUDIT`), cached like a shape (None when not cached and
+    not `measure`)."""
     start = startup(device, threads, warm=warm, measure=measure)
     key = {"machine": machine(device, threads), "imports": COLD_START, "part": "loop"}
     key["start"] = "warm" if warm else "cold"
     probe = lambda: _loop_probe(device, threads, start or ZERO)  # noqa: E731
     value = cached(key, "the loop's costs between runs and rounds", probe if measure else None)
-    return None if value is None else LoopCost(Timed(**value["run"]), Timed(**value["round"]))
+    if value is None:
+        return None
+    return LoopCost(*(Timed(**value[name]) for name in ("run", "round", "finish")))
 
 
 def _loop_probe(device: str, threads: int, start: Timed) -> dict[str, Any]:
-    """Run the probe's audit in a temporary folder, quietly, and read its timeline: the
-    coordinator's CPU spread over its gaps by their wall time."""
-    from archaudit import progress
-    from archaudit.audit.execute.sequential import run_until_settled
-    from archaudit.audit.grid.plan import make_plan
-    from archaudit.audit.setup.spec import load_audit
-
+    """Plan the probe's audit (untimed: `plan --until-settled` leaves the loop's calibrated
+    levels in the cache for `run`, as it does for the audit planned; without it the probe's
+    first judgement simulated them, 4-5 s where the planned audit's took 0.7-1.1 s), run it with
+    `archaudit run` in a temporary folder, quietly, and read its timeline; the gaps' CPU is the
+    command's (and its runs') CPU share of its wall time."""
     with tempfile.TemporaryDirectory(prefix="archaudit-loop-") as tmp:
         path = Path(tmp) / "loop_probe.toml"
         path.write_text(LOOP_PROBE_AUDIT.format(device=device, threads=max(threads, 1)))
-        plan = make_plan(load_audit(path, runs_dir=Path(tmp)))
-        quiet, cpu = progress.is_quiet(), _cpu()
-        progress.set_quiet(True)
-        try:
-            run_until_settled(plan, live=False)
-            ended = time.time()
-        finally:
-            progress.set_quiet(quiet)
-        runs, rounds, gaps = loop_gaps(plan.audit_dir, ended)
-    per_run = max(runs - start.wall, 0.0)
-    share = (_cpu() - cpu) / max(gaps, 1e-9)  # the coordinator's CPU per second of its gaps
+        common = (str(path), "--runs-dir", tmp, "--quiet")
+        _command(cli_command("plan", *common, "--no-probe", "--until-settled"))
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        wall = time.perf_counter()
+        _command(cli_command("run", *common, "--json"))
+        ended, wall = time.time(), time.perf_counter() - wall
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        gaps = loop_gaps(Path(tmp) / "loop_probe", ended)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    share = cpu / max(wall, 1e-9)
+    per_run = max(gaps.run - start.wall, 0.0)
     return {
         "run": dataclasses.asdict(Timed(per_run, per_run * share)),
-        "round": dataclasses.asdict(Timed(rounds, rounds * share)),
+        "round": dataclasses.asdict(Timed(gaps.round, gaps.round * share)),
+        "finish": dataclasses.asdict(Timed(gaps.finish, gaps.finish * share)),
     }
 
 
-def loop_gaps(audit_dir: Path, ended: float) -> tuple[float, float, float]:
-    """(seconds between a run's end and the next one's start within a round, seconds a round
-    adds beyond that, all gaps' seconds) from a finished sequential audit's records, its runs
-    run one at a time: each run's first attempt's start and its DONE record's end, the rounds
-    from the loop's record; a round's gaps are the one between rounds and the last run's end
-    to `ended`."""
+def _command(argv: list[str]) -> None:
+    """Run one of the loop probe's commands, its output dropped; RuntimeError with its error."""
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=PIPE, text=True)
+    if done.returncode:
+        raise RuntimeError(f"plan: the loop probe's audit failed: {done.stderr[-2000:]}")
+
+
+@dataclass(frozen=True)
+class Gaps:
+    """A finished sequential audit's timeline, its runs run one at a time: the mean gap
+    between two runs of a round (`run`), a judgement between rounds beyond that (`round`), and
+    the last run's end to the command's end (`finish`)."""
+
+    run: float
+    round: float
+    finish: float
+
+
+def loop_gaps(audit_dir: Path, ended: float) -> Gaps:
+    """The `Gaps` of a finished sequential audit from its records, its runs run one at a
+    time: each run's first attempt's start and its DONE record's end, the rounds from the
+    loop's record, and `ended`, the command's end."""
     from archaudit.audit.execute.sequential import read_rounds
     from archaudit.audit.grid import store
     from archaudit.rundir import ATTEMPTS, DONE
@@ -759,6 +780,5 @@ def loop_gaps(audit_dir: Path, ended: float) -> tuple[float, float, float]:
     within = [b[0] - a[1] for a, b in pairs if a[2] == b[2]]
     run = sum(within) / max(len(within), 1)
     between = [b[0] - a[1] - run for a, b in pairs if a[2] != b[2]]
-    ends = [*between, ended - timeline[-1][1]]
-    gaps = sum(within) + sum(ends) + run * len(between)
-    return run, max(sum(ends) / len(ends), 0.0), gaps
+    judgement = sum(between) / len(between) if between else 0.0
+    return Gaps(run, max(judgement, 0.0), max(ended - timeline[-1][1], 0.0))
