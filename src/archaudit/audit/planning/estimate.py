@@ -618,14 +618,7 @@ def plan_summary(
     seconds = [c.seconds for c in costs.values() if c.seconds is not None]
     now = reference() if probe else None
     start, costs_between = found.start, found.loop
-    pace = Pace(
-        None,  # each run's own seconds, below
-        pool.workers,
-        0.0 if start is None else start.wall,
-        0.0 if costs_between is None else costs_between.run.wall,
-        0.0 if costs_between is None else costs_between.round.wall,
-        0.0 if costs_between is None else costs_between.finish.wall,
-    )
+    pace = _pace(pool.workers, start, costs_between)
     return PlanSummary(
         audit=plan.spec.name,
         audit_dir=str(plan.audit_dir),
@@ -641,6 +634,19 @@ def plan_summary(
         finish_s=None if costs_between is None else costs_between.finish.wall,
         probe_budget_s=probe_budget if probe else None,
         overheads_approx=found.approx,
+    )
+
+
+def _pace(workers: int, start: Timed | None, between: LoopCost | None) -> Pace:
+    """The fixed design's pace from the audit's start and the coordinator's costs (0 where
+    not measured); each run's own seconds are added where the wall is summed."""
+    return Pace(
+        None,
+        workers,
+        0.0 if start is None else start.wall,
+        0.0 if between is None else between.run.wall,
+        0.0 if between is None else between.round.wall,
+        0.0 if between is None else between.finish.wall,
     )
 
 
