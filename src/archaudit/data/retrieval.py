@@ -29,9 +29,9 @@ class StreamShape:
 
     line_chars: tuple[int, int] = (200, 600)
     """Each line's length in characters, drawn uniformly (one document a line)."""
-    fact: float = 0.4
+    fact: float = 0.45
     """Chance that the next segment states a new fact (else a sentence, or a question)."""
-    question: float = 0.4
+    question: float = 0.45
     """Chance that it asks about a fact stated within `reach` characters (when there is one)."""
     reach: int = 48
     """The farthest back, in characters, a question's fact may end: with the fact and the
