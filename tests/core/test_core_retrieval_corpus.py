@@ -39,16 +39,17 @@ def test_keys_are_not_restated_within_a_line():
     rng = random.Random(3)
     for _ in range(100):
         keys = re.findall(r"(?<!\? )key (\w\w) is \d\.", stream_line(rng))
+        assert "  key" in stream_line(rng)  # spaced as the needle task spaces a fact
         assert len(keys) == len(set(keys))
 
 
 def test_its_sentences_are_the_needle_tasks():
     """The eval's needle prompt holds the same fact and question a model learned here."""
-    probe = needle(random.Random(5), "the dax glorps. a wug snibs.", depth=0.5)
+    probe = needle(random.Random(5), "the dax glorps. a wug snibs.", depth=1.0)
     found = QUESTION.search(probe.prompt + probe.answer)
     assert found is not None
     key, value = found.groups()
-    assert value == probe.answer and f" {fact(key, value)} " in probe.prompt
+    assert value == probe.answer and f". {fact(key, value)} " in probe.prompt
     assert (probe.prompt + probe.answer).endswith(question(key, value))
 
 

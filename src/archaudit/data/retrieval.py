@@ -5,8 +5,8 @@ tiny model's context, so a training window rarely sees a fact and its question t
 small model does not learn to retrieve in a few hundred steps (OlmPool's pilots, docs/
 replications.md). Here every line interleaves grammar sentences with facts (" key xy is 7.",
 the needle task's sentence) and questions about facts stated a few to `reach` characters before
-("? key xy is 7"), so that any window of a few dozen characters holds retrievals at distances
-short and long: the supervision induction heads form from.
+("? key xy is 7"), spaced as the needle task spaces them, so that any window of a few dozen
+characters holds retrievals at distances short and long: the supervision induction heads form from.
 
 Deterministic from the seed alone: no set or dict order of strings, clock or thread count.
 """
@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from archaudit.data.probes import DIGITS, LETTERS
 from archaudit.data.synthetic import sentence
 
-VERSION = 1
-"""Bump when the output changes (the text's bytes are the runs' corpus identity)."""
+VERSION = 2
+"""Bump when the output changes (the text's bytes are the runs' corpus identity). 2: a fact
+is spaced as the needle task spaces it (two spaces before "key")."""
 
 
 @dataclass(frozen=True)
@@ -39,8 +40,9 @@ class StreamShape:
 
 
 def fact(key: str, value: str) -> str:
-    """The needle task's sentence (`data.probes.needle`), without its surrounding spaces."""
-    return f"key {key} is {value}."
+    """The needle task's sentence (`data.probes.needle`) with its leading space: joined to the
+    sentence before by one more, as the needle task inserts it after a sentence's ". "."""
+    return f" key {key} is {value}."
 
 
 def question(key: str, value: str) -> str:
