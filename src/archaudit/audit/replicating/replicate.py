@@ -43,8 +43,28 @@ CLAIMS_DIR = Path(__file__).resolve().parent / "replications"
 RESERVED = ("list", "all", "table")
 """Words the command line reads as commands, never as claim names."""
 SYNTHETIC = "synthetic"
-REASONING = "reasoning"
-"""A claim file's generated corpus: the chained-addition task with its scratchpad."""
+
+Generator = Callable[[int, int], str]
+"""(characters, data seed) -> a generated corpus's text."""
+GENERATED: Registry[Generator] = Registry("generated corpus")
+"""A claim file's generated corpora (`recipe.corpus = NAME`), written once beside its runs."""
+
+
+@GENERATED.register("reasoning")
+def _reasoning(chars: int, seed: int) -> str:
+    """The chained-addition task with its scratchpad (`diagnose.reasoning`)."""
+    from archaudit.diagnose.reasoning import reasoning_corpus
+
+    return reasoning_corpus(chars, seed=seed)
+
+
+@GENERATED.register("retrieval")
+def _retrieval(chars: int, seed: int) -> str:
+    """Grammar text with key-value facts asked a few to 48 characters later
+    (`data.retrieval`)."""
+    from archaudit.data.retrieval import retrieval_corpus
+
+    return retrieval_corpus(chars, seed=seed)
 
 
 class ClaimTest(StrEnum):
@@ -283,8 +303,9 @@ def claim_spec(
     raw = load_toml(Path(claim.file)).get("recipe", {})
     corpus = raw.get("corpus", SYNTHETIC) if isinstance(raw, Mapping) else SYNTHETIC
     extra: list[str] = []
-    if corpus == REASONING:
-        extra.append(f'recipe.corpus="{_reasoning_corpus(claim, raw, runs_dir).as_posix()}"')
+    if isinstance(corpus, str) and corpus in GENERATED:
+        path = _generated_corpus(corpus, claim, raw, runs_dir)
+        extra.append(f'recipe.corpus="{path.as_posix()}"')
     elif isinstance(corpus, str) and corpus != SYNTHETIC and not Path(corpus).is_absolute():
         root = data_root if data_root is not None else _data_root()
         extra.append(f'recipe.corpus="{(root / corpus).as_posix()}"')
@@ -312,23 +333,22 @@ def check_fresh_seeds(claim: Claim, spec: AuditSpec) -> None:
         )
 
 
-def _reasoning_corpus(claim: Claim, recipe: Mapping, runs_dir: str | Path) -> Path:
-    """The chained-addition corpus (`diagnose.reasoning`), written once beside the claim's
-    runs: `recipe.corpus = "reasoning"` in a claim file, `corpus_chars` characters drawn
-    from `data_seed`. Its bytes depend on those two only, so its content hash (the run ids')
-    is the same wherever it is written."""
+def _generated_corpus(kind: str, claim: Claim, recipe: Mapping, runs_dir: str | Path) -> Path:
+    """A generated corpus (`GENERATED`: `recipe.corpus = "reasoning"` or `"retrieval"` in a
+    claim file), written once beside the claim's runs, `corpus_chars` characters drawn from
+    `data_seed`. Its bytes depend on those two only, so its content hash (the run ids') is the
+    same wherever it is written."""
     from archaudit.config import Recipe
-    from archaudit.diagnose.reasoning import reasoning_corpus
     from archaudit.files import atomic_write_text
 
     default = Recipe()
     chars = int(recipe.get("corpus_chars", default.corpus_chars))
     seed = int(recipe.get("data_seed", default.data_seed))
     name = load_toml(Path(claim.file)).get("name", Path(claim.file).stem)
-    path = Path(runs_dir).absolute() / f"{name}-corpus" / f"reasoning-{seed}-{chars}.txt"
+    path = Path(runs_dir).absolute() / f"{name}-corpus" / f"{kind}-{seed}-{chars}.txt"
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, reasoning_corpus(chars, seed=seed))
+        atomic_write_text(path, GENERATED.get(kind)(chars, seed))
     return path
 
 
