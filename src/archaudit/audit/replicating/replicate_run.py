@@ -231,7 +231,9 @@ def _plan_stress(claim: Claim, spec: AuditSpec, probe: bool) -> ClaimPlan:
     left = len(plan.plan.runs)
     cpu: float | None = 0.0 if not left else (timed.cpu_s if timed else None)
     more = timed.above_grid_cpu_s if timed else 0.0
-    note = plan.power_note() or "the rate test can declare at its default (exact floor ≤ α/m)"
+    # the logit test ranks within the rate test's high strata and the depth-sensitivity test
+    # over the depth test's and more: where those two can declare, every stress test can
+    note = plan.power_note() or "the sweep's tests can declare at this design (exact floor ≤ α/m)"
     return ClaimPlan(
         claim=claim.name, status="", runs_left=left, runs_total=len(plan.points), cpu_s=cpu,
         cpu_more_s=more if not math.isnan(more) else 0.0, power=(note,),

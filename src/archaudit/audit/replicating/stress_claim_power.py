@@ -104,29 +104,52 @@ def stress_claim_power(
     return StressClaimPower(power, arm, direction, name, seeds, needed, most, TRIALS)
 
 
-def _power_at(
-    result: StressResult, test: str, arm: str, fragile: int, *, alpha: float, correction: str
-) -> Callable[[int], float] | None:
-    """The arm's power as a function of the seeds (cached per seed count), or None."""
-    logits = result.logit_pilot() if test == "logit" else {}
-    runs = {} if test == "logit" else result.pilot(depth=test.startswith("depth"))
-    pilot = logits or runs
-    if BASELINE not in pilot or arm not in pilot:
-        return None
+Simulate = Callable[[int], list[model.ArmPower]]
+"""Every arm's power at a number of seeds, from a fitted pilot."""
 
-    def run(seeds: int) -> list[model.ArmPower]:
-        if test == "logit":
-            return model.logit_power(
-                logits, BASELINE, seeds, alpha=alpha, correction=correction, trials=TRIALS,
-                seed=SEED, direction=fragile,
-            )  # fmt: skip
-        return model.power(
+
+def _simulate_runs(test: str, depth: bool) -> Callable[..., tuple[dict, Simulate]]:
+    """The rate, depth and depth-sensitivity tests: fitted to the sweep's or the depth
+    stress's runs."""
+
+    def fit(result: StressResult, fragile: int, alpha: float, correction: str):
+        runs = result.pilot(depth=depth)
+        return runs, lambda seeds: model.power(
             runs, BASELINE, seeds, test=test, alpha=alpha, correction=correction, trials=TRIALS,
             seed=SEED, direction=fragile,
         )  # fmt: skip
 
+    return fit
+
+
+def _simulate_logits(result: StressResult, fragile: int, alpha: float, correction: str):
+    """The logit test: fitted to the logit measures of the grid's runs."""
+    logits = result.logit_pilot()
+    return logits, lambda seeds: model.logit_power(
+        logits, BASELINE, seeds, alpha=alpha, correction=correction, trials=TRIALS, seed=SEED,
+        direction=fragile,
+    )  # fmt: skip
+
+
+SIMULATORS: dict[str, Callable[..., tuple[dict, Simulate]]] = {
+    "rate": _simulate_runs("rate", depth=False),
+    "depth": _simulate_runs("depth", depth=True),
+    "depth-loss": _simulate_runs("depth-loss", depth=True),
+    "logit": _simulate_logits,
+}
+"""Each modelled stress test → its pilot (arm → runs or measures) and its simulation."""
+
+
+def _power_at(
+    result: StressResult, test: str, arm: str, fragile: int, *, alpha: float, correction: str
+) -> Callable[[int], float] | None:
+    """The arm's power as a function of the seeds (cached per seed count), or None."""
+    pilot, simulate = SIMULATORS[test](result, fragile, alpha, correction)
+    if BASELINE not in pilot or arm not in pilot:
+        return None
+
     @functools.cache
     def at(seeds: int) -> float:
-        return next(p.power for p in run(seeds) if p.arm == arm)
+        return next(p.power for p in simulate(seeds) if p.arm == arm)
 
     return at
