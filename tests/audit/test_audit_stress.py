@@ -282,6 +282,27 @@ def test_report_shows_the_stored_stress_test(tmp_path: Path) -> None:
     assert isinstance(ReportData.stress, property)  # the findings' stability slice
 
 
+def test_every_declared_stress_test_is_in_stats_the_trackers_rows_and_the_report() -> None:
+    """The depth-sensitivity and logit tests decide replication claims, but `stats`, the
+    trackers and the report showed only the rate and depth tests: one set of rows now feeds
+    all three, and the page's table lists every declared test besides the rate sweep."""
+    from archaudit.audit.results.findings_record import StabilityRow
+    from archaudit.report.blocks import Grid
+    from archaudit.report.stability import stability
+
+    result = read_result(ROOT / "tests" / "data" / "replications" / "xiong2020_depth-stress.json")
+    rows = {(r.metric, r.arm): r for r in StabilityRow.of(result)}
+    loss, logits = rows[("stability/depth-loss", "post_ln")], rows[("stability/logits", "post_ln")]
+    assert loss.verdict == "more-fragile" and loss.p_adj == result.depth_sensitivity[0].p_adjusted
+    assert logits.measure == result.logit_verdicts[0].measure
+    section = stability(result, _colours(result))
+    grids = [b for b in section.blocks if isinstance(b, Grid) and "Declared" in b.caption]
+    assert len(grids) == 1
+    shown = {(row[1], row[4]) for row in grids[0].rows}
+    assert shown == {(r.arm, r.verdict) for r in rows.values() if r.metric != "stability/rates"}
+    assert any("ΔD" in row[0] for row in grids[0].rows)
+
+
 def _colours(result: StressResult) -> dict:
     from archaudit.report.palette import arm_colours
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from matplotlib.lines import Line2D
 
+from archaudit.audit.results.findings_record import StabilityRow
 from archaudit.audit.stability.stress_result import SignalTrace, StressResult
 from archaudit.formatting import num, pvalue
 from archaudit.report.blocks import Grid, Paragraph, Row, Section
@@ -37,6 +38,9 @@ def stability(result: StressResult | None, colours: Colours) -> Section:
     broke = _broken(result.traces)
     figures: list[Figure] = [lr_curves(result, colours), sensitivity_forest(result, colours)]
     blocks: list = [Paragraph(result.cost), Row(tuple(figures)), _table(result)]
+    declared = _declared_table(result)
+    if declared.rows:
+        blocks.append(declared)
     if broke:
         blocks.append(
             Row(
@@ -90,6 +94,30 @@ def _table(result: StressResult) -> Grid:
         "p (sensitivity, stability)",
         "verdict",
     )
+    return Grid(caption, columns, tuple(rows))
+
+
+DECLARED_TESTS = {
+    "stability/depth": "depth: the runs at the deeper models",
+    "stability/depth-loss": "depth sensitivity: the loss's rise with depth (ΔD)",
+    "stability/logits": "logits: attention logit and |log Z| at the upper rates",
+}
+"""The stress test's declared tests besides the rate sweep, in words (`StabilityRow.metric`)."""
+
+
+def _declared_table(result: StressResult) -> Grid:
+    """Every declared test besides the rate sweep, from the rows `stats` prints and the
+    trackers log, and the group test's one verdict."""
+    rows = [
+        (DECLARED_TESTS[r.metric], r.arm, r.measure, pvalue(r.p_adj), r.verdict)
+        for r in StabilityRow.of(result)
+        if r.metric in DECLARED_TESTS
+    ]
+    if (g := result.group) is not None:
+        group = f"{', '.join(g.fragile)} against {', '.join(g.others)}"
+        rows.append(("group: the declared fragile arms", group, g.measure, pvalue(g.p), g.verdict))
+    caption = "Declared tests beyond the rate sweep (p corrected over each test's arms)"
+    columns = ("test", "arm", "deciding measure", "p (corrected)", "verdict")
     return Grid(caption, columns, tuple(rows))
 
 

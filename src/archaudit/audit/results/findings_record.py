@@ -138,13 +138,19 @@ class VerdictRow(JsonResult):
         )  # fmt: skip
 
 
+DEPTH_LOSS_MEASURE = "final loss rise with depth (ΔD)"
+"""The depth-sensitivity test's one measure, named as the other tests name theirs."""
+
+
 @dataclass(frozen=True)
 class StabilityRow(JsonResult):
     """One arm's stability verdict from the audit's stored stress test, flat, in the shape of a
     `VerdictRow` where it can be (trackers tag both alike)."""
 
     metric: str
-    """What was stressed: `stability/rates` (the rate sweep) or `stability/depth`."""
+    """Which declared test: `stability/rates` (the rate sweep), `stability/depth` (the runs at
+    the deeper models), `stability/depth-loss` (the depth sensitivity ΔD) or
+    `stability/logits` (the attention logits and |log Z| at the upper rates)."""
     scale: str
     baseline: str
     arm: str
@@ -174,7 +180,17 @@ class StabilityRow(JsonResult):
             )
             for v in result.depth_verdicts
         )
-        return rates + depth
+        loss = tuple(
+            cls("stability/depth-loss", result.scale, v.baseline, v.arm, v.verdict,
+                p(v.p_adjusted), DEPTH_LOSS_MEASURE)
+            for v in result.depth_sensitivity
+        )  # fmt: skip
+        logits = tuple(
+            cls("stability/logits", result.scale, v.baseline, v.arm, v.verdict,
+                p(v.p_adjusted), v.measure)
+            for v in result.logit_verdicts
+        )  # fmt: skip
+        return rates + depth + loss + logits
 
     def line(self) -> str:
         p = "" if math.isnan(self.p_adj) else f", p_adj {self.p_adj:.3g}"
