@@ -491,12 +491,9 @@ def shape_cost(
     """The run's shape measured here (`measure_shape`) beside its `neighbours`, or its cached
     measurement (None when not cached and not `measure`); `label` heads the line that says so
     (the probe's count, "[3/40]")."""
-    recipe = to_dict(run.recipe)
-    key = {
-        "machine": machine(run.recipe.device, threads, neighbours.count),
-        "model": to_dict(model_cfg),
-        "recipe": {name: recipe[name] for name in STEP_FIELDS},
-        "suite": run.suite,
+    # the suite by what it asks (a file by its digest, as in the run id), not where it lies
+    key = _shape_key(model_cfg, run, threads, neighbours) | {
+        "suite": run.suite_digest or run.suite,
         "limit": run.eval_limit,
     }
     what = f"{label}scale {run.scale} (training steps, validation, a checkpoint"
@@ -519,13 +516,7 @@ def step_cost(
     like a shape (None when not cached and not `measure`; `label` as `shape_cost`'s). The arms
     of a scale share its start-up, saves and cadences, but not their step: softpick or an MoE
     costs more per token than its FLOPs say."""
-    recipe = to_dict(run.recipe)
-    key = {
-        "machine": machine(run.recipe.device, threads, neighbours.count),
-        "model": to_dict(model_cfg),
-        "recipe": {name: recipe[name] for name in STEP_FIELDS},
-        "part": "step",
-    }
+    key = _shape_key(model_cfg, run, threads, neighbours) | {"part": "step"}
 
     def probe() -> dict[str, Any]:
         return dataclasses.asdict(measure_steps(model_cfg, run, threads, neighbours)[1][0])
@@ -533,6 +524,19 @@ def step_cost(
     what = f"{label}{run.arm}'s training step at scale {run.scale}"
     value = cached(key, what, probe if measure else None, neighbours)
     return None if value is None else Timed(**value)
+
+
+def _shape_key(
+    model_cfg: ModelConfig, run: RunSpec, threads: int, neighbours: Neighbours
+) -> dict[str, Any]:
+    """What a shape's or a step's timing depends on: the machine as the probe ran it, the
+    model, and the recipe's fields that shape a step."""
+    recipe = to_dict(run.recipe)
+    return {
+        "machine": machine(run.recipe.device, threads, neighbours.count),
+        "model": to_dict(model_cfg),
+        "recipe": {name: recipe[name] for name in STEP_FIELDS},
+    }
 
 
 def _training(model_cfg: ModelConfig, run: RunSpec, threads: int) -> tuple[Any, Any]:
