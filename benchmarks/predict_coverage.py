@@ -307,9 +307,11 @@ def measure(reps: int, n_boot: int, seed: int) -> str:
 UNSEEN = ("late",)
 """Shapes whose ladder has the distribution of another's (`late` is `constant` on every ladder
 here): the goal per shape is counted without them too."""
-CLASSES = {"any": None, "contrasts": 0}
-"""The bounds' classes of procedure (`predict_coverage_bounds`): any at all (the baseline's
-curve fixed), and those that read each scale through its contrasts, for an arm alone."""
+CLASSES = {"any": None, "alone": 0, "with": len(TRUTHS) - 1}
+"""The bounds' classes of procedure (`predict_coverage_bounds`), as the neighbours the scale's
+level is pinned by: any at all (the baseline's curve fixed), and those that read each scale
+through its contrasts, for an arm alone and for one with the other shapes (each mode's groups
+are judged out of reach in its own class)."""
 MODES = ("with", "alone")
 """Each shape's arm in the ladder with every other shape (drifting neighbours), and alone with
 the baseline."""
@@ -519,15 +521,18 @@ def _summary_lines(after: dict, before: dict, mode: str, names: list[str]) -> li
     ]
     groups = len(after["cells"]) * len(names)
     fewer = len(after["cells"]) * len(seen)
+    out = [_out_of_reach(after, names, mode, level) for level in LEVELS]
     lines += [
         "",
         f"(Shape, cell) groups more than 5 points off, before → after: {off[0]} of {groups} at "
         f"80%, {off[1]} of {groups} at 95%; without {', '.join(UNSEEN)} (its ladder is "
         f"`constant`'s: docs/predict.md): {without[0]} of {fewer} at 80%, {without[1]} of "
-        f"{fewer} at 95%; groups that no procedure can hold within 5 points while constant "
-        f"arms keep within {CAP:g}× their seed-noise width (the bound above): "
-        f"{_out_of_reach(after, names)} of {groups} at 80%, none judged at 95%; without them: "
-        f"{reachable[0]} of {groups} at 80%, {reachable[1]} of {groups} at 95%.",
+        f"{fewer} at 95%; groups that no procedure reading the scales through their contrasts "
+        f"can hold within 5 points at every size of the shape while constant arms keep within "
+        f"{CAP:g}× their seed-noise width (the bound above): {out[0]} of {groups} at 80%, "
+        f"{out[1]} at 95% (no cap is stated there: only a shape no finite interval holds at "
+        f"every size); of the others: {reachable[0]} of {groups - out[0]} at 80%, {reachable[1]} "
+        f"of {groups - out[1]} at 95%.",
     ]
     return lines
 
@@ -545,7 +550,7 @@ def _off(record: dict, mode: str, names: list[str], level: float, skip: bool = F
     """(Shape, cell) groups more than 5 points off; with `skip`, not those `infeasible`."""
     return sum(
         abs(c["shapes"][mode][name][f"hit{level:g}"] - level) > 0.05
-        and not (skip and infeasible(c, name, level))
+        and not (skip and infeasible(c, name, level, mode))
         for c in record["cells"]
         for name in names
     )
@@ -566,13 +571,14 @@ def group_bound(cell: dict, name: str, level: float, kind: str = "any") -> Bound
 _BOUNDS: dict[tuple, Bound] = {}
 
 
-def _out_of_reach(record: dict, names: list[str]) -> int:
-    return sum(infeasible(c, name, SHARP_LEVEL) for c in record["cells"] for name in names)
+def _out_of_reach(record: dict, names: list[str], mode: str, level: float) -> int:
+    return sum(infeasible(c, name, level, mode) for c in record["cells"] for name in names)
 
 
-def infeasible(cell: dict, name: str, level: float) -> bool:
-    """No procedure at all holds `name` within 5 points here and keeps constant arms sharp."""
-    return group_bound(cell, name, level).infeasible(level)
+def infeasible(cell: dict, name: str, level: float, mode: str) -> bool:
+    """No procedure of `mode`'s class holds `name` within 5 points at every size here and keeps
+    constant arms sharp."""
+    return group_bound(cell, name, level, mode).infeasible(level)
 
 
 def straddle_multiple(cell: dict, name: str) -> float:
@@ -602,29 +608,28 @@ def _straddle_lines(record: dict) -> list[str]:
 
 
 def _bound_lines(record: dict, names: list[str]) -> list[str]:
-    """Per shape, σ/E and target: the largest bound over scales and seeds, as a width multiple."""
+    """The two bounds per shape: at the shape's own size (per σ/E and target, the largest over
+    scales and seeds), and at every size (per scales and target: it does not depend on σ/E)."""
     lines = [
-        "Lower bound on a constant arm's mean 80% width, over the seed-noise-only width, for any "
-        "procedure that holds the shape within 5 points of 80% (`predict_coverage_bounds.py`; "
-        "the largest over scales and seeds): any procedure / those that read each scale "
-        f"through its contrasts, the arm alone; ✗ where above issue 55's cap of {CAP:g}:",
+        "Lower bound on a constant arm's mean 80% width, over the seed-noise-only width, for a "
+        "procedure that holds the shape within 5 points of 80% **at the size the cell gives it** "
+        "(`predict_coverage_bounds.py`; the largest over scales and seeds): any procedure / "
+        "those that read each scale through its contrasts, the arm alone:",
         "",
         "| σ/E | target | " + " | ".join(names) + " |",
         "|---|---|" + "---|" * len(names),
     ]
-    keys = sorted({(c["noise"], c["factor"]) for c in record["cells"]})
-    for noise, factor in keys:
+    for noise, factor in sorted({(c["noise"], c["factor"]) for c in record["cells"]}):
         cells = _at(record, noise, factor)
-        row = []
-        for name in names:
-            worst = [
-                max(group_bound(c, name, SHARP_LEVEL, kind).multiple for c in cells)
-                for kind in CLASSES
-            ]
-            mark = " ✗" if any(infeasible(c, name, SHARP_LEVEL) for c in cells) else ""
-            row.append(" / ".join(f"{w:.2f}" for w in worst) + mark)
+        row = [
+            " / ".join(
+                f"{max(group_bound(c, name, SHARP_LEVEL, kind).multiple for c in cells):.2f}"
+                for kind in ("any", "alone")
+            )
+            for name in names
+        ]
         lines.append(f"| {noise:g} | {factor}× | " + " | ".join(row) + " |")
-    lines += ["", *_straddle_lines(record)]
+    lines += ["", *_straddle_lines(record), "", *_every_size_lines(record, names)]
     level = LEVELS[-1]
     at = {
         name: max(group_bound(c, name, level).multiple for c in record["cells"]) for name in names
@@ -632,9 +637,39 @@ def _bound_lines(record: dict, names: list[str]) -> list[str]:
     lines += [
         "",
         f"At {level:.0%} (within 5 points; the sharpness goal is stated at 80%, so no 95% group "
-        f"is judged), the largest bound over the cells, any procedure, over the seed-noise-only "
-        f"{level:.0%} width: " + ", ".join(f"{n} {v:.2f}" for n, v in at.items()) + ".",
+        f"is judged), the largest bound at the shape's own size over the cells, any procedure, "
+        f"over the seed-noise-only {level:.0%} width: "
+        + ", ".join(f"{n} {v:.2f}" for n, v in at.items())
+        + ".",
     ]
+    return lines
+
+
+def _every_size_lines(record: dict, names: list[str]) -> list[str]:
+    """The bound for a procedure that holds the shape at every size (`every_size_width`)."""
+    lines = [
+        "The same bound for a procedure that holds the shape within 5 points of 80% **at every "
+        "size and offset** (b + k·Δ(u); the cells' σ/E 0.3, 1 and 3 are three sizes of it), "
+        "over the seed-noise-only width; the largest over seeds (it does not depend on σ/E): "
+        "any procedure / contrasts, alone / contrasts, with the other shapes; "
+        f"✗ where the contrasts' bound is above issue 55's cap of {CAP:g} in that mode (the "
+        "group is out of reach):",
+        "",
+        "| scales | target | " + " | ".join(names) + " |",
+        "|---|---|" + "---|" * len(names),
+    ]
+    for scales, factor in sorted({(c["scales"], c["factor"]) for c in record["cells"]}):
+        cells = [c for c in record["cells"] if (c["scales"], c["factor"]) == (scales, factor)]
+        row = []
+        for name in names:
+            worst = [
+                max(group_bound(c, name, SHARP_LEVEL, kind).every_size_multiple for c in cells)
+                for kind in CLASSES
+            ]
+            out = [m for m in MODES if any(infeasible(c, name, SHARP_LEVEL, m) for c in cells)]
+            mark = f" ✗ {', '.join(out)}" if out else ""
+            row.append(" / ".join("∞" if math.isinf(w) else f"{w:.2f}" for w in worst) + mark)
+        lines.append(f"| {scales} | {factor}× | " + " | ".join(row) + " |")
     return lines
 
 
@@ -673,9 +708,14 @@ def _coverage_lines(record: dict, mode: str, names: list[str]) -> list[str]:
         f"(Shape, cell) groups more than 5 points off: {off[LEVELS[0]]} of {groups} at 80%, "
         f"{off[LEVELS[1]]} of {groups} at 95%; without {', '.join(UNSEEN)}: "
         f"{_off(record, mode, seen, LEVELS[0])} and {_off(record, mode, seen, LEVELS[1])} of "
-        f"{len(record['cells']) * len(seen)}; without the groups out of reach with the "
-        f"sharpness goal: {_off(record, mode, names, LEVELS[0], skip=True)} and "
-        f"{_off(record, mode, names, LEVELS[1], skip=True)} of {groups}.",
+        f"{len(record['cells']) * len(seen)}; of the groups not out of reach (the bound "
+        "above): "
+        + " and ".join(
+            f"{_off(record, mode, names, level, skip=True)} of "
+            f"{groups - _out_of_reach(record, names, mode, level)}"
+            for level in LEVELS
+        )
+        + ".",
     ]
     return lines
 

@@ -28,6 +28,15 @@ Two distances (two classes of procedure):
   then come with every run at each scale moved by c_s, and the closest such c_s leaves per-scale
   variance σ²·(n₀ + (K+1)·n)/(n·(n₀ + K·n)) with K neighbours of n seeds: σ²(1/n + 1/n₀), Δ̂'s
   own, for an arm alone with the baseline; towards σ²/n as neighbours pin the scale's level.
+Both bounds above let the procedure know the shape's size: the cells hold it at σ/E 0.3, 1 and 3,
+three sizes of one shape. `every_size_width` asks what a user needs instead, the shape held at
+whatever size and offset it comes (the family b + k·Δ(u), every b and k, the constants among
+them at k = 0). The least favourable member with target value t is the nearest in Mahalanobis
+distance to the constant arm, |t|/s with s the standard deviation of the least-squares
+prediction at the target in that two-parameter family; Pratt's integral is then closed:
+2s(zΦ(z) + φ(z)). A shape flat on the ladder that moves beyond it (`late`) has s = ∞: no finite
+interval holds it at every size. A (shape, cell) group is out of reach, with the sharpness cap,
+when this bound exceeds the cap (`Bound.infeasible`).
 """
 
 from __future__ import annotations
@@ -66,11 +75,18 @@ class Bound:
     """The larger of the TV bound and `combined_width`, in E."""
     multiple: float
     """`width` over the seed-noise-only width at the same level."""
+    every_size: float
+    """`every_size_width`: the bound for a procedure that holds the shape at every size, in E."""
+    every_size_multiple: float
+    """`every_size` over the seed-noise-only width (∞ where the ladder does not show the shape)."""
 
     def infeasible(self, level: float) -> bool:
-        """True when no procedure holds the shape within 5 points and keeps constant arms
-        within the sharpness cap (judged at the sharpness goal's level only)."""
-        return level == SHARP_LEVEL and self.multiple > CAP
+        """True when no procedure holds the shape within 5 points at every size and keeps
+        constant arms within the sharpness cap (stated at the goal's level; at other levels only
+        a shape no finite interval holds at every size)."""
+        if level == SHARP_LEVEL:
+            return self.every_size_multiple > CAP
+        return math.isinf(self.every_size_multiple)
 
 
 def scale_sd(noise: float, seeds: int, neighbours: int | None) -> float:
@@ -138,7 +154,30 @@ def shape_bound(
     b, by_tv = tv_bound(ladder, target, sd, level)
     distance = float(np.sqrt(np.sum((ladder - b) ** 2)) / sd)
     width = max(by_tv, combined_width(ladder, target, sd, level))
-    return Bound(distance, total_variation(distance), b, by_tv, width, width / unit)
+    every = every_size_width(ladder, target, sd, level)
+    return Bound(
+        distance, total_variation(distance), b, by_tv, width, width / unit, every, every / unit
+    )
+
+
+def family_sd(ladder: np.ndarray, target: float, sd: float) -> float:
+    """The standard deviation of the least-squares prediction at the target in the family
+    b + k·Δ(u), the scales' Δ̂ each of standard deviation `sd` (∞ where Δ is flat on the ladder
+    but not at the target; a shape flat everywhere is a constant: the mean's)."""
+    centred = ladder - float(np.mean(ladder))
+    spread = float(np.sum(centred**2))
+    gap = target - float(np.mean(ladder))
+    if spread <= 1e-12 * max(1.0, float(np.max(np.abs(ladder)))) ** 2:
+        return sd / math.sqrt(len(ladder)) if abs(gap) <= 1e-12 else math.inf
+    return sd * math.sqrt(1.0 / len(ladder) + gap**2 / spread)
+
+
+def every_size_width(ladder: np.ndarray, target: float, sd: float, level: float) -> float:
+    """Pratt's least mean width at a constant arm (in E) for procedures that hold the shape at
+    every size and offset within 5 points of `level`: 2s(zΦ(z) + φ(z)), s = `family_sd`."""
+    z = float(sps.norm.ppf(level - SLACK))
+    s = family_sd(ladder, target, sd)
+    return 2.0 * s * (z * float(sps.norm.cdf(z)) + float(sps.norm.pdf(z)))
 
 
 def combined_width(ladder: np.ndarray, target: float, sd: float, level: float) -> float:

@@ -96,3 +96,51 @@ def test_the_doc_shows_the_tables_of_the_stored_records(monkeypatch):
         "benchmarks/predict_coverage-shapes-pooled.json "
         "benchmarks/predict_coverage-shapes-after.json"
     )
+
+
+def test_a_linear_shape_at_every_size_is_the_least_squares_lines_prediction(bounds):
+    """The family b + k·(linear) is every line: s is the line's prediction SD at the target."""
+    u = np.arange(4.0)
+    sd, target_u = 0.3, 7.0
+    got = bounds.family_sd(1.5 - u / 3.0, 1.5 - target_u / 3.0, sd)
+    centred = u - u.mean()
+    line = sd * math.sqrt(0.25 + (target_u - u.mean()) ** 2 / np.sum(centred**2))
+    assert got == pytest.approx(line)
+
+
+def test_the_every_size_width_is_pratts_integral_in_closed_form(bounds):
+    """∫Φ(z − |t|/s)dt = 2s(zΦ(z) + φ(z)), z the 75% quantile at 80% within 5 points."""
+    ladder = -0.5 * 2.0 ** (np.arange(5.0) / 4.0)
+    target, sd = -0.5 * 2.0 ** (8.0 / 4.0), 0.3
+    s = bounds.family_sd(ladder, target, sd)
+    t = np.linspace(-40 * s, 40 * s, 400_001)
+    numeric = np.trapezoid(stats.norm.cdf(stats.norm.ppf(0.75) - np.abs(t) / s), t)
+    assert bounds.every_size_width(ladder, target, sd, 0.8) == pytest.approx(numeric, rel=1e-6)
+
+
+def test_a_shape_flat_on_the_ladder_is_out_of_reach_at_every_size_and_a_constant_is_not(bounds):
+    """`late` (flat on the ladder, moving beyond it): s = ∞. A constant: the mean's SD, and its
+    bound equals the constant's Pratt width at its own size."""
+    assert math.isinf(bounds.family_sd(np.ones(4), 0.25, 0.3))
+    assert bounds.family_sd(np.ones(4), 1.0, 0.3) == pytest.approx(0.15)
+    assert bounds.every_size_width(np.ones(4), 1.0, 0.3, 0.8) == pytest.approx(
+        bounds.combined_width(np.ones(4), 1.0, 0.3, 0.8), rel=1e-4
+    )
+
+
+def test_the_every_size_bound_is_below_an_interval_that_holds_every_size(bounds):
+    """The family's least-squares prediction ± z₀.₈₇₅·s holds every member at exactly 75%
+    (simulated at three sizes and offsets), so no bound may exceed its width."""
+    rng = np.random.default_rng(0)
+    u, target_u, sd = np.arange(4.0), 7.0, 0.3
+    shape = -0.5 * 2.0 ** (u / 4.0)
+    g_t = -0.5 * 2.0 ** (target_u / 4.0)
+    design = np.column_stack([np.ones(4), shape])
+    lever = np.array([1.0, g_t]) @ np.linalg.pinv(design)
+    s = bounds.family_sd(shape, g_t, sd)
+    half = stats.norm.ppf(0.875) * s
+    for b, k in ((0.0, 0.0), (1.0, 3.0), (-2.0, -10.0)):
+        draws = b + k * shape + sd * rng.standard_normal((40_000, 4))
+        held = np.abs(draws @ lever - (b + k * g_t)) <= half
+        assert held.mean() == pytest.approx(0.75, abs=0.01)
+    assert bounds.every_size_width(shape, g_t, sd, 0.8) < 2 * half
