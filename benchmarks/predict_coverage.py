@@ -76,6 +76,17 @@ TRUTHS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "null2": lambda u: 0.0 * u,
 }
 """Δ(u) in units of E, u = doublings of N above the smallest scale."""
+HELD_OUT: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "fading": lambda u: 1.5 / (1.0 + u / 2.0),
+    "emerging": lambda u: -(1.0 - 2.0 ** (-u / 3.0)),
+    "weak_line": lambda u: 0.5 - u / 10.0,
+    "negative": lambda u: -0.6 + 0.0 * u,
+    "zero": lambda u: 0.0 * u,
+}
+"""Shapes no choice of the method was tuned on (`--truths held-out`): a hyperbolic fade, a
+regression that emerges with scale and saturates, a weak line that changes sign beyond the
+ladder, a negative constant and a null; a check that what holds on TRUTHS is not fitted to them."""
+SHAPE_SETS = {"reviewed": TRUTHS, "held-out": HELD_OUT}
 SMALLEST = 1e6
 """Parameters of the smallest scale; every scale trains 20 tokens per parameter."""
 LEVELS = (0.8, 0.95)
@@ -101,19 +112,20 @@ def sim_ladder(scales: int, factor: int) -> Ladder:
     )
 
 
-def truth_at(u: np.ndarray) -> np.ndarray:
+def truth_at(u: np.ndarray, truths: dict = TRUTHS) -> np.ndarray:
     """(arms, len(u)) the true Δ of every arm."""
-    return np.array([f(u) for f in TRUTHS.values()])
+    return np.array([f(u) for f in truths.values()])
 
 
 def sim_table(
-    rng: np.random.Generator, scales: int, seeds: int, noise: float, reps: int
-) -> list[Table]:
+    rng: np.random.Generator, scales: int, seeds: int, noise: float, reps: int,
+    truths: dict = TRUTHS,
+) -> list[Table]:  # fmt: skip
     """`reps` tables: the baseline's loss falls with log N; arm loss = baseline − Δ + noise."""
     u = np.arange(scales, dtype=float)
-    loss = np.vstack([np.zeros(scales), -truth_at(u)]) + 3.0 - 0.1 * u  # (arms + 1, S)
+    loss = np.vstack([np.zeros(scales), -truth_at(u, truths)]) + 3.0 - 0.1 * u  # (arms + 1, S)
     values = loss[None, ..., None] + noise * rng.standard_normal((reps, *loss.shape, seeds))
-    arms = ("baseline", *TRUTHS)
+    arms = ("baseline", *truths)
     keys = list(itertools.product(range(len(arms)), range(scales), range(seeds)))
     return [
         Table(tuple(Row(arms[a], f"s{s}", k, "val_loss", float(v[a, s, k])) for a, s, k in keys))
@@ -307,11 +319,24 @@ def measure(reps: int, n_boot: int, seed: int) -> str:
 UNSEEN = ("late",)
 """Shapes whose ladder has the distribution of another's (`late` is `constant` on every ladder
 here): the goal per shape is counted without them too."""
-CLASSES = {"any": None, "alone": 0, "with": len(TRUTHS) - 1}
+CLASSES = {"any": None, "alone": 0, "with": -1}
 """The bounds' classes of procedure (`predict_coverage_bounds`), as the neighbours the scale's
 level is pinned by: any at all (the baseline's curve fixed), and those that read each scale
-through its contrasts, for an arm alone and for one with the other shapes (each mode's groups
-are judged out of reach in its own class)."""
+through its contrasts, for an arm alone and for one with the other shapes of its set (-1: their
+number less one; each mode's groups are judged out of reach in its own class)."""
+
+
+def shapes_of(name: str) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
+    """The shape set (`SHAPE_SETS`) that holds `name`."""
+    return next(truths for truths in SHAPE_SETS.values() if name in truths)
+
+
+def neighbours(kind: str, name: str) -> int | None:
+    """The neighbours of `kind`'s class for the shape `name` (`CLASSES`)."""
+    count = CLASSES[kind]
+    return len(shapes_of(name)) - 1 if count == -1 else count
+
+
 MODES = ("with", "alone")
 """Each shape's arm in the ladder with every other shape (drifting neighbours), and alone with
 the baseline."""
@@ -332,19 +357,20 @@ def forecast_at_target(table: Table, ladder: Ladder) -> tuple[np.ndarray, Foreca
     return np.array(names), forecast(arrays, scales, new), arrays.deltas[:, -1]
 
 
-def shape_cell(cell: tuple[int, int, float, int], reps: int, seed: int) -> dict[str, object]:
+def shape_cell(
+    cell: tuple[int, int, float, int], reps: int, seed: int, truths: dict = TRUTHS
+) -> dict[str, object]:
     """Per mode and shape: hits at each level and the 80% widths; claims and their truth."""
     scales, seeds, noise, factor = cell
     rng = np.random.default_rng([seed, scales, seeds, int(noise * 10), factor])
     ladder = sim_ladder(scales, factor)
-    truth = dict(
-        zip(TRUTHS, truth_at(np.array([scales - 1 + math.log2(factor)]))[:, 0], strict=True)
-    )
+    at_target = truth_at(np.array([scales - 1 + math.log2(factor)]), truths)[:, 0]
+    truth = dict(zip(truths, at_target, strict=True))
     out: dict[str, dict[str, dict[str, list[float]]]] = {m: {} for m in MODES}
     claims: list[bool] = []
-    for table in sim_table(rng, scales, seeds, noise, reps):
+    for table in sim_table(rng, scales, seeds, noise, reps, truths):
         for mode in MODES:
-            groups = [tuple(TRUTHS)] if mode == "with" else [(n,) for n in TRUTHS if n != "null2"]
+            groups = [tuple(truths)] if mode == "with" else [(n,) for n in truths if n != "null2"]
             for arms in groups:
                 keep = {"baseline", *arms}
                 sub = Table(tuple(r for r in table.rows if r.arm in keep))
@@ -375,13 +401,15 @@ def shape_cell(cell: tuple[int, int, float, int], reps: int, seed: int) -> dict[
     }  # fmt: skip
 
 
-def measure_shapes(reps: int, seed: int, label: str, part: tuple[int, int]) -> Path:
+def measure_shapes(
+    reps: int, seed: int, label: str, part: tuple[int, int], truths: str = "reviewed"
+) -> Path:
     """The cells of `part` (i of k: every k-th cell from the i-th) to their own file; `merge`
     joins the parts."""
     start = time.process_time()
     cells = []
     for cell in CELLS[part[0] :: part[1]]:
-        cells.append(shape_cell(cell, reps, seed))
+        cells.append(shape_cell(cell, reps, seed, SHAPE_SETS[truths]))
         print(json.dumps(cells[-1])[:200], flush=True)
     path = Path(str(SHAPES_JSON).format(label=f"{label}.part{part[0]}of{part[1]}"))
     record = {"cpu_seconds": round(time.process_time() - start), "cells": cells}
@@ -389,7 +417,7 @@ def measure_shapes(reps: int, seed: int, label: str, part: tuple[int, int]) -> P
     return path
 
 
-def merge(label: str, reps: int, seed: int, parts: int) -> Path:
+def merge(label: str, reps: int, seed: int, parts: int, truths: str = "reviewed") -> Path:
     """The parts of a `--shapes` run in one record (cells in CELLS order); the parts removed."""
     files = [Path(str(SHAPES_JSON).format(label=f"{label}.part{i}of{parts}")) for i in range(parts)]
     records = [json.loads(f.read_text()) for f in files]
@@ -400,9 +428,9 @@ def merge(label: str, reps: int, seed: int, parts: int) -> Path:
     )
     path = Path(str(SHAPES_JSON).format(label=label))
     record = {
-        "label": label, "reps": reps, "seed": seed, "levels": list(LEVELS),
+        "label": label, "reps": reps, "seed": seed, "levels": list(LEVELS), "truths": truths,
         "command": f"benchmarks/predict_coverage.py --shapes {label} --reps {reps} --seed {seed} "
-        f"--part i/{parts} for i < {parts}, then --merge {parts}",
+        f"--truths {truths} --part i/{parts} for i < {parts}, then --merge {parts}",
         "cpu_seconds": sum(r["cpu_seconds"] for r in records), "cells": cells,
     }  # fmt: skip
     path.write_text(json.dumps(record, indent=1) + "\n")
@@ -562,7 +590,7 @@ def group_bound(cell: dict, name: str, level: float, kind: str = "any") -> Bound
     if key not in _BOUNDS:
         scales, seeds, noise, factor = key[1:5]
         _BOUNDS[key] = shape_bound(
-            TRUTHS[name], (scales, seeds, noise, factor), level, CLASSES[kind],
+            shapes_of(name)[name], (scales, seeds, noise, factor), level, neighbours(kind, name),
             seed_only_width(noise, seeds, level),
         )  # fmt: skip
     return _BOUNDS[key]
@@ -720,6 +748,34 @@ def _coverage_lines(record: dict, mode: str, names: list[str]) -> list[str]:
     return lines
 
 
+def summary_lines(record: dict) -> list[str]:
+    """A record's coverage by shape and mode over the cells, its groups more than 5 points off
+    (apart: those out of reach, the every-size bound), and the 80% widths at σ/E 0.3."""
+    lines = [f"{record['command']} ({record['reps']} ladders per cell):"]
+    names = list(record["cells"][0]["shapes"]["alone"])
+    for mode in MODES:
+        shares = []
+        for name in names:
+            rates = " / ".join(
+                f"{100 * _mean(record['cells'], mode, name, f'hit{level:g}'):.0f}"
+                for level in LEVELS
+            )
+            wide = _at(record, 0.3, 4) + _at(record, 0.3, 16)
+            width = np.mean([c["shapes"][mode][name]["width"] / c["seed_only_width"] for c in wide])
+            shares.append(f"{name} {rates} ({width:.2f}×)")
+        off = [
+            f"{_off(record, mode, names, level, skip=True)} of "
+            f"{len(record['cells']) * len(names) - _out_of_reach(record, names, mode, level)}"
+            for level in LEVELS
+        ]
+        lines.append(
+            f"- {MODE_WORDS[mode]}: coverage at 80% / 95% (mean 80% width over the seed-noise-only "
+            f"at σ/E 0.3): {', '.join(shares)}; groups more than 5 points off among those not out "
+            f"of reach: {off[0]} at 80%, {off[1]} at 95%."
+        )
+    return lines
+
+
 def _claim_lines(record: dict) -> list[str]:
     from archaudit.stats.predictions.claim_rates import MIN_RATE, claim_rate
 
@@ -756,6 +812,10 @@ def main() -> None:
     parser.add_argument("--part", default="0/1", help="with --shapes: cells i of k (i/k)")
     parser.add_argument("--merge", type=int, help="with --shapes: join its k parts")
     parser.add_argument(
+        "--truths", choices=tuple(SHAPE_SETS), default="reviewed", help="with --shapes: the shapes"
+    )
+    parser.add_argument("--summary", help="print a --shapes record's coverage by shape and mode")
+    parser.add_argument(
         "--claim-rates",
         action="store_true",
         help="with --shapes: write claim_rates.toml from its record",
@@ -776,12 +836,15 @@ def main() -> None:
     if args.shapes and args.claim_rates:
         write_claim_rates(json.loads(Path(str(SHAPES_JSON).format(label=args.shapes)).read_text()))
         return
+    if args.summary:
+        print("\n".join(summary_lines(json.loads(Path(args.summary).read_text()))))
+        return
     if args.shapes and args.merge:
-        print(merge(args.shapes, args.reps, args.seed, args.merge))
+        print(merge(args.shapes, args.reps, args.seed, args.merge, args.truths))
         return
     if args.shapes:
         i, k = (int(v) for v in args.part.split("/"))
-        print(measure_shapes(args.reps, args.seed, args.shapes, (i, k)))
+        print(measure_shapes(args.reps, args.seed, args.shapes, (i, k), args.truths))
         return
     text = measure(args.reps, args.n_boot, args.seed)
     print(text)
