@@ -281,12 +281,12 @@ QUIET = {
 
 
 def test_a_quiet_arms_interval_does_not_widen_when_a_drifting_arm_joins():
-    """Issue 55: each arm's own drift, shrunk towards the median arm's, and its own calibrated
-    scale (`Calibration.quantiles`), not a drift or a conformal quantile pooled over the arms:
-    a quiet arm keeps its width, on the same runs, when an arm drifting 8σ per e-fold of N
-    joins the ladder (to the noise of the pooled σ, whose degrees of freedom the new arm's runs
-    add, and of the median arm's drift). The pooled drift made every one 2.4-4.8 times wider;
-    the pooled quantile moved them 0.82-1.32 times (on these seeds; now 0.82-1.0)."""
+    """Issue 55: each arm's own drift, shrunk towards none, and its own calibrated scale
+    (`Calibration.quantiles`), not a drift or a conformal quantile pooled over the arms: a quiet
+    arm keeps its width, on the same runs, when an arm drifting 8σ per e-fold of N joins the
+    ladder (to the noise of the pooled σ, whose degrees of freedom the new arm's runs add). The
+    pooled drift made every one 2.4-4.8 times wider; the pooled quantile moved them 0.82-1.32
+    times; shrunk towards the median arm's drift, 0.82-1.0 (on these seeds; now 0.91-1.01)."""
     ratios = []
     for seed in range(4):
         alone = table(QUIET, sigma=0.01, seed=seed)
@@ -296,7 +296,7 @@ def test_a_quiet_arms_interval_does_not_widen_when_a_drifting_arm_joins():
         after = widths(predict(joined, "val_loss", ladder(), n_boot=100))
         ratios += [after[arm] / before[arm] for arm in QUIET]
         assert after["mover"] > 4 * max(after[arm] for arm in QUIET), after
-    assert min(ratios) >= 0.75 and max(ratios) <= 1.2, ratios
+    assert min(ratios) >= 0.85 and max(ratios) <= 1.15, ratios
 
 
 def widths(result: Prediction) -> dict[str, float]:
