@@ -8,6 +8,7 @@ measures how often, docs/predict.md).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -280,12 +281,12 @@ QUIET = {
 
 
 def test_a_quiet_arms_interval_does_not_widen_when_a_drifting_arm_joins():
-    """Issue 55: each arm's own drift, shrunk towards the median arm's, and its own calibrated
-    scale (`Calibration.quantiles`), not a drift or a conformal quantile pooled over the arms:
-    a quiet arm keeps its width, on the same runs, when an arm drifting 8σ per e-fold of N
-    joins the ladder (to the noise of the pooled σ, whose degrees of freedom the new arm's runs
-    add, and of the median arm's drift). The pooled drift made every one 2.4-4.8 times wider;
-    the pooled quantile moved them 0.82-1.32 times (on these seeds; now 0.82-1.0)."""
+    """Issue 55: each arm's own drift, shrunk towards none, and its own calibrated scale
+    (`Calibration.quantiles`), not a drift or a conformal quantile pooled over the arms: a quiet
+    arm keeps its width, on the same runs, when an arm drifting 8σ per e-fold of N joins the
+    ladder (to the noise of the pooled σ, whose degrees of freedom the new arm's runs add). The
+    pooled drift made every one 2.4-4.8 times wider; the pooled quantile moved them 0.82-1.32
+    times; shrunk towards the median arm's drift, 0.82-1.0 (on these seeds; now 0.91-1.01)."""
     ratios = []
     for seed in range(4):
         alone = table(QUIET, sigma=0.01, seed=seed)
@@ -295,7 +296,7 @@ def test_a_quiet_arms_interval_does_not_widen_when_a_drifting_arm_joins():
         after = widths(predict(joined, "val_loss", ladder(), n_boot=100))
         ratios += [after[arm] / before[arm] for arm in QUIET]
         assert after["mover"] > 4 * max(after[arm] for arm in QUIET), after
-    assert min(ratios) >= 0.75 and max(ratios) <= 1.2, ratios
+    assert min(ratios) >= 0.85 and max(ratios) <= 1.15, ratios
 
 
 def widths(result: Prediction) -> dict[str, float]:
@@ -360,3 +361,54 @@ def test_a_null_arm_alone_passes_the_trend_test_at_its_level():
         for m, s in zip(means, sigma, strict=True)
     ]
     assert np.mean(passed) < 0.01, np.mean(passed)
+
+
+def test_an_arms_structure_does_not_depend_on_its_neighbours():
+    """Issue 55: each arm's drift and bend are its own, shrunk towards none by its own evidence,
+    not towards the median arm's: where most arms drift, the median arm's is a drifting arm's,
+    and a quiet arm was pulled towards it (here its τ_b 1.5 times its own, its calibrated scale
+    0.8 times). Its structure and scale are those it has alone with the baseline."""
+    from archaudit.stats.predictions.backtest import calibrate, trend_errors
+    from archaudit.stats.predictions.ladder_fit import LadderArrays
+
+    x = np.log(np.array(PARAMS))
+    rng = np.random.default_rng(2)
+    quiet = 0.008 * rng.standard_normal(5)
+    drifting = [
+        0.05 - s * (x - x[0]) + 0.008 * rng.standard_normal(5) for s in (0.008, 0.012, 0.016)
+    ]
+    means = np.vstack([np.zeros(5), quiet, *drifting])
+    sigma, dof = np.full(5, 0.01), np.full(5, 8.0)
+    joined = calibrate(trend_errors(LadderArrays(x, means, np.full(means.shape, 3.0), sigma, dof)))
+    alone = calibrate(trend_errors(LadderArrays(x, means[:2], np.full((2, 5), 3.0), sigma, dof)))
+    assert np.array_equal(joined.structure[0], alone.structure[0])
+    for level in (0.8, 0.95):
+        assert joined.quantiles(level)[0] == pytest.approx(alone.quantiles(level)[0])
+    assert joined.pooled[0] > alone.structure[0, 0] > 0.0  # the median arm drifts more
+
+
+def test_an_arms_interval_does_not_ride_on_one_scales_sigma():
+    """Issue 55: every scale gets one seed σ pooled over the scales (by their degrees of
+    freedom), so an arm's interval is not set by the few runs of the largest scale: where
+    those happen to agree closely, the interval does not shrink with them."""
+    from archaudit.stats.choices.options import DEFAULT
+    from archaudit.stats.predictions.predict import ladder_arrays
+
+    runs = table({"null": constant(0.0), "good": constant(-0.05)}, sigma=0.01, seed=0)
+    largest = f"s{len(PARAMS) - 1}"
+    centre = {
+        arm: np.mean([r.value for r in runs.rows if (r.arm, r.scale) == (arm, largest)])
+        for arm in ("baseline", "null", "good")
+    }
+    # the largest scale's seeds pulled to a tenth of their spread around their arm's mean
+    squeezed_runs = Table(tuple(
+        r if r.scale != largest
+        else dataclasses.replace(r, value=float(centre[r.arm] + 0.1 * (r.value - centre[r.arm])))
+        for r in runs.rows
+    ))  # fmt: skip
+    _, arrays, _ = ladder_arrays(squeezed_runs, "val_loss", ladder(), DEFAULT)
+    assert np.ptp(arrays.sigma) == 0.0
+    before = widths(predict(runs, "val_loss", ladder(), n_boot=100))
+    after = widths(predict(squeezed_runs, "val_loss", ladder(), n_boot=100))
+    for arm, width in before.items():  # with the largest scale's own σ: 0.18 and 0.46 times
+        assert after[arm] > 0.8 * width, (arm, after[arm] / width)

@@ -12,9 +12,10 @@ largest scale fitted to it). The errors against the observed Δ̂ do three thing
 2. **Drift.** A mixture's error at horizon h is its seed noise plus a structural part that
    grows with h (an arm whose Δ moves along log N; a curve whose shape is wrong): its variance
    κ²·h² is fitted by moments to the errors beyond their seed noise (a drift τ_b·h² and a bend
-   τ_c·h⁴), each arm's own, shrunk towards the median arm's by how far its own estimate
-   stands out of its seed noise (`shrink`); the single-scale prediction's bend is not
-   extrapolated past the longest horizon the backtest checked (`band`).
+   τ_c·h⁴), each arm's own, shrunk towards none (no drift) by how far its own estimate
+   stands out of its seed noise (`shrink`), so that no other arm moves it; the single-scale
+   prediction's bend is not extrapolated past the longest horizon the backtest checked
+   (`band`).
 3. **Calibration, per arm.** The standardised errors z = error / √(noise + κ²h²), each with
    its arm's κ estimated without it, give each arm its own width in units of √variance: the
    root mean square of the arm's z times the Student-t quantile at the stated level, its degrees
@@ -156,9 +157,10 @@ class Calibration:
     """What a backtest measured for one method: its structure and the scale of its errors."""
 
     pooled: np.ndarray
-    """(2,) τ_b, τ_c: the variances of the drift and bend along log N of the median arm."""
+    """(2,) τ_b, τ_c: the variances of the drift and bend along log N of the median arm (the
+    ladder's, which the backtest line prints; no arm's width uses it: `calibrate`)."""
     structure: np.ndarray
-    """(m, 2) each arm's, shrunk towards the median arm's (`shrink`)."""
+    """(m, 2) each arm's, shrunk towards none (`shrink`)."""
     z: np.ndarray
     """(P,) the standardised errors |error| / √(noise + exposure·τₐ)."""
     horizon: np.ndarray
@@ -196,26 +198,30 @@ def structural(exposure: np.ndarray, structure: np.ndarray) -> np.ndarray:
 
 
 def calibrate(errors: Errors) -> Calibration:
-    """Each arm's structure by moments, shrunk towards the median arm's (`shrink`), then the
-    standardised errors, each scaled by its arm's structure estimated without it (honest: an
-    arm's few errors do not set their own width, so its scale carries the uncertainty of the
-    arm's drift too)."""
+    """Each arm's structure by moments, shrunk towards none (`shrink`), then the standardised
+    errors, each scaled by its arm's structure estimated without it (honest: an arm's few
+    errors do not set their own width, so its scale carries the uncertainty of the arm's drift
+    too). Towards none, not towards the median arm's (issue 55): where few of the arms are
+    quiet the median arm's is the largest of the quiet arms' seed noise, and every quiet arm
+    took it (known-truth ladders with drifting neighbours, docs/predict.md: the constant and
+    null arms' mean 80% width 1.43 times their seed-noise-only width, 1.34 towards none, for
+    the same coverage); an arm's width now depends on no other arm's errors."""
     excess = errors.error**2 - errors.noise
     arms = int(errors.arm.max()) + 1 if len(errors.arm) else 0
     own, spread = _per_arm(excess, errors.exposure, errors.noise, errors.arm, arms)
-    centre = ladder_structure(own, spread)
-    structure = shrink(own, spread, centre)
+    structure = shrink(own, spread, np.zeros(2))
     without = _own_without_each(excess, errors.exposure, errors.arm, arms)
-    held = shrink(without, spread[errors.arm], centre)
+    held = shrink(without, spread[errors.arm], np.zeros(2))
     variance = errors.noise + structural(errors.exposure, held)
     z = np.abs(errors.error) / np.sqrt(variance)
-    return Calibration(centre, structure, z, errors.horizon, errors.arm)
+    return Calibration(ladder_structure(own, spread), structure, z, errors.horizon, errors.arm)
 
 
 def ladder_structure(own: np.ndarray, spread: np.ndarray) -> np.ndarray:
-    """(2,) the ladder's τ_b, τ_c: the median arm's, shrunk towards none by the same rule
-    (`shrink`), its variance that of a median of the arms' estimates (π/2 · V / m): on a ladder
-    of quiet arms the median's seed noise is not a drift."""
+    """(2,) the ladder's τ_b, τ_c, what the backtest line prints: the median arm's, shrunk
+    towards none by the same rule (`shrink`), its variance that of a median of the arms'
+    estimates (π/2 · V / m): on a ladder of quiet arms the median's seed noise is not a
+    drift."""
     if not len(own):
         return np.zeros(2)
     noise = math.pi / 2.0 * np.median(spread, axis=0) / len(own)
@@ -223,11 +229,10 @@ def ladder_structure(own: np.ndarray, spread: np.ndarray) -> np.ndarray:
 
 
 def shrink(own: np.ndarray, spread: np.ndarray, centre: np.ndarray) -> np.ndarray:
-    """(..., 2) each arm's τ_b, τ_c moved from the median arm's by the share d²/(d² + V) of its
-    own departure d, V the seed-noise variance of its estimate (empirical Bayes, as the
-    verdicts' moderation): an arm whose errors are seed noise gets the ladder's structure, one
-    that drifts well beyond its noise keeps its own; the median, not the mean, so that one
-    drifting arm joining the ladder does not widen the others."""
+    """(..., 2) each arm's τ_b, τ_c moved from `centre` by the share d²/(d² + V) of its own
+    departure d, V the seed-noise variance of its estimate (empirical Bayes, as the verdicts'
+    moderation): an arm whose errors are seed noise gets the centre (for an arm's width: none,
+    `calibrate`), one that drifts well beyond its noise keeps its own."""
     departure = own - centre
     weight = departure**2 / np.maximum(departure**2 + spread, np.finfo(float).tiny)
     return centre + weight * departure

@@ -31,7 +31,8 @@ class LadderArrays:
     counts: np.ndarray
     """(m + 1, S) finished seeds."""
     sigma: np.ndarray
-    """(S,) the seed σ at each scale, pooled over every arm with >= 2 seeds."""
+    """(S,) the seed σ at each scale, pooled over every arm with >= 2 seeds (`predict` gives
+    every scale one σ, pooled over the scales too: `predict.pooled_over_scales`)."""
     dof: np.ndarray
     """(S,) its degrees of freedom."""
 
