@@ -400,15 +400,34 @@ def test_an_arms_interval_does_not_ride_on_one_scales_sigma():
         arm: np.mean([r.value for r in runs.rows if (r.arm, r.scale) == (arm, largest)])
         for arm in ("baseline", "null", "good")
     }
-    # the largest scale's seeds pulled to a tenth of their spread around their arm's mean
+    # the largest scale's seeds pulled to half their spread around their arm's mean (within what
+    # Bartlett's test calls one σ: `unequal_sigmas`)
     squeezed_runs = Table(tuple(
         r if r.scale != largest
-        else dataclasses.replace(r, value=float(centre[r.arm] + 0.1 * (r.value - centre[r.arm])))
+        else dataclasses.replace(r, value=float(centre[r.arm] + 0.5 * (r.value - centre[r.arm])))
         for r in runs.rows
     ))  # fmt: skip
     _, arrays, _ = ladder_arrays(squeezed_runs, "val_loss", ladder(), DEFAULT)
     assert np.ptp(arrays.sigma) == 0.0
     before = widths(predict(runs, "val_loss", ladder(), n_boot=100))
     after = widths(predict(squeezed_runs, "val_loss", ladder(), n_boot=100))
-    for arm, width in before.items():  # with the largest scale's own σ: 0.18 and 0.46 times
+    for arm, width in before.items():  # with the largest scale's own σ: 0.61 and 0.66 times
         assert after[arm] > 0.8 * width, (arm, after[arm] / width)
+
+
+def test_the_scales_share_one_sigma_unless_bartletts_test_says_they_differ():
+    """`unequal_sigmas` is Bartlett's test (it equals scipy's on the runs themselves), and a
+    ladder whose seed noise falls tenfold keeps each scale's own σ."""
+    import numpy as np
+    from scipy import stats as sps
+
+    from archaudit.stats.predictions.predict import unequal_sigmas
+
+    rng = np.random.default_rng(3)
+    groups = [rng.normal(0.0, sd, 6) for sd in (1.0, 1.3, 0.9, 2.5)]
+    sigma = np.array([g.std(ddof=1) for g in groups])
+    dof = np.full(4, 5.0)
+    p = sps.bartlett(*groups).pvalue
+    assert unequal_sigmas(sigma, dof) == (p < 0.01)
+    assert unequal_sigmas(np.array([0.2, 0.1, 0.05, 0.02]), np.full(4, 8.0))
+    assert not unequal_sigmas(np.array([0.2, 0.21, 0.19, 0.2]), np.full(4, 8.0))

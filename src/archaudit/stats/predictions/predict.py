@@ -319,11 +319,32 @@ def pooled_over_scales(floors: list[NoiseFloor]) -> np.ndarray:
     scales' (known-truth ladders, one arm alone: the constant and null arms' 80% intervals held
     78% on average, 69-86% between cells, at 1.45 times the seed-noise-only width; pooled 81%,
     72-87%, at 1.36 times; docs/predict.md). The trend test pools the same way
-    (`backtest.drift_t`)."""
+    (`backtest.drift_t`). Where the scales' σ differ beyond their noise (`unequal_sigmas`) each
+    keeps its own: a real ladder's seed noise may fall with scale, and one σ would then misstate
+    the largest scale's."""
     sigma = np.array([f.sigma for f in floors])
     dof = np.array([f.dof for f in floors], dtype=float)
+    if unequal_sigmas(sigma, dof):
+        return sigma
     pooled = math.sqrt(float(np.sum(dof * sigma**2)) / max(float(np.sum(dof)), 1.0))
     return np.full_like(sigma, pooled)
+
+
+UNEQUAL_LEVEL = 0.01
+"""Bartlett's test p below which the scales' σ are taken to differ (`unequal_sigmas`)."""
+
+
+def unequal_sigmas(sigma: np.ndarray, dof: np.ndarray) -> bool:
+    """Bartlett's test of one σ for every scale from each scale's σ and degrees of freedom
+    (scipy's `bartlett` wants the runs; the statistic needs only these): p < UNEQUAL_LEVEL."""
+    used = dof > 0
+    if used.sum() < 2 or np.any(sigma[used] <= 0.0):
+        return False
+    nu, variance = dof[used], sigma[used] ** 2
+    pooled = float(np.sum(nu * variance) / np.sum(nu))
+    statistic = float(np.sum(nu) * math.log(pooled) - np.sum(nu * np.log(variance)))
+    correction = 1.0 + (float(np.sum(1.0 / nu)) - 1.0 / float(np.sum(nu))) / (3.0 * (len(nu) - 1))
+    return float(sps.chi2.sf(statistic / correction, len(nu) - 1)) < UNEQUAL_LEVEL
 
 
 def interval(draws: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
