@@ -249,7 +249,7 @@ def test_the_single_scale_bend_is_not_extrapolated_past_the_backtest():
     horizon = new[0] - arrays.x[-1]
     longest = errors.exposure[:, 1].max()
     assert longest < horizon**4  # the target lies beyond every backtest horizon
-    tau = calibrate(errors).structure
+    tau = calibrate(errors, pooled=True).structure
     capped = tau[:, 0] * horizon**2 + tau[:, 1] * longest
     _, capped_band = band(errors, {"single_scale": 1.0}, arrays, new, cap_bend=True)
     expected = arrays.variances[:, -1] + np.maximum(capped, 0.0)
@@ -379,8 +379,12 @@ def test_an_arms_structure_does_not_depend_on_its_neighbours():
     ]
     means = np.vstack([np.zeros(5), quiet, *drifting])
     sigma, dof = np.full(5, 0.01), np.full(5, 8.0)
-    joined = calibrate(trend_errors(LadderArrays(x, means, np.full(means.shape, 3.0), sigma, dof)))
-    alone = calibrate(trend_errors(LadderArrays(x, means[:2], np.full((2, 5), 3.0), sigma, dof)))
+    joined = calibrate(
+        trend_errors(LadderArrays(x, means, np.full(means.shape, 3.0), sigma, dof)), pooled=False
+    )
+    alone = calibrate(
+        trend_errors(LadderArrays(x, means[:2], np.full((2, 5), 3.0), sigma, dof)), pooled=False
+    )
     assert np.array_equal(joined.structure[0], alone.structure[0])
     for level in (0.8, 0.95):
         assert joined.quantiles(level)[0] == pytest.approx(alone.quantiles(level)[0])

@@ -197,24 +197,29 @@ def structural(exposure: np.ndarray, structure: np.ndarray) -> np.ndarray:
     return np.maximum(np.sum(exposure * structure, axis=-1), 0.0)
 
 
-def calibrate(errors: Errors) -> Calibration:
-    """Each arm's structure by moments, shrunk towards none (`shrink`), then the standardised
-    errors, each scaled by its arm's structure estimated without it (honest: an arm's few
-    errors do not set their own width, so its scale carries the uncertainty of the arm's drift
-    too). Towards none, not towards the median arm's (issue 55): where few of the arms are
-    quiet the median arm's is the largest of the quiet arms' seed noise, and every quiet arm
+def calibrate(errors: Errors, *, pooled: bool) -> Calibration:
+    """Each arm's structure by moments, shrunk (`shrink`) towards the median arm's where
+    `pooled` (a method of the whole ladder: the stack and its curves, whose mixture is chosen on
+    the other arms) and towards none otherwise (each arm's own prediction); then the
+    standardised errors, each scaled by its arm's structure estimated without it (honest: an
+    arm's few errors do not set their own width, so its scale carries the uncertainty of the
+    arm's drift too). Towards none for an arm's own prediction (issue 55): where few of the arms
+    are quiet the median arm's is the largest of the quiet arms' seed noise, and every quiet arm
     took it (known-truth ladders with drifting neighbours, docs/predict.md: the constant and
     null arms' mean 80% width 1.43 times their seed-noise-only width, 1.34 towards none, for
-    the same coverage); an arm's width now depends on no other arm's errors."""
+    the same coverage), and its width depends on no other arm's errors. The stack towards none
+    held 74% at 80% where it was claimed (81% towards the median arm's)."""
     excess = errors.error**2 - errors.noise
     arms = int(errors.arm.max()) + 1 if len(errors.arm) else 0
     own, spread = _per_arm(excess, errors.exposure, errors.noise, errors.arm, arms)
-    structure = shrink(own, spread, np.zeros(2))
+    ladder = ladder_structure(own, spread)
+    centre = ladder if pooled else np.zeros(2)
+    structure = shrink(own, spread, centre)
     without = _own_without_each(excess, errors.exposure, errors.arm, arms)
-    held = shrink(without, spread[errors.arm], np.zeros(2))
+    held = shrink(without, spread[errors.arm], centre)
     variance = errors.noise + structural(errors.exposure, held)
     z = np.abs(errors.error) / np.sqrt(variance)
-    return Calibration(ladder_structure(own, spread), structure, z, errors.horizon, errors.arm)
+    return Calibration(ladder, structure, z, errors.horizon, errors.arm)
 
 
 def ladder_structure(own: np.ndarray, spread: np.ndarray) -> np.ndarray:
@@ -501,9 +506,12 @@ class Scoring:
     """The single-scale prediction's errors on the same held-out Δ̂."""
 
 
-def score(model: str, errors: Errors, weight: float, how: Scoring) -> Backtest:
-    """A method's backtest record from its errors, beside the single-scale baseline's."""
-    calibration = calibrate(errors)
+def score(
+    model: str, errors: Errors, weight: float, how: Scoring, *, pooled: bool = True
+) -> Backtest:
+    """A method's backtest record from its errors, beside the single-scale baseline's
+    (`pooled`: as `calibrate`'s; an arm's own prediction passes False)."""
+    calibration = calibrate(errors, pooled=pooled)
     observed = errors.observed
     predicted, single = observed - errors.error, observed - how.baseline.error
     return Backtest(
@@ -551,14 +559,21 @@ def band(
     seeds, σ/E 3, 16× at 87%, and the 95% ones at σ/E 0.3 at 89%). The stack keeps its bend:
     capped, its 80% intervals held 65% where it was claimed."""
     weights = smoother_weights(mix, ladder.x, 1.0 / ladder.variances, new)
-    return band_of(errors, weights, ladder, new, cap_bend=cap_bend)
+    return band_of(errors, weights, ladder, new, cap_bend=cap_bend, pooled=True)
 
 
 def band_of(
-    errors: Errors, weights: np.ndarray, ladder: LadderArrays, new: np.ndarray, *, cap_bend: bool
+    errors: Errors,
+    weights: np.ndarray,
+    ladder: LadderArrays,
+    new: np.ndarray,
+    *,
+    cap_bend: bool,
+    pooled: bool,
 ) -> tuple[np.ndarray, Band]:
-    """((m, T) the prediction of the (m, T, S) weights at the new points, its band)."""
-    calibration = calibrate(errors)
+    """((m, T) the prediction of the (m, T, S) weights at the new points, its band; `pooled` as
+    `calibrate`'s)."""
+    calibration = calibrate(errors, pooled=pooled)
     point, noise = predict_linear(weights, ladder.deltas, ladder.variances)
     exposed = exposure(weights, ladder.x[None, None, :] - new[None, :, None])  # (m, T, 2)
     if cap_bend:
@@ -630,10 +645,12 @@ def forecast(
             chosen, factor,
         )  # fmt: skip
     own = trend_errors(ladder)
-    point, own_band = band_of(own, trend_weights(ladder, new), ladder, new, cap_bend=True)
+    point, own_band = band_of(
+        own, trend_weights(ladder, new), ladder, new, cap_bend=True, pooled=False
+    )
     # beside the Δ̂ at the largest scale for every arm, on the same held-out Δ̂ (same order)
     alone = Scoring(scales[-1], scales[1:], confidence, single_scale_errors(ladder))
-    made = score(SINGLE_SCALE, own, stacked.mix[SINGLE_SCALE], alone)
+    made = score(SINGLE_SCALE, own, stacked.mix[SINGLE_SCALE], alone, pooled=False)
     return Forecast(
         SINGLE_SCALE, signal, stacked.mix, stacked.p_value, candidates, made, point, own_band,
         factor, follows_trend(ladder),
