@@ -24,8 +24,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
-from predict_coverage import TRUTHS
-from predict_coverage_bounds import CAP
+from predict_coverage import TRUTHS, seed_only_width
+from predict_coverage_bounds import (
+    CAP,
+    SHARP_LEVEL,
+    every_size_width,
+    family_sd,
+    scale_sd,
+)
 
 FLOOR, TOP = 0.75, 0.85
 """Coverage at least FLOOR for every member, at most TOP for the constant (80% within 5 points)."""
@@ -35,6 +41,9 @@ GROUPS = (
 )  # fmt: skip
 """(shape, scales, target factor, neighbours): the reachable groups whose Pratt bound is
 nearest the cap."""
+SEEDS = 2
+"""Seeds per arm and baseline (the multiples depend on them only through the neighbours'
+pinning of each scale's level)."""
 
 
 @dataclass(frozen=True)
@@ -98,23 +107,19 @@ def dual_bound(r: float, iterations: int = 600) -> float:
 
 
 def main() -> None:
-    z = float(sps.norm.ppf(FLOOR))
-    pratt = 2.0 * (z * float(sps.norm.cdf(z)) + float(sps.norm.pdf(z)))
     for name, scales, factor, neighbours in GROUPS:
         u = np.arange(scales, dtype=float)
         ladder = TRUTHS[name](u)
         target = float(TRUTHS[name](np.array([scales - 1 + math.log2(factor)]))[0])
-        centred = ladder - ladder.mean()
-        r = abs(target - ladder.mean()) * math.sqrt(scales / float(np.sum(centred**2)))
-        # the seed-noise-only width in τ: SD(Δ̂) over the contrasts' per-scale SD (`scale_sd`,
-        # baseline seeds as the arm's) is √(2(K + 1)/(K + 2)) with K neighbours
-        contrast = math.sqrt((neighbours + 2.0) / (2.0 * (neighbours + 1.0)))
-        per_tau = 2.0 * float(sps.norm.ppf(0.9)) * math.sqrt(scales) / contrast
-        dual = dual_bound(r)
+        # in units of σ (the multiples do not depend on it): τ = SD(Ȳ), s = the family's SD
+        sd = scale_sd(1.0, SEEDS, neighbours)
+        tau, unit = sd / math.sqrt(scales), seed_only_width(1.0, SEEDS, SHARP_LEVEL)
+        r = math.sqrt((family_sd(ladder, target, sd) / tau) ** 2 - 1.0)
+        pratt = every_size_width(ladder, target, sd, SHARP_LEVEL)
         print(
             f"{name}, {scales} scales, {factor}×, {neighbours} neighbours: r {r:.2f}; dual "
-            f"{dual / per_tau:.2f} × the seed-noise-only width, Pratt's "
-            f"{pratt * math.sqrt(1.0 + r * r) / per_tau:.2f} (cap {CAP:g})",
+            f"{dual_bound(r) * tau / unit:.2f} × the seed-noise-only width, Pratt's "
+            f"{pratt / unit:.2f} (cap {CAP:g})",
             flush=True,
         )
 
