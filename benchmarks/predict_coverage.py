@@ -490,6 +490,14 @@ def _mean(cells: list[dict], mode: str, name: str, key: str) -> float:
     return float(np.mean([c["shapes"][mode][name][key] for c in cells]))
 
 
+def width_ratio(record: dict, mode: str, name: str, noise: float) -> float:
+    """A shape's mean 80% width over the seed-noise-only width, over the cells at σ/E `noise`."""
+    return float(
+        np.mean([c["shapes"][mode][name]["width"] / c["seed_only_width"]
+                 for c in record["cells"] if c["noise"] == noise])
+    )  # fmt: skip
+
+
 def _width_lines(after: dict, before: dict, names: list[str]) -> list[str]:
     lines = [
         "Mean 80% width over the seed-noise-only 80% width (2·z·σ·√(2/seeds), the true σ), "
@@ -502,11 +510,7 @@ def _width_lines(after: dict, before: dict, names: list[str]) -> list[str]:
         for mode in MODES:
             row = []
             for name in names:
-                ratios = [
-                    float(np.mean([c["shapes"][mode][name]["width"] / c["seed_only_width"]
-                                   for c in rec["cells"] if c["noise"] == noise]))
-                    for rec in (before, after)
-                ]  # fmt: skip
+                ratios = [width_ratio(rec, mode, name, noise) for rec in (before, after)]
                 row.append(f"{ratios[0]:.2f} → {ratios[1]:.2f}")
             lines.append(f"| {noise:g} | {mode} | " + " | ".join(row) + " |")
     return lines
@@ -760,9 +764,7 @@ def summary_lines(record: dict) -> list[str]:
                 f"{100 * _mean(record['cells'], mode, name, f'hit{level:g}'):.0f}"
                 for level in LEVELS
             )
-            wide = _at(record, 0.3, 4) + _at(record, 0.3, 16)
-            width = np.mean([c["shapes"][mode][name]["width"] / c["seed_only_width"] for c in wide])
-            shares.append(f"{name} {rates} ({width:.2f}×)")
+            shares.append(f"{name} {rates} ({width_ratio(record, mode, name, 0.3):.2f}×)")
         off = [
             f"{_off(record, mode, names, level, skip=True)} of "
             f"{len(record['cells']) * len(names) - _out_of_reach(record, names, mode, level)}"
