@@ -169,9 +169,9 @@ def _print_prediction(result: Prediction) -> None:
 
 def models_in_words() -> str:
     """What the backtest lines' and the arms' model names mean."""
-    from archaudit.stats.predictions.backtest import DAMPING
+    from archaudit.stats.predictions.slope_rule import CONTINUATION
 
-    return MODELS_IN_WORDS.format(damping=f"{DAMPING:.0%}")
+    return MODELS_IN_WORDS.format(low=f"{CONTINUATION[0]:g}", high=f"{CONTINUATION[1]:g}")
 
 
 MODELS_IN_WORDS = (
@@ -179,23 +179,22 @@ MODELS_IN_WORDS = (
     "scale; constant, the mean of the arm's Δ̂ over the scales (weighted by their seed noise); "
     "log_linear, the arm's own line of Δ̂ in log N, extended to the target; stacked, a mix of "
     "the three, each weight its share in the mix (chosen to fit the held-out scales best); the "
-    "stack answers only where it beats the single-scale baseline; an arm whose method is "
-    "own_trend (its drift along the ladder stands out of its seed noise) is predicted {damping} of "
-    "the way from single_scale to log_linear (docs/predict.md)"
+    "stack answers only where it beats the single-scale baseline; otherwise slope_rule answers: "
+    "Δ̂ at the largest trained scale moved along the arm's own slope by as much as the slope "
+    "stands out of its seed noise, its interval holding any continuation from {low} to {high} "
+    "times that slope (docs/predict.md)"
 )
 
 
 def _how(result: Prediction) -> str:
     """What the prediction is, and the coverage its interval earned in the backtest."""
-    from archaudit.stats.predictions.backtest import DAMPING, OWN_TREND, STACKED
+    from archaudit.stats.predictions.backtest import STACKED
 
     test = result.backtest
     held = f", held {test.coverage:.0%} of {test.n_arms} backtest predictions" if test else ""
     if result.model == STACKED:
         return f"the stack of curves, which beats the single-scale baseline in the backtest{held}"
-    own = [a.arm for a in result.arms if a.method == OWN_TREND]
-    trend = f"; {', '.join(own)} {DAMPING:.0%} of the way to their own line" if own else ""
-    return f"the single-scale prediction (Δ̂ at the largest trained scale){trend}{held}"
+    return f"the slope rule (Δ̂ at the largest trained scale moved along its own slope){held}"
 
 
 def _arm_cells(a: TargetPrediction) -> tuple[object, ...]:

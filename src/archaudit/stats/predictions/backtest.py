@@ -12,35 +12,27 @@ largest scale fitted to it). The errors against the observed Δ̂ do three thing
 2. **Drift.** A mixture's error at horizon h is its seed noise plus a structural part that
    grows with h (an arm whose Δ moves along log N; a curve whose shape is wrong): its variance
    κ²·h² is fitted by moments to the errors beyond their seed noise (a drift τ_b·h² and a bend
-   τ_c·h⁴), each arm's own, shrunk towards none (no drift) by how far its own estimate
-   stands out of its seed noise (`shrink`), so that no other arm moves it; the single-scale
-   prediction's bend is not extrapolated past the longest horizon the backtest checked
-   (`band`).
+   τ_c·h⁴), each arm's own, shrunk towards the median arm's by how far its own estimate
+   stands out of its seed noise (`shrink`).
 3. **Calibration, per arm.** The standardised errors z = error / √(noise + κ²h²), each with
    its arm's κ estimated without it, give each arm its own width in units of √variance: the
    root mean square of the arm's z times the Student-t quantile at the stated level, its degrees
-   of freedom the arm's effective number of backtest errors (`Calibration.quantiles`). A
-   predictive t, not a pooled conformal quantile: an arm's few, correlated errors measure its
-   scale with that much uncertainty (issue 55: pooled over arms, the quantile gave quiet arms
-   the width of their drifting neighbours, and a drifting arm whose κ its few errors
-   underestimated the width of its quiet ones).
+   of freedom the arm's effective number of backtest errors (`Calibration.quantiles`).
 
-The prediction is the single-scale one, except for an arm whose own slope along log N stands
-out of its seed noise (`follows_trend`): that arm's is moved halfway to its own line
-(`trend_weights`, a damped trend), the choice made at every backtest origin from the scales
-known there (`trend_errors`), so that its drift, bend and calibration are those of the
-choice as made. That holds unless the mixture is claimed (`claims_stack`): its gain in squared
-error on held-out arms significant (a one-sided t-test over the arms) *and* the ladder's Δ̂ at
-their seed-noise floor. Then the mixture is the prediction, with the calibration of its
-held-out errors.
+The prediction is the slope rule's (`slope_rule`: each arm's Δ̂ at the largest scale moved along
+its own slope by as much as its evidence of drift, its interval holding every continuation from
+a fade to the line at the stated level), scored on the same held-out scales (`rule_backtest`).
+That holds unless the mixture is claimed (`claims_stack`): its gain in squared error on held-out
+arms significant (a one-sided t-test over the arms) *and* the ladder's Δ̂ at their seed-noise
+floor. Then the mixture is the prediction, with the calibration of its held-out errors.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 from scipy import stats as sps
@@ -53,15 +45,16 @@ from archaudit.stats.predictions.ladder_fit import (
     predict_linear,
     smoother_weights,
 )
+from archaudit.stats.predictions.slope_rule import arm_slopes, rule_forecast, t_factor
 from archaudit.stats.records.serialize import JsonResult
 
 SINGLE_SCALE = "single_scale"
 """The baseline's name where a mixture's would stand."""
 STACKED = "stacked"
 """The name of the mixture of curves in the backtest."""
-OWN_TREND = "own_trend"
-"""An arm's method where it follows its own trend (`trend_weights`) instead of its Δ̂ at the
-largest scale."""
+SLOPE_RULE = "slope_rule"
+"""The prediction where the stack is not claimed: each arm's Δ̂ at the largest scale moved along
+its own slope as far as its evidence of drift (`slope_rule`)."""
 GRID_STEP = 10
 """The simplex of mixture weights is searched in steps of 1/GRID_STEP."""
 CLAIM_LEVEL = 0.05
@@ -97,19 +90,21 @@ class Backtest(JsonResult):
     baseline_sign_accuracy: float
     baseline_decision_accuracy: float
     weight: float
-    """Its share in the mixture (the mixture itself: 1)."""
+    """Its share in the mixture (the mixture itself: 1; the slope rule, in none: NaN)."""
     drift: float
-    """√τ_b: the spread of the arms' drift, in Δ per unit of log N."""
+    """√τ_b: the spread of the arms' drift, in Δ per unit of log N (NaN for the slope rule,
+    whose width is not fitted to the backtest)."""
     bend: float
-    """√τ_c: the spread of the arms' bend, in Δ per unit of log N squared."""
+    """√τ_c: the spread of the arms' bend, in Δ per unit of log N squared (NaN likewise)."""
     widening: float
     """How much wider than normal the median arm's calibrated interval is (its half-width in
-    units of √variance over the normal quantile)."""
+    units of √variance over the normal quantile; NaN likewise)."""
 
     def summary(self) -> str:
         """One line: the method's scores beside the single-scale baseline's."""
+        weight = "" if math.isnan(self.weight) else f" (weight {self.weight:.0%})"
         return (
-            f"backtest of {self.model} (weight {self.weight:.0%}): {', '.join(self.predicted)} "
+            f"backtest of {self.model}{weight}: {', '.join(self.predicted)} "
             f"each predicted from the scales below ({self.n_arms} predictions): "
             f"{self.confidence:.0%} intervals held {_pct(self.coverage)}, signs "
             f"{_pct(self.sign_accuracy)}, pairs {_pct(self.decision_accuracy)}; single-scale "
@@ -158,9 +153,9 @@ class Calibration:
 
     pooled: np.ndarray
     """(2,) τ_b, τ_c: the variances of the drift and bend along log N of the median arm (the
-    ladder's, which the backtest line prints; no arm's width uses it: `calibrate`)."""
+    ladder's, which the backtest line prints, and the centre each arm's is shrunk to)."""
     structure: np.ndarray
-    """(m, 2) each arm's, shrunk towards none (`shrink`)."""
+    """(m, 2) each arm's, shrunk towards the median arm's (`shrink`)."""
     z: np.ndarray
     """(P,) the standardised errors |error| / √(noise + exposure·τₐ)."""
     horizon: np.ndarray
@@ -197,26 +192,20 @@ def structural(exposure: np.ndarray, structure: np.ndarray) -> np.ndarray:
     return np.maximum(np.sum(exposure * structure, axis=-1), 0.0)
 
 
-def calibrate(errors: Errors, *, pooled: bool) -> Calibration:
-    """Each arm's structure by moments, shrunk (`shrink`) towards the median arm's where
-    `pooled` (a method of the whole ladder: the stack and its curves, whose mixture is chosen on
-    the other arms) and towards none otherwise (each arm's own prediction); then the
+def calibrate(errors: Errors) -> Calibration:
+    """Each arm's structure by moments, shrunk (`shrink`) towards the median arm's (the stack
+    and its curves are methods of the whole ladder, their mixture chosen on the other arms;
+    towards none, the stack's 80% intervals held 74% where it was claimed, 81% so); then the
     standardised errors, each scaled by its arm's structure estimated without it (honest: an
     arm's few errors do not set their own width, so its scale carries the uncertainty of the
-    arm's drift too). Towards none for an arm's own prediction (issue 55): where few of the arms
-    are quiet the median arm's is the largest of the quiet arms' seed noise, and every quiet arm
-    took it (known-truth ladders with drifting neighbours, docs/predict.md: the constant and
-    null arms' mean 80% width 1.43 times their seed-noise-only width, 1.34 towards none, for
-    the same coverage), and its width depends on no other arm's errors. The stack towards none
-    held 74% at 80% where it was claimed (81% towards the median arm's)."""
+    arm's drift too)."""
     excess = errors.error**2 - errors.noise
     arms = int(errors.arm.max()) + 1 if len(errors.arm) else 0
     own, spread = _per_arm(excess, errors.exposure, errors.noise, errors.arm, arms)
     ladder = ladder_structure(own, spread)
-    centre = ladder if pooled else np.zeros(2)
-    structure = shrink(own, spread, centre)
+    structure = shrink(own, spread, ladder)
     without = _own_without_each(excess, errors.exposure, errors.arm, arms)
-    held = shrink(without, spread[errors.arm], centre)
+    held = shrink(without, spread[errors.arm], ladder)
     variance = errors.noise + structural(errors.exposure, held)
     z = np.abs(errors.error) / np.sqrt(variance)
     return Calibration(ladder, structure, z, errors.horizon, errors.arm)
@@ -404,82 +393,6 @@ def _gain_p_value(single: Errors, held_out: Errors) -> float:
     return float(sps.ttest_1samp(per_arm, 0.0, alternative="greater").pvalue)
 
 
-TREND_T = 3.0
-"""An arm's own trend is followed where its weighted slope of Δ̂ on log N stands this many
-standard errors of its seed noise out (at the normal's two-sided level: `trend_critical`)."""
-DAMPING = 0.5
-"""The share of the arm's line's departure from the single-scale prediction that is followed (a
-damped trend): on known-truth ladders (simulation seed 1, docs/predict.md) the whole line
-overshot a fading arm (80% intervals held 61-64% at σ/E 0.3), which the ladder cannot tell from
-a linear one; halfway, each is covered as before with intervals 0.7 times as wide."""
-
-
-def drift_t(fit: LadderArrays) -> np.ndarray:
-    """(m,) each arm's weighted slope of Δ̂ on log N over its seed-noise standard error, with
-    one seed σ pooled over the scales fitted (so that the t has their degrees of freedom: with
-    each scale's own σ, on 2 degrees of freedom each, a null arm alone at 2 seeds passed the
-    test at p = 0.0027 in 2-7% of its ladders, not 0.27%)."""
-    pooled = np.sum(fit.dof * fit.sigma**2) / max(float(np.sum(fit.dof)), 1.0)
-    variances = pooled * (1.0 / fit.counts[1:] + 1.0 / fit.counts[:1])
-    w = 1.0 / variances
-    share = w / w.sum(-1, keepdims=True)
-    dx = fit.x - (share * fit.x).sum(-1, keepdims=True)
-    lever = (w * dx) / (w * dx**2).sum(-1, keepdims=True)
-    slope = np.sum(lever * fit.deltas, axis=-1)
-    return slope / np.sqrt(np.sum(lever**2 * variances, axis=-1))
-
-
-def trend_critical(fit: LadderArrays) -> float:
-    """The |t| beyond which a drift is established: TREND_T's two-sided level under the Student
-    t with the seed σ's degrees of freedom over the scales fitted (one arm alone with the
-    baseline at 2 seeds has 2 per scale, 6-10 over a ladder, where the normal's critical value
-    is too small)."""
-    level = 2.0 * float(sps.norm.sf(TREND_T))
-    return float(sps.t.isf(level / 2.0, max(float(np.sum(fit.dof)), 1.0)))
-
-
-def trend_weights(fit: LadderArrays, new: np.ndarray) -> np.ndarray:
-    """(m, T, S) each arm's own prediction: the single-scale one, or, where its own drift stands
-    out of its seed noise (|t| > TREND_T), the single-scale one moved DAMPING of the way to the
-    arm's weighted line in log N."""
-    w = 1.0 / fit.variances
-    single = SMOOTHERS[SINGLE_SCALE][0](fit.x, w, new)
-    if len(fit.x) < 2:
-        return single
-    line = SMOOTHERS["log_linear"][0](fit.x, w, new)
-    return single + follows_trend(fit)[:, None, None] * DAMPING * (line - single)
-
-
-def follows_trend(fit: LadderArrays) -> np.ndarray:
-    """(m,) whether each arm's drift along the scales fitted stands out of its seed noise."""
-    if len(fit.x) < 2:
-        return np.zeros(len(fit.deltas), bool)
-    return np.abs(drift_t(fit)) > trend_critical(fit)
-
-
-def _trend_origin(ladder: LadderArrays, k: int) -> Pieces:
-    """The first k scales fitted, each larger scale predicted by each arm's own choice there."""
-    pieces = _origin(ladder, (SINGLE_SCALE,), k)
-    fit, new = ladder.first(k), ladder.x[k:]
-    weights = np.zeros((1, *ladder.deltas.shape[:1], len(new), len(ladder.x)))
-    weights[0, ..., :k] = trend_weights(fit, new)
-    return dataclasses.replace(pieces, weights=weights.reshape(1, -1, len(ladder.x)))
-
-
-def trend_errors(ladder: LadderArrays) -> Errors:
-    """Each arm's own prediction's errors from every origin (1 scale fitted on), its choice of
-    trend made at each origin from the scales known there (so the calibration sees it)."""
-    origins = [_trend_origin(ladder, k) for k in range(1, len(ladder.x))]
-    pieces = _join(origins)
-    return mixture_errors(pieces, np.ones((1, 1)))[0]
-
-
-def single_scale_errors(ladder: LadderArrays) -> Errors:
-    """The single-scale prediction's errors from every origin (1 scale fitted on)."""
-    pieces = backtest_pieces(ladder, (SINGLE_SCALE,), 1)
-    return mixture_errors(pieces, np.ones((1, 1)))[0]
-
-
 def share(hits: np.ndarray) -> float:
     """The share of true values (NaN when there are none)."""
     return float(np.mean(hits)) if len(hits) else float("nan")
@@ -506,12 +419,9 @@ class Scoring:
     """The single-scale prediction's errors on the same held-out Δ̂."""
 
 
-def score(
-    model: str, errors: Errors, weight: float, how: Scoring, *, pooled: bool = True
-) -> Backtest:
-    """A method's backtest record from its errors, beside the single-scale baseline's
-    (`pooled`: as `calibrate`'s; an arm's own prediction passes False)."""
-    calibration = calibrate(errors, pooled=pooled)
+def score(model: str, errors: Errors, weight: float, how: Scoring) -> Backtest:
+    """A method's backtest record from its errors, beside the single-scale baseline's."""
+    calibration = calibrate(errors)
     observed = errors.observed
     predicted, single = observed - errors.error, observed - how.baseline.error
     return Backtest(
@@ -545,50 +455,30 @@ class Band:
 
 
 def band(
-    errors: Errors,
-    mix: dict[str, float],
-    ladder: LadderArrays,
-    new: np.ndarray,
-    *,
-    cap_bend: bool = False,
+    errors: Errors, mix: dict[str, float], ladder: LadderArrays, new: np.ndarray
 ) -> tuple[np.ndarray, Band]:
-    """((m, T) the prediction at the new points, its band) of one mixture. With `cap_bend`, the
-    bend's exposure (h⁴ for the single-scale prediction) is not extrapolated past the largest
-    one the backtest checked: τ_c, fitted there and of either sign, would otherwise set the
-    width alone at a far target (docs/predict.md: it put the 80% intervals of 4 scales, 2
-    seeds, σ/E 3, 16× at 87%, and the 95% ones at σ/E 0.3 at 89%). The stack keeps its bend:
-    capped, its 80% intervals held 65% where it was claimed."""
+    """((m, T) the prediction of one mixture at the new points, its band)."""
     weights = smoother_weights(mix, ladder.x, 1.0 / ladder.variances, new)
-    return band_of(errors, weights, ladder, new, cap_bend=cap_bend, pooled=True)
-
-
-def band_of(
-    errors: Errors,
-    weights: np.ndarray,
-    ladder: LadderArrays,
-    new: np.ndarray,
-    *,
-    cap_bend: bool,
-    pooled: bool,
-) -> tuple[np.ndarray, Band]:
-    """((m, T) the prediction of the (m, T, S) weights at the new points, its band; `pooled` as
-    `calibrate`'s)."""
-    calibration = calibrate(errors, pooled=pooled)
+    calibration = calibrate(errors)
     point, noise = predict_linear(weights, ladder.deltas, ladder.variances)
     exposed = exposure(weights, ladder.x[None, None, :] - new[None, :, None])  # (m, T, 2)
-    if cap_bend:
-        exposed[..., 1] = np.minimum(exposed[..., 1], errors.exposure[:, 1].max())
     spread = np.sqrt(noise + structural(exposed, calibration.structure[:, None, :]))
     return point, Band(calibration, spread)
 
 
+class Interval(Protocol):
+    """A prediction's band: its half-width at the new points at a level."""
+
+    def halfwidth(self, level: float) -> np.ndarray: ...
+
+
 @dataclass(frozen=True)
 class Forecast:
-    """The method: the prediction at the new points with its calibrated band (the single-scale
-    one, or the stack where `claims_stack`), the stack backtested beside it."""
+    """The method: the prediction at the new points with its band (the slope rule's, or the
+    stack's where `claims_stack`), the stack backtested beside it."""
 
     model: str
-    """SINGLE_SCALE, or STACKED where the stack is claimed to beat it."""
+    """SLOPE_RULE, or STACKED where the stack is claimed to beat the single-scale prediction."""
     signal: float
     """The mean Δ̂²/Var(Δ̂) over the arms and scales (`quiet_ladder`)."""
     mix: dict[str, float]
@@ -601,17 +491,10 @@ class Forecast:
     """The backtest of the prediction made."""
     point: np.ndarray
     """(m, T) the prediction at the new points."""
-    band: Band
+    band: Interval
     factor: float = math.nan
     """The target's parameters over the largest trained scale's (where the claim's rate was
     looked up)."""
-    followed: np.ndarray | None = None
-    """(m,) the arms whose own trend the prediction follows (`trend_weights`; None: none)."""
-
-    def methods(self) -> tuple[str, ...]:
-        """Each arm's method: the model's, or OWN_TREND where the arm follows its own trend."""
-        followed = np.zeros(len(self.point), bool) if self.followed is None else self.followed
-        return tuple(OWN_TREND if f else self.model for f in followed)
 
     def halfwidth(self, level: float) -> np.ndarray:
         return self.band.halfwidth(level)
@@ -626,8 +509,8 @@ def forecast(
     ladder: LadderArrays, scales: tuple[str, ...], new: np.ndarray, *, confidence: float = 0.8
 ) -> Forecast:
     """Predict every arm's Δ at the log N in `new` (the last one is the target); the ladder
-    needs >= 3 scales (every curve is backtested from 2). The prediction is the single-scale
-    one unless the stack is claimed (`claims_stack`)."""
+    needs >= 3 scales (every curve is backtested from 2). The prediction is the slope rule's
+    unless the stack is claimed (`claims_stack`)."""
     names = tuple(SMOOTHERS)
     common = backtest_pieces(ladder, names, 2)
     stacked = stack(common, names)
@@ -644,17 +527,56 @@ def forecast(
             STACKED, signal, stacked.mix, stacked.p_value, candidates, candidates[-1], point,
             chosen, factor,
         )  # fmt: skip
-    own = trend_errors(ladder)
-    point, own_band = band_of(
-        own, trend_weights(ladder, new), ladder, new, cap_bend=True, pooled=False
-    )
-    # beside the Δ̂ at the largest scale for every arm, on the same held-out Δ̂ (same order)
-    alone = Scoring(scales[-1], scales[1:], confidence, single_scale_errors(ladder))
-    made = score(SINGLE_SCALE, own, stacked.mix[SINGLE_SCALE], alone, pooled=False)
+    dof = float(np.sum(ladder.dof))
+    point, rule_band = rule_forecast(ladder.deltas, ladder.variances, ladder.x, dof, new)
+    made = rule_backtest(ladder, Scoring(scales[-1], scales[2:], confidence, stacked.single))
     return Forecast(
-        SINGLE_SCALE, signal, stacked.mix, stacked.p_value, candidates, made, point, own_band,
-        factor, follows_trend(ladder),
+        SLOPE_RULE, signal, stacked.mix, stacked.p_value, candidates, made, point, rule_band,
+        factor,
     )  # fmt: skip
+
+
+def rule_backtest(ladder: LadderArrays, how: Scoring) -> Backtest:
+    """The slope rule from every origin of >= 2 scales, each larger scale held out: whether its
+    interval, widened by the held-out Δ̂'s own seed noise (in quadrature, at the level's normal
+    quantile), held the Δ̂, and how its signs and pairs compare with the single-scale
+    prediction's on the same Δ̂."""
+    dof = float(np.sum(ladder.dof))
+    z = float(sps.norm.ppf((1.0 + how.confidence) / 2.0)) * t_factor(how.confidence, dof)
+    held: list[np.ndarray] = []
+    predicted: list[np.ndarray] = []
+    single: list[np.ndarray] = []
+    observed: list[np.ndarray] = []
+    group: list[np.ndarray] = []
+    for k in range(2, len(ladder.x)):
+        fit = ladder.first(k)
+        for j in range(k, len(ladder.x)):
+            slopes = arm_slopes(fit.deltas, fit.variances, fit.x, dof, float(ladder.x[j]))
+            centre, seen = slopes.centre(), ladder.deltas[:, j]
+            reach = np.hypot(slopes.halfwidth(how.confidence), z * np.sqrt(ladder.variances[:, j]))
+            held.append(np.abs(seen - centre) <= reach)
+            predicted.append(centre)
+            single.append(fit.deltas[:, -1])
+            observed.append(seen)
+            group.append(np.full(len(seen), len(group)))
+    flat = [np.concatenate(v) for v in (held, predicted, single, observed, group)]
+    covered, point, baseline, seen, groups = flat
+    return Backtest(
+        model=SLOPE_RULE,
+        scale=how.scale,
+        predicted=how.predicted,
+        n_arms=len(covered),
+        confidence=how.confidence,
+        coverage=share(covered),
+        sign_accuracy=share(np.sign(point) == np.sign(seen)),
+        decision_accuracy=share(pair_hits(point, seen, groups)),
+        baseline_sign_accuracy=share(np.sign(baseline) == np.sign(seen)),
+        baseline_decision_accuracy=share(pair_hits(baseline, seen, groups)),
+        weight=math.nan,
+        drift=math.nan,
+        bend=math.nan,
+        widening=math.nan,
+    )
 
 
 def signal_to_noise(ladder: LadderArrays) -> float:

@@ -32,12 +32,10 @@ from archaudit.stats.inference.samples import sample_arm
 from archaudit.stats.judging.family import left_out
 from archaudit.stats.predictions.backtest import (
     CLAIM_LEVEL,
-    DAMPING,
-    OWN_TREND,
     QUIET_LADDER,
     SINGLE_SCALE,
+    SLOPE_RULE,
     STACKED,
-    TREND_T,
     Backtest,
     Forecast,
     forecast,
@@ -45,6 +43,7 @@ from archaudit.stats.predictions.backtest import (
 from archaudit.stats.predictions.claim_rates import MIN_RATE, claim_rate
 from archaudit.stats.predictions.ladder_fit import LadderArrays, predict_linear, smoother_weights
 from archaudit.stats.predictions.ladders import Ladder, check_ladder
+from archaudit.stats.predictions.slope_rule import CONTINUATION
 from archaudit.stats.records.serialize import JsonResult
 from archaudit.stats.records.table import TableLike, load_table
 from archaudit.stats.records.target import TargetPrediction
@@ -99,8 +98,8 @@ class Prediction(JsonResult):
     baseline: str
     ladder: Ladder
     model: str
-    """"single_scale", "stacked" where the stack is claimed to beat it ("" when not
-    estimable)."""
+    """"slope_rule", "stacked" where the stack is claimed to beat the single-scale prediction
+    ("" when not estimable)."""
     confidence: float
     arms: tuple[TargetPrediction, ...]
     backtest: Backtest | None
@@ -127,11 +126,11 @@ class Prediction(JsonResult):
         if not self.estimable:
             return f"not estimable: {self.reason}"
         what = (
-            "the single-scale prediction: each arm's Δ̂ at the largest trained scale, "
-            "with the drift the ladder shows between scales in its interval (an arm whose own "
-            f"drift stands {TREND_T:g} standard errors out of its seed noise: moved "
-            f"{DAMPING:.0%} of the way to its own line in log N)"
-            if self.model == SINGLE_SCALE
+            f"the slope rule: each arm's Δ̂ at the largest trained scale, moved along its own "
+            f"slope in log N as far as the slope stands out of its seed noise, its interval "
+            f"wide enough to hold any continuation from a fade ({CONTINUATION[0]:g} of the "
+            f"slope) to the line ({CONTINUATION[1]:g})"
+            if self.model == SLOPE_RULE
             else "the stack of curves (" + _mix_text(self.mix) + "), which beats the "
             "single-scale baseline in the backtest"
         )
@@ -318,10 +317,9 @@ def pooled_over_scales(floors: list[NoiseFloor]) -> np.ndarray:
     erratic estimate, and the backtest's drift, fitted to error² − seed variance, on the other
     scales' (known-truth ladders, one arm alone: the constant and null arms' 80% intervals held
     78% on average, 69-86% between cells, at 1.45 times the seed-noise-only width; pooled 81%,
-    72-87%, at 1.36 times; docs/predict.md). The trend test pools the same way
-    (`backtest.drift_t`). Where the scales' σ differ beyond their noise (`unequal_sigmas`) each
-    keeps its own: a real ladder's seed noise may fall with scale, and one σ would then misstate
-    the largest scale's."""
+    72-87%, at 1.36 times; docs/predict.md). The slope rule's t reads the same σ. Where the
+    scales' σ differ beyond their noise (`unequal_sigmas`) each keeps its own: a real ladder's
+    seed noise may fall with scale, and one σ would then misstate the largest scale's."""
     sigma = np.array([f.sigma for f in floors])
     dof = np.array([f.dof for f in floors], dtype=float)
     if unequal_sigmas(sigma, dof):
@@ -364,7 +362,6 @@ def _arm_rows(
     """Per arm: the point and its calibrated interval; P(sign holds) and ranks from the (B, m)
     draws."""
     point, halfwidth = method.point[:, -1], method.halfwidth(confidence)[:, -1]
-    methods = method.methods()
     holds = np.mean(np.sign(draws) == np.sign(largest), axis=0)
     ranks = sps.rankdata(-draws, axis=1)  # 1 = the largest Δ, the best
     rank_low, rank_high = interval(ranks, confidence)
@@ -379,7 +376,7 @@ def _arm_rows(
             rank_interval=(float(np.floor(rank_low[i])), float(np.ceil(rank_high[i]))),
             delta_largest=float(largest[i]),
             estimable=True,
-            method=methods[i],
+            method=method.model,
             confidence=confidence,
             coverage=method.backtest.coverage,
         )
@@ -388,12 +385,12 @@ def _arm_rows(
 
 
 CANNOT_COVER = (
-    "what the interval cannot cover: a change of Δ that the ladder does not show, an effect "
-    "that starts to move only beyond the largest trained scale, or one whose drift along the "
-    "ladder is within its seed noise and that keeps growing beyond it (each arm's interval "
-    "is as wide as the drift its own Δ̂ showed between scales); on known-truth ladders such "
-    'arms were covered far below the stated level (docs/predict.md, "What the interval cannot '
-    'cover")'
+    "what the interval cannot cover: a change of Δ that the ladder does not show (an effect that "
+    "starts to move only beyond the largest trained scale), or one that moves on beyond the "
+    f"ladder faster than its slope along it (the interval holds continuations from "
+    f"{CONTINUATION[0]:g} to {CONTINUATION[1]:g} times that slope, of any size); on known-truth "
+    'ladders such arms were covered below the stated level (docs/predict.md, "What the interval '
+    'cannot cover")'
 )
 """A note under every prediction: no interval built from the ladder's own Δ̂ can hold a change
 the ladder's Δ̂ do not show (issue 55)."""
@@ -423,42 +420,34 @@ def _mix_text(mix: tuple[CurveWeight, ...]) -> str:
 def _method_notes(method: Forecast) -> tuple[str, ...]:
     mix = _mix_text(tuple(CurveWeight(c, w) for c, w in method.mix.items()))
     test = method.backtest
-    drift = (
-        f"the interval is the seed noise plus the drift (√τ_b = {test.drift:.3g} per unit of "
-        f"log N) and bend (√τ_c = {test.bend:.3g}) the ladder showed between scales, "
-        f"calibrated on {test.n_arms} held-out predictions ({test.confidence:.0%} intervals "
-        f"held {test.coverage:.0%} of them)"
-    )
     gate = (
         f"the stack of curves ({mix}) against the single-scale prediction on held-out arms: "
         f"one-sided p = {method.p_value:.2g}; the ladder's mean Δ̂²/Var(Δ̂) = "
         f"{method.signal:.2g}"
     )
-    trend = _trend_text(method)
     if method.model == STACKED:
+        drift = (
+            f"the interval is the seed noise plus the drift (√τ_b = {test.drift:.3g} per unit "
+            f"of log N) and bend (√τ_c = {test.bend:.3g}) the ladder showed between scales, "
+            f"calibrated on {test.n_arms} held-out predictions ({test.confidence:.0%} intervals "
+            f"held {test.coverage:.0%} of them)"
+        )
         return (
             f"the prediction is the stack: it beats the single-scale baseline ({gate}: p < "
             f"{CLAIM_LEVEL:g} on a ladder whose effects are at their seed-noise floor, < "
             f"{QUIET_LADDER:g}; {_rate_text(method.factor)}, docs/predict.md); " + drift,
         )
     return (
-        f"the prediction is the single-scale one: the Δ̂ at the largest trained scale ({gate}; "
-        f"the stack is claimed only at p < {CLAIM_LEVEL:g} with that below {QUIET_LADDER:g}, "
-        "where its backtest wins carried to the target on known-truth ladders, and at a "
-        f"target distance where the claim held >= {MIN_RATE:.0%} of the time: "
-        f"{_rate_text(method.factor)}, docs/predict.md){trend}; " + drift,
-    )
-
-
-def _trend_text(method: Forecast) -> str:
-    """Which arms follow their own trend, in words ("" where none does)."""
-    followed = [i for i, m in enumerate(method.methods()) if m == OWN_TREND]
-    if not followed:
-        return ""
-    return (
-        f"; {len(followed)} arm(s) ({OWN_TREND}) drift along the ladder by more than "
-        f"{TREND_T:g} standard errors of their seed noise: their prediction moves {DAMPING:.0%} "
-        "of the way from their Δ̂ at the largest scale to their own line in log N"
+        f"the prediction is the slope rule's: each arm's Δ̂ at the largest trained scale, moved "
+        f"along its own slope in log N by as much as the slope stands out of its seed noise; "
+        f"its interval holds, at the stated level, any arm whose Δ continues beyond the ladder "
+        f"at {CONTINUATION[0]:g} to {CONTINUATION[1]:g} times its slope along it, whatever the "
+        f"slope's size (computed, not fitted: docs/predict.md); on the ladder's own held-out "
+        f"scales its {test.confidence:.0%} intervals held {test.coverage:.0%} of {test.n_arms} "
+        f"({gate}; the stack is claimed only at p < {CLAIM_LEVEL:g} with that below "
+        f"{QUIET_LADDER:g}, where its backtest wins carried to the target on known-truth "
+        f"ladders, and at a target distance where the claim held >= {MIN_RATE:.0%} of the "
+        f"time: {_rate_text(method.factor)}, docs/predict.md)",
     )
 
 

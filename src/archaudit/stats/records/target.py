@@ -29,10 +29,10 @@ class TargetPrediction(JsonResult):
     reason: str = ""
     """Why not estimable ("" when it is)."""
     method: str = ""
-    """"single_scale" (the Δ̂ at the largest trained scale), "own_trend" (halfway from that Δ̂
-    to the arm's own line along log N, where its drift stands out of its seed noise),
-    "stacked" (the stack of curves, where it beats them in the backtest); "" when not
-    estimable. A report says it in words."""
+    """"slope_rule" (the Δ̂ at the largest trained scale moved along the arm's own slope by as
+    much as its evidence of drift), "stacked" (the stack of curves, where it beats the
+    single-scale prediction in the backtest); "" when not estimable. A report says it in
+    words."""
     confidence: float = math.nan
     """The interval's level."""
     coverage: float = math.nan

@@ -1,0 +1,91 @@
+"""The slope rule (`slope_rule`): its coverage at every size of drift and every continuation,
+checked beyond the grid it was solved on, against a simulation, and with an estimated σ."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from archaudit.stats.predictions import slope_rule as sr
+
+
+def design(scales: int, doublings: float, dof: float = sr.EXACT_DOF) -> sr.Design:
+    """Equally spaced scales with equal seed noise, the target `doublings` beyond the largest."""
+    u = np.arange(scales, dtype=float)
+    centred = u - u.mean()
+    spread = math.sqrt(float(np.sum(centred**2)))
+    return sr.Design.of(doublings / spread, centred[-1] / spread, dof)
+
+
+def coverage(
+    rule: sr.Rule, lambdas: np.ndarray, width_scale: float = 1.0, dof: int = 0
+) -> np.ndarray:
+    """(L, G) the rule's coverage at SIZES for these continuations (σ̂ on `dof`, if given)."""
+    seen = rule.design if not dof else sr.Design(rule.design.kappa, rule.design.rho, int(dof))
+    problem = sr._Problem(seen, rule.level, lambdas)
+    cover, _, _ = problem.coverage(rule.centre, rule.width * width_scale)
+    return cover
+
+
+@pytest.mark.parametrize(("scales", "doublings"), [(4, 2.0), (5, 4.0)])
+def test_the_rule_holds_its_level_at_every_size_of_every_continuation(scales, doublings):
+    """At or above the level for λ between the ends of CONTINUATION (the solve saw three),
+    at most OVER above it at the ends, the quiet arm included."""
+    lambdas = np.linspace(*sr.CONTINUATION, 9)
+    for level in (0.8, 0.95):
+        rule = sr.rule(design(scales, doublings), level)
+        cover = coverage(rule, lambdas)
+        assert cover.min() >= level - 0.005, (level, cover.min())
+        assert cover[[0, -1]].max() <= level + sr.OVER + 0.005, (level, cover[[0, -1]].max())
+
+
+def test_the_computed_coverage_is_what_a_simulation_finds():
+    """The coverage the rule is solved on (A's error normal given t, with mean ρ·(t − γ)) is
+    the share a simulation of (A, slope) holds: a line 1.5 standard errors out, and a fade."""
+    d = design(4, 2.0)
+    rule = sr.rule(d, 0.8)
+    rng = np.random.default_rng(0)
+    n, gamma = 40_000, 1.5
+    t = gamma + rng.standard_normal(n)
+    error = d.rho * (t - gamma) + math.sqrt(1 - d.rho**2) * rng.standard_normal(n)
+    centre, width = rule.interval(t)
+    for share in sr.CONTINUATION:
+        truth = share * d.kappa * gamma  # in σ_A from A's expectation
+        held = np.abs(error + centre - truth) <= width
+        computed = coverage(rule, np.array([share]))[0, list(sr.SIZES).index(gamma)]
+        assert abs(np.mean(held) - computed) < 4 * math.sqrt(0.2 * 0.8 / n), (share, computed)
+
+
+def test_a_quiet_arm_pays_less_than_following_the_line():
+    """Holding every line at its level does not take the line's own interval: a quiet arm's
+    mean width is below the least-squares line's at the target, and above A's seed noise
+    alone (which misses the lines)."""
+    for scales, doublings in ((4, 2.0), (5, 4.0)):
+        rule = sr.rule(design(scales, doublings), 0.8)
+        u = np.arange(scales, dtype=float)
+        at = scales - 1 + doublings
+        line = math.sqrt(1 / scales + (at - u.mean()) ** 2 / np.sum((u - u.mean()) ** 2))
+        z = float(sps.norm.ppf(0.9))
+        assert 2 * z < rule.quiet_width() < 2 * z * line, (scales, doublings)
+
+
+def test_the_t_allowance_keeps_the_level_with_an_estimated_sigma():
+    """Widths times `t_factor` hold the level when σ is estimated on 8 degrees of freedom
+    (coverage integrated over σ̂'s χ distribution)."""
+    lambdas = np.array(sr.CONTINUATION)
+    for level in (0.8, 0.95):
+        rule = sr.rule(design(4, 2.0), level)
+        cover = coverage(rule, lambdas, sr.t_factor(level, 8.0), dof=8)
+        assert cover.min() >= level - 0.005, (level, cover.min())
+
+
+def test_the_rule_is_the_same_on_every_solve():
+    """Same inputs, same bytes: a solve from a cleared cache gives the same rule."""
+    first = sr.rule(design(4, 2.0), 0.8)
+    sr.rule.cache_clear()
+    again = sr.rule(design(4, 2.0), 0.8)
+    assert np.array_equal(first.centre, again.centre)
+    assert np.array_equal(first.width, again.width)
