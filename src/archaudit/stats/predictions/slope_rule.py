@@ -12,14 +12,16 @@ piecewise linear in |t| on `KNOTS`. They are chosen once per design (κ, ρ = co
 seed σ's degrees of freedom) and level, by minimising the mean width of a quiet arm (no drift)
 subject to coverage at the level for every arm whose Δ continues beyond the ladder at λ times
 its slope along it (Δ_target = Δ_largest + λ·slope·h), for every size of slope (`SIZES`) and every
-λ in `CONTINUATION`: from a fade (the Δ of a power law N^(-1/2) moves on a fifth as far as its
-slope says: λ ≈ 0.2-0.4 at 4-16x) to a line in log N (λ = 1). Kabaila and Giri's intervals
-that use uncertain prior information (2009) in one setting: coverage is exact under the normal
-model for every drift, and the width is spent where the evidence of drift is.
+λ in `CONTINUATION`: from a fade (the Δ of a power law N^(-1/2) moves on a quarter to two fifths
+as far as its ladder slope says at 4-16x: λ ≈ 0.25-0.41) to a line in log N (λ = 1). Kabaila
+and Giri's intervals that use uncertain prior information (2009) in one setting: coverage is
+exact under the normal model for every drift, and the width is spent where the evidence of
+drift is.
 
 Coverage is computed, not simulated: given t, A's error is normal with mean ρ·(t − γ) (γ the
-slope's true size in standard errors); the seed σ estimated on its degrees of freedom scales
-both t and the interval, integrated over its χ distribution (`_scale_nodes`).
+slope's true size in standard errors). The rule is solved for a known σ; one estimated on few
+degrees of freedom widens it by `t_factor`, checked against the coverage integrated over σ̂'s χ
+distribution (`_scale_nodes`, which scales both t and the interval).
 
 A pretest (follow the line where t passes a cutoff) fails the arms it cannot see: an arm whose
 slope is 1-2 standard errors out is predicted flat and missed at the target (known-truth
@@ -40,6 +42,7 @@ CONTINUATION = (0.2, 1.0)
 """λ: the least and most an arm's Δ continues beyond the ladder, as a share of its slope along
 it, that every interval covers at its level (and λ between them, `_LAMBDAS`)."""
 _LAMBDAS = np.array([CONTINUATION[0], 0.6, CONTINUATION[1]])
+"""The λ the solve constrains (the test checks 9 between the ends)."""
 REFERENCE_LEVEL = 0.8
 """The level whose rule sets the centre c(t); every other level keeps it (one prediction) and
 has its own width."""
@@ -55,7 +58,9 @@ _T_WEIGHTS = sps.norm.pdf(_T_NODES) * (_T_NODES[1] - _T_NODES[0])
 _SIGMA_NODES = 12
 """Equal-probability nodes of σ̂/σ."""
 KAPPA_STEP = 0.05
+"""The grid of κ, in log (`Design.of`)."""
 RHO_STEP = 0.05
+"""The grid of ρ."""
 EXACT_DOF = 200
 """Seed σ's degrees of freedom from which it is treated as known."""
 OVER = 0.04
