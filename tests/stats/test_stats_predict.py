@@ -215,7 +215,7 @@ def test_an_arm_whose_drift_stands_out_moves_along_its_own_slope():
 def test_the_rule_is_backtested_from_every_origin_of_two_scales():
     """The backtest line of the slope rule scores the rule itself: from every origin of >= 2
     scales, each larger scale held out, the rule's prediction from the scales known there."""
-    from archaudit.stats.predictions.backtest import Scoring, rule_backtest
+    from archaudit.stats.predictions.backtest import rule_backtest
     from archaudit.stats.predictions.ladder_fit import LadderArrays
     from archaudit.stats.predictions.slope_rule import arm_slopes
 
@@ -224,14 +224,13 @@ def test_the_rule_is_backtested_from_every_origin_of_two_scales():
     means = np.vstack([np.zeros(5), 0.01 * rng.standard_normal((3, 5))])
     dof = np.full(5, 12.0)
     arrays = LadderArrays(x, means, np.full((4, 5), 3.0), np.full(5, 0.01), dof)
-    how = Scoring("s4", ("s2", "s3", "s4"), 0.8, None)  # type: ignore[arg-type]
-    test = rule_backtest(arrays, how)
+    test = rule_backtest(arrays, tuple(f"s{i}" for i in range(5)), 0.8)
     assert test.model == "slope_rule" and test.n_arms == 3 * (3 + 2 + 1)  # origins of 2, 3, 4
     hits = []
     for k in (2, 3, 4):
         fit = arrays.first(k)
         for j in range(k, 5):
-            slopes = arm_slopes(fit.deltas, fit.variances, fit.x, 60.0, float(x[j]))
+            slopes = arm_slopes(fit, float(x[j]), 60.0)
             hits.append(np.sign(slopes.centre()) == np.sign(arrays.deltas[:, j]))
     assert test.sign_accuracy == pytest.approx(np.mean(np.concatenate(hits)))
 
@@ -341,7 +340,7 @@ def test_a_null_arm_alone_is_covered_at_its_level_with_an_estimated_sigma():
         for m, s in zip(means, sigma, strict=True):
             pooled = np.full(4, np.sqrt(np.mean(s**2)))
             arrays = LadderArrays(x, -m, np.full((2, 4), 2.0), pooled, np.full(4, 2.0))
-            point, band = rule_forecast(arrays.deltas, arrays.variances, x, 8.0, target)
+            point, band = rule_forecast(arrays, target)
             at_target = drift * (target[0] - x[-1])
             for level, hits in held.items():
                 hits.append(abs(point[0, -1] - at_target) <= band.halfwidth(level)[0, -1])
@@ -364,9 +363,7 @@ def test_an_arms_prediction_does_not_depend_on_its_neighbours():
     means = np.vstack([np.zeros(5), quiet, *drifting])
     sigma, dof, new = np.full(5, 0.01), np.full(5, 8.0), np.array([x[-1] + 2.0])
     ladders = [LadderArrays(x, m, np.full(m.shape, 3.0), sigma, dof) for m in (means, means[:2])]
-    (joined, joined_band), (alone, alone_band) = (
-        rule_forecast(a.deltas, a.variances, x, 40.0, new) for a in ladders
-    )
+    (joined, joined_band), (alone, alone_band) = (rule_forecast(a, new) for a in ladders)
     assert joined[0, -1] == alone[0, -1]
     for level in (0.8, 0.95):
         assert joined_band.halfwidth(level)[0, -1] == alone_band.halfwidth(level)[0, -1]

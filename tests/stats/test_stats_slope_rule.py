@@ -12,20 +12,19 @@ from scipy import stats as sps
 from archaudit.stats.predictions import slope_rule as sr
 
 
-def design(scales: int, doublings: float, dof: float = sr.EXACT_DOF) -> sr.Design:
+def design(scales: int, doublings: float) -> sr.RuleDesign:
     """Equally spaced scales with equal seed noise, the target `doublings` beyond the largest."""
     u = np.arange(scales, dtype=float)
     centred = u - u.mean()
     spread = math.sqrt(float(np.sum(centred**2)))
-    return sr.Design.of(doublings / spread, centred[-1] / spread, dof)
+    return sr.RuleDesign.of(doublings / spread, centred[-1] / spread)
 
 
 def coverage(
     rule: sr.Rule, lambdas: np.ndarray, width_scale: float = 1.0, dof: int = 0
 ) -> np.ndarray:
     """(L, G) the rule's coverage at SIZES for these continuations (σ̂ on `dof`, if given)."""
-    seen = rule.design if not dof else sr.Design(rule.design.kappa, rule.design.rho, int(dof))
-    problem = sr._Problem(seen, rule.level, lambdas)
+    problem = sr._Problem(rule.design, rule.level, lambdas, dof or sr.EXACT_DOF)
     cover, _, _ = problem.coverage(rule.centre, rule.width * width_scale)
     return cover
 

@@ -45,7 +45,7 @@ from archaudit.stats.predictions.ladder_fit import (
     predict_linear,
     smoother_weights,
 )
-from archaudit.stats.predictions.slope_rule import arm_slopes, rule_forecast, t_factor
+from archaudit.stats.predictions.slope_rule import arm_slopes, rule_forecast, seed_quantile
 from archaudit.stats.records.serialize import JsonResult
 
 SINGLE_SCALE = "single_scale"
@@ -527,22 +527,21 @@ def forecast(
             STACKED, signal, stacked.mix, stacked.p_value, candidates, candidates[-1], point,
             chosen, factor,
         )  # fmt: skip
-    dof = float(np.sum(ladder.dof))
-    point, rule_band = rule_forecast(ladder.deltas, ladder.variances, ladder.x, dof, new)
-    made = rule_backtest(ladder, Scoring(scales[-1], scales[2:], confidence, stacked.single))
+    point, rule_band = rule_forecast(ladder, new)
+    made = rule_backtest(ladder, scales, confidence)
     return Forecast(
         SLOPE_RULE, signal, stacked.mix, stacked.p_value, candidates, made, point, rule_band,
         factor,
     )  # fmt: skip
 
 
-def rule_backtest(ladder: LadderArrays, how: Scoring) -> Backtest:
-    """The slope rule from every origin of >= 2 scales, each larger scale held out: whether its
-    interval, widened by the held-out Δ̂'s own seed noise (in quadrature, at the level's normal
-    quantile), held the Δ̂, and how its signs and pairs compare with the single-scale
+def rule_backtest(ladder: LadderArrays, scales: tuple[str, ...], confidence: float) -> Backtest:
+    """The slope rule from every origin of >= 2 scales (named `scales`), each larger scale held
+    out: whether its interval, widened by the held-out Δ̂'s own seed noise (in quadrature, at the
+    level's quantile), held the Δ̂, and how its signs and pairs compare with the single-scale
     prediction's on the same Δ̂."""
     dof = float(np.sum(ladder.dof))
-    z = float(sps.norm.ppf((1.0 + how.confidence) / 2.0)) * t_factor(how.confidence, dof)
+    z = seed_quantile(confidence, dof)
     held: list[np.ndarray] = []
     predicted: list[np.ndarray] = []
     single: list[np.ndarray] = []
@@ -551,9 +550,9 @@ def rule_backtest(ladder: LadderArrays, how: Scoring) -> Backtest:
     for k in range(2, len(ladder.x)):
         fit = ladder.first(k)
         for j in range(k, len(ladder.x)):
-            slopes = arm_slopes(fit.deltas, fit.variances, fit.x, dof, float(ladder.x[j]))
+            slopes = arm_slopes(fit, float(ladder.x[j]), dof)
             centre, seen = slopes.centre(), ladder.deltas[:, j]
-            reach = np.hypot(slopes.halfwidth(how.confidence), z * np.sqrt(ladder.variances[:, j]))
+            reach = np.hypot(slopes.halfwidth(confidence), z * np.sqrt(ladder.variances[:, j]))
             held.append(np.abs(seen - centre) <= reach)
             predicted.append(centre)
             single.append(fit.deltas[:, -1])
@@ -563,10 +562,10 @@ def rule_backtest(ladder: LadderArrays, how: Scoring) -> Backtest:
     covered, point, baseline, seen, groups = flat
     return Backtest(
         model=SLOPE_RULE,
-        scale=how.scale,
-        predicted=how.predicted,
+        scale=scales[-1],
+        predicted=scales[2:],
         n_arms=len(covered),
-        confidence=how.confidence,
+        confidence=confidence,
         coverage=share(covered),
         sign_accuracy=share(np.sign(point) == np.sign(seen)),
         decision_accuracy=share(pair_hits(point, seen, groups)),

@@ -72,10 +72,18 @@ def _constant(x: np.ndarray, w: np.ndarray, new: np.ndarray) -> np.ndarray:
     return np.repeat(share[:, None, :], len(new), axis=1)
 
 
-def _log_linear(x: np.ndarray, w: np.ndarray, new: np.ndarray) -> np.ndarray:
+def weighted_line(x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """((m, S) each scale's share of the weighted mean, (m, S) its lever on the slope (slope =
+    lever @ Δ̂), (m,) Σw·dx², dx from the weighted mean of x: the slope's variance is its
+    inverse) of weighted least squares with weights w = 1/Var(Δ̂)."""
     share = w / w.sum(-1, keepdims=True)
     dx = x - (share * x).sum(-1, keepdims=True)  # (m, S) centred on the weighted mean
-    lever = (w * dx) / (w * dx**2).sum(-1, keepdims=True)  # (m, S): slope = lever @ Δ̂
+    spread = (w * dx**2).sum(-1)
+    return share, (w * dx) / spread[:, None], spread
+
+
+def _log_linear(x: np.ndarray, w: np.ndarray, new: np.ndarray) -> np.ndarray:
+    share, lever, _ = weighted_line(x, w)
     at = new[None, :] - (share * x).sum(-1, keepdims=True)  # (m, T)
     return share[:, None, :] + at[..., None] * lever[:, None, :]
 

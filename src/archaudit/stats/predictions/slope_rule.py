@@ -38,6 +38,8 @@ import numpy as np
 from scipy import optimize, special
 from scipy import stats as sps
 
+from archaudit.stats.predictions.ladder_fit import LadderArrays, weighted_line
+
 CONTINUATION = (0.2, 1.0)
 """λ: the least and most an arm's Δ continues beyond the ladder, as a share of its slope along
 it, that every interval covers at its level (and λ between them, `_LAMBDAS`)."""
@@ -58,7 +60,7 @@ _T_WEIGHTS = sps.norm.pdf(_T_NODES) * (_T_NODES[1] - _T_NODES[0])
 _SIGMA_NODES = 12
 """Equal-probability nodes of σ̂/σ."""
 KAPPA_STEP = 0.05
-"""The grid of κ, in log (`Design.of`)."""
+"""The grid of κ, in log (`RuleDesign.of`)."""
 RHO_STEP = 0.05
 """The grid of ρ."""
 EXACT_DOF = 200
@@ -74,32 +76,30 @@ WIDTH_ELSEWHERE = 0.05
 
 
 @dataclass(frozen=True)
-class Design:
+class RuleDesign:
     """What the rule depends on, on a grid (`of`) so that ladders alike share one solve."""
 
     kappa: float
     """SE(slope)·h/σ_A."""
     rho: float
     """corr(A, slope)."""
-    dof: int
-    """The seed σ's degrees of freedom (EXACT_DOF: known)."""
 
     @classmethod
-    def of(cls, kappa: float, rho: float, dof: float = EXACT_DOF) -> Design:
+    def of(cls, kappa: float, rho: float) -> RuleDesign:
         """The design on the grid nearest (κ in steps of KAPPA_STEP in log, ρ in RHO_STEP):
         where the scales' σ differ (`predict.unequal_sigmas`) κ and ρ vary continuously, and a
         solve for each took seconds. The nearest grid point moves a continuation's reach by at
         most half a step (2.5%)."""
         snapped = math.exp(KAPPA_STEP * round(math.log(kappa) / KAPPA_STEP)) if kappa > 0 else 0.0
         near = RHO_STEP * round(min(max(rho, 0.0), 0.95) / RHO_STEP)
-        return cls(round(snapped, 6), round(near, 2), int(min(max(dof, 1.0), EXACT_DOF)))
+        return cls(round(snapped, 6), round(near, 2))
 
 
 @dataclass(frozen=True)
 class Rule:
     """m and w on KNOTS for one design and level."""
 
-    design: Design
+    design: RuleDesign
     level: float
     centre: np.ndarray
     width: np.ndarray
@@ -145,9 +145,13 @@ def _density(x: np.ndarray) -> np.ndarray:
 class _Problem:
     """Coverage and width of a rule at SIZES × λ, with their gradients in (m, w)."""
 
-    def __init__(self, design: Design, level: float, lambdas: np.ndarray = _LAMBDAS) -> None:
+    def __init__(
+        self, design: RuleDesign, level: float, lambdas: np.ndarray = _LAMBDAS, dof: int = EXACT_DOF
+    ) -> None:
+        """`dof`: the seed σ's degrees of freedom, EXACT_DOF for the known σ the rule is solved
+        for (fewer: the check of `t_factor`)."""
         self.design, self.level = design, level
-        self.v = _scale_nodes(design.dof)[:, None]  # (J, 1)
+        self.v = _scale_nodes(dof)[:, None]  # (J, 1)
         self.vw = np.full(self.v.shape, 1.0 / len(self.v))
         t = SIZES[:, None, None] + _T_NODES[None, None, :]  # (G, 1, X): t in true SE
         self.seen = t / self.v[None]  # (G, J, X): t as estimated
@@ -227,7 +231,7 @@ def _solve(problem: _Problem, centre: np.ndarray | None) -> tuple[np.ndarray, np
 
 
 @functools.lru_cache(maxsize=256)
-def rule(design: Design, level: float) -> Rule:
+def rule(design: RuleDesign, level: float) -> Rule:
     """The rule for this design at `level`: the centre from REFERENCE_LEVEL's solve."""
     centre, width = _solve(_Problem(design, REFERENCE_LEVEL), None)
     if level != REFERENCE_LEVEL:
@@ -237,13 +241,19 @@ def rule(design: Design, level: float) -> Rule:
 
 def t_factor(level: float, dof: float) -> float:
     """The Student-t quantile over the normal's at `level`: the allowance for a seed σ estimated
-    on `dof` degrees of freedom. Measured against the coverage with σ̂'s χ distribution
-    (`_scale_nodes`): at or above the level at every size from 8 degrees of freedom (at most 5
-    points above at the ends of CONTINUATION), where solving with it took 30-50 s a design."""
+    on `dof` degrees of freedom. Checked against the coverage with σ̂'s χ distribution
+    (`_scale_nodes`; solving with it took 30-50 s a design): at or above the level at every size
+    from 8 degrees of freedom (at 4-5 scales, 4-16x: 80.2-81.3% at 80%); the ends of
+    CONTINUATION up to 13 points above the level at 80% with 8, 8 with 16, 5 with 40."""
     if dof >= EXACT_DOF:
         return 1.0
     q = (1.0 + level) / 2.0
     return float(sps.t.ppf(q, max(dof, 1.0)) / sps.norm.ppf(q))
+
+
+def seed_quantile(level: float, dof: float) -> float:
+    """The half-width of A's own seed-noise interval at `level`, in units of σ_A."""
+    return float(sps.norm.ppf((1.0 + level) / 2.0)) * t_factor(level, dof)
 
 
 @dataclass(frozen=True)
@@ -254,7 +264,7 @@ class ArmSlopes:
     largest: np.ndarray
     sigma: np.ndarray
     t: np.ndarray
-    designs: tuple[Design, ...]
+    designs: tuple[RuleDesign, ...]
     dof: float
     """The seed σ's degrees of freedom (`t_factor`)."""
 
@@ -269,26 +279,23 @@ class ArmSlopes:
         widths = [rule(d, level).interval(t)[1] for d, t in self._arms()]
         return self.sigma * np.array(widths) * t_factor(level, self.dof)
 
-    def _arms(self) -> list[tuple[Design, np.ndarray]]:
+    def _arms(self) -> list[tuple[RuleDesign, np.ndarray]]:
         return [(d, np.asarray(t)) for d, t in zip(self.designs, self.t, strict=True)]
 
 
-def arm_slopes(
-    deltas: np.ndarray, variances: np.ndarray, x: np.ndarray, dof: float, target: float
-) -> ArmSlopes:
-    """Each arm's A, σ_A, slope t and design at log N `target` from its Δ̂ (m, S) at log N x
-    and their seed variances: the slope weighted by 1/Var(Δ̂), as `ladder_fit`'s line."""
-    w = 1.0 / variances
-    share = w / w.sum(-1, keepdims=True)
-    dx = x - (share * x).sum(-1, keepdims=True)
-    lever = (w * dx) / (w * dx**2).sum(-1, keepdims=True)  # slope = lever @ Δ̂
-    se = 1.0 / np.sqrt((w * dx**2).sum(-1))
+def arm_slopes(ladder: LadderArrays, target: float, dof: float) -> ArmSlopes:
+    """Each arm's A, σ_A, slope t and design at log N `target`: the slope `ladder_fit`'s
+    weighted line's; `dof` the seed σ's (pooled over every scale of the ladder, which a ladder
+    cut to its first scales does not sum to)."""
+    variances = ladder.variances
+    _, lever, spread = weighted_line(ladder.x, 1.0 / variances)
+    se = 1.0 / np.sqrt(spread)
     sigma = np.sqrt(variances[:, -1])
     rho = lever[:, -1] * variances[:, -1] / (sigma * se)  # corr(A, slope)
-    kappa = se * (target - x[-1]) / sigma
-    designs = tuple(Design.of(float(k), float(r)) for k, r in zip(kappa, rho, strict=True))
-    slope = np.sum(lever * deltas, axis=-1)
-    return ArmSlopes(deltas[:, -1], sigma, slope / se, designs, dof)
+    kappa = se * (target - ladder.x[-1]) / sigma
+    designs = tuple(RuleDesign.of(float(k), float(r)) for k, r in zip(kappa, rho, strict=True))
+    slope = np.sum(lever * ladder.deltas, axis=-1)
+    return ArmSlopes(ladder.deltas[:, -1], sigma, slope / se, designs, dof)
 
 
 @dataclass(frozen=True)
@@ -302,17 +309,15 @@ class RuleBand:
     """(T,) the share of the way from the largest scale to the target of each new point."""
 
     def halfwidth(self, level: float) -> np.ndarray:
-        z = float(sps.norm.ppf((1.0 + level) / 2.0)) * t_factor(level, self.slopes.dof)
-        seed = z * self.slopes.sigma[:, None]
+        seed = seed_quantile(level, self.slopes.dof) * self.slopes.sigma[:, None]
         return seed + self.steps[None, :] * (self.slopes.halfwidth(level)[:, None] - seed)
 
 
-def rule_forecast(
-    deltas: np.ndarray, variances: np.ndarray, x: np.ndarray, dof: float, new: np.ndarray
-) -> tuple[np.ndarray, RuleBand]:
+def rule_forecast(ladder: LadderArrays, new: np.ndarray) -> tuple[np.ndarray, RuleBand]:
     """((m, T) the prediction at the new points, its band): the rule at the last new point
     (the target), A up to the largest scale and straight between them."""
-    slopes = arm_slopes(deltas, variances, x, dof, float(new[-1]))
+    x = ladder.x
+    slopes = arm_slopes(ladder, float(new[-1]), float(np.sum(ladder.dof)))
     reach = float(new[-1]) - float(x[-1])
     steps = np.clip((new - x[-1]) / reach, 0.0, 1.0) if reach > 0 else np.ones(len(new))
     centre = slopes.centre()
