@@ -377,13 +377,13 @@ def shape_cell(
                 names, method, single = forecast_at_target(sub, ladder)
                 point = method.point[:, -1]
                 for level in LEVELS:
-                    half = method.halfwidth(level)[:, -1]
+                    low, high = (b[:, -1] for b in method.bounds(level))
                     for i, name in enumerate(names):
                         rec = out[mode].setdefault(str(name), {})
-                        hit = abs(truth[str(name)] - point[i]) <= half[i]
+                        hit = low[i] <= truth[str(name)] <= high[i]
                         rec.setdefault(f"hit{level:g}", []).append(float(hit))
                         if level == LEVELS[0]:
-                            rec.setdefault("width", []).append(float(2 * half[i]))
+                            rec.setdefault("width", []).append(float(high[i] - low[i]))
                 if mode == "with" and method.model == STACKED:
                     t = np.array([truth[str(n)] for n in names])
                     claims.append(bool(np.sum((point - t) ** 2) < np.sum((single - t) ** 2)))

@@ -186,13 +186,13 @@ def test_a_csv_ladder_is_predicted_end_to_end(cli, tmp_path):
 
 def test_a_claimed_stack_is_said_in_the_title(cli, tmp_path):
     """Issue 42: on a ladder at its noise floor whose stack wins the backtest significantly,
-    the answer is the stack and the title says it beats the single-scale baseline."""
+    the point is the stack's and the title says so; the interval stays the slope rule's."""
     flat = {f"arm{i}": constant(0.002 * (i - 3)) for i in range(12)}
     rows = table(flat, sigma=0.05, seeds=2, seed=1)
     path = sized_csv(tmp_path, rows, {f"s{i}": n for i, n in enumerate(PARAMS)}, 20.0)
     code, out, err = cli(f"stats predict {path} --target {TARGET.params:g} --n-boot 200")
     assert code == 0, err
-    assert "the stack of curves, which beats the single-scale baseline in the backtest" in out
+    assert "the stack's point (it beats one scale's) in the slope rule's interval" in out
     code, out, err = cli(f"stats predict {path} --target {TARGET.params:g} --json --n-boot 100")
     assert code == 0, err
     assert json.loads(out)["model"] == "stacked"
@@ -255,15 +255,15 @@ def test_a_csv_target_takes_an_si_suffix(cli, tmp_path):
 
 
 def test_each_backtest_line_prints_once_and_the_models_are_said_in_words(cli, tmp_path):
-    """Issue 55: the prediction's own backtest is not printed again where it is a candidate
-    (the stack), and the model names are explained with a link to the docs."""
+    """Issue 55: each backtest line prints once (the candidates', then the slope rule's whose
+    intervals are printed), and the model names are explained with a link to the docs."""
     flat = {f"arm{i}": constant(0.002 * (i - 3)) for i in range(12)}
     rows = table(flat, sigma=0.05, seeds=2, seed=1)
     path = sized_csv(tmp_path, rows, {f"s{i}": n for i, n in enumerate(PARAMS)}, 20.0)
     code, out, err = cli(f"stats predict {path} --target {TARGET.params:g} --n-boot 100")
     assert code == 0, err
     lines = [line for line in out.splitlines() if line.startswith("- backtest of ")]
-    assert len(lines) == len(set(lines)) == 3, lines
+    assert len(lines) == len(set(lines)) == 4, lines  # three candidates and the rule's
     assert "single_scale, the prediction is Δ̂ at the largest trained scale" in out
     assert "docs/predict.md" in out
 

@@ -88,3 +88,20 @@ def test_the_rule_is_the_same_on_every_solve():
     again = sr.rule(design(4, 2.0), 0.8)
     assert np.array_equal(first.centre, again.centre)
     assert np.array_equal(first.width, again.width)
+
+
+def test_the_point_is_the_largest_scales_delta_unless_the_interval_rules_it_out():
+    """The point is A wherever the 80% interval holds A, else the interval's end nearest A;
+    it lies inside the 80% and the 95% interval at every slope."""
+    d = design(4, 2.0)
+    t = np.linspace(-8.0, 8.0, 161)
+    largest = np.random.default_rng(1).normal(0.0, 0.01, len(t))
+    slopes = sr.ArmSlopes(largest, np.full(len(t), 0.01), t, (d,) * len(t), 60.0)
+    point, centre = slopes.point(), slopes.centre()
+    half = slopes.halfwidth(0.8)
+    inside = np.abs(largest - centre) <= half
+    assert inside.any() and (~inside).any()
+    assert np.array_equal(point[inside], largest[inside])
+    nearest = np.where(largest > centre, centre + half, centre - half)
+    assert np.allclose(point[~inside], nearest[~inside], rtol=0, atol=1e-15)
+    assert np.all(np.abs(point - centre) <= slopes.halfwidth(0.95) + 1e-15)

@@ -158,9 +158,7 @@ def _print_prediction(result: Prediction) -> None:
         ("arm", f"Δ {largest.name}", "Δ̂ target", "interval", "P(sign holds)", "rank", "could be"),
         [_arm_cells(a) for a in result.arms],
     )
-    shown = [*result.candidates]
-    if result.backtest is not None and result.backtest not in shown:
-        shown.append(result.backtest)
+    shown = [*result.candidates, *((result.backtest,) if result.backtest else ())]
     print_notes([test.summary() for test in shown])
     if shown:
         print_notes([models_in_words()])
@@ -169,20 +167,18 @@ def _print_prediction(result: Prediction) -> None:
 
 def models_in_words() -> str:
     """What the backtest lines' and the arms' model names mean."""
-    from archaudit.stats.predictions.slope_rule import CONTINUATION
+    from archaudit.stats.predictions.slope_rule import IN_WORDS
 
-    return MODELS_IN_WORDS.format(low=f"{CONTINUATION[0]:g}", high=f"{CONTINUATION[1]:g}")
+    return MODELS_IN_WORDS.format(rule=IN_WORDS)
 
 
 MODELS_IN_WORDS = (
     "what the backtest lines name: single_scale, the prediction is Δ̂ at the largest trained "
     "scale; constant, the mean of the arm's Δ̂ over the scales (weighted by their seed noise); "
     "log_linear, the arm's own line of Δ̂ in log N, extended to the target; stacked, a mix of "
-    "the three, each weight its share in the mix (chosen to fit the held-out scales best); the "
-    "stack answers only where it beats the single-scale baseline; otherwise slope_rule answers: "
-    "Δ̂ at the largest trained scale moved along the arm's own slope by as much as the slope "
-    "stands out of its seed noise, its interval holding any continuation from {low} to {high} "
-    "times that slope (docs/predict.md)"
+    "the three, each weight its share in the mix (chosen to fit the held-out scales best); "
+    "slope_rule: {rule}; the intervals are always slope_rule's, and where the stack beats the "
+    "single-scale baseline its point is held inside them (docs/predict.md)"
 )
 
 
@@ -193,8 +189,8 @@ def _how(result: Prediction) -> str:
     test = result.backtest
     held = f", held {test.coverage:.0%} of {test.n_arms} backtest predictions" if test else ""
     if result.model == STACKED:
-        return f"the stack of curves, which beats the single-scale baseline in the backtest{held}"
-    return f"the slope rule (Δ̂ at the largest trained scale moved along its own slope){held}"
+        return f"the stack's point (it beats one scale's) in the slope rule's interval{held}"
+    return f"the slope rule (Δ̂ at the largest scale unless its interval rules that out){held}"
 
 
 def _arm_cells(a: TargetPrediction) -> tuple[object, ...]:

@@ -14,17 +14,19 @@ largest scale fitted to it). The errors against the observed Δ̂ do three thing
    κ²·h² is fitted by moments to the errors beyond their seed noise (a drift τ_b·h² and a bend
    τ_c·h⁴), each arm's own, shrunk towards the median arm's by how far its own estimate
    stands out of its seed noise (`shrink`).
-3. **Calibration, per arm.** The standardised errors z = error / √(noise + κ²h²), each with
-   its arm's κ estimated without it, give each arm its own width in units of √variance: the
-   root mean square of the arm's z times the Student-t quantile at the stated level, its degrees
-   of freedom the arm's effective number of backtest errors (`Calibration.quantiles`).
+3. **Calibration, per arm**, for each curve's backtest line. The standardised errors
+   z = error / √(noise + κ²h²), each with its arm's κ estimated without it, give each arm its own
+   width in units of √variance: the root mean square of the arm's z times the Student-t quantile
+   at the stated level, its degrees of freedom the arm's effective number of backtest errors
+   (`Calibration.quantiles`).
 
-The prediction is the slope rule's (`slope_rule`: each arm's Δ̂ at the largest scale moved along
-its own slope by as much as its evidence of drift, its interval holding every continuation from
-a fade to the line at the stated level), scored on the same held-out scales (`rule_backtest`).
-That holds unless the mixture is claimed (`claims_stack`): its gain in squared error on held-out
-arms significant (a one-sided t-test over the arms) *and* the ladder's Δ̂ at their seed-noise
-floor. Then the mixture is the prediction, with the calibration of its held-out errors.
+The interval printed is the slope rule's (`slope_rule`: it holds every continuation of the
+arm's own slope from a fade to the line at the stated level), scored on the same held-out scales
+(`rule_backtest`). The point is the arm's Δ̂ at the largest scale, or the mixture's where it is
+claimed (`claims_stack`: its gain in squared error on held-out arms significant, a one-sided
+t-test over the arms, *and* the ladder's Δ̂ at their seed-noise floor), held inside the interval.
+The interval does not depend on the claim, so an arm's interval is its own whatever arms share
+its ladder.
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 from scipy import stats as sps
@@ -45,7 +46,12 @@ from archaudit.stats.predictions.ladder_fit import (
     predict_linear,
     smoother_weights,
 )
-from archaudit.stats.predictions.slope_rule import arm_slopes, rule_forecast, seed_quantile
+from archaudit.stats.predictions.slope_rule import (
+    RuleBand,
+    arm_slopes,
+    rule_forecast,
+    seed_quantile,
+)
 from archaudit.stats.records.serialize import JsonResult
 
 SINGLE_SCALE = "single_scale"
@@ -53,8 +59,8 @@ SINGLE_SCALE = "single_scale"
 STACKED = "stacked"
 """The name of the mixture of curves in the backtest."""
 SLOPE_RULE = "slope_rule"
-"""The prediction where the stack is not claimed: each arm's Δ̂ at the largest scale moved along
-its own slope as far as its evidence of drift (`slope_rule`)."""
+"""The prediction where the stack is not claimed: each arm's Δ̂ at the largest scale, kept inside
+the interval of its own slope (`slope_rule`)."""
 GRID_STEP = 10
 """The simplex of mixture weights is searched in steps of 1/GRID_STEP."""
 CLAIM_LEVEL = 0.05
@@ -443,42 +449,13 @@ def score(model: str, errors: Errors, weight: float, how: Scoring) -> Backtest:
 
 
 @dataclass(frozen=True)
-class Band:
-    """A calibrated interval around a prediction at the new points."""
-
-    calibration: Calibration
-    spread: np.ndarray
-    """(m, T) √(seed variance + κₐ²h²): arm a's interval at level L is ± quantilesₐ(L)·spread."""
-
-    def halfwidth(self, level: float) -> np.ndarray:
-        return self.calibration.quantiles(level)[:, None] * self.spread
-
-
-def band(
-    errors: Errors, mix: dict[str, float], ladder: LadderArrays, new: np.ndarray
-) -> tuple[np.ndarray, Band]:
-    """((m, T) the prediction of one mixture at the new points, its band)."""
-    weights = smoother_weights(mix, ladder.x, 1.0 / ladder.variances, new)
-    calibration = calibrate(errors)
-    point, noise = predict_linear(weights, ladder.deltas, ladder.variances)
-    exposed = exposure(weights, ladder.x[None, None, :] - new[None, :, None])  # (m, T, 2)
-    spread = np.sqrt(noise + structural(exposed, calibration.structure[:, None, :]))
-    return point, Band(calibration, spread)
-
-
-class Interval(Protocol):
-    """A prediction's band: its half-width at the new points at a level."""
-
-    def halfwidth(self, level: float) -> np.ndarray: ...
-
-
-@dataclass(frozen=True)
 class Forecast:
-    """The method: the prediction at the new points with its band (the slope rule's, or the
-    stack's where `claims_stack`), the stack backtested beside it."""
+    """The method: the prediction at the new points and the slope rule's band, the stack
+    backtested beside it."""
 
     model: str
-    """SLOPE_RULE, or STACKED where the stack is claimed to beat the single-scale prediction."""
+    """SLOPE_RULE (the point A), or STACKED where the stack is claimed to beat the single-scale
+    prediction (the point the stack's); either held inside the band (`RuleBand.hold`)."""
     signal: float
     """The mean Δ̂²/Var(Δ̂) over the arms and scales (`quiet_ladder`)."""
     mix: dict[str, float]
@@ -488,29 +465,33 @@ class Forecast:
     candidates: tuple[Backtest, ...]
     """Each curve alone, then the stack, on the origins where every curve fits."""
     backtest: Backtest
-    """The backtest of the prediction made."""
+    """The slope rule's backtest: the coverage of the band printed."""
     point: np.ndarray
     """(m, T) the prediction at the new points."""
-    band: Interval
+    band: RuleBand
     factor: float = math.nan
     """The target's parameters over the largest trained scale's (where the claim's rate was
     looked up)."""
 
-    def halfwidth(self, level: float) -> np.ndarray:
-        return self.band.halfwidth(level)
+    def bounds(self, level: float) -> tuple[np.ndarray, np.ndarray]:
+        """((m, T) low, (m, T) high): the interval at `level` at the new points."""
+        return self.band.bounds(level)
 
     def draws(self, level: float, n: int, rng: np.random.Generator) -> np.ndarray:
-        """(n, m) normal draws at the last new point, as wide as the interval at `level`."""
-        scale = self.halfwidth(level)[:, -1] / float(sps.norm.ppf((1.0 + level) / 2.0))
-        return self.point[:, -1] + scale * rng.standard_normal((n, len(scale)))
+        """(n, m) normal draws at the last new point, the interval at `level` their central
+        share (centred on the interval, which the point need not be: `ArmSlopes.point`)."""
+        low, high = (b[:, -1] for b in self.bounds(level))
+        scale = (high - low) / (2.0 * float(sps.norm.ppf((1.0 + level) / 2.0)))
+        return (low + high) / 2.0 + scale * rng.standard_normal((n, len(scale)))
 
 
 def forecast(
     ladder: LadderArrays, scales: tuple[str, ...], new: np.ndarray, *, confidence: float = 0.8
 ) -> Forecast:
     """Predict every arm's Δ at the log N in `new` (the last one is the target); the ladder
-    needs >= 3 scales (every curve is backtested from 2). The prediction is the slope rule's
-    unless the stack is claimed (`claims_stack`)."""
+    needs >= 3 scales (every curve is backtested from 2). The interval is the slope rule's; the
+    point is A, or the stack's where it is claimed (`claims_stack`), held inside it. An arm's
+    interval is its own, whichever point its ladder's other arms let the stack claim."""
     names = tuple(SMOOTHERS)
     common = backtest_pieces(ladder, names, 2)
     stacked = stack(common, names)
@@ -521,18 +502,16 @@ def forecast(
     )
     signal = signal_to_noise(ladder)
     factor = math.exp(float(new[-1]) - float(ladder.x[-1]))
-    if claims_stack(stacked.p_value, signal) and may_claim(factor):
-        point, chosen = band(stacked.held_out, stacked.mix, ladder, new)
-        return Forecast(
-            STACKED, signal, stacked.mix, stacked.p_value, candidates, candidates[-1], point,
-            chosen, factor,
-        )  # fmt: skip
     point, rule_band = rule_forecast(ladder, new)
+    model = SLOPE_RULE
+    if claims_stack(stacked.p_value, signal) and may_claim(factor):
+        model = STACKED
+        weights = smoother_weights(stacked.mix, ladder.x, 1.0 / ladder.variances, new)
+        point = rule_band.hold(predict_linear(weights, ladder.deltas, ladder.variances)[0])
     made = rule_backtest(ladder, scales, confidence)
     return Forecast(
-        SLOPE_RULE, signal, stacked.mix, stacked.p_value, candidates, made, point, rule_band,
-        factor,
-    )  # fmt: skip
+        model, signal, stacked.mix, stacked.p_value, candidates, made, point, rule_band, factor
+    )
 
 
 def rule_backtest(ladder: LadderArrays, scales: tuple[str, ...], confidence: float) -> Backtest:
@@ -554,7 +533,7 @@ def rule_backtest(ladder: LadderArrays, scales: tuple[str, ...], confidence: flo
             centre, seen = slopes.centre(), ladder.deltas[:, j]
             reach = np.hypot(slopes.halfwidth(confidence), z * np.sqrt(ladder.variances[:, j]))
             held.append(np.abs(seen - centre) <= reach)
-            predicted.append(centre)
+            predicted.append(slopes.point())
             single.append(fit.deltas[:, -1])
             observed.append(seen)
             group.append(np.full(len(seen), len(group)))

@@ -5,13 +5,13 @@ one line in (log N, log D), and a target further out on that line. For every arm
 gives the predicted Δ at the target with a prediction interval, the probability that its sign
 there is the sign at the largest trained scale, and its predicted rank with an interval.
 
-The prediction is the single-scale one (the Δ̂ at the largest trained scale; an arm whose own
-drift along the ladder stands out of its seed noise: halfway to its own line); its interval is
-the seed noise plus the drift the ladder showed between scales, calibrated on the ladder's
-held-out scales. A stack of curves is backtested beside it, and is the prediction ("beats the
-single-scale baseline") only where its backtest gain is significant on a ladder whose effects
-are at their seed-noise floor (`backtest.claims_stack`). It is "not estimable" only when the
-ladder has fewer than 3 scales or no arm is finished at every one of them.
+The interval is the slope rule's (`slope_rule`: it holds, at the stated level, every
+continuation of the arm's own slope from a fade to the line in log N, whatever the slope's size).
+The point is the Δ̂ at the largest trained scale, held inside the interval; a stack of curves is
+backtested beside it and is the point ("beats the single-scale baseline") only where its backtest
+gain is significant on a ladder whose effects are at their seed-noise floor
+(`backtest.claims_stack`). It is "not estimable" only when the ladder has fewer than 3 scales or
+no arm is finished at every one of them.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from archaudit.stats.predictions.claim_rates import MIN_RATE, claim_rate
 from archaudit.stats.predictions.ladder_fit import LadderArrays, predict_linear, smoother_weights
 from archaudit.stats.predictions.ladders import Ladder, check_ladder
 from archaudit.stats.predictions.slope_rule import CONTINUATION
+from archaudit.stats.predictions.slope_rule import IN_WORDS as RULE_IN_WORDS
 from archaudit.stats.records.serialize import JsonResult
 from archaudit.stats.records.table import TableLike, load_table
 from archaudit.stats.records.target import TargetPrediction
@@ -126,13 +127,10 @@ class Prediction(JsonResult):
         if not self.estimable:
             return f"not estimable: {self.reason}"
         what = (
-            f"the slope rule: each arm's Δ̂ at the largest trained scale, moved along its own "
-            f"slope in log N as far as the slope stands out of its seed noise, its interval "
-            f"wide enough to hold any continuation from a fade ({CONTINUATION[0]:g} of the "
-            f"slope) to the line ({CONTINUATION[1]:g})"
+            f"the slope rule: {RULE_IN_WORDS}"
             if self.model == SLOPE_RULE
             else "the stack of curves (" + _mix_text(self.mix) + "), which beats the "
-            "single-scale baseline in the backtest"
+            "single-scale baseline in the backtest, held inside the slope rule's interval"
         )
         test = self.backtest
         if test is None:
@@ -218,7 +216,7 @@ def _curves(
 ) -> tuple[ArmCurve, ...]:
     quantile = sps.t.ppf((1.0 + level) / 2.0, arrays.dof)
     halfwidth = quantile * np.sqrt(arrays.variances)
-    band = method.halfwidth(level)
+    low, high = method.bounds(level)
     fitted, _ = predict_linear(
         smoother_weights({SINGLE_SCALE: 1.0}, arrays.x, 1.0 / arrays.variances, arrays.x),
         arrays.deltas,
@@ -237,8 +235,8 @@ def _curves(
             seed_halfwidth=floats(halfwidth[i]),
             params=floats(np.exp(grid)),
             fitted=floats(method.point[i]),
-            low=floats(method.point[i] - band[i]),
-            high=floats(method.point[i] + band[i]),
+            low=floats(low[i]),
+            high=floats(high[i]),
             rejected=bool(rejected[i]),
         )
         for i, name in enumerate(names)
@@ -361,7 +359,8 @@ def _arm_rows(
 ) -> tuple[TargetPrediction, ...]:
     """Per arm: the point and its calibrated interval; P(sign holds) and ranks from the (B, m)
     draws."""
-    point, halfwidth = method.point[:, -1], method.halfwidth(confidence)[:, -1]
+    point = method.point[:, -1]
+    low, high = (b[:, -1] for b in method.bounds(confidence))
     holds = np.mean(np.sign(draws) == np.sign(largest), axis=0)
     ranks = sps.rankdata(-draws, axis=1)  # 1 = the largest Δ, the best
     rank_low, rank_high = interval(ranks, confidence)
@@ -370,7 +369,7 @@ def _arm_rows(
         TargetPrediction(
             arm=name,
             delta=float(point[i]),
-            interval=(float(point[i] - halfwidth[i]), float(point[i] + halfwidth[i])),
+            interval=(float(low[i]), float(high[i])),
             p_sign_holds=float(holds[i]),
             rank=int(point_ranks[i]),
             rank_interval=(float(np.floor(rank_low[i])), float(np.ceil(rank_high[i]))),
@@ -402,7 +401,8 @@ WIDTH_LEVEL = 0.95
 def _too_wide(arms: tuple[TargetPrediction, ...], method: Forecast) -> tuple[str, ...]:
     """A note when the median 95% interval is wider than the range of the predicted effects
     (the baseline's 0 included): the intervals hold, but they cannot tell the arms apart."""
-    width = 2.0 * float(np.median(method.halfwidth(WIDTH_LEVEL)[:, -1]))
+    low, high = method.bounds(WIDTH_LEVEL)
+    width = float(np.median(high[:, -1] - low[:, -1]))
     effects = [0.0, *(a.delta for a in arms)]
     spread = max(effects) - min(effects)
     if width <= spread:
@@ -425,25 +425,22 @@ def _method_notes(method: Forecast) -> tuple[str, ...]:
         f"one-sided p = {method.p_value:.2g}; the ladder's mean Δ̂²/Var(Δ̂) = "
         f"{method.signal:.2g}"
     )
+    held = (
+        f"on the ladder's own held-out scales the rule's {test.confidence:.0%} intervals held "
+        f"{test.coverage:.0%} of {test.n_arms}"
+    )
     if method.model == STACKED:
-        drift = (
-            f"the interval is the seed noise plus the drift (√τ_b = {test.drift:.3g} per unit "
-            f"of log N) and bend (√τ_c = {test.bend:.3g}) the ladder showed between scales, "
-            f"calibrated on {test.n_arms} held-out predictions ({test.confidence:.0%} intervals "
-            f"held {test.coverage:.0%} of them)"
-        )
         return (
-            f"the prediction is the stack: it beats the single-scale baseline ({gate}: p < "
-            f"{CLAIM_LEVEL:g} on a ladder whose effects are at their seed-noise floor, < "
-            f"{QUIET_LADDER:g}; {_rate_text(method.factor)}, docs/predict.md); " + drift,
+            f"the point is the stack's, held inside the slope rule's interval: the stack beats "
+            f"the single-scale baseline ({gate}: p < {CLAIM_LEVEL:g} on a ladder whose effects "
+            f"are at their seed-noise floor, < {QUIET_LADDER:g}; {_rate_text(method.factor)}, "
+            f"docs/predict.md); the interval holds, at the stated level, any arm whose Δ "
+            f"continues beyond the ladder at {CONTINUATION[0]:g} to {CONTINUATION[1]:g} times its "
+            f"slope along it, whatever the slope's size; {held}",
         )
     return (
-        f"the prediction is the slope rule's: each arm's Δ̂ at the largest trained scale, moved "
-        f"along its own slope in log N by as much as the slope stands out of its seed noise; "
-        f"its interval holds, at the stated level, any arm whose Δ continues beyond the ladder "
-        f"at {CONTINUATION[0]:g} to {CONTINUATION[1]:g} times its slope along it, whatever the "
-        f"slope's size (computed, not fitted: docs/predict.md); on the ladder's own held-out "
-        f"scales its {test.confidence:.0%} intervals held {test.coverage:.0%} of {test.n_arms} "
+        f"the prediction is the slope rule's: {RULE_IN_WORDS} (computed, not fitted: "
+        f"docs/predict.md); {held} "
         f"({gate}; the stack is claimed only at p < {CLAIM_LEVEL:g} with that below "
         f"{QUIET_LADDER:g}, where its backtest wins carried to the target on known-truth "
         f"ladders, and at a target distance where the claim held >= {MIN_RATE:.0%} of the "

@@ -7,6 +7,9 @@ scale, and t, its weighted slope of Δ̂ on log N in units of its standard error
 
     A + σ_A·(c(t) ± w(t)),   c(t) = κ·t·m(|t|),
 
+and the prediction A itself, moved only as far as it must to lie inside the interval
+(`ArmSlopes.point`).
+
 κ = SE(slope)·h/σ_A the slope's reach to the target (h the log N from the largest scale), m and w
 piecewise linear in |t| on `KNOTS`. They are chosen once per design (κ, ρ = corr(A, slope), the
 seed σ's degrees of freedom) and level, by minimising the mean width of a quiet arm (no drift)
@@ -46,8 +49,8 @@ it, that every interval covers at its level (and λ between them, `_LAMBDAS`).""
 _LAMBDAS = np.array([CONTINUATION[0], 0.6, CONTINUATION[1]])
 """The λ the solve constrains (the test checks 9 between the ends)."""
 REFERENCE_LEVEL = 0.8
-"""The level whose rule sets the centre c(t); every other level keeps it (one prediction) and
-has its own width."""
+"""The level whose rule sets the centre c(t) and holds the point; every other level keeps that
+centre and has its own width."""
 KNOTS = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 6.0, 9.0, 12.0])
 """|t| at which m and w are free; between them linear, beyond the last m constant and w on the
 last segment's line."""
@@ -68,6 +71,14 @@ EXACT_DOF = 200
 OVER = 0.04
 """Coverage at the ends of CONTINUATION at most the level plus this (a quiet arm's too): within
 5 points of the level, issue 55's tolerance, with a point's margin."""
+IN_WORDS = (
+    "each arm's Δ̂ at the largest trained scale, or where the interval rules that out the "
+    "interval's end nearest it; the interval holds, at the stated level, any arm whose Δ "
+    f"continues beyond the ladder at {CONTINUATION[0]:g} to {CONTINUATION[1]:g} times its slope "
+    "along it (from a fade to the line in log N), whatever the slope's size"
+)
+"""The prediction and its interval in words (`ArmSlopes.point`), as `stats` and the report
+print them."""
 _MARGIN = 0.002
 """The penalties leave constraints violated by about this much: aimed inside by it."""
 _PENALTIES = (1e1, 1e2, 1e3, 1e4, 1e5)
@@ -269,10 +280,19 @@ class ArmSlopes:
     """The seed σ's degrees of freedom (`t_factor`)."""
 
     def centre(self) -> np.ndarray:
-        """(m,) the prediction: A + σ_A·c(t), REFERENCE_LEVEL's centre (the same at every
+        """(m,) the interval's centre: A + σ_A·c(t), REFERENCE_LEVEL's (the same at every
         level)."""
         moved = [rule(d, REFERENCE_LEVEL).interval(t)[0] for d, t in self._arms()]
         return self.largest + self.sigma * np.array(moved)
+
+    def point(self) -> np.ndarray:
+        """(m,) the prediction: A where REFERENCE_LEVEL's interval holds it, else the interval's
+        end nearest A. The centre is chosen for the interval's width, not for the point: it
+        follows slopes that are mostly seed noise, and its signs and orders were worse than
+        A's on known-truth ladders (docs/predict.md); A moves only where the interval rules
+        it out."""
+        centre, half = self.centre(), self.halfwidth(REFERENCE_LEVEL)
+        return np.clip(self.largest, centre - half, centre + half)
 
     def halfwidth(self, level: float) -> np.ndarray:
         """(m,) σ_A·w(t) at `level`, times the allowance for the estimated σ."""
@@ -308,18 +328,28 @@ class RuleBand:
     steps: np.ndarray
     """(T,) the share of the way from the largest scale to the target of each new point."""
 
-    def halfwidth(self, level: float) -> np.ndarray:
-        seed = seed_quantile(level, self.slopes.dof) * self.slopes.sigma[:, None]
-        return seed + self.steps[None, :] * (self.slopes.halfwidth(level)[:, None] - seed)
+    def bounds(self, level: float) -> tuple[np.ndarray, np.ndarray]:
+        """((m, T) low, (m, T) high) at `level`."""
+        slopes = self.slopes
+        middle = (
+            slopes.largest[:, None]
+            + self.steps[None, :] * (slopes.centre() - slopes.largest)[:, None]
+        )
+        seed = seed_quantile(level, slopes.dof) * slopes.sigma[:, None]
+        half = seed + self.steps[None, :] * (slopes.halfwidth(level)[:, None] - seed)
+        return middle - half, middle + half
+
+    def hold(self, values: np.ndarray) -> np.ndarray:
+        """(m, T) `values` moved only as far as they must to lie inside REFERENCE_LEVEL's band
+        (at the target: `ArmSlopes.point` where `values` is A)."""
+        return np.clip(values, *self.bounds(REFERENCE_LEVEL))
 
 
 def rule_forecast(ladder: LadderArrays, new: np.ndarray) -> tuple[np.ndarray, RuleBand]:
-    """((m, T) the prediction at the new points, its band): the rule at the last new point
-    (the target), A up to the largest scale and straight between them."""
+    """((m, T) the prediction at the new points, its band): A held inside the band."""
     x = ladder.x
     slopes = arm_slopes(ladder, float(new[-1]), float(np.sum(ladder.dof)))
     reach = float(new[-1]) - float(x[-1])
     steps = np.clip((new - x[-1]) / reach, 0.0, 1.0) if reach > 0 else np.ones(len(new))
-    centre = slopes.centre()
-    point = slopes.largest[:, None] + steps[None, :] * (centre - slopes.largest)[:, None]
-    return point, RuleBand(slopes, steps)
+    band = RuleBand(slopes, steps)
+    return band.hold(np.repeat(slopes.largest[:, None], len(new), axis=1)), band
