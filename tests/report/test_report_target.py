@@ -26,6 +26,7 @@ def test_an_audit_with_a_target_shows_the_prediction(tmp_path):
     assert [f.key for f in figures] == ["target-ladder", "target-backtest"]
     assert all(f.svg.count("<path") > 10 for f in figures)
     assert "backtest of log_linear" in text and "single-scale baseline" in text
+    assert "backtest of slope_rule" in text  # the printed intervals' own line, as `stats` shows
     # issue 42 item 5: the method in words, with the coverage its intervals earned
     assert "prediction: the slope rule: each arm's Δ̂ at the largest" in text
     assert re.search(r"its 80% intervals held \d+% of \d+ backtest predictions", text)

@@ -955,7 +955,7 @@ def target(data: ReportData) -> Section:
         blocks.append(target_figures.ladder_plot("target-ladder", p, data.colours))
     if p.candidates:
         blocks.append(target_figures.backtest_plot("target-backtest", p))
-    blocks.append(Bullets(tuple(b.summary() for b in p.candidates) + p.notes))
+    blocks.append(Bullets(tuple(b.summary() for b in p.backtests()) + p.notes))
     return Section("target", _TARGET_TITLE, _TARGET_INTRO, tuple(blocks))
 
 

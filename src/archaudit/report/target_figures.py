@@ -56,13 +56,15 @@ def _ladder_panel(ax, curve: ArmCurve, arm: TargetPrediction, params, colour: st
 
 @styled
 def backtest_plot(key: str, p: Prediction) -> Figure:
-    """Pairs and signs right, and coverage, of each curve's backtest and of the baseline."""
-    names = [*(b.model for b in p.candidates), "single-scale"]
-    first = p.candidates[0]
-    pairs = [b.decision_accuracy for b in p.candidates] + [first.baseline_decision_accuracy]
-    signs = [b.sign_accuracy for b in p.candidates] + [first.baseline_sign_accuracy]
-    cover = [b.coverage for b in p.candidates] + [math.nan]
-    fig = MplFigure(figsize=(4.6, 2.8), layout="constrained")
+    """Pairs and signs right, and coverage, of each curve's backtest, the stack's, the slope
+    rule's (whose intervals print) and the single-scale baseline's."""
+    tests = p.backtests()
+    names = [*(b.model for b in tests), "single-scale"]
+    first = tests[0]
+    pairs = [b.decision_accuracy for b in tests] + [first.baseline_decision_accuracy]
+    signs = [b.sign_accuracy for b in tests] + [first.baseline_sign_accuracy]
+    cover = [b.coverage for b in tests] + [math.nan]
+    fig = MplFigure(figsize=(5.2, 2.8), layout="constrained")
     ax = fig.subplots()
     at = range(len(names))
     ax.bar([i - 0.2 for i in at], pairs, 0.4, label="pairs ordered right", color="#1f77b4")
@@ -73,4 +75,4 @@ def backtest_plot(key: str, p: Prediction) -> Figure:
     ax.set_ylim(0, 1.05)
     ax.set_title(f"Backtest: {', '.join(first.predicted)} from the scales below", fontsize=9)
     fig.legend(loc="outside lower center", ncols=3, fontsize=7, frameon=False)
-    return render(key, fig, "Backtest of each curve and of the single-scale baseline")
+    return render(key, fig, "Backtest of each curve, the stack, the slope rule and one scale")

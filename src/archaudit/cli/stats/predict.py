@@ -158,7 +158,7 @@ def _print_prediction(result: Prediction) -> None:
         ("arm", f"Δ {largest.name}", "Δ̂ target", "interval", "P(sign holds)", "rank", "could be"),
         [_arm_cells(a) for a in result.arms],
     )
-    shown = [*result.candidates, *((result.backtest,) if result.backtest else ())]
+    shown = result.backtests()
     print_notes([test.summary() for test in shown])
     if shown:
         print_notes([models_in_words()])

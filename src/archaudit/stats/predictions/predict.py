@@ -43,7 +43,10 @@ from archaudit.stats.predictions.backtest import (
 from archaudit.stats.predictions.claim_rates import MIN_RATE, claim_rate
 from archaudit.stats.predictions.ladder_fit import LadderArrays, predict_linear, smoother_weights
 from archaudit.stats.predictions.ladders import Ladder, check_ladder
-from archaudit.stats.predictions.slope_rule import CONTINUATION
+from archaudit.stats.predictions.slope_rule import (
+    CONTINUATION,
+    INTERVAL_IN_WORDS,
+)
 from archaudit.stats.predictions.slope_rule import IN_WORDS as RULE_IN_WORDS
 from archaudit.stats.records.serialize import JsonResult
 from archaudit.stats.records.table import TableLike, load_table
@@ -120,6 +123,11 @@ class Prediction(JsonResult):
     """The mean Δ̂²/Var(Δ̂) over the arms and scales (about 1 where every effect is noise)."""
     curves: tuple[ArmCurve, ...] = ()
     """The prediction made, at every trained scale and out to the target, for plotting."""
+
+    def backtests(self) -> tuple[Backtest, ...]:
+        """Each curve's and the stack's backtest, then the slope rule's (whose intervals print):
+        the lines `stats` and the report show, and the bars of the report's figure."""
+        return (*self.candidates, *((self.backtest,) if self.backtest else ()))
 
     def how(self) -> str:
         """How the prediction was made and how its intervals held in the backtest, in words:
@@ -434,9 +442,7 @@ def _method_notes(method: Forecast) -> tuple[str, ...]:
             f"the point is the stack's, held inside the slope rule's interval: the stack beats "
             f"the single-scale baseline ({gate}: p < {CLAIM_LEVEL:g} on a ladder whose effects "
             f"are at their seed-noise floor, < {QUIET_LADDER:g}; {_rate_text(method.factor)}, "
-            f"docs/predict.md); the interval holds, at the stated level, any arm whose Δ "
-            f"continues beyond the ladder at {CONTINUATION[0]:g} to {CONTINUATION[1]:g} times its "
-            f"slope along it, whatever the slope's size; {held}",
+            f"docs/predict.md); {INTERVAL_IN_WORDS}; {held}",
         )
     return (
         f"the prediction is the slope rule's: {RULE_IN_WORDS} (computed, not fitted: "

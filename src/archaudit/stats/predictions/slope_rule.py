@@ -71,14 +71,17 @@ EXACT_DOF = 200
 OVER = 0.04
 """Coverage at the ends of CONTINUATION at most the level plus this (a quiet arm's too): within
 5 points of the level, issue 55's tolerance, with a point's margin."""
+INTERVAL_IN_WORDS = (
+    "the interval holds, at the stated level, any arm whose Δ continues beyond the ladder at "
+    f"{CONTINUATION[0]:g} to {CONTINUATION[1]:g} times its slope along it (from a fade to the "
+    "line in log N), whatever the slope's size"
+)
+"""The interval in words, as `stats` and the report print it (whichever point it holds)."""
 IN_WORDS = (
     "each arm's Δ̂ at the largest trained scale, or where the interval rules that out the "
-    "interval's end nearest it; the interval holds, at the stated level, any arm whose Δ "
-    f"continues beyond the ladder at {CONTINUATION[0]:g} to {CONTINUATION[1]:g} times its slope "
-    "along it (from a fade to the line in log N), whatever the slope's size"
+    f"interval's end nearest it; {INTERVAL_IN_WORDS}"
 )
-"""The prediction and its interval in words (`ArmSlopes.point`), as `stats` and the report
-print them."""
+"""The prediction and its interval in words (`ArmSlopes.point`)."""
 _MARGIN = 0.002
 """The penalties leave constraints violated by about this much: aimed inside by it."""
 _PENALTIES = (1e1, 1e2, 1e3, 1e4, 1e5)
