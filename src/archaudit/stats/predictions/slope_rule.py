@@ -192,20 +192,20 @@ class _Problem:
         grad_w = np.einsum("lgjx,gjxk->lgk", dw, self.width_basis)
         return cover, grad_m, grad_w
 
-    def widths(self, width: np.ndarray) -> np.ndarray:
-        """((G,) the mean width at each size, in units of σ_A, and its gradient (G, K))."""
+    def width_weights(self) -> np.ndarray:
+        """(G, K): the mean width at each size, in units of σ_A, is this @ w (linear in w)."""
         mass = _T_WEIGHTS * self.vw[:, :1]
         scaled = 2.0 * self.v * mass  # (J, X)
         return np.einsum("gjxk,jx->gk", self.width_basis, scaled)
 
     def quiet_width(self, width: np.ndarray) -> float:
-        return float(self.widths(width)[0] @ width)
+        return float(self.width_weights()[0] @ width)
 
 
 def _objective(problem: _Problem) -> np.ndarray:
     """(K,) the linear objective in w: the quiet arm's mean width plus WIDTH_ELSEWHERE times
     the mean over the other sizes."""
-    per_size = problem.widths(np.zeros(len(KNOTS)))
+    per_size = problem.width_weights()
     return per_size[0] + WIDTH_ELSEWHERE * per_size[1:].mean(axis=0)
 
 
@@ -220,7 +220,7 @@ def _solve(problem: _Problem, centre: np.ndarray | None) -> tuple[np.ndarray, np
     free_centre = centre is None
 
     def split(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return (p[:k], p[k:]) if centre is None else (centre, p)
+        return (p[:k], p[k:]) if centre is None else (centre, p)  # narrows centre for mypy
 
     def penalised(p: np.ndarray, weight: float) -> tuple[float, np.ndarray]:
         cover, gm, gw = problem.coverage(*split(p))
