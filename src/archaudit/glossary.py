@@ -281,8 +281,17 @@ TERMS: tuple[Term, ...] = (
         anchor="single-scale",
         patterns=(r"\bsingle[-_]scale\b",),
         definition="Predicting an arm's Δ at the target scale as its Δ̂ at the largest trained "
-        "scale, with a drift term for the distance: the baseline every extrapolation is "
-        "backtested against.",
+        "scale: the baseline every extrapolation is backtested against.",
+        more="docs/predict.md",
+    ),
+    Term(
+        name="slope rule",
+        anchor="slope-rule",
+        patterns=(r"\bslope[ _]rule\b",),
+        definition="The target-scale interval of every arm: around its Δ̂ at the largest trained "
+        "scale, following the arm's own slope along the ladder, wide enough for it to fade or to "
+        "go on as a line, at the stated level whatever the slope's size. The prediction is that "
+        "Δ̂ held inside it.",
         more="docs/predict.md",
     ),
     Term(
@@ -290,8 +299,8 @@ TERMS: tuple[Term, ...] = (
         anchor="stack",
         patterns=(r"\bstack(ed)?\b",),
         definition="A mixture of the single-scale prediction and fitted scaling curves, its "
-        "weights chosen on held-out scales of the ladder. It replaces the single-scale "
-        "prediction only when it wins on held-out arms and the ladder is quiet (below).",
+        "weights chosen on held-out scales of the ladder. It gives the point (inside the slope "
+        "rule's interval) only when it wins on held-out arms and the ladder is quiet (below).",
         more="docs/predict.md",
     ),
     Term(
@@ -309,7 +318,7 @@ TERMS: tuple[Term, ...] = (
         patterns=(r"√τ_[bc]", r"\bτ_[bc]\b"),
         definition="How far the arms' Δ moves as the model grows: √τ_b is the spread of the "
         "arms' drift (Δ per unit of log N), √τ_c of their bend (per unit of log N squared). "
-        "They widen a prediction's interval with the distance to the target.",
+        "They widen the fitted curves' intervals in the backtest with the distance predicted.",
         more="docs/predict.md",
     ),
     Term(
@@ -318,7 +327,7 @@ TERMS: tuple[Term, ...] = (
         patterns=(r"Δ̂²/Var\(Δ̂\)",),
         definition="Each trained Δ̂ squared over its seed variance, averaged over arms and "
         "scales: about 1 when every effect is seed noise. Below 1.25 the ladder is quiet, the "
-        "condition under which the stack may replace the single-scale prediction.",
+        "condition under which the stack may give the point.",
         more="docs/predict.md",
     ),
     Term(
@@ -326,7 +335,8 @@ TERMS: tuple[Term, ...] = (
         anchor="sign-holds",
         patterns=(r"P\(sign holds\)",),
         definition="The probability that an arm's Δ at the target has the sign of its Δ̂ at the "
-        "largest trained scale, from the calibrated prediction interval.",
+        "largest trained scale, from normal draws whose central share is the prediction "
+        "interval.",
         more="docs/predict.md",
     ),
     Term(

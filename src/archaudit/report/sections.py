@@ -927,15 +927,14 @@ _TARGET_TITLE = "At the target scale"
 _TARGET_INTRO = (
     "What the verdicts at the trained scales say about the scale the audit is meant for, which "
     "was never trained: each arm's Δ (Δ > 0 means better: a lower loss, as everywhere in this "
-    "report) extrapolated along the ladder of trained scales, with a prediction interval, the "
+    "report) carried along the ladder of trained scales, with a prediction interval, the "
     "probability that its sign there is the one seen at the largest trained scale, and its "
-    "predicted rank. The prediction is the largest scale's Δ with the drift the ladder shows "
-    "between scales in its interval (moved halfway to an arm's own line where its drift stands "
-    "out of its seed noise), unless a stack of fitted curves beat it significantly in "
-    "the backtest on a ladder at its seed-noise floor (the line below says which answers); the "
-    "intervals are calibrated on a backtest that predicts "
-    "each trained scale from the smaller ones, and the line below says how often they held "
-    "there."
+    "predicted rank. The interval follows the arm's own slope along the ladder, wide enough for "
+    "it to fade or to go on as a line; the prediction is the largest scale's Δ held inside it, "
+    "or a stack of fitted curves where that beat the largest scale's Δ significantly in the "
+    "backtest on a ladder at its seed-noise floor (the line below says which). The backtest "
+    "predicts each trained scale from the smaller ones, and the line below says how often the "
+    "intervals held there."
 )
 
 
