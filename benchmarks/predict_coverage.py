@@ -412,15 +412,21 @@ def measure_shapes(
         cells.append(shape_cell(cell, reps, seed, SHAPE_SETS[truths]))
         print(json.dumps(cells[-1])[:200], flush=True)
     path = Path(str(SHAPES_JSON).format(label=f"{label}.part{part[0]}of{part[1]}"))
-    record = {"cpu_seconds": round(time.process_time() - start), "cells": cells}
+    record = {"reps": reps, "seed": seed, "truths": truths,
+              "cpu_seconds": round(time.process_time() - start), "cells": cells}  # fmt: skip
     path.write_text(json.dumps(record) + "\n")
     return path
 
 
-def merge(label: str, reps: int, seed: int, parts: int, truths: str = "reviewed") -> Path:
-    """The parts of a `--shapes` run in one record (cells in CELLS order); the parts removed."""
+def merge(label: str, parts: int) -> Path:
+    """The parts of a `--shapes` run in one record (cells in CELLS order), its settings the
+    parts' own (they must agree); the parts removed."""
     files = [Path(str(SHAPES_JSON).format(label=f"{label}.part{i}of{parts}")) for i in range(parts)]
     records = [json.loads(f.read_text()) for f in files]
+    settings = {(r["reps"], r["seed"], r["truths"]) for r in records}
+    if len(settings) != 1:
+        raise SystemExit(f"--merge {parts}: the parts of {label!r} ran with {sorted(settings)}")
+    ((reps, seed, truths),) = settings
     order = {cell: i for i, cell in enumerate(CELLS)}
     cells = sorted(
         (c for r in records for c in r["cells"]),
@@ -842,7 +848,7 @@ def main() -> None:
         print("\n".join(summary_lines(json.loads(Path(args.summary).read_text()))))
         return
     if args.shapes and args.merge:
-        print(merge(args.shapes, args.reps, args.seed, args.merge, args.truths))
+        print(merge(args.shapes, args.merge))
         return
     if args.shapes:
         i, k = (int(v) for v in args.part.split("/"))
