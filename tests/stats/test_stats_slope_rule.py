@@ -97,7 +97,7 @@ def test_the_point_is_the_largest_scales_delta_unless_the_interval_rules_it_out(
     t = np.linspace(-8.0, 8.0, 161)
     largest = np.random.default_rng(1).normal(0.0, 0.01, len(t))
     slopes = sr.ArmSlopes(largest, np.full(len(t), 0.01), t, (d,) * len(t), 60.0)
-    point, centre = slopes.point(), slopes.centre()
+    point, centre = slopes.point(), slopes.centre
     half = slopes.halfwidth(0.8)
     inside = np.abs(largest - centre) <= half
     assert inside.any() and (~inside).any()

@@ -530,7 +530,7 @@ def rule_backtest(ladder: LadderArrays, scales: tuple[str, ...], confidence: flo
         fit = ladder.first(k)
         for j in range(k, len(ladder.x)):
             slopes = arm_slopes(fit, float(ladder.x[j]), dof)
-            centre, seen = slopes.centre(), ladder.deltas[:, j]
+            centre, seen = slopes.centre, ladder.deltas[:, j]
             reach = np.hypot(slopes.halfwidth(confidence), z * np.sqrt(ladder.variances[:, j]))
             held.append(np.abs(seen - centre) <= reach)
             predicted.append(slopes.point())

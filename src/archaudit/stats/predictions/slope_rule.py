@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import optimize, special
@@ -253,6 +253,7 @@ def rule(design: RuleDesign, level: float) -> Rule:
     return Rule(design, level, centre, width)
 
 
+@functools.lru_cache(maxsize=1024)  # scipy's t.ppf is slow; a prediction asks hundreds of times
 def t_factor(level: float, dof: float) -> float:
     """The Student-t quantile over the normal's at `level`: the allowance for a seed σ estimated
     on `dof` degrees of freedom. Checked against the coverage with σ̂'s χ distribution
@@ -281,7 +282,11 @@ class ArmSlopes:
     designs: tuple[RuleDesign, ...]
     dof: float
     """The seed σ's degrees of freedom (`t_factor`)."""
+    _halfwidths: dict[float, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
+    """`halfwidth` by level: a prediction asks for each several times (its band, draws, notes
+    and backtest), and each is a rule evaluated arm by arm."""
 
+    @functools.cached_property
     def centre(self) -> np.ndarray:
         """(m,) the interval's centre: A + σ_A·c(t), REFERENCE_LEVEL's (the same at every
         level)."""
@@ -294,13 +299,15 @@ class ArmSlopes:
         follows slopes that are mostly seed noise, and its signs and orders were worse than
         A's on known-truth ladders (docs/predict.md); A moves only where the interval rules
         it out."""
-        centre, half = self.centre(), self.halfwidth(REFERENCE_LEVEL)
+        centre, half = self.centre, self.halfwidth(REFERENCE_LEVEL)
         return np.clip(self.largest, centre - half, centre + half)
 
     def halfwidth(self, level: float) -> np.ndarray:
         """(m,) σ_A·w(t) at `level`, times the allowance for the estimated σ."""
-        widths = [rule(d, level).interval(t)[1] for d, t in self._arms()]
-        return self.sigma * np.array(widths) * t_factor(level, self.dof)
+        if level not in self._halfwidths:
+            widths = [rule(d, level).interval(t)[1] for d, t in self._arms()]
+            self._halfwidths[level] = self.sigma * np.array(widths) * t_factor(level, self.dof)
+        return self._halfwidths[level]
 
     def _arms(self) -> list[tuple[RuleDesign, np.ndarray]]:
         return [(d, np.asarray(t)) for d, t in zip(self.designs, self.t, strict=True)]
@@ -336,7 +343,7 @@ class RuleBand:
         slopes = self.slopes
         middle = (
             slopes.largest[:, None]
-            + self.steps[None, :] * (slopes.centre() - slopes.largest)[:, None]
+            + self.steps[None, :] * (slopes.centre - slopes.largest)[:, None]
         )
         seed = seed_quantile(level, slopes.dof) * slopes.sigma[:, None]
         half = seed + self.steps[None, :] * (slopes.halfwidth(level)[:, None] - seed)
