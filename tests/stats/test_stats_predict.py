@@ -91,11 +91,15 @@ def test_the_slope_rule_is_the_default():
         assert arm.interval[0] < arm.delta_largest < arm.interval[1]
 
 
-def quiet(seed: int) -> Prediction:
+def quiet_table(seed: int) -> Table:
     """Twelve arms with effects far below their seed noise (2 seeds): a ladder at its noise
     floor, where averaging the scales is what pays."""
     flat = {f"arm{i}": constant(0.002 * (i - 3)) for i in range(12)}
-    return predict(table(flat, sigma=0.05, seeds=2, seed=seed), "val_loss", ladder(), n_boot=400)
+    return table(flat, sigma=0.05, seeds=2, seed=seed)
+
+
+def quiet(seed: int) -> Prediction:
+    return predict(quiet_table(seed), "val_loss", ladder(), n_boot=400)
 
 
 def test_a_significant_stack_on_a_quiet_ladder_is_claimed_and_answered():
@@ -115,10 +119,7 @@ def test_a_significant_stack_on_a_quiet_ladder_is_claimed_and_answered():
     assert "the point is the stack's" in " ".join(result.notes)
     assert all(a.method == "stacked" and a.delta != a.delta_largest for a in result.arms)
     assert all(a.interval[0] <= a.delta <= a.interval[1] for a in result.arms)
-    flat = {f"arm{i}": constant(0.002 * (i - 3)) for i in range(12)}
-    names, arrays, _ = ladder_arrays(
-        table(flat, sigma=0.05, seeds=2, seed=1), "val_loss", ladder(), DEFAULT
-    )
+    names, arrays, _ = ladder_arrays(quiet_table(1), "val_loss", ladder(), DEFAULT)
     _, band = rule_forecast(arrays, np.array([math.log(TARGET.params)]))
     low, high = band.bounds(result.confidence)
     by_name = {a.arm: a.interval for a in result.arms}
