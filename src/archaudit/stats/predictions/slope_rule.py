@@ -282,7 +282,9 @@ class ArmSlopes:
     designs: tuple[RuleDesign, ...]
     dof: float
     """The seed σ's degrees of freedom (`t_factor`)."""
-    _halfwidths: dict[float, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
+    _halfwidths: dict[float, np.ndarray] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
     """`halfwidth` by level: a prediction asks for each several times (its band, draws, notes
     and backtest), and each is a rule evaluated arm by arm."""
 
