@@ -13,12 +13,14 @@ Its optimum is the least mean width of every procedure, randomised ones included
 the same constraints (the grid's sizes γ and continuations λ; to the grid's quadrature, which
 halving both steps moved by under 0.1%: the record's `grid_check`).
 
-Three sets of constraints, each at 80% (the level issue 55 states its sharpness at):
+Four sets of constraints, each at 80% (the level issue 55 states its sharpness at):
 
 - the rule's: every size in `slope_rule.SIZES` (both signs) at λ ∈ `_LAMBDAS` held at 80%, the
   ends of `CONTINUATION` covered at most 80% + `OVER`;
 - lines only: λ = 1 alone, no upper cap (what holding the `crossing` arm at every size asks);
-- within 5 points: every (γ, λ) held at 75% and the ends at most 85% (issue 55's tolerance).
+- within 5 points: every (γ, λ) held at 75% and the ends at most 85% (issue 55's tolerance);
+- `growing`'s continuation alone (λ 1.53-2.01 by cell, `continuation`; no cap): what holding
+  that shape at every size would ask.
 
     PYTHONPATH=src:benchmarks python benchmarks/predict_rule_optimum.py    # writes docs/predict.md
 """
@@ -39,6 +41,7 @@ from scipy import stats as sps
 from archaudit.stats.predictions import slope_rule
 from archaudit.stats.predictions.ladder_fit import LadderArrays
 from doc_blocks import replace_block
+from predict_coverage import TRUTHS
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "predict.md"
@@ -50,6 +53,8 @@ SHARP_NOISE = 0.3
 """The σ/E at which issue 55 states its sharpness."""
 BEGIN, END = "<!-- predict_rule_optimum.py: begin -->", "<!-- predict_rule_optimum.py: end -->"
 LEVEL = 0.8
+UNIT = 2.0 * float(sps.norm.ppf((1.0 + LEVEL) / 2.0))
+"""The seed-noise-only interval's width at LEVEL, 2·z·σ_A, in units of σ_A: widths are over it."""
 TOLERANCE = 0.05
 REACH = 5.5
 """Standard deviations of t and of A's error that the grid spans around each mean."""
@@ -64,13 +69,27 @@ class Constraints:
     """The ends' (first and last λ) most coverage, or none."""
 
 
-def constraint_sets(level: float = LEVEL) -> tuple[Constraints, ...]:
+def continuation(shape: str, scales: int, factor: int) -> float:
+    """λ of a known-truth shape (`predict_coverage.TRUTHS`): its change from the largest scale to
+    the target over what its least-squares line along the ladder says."""
+    u = np.arange(scales, dtype=float)
+    slope = float(np.polyfit(u, TRUTHS[shape](u), 1)[0])
+    reach = math.log2(factor)
+    far = TRUTHS[shape](np.array([u[-1], u[-1] + reach]))
+    return float(far[1] - far[0]) / (slope * reach)
+
+
+def constraint_sets(scales: int, factor: int) -> tuple[Constraints, ...]:
     rule = tuple(float(v) for v in slope_rule._LAMBDAS)
     return (
-        Constraints("the rule's", rule, level, level + slope_rule.OVER),
-        Constraints("lines only", (1.0,), level, None),
-        Constraints("within 5 points", rule, level - TOLERANCE, level + TOLERANCE),
+        Constraints("the rule's", rule, LEVEL, LEVEL + slope_rule.OVER),
+        Constraints("lines only", (1.0,), LEVEL, None),
+        Constraints("within 5 points", rule, LEVEL - TOLERANCE, LEVEL + TOLERANCE),
+        Constraints("growing only", (continuation("growing", scales, factor),), LEVEL, None),
     )
+
+
+NAMES = tuple(c.name for c in constraint_sets(4, 4))
 
 
 def design(scales: int, factor: int) -> slope_rule.RuleDesign:
@@ -79,22 +98,19 @@ def design(scales: int, factor: int) -> slope_rule.RuleDesign:
     x = np.arange(scales) * math.log(2.0)
     flat = np.ones((2, scales))
     ladder = LadderArrays(x, np.zeros((2, scales)), 2 * flat, np.ones(scales), flat[0])
-    return arm_design(ladder, float(x[-1] + math.log(factor)))
-
-
-def arm_design(ladder: LadderArrays, target: float) -> slope_rule.RuleDesign:
+    target = float(x[-1] + math.log(factor))
     return slope_rule.arm_slopes(ladder, target, slope_rule.EXACT_DOF).designs[0]
 
 
 def least_width(
     d: slope_rule.RuleDesign, c: Constraints, t_step: float = 0.2, u_step: float = 0.1
 ) -> float:
-    """The least mean width at γ = 0 (in units of the seed-noise-only interval, 2·z·σ_A at
-    LEVEL) of a procedure A + S(t) under `c`, on a grid of these steps."""
+    """The least mean width at γ = 0, over UNIT, of a procedure A + S(t) under `c`, on a grid of
+    these steps."""
     s = math.sqrt(1.0 - d.rho**2)
     sizes = np.concatenate([-slope_rule.SIZES[:0:-1], slope_rule.SIZES])
-    top = float(slope_rule.SIZES[-1]) + REACH
-    t = np.arange(-top, top + 1e-9, t_step)
+    span = float(slope_rule.SIZES[-1]) + REACH
+    t = np.arange(-span, span + 1e-9, t_step)
     far = max(c.lambdas) * d.kappa * float(slope_rule.SIZES[-1]) + REACH * (d.rho + s) + 1.0
     u = np.arange(-far, far + 1e-9, u_step)
     rows, columns, values, bound = [], [], [], []
@@ -123,12 +139,12 @@ def least_width(
     result = optimize.linprog(width, A_ub=matrix, b_ub=np.array(bound), bounds=(0, 1))
     if result.status != 0:
         raise RuntimeError(f"the programme for {c.name} did not solve: {result.message}")
-    return float(result.fun) / (2.0 * float(sps.norm.ppf((1.0 + LEVEL) / 2.0)))
+    return float(result.fun) / UNIT
 
 
 def rule_width(d: slope_rule.RuleDesign) -> float:
     """The rule's mean width at γ = 0 (known σ), in the same unit."""
-    return slope_rule.rule(d, LEVEL).quiet_width() / (2.0 * float(sps.norm.ppf((1 + LEVEL) / 2)))
+    return slope_rule.rule(d, LEVEL).quiet_width() / UNIT
 
 
 def measure(cells: list[tuple[int, int]], fine: tuple[int, int] | None) -> dict:
@@ -137,12 +153,13 @@ def measure(cells: list[tuple[int, int]], fine: tuple[int, int] | None) -> dict:
         d = design(scales, factor)
         row = {"scales": scales, "factor": factor, "kappa": d.kappa, "rho": d.rho}
         row["rule"] = rule_width(d)
-        row["least"] = {c.name: least_width(d, c) for c in constraint_sets()}
+        row["growing"] = continuation("growing", scales, factor)
+        row["least"] = {c.name: least_width(d, c) for c in constraint_sets(scales, factor)}
         print(row, flush=True)
         rows.append(row)
     record: dict = {"level": LEVEL, "rows": rows}
     if fine is not None:
-        d, c = design(*fine), constraint_sets()[0]
+        d, c = design(*fine), constraint_sets(*fine)[0]
         record["grid_check"] = {
             "cell": list(fine),
             "steps 0.2 / 0.1": least_width(d, c),
@@ -166,25 +183,24 @@ def measured(shapes: dict, scales: int, factor: int, mode: str) -> float:
 
 
 def table(record: dict, shapes: dict) -> str:
-    names = [c.name for c in constraint_sets()]
     lines = [
         "The least mean 80% width of a quiet arm (no drift) over its seed-noise-only width "
         "(2·z·σ_A, σ known), of any procedure, randomised ones included, that holds the "
         "constraints named, beside the slope rule's (`benchmarks/predict_rule_optimum.py`, "
         f"{record['cpu_seconds']} s of CPU):",
         "",
-        "| scales | target | κ | ρ | measured, with / alone | the rule, σ known | "
-        + " | ".join(f"least: {n}" for n in names)
+        "| scales | target | κ | ρ | growing's λ | measured, with / alone | the rule, σ known | "
+        + " | ".join(f"least: {n}" for n in NAMES)
         + " |",
-        "|---|---|---|---|---|---|" + "---|" * len(names),
+        "|---|---|---|---|---|---|---|" + "---|" * len(NAMES),
     ]
     for row in record["rows"]:
-        least = " | ".join(f"{row['least'][n]:.2f}" for n in names)
+        least = " | ".join(f"{row['least'][n]:.2f}" for n in NAMES)
         scales, factor = row["scales"], row["factor"]
         seen = " / ".join(f"{measured(shapes, scales, factor, m):.2f}" for m in ("with", "alone"))
         lines.append(
-            f"| {scales} | {factor}× | {row['kappa']:.2f} | {row['rho']:.2f} | {seen} | "
-            f"{row['rule']:.2f} | {least} |"
+            f"| {scales} | {factor}× | {row['kappa']:.2f} | {row['rho']:.2f} | "
+            f"{row['growing']:.2f} | {seen} | {row['rule']:.2f} | {least} |"
         )
     check = record.get("grid_check")
     if check:

@@ -26,7 +26,7 @@ def optimum(monkeypatch):
 def test_without_drift_the_seed_noise_interval_is_the_narrowest(optimum):
     """κ = 0 and ρ = 0: the target is A's own truth and t says nothing of A's error, so no
     procedure beats A ± z·σ_A (the unit of the widths)."""
-    lines = next(c for c in optimum.constraint_sets() if c.name == "lines only")
+    lines = next(c for c in optimum.constraint_sets(4, 4) if c.name == "lines only")
     still = slope_rule.RuleDesign(0.0, 0.0)
     assert optimum.least_width(still, lines, **COARSE) == pytest.approx(1.0, abs=0.01)
 
@@ -36,7 +36,7 @@ def test_the_rule_is_no_narrower_than_the_least_width_of_what_it_holds(optimum):
     for lines only, and within 10% of it (its own constraints add the fades and the cap). A
     rule narrower than the optimum would have a coverage computed wrong."""
     d = optimum.design(5, 4)
-    lines = next(c for c in optimum.constraint_sets() if c.name == "lines only")
+    lines = next(c for c in optimum.constraint_sets(5, 4) if c.name == "lines only")
     least = optimum.least_width(d, lines, **COARSE)
     assert least <= optimum.rule_width(d) <= 1.1 * least
 
