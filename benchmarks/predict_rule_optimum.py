@@ -42,6 +42,8 @@ from archaudit.stats.predictions import slope_rule
 from archaudit.stats.predictions.ladder_fit import LadderArrays
 from doc_blocks import replace_block
 from predict_coverage import TRUTHS
+from predict_coverage_bounds import SHARP_LEVEL as LEVEL
+from predict_coverage_bounds import SLACK as TOLERANCE
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "predict.md"
@@ -52,10 +54,8 @@ QUIET = ("constant", "null")
 SHARP_NOISE = 0.3
 """The σ/E at which issue 55 states its sharpness."""
 BEGIN, END = "<!-- predict_rule_optimum.py: begin -->", "<!-- predict_rule_optimum.py: end -->"
-LEVEL = 0.8
 UNIT = 2.0 * float(sps.norm.ppf((1.0 + LEVEL) / 2.0))
 """The seed-noise-only interval's width at LEVEL, 2·z·σ_A, in units of σ_A: widths are over it."""
-TOLERANCE = 0.05
 REACH = 5.5
 """Standard deviations of t and of A's error that the grid spans around each mean."""
 
@@ -147,7 +147,7 @@ def rule_width(d: slope_rule.RuleDesign) -> float:
     return slope_rule.rule(d, LEVEL).quiet_width() / UNIT
 
 
-def measure(cells: list[tuple[int, int]], fine: tuple[int, int] | None) -> dict:
+def measure(cells: list[tuple[int, int]], fine: tuple[int, int]) -> dict:
     started, rows = time.process_time(), []
     for scales, factor in cells:
         d = design(scales, factor)
@@ -158,13 +158,12 @@ def measure(cells: list[tuple[int, int]], fine: tuple[int, int] | None) -> dict:
         print(row, flush=True)
         rows.append(row)
     record: dict = {"level": LEVEL, "rows": rows}
-    if fine is not None:
-        d, c = design(*fine), constraint_sets(*fine)[0]
-        record["grid_check"] = {
-            "cell": list(fine),
-            "steps 0.2 / 0.1": least_width(d, c),
-            "steps 0.1 / 0.05": least_width(d, c, t_step=0.1, u_step=0.05),
-        }
+    d, c = design(*fine), constraint_sets(*fine)[0]
+    record["grid_check"] = {
+        "cell": list(fine),
+        "steps 0.2 / 0.1": least_width(d, c),
+        "steps 0.1 / 0.05": least_width(d, c, t_step=0.1, u_step=0.05),
+    }
     record["cpu_seconds"] = round(time.process_time() - started)
     return record
 
@@ -202,15 +201,14 @@ def table(record: dict, shapes: dict) -> str:
             f"| {scales} | {factor}× | {row['kappa']:.2f} | {row['rho']:.2f} | "
             f"{row['growing']:.2f} | {seen} | {row['rule']:.2f} | {least} |"
         )
-    check = record.get("grid_check")
-    if check:
-        scales, factor = check["cell"]
-        lines += [
-            "",
-            f"The grid: at {scales} scales, {factor}×, the rule's constraints, steps of t / u "
-            f"0.2 / 0.1 give {check['steps 0.2 / 0.1']:.3f}, 0.1 / 0.05 give "
-            f"{check['steps 0.1 / 0.05']:.3f}.",
-        ]
+    check = record["grid_check"]
+    scales, factor = check["cell"]
+    lines += [
+        "",
+        f"The grid: at {scales} scales, {factor}×, the rule's constraints, steps of t / u "
+        f"0.2 / 0.1 give {check['steps 0.2 / 0.1']:.3f}, 0.1 / 0.05 give "
+        f"{check['steps 0.1 / 0.05']:.3f}.",
+    ]
     return "\n".join(lines)
 
 
