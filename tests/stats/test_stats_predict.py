@@ -338,8 +338,8 @@ def test_the_output_says_what_the_interval_cannot_cover():
 def test_a_null_arm_alone_is_covered_at_its_level_with_an_estimated_sigma():
     """Issue 55: one arm alone with the baseline at 2 seeds (8 degrees of freedom over 4
     scales): the rule's 80% and 95% intervals, on the σ pooled from the runs, hold a null arm
-    and a line about their level (coverage computed exactly for a known σ; `t_factor` is the
-    allowance for an estimated one)."""
+    and a line about their level (coverage computed exactly for a known σ; `sigma_allowance`
+    is the least widening that holds it for an estimated one)."""
     from archaudit.stats.predictions.ladder_fit import LadderArrays
     from archaudit.stats.predictions.slope_rule import rule_forecast
 
