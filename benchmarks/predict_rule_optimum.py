@@ -49,7 +49,7 @@ from predict_coverage_bounds import SLACK as TOLERANCE
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "predict.md"
 RECORD = ROOT / "benchmarks" / "predict_rule_optimum.json"
-SHAPES = ROOT / "benchmarks" / "predict_coverage-shapes-wave16.json"
+SHAPES = ROOT / "benchmarks" / "predict_coverage-shapes-wave17.json"
 """The coverage benchmark's record: the widths it measured, σ estimated, beside the optimum."""
 QUIET = ("constant", "null")
 SHARP_NOISE = 0.3
