@@ -229,9 +229,9 @@ def main() -> None:
         record = measure(cells, fine=(4, 16))
     text = table(record, json.loads(SHAPES.read_text()))
     print(text)
+    if not (args.no_doc or args.table):
+        RECORD.write_text(json.dumps(record, indent=1) + "\n")
     if not args.no_doc:
-        if not args.table:
-            RECORD.write_text(json.dumps(record, indent=1) + "\n")
         replace_block(DOC, BEGIN, END, text)
 
 

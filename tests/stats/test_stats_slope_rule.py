@@ -33,7 +33,7 @@ def coverage(
 def test_the_rule_holds_its_level_at_every_size_of_every_continuation(scales, doublings):
     """At or above the level for λ between the ends of CONTINUATION (the solve saw three),
     at most OVER above it at the ends, the quiet arm included."""
-    lambdas = np.linspace(*sr.CONTINUATION, 9)
+    lambdas = sr.CHECKED_LAMBDAS
     for level in (0.8, 0.95):
         rule = sr.rule(design(scales, doublings), level)
         cover = coverage(rule, lambdas)
@@ -83,7 +83,7 @@ def test_the_sigma_allowance_holds_the_level_with_an_estimated_sigma_and_no_more
     allowances = {case: sr.sigma_allowance(d, *case) for case in cases}
     assert sr.sigma_allowance(d, 0.8, sr.EXACT_DOF) == 1.0
     monkeypatch.setattr(sr, "_SIGMA_NODES", 2 * sr._SIGMA_NODES)
-    lambdas = np.linspace(*sr.CONTINUATION, 9)
+    lambdas = sr.CHECKED_LAMBDAS
     for (level, dof), allowance in allowances.items():
         rule = sr.rule(d, level)
         held = coverage(rule, lambdas, allowance, dof=dof).min()

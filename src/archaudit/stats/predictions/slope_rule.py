@@ -48,7 +48,10 @@ CONTINUATION = (0.2, 1.0)
 """λ: the least and most an arm's Δ continues beyond the ladder, as a share of its slope along
 it, that every interval covers at its level (and λ between them, `_LAMBDAS`)."""
 _LAMBDAS = np.array([CONTINUATION[0], 0.6, CONTINUATION[1]])
-"""The λ the solve constrains (the test checks 9 between the ends)."""
+"""The λ the solve constrains (`CHECKED_LAMBDAS` the 9 checked)."""
+CHECKED_LAMBDAS = np.linspace(*CONTINUATION, 9)
+"""The λ at which the rule's coverage is checked and the σ allowance solved: the ends and 7
+between."""
 REFERENCE_LEVEL = 0.8
 """The level whose rule sets the centre c(t) and holds the point; every other level keeps that
 centre and has its own width."""
@@ -277,7 +280,7 @@ def sigma_allowance(design: RuleDesign, level: float, dof: int) -> float:
     if dof >= EXACT_DOF:
         return 1.0
     r = rule(design, level)
-    problem = _Problem(design, level, np.linspace(*CONTINUATION, 9), dof=dof)
+    problem = _Problem(design, level, CHECKED_LAMBDAS, dof=dof)
 
     def short(factor: float) -> float:
         return float(problem.coverage(r.centre, r.width * factor)[0].min()) - level - _NODES_MARGIN
