@@ -83,6 +83,19 @@ def test_every_claim_file_parses_and_plans(data_root: Path, tmp_path: Path):
             assert corpus.is_relative_to(data_root) or corpus.is_relative_to(tmp_path / "runs")
 
 
+def test_a_generated_corpus_takes_the_recipes_overrides(tmp_path: Path):
+    """`--set recipe.corpus_chars` and `recipe.data_seed` reach a generated corpus (they were
+    read from the claim file alone); a bad value is refused with its key."""
+    claim = get_claim("gqa_swa_retrieval")
+    runs = tmp_path / "runs"
+    spec = claim_spec(claim, runs, ["recipe.corpus_chars=3000", "recipe.data_seed=5"])
+    corpus = Path(spec.recipe.corpus)
+    assert corpus.name == "retrieval-5-3000.txt"
+    assert 3000 <= len(corpus.read_text()) < 3700  # whole lines of at most 600 characters
+    with pytest.raises(ConfigError, match=r"recipe\.corpus_chars"):
+        claim_spec(claim, runs, ["recipe.corpus_chars=many"])
+
+
 def test_the_plan_of_all_claims_costs_each_file_once(data_root: Path, tmp_path: Path):
     plans = {p.claim: p for p in plan_claims(runs_dir=tmp_path / "runs", probe=False)}
     assert set(plans) == {c.name for c in list_claims()}

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from archaudit.audit.setup.spec import AuditSpec, load_audit
-from archaudit.config import build, load_toml
+from archaudit.config import apply_overrides, build, load_toml
 from archaudit.errors import ConfigError, did_you_mean
 from archaudit.registry import Registry
 
@@ -300,8 +300,8 @@ def claim_spec(
     """The claim's audit, its runs under `runs_dir`. A file corpus of a claim file is named
     relative to the benchmark data root (`$ARCHAUDIT_DATA`, else ../shared/data), so that the
     package's files need no absolute path."""
-    raw = load_toml(Path(claim.file)).get("recipe", {})
-    corpus = raw.get("corpus", SYNTHETIC) if isinstance(raw, Mapping) else SYNTHETIC
+    raw = _claim_recipe(claim, overrides)
+    corpus = raw.get("corpus", SYNTHETIC)
     extra: list[str] = []
     if isinstance(corpus, str) and corpus in GENERATED:
         path = _generated_corpus(corpus, claim, raw, runs_dir)
@@ -333,6 +333,16 @@ def check_fresh_seeds(claim: Claim, spec: AuditSpec) -> None:
         )
 
 
+def _claim_recipe(claim: Claim, overrides: Sequence[str]) -> Mapping:
+    """The claim file's [recipe] with the `--set recipe.…` overrides applied: what names its
+    corpus, and a generated corpus's length and seed (a malformed table is load_audit's to
+    refuse)."""
+    raw = load_toml(Path(claim.file)).get("recipe", {})
+    ours = [text for text in overrides if text.partition("=")[0].strip().startswith("recipe.")]
+    tree = {"recipe": raw if isinstance(raw, Mapping) else {}}
+    return apply_overrides(tree, ours, sections=("recipe",))["recipe"]
+
+
 def _generated_corpus(kind: str, claim: Claim, recipe: Mapping, runs_dir: str | Path) -> Path:
     """A generated corpus (`GENERATED`: `recipe.corpus = "reasoning"` or `"retrieval"` in a
     claim file), written once beside the claim's runs, `corpus_chars` characters drawn from
@@ -341,9 +351,8 @@ def _generated_corpus(kind: str, claim: Claim, recipe: Mapping, runs_dir: str | 
     from archaudit.config import Recipe
     from archaudit.files import atomic_write_text
 
-    default = Recipe()
-    chars = int(recipe.get("corpus_chars", default.corpus_chars))
-    seed = int(recipe.get("data_seed", default.data_seed))
+    built = build(Recipe, recipe, section="recipe")  # a bad value is refused with its key
+    chars, seed = built.corpus_chars, built.data_seed
     name = load_toml(Path(claim.file)).get("name", Path(claim.file).stem)
     path = Path(runs_dir).absolute() / f"{name}-corpus" / f"{kind}-{seed}-{chars}.txt"
     if not path.is_file():
