@@ -150,11 +150,10 @@ def audit_file_of(source: Path) -> Path:
 
 def _print_prediction(result: Prediction) -> None:
     largest, target = result.ladder.scales[-1], result.ladder.target
-    how = "not estimable" if not result.estimable else _how(result)
     print_rows(
         f"{result.metric} at target {target.name} ({target.params:,.0f} parameters, "
         f"{target.tokens:,.0f} tokens) from {len(result.ladder.scales)} scales "
-        f"({largest.name} the largest): {how}; {result.confidence:.0%} intervals",
+        f"({largest.name} the largest): {result.brief()}; {result.confidence:.0%} intervals",
         ("arm", f"Δ {largest.name}", "Δ̂ target", "interval", "P(sign holds)", "rank", "could be"),
         [_arm_cells(a) for a in result.arms],
     )
@@ -180,17 +179,6 @@ MODELS_IN_WORDS = (
     "slope_rule: {rule}; the intervals are always slope_rule's, and where the stack beats the "
     "single-scale baseline its point is held inside them (docs/predict.md)"
 )
-
-
-def _how(result: Prediction) -> str:
-    """What the prediction is, and the coverage its interval earned in the backtest."""
-    from archaudit.stats.predictions.backtest import STACKED
-
-    test = result.backtest
-    held = f", held {test.coverage:.0%} of {test.n_arms} backtest predictions" if test else ""
-    if result.model == STACKED:
-        return f"the stack's point (it beats one scale's) in the slope rule's interval{held}"
-    return f"the slope rule (Δ̂ at the largest scale unless its interval rules that out){held}"
 
 
 def _arm_cells(a: TargetPrediction) -> tuple[object, ...]:

@@ -129,6 +129,17 @@ class Prediction(JsonResult):
         the lines `stats` and the report show, and the bars of the report's figure."""
         return (*self.candidates, *((self.backtest,) if self.backtest else ()))
 
+    def brief(self) -> str:
+        """`how` in a clause, for a table's title (`stats predict` explains the models in a
+        note beside it)."""
+        if not self.estimable:
+            return "not estimable"
+        test = self.backtest
+        held = f", held {test.coverage:.0%} of {test.n_arms} backtest predictions" if test else ""
+        if self.model == STACKED:
+            return f"the stack's point (it beats one scale's) in the slope rule's interval{held}"
+        return f"the slope rule (Δ̂ at the largest scale unless its interval rules that out){held}"
+
     def how(self) -> str:
         """How the prediction was made and how its intervals held in the backtest, in words:
         what `stats` and the report print beside it."""
