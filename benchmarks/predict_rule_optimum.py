@@ -144,8 +144,9 @@ def least_width(
 
 
 def rule_width(d: slope_rule.RuleDesign) -> float:
-    """The rule's mean width at γ = 0 (known σ), in the same unit."""
-    return slope_rule.rule(d, LEVEL).quiet_width() / UNIT
+    """The rule's mean width at γ = 0 (known σ, with its allowance), in the same unit."""
+    allowance = slope_rule.sigma_allowance(d, LEVEL, slope_rule.EXACT_DOF)
+    return slope_rule.rule(d, LEVEL).quiet_width() * allowance / UNIT
 
 
 def measure(cells: list[tuple[int, int]], fine: tuple[int, int]) -> dict:

@@ -29,16 +29,19 @@ def coverage(
     return cover
 
 
-@pytest.mark.parametrize(("scales", "doublings"), [(4, 2.0), (5, 4.0)])
+@pytest.mark.parametrize(("scales", "doublings"), [(3, 2.0), (4, 2.0), (4, 4.0), (5, 4.0)])
 def test_the_rule_holds_its_level_at_every_size_of_every_continuation(scales, doublings):
-    """At or above the level for λ between the ends of CONTINUATION (the solve saw three),
-    at most OVER above it at the ends, the quiet arm included."""
+    """With σ known and its allowance (`sigma_allowance` at EXACT_DOF), at or above the level
+    for λ between the ends of CONTINUATION (the solve saw three) and no more than it must; at
+    80% the ends at most OVER above it, the quiet arm included. The solve alone leaves 95%
+    short by up to 0.6 points at 3 scales and at 16×."""
     lambdas = sr.CHECKED_LAMBDAS
     for level in (0.8, 0.95):
         rule = sr.rule(design(scales, doublings), level)
-        cover = coverage(rule, lambdas)
-        assert cover.min() >= level - 0.005, (level, cover.min())
-        assert cover[[0, -1]].max() <= level + sr.OVER + 0.005, (level, cover[[0, -1]].max())
+        cover = coverage(rule, lambdas, sr.sigma_allowance(rule.design, level, sr.EXACT_DOF))
+        assert level <= cover.min() < level + 0.002, (level, cover.min())
+        if level == 0.8:
+            assert cover[[0, -1]].max() <= level + sr.OVER, cover[[0, -1]].max()
 
 
 def test_the_computed_coverage_is_what_a_simulation_finds():
@@ -81,7 +84,6 @@ def test_the_sigma_allowance_holds_the_level_with_an_estimated_sigma_and_no_more
     d = design(scales, doublings)
     cases = [(level, dof) for level in (0.8, 0.95) for dof in (8, 16)]
     allowances = {case: sr.sigma_allowance(d, *case) for case in cases}
-    assert sr.sigma_allowance(d, 0.8, sr.EXACT_DOF) == 1.0
     monkeypatch.setattr(sr, "_SIGMA_NODES", 2 * sr._SIGMA_NODES)
     lambdas = sr.CHECKED_LAMBDAS
     for (level, dof), allowance in allowances.items():
