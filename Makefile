@@ -45,6 +45,7 @@ bench: $(FULL)
 	$(PY) benchmarks/throughput.py
 	$(PY) benchmarks/mods_overhead.py
 	$(PY) benchmarks/stats_speed.py
+	$(PY) benchmarks/predict_cache.py
 	$(PY) benchmarks/eval_speed.py
 	$(PY) benchmarks/report_speed.py
 	$(PY) benchmarks/prepare_speed.py

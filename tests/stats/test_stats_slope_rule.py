@@ -95,12 +95,32 @@ def test_the_sigma_allowance_holds_the_level_with_an_estimated_sigma_and_no_more
 
 
 def test_the_rule_is_the_same_on_every_solve():
-    """Same inputs, same bytes: a solve from a cleared cache gives the same rule."""
-    first = sr.rule(design(4, 2.0), 0.8)
+    """Same inputs, same bytes: two solves, neither cache in the way, give the same rule."""
+    assert sr._solved(design(4, 2.0), 0.8) == sr._solved(design(4, 2.0), 0.8)
+
+
+def test_a_rule_and_its_allowance_are_solved_once_per_machine(tmp_path, monkeypatch, capsys):
+    """Kept in the stats disk cache: a fresh process (the in-process caches cleared) reads them
+    back to the bit and solves nothing; a damaged entry is solved again, with one line."""
+    monkeypatch.setenv("ARCHAUDIT_CACHE", str(tmp_path))
+    d, fresh = design(4, 2.0), (sr.rule.cache_clear, sr.sigma_allowance.cache_clear)
+    for clear in fresh:
+        clear()
+    first, allowance = sr.rule(d, 0.95), sr.sigma_allowance(d, 0.95, 8)
+    (entry,) = (tmp_path / "stats").glob("slope-rule-*.json")
+    assert len(list((tmp_path / "stats").glob("slope-allowance-*.json"))) == 1
+    real = sr._solve
+    monkeypatch.setattr(sr, "_solve", lambda *a: pytest.fail("solved again"))
+    for clear in fresh:
+        clear()
+    again = sr.rule(d, 0.95)
+    assert np.array_equal(first.centre, again.centre) and np.array_equal(first.width, again.width)
+    assert sr.sigma_allowance(d, 0.95, 8) == allowance
+    entry.write_text(entry.read_text().replace('"width": [', '"width": [99.0, '))
+    monkeypatch.setattr(sr, "_solve", real)
     sr.rule.cache_clear()
-    again = sr.rule(design(4, 2.0), 0.8)
-    assert np.array_equal(first.centre, again.centre)
-    assert np.array_equal(first.width, again.width)
+    assert np.array_equal(sr.rule(d, 0.95).width, first.width)
+    assert "slope-rule" in capsys.readouterr().err
 
 
 def test_the_point_is_the_largest_scales_delta_unless_the_interval_rules_it_out():

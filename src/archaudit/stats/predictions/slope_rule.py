@@ -37,12 +37,14 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy import optimize, special
 from scipy import stats as sps
 
 from archaudit.stats.predictions.ladder_fit import LadderArrays, weighted_line
+from archaudit.stats.simulation.disk_cache import cached, in_range
 
 CONTINUATION = (0.2, 1.0)
 """λ: the least and most an arm's Δ continues beyond the ladder, as a share of its slope along
@@ -94,6 +96,9 @@ allowance aims inside by twice that."""
 _PENALTIES = (1e1, 1e2, 1e3, 1e4, 1e5)
 WIDTH_ELSEWHERE = 0.05
 """The weight of the mean width over every size beside the quiet arm's, in the objective."""
+SOLVE_VERSION = 1
+"""Bump when a solve's arithmetic changes: stored rules and allowances are then solved again
+(the constants a solve reads are in their key already, `_solve_key`)."""
 
 
 @dataclass(frozen=True)
@@ -253,11 +258,52 @@ def _solve(problem: _Problem, centre: np.ndarray | None) -> tuple[np.ndarray, np
 
 @functools.lru_cache(maxsize=256)
 def rule(design: RuleDesign, level: float) -> Rule:
-    """The rule for this design at `level`: the centre from REFERENCE_LEVEL's solve."""
+    """The rule for this design at `level`: the centre from REFERENCE_LEVEL's solve. Solved once
+    per machine (1-5 s a design) and kept in the stats disk cache, read back to the bit."""
+    solve = functools.partial(_solved, design, level)
+    knots = cached("slope-rule", _solve_key(design, level), solve, _knots)
+    return Rule(design, level, np.array(knots["centre"]), np.array(knots["width"]))
+
+
+def _solved(design: RuleDesign, level: float) -> dict[str, list[float]]:
+    """m and w solved (`_solve`), as `rule` stores them."""
     centre, width = _solve(_Problem(design, REFERENCE_LEVEL), None)
     if level != REFERENCE_LEVEL:
         _, width = _solve(_Problem(design, level), centre)
-    return Rule(design, level, centre, width)
+    return {"centre": centre.tolist(), "width": width.tolist()}
+
+
+def _knots(value: Any) -> dict[str, list[float]]:
+    """A stored rule, or ValueError: m and w, a number within the solve's bounds per knot."""
+    bounds = {"centre": (-1.0, 3.0), "width": (0.0, 60.0)}
+    if not isinstance(value, dict) or set(value) != set(bounds):
+        raise ValueError("not a rule's m and w")
+    for name, (low, high) in bounds.items():
+        if not isinstance(value[name], list) or len(value[name]) != len(KNOTS):
+            raise ValueError(f"{name}: not {len(KNOTS)} values")
+        value[name] = [in_range(x, low, high) for x in value[name]]
+    return value
+
+
+def _solve_key(design: RuleDesign, level: float, **more: Any) -> dict[str, Any]:
+    """What a solve depends on, as the disk cache's key: the design, the level and every
+    constant the solve reads."""
+    return {
+        "v": SOLVE_VERSION,
+        "kappa": design.kappa,
+        "rho": design.rho,
+        "level": level,
+        "reference": REFERENCE_LEVEL,
+        "knots": KNOTS.tolist(),
+        "sizes": SIZES.tolist(),
+        "lambdas": _LAMBDAS.tolist(),
+        "t_nodes": [float(_T_NODES[0]), float(_T_NODES[-1]), len(_T_NODES)],
+        "over": OVER,
+        "margin": _MARGIN,
+        "penalties": list(_PENALTIES),
+        "elsewhere": WIDTH_ELSEWHERE,
+        **more,
+    }
 
 
 @functools.lru_cache(maxsize=1024)  # scipy's t.ppf is slow; a prediction asks hundreds of times
@@ -273,6 +319,16 @@ def t_factor(level: float, dof: float) -> float:
 
 @functools.lru_cache(maxsize=1024)
 def sigma_allowance(design: RuleDesign, level: float, dof: int) -> float:
+    """`_least_allowance`, found once per machine and kept in the stats disk cache."""
+    key = _solve_key(
+        design, level, dof=min(dof, EXACT_DOF), checked=CHECKED_LAMBDAS.tolist(),
+        sigma_nodes=_SIGMA_NODES, nodes_margin=_NODES_MARGIN,
+    )  # fmt: skip
+    compute = functools.partial(_least_allowance, design, level, dof)
+    return cached("slope-allowance", key, compute, lambda v: in_range(v, 0.5, 100.0))
+
+
+def _least_allowance(design: RuleDesign, level: float, dof: int) -> float:
     """The least factor on the rule's widths that holds `level` at every size and every λ in
     CONTINUATION when σ is estimated on `dof` degrees of freedom: the coverage integrated over
     σ̂'s χ distribution (`_scale_nodes`), not Student's t, which spends more (at 8 degrees of
