@@ -278,11 +278,10 @@ def _knots(value: Any) -> dict[str, list[float]]:
     bounds = {"centre": (-1.0, 3.0), "width": (0.0, 60.0)}
     if not isinstance(value, dict) or set(value) != set(bounds):
         raise ValueError("not a rule's m and w")
-    for name, (low, high) in bounds.items():
+    for name in bounds:
         if not isinstance(value[name], list) or len(value[name]) != len(KNOTS):
             raise ValueError(f"{name}: not {len(KNOTS)} values")
-        value[name] = [in_range(x, low, high) for x in value[name]]
-    return value
+    return {name: [in_range(x, *bounds[name]) for x in value[name]] for name in bounds}
 
 
 def _solve_key(design: RuleDesign, level: float, **more: Any) -> dict[str, Any]:
