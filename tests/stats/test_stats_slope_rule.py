@@ -111,6 +111,7 @@ def test_a_rule_and_its_allowance_are_solved_once_per_machine(tmp_path, monkeypa
     assert len(list((tmp_path / "stats").glob("slope-allowance-*.json"))) == 1
     real = sr._solve
     monkeypatch.setattr(sr, "_solve", lambda *a: pytest.fail("solved again"))
+    monkeypatch.setattr(sr, "_least_allowance", lambda *a: pytest.fail("found again"))
     for clear in fresh:
         clear()
     again = sr.rule(d, 0.95)

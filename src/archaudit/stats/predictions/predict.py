@@ -134,8 +134,7 @@ class Prediction(JsonResult):
         note beside it)."""
         if not self.estimable:
             return "not estimable"
-        test = self.backtest
-        held = f", held {test.coverage:.0%} of {test.n_arms} backtest predictions" if test else ""
+        held = f", {_held(self.backtest)}" if self.backtest else ""
         if self.model == STACKED:
             return f"the stack's point (it beats one scale's) in the slope rule's interval{held}"
         return f"the slope rule (Δ̂ at the largest scale unless its interval rules that out){held}"
@@ -154,10 +153,7 @@ class Prediction(JsonResult):
         test = self.backtest
         if test is None:
             return what
-        return (
-            f"{what}; its {test.confidence:.0%} intervals held {test.coverage:.0%} of "
-            f"{test.n_arms} backtest predictions"
-        )
+        return f"{what}; its {test.confidence:.0%} intervals {_held(test)}"
 
 
 def check_prediction_options(confidence: float, n_boot: int, seed: int) -> None:
@@ -430,6 +426,11 @@ def _too_wide(arms: tuple[TargetPrediction, ...], method: Forecast) -> tuple[str
         f"the 95% intervals (median width {width:.3g}) are wider than the range of the effects "
         f"({spread:.3g}): at the target this ladder cannot tell the arms apart",
     )
+
+
+def _held(test: Backtest) -> str:
+    """How the backtest's intervals held, as `how` and `brief` say it."""
+    return f"held {test.coverage:.0%} of {test.n_arms} backtest predictions"
 
 
 def _mix_text(mix: tuple[CurveWeight, ...]) -> str:

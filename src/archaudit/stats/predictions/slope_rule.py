@@ -96,6 +96,8 @@ allowance aims inside by twice that."""
 _PENALTIES = (1e1, 1e2, 1e3, 1e4, 1e5)
 WIDTH_ELSEWHERE = 0.05
 """The weight of the mean width over every size beside the quiet arm's, in the objective."""
+CENTRE_BOUNDS, WIDTH_BOUNDS = (-1.0, 3.0), (0.0, 60.0)
+"""Where the solve looks for each knot's m and w (and a stored rule's values must lie)."""
 SOLVE_VERSION = 1
 """Bump when a solve's arithmetic changes: stored rules and allowances are then solved again
 (the constants a solve reads are in their key already, `_solve_key`)."""
@@ -247,7 +249,7 @@ def _solve(problem: _Problem, centre: np.ndarray | None) -> tuple[np.ndarray, np
     z = float(sps.norm.ppf((1.0 + level) / 2.0))
     width0 = z * 1.5 + 0.6 * problem.design.kappa * KNOTS
     p = np.concatenate([np.full(k, 0.6), width0]) if free_centre else width0
-    bounds = [(-1.0, 3.0)] * (k if free_centre else 0) + [(0.0, 60.0)] * k
+    bounds = [CENTRE_BOUNDS] * (k if free_centre else 0) + [WIDTH_BOUNDS] * k
     for weight in _PENALTIES:
         p = optimize.minimize(
             penalised, p, args=(weight,), jac=True, method="L-BFGS-B", bounds=bounds,
@@ -259,7 +261,8 @@ def _solve(problem: _Problem, centre: np.ndarray | None) -> tuple[np.ndarray, np
 @functools.lru_cache(maxsize=256)
 def rule(design: RuleDesign, level: float) -> Rule:
     """The rule for this design at `level`: the centre from REFERENCE_LEVEL's solve. Solved once
-    per machine (1-5 s a design) and kept in the stats disk cache, read back to the bit."""
+    per machine (about 2 s a solve, two for another level) and kept in the stats disk cache,
+    read back to the bit."""
     solve = functools.partial(_solved, design, level)
     knots = cached("slope-rule", _solve_key(design, level), solve, _knots)
     return Rule(design, level, np.array(knots["centre"]), np.array(knots["width"]))
@@ -275,7 +278,7 @@ def _solved(design: RuleDesign, level: float) -> dict[str, list[float]]:
 
 def _knots(value: Any) -> dict[str, list[float]]:
     """A stored rule, or ValueError: m and w, a number within the solve's bounds per knot."""
-    bounds = {"centre": (-1.0, 3.0), "width": (0.0, 60.0)}
+    bounds = {"centre": CENTRE_BOUNDS, "width": WIDTH_BOUNDS}
     if not isinstance(value, dict) or set(value) != set(bounds):
         raise ValueError("not a rule's m and w")
     for name in bounds:
@@ -318,7 +321,8 @@ def t_factor(level: float, dof: float) -> float:
 
 @functools.lru_cache(maxsize=1024)
 def sigma_allowance(design: RuleDesign, level: float, dof: int) -> float:
-    """`_least_allowance`, found once per machine and kept in the stats disk cache."""
+    """`_least_allowance`, found once per machine and kept in the stats disk cache (every σ
+    treated as known, from EXACT_DOF up, under one key)."""
     key = _solve_key(
         design, level, dof=min(dof, EXACT_DOF), checked=CHECKED_LAMBDAS.tolist(),
         sigma_nodes=_SIGMA_NODES, nodes_margin=_NODES_MARGIN,
@@ -387,8 +391,7 @@ class ArmSlopes:
     def halfwidth(self, level: float) -> np.ndarray:
         """(m,) σ_A·w(t) at `level`, times `sigma_allowance`."""
         if level not in self._halfwidths:
-            # fewer, never more (the larger allowance); every σ treated as known shares one solve
-            dof = max(math.floor(min(self.dof, EXACT_DOF)), 1)
+            dof = max(math.floor(self.dof), 1)  # fewer, never more: the larger allowance
             widths = [
                 rule(d, level).interval(t)[1] * sigma_allowance(d, level, dof)
                 for d, t in self._arms()
